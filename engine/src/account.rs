@@ -1,0 +1,597 @@
+//! One store account: its catalogue version, visitors, sessions, orders, users and
+//! popularity counters, and the server-side call that tracks events and fills zones.
+//!
+//! Concurrency: every map is a `DashMap`; a request locks only its own visitor's entry
+//! while applying its events. The catalogue is an `ArcSwap`: a request loads one
+//! version and uses it throughout, writers (the delta worker, feed builds) swap in a new
+//! one. Rankings are rebuilt from the counters at most once per
+//! [`RANKINGS_REFRESH_MILLIS`] by whichever request first sees them stale.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use time::Date;
+
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::{Event, Identity, PageType};
+use crate::money::Currency;
+use crate::recommend::{Context, ItemPrice, Rankings, fill_zone, item_price};
+use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor};
+use crate::zone::{ZoneKind, ZoneSpec};
+
+/// Rankings older than this are rebuilt by the next request.
+pub const RANKINGS_REFRESH_MILLIS: UnixMillis = 1_000;
+
+/// Settings of an account that the engine needs.
+#[derive(Debug, Clone)]
+pub struct AccountSettings {
+    /// The access key naming the account.
+    pub access_key: String,
+    /// Currency used when a request names none.
+    pub default_currency: Currency,
+    /// The account's zones.
+    pub zones: Vec<ZoneSpec>,
+}
+
+/// A user record from a delta's `Users` (or a user feed).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserRecord {
+    /// `UserId`.
+    pub user_id: String,
+    /// `Email`.
+    pub email: Option<String>,
+    /// `FirstName`.
+    pub first_name: Option<String>,
+    /// `LastName`.
+    pub last_name: Option<String>,
+    /// `Title`.
+    pub title: Option<String>,
+    /// `DOB`.
+    pub dob: Option<Date>,
+    /// `Gender`.
+    pub gender: Option<String>,
+    /// `City`.
+    pub city: Option<String>,
+    /// `State`.
+    pub state: Option<String>,
+    /// `Country`.
+    pub country: Option<String>,
+    /// `GroupId`.
+    pub group_id: Option<String>,
+}
+
+/// A server-side call, validated.
+#[derive(Debug, Clone)]
+pub struct ServeRequest {
+    /// `visitorId`, when the caller has one.
+    pub visitor_id: Option<String>,
+    /// `sessionId`, when the caller has one.
+    pub session_id: Option<String>,
+    /// `currency`, when given.
+    pub currency: Option<Currency>,
+    /// Events to record, in order.
+    pub events: Vec<Event>,
+    /// Zone ids to fill, in order.
+    pub zones: Vec<String>,
+    /// Time of the request.
+    pub now: UnixMillis,
+}
+
+/// Something a 200 reports in its `errors` array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// `events[event]` is an order whose id was recorded before; it was not counted again.
+    DuplicateOrder {
+        /// Index in `events`.
+        event: usize,
+        /// The order id.
+        order_id: String,
+    },
+    /// `zones[zone]` names no zone of the account.
+    UnknownZone {
+        /// Index in `zones`.
+        zone: usize,
+        /// The zone id asked for.
+        id: String,
+    },
+    /// `zones[zone]` is configured for other page types than this request's.
+    ZoneNotOnPage {
+        /// Index in `zones`.
+        zone: usize,
+        /// The zone id asked for.
+        id: String,
+        /// The page type of the request.
+        page_type: PageType,
+    },
+}
+
+/// One product of a filled zone with the price it shows.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderedItem {
+    /// Dense id in the outcome's catalogue.
+    pub product: ProductIdx,
+    /// The price for this visitor.
+    pub price: ItemPrice,
+}
+
+/// A filled zone.
+#[derive(Debug)]
+pub struct RenderedZone<'a> {
+    /// The zone's definition.
+    pub spec: &'a ZoneSpec,
+    /// Items in display order.
+    pub items: Vec<RenderedItem>,
+}
+
+/// What a server-side call produced.
+#[derive(Debug)]
+pub struct ServeOutcome<'a> {
+    /// The visitor id to return (given or new).
+    pub visitor_id: String,
+    /// The session id to return (given, or new when absent, unknown or idle).
+    pub session_id: String,
+    /// Messages for the `errors` array of the 200.
+    pub notices: Vec<Notice>,
+    /// Filled zones, in request order.
+    pub zones: Vec<RenderedZone<'a>>,
+    /// The catalogue version the items index into.
+    pub catalogue: Arc<Catalogue>,
+}
+
+/// What an erasure removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Erasure {
+    /// Visitors whose state was removed.
+    pub visitors: usize,
+    /// User records removed.
+    pub users: usize,
+}
+
+impl Erasure {
+    /// Whether anything matched.
+    pub fn matched(&self) -> bool {
+        self.visitors + self.users > 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counter {
+    score: f64,
+    units: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum IdentityKey {
+    User(String),
+    Email(String),
+    Account(String),
+}
+
+#[derive(Debug)]
+struct RankingsVersion {
+    catalogue: Arc<Catalogue>,
+    built_at: UnixMillis,
+    rankings: Rankings,
+}
+
+/// An account's whole in-memory state.
+#[derive(Debug)]
+pub struct Account {
+    settings: AccountSettings,
+    catalogue: ArcSwap<Catalogue>,
+    visitors: DashMap<String, Visitor>,
+    /// session id → last request time.
+    sessions: DashMap<String, UnixMillis>,
+    /// Every order id ever recorded.
+    orders: DashMap<String, ()>,
+    identities: DashMap<IdentityKey, HashSet<String>>,
+    users: DashMap<String, UserRecord>,
+    counters: DashMap<String, Counter>,
+    rankings: ArcSwap<RankingsVersion>,
+    rebuilding: AtomicBool,
+}
+
+/// Score added to a product's trending counter per kind of interaction.
+const VIEW_SCORE: f64 = 1.0;
+const BASKET_SCORE: f64 = 2.0;
+const ORDER_SCORE: f64 = 4.0;
+
+impl Account {
+    /// A new account serving `catalogue`.
+    pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
+        let catalogue = Arc::new(catalogue);
+        let rankings = RankingsVersion {
+            rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
+            catalogue: Arc::clone(&catalogue),
+            built_at: UnixMillis::MIN,
+        };
+        Account {
+            settings,
+            catalogue: ArcSwap::new(catalogue),
+            visitors: DashMap::new(),
+            sessions: DashMap::new(),
+            orders: DashMap::new(),
+            identities: DashMap::new(),
+            users: DashMap::new(),
+            counters: DashMap::new(),
+            rankings: ArcSwap::from_pointee(rankings),
+            rebuilding: AtomicBool::new(false),
+        }
+    }
+
+    /// The account's settings.
+    pub fn settings(&self) -> &AccountSettings {
+        &self.settings
+    }
+
+    /// The current catalogue version.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue.load_full()
+    }
+
+    /// Makes `catalogue` the current version; requests in flight keep the one they loaded.
+    pub fn swap_catalogue(&self, catalogue: Catalogue) {
+        self.catalogue.store(Arc::new(catalogue));
+    }
+
+    /// Adds or replaces a user record.
+    pub fn upsert_user(&self, user: UserRecord) {
+        self.users.insert(user.user_id.clone(), user);
+    }
+
+    /// A user record by user id.
+    pub fn user(&self, user_id: &str) -> Option<UserRecord> {
+        self.users.get(user_id).map(|u| u.clone())
+    }
+
+    /// A copy of a visitor's state.
+    pub fn visitor(&self, visitor_id: &str) -> Option<Visitor> {
+        self.visitors.get(visitor_id).map(|v| v.clone())
+    }
+
+    /// Number of visitors with state.
+    pub fn visitor_count(&self) -> usize {
+        self.visitors.len()
+    }
+
+    /// Whether an order id has been recorded.
+    pub fn has_order(&self, order_id: &str) -> bool {
+        self.orders.contains_key(order_id)
+    }
+
+    /// Forgets sessions idle for longer than the session timeout.
+    pub fn expire_sessions(&self, now: UnixMillis) {
+        self.sessions.retain(|_, last| now - *last <= SESSION_IDLE_MILLIS);
+    }
+
+    /// Tracks the request's events, then fills its zones (read-your-writes).
+    pub fn serve(&self, request: ServeRequest) -> ServeOutcome<'_> {
+        let now = request.now;
+        let visitor_id = request.visitor_id.unwrap_or_else(new_id);
+        let session_id = self.resolve_session(request.session_id, now);
+        let mut notices = Vec::new();
+        let mut page = PageContext { visitor_id: visitor_id.clone(), ..PageContext::default() };
+
+        let mut visitor = self.visitors.entry(visitor_id.clone()).or_default();
+        visitor.session_id = Some(session_id.clone());
+        visitor.last_seen = now;
+        for (index, event) in request.events.iter().enumerate() {
+            self.apply_event(&mut visitor, index, event, now, &mut page, &mut notices);
+        }
+        let snapshot = VisitorSnapshot::of(&visitor);
+        drop(visitor);
+
+        let catalogue = self.catalogue();
+        let rankings = self.rankings_for(&catalogue, now);
+        let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
+        let ctx = Context {
+            catalogue: &catalogue,
+            rankings: &rankings.rankings,
+            currency: request.currency.unwrap_or(self.settings.default_currency),
+            now,
+            account_id: snapshot.identity.account_id.as_deref(),
+            group_id: snapshot.identity.group_id.as_deref(),
+            product,
+            category: page.category.as_deref(),
+            basket: snapshot.basket.iter().map(String::as_str).collect(),
+            purchased: snapshot.purchased.iter().map(String::as_str).collect(),
+            recent_views: snapshot.recent_views.iter().rev().map(String::as_str).collect(),
+        };
+
+        let mut zones = Vec::with_capacity(request.zones.len());
+        for (index, zone_id) in request.zones.iter().enumerate() {
+            let Some(spec) = self.settings.zones.iter().find(|z| z.id == *zone_id) else {
+                notices.push(Notice::UnknownZone { zone: index, id: zone_id.clone() });
+                continue;
+            };
+            if let Some(page_type) = page.page_type
+                && !spec.page_types.is_empty()
+                && !spec.page_types.contains(&page_type)
+            {
+                notices.push(Notice::ZoneNotOnPage {
+                    zone: index,
+                    id: zone_id.clone(),
+                    page_type,
+                });
+                continue;
+            }
+            let items = match spec.kind {
+                ZoneKind::RecommenderProduct => fill_zone(spec, &ctx)
+                    .into_iter()
+                    .filter_map(|idx| {
+                        let product = catalogue.product(idx)?;
+                        Some(RenderedItem { product: idx, price: item_price(product, &ctx)? })
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            zones.push(RenderedZone { spec, items });
+        }
+        drop(ctx);
+        drop(rankings);
+        ServeOutcome { visitor_id, session_id, notices, zones, catalogue }
+    }
+
+    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
+    /// user id, B2B account id or visitor id. Aggregate counters stay.
+    pub fn forget(&self, identifier: &str) -> Erasure {
+        let email = identifier.to_lowercase();
+        let mut visitor_ids: HashSet<String> = HashSet::new();
+        let mut user_ids: HashSet<String> = HashSet::new();
+        let mut emails: HashSet<String> = HashSet::new();
+
+        if self.visitors.contains_key(identifier) {
+            visitor_ids.insert(identifier.to_owned());
+        }
+        if self.users.contains_key(identifier) {
+            user_ids.insert(identifier.to_owned());
+        }
+        for user in self.users.iter() {
+            if user.email.as_deref().is_some_and(|e| e.to_lowercase() == email) {
+                user_ids.insert(user.user_id.clone());
+            }
+        }
+        for key in [
+            IdentityKey::User(identifier.to_owned()),
+            IdentityKey::Email(email.clone()),
+            IdentityKey::Account(identifier.to_owned()),
+        ] {
+            if let Some(linked) = self.identities.get(&key) {
+                visitor_ids.extend(linked.iter().cloned());
+                match key {
+                    IdentityKey::User(id) => {
+                        user_ids.insert(id);
+                    }
+                    IdentityKey::Email(e) => {
+                        emails.insert(e);
+                    }
+                    IdentityKey::Account(_) => {}
+                }
+            }
+        }
+        // A person's user id and email lead to each other; a shared B2B account id does not
+        // lead to its other users.
+        for user_id in user_ids.clone() {
+            if let Some(user) = self.users.get(&user_id)
+                && let Some(e) = &user.email
+            {
+                emails.insert(e.to_lowercase());
+            }
+            if let Some(linked) = self.identities.get(&IdentityKey::User(user_id)) {
+                visitor_ids.extend(linked.iter().cloned());
+            }
+        }
+        for e in &emails {
+            if let Some(linked) = self.identities.get(&IdentityKey::Email(e.clone())) {
+                visitor_ids.extend(linked.iter().cloned());
+            }
+        }
+
+        let mut erasure = Erasure::default();
+        for visitor_id in &visitor_ids {
+            if let Some((_, visitor)) = self.visitors.remove(visitor_id) {
+                erasure.visitors += 1;
+                if let Some(session) = &visitor.session_id {
+                    self.sessions.remove(session);
+                }
+                if let Some(user_id) = &visitor.identity.user_id {
+                    user_ids.insert(user_id.clone());
+                }
+            }
+        }
+        for user_id in &user_ids {
+            if self.users.remove(user_id).is_some() {
+                erasure.users += 1;
+            }
+        }
+        self.identities.retain(|key, linked| {
+            linked.retain(|v| !visitor_ids.contains(v));
+            let erased_key = match key {
+                IdentityKey::User(id) => user_ids.contains(id),
+                IdentityKey::Email(e) => emails.contains(e) || *e == email,
+                IdentityKey::Account(_) => false,
+            };
+            !linked.is_empty() && !erased_key
+        });
+        erasure
+    }
+
+    fn resolve_session(&self, given: Option<String>, now: UnixMillis) -> String {
+        if let Some(id) = given
+            && let Some(mut last) = self.sessions.get_mut(&id)
+            && now - *last <= SESSION_IDLE_MILLIS
+        {
+            *last = now;
+            return id;
+        }
+        let id = new_id();
+        self.sessions.insert(id.clone(), now);
+        id
+    }
+
+    fn apply_event(
+        &self,
+        visitor: &mut Visitor,
+        index: usize,
+        event: &Event,
+        now: UnixMillis,
+        page: &mut PageContext,
+        notices: &mut Vec<Notice>,
+    ) {
+        match event {
+            Event::PageView { page_type, product_id, category_id, brand_id } => {
+                page.page_type = Some(*page_type);
+                if product_id.is_some() {
+                    page.product.clone_from(product_id);
+                }
+                if category_id.is_some() {
+                    page.category.clone_from(category_id);
+                }
+                if brand_id.is_some() {
+                    page.brand.clone_from(brand_id);
+                }
+            }
+            Event::ProductView { id } => {
+                visitor.record_view(id);
+                page.product = Some(id.clone());
+                self.count(id, VIEW_SCORE, 0);
+            }
+            Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
+            Event::SetBasket { items } => {
+                for item in items {
+                    if !visitor.basket.iter().any(|b| b.id == item.id) {
+                        self.count(&item.id, BASKET_SCORE, 0);
+                    }
+                }
+                visitor.basket = items.clone();
+            }
+            Event::Order(order) => {
+                let fresh = match self.orders.entry(order.order_id.clone()) {
+                    dashmap::Entry::Occupied(_) => false,
+                    dashmap::Entry::Vacant(slot) => {
+                        slot.insert(());
+                        true
+                    }
+                };
+                if !fresh {
+                    notices.push(Notice::DuplicateOrder {
+                        event: index,
+                        order_id: order.order_id.clone(),
+                    });
+                    return;
+                }
+                for line in &order.items {
+                    let units = line.qty.max(0.0).round() as u64;
+                    self.count(&line.id, ORDER_SCORE, units.max(1));
+                    visitor.record_purchase(&line.id);
+                }
+                visitor.basket.clear();
+                self.link_visitor(&page.visitor_id, &order.identity);
+                visitor.link_identity(&order.identity);
+                visitor.merge_details(&order.details);
+                visitor.record_order(OrderRecord {
+                    order_id: order.order_id.clone(),
+                    identity: order.identity.clone(),
+                    details: order.details.clone(),
+                    at: now,
+                });
+            }
+            Event::CustomerDetails { identity, details } => {
+                self.link_visitor(&page.visitor_id, identity);
+                visitor.link_identity(identity);
+                visitor.merge_details(details);
+            }
+        }
+    }
+
+    fn link_visitor(&self, visitor_id: &str, identity: &Identity) {
+        if let Some(user_id) = &identity.user_id {
+            self.link(IdentityKey::User(user_id.clone()), visitor_id);
+        }
+        if let Some(email) = &identity.email {
+            self.link(IdentityKey::Email(email.to_lowercase()), visitor_id);
+        }
+        if let Some(account_id) = &identity.account_id {
+            self.link(IdentityKey::Account(account_id.clone()), visitor_id);
+        }
+    }
+
+    fn link(&self, key: IdentityKey, visitor_id: &str) {
+        self.identities.entry(key).or_default().insert(visitor_id.to_owned());
+    }
+
+    fn count(&self, product_id: &str, score: f64, units: u64) {
+        let mut counter = self.counters.entry(product_id.to_owned()).or_default();
+        counter.score += score;
+        counter.units += units;
+    }
+
+    fn rankings_for(&self, catalogue: &Arc<Catalogue>, now: UnixMillis) -> Arc<RankingsVersion> {
+        let current = self.rankings.load_full();
+        let same_version = Arc::ptr_eq(&current.catalogue, catalogue);
+        let fresh = now.saturating_sub(current.built_at) < RANKINGS_REFRESH_MILLIS;
+        if same_version && fresh {
+            return current;
+        }
+        // A different catalogue version must be ranked before use; a stale one is rebuilt by
+        // one request while the others keep serving the previous rankings.
+        let claimed = self
+            .rebuilding
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if same_version && !claimed {
+            return current;
+        }
+        let rankings = Rankings::build(catalogue, |p| {
+            self.counters.get(&p.id).map_or((0.0, 0), |c| (c.score, c.units))
+        });
+        let version = Arc::new(RankingsVersion {
+            catalogue: Arc::clone(catalogue),
+            built_at: now,
+            rankings,
+        });
+        if claimed {
+            self.rankings.store(Arc::clone(&version));
+            self.rebuilding.store(false, Ordering::Release);
+        }
+        version
+    }
+}
+
+#[derive(Debug, Default)]
+struct PageContext {
+    visitor_id: String,
+    page_type: Option<PageType>,
+    product: Option<String>,
+    category: Option<String>,
+    brand: Option<String>,
+}
+
+/// The parts of a visitor that zones consult, copied so the visitor's lock is released
+/// before rendering.
+#[derive(Debug)]
+struct VisitorSnapshot {
+    identity: Identity,
+    basket: Vec<String>,
+    purchased: Vec<String>,
+    recent_views: Vec<String>,
+}
+
+impl VisitorSnapshot {
+    fn of(visitor: &Visitor) -> VisitorSnapshot {
+        VisitorSnapshot {
+            identity: visitor.identity.clone(),
+            basket: visitor.basket.iter().map(|b| b.id.clone()).collect(),
+            purchased: visitor.purchased.iter().cloned().collect(),
+            recent_views: visitor.recent_views.iter().cloned().collect(),
+        }
+    }
+}
+
+/// A new 128-bit random id, 32 lower-case hex characters.
+pub fn new_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}

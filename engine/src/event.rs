@@ -1,0 +1,150 @@
+//! Tracking events as the engine sees them: already validated, typed, free of wire
+//! details. `vitrine-http` converts the JSON of `/api/serverside` into these.
+
+use time::Date;
+
+/// The `page_type` of a `page_view` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PageType {
+    /// `homepage`
+    Homepage,
+    /// `search_results`
+    SearchResults,
+    /// `category_listing_page`
+    CategoryListingPage,
+    /// `product_page`
+    ProductPage,
+    /// `basket_page`
+    BasketPage,
+    /// `order_complete_page`
+    OrderCompletePage,
+    /// `other`
+    Other,
+}
+
+impl PageType {
+    /// Every page type, in the order of the contract.
+    pub const ALL: [PageType; 7] = [
+        PageType::Homepage,
+        PageType::SearchResults,
+        PageType::CategoryListingPage,
+        PageType::ProductPage,
+        PageType::BasketPage,
+        PageType::OrderCompletePage,
+        PageType::Other,
+    ];
+
+    /// The wire name, e.g. `product_page`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PageType::Homepage => "homepage",
+            PageType::SearchResults => "search_results",
+            PageType::CategoryListingPage => "category_listing_page",
+            PageType::ProductPage => "product_page",
+            PageType::BasketPage => "basket_page",
+            PageType::OrderCompletePage => "order_complete_page",
+            PageType::Other => "other",
+        }
+    }
+
+    /// The page type of a wire name.
+    pub fn from_name(name: &str) -> Option<PageType> {
+        PageType::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// One line of a basket or an order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BasketLine {
+    /// Product id.
+    pub id: String,
+    /// Quantity.
+    pub qty: f64,
+    /// Unit price in the request's currency.
+    pub unit_price: f64,
+}
+
+/// Identifiers that tie a visitor to a known customer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Identity {
+    /// The store's user id.
+    pub user_id: Option<String>,
+    /// Email address as sent.
+    pub email: Option<String>,
+    /// B2B account id.
+    pub account_id: Option<String>,
+    /// User group, for group prices.
+    pub group_id: Option<String>,
+}
+
+/// Personal details that an order or a login may carry.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PersonalDetails {
+    /// Title (Mr, Ms, ...).
+    pub title: Option<String>,
+    /// First name.
+    pub first_name: Option<String>,
+    /// Last name.
+    pub last_name: Option<String>,
+    /// Delivery zip or postcode.
+    pub zipcode: Option<String>,
+    /// Date of birth.
+    pub dob: Option<Date>,
+}
+
+/// A completed order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Order {
+    /// `orderid`, recorded once per account.
+    pub order_id: String,
+    /// Order lines.
+    pub items: Vec<BasketLine>,
+    /// `ordertotal`, in the base currency.
+    pub total: Option<f64>,
+    /// Who ordered.
+    pub identity: Identity,
+    /// Personal details given with the order.
+    pub details: PersonalDetails,
+}
+
+/// A tracking event of `/api/serverside`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `page_view`
+    PageView {
+        /// The kind of page.
+        page_type: PageType,
+        /// Product on a product page.
+        product_id: Option<String>,
+        /// Category on a category listing page.
+        category_id: Option<String>,
+        /// Brand on a brand page.
+        brand_id: Option<String>,
+    },
+    /// `product_view`
+    ProductView {
+        /// Product id.
+        id: String,
+    },
+    /// `product_rate`
+    ProductRate {
+        /// Product id.
+        id: String,
+        /// The rating given.
+        rating: f64,
+    },
+    /// `set_basket`: the full basket; empty clears it.
+    SetBasket {
+        /// Basket lines.
+        items: Vec<BasketLine>,
+    },
+    /// `order`
+    Order(Order),
+    /// `customer_details`: a customer identified themselves.
+    CustomerDetails {
+        /// Identifiers given.
+        identity: Identity,
+        /// Personal details given.
+        details: PersonalDetails,
+    },
+}

@@ -1,0 +1,35 @@
+//! `vitrine-engine`: everything Vitrine knows about a store, and no I/O.
+//!
+//! The engine holds each account's catalogue version, its visitors and their sessions,
+//! its orders and users, and the counters behind the recommenders; it tracks events and
+//! fills zones. It reads no files, opens no sockets and knows no JSON: `vitrine-http`
+//! converts wire requests into [`event::Event`]s and [`account::ServeRequest`]s, and
+//! `vitrine-ingest` builds catalogues with [`catalogue::CatalogueBuilder`].
+//!
+//! Threads: any number of request threads call [`account::Account::serve`] at once; the
+//! per-account delta worker in `vitrine-ingest` is the only writer of catalogue versions.
+//!
+//! Modules:
+//! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
+//! - [`catalogue`]: products under dense ids, categories, brands, account prices.
+//! - [`event`]: the tracking events of `/api/serverside`, typed.
+//! - [`visitor`]: bounded per-visitor state.
+//! - [`zone`]: zone definitions and strategies.
+//! - [`recommend`]: candidate generation, filters, fallback chains, item prices.
+//! - [`account`]: one account's state, the server-side call, erasure.
+//! - [`demo`]: the generated demo catalogue.
+
+#![forbid(unsafe_code)]
+
+pub mod account;
+pub mod catalogue;
+pub mod demo;
+pub mod event;
+pub mod money;
+pub mod recommend;
+pub mod visitor;
+pub mod zone;
+
+pub use account::{Account, AccountSettings};
+pub use catalogue::{Catalogue, CatalogueBuilder, Product, ProductIdx};
+pub use money::{Currency, Money};

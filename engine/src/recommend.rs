@@ -1,0 +1,252 @@
+//! Recommenders: candidate generation per [`Strategy`], the filters every recommender
+//! applies, fallback chains, and the price an item shows.
+
+use std::collections::HashSet;
+
+use crate::catalogue::{Catalogue, PriceSet, Product, ProductIdx, UnixMillis};
+use crate::money::{Currency, Money, saving_percent};
+use crate::zone::{Strategy, ZoneSpec};
+
+/// Popularity orderings of one catalogue version, rebuilt from the account's counters.
+#[derive(Debug, Default)]
+pub struct Rankings {
+    /// Every product, most interacted-with first (ties in catalogue order).
+    pub trending: Vec<ProductIdx>,
+    /// Products with at least one ordered unit, most units first.
+    pub top_sellers: Vec<ProductIdx>,
+    /// Rank of each product in `trending`, indexed by dense id.
+    pub trending_rank: Vec<u32>,
+}
+
+impl Rankings {
+    /// Orders a catalogue's products by trending score and units sold.
+    pub fn build(catalogue: &Catalogue, score: impl Fn(&Product) -> (f64, u64)) -> Rankings {
+        let scores: Vec<(f64, u64)> = catalogue.products().iter().map(score).collect();
+        let mut trending: Vec<ProductIdx> = (0..catalogue.len() as ProductIdx).collect();
+        trending.sort_by(|a, b| {
+            let (sa, sb) = (scores[*a as usize].0, scores[*b as usize].0);
+            sb.total_cmp(&sa).then(a.cmp(b))
+        });
+        let mut top_sellers: Vec<ProductIdx> = (0..catalogue.len() as ProductIdx)
+            .filter(|i| scores[*i as usize].1 > 0)
+            .collect();
+        top_sellers.sort_by(|a, b| {
+            scores[*b as usize].1.cmp(&scores[*a as usize].1).then(a.cmp(b))
+        });
+        let mut trending_rank = vec![0; catalogue.len()];
+        for (rank, idx) in trending.iter().enumerate() {
+            trending_rank[*idx as usize] = rank as u32;
+        }
+        Rankings { trending, top_sellers, trending_rank }
+    }
+}
+
+/// Everything a recommender may consult for one request.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// The catalogue version of the request.
+    pub catalogue: &'a Catalogue,
+    /// Rankings of that version.
+    pub rankings: &'a Rankings,
+    /// Currency of the request (else the account default).
+    pub currency: Currency,
+    /// Time of the request.
+    pub now: UnixMillis,
+    /// The visitor's B2B account id.
+    pub account_id: Option<&'a str>,
+    /// The visitor's user group.
+    pub group_id: Option<&'a str>,
+    /// The product of the page, from page_view or product_view.
+    pub product: Option<ProductIdx>,
+    /// The category of the page.
+    pub category: Option<&'a str>,
+    /// Product ids in the basket.
+    pub basket: HashSet<&'a str>,
+    /// Product ids bought by the visitor.
+    pub purchased: HashSet<&'a str>,
+    /// Product ids viewed by the visitor, newest first.
+    pub recent_views: Vec<&'a str>,
+}
+
+/// The price an item shows, after account > group > product precedence and sale rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemPrice {
+    /// Current price: the sale price when one applies.
+    pub price: Money,
+    /// The regular price, present only when a sale price applies.
+    pub was: Option<Money>,
+}
+
+impl ItemPrice {
+    /// Amount saved, when on sale.
+    pub fn saving(&self) -> Option<Money> {
+        self.was.map(|was| Money { minor: was.minor - self.price.minor, ..was })
+    }
+
+    /// `SavingPercent`, e.g. `"29%"`, when on sale.
+    pub fn saving_percent(&self) -> Option<String> {
+        self.was.map(|was| saving_percent(was, self.price))
+    }
+}
+
+/// The price of a product for a visitor, or `None` when it has none in the currency.
+pub fn item_price(product: &Product, ctx: &Context<'_>) -> Option<ItemPrice> {
+    let account_set = ctx
+        .account_id
+        .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
+    let group_set = ctx.group_id.and_then(|group| {
+        product.group_prices.iter().find(|(g, _)| g == group).map(|(_, set)| set)
+    });
+    let chosen = [account_set, group_set, Some(&product.prices)]
+        .into_iter()
+        .flatten()
+        .find(|set| set.price_in(ctx.currency).is_some())?;
+    price_from(chosen, ctx.currency)
+}
+
+fn price_from(set: &PriceSet, currency: Currency) -> Option<ItemPrice> {
+    let regular = set.price_in(currency)?;
+    Some(match set.sale_in(currency) {
+        Some(sale) if sale.minor < regular.minor => ItemPrice { price: sale, was: Some(regular) },
+        _ => ItemPrice { price: regular, was: None },
+    })
+}
+
+/// Whether a product may be shown to this visitor at all: the filters of every
+/// recommender (currency, `ExcludeFromRecommenders`, date window, B2B visibility, not the
+/// page's own product, not already in the basket or bought).
+fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
+    let Some(product) = ctx.catalogue.product(idx) else {
+        return false;
+    };
+    if product.exclude_from_recommenders
+        || !product.is_live_at(ctx.now)
+        || !product.visibility.allows(ctx.account_id)
+        || ctx.product == Some(idx)
+        || ctx.basket.contains(product.id.as_str())
+        || ctx.purchased.contains(product.id.as_str())
+    {
+        return false;
+    }
+    item_price(product, ctx).is_some()
+}
+
+/// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items.
+pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
+    let mut chosen: Vec<ProductIdx> = Vec::with_capacity(zone.count);
+    let mut seen: HashSet<ProductIdx> = HashSet::with_capacity(zone.count * 2);
+    for strategy in std::iter::once(zone.strategy).chain(zone.fallback.iter().copied()) {
+        if chosen.len() >= zone.count {
+            break;
+        }
+        candidates(strategy, ctx, &mut |idx| {
+            if seen.contains(&idx) || !admissible(idx, ctx) {
+                return true;
+            }
+            seen.insert(idx);
+            chosen.push(idx);
+            chosen.len() < zone.count
+        });
+    }
+    chosen
+}
+
+/// Calls `take` with candidates in preference order until it returns `false`.
+fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
+    let catalogue = ctx.catalogue;
+    let popular = || ctx.rankings.trending.iter().copied();
+    match strategy {
+        Strategy::Trending => {
+            for idx in popular() {
+                if !take(idx) {
+                    return;
+                }
+            }
+        }
+        Strategy::TopSellers => {
+            for &idx in &ctx.rankings.top_sellers {
+                if !take(idx) {
+                    return;
+                }
+            }
+        }
+        Strategy::RecentlyViewed => {
+            for id in &ctx.recent_views {
+                if let Some(idx) = catalogue.idx_of(id)
+                    && !take(idx)
+                {
+                    return;
+                }
+            }
+        }
+        Strategy::NewArrivals | Strategy::OnOffer => {
+            for idx in popular() {
+                let Some(product) = catalogue.product(idx) else { continue };
+                let wanted = if strategy == Strategy::NewArrivals {
+                    product.new_arrival
+                } else {
+                    product.on_offer || item_price(product, ctx).is_some_and(|p| p.was.is_some())
+                };
+                if wanted && !take(idx) {
+                    return;
+                }
+            }
+        }
+        Strategy::CategoryTop => {
+            let category = ctx.category.or_else(|| {
+                let product = catalogue.product(ctx.product?)?;
+                product.categories.first().map(String::as_str)
+            });
+            let Some(category) = category else { return };
+            let mut members = catalogue.in_category(category).to_vec();
+            members.sort_by_key(|idx| ctx.rankings.trending_rank.get(*idx as usize).copied());
+            for idx in members {
+                if !take(idx) {
+                    return;
+                }
+            }
+        }
+        Strategy::Similar => similar(ctx, take),
+    }
+}
+
+/// Products sharing categories, brand and search tags with the context product (or the
+/// visitor's latest view), by overlap and then popularity.
+fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
+    let catalogue = ctx.catalogue;
+    let anchor = ctx
+        .product
+        .or_else(|| ctx.recent_views.first().and_then(|id| catalogue.idx_of(id)));
+    let Some(anchor) = anchor.and_then(|idx| catalogue.product(idx).map(|p| (idx, p))) else {
+        return;
+    };
+    let (anchor_idx, anchor) = anchor;
+    let mut scored: Vec<(u32, ProductIdx)> = Vec::new();
+    let mut seen = HashSet::new();
+    for category in &anchor.categories {
+        for &idx in catalogue.in_category(category) {
+            if idx != anchor_idx && seen.insert(idx) {
+                let Some(other) = catalogue.product(idx) else { continue };
+                scored.push((similarity(anchor, other), idx));
+            }
+        }
+    }
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0).then_with(|| {
+            let rank = |i: ProductIdx| ctx.rankings.trending_rank.get(i as usize).copied();
+            rank(a.1).cmp(&rank(b.1))
+        })
+    });
+    for (_, idx) in scored {
+        if !take(idx) {
+            return;
+        }
+    }
+}
+
+fn similarity(a: &Product, b: &Product) -> u32 {
+    let shared_categories = a.categories.iter().filter(|c| b.categories.contains(c)).count();
+    let same_brand = a.brand.is_some() && a.brand == b.brand;
+    let shared_tags = a.search_tags.iter().filter(|t| b.search_tags.contains(t)).count();
+    (shared_categories as u32) * 4 + u32::from(same_brand) * 3 + shared_tags as u32
+}

@@ -1,0 +1,146 @@
+//! Zone definitions: what a named zone ("PP-01") shows and how it is filled.
+
+use std::fmt;
+
+use crate::event::PageType;
+
+/// The content type of a zone, as reported in the `type` field of zone content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneKind {
+    /// `recommender-product`: product items.
+    RecommenderProduct,
+    /// `recommender-category`: category items.
+    RecommenderCategory,
+    /// `recommender-brand`: brand items.
+    RecommenderBrand,
+    /// `image-carousel` (config alias `carousel`).
+    ImageCarousel,
+    /// `image` (config alias `staticimage`).
+    Image,
+    /// `html`: a rendered template.
+    Html,
+}
+
+impl ZoneKind {
+    /// The wire name reported in zone content.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZoneKind::RecommenderProduct => "recommender-product",
+            ZoneKind::RecommenderCategory => "recommender-category",
+            ZoneKind::RecommenderBrand => "recommender-brand",
+            ZoneKind::ImageCarousel => "image-carousel",
+            ZoneKind::Image => "image",
+            ZoneKind::Html => "html",
+        }
+    }
+
+    /// Reads a configured type name, accepting the vendor aliases.
+    pub fn from_name(name: &str) -> Option<ZoneKind> {
+        Some(match name {
+            "recommender-product" => ZoneKind::RecommenderProduct,
+            "recommender-category" => ZoneKind::RecommenderCategory,
+            "recommender-brand" => ZoneKind::RecommenderBrand,
+            "image-carousel" | "carousel" => ZoneKind::ImageCarousel,
+            "image" | "staticimage" => ZoneKind::Image,
+            "html" => ZoneKind::Html,
+            _ => return None,
+        })
+    }
+}
+
+/// How a product zone is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Most interacted-with products of the account.
+    Trending,
+    /// Most ordered products (units).
+    TopSellers,
+    /// The visitor's own recently viewed products, newest first.
+    RecentlyViewed,
+    /// Products flagged `NewArrival`, most popular first.
+    NewArrivals,
+    /// Products flagged `OnOffer` or with a sale price, most popular first.
+    OnOffer,
+    /// Most popular products of the context category.
+    CategoryTop,
+    /// Products sharing categories, brand and search tags with the context product.
+    Similar,
+}
+
+/// A strategy name that is not one this version can fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrategyNameError {
+    /// Not a strategy name at all.
+    Unknown,
+    /// A documented strategy that this version does not build yet.
+    NotAvailable,
+}
+
+impl Strategy {
+    /// Strategies this version fills, by config name.
+    pub const AVAILABLE: [(&'static str, Strategy); 7] = [
+        ("trending", Strategy::Trending),
+        ("top_sellers", Strategy::TopSellers),
+        ("recently_viewed", Strategy::RecentlyViewed),
+        ("new_arrivals", Strategy::NewArrivals),
+        ("on_offer", Strategy::OnOffer),
+        ("category_top", Strategy::CategoryTop),
+        ("similar", Strategy::Similar),
+    ];
+
+    /// Documented strategy names that this version refuses with a clear message.
+    pub const PLANNED: [&'static str; 8] = [
+        "viewed_together",
+        "bought_together",
+        "complete_the_look",
+        "associated",
+        "personalized",
+        "basket_cross_sell",
+        "category_affinity",
+        "brand_affinity",
+    ];
+
+    /// The config name of the strategy.
+    pub fn name(self) -> &'static str {
+        Strategy::AVAILABLE
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map_or("trending", |(n, _)| n)
+    }
+
+    /// Reads a config name.
+    pub fn from_name(name: &str) -> Result<Strategy, StrategyNameError> {
+        if let Some((_, s)) = Strategy::AVAILABLE.iter().find(|(n, _)| *n == name) {
+            return Ok(*s);
+        }
+        if Strategy::PLANNED.contains(&name) {
+            return Err(StrategyNameError::NotAvailable);
+        }
+        Err(StrategyNameError::Unknown)
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One configured zone of an account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneSpec {
+    /// Zone id as requested, e.g. `PP-01`.
+    pub id: String,
+    /// Display title.
+    pub title: String,
+    /// Content type.
+    pub kind: ZoneKind,
+    /// The main strategy.
+    pub strategy: Strategy,
+    /// Strategies used in order to fill up to `count`.
+    pub fallback: Vec<Strategy>,
+    /// Number of items wanted.
+    pub count: usize,
+    /// Page types the zone is shown on; empty means every page type.
+    pub page_types: Vec<PageType>,
+}
