@@ -264,7 +264,8 @@ impl Account {
 
     /// Forgets sessions idle for longer than the session timeout.
     pub fn expire_sessions(&self, now: UnixMillis) {
-        self.sessions.retain(|_, last| now - *last <= SESSION_IDLE_MILLIS);
+        self.sessions
+            .retain(|_, last| now - *last <= SESSION_IDLE_MILLIS);
     }
 
     /// Tracks the request's events, then fills its zones (read-your-writes).
@@ -273,7 +274,10 @@ impl Account {
         let visitor_id = request.visitor_id.unwrap_or_else(new_id);
         let session_id = self.resolve_session(request.session_id, now);
         let mut notices = Vec::new();
-        let mut page = PageContext { visitor_id: visitor_id.clone(), ..PageContext::default() };
+        let mut page = PageContext {
+            visitor_id: visitor_id.clone(),
+            ..PageContext::default()
+        };
 
         let mut visitor = self.visitors.entry(visitor_id.clone()).or_default();
         visitor.session_id = Some(session_id.clone());
@@ -298,13 +302,21 @@ impl Account {
             category: page.category.as_deref(),
             basket: snapshot.basket.iter().map(String::as_str).collect(),
             purchased: snapshot.purchased.iter().map(String::as_str).collect(),
-            recent_views: snapshot.recent_views.iter().rev().map(String::as_str).collect(),
+            recent_views: snapshot
+                .recent_views
+                .iter()
+                .rev()
+                .map(String::as_str)
+                .collect(),
         };
 
         let mut zones = Vec::with_capacity(request.zones.len());
         for (index, zone_id) in request.zones.iter().enumerate() {
             let Some(spec) = self.settings.zones.iter().find(|z| z.id == *zone_id) else {
-                notices.push(Notice::UnknownZone { zone: index, id: zone_id.clone() });
+                notices.push(Notice::UnknownZone {
+                    zone: index,
+                    id: zone_id.clone(),
+                });
                 continue;
             };
             if let Some(page_type) = page.page_type
@@ -323,7 +335,10 @@ impl Account {
                     .into_iter()
                     .filter_map(|idx| {
                         let product = catalogue.product(idx)?;
-                        Some(RenderedItem { product: idx, price: item_price(product, &ctx)? })
+                        Some(RenderedItem {
+                            product: idx,
+                            price: item_price(product, &ctx)?,
+                        })
                     })
                     .collect(),
                 _ => Vec::new(),
@@ -332,7 +347,13 @@ impl Account {
         }
         drop(ctx);
         drop(rankings);
-        ServeOutcome { visitor_id, session_id, notices, zones, catalogue }
+        ServeOutcome {
+            visitor_id,
+            session_id,
+            notices,
+            zones,
+            catalogue,
+        }
     }
 
     /// Removes every record tied to `identifier`: matched by email (case-insensitive),
@@ -350,7 +371,11 @@ impl Account {
             user_ids.insert(identifier.to_owned());
         }
         for user in self.users.iter() {
-            if user.email.as_deref().is_some_and(|e| e.to_lowercase() == email) {
+            if user
+                .email
+                .as_deref()
+                .is_some_and(|e| e.to_lowercase() == email)
+            {
                 user_ids.insert(user.user_id.clone());
             }
         }
@@ -442,7 +467,12 @@ impl Account {
         notices: &mut Vec<Notice>,
     ) {
         match event {
-            Event::PageView { page_type, product_id, category_id, brand_id } => {
+            Event::PageView {
+                page_type,
+                product_id,
+                category_id,
+                brand_id,
+            } => {
                 page.page_type = Some(*page_type);
                 if product_id.is_some() {
                     page.product.clone_from(product_id);
@@ -520,7 +550,10 @@ impl Account {
     }
 
     fn link(&self, key: IdentityKey, visitor_id: &str) {
-        self.identities.entry(key).or_default().insert(visitor_id.to_owned());
+        self.identities
+            .entry(key)
+            .or_default()
+            .insert(visitor_id.to_owned());
     }
 
     fn count(&self, product_id: &str, score: f64, units: u64) {
@@ -546,7 +579,9 @@ impl Account {
             return current;
         }
         let rankings = Rankings::build(catalogue, |p| {
-            self.counters.get(&p.id).map_or((0.0, 0), |c| (c.score, c.units))
+            self.counters
+                .get(&p.id)
+                .map_or((0.0, 0), |c| (c.score, c.units))
         });
         let version = Arc::new(RankingsVersion {
             catalogue: Arc::clone(catalogue),

@@ -56,7 +56,10 @@ impl PriceSet {
 
     /// The sale price in `currency`.
     pub fn sale_in(&self, currency: Currency) -> Option<Money> {
-        self.sale_prices.iter().copied().find(|m| m.currency == currency)
+        self.sale_prices
+            .iter()
+            .copied()
+            .find(|m| m.currency == currency)
     }
 }
 
@@ -379,7 +382,10 @@ mod tests {
         let mut builder = CatalogueBuilder::new();
         builder.upsert_product(product("a", &["c1"]));
         builder.upsert_product(product("b", &["c1", "c2"]));
-        builder.upsert_product(Product { sku: Some("SKU-C".into()), ..product("c", &[]) });
+        builder.upsert_product(Product {
+            sku: Some("SKU-C".into()),
+            ..product("c", &[])
+        });
         let catalogue = builder.build();
         assert_eq!(catalogue.len(), 3);
         assert_eq!(catalogue.idx_of("b"), Some(1));

@@ -2,27 +2,70 @@
 //! brands, prices in GBP and USD, sale prices, new arrivals and a few B2B-only products,
 //! so that every demo zone answers as soon as the server starts.
 
-use crate::catalogue::{Brand, Catalogue, CatalogueBuilder, Category, PriceSet, Product, Visibility};
+use crate::catalogue::{
+    Brand, Catalogue, CatalogueBuilder, Category, PriceSet, Product, Visibility,
+};
 use crate::money::{Currency, Money};
 
 /// Number of products in the demo catalogue.
 pub const DEMO_PRODUCTS: usize = 3_000;
 
 const CATEGORIES: [&str; 16] = [
-    "Bedding", "Lighting", "Rugs", "Cushions", "Curtains", "Tableware", "Glassware",
-    "Cookware", "Storage", "Mirrors", "Clocks", "Vases", "Candles", "Throws", "Towels",
+    "Bedding",
+    "Lighting",
+    "Rugs",
+    "Cushions",
+    "Curtains",
+    "Tableware",
+    "Glassware",
+    "Cookware",
+    "Storage",
+    "Mirrors",
+    "Clocks",
+    "Vases",
+    "Candles",
+    "Throws",
+    "Towels",
     "Frames",
 ];
 const BRANDS: [&str; 12] = [
-    "Aspire", "Kilner", "Northwind", "Harbour & Co", "Linden", "Oakridge", "Maris",
-    "Fennel", "Saltmarsh", "Brightwell", "Corvid", "Alder",
+    "Aspire",
+    "Kilner",
+    "Northwind",
+    "Harbour & Co",
+    "Linden",
+    "Oakridge",
+    "Maris",
+    "Fennel",
+    "Saltmarsh",
+    "Brightwell",
+    "Corvid",
+    "Alder",
 ];
 const ADJECTIVES: [&str; 12] = [
-    "Classic", "Modern", "Rustic", "Nordic", "Vintage", "Coastal", "Urban", "Heritage",
-    "Minimal", "Botanical", "Luxe", "Everyday",
+    "Classic",
+    "Modern",
+    "Rustic",
+    "Nordic",
+    "Vintage",
+    "Coastal",
+    "Urban",
+    "Heritage",
+    "Minimal",
+    "Botanical",
+    "Luxe",
+    "Everyday",
 ];
 const MATERIALS: [&str; 10] = [
-    "Cotton", "Linen", "Oak", "Ceramic", "Glass", "Brass", "Wool", "Bamboo", "Velvet",
+    "Cotton",
+    "Linen",
+    "Oak",
+    "Ceramic",
+    "Glass",
+    "Brass",
+    "Wool",
+    "Bamboo",
+    "Velvet",
     "Stoneware",
 ];
 
@@ -44,7 +87,10 @@ impl Sequence {
     }
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items.get(self.below(items.len())).copied().unwrap_or_default()
+        items
+            .get(self.below(items.len()))
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -108,16 +154,28 @@ pub fn catalogue() -> Catalogue {
         let on_sale = seq.below(5) == 0;
         let gbp_only = seq.below(20) == 0;
         let mut prices = PriceSet {
-            prices: vec![Money { minor: pence, currency: gbp }],
+            prices: vec![Money {
+                minor: pence,
+                currency: gbp,
+            }],
             sale_prices: Vec::new(),
         };
         if !gbp_only {
-            prices.prices.push(Money { minor: cents, currency: usd });
+            prices.prices.push(Money {
+                minor: cents,
+                currency: usd,
+            });
         }
         if on_sale {
-            prices.sale_prices.push(Money { minor: pence * 3 / 4, currency: gbp });
+            prices.sale_prices.push(Money {
+                minor: pence * 3 / 4,
+                currency: gbp,
+            });
             if !gbp_only {
-                prices.sale_prices.push(Money { minor: cents * 3 / 4, currency: usd });
+                prices.sale_prices.push(Money {
+                    minor: cents * 3 / 4,
+                    currency: usd,
+                });
             }
         }
         let id = product_id(i);
@@ -178,11 +236,23 @@ mod tests {
         assert_eq!(a.brand_count(), BRANDS.len());
         let gbp = Currency::from_code("GBP").unwrap();
         let usd = Currency::from_code("USD").unwrap();
-        assert!(a.products().iter().all(|p| p.prices.price_in(gbp).is_some()));
-        let usd_priced = a.products().iter().filter(|p| p.prices.price_in(usd).is_some()).count();
+        assert!(
+            a.products()
+                .iter()
+                .all(|p| p.prices.price_in(gbp).is_some())
+        );
+        let usd_priced = a
+            .products()
+            .iter()
+            .filter(|p| p.prices.price_in(usd).is_some())
+            .count();
         assert!(usd_priced > DEMO_PRODUCTS * 9 / 10 && usd_priced < DEMO_PRODUCTS);
         assert!(a.products().iter().any(|p| p.new_arrival));
-        assert!(a.products().iter().any(|p| !p.prices.sale_prices.is_empty()));
+        assert!(
+            a.products()
+                .iter()
+                .any(|p| !p.prices.sale_prices.is_empty())
+        );
         for i in 0..CATEGORIES.len() {
             assert!(!a.in_category(&category_id(i)).is_empty());
         }

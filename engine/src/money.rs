@@ -137,7 +137,12 @@ impl Money {
         if symbol.chars().last().is_some_and(char::is_alphabetic) {
             out.push(' ');
         }
-        write_decimal(&mut out, self.minor.abs(), self.currency.minor_digits(), true);
+        write_decimal(
+            &mut out,
+            self.minor.abs(),
+            self.currency.minor_digits(),
+            true,
+        );
         out
     }
 }
@@ -224,7 +229,10 @@ mod tests {
     use super::*;
 
     fn gbp(minor: i64) -> Money {
-        Money { minor, currency: Currency::from_code("GBP").unwrap() }
+        Money {
+            minor,
+            currency: Currency::from_code("GBP").unwrap(),
+        }
     }
 
     #[test]
@@ -240,13 +248,27 @@ mod tests {
 
     #[test]
     fn refuses_malformed_prices() {
-        for bad in ["3.49", "GBP 3.49", "3,49 GBP", "-1 GBP", "3. GBP", ".5 GBP", "3.49 gbp"] {
+        for bad in [
+            "3.49", "GBP 3.49", "3,49 GBP", "-1 GBP", "3. GBP", ".5 GBP", "3.49 gbp",
+        ] {
             assert!(Money::parse(bad).is_err(), "{bad} should be refused");
         }
-        assert!(matches!(Money::parse("3.499 GBP"), Err(MoneyError::Precision { .. })));
-        assert!(matches!(Money::parse("1.5 JPY"), Err(MoneyError::Precision { .. })));
-        assert!(matches!(Money::parse("1 XAU"), Err(MoneyError::NotTrading(_))));
-        assert!(matches!(Money::parse("1 ABC"), Err(MoneyError::UnknownCode(_))));
+        assert!(matches!(
+            Money::parse("3.499 GBP"),
+            Err(MoneyError::Precision { .. })
+        ));
+        assert!(matches!(
+            Money::parse("1.5 JPY"),
+            Err(MoneyError::Precision { .. })
+        ));
+        assert!(matches!(
+            Money::parse("1 XAU"),
+            Err(MoneyError::NotTrading(_))
+        ));
+        assert!(matches!(
+            Money::parse("1 ABC"),
+            Err(MoneyError::UnknownCode(_))
+        ));
         assert!(Money::parse("99999999999999999999 GBP").is_err());
     }
 
@@ -257,7 +279,10 @@ mod tests {
         assert_eq!(gbp(5).display(), "£0.05");
         assert_eq!(Money::parse("3.99 USD").unwrap().display(), "$3.99");
         assert_eq!(Money::parse("1.5 EUR").unwrap().display(), "€1.50");
-        assert_eq!(Money::parse("1234567 USD").unwrap().display(), "$1,234,567.00");
+        assert_eq!(
+            Money::parse("1234567 USD").unwrap().display(),
+            "$1,234,567.00"
+        );
         assert_eq!(gbp(249).decimal(), "2.49");
     }
 
@@ -265,7 +290,10 @@ mod tests {
     fn round_trips_every_amount_of_a_range() {
         for minor in (0..100_000).step_by(7) {
             let money = gbp(minor);
-            assert_eq!(Money::parse(&format!("{} GBP", money.decimal())).unwrap(), money);
+            assert_eq!(
+                Money::parse(&format!("{} GBP", money.decimal())).unwrap(),
+                money
+            );
         }
     }
 

@@ -31,13 +31,20 @@ impl Rankings {
             .filter(|i| scores[*i as usize].1 > 0)
             .collect();
         top_sellers.sort_by(|a, b| {
-            scores[*b as usize].1.cmp(&scores[*a as usize].1).then(a.cmp(b))
+            scores[*b as usize]
+                .1
+                .cmp(&scores[*a as usize].1)
+                .then(a.cmp(b))
         });
         let mut trending_rank = vec![0; catalogue.len()];
         for (rank, idx) in trending.iter().enumerate() {
             trending_rank[*idx as usize] = rank as u32;
         }
-        Rankings { trending, top_sellers, trending_rank }
+        Rankings {
+            trending,
+            top_sellers,
+            trending_rank,
+        }
     }
 }
 
@@ -80,7 +87,10 @@ pub struct ItemPrice {
 impl ItemPrice {
     /// Amount saved, when on sale.
     pub fn saving(&self) -> Option<Money> {
-        self.was.map(|was| Money { minor: was.minor - self.price.minor, ..was })
+        self.was.map(|was| Money {
+            minor: was.minor - self.price.minor,
+            ..was
+        })
     }
 
     /// `SavingPercent`, e.g. `"29%"`, when on sale.
@@ -95,7 +105,11 @@ pub fn item_price(product: &Product, ctx: &Context<'_>) -> Option<ItemPrice> {
         .account_id
         .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
     let group_set = ctx.group_id.and_then(|group| {
-        product.group_prices.iter().find(|(g, _)| g == group).map(|(_, set)| set)
+        product
+            .group_prices
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(_, set)| set)
     });
     let chosen = [account_set, group_set, Some(&product.prices)]
         .into_iter()
@@ -107,8 +121,14 @@ pub fn item_price(product: &Product, ctx: &Context<'_>) -> Option<ItemPrice> {
 fn price_from(set: &PriceSet, currency: Currency) -> Option<ItemPrice> {
     let regular = set.price_in(currency)?;
     Some(match set.sale_in(currency) {
-        Some(sale) if sale.minor < regular.minor => ItemPrice { price: sale, was: Some(regular) },
-        _ => ItemPrice { price: regular, was: None },
+        Some(sale) if sale.minor < regular.minor => ItemPrice {
+            price: sale,
+            was: Some(regular),
+        },
+        _ => ItemPrice {
+            price: regular,
+            was: None,
+        },
     })
 }
 
@@ -181,7 +201,9 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
         }
         Strategy::NewArrivals | Strategy::OnOffer => {
             for idx in popular() {
-                let Some(product) = catalogue.product(idx) else { continue };
+                let Some(product) = catalogue.product(idx) else {
+                    continue;
+                };
                 let wanted = if strategy == Strategy::NewArrivals {
                     product.new_arrival
                 } else {
@@ -226,7 +248,9 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
     for category in &anchor.categories {
         for &idx in catalogue.in_category(category) {
             if idx != anchor_idx && seen.insert(idx) {
-                let Some(other) = catalogue.product(idx) else { continue };
+                let Some(other) = catalogue.product(idx) else {
+                    continue;
+                };
                 scored.push((similarity(anchor, other), idx));
             }
         }
@@ -245,8 +269,16 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
 }
 
 fn similarity(a: &Product, b: &Product) -> u32 {
-    let shared_categories = a.categories.iter().filter(|c| b.categories.contains(c)).count();
+    let shared_categories = a
+        .categories
+        .iter()
+        .filter(|c| b.categories.contains(c))
+        .count();
     let same_brand = a.brand.is_some() && a.brand == b.brand;
-    let shared_tags = a.search_tags.iter().filter(|t| b.search_tags.contains(t)).count();
+    let shared_tags = a
+        .search_tags
+        .iter()
+        .filter(|t| b.search_tags.contains(t))
+        .count();
     (shared_categories as u32) * 4 + u32::from(same_brand) * 3 + shared_tags as u32
 }

@@ -60,7 +60,11 @@ impl Visitor {
         if let Some(pos) = self.recent_views.iter().position(|p| p == product_id) {
             self.recent_views.remove(pos);
         }
-        push_bounded(&mut self.recent_views, product_id.to_owned(), MAX_RECENT_VIEWS);
+        push_bounded(
+            &mut self.recent_views,
+            product_id.to_owned(),
+            MAX_RECENT_VIEWS,
+        );
     }
 
     /// Records a purchased product.
@@ -73,7 +77,11 @@ impl Visitor {
     /// Records a rating.
     pub fn record_rating(&mut self, product_id: &str, rating: f64) {
         self.ratings.retain(|(p, _)| p != product_id);
-        push_bounded(&mut self.ratings, (product_id.to_owned(), rating), MAX_RATINGS);
+        push_bounded(
+            &mut self.ratings,
+            (product_id.to_owned(), rating),
+            MAX_RATINGS,
+        );
     }
 
     /// Records an order with its personal details.
@@ -125,7 +133,10 @@ mod tests {
             visitor.record_view(&format!("p{i}"));
         }
         assert_eq!(visitor.recent_views.len(), MAX_RECENT_VIEWS);
-        assert_eq!(visitor.recent_views.front().map(String::as_str), Some("p10"));
+        assert_eq!(
+            visitor.recent_views.front().map(String::as_str),
+            Some("p10")
+        );
         visitor.record_view("p10");
         assert_eq!(visitor.recent_views.back().map(String::as_str), Some("p10"));
         assert_eq!(visitor.recent_views.len(), MAX_RECENT_VIEWS);
@@ -134,8 +145,14 @@ mod tests {
     #[test]
     fn identity_links_merge() {
         let mut visitor = Visitor::default();
-        visitor.link_identity(&Identity { user_id: Some("u1".into()), ..Identity::default() });
-        visitor.link_identity(&Identity { email: Some("a@b.c".into()), ..Identity::default() });
+        visitor.link_identity(&Identity {
+            user_id: Some("u1".into()),
+            ..Identity::default()
+        });
+        visitor.link_identity(&Identity {
+            email: Some("a@b.c".into()),
+            ..Identity::default()
+        });
         assert_eq!(visitor.identity.user_id.as_deref(), Some("u1"));
         assert_eq!(visitor.identity.email.as_deref(), Some("a@b.c"));
     }

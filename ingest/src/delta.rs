@@ -1,0 +1,369 @@
+//! Deltas: incremental changes to an account's products, category assignments,
+//! account prices and users.
+//!
+//! [`parse`] checks the structure of a delta body (a 400 when anything is wrong, and
+//! nothing is queued). [`apply`] applies one delta to an account as a whole or not at
+//! all, in the order the design fixes: deletes, upserts, category removals, category
+//! sets, price deletes, price upserts, users.
+
+use serde_json::Value;
+use vitrine_engine::Account;
+use vitrine_engine::account::UserRecord;
+use vitrine_engine::catalogue::{CatalogueBuilder, Product};
+
+use crate::json::{Errors, Fields, check_id, index_path};
+use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
+
+/// Part names of a delta body, in the order of the contract.
+pub const PARTS: [&str; 7] = [
+    "Products",
+    "DeleteProducts",
+    "SetCategoryOnProducts",
+    "RemoveCategoryFromProducts",
+    "AccountPrices",
+    "DeleteAccountPrices",
+    "Users",
+];
+
+/// A structurally valid delta.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Delta {
+    /// `Products`: whole products to add or replace.
+    pub products: Vec<Product>,
+    /// `DeleteProducts`: product ids to remove.
+    pub delete_products: Vec<String>,
+    /// `SetCategoryOnProducts`.
+    pub set_categories: Vec<CategoryAssignment>,
+    /// `RemoveCategoryFromProducts`.
+    pub remove_categories: Vec<CategoryAssignment>,
+    /// `AccountPrices`: prices to add or replace.
+    pub account_prices: Vec<AccountPrice>,
+    /// `DeleteAccountPrices`.
+    pub delete_account_prices: Vec<AccountPrice>,
+    /// `Users`: user records to add or replace.
+    pub users: Vec<UserRecord>,
+}
+
+impl Delta {
+    /// Number of records of every part together.
+    pub fn record_count(&self) -> usize {
+        self.products.len()
+            + self.delete_products.len()
+            + self.set_categories.len()
+            + self.remove_categories.len()
+            + self.account_prices.len()
+            + self.delete_account_prices.len()
+            + self.users.len()
+    }
+}
+
+/// Reads the parts of a delta body (credentials are the caller's business).
+pub fn parse(body: &Fields<'_, '_>) -> Result<Delta, Errors> {
+    let mut errors = Errors::default();
+    let mut delta = Delta::default();
+    if !PARTS.iter().any(|part| body.has(part)) {
+        errors.push(
+            "",
+            format!("a delta must carry at least one of {}", PARTS.join(", ")),
+        );
+        return Err(errors);
+    }
+    delta.products = records(body, "Products", &mut errors, record::product);
+    let duplicates = duplicate_ids(delta.products.iter().map(|p| p.id.as_str()));
+    if !duplicates.is_empty() {
+        errors.push(
+            "Products",
+            format!("product ids sent twice: {}", list(&duplicates)),
+        );
+    }
+    delta.delete_products = body
+        .opt_string_array("DeleteProducts", &mut errors, check_id)
+        .unwrap_or_default();
+    delta.set_categories = records(
+        body,
+        "SetCategoryOnProducts",
+        &mut errors,
+        record::category_assignment,
+    );
+    delta.remove_categories = records(
+        body,
+        "RemoveCategoryFromProducts",
+        &mut errors,
+        record::category_assignment,
+    );
+    delta.account_prices = records(body, "AccountPrices", &mut errors, |v, p, e| {
+        record::account_price(v, p, true, e)
+    });
+    delta.delete_account_prices = records(body, "DeleteAccountPrices", &mut errors, |v, p, e| {
+        record::account_price(v, p, false, e)
+    });
+    delta.users = records(body, "Users", &mut errors, record::user);
+    errors.into_result(delta)
+}
+
+fn records<T>(
+    body: &Fields<'_, '_>,
+    part: &str,
+    errors: &mut Errors,
+    read: impl Fn(&Value, &str, &mut Errors) -> Option<T>,
+) -> Vec<T> {
+    let Some(items) = body.opt_array(part, errors) else {
+        return Vec::new();
+    };
+    let path = body.path_of(part);
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| read(item, &index_path(&path, i), errors))
+        .collect()
+}
+
+/// Why a delta was not applied; the text becomes the `Reason` of Status 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeltaError {
+    /// The delta references products the catalogue does not have.
+    #[error("unknown product ids in {part}: {ids}")]
+    UnknownProducts {
+        /// The part that references them.
+        part: &'static str,
+        /// The ids, listed.
+        ids: String,
+    },
+}
+
+/// What an applied delta changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Products removed (deleting an unknown product is a no-op).
+    pub deleted: usize,
+    /// Products added or replaced.
+    pub upserted: usize,
+    /// Users added or replaced.
+    pub users: usize,
+}
+
+/// Applies a delta to the account's catalogue and users, all or nothing.
+pub fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
+    let current = account.catalogue();
+    let mut builder: CatalogueBuilder = current.to_builder();
+    let mut applied = Applied::default();
+    for id in &delta.delete_products {
+        if builder.remove_product(id) {
+            applied.deleted += 1;
+        }
+    }
+    for product in &delta.products {
+        builder.upsert_product(product.clone());
+        applied.upserted += 1;
+    }
+    check_known(
+        &builder,
+        "RemoveCategoryFromProducts",
+        assignment_ids(&delta.remove_categories),
+    )?;
+    check_known(
+        &builder,
+        "SetCategoryOnProducts",
+        assignment_ids(&delta.set_categories),
+    )?;
+    check_known(
+        &builder,
+        "DeleteAccountPrices",
+        delta
+            .delete_account_prices
+            .iter()
+            .map(|p| p.product_id.as_str()),
+    )?;
+    check_known(
+        &builder,
+        "AccountPrices",
+        delta.account_prices.iter().map(|p| p.product_id.as_str()),
+    )?;
+
+    for assignment in &delta.remove_categories {
+        for id in &assignment.products {
+            if let Some(product) = builder.product_mut(id) {
+                product.categories.retain(|c| *c != assignment.category);
+            }
+        }
+    }
+    for assignment in &delta.set_categories {
+        for id in &assignment.products {
+            if let Some(product) = builder.product_mut(id)
+                && !product.categories.contains(&assignment.category)
+            {
+                product.categories.push(assignment.category.clone());
+            }
+        }
+    }
+    for price in &delta.delete_account_prices {
+        builder.remove_account_prices(&price.account_id, &price.product_id);
+    }
+    for price in &delta.account_prices {
+        builder.set_account_prices(&price.account_id, &price.product_id, price.prices.clone());
+    }
+    account.swap_catalogue(builder.build());
+    for user in &delta.users {
+        account.upsert_user(user.clone());
+        applied.users += 1;
+    }
+    Ok(applied)
+}
+
+fn assignment_ids(assignments: &[CategoryAssignment]) -> impl Iterator<Item = &str> {
+    assignments
+        .iter()
+        .flat_map(|a| a.products.iter().map(String::as_str))
+}
+
+fn check_known<'a>(
+    builder: &CatalogueBuilder,
+    part: &'static str,
+    ids: impl Iterator<Item = &'a str>,
+) -> Result<(), DeltaError> {
+    let mut unknown: Vec<&str> = Vec::new();
+    for id in ids {
+        if !builder.contains_product(id) && !unknown.contains(&id) {
+            unknown.push(id);
+        }
+    }
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(DeltaError::UnknownProducts {
+            part,
+            ids: list(&unknown),
+        })
+    }
+}
+
+/// Lists ids for a message: the first 20, then a count of the rest.
+fn list(ids: &[&str]) -> String {
+    const SHOWN: usize = 20;
+    let mut text = ids
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        text.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use vitrine_engine::AccountSettings;
+    use vitrine_engine::money::Currency;
+
+    use super::*;
+    use crate::json::KeyMatch;
+
+    fn account() -> Account {
+        let mut builder = CatalogueBuilder::new();
+        let mut errors = Errors::default();
+        for id in ["a", "b"] {
+            let record = json!({"Id": id, "Title": id, "Link": "/", "Image": "/i",
+                "Prices": ["1.00 GBP"], "Categories": ["c1"]});
+            builder.upsert_product(record::product(&record, "", &mut errors).unwrap());
+        }
+        let settings = AccountSettings {
+            access_key: "k".into(),
+            default_currency: Currency::from_code("GBP").unwrap(),
+            zones: Vec::new(),
+        };
+        Account::new(settings, builder.build())
+    }
+
+    fn delta(body: Value) -> Result<Delta, Errors> {
+        let mut errors = Errors::default();
+        let fields = Fields::of(&body, "", KeyMatch::Exact, &mut errors).unwrap();
+        parse(&fields)
+    }
+
+    #[test]
+    fn applies_every_part_in_order() {
+        let account = account();
+        let delta = delta(json!({
+            "DeleteProducts": ["a", "zzz"],
+            "Products": [{"Id": "c", "Title": "c", "Link": "/", "Image": "/i",
+                "Prices": ["2.00 GBP"], "Categories": []}],
+            "RemoveCategoryFromProducts": [{"Category": "c1", "Products": ["b"]}],
+            "SetCategoryOnProducts": [{"Category": "c2", "Products": ["b", "c"]}],
+            "AccountPrices": [{"AccountId": "acc", "Id": "c", "Prices": ["1.50 GBP"]}],
+            "Users": [{"UserId": "u1", "Email": "u1@example.com"}]
+        }))
+        .unwrap();
+        let applied = apply(&account, &delta).unwrap();
+        assert_eq!(
+            applied,
+            Applied {
+                deleted: 1,
+                upserted: 1,
+                users: 1
+            }
+        );
+        let catalogue = account.catalogue();
+        assert!(catalogue.idx_of("a").is_none());
+        assert_eq!(catalogue.in_category("c2").len(), 2);
+        assert!(catalogue.in_category("c1").is_empty());
+        assert!(catalogue.account_prices("acc", "c").is_some());
+        assert!(account.user("u1").is_some());
+
+        let removal = delta_of(json!({"DeleteAccountPrices": [{"AccountId": "acc", "Id": "c"}]}));
+        apply(&account, &removal).unwrap();
+        assert!(account.catalogue().account_prices("acc", "c").is_none());
+    }
+
+    fn delta_of(body: Value) -> Delta {
+        delta(body).unwrap()
+    }
+
+    #[test]
+    fn unknown_references_fail_the_whole_delta() {
+        let account = account();
+        let before = account.catalogue();
+        let delta = delta_of(json!({
+            "DeleteProducts": ["a"],
+            "SetCategoryOnProducts": [{"Category": "c9", "Products": ["b", "x1", "x2"]}],
+            "Users": [{"UserId": "u1"}]
+        }));
+        let error = apply(&account, &delta).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown product ids in SetCategoryOnProducts: x1, x2"
+        );
+        assert!(std::sync::Arc::ptr_eq(&before, &account.catalogue()));
+        assert!(account.user("u1").is_none());
+    }
+
+    #[test]
+    fn structural_errors_name_the_path() {
+        let errors = delta(json!({
+            "Products": [{"Id": "p", "Title": "t", "Link": "/", "Image": "/i",
+                "Prices": ["1 GBP"], "Categories": [], "AccountInclusions": ["x"],
+                "AccountExclusions": ["y"]}],
+            "SetCategoryOnProducts": [{"Products": ["a"]}],
+            "AccountPrices": [{"AccountId": "acc", "Id": "a", "Prices": "1 GBP"}]
+        }))
+        .unwrap_err()
+        .joined();
+        assert!(errors.contains("Products[0].AccountInclusions: AccountInclusions and AccountExclusions are mutually exclusive"), "{errors}");
+        assert!(
+            errors.contains("SetCategoryOnProducts[0].Category: required"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("AccountPrices[0].Prices: expected an array"),
+            "{errors}"
+        );
+        assert!(
+            delta(json!({}))
+                .unwrap_err()
+                .joined()
+                .contains("at least one of Products")
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! Typed reading of JSON objects with errors that name the JSON path of the field.
+//!
+//! Every wire and feed validator reads through a [`Fields`] view: it looks a key up,
+//! checks its type, and on failure records a [`FieldError`] such as
+//! `events[1].data.items[0].qty: expected a number` instead of stopping, so that one
+//! response lists every problem of a request.
+//!
+//! `null` counts as absent: an optional field that is `null` is skipped, a required one
+//! is reported as `required`.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// One problem of one field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// JSON path, e.g. `events[1].data.items[0].qty`; empty for the whole body.
+    pub path: String,
+    /// What is wrong, e.g. `expected a number`.
+    pub message: String,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "body: {}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Most errors kept per document; beyond that only the count grows.
+pub const MAX_REPORTED_ERRORS: usize = 100;
+
+/// The errors found while validating one document.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Errors {
+    list: Vec<FieldError>,
+    total: usize,
+}
+
+impl Errors {
+    /// Records an error at `path`.
+    pub fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.total += 1;
+        if self.list.len() < MAX_REPORTED_ERRORS {
+            self.list.push(FieldError {
+                path: path.into(),
+                message: message.into(),
+            });
+        }
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Number of errors found, including those beyond [`MAX_REPORTED_ERRORS`].
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// The errors kept, in the order found.
+    pub fn list(&self) -> &[FieldError] {
+        &self.list
+    }
+
+    /// Every kept error as `path: message`, with a last line counting the rest.
+    pub fn messages(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.list.iter().map(ToString::to_string).collect();
+        if self.total > self.list.len() {
+            out.push(format!(
+                "... and {} more errors",
+                self.total - self.list.len()
+            ));
+        }
+        out
+    }
+
+    /// Every message joined with `; `, for bodies that carry a single `Error` string.
+    pub fn joined(&self) -> String {
+        self.messages().join("; ")
+    }
+
+    /// `Ok(value)` when nothing was recorded.
+    pub fn into_result<T>(self, value: T) -> Result<T, Errors> {
+        if self.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
+    }
+}
+
+/// The path of an element of an array field: `items[3]`.
+pub fn index_path(path: &str, index: usize) -> String {
+    format!("{path}[{index}]")
+}
+
+/// How keys are matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyMatch {
+    /// The key exactly as the contract spells it.
+    Exact,
+    /// Feed style: the first letter may be of either case (`newArrival` = `NewArrival`).
+    FirstLetterEitherCase,
+}
+
+/// A JSON object being read, with its path.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'v, 'p> {
+    object: &'v Map<String, Value>,
+    path: &'p str,
+    keys: KeyMatch,
+}
+
+/// What JSON type a value has, in words.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl<'v, 'p> Fields<'v, 'p> {
+    /// Reads `value` as an object at `path`; records an error when it is not one.
+    pub fn of(
+        value: &'v Value,
+        path: &'p str,
+        keys: KeyMatch,
+        errors: &mut Errors,
+    ) -> Option<Fields<'v, 'p>> {
+        match value {
+            Value::Object(object) => Some(Fields { object, path, keys }),
+            other => {
+                errors.push(path, format!("expected an object, got {}", kind_of(other)));
+                None
+            }
+        }
+    }
+
+    /// The path of a field of this object.
+    pub fn path_of(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// The raw value of a field; `null` counts as absent.
+    pub fn get(&self, key: &str) -> Option<&'v Value> {
+        let found = match self.object.get(key) {
+            Some(v) => Some(v),
+            None if self.keys == KeyMatch::FirstLetterEitherCase => {
+                self.object.get(&swap_first_letter_case(key))
+            }
+            None => None,
+        };
+        found.filter(|v| !v.is_null())
+    }
+
+    /// Whether a field is present and not `null`.
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// A required string.
+    pub fn req_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
+        match self.get(key) {
+            None => {
+                errors.push(self.path_of(key), "required");
+                None
+            }
+            Some(_) => self.opt_str(key, errors),
+        }
+    }
+
+    /// A required string that is not empty after trimming.
+    pub fn req_nonempty_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
+        let value = self.req_str(key, errors)?;
+        if value.trim().is_empty() {
+            errors.push(self.path_of(key), "must not be empty");
+            return None;
+        }
+        Some(value)
+    }
+
+    /// An optional string.
+    pub fn opt_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
+        match self.get(key)? {
+            Value::String(s) => Some(s),
+            other => {
+                errors.push(
+                    self.path_of(key),
+                    format!("expected a string, got {}", kind_of(other)),
+                );
+                None
+            }
+        }
+    }
+
+    /// An optional string; an empty one counts as absent.
+    pub fn opt_nonempty_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
+        self.opt_str(key, errors).filter(|s| !s.is_empty())
+    }
+
+    /// A required finite number.
+    pub fn req_number(&self, key: &str, errors: &mut Errors) -> Option<f64> {
+        match self.get(key) {
+            None => {
+                errors.push(self.path_of(key), "required");
+                None
+            }
+            Some(_) => self.opt_number(key, errors),
+        }
+    }
+
+    /// An optional finite number.
+    pub fn opt_number(&self, key: &str, errors: &mut Errors) -> Option<f64> {
+        match self.get(key)? {
+            Value::Number(n) => match n.as_f64() {
+                Some(f) if f.is_finite() => Some(f),
+                _ => {
+                    errors.push(self.path_of(key), "expected a finite number");
+                    None
+                }
+            },
+            _ => {
+                errors.push(self.path_of(key), "expected a number");
+                None
+            }
+        }
+    }
+
+    /// An optional boolean.
+    pub fn opt_bool(&self, key: &str, errors: &mut Errors) -> Option<bool> {
+        match self.get(key)? {
+            Value::Bool(b) => Some(*b),
+            other => {
+                errors.push(
+                    self.path_of(key),
+                    format!("expected a boolean, got {}", kind_of(other)),
+                );
+                None
+            }
+        }
+    }
+
+    /// A required array.
+    pub fn req_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [Value]> {
+        match self.get(key) {
+            None => {
+                errors.push(self.path_of(key), "required");
+                None
+            }
+            Some(_) => self.opt_array(key, errors),
+        }
+    }
+
+    /// An optional array. An empty string in place of an array is refused with a hint,
+    /// since feeds send `[]` for "none".
+    pub fn opt_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [Value]> {
+        match self.get(key)? {
+            Value::Array(items) => Some(items),
+            Value::String(s) if s.is_empty() => {
+                errors.push(
+                    self.path_of(key),
+                    "expected an array, got an empty string (send [] for none)",
+                );
+                None
+            }
+            other => {
+                errors.push(
+                    self.path_of(key),
+                    format!("expected an array, got {}", kind_of(other)),
+                );
+                None
+            }
+        }
+    }
+
+    /// An optional array of strings; each element is checked with `check`.
+    pub fn opt_string_array(
+        &self,
+        key: &str,
+        errors: &mut Errors,
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Option<Vec<String>> {
+        let items = self.opt_array(key, errors)?;
+        self.strings_of(key, items, errors, check)
+    }
+
+    /// A required array of strings; each element is checked with `check`.
+    pub fn req_string_array(
+        &self,
+        key: &str,
+        errors: &mut Errors,
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Option<Vec<String>> {
+        let items = self.req_array(key, errors)?;
+        self.strings_of(key, items, errors, check)
+    }
+
+    fn strings_of(
+        &self,
+        key: &str,
+        items: &[Value],
+        errors: &mut Errors,
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Option<Vec<String>> {
+        let mut out = Vec::with_capacity(items.len());
+        let before = errors.total();
+        for (i, item) in items.iter().enumerate() {
+            let path = index_path(&self.path_of(key), i);
+            match item {
+                Value::String(s) => match check(s) {
+                    Ok(()) => out.push(s.clone()),
+                    Err(message) => errors.push(path, message),
+                },
+                other => errors.push(path, format!("expected a string, got {}", kind_of(other))),
+            }
+        }
+        (errors.total() == before).then_some(out)
+    }
+}
+
+/// Accepts any string.
+pub fn any_string(_: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Maximum length of an id (product, category, brand, order, user, account).
+pub const MAX_ID_LEN: usize = 256;
+
+/// Checks an id of the store's: not empty, at most [`MAX_ID_LEN`] bytes, no control
+/// characters.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(format!(
+            "must be at most {MAX_ID_LEN} bytes, got {}",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("must not contain control characters".to_owned());
+    }
+    Ok(())
+}
+
+fn swap_first_letter_case(key: &str) -> String {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(first) if first.is_uppercase() => first.to_lowercase().chain(chars).collect(),
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reports_paths_and_types() {
+        let doc = json!({"a": "x", "n": "3", "arr": "", "nested": {"q": true}});
+        let mut errors = Errors::default();
+        let fields = Fields::of(&doc, "root", KeyMatch::Exact, &mut errors).unwrap();
+        assert_eq!(fields.req_str("a", &mut errors), Some("x"));
+        assert_eq!(fields.req_number("n", &mut errors), None);
+        assert_eq!(fields.req_str("missing", &mut errors), None);
+        assert_eq!(fields.opt_array("arr", &mut errors), None);
+        let messages = errors.messages();
+        assert_eq!(messages[0], "root.n: expected a number");
+        assert_eq!(messages[1], "root.missing: required");
+        assert!(messages[2].starts_with("root.arr: expected an array, got an empty string"));
+    }
+
+    #[test]
+    fn feed_keys_match_first_letter_either_case() {
+        let doc = json!({"newArrival": true, "Title": "t", "x": null});
+        let mut errors = Errors::default();
+        let lenient = Fields::of(&doc, "", KeyMatch::FirstLetterEitherCase, &mut errors).unwrap();
+        assert_eq!(lenient.opt_bool("NewArrival", &mut errors), Some(true));
+        assert_eq!(lenient.req_str("title", &mut errors), Some("t"));
+        let exact = Fields::of(&doc, "", KeyMatch::Exact, &mut errors).unwrap();
+        assert_eq!(exact.opt_bool("NewArrival", &mut errors), None);
+        assert_eq!(exact.req_str("x", &mut errors), None);
+        assert_eq!(errors.messages(), vec!["x: required"]);
+    }
+
+    #[test]
+    fn caps_reported_errors_but_counts_all() {
+        let mut errors = Errors::default();
+        for i in 0..(MAX_REPORTED_ERRORS + 5) {
+            errors.push(format!("f{i}"), "bad");
+        }
+        assert_eq!(errors.total(), MAX_REPORTED_ERRORS + 5);
+        assert_eq!(errors.list().len(), MAX_REPORTED_ERRORS);
+        assert_eq!(errors.messages().last().unwrap(), "... and 5 more errors");
+    }
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(check_id("P-1 blue").is_ok());
+        assert!(check_id("").is_err());
+        assert!(check_id("a\nb").is_err());
+        assert!(check_id(&"x".repeat(MAX_ID_LEN + 1)).is_err());
+    }
+}

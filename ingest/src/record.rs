@@ -1,0 +1,529 @@
+//! Validation of the records that feeds and deltas carry: products, users, account
+//! prices and category assignments. Each reader takes a JSON value and its path and
+//! returns the engine type, or records every problem in [`Errors`].
+//!
+//! Field names match feed-style: the first letter in either case (`newArrival`).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{Date, OffsetDateTime, PrimitiveDateTime};
+use vitrine_engine::account::UserRecord;
+use vitrine_engine::catalogue::{PriceSet, Product, UnixMillis, Visibility};
+use vitrine_engine::money::Money;
+
+use crate::json::{Errors, Fields, KeyMatch, any_string, check_id, index_path, kind_of};
+
+/// Reads a product record (feed entry or delta `Products` element).
+///
+/// `Id` may be absent when `Sku` is present: the SKU is then the id, as the vendor's
+/// own example feeds rely on.
+pub fn product(value: &Value, path: &str, errors: &mut Errors) -> Option<Product> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let sku = fields.opt_str("Sku", errors).filter(|s| !s.is_empty());
+    if let Some(sku) = sku
+        && let Err(message) = check_id(sku)
+    {
+        errors.push(fields.path_of("Sku"), message);
+    }
+    let id = if fields.has("Id") || sku.is_none() {
+        let id = fields.req_str("Id", errors);
+        if let Some(id) = id
+            && let Err(message) = check_id(id)
+        {
+            errors.push(fields.path_of("Id"), message);
+        }
+        id
+    } else {
+        sku
+    };
+    let title = fields.req_nonempty_str("Title", errors);
+    let link = fields.req_str("Link", errors);
+    let image = fields.req_str("Image", errors);
+    let prices = fields
+        .req_array("Prices", errors)
+        .and_then(|items| price_list(items, &fields.path_of("Prices"), true, errors));
+    let sale_prices = fields
+        .opt_array("SalePrices", errors)
+        .and_then(|items| price_list(items, &fields.path_of("SalePrices"), false, errors))
+        .unwrap_or_default();
+    if let Some(prices) = &prices {
+        check_sales_have_prices(prices, &sale_prices, &fields.path_of("SalePrices"), errors);
+    }
+    let categories = fields.req_string_array("Categories", errors, check_id);
+    let group_prices = group_prices(&fields, errors);
+    let inclusions = fields.opt_string_array("AccountInclusions", errors, check_id);
+    let exclusions = fields.opt_string_array("AccountExclusions", errors, check_id);
+    let visibility = match (inclusions, exclusions) {
+        (Some(_), Some(_)) => {
+            errors.push(
+                fields.path_of("AccountInclusions"),
+                "AccountInclusions and AccountExclusions are mutually exclusive",
+            );
+            Visibility::Everyone
+        }
+        (Some(ids), None) if !ids.is_empty() => Visibility::OnlyAccounts(ids),
+        (None, Some(ids)) if !ids.is_empty() => Visibility::ExceptAccounts(ids),
+        _ => Visibility::Everyone,
+    };
+    let brand = fields.opt_nonempty_str("Brand", errors);
+    if let Some(brand) = brand
+        && let Err(message) = check_id(brand)
+    {
+        errors.push(fields.path_of("Brand"), message);
+    }
+    let product = Product {
+        id: id.unwrap_or_default().to_owned(),
+        sku: sku.map(str::to_owned),
+        title: title.unwrap_or_default().to_owned(),
+        description: fields
+            .opt_str("Description", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        link: link.unwrap_or_default().to_owned(),
+        image: image.unwrap_or_default().to_owned(),
+        image_overlay: fields
+            .opt_nonempty_str("ImageOverlay", errors)
+            .map(str::to_owned),
+        all_images: fields
+            .opt_string_array("AllImages", errors, any_string)
+            .unwrap_or_default(),
+        prices: PriceSet {
+            prices: prices.unwrap_or_default(),
+            sale_prices,
+        },
+        group_prices,
+        categories: categories.unwrap_or_default(),
+        brand: brand.map(str::to_owned),
+        search_tags: fields
+            .opt_string_array("SearchTags", errors, any_string)
+            .unwrap_or_default(),
+        associated_skus: fields
+            .opt_string_array("AssociatedSkus", errors, check_id)
+            .unwrap_or_default(),
+        associated_ids: fields
+            .opt_string_array("AssociatedIds", errors, check_id)
+            .unwrap_or_default(),
+        related_products: fields
+            .opt_string_array("RelatedProducts", errors, check_id)
+            .unwrap_or_default(),
+        visibility,
+        exclude_from_recommenders: fields
+            .opt_bool("ExcludeFromRecommenders", errors)
+            .unwrap_or(false),
+        on_offer: fields.opt_bool("OnOffer", errors).unwrap_or(false),
+        new_arrival: fields.opt_bool("NewArrival", errors).unwrap_or(false),
+        available_from: instant(&fields, "StartDate", errors),
+        available_until: instant(&fields, "EndDate", errors),
+    };
+    if let (Some(from), Some(until)) = (product.available_from, product.available_until)
+        && until < from
+    {
+        errors.push(fields.path_of("EndDate"), "is before StartDate");
+    }
+    (errors.total() == before).then_some(product)
+}
+
+fn price_list(
+    items: &[Value],
+    path: &str,
+    required: bool,
+    errors: &mut Errors,
+) -> Option<Vec<Money>> {
+    let before = errors.total();
+    if required && items.is_empty() {
+        errors.push(path, "must hold at least one price");
+        return None;
+    }
+    let mut prices: Vec<Money> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let item_path = index_path(path, i);
+        match item {
+            Value::String(text) => match Money::parse(text) {
+                Ok(money) if prices.iter().any(|p| p.currency == money.currency) => errors.push(
+                    item_path,
+                    format!(
+                        "a second price in {}; one price per currency",
+                        money.currency
+                    ),
+                ),
+                Ok(money) => prices.push(money),
+                Err(e) => errors.push(item_path, e.to_string()),
+            },
+            other => errors.push(
+                item_path,
+                format!("expected a string, got {}", kind_of(other)),
+            ),
+        }
+    }
+    (errors.total() == before).then_some(prices)
+}
+
+fn check_sales_have_prices(prices: &[Money], sales: &[Money], path: &str, errors: &mut Errors) {
+    for (i, sale) in sales.iter().enumerate() {
+        if !prices.iter().any(|p| p.currency == sale.currency) {
+            errors.push(
+                index_path(path, i),
+                format!(
+                    "sale price in {} without a regular price in {}",
+                    sale.currency, sale.currency
+                ),
+            );
+        }
+    }
+}
+
+/// `GroupPrices: {"group1": {"Prices": [...], "SalePrices": [...]}}`.
+fn group_prices(fields: &Fields<'_, '_>, errors: &mut Errors) -> Vec<(String, PriceSet)> {
+    let Some(value) = fields.get("GroupPrices") else {
+        return Vec::new();
+    };
+    let path = fields.path_of("GroupPrices");
+    let Value::Object(groups) = value else {
+        errors.push(
+            path,
+            format!("expected an object of group ids, got {}", kind_of(value)),
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(groups.len());
+    for (group, set) in groups {
+        let group_path = format!("{path}.{group}");
+        if let Err(message) = check_id(group) {
+            errors.push(group_path.clone(), format!("group id {message}"));
+            continue;
+        }
+        let Some(set_fields) =
+            Fields::of(set, &group_path, KeyMatch::FirstLetterEitherCase, errors)
+        else {
+            continue;
+        };
+        let prices = set_fields
+            .req_array("Prices", errors)
+            .and_then(|items| price_list(items, &set_fields.path_of("Prices"), true, errors));
+        let sales = set_fields
+            .opt_array("SalePrices", errors)
+            .and_then(|items| price_list(items, &set_fields.path_of("SalePrices"), false, errors))
+            .unwrap_or_default();
+        if let Some(prices) = prices {
+            check_sales_have_prices(&prices, &sales, &set_fields.path_of("SalePrices"), errors);
+            out.push((
+                group.clone(),
+                PriceSet {
+                    prices,
+                    sale_prices: sales,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// `StartDate` / `EndDate`: RFC 3339 (`2016-12-25T09:00:00Z`), a date-time without offset
+/// (taken as UTC), or a bare `YYYY-MM-DD` (midnight UTC).
+fn instant(fields: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<UnixMillis> {
+    let text = fields.opt_nonempty_str(key, errors)?;
+    match parse_instant(text) {
+        Some(at) => Some(at),
+        None => {
+            errors.push(
+                fields.path_of(key),
+                format!("expected a date such as 2016-12-25T09:00:00Z or 2016-12-25, got {text:?}"),
+            );
+            None
+        }
+    }
+}
+
+/// Parses the date forms accepted for `StartDate` / `EndDate`.
+pub fn parse_instant(text: &str) -> Option<UnixMillis> {
+    let at = if let Ok(at) = OffsetDateTime::parse(text, &Rfc3339) {
+        at
+    } else if let Ok(at) = PrimitiveDateTime::parse(
+        text,
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+    ) {
+        at.assume_utc()
+    } else {
+        Date::parse(text, format_description!("[year]-[month]-[day]"))
+            .ok()?
+            .midnight()
+            .assume_utc()
+    };
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// Parses a date of birth: `YYYY-MM-DD` as the contract gives it.
+pub fn parse_dob(text: &str) -> Option<Date> {
+    Date::parse(text, format_description!("[year]-[month]-[day]")).ok()
+}
+
+/// Reads a user record (delta `Users` element).
+pub fn user(value: &Value, path: &str, errors: &mut Errors) -> Option<UserRecord> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let user_id = fields.req_str("UserId", errors);
+    if let Some(id) = user_id
+        && let Err(message) = check_id(id)
+    {
+        errors.push(fields.path_of("UserId"), message);
+    }
+    let email = fields.opt_nonempty_str("Email", errors);
+    if let Some(email) = email
+        && !looks_like_email(email)
+    {
+        errors.push(
+            fields.path_of("Email"),
+            format!("{email:?} is not an email address"),
+        );
+    }
+    let dob = match fields.opt_nonempty_str("DOB", errors) {
+        Some(text) => match parse_dob(text) {
+            Some(date) => Some(date),
+            None => {
+                errors.push(
+                    fields.path_of("DOB"),
+                    format!("expected a date as YYYY-MM-DD, got {text:?}"),
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    let text =
+        |key: &str, errors: &mut Errors| fields.opt_nonempty_str(key, errors).map(str::to_owned);
+    let record = UserRecord {
+        user_id: user_id.unwrap_or_default().to_owned(),
+        email: email.map(str::to_owned),
+        first_name: text("FirstName", errors),
+        last_name: text("LastName", errors),
+        title: text("Title", errors),
+        dob,
+        gender: text("Gender", errors),
+        city: text("City", errors),
+        state: text("State", errors),
+        country: text("Country", errors),
+        group_id: text("GroupId", errors),
+    };
+    (errors.total() == before).then_some(record)
+}
+
+/// An account price of a delta: prices of one B2B account for one product.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountPrice {
+    /// `AccountId`.
+    pub account_id: String,
+    /// `Id`: the product.
+    pub product_id: String,
+    /// `Prices` and `SalePrices`.
+    pub prices: PriceSet,
+}
+
+/// Reads an `AccountPrice`. For `DeleteAccountPrices` only `AccountId` and `Id` matter,
+/// so `prices_required` is false there.
+pub fn account_price(
+    value: &Value,
+    path: &str,
+    prices_required: bool,
+    errors: &mut Errors,
+) -> Option<AccountPrice> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let account_id = fields.req_str("AccountId", errors);
+    if let Some(id) = account_id
+        && let Err(message) = check_id(id)
+    {
+        errors.push(fields.path_of("AccountId"), message);
+    }
+    let product_id = fields.req_str("Id", errors);
+    if let Some(id) = product_id
+        && let Err(message) = check_id(id)
+    {
+        errors.push(fields.path_of("Id"), message);
+    }
+    let prices = if prices_required {
+        fields
+            .req_array("Prices", errors)
+            .and_then(|items| price_list(items, &fields.path_of("Prices"), true, errors))
+    } else {
+        fields
+            .opt_array("Prices", errors)
+            .and_then(|items| price_list(items, &fields.path_of("Prices"), false, errors))
+    }
+    .unwrap_or_default();
+    let sales = fields
+        .opt_array("SalePrices", errors)
+        .and_then(|items| price_list(items, &fields.path_of("SalePrices"), false, errors))
+        .unwrap_or_default();
+    if prices_required {
+        check_sales_have_prices(&prices, &sales, &fields.path_of("SalePrices"), errors);
+    }
+    let record = AccountPrice {
+        account_id: account_id.unwrap_or_default().to_owned(),
+        product_id: product_id.unwrap_or_default().to_owned(),
+        prices: PriceSet {
+            prices,
+            sale_prices: sales,
+        },
+    };
+    (errors.total() == before).then_some(record)
+}
+
+/// A category assignment of a delta: one category, several products.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CategoryAssignment {
+    /// `Category`.
+    pub category: String,
+    /// `Products`: product ids.
+    pub products: Vec<String>,
+}
+
+/// Reads a `CategoryAssignment`.
+pub fn category_assignment(
+    value: &Value,
+    path: &str,
+    errors: &mut Errors,
+) -> Option<CategoryAssignment> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let category = fields.req_str("Category", errors);
+    if let Some(id) = category
+        && let Err(message) = check_id(id)
+    {
+        errors.push(fields.path_of("Category"), message);
+    }
+    let products = fields.req_string_array("Products", errors, check_id);
+    let record = CategoryAssignment {
+        category: category.unwrap_or_default().to_owned(),
+        products: products.unwrap_or_default(),
+    };
+    (errors.total() == before).then_some(record)
+}
+
+/// A light email check: one `@`, something on each side, a dot in the domain, no spaces.
+pub fn looks_like_email(text: &str) -> bool {
+    let Some((local, domain)) = text.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+        && text.len() <= 320
+}
+
+/// Finds ids that occur more than once, for "ids unique" rules.
+pub fn duplicate_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = HashSet::new();
+    let mut dups = Vec::new();
+    for id in ids {
+        if !seen.insert(id) && !dups.contains(&id) {
+            dups.push(id);
+        }
+    }
+    dups
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn valid() -> Value {
+        json!({
+            "Id": "1", "Title": "Bed set", "Link": "/p/1", "Image": "//img/1.jpg",
+            "Prices": ["3.49 GBP", "4.99 USD"], "SalePrices": ["2.49 GBP"],
+            "Categories": ["4822"], "newArrival": true,
+            "StartDate": "2016-12-25T09:00:00Z",
+            "GroupPrices": {"group1": {"Prices": ["10.99 GBP"], "SalePrices": ["9.99 GBP"]}}
+        })
+    }
+
+    #[test]
+    fn reads_a_valid_product() {
+        let mut errors = Errors::default();
+        let product = product(&valid(), "Products[0]", &mut errors).unwrap();
+        assert!(errors.is_empty());
+        assert_eq!(product.id, "1");
+        assert!(product.new_arrival);
+        assert_eq!(product.prices.prices.len(), 2);
+        assert_eq!(product.group_prices.len(), 1);
+        assert_eq!(product.available_from, Some(1_482_656_400_000));
+    }
+
+    #[test]
+    fn sku_stands_in_for_a_missing_id() {
+        let mut record = valid();
+        record.as_object_mut().unwrap().remove("Id");
+        record["Sku"] = json!("P31175");
+        let mut errors = Errors::default();
+        assert_eq!(product(&record, "p", &mut errors).unwrap().id, "P31175");
+    }
+
+    #[test]
+    fn reports_every_broken_field() {
+        let record = json!({
+            "Title": "", "Link": 3, "Prices": [], "Categories": "",
+            "AccountInclusions": ["a"], "AccountExclusions": ["b"],
+            "SalePrices": ["1.00 EUR"], "OnOffer": "yes", "EndDate": "tomorrow"
+        });
+        let mut errors = Errors::default();
+        assert!(product(&record, "Products[2]", &mut errors).is_none());
+        let all = errors.joined();
+        for expected in [
+            "Products[2].Id: required",
+            "Products[2].Title: must not be empty",
+            "Products[2].Link: expected a string, got a number",
+            "Products[2].Image: required",
+            "Products[2].Prices: must hold at least one price",
+            "Products[2].Categories: expected an array, got an empty string",
+            "Products[2].AccountInclusions: AccountInclusions and AccountExclusions are mutually exclusive",
+            "Products[2].OnOffer: expected a boolean",
+            "Products[2].EndDate: expected a date",
+        ] {
+            assert!(all.contains(expected), "missing {expected:?} in {all}");
+        }
+    }
+
+    #[test]
+    fn refuses_bad_prices() {
+        let mut record = valid();
+        record["Prices"] = json!(["3.49 GBP", "1.00 GBP", "abc"]);
+        let mut errors = Errors::default();
+        assert!(product(&record, "p", &mut errors).is_none());
+        let all = errors.joined();
+        assert!(all.contains("p.Prices[1]: a second price in GBP"), "{all}");
+        assert!(
+            all.contains("p.Prices[2]: expected \"<amount> <ISO 4217 code>\""),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn reads_users_and_checks_dob() {
+        let mut errors = Errors::default();
+        let ok = json!({"UserId": "u1", "Email": "a@example.com", "DOB": "1996-01-17"});
+        assert_eq!(user(&ok, "Users[0]", &mut errors).unwrap().user_id, "u1");
+        let bad = json!({"Email": "nope", "DOB": "17/01/1996"});
+        assert!(user(&bad, "Users[1]", &mut errors).is_none());
+        let all = errors.joined();
+        assert!(all.contains("Users[1].UserId: required"));
+        assert!(all.contains("Users[1].Email: \"nope\" is not an email address"));
+        assert!(all.contains("Users[1].DOB: expected a date as YYYY-MM-DD"));
+    }
+
+    #[test]
+    fn finds_duplicates() {
+        assert_eq!(
+            duplicate_ids(["a", "b", "a", "a", "c", "b"]),
+            vec!["a", "b"]
+        );
+    }
+}
