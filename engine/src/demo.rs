@@ -188,8 +188,7 @@ pub fn catalogue() -> Catalogue {
             sku: Some(format!("SKU-{:05}", i + 1)),
             title: format!("{adjective} {material} {}", singular(noun)),
             description: format!(
-                "A {} {} piece from {}, made of {}.",
-                adjective.to_lowercase(),
+                "{adjective} {} by {}, made of {}.",
                 singular(noun).to_lowercase(),
                 BRANDS.get(brand).copied().unwrap_or_default(),
                 material.to_lowercase()

@@ -1,1 +1,32 @@
-//! placeholder
+//! `vitrine-http`: the Vitrine server.
+//!
+//! This crate is the edge: it owns the wire (hyper 1.x, JSON, status codes), the
+//! configuration and the command line, and converts everything into engine and ingest
+//! types. The binary `vitrine` (`src/main.rs`) parses the command line and calls
+//! [`server::serve`] with a bound listener and a shutdown future.
+//!
+//! Threads: a tokio multi-threaded runtime runs one task per connection; handlers do
+//! their work inline (microseconds) except delta parsing, which runs on the blocking
+//! pool. Each account's delta worker is a plain thread owned by `vitrine-ingest`.
+//!
+//! Modules:
+//! - [`config`]: TOML configuration, the embedded demo, environment overrides.
+//! - [`state`]: accounts, their engine state and job queues, the data directory.
+//! - [`server`]: accept loop, routing, body limits, graceful shutdown.
+//! - [`auth`]: per-endpoint credential fields, constant-time secret check.
+//! - [`error`]: the error enum, status codes, error bodies.
+//! - [`api`]: one module per endpoint of the contract.
+
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod server;
+pub mod state;
+
+/// The line printed on stdout once the server is ready: `listening on http://ADDR`.
+pub fn ready_line(addr: std::net::SocketAddr) -> String {
+    format!("listening on http://{addr}")
+}

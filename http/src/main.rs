@@ -1,1 +1,130 @@
-fn main() {}
+//! `vitrine`: the command line of the Vitrine server.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use vitrine_http::config::{self, Config, Overrides};
+use vitrine_http::state::AppState;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Vitrine: a self-hosted personalization server for online stores.
+#[derive(Debug, Parser)]
+#[command(name = "vitrine", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server. Without --config it serves the embedded demo account.
+    Serve {
+        /// TOML configuration file (accounts, zones, limits).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Address to listen on, e.g. 127.0.0.1:7480 (port 0 picks a free port).
+        #[arg(long, value_name = "ADDR", env = "VITRINE_LISTEN")]
+        listen: Option<String>,
+        /// Directory for snapshots and logs.
+        #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("VITRINE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Command::Serve {
+            config,
+            listen,
+            data_dir,
+        } => {
+            let overrides = Overrides { listen, data_dir };
+            let loaded = match &config {
+                Some(path) => config::load_file(path, &overrides),
+                None => config::demo(&overrides),
+            };
+            let config = match loaded {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            match run(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn run(config: Config) -> anyhow::Result<()> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async {
+        let listen = config.listen;
+        tracing::info!(source = %config.source, data_dir = %config.data_dir.display(), "starting");
+        let state = Arc::new(AppState::open(config).context("opening the data directory")?);
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding {listen}"))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        {
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{}", vitrine_http::ready_line(addr))
+                .context("writing the ready line")?;
+            stdout.flush().context("writing the ready line")?;
+        }
+        vitrine_http::server::serve(listener, Arc::clone(&state), shutdown_signal()).await;
+        state.shutdown();
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = match tokio::signal::unix::signal(
+            tokio::signal::unix::SignalKind::terminate(),
+        ) {
+            Ok(signal) => signal,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the server");
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => tracing::info!("SIGINT received; stopping"),
+            _ = terminate.recv() => tracing::info!("SIGTERM received; stopping"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,43 @@
+//! `POST /api/user/forget`: erase everything tied to one identifier.
+//!
+//! The identifier may be an email (matched case-insensitively), a user id, a B2B
+//! account id or a visitor id of the account. 404 when nothing matches; a 200 is
+//! `text/plain`.
+
+use serde_json::Value;
+use vitrine_ingest::json::Errors;
+
+use crate::api::Reply;
+use crate::api::delta::authenticated;
+use crate::error::{ApiError, Endpoint};
+use crate::state::AppState;
+
+/// Longest identifier accepted.
+pub const MAX_IDENTIFIER_LEN: usize = 320;
+
+/// Handles `/api/user/forget`.
+pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
+    let (entry, fields) = authenticated(state, body, Endpoint::Forget)?;
+    let mut errors = Errors::default();
+    let identifier = fields.req_nonempty_str("Identifier", &mut errors);
+    if let Some(id) = identifier
+        && id.len() > MAX_IDENTIFIER_LEN
+    {
+        errors.push(
+            "Identifier",
+            format!("must be at most {MAX_IDENTIFIER_LEN} bytes"),
+        );
+    }
+    let identifier = errors.into_result(identifier.unwrap_or_default())?;
+    let erasure = entry.account.forget(identifier.trim());
+    if !erasure.matched() {
+        return Err(ApiError::NotFound(
+            "Identifier: no email, user id, account id or visitor id of this account matches"
+                .to_owned(),
+        ));
+    }
+    Ok(Reply::text(format!(
+        "Erased: {} visitor(s) and {} user record(s) tied to the identifier.\n",
+        erasure.visitors, erasure.users
+    )))
+}

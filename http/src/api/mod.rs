@@ -1,0 +1,44 @@
+//! The six endpoints of the contract, one module each. A handler takes the shared state
+//! and the parsed JSON body and returns a [`Reply`] or an [`crate::error::ApiError`].
+
+pub mod delta;
+pub mod feed;
+pub mod forget;
+pub mod serverside;
+
+use http::StatusCode;
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// Status code (200 for every success of the contract).
+    pub status: StatusCode,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// Body bytes.
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A 200 with a JSON body.
+    pub fn json(body: Vec<u8>) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            content_type: "application/json",
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// A 200 with a plain-text body.
+    pub fn text(body: String) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            content_type: "text/plain; charset=utf-8",
+            headers: Vec::new(),
+            body: body.into_bytes(),
+        }
+    }
+}

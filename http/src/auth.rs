@@ -1,0 +1,102 @@
+//! Authentication: credentials travel in the JSON body, under field names that differ
+//! per endpoint (see [`CredentialFields::of`]). Secrets are compared in constant time.
+
+use subtle::ConstantTimeEq;
+use vitrine_ingest::json::{Errors, Fields};
+
+use crate::error::{ApiError, Endpoint};
+use crate::state::{AccountEntry, AppState};
+
+/// The body fields carrying credentials on one endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialFields {
+    /// Field of the access key.
+    pub access_key: &'static str,
+    /// Field of the secret key; `None` where the contract has none.
+    pub secret_key: Option<&'static str>,
+}
+
+impl CredentialFields {
+    /// The table "Authentication" of the contract.
+    pub fn of(endpoint: Endpoint) -> CredentialFields {
+        let (access_key, secret_key) = match endpoint {
+            Endpoint::Serverside => ("appId", Some("secretKey")),
+            Endpoint::ProductFeed => ("appKey", Some("secretKey")),
+            Endpoint::Delta | Endpoint::DeltaStatus => ("AppKey", Some("SecretKey")),
+            Endpoint::ProductFeedStatus => ("AppKey", None),
+            Endpoint::Forget => ("AccessKey", Some("SecretKey")),
+            Endpoint::Health | Endpoint::Unrouted => ("", None),
+        };
+        CredentialFields {
+            access_key,
+            secret_key,
+        }
+    }
+}
+
+/// Credentials read from a body, not yet checked.
+#[derive(Debug, Clone, Copy)]
+pub struct Presented<'v> {
+    access_key: &'v str,
+    secret_key: Option<&'v str>,
+}
+
+/// Reads the credential fields; missing or mistyped ones are recorded as validation errors.
+pub fn read<'v>(
+    body: &Fields<'v, '_>,
+    endpoint: Endpoint,
+    errors: &mut Errors,
+) -> Option<Presented<'v>> {
+    let names = CredentialFields::of(endpoint);
+    let access_key = body.req_nonempty_str(names.access_key, errors);
+    let secret_key = match names.secret_key {
+        Some(name) => Some(body.req_nonempty_str(name, errors)),
+        None => None,
+    };
+    match (access_key, secret_key) {
+        (Some(access_key), None) => Some(Presented {
+            access_key,
+            secret_key: None,
+        }),
+        (Some(access_key), Some(Some(secret))) => Some(Presented {
+            access_key,
+            secret_key: Some(secret),
+        }),
+        _ => None,
+    }
+}
+
+/// Finds the account of the credentials and checks the secret and the region.
+pub fn authenticate<'s>(
+    state: &'s AppState,
+    endpoint: Endpoint,
+    presented: Presented<'_>,
+) -> Result<&'s AccountEntry, ApiError> {
+    let names = CredentialFields::of(endpoint);
+    let Some(entry) = state.account(presented.access_key) else {
+        return Err(ApiError::Credentials(format!(
+            "{}: unknown access key",
+            names.access_key
+        )));
+    };
+    if let (Some(secret), Some(field)) = (presented.secret_key, names.secret_key) {
+        let matches: bool = secret
+            .as_bytes()
+            .ct_eq(entry.config.secret_key.as_bytes())
+            .into();
+        if !matches {
+            return Err(ApiError::Credentials(format!(
+                "{field}: does not match the access key"
+            )));
+        }
+    }
+    if entry.config.region != state.config.region {
+        return Err(ApiError::Credentials(format!(
+            "{}: the account belongs to region {}; this server serves region {}",
+            names.access_key,
+            entry.config.region.name(),
+            state.config.region.name()
+        )));
+    }
+    Ok(entry)
+}

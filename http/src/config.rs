@@ -1,0 +1,615 @@
+//! Server configuration: a TOML file (or the embedded demo), environment overrides, and
+//! validation into [`Config`].
+//!
+//! Precedence for `listen` and `data_dir`: command line, then `VITRINE_LISTEN` /
+//! `VITRINE_DATA_DIR`, then the file, then the defaults. Every error names the file,
+//! the key and what is wrong, e.g.
+//! `vitrine.toml: accounts[0].zones[1].count: must be between 1 and 100, got 0`.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use vitrine_engine::event::PageType;
+use vitrine_engine::money::Currency;
+use vitrine_engine::zone::{Strategy, StrategyNameError, ZoneKind, ZoneSpec};
+
+/// The demo configuration used when no `--config` is given.
+pub const DEMO_CONFIG: &str = include_str!("demo.toml");
+/// Name under which errors in the demo configuration are reported.
+pub const DEMO_CONFIG_NAME: &str = "<embedded demo config>";
+/// Default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
+/// Default data directory.
+pub const DEFAULT_DATA_DIR: &str = "data";
+
+/// A configuration error: the source, the key and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or other source) the value came from.
+    pub source: String,
+    /// The key, e.g. `accounts[0].zones[1].strategy`; empty for the whole file.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.source, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.source, self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Which region this process serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// EU (Ireland).
+    Eu,
+    /// US (Virginia).
+    Us,
+}
+
+impl Region {
+    fn parse(text: &str) -> Option<Region> {
+        match text {
+            "eu" => Some(Region::Eu),
+            "us" => Some(Region::Us),
+            _ => None,
+        }
+    }
+
+    /// The config name, `eu` or `us`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::Eu => "eu",
+            Region::Us => "us",
+        }
+    }
+}
+
+/// When acknowledged events are fsynced (effective once events go to the write-ahead log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventsFsync {
+    /// Before the 200.
+    Always,
+    /// At most `fsync_interval_ms` after the 200.
+    Interval,
+    /// Left to the operating system.
+    Never,
+}
+
+/// Request size and count limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body except deltas (413 beyond).
+    pub max_body_bytes: usize,
+    /// Largest delta body (413 beyond).
+    pub max_delta_bytes: usize,
+    /// Most events per server-side request (400 beyond).
+    pub max_events: usize,
+    /// Most zones per server-side request (400 beyond).
+    pub max_zones: usize,
+    /// Most tokens per status request (400 beyond).
+    pub max_tokens: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_body_bytes: 1024 * 1024,
+            max_delta_bytes: 8 * 1024 * 1024,
+            max_events: 100,
+            max_zones: 32,
+            max_tokens: 1000,
+        }
+    }
+}
+
+/// One configured store account.
+#[derive(Debug, Clone)]
+pub struct AccountConfig {
+    /// Access key (`appId`, `appKey`, `AppKey`, `AccessKey` on the wire).
+    pub access_key: String,
+    /// Secret key.
+    pub secret_key: String,
+    /// Region of the account.
+    pub region: Region,
+    /// Currency of requests that name none.
+    pub default_currency: Currency,
+    /// Whether the account starts with the generated demo catalogue.
+    pub demo_catalogue: bool,
+    /// Its zones.
+    pub zones: Vec<ZoneSpec>,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the configuration came from (a path, or the demo marker).
+    pub source: String,
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Region this process serves.
+    pub region: Region,
+    /// Events fsync policy.
+    pub events_fsync: EventsFsync,
+    /// Interval of the `interval` policy.
+    pub fsync_interval_ms: u64,
+    /// Limits.
+    pub limits: Limits,
+    /// Whether feed URLs may point at private and loopback addresses.
+    pub allow_private_feed_addresses: bool,
+    /// Accounts.
+    pub accounts: Vec<AccountConfig>,
+}
+
+/// Values that override the file: from the command line or the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--listen` / `VITRINE_LISTEN`.
+    pub listen: Option<String>,
+    /// `--data-dir` / `VITRINE_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    region: Option<String>,
+    #[serde(default)]
+    durability: FileDurability,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    feeds: FileFeeds,
+    #[serde(default)]
+    accounts: Vec<FileAccount>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDurability {
+    events_fsync: Option<String>,
+    fsync_interval_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    max_body_bytes: Option<usize>,
+    max_delta_bytes: Option<usize>,
+    max_events: Option<usize>,
+    max_zones: Option<usize>,
+    max_tokens: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileFeeds {
+    #[serde(default)]
+    allow_private_addresses: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAccount {
+    access_key: String,
+    secret_key: String,
+    region: Option<String>,
+    default_currency: String,
+    #[serde(default)]
+    demo_catalogue: bool,
+    #[serde(default)]
+    zones: Vec<FileZone>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileZone {
+    id: String,
+    title: String,
+    #[serde(rename = "type")]
+    kind: String,
+    strategy: Option<String>,
+    #[serde(default)]
+    fallback: Vec<String>,
+    count: Option<i64>,
+    #[serde(default)]
+    page_types: Vec<String>,
+}
+
+/// Reads and validates a configuration file.
+pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        source: source.clone(),
+        key: String::new(),
+        message: format!("cannot read the file: {e}"),
+    })?;
+    parse(&text, &source, overrides)
+}
+
+/// Validates the embedded demo configuration.
+pub fn demo(overrides: &Overrides) -> Result<Config, ConfigError> {
+    parse(DEMO_CONFIG, DEMO_CONFIG_NAME, overrides)
+}
+
+/// Parses and validates configuration text from `source`.
+pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let err = |key: &str, message: String| ConfigError {
+        source: source.to_owned(),
+        key: key.to_owned(),
+        message,
+    };
+    let file: FileConfig = toml::from_str(text).map_err(|e| {
+        let message = e.message().to_owned();
+        let location = e
+            .span()
+            .map(|span| {
+                let line = text
+                    .get(..span.start)
+                    .map_or(1, |t| t.lines().count().max(1));
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        err("", format!("{message}{location}"))
+    })?;
+
+    let (listen_text, listen_key) = match &overrides.listen {
+        Some(l) => (l.clone(), "--listen / VITRINE_LISTEN"),
+        None => (
+            file.listen
+                .clone()
+                .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
+            "listen",
+        ),
+    };
+    let listen: SocketAddr = listen_text.parse().map_err(|_| {
+        err(
+            listen_key,
+            format!("expected an address such as 127.0.0.1:7480, got {listen_text:?}"),
+        )
+    })?;
+    let data_dir = overrides
+        .data_dir
+        .clone()
+        .or(file.data_dir)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    if data_dir.as_os_str().is_empty() {
+        return Err(err("data_dir", "must not be empty".to_owned()));
+    }
+    let region = match &file.region {
+        None => Region::Eu,
+        Some(r) => Region::parse(r)
+            .ok_or_else(|| err("region", format!("expected \"eu\" or \"us\", got {r:?}")))?,
+    };
+    let events_fsync = match file.durability.events_fsync.as_deref() {
+        None | Some("interval") => EventsFsync::Interval,
+        Some("always") => EventsFsync::Always,
+        Some("never") => EventsFsync::Never,
+        Some(other) => {
+            return Err(err(
+                "durability.events_fsync",
+                format!("expected \"always\", \"interval\" or \"never\", got {other:?}"),
+            ));
+        }
+    };
+    let fsync_interval_ms = file.durability.fsync_interval_ms.unwrap_or(10);
+    if !(1..=10_000).contains(&fsync_interval_ms) {
+        return Err(err(
+            "durability.fsync_interval_ms",
+            format!("must be between 1 and 10000, got {fsync_interval_ms}"),
+        ));
+    }
+    let limits = limits(&file.limits, &err)?;
+
+    let mut accounts = Vec::with_capacity(file.accounts.len());
+    let mut keys = HashSet::new();
+    for (i, account) in file.accounts.iter().enumerate() {
+        let key = |field: &str| format!("accounts[{i}].{field}");
+        if account.access_key.trim().is_empty() {
+            return Err(err(&key("access_key"), "must not be empty".to_owned()));
+        }
+        if !keys.insert(account.access_key.clone()) {
+            return Err(err(
+                &key("access_key"),
+                format!("{:?} is used by an earlier account", account.access_key),
+            ));
+        }
+        if account.secret_key.len() < 8 {
+            return Err(err(
+                &key("secret_key"),
+                "must be at least 8 characters".to_owned(),
+            ));
+        }
+        let account_region = match &account.region {
+            None => region,
+            Some(r) => Region::parse(r).ok_or_else(|| {
+                err(
+                    &key("region"),
+                    format!("expected \"eu\" or \"us\", got {r:?}"),
+                )
+            })?,
+        };
+        let default_currency = Currency::from_code(&account.default_currency)
+            .map_err(|e| err(&key("default_currency"), e.to_string()))?;
+        let mut zones = Vec::with_capacity(account.zones.len());
+        let mut zone_ids = HashSet::new();
+        for (z, zone) in account.zones.iter().enumerate() {
+            let zone_key = |field: &str| format!("accounts[{i}].zones[{z}].{field}");
+            let spec = zone_spec(zone, &zone_key).map_err(|(k, m)| err(&k, m))?;
+            if !zone_ids.insert(spec.id.clone()) {
+                return Err(err(
+                    &zone_key("id"),
+                    format!("zone {:?} is defined twice", spec.id),
+                ));
+            }
+            zones.push(spec);
+        }
+        accounts.push(AccountConfig {
+            access_key: account.access_key.clone(),
+            secret_key: account.secret_key.clone(),
+            region: account_region,
+            default_currency,
+            demo_catalogue: account.demo_catalogue,
+            zones,
+        });
+    }
+    if accounts.is_empty() {
+        return Err(err(
+            "accounts",
+            "at least one [[accounts]] entry is required".to_owned(),
+        ));
+    }
+    Ok(Config {
+        source: source.to_owned(),
+        listen,
+        data_dir,
+        region,
+        events_fsync,
+        fsync_interval_ms,
+        limits,
+        allow_private_feed_addresses: file.feeds.allow_private_addresses,
+        accounts,
+    })
+}
+
+fn limits(
+    file: &FileLimits,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    let pick = |value: Option<usize>, default: usize, key: &str, min: usize, max: usize| {
+        let value = value.unwrap_or(default);
+        if (min..=max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(err(
+                &format!("limits.{key}"),
+                format!("must be between {min} and {max}, got {value}"),
+            ))
+        }
+    };
+    Ok(Limits {
+        max_body_bytes: pick(
+            file.max_body_bytes,
+            defaults.max_body_bytes,
+            "max_body_bytes",
+            1024,
+            64 << 20,
+        )?,
+        max_delta_bytes: pick(
+            file.max_delta_bytes,
+            defaults.max_delta_bytes,
+            "max_delta_bytes",
+            1024,
+            1 << 30,
+        )?,
+        max_events: pick(
+            file.max_events,
+            defaults.max_events,
+            "max_events",
+            1,
+            10_000,
+        )?,
+        max_zones: pick(file.max_zones, defaults.max_zones, "max_zones", 1, 1_000)?,
+        max_tokens: pick(
+            file.max_tokens,
+            defaults.max_tokens,
+            "max_tokens",
+            1,
+            100_000,
+        )?,
+    })
+}
+
+fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec, (String, String)> {
+    if zone.id.trim().is_empty() || zone.id.len() > 128 {
+        return Err((key("id"), "must be 1 to 128 characters".to_owned()));
+    }
+    let kind = ZoneKind::from_name(&zone.kind).ok_or_else(|| {
+        (
+            key("type"),
+            format!(
+                "unknown zone type {:?}; expected recommender-product, recommender-category, \
+                 recommender-brand, image-carousel (or carousel), image (or staticimage) or html",
+                zone.kind
+            ),
+        )
+    })?;
+    if kind != ZoneKind::RecommenderProduct {
+        return Err((
+            key("type"),
+            format!(
+                "zone type {:?} is not available in this version; use recommender-product",
+                zone.kind
+            ),
+        ));
+    }
+    let strategy_name = zone
+        .strategy
+        .as_deref()
+        .ok_or_else(|| (key("strategy"), "required for recommender zones".to_owned()))?;
+    let main = strategy(strategy_name).map_err(|m| (key("strategy"), m))?;
+    let mut fallback = Vec::with_capacity(zone.fallback.len());
+    for (f, name) in zone.fallback.iter().enumerate() {
+        fallback.push(strategy(name).map_err(|m| (format!("{}[{f}]", key("fallback")), m))?);
+    }
+    let count = zone.count.unwrap_or(8);
+    if !(1..=100).contains(&count) {
+        return Err((
+            key("count"),
+            format!("must be between 1 and 100, got {count}"),
+        ));
+    }
+    let mut page_types = Vec::with_capacity(zone.page_types.len());
+    for (p, name) in zone.page_types.iter().enumerate() {
+        let page_type = PageType::from_name(name).ok_or_else(|| {
+            let all: Vec<&str> = PageType::ALL.iter().map(|p| p.name()).collect();
+            (
+                format!("{}[{p}]", key("page_types")),
+                format!(
+                    "unknown page type {name:?}; expected one of {}",
+                    all.join(", ")
+                ),
+            )
+        })?;
+        page_types.push(page_type);
+    }
+    Ok(ZoneSpec {
+        id: zone.id.clone(),
+        title: zone.title.clone(),
+        kind,
+        strategy: main,
+        fallback,
+        count: count as usize,
+        page_types,
+    })
+}
+
+fn strategy(name: &str) -> Result<Strategy, String> {
+    let available: Vec<&str> = Strategy::AVAILABLE.iter().map(|(n, _)| *n).collect();
+    Strategy::from_name(name).map_err(|e| match e {
+        StrategyNameError::NotAvailable => format!(
+            "strategy {name:?} is not available in this version; available: {}",
+            available.join(", ")
+        ),
+        StrategyNameError::Unknown => {
+            format!(
+                "unknown strategy {name:?}; available: {}",
+                available.join(", ")
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [[accounts]]
+        access_key = "k1"
+        secret_key = "secret-1234"
+        default_currency = "GBP"
+          [[accounts.zones]]
+          id = "HP-01"
+          title = "Trending"
+          type = "recommender-product"
+          strategy = "trending"
+    "#;
+
+    fn fails(text: &str) -> String {
+        parse(text, "test.toml", &Overrides::default())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn demo_config_is_valid() {
+        let config = demo(&Overrides::default()).unwrap();
+        assert_eq!(config.accounts.len(), 1);
+        let ids: Vec<&str> = config.accounts[0]
+            .zones
+            .iter()
+            .map(|z| z.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "HP-01", "PP-01", "PP-02", "BP-01", "OC-01", "CP-01", "SR-01"
+            ]
+        );
+        assert!(config.accounts[0].demo_catalogue);
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let text = format!("listen = \"127.0.0.1:1\"\ndata_dir = \"d\"\n{MINIMAL}");
+        let overrides = Overrides {
+            listen: Some("127.0.0.1:0".into()),
+            data_dir: Some("/tmp/x".into()),
+        };
+        let config = parse(&text, "t", &overrides).unwrap();
+        assert_eq!(config.listen.port(), 0);
+        assert_eq!(config.data_dir, PathBuf::from("/tmp/x"));
+        let config = parse(&text, "t", &Overrides::default()).unwrap();
+        assert_eq!(config.listen.port(), 1);
+    }
+
+    #[test]
+    fn errors_name_file_key_and_problem() {
+        assert_eq!(
+            fails(&MINIMAL.replace("\"trending\"", "\"nope\"")),
+            "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
+             trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar"
+        );
+        assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
+            "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"
+        ));
+        assert!(
+            fails(&format!("{MINIMAL}\n count = 0"))
+                .contains("accounts[0].zones[0].count: must be between 1 and 100, got 0")
+        );
+        assert!(fails(&format!("bogus = 1\n{MINIMAL}")).contains("unknown field `bogus`"));
+        assert!(
+            fails(&format!("region = \"asia\"\n{MINIMAL}"))
+                .contains("test.toml: region: expected \"eu\" or \"us\"")
+        );
+        assert!(fails("listen = \"nowhere\"\n").contains("test.toml: listen: expected an address"));
+        assert!(
+            fails("").contains("test.toml: accounts: at least one [[accounts]] entry is required")
+        );
+        assert!(
+            fails(&MINIMAL.replace("\"trending\"", "\"viewed_together\""))
+                .contains("is not available in this version")
+        );
+        assert!(
+            fails(&format!("[limits]\nmax_events = 0\n{MINIMAL}"))
+                .contains("test.toml: limits.max_events: must be between 1 and 10000, got 0")
+        );
+        let twice = format!(
+            "{MINIMAL}{}",
+            MINIMAL
+                .replace("access_key = \"k1\"", "access_key = \"k2\"")
+                .replace("[[accounts]]", "[[accounts]]")
+        );
+        assert!(parse(&twice, "t", &Overrides::default()).is_ok());
+        let dup = format!("{MINIMAL}{MINIMAL}");
+        assert!(
+            fails(&dup).contains("accounts[1].access_key: \"k1\" is used by an earlier account")
+        );
+    }
+}

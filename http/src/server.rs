@@ -1,0 +1,225 @@
+//! The hyper 1.x server: accept loop, routing, body limits, graceful shutdown.
+//!
+//! [`serve`] takes a bound listener and a shutdown future, so `main`, tests and benches
+//! all run the same server. Each connection is an HTTP/1.1 keep-alive connection on its
+//! own task; handlers are synchronous and short, except delta parsing, which runs on
+//! the blocking pool because a delta body may be megabytes.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use vitrine_engine::catalogue::UnixMillis;
+
+use crate::api::{self, Reply};
+use crate::error::{ApiError, Endpoint};
+use crate::state::AppState;
+
+/// How long in-flight requests may take to finish once shutdown begins.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How often idle sessions are swept.
+pub const SESSION_SWEEP: Duration = Duration::from_secs(30);
+
+/// Serves `state` on `listener` until `shutdown` completes, then lets in-flight
+/// requests finish (up to [`SHUTDOWN_GRACE`]).
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder.keep_alive(true);
+    let sweeper = tokio::spawn(sweep_sessions(Arc::clone(&state)));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let state = Arc::clone(&state);
+                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
+                    let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+                    tokio::spawn(async move {
+                        if let Err(error) = connection.await {
+                            tracing::debug!(%error, "connection ended with an error");
+                        }
+                    });
+                }
+                Err(error) => {
+                    // Usually EMFILE: back off instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    sweeper.abort();
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("all connections closed"),
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => tracing::warn!("connections still open after the grace period; closing"),
+    }
+}
+
+async fn sweep_sessions(state: Arc<AppState>) {
+    let mut interval = tokio::time::interval(SESSION_SWEEP);
+    loop {
+        interval.tick().await;
+        let now = now_millis();
+        for entry in state.accounts() {
+            entry.account.expire_sessions(now);
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_millis() -> UnixMillis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+async fn handle(
+    state: Arc<AppState>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let started = Instant::now();
+    let endpoint = Endpoint::of_path(request.uri().path());
+    let mut response = match route(&state, endpoint, request).await {
+        Ok(reply) => reply_response(reply),
+        Err(error) => error_response(endpoint, &error),
+    };
+    let millis = started.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(value) = HeaderValue::from_str(&format!("app;dur={millis:.3}")) {
+        response.headers_mut().insert("server-timing", value);
+    }
+    Ok(response)
+}
+
+async fn route(
+    state: &Arc<AppState>,
+    endpoint: Endpoint,
+    request: Request<Incoming>,
+) -> Result<Reply, ApiError> {
+    let path = request.uri().path().to_owned();
+    if endpoint == Endpoint::Unrouted {
+        return Err(ApiError::NoRoute(format!("no endpoint at {path}")));
+    }
+    if request.method() != endpoint.method() {
+        return Err(ApiError::WrongMethod(format!(
+            "method {} is not allowed on {path}; use {}",
+            request.method(),
+            endpoint.method()
+        )));
+    }
+    if endpoint == Endpoint::Health {
+        return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec()));
+    }
+    let limit = match endpoint {
+        Endpoint::Delta => state.config.limits.max_delta_bytes,
+        _ => state.config.limits.max_body_bytes,
+    };
+    let body = read_body(request, limit).await?;
+    let now = now_millis();
+    match endpoint {
+        Endpoint::Delta => {
+            let state = Arc::clone(state);
+            tokio::task::spawn_blocking(move || {
+                api::delta::handle_delta(&state, &parse_json(&body)?)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(format!("delta handler failed: {e}")))?
+        }
+        Endpoint::Serverside => api::serverside::handle(state, &parse_json(&body)?, now),
+        Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(&body)?, now),
+        Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(&body)?),
+        Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(&body)?),
+        Endpoint::Forget => api::forget::handle(state, &parse_json(&body)?),
+        Endpoint::Health | Endpoint::Unrouted => {
+            Err(ApiError::Internal("unroutable request".to_owned()))
+        }
+    }
+}
+
+/// Reads the whole body, refusing (413) anything over `limit` bytes: at once when
+/// `Content-Length` says so, otherwise as soon as the stream passes the limit.
+async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::TooLarge(format!(
+            "request body is larger than the limit of {limit} bytes"
+        ))
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(request.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(error) => Err(ApiError::Invalid(vec![format!(
+            "body: could not be read: {error}"
+        )])),
+    }
+}
+
+fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))
+}
+
+fn reply_response(reply: Reply) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() = reply.status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(reply.content_type),
+    );
+    for (name, value) in reply.headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>> {
+    let status = error.status(endpoint);
+    let mut response = Response::new(Full::new(Bytes::from(error.body(endpoint))));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allow = if endpoint == Endpoint::Health {
+            "GET"
+        } else {
+            "POST"
+        };
+        headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+    }
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        // The rest of the body is not read; the connection cannot be reused.
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}

@@ -1,0 +1,84 @@
+//! The server's shared state: the validated config, each account's engine state and job
+//! queue, and the locked data directory.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use vitrine_engine::catalogue::CatalogueBuilder;
+use vitrine_engine::{Account, AccountSettings};
+use vitrine_ingest::jobs::AccountJobs;
+use vitrine_snapshots::DataDir;
+
+use crate::config::{AccountConfig, Config};
+
+/// One account as the server holds it.
+#[derive(Debug)]
+pub struct AccountEntry {
+    /// Its configuration (keys, region, zones).
+    pub config: AccountConfig,
+    /// Its engine state.
+    pub account: Arc<Account>,
+    /// Its delta and feed jobs.
+    pub jobs: AccountJobs,
+}
+
+/// Everything a request handler may need.
+#[derive(Debug)]
+pub struct AppState {
+    /// The validated configuration.
+    pub config: Config,
+    accounts: HashMap<String, AccountEntry>,
+    _data_dir: DataDir,
+}
+
+impl AppState {
+    /// Opens the data directory and sets up every configured account.
+    pub fn open(config: Config) -> anyhow::Result<AppState> {
+        let data_dir = DataDir::open(&config.data_dir)?;
+        let mut accounts = HashMap::with_capacity(config.accounts.len());
+        for account_config in &config.accounts {
+            let catalogue = if account_config.demo_catalogue {
+                vitrine_engine::demo::catalogue()
+            } else {
+                CatalogueBuilder::new().build()
+            };
+            let settings = AccountSettings {
+                access_key: account_config.access_key.clone(),
+                default_currency: account_config.default_currency,
+                zones: account_config.zones.clone(),
+            };
+            let account = Arc::new(Account::new(settings, catalogue));
+            let jobs = AccountJobs::start(Arc::clone(&account))?;
+            accounts.insert(
+                account_config.access_key.clone(),
+                AccountEntry {
+                    config: account_config.clone(),
+                    account,
+                    jobs,
+                },
+            );
+        }
+        Ok(AppState {
+            config,
+            accounts,
+            _data_dir: data_dir,
+        })
+    }
+
+    /// The account of an access key.
+    pub fn account(&self, access_key: &str) -> Option<&AccountEntry> {
+        self.accounts.get(access_key)
+    }
+
+    /// Every account.
+    pub fn accounts(&self) -> impl Iterator<Item = &AccountEntry> {
+        self.accounts.values()
+    }
+
+    /// Stops the job queues, applying every delta already accepted.
+    pub fn shutdown(&self) {
+        for entry in self.accounts.values() {
+            entry.jobs.shutdown();
+        }
+    }
+}
