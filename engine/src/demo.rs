@@ -106,7 +106,7 @@ pub fn product_id(index: usize) -> String {
 
 /// Builds the demo catalogue.
 pub fn catalogue() -> Catalogue {
-    let mut seq = Sequence(0x5EED_0F_D3A0);
+    let mut seq = Sequence(0x005E_ED0F_D3A0);
     let mut builder = CatalogueBuilder::new();
     builder.set_categories(
         CATEGORIES

@@ -194,7 +194,7 @@ fn write_decimal(out: &mut String, minor: i64, digits: u32, group: bool) {
     }
     if group {
         for (i, ch) in whole.chars().enumerate() {
-            if i > 0 && (whole.len() - i) % 3 == 0 {
+            if i > 0 && (whole.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(ch);

@@ -49,10 +49,9 @@ pub fn read<'v>(
 ) -> Option<Presented<'v>> {
     let names = CredentialFields::of(endpoint);
     let access_key = body.req_nonempty_str(names.access_key, errors);
-    let secret_key = match names.secret_key {
-        Some(name) => Some(body.req_nonempty_str(name, errors)),
-        None => None,
-    };
+    let secret_key = names
+        .secret_key
+        .map(|name| body.req_nonempty_str(name, errors));
     match (access_key, secret_key) {
         (Some(access_key), None) => Some(Presented {
             access_key,

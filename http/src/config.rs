@@ -602,9 +602,7 @@ mod tests {
         );
         let twice = format!(
             "{MINIMAL}{}",
-            MINIMAL
-                .replace("access_key = \"k1\"", "access_key = \"k2\"")
-                .replace("[[accounts]]", "[[accounts]]")
+            MINIMAL.replace("access_key = \"k1\"", "access_key = \"k2\"")
         );
         assert!(parse(&twice, "t", &Overrides::default()).is_ok());
         let dup = format!("{MINIMAL}{MINIMAL}");

@@ -2,6 +2,7 @@
 //! queue, and the locked data directory.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use vitrine_engine::catalogue::CatalogueBuilder;
@@ -48,7 +49,18 @@ impl AppState {
                 zones: account_config.zones.clone(),
             };
             let account = Arc::new(Account::new(settings, catalogue));
-            let jobs = AccountJobs::start(Arc::clone(&account))?;
+            let dir = account_dir(data_dir.path(), &account_config.access_key);
+            let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), &dir)?;
+            for problem in &recovery.problems {
+                tracing::warn!(account = %account_config.access_key, "journal: {problem}");
+            }
+            tracing::info!(
+                account = %account_config.access_key,
+                deltas = recovery.deltas,
+                feeds = recovery.feeds,
+                products = account.catalogue().len(),
+                "account ready"
+            );
             accounts.insert(
                 account_config.access_key.clone(),
                 AccountEntry {
@@ -63,6 +75,11 @@ impl AppState {
             accounts,
             _data_dir: data_dir,
         })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        self._data_dir.path()
     }
 
     /// The account of an access key.
@@ -81,4 +98,11 @@ impl AppState {
             entry.jobs.shutdown();
         }
     }
+}
+
+/// The directory of an account's files: `accounts/<access key in hex>`, so that any
+/// access key makes a safe file name.
+pub fn account_dir(data_dir: &Path, access_key: &str) -> PathBuf {
+    let hex: String = access_key.bytes().map(|b| format!("{b:02x}")).collect();
+    data_dir.join("accounts").join(hex)
 }

@@ -3,8 +3,16 @@
 //! Each account has one [`AccountJobs`]: a table of delta statuses, a table of feed
 //! jobs, and one delta worker thread that applies the account's deltas in token order
 //! (FIFO). A token is only ever visible to the account that received it.
+//!
+//! Submissions are journaled before they are acknowledged: each delta is written to
+//! `deltas/<sequence>-<token>.json` and each feed to `feeds/<token>.job` in the
+//! account's directory, by [`vitrine_snapshots::atomic_write`] (fsynced). On start the
+//! journaled deltas are applied again in sequence order, so every acknowledged delta is
+//! in the catalogue and every token has its status after a restart or a crash.
 
 use std::collections::VecDeque;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
@@ -15,6 +23,7 @@ use vitrine_engine::Account;
 use vitrine_engine::catalogue::UnixMillis;
 
 use crate::delta::{self, Delta};
+use crate::json::{Errors, Fields, KeyMatch};
 
 /// Status of a delta, as `/api/deltastatus` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,49 +88,165 @@ pub const UNKNOWN_TOKEN: &str = "unknown token";
 /// One account's jobs and its delta worker.
 #[derive(Debug)]
 pub struct AccountJobs {
+    dir: PathBuf,
     deltas: Arc<DashMap<String, DeltaStatus>>,
     feeds: DashMap<String, FeedJob>,
     feed_queue: Mutex<VecDeque<String>>,
-    sender: Mutex<Option<mpsc::Sender<(String, Delta)>>>,
+    /// `None` once shut down.
+    intake: Mutex<Option<Intake>>,
     worker: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
+/// The worker's channel and the next journal sequence number, under one lock so that
+/// journal order and application order are the same.
+#[derive(Debug)]
+struct Intake {
+    sender: mpsc::Sender<(String, Delta)>,
+    next_sequence: u64,
+}
+
+/// What [`AccountJobs::start`] found in the journal.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Deltas applied again.
+    pub deltas: usize,
+    /// Feed jobs found.
+    pub feeds: usize,
+    /// Journal files that could not be read, with the reason (their tokens report Status 2).
+    pub problems: Vec<String>,
+}
+
+/// Why a submission was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The server is stopping.
+    #[error("the server is shutting down and takes no more jobs")]
+    Closed,
+    /// The journal could not be written.
+    #[error("the submission could not be saved: {0}")]
+    Journal(#[from] vitrine_snapshots::Error),
+}
+
 impl AccountJobs {
-    /// Starts the delta worker of `account`.
-    pub fn start(account: Arc<Account>) -> std::io::Result<AccountJobs> {
+    /// Replays the journal in `dir` into `account`, then starts its delta worker.
+    pub fn start(
+        account: Arc<Account>,
+        dir: &Path,
+    ) -> Result<(AccountJobs, Recovery), SubmitError> {
+        let io = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| vitrine_snapshots::Error::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        let delta_dir = dir.join("deltas");
+        let feed_dir = dir.join("feeds");
+        fs::create_dir_all(&delta_dir).map_err(io("creating directory", &delta_dir))?;
+        fs::create_dir_all(&feed_dir).map_err(io("creating directory", &feed_dir))?;
+
         let deltas: Arc<DashMap<String, DeltaStatus>> = Arc::new(DashMap::new());
+        let mut recovery = Recovery::default();
+        let mut next_sequence = 0;
+        for (sequence, token, path) in journal_entries(&delta_dir, ".json")? {
+            next_sequence = next_sequence.max(sequence + 1);
+            let status = match read_delta(&path) {
+                Ok(delta) => match delta::apply(&account, &delta) {
+                    Ok(_) => DeltaStatus::Applied,
+                    Err(error) => DeltaStatus::Failed(error.to_string()),
+                },
+                Err(reason) => {
+                    recovery
+                        .problems
+                        .push(format!("{}: {reason}", path.display()));
+                    DeltaStatus::Failed(format!("the journaled delta could not be read: {reason}"))
+                }
+            };
+            deltas.insert(token, status);
+            recovery.deltas += 1;
+        }
+        let feeds = DashMap::new();
+        let mut queue = Vec::new();
+        for entry in fs::read_dir(&feed_dir).map_err(io("reading directory", &feed_dir))? {
+            let path = entry.map_err(io("reading directory", &feed_dir))?.path();
+            let Some(token) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".job"))
+            else {
+                continue;
+            };
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            let Some((at, url)) = text
+                .trim_end()
+                .split_once(' ')
+                .and_then(|(a, u)| Some((a.parse().ok()?, u)))
+            else {
+                recovery
+                    .problems
+                    .push(format!("{}: not a feed job record", path.display()));
+                continue;
+            };
+            let job = FeedJob {
+                token: token.to_owned(),
+                url: url.to_owned(),
+                submitted_at: at,
+                status: FeedStatus::Processing,
+            };
+            queue.push((at, token.to_owned()));
+            feeds.insert(token.to_owned(), job);
+            recovery.feeds += 1;
+        }
+        queue.sort();
+
         let (sender, receiver) = mpsc::channel::<(String, Delta)>();
         let statuses = Arc::clone(&deltas);
         let name = format!("delta-{}", account.settings().access_key);
-        let worker = thread::Builder::new().name(name).spawn(move || {
-            for (token, delta) in receiver {
-                let status = match delta::apply(&account, &delta) {
-                    Ok(_) => DeltaStatus::Applied,
-                    Err(error) => DeltaStatus::Failed(error.to_string()),
-                };
-                statuses.insert(token, status);
-            }
-        })?;
-        Ok(AccountJobs {
+        let worker = thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                for (token, delta) in receiver {
+                    let status = match delta::apply(&account, &delta) {
+                        Ok(_) => DeltaStatus::Applied,
+                        Err(error) => DeltaStatus::Failed(error.to_string()),
+                    };
+                    statuses.insert(token, status);
+                }
+            })
+            .map_err(io("starting the delta worker for", dir))?;
+        let jobs = AccountJobs {
+            dir: dir.to_path_buf(),
             deltas,
-            feeds: DashMap::new(),
-            feed_queue: Mutex::new(VecDeque::new()),
-            sender: Mutex::new(Some(sender)),
+            feeds,
+            feed_queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
+            intake: Mutex::new(Some(Intake {
+                sender,
+                next_sequence,
+            })),
             worker: Mutex::new(Some(worker)),
-        })
+        };
+        Ok((jobs, recovery))
     }
 
-    /// Queues a delta and returns its token; it is applied after every earlier one.
-    pub fn submit_delta(&self, delta: Delta) -> Result<String, JobsClosed> {
+    /// Journals a delta (`record`: its JSON parts, without credentials), queues it and
+    /// returns its token; it is applied after every earlier one.
+    pub fn submit_delta(&self, delta: Delta, record: &[u8]) -> Result<String, SubmitError> {
         let token = format!("dlt_{}", vitrine_engine::account::new_id());
-        self.deltas.insert(token.clone(), DeltaStatus::Pending);
-        let sent = match self.sender.lock().as_ref() {
-            Some(sender) => sender.send((token.clone(), delta)).is_ok(),
-            None => false,
+        let mut guard = self.intake.lock();
+        let Some(intake) = guard.as_mut() else {
+            return Err(SubmitError::Closed);
         };
-        if !sent {
-            self.deltas.remove(&token);
-            return Err(JobsClosed);
+        let name = format!("{:016}-{token}.json", intake.next_sequence);
+        vitrine_snapshots::atomic_write(&self.dir.join("deltas"), &name, record)?;
+        intake.next_sequence += 1;
+        self.deltas.insert(token.clone(), DeltaStatus::Pending);
+        if intake.sender.send((token.clone(), delta)).is_err() {
+            self.deltas.insert(
+                token.clone(),
+                DeltaStatus::Failed("the delta worker stopped".to_owned()),
+            );
+            return Err(SubmitError::Closed);
         }
         Ok(token)
     }
@@ -134,9 +259,15 @@ impl AccountJobs {
         )
     }
 
-    /// Records a feed submission and returns its token.
-    pub fn submit_feed(&self, url: &str, now: UnixMillis) -> String {
+    /// Journals a feed submission and returns its token.
+    pub fn submit_feed(&self, url: &str, now: UnixMillis) -> Result<String, SubmitError> {
         let token = format!("feed_{}", vitrine_engine::account::new_id());
+        let record = format!("{now} {url}\n");
+        vitrine_snapshots::atomic_write(
+            &self.dir.join("feeds"),
+            &format!("{token}.job"),
+            record.as_bytes(),
+        )?;
         self.feeds.insert(
             token.clone(),
             FeedJob {
@@ -147,7 +278,7 @@ impl AccountJobs {
             },
         );
         self.feed_queue.lock().push_back(token.clone());
-        token
+        Ok(token)
     }
 
     /// The status of a feed token; unknown tokens are an error with [`UNKNOWN_TOKEN`].
@@ -169,7 +300,7 @@ impl AccountJobs {
 
     /// Stops taking deltas and waits until every queued one is applied.
     pub fn shutdown(&self) {
-        self.sender.lock().take();
+        self.intake.lock().take();
         if let Some(worker) = self.worker.lock().take() {
             let _ = worker.join();
         }
@@ -182,15 +313,49 @@ impl Drop for AccountJobs {
     }
 }
 
-/// The account's job queue no longer takes work (the server is stopping).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the server is shutting down and takes no more jobs")]
-pub struct JobsClosed;
+/// Journal files of a directory as (sequence, token, path), in sequence order.
+fn journal_entries(dir: &Path, suffix: &str) -> Result<Vec<(u64, String, PathBuf)>, SubmitError> {
+    let mut entries = Vec::new();
+    let listing = fs::read_dir(dir).map_err(|source| vitrine_snapshots::Error::Io {
+        action: "reading directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in listing.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(suffix))
+        else {
+            continue;
+        };
+        let Some((sequence, token)) = name.split_once('-') else {
+            continue;
+        };
+        let Ok(sequence) = sequence.parse::<u64>() else {
+            continue;
+        };
+        entries.push((sequence, token.to_owned(), path));
+    }
+    entries.sort();
+    Ok(entries)
+}
+
+fn read_delta(path: &Path) -> Result<Delta, String> {
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let mut errors = Errors::default();
+    let fields =
+        Fields::of(&value, "", KeyMatch::Exact, &mut errors).ok_or_else(|| errors.joined())?;
+    delta::parse(&fields).map_err(|e| e.joined())
+}
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
 
+    use serde_json::json;
     use vitrine_engine::AccountSettings;
     use vitrine_engine::catalogue::CatalogueBuilder;
     use vitrine_engine::money::Currency;
@@ -212,29 +377,36 @@ mod tests {
         }
     }
 
-    #[test]
-    fn deltas_apply_in_token_order_and_report_status() {
+    fn account() -> Arc<Account> {
         let settings = AccountSettings {
             access_key: "k".into(),
             default_currency: Currency::from_code("GBP").unwrap(),
             zones: Vec::new(),
         };
-        let account = Arc::new(Account::new(settings, CatalogueBuilder::new().build()));
-        let jobs = AccountJobs::start(Arc::clone(&account)).unwrap();
-        let fail = Delta {
-            delete_account_prices: vec![crate::record::AccountPrice {
-                account_id: "a".into(),
-                product_id: "nope".into(),
-                prices: Default::default(),
-            }],
-            ..Delta::default()
-        };
-        let ok = Delta {
-            delete_products: vec!["x".into()],
-            ..Delta::default()
-        };
-        let t1 = jobs.submit_delta(fail).unwrap();
-        let t2 = jobs.submit_delta(ok).unwrap();
+        Arc::new(Account::new(settings, CatalogueBuilder::new().build()))
+    }
+
+    fn submit(jobs: &AccountJobs, body: serde_json::Value) -> String {
+        let mut errors = Errors::default();
+        let fields = Fields::of(&body, "", KeyMatch::Exact, &mut errors).unwrap();
+        let delta = delta::parse(&fields).unwrap();
+        jobs.submit_delta(delta, body.to_string().as_bytes())
+            .unwrap()
+    }
+
+    fn product(id: &str) -> serde_json::Value {
+        json!({"Id": id, "Title": id, "Link": "/", "Image": "/i", "Prices": ["1 GBP"], "Categories": []})
+    }
+
+    #[test]
+    fn deltas_apply_in_token_order_and_report_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+        let t1 = submit(
+            &jobs,
+            json!({"DeleteAccountPrices": [{"AccountId": "a", "Id": "nope"}]}),
+        );
+        let t2 = submit(&jobs, json!({"Products": [product("p1")]}));
         assert_eq!(wait_for(&jobs, &t2), DeltaStatus::Applied);
         assert_eq!(
             wait_for(&jobs, &t1),
@@ -245,24 +417,70 @@ mod tests {
             DeltaStatus::Failed(UNKNOWN_TOKEN.into())
         );
         jobs.shutdown();
-        assert_eq!(jobs.submit_delta(Delta::default()), Err(JobsClosed));
+        assert!(matches!(
+            jobs.submit_delta(Delta::default(), b"{}"),
+            Err(SubmitError::Closed)
+        ));
     }
 
     #[test]
-    fn feed_tokens_are_recorded() {
-        let settings = AccountSettings {
-            access_key: "k".into(),
-            default_currency: Currency::from_code("GBP").unwrap(),
-            zones: Vec::new(),
+    fn journaled_deltas_and_feeds_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t1, t2, feed) = {
+            let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+            let t1 = submit(&jobs, json!({"Products": [product("p1"), product("p2")]}));
+            let t2 = submit(
+                &jobs,
+                json!({"DeleteProducts": ["p1"], "SetCategoryOnProducts": [{"Category": "c", "Products": ["zz"]}]}),
+            );
+            let feed = jobs
+                .submit_feed("https://shop.example/feed.json", 42)
+                .unwrap();
+            (t1, t2, feed)
         };
-        let account = Arc::new(Account::new(settings, CatalogueBuilder::new().build()));
-        let jobs = AccountJobs::start(account).unwrap();
-        let token = jobs.submit_feed("https://shop.example/feed.json", 1);
-        assert_eq!(jobs.feed_status(&token), FeedStatus::Processing);
-        assert_eq!(jobs.queued_feeds().len(), 1);
-        assert_eq!(
-            jobs.feed_status("feed_x"),
-            FeedStatus::Failed(UNKNOWN_TOKEN.into())
+        std::fs::write(
+            dir.path().join("deltas/0000000000000099-dlt_bad.json"),
+            b"{not json",
+        )
+        .unwrap();
+        let account = account();
+        let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), dir.path()).unwrap();
+        assert_eq!(recovery.deltas, 3);
+        assert_eq!(recovery.feeds, 1);
+        assert_eq!(recovery.problems.len(), 1, "{:?}", recovery.problems);
+        assert_eq!(jobs.delta_status(&t1), DeltaStatus::Applied);
+        assert!(matches!(jobs.delta_status(&t2), DeltaStatus::Failed(r) if r.contains("zz")));
+        assert!(
+            matches!(jobs.delta_status("dlt_bad"), DeltaStatus::Failed(r) if r.contains("could not be read"))
         );
+        assert_eq!(account.catalogue().len(), 2);
+        assert_eq!(jobs.feed_status(&feed), FeedStatus::Processing);
+        assert_eq!(jobs.queued_feeds()[0].url, "https://shop.example/feed.json");
+        // New submissions continue the sequence after the highest journaled one.
+        let t3 = submit(&jobs, json!({"DeleteProducts": ["p2"]}));
+        assert_eq!(wait_for(&jobs, &t3), DeltaStatus::Applied);
+        assert!(
+            std::fs::read_dir(dir.path().join("deltas"))
+                .unwrap()
+                .any(|e| e
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("0000000000000100-"))
+        );
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_written_refuses_the_submission() {
+        let dir = tempfile::tempdir().unwrap();
+        let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+        std::fs::remove_dir_all(dir.path().join("feeds")).unwrap();
+        std::fs::write(dir.path().join("feeds"), b"not a directory").unwrap();
+        let error = jobs
+            .submit_feed("https://shop.example/f", 1)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("could not be saved"), "{error}");
+        assert!(jobs.queued_feeds().is_empty());
     }
 }

@@ -19,9 +19,16 @@ use crate::state::{AccountEntry, AppState};
 pub fn handle_delta(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
     let (entry, fields) = authenticated(state, body, Endpoint::Delta)?;
     let delta = delta::parse(&fields)?;
+    // The journal keeps the parts, never the credentials.
+    let mut record = body.clone();
+    if let Some(object) = record.as_object_mut() {
+        object.remove("AppKey");
+        object.remove("SecretKey");
+    }
+    let record = serde_json::to_vec(&record).map_err(|e| ApiError::Internal(e.to_string()))?;
     let token = entry
         .jobs
-        .submit_delta(delta)
+        .submit_delta(delta, &record)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let body = serde_json::to_vec(&serde_json::json!({ "Token": token })).unwrap_or_default();
     Ok(Reply::json(body))

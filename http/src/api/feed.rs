@@ -30,7 +30,10 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
         errors.push("url", message);
     }
     let url = errors.into_result(url.unwrap_or_default())?;
-    let token = entry.jobs.submit_feed(url, now);
+    let token = entry
+        .jobs
+        .submit_feed(url, now)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
     reply.headers.push(("X-Feed-Token", token));
     Ok(reply)

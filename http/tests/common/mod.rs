@@ -1,0 +1,307 @@
+//! Test support: the real `vitrine` binary on `127.0.0.1:0`, and a small HTTP/1.1
+//! client that shows status, headers and body exactly as sent.
+
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const DEMO_KEY: &str = "demo-access-key";
+pub const DEMO_SECRET: &str = "demo-secret-key";
+
+/// A running server; killed when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub child: Child,
+    pub data_dir: tempfile::TempDir,
+}
+
+/// A response as received.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts `{"errors": [..]}` with one message containing `needle`; returns the messages.
+    pub fn assert_errors(&self, status: u16, needle: &str) -> Vec<String> {
+        assert_eq!(self.status, status, "status of {}", self.body);
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        let json = self.json();
+        let object = json.as_object().expect("error body is an object");
+        assert_eq!(object.len(), 1, "only `errors` in {json}");
+        let errors: Vec<String> = object["errors"]
+            .as_array()
+            .expect("errors is an array")
+            .iter()
+            .map(|e| e.as_str().expect("errors are strings").to_owned())
+            .collect();
+        assert!(
+            errors.iter().any(|e| e.contains(needle)),
+            "no error containing {needle:?} in {errors:?}"
+        );
+        errors
+    }
+
+    /// Asserts `{"Error": "..."}` containing `needle`; returns the message.
+    pub fn assert_error(&self, status: u16, needle: &str) -> String {
+        assert_eq!(self.status, status, "status of {}", self.body);
+        assert_eq!(self.header("content-type"), Some("application/json"));
+        let json = self.json();
+        let object = json.as_object().expect("error body is an object");
+        assert_eq!(object.len(), 1, "only `Error` in {json}");
+        let message = object["Error"]
+            .as_str()
+            .expect("Error is a string")
+            .to_owned();
+        assert!(
+            message.contains(needle),
+            "{message:?} does not contain {needle:?}"
+        );
+        message
+    }
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_vitrine")
+}
+
+impl Server {
+    /// The demo default (no --config).
+    pub fn demo() -> Server {
+        Server::start(None)
+    }
+
+    /// A server with this TOML config.
+    pub fn with_config(toml: &str) -> Server {
+        Server::start(Some(toml))
+    }
+
+    fn start(config: Option<&str>) -> Server {
+        let data_dir = tempfile::tempdir().expect("tempdir");
+        Server::start_in(data_dir, config)
+    }
+
+    pub fn start_in(data_dir: tempfile::TempDir, config: Option<&str>) -> Server {
+        let mut command = Command::new(binary());
+        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        command.arg("--data-dir").arg(data_dir.path().join("data"));
+        if let Some(text) = config {
+            let path = data_dir.path().join("vitrine.toml");
+            std::fs::write(&path, text).expect("write config");
+            command.arg("--config").arg(path);
+        }
+        let log = std::fs::File::create(data_dir.path().join("server.log")).expect("log file");
+        command
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .env_remove("VITRINE_LISTEN")
+            .env_remove("VITRINE_DATA_DIR");
+        let mut child = command.spawn().expect("spawn vitrine");
+        let addr = read_ready_line(&mut child, data_dir.path());
+        Server {
+            addr,
+            child,
+            data_dir,
+        }
+    }
+
+    /// SIGKILLs the server and hands back its directory for a restart.
+    pub fn kill9(mut self) -> tempfile::TempDir {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+        std::mem::replace(&mut self.data_dir, tempfile::tempdir().expect("tempdir"))
+    }
+
+    pub fn data_path(&self) -> PathBuf {
+        self.data_dir.path().join("data")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> Resp {
+        request(self.addr, "POST", path, body.as_bytes(), &[])
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> Resp {
+        self.post(path, &body.to_string())
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        request(self.addr, "GET", path, b"", &[])
+    }
+
+    /// A valid server-side body for the demo account, with `extra` merged in.
+    pub fn serverside(&self, extra: Value) -> Resp {
+        self.post_json("/api/serverside", &serverside_body(extra))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn serverside_body(extra: Value) -> Value {
+    let mut body = serde_json::json!({
+        "appId": DEMO_KEY,
+        "secretKey": DEMO_SECRET,
+        "currentUrl": "https://shop.example/",
+        "userAgent": "Mozilla/5.0 (test)",
+        "ip": "203.0.113.7",
+    });
+    merge(&mut body, extra);
+    body
+}
+
+pub fn merge(body: &mut Value, extra: Value) {
+    if let (Some(target), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        for (k, v) in extra {
+            target.insert(k, v);
+        }
+    }
+}
+
+/// Reads `listening on http://ADDR` from the child's stdout within 60 s.
+pub fn read_ready_line(child: &mut Child, dir: &Path) -> SocketAddr {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "no ready line within 60 s; log: {}",
+                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+            )
+        });
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| {
+            panic!(
+                "unexpected first line {line:?}; log: {}",
+                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+            )
+        });
+    addr.parse().expect("ready line carries an address")
+}
+
+/// One request on a new connection (`Connection: close`).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> Resp {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        && !body.is_empty()
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    // The server may answer (413) and close before the body is sent: ignore write errors.
+    let _ = stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body));
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse_response(&raw).0
+}
+
+/// Parses one response from the front of `raw`; returns it and the bytes it used.
+pub fn parse_response(raw: &[u8]) -> (Resp, usize) {
+    let text = String::from_utf8_lossy(raw);
+    let head_end = text
+        .find("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no complete response head in {text:?}"));
+    let head = &text[..head_end];
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let status: u16 = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        })
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(raw.len() - head_end - 4);
+    let start = head_end + 4;
+    let body = String::from_utf8_lossy(&raw[start..start + length]).into_owned();
+    (
+        Resp {
+            status,
+            headers,
+            body,
+        },
+        start + length,
+    )
+}
+
+/// Polls `check` until it returns `Some`, failing loudly after `limit`.
+pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
