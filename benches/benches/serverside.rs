@@ -1,1 +1,79 @@
-fn main() {}
+//! The server-side call: engine only, and the whole handler from body bytes to response
+//! bytes, against the demo catalogue (3,000 products).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use vitrine_benches::product_page_request;
+use vitrine_engine::account::ServeRequest;
+use vitrine_engine::event::{Event, PageType};
+use vitrine_http::config::{self, Overrides};
+use vitrine_http::state::AppState;
+
+fn engine_serve(c: &mut Criterion) {
+    let config = config::demo(&Overrides::default()).unwrap();
+    let account_config = &config.accounts[0];
+    let settings = vitrine_engine::AccountSettings {
+        access_key: account_config.access_key.clone(),
+        default_currency: account_config.default_currency,
+        zones: account_config.zones.clone(),
+    };
+    let account = vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue());
+    let mut n = 0u64;
+    c.bench_function("engine_serve_product_page_2_zones", |b| {
+        b.iter(|| {
+            n += 1;
+            let product = vitrine_engine::demo::product_id((n % 2900) as usize);
+            let request = ServeRequest {
+                visitor_id: Some(format!("visitor-{}", n % 10_000)),
+                session_id: None,
+                currency: None,
+                events: vec![
+                    Event::PageView {
+                        page_type: PageType::ProductPage,
+                        product_id: Some(product.clone()),
+                        category_id: None,
+                        brand_id: None,
+                    },
+                    Event::ProductView { id: product },
+                ],
+                zones: vec!["PP-01".into(), "PP-02".into()],
+                now: 1_800_000_000_000 + n as i64,
+            };
+            let outcome = account.serve(request);
+            black_box(outcome.zones.len())
+        })
+    });
+}
+
+fn full_handler(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let overrides = Overrides {
+        listen: None,
+        data_dir: Some(dir.path().join("data")),
+    };
+    let state = AppState::open(config::demo(&overrides).unwrap()).unwrap();
+    let bodies: Vec<Vec<u8>> = (0..1000)
+        .map(|i| {
+            let product = vitrine_engine::demo::product_id(i % 2900);
+            serde_json::to_vec(&product_page_request(&format!("visitor-{i}"), &product)).unwrap()
+        })
+        .collect();
+    let mut n = 0usize;
+    c.bench_function("handler_serverside_bytes_to_bytes", |b| {
+        b.iter(|| {
+            n += 1;
+            let body = &bodies[n % bodies.len()];
+            let value: serde_json::Value = serde_json::from_slice(body).unwrap();
+            let reply =
+                vitrine_http::api::serverside::handle(&state, &value, 1_800_000_000_000).unwrap();
+            black_box(reply.body.len())
+        })
+    });
+    state.shutdown();
+}
+
+criterion_group!(benches, engine_serve, full_handler);
+criterion_main!(benches);

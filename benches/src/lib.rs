@@ -1,1 +1,26 @@
-//! placeholder
+//! `vitrine-benches`: shared fixtures for the criterion benches in `benches/`.
+//!
+//! Each bench drives the real code path (no copies of production logic): the engine's
+//! server-side call, and the whole `/api/serverside` handler from JSON bytes to JSON
+//! bytes. See `benches/README.md` for what each measures and the latest figures.
+
+#![forbid(unsafe_code)]
+
+use serde_json::{Value, json};
+
+/// A typical product-page request: a page view, a product view, two zones.
+pub fn product_page_request(visitor: &str, product: &str) -> Value {
+    json!({
+        "appId": "demo-access-key",
+        "secretKey": "demo-secret-key",
+        "currentUrl": format!("https://shop.example/product/{product}"),
+        "userAgent": "Mozilla/5.0 (X11; Linux x86_64) bench",
+        "ip": "203.0.113.9",
+        "visitorId": visitor,
+        "events": [
+            {"name": "page_view", "data": {"page_type": "product_page", "product_id": product}},
+            {"name": "product_view", "data": {"id": product}}
+        ],
+        "zones": ["PP-01", "PP-02"]
+    })
+}
