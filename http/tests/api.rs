@@ -1404,3 +1404,64 @@ fn forget_400_and_404() {
     post(json!({"AccessKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Identifier": "nobody@example.com"}))
         .assert_error(404, "Identifier: no email, user id, account id or visitor id of this account matches");
 }
+
+// ---------------------------------------------------------------- README
+
+/// Every `curl` example of the README, replayed against the demo: the status it documents
+/// (`# → NNN`) and a JSON body where the endpoint answers JSON.
+#[test]
+fn readme_examples_give_the_documented_answers() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let server = Server::demo();
+    let mut replayed = Vec::new();
+    for block in readme.split("```sh").skip(1) {
+        let block = block.split("```").next().unwrap();
+        if !block.contains("curl ") {
+            continue;
+        }
+        let command = block.replace("\\\n", " ");
+        let expected: u16 = command
+            .split("# → ")
+            .nth(1)
+            .and_then(|s| s.trim().get(..3))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("example without `# → STATUS`: {block}"));
+        let url = command
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:7480"))
+            .unwrap();
+        let path = url.trim_start_matches("http://127.0.0.1:7480");
+        let body = command
+            .split(" -d '")
+            .nth(1)
+            .map(|rest| rest.split('\'').next().unwrap().to_owned());
+        let resp = match &body {
+            Some(body) => server.post(path, body),
+            None => server.get(path),
+        };
+        assert_eq!(
+            resp.status, expected,
+            "README example for {path}: {}",
+            resp.body
+        );
+        if resp.header("content-type") == Some("application/json") {
+            resp.json();
+        }
+        replayed.push(path.to_owned());
+    }
+    for endpoint in [
+        "/api/serverside",
+        "/api/productfeed",
+        "/api/productfeedstatus",
+        "/api/delta",
+        "/api/deltastatus",
+        "/api/user/forget",
+        "/healthz",
+    ] {
+        assert!(
+            replayed.iter().any(|p| p == endpoint),
+            "no README example for {endpoint}"
+        );
+    }
+}
