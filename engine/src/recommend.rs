@@ -282,3 +282,181 @@ fn similarity(a: &Product, b: &Product) -> u32 {
         .count();
     (shared_categories as u32) * 4 + u32::from(same_brand) * 3 + shared_tags as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::{CatalogueBuilder, Visibility};
+    use crate::zone::ZoneKind;
+
+    fn money(minor: i64, code: &str) -> Money {
+        Money {
+            minor,
+            currency: Currency::from_code(code).unwrap(),
+        }
+    }
+
+    /// Products a..h, each with one filter-relevant trait, trending in id order.
+    fn catalogue() -> Catalogue {
+        let gbp = |p: i64| PriceSet {
+            prices: vec![money(p, "GBP")],
+            sale_prices: vec![],
+        };
+        let base = |id: &str| Product {
+            id: id.into(),
+            prices: gbp(1000),
+            categories: vec!["c".into()],
+            ..Product::default()
+        };
+        let mut b = CatalogueBuilder::new();
+        b.upsert_product(base("a"));
+        b.upsert_product(Product {
+            prices: PriceSet {
+                prices: vec![money(500, "USD")],
+                sale_prices: vec![],
+            },
+            ..base("usd-only")
+        });
+        b.upsert_product(Product {
+            exclude_from_recommenders: true,
+            ..base("excluded")
+        });
+        b.upsert_product(Product {
+            available_until: Some(10),
+            ..base("ended")
+        });
+        b.upsert_product(Product {
+            available_from: Some(i64::MAX),
+            ..base("future")
+        });
+        b.upsert_product(Product {
+            visibility: Visibility::OnlyAccounts(vec!["acme".into()]),
+            ..base("b2b-only")
+        });
+        b.upsert_product(Product {
+            visibility: Visibility::ExceptAccounts(vec!["acme".into()]),
+            ..base("not-acme")
+        });
+        b.upsert_product(base("in-basket"));
+        b.upsert_product(base("bought"));
+        b.upsert_product(Product {
+            prices: PriceSet {
+                prices: vec![money(1000, "GBP")],
+                sale_prices: vec![money(700, "GBP")],
+            },
+            ..base("on-sale")
+        });
+        b.upsert_product(base("page"));
+        b.build()
+    }
+
+    fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<String> {
+        let rankings = Rankings::build(catalogue, |_| (0.0, 0));
+        let ctx = Context {
+            catalogue,
+            rankings: &rankings,
+            currency: Currency::from_code(currency).unwrap(),
+            now: 1_000,
+            account_id: account,
+            group_id: None,
+            product: catalogue.idx_of("page"),
+            category: None,
+            basket: ["in-basket"].into_iter().collect(),
+            purchased: ["bought"].into_iter().collect(),
+            recent_views: vec![],
+        };
+        let zone = ZoneSpec {
+            id: "z".into(),
+            title: "t".into(),
+            kind: ZoneKind::RecommenderProduct,
+            strategy: Strategy::Trending,
+            fallback: vec![],
+            count: 20,
+            page_types: vec![],
+        };
+        fill_zone(&zone, &ctx)
+            .into_iter()
+            .map(|i| catalogue.product(i).unwrap().id.clone())
+            .collect()
+    }
+
+    #[test]
+    fn every_recommender_filter_applies() {
+        let catalogue = catalogue();
+        assert_eq!(ids(&catalogue, None, "GBP"), ["a", "not-acme", "on-sale"]);
+        assert_eq!(
+            ids(&catalogue, Some("acme"), "GBP"),
+            ["a", "b2b-only", "on-sale"]
+        );
+        assert_eq!(ids(&catalogue, None, "USD"), ["usd-only"]);
+    }
+
+    #[test]
+    fn prices_prefer_account_then_group_then_product_and_show_sales() {
+        let mut b = CatalogueBuilder::new();
+        b.upsert_product(Product {
+            id: "p".into(),
+            prices: PriceSet {
+                prices: vec![money(1000, "GBP")],
+                sale_prices: vec![money(800, "GBP")],
+            },
+            group_prices: vec![(
+                "trade".into(),
+                PriceSet {
+                    prices: vec![money(900, "GBP")],
+                    sale_prices: vec![],
+                },
+            )],
+            ..Product::default()
+        });
+        b.set_account_prices(
+            "acme",
+            "p",
+            PriceSet {
+                prices: vec![money(700, "GBP")],
+                sale_prices: vec![],
+            },
+        );
+        let catalogue = b.build();
+        let rankings = Rankings::default();
+        let price = |account: Option<&str>, group: Option<&str>| {
+            let ctx = Context {
+                catalogue: &catalogue,
+                rankings: &rankings,
+                currency: Currency::from_code("GBP").unwrap(),
+                now: 0,
+                account_id: account,
+                group_id: group,
+                product: None,
+                category: None,
+                basket: HashSet::new(),
+                purchased: HashSet::new(),
+                recent_views: vec![],
+            };
+            item_price(catalogue.product(0).unwrap(), &ctx).unwrap()
+        };
+        assert_eq!(
+            price(None, None),
+            ItemPrice {
+                price: money(800, "GBP"),
+                was: Some(money(1000, "GBP"))
+            }
+        );
+        assert_eq!(price(None, None).saving_percent().as_deref(), Some("20%"));
+        assert_eq!(
+            price(None, Some("trade")),
+            ItemPrice {
+                price: money(900, "GBP"),
+                was: None
+            }
+        );
+        assert_eq!(
+            price(Some("acme"), Some("trade")),
+            ItemPrice {
+                price: money(700, "GBP"),
+                was: None
+            }
+        );
+        assert_eq!(price(Some("other"), None).price, money(800, "GBP"));
+    }
+}
