@@ -236,6 +236,18 @@ impl Catalogue {
         self.account_prices.values().map(HashMap::len).sum()
     }
 
+    /// A builder with this version's categories, brands and account prices but no
+    /// products, for a full feed that replaces every product.
+    pub fn to_builder_without_products(&self) -> CatalogueBuilder {
+        CatalogueBuilder {
+            products: Vec::new(),
+            index: HashMap::new(),
+            categories: self.categories.clone(),
+            brands: self.brands.clone(),
+            account_prices: self.account_prices.clone(),
+        }
+    }
+
     /// A builder holding a copy of this version, for producing the next one.
     pub fn to_builder(&self) -> CatalogueBuilder {
         let mut builder = CatalogueBuilder {
@@ -336,6 +348,15 @@ impl CatalogueBuilder {
             self.account_prices.remove(account);
         }
         removed
+    }
+
+    /// Drops account prices of products the builder does not hold.
+    pub fn retain_account_prices_of_products(&mut self) {
+        let index = &self.index;
+        for prices in self.account_prices.values_mut() {
+            prices.retain(|product_id, _| index.contains_key(product_id));
+        }
+        self.account_prices.retain(|_, prices| !prices.is_empty());
     }
 
     /// Assigns dense ids in insertion order and builds every index.

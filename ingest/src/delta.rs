@@ -6,12 +6,11 @@
 //! all, in the order the design fixes: deletes, upserts, category removals, category
 //! sets, price deletes, price upserts, users.
 
-use serde_json::Value;
 use vitrine_engine::Account;
 use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{CatalogueBuilder, Product};
 
-use crate::json::{Errors, Fields, check_id, index_path};
+use crate::json::{Errors, Fields, JsonValue, check_id, index_path};
 use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
 
 /// Part names of a delta body, in the order of the contract.
@@ -58,7 +57,7 @@ impl Delta {
 }
 
 /// Reads the parts of a delta body (credentials are the caller's business).
-pub fn parse(body: &Fields<'_, '_>) -> Result<Delta, Errors> {
+pub fn parse<V: JsonValue>(body: &Fields<'_, '_, V>) -> Result<Delta, Errors> {
     let mut errors = Errors::default();
     let mut delta = Delta::default();
     if !PARTS.iter().any(|part| body.has(part)) {
@@ -101,11 +100,11 @@ pub fn parse(body: &Fields<'_, '_>) -> Result<Delta, Errors> {
     errors.into_result(delta)
 }
 
-fn records<T>(
-    body: &Fields<'_, '_>,
+fn records<T, V: JsonValue>(
+    body: &Fields<'_, '_, V>,
     part: &str,
     errors: &mut Errors,
-    read: impl Fn(&Value, &str, &mut Errors) -> Option<T>,
+    read: impl Fn(&V, &str, &mut Errors) -> Option<T>,
 ) -> Vec<T> {
     let Some(items) = body.opt_array(part, errors) else {
         return Vec::new();
@@ -254,7 +253,7 @@ fn list(ids: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
     use vitrine_engine::AccountSettings;
     use vitrine_engine::money::Currency;
 

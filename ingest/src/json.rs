@@ -7,10 +7,139 @@
 //!
 //! `null` counts as absent: an optional field that is `null` is skipped, a required one
 //! is reported as `required`.
+//!
+//! The readers work on any [`JsonValue`]: `serde_json::Value` for request bodies and
+//! `simd_json::BorrowedValue` for feeds, so feed and delta records share one validator.
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+/// What the readers need of a parsed JSON value.
+pub trait JsonValue: Sized {
+    /// The JSON type in words ("a string", "an object", ...).
+    fn kind(&self) -> &'static str;
+    /// Whether it is `null`.
+    fn is_null(&self) -> bool;
+    /// Whether it is an object.
+    fn is_object(&self) -> bool;
+    /// A member of an object (`None` for other types).
+    fn member(&self, key: &str) -> Option<&Self>;
+    /// The members of an object, in document order where the parser keeps it.
+    fn members(&self) -> Vec<(&str, &Self)>;
+    /// A string.
+    fn as_text(&self) -> Option<&str>;
+    /// A boolean.
+    fn as_boolean(&self) -> Option<bool>;
+    /// A number.
+    fn as_number(&self) -> Option<f64>;
+    /// An array.
+    fn as_list(&self) -> Option<&[Self]>;
+}
+
+impl JsonValue for Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+    fn is_null(&self) -> bool {
+        self.is_null()
+    }
+    fn is_object(&self) -> bool {
+        self.is_object()
+    }
+    fn member(&self, key: &str) -> Option<&Value> {
+        self.as_object()?.get(key)
+    }
+    fn members(&self) -> Vec<(&str, &Value)> {
+        self.as_object().map_or_else(Vec::new, |o| {
+            o.iter().map(|(k, v)| (k.as_str(), v)).collect()
+        })
+    }
+    fn as_text(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn as_boolean(&self) -> Option<bool> {
+        self.as_bool()
+    }
+    fn as_number(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+    fn as_list(&self) -> Option<&[Value]> {
+        self.as_array().map(Vec::as_slice)
+    }
+}
+
+impl JsonValue for simd_json::BorrowedValue<'_> {
+    fn kind(&self) -> &'static str {
+        use simd_json::{BorrowedValue as V, StaticNode as S};
+        match self {
+            V::Static(S::Null) => "null",
+            V::Static(S::Bool(_)) => "a boolean",
+            V::Static(_) => "a number",
+            V::String(_) => "a string",
+            V::Array(_) => "an array",
+            V::Object(_) => "an object",
+        }
+    }
+    fn is_null(&self) -> bool {
+        matches!(
+            self,
+            simd_json::BorrowedValue::Static(simd_json::StaticNode::Null)
+        )
+    }
+    fn is_object(&self) -> bool {
+        matches!(self, simd_json::BorrowedValue::Object(_))
+    }
+    fn member(&self, key: &str) -> Option<&Self> {
+        match self {
+            simd_json::BorrowedValue::Object(o) => o.get(key),
+            _ => None,
+        }
+    }
+    fn members(&self) -> Vec<(&str, &Self)> {
+        match self {
+            simd_json::BorrowedValue::Object(o) => o.iter().map(|(k, v)| (k.as_ref(), v)).collect(),
+            _ => Vec::new(),
+        }
+    }
+    fn as_text(&self) -> Option<&str> {
+        match self {
+            simd_json::BorrowedValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn as_boolean(&self) -> Option<bool> {
+        match self {
+            simd_json::BorrowedValue::Static(simd_json::StaticNode::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+    fn as_number(&self) -> Option<f64> {
+        use simd_json::{BorrowedValue as V, StaticNode as S};
+        match self {
+            V::Static(S::I64(n)) => Some(*n as f64),
+            V::Static(S::U64(n)) => Some(*n as f64),
+            V::Static(S::F64(n)) => Some(*n),
+            _ => None,
+        }
+    }
+    fn as_list(&self) -> Option<&[Self]> {
+        match self {
+            simd_json::BorrowedValue::Array(items) => Some(items.as_slice()),
+            _ => None,
+        }
+    }
+}
 
 /// One problem of one field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,39 +240,40 @@ pub enum KeyMatch {
 
 /// A JSON object being read, with its path.
 #[derive(Debug, Clone, Copy)]
-pub struct Fields<'v, 'p> {
-    object: &'v Map<String, Value>,
+pub struct Fields<'v, 'p, V = Value> {
+    object: &'v V,
     path: &'p str,
     keys: KeyMatch,
 }
 
 /// What JSON type a value has, in words.
-pub fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+pub fn kind_of<V: JsonValue>(value: &V) -> &'static str {
+    value.kind()
 }
 
-impl<'v, 'p> Fields<'v, 'p> {
+impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     /// Reads `value` as an object at `path`; records an error when it is not one.
     pub fn of(
-        value: &'v Value,
+        value: &'v V,
         path: &'p str,
         keys: KeyMatch,
         errors: &mut Errors,
-    ) -> Option<Fields<'v, 'p>> {
-        match value {
-            Value::Object(object) => Some(Fields { object, path, keys }),
-            other => {
-                errors.push(path, format!("expected an object, got {}", kind_of(other)));
-                None
-            }
+    ) -> Option<Fields<'v, 'p, V>> {
+        if value.is_object() {
+            Some(Fields {
+                object: value,
+                path,
+                keys,
+            })
+        } else {
+            errors.push(path, format!("expected an object, got {}", value.kind()));
+            None
         }
+    }
+
+    /// The path of this object.
+    pub fn path(&self) -> &'p str {
+        self.path
     }
 
     /// The path of a field of this object.
@@ -156,11 +286,11 @@ impl<'v, 'p> Fields<'v, 'p> {
     }
 
     /// The raw value of a field; `null` counts as absent.
-    pub fn get(&self, key: &str) -> Option<&'v Value> {
-        let found = match self.object.get(key) {
+    pub fn get(&self, key: &str) -> Option<&'v V> {
+        let found = match self.object.member(key) {
             Some(v) => Some(v),
             None if self.keys == KeyMatch::FirstLetterEitherCase => {
-                self.object.get(&swap_first_letter_case(key))
+                self.object.member(&swap_first_letter_case(key))
             }
             None => None,
         };
@@ -195,9 +325,11 @@ impl<'v, 'p> Fields<'v, 'p> {
 
     /// An optional string.
     pub fn opt_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
-        match self.get(key)? {
-            Value::String(s) => Some(s),
-            other => {
+        let value = self.get(key)?;
+        match value.as_text() {
+            Some(s) => Some(s),
+            None => {
+                let other = value;
                 errors.push(
                     self.path_of(key),
                     format!("expected a string, got {}", kind_of(other)),
@@ -225,15 +357,13 @@ impl<'v, 'p> Fields<'v, 'p> {
 
     /// An optional finite number.
     pub fn opt_number(&self, key: &str, errors: &mut Errors) -> Option<f64> {
-        match self.get(key)? {
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if f.is_finite() => Some(f),
-                _ => {
-                    errors.push(self.path_of(key), "expected a finite number");
-                    None
-                }
-            },
-            _ => {
+        match self.get(key)?.as_number() {
+            Some(f) if f.is_finite() => Some(f),
+            Some(_) => {
+                errors.push(self.path_of(key), "expected a finite number");
+                None
+            }
+            None => {
                 errors.push(self.path_of(key), "expected a number");
                 None
             }
@@ -242,9 +372,11 @@ impl<'v, 'p> Fields<'v, 'p> {
 
     /// An optional boolean.
     pub fn opt_bool(&self, key: &str, errors: &mut Errors) -> Option<bool> {
-        match self.get(key)? {
-            Value::Bool(b) => Some(*b),
-            other => {
+        let value = self.get(key)?;
+        match value.as_boolean() {
+            Some(b) => Some(b),
+            None => {
+                let other = value;
                 errors.push(
                     self.path_of(key),
                     format!("expected a boolean, got {}", kind_of(other)),
@@ -255,7 +387,7 @@ impl<'v, 'p> Fields<'v, 'p> {
     }
 
     /// A required array.
-    pub fn req_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [Value]> {
+    pub fn req_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [V]> {
         match self.get(key) {
             None => {
                 errors.push(self.path_of(key), "required");
@@ -267,24 +399,23 @@ impl<'v, 'p> Fields<'v, 'p> {
 
     /// An optional array. An empty string in place of an array is refused with a hint,
     /// since feeds send `[]` for "none".
-    pub fn opt_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [Value]> {
-        match self.get(key)? {
-            Value::Array(items) => Some(items),
-            Value::String(s) if s.is_empty() => {
-                errors.push(
-                    self.path_of(key),
-                    "expected an array, got an empty string (send [] for none)",
-                );
-                None
-            }
-            other => {
-                errors.push(
-                    self.path_of(key),
-                    format!("expected an array, got {}", kind_of(other)),
-                );
-                None
-            }
+    pub fn opt_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [V]> {
+        let value = self.get(key)?;
+        if let Some(items) = value.as_list() {
+            return Some(items);
         }
+        if value.as_text() == Some("") {
+            errors.push(
+                self.path_of(key),
+                "expected an array, got an empty string (send [] for none)",
+            );
+        } else {
+            errors.push(
+                self.path_of(key),
+                format!("expected an array, got {}", value.kind()),
+            );
+        }
+        None
     }
 
     /// An optional array of strings; each element is checked with `check`.
@@ -312,20 +443,22 @@ impl<'v, 'p> Fields<'v, 'p> {
     fn strings_of(
         &self,
         key: &str,
-        items: &[Value],
+        items: &[V],
         errors: &mut Errors,
         check: impl Fn(&str) -> Result<(), String>,
     ) -> Option<Vec<String>> {
         let mut out = Vec::with_capacity(items.len());
         let before = errors.total();
         for (i, item) in items.iter().enumerate() {
-            let path = index_path(&self.path_of(key), i);
-            match item {
-                Value::String(s) => match check(s) {
-                    Ok(()) => out.push(s.clone()),
-                    Err(message) => errors.push(path, message),
+            match item.as_text() {
+                Some(s) => match check(s) {
+                    Ok(()) => out.push(s.to_owned()),
+                    Err(message) => errors.push(index_path(&self.path_of(key), i), message),
                 },
-                other => errors.push(path, format!("expected a string, got {}", kind_of(other))),
+                None => errors.push(
+                    index_path(&self.path_of(key), i),
+                    format!("expected a string, got {}", item.kind()),
+                ),
             }
         }
         (errors.total() == before).then_some(out)

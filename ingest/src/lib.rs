@@ -11,11 +11,13 @@
 //! - [`json`]: typed field reading with errors that name the JSON path.
 //! - [`record`]: product, user, account-price and category-assignment records.
 //! - [`delta`]: delta parsing and all-or-nothing application.
+//! - [`feed`]: full feeds: simd-json parsing, parallel validation, reject rules, build.
 //! - [`jobs`]: tokens, statuses, the per-account delta worker, the feed queue.
 
 #![forbid(unsafe_code)]
 
 pub mod delta;
+pub mod feed;
 pub mod jobs;
 pub mod json;
 pub mod record;

@@ -6,21 +6,20 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 use vitrine_engine::account::UserRecord;
-use vitrine_engine::catalogue::{PriceSet, Product, UnixMillis, Visibility};
+use vitrine_engine::catalogue::{Brand, Category, PriceSet, Product, UnixMillis, Visibility};
 use vitrine_engine::money::Money;
 
-use crate::json::{Errors, Fields, KeyMatch, any_string, check_id, index_path, kind_of};
+use crate::json::{Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path};
 
 /// Reads a product record (feed entry or delta `Products` element).
 ///
 /// `Id` may be absent when `Sku` is present: the SKU is then the id, as the vendor's
 /// own example feeds rely on.
-pub fn product(value: &Value, path: &str, errors: &mut Errors) -> Option<Product> {
+pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Product> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
     let sku = fields.opt_str("Sku", errors).filter(|s| !s.is_empty());
@@ -127,8 +126,8 @@ pub fn product(value: &Value, path: &str, errors: &mut Errors) -> Option<Product
     (errors.total() == before).then_some(product)
 }
 
-fn price_list(
-    items: &[Value],
+fn price_list<V: JsonValue>(
+    items: &[V],
     path: &str,
     required: bool,
     errors: &mut Errors,
@@ -141,8 +140,8 @@ fn price_list(
     let mut prices: Vec<Money> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let item_path = index_path(path, i);
-        match item {
-            Value::String(text) => match Money::parse(text) {
+        match item.as_text() {
+            Some(text) => match Money::parse(text) {
                 Ok(money) if prices.iter().any(|p| p.currency == money.currency) => errors.push(
                     item_path,
                     format!(
@@ -153,10 +152,7 @@ fn price_list(
                 Ok(money) => prices.push(money),
                 Err(e) => errors.push(item_path, e.to_string()),
             },
-            other => errors.push(
-                item_path,
-                format!("expected a string, got {}", kind_of(other)),
-            ),
+            None => errors.push(item_path, format!("expected a string, got {}", item.kind())),
         }
     }
     (errors.total() == before).then_some(prices)
@@ -177,18 +173,22 @@ fn check_sales_have_prices(prices: &[Money], sales: &[Money], path: &str, errors
 }
 
 /// `GroupPrices: {"group1": {"Prices": [...], "SalePrices": [...]}}`.
-fn group_prices(fields: &Fields<'_, '_>, errors: &mut Errors) -> Vec<(String, PriceSet)> {
+fn group_prices<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
+    errors: &mut Errors,
+) -> Vec<(String, PriceSet)> {
     let Some(value) = fields.get("GroupPrices") else {
         return Vec::new();
     };
     let path = fields.path_of("GroupPrices");
-    let Value::Object(groups) = value else {
+    if !value.is_object() {
         errors.push(
             path,
-            format!("expected an object of group ids, got {}", kind_of(value)),
+            format!("expected an object of group ids, got {}", value.kind()),
         );
         return Vec::new();
-    };
+    }
+    let groups = value.members();
     let mut out = Vec::with_capacity(groups.len());
     for (group, set) in groups {
         let group_path = format!("{path}.{group}");
@@ -211,7 +211,7 @@ fn group_prices(fields: &Fields<'_, '_>, errors: &mut Errors) -> Vec<(String, Pr
         if let Some(prices) = prices {
             check_sales_have_prices(&prices, &sales, &set_fields.path_of("SalePrices"), errors);
             out.push((
-                group.clone(),
+                group.to_owned(),
                 PriceSet {
                     prices,
                     sale_prices: sales,
@@ -224,7 +224,11 @@ fn group_prices(fields: &Fields<'_, '_>, errors: &mut Errors) -> Vec<(String, Pr
 
 /// `StartDate` / `EndDate`: RFC 3339 (`2016-12-25T09:00:00Z`), a date-time without offset
 /// (taken as UTC), or a bare `YYYY-MM-DD` (midnight UTC).
-fn instant(fields: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<UnixMillis> {
+fn instant<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<UnixMillis> {
     let text = fields.opt_nonempty_str(key, errors)?;
     match parse_instant(text) {
         Some(at) => Some(at),
@@ -261,8 +265,14 @@ pub fn parse_dob(text: &str) -> Option<Date> {
     Date::parse(text, format_description!("[year]-[month]-[day]")).ok()
 }
 
+/// Parses a user record's `DOB`: `YYYY-MM-DD`, or `DD/MM/YYYY` as the vendor's own user
+/// feeds write it.
+pub fn parse_user_dob(text: &str) -> Option<Date> {
+    parse_dob(text).or_else(|| Date::parse(text, format_description!("[day]/[month]/[year]")).ok())
+}
+
 /// Reads a user record (delta `Users` element).
-pub fn user(value: &Value, path: &str, errors: &mut Errors) -> Option<UserRecord> {
+pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<UserRecord> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
     let user_id = fields.req_str("UserId", errors);
@@ -281,12 +291,12 @@ pub fn user(value: &Value, path: &str, errors: &mut Errors) -> Option<UserRecord
         );
     }
     let dob = match fields.opt_nonempty_str("DOB", errors) {
-        Some(text) => match parse_dob(text) {
+        Some(text) => match parse_user_dob(text) {
             Some(date) => Some(date),
             None => {
                 errors.push(
                     fields.path_of("DOB"),
-                    format!("expected a date as YYYY-MM-DD, got {text:?}"),
+                    format!("expected a date as YYYY-MM-DD (or DD/MM/YYYY), got {text:?}"),
                 );
                 None
             }
@@ -324,8 +334,8 @@ pub struct AccountPrice {
 
 /// Reads an `AccountPrice`. For `DeleteAccountPrices` only `AccountId` and `Id` matter,
 /// so `prices_required` is false there.
-pub fn account_price(
-    value: &Value,
+pub fn account_price<V: JsonValue>(
+    value: &V,
     path: &str,
     prices_required: bool,
     errors: &mut Errors,
@@ -382,8 +392,8 @@ pub struct CategoryAssignment {
 }
 
 /// Reads a `CategoryAssignment`.
-pub fn category_assignment(
-    value: &Value,
+pub fn category_assignment<V: JsonValue>(
+    value: &V,
     path: &str,
     errors: &mut Errors,
 ) -> Option<CategoryAssignment> {
@@ -430,9 +440,82 @@ pub fn duplicate_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str>
     dups
 }
 
+/// Reads a category record: `Id, DisplayName, Image, Link, Description, ParentIds`.
+pub fn category<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Category> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let id = checked_id(&fields, "Id", errors);
+    let record = Category {
+        id: id.unwrap_or_default(),
+        display_name: fields
+            .req_nonempty_str("DisplayName", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        image: fields
+            .opt_str("Image", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        link: fields
+            .opt_str("Link", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        description: fields
+            .opt_str("Description", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        parent_ids: fields
+            .opt_string_array("ParentIds", errors, check_id)
+            .unwrap_or_default(),
+    };
+    (errors.total() == before).then_some(record)
+}
+
+/// Reads a brand record: `Id, DisplayName, Image, Link, Description`.
+pub fn brand<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Brand> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let id = checked_id(&fields, "Id", errors);
+    let record = Brand {
+        id: id.unwrap_or_default(),
+        display_name: fields
+            .req_nonempty_str("DisplayName", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        image: fields
+            .opt_str("Image", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        link: fields
+            .opt_str("Link", errors)
+            .unwrap_or_default()
+            .to_owned(),
+        description: fields
+            .opt_str("Description", errors)
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    (errors.total() == before).then_some(record)
+}
+
+/// A required id field, checked with [`check_id`].
+fn checked_id<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<String> {
+    let id = fields.req_str(key, errors)?;
+    match check_id(id) {
+        Ok(()) => Some(id.to_owned()),
+        Err(message) => {
+            errors.push(fields.path_of(key), message);
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
 
@@ -511,7 +594,7 @@ mod tests {
         let mut errors = Errors::default();
         let ok = json!({"UserId": "u1", "Email": "a@example.com", "DOB": "1996-01-17"});
         assert_eq!(user(&ok, "Users[0]", &mut errors).unwrap().user_id, "u1");
-        let bad = json!({"Email": "nope", "DOB": "17/01/1996"});
+        let bad = json!({"Email": "nope", "DOB": "1996-13-45"});
         assert!(user(&bad, "Users[1]", &mut errors).is_none());
         let all = errors.joined();
         assert!(all.contains("Users[1].UserId: required"));

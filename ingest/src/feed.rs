@@ -1,0 +1,547 @@
+//! Full feeds: parsing (simd-json), record validation on the ingest pool, and the rules
+//! that decide whether a feed replaces the live catalogue.
+//!
+//! A feed is a bare JSON array of products, or an object with any of `Products`,
+//! `Categories`, `Brands`, `Users` (first letter in either case; `Version` and unknown
+//! members ignored). Each collection present replaces that collection of the account.
+//! Invalid records are skipped and reported with their index, id, field and reason; a
+//! feed whose products are all invalid, or more than half invalid (or any other
+//! collection more than half invalid), is refused as a whole.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use rayon::prelude::*;
+use vitrine_engine::account::UserRecord;
+use vitrine_engine::catalogue::{Brand, Catalogue, CatalogueBuilder, Category, Product};
+
+use crate::json::{Errors, JsonValue, index_path};
+use crate::record;
+
+/// Most record problems kept in a report (the counts are always complete).
+pub const MAX_REPORTED_RECORDS: usize = 100;
+
+/// The collections of a feed that were present, validated.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FeedDocument {
+    /// `Products` (or the bare array).
+    pub products: Option<Vec<Product>>,
+    /// `Categories`.
+    pub categories: Option<Vec<Category>>,
+    /// `Brands`.
+    pub brands: Option<Vec<Brand>>,
+    /// `Users`.
+    pub users: Option<Vec<UserRecord>>,
+}
+
+/// Counts of one collection.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Records in the feed.
+    pub total: usize,
+    /// Records skipped as invalid.
+    pub invalid: usize,
+}
+
+/// What validation found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FeedReport {
+    /// Products.
+    pub products: Counts,
+    /// Categories.
+    pub categories: Counts,
+    /// Brands.
+    pub brands: Counts,
+    /// Users.
+    pub users: Counts,
+    /// One line per invalid record (first [`MAX_REPORTED_RECORDS`]), e.g.
+    /// `Products[2] (id "P18316"): Prices: required`.
+    pub problems: Vec<String>,
+}
+
+impl FeedReport {
+    fn invalid(&self) -> usize {
+        self.products.invalid + self.categories.invalid + self.brands.invalid + self.users.invalid
+    }
+
+    /// A one-paragraph summary for the feed status: counts, then the problems.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        for (name, counts) in [
+            ("products", self.products),
+            ("categories", self.categories),
+            ("brands", self.brands),
+            ("users", self.users),
+        ] {
+            if counts.total > 0 {
+                parts.push(format!(
+                    "{} of {} {name} valid",
+                    counts.total - counts.invalid,
+                    counts.total
+                ));
+            }
+        }
+        let mut text = parts.join(", ");
+        if !self.problems.is_empty() {
+            text.push_str("; skipped: ");
+            text.push_str(&self.problems.join("; "));
+            let invalid = self.invalid();
+            if invalid > self.problems.len() {
+                text.push_str(&format!("; and {} more", invalid - self.problems.len()));
+            }
+        }
+        text
+    }
+}
+
+/// Why a feed was refused as a whole; the text becomes the status `Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedError {
+    /// Not JSON.
+    Parse {
+        /// Byte offset of the problem.
+        offset: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// JSON, but not a feed document.
+    Shape(String),
+    /// Too many invalid records (or none valid).
+    Rejected {
+        /// Why.
+        reason: String,
+        /// The validation report.
+        report: FeedReport,
+    },
+}
+
+impl fmt::Display for FeedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FeedError::Parse { offset, message } => {
+                write!(f, "the feed is not valid JSON: {message} at byte {offset}")
+            }
+            FeedError::Shape(message) => write!(f, "{message}"),
+            FeedError::Rejected { reason, report } => write!(f, "{reason}: {}", report.summary()),
+        }
+    }
+}
+
+impl std::error::Error for FeedError {}
+
+/// Parses and validates a feed. `bytes` is used as simd-json's working buffer.
+pub fn parse(bytes: &mut [u8]) -> Result<(FeedDocument, FeedReport), FeedError> {
+    let value = simd_json::to_borrowed_value(bytes).map_err(|e| FeedError::Parse {
+        offset: e.index(),
+        message: format!("{:?}", e.error()),
+    })?;
+    validate(&value)
+}
+
+/// Validates a parsed feed document.
+pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedReport), FeedError> {
+    let mut report = FeedReport::default();
+    let mut document = FeedDocument::default();
+    let lookup = |name: &str| {
+        value
+            .member(name)
+            .or_else(|| value.member(&name.to_lowercase()))
+            .or_else(|| value.member(&format!("{}{}", name[..1].to_lowercase(), &name[1..])))
+            .filter(|v| !v.is_null())
+    };
+    let (products, categories, brands, users) = if let Some(items) = value.as_list() {
+        (Some(items), None, None, None)
+    } else if value.is_object() {
+        let list = |name: &str| -> Result<Option<&[V]>, FeedError> {
+            match lookup(name) {
+                None => Ok(None),
+                Some(v) => v.as_list().map(Some).ok_or_else(|| {
+                    FeedError::Shape(format!("{name}: expected an array, got {}", v.kind()))
+                }),
+            }
+        };
+        let collections = (
+            list("Products")?,
+            list("Categories")?,
+            list("Brands")?,
+            list("Users")?,
+        );
+        if collections.0.is_none()
+            && collections.1.is_none()
+            && collections.2.is_none()
+            && collections.3.is_none()
+        {
+            return Err(FeedError::Shape(
+                "the feed has none of Products, Categories, Brands, Users (nor is it an array of products)".to_owned(),
+            ));
+        }
+        collections
+    } else {
+        return Err(FeedError::Shape(format!(
+            "expected an array of products or an object with Products, Categories, Brands or Users, got {}",
+            value.kind()
+        )));
+    };
+
+    if let Some(items) = products {
+        let (mut valid, counts) =
+            read_all(items, "Products", &mut report.problems, record::product);
+        report.products = counts;
+        // Ids are unique across the feed: a later record with a used id is skipped.
+        let mut first_seen: HashMap<String, usize> = HashMap::with_capacity(valid.len());
+        let mut kept = Vec::with_capacity(valid.len());
+        for (index, product) in valid.drain(..) {
+            if let Some(first) = first_seen.get(&product.id) {
+                report.products.invalid += 1;
+                note(
+                    &mut report.problems,
+                    format!(
+                        "Products[{index}] (id {:?}): Id: already used by Products[{first}]",
+                        product.id
+                    ),
+                );
+            } else {
+                first_seen.insert(product.id.clone(), index);
+                kept.push(product);
+            }
+        }
+        document.products = Some(kept);
+    }
+    if let Some(items) = categories {
+        let (valid, counts) = read_all(items, "Categories", &mut report.problems, record::category);
+        report.categories = counts;
+        document.categories = Some(unique(
+            valid,
+            "Categories",
+            &mut report,
+            |c: &Category| &c.id,
+            |r| &mut r.categories,
+        ));
+    }
+    if let Some(items) = brands {
+        let (valid, counts) = read_all(items, "Brands", &mut report.problems, record::brand);
+        report.brands = counts;
+        document.brands = Some(unique(
+            valid,
+            "Brands",
+            &mut report,
+            |b: &Brand| &b.id,
+            |r| &mut r.brands,
+        ));
+    }
+    if let Some(items) = users {
+        let (valid, counts) = read_all(items, "Users", &mut report.problems, record::user);
+        report.users = counts;
+        document.users = Some(unique(
+            valid,
+            "Users",
+            &mut report,
+            |u: &UserRecord| &u.user_id,
+            |r| &mut r.users,
+        ));
+    }
+
+    if let Some(products) = &document.products
+        && products.is_empty()
+    {
+        let reason = if report.products.total == 0 {
+            "the feed holds no products"
+        } else {
+            "no product record is valid"
+        };
+        return Err(FeedError::Rejected {
+            reason: reason.to_owned(),
+            report,
+        });
+    }
+    for (name, counts) in [
+        ("products", report.products),
+        ("categories", report.categories),
+        ("brands", report.brands),
+        ("users", report.users),
+    ] {
+        if counts.invalid * 2 > counts.total {
+            return Err(FeedError::Rejected {
+                reason: format!(
+                    "more than half of the {name} are invalid ({} of {})",
+                    counts.invalid, counts.total
+                ),
+                report,
+            });
+        }
+    }
+    Ok((document, report))
+}
+
+/// Validates every record of a collection on the current rayon pool, in order.
+fn read_all<V: JsonValue + Sync, T: Send>(
+    items: &[V],
+    collection: &str,
+    problems: &mut Vec<String>,
+    read: impl Fn(&V, &str, &mut Errors) -> Option<T> + Sync,
+) -> (Vec<(usize, T)>, Counts) {
+    let results: Vec<Result<T, Errors>> = items
+        .par_iter()
+        .map(|item| {
+            let mut errors = Errors::default();
+            // Paths are relative to the record; the report line names the record.
+            match read(item, "", &mut errors) {
+                Some(record) if errors.is_empty() => Ok(record),
+                _ => Err(errors),
+            }
+        })
+        .collect();
+    let mut counts = Counts {
+        total: items.len(),
+        invalid: 0,
+    };
+    let mut valid = Vec::with_capacity(items.len());
+    for (i, (result, item)) in results.into_iter().zip(items).enumerate() {
+        match result {
+            Ok(record) => valid.push((i, record)),
+            Err(errors) => {
+                counts.invalid += 1;
+                let detail: Vec<String> = errors.messages();
+                note(
+                    problems,
+                    format!(
+                        "{} ({}): {}",
+                        index_path(collection, i),
+                        record_id(item),
+                        detail.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    (valid, counts)
+}
+
+fn unique<T>(
+    records: Vec<(usize, T)>,
+    collection: &str,
+    report: &mut FeedReport,
+    id: impl Fn(&T) -> &String,
+    counts: impl Fn(&mut FeedReport) -> &mut Counts,
+) -> Vec<T> {
+    let mut first_seen: HashMap<String, usize> = HashMap::with_capacity(records.len());
+    let mut kept = Vec::with_capacity(records.len());
+    for (index, record) in records {
+        let key = id(&record).clone();
+        if let Some(first) = first_seen.get(&key) {
+            counts(report).invalid += 1;
+            let line = format!(
+                "{collection}[{index}] (id {key:?}): Id: already used by {collection}[{first}]"
+            );
+            note(&mut report.problems, line);
+        } else {
+            first_seen.insert(key, index);
+            kept.push(record);
+        }
+    }
+    kept
+}
+
+fn note(problems: &mut Vec<String>, line: String) {
+    if problems.len() < MAX_REPORTED_RECORDS {
+        problems.push(line);
+    }
+}
+
+/// How a record names itself in a report: its `Id`, else its `Sku` or `UserId`.
+fn record_id<V: JsonValue>(item: &V) -> String {
+    let text = |keys: [&str; 2]| {
+        keys.iter()
+            .find_map(|k| item.member(k).and_then(JsonValue::as_text))
+    };
+    if let Some(id) = text(["Id", "id"]) {
+        return format!("id {id:?}");
+    }
+    if let Some(sku) = text(["Sku", "sku"]) {
+        return format!("Sku {sku:?}");
+    }
+    if let Some(user) = text(["UserId", "userId"]) {
+        return format!("UserId {user:?}");
+    }
+    "no id".to_owned()
+}
+
+/// Builds the next catalogue version: the feed's collections replace the current ones;
+/// collections the feed does not carry are kept. Account prices of products that remain
+/// are kept.
+pub fn build(current: &Catalogue, document: &FeedDocument) -> Catalogue {
+    let mut builder = match &document.products {
+        Some(products) => {
+            let mut builder = current.to_builder_without_products();
+            for product in products {
+                builder.upsert_product(product.clone());
+            }
+            builder.retain_account_prices_of_products();
+            builder
+        }
+        None => current.to_builder(),
+    };
+    if let Some(categories) = &document.categories {
+        builder.set_categories(categories.clone());
+    }
+    if let Some(brands) = &document.brands {
+        builder.set_brands(brands.clone());
+    }
+    builder.build()
+}
+
+/// Builds a fresh catalogue from a feed alone (offline import, first feed).
+pub fn build_new(document: &FeedDocument) -> Catalogue {
+    build(&CatalogueBuilder::new().build(), document)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/fixtures/vendor-examples/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    #[test]
+    fn vendor_product_feed_loads_all_but_the_record_without_prices() {
+        let (document, report) = parse(&mut fixture("ExampleProductFeed.json")).unwrap();
+        let products = document.products.unwrap();
+        let ids: Vec<&str> = products.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["1", "P31175"]);
+        assert_eq!(
+            report.products,
+            Counts {
+                total: 3,
+                invalid: 1
+            }
+        );
+        assert_eq!(
+            report.problems,
+            vec!["Products[2] (Sku \"P18316\"): Prices: required".to_owned()]
+        );
+        assert!(
+            products[0].new_arrival,
+            "newArrival is read case-insensitively"
+        );
+        assert!(products[0].available_from.is_some());
+        assert!(products[1].available_until.is_some());
+        assert!(document.categories.is_none() && document.brands.is_none());
+        assert_eq!(
+            report.summary(),
+            "2 of 3 products valid; skipped: Products[2] (Sku \"P18316\"): Prices: required"
+        );
+    }
+
+    #[test]
+    fn vendor_group_price_feed_loads_every_product() {
+        let (document, report) = parse(&mut fixture("ProductFeedWithGroupPrices.json")).unwrap();
+        let products = document.products.unwrap();
+        assert_eq!(products.len(), 3, "{report:?}");
+        assert_eq!(products[2].group_prices.len(), 2);
+        assert!(
+            matches!(&products[2].visibility, vitrine_engine::catalogue::Visibility::OnlyAccounts(a) if a == &["acc2"])
+        );
+    }
+
+    #[test]
+    fn vendor_category_brand_and_user_feeds_load() {
+        let (document, _) = parse(&mut fixture("ExampleCategoryFeed.json")).unwrap();
+        let categories = document.categories.unwrap();
+        assert_eq!(categories.len(), 2);
+        assert_eq!(categories[0].parent_ids, ["1111"]);
+        assert!(document.products.is_none());
+        let (document, _) = parse(&mut fixture("ExampleBrandFeed.json")).unwrap();
+        assert_eq!(document.brands.unwrap()[1].display_name, "Kilner");
+        let (document, report) = parse(&mut fixture("ExampleUserFeed.json")).unwrap();
+        let users = document.users.unwrap();
+        assert_eq!(users.len(), 3, "{report:?}");
+        assert_eq!(
+            users[0].dob.map(|d| d.to_string()).as_deref(),
+            Some("1996-01-17")
+        );
+    }
+
+    #[test]
+    fn bare_arrays_duplicates_and_reject_rules() {
+        let product = |id: &str| {
+            format!(
+                r#"{{"Id":"{id}","Title":"t","Link":"/","Image":"/i","Prices":["1 GBP"],"Categories":[]}}"#
+            )
+        };
+        let mut bare = format!("[{},{},{}]", product("a"), product("b"), product("a")).into_bytes();
+        let (document, report) = parse(&mut bare).unwrap();
+        assert_eq!(document.products.unwrap().len(), 2);
+        assert_eq!(
+            report.problems,
+            vec!["Products[2] (id \"a\"): Id: already used by Products[0]".to_owned()]
+        );
+
+        let mut half_bad = format!(
+            r#"{{"Products":[{},{{"Id":"x"}},{{"Id":"y"}}]}}"#,
+            product("a")
+        )
+        .into_bytes();
+        let error = parse(&mut half_bad).unwrap_err().to_string();
+        assert!(error.starts_with("more than half of the products are invalid (2 of 3): 1 of 3 products valid; skipped: Products[1] (id \"x\"): Title: required"), "{error}");
+
+        let error = parse(&mut br#"{"Products":[]}"#.to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("the feed holds no products"), "{error}");
+        let error = parse(&mut br#"{"Products":[{"Id":"x"}]}"#.to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("no product record is valid"), "{error}");
+        let error = parse(&mut br#"{"Version":2}"#.to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("none of Products, Categories, Brands, Users"),
+            "{error}"
+        );
+        let error = parse(&mut br#"{"Products":"nope"}"#.to_vec())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(error, "Products: expected an array, got a string");
+        let error = parse(&mut b"[{\"Id\": }]".to_vec()).unwrap_err();
+        assert!(
+            matches!(error, FeedError::Parse { offset, .. } if offset > 0 && offset < 12),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn report_keeps_the_first_hundred_problems_and_counts_all() {
+        let good =
+            r#"{"Id":"g","Title":"t","Link":"/","Image":"/i","Prices":["1 GBP"],"Categories":[]}"#;
+        let mut items: Vec<String> = (0..300)
+            .map(|i| good.replace("\"g\"", &format!("\"g{i}\"")))
+            .collect();
+        items.extend((0..150).map(|i| format!(r#"{{"Id":"b{i}"}}"#)));
+        let mut bytes = format!("[{}]", items.join(",")).into_bytes();
+        let (document, report) = parse(&mut bytes).unwrap();
+        assert_eq!(document.products.unwrap().len(), 300);
+        assert_eq!(report.products.invalid, 150);
+        assert_eq!(report.problems.len(), MAX_REPORTED_RECORDS);
+        assert!(report.summary().ends_with("; and 50 more"));
+    }
+
+    #[test]
+    fn build_replaces_only_the_collections_present() {
+        let (document, _) = parse(&mut fixture("ExampleProductFeed.json")).unwrap();
+        let first = build_new(&document);
+        assert_eq!(first.len(), 2);
+        let (categories, _) = parse(&mut fixture("ExampleCategoryFeed.json")).unwrap();
+        let second = build(&first, &categories);
+        assert_eq!(second.len(), 2, "products kept");
+        assert_eq!(
+            second.category("4822").unwrap().display_name,
+            "Beds and Bedspreads"
+        );
+    }
+}
