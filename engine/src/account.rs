@@ -242,6 +242,14 @@ impl Account {
         self.users.insert(user.user_id.clone(), user);
     }
 
+    /// Replaces every user record (a feed's `Users`).
+    pub fn replace_users(&self, users: Vec<UserRecord>) {
+        self.users.clear();
+        for user in users {
+            self.users.insert(user.user_id.clone(), user);
+        }
+    }
+
     /// A user record by user id.
     pub fn user(&self, user_id: &str) -> Option<UserRecord> {
         self.users.get(user_id).map(|u| u.clone())

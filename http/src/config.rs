@@ -113,6 +113,21 @@ impl Default for Limits {
     }
 }
 
+/// `[feeds]`: download limits and the ingest pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedConfig {
+    /// Largest feed accepted, in bytes.
+    pub max_bytes: u64,
+    /// Whole download timeout, in seconds.
+    pub fetch_timeout_secs: u64,
+    /// Connect timeout, in seconds.
+    pub connect_timeout_secs: u64,
+    /// Redirects followed.
+    pub max_redirects: usize,
+    /// Threads of the ingest pool (default: all cores but one, at least one).
+    pub ingest_threads: usize,
+}
+
 /// One configured store account.
 #[derive(Debug, Clone)]
 pub struct AccountConfig {
@@ -149,6 +164,8 @@ pub struct Config {
     pub limits: Limits,
     /// Whether feed URLs may point at private and loopback addresses.
     pub allow_private_feed_addresses: bool,
+    /// Feed download and ingest settings.
+    pub feeds: FeedConfig,
     /// Accounts.
     pub accounts: Vec<AccountConfig>,
 }
@@ -200,6 +217,11 @@ struct FileLimits {
 struct FileFeeds {
     #[serde(default)]
     allow_private_addresses: bool,
+    max_bytes: Option<u64>,
+    fetch_timeout_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
+    max_redirects: Option<usize>,
+    ingest_threads: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -314,6 +336,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         ));
     }
     let limits = limits(&file.limits, &err)?;
+    let feeds = feed_config(&file.feeds, &err)?;
 
     let mut accounts = Vec::with_capacity(file.accounts.len());
     let mut keys = HashSet::new();
@@ -382,6 +405,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         fsync_interval_ms,
         limits,
         allow_private_feed_addresses: file.feeds.allow_private_addresses,
+        feeds,
         accounts,
     })
 }
@@ -432,6 +456,56 @@ fn limits(
             1,
             100_000,
         )?,
+    })
+}
+
+fn feed_config(
+    file: &FileFeeds,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<FeedConfig, ConfigError> {
+    let range = |value: u64, key: &str, min: u64, max: u64| {
+        if (min..=max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(err(
+                &format!("feeds.{key}"),
+                format!("must be between {min} and {max}, got {value}"),
+            ))
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok(FeedConfig {
+        max_bytes: range(
+            file.max_bytes.unwrap_or(4 << 30),
+            "max_bytes",
+            1024,
+            1 << 40,
+        )?,
+        fetch_timeout_secs: range(
+            file.fetch_timeout_secs.unwrap_or(600),
+            "fetch_timeout_secs",
+            1,
+            86_400,
+        )?,
+        connect_timeout_secs: range(
+            file.connect_timeout_secs.unwrap_or(10),
+            "connect_timeout_secs",
+            1,
+            600,
+        )?,
+        max_redirects: range(
+            file.max_redirects.unwrap_or(5) as u64,
+            "max_redirects",
+            0,
+            20,
+        )? as usize,
+        ingest_threads: range(
+            file.ingest_threads
+                .unwrap_or(cores.saturating_sub(1).max(1)) as u64,
+            "ingest_threads",
+            1,
+            256,
+        )? as usize,
     })
 }
 

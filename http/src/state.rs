@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use vitrine_engine::catalogue::CatalogueBuilder;
 use vitrine_engine::{Account, AccountSettings};
+use vitrine_ingest::fetch::FetchLimits;
 use vitrine_ingest::jobs::AccountJobs;
+use vitrine_ingest::runner::{FeedRunner, FeedSettings};
 use vitrine_snapshots::DataDir;
 
 use crate::config::{AccountConfig, Config};
@@ -20,7 +22,7 @@ pub struct AccountEntry {
     /// Its engine state.
     pub account: Arc<Account>,
     /// Its delta and feed jobs.
-    pub jobs: AccountJobs,
+    pub jobs: Arc<AccountJobs>,
 }
 
 /// Everything a request handler may need.
@@ -29,6 +31,7 @@ pub struct AppState {
     /// The validated configuration.
     pub config: Config,
     accounts: HashMap<String, AccountEntry>,
+    runner: FeedRunner,
     _data_dir: DataDir,
 }
 
@@ -36,6 +39,20 @@ impl AppState {
     /// Opens the data directory and sets up every configured account.
     pub fn open(config: Config) -> anyhow::Result<AppState> {
         let data_dir = DataDir::open(&config.data_dir)?;
+        let feeds = config.feeds;
+        let runner = FeedRunner::start(
+            FeedSettings {
+                limits: FetchLimits {
+                    max_bytes: feeds.max_bytes,
+                    total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
+                    connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
+                    max_redirects: feeds.max_redirects,
+                    allow_private: config.allow_private_feed_addresses,
+                },
+                ingest_threads: feeds.ingest_threads,
+            },
+            Arc::new(|_jobs: &AccountJobs| {}),
+        )?;
         let mut accounts = HashMap::with_capacity(config.accounts.len());
         for account_config in &config.accounts {
             let catalogue = if account_config.demo_catalogue {
@@ -61,6 +78,10 @@ impl AppState {
                 products = account.catalogue().len(),
                 "account ready"
             );
+            let jobs = Arc::new(jobs);
+            for job in jobs.queued_feeds() {
+                runner.enqueue(Arc::clone(&jobs), job.token);
+            }
             accounts.insert(
                 account_config.access_key.clone(),
                 AccountEntry {
@@ -73,6 +94,7 @@ impl AppState {
         Ok(AppState {
             config,
             accounts,
+            runner,
             _data_dir: data_dir,
         })
     }
@@ -92,8 +114,14 @@ impl AppState {
         self.accounts.values()
     }
 
+    /// Hands a journaled feed job to the feed runner.
+    pub fn run_feed(&self, entry: &AccountEntry, token: String) {
+        self.runner.enqueue(Arc::clone(&entry.jobs), token);
+    }
+
     /// Stops the job queues, applying every delta already accepted.
     pub fn shutdown(&self) {
+        self.runner.shutdown();
         for entry in self.accounts.values() {
             entry.jobs.shutdown();
         }

@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "api/feeds.rs"]
+mod feeds;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -52,8 +52,11 @@ impl DeltaStatus {
 pub enum FeedStatus {
     /// Queued or running.
     Processing,
-    /// Loaded and live.
-    Complete,
+    /// Loaded and live; `detail` summarises skipped records, if any.
+    Complete {
+        /// Counts and the skipped records, when some were skipped.
+        detail: Option<String>,
+    },
     /// Failed, with a readable reason.
     Failed(String),
 }
@@ -63,7 +66,7 @@ impl FeedStatus {
     pub fn name(&self) -> &'static str {
         match self {
             FeedStatus::Processing => "Processing",
-            FeedStatus::Complete => "Complete",
+            FeedStatus::Complete { .. } => "Complete",
             FeedStatus::Failed(_) => "Error",
         }
     }
@@ -82,6 +85,45 @@ pub struct FeedJob {
     pub status: FeedStatus,
 }
 
+impl FeedJob {
+    /// The job file: a JSON object (see `snapshots/FORMAT.md`).
+    pub fn encode(&self) -> Vec<u8> {
+        let (status, error, detail) = match &self.status {
+            FeedStatus::Processing => ("Processing", None, None),
+            FeedStatus::Complete { detail } => ("Complete", None, detail.clone()),
+            FeedStatus::Failed(error) => ("Error", Some(error.clone()), None),
+        };
+        let value = serde_json::json!({
+            "url": self.url,
+            "submitted_at": self.submitted_at,
+            "status": status,
+            "error": error,
+            "detail": detail,
+        });
+        serde_json::to_vec(&value).unwrap_or_default()
+    }
+
+    /// Reads a job file written by [`FeedJob::encode`].
+    pub fn decode(token: &str, bytes: &[u8]) -> Option<FeedJob> {
+        let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        let status = match value.get("status")?.as_str()? {
+            "Processing" => FeedStatus::Processing,
+            "Complete" => FeedStatus::Complete {
+                detail: text("detail"),
+            },
+            "Error" => FeedStatus::Failed(text("error").unwrap_or_default()),
+            _ => return None,
+        };
+        Some(FeedJob {
+            token: token.to_owned(),
+            url: text("url")?,
+            submitted_at: value.get("submitted_at")?.as_i64()?,
+            status,
+        })
+    }
+}
+
 /// The reason given for a token this account never issued.
 pub const UNKNOWN_TOKEN: &str = "unknown token";
 
@@ -89,6 +131,10 @@ pub const UNKNOWN_TOKEN: &str = "unknown token";
 #[derive(Debug)]
 pub struct AccountJobs {
     dir: PathBuf,
+    account: Arc<Account>,
+    /// Held by whoever produces the account's next catalogue version (the delta worker,
+    /// the feed runner), so that no change is lost between load and swap.
+    writer: Arc<Mutex<()>>,
     deltas: Arc<DashMap<String, DeltaStatus>>,
     feeds: DashMap<String, FeedJob>,
     feed_queue: Mutex<VecDeque<String>>,
@@ -175,26 +221,24 @@ impl AccountJobs {
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.strip_suffix(".job"))
             else {
+                if path.extension().is_some_and(|e| e == "download") {
+                    // A download cut short by a stop; its job is queued again.
+                    let _ = fs::remove_file(&path);
+                }
                 continue;
             };
-            let text = fs::read_to_string(&path).unwrap_or_default();
-            let Some((at, url)) = text
-                .trim_end()
-                .split_once(' ')
-                .and_then(|(a, u)| Some((a.parse().ok()?, u)))
+            let Some(job) = fs::read(&path)
+                .ok()
+                .and_then(|bytes| FeedJob::decode(token, &bytes))
             else {
                 recovery
                     .problems
                     .push(format!("{}: not a feed job record", path.display()));
                 continue;
             };
-            let job = FeedJob {
-                token: token.to_owned(),
-                url: url.to_owned(),
-                submitted_at: at,
-                status: FeedStatus::Processing,
-            };
-            queue.push((at, token.to_owned()));
+            if job.status == FeedStatus::Processing {
+                queue.push((job.submitted_at, token.to_owned()));
+            }
             feeds.insert(token.to_owned(), job);
             recovery.feeds += 1;
         }
@@ -202,12 +246,16 @@ impl AccountJobs {
 
         let (sender, receiver) = mpsc::channel::<(String, Delta)>();
         let statuses = Arc::clone(&deltas);
+        let writer = Arc::new(Mutex::new(()));
+        let worker_writer = Arc::clone(&writer);
+        let worker_account = Arc::clone(&account);
         let name = format!("delta-{}", account.settings().access_key);
         let worker = thread::Builder::new()
             .name(name)
             .spawn(move || {
                 for (token, delta) in receiver {
-                    let status = match delta::apply(&account, &delta) {
+                    let _writing = worker_writer.lock();
+                    let status = match delta::apply(&worker_account, &delta) {
                         Ok(_) => DeltaStatus::Applied,
                         Err(error) => DeltaStatus::Failed(error.to_string()),
                     };
@@ -217,6 +265,8 @@ impl AccountJobs {
             .map_err(io("starting the delta worker for", dir))?;
         let jobs = AccountJobs {
             dir: dir.to_path_buf(),
+            account,
+            writer,
             deltas,
             feeds,
             feed_queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
@@ -259,26 +309,60 @@ impl AccountJobs {
         )
     }
 
-    /// Journals a feed submission and returns its token.
+    /// Journals a feed submission and returns its token; the caller hands the token to
+    /// the feed runner.
     pub fn submit_feed(&self, url: &str, now: UnixMillis) -> Result<String, SubmitError> {
         let token = format!("feed_{}", vitrine_engine::account::new_id());
-        let record = format!("{now} {url}\n");
+        let job = FeedJob {
+            token: token.clone(),
+            url: url.to_owned(),
+            submitted_at: now,
+            status: FeedStatus::Processing,
+        };
         vitrine_snapshots::atomic_write(
             &self.dir.join("feeds"),
             &format!("{token}.job"),
-            record.as_bytes(),
+            &job.encode(),
         )?;
-        self.feeds.insert(
-            token.clone(),
-            FeedJob {
-                token: token.clone(),
-                url: url.to_owned(),
-                submitted_at: now,
-                status: FeedStatus::Processing,
-            },
-        );
+        self.feeds.insert(token.clone(), job);
         self.feed_queue.lock().push_back(token.clone());
         Ok(token)
+    }
+
+    /// Records the end of a feed job, on disk first, so that it is not run again.
+    pub fn finish_feed(&self, token: &str, status: FeedStatus) -> Result<(), SubmitError> {
+        let Some(mut job) = self.feed_job(token) else {
+            return Ok(());
+        };
+        job.status = status;
+        let written = vitrine_snapshots::atomic_write(
+            &self.dir.join("feeds"),
+            &format!("{token}.job"),
+            &job.encode(),
+        );
+        self.feed_queue.lock().retain(|t| t != token);
+        self.feeds.insert(token.to_owned(), job);
+        written.map_err(SubmitError::from)
+    }
+
+    /// A feed job.
+    pub fn feed_job(&self, token: &str) -> Option<FeedJob> {
+        self.feeds.get(token).map(|job| job.clone())
+    }
+
+    /// The account the jobs belong to.
+    pub fn account(&self) -> &Arc<Account> {
+        &self.account
+    }
+
+    /// The lock held while producing the account's next catalogue version.
+    pub fn writer(&self) -> &Mutex<()> {
+        &self.writer
+    }
+
+    /// The account's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The status of a feed token; unknown tokens are an error with [`UNKNOWN_TOKEN`].

@@ -11,13 +11,17 @@
 //! - [`json`]: typed field reading with errors that name the JSON path.
 //! - [`record`]: product, user, account-price and category-assignment records.
 //! - [`delta`]: delta parsing and all-or-nothing application.
+//! - [`fetch`]: streaming, capped, address-guarded feed download.
 //! - [`feed`]: full feeds: simd-json parsing, parallel validation, reject rules, build.
+//! - [`runner`]: the feed runner thread: download, parse, build, swap.
 //! - [`jobs`]: tokens, statuses, the per-account delta worker, the feed queue.
 
 #![forbid(unsafe_code)]
 
 pub mod delta;
 pub mod feed;
+pub mod fetch;
 pub mod jobs;
 pub mod json;
 pub mod record;
+pub mod runner;

@@ -3,11 +3,10 @@
 //! A submitted feed URL becomes a job with a token: the 200 is `text/plain` with a
 //! message containing the token, and the token is repeated in the `X-Feed-Token` header.
 
-use std::net::IpAddr;
-
 use serde::Serialize;
 use serde_json::Value;
 use vitrine_engine::catalogue::UnixMillis;
+use vitrine_ingest::fetch::is_private_host;
 use vitrine_ingest::jobs::FeedStatus;
 use vitrine_ingest::json::Errors;
 
@@ -34,6 +33,7 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
         .jobs
         .submit_feed(url, now)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
+    state.run_feed(entry, token.clone());
     let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
     reply.headers.push(("X-Feed-Token", token));
     Ok(reply)
@@ -84,31 +84,6 @@ pub fn check_feed_url(url: &str, allow_private: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn is_private_host(host: &str) -> bool {
-    if host.eq_ignore_ascii_case("localhost") || host.to_ascii_lowercase().ends_with(".localhost") {
-        return true;
-    }
-    match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(ip)) => {
-            ip.is_private()
-                || ip.is_loopback()
-                || ip.is_link_local()
-                || ip.is_unspecified()
-                || ip.is_broadcast()
-        }
-        Ok(IpAddr::V6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || (ip.segments()[0] & 0xfe00) == 0xfc00
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-                || ip
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_private() || v4.is_loopback())
-        }
-        Err(_) => false,
-    }
-}
-
 #[derive(Serialize)]
 struct WireFeedStatus<'a> {
     #[serde(rename = "Token")]
@@ -117,6 +92,8 @@ struct WireFeedStatus<'a> {
     status: &'static str,
     #[serde(rename = "Error", skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(rename = "Detail", skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
 }
 
 /// Handles `/api/productfeedstatus`: one item per token, in request order.
@@ -128,14 +105,16 @@ pub fn handle_status(state: &AppState, body: &Value) -> Result<Reply, ApiError> 
         .map(|token| {
             let status = entry.jobs.feed_status(token);
             let name = status.name();
-            let error = match status {
-                FeedStatus::Failed(reason) => Some(reason),
-                FeedStatus::Processing | FeedStatus::Complete => None,
+            let (error, detail) = match status {
+                FeedStatus::Failed(reason) => (Some(reason), None),
+                FeedStatus::Complete { detail } => (None, detail),
+                FeedStatus::Processing => (None, None),
             };
             WireFeedStatus {
                 token,
                 status: name,
                 error,
+                detail,
             }
         })
         .collect();

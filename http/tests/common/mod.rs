@@ -305,3 +305,73 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Optio
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A loopback HTTP server for feed files: `/name` serves `files[name]`; the behaviour of
+/// a few names is special: `stall*` never answers, `redirect-*` answers 302 to the rest
+/// of the name, `delay-*` waits 1.5 s and then serves the rest of the name.
+pub struct FeedServer {
+    pub addr: SocketAddr,
+}
+
+impl FeedServer {
+    pub fn start(files: Vec<(&'static str, Vec<u8>)>) -> FeedServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind feed server");
+        let addr = listener.local_addr().expect("addr");
+        let files = std::sync::Arc::new(files);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let files = std::sync::Arc::clone(&files);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let n = stream.read(&mut buf).unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    let path = head
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("/")
+                        .trim_start_matches('/')
+                        .to_owned();
+                    if path.starts_with("stall") {
+                        std::thread::sleep(Duration::from_secs(30));
+                        return;
+                    }
+                    if let Some(target) = path.strip_prefix("redirect-") {
+                        let _ = stream.write_all(format!("HTTP/1.1 302 Found\r\nLocation: /{target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes());
+                        return;
+                    }
+                    let name = match path.strip_prefix("delay-") {
+                        Some(rest) => {
+                            std::thread::sleep(Duration::from_millis(1500));
+                            rest.to_owned()
+                        }
+                        None => path,
+                    };
+                    match files.iter().find(|(n, _)| *n == name) {
+                        Some((_, body)) => {
+                            let _ = stream.write_all(format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).as_bytes());
+                            let _ = stream.write_all(body);
+                        }
+                        None => {
+                            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                        }
+                    }
+                });
+            }
+        });
+        FeedServer { addr }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("http://{}/{name}", self.addr)
+    }
+}
+
+/// A vendor fixture file of `ingest/fixtures/vendor-examples`.
+pub fn vendor_fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../ingest/fixtures/vendor-examples/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}

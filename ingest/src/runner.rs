@@ -1,0 +1,163 @@
+//! The feed runner: one thread for the whole server that takes feed jobs in submission
+//! order, downloads each (on its own small tokio runtime), parses, validates and builds
+//! it on the ingest rayon pool, swaps the new catalogue in, and records the outcome.
+//!
+//! One feed at a time keeps memory bounded (a feed is held in memory while it is parsed)
+//! and leaves the other core to serving. A job cut short by a stop stays `Processing` in
+//! its job file and is run again after the restart.
+
+use std::sync::{Arc, mpsc};
+use std::thread;
+
+use parking_lot::Mutex;
+
+use crate::feed;
+use crate::fetch::{self, FetchLimits};
+use crate::jobs::{AccountJobs, FeedStatus};
+
+/// Settings of the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedSettings {
+    /// Download limits.
+    pub limits: FetchLimits,
+    /// Threads of the ingest pool (parse, validate, build).
+    pub ingest_threads: usize,
+}
+
+/// Something that wants to know when an account has a new catalogue from a feed (the
+/// snapshot writer).
+pub type OnBuilt = Arc<dyn Fn(&AccountJobs) + Send + Sync>;
+
+type Task = (Arc<AccountJobs>, String);
+
+/// The feed runner.
+pub struct FeedRunner {
+    sender: Mutex<Option<mpsc::Sender<Task>>>,
+}
+
+impl std::fmt::Debug for FeedRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedRunner").finish_non_exhaustive()
+    }
+}
+
+impl FeedRunner {
+    /// Starts the runner thread.
+    pub fn start(settings: FeedSettings, on_built: OnBuilt) -> std::io::Result<FeedRunner> {
+        let (sender, receiver) = mpsc::channel::<Task>();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(settings.ingest_threads.max(1))
+            .thread_name(|i| format!("ingest-{i}"))
+            .build()
+            .map_err(std::io::Error::other)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        thread::Builder::new()
+            .name("feed-runner".to_owned())
+            .spawn(move || {
+                let client = fetch::client(settings.limits);
+                for (jobs, token) in receiver {
+                    let status = match &client {
+                        Ok(client) => run(
+                            &jobs,
+                            &token,
+                            client,
+                            settings.limits,
+                            &pool,
+                            &runtime,
+                            &on_built,
+                        ),
+                        Err(e) => FeedStatus::Failed(e.to_string()),
+                    };
+                    log(&jobs, &token, &status);
+                    if let Err(error) = jobs.finish_feed(&token, status) {
+                        tracing::error!(%token, %error, "feed status could not be saved");
+                    }
+                }
+            })?;
+        Ok(FeedRunner {
+            sender: Mutex::new(Some(sender)),
+        })
+    }
+
+    /// Queues a journaled feed job.
+    pub fn enqueue(&self, jobs: Arc<AccountJobs>, token: String) {
+        if let Some(sender) = self.sender.lock().as_ref() {
+            let _ = sender.send((jobs, token));
+        }
+    }
+
+    /// Takes no more jobs. A job in progress is left to finish or to be cut short by the
+    /// process exit; either way its job file tells the next start what to do.
+    pub fn shutdown(&self) {
+        self.sender.lock().take();
+    }
+}
+
+fn log(jobs: &AccountJobs, token: &str, status: &FeedStatus) {
+    let account = &jobs.account().settings().access_key;
+    match status {
+        FeedStatus::Complete { detail } => {
+            let products = jobs.account().catalogue().len();
+            tracing::info!(%account, %token, products, detail = detail.as_deref().unwrap_or(""), "feed complete");
+        }
+        FeedStatus::Failed(error) => tracing::warn!(%account, %token, %error, "feed failed"),
+        FeedStatus::Processing => {}
+    }
+}
+
+fn run(
+    jobs: &AccountJobs,
+    token: &str,
+    client: &reqwest::Client,
+    limits: FetchLimits,
+    pool: &rayon::ThreadPool,
+    runtime: &tokio::runtime::Runtime,
+    on_built: &OnBuilt,
+) -> FeedStatus {
+    let Some(job) = jobs.feed_job(token) else {
+        return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
+    };
+    let dest = jobs.dir().join("feeds").join(format!("{token}.download"));
+    let downloaded = runtime.block_on(fetch::download(client, &job.url, &dest, limits));
+    if let Err(error) = downloaded {
+        let _ = std::fs::remove_file(&dest);
+        return FeedStatus::Failed(error.to_string());
+    }
+    let bytes = std::fs::read(&dest);
+    let _ = std::fs::remove_file(&dest);
+    let mut bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return FeedStatus::Failed(format!("the downloaded feed could not be read: {error}"));
+        }
+    };
+    apply(jobs, &mut bytes, pool, on_built)
+}
+
+/// Parses, validates and applies a feed held in `bytes` to the jobs' account.
+pub fn apply(
+    jobs: &AccountJobs,
+    bytes: &mut [u8],
+    pool: &rayon::ThreadPool,
+    on_built: &OnBuilt,
+) -> FeedStatus {
+    let (document, report) = match pool.install(|| feed::parse(bytes)) {
+        Ok(parsed) => parsed,
+        Err(error) => return FeedStatus::Failed(error.to_string()),
+    };
+    {
+        let _writing = jobs.writer().lock();
+        let account = jobs.account();
+        let next = pool.install(|| feed::build(&account.catalogue(), &document));
+        account.swap_catalogue(next);
+        if let Some(users) = document.users {
+            account.replace_users(users);
+        }
+    }
+    on_built(jobs);
+    FeedStatus::Complete {
+        detail: (!report.problems.is_empty()).then(|| report.summary()),
+    }
+}
