@@ -1,22 +1,33 @@
 //! `vitrine-snapshots`: everything Vitrine keeps on disk.
 //!
-//! This crate knows bytes, files and directories, never product fields. Today it owns
-//! the data directory ([`DataDir`]: created on start, locked so that two servers never
-//! share one) and the atomic file write every snapshot goes through
-//! ([`atomic_write`]: temp file, fsync, rename, directory fsync). The snapshot archives
-//! and the write-ahead log are documented in `FORMAT.md` as they land.
+//! This crate knows bytes, files and directories, never product fields: the data
+//! directory ([`DataDir`]: created on start, locked so that two servers never share
+//! one), the atomic file write every file goes through ([`atomic_write`]: temp file,
+//! fsync, rename, directory fsync), snapshot files (header + checksums + rkyv archive,
+//! opened by memory map with fallback to an older file), and [`Frozen<T>`], the
+//! validated archive that serving reads in place. Byte layouts are in `FORMAT.md`.
+//!
+//! It is the only crate with `unsafe` (the memory map and the unchecked archive access
+//! after validation); each block carries a `SAFETY:` comment.
 //!
 //! Modules:
 //! - [`datadir`]: opening and locking the data directory.
 //! - [`atomic`]: crash-safe whole-file writes.
+//! - [`frozen`]: validated rkyv archives, owned or memory-mapped.
+//! - [`snapshot`]: snapshot files: write, list, open newest valid, prune.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod atomic;
 pub mod datadir;
+#[allow(unsafe_code)]
+pub mod frozen;
+#[allow(unsafe_code)]
+pub mod snapshot;
 
 pub use atomic::atomic_write;
 pub use datadir::DataDir;
+pub use frozen::Frozen;
 
 use std::path::PathBuf;
 
@@ -32,6 +43,14 @@ pub enum Error {
         path: PathBuf,
         /// The underlying error.
         source: std::io::Error,
+    },
+    /// A snapshot file is truncated, corrupt or of another format.
+    #[error("snapshot {path} is unusable: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// Another process holds the data directory.
     #[error("data directory {0} is in use by another process (its LOCK file is held)")]
