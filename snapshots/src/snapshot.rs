@@ -143,7 +143,7 @@ pub fn list(dir: &Path, prefix: &str) -> Result<Vec<(u64, PathBuf)>> {
         };
         found.push((sequence, entry.path()));
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|entry| std::cmp::Reverse(entry.0));
     Ok(found)
 }
 
