@@ -20,7 +20,8 @@ fn engine_serve(c: &mut Criterion) {
         default_currency: account_config.default_currency,
         zones: account_config.zones.clone(),
     };
-    let account = vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue());
+    let account =
+        vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());
     let mut n = 0u64;
     c.bench_function("engine_serve_product_page_2_zones", |b| {
         b.iter(|| {

@@ -588,7 +588,7 @@ impl Account {
         }
         let rankings = Rankings::build(catalogue, |p| {
             self.counters
-                .get(&p.id)
+                .get(p.id.as_str())
                 .map_or((0.0, 0), |c| (c.score, c.units))
         });
         let version = Arc::new(RankingsVersion {
@@ -681,7 +681,7 @@ mod tests {
             default_currency: gbp(),
             zones: vec![zone],
         };
-        Account::new(settings, builder.build())
+        Account::new(settings, builder.build().unwrap())
     }
 
     fn request(

@@ -1,14 +1,21 @@
 //! The product catalogue: products under dense `u32` ids, categories, brands and
 //! account-specific prices.
 //!
-//! A [`Catalogue`] is immutable once built; readers hold an `Arc` of one version for a
-//! whole request. Changes go through a [`CatalogueBuilder`] (from scratch, or from an
-//! existing version with [`Catalogue::to_builder`]) and produce a new version that the
-//! owner swaps in. External ids (strings) map to dense [`ProductIdx`] through one table.
+//! A [`Catalogue`] is immutable once built: an rkyv archive of [`CatalogueData`] held in
+//! a [`Frozen`] container (owned memory after a build, a memory map after a restart)
+//! and read in place, so a snapshot serves without being deserialized. Readers hold one
+//! version for a whole request. Changes go through a [`CatalogueBuilder`] (from scratch,
+//! or from an existing version with [`Catalogue::to_builder`]) and produce a new version
+//! that the owner swaps in. External ids (strings) map to dense [`ProductIdx`] through
+//! one table.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::money::{Currency, Money};
+use rkyv::rancor;
+use vitrine_snapshots::Frozen;
+
+use crate::money::{ArchivedMoney, Currency, Money};
 
 /// Dense index of a product inside one catalogue version.
 pub type ProductIdx = u32;
@@ -17,7 +24,9 @@ pub type ProductIdx = u32;
 pub type UnixMillis = i64;
 
 /// Which B2B accounts may see a product.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub enum Visibility {
     /// No account rule: visible to everyone.
     #[default]
@@ -40,7 +49,9 @@ impl Visibility {
 }
 
 /// Regular and sale prices, at most one of each per currency.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct PriceSet {
     /// `Prices`: the regular price per currency.
     pub prices: Vec<Money>,
@@ -63,8 +74,21 @@ impl PriceSet {
     }
 }
 
+/// Prices of one user group (`GroupPrices`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct GroupPrice {
+    /// The group id.
+    pub group: String,
+    /// Its prices.
+    pub prices: PriceSet,
+}
+
 /// One product as the store described it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct Product {
     /// `Id`, unique in the catalogue.
     pub id: String,
@@ -85,7 +109,7 @@ pub struct Product {
     /// The product's own prices.
     pub prices: PriceSet,
     /// `GroupPrices`: prices per user group id.
-    pub group_prices: Vec<(String, PriceSet)>,
+    pub group_prices: Vec<GroupPrice>,
     /// `Categories`: category ids.
     pub categories: Vec<String>,
     /// `Brand` id.
@@ -126,7 +150,9 @@ impl Product {
 }
 
 /// A category record of the category feed.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct Category {
     /// `Id`.
     pub id: String,
@@ -143,7 +169,9 @@ pub struct Category {
 }
 
 /// A brand record of the brand feed.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct Brand {
     /// `Id`.
     pub id: String,
@@ -157,9 +185,9 @@ pub struct Brand {
     pub description: String,
 }
 
-/// One immutable version of an account's catalogue.
-#[derive(Debug, Clone, Default)]
-pub struct Catalogue {
+/// The archived content of one catalogue version.
+#[derive(Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CatalogueData {
     products: Vec<Product>,
     by_id: HashMap<String, ProductIdx>,
     by_sku: HashMap<String, ProductIdx>,
@@ -170,97 +198,208 @@ pub struct Catalogue {
     account_prices: HashMap<String, HashMap<String, PriceSet>>,
 }
 
+impl CatalogueData {
+    /// The products, in dense-id order.
+    pub fn products(&self) -> &[Product] {
+        &self.products
+    }
+}
+
+/// Why a catalogue could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("the catalogue could not be archived: {0}")]
+pub struct CatalogueError(String);
+
+/// One immutable version of an account's catalogue; cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    frozen: Arc<Frozen<CatalogueData>>,
+}
+
 impl Catalogue {
+    /// A catalogue read from an archive (a snapshot).
+    pub fn from_frozen(frozen: Frozen<CatalogueData>) -> Catalogue {
+        Catalogue {
+            frozen: Arc::new(frozen),
+        }
+    }
+
+    fn data(&self) -> &ArchivedCatalogueData {
+        self.frozen.get()
+    }
+
+    /// The archive's bytes (what a snapshot stores).
+    pub fn archive_bytes(&self) -> &[u8] {
+        self.frozen.bytes()
+    }
+
+    /// Whether the version is read from a memory-mapped snapshot.
+    pub fn is_mapped(&self) -> bool {
+        self.frozen.is_mapped()
+    }
+
     /// Number of products.
     pub fn len(&self) -> usize {
-        self.products.len()
+        self.data().products.len()
     }
 
     /// Whether there are no products.
     pub fn is_empty(&self) -> bool {
-        self.products.is_empty()
+        self.data().products.is_empty()
     }
 
     /// All products in dense-id order.
-    pub fn products(&self) -> &[Product] {
-        &self.products
+    pub fn products(&self) -> &[ArchivedProduct] {
+        self.data().products.as_slice()
     }
 
     /// The product at a dense index.
-    pub fn product(&self, idx: ProductIdx) -> Option<&Product> {
-        self.products.get(idx as usize)
+    pub fn product(&self, idx: ProductIdx) -> Option<&ArchivedProduct> {
+        self.data().products.get(idx as usize)
     }
 
     /// The dense index of an external product id.
     pub fn idx_of(&self, id: &str) -> Option<ProductIdx> {
-        self.by_id.get(id).copied()
+        self.data().by_id.get(id).map(|i| i.to_native())
     }
 
     /// The dense index of the product with this SKU (or id, when it has no SKU).
     pub fn idx_of_sku(&self, sku: &str) -> Option<ProductIdx> {
-        self.by_sku.get(sku).copied()
+        self.data().by_sku.get(sku).map(|i| i.to_native())
     }
 
     /// Products of a category, in dense-id order.
-    pub fn in_category(&self, category: &str) -> &[ProductIdx] {
-        self.by_category.get(category).map_or(&[], Vec::as_slice)
+    pub fn in_category(&self, category: &str) -> Vec<ProductIdx> {
+        self.data()
+            .by_category
+            .get(category)
+            .map_or_else(Vec::new, |members| {
+                members.iter().map(|i| i.to_native()).collect()
+            })
     }
 
     /// A category record.
-    pub fn category(&self, id: &str) -> Option<&Category> {
-        self.categories.get(id)
+    pub fn category(&self, id: &str) -> Option<&ArchivedCategory> {
+        self.data().categories.get(id)
     }
 
     /// Number of category records.
     pub fn category_count(&self) -> usize {
-        self.categories.len()
+        self.data().categories.len()
     }
 
     /// A brand record.
-    pub fn brand(&self, id: &str) -> Option<&Brand> {
-        self.brands.get(id)
+    pub fn brand(&self, id: &str) -> Option<&ArchivedBrand> {
+        self.data().brands.get(id)
     }
 
     /// Number of brand records.
     pub fn brand_count(&self) -> usize {
-        self.brands.len()
+        self.data().brands.len()
     }
 
     /// The prices a B2B account has for a product, if the store set any.
-    pub fn account_prices(&self, account: &str, product_id: &str) -> Option<&PriceSet> {
-        self.account_prices.get(account)?.get(product_id)
+    pub fn account_prices(&self, account: &str, product_id: &str) -> Option<&ArchivedPriceSet> {
+        self.data().account_prices.get(account)?.get(product_id)
     }
 
     /// Number of (account, product) price entries.
     pub fn account_price_count(&self) -> usize {
-        self.account_prices.values().map(HashMap::len).sum()
+        self.data().account_prices.values().map(|m| m.len()).sum()
+    }
+
+    /// The owned content of this version.
+    pub fn to_data(&self) -> Result<CatalogueData, CatalogueError> {
+        rkyv::deserialize::<CatalogueData, rancor::Error>(self.data())
+            .map_err(|e| CatalogueError(e.to_string()))
+    }
+
+    /// A builder holding a copy of this version, for producing the next one.
+    pub fn to_builder(&self) -> Result<CatalogueBuilder, CatalogueError> {
+        let data = self.to_data()?;
+        let mut builder = CatalogueBuilder {
+            products: Vec::with_capacity(data.products.len()),
+            index: HashMap::with_capacity(data.products.len()),
+            categories: data.categories,
+            brands: data.brands,
+            account_prices: data.account_prices,
+        };
+        for product in data.products {
+            builder.upsert_product(product);
+        }
+        Ok(builder)
     }
 
     /// A builder with this version's categories, brands and account prices but no
     /// products, for a full feed that replaces every product.
-    pub fn to_builder_without_products(&self) -> CatalogueBuilder {
-        CatalogueBuilder {
+    pub fn to_builder_without_products(&self) -> Result<CatalogueBuilder, CatalogueError> {
+        let de = |e: rancor::Error| CatalogueError(e.to_string());
+        let data = self.data();
+        Ok(CatalogueBuilder {
             products: Vec::new(),
             index: HashMap::new(),
-            categories: self.categories.clone(),
-            brands: self.brands.clone(),
-            account_prices: self.account_prices.clone(),
+            categories: rkyv::deserialize::<_, rancor::Error>(&data.categories).map_err(de)?,
+            brands: rkyv::deserialize::<_, rancor::Error>(&data.brands).map_err(de)?,
+            account_prices: rkyv::deserialize::<_, rancor::Error>(&data.account_prices)
+                .map_err(de)?,
+        })
+    }
+}
+
+impl ArchivedProduct {
+    /// The SKU that `RelatedProducts` and `AssociatedSkus` of other products refer to.
+    pub fn sku_or_id(&self) -> &str {
+        self.sku.as_ref().map_or(self.id.as_str(), |s| s.as_str())
+    }
+
+    /// Whether `now` lies inside the product's `StartDate`..`EndDate` window.
+    pub fn is_live_at(&self, now: UnixMillis) -> bool {
+        self.available_from
+            .as_ref()
+            .is_none_or(|from| now >= from.to_native())
+            && self
+                .available_until
+                .as_ref()
+                .is_none_or(|until| now <= until.to_native())
+    }
+
+    /// Whether a visitor with this B2B account id (if any) may see the product.
+    pub fn visible_to(&self, account: Option<&str>) -> bool {
+        match &self.visibility {
+            ArchivedVisibility::Everyone => true,
+            ArchivedVisibility::OnlyAccounts(ids) => {
+                account.is_some_and(|a| ids.iter().any(|i| i == a))
+            }
+            ArchivedVisibility::ExceptAccounts(ids) => {
+                !account.is_some_and(|a| ids.iter().any(|i| i == a))
+            }
         }
     }
 
-    /// A builder holding a copy of this version, for producing the next one.
-    pub fn to_builder(&self) -> CatalogueBuilder {
-        let mut builder = CatalogueBuilder {
-            products: Vec::with_capacity(self.products.len()),
-            index: HashMap::with_capacity(self.products.len()),
-            categories: self.categories.clone(),
-            brands: self.brands.clone(),
-            account_prices: self.account_prices.clone(),
-        };
-        for product in &self.products {
-            builder.upsert_product(product.clone());
-        }
-        builder
+    /// The prices of a user group, if the product has any.
+    pub fn group_prices(&self, group: &str) -> Option<&ArchivedPriceSet> {
+        self.group_prices
+            .iter()
+            .find(|g| g.group == group)
+            .map(|g| &g.prices)
+    }
+}
+
+impl ArchivedPriceSet {
+    /// The regular price in `currency`.
+    pub fn price_in(&self, currency: Currency) -> Option<Money> {
+        self.prices
+            .iter()
+            .map(ArchivedMoney::to_native)
+            .find(|m| m.currency == currency)
+    }
+
+    /// The sale price in `currency`.
+    pub fn sale_in(&self, currency: Currency) -> Option<Money> {
+        self.sale_prices
+            .iter()
+            .map(ArchivedMoney::to_native)
+            .find(|m| m.currency == currency)
     }
 }
 
@@ -359,8 +498,15 @@ impl CatalogueBuilder {
         self.account_prices.retain(|_, prices| !prices.is_empty());
     }
 
+    /// Assigns dense ids in insertion order, builds every index and archives the result.
+    pub fn build(self) -> Result<Catalogue, CatalogueError> {
+        let data = self.into_data();
+        let frozen = Frozen::from_value(&data).map_err(|e| CatalogueError(e.to_string()))?;
+        Ok(Catalogue::from_frozen(frozen))
+    }
+
     /// Assigns dense ids in insertion order and builds every index.
-    pub fn build(self) -> Catalogue {
+    pub fn into_data(self) -> CatalogueData {
         let products: Vec<Product> = self.products.into_iter().flatten().collect();
         let mut by_id = HashMap::with_capacity(products.len());
         let mut by_sku = HashMap::with_capacity(products.len());
@@ -373,7 +519,7 @@ impl CatalogueBuilder {
                 by_category.entry(category.clone()).or_default().push(idx);
             }
         }
-        Catalogue {
+        CatalogueData {
             products,
             by_id,
             by_sku,
@@ -407,12 +553,12 @@ mod tests {
             sku: Some("SKU-C".into()),
             ..product("c", &[])
         });
-        let catalogue = builder.build();
+        let catalogue = builder.build().unwrap();
         assert_eq!(catalogue.len(), 3);
         assert_eq!(catalogue.idx_of("b"), Some(1));
         assert_eq!(catalogue.idx_of_sku("SKU-C"), Some(2));
         assert_eq!(catalogue.idx_of_sku("a"), Some(0));
-        assert_eq!(catalogue.in_category("c1"), &[0, 1]);
+        assert_eq!(catalogue.in_category("c1"), [0, 1]);
         assert!(catalogue.in_category("nope").is_empty());
     }
 
@@ -422,15 +568,15 @@ mod tests {
         builder.upsert_product(product("a", &["c1"]));
         builder.upsert_product(product("b", &["c1"]));
         builder.set_account_prices("acc", "a", PriceSet::default());
-        let first = builder.build();
+        let first = builder.build().unwrap();
 
-        let mut next = first.to_builder();
+        let mut next = first.to_builder().unwrap();
         assert!(next.remove_product("a"));
         assert!(!next.remove_product("zzz"));
         next.upsert_product(product("b", &["c2"]));
-        let second = next.build();
+        let second = next.build().unwrap();
         assert_eq!(second.len(), 1);
-        assert_eq!(second.in_category("c2"), &[0]);
+        assert_eq!(second.in_category("c2"), [0]);
         assert!(second.account_prices("acc", "a").is_none());
         // The first version is untouched.
         assert_eq!(first.len(), 2);

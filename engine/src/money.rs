@@ -9,9 +9,22 @@
 
 use std::fmt;
 
-/// An ISO 4217 currency that has a minor unit (funds and metals such as XAU are refused).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Currency(iso_currency::Currency);
+/// An ISO 4217 currency that has a minor unit (funds and metals such as XAU are refused),
+/// stored as its ISO numeric code so that it archives as two bytes.
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+#[rkyv(derive(Debug))]
+pub struct Currency(u16);
 
 /// Why a currency code or price string was refused. The text is shown to store engineers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,22 +67,30 @@ impl Currency {
         if iso.exponent().is_none() || iso.is_fund() || iso.is_special() {
             return Err(MoneyError::NotTrading(code.to_owned()));
         }
-        Ok(Currency(iso))
+        Ok(Currency(iso.numeric()))
     }
 
-    /// The three-letter code, e.g. `GBP`.
+    fn iso(self) -> Option<iso_currency::Currency> {
+        iso_currency::Currency::from_numeric(self.0)
+    }
+
+    /// The three-letter code, e.g. `GBP` (`XXX` for a code this build does not know,
+    /// which only a foreign snapshot could hold).
     pub fn code(self) -> &'static str {
-        self.0.code()
+        self.iso().map_or("XXX", |c| c.code())
     }
 
     /// Number of minor-unit digits: 2 for GBP, 0 for JPY, 3 for KWD.
     pub fn minor_digits(self) -> u32 {
-        u32::from(self.0.exponent().unwrap_or(0))
+        self.iso()
+            .and_then(iso_currency::Currency::exponent)
+            .map_or(0, u32::from)
     }
 
     /// The currency's symbol from ISO data, e.g. `£`.
     pub fn symbol(self) -> String {
-        self.0.symbol().symbol
+        self.iso()
+            .map_or_else(|| "¤".to_owned(), |c| c.symbol().symbol)
     }
 
     fn scale(self) -> i64 {
@@ -90,7 +111,9 @@ impl fmt::Display for Currency {
 }
 
 /// An amount of one currency, in minor units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct Money {
     /// Amount in minor units (pence for GBP).
     pub minor: i64,
@@ -144,6 +167,23 @@ impl Money {
             true,
         );
         out
+    }
+}
+
+impl ArchivedCurrency {
+    /// The currency, native.
+    pub fn to_native(&self) -> Currency {
+        Currency(self.0.to_native())
+    }
+}
+
+impl ArchivedMoney {
+    /// The amount, native.
+    pub fn to_native(&self) -> Money {
+        Money {
+            minor: self.minor.to_native(),
+            currency: self.currency.to_native(),
+        }
     }
 }
 

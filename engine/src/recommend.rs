@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::catalogue::{Catalogue, PriceSet, Product, ProductIdx, UnixMillis};
+use crate::catalogue::{ArchivedPriceSet, ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
 use crate::money::{Currency, Money, saving_percent};
 use crate::zone::{Strategy, ZoneSpec};
 
@@ -20,7 +20,10 @@ pub struct Rankings {
 
 impl Rankings {
     /// Orders a catalogue's products by trending score and units sold.
-    pub fn build(catalogue: &Catalogue, score: impl Fn(&Product) -> (f64, u64)) -> Rankings {
+    pub fn build(
+        catalogue: &Catalogue,
+        score: impl Fn(&ArchivedProduct) -> (f64, u64),
+    ) -> Rankings {
         let scores: Vec<(f64, u64)> = catalogue.products().iter().map(score).collect();
         let mut trending: Vec<ProductIdx> = (0..catalogue.len() as ProductIdx).collect();
         trending.sort_by(|a, b| {
@@ -100,17 +103,11 @@ impl ItemPrice {
 }
 
 /// The price of a product for a visitor, or `None` when it has none in the currency.
-pub fn item_price(product: &Product, ctx: &Context<'_>) -> Option<ItemPrice> {
+pub fn item_price(product: &ArchivedProduct, ctx: &Context<'_>) -> Option<ItemPrice> {
     let account_set = ctx
         .account_id
         .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
-    let group_set = ctx.group_id.and_then(|group| {
-        product
-            .group_prices
-            .iter()
-            .find(|(g, _)| g == group)
-            .map(|(_, set)| set)
-    });
+    let group_set = ctx.group_id.and_then(|group| product.group_prices(group));
     let chosen = [account_set, group_set, Some(&product.prices)]
         .into_iter()
         .flatten()
@@ -118,7 +115,7 @@ pub fn item_price(product: &Product, ctx: &Context<'_>) -> Option<ItemPrice> {
     price_from(chosen, ctx.currency)
 }
 
-fn price_from(set: &PriceSet, currency: Currency) -> Option<ItemPrice> {
+fn price_from(set: &ArchivedPriceSet, currency: Currency) -> Option<ItemPrice> {
     let regular = set.price_in(currency)?;
     Some(match set.sale_in(currency) {
         Some(sale) if sale.minor < regular.minor => ItemPrice {
@@ -141,7 +138,7 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
     };
     if product.exclude_from_recommenders
         || !product.is_live_at(ctx.now)
-        || !product.visibility.allows(ctx.account_id)
+        || !product.visible_to(ctx.account_id)
         || ctx.product == Some(idx)
         || ctx.basket.contains(product.id.as_str())
         || ctx.purchased.contains(product.id.as_str())
@@ -217,10 +214,10 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
         Strategy::CategoryTop => {
             let category = ctx.category.or_else(|| {
                 let product = catalogue.product(ctx.product?)?;
-                product.categories.first().map(String::as_str)
+                product.categories.first().map(|c| c.as_str())
             });
             let Some(category) = category else { return };
-            let mut members = catalogue.in_category(category).to_vec();
+            let mut members = catalogue.in_category(category);
             members.sort_by_key(|idx| ctx.rankings.trending_rank.get(*idx as usize).copied());
             for idx in members {
                 if !take(idx) {
@@ -245,8 +242,8 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
     let (anchor_idx, anchor) = anchor;
     let mut scored: Vec<(u32, ProductIdx)> = Vec::new();
     let mut seen = HashSet::new();
-    for category in &anchor.categories {
-        for &idx in catalogue.in_category(category) {
+    for category in anchor.categories.iter() {
+        for idx in catalogue.in_category(category.as_str()) {
             if idx != anchor_idx && seen.insert(idx) {
                 let Some(other) = catalogue.product(idx) else {
                     continue;
@@ -268,17 +265,21 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
     }
 }
 
-fn similarity(a: &Product, b: &Product) -> u32 {
+fn brand_of(product: &ArchivedProduct) -> Option<&str> {
+    product.brand.as_ref().map(|b| b.as_str())
+}
+
+fn similarity(a: &ArchivedProduct, b: &ArchivedProduct) -> u32 {
     let shared_categories = a
         .categories
         .iter()
-        .filter(|c| b.categories.contains(c))
+        .filter(|c| b.categories.iter().any(|d| d == *c))
         .count();
-    let same_brand = a.brand.is_some() && a.brand == b.brand;
+    let same_brand = brand_of(a).is_some() && brand_of(a) == brand_of(b);
     let shared_tags = a
         .search_tags
         .iter()
-        .filter(|t| b.search_tags.contains(t))
+        .filter(|t| b.search_tags.iter().any(|u| u == *t))
         .count();
     (shared_categories as u32) * 4 + u32::from(same_brand) * 3 + shared_tags as u32
 }
@@ -286,7 +287,7 @@ fn similarity(a: &Product, b: &Product) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::{CatalogueBuilder, Visibility};
+    use crate::catalogue::{CatalogueBuilder, GroupPrice, PriceSet, Product, Visibility};
     use crate::zone::ZoneKind;
 
     fn money(minor: i64, code: &str) -> Money {
@@ -347,7 +348,7 @@ mod tests {
             ..base("on-sale")
         });
         b.upsert_product(base("page"));
-        b.build()
+        b.build().unwrap()
     }
 
     fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<String> {
@@ -376,7 +377,7 @@ mod tests {
         };
         fill_zone(&zone, &ctx)
             .into_iter()
-            .map(|i| catalogue.product(i).unwrap().id.clone())
+            .map(|i| catalogue.product(i).unwrap().id.to_string())
             .collect()
     }
 
@@ -400,13 +401,13 @@ mod tests {
                 prices: vec![money(1000, "GBP")],
                 sale_prices: vec![money(800, "GBP")],
             },
-            group_prices: vec![(
-                "trade".into(),
-                PriceSet {
+            group_prices: vec![GroupPrice {
+                group: "trade".into(),
+                prices: PriceSet {
                     prices: vec![money(900, "GBP")],
                     sale_prices: vec![],
                 },
-            )],
+            }],
             ..Product::default()
         });
         b.set_account_prices(
@@ -417,7 +418,7 @@ mod tests {
                 sale_prices: vec![],
             },
         );
-        let catalogue = b.build();
+        let catalogue = b.build().unwrap();
         let rankings = Rankings::default();
         let price = |account: Option<&str>, group: Option<&str>| {
             let ctx = Context {

@@ -90,41 +90,39 @@ fn run(config: Config) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
+        let shutdown = shutdown_signal()?;
         {
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{}", vitrine_http::ready_line(addr))
                 .context("writing the ready line")?;
             stdout.flush().context("writing the ready line")?;
         }
-        vitrine_http::server::serve(listener, Arc::clone(&state), shutdown_signal()).await;
+        vitrine_http::server::serve(listener, Arc::clone(&state), shutdown).await;
         state.shutdown();
         tracing::info!("stopped");
         Ok(())
     })
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = match tokio::signal::unix::signal(
-            tokio::signal::unix::SignalKind::terminate(),
-        ) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the server");
-                let _ = interrupt.await;
-                return;
-            }
-        };
+/// Registers SIGINT and SIGTERM handlers now (so that a signal arriving right after the
+/// ready line stops the server cleanly) and returns a future that completes on either.
+#[cfg(unix)]
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    Ok(async move {
         tokio::select! {
-            _ = interrupt => tracing::info!("SIGINT received; stopping"),
+            _ = interrupt.recv() => tracing::info!("SIGINT received; stopping"),
             _ = terminate.recv() => tracing::info!("SIGTERM received; stopping"),
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = interrupt.await;
-    }
+    })
+}
+
+/// Completes on Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }

@@ -56,9 +56,9 @@ impl AppState {
         let mut accounts = HashMap::with_capacity(config.accounts.len());
         for account_config in &config.accounts {
             let catalogue = if account_config.demo_catalogue {
-                vitrine_engine::demo::catalogue()
+                vitrine_engine::demo::catalogue()?
             } else {
-                CatalogueBuilder::new().build()
+                CatalogueBuilder::new().build()?
             };
             let settings = AccountSettings {
                 access_key: account_config.access_key.clone(),

@@ -120,6 +120,9 @@ fn records<T, V: JsonValue>(
 /// Why a delta was not applied; the text becomes the `Reason` of Status 2.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeltaError {
+    /// The next catalogue version could not be produced.
+    #[error("{0}")]
+    Catalogue(String),
     /// The delta references products the catalogue does not have.
     #[error("unknown product ids in {part}: {ids}")]
     UnknownProducts {
@@ -144,7 +147,9 @@ pub struct Applied {
 /// Applies a delta to the account's catalogue and users, all or nothing.
 pub fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
     let current = account.catalogue();
-    let mut builder: CatalogueBuilder = current.to_builder();
+    let mut builder: CatalogueBuilder = current
+        .to_builder()
+        .map_err(|e| DeltaError::Catalogue(e.to_string()))?;
     let mut applied = Applied::default();
     for id in &delta.delete_products {
         if builder.remove_product(id) {
@@ -201,7 +206,11 @@ pub fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
     for price in &delta.account_prices {
         builder.set_account_prices(&price.account_id, &price.product_id, price.prices.clone());
     }
-    account.swap_catalogue(builder.build());
+    account.swap_catalogue(
+        builder
+            .build()
+            .map_err(|e| DeltaError::Catalogue(e.to_string()))?,
+    );
     for user in &delta.users {
         account.upsert_user(user.clone());
         applied.users += 1;
@@ -273,7 +282,7 @@ mod tests {
             default_currency: Currency::from_code("GBP").unwrap(),
             zones: Vec::new(),
         };
-        Account::new(settings, builder.build())
+        Account::new(settings, builder.build().unwrap())
     }
 
     fn delta(body: Value) -> Result<Delta, Errors> {

@@ -13,7 +13,9 @@ use std::fmt;
 
 use rayon::prelude::*;
 use vitrine_engine::account::UserRecord;
-use vitrine_engine::catalogue::{Brand, Catalogue, CatalogueBuilder, Category, Product};
+use vitrine_engine::catalogue::{
+    Brand, Catalogue, CatalogueBuilder, CatalogueError, Category, Product,
+};
 
 use crate::json::{Errors, JsonValue, index_path};
 use crate::record;
@@ -369,17 +371,17 @@ fn record_id<V: JsonValue>(item: &V) -> String {
 /// Builds the next catalogue version: the feed's collections replace the current ones;
 /// collections the feed does not carry are kept. Account prices of products that remain
 /// are kept.
-pub fn build(current: &Catalogue, document: &FeedDocument) -> Catalogue {
+pub fn build(current: &Catalogue, document: &FeedDocument) -> Result<Catalogue, CatalogueError> {
     let mut builder = match &document.products {
         Some(products) => {
-            let mut builder = current.to_builder_without_products();
+            let mut builder = current.to_builder_without_products()?;
             for product in products {
                 builder.upsert_product(product.clone());
             }
             builder.retain_account_prices_of_products();
             builder
         }
-        None => current.to_builder(),
+        None => current.to_builder()?,
     };
     if let Some(categories) = &document.categories {
         builder.set_categories(categories.clone());
@@ -391,8 +393,8 @@ pub fn build(current: &Catalogue, document: &FeedDocument) -> Catalogue {
 }
 
 /// Builds a fresh catalogue from a feed alone (offline import, first feed).
-pub fn build_new(document: &FeedDocument) -> Catalogue {
-    build(&CatalogueBuilder::new().build(), document)
+pub fn build_new(document: &FeedDocument) -> Result<Catalogue, CatalogueError> {
+    build(&CatalogueBuilder::new().build()?, document)
 }
 
 #[cfg(test)]
@@ -534,10 +536,10 @@ mod tests {
     #[test]
     fn build_replaces_only_the_collections_present() {
         let (document, _) = parse(&mut fixture("ExampleProductFeed.json")).unwrap();
-        let first = build_new(&document);
+        let first = build_new(&document).unwrap();
         assert_eq!(first.len(), 2);
         let (categories, _) = parse(&mut fixture("ExampleCategoryFeed.json")).unwrap();
-        let second = build(&first, &categories);
+        let second = build(&first, &categories).unwrap();
         assert_eq!(second.len(), 2, "products kept");
         assert_eq!(
             second.category("4822").unwrap().display_name,

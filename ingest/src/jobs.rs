@@ -467,7 +467,10 @@ mod tests {
             default_currency: Currency::from_code("GBP").unwrap(),
             zones: Vec::new(),
         };
-        Arc::new(Account::new(settings, CatalogueBuilder::new().build()))
+        Arc::new(Account::new(
+            settings,
+            CatalogueBuilder::new().build().unwrap(),
+        ))
     }
 
     fn submit(jobs: &AccountJobs, body: serde_json::Value) -> String {

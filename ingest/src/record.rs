@@ -10,7 +10,9 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 use vitrine_engine::account::UserRecord;
-use vitrine_engine::catalogue::{Brand, Category, PriceSet, Product, UnixMillis, Visibility};
+use vitrine_engine::catalogue::{
+    Brand, Category, GroupPrice, PriceSet, Product, UnixMillis, Visibility,
+};
 use vitrine_engine::money::Money;
 
 use crate::json::{Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path};
@@ -173,10 +175,7 @@ fn check_sales_have_prices(prices: &[Money], sales: &[Money], path: &str, errors
 }
 
 /// `GroupPrices: {"group1": {"Prices": [...], "SalePrices": [...]}}`.
-fn group_prices<V: JsonValue>(
-    fields: &Fields<'_, '_, V>,
-    errors: &mut Errors,
-) -> Vec<(String, PriceSet)> {
+fn group_prices<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Vec<GroupPrice> {
     let Some(value) = fields.get("GroupPrices") else {
         return Vec::new();
     };
@@ -210,13 +209,13 @@ fn group_prices<V: JsonValue>(
             .unwrap_or_default();
         if let Some(prices) = prices {
             check_sales_have_prices(&prices, &sales, &set_fields.path_of("SalePrices"), errors);
-            out.push((
-                group.to_owned(),
-                PriceSet {
+            out.push(GroupPrice {
+                group: group.to_owned(),
+                prices: PriceSet {
                     prices,
                     sale_prices: sales,
                 },
-            ));
+            });
         }
     }
     out

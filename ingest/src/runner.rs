@@ -150,7 +150,10 @@ pub fn apply(
     {
         let _writing = jobs.writer().lock();
         let account = jobs.account();
-        let next = pool.install(|| feed::build(&account.catalogue(), &document));
+        let next = match pool.install(|| feed::build(&account.catalogue(), &document)) {
+            Ok(next) => next,
+            Err(error) => return FeedStatus::Failed(error.to_string()),
+        };
         account.swap_catalogue(next);
         if let Some(users) = document.users {
             account.replace_users(users);

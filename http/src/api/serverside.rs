@@ -484,10 +484,10 @@ struct WireItem<'a> {
     currency_symbol: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     saving_percent: Option<String>,
-    categories: &'a [String],
+    categories: Vec<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     brand: Option<WireBrand<'a>>,
-    search_tags: &'a [String],
+    search_tags: Vec<&'a str>,
     on_offer: bool,
     new_arrival: bool,
 }
@@ -528,33 +528,33 @@ fn item_json<'a>(
     let price = item.price;
     let brand = product
         .brand
-        .as_deref()
-        .map(|id| match catalogue.brand(id) {
+        .as_ref()
+        .map(|id| match catalogue.brand(id.as_str()) {
             Some(b) => WireBrand {
-                id,
-                display_name: Some(&b.display_name),
-                image: Some(&b.image),
-                link: Some(&b.link),
+                id: id.as_str(),
+                display_name: Some(b.display_name.as_str()),
+                image: Some(b.image.as_str()),
+                link: Some(b.link.as_str()),
             },
             None => WireBrand {
-                id,
+                id: id.as_str(),
                 display_name: None,
                 image: None,
                 link: None,
             },
         });
-    let mut all_images: Vec<&str> = product.all_images.iter().map(String::as_str).collect();
+    let mut all_images: Vec<&str> = product.all_images.iter().map(|s| s.as_str()).collect();
     if all_images.is_empty() && !product.image.is_empty() {
-        all_images.push(&product.image);
+        all_images.push(product.image.as_str());
     }
     Some(WireItem {
-        id: &product.id,
+        id: product.id.as_str(),
         sku: product.sku_or_id(),
-        title: &product.title,
-        description: &product.description,
-        link: &product.link,
-        image: &product.image,
-        image_overlay: product.image_overlay.as_deref(),
+        title: product.title.as_str(),
+        description: product.description.as_str(),
+        link: product.link.as_str(),
+        image: product.image.as_str(),
+        image_overlay: product.image_overlay.as_ref().map(|s| s.as_str()),
         all_images,
         price: price.price.as_f64(),
         was_price: price.was.map(|m| m.as_f64()),
@@ -564,9 +564,9 @@ fn item_json<'a>(
         saving_display_price: price.saving().map(|m| m.display()),
         currency_symbol: currency.symbol(),
         saving_percent: price.saving_percent(),
-        categories: &product.categories,
+        categories: product.categories.iter().map(|c| c.as_str()).collect(),
         brand,
-        search_tags: &product.search_tags,
+        search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
         on_offer: product.on_offer || price.was.is_some(),
         new_arrival: product.new_arrival,
     })
