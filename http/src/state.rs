@@ -10,6 +10,7 @@ use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
 use vitrine_ingest::jobs::AccountJobs;
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
+use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 
 use crate::config::{AccountConfig, Config};
@@ -40,25 +41,31 @@ impl AppState {
     pub fn open(config: Config) -> anyhow::Result<AppState> {
         let data_dir = DataDir::open(&config.data_dir)?;
         let feeds = config.feeds;
-        let runner = FeedRunner::start(
-            FeedSettings {
-                limits: FetchLimits {
-                    max_bytes: feeds.max_bytes,
-                    total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
-                    connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
-                    max_redirects: feeds.max_redirects,
-                    allow_private: config.allow_private_feed_addresses,
-                },
-                ingest_threads: feeds.ingest_threads,
+        let runner = FeedRunner::start(FeedSettings {
+            limits: FetchLimits {
+                max_bytes: feeds.max_bytes,
+                total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
+                connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
+                max_redirects: feeds.max_redirects,
+                allow_private: config.allow_private_feed_addresses,
             },
-            Arc::new(|_jobs: &AccountJobs| {}),
-        )?;
+            ingest_threads: feeds.ingest_threads,
+        })?;
         let mut accounts = HashMap::with_capacity(config.accounts.len());
         for account_config in &config.accounts {
-            let catalogue = if account_config.demo_catalogue {
-                vitrine_engine::demo::catalogue()?
-            } else {
-                CatalogueBuilder::new().build()?
+            let dir = account_dir(data_dir.path(), &account_config.access_key);
+            let key = &account_config.access_key;
+            let (restored, skipped) = store::restore(&dir)?;
+            for problem in &skipped {
+                tracing::warn!(account = %key, "skipping snapshot: {problem}");
+            }
+            let (catalogue, base_position) = match restored {
+                Some(restored) => {
+                    tracing::info!(account = %key, snapshot = %restored.path.display(), "catalogue restored");
+                    (restored.catalogue, restored.position)
+                }
+                None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
+                None => (CatalogueBuilder::new().build()?, 0),
             };
             let settings = AccountSettings {
                 access_key: account_config.access_key.clone(),
@@ -66,8 +73,7 @@ impl AppState {
                 zones: account_config.zones.clone(),
             };
             let account = Arc::new(Account::new(settings, catalogue));
-            let dir = account_dir(data_dir.path(), &account_config.access_key);
-            let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), &dir)?;
+            let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), &dir, base_position)?;
             for problem in &recovery.problems {
                 tracing::warn!(account = %account_config.access_key, "journal: {problem}");
             }

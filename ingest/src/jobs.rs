@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
@@ -135,7 +136,11 @@ pub struct AccountJobs {
     /// Held by whoever produces the account's next catalogue version (the delta worker,
     /// the feed runner), so that no change is lost between load and swap.
     writer: Arc<Mutex<()>>,
-    deltas: Arc<DashMap<String, DeltaStatus>>,
+    /// token → (journal sequence, status).
+    deltas: Arc<DashMap<String, (u64, DeltaStatus)>>,
+    /// Journal sequence of the next delta to apply: everything before it is in the
+    /// account's catalogue.
+    applied_through: Arc<AtomicU64>,
     feeds: DashMap<String, FeedJob>,
     feed_queue: Mutex<VecDeque<String>>,
     /// `None` once shut down.
@@ -147,7 +152,7 @@ pub struct AccountJobs {
 /// journal order and application order are the same.
 #[derive(Debug)]
 struct Intake {
-    sender: mpsc::Sender<(String, Delta)>,
+    sender: mpsc::Sender<(String, u64, Delta)>,
     next_sequence: u64,
 }
 
@@ -175,9 +180,14 @@ pub enum SubmitError {
 
 impl AccountJobs {
     /// Replays the journal in `dir` into `account`, then starts its delta worker.
+    ///
+    /// `base_position` is the journal position the account's starting catalogue already
+    /// includes (from its snapshot): earlier deltas are not applied again, their
+    /// statuses come from the saved status file.
     pub fn start(
         account: Arc<Account>,
         dir: &Path,
+        base_position: u64,
     ) -> Result<(AccountJobs, Recovery), SubmitError> {
         let io = |action: &'static str, path: &Path| {
             let path = path.to_path_buf();
@@ -192,11 +202,22 @@ impl AccountJobs {
         fs::create_dir_all(&delta_dir).map_err(io("creating directory", &delta_dir))?;
         fs::create_dir_all(&feed_dir).map_err(io("creating directory", &feed_dir))?;
 
-        let deltas: Arc<DashMap<String, DeltaStatus>> = Arc::new(DashMap::new());
+        let deltas: Arc<DashMap<String, (u64, DeltaStatus)>> = Arc::new(DashMap::new());
         let mut recovery = Recovery::default();
-        let mut next_sequence = 0;
+        let mut next_sequence = base_position;
+        for (token, sequence, status) in read_statuses(&delta_dir.join(STATUS_FILE)) {
+            next_sequence = next_sequence.max(sequence + 1);
+            deltas.insert(token, (sequence, status));
+        }
         for (sequence, token, path) in journal_entries(&delta_dir, ".json")? {
             next_sequence = next_sequence.max(sequence + 1);
+            if sequence < base_position {
+                // Already in the snapshot; its status was saved with it.
+                deltas
+                    .entry(token)
+                    .or_insert((sequence, DeltaStatus::Applied));
+                continue;
+            }
             let status = match read_delta(&path) {
                 Ok(delta) => match delta::apply(&account, &delta) {
                     Ok(_) => DeltaStatus::Applied,
@@ -209,9 +230,10 @@ impl AccountJobs {
                     DeltaStatus::Failed(format!("the journaled delta could not be read: {reason}"))
                 }
             };
-            deltas.insert(token, status);
+            deltas.insert(token, (sequence, status));
             recovery.deltas += 1;
         }
+        let applied_through = Arc::new(AtomicU64::new(next_sequence));
         let feeds = DashMap::new();
         let mut queue = Vec::new();
         for entry in fs::read_dir(&feed_dir).map_err(io("reading directory", &feed_dir))? {
@@ -244,8 +266,9 @@ impl AccountJobs {
         }
         queue.sort();
 
-        let (sender, receiver) = mpsc::channel::<(String, Delta)>();
+        let (sender, receiver) = mpsc::channel::<(String, u64, Delta)>();
         let statuses = Arc::clone(&deltas);
+        let worker_applied = Arc::clone(&applied_through);
         let writer = Arc::new(Mutex::new(()));
         let worker_writer = Arc::clone(&writer);
         let worker_account = Arc::clone(&account);
@@ -253,13 +276,14 @@ impl AccountJobs {
         let worker = thread::Builder::new()
             .name(name)
             .spawn(move || {
-                for (token, delta) in receiver {
+                for (token, sequence, delta) in receiver {
                     let _writing = worker_writer.lock();
                     let status = match delta::apply(&worker_account, &delta) {
                         Ok(_) => DeltaStatus::Applied,
                         Err(error) => DeltaStatus::Failed(error.to_string()),
                     };
-                    statuses.insert(token, status);
+                    statuses.insert(token, (sequence, status));
+                    worker_applied.store(sequence + 1, Ordering::Release);
                 }
             })
             .map_err(io("starting the delta worker for", dir))?;
@@ -268,6 +292,7 @@ impl AccountJobs {
             account,
             writer,
             deltas,
+            applied_through,
             feeds,
             feed_queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
             intake: Mutex::new(Some(Intake {
@@ -287,25 +312,70 @@ impl AccountJobs {
         let Some(intake) = guard.as_mut() else {
             return Err(SubmitError::Closed);
         };
-        let name = format!("{:016}-{token}.json", intake.next_sequence);
+        let sequence = intake.next_sequence;
+        let name = format!("{sequence:016}-{token}.json");
         vitrine_snapshots::atomic_write(&self.dir.join("deltas"), &name, record)?;
         intake.next_sequence += 1;
-        self.deltas.insert(token.clone(), DeltaStatus::Pending);
-        if intake.sender.send((token.clone(), delta)).is_err() {
-            self.deltas.insert(
-                token.clone(),
-                DeltaStatus::Failed("the delta worker stopped".to_owned()),
-            );
+        self.deltas
+            .insert(token.clone(), (sequence, DeltaStatus::Pending));
+        if intake
+            .sender
+            .send((token.clone(), sequence, delta))
+            .is_err()
+        {
+            let stopped = DeltaStatus::Failed("the delta worker stopped".to_owned());
+            self.deltas.insert(token.clone(), (sequence, stopped));
             return Err(SubmitError::Closed);
         }
         Ok(token)
+    }
+
+    /// The journal position the account's catalogue includes. Read it while holding
+    /// [`AccountJobs::writer`] to pair it with the catalogue version.
+    pub fn applied_through(&self) -> u64 {
+        self.applied_through.load(Ordering::Acquire)
+    }
+
+    /// Saves the statuses of every delta before `position` (fsynced), so that a snapshot
+    /// covering them can stand in for their journal files.
+    pub fn save_statuses(&self, position: u64) -> Result<(), SubmitError> {
+        let mut items: Vec<serde_json::Value> = self
+            .deltas
+            .iter()
+            .filter(|entry| entry.value().0 < position && entry.value().1 != DeltaStatus::Pending)
+            .map(|entry| {
+                let (sequence, status) = entry.value();
+                let reason = match status {
+                    DeltaStatus::Failed(reason) => Some(reason.clone()),
+                    DeltaStatus::Pending | DeltaStatus::Applied => None,
+                };
+                serde_json::json!([entry.key(), sequence, status.code(), reason])
+            })
+            .collect();
+        items.sort_by_key(|item| item.get(1).and_then(serde_json::Value::as_u64));
+        let bytes =
+            serde_json::to_vec(&serde_json::json!({ "statuses": items })).unwrap_or_default();
+        vitrine_snapshots::atomic_write(&self.dir.join("deltas"), STATUS_FILE, &bytes)?;
+        Ok(())
+    }
+
+    /// Deletes journal files of deltas before `position`: a snapshot includes them and
+    /// their statuses are saved.
+    pub fn prune_journal(&self, position: u64) -> Result<usize, SubmitError> {
+        let mut removed = 0;
+        for (sequence, _, path) in journal_entries(&self.dir.join("deltas"), ".json")? {
+            if sequence < position && fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// The status of a delta token; unknown tokens fail with [`UNKNOWN_TOKEN`].
     pub fn delta_status(&self, token: &str) -> DeltaStatus {
         self.deltas.get(token).map_or_else(
             || DeltaStatus::Failed(UNKNOWN_TOKEN.to_owned()),
-            |s| s.clone(),
+            |entry| entry.1.clone(),
         )
     }
 
@@ -395,6 +465,36 @@ impl Drop for AccountJobs {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The file holding statuses of deltas whose journal files were pruned.
+pub const STATUS_FILE: &str = "statuses";
+
+/// Reads the status file: (token, sequence, status) of every covered delta.
+fn read_statuses(path: &Path) -> Vec<(String, u64, DeltaStatus)> {
+    let Ok(bytes) = fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Vec::new();
+    };
+    let items = value
+        .get("statuses")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    items
+        .iter()
+        .filter_map(|item| {
+            let token = item.get(0)?.as_str()?.to_owned();
+            let sequence = item.get(1)?.as_u64()?;
+            let status = match item.get(2)?.as_u64()? {
+                1 => DeltaStatus::Applied,
+                _ => DeltaStatus::Failed(item.get(3)?.as_str().unwrap_or_default().to_owned()),
+            };
+            Some((token, sequence, status))
+        })
+        .collect()
 }
 
 /// Journal files of a directory as (sequence, token, path), in sequence order.
@@ -488,7 +588,7 @@ mod tests {
     #[test]
     fn deltas_apply_in_token_order_and_report_status() {
         let dir = tempfile::tempdir().unwrap();
-        let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+        let (jobs, _) = AccountJobs::start(account(), dir.path(), 0).unwrap();
         let t1 = submit(
             &jobs,
             json!({"DeleteAccountPrices": [{"AccountId": "a", "Id": "nope"}]}),
@@ -514,7 +614,7 @@ mod tests {
     fn journaled_deltas_and_feeds_survive_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let (t1, t2, feed) = {
-            let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+            let (jobs, _) = AccountJobs::start(account(), dir.path(), 0).unwrap();
             let t1 = submit(&jobs, json!({"Products": [product("p1"), product("p2")]}));
             let t2 = submit(
                 &jobs,
@@ -531,7 +631,7 @@ mod tests {
         )
         .unwrap();
         let account = account();
-        let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), dir.path()).unwrap();
+        let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), dir.path(), 0).unwrap();
         assert_eq!(recovery.deltas, 3);
         assert_eq!(recovery.feeds, 1);
         assert_eq!(recovery.problems.len(), 1, "{:?}", recovery.problems);
@@ -560,7 +660,7 @@ mod tests {
     #[test]
     fn a_journal_that_cannot_be_written_refuses_the_submission() {
         let dir = tempfile::tempdir().unwrap();
-        let (jobs, _) = AccountJobs::start(account(), dir.path()).unwrap();
+        let (jobs, _) = AccountJobs::start(account(), dir.path(), 0).unwrap();
         std::fs::remove_dir_all(dir.path().join("feeds")).unwrap();
         std::fs::write(dir.path().join("feeds"), b"not a directory").unwrap();
         let error = jobs

@@ -14,6 +14,7 @@
 //! - [`fetch`]: streaming, capped, address-guarded feed download.
 //! - [`feed`]: full feeds: simd-json parsing, parallel validation, reject rules, build.
 //! - [`runner`]: the feed runner thread: download, parse, build, swap.
+//! - [`store`]: catalogue snapshots: save after a feed, restore on start.
 //! - [`jobs`]: tokens, statuses, the per-account delta worker, the feed queue.
 
 #![forbid(unsafe_code)]
@@ -25,3 +26,4 @@ pub mod jobs;
 pub mod json;
 pub mod record;
 pub mod runner;
+pub mod store;

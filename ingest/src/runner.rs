@@ -24,10 +24,6 @@ pub struct FeedSettings {
     pub ingest_threads: usize,
 }
 
-/// Something that wants to know when an account has a new catalogue from a feed (the
-/// snapshot writer).
-pub type OnBuilt = Arc<dyn Fn(&AccountJobs) + Send + Sync>;
-
 type Task = (Arc<AccountJobs>, String);
 
 /// The feed runner.
@@ -43,7 +39,7 @@ impl std::fmt::Debug for FeedRunner {
 
 impl FeedRunner {
     /// Starts the runner thread.
-    pub fn start(settings: FeedSettings, on_built: OnBuilt) -> std::io::Result<FeedRunner> {
+    pub fn start(settings: FeedSettings) -> std::io::Result<FeedRunner> {
         let (sender, receiver) = mpsc::channel::<Task>();
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(settings.ingest_threads.max(1))
@@ -59,15 +55,7 @@ impl FeedRunner {
                 let client = fetch::client(settings.limits);
                 for (jobs, token) in receiver {
                     let status = match &client {
-                        Ok(client) => run(
-                            &jobs,
-                            &token,
-                            client,
-                            settings.limits,
-                            &pool,
-                            &runtime,
-                            &on_built,
-                        ),
+                        Ok(client) => run(&jobs, &token, client, settings.limits, &pool, &runtime),
                         Err(e) => FeedStatus::Failed(e.to_string()),
                     };
                     log(&jobs, &token, &status);
@@ -114,7 +102,6 @@ fn run(
     limits: FetchLimits,
     pool: &rayon::ThreadPool,
     runtime: &tokio::runtime::Runtime,
-    on_built: &OnBuilt,
 ) -> FeedStatus {
     let Some(job) = jobs.feed_job(token) else {
         return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
@@ -133,16 +120,12 @@ fn run(
             return FeedStatus::Failed(format!("the downloaded feed could not be read: {error}"));
         }
     };
-    apply(jobs, &mut bytes, pool, on_built)
+    apply(jobs, &mut bytes, pool)
 }
 
-/// Parses, validates and applies a feed held in `bytes` to the jobs' account.
-pub fn apply(
-    jobs: &AccountJobs,
-    bytes: &mut [u8],
-    pool: &rayon::ThreadPool,
-    on_built: &OnBuilt,
-) -> FeedStatus {
+/// Parses, validates and applies a feed held in `bytes` to the jobs' account; the new
+/// catalogue is snapshotted before the feed is reported `Complete`.
+pub fn apply(jobs: &AccountJobs, bytes: &mut [u8], pool: &rayon::ThreadPool) -> FeedStatus {
     let (document, report) = match pool.install(|| feed::parse(bytes)) {
         Ok(parsed) => parsed,
         Err(error) => return FeedStatus::Failed(error.to_string()),
@@ -159,7 +142,12 @@ pub fn apply(
             account.replace_users(users);
         }
     }
-    on_built(jobs);
+    if let Err(error) = crate::store::save(jobs) {
+        // The catalogue is live but not on disk: the job stays queued for the next start.
+        return FeedStatus::Failed(format!(
+            "the new catalogue is served but could not be saved: {error}"
+        ));
+    }
     FeedStatus::Complete {
         detail: (!report.problems.is_empty()).then(|| report.summary()),
     }

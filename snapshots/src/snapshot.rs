@@ -1,5 +1,5 @@
 //! Snapshot files: a 64-byte header (magic, format version, kind, sequence, payload
-//! length, payload CRC32C, header CRC32C) followed by an rkyv archive. Layout in
+//! length, payload CRC32C, header CRC32C, log position) followed by an rkyv archive. Layout in
 //! `snapshots/FORMAT.md`.
 //!
 //! Files are named `<prefix>-<sequence, 20 digits>.snap`, written with
@@ -44,6 +44,9 @@ pub struct Header {
     pub payload_len: u64,
     /// CRC32C of the payload.
     pub payload_crc: u32,
+    /// Position in the log of changes (delta journal, later the WAL) that the payload
+    /// includes: every record before it is reflected, none at or after it.
+    pub position: u64,
 }
 
 impl Header {
@@ -55,7 +58,8 @@ impl Header {
         out[16..24].copy_from_slice(&self.sequence.to_le_bytes());
         out[24..32].copy_from_slice(&self.payload_len.to_le_bytes());
         out[32..36].copy_from_slice(&self.payload_crc.to_le_bytes());
-        let header_crc = crc32c::crc32c(&out[0..36]);
+        out[40..48].copy_from_slice(&self.position.to_le_bytes());
+        let header_crc = crc32c::crc32c(&out[0..36]) ^ crc32c::crc32c(&out[40..48]);
         out[36..40].copy_from_slice(&header_crc.to_le_bytes());
         out
     }
@@ -77,7 +81,7 @@ impl Header {
             return Err("not a snapshot (bad magic)".to_owned());
         }
         let stored_crc = u32_at(36)?;
-        if crc32c::crc32c(field(0..36)?) != stored_crc {
+        if crc32c::crc32c(field(0..36)?) ^ crc32c::crc32c(field(40..48)?) != stored_crc {
             return Err("header checksum mismatch".to_owned());
         }
         let version = u32_at(8)?;
@@ -91,6 +95,7 @@ impl Header {
             sequence: u64_at(16)?,
             payload_len: u64_at(24)?,
             payload_crc: u32_at(32)?,
+            position: u64_at(40)?,
         })
     }
 }
@@ -106,11 +111,13 @@ pub fn write(
     prefix: &str,
     kind: Kind,
     sequence: u64,
+    position: u64,
     payload: &[u8],
 ) -> Result<PathBuf> {
     let header = Header {
         kind: kind as u32,
         sequence,
+        position,
         payload_len: payload.len() as u64,
         payload_crc: crc32c::crc32c(payload),
     };
@@ -145,6 +152,19 @@ pub fn list(dir: &Path, prefix: &str) -> Result<Vec<(u64, PathBuf)>> {
     }
     found.sort_by_key(|entry| std::cmp::Reverse(entry.0));
     Ok(found)
+}
+
+/// Reads only the header of a snapshot file.
+pub fn read_header(path: &Path) -> Result<Header> {
+    use std::io::Read;
+    let mut bytes = [0u8; HEADER_LEN];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(io_error("reading the header of", path))?;
+    Header::decode(&bytes).map_err(|reason| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 /// Opens one snapshot: maps it, checks header, length and checksum, validates the archive.
@@ -251,12 +271,13 @@ mod tests {
     #[test]
     fn writes_and_opens_the_newest() {
         let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), "cat", Kind::Catalogue, 1, &sample(1)).unwrap();
-        write(tmp.path(), "cat", Kind::Catalogue, 2, &sample(2)).unwrap();
+        write(tmp.path(), "cat", Kind::Catalogue, 1, 0, &sample(1)).unwrap();
+        write(tmp.path(), "cat", Kind::Catalogue, 2, 7, &sample(2)).unwrap();
         let opened = open_newest::<Sample>(tmp.path(), "cat", Kind::Catalogue).unwrap();
         let (frozen, header, _) = opened.snapshot.unwrap();
         assert!(opened.skipped.is_empty());
         assert_eq!(header.sequence, 2);
+        assert_eq!(header.position, 7);
         assert!(frozen.is_mapped());
         assert_eq!(frozen.get().name, "sample 2");
         assert_eq!(frozen.get().values[3].to_native(), 6);
@@ -265,13 +286,13 @@ mod tests {
     #[test]
     fn corrupt_truncated_and_foreign_files_fall_back_to_an_older_one() {
         let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), "cat", Kind::Catalogue, 1, &sample(1)).unwrap();
-        let flipped = write(tmp.path(), "cat", Kind::Catalogue, 2, &sample(2)).unwrap();
+        write(tmp.path(), "cat", Kind::Catalogue, 1, 0, &sample(1)).unwrap();
+        let flipped = write(tmp.path(), "cat", Kind::Catalogue, 2, 7, &sample(2)).unwrap();
         let mut bytes = std::fs::read(&flipped).unwrap();
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0xff;
         std::fs::write(&flipped, &bytes).unwrap();
-        let truncated = write(tmp.path(), "cat", Kind::Catalogue, 3, &sample(3)).unwrap();
+        let truncated = write(tmp.path(), "cat", Kind::Catalogue, 3, 0, &sample(3)).unwrap();
         let bytes = std::fs::read(&truncated).unwrap();
         std::fs::write(&truncated, &bytes[..bytes.len() - 10]).unwrap();
         std::fs::write(tmp.path().join(file_name("cat", 4)), b"garbage!".repeat(20)).unwrap();
@@ -304,7 +325,7 @@ mod tests {
     #[test]
     fn a_valid_checksum_over_an_invalid_archive_is_still_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let path = write(tmp.path(), "cat", Kind::Catalogue, 1, &[0xAB; 64]).unwrap();
+        let path = write(tmp.path(), "cat", Kind::Catalogue, 1, 0, &[0xAB; 64]).unwrap();
         let error = open::<Sample>(&path, Kind::Catalogue)
             .unwrap_err()
             .to_string();
@@ -315,7 +336,7 @@ mod tests {
     fn prune_keeps_the_newest() {
         let tmp = tempfile::tempdir().unwrap();
         for n in 1..=4 {
-            write(tmp.path(), "cat", Kind::Catalogue, n, &sample(n as u32)).unwrap();
+            write(tmp.path(), "cat", Kind::Catalogue, n, 0, &sample(n as u32)).unwrap();
         }
         assert_eq!(prune(tmp.path(), "cat", 2).unwrap(), 2);
         let left: Vec<u64> = list(tmp.path(), "cat")

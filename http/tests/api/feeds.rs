@@ -173,3 +173,57 @@ fn a_queued_feed_still_runs_after_a_crash() {
     assert_eq!(status["Status"], "Complete", "{status}");
     assert_eq!(trending(&server), ["after-restart"]);
 }
+
+#[test]
+fn the_catalogue_survives_a_restart_without_refetching_and_a_corrupt_snapshot_falls_back() {
+    let first = json!([product("v1-a"), product("v1-b")])
+        .to_string()
+        .into_bytes();
+    let second = json!([product("v2-a")]).to_string().into_bytes();
+    let server = Server::with_config(FEED_CONFIG);
+    {
+        let files = FeedServer::start(vec![("first.json", first), ("second.json", second)]);
+        for name in ["first.json", "second.json"] {
+            let token = submit(&server, &files.url(name));
+            assert_eq!(wait_done(&server, &token)["Status"], "Complete");
+        }
+    }
+    assert_eq!(trending(&server), ["v2-a"]);
+    // The feed server is gone; the restarted server maps the newest snapshot.
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(FEED_CONFIG));
+    assert_eq!(trending(&server), ["v2-a"]);
+    assert!(
+        server.log().contains("catalogue restored"),
+        "{}",
+        server.log()
+    );
+
+    // Flip a byte in the newest snapshot: the previous one is served, and the log says why.
+    let account_dir = server.data_path().join("accounts").join(hex("feed-shop"));
+    let mut snapshots: Vec<_> = std::fs::read_dir(&account_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "snap"))
+        .collect();
+    snapshots.sort();
+    assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+    let newest = snapshots.last().unwrap().clone();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x55;
+    std::fs::write(&newest, bytes).unwrap();
+    let server = Server::start_in(server.kill9(), Some(FEED_CONFIG));
+    let mut ids = trending(&server);
+    ids.sort();
+    assert_eq!(ids, ["v1-a", "v1-b"]);
+    let log = server.log();
+    assert!(
+        log.contains("skipping snapshot") && log.contains("payload checksum mismatch"),
+        "{log}"
+    );
+}
+
+fn hex(key: &str) -> String {
+    key.bytes().map(|b| format!("{b:02x}")).collect()
+}
