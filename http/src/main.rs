@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 use vitrine_http::config::{self, Config, Overrides};
 use vitrine_http::state::AppState;
 
+mod import;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -35,6 +37,23 @@ enum Command {
         #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Load a feed file for one account offline, writing the snapshot the server opens
+    /// on its next start (the server must not be running on the same data directory).
+    Import {
+        /// TOML configuration file naming the account and the data directory.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Access key of the account to load the feed into.
+        #[arg(long, value_name = "ACCESS_KEY")]
+        account: String,
+        /// Data directory (overrides the config file).
+        #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// The feed: a JSON array of products or an object with Products, Categories,
+        /// Brands, Users.
+        #[arg(value_name = "FEED.json")]
+        feed: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -47,6 +66,31 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
+        Command::Import {
+            config,
+            account,
+            data_dir,
+            feed,
+        } => {
+            let overrides = Overrides {
+                listen: None,
+                data_dir,
+            };
+            let config = match config::load_file(&config, &overrides) {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            match import::run(&config, &account, &feed) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve {
             config,
             listen,

@@ -133,15 +133,30 @@ impl std::error::Error for FeedError {}
 
 /// Parses and validates a feed. `bytes` is used as simd-json's working buffer.
 pub fn parse(bytes: &mut [u8]) -> Result<(FeedDocument, FeedReport), FeedError> {
+    parse_with_progress(bytes, &|_| {})
+}
+
+/// Counts records as they are validated, for progress displays.
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// [`parse`], calling `progress` with the number of records validated since its last
+/// call (from the ingest pool's threads).
+pub fn parse_with_progress(
+    bytes: &mut [u8],
+    progress: Progress<'_>,
+) -> Result<(FeedDocument, FeedReport), FeedError> {
     let value = simd_json::to_borrowed_value(bytes).map_err(|e| FeedError::Parse {
         offset: e.index(),
         message: format!("{:?}", e.error()),
     })?;
-    validate(&value)
+    validate(&value, progress)
 }
 
 /// Validates a parsed feed document.
-pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedReport), FeedError> {
+pub fn validate<V: JsonValue + Sync>(
+    value: &V,
+    progress: Progress<'_>,
+) -> Result<(FeedDocument, FeedReport), FeedError> {
     let mut report = FeedReport::default();
     let mut document = FeedDocument::default();
     let lookup = |name: &str| {
@@ -186,8 +201,13 @@ pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedRep
     };
 
     if let Some(items) = products {
-        let (mut valid, counts) =
-            read_all(items, "Products", &mut report.problems, record::product);
+        let (mut valid, counts) = read_all(
+            items,
+            progress,
+            "Products",
+            &mut report.problems,
+            record::product,
+        );
         report.products = counts;
         // Ids are unique across the feed: a later record with a used id is skipped.
         let mut first_seen: HashMap<String, usize> = HashMap::with_capacity(valid.len());
@@ -210,7 +230,13 @@ pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedRep
         document.products = Some(kept);
     }
     if let Some(items) = categories {
-        let (valid, counts) = read_all(items, "Categories", &mut report.problems, record::category);
+        let (valid, counts) = read_all(
+            items,
+            progress,
+            "Categories",
+            &mut report.problems,
+            record::category,
+        );
         report.categories = counts;
         document.categories = Some(unique(
             valid,
@@ -221,7 +247,13 @@ pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedRep
         ));
     }
     if let Some(items) = brands {
-        let (valid, counts) = read_all(items, "Brands", &mut report.problems, record::brand);
+        let (valid, counts) = read_all(
+            items,
+            progress,
+            "Brands",
+            &mut report.problems,
+            record::brand,
+        );
         report.brands = counts;
         document.brands = Some(unique(
             valid,
@@ -232,7 +264,8 @@ pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedRep
         ));
     }
     if let Some(items) = users {
-        let (valid, counts) = read_all(items, "Users", &mut report.problems, record::user);
+        let (valid, counts) =
+            read_all(items, progress, "Users", &mut report.problems, record::user);
         report.users = counts;
         document.users = Some(unique(
             valid,
@@ -278,6 +311,7 @@ pub fn validate<V: JsonValue + Sync>(value: &V) -> Result<(FeedDocument, FeedRep
 /// Validates every record of a collection on the current rayon pool, in order.
 fn read_all<V: JsonValue + Sync, T: Send>(
     items: &[V],
+    progress: Progress<'_>,
     collection: &str,
     problems: &mut Vec<String>,
     read: impl Fn(&V, &str, &mut Errors) -> Option<T> + Sync,
@@ -285,6 +319,7 @@ fn read_all<V: JsonValue + Sync, T: Send>(
     let results: Vec<Result<T, Errors>> = items
         .par_iter()
         .map(|item| {
+            progress(1);
             let mut errors = Errors::default();
             // Paths are relative to the record; the report line names the record.
             match read(item, "", &mut errors) {

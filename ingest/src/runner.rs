@@ -120,13 +120,18 @@ fn run(
             return FeedStatus::Failed(format!("the downloaded feed could not be read: {error}"));
         }
     };
-    apply(jobs, &mut bytes, pool)
+    apply(jobs, &mut bytes, pool, &|_| {})
 }
 
 /// Parses, validates and applies a feed held in `bytes` to the jobs' account; the new
 /// catalogue is snapshotted before the feed is reported `Complete`.
-pub fn apply(jobs: &AccountJobs, bytes: &mut [u8], pool: &rayon::ThreadPool) -> FeedStatus {
-    let (document, report) = match pool.install(|| feed::parse(bytes)) {
+pub fn apply(
+    jobs: &AccountJobs,
+    bytes: &mut [u8],
+    pool: &rayon::ThreadPool,
+    progress: feed::Progress<'_>,
+) -> FeedStatus {
+    let (document, report) = match pool.install(|| feed::parse_with_progress(bytes, progress)) {
         Ok(parsed) => parsed,
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };

@@ -168,7 +168,7 @@ mod tests {
             let mut feed = json!([product("p1", "from the feed"), product("p2", "feed")])
                 .to_string()
                 .into_bytes();
-            let status = crate::runner::apply(&jobs, &mut feed, &pool);
+            let status = crate::runner::apply(&jobs, &mut feed, &pool, &|_| {});
             assert!(
                 matches!(status, crate::jobs::FeedStatus::Complete { .. }),
                 "{status:?}"
@@ -217,7 +217,7 @@ mod tests {
                 json!({"Products": [product(&format!("d{round}"), "delta")]}),
             );
             let mut feed = json!([product("f", "feed")]).to_string().into_bytes();
-            crate::runner::apply(&jobs, &mut feed, &pool);
+            crate::runner::apply(&jobs, &mut feed, &pool, &|_| {});
         }
         let snapshots = snapshot::list(dir.path(), PREFIX).unwrap();
         assert_eq!(

@@ -227,3 +227,51 @@ fn the_catalogue_survives_a_restart_without_refetching_and_a_corrupt_snapshot_fa
 fn hex(key: &str) -> String {
     key.bytes().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn import_writes_the_snapshot_the_server_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("vitrine.toml");
+    std::fs::write(&config, FEED_CONFIG).unwrap();
+    let feed = dir.path().join("feed.json");
+    std::fs::write(&feed, vendor_fixture("ProductFeedWithGroupPrices.json")).unwrap();
+    let data = dir.path().join("data");
+    let import = |account: &str| {
+        std::process::Command::new(crate::common::binary())
+            .args(["import", "--account", account, "--config"])
+            .arg(&config)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg(&feed)
+            .output()
+            .unwrap()
+    };
+    let out = import("feed-shop");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("imported 3 products into feed-shop"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("catalogue-00000000000000000001.snap"),
+        "{stdout}"
+    );
+
+    let out = import("nobody");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no account has access_key \"nobody\""));
+
+    let server = Server::start_in(dir, Some(FEED_CONFIG));
+    assert!(
+        server.log().contains("catalogue restored"),
+        "{}",
+        server.log()
+    );
+    // Product 1 ended in 2021 and P18316 is B2B-only (acc2): P31175 is excluded for acc1 only.
+    assert_eq!(trending(&server), ["P31175"]);
+}
