@@ -6,6 +6,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod feedgen;
+
 use serde_json::{Value, json};
 
 /// A typical product-page request: a page view, a product view, two zones.

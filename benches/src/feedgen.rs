@@ -1,0 +1,168 @@
+//! A generator of realistic product feeds for benchmarks and load tests: field sizes
+//! and shapes like a mid-size store's (titles of 3–6 words, descriptions of 150–300
+//! characters, 1–3 categories of 300, 800 brands, GBP and USD prices, 20 % on sale,
+//! images, tags, associated products), deterministic for a given seed.
+
+use std::fmt::Write;
+
+const WORDS: [&str; 48] = [
+    "oak", "linen", "classic", "modern", "rustic", "nordic", "velvet", "cotton", "brass",
+    "ceramic", "glass", "woven", "striped", "matte", "glazed", "hand-made", "recycled",
+    "organic", "soft", "large", "small", "round", "square", "vintage", "coastal", "urban",
+    "heritage", "minimal", "botanical", "luxe", "everyday", "grey", "blue", "green", "sand",
+    "white", "black", "lamp", "rug", "throw", "cushion", "vase", "mirror", "clock", "chair",
+    "table", "shelf", "basket",
+];
+
+/// SplitMix64.
+#[derive(Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn word(&mut self) -> &'static str {
+        WORDS.get(self.below(WORDS.len() as u64) as usize).copied().unwrap_or("item")
+    }
+}
+
+/// Number of categories in generated feeds.
+pub const CATEGORIES: u64 = 300;
+/// Number of brands in generated feeds.
+pub const BRANDS: u64 = 800;
+
+/// Product id of the generated product at `index`.
+pub fn product_id(index: usize) -> String {
+    format!("P{:07}", index + 1)
+}
+
+/// A feed document `{"Products": [...], "Categories": [...], "Brands": [...]}`.
+pub fn generate_feed(products: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
+    let mut out = String::with_capacity(products * 900 + 100_000);
+    out.push_str("{\"Version\":2,\"Categories\":[");
+    for c in 0..CATEGORIES {
+        if c > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            r#"{{"Id":"c{c}","DisplayName":"{} {}","Image":"//cdn.shop.example/c/{c}.jpg","Link":"/c/{c}","ParentIds":[]}}"#,
+            rng.word(),
+            rng.word()
+        );
+    }
+    out.push_str("],\"Brands\":[");
+    for b in 0..BRANDS {
+        if b > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            r#"{{"Id":"b{b}","DisplayName":"{} & {}","Image":"//cdn.shop.example/b/{b}.png","Link":"/b/{b}"}}"#,
+            rng.word(),
+            rng.word()
+        );
+    }
+    out.push_str("],\"Products\":[");
+    for i in 0..products {
+        if i > 0 {
+            out.push(',');
+        }
+        write_product(&mut out, &mut rng, i, products);
+    }
+    out.push_str("]}");
+    out.into_bytes()
+}
+
+fn write_product(out: &mut String, rng: &mut Rng, i: usize, products: usize) {
+    let id = product_id(i);
+    let title_words = 3 + rng.below(4);
+    let mut title = String::new();
+    for w in 0..title_words {
+        if w > 0 {
+            title.push(' ');
+        }
+        title.push_str(rng.word());
+    }
+    let mut description = String::new();
+    let description_len = 150 + rng.below(150) as usize;
+    while description.len() < description_len {
+        description.push_str(rng.word());
+        description.push(' ');
+    }
+    let pence = 199 + rng.below(30_000);
+    let cents = pence * 127 / 100;
+    let on_sale = rng.below(5) == 0;
+    let _ = write!(
+        out,
+        r#"{{"Id":"{id}","Sku":"SKU-{i:07}","Title":"{title}","Description":"{}","Link":"/product/{id}","Image":"//cdn.shop.example/p/{id}.jpg","#,
+        description.trim_end()
+    );
+    let _ = write!(out, r#""Prices":["{}.{:02} GBP","{}.{:02} USD"]"#, pence / 100, pence % 100, cents / 100, cents % 100);
+    if on_sale {
+        let (sp, sc) = (pence * 4 / 5, cents * 4 / 5);
+        let _ = write!(
+            out,
+            r#","SalePrices":["{}.{:02} GBP","{}.{:02} USD"],"ImageOverlay":"//cdn.shop.example/badges/sale.png","OnOffer":true"#,
+            sp / 100,
+            sp % 100,
+            sc / 100,
+            sc % 100
+        );
+    }
+    out.push_str(",\"Categories\":[");
+    for c in 0..1 + rng.below(3) {
+        if c > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "\"c{}\"", rng.below(CATEGORIES));
+    }
+    let _ = write!(out, "],\"Brand\":\"b{}\",\"SearchTags\":[", rng.below(BRANDS));
+    for t in 0..2 + rng.below(4) {
+        if t > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "\"{}\"", rng.word());
+    }
+    out.push_str("],\"AllImages\":[");
+    for m in 0..1 + rng.below(3) {
+        if m > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "\"//cdn.shop.example/p/{id}-{m}.jpg\"");
+    }
+    out.push_str("],\"AssociatedIds\":[");
+    for a in 0..rng.below(3) {
+        if a > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "\"{}\"", product_id(rng.below(products as u64) as usize));
+    }
+    let _ = write!(out, "],\"NewArrival\":{}}}", rng.below(10) == 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_feeds_are_valid_and_deterministic() {
+        let mut feed = generate_feed(500, 7);
+        assert_eq!(feed, generate_feed(500, 7));
+        let (document, report) = vitrine_ingest::feed::parse(&mut feed).unwrap();
+        assert_eq!(document.products.unwrap().len(), 500, "{report:?}");
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(document.brands.unwrap().len(), BRANDS as usize);
+    }
+}
