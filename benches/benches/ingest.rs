@@ -11,6 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -24,7 +27,10 @@ use vitrine_ingest::feed;
 use vitrine_snapshots::snapshot::{self, Kind};
 
 fn products() -> usize {
-    std::env::var("VITRINE_BENCH_PRODUCTS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000)
+    std::env::var("VITRINE_BENCH_PRODUCTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
 }
 
 fn settings() -> AccountSettings {
@@ -46,11 +52,20 @@ fn settings() -> AccountSettings {
 fn ingest(c: &mut Criterion) {
     let n = products();
     let feed_bytes = generate_feed(n, 42);
-    eprintln!("feed: {n} products, {:.1} MB", feed_bytes.len() as f64 / 1e6);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    eprintln!(
+        "feed: {n} products, {:.1} MB",
+        feed_bytes.len() as f64 / 1e6
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
 
     let mut group = c.benchmark_group("ingest");
-    group.sample_size(10).warm_up_time(Duration::from_millis(1)).measurement_time(Duration::from_secs(1));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1));
     group.throughput(Throughput::Bytes(feed_bytes.len() as u64));
     group.bench_function("simd_json_parse", |b| {
         b.iter_batched(
@@ -83,7 +98,15 @@ fn ingest(c: &mut Criterion) {
     });
     drop(feed_bytes);
     let dir = tempfile::tempdir().unwrap();
-    let path = snapshot::write(dir.path(), "catalogue", Kind::Catalogue, 1, 0, catalogue.archive_bytes()).unwrap();
+    let path = snapshot::write(
+        dir.path(),
+        "catalogue",
+        Kind::Catalogue,
+        1,
+        0,
+        catalogue.archive_bytes(),
+    )
+    .unwrap();
     let snapshot_bytes = std::fs::metadata(&path).unwrap().len();
     eprintln!(
         "snapshot: {:.1} MB, {:.0} bytes per product",

@@ -5,6 +5,9 @@
 
 use std::hint::black_box;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use vitrine_benches::product_page_request;
 use vitrine_engine::account::ServeRequest;

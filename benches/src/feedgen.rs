@@ -6,12 +6,54 @@
 use std::fmt::Write;
 
 const WORDS: [&str; 48] = [
-    "oak", "linen", "classic", "modern", "rustic", "nordic", "velvet", "cotton", "brass",
-    "ceramic", "glass", "woven", "striped", "matte", "glazed", "hand-made", "recycled",
-    "organic", "soft", "large", "small", "round", "square", "vintage", "coastal", "urban",
-    "heritage", "minimal", "botanical", "luxe", "everyday", "grey", "blue", "green", "sand",
-    "white", "black", "lamp", "rug", "throw", "cushion", "vase", "mirror", "clock", "chair",
-    "table", "shelf", "basket",
+    "oak",
+    "linen",
+    "classic",
+    "modern",
+    "rustic",
+    "nordic",
+    "velvet",
+    "cotton",
+    "brass",
+    "ceramic",
+    "glass",
+    "woven",
+    "striped",
+    "matte",
+    "glazed",
+    "hand-made",
+    "recycled",
+    "organic",
+    "soft",
+    "large",
+    "small",
+    "round",
+    "square",
+    "vintage",
+    "coastal",
+    "urban",
+    "heritage",
+    "minimal",
+    "botanical",
+    "luxe",
+    "everyday",
+    "grey",
+    "blue",
+    "green",
+    "sand",
+    "white",
+    "black",
+    "lamp",
+    "rug",
+    "throw",
+    "cushion",
+    "vase",
+    "mirror",
+    "clock",
+    "chair",
+    "table",
+    "shelf",
+    "basket",
 ];
 
 /// SplitMix64.
@@ -32,7 +74,10 @@ impl Rng {
     }
 
     fn word(&mut self) -> &'static str {
-        WORDS.get(self.below(WORDS.len() as u64) as usize).copied().unwrap_or("item")
+        WORDS
+            .get(self.below(WORDS.len() as u64) as usize)
+            .copied()
+            .unwrap_or("item")
     }
 }
 
@@ -109,7 +154,14 @@ fn write_product(out: &mut String, rng: &mut Rng, i: usize, products: usize) {
         r#"{{"Id":"{id}","Sku":"SKU-{i:07}","Title":"{title}","Description":"{}","Link":"/product/{id}","Image":"//cdn.shop.example/p/{id}.jpg","#,
         description.trim_end()
     );
-    let _ = write!(out, r#""Prices":["{}.{:02} GBP","{}.{:02} USD"]"#, pence / 100, pence % 100, cents / 100, cents % 100);
+    let _ = write!(
+        out,
+        r#""Prices":["{}.{:02} GBP","{}.{:02} USD"]"#,
+        pence / 100,
+        pence % 100,
+        cents / 100,
+        cents % 100
+    );
     if on_sale {
         let (sp, sc) = (pence * 4 / 5, cents * 4 / 5);
         let _ = write!(
@@ -128,7 +180,11 @@ fn write_product(out: &mut String, rng: &mut Rng, i: usize, products: usize) {
         }
         let _ = write!(out, "\"c{}\"", rng.below(CATEGORIES));
     }
-    let _ = write!(out, "],\"Brand\":\"b{}\",\"SearchTags\":[", rng.below(BRANDS));
+    let _ = write!(
+        out,
+        "],\"Brand\":\"b{}\",\"SearchTags\":[",
+        rng.below(BRANDS)
+    );
     for t in 0..2 + rng.below(4) {
         if t > 0 {
             out.push(',');
@@ -147,7 +203,11 @@ fn write_product(out: &mut String, rng: &mut Rng, i: usize, products: usize) {
         if a > 0 {
             out.push(',');
         }
-        let _ = write!(out, "\"{}\"", product_id(rng.below(products as u64) as usize));
+        let _ = write!(
+            out,
+            "\"{}\"",
+            product_id(rng.below(products as u64) as usize)
+        );
     }
     let _ = write!(out, "],\"NewArrival\":{}}}", rng.below(10) == 0);
 }

@@ -16,6 +16,7 @@ use rkyv::rancor;
 use vitrine_snapshots::Frozen;
 
 use crate::money::{ArchivedMoney, Currency, Money};
+use crate::similar;
 
 /// Dense index of a product inside one catalogue version.
 pub type ProductIdx = u32;
@@ -192,6 +193,9 @@ pub struct CatalogueData {
     by_id: HashMap<String, ProductIdx>,
     by_sku: HashMap<String, ProductIdx>,
     by_category: HashMap<String, Vec<ProductIdx>>,
+    by_brand: HashMap<String, Vec<ProductIdx>>,
+    /// Content-similarity neighbours of each product, best first (see [`similar`]).
+    similar: Vec<Vec<ProductIdx>>,
     categories: HashMap<String, Category>,
     brands: HashMap<String, Brand>,
     /// account id → product id → prices for that account.
@@ -276,6 +280,25 @@ impl Catalogue {
             .map_or_else(Vec::new, |members| {
                 members.iter().map(|i| i.to_native()).collect()
             })
+    }
+
+    /// Products of a brand, in dense-id order.
+    pub fn of_brand(&self, brand: &str) -> Vec<ProductIdx> {
+        self.data()
+            .by_brand
+            .get(brand)
+            .map_or_else(Vec::new, |members| {
+                members.iter().map(|i| i.to_native()).collect()
+            })
+    }
+
+    /// The content-similarity neighbours of a product, best first.
+    pub fn similar_to(&self, idx: ProductIdx) -> impl Iterator<Item = ProductIdx> + '_ {
+        self.data()
+            .similar
+            .get(idx as usize)
+            .into_iter()
+            .flat_map(|n| n.iter().map(|i| i.to_native()))
     }
 
     /// A category record.
@@ -506,11 +529,15 @@ impl CatalogueBuilder {
     }
 
     /// Assigns dense ids in insertion order and builds every index.
+    ///
+    /// The similarity neighbours are computed in parallel on the current rayon pool (the
+    /// ingest pool when called from a feed build).
     pub fn into_data(self) -> CatalogueData {
         let products: Vec<Product> = self.products.into_iter().flatten().collect();
         let mut by_id = HashMap::with_capacity(products.len());
         let mut by_sku = HashMap::with_capacity(products.len());
         let mut by_category: HashMap<String, Vec<ProductIdx>> = HashMap::new();
+        let mut by_brand: HashMap<String, Vec<ProductIdx>> = HashMap::new();
         for (idx, product) in products.iter().enumerate() {
             let idx = idx as ProductIdx;
             by_id.insert(product.id.clone(), idx);
@@ -518,12 +545,18 @@ impl CatalogueBuilder {
             for category in &product.categories {
                 by_category.entry(category.clone()).or_default().push(idx);
             }
+            if let Some(brand) = &product.brand {
+                by_brand.entry(brand.clone()).or_default().push(idx);
+            }
         }
+        let similar = similar::neighbours(&products, &by_category);
         CatalogueData {
             products,
             by_id,
             by_sku,
             by_category,
+            by_brand,
+            similar,
             categories: self.categories,
             brands: self.brands,
             account_prices: self.account_prices,

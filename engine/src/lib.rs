@@ -15,6 +15,7 @@
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
 //! - [`visitor`]: bounded per-visitor state.
 //! - [`zone`]: zone definitions and strategies.
+//! - [`similar`]: content-similarity neighbours, computed at build time.
 //! - [`recommend`]: candidate generation, filters, fallback chains, item prices.
 //! - [`account`]: one account's state, the server-side call, erasure.
 //! - [`demo`]: the generated demo catalogue.
@@ -27,6 +28,7 @@ pub mod demo;
 pub mod event;
 pub mod money;
 pub mod recommend;
+pub mod similar;
 pub mod visitor;
 pub mod zone;
 

@@ -229,59 +229,19 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
     }
 }
 
-/// Products sharing categories, brand and search tags with the context product (or the
-/// visitor's latest view), by overlap and then popularity.
+/// The precomputed content-similarity neighbours (shared categories, brand, search tags)
+/// of the context product, or of the visitor's latest view.
 fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
     let catalogue = ctx.catalogue;
     let anchor = ctx
         .product
         .or_else(|| ctx.recent_views.first().and_then(|id| catalogue.idx_of(id)));
-    let Some(anchor) = anchor.and_then(|idx| catalogue.product(idx).map(|p| (idx, p))) else {
-        return;
-    };
-    let (anchor_idx, anchor) = anchor;
-    let mut scored: Vec<(u32, ProductIdx)> = Vec::new();
-    let mut seen = HashSet::new();
-    for category in anchor.categories.iter() {
-        for idx in catalogue.in_category(category.as_str()) {
-            if idx != anchor_idx && seen.insert(idx) {
-                let Some(other) = catalogue.product(idx) else {
-                    continue;
-                };
-                scored.push((similarity(anchor, other), idx));
-            }
-        }
-    }
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0).then_with(|| {
-            let rank = |i: ProductIdx| ctx.rankings.trending_rank.get(i as usize).copied();
-            rank(a.1).cmp(&rank(b.1))
-        })
-    });
-    for (_, idx) in scored {
+    let Some(anchor) = anchor else { return };
+    for idx in catalogue.similar_to(anchor) {
         if !take(idx) {
             return;
         }
     }
-}
-
-fn brand_of(product: &ArchivedProduct) -> Option<&str> {
-    product.brand.as_ref().map(|b| b.as_str())
-}
-
-fn similarity(a: &ArchivedProduct, b: &ArchivedProduct) -> u32 {
-    let shared_categories = a
-        .categories
-        .iter()
-        .filter(|c| b.categories.iter().any(|d| d == *c))
-        .count();
-    let same_brand = brand_of(a).is_some() && brand_of(a) == brand_of(b);
-    let shared_tags = a
-        .search_tags
-        .iter()
-        .filter(|t| b.search_tags.iter().any(|u| u == *t))
-        .count();
-    (shared_categories as u32) * 4 + u32::from(same_brand) * 3 + shared_tags as u32
 }
 
 #[cfg(test)]

@@ -1,0 +1,138 @@
+//! Content similarity: for every product, the products most like it by shared
+//! categories, brand and search tags, computed once per catalogue build (in parallel on
+//! the current rayon pool) and stored in the archive, so the `similar` strategy reads a
+//! short list instead of scanning categories per request.
+//!
+//! Candidates per product are bounded so that a build stays linear in the catalogue:
+//! up to [`SAME_BRAND_CANDIDATES`] products of the same category and brand, and up to
+//! [`CATEGORY_CANDIDATES`] other products of each category, taken from a window of the
+//! category that starts at a position derived from the product, so different products
+//! of a large category look at different members.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::catalogue::{Product, ProductIdx};
+
+/// Neighbours kept per product.
+pub const NEIGHBOURS: usize = 12;
+/// Same-category, same-brand candidates looked at per category.
+pub const SAME_BRAND_CANDIDATES: usize = 48;
+/// Other candidates looked at per category.
+pub const CATEGORY_CANDIDATES: usize = 48;
+
+/// How alike two products are: shared categories weigh most, then the brand, then tags.
+pub fn score(a: &Product, b: &Product) -> u32 {
+    let shared_categories = a
+        .categories
+        .iter()
+        .filter(|c| b.categories.contains(c))
+        .count() as u32;
+    let same_brand = u32::from(a.brand.is_some() && a.brand == b.brand);
+    let shared_tags = a
+        .search_tags
+        .iter()
+        .filter(|t| b.search_tags.contains(t))
+        .count() as u32;
+    shared_categories * 4 + same_brand * 3 + shared_tags
+}
+
+/// The neighbours of every product, best first (ties by dense id).
+pub fn neighbours(
+    products: &[Product],
+    by_category: &HashMap<String, Vec<ProductIdx>>,
+) -> Vec<Vec<ProductIdx>> {
+    (0..products.len())
+        .into_par_iter()
+        .map(|i| {
+            let Some(product) = products.get(i) else {
+                return Vec::new();
+            };
+            let me = i as ProductIdx;
+            let mut candidates: Vec<ProductIdx> = Vec::new();
+            for category in &product.categories {
+                let Some(members) = by_category.get(category) else {
+                    continue;
+                };
+                let same_brand = members
+                    .iter()
+                    .copied()
+                    .filter(|&m| {
+                        m != me
+                            && product.brand.is_some()
+                            && products
+                                .get(m as usize)
+                                .is_some_and(|p| p.brand == product.brand)
+                    })
+                    .take(SAME_BRAND_CANDIDATES);
+                candidates.extend(same_brand);
+                let start = (i.wrapping_mul(2_654_435_761)) % members.len().max(1);
+                let window = members
+                    .iter()
+                    .cycle()
+                    .skip(start)
+                    .take(CATEGORY_CANDIDATES.min(members.len()));
+                candidates.extend(window.copied().filter(|&m| m != me));
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            let mut scored: Vec<(u32, ProductIdx)> = candidates
+                .into_iter()
+                .filter_map(|c| {
+                    products
+                        .get(c as usize)
+                        .map(|other| (score(product, other), c))
+                })
+                .collect();
+            scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            scored
+                .into_iter()
+                .take(NEIGHBOURS)
+                .map(|(_, c)| c)
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn product(categories: &[&str], brand: Option<&str>, tags: &[&str]) -> Product {
+        Product {
+            categories: categories.iter().map(|c| (*c).to_owned()).collect(),
+            brand: brand.map(str::to_owned),
+            search_tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            ..Product::default()
+        }
+    }
+
+    #[test]
+    fn neighbours_rank_by_shared_categories_brand_and_tags() {
+        let products = vec![
+            product(&["c1", "c2"], Some("b1"), &["oak"]),
+            product(&["c1"], Some("b2"), &[]),
+            product(&["c1", "c2"], Some("b1"), &["oak"]),
+            product(&["c1", "c2"], Some("b2"), &[]),
+            product(&["c3"], Some("b1"), &["oak"]),
+        ];
+        let mut by_category: HashMap<String, Vec<ProductIdx>> = HashMap::new();
+        for (i, p) in products.iter().enumerate() {
+            for c in &p.categories {
+                by_category
+                    .entry(c.clone())
+                    .or_default()
+                    .push(i as ProductIdx);
+            }
+        }
+        let lists = neighbours(&products, &by_category);
+        assert_eq!(
+            lists[0],
+            [2, 3, 1],
+            "same categories + brand + tag, then same categories, then one category"
+        );
+        assert!(lists[4].is_empty(), "no shared category, no candidate");
+        assert!(!lists[0].contains(&0), "never its own neighbour");
+    }
+}
