@@ -58,6 +58,18 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "PP-01,PP-02")]
         zones: Vec<String>,
     },
+    /// Write a generated product feed (realistic field sizes, deterministic per seed).
+    GenFeed {
+        /// Number of products.
+        #[arg(long, default_value_t = 100_000)]
+        products: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Output file.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -69,16 +81,43 @@ struct Tally {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let Command::Run {
-        server,
-        access_key,
-        secret_key,
-        connections,
-        seconds,
-        warmup,
-        products,
-        zones,
-    } = cli.command;
+    let (server, access_key, secret_key, connections, seconds, warmup, products, zones) = match cli
+        .command
+    {
+        Command::GenFeed {
+            products,
+            seed,
+            out,
+        } => {
+            let feed = vitrine_benches::feedgen::generate_feed(products, seed);
+            std::fs::write(&out, &feed).with_context(|| format!("writing {}", out.display()))?;
+            println!(
+                "wrote {products} products ({:.1} MB) to {}",
+                feed.len() as f64 / 1e6,
+                out.display()
+            );
+            return Ok(());
+        }
+        Command::Run {
+            server,
+            access_key,
+            secret_key,
+            connections,
+            seconds,
+            warmup,
+            products,
+            zones,
+        } => (
+            server,
+            access_key,
+            secret_key,
+            connections,
+            seconds,
+            warmup,
+            products,
+            zones,
+        ),
+    };
     let authority = server
         .strip_prefix("http://")
         .context("--server must start with http://")?
