@@ -43,6 +43,21 @@ pub fn neighbours(
     products: &[Product],
     by_category: &HashMap<String, Vec<ProductIdx>>,
 ) -> Vec<Vec<ProductIdx>> {
+    // Same-category, same-brand members, at most SAME_BRAND_CANDIDATES + 1 per pair.
+    let mut by_category_brand: HashMap<(&str, &str), Vec<ProductIdx>> = HashMap::new();
+    for (i, product) in products.iter().enumerate() {
+        let Some(brand) = product.brand.as_deref() else {
+            continue;
+        };
+        for category in &product.categories {
+            let members = by_category_brand
+                .entry((category.as_str(), brand))
+                .or_default();
+            if members.len() <= SAME_BRAND_CANDIDATES {
+                members.push(i as ProductIdx);
+            }
+        }
+    }
     (0..products.len())
         .into_par_iter()
         .map(|i| {
@@ -55,18 +70,13 @@ pub fn neighbours(
                 let Some(members) = by_category.get(category) else {
                     continue;
                 };
-                let same_brand = members
-                    .iter()
-                    .copied()
-                    .filter(|&m| {
-                        m != me
-                            && product.brand.is_some()
-                            && products
-                                .get(m as usize)
-                                .is_some_and(|p| p.brand == product.brand)
-                    })
-                    .take(SAME_BRAND_CANDIDATES);
-                candidates.extend(same_brand);
+                if let Some(same_brand) = product
+                    .brand
+                    .as_deref()
+                    .and_then(|brand| by_category_brand.get(&(category.as_str(), brand)))
+                {
+                    candidates.extend(same_brand.iter().copied().filter(|&m| m != me));
+                }
                 let start = (i.wrapping_mul(2_654_435_761)) % members.len().max(1);
                 let window = members
                     .iter()
