@@ -18,24 +18,70 @@ use crate::catalogue::{Product, ProductIdx};
 /// Neighbours kept per product.
 pub const NEIGHBOURS: usize = 12;
 /// Same-category, same-brand candidates looked at per category.
-pub const SAME_BRAND_CANDIDATES: usize = 48;
+pub const SAME_BRAND_CANDIDATES: usize = 32;
 /// Other candidates looked at per category.
-pub const CATEGORY_CANDIDATES: usize = 48;
+pub const CATEGORY_CANDIDATES: usize = 32;
 
 /// How alike two products are: shared categories weigh most, then the brand, then tags.
 pub fn score(a: &Product, b: &Product) -> u32 {
-    let shared_categories = a
-        .categories
-        .iter()
-        .filter(|c| b.categories.contains(c))
-        .count() as u32;
+    let mut interner = Interner::default();
+    score_features(&interner.features(a), &interner.features(b))
+}
+
+/// A product's categories, brand and tags as interned integers (sorted, deduplicated),
+/// so that scoring a pair compares integers rather than strings.
+#[derive(Debug, Default)]
+struct Features {
+    categories: Vec<u32>,
+    brand: Option<u32>,
+    tags: Vec<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Interner<'a> {
+    ids: HashMap<&'a str, u32>,
+}
+
+impl<'a> Interner<'a> {
+    fn id(&mut self, text: &'a str) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry(text).or_insert(next)
+    }
+
+    fn features(&mut self, product: &'a Product) -> Features {
+        let mut categories: Vec<u32> = product.categories.iter().map(|c| self.id(c)).collect();
+        categories.sort_unstable();
+        categories.dedup();
+        let mut tags: Vec<u32> = product.search_tags.iter().map(|t| self.id(t)).collect();
+        tags.sort_unstable();
+        tags.dedup();
+        Features {
+            categories,
+            brand: product.brand.as_deref().map(|b| self.id(b)),
+            tags,
+        }
+    }
+}
+
+fn shared(a: &[u32], b: &[u32]) -> u32 {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
+fn score_features(a: &Features, b: &Features) -> u32 {
     let same_brand = u32::from(a.brand.is_some() && a.brand == b.brand);
-    let shared_tags = a
-        .search_tags
-        .iter()
-        .filter(|t| b.search_tags.contains(t))
-        .count() as u32;
-    shared_categories * 4 + same_brand * 3 + shared_tags
+    shared(&a.categories, &b.categories) * 4 + same_brand * 3 + shared(&a.tags, &b.tags)
 }
 
 /// The neighbours of every product, best first (ties by dense id).
@@ -43,6 +89,8 @@ pub fn neighbours(
     products: &[Product],
     by_category: &HashMap<String, Vec<ProductIdx>>,
 ) -> Vec<Vec<ProductIdx>> {
+    let mut interner = Interner::default();
+    let features: Vec<Features> = products.iter().map(|p| interner.features(p)).collect();
     // Same-category, same-brand members, at most SAME_BRAND_CANDIDATES + 1 per pair.
     let mut by_category_brand: HashMap<(&str, &str), Vec<ProductIdx>> = HashMap::new();
     for (i, product) in products.iter().enumerate() {
@@ -61,11 +109,12 @@ pub fn neighbours(
     (0..products.len())
         .into_par_iter()
         .map(|i| {
-            let Some(product) = products.get(i) else {
+            let (Some(product), Some(mine)) = (products.get(i), features.get(i)) else {
                 return Vec::new();
             };
             let me = i as ProductIdx;
-            let mut candidates: Vec<ProductIdx> = Vec::new();
+            let mut candidates: Vec<ProductIdx> =
+                Vec::with_capacity(2 * (SAME_BRAND_CANDIDATES + CATEGORY_CANDIDATES));
             for category in &product.categories {
                 let Some(members) = by_category.get(category) else {
                     continue;
@@ -77,7 +126,7 @@ pub fn neighbours(
                 {
                     candidates.extend(same_brand.iter().copied().filter(|&m| m != me));
                 }
-                let start = (i.wrapping_mul(2_654_435_761)) % members.len().max(1);
+                let start = i.wrapping_mul(2_654_435_761) % members.len().max(1);
                 let window = members
                     .iter()
                     .cycle()
@@ -90,17 +139,18 @@ pub fn neighbours(
             let mut scored: Vec<(u32, ProductIdx)> = candidates
                 .into_iter()
                 .filter_map(|c| {
-                    products
+                    features
                         .get(c as usize)
-                        .map(|other| (score(product, other), c))
+                        .map(|other| (score_features(mine, other), c))
                 })
                 .collect();
+            let keep = NEIGHBOURS.min(scored.len());
+            if keep < scored.len() {
+                scored.select_nth_unstable_by(keep, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                scored.truncate(keep);
+            }
             scored.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            scored
-                .into_iter()
-                .take(NEIGHBOURS)
-                .map(|(_, c)| c)
-                .collect()
+            scored.into_iter().map(|(_, c)| c).collect()
         })
         .collect()
 }
@@ -116,6 +166,19 @@ mod tests {
             search_tags: tags.iter().map(|t| (*t).to_owned()).collect(),
             ..Product::default()
         }
+    }
+
+    #[test]
+    fn score_counts_categories_brand_and_tags() {
+        let a = product(&["c1", "c2"], Some("b1"), &["oak", "grey"]);
+        let b = product(&["c2", "c1"], Some("b1"), &["oak"]);
+        assert_eq!(score(&a, &b), 2 * 4 + 3 + 1);
+        assert_eq!(score(&a, &product(&["c9"], None, &[])), 0);
+        assert_eq!(
+            score(&product(&[], None, &[]), &product(&[], None, &[])),
+            0,
+            "no brand is not the same brand"
+        );
     }
 
     #[test]
