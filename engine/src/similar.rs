@@ -18,9 +18,9 @@ use crate::catalogue::{Product, ProductIdx};
 /// Neighbours kept per product.
 pub const NEIGHBOURS: usize = 12;
 /// Same-category, same-brand candidates looked at per category.
-pub const SAME_BRAND_CANDIDATES: usize = 32;
+pub const SAME_BRAND_CANDIDATES: usize = 24;
 /// Other candidates looked at per category.
-pub const CATEGORY_CANDIDATES: usize = 32;
+pub const CATEGORY_CANDIDATES: usize = 24;
 
 /// How alike two products are: shared categories weigh most, then the brand, then tags.
 pub fn score(a: &Product, b: &Product) -> u32 {
@@ -28,13 +28,35 @@ pub fn score(a: &Product, b: &Product) -> u32 {
     score_features(&interner.features(a), &interner.features(b))
 }
 
+/// Most categories and tags of a product that similarity looks at.
+const MAX_CATEGORIES: usize = 4;
+const MAX_TAGS: usize = 7;
+const NO_BRAND: u32 = u32::MAX;
+
 /// A product's categories, brand and tags as interned integers (sorted, deduplicated),
-/// so that scoring a pair compares integers rather than strings.
-#[derive(Debug, Default)]
+/// packed in one 52-byte record, so that scoring a candidate touches one cache line and
+/// compares integers rather than strings.
+#[derive(Debug, Clone, Copy)]
 struct Features {
-    categories: Vec<u32>,
-    brand: Option<u32>,
-    tags: Vec<u32>,
+    categories: [u32; MAX_CATEGORIES],
+    tags: [u32; MAX_TAGS],
+    brand: u32,
+    category_count: u8,
+    tag_count: u8,
+}
+
+impl Features {
+    fn categories(&self) -> &[u32] {
+        self.categories
+            .get(..usize::from(self.category_count))
+            .unwrap_or_default()
+    }
+
+    fn tags(&self) -> &[u32] {
+        self.tags
+            .get(..usize::from(self.tag_count))
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -48,17 +70,28 @@ impl<'a> Interner<'a> {
         *self.ids.entry(text).or_insert(next)
     }
 
+    fn packed<const N: usize>(&mut self, texts: &'a [String]) -> ([u32; N], u8) {
+        let mut ids: Vec<u32> = texts.iter().map(|t| self.id(t)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut out = [0u32; N];
+        let count = ids.len().min(N);
+        for (slot, id) in out.iter_mut().zip(ids) {
+            *slot = id;
+        }
+        (out, count as u8)
+    }
+
     fn features(&mut self, product: &'a Product) -> Features {
-        let mut categories: Vec<u32> = product.categories.iter().map(|c| self.id(c)).collect();
-        categories.sort_unstable();
-        categories.dedup();
-        let mut tags: Vec<u32> = product.search_tags.iter().map(|t| self.id(t)).collect();
-        tags.sort_unstable();
-        tags.dedup();
+        let (categories, category_count) = self.packed::<MAX_CATEGORIES>(&product.categories);
+        let (tags, tag_count) = self.packed::<MAX_TAGS>(&product.search_tags);
+        let brand = product.brand.as_deref().map_or(NO_BRAND, |b| self.id(b));
         Features {
             categories,
-            brand: product.brand.as_deref().map(|b| self.id(b)),
             tags,
+            brand,
+            category_count,
+            tag_count,
         }
     }
 }
@@ -80,8 +113,8 @@ fn shared(a: &[u32], b: &[u32]) -> u32 {
 }
 
 fn score_features(a: &Features, b: &Features) -> u32 {
-    let same_brand = u32::from(a.brand.is_some() && a.brand == b.brand);
-    shared(&a.categories, &b.categories) * 4 + same_brand * 3 + shared(&a.tags, &b.tags)
+    let same_brand = u32::from(a.brand != NO_BRAND && a.brand == b.brand);
+    shared(a.categories(), b.categories()) * 4 + same_brand * 3 + shared(a.tags(), b.tags())
 }
 
 /// The neighbours of every product, best first (ties by dense id).
@@ -126,12 +159,10 @@ pub fn neighbours(
                 {
                     candidates.extend(same_brand.iter().copied().filter(|&m| m != me));
                 }
-                let start = i.wrapping_mul(2_654_435_761) % members.len().max(1);
-                let window = members
-                    .iter()
-                    .cycle()
-                    .skip(start)
-                    .take(CATEGORY_CANDIDATES.min(members.len()));
+                let len = members.len();
+                let start = i.wrapping_mul(2_654_435_761) % len.max(1);
+                let window = (0..CATEGORY_CANDIDATES.min(len))
+                    .filter_map(|k| members.get((start + k) % len));
                 candidates.extend(window.copied().filter(|&m| m != me));
             }
             candidates.sort_unstable();

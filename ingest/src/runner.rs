@@ -131,10 +131,12 @@ pub fn apply(
     pool: &rayon::ThreadPool,
     progress: feed::Progress<'_>,
 ) -> FeedStatus {
+    let started = std::time::Instant::now();
     let (document, report) = match pool.install(|| feed::parse_with_progress(bytes, progress)) {
         Ok(parsed) => parsed,
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };
+    let parsed = started.elapsed();
     {
         let _writing = jobs.writer().lock();
         let account = jobs.account();
@@ -147,12 +149,22 @@ pub fn apply(
             account.replace_users(users);
         }
     }
+    let built = started.elapsed();
     if let Err(error) = crate::store::save(jobs) {
-        // The catalogue is live but not on disk: the job stays queued for the next start.
+        // The new catalogue is served until the next start, which opens the previous
+        // snapshot again; the feed is reported failed so that the store resubmits it.
         return FeedStatus::Failed(format!(
             "the new catalogue is served but could not be saved: {error}"
         ));
     }
+    tracing::info!(
+        account = %jobs.account().settings().access_key,
+        products = jobs.account().catalogue().len(),
+        parse_and_validate_s = parsed.as_secs_f64(),
+        build_s = (built - parsed).as_secs_f64(),
+        snapshot_s = (started.elapsed() - built).as_secs_f64(),
+        "feed applied"
+    );
     FeedStatus::Complete {
         detail: (!report.problems.is_empty()).then(|| report.summary()),
     }
