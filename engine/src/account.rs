@@ -250,6 +250,13 @@ impl Account {
         }
     }
 
+    /// Every user record, ordered by user id.
+    pub fn users(&self) -> Vec<UserRecord> {
+        let mut users: Vec<UserRecord> = self.users.iter().map(|u| u.clone()).collect();
+        users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
+        users
+    }
+
     /// A user record by user id.
     pub fn user(&self, user_id: &str) -> Option<UserRecord> {
         self.users.get(user_id).map(|u| u.clone())

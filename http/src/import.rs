@@ -42,6 +42,11 @@ pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Res
         zones: account_config.zones.clone(),
     };
     let account = Arc::new(Account::new(settings, catalogue));
+    let (users, problems) = store::restore_users(&dir);
+    for problem in problems {
+        eprintln!("warning: users: {problem}");
+    }
+    account.replace_users(users);
     let (jobs, _) = AccountJobs::start(account, &dir, base_position)?;
 
     let mut bytes = read_with_progress(feed)?;

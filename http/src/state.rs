@@ -73,6 +73,11 @@ impl AppState {
                 zones: account_config.zones.clone(),
             };
             let account = Arc::new(Account::new(settings, catalogue));
+            let (users, problems) = store::restore_users(&dir);
+            for problem in &problems {
+                tracing::warn!(account = %key, "users: {problem}");
+            }
+            account.replace_users(users);
             let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), &dir, base_position)?;
             for problem in &recovery.problems {
                 tracing::warn!(account = %account_config.access_key, "journal: {problem}");

@@ -5,9 +5,14 @@
 //! the snapshot is written (fsynced), opened again by memory map and swapped in, so the
 //! served catalogue is the file on disk. The two newest snapshots are kept; journal
 //! files are pruned only behind the older of them, so falling back to it loses nothing.
+//!
+//! User records (from feeds' `Users` and deltas' `Users`) are account state rather than
+//! catalogue; they are saved whole to `users.json` with every snapshot, before it, so
+//! that pruning the journal never drops a user.
 
 use std::path::{Path, PathBuf};
 
+use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{Catalogue, CatalogueData};
 use vitrine_snapshots::snapshot::{self, Kind};
 
@@ -51,6 +56,7 @@ pub fn save(jobs: &AccountJobs) -> Result<Saved, StoreError> {
         let catalogue = account.catalogue();
         let position = jobs.applied_through();
         jobs.save_statuses(position)?;
+        save_users(dir, &account.users())?;
         let sequence = snapshot::list(dir, PREFIX)?
             .first()
             .map_or(1, |(s, _)| s + 1);
@@ -71,6 +77,61 @@ pub fn save(jobs: &AccountJobs) -> Result<Saved, StoreError> {
         jobs.prune_journal(covered)?;
     }
     Ok(saved)
+}
+
+/// File of an account's user records.
+pub const USERS_FILE: &str = "users.json";
+
+fn save_users(dir: &Path, users: &[UserRecord]) -> Result<(), StoreError> {
+    let records: Vec<serde_json::Value> = users
+        .iter()
+        .map(|u| {
+            serde_json::json!({
+                "UserId": u.user_id, "Email": u.email, "FirstName": u.first_name,
+                "LastName": u.last_name, "Title": u.title,
+                "DOB": u.dob.map(|d| d.to_string()), "Gender": u.gender, "City": u.city,
+                "State": u.state, "Country": u.country, "GroupId": u.group_id,
+            })
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&serde_json::json!({ "Users": records })).unwrap_or_default();
+    vitrine_snapshots::atomic_write(dir, USERS_FILE, &bytes)?;
+    Ok(())
+}
+
+/// Rewrites the account's user file from memory (after an erasure), if one exists.
+pub fn persist_users(jobs: &AccountJobs) -> Result<(), StoreError> {
+    if jobs.dir().join(USERS_FILE).exists() {
+        save_users(jobs.dir(), &jobs.account().users())?;
+    }
+    Ok(())
+}
+
+/// The user records saved with the last snapshot (none when there is no file); records
+/// that do not read back are returned as messages for the log.
+pub fn restore_users(dir: &Path) -> (Vec<UserRecord>, Vec<String>) {
+    let Ok(bytes) = std::fs::read(dir.join(USERS_FILE)) else {
+        return (Vec::new(), Vec::new());
+    };
+    let value: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(error) => return (Vec::new(), vec![format!("{USERS_FILE}: {error}")]),
+    };
+    let mut users = Vec::new();
+    let mut problems = Vec::new();
+    let items = value
+        .get("Users")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, item) in items.iter().enumerate() {
+        let mut errors = crate::json::Errors::default();
+        match crate::record::user(item, &format!("Users[{i}]"), &mut errors) {
+            Some(user) => users.push(user),
+            None => problems.push(format!("{USERS_FILE}: {}", errors.joined())),
+        }
+    }
+    (users, problems)
 }
 
 /// The newest valid snapshot of an account.
@@ -165,6 +226,10 @@ mod tests {
                 &jobs,
                 json!({"Products": [product("p1", "from an old delta")]}),
             );
+            submit(
+                &jobs,
+                json!({"Users": [{"UserId": "u1", "Email": "u1@example.com", "DOB": "1990-02-03"}]}),
+            );
             let mut feed = json!([product("p1", "from the feed"), product("p2", "feed")])
                 .to_string()
                 .into_bytes();
@@ -183,8 +248,16 @@ mod tests {
         let (restored, skipped) = restore(dir.path()).unwrap();
         assert!(skipped.is_empty());
         let restored = restored.unwrap();
-        assert_eq!(restored.position, 1);
+        assert_eq!(restored.position, 2);
         let account = account(restored.catalogue);
+        let (users, problems) = restore_users(dir.path());
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(users.len(), 1, "the user of a pruned delta is kept");
+        assert_eq!(
+            users[0].dob.map(|d| d.to_string()).as_deref(),
+            Some("1990-02-03")
+        );
+        account.replace_users(users);
         let (jobs, recovery) =
             AccountJobs::start(Arc::clone(&account), dir.path(), restored.position).unwrap();
         assert_eq!(

@@ -36,6 +36,10 @@ pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
                 .to_owned(),
         ));
     }
+    if erasure.users > 0 {
+        vitrine_ingest::store::persist_users(&entry.jobs)
+            .map_err(|e| ApiError::Internal(format!("the erasure could not be saved: {e}")))?;
+    }
     Ok(Reply::text(format!(
         "Erased: {} visitor(s) and {} user record(s) tied to the identifier.\n",
         erasure.visitors, erasure.users
