@@ -352,7 +352,7 @@ impl Account {
                         let product = catalogue.product(idx)?;
                         Some(RenderedItem {
                             product: idx,
-                            price: item_price(product, &ctx)?,
+                            price: item_price(idx, product, &ctx)?,
                         })
                     })
                     .collect(),

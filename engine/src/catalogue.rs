@@ -86,10 +86,9 @@ pub struct GroupPrice {
     pub prices: PriceSet,
 }
 
-/// One product as the store described it.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
+/// One product as the store described it (the builder's input; the archive stores it as
+/// a [`StoredProduct`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Product {
     /// `Id`, unique in the catalogue.
     pub id: String,
@@ -186,14 +185,88 @@ pub struct Brand {
     pub description: String,
 }
 
+/// A product as the archive stores it: categories and brand interned (indexes into the
+/// catalogue's name tables), its own prices in the catalogue's per-currency columns.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct StoredProduct {
+    /// `Id`.
+    pub id: String,
+    /// `Sku`.
+    pub sku: Option<String>,
+    /// `Title`.
+    pub title: String,
+    /// `Description`.
+    pub description: String,
+    /// `Link`.
+    pub link: String,
+    /// `Image`.
+    pub image: String,
+    /// `ImageOverlay`.
+    pub image_overlay: Option<String>,
+    /// `AllImages`.
+    pub all_images: Vec<String>,
+    /// `GroupPrices`.
+    pub group_prices: Vec<GroupPrice>,
+    /// Interned `Categories`.
+    pub categories: Vec<u32>,
+    /// Interned `Brand`.
+    pub brand: Option<u32>,
+    /// `SearchTags`.
+    pub search_tags: Vec<String>,
+    /// `AssociatedSkus`.
+    pub associated_skus: Vec<String>,
+    /// `AssociatedIds`.
+    pub associated_ids: Vec<String>,
+    /// `RelatedProducts`.
+    pub related_products: Vec<String>,
+    /// `AccountInclusions` / `AccountExclusions`.
+    pub visibility: Visibility,
+    /// `ExcludeFromRecommenders`.
+    pub exclude_from_recommenders: bool,
+    /// `OnOffer`.
+    pub on_offer: bool,
+    /// `NewArrival`.
+    pub new_arrival: bool,
+    /// `StartDate`.
+    pub available_from: Option<UnixMillis>,
+    /// `EndDate`.
+    pub available_until: Option<UnixMillis>,
+}
+
+/// Marks "no price" in a price column.
+pub const NO_PRICE: i64 = i64::MIN;
+
+/// The products' own prices in one currency, indexed by dense product id.
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct PriceColumn {
+    /// The currency of the column.
+    pub currency: Currency,
+    /// Regular price in minor units, or [`NO_PRICE`].
+    pub regular: Vec<i64>,
+    /// Sale price in minor units, or [`NO_PRICE`].
+    pub sale: Vec<i64>,
+}
+
 /// The archived content of one catalogue version.
 #[derive(Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct CatalogueData {
-    products: Vec<Product>,
+    products: Vec<StoredProduct>,
+    /// Interned category ids.
+    category_names: Vec<String>,
+    category_index: HashMap<String, u32>,
+    /// Interned brand ids.
+    brand_names: Vec<String>,
+    brand_index: HashMap<String, u32>,
+    /// One column per currency any product is priced in.
+    price_columns: Vec<PriceColumn>,
     by_id: HashMap<String, ProductIdx>,
     by_sku: HashMap<String, ProductIdx>,
-    by_category: HashMap<String, Vec<ProductIdx>>,
-    by_brand: HashMap<String, Vec<ProductIdx>>,
+    /// Members of each interned category.
+    by_category: Vec<Vec<ProductIdx>>,
+    /// Members of each interned brand.
+    by_brand: Vec<Vec<ProductIdx>>,
     /// Content-similarity neighbours of each product, best first (see [`similar`]).
     similar: Vec<Vec<ProductIdx>>,
     categories: HashMap<String, Category>,
@@ -203,11 +276,66 @@ pub struct CatalogueData {
 }
 
 impl CatalogueData {
-    /// The products, in dense-id order.
-    pub fn products(&self) -> &[Product] {
-        &self.products
+    /// The products as the store described them, in dense-id order.
+    pub fn products(&self) -> Vec<Product> {
+        (0..self.products.len())
+            .filter_map(|i| self.product(i))
+            .collect()
+    }
+
+    fn product(&self, i: usize) -> Option<Product> {
+        let stored = self.products.get(i)?;
+        let name = |names: &[String], n: u32| names.get(n as usize).cloned();
+        let mut prices = PriceSet::default();
+        for column in &self.price_columns {
+            let at = |values: &[i64]| values.get(i).copied().filter(|m| *m != NO_PRICE);
+            if let Some(minor) = at(&column.regular) {
+                prices.prices.push(Money {
+                    minor,
+                    currency: column.currency,
+                });
+            }
+            if let Some(minor) = at(&column.sale) {
+                prices.sale_prices.push(Money {
+                    minor,
+                    currency: column.currency,
+                });
+            }
+        }
+        let stored = stored.clone();
+        Some(Product {
+            categories: stored
+                .categories
+                .iter()
+                .filter_map(|c| name(&self.category_names, *c))
+                .collect(),
+            brand: stored.brand.and_then(|b| name(&self.brand_names, b)),
+            prices,
+            id: stored.id,
+            sku: stored.sku,
+            title: stored.title,
+            description: stored.description,
+            link: stored.link,
+            image: stored.image,
+            image_overlay: stored.image_overlay,
+            all_images: stored.all_images,
+            group_prices: stored.group_prices,
+            search_tags: stored.search_tags,
+            associated_skus: stored.associated_skus,
+            associated_ids: stored.associated_ids,
+            related_products: stored.related_products,
+            visibility: stored.visibility,
+            exclude_from_recommenders: stored.exclude_from_recommenders,
+            on_offer: stored.on_offer,
+            new_arrival: stored.new_arrival,
+            available_from: stored.available_from,
+            available_until: stored.available_until,
+        })
     }
 }
+
+/// The archived form of a product, as serving reads it.
+pub type ArchivedProduct = ArchivedStoredProduct;
 
 /// Why a catalogue could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -274,9 +402,10 @@ impl Catalogue {
 
     /// Products of a category, in dense-id order.
     pub fn in_category(&self, category: &str) -> Vec<ProductIdx> {
-        self.data()
-            .by_category
+        let data = self.data();
+        data.category_index
             .get(category)
+            .and_then(|c| data.by_category.get(c.to_native() as usize))
             .map_or_else(Vec::new, |members| {
                 members.iter().map(|i| i.to_native()).collect()
             })
@@ -284,12 +413,58 @@ impl Catalogue {
 
     /// Products of a brand, in dense-id order.
     pub fn of_brand(&self, brand: &str) -> Vec<ProductIdx> {
-        self.data()
-            .by_brand
+        let data = self.data();
+        data.brand_index
             .get(brand)
+            .and_then(|b| data.by_brand.get(b.to_native() as usize))
             .map_or_else(Vec::new, |members| {
                 members.iter().map(|i| i.to_native()).collect()
             })
+    }
+
+    /// The category ids of a product.
+    pub fn categories_of<'a>(
+        &'a self,
+        product: &'a ArchivedProduct,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        let names = &self.data().category_names;
+        product
+            .categories
+            .iter()
+            .filter_map(move |c| names.get(c.to_native() as usize).map(|n| n.as_str()))
+    }
+
+    /// The brand id of a product.
+    pub fn brand_of(&self, product: &ArchivedProduct) -> Option<&str> {
+        let brand = product.brand.as_ref()?.to_native();
+        self.data()
+            .brand_names
+            .get(brand as usize)
+            .map(|n| n.as_str())
+    }
+
+    /// A product's own (regular, sale) price in `currency`, from the price columns.
+    pub fn own_prices(
+        &self,
+        idx: ProductIdx,
+        currency: Currency,
+    ) -> (Option<Money>, Option<Money>) {
+        let Some(column) = self
+            .data()
+            .price_columns
+            .iter()
+            .find(|c| c.currency.to_native() == currency)
+        else {
+            return (None, None);
+        };
+        let at = |values: &rkyv::vec::ArchivedVec<rkyv::rend::i64_le>| {
+            values
+                .get(idx as usize)
+                .map(|m| m.to_native())
+                .filter(|m| *m != NO_PRICE)
+                .map(|minor| Money { minor, currency })
+        };
+        (at(&column.regular), at(&column.sale))
     }
 
     /// The content-similarity neighbours of a product, best first.
@@ -340,14 +515,15 @@ impl Catalogue {
     /// A builder holding a copy of this version, for producing the next one.
     pub fn to_builder(&self) -> Result<CatalogueBuilder, CatalogueError> {
         let data = self.to_data()?;
+        let products = data.products();
         let mut builder = CatalogueBuilder {
-            products: Vec::with_capacity(data.products.len()),
-            index: HashMap::with_capacity(data.products.len()),
+            products: Vec::with_capacity(products.len()),
+            index: HashMap::with_capacity(products.len()),
             categories: data.categories,
             brands: data.brands,
             account_prices: data.account_prices,
         };
-        for product in data.products {
+        for product in products {
             builder.upsert_product(product);
         }
         Ok(builder)
@@ -536,31 +712,129 @@ impl CatalogueBuilder {
         let products: Vec<Product> = self.products.into_iter().flatten().collect();
         let mut by_id = HashMap::with_capacity(products.len());
         let mut by_sku = HashMap::with_capacity(products.len());
-        let mut by_category: HashMap<String, Vec<ProductIdx>> = HashMap::new();
-        let mut by_brand: HashMap<String, Vec<ProductIdx>> = HashMap::new();
+        let mut names_by_category: HashMap<String, Vec<ProductIdx>> = HashMap::new();
         for (idx, product) in products.iter().enumerate() {
             let idx = idx as ProductIdx;
             by_id.insert(product.id.clone(), idx);
             by_sku.entry(product.sku_or_id().to_owned()).or_insert(idx);
             for category in &product.categories {
-                by_category.entry(category.clone()).or_default().push(idx);
-            }
-            if let Some(brand) = &product.brand {
-                by_brand.entry(brand.clone()).or_default().push(idx);
+                names_by_category
+                    .entry(category.clone())
+                    .or_default()
+                    .push(idx);
             }
         }
-        let similar = similar::neighbours(&products, &by_category);
+        let similar = similar::neighbours(&products, &names_by_category);
+
+        let mut categories = Interned::default();
+        let mut brands = Interned::default();
+        let mut columns: Vec<PriceColumn> = Vec::new();
+        let count = products.len();
+        let mut stored = Vec::with_capacity(count);
+        for (idx, product) in products.into_iter().enumerate() {
+            let column = |columns: &mut Vec<PriceColumn>, currency: Currency| -> usize {
+                match columns.iter().position(|c| c.currency == currency) {
+                    Some(at) => at,
+                    None => {
+                        columns.push(PriceColumn {
+                            currency,
+                            regular: vec![NO_PRICE; count],
+                            sale: vec![NO_PRICE; count],
+                        });
+                        columns.len() - 1
+                    }
+                }
+            };
+            for price in &product.prices.prices {
+                let at = column(&mut columns, price.currency);
+                if let Some(slot) = columns.get_mut(at).and_then(|c| c.regular.get_mut(idx)) {
+                    *slot = price.minor;
+                }
+            }
+            for price in &product.prices.sale_prices {
+                let at = column(&mut columns, price.currency);
+                if let Some(slot) = columns.get_mut(at).and_then(|c| c.sale.get_mut(idx)) {
+                    *slot = price.minor;
+                }
+            }
+            let idx = idx as ProductIdx;
+            let mut category_ids: Vec<u32> = Vec::with_capacity(product.categories.len());
+            for name in product.categories {
+                let id = categories.intern(name, idx);
+                if !category_ids.contains(&id) {
+                    category_ids.push(id);
+                }
+            }
+            let brand = product.brand.map(|name| brands.intern(name, idx));
+            stored.push(StoredProduct {
+                id: product.id,
+                sku: product.sku,
+                title: product.title,
+                description: product.description,
+                link: product.link,
+                image: product.image,
+                image_overlay: product.image_overlay,
+                all_images: product.all_images,
+                group_prices: product.group_prices,
+                categories: category_ids,
+                brand,
+                search_tags: product.search_tags,
+                associated_skus: product.associated_skus,
+                associated_ids: product.associated_ids,
+                related_products: product.related_products,
+                visibility: product.visibility,
+                exclude_from_recommenders: product.exclude_from_recommenders,
+                on_offer: product.on_offer,
+                new_arrival: product.new_arrival,
+                available_from: product.available_from,
+                available_until: product.available_until,
+            });
+        }
         CatalogueData {
-            products,
+            products: stored,
+            category_names: categories.names,
+            category_index: categories.index,
+            brand_names: brands.names,
+            brand_index: brands.index,
+            price_columns: columns,
             by_id,
             by_sku,
-            by_category,
-            by_brand,
+            by_category: categories.members,
+            by_brand: brands.members,
             similar,
             categories: self.categories,
             brands: self.brands,
             account_prices: self.account_prices,
         }
+    }
+}
+
+/// A name table being built: names, their index, and the products of each name.
+#[derive(Debug, Default)]
+struct Interned {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+    members: Vec<Vec<ProductIdx>>,
+}
+
+impl Interned {
+    fn intern(&mut self, name: String, product: ProductIdx) -> u32 {
+        let id = match self.index.get(&name) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as u32;
+                self.index.insert(name.clone(), id);
+                self.names.push(name);
+                self.members.push(Vec::new());
+                id
+            }
+        };
+        if let Some(members) = self.members.get_mut(id as usize)
+            && members.last() != Some(&product)
+        {
+            members.push(product);
+        }
+        id
     }
 }
 
@@ -626,5 +900,69 @@ mod tests {
         assert!(!except.allows(Some("acc1")));
         assert!(except.allows(Some("acc2")));
         assert!(except.allows(None));
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    fn money(minor: i64, code: &str) -> Money {
+        Money {
+            minor,
+            currency: Currency::from_code(code).unwrap(),
+        }
+    }
+
+    #[test]
+    fn interned_names_and_price_columns_round_trip() {
+        let products = vec![
+            Product {
+                id: "a".into(),
+                categories: vec!["c1".into(), "c2".into()],
+                brand: Some("b1".into()),
+                prices: PriceSet {
+                    prices: vec![money(100, "GBP"), money(130, "USD")],
+                    sale_prices: vec![money(80, "GBP")],
+                },
+                ..Product::default()
+            },
+            Product {
+                id: "b".into(),
+                categories: vec!["c2".into()],
+                prices: PriceSet {
+                    prices: vec![money(500, "JPY")],
+                    sale_prices: vec![],
+                },
+                ..Product::default()
+            },
+        ];
+        let mut builder = CatalogueBuilder::new();
+        for product in &products {
+            builder.upsert_product(product.clone());
+        }
+        let catalogue = builder.build().unwrap();
+        let a = catalogue.product(0).unwrap();
+        assert_eq!(catalogue.categories_of(a).collect::<Vec<_>>(), ["c1", "c2"]);
+        assert_eq!(catalogue.brand_of(a), Some("b1"));
+        assert_eq!(catalogue.brand_of(catalogue.product(1).unwrap()), None);
+        let gbp = Currency::from_code("GBP").unwrap();
+        let jpy = Currency::from_code("JPY").unwrap();
+        assert_eq!(
+            catalogue.own_prices(0, gbp),
+            (Some(money(100, "GBP")), Some(money(80, "GBP")))
+        );
+        assert_eq!(catalogue.own_prices(1, gbp), (None, None));
+        assert_eq!(
+            catalogue.own_prices(1, jpy),
+            (Some(money(500, "JPY")), None)
+        );
+        assert_eq!(catalogue.in_category("c2"), [0, 1]);
+        assert_eq!(catalogue.of_brand("b1"), [0]);
+        assert_eq!(
+            catalogue.to_data().unwrap().products(),
+            products,
+            "the archive keeps every field"
+        );
     }
 }

@@ -243,23 +243,16 @@ mod tests {
         assert_eq!(a.brand_count(), BRANDS.len());
         let gbp = Currency::from_code("GBP").unwrap();
         let usd = Currency::from_code("USD").unwrap();
-        assert!(
-            a.products()
-                .iter()
-                .all(|p| p.prices.price_in(gbp).is_some())
-        );
-        let usd_priced = a
-            .products()
-            .iter()
-            .filter(|p| p.prices.price_in(usd).is_some())
+        let gbp_priced = (0..DEMO_PRODUCTS as u32)
+            .filter(|&i| a.own_prices(i, gbp).0.is_some())
+            .count();
+        assert_eq!(gbp_priced, DEMO_PRODUCTS);
+        let usd_priced = (0..DEMO_PRODUCTS as u32)
+            .filter(|&i| a.own_prices(i, usd).0.is_some())
             .count();
         assert!(usd_priced > DEMO_PRODUCTS * 9 / 10 && usd_priced < DEMO_PRODUCTS);
         assert!(a.products().iter().any(|p| p.new_arrival));
-        assert!(
-            a.products()
-                .iter()
-                .any(|p| !p.prices.sale_prices.is_empty())
-        );
+        assert!((0..DEMO_PRODUCTS as u32).any(|i| a.own_prices(i, gbp).1.is_some()));
         for i in 0..CATEGORIES.len() {
             assert!(!a.in_category(&category_id(i)).is_empty());
         }

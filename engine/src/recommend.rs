@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::catalogue::{ArchivedPriceSet, ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
 use crate::money::{Currency, Money, saving_percent};
 use crate::zone::{Strategy, ZoneSpec};
 
@@ -103,21 +103,28 @@ impl ItemPrice {
 }
 
 /// The price of a product for a visitor, or `None` when it has none in the currency.
-pub fn item_price(product: &ArchivedProduct, ctx: &Context<'_>) -> Option<ItemPrice> {
+pub fn item_price(
+    idx: ProductIdx,
+    product: &ArchivedProduct,
+    ctx: &Context<'_>,
+) -> Option<ItemPrice> {
     let account_set = ctx
         .account_id
         .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
     let group_set = ctx.group_id.and_then(|group| product.group_prices(group));
-    let chosen = [account_set, group_set, Some(&product.prices)]
+    let chosen = [account_set, group_set]
         .into_iter()
         .flatten()
-        .find(|set| set.price_in(ctx.currency).is_some())?;
-    price_from(chosen, ctx.currency)
+        .find(|set| set.price_in(ctx.currency).is_some());
+    let (regular, sale) = match chosen {
+        Some(set) => (set.price_in(ctx.currency), set.sale_in(ctx.currency)),
+        None => ctx.catalogue.own_prices(idx, ctx.currency),
+    };
+    price_from(regular?, sale)
 }
 
-fn price_from(set: &ArchivedPriceSet, currency: Currency) -> Option<ItemPrice> {
-    let regular = set.price_in(currency)?;
-    Some(match set.sale_in(currency) {
+fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {
+    Some(match sale {
         Some(sale) if sale.minor < regular.minor => ItemPrice {
             price: sale,
             was: Some(regular),
@@ -145,7 +152,7 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
     {
         return false;
     }
-    item_price(product, ctx).is_some()
+    item_price(idx, product, ctx).is_some()
 }
 
 /// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items.
@@ -204,7 +211,8 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 let wanted = if strategy == Strategy::NewArrivals {
                     product.new_arrival
                 } else {
-                    product.on_offer || item_price(product, ctx).is_some_and(|p| p.was.is_some())
+                    product.on_offer
+                        || item_price(idx, product, ctx).is_some_and(|p| p.was.is_some())
                 };
                 if wanted && !take(idx) {
                     return;
@@ -214,7 +222,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
         Strategy::CategoryTop => {
             let category = ctx.category.or_else(|| {
                 let product = catalogue.product(ctx.product?)?;
-                product.categories.first().map(|c| c.as_str())
+                catalogue.categories_of(product).next()
             });
             let Some(category) = category else { return };
             let mut members = catalogue.in_category(category);
@@ -394,7 +402,7 @@ mod tests {
                 purchased: HashSet::new(),
                 recent_views: vec![],
             };
-            item_price(catalogue.product(0).unwrap(), &ctx).unwrap()
+            item_price(0, catalogue.product(0).unwrap(), &ctx).unwrap()
         };
         assert_eq!(
             price(None, None),

@@ -526,18 +526,17 @@ fn item_json<'a>(
 ) -> Option<WireItem<'a>> {
     let product = catalogue.product(item.product)?;
     let price = item.price;
-    let brand = product
-        .brand
-        .as_ref()
-        .map(|id| match catalogue.brand(id.as_str()) {
+    let brand = catalogue
+        .brand_of(product)
+        .map(|id| match catalogue.brand(id) {
             Some(b) => WireBrand {
-                id: id.as_str(),
+                id,
                 display_name: Some(b.display_name.as_str()),
                 image: Some(b.image.as_str()),
                 link: Some(b.link.as_str()),
             },
             None => WireBrand {
-                id: id.as_str(),
+                id,
                 display_name: None,
                 image: None,
                 link: None,
@@ -564,7 +563,7 @@ fn item_json<'a>(
         saving_display_price: price.saving().map(|m| m.display()),
         currency_symbol: currency.symbol(),
         saving_percent: price.saving_percent(),
-        categories: product.categories.iter().map(|c| c.as_str()).collect(),
+        categories: catalogue.categories_of(product).collect(),
         brand,
         search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
         on_offer: product.on_offer || price.was.is_some(),
