@@ -275,3 +275,32 @@ fn import_writes_the_snapshot_the_server_opens() {
     // Product 1 ended in 2021 and P18316 is B2B-only (acc2): P31175 is excluded for acc1 only.
     assert_eq!(trending(&server), ["P31175"]);
 }
+
+#[test]
+fn serving_continues_during_a_feed_and_never_mixes_versions() {
+    let old: Vec<Value> = (0..400).map(|i| product(&format!("old-{i}"))).collect();
+    let new: Vec<Value> = (0..400).map(|i| product(&format!("new-{i}"))).collect();
+    let files = FeedServer::start(vec![
+        ("old.json", Value::Array(old).to_string().into_bytes()),
+        ("new.json", Value::Array(new).to_string().into_bytes()),
+    ]);
+    let server = Server::with_config(FEED_CONFIG);
+    let token = submit(&server, &files.url("old.json"));
+    assert_eq!(wait_done(&server, &token)["Status"], "Complete");
+    let token = submit(&server, &files.url("new.json"));
+    let mut seen_new = false;
+    let mut answers = 0;
+    while !seen_new || answers < 20 {
+        let ids = trending(&server);
+        answers += 1;
+        assert_eq!(ids.len(), 20, "a full zone on every answer");
+        let news = ids.iter().filter(|id| id.starts_with("new-")).count();
+        assert!(
+            news == 0 || news == ids.len(),
+            "one answer mixed versions: {ids:?}"
+        );
+        seen_new |= news > 0;
+        assert!(answers < 5_000, "the new catalogue never appeared");
+    }
+    assert_eq!(wait_done(&server, &token)["Status"], "Complete");
+}
