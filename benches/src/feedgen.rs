@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use vitrine_engine::demo::Sequence;
+
 const WORDS: [&str; 48] = [
     "oak",
     "linen",
@@ -56,28 +58,17 @@ const WORDS: [&str; 48] = [
     "basket",
 ];
 
-/// SplitMix64.
+/// The demo's deterministic sequence, with the draws a feed needs.
 #[derive(Debug)]
-struct Rng(u64);
+struct Rng(Sequence);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.below(n as usize) as u64
     }
 
     fn word(&mut self) -> &'static str {
-        WORDS
-            .get(self.below(WORDS.len() as u64) as usize)
-            .copied()
-            .unwrap_or("item")
+        self.0.pick(&WORDS)
     }
 }
 
@@ -93,7 +84,7 @@ pub fn product_id(index: usize) -> String {
 
 /// A feed document `{"Products": [...], "Categories": [...], "Brands": [...]}`.
 pub fn generate_feed(products: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(Sequence::new(seed));
     let mut out = String::with_capacity(products * 900 + 100_000);
     out.push_str("{\"Version\":2,\"Categories\":[");
     for c in 0..CATEGORIES {

@@ -69,12 +69,19 @@ const MATERIALS: [&str; 10] = [
     "Stoneware",
 ];
 
-/// SplitMix64: a small deterministic sequence, so the demo is the same on every start.
+/// SplitMix64: a small deterministic sequence, so the demo (and generated benchmark
+/// feeds) are the same on every run.
 #[derive(Debug)]
-struct Sequence(u64);
+pub struct Sequence(u64);
 
 impl Sequence {
-    fn next(&mut self) -> u64 {
+    /// A sequence starting from `seed`.
+    pub fn new(seed: u64) -> Sequence {
+        Sequence(seed)
+    }
+
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -82,11 +89,13 @@ impl Sequence {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+    /// A value below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % (n as u64).max(1)) as usize
     }
 
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+    /// One of `items` (empty when there are none).
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items
             .get(self.below(items.len()))
             .copied()

@@ -439,32 +439,51 @@ pub fn duplicate_ids<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str>
     dups
 }
 
-/// Reads a category record: `Id, DisplayName, Image, Link, Description, ParentIds`.
-pub fn category<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Category> {
-    let before = errors.total();
-    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let id = checked_id(&fields, "Id", errors);
-    let record = Category {
-        id: id.unwrap_or_default(),
+/// The fields category and brand records share.
+struct Named {
+    id: String,
+    display_name: String,
+    image: String,
+    link: String,
+    description: String,
+}
+
+fn named<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Named {
+    let text =
+        |key: &str, errors: &mut Errors| fields.opt_str(key, errors).unwrap_or_default().to_owned();
+    Named {
+        id: checked_id(fields, "Id", errors).unwrap_or_default(),
         display_name: fields
             .req_nonempty_str("DisplayName", errors)
             .unwrap_or_default()
             .to_owned(),
-        image: fields
-            .opt_str("Image", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        link: fields
-            .opt_str("Link", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        description: fields
-            .opt_str("Description", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        parent_ids: fields
-            .opt_string_array("ParentIds", errors, check_id)
-            .unwrap_or_default(),
+        image: text("Image", errors),
+        link: text("Link", errors),
+        description: text("Description", errors),
+    }
+}
+
+/// Reads a category record: `Id, DisplayName, Image, Link, Description, ParentIds`.
+pub fn category<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Category> {
+    let before = errors.total();
+    let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
+    let Named {
+        id,
+        display_name,
+        image,
+        link,
+        description,
+    } = named(&fields, errors);
+    let parent_ids = fields
+        .opt_string_array("ParentIds", errors, check_id)
+        .unwrap_or_default();
+    let record = Category {
+        id,
+        display_name,
+        image,
+        link,
+        description,
+        parent_ids,
     };
     (errors.total() == before).then_some(record)
 }
@@ -473,25 +492,19 @@ pub fn category<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opt
 pub fn brand<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Brand> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let id = checked_id(&fields, "Id", errors);
+    let Named {
+        id,
+        display_name,
+        image,
+        link,
+        description,
+    } = named(&fields, errors);
     let record = Brand {
-        id: id.unwrap_or_default(),
-        display_name: fields
-            .req_nonempty_str("DisplayName", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        image: fields
-            .opt_str("Image", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        link: fields
-            .opt_str("Link", errors)
-            .unwrap_or_default()
-            .to_owned(),
-        description: fields
-            .opt_str("Description", errors)
-            .unwrap_or_default()
-            .to_owned(),
+        id,
+        display_name,
+        image,
+        link,
+        description,
     };
     (errors.total() == before).then_some(record)
 }
