@@ -15,6 +15,7 @@
 //! - [`atomic`]: crash-safe whole-file writes.
 //! - [`frozen`]: validated rkyv archives, owned or memory-mapped.
 //! - [`snapshot`]: snapshot files: write, list, open newest valid, prune.
+//! - [`wal`]: the write-ahead log: framed records, group commit, recovery.
 
 #![deny(unsafe_code)]
 
@@ -24,6 +25,7 @@ pub mod datadir;
 pub mod frozen;
 #[allow(unsafe_code)]
 pub mod snapshot;
+pub mod wal;
 
 pub use atomic::atomic_write;
 pub use datadir::DataDir;
@@ -52,6 +54,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The write-ahead log refused or failed an append.
+    #[error("write-ahead log: {0}")]
+    Wal(String),
     /// Another process holds the data directory.
     #[error("data directory {0} is in use by another process (its LOCK file is held)")]
     Locked(PathBuf),

@@ -1,0 +1,747 @@
+//! The write-ahead log: CRC32C-framed records in segment files, appended by one writer
+//! thread with group commit, recovered on open up to the first bad or torn record.
+//!
+//! Layout (see `FORMAT.md`): segment files `<first sequence, 20 digits>.wal` in one
+//! directory; each record is `length u32 | crc32c u32 | sequence u64 | kind u8 | payload`
+//! (little-endian; `length` counts sequence, kind and payload; the CRC covers the same
+//! bytes). Sequences start at 1 and increase by one per record across segments.
+//!
+//! Threads: [`Wal::append`] may be called from any thread; it hands the record to the
+//! writer thread and waits for its acknowledgement. The writer takes every record
+//! waiting, writes them in one go, and fsyncs once for the whole batch when the policy
+//! (or one record of the batch) asks for it: many appends, one fsync.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::{Error, Result, io_error};
+
+/// Bytes before the payload: length, crc, sequence, kind.
+pub const RECORD_HEADER: usize = 4 + 4 + 8 + 1;
+/// Largest payload accepted (a sanity bound for recovery, too).
+pub const MAX_PAYLOAD: usize = 256 << 20;
+
+/// When appended records reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fsync before an append returns.
+    Always,
+    /// An append returns once written; an fsync follows at most this long after.
+    Interval(Duration),
+    /// The operating system decides.
+    Never,
+}
+
+/// Settings of a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalConfig {
+    /// Directory of the segment files.
+    pub dir: PathBuf,
+    /// A new segment is started once the current one reaches this size.
+    pub segment_bytes: u64,
+    /// Sync policy for ordinary appends.
+    pub policy: SyncPolicy,
+}
+
+/// One record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its position in the log.
+    pub sequence: u64,
+    /// What the payload is (the caller's code).
+    pub kind: u8,
+    /// The bytes.
+    pub payload: Vec<u8>,
+}
+
+/// What recovery found and did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Every intact record, in order.
+    pub records: Vec<Record>,
+    /// Where the log was cut, and why, when a bad or torn record was found.
+    pub truncated: Option<String>,
+    /// Segment files removed because they came after the cut.
+    pub removed_segments: usize,
+}
+
+/// Counters of the writer, for benchmarks and metrics.
+#[derive(Debug, Default)]
+pub struct WalStats {
+    /// Records appended.
+    pub records: AtomicU64,
+    /// fsyncs done.
+    pub syncs: AtomicU64,
+    /// Records covered by those fsyncs.
+    pub synced_records: AtomicU64,
+}
+
+struct Append {
+    kind: u8,
+    payload: Vec<u8>,
+    force_sync: bool,
+    reply: mpsc::Sender<Result<u64, String>>,
+}
+
+/// An open log.
+pub struct Wal {
+    sender: Mutex<Option<mpsc::Sender<Append>>>,
+    worker: Mutex<Option<thread::JoinHandle<()>>>,
+    dir: PathBuf,
+    stats: Arc<WalStats>,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn segment_name(first_sequence: u64) -> String {
+    format!("{first_sequence:020}.wal")
+}
+
+/// Segment files of `dir` as (first sequence, path), in order.
+pub fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(io_error("reading directory", dir)(e)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(first) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".wal"))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        found.push((first, entry.path()));
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn encode(sequence: u64, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
+    let body_len = 8 + 1 + payload.len();
+    let mut body = Vec::with_capacity(body_len);
+    body.extend_from_slice(&sequence.to_le_bytes());
+    body.push(kind);
+    body.extend_from_slice(payload);
+    out.extend_from_slice(&(body_len as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+}
+
+/// Reads the records of one segment; returns them and, if the segment ends in a bad or
+/// torn record, its offset and the reason.
+fn read_segment(bytes: &[u8], expected: u64) -> (Vec<Record>, Option<(usize, String)>) {
+    let mut records = Vec::new();
+    let mut offset = 0;
+    let mut sequence = expected;
+    while offset < bytes.len() {
+        let Some(head) = bytes.get(offset..offset + 8) else {
+            return (records, Some((offset, "torn record header".to_owned())));
+        };
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if !(9..=MAX_PAYLOAD + 9).contains(&len) {
+            return (
+                records,
+                Some((offset, format!("implausible record length {len}"))),
+            );
+        }
+        let Some(body) = bytes.get(offset + 8..offset + 8 + len) else {
+            return (
+                records,
+                Some((offset, "torn record (file ends inside it)".to_owned())),
+            );
+        };
+        if crc32c::crc32c(body) != crc {
+            return (
+                records,
+                Some((offset, "record checksum mismatch".to_owned())),
+            );
+        }
+        let mut seq_bytes = [0u8; 8];
+        seq_bytes.copy_from_slice(body.get(0..8).unwrap_or(&[0; 8]));
+        let found = u64::from_le_bytes(seq_bytes);
+        if found != sequence {
+            return (
+                records,
+                Some((
+                    offset,
+                    format!("sequence {found} where {sequence} was expected"),
+                )),
+            );
+        }
+        records.push(Record {
+            sequence: found,
+            kind: body.get(8).copied().unwrap_or_default(),
+            payload: body.get(9..).unwrap_or_default().to_vec(),
+        });
+        sequence += 1;
+        offset += 8 + len;
+    }
+    (records, None)
+}
+
+/// Reads every segment of `dir` in order, cuts the log at the first bad or torn record
+/// (truncating that segment, removing later ones) and returns what is left.
+pub fn recover(dir: &Path) -> Result<Recovery> {
+    fs::create_dir_all(dir).map_err(io_error("creating directory", dir))?;
+    let mut recovery = Recovery::default();
+    let segments = segments(dir)?;
+    let mut expected: Option<u64> = None;
+    let mut cut = false;
+    for (first, path) in segments {
+        if cut {
+            fs::remove_file(&path).map_err(io_error("removing", &path))?;
+            recovery.removed_segments += 1;
+            continue;
+        }
+        let expected_here = expected.unwrap_or(first);
+        if first != expected_here {
+            recovery.truncated = Some(format!(
+                "{} starts at sequence {first}, {expected_here} was expected",
+                path.display()
+            ));
+            fs::remove_file(&path).map_err(io_error("removing", &path))?;
+            recovery.removed_segments += 1;
+            cut = true;
+            continue;
+        }
+        let mut bytes = Vec::new();
+        File::open(&path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(io_error("reading", &path))?;
+        let (records, bad) = read_segment(&bytes, expected_here);
+        expected = Some(expected_here + records.len() as u64);
+        recovery.records.extend(records);
+        if let Some((offset, reason)) = bad {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(io_error("opening", &path))?;
+            file.set_len(offset as u64)
+                .map_err(io_error("truncating", &path))?;
+            file.sync_all().map_err(io_error("syncing", &path))?;
+            recovery.truncated = Some(format!(
+                "{} at byte {offset}: {reason}; cut there",
+                path.display()
+            ));
+            cut = true;
+        }
+    }
+    Ok(recovery)
+}
+
+impl Wal {
+    /// Recovers the log in `config.dir` and starts its writer after the last intact
+    /// record.
+    pub fn open(config: WalConfig) -> Result<(Wal, Recovery)> {
+        let recovery = recover(&config.dir)?;
+        let next = recovery.records.last().map_or_else(
+            || {
+                segments(&config.dir)
+                    .ok()
+                    .and_then(|s| s.last().map(|(first, _)| *first))
+                    .unwrap_or(1)
+            },
+            |r| r.sequence + 1,
+        );
+        let stats = Arc::new(WalStats::default());
+        let (sender, receiver) = mpsc::channel::<Append>();
+        let mut writer = Writer::start(&config, next)?;
+        let worker_stats = Arc::clone(&stats);
+        let worker = thread::Builder::new()
+            .name("wal-writer".to_owned())
+            .spawn(move || writer.run(&receiver, &worker_stats))
+            .map_err(io_error("starting the writer for", &config.dir))?;
+        let wal = Wal {
+            sender: Mutex::new(Some(sender)),
+            worker: Mutex::new(Some(worker)),
+            dir: config.dir.clone(),
+            stats,
+        };
+        Ok((wal, recovery))
+    }
+
+    /// Appends a record under the log's policy; returns its sequence.
+    pub fn append(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
+        self.submit(kind, payload, false)
+    }
+
+    /// Appends a record and returns only once it is fsynced, whatever the policy.
+    pub fn append_durable(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
+        self.submit(kind, payload, true)
+    }
+
+    fn submit(&self, kind: u8, payload: Vec<u8>, force_sync: bool) -> Result<u64> {
+        if payload.len() > MAX_PAYLOAD {
+            return Err(Error::Wal(format!(
+                "record of {} bytes is over the limit of {MAX_PAYLOAD}",
+                payload.len()
+            )));
+        }
+        let (reply, answer) = mpsc::channel();
+        let sent = match self.sender.lock() {
+            Ok(guard) => guard.as_ref().is_some_and(|s| {
+                s.send(Append {
+                    kind,
+                    payload,
+                    force_sync,
+                    reply,
+                })
+                .is_ok()
+            }),
+            Err(_) => false,
+        };
+        if !sent {
+            return Err(Error::Wal("the log is closed".to_owned()));
+        }
+        answer
+            .recv()
+            .map_err(|_| Error::Wal("the log writer stopped".to_owned()))?
+            .map_err(Error::Wal)
+    }
+
+    /// Deletes segments whose records all come before `sequence` (a snapshot covers
+    /// them); returns how many were deleted. The current segment is never deleted.
+    pub fn remove_before(&self, sequence: u64) -> Result<usize> {
+        let segments = segments(&self.dir)?;
+        let mut removed = 0;
+        for pair in segments.windows(2) {
+            let (Some((_, path)), Some((next_first, _))) = (pair.first(), pair.get(1)) else {
+                continue;
+            };
+            if *next_first <= sequence {
+                fs::remove_file(path).map_err(io_error("removing", path))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &WalStats {
+        &self.stats
+    }
+
+    /// Stops the writer after it has written (and synced) everything appended.
+    pub fn close(&self) {
+        if let Ok(mut sender) = self.sender.lock() {
+            sender.take();
+        }
+        if let Ok(mut worker) = self.worker.lock()
+            && let Some(worker) = worker.take()
+        {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+struct Writer {
+    dir: PathBuf,
+    segment_bytes: u64,
+    policy: SyncPolicy,
+    file: BufWriter<File>,
+    path: PathBuf,
+    written: u64,
+    next: u64,
+    unsynced: u64,
+    last_sync: Instant,
+    /// Set by the first failed write or sync: the file's tail is then unknown, so every
+    /// later append is refused rather than risk a gap in the sequence.
+    broken: Option<String>,
+}
+
+impl Writer {
+    fn start(config: &WalConfig, next: u64) -> Result<Writer> {
+        // Continue the last segment if there is one, else start a new one.
+        let (path, written) = match segments(&config.dir)?.last() {
+            Some((_, path)) => (
+                path.clone(),
+                fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            ),
+            None => (config.dir.join(segment_name(next)), 0),
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error("opening", &path))?;
+        file.seek(SeekFrom::End(0))
+            .map_err(io_error("seeking", &path))?;
+        sync_dir(&config.dir)?;
+        Ok(Writer {
+            dir: config.dir.clone(),
+            segment_bytes: config.segment_bytes.max(1024),
+            policy: config.policy,
+            file: BufWriter::with_capacity(1 << 20, file),
+            path,
+            written,
+            next,
+            unsynced: 0,
+            last_sync: Instant::now(),
+            broken: None,
+        })
+    }
+
+    fn run(&mut self, receiver: &mpsc::Receiver<Append>, stats: &WalStats) {
+        let tick = match self.policy {
+            SyncPolicy::Interval(every) => every,
+            SyncPolicy::Always | SyncPolicy::Never => Duration::from_secs(3600),
+        };
+        loop {
+            let first = match receiver.recv_timeout(tick) {
+                Ok(first) => first,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if self.unsynced > 0 {
+                        let _ = self.sync(stats);
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let mut batch = vec![first];
+            while let Ok(more) = receiver.try_recv() {
+                batch.push(more);
+            }
+            let outcome = self.write_batch(&batch, stats);
+            for (append, result) in batch.into_iter().zip(outcome) {
+                let _ = append.reply.send(result);
+            }
+        }
+        if self.unsynced > 0 || self.policy != SyncPolicy::Never {
+            let _ = self.sync(stats);
+        }
+    }
+
+    fn write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Vec<Result<u64, String>> {
+        if let Some(broken) = &self.broken {
+            let message =
+                format!("the log stopped taking records after an earlier failure: {broken}");
+            return batch.iter().map(|_| Err(message.clone())).collect();
+        }
+        let outcome = self.try_write_batch(batch, stats);
+        if let Some(Err(error)) = outcome.first() {
+            self.broken = Some(error.clone());
+        }
+        outcome
+    }
+
+    fn try_write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Vec<Result<u64, String>> {
+        let mut sequences = Vec::with_capacity(batch.len());
+        let mut bytes = Vec::new();
+        for append in batch {
+            if self.written + bytes.len() as u64 >= self.segment_bytes
+                && self.written + (bytes.len() as u64) > 0
+            {
+                if let Err(e) = self
+                    .file
+                    .write_all(&bytes)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| self.rotate(stats))
+                {
+                    return batch.iter().map(|_| Err(e.clone())).collect();
+                }
+                bytes.clear();
+            }
+            encode(self.next, append.kind, &append.payload, &mut bytes);
+            sequences.push(self.next);
+            self.next += 1;
+        }
+        let written = self.file.write_all(&bytes).and_then(|()| self.file.flush());
+        if let Err(e) = written {
+            let message = format!("writing {}: {e}", self.path.display());
+            return batch.iter().map(|_| Err(message.clone())).collect();
+        }
+        self.written += bytes.len() as u64;
+        self.unsynced += batch.len() as u64;
+        stats
+            .records
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let must_sync = batch.iter().any(|a| a.force_sync)
+            || self.policy == SyncPolicy::Always
+            || matches!(self.policy, SyncPolicy::Interval(every) if self.last_sync.elapsed() >= every);
+        if must_sync && let Err(e) = self.sync(stats) {
+            return batch.iter().map(|_| Err(e.clone())).collect();
+        }
+        sequences.into_iter().map(Ok).collect()
+    }
+
+    fn sync(&mut self, stats: &WalStats) -> Result<(), String> {
+        self.file.flush().map_err(|e| e.to_string())?;
+        self.file
+            .get_ref()
+            .sync_data()
+            .map_err(|e| format!("syncing {}: {e}", self.path.display()))?;
+        stats.syncs.fetch_add(1, Ordering::Relaxed);
+        stats
+            .synced_records
+            .fetch_add(self.unsynced, Ordering::Relaxed);
+        self.unsynced = 0;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+
+    fn rotate(&mut self, stats: &WalStats) -> Result<(), String> {
+        self.sync(stats)?;
+        let path = self.dir.join(segment_name(self.next));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        sync_dir(&self.dir).map_err(|e| e.to_string())?;
+        self.file = BufWriter::with_capacity(1 << 20, file);
+        self.path = path;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error("syncing directory", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path, policy: SyncPolicy) -> WalConfig {
+        WalConfig {
+            dir: dir.join("wal"),
+            segment_bytes: 4096,
+            policy,
+        }
+    }
+
+    fn payloads(recovery: &Recovery) -> Vec<Vec<u8>> {
+        recovery.records.iter().map(|r| r.payload.clone()).collect()
+    }
+
+    #[test]
+    fn appends_survive_reopening_across_segments() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+            assert!(recovery.records.is_empty());
+            for i in 0..200u32 {
+                let seq = wal
+                    .append(7, format!("record {i:03} {}", "x".repeat(50)).into_bytes())
+                    .unwrap();
+                assert_eq!(seq, u64::from(i) + 1);
+            }
+        }
+        assert!(
+            segments(&tmp.path().join("wal")).unwrap().len() > 2,
+            "rotated into several segments"
+        );
+        let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert_eq!(recovery.records.len(), 200);
+        assert_eq!(recovery.truncated, None);
+        assert!(recovery.records.iter().all(|r| r.kind == 7));
+        assert_eq!(wal.append(1, b"next".to_vec()).unwrap(), 201);
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_earlier_records_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+            for i in 0..5u8 {
+                wal.append(1, vec![i; 10]).unwrap();
+            }
+        }
+        let (_, path) = segments(&tmp.path().join("wal")).unwrap().pop().unwrap();
+        let len = fs::metadata(&path).unwrap().len();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len - 4)
+            .unwrap();
+        let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert_eq!(
+            payloads(&recovery),
+            (0..4u8).map(|i| vec![i; 10]).collect::<Vec<_>>()
+        );
+        assert!(
+            recovery
+                .truncated
+                .as_deref()
+                .unwrap()
+                .contains("torn record"),
+            "{:?}",
+            recovery.truncated
+        );
+        assert_eq!(
+            wal.append(1, b"after".to_vec()).unwrap(),
+            5,
+            "the cut record's sequence is reused"
+        );
+        drop(wal);
+        let (_, again) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert_eq!(again.records.len(), 5);
+        assert_eq!(again.records.last().unwrap().payload, b"after");
+    }
+
+    #[test]
+    fn a_bad_crc_cuts_the_log_there_and_drops_later_segments() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+            for i in 0..150u32 {
+                wal.append(2, format!("{i:04}{}", "y".repeat(60)).into_bytes())
+                    .unwrap();
+            }
+        }
+        let dir = tmp.path().join("wal");
+        let all = segments(&dir).unwrap();
+        assert!(all.len() >= 3);
+        let (first_of_second, second) = all.get(1).cloned().unwrap();
+        let mut bytes = fs::read(&second).unwrap();
+        let at = RECORD_HEADER + 20;
+        bytes[at] ^= 0xff;
+        fs::write(&second, bytes).unwrap();
+        let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert_eq!(
+            recovery.records.len() as u64,
+            first_of_second - 1,
+            "everything before the bad record"
+        );
+        assert!(
+            recovery
+                .truncated
+                .as_deref()
+                .unwrap()
+                .contains("checksum mismatch")
+        );
+        assert_eq!(recovery.removed_segments, all.len() - 2);
+        let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+        assert_eq!(
+            kept,
+            (1..first_of_second).collect::<Vec<_>>(),
+            "a prefix, never garbage"
+        );
+    }
+
+    #[test]
+    fn empty_and_partial_segments_recover() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("wal");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(segment_name(1)), b"").unwrap();
+        let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert!(recovery.records.is_empty() && recovery.truncated.is_none());
+        assert_eq!(wal.append(3, b"one".to_vec()).unwrap(), 1);
+        drop(wal);
+        // A partial header at the end (3 bytes of a length).
+        let (_, path) = segments(&dir).unwrap().pop().unwrap();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(&[9, 0, 0]).unwrap();
+        drop(file);
+        let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert_eq!(payloads(&recovery), vec![b"one".to_vec()]);
+        assert!(
+            recovery
+                .truncated
+                .as_deref()
+                .unwrap()
+                .contains("torn record header")
+        );
+    }
+
+    #[test]
+    fn group_commit_shares_fsyncs_between_concurrent_writers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(WalConfig {
+            segment_bytes: 64 << 20,
+            ..config(tmp.path(), SyncPolicy::Always)
+        })
+        .unwrap();
+        let wal = Arc::new(wal);
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let wal = Arc::clone(&wal);
+                thread::spawn(move || {
+                    for i in 0..50 {
+                        wal.append(1, format!("{t}-{i}").into_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let stats = wal.stats();
+        assert_eq!(stats.records.load(Ordering::Relaxed), 400);
+        assert_eq!(
+            stats.synced_records.load(Ordering::Relaxed),
+            400,
+            "always: every record synced before its ack"
+        );
+        assert!(stats.syncs.load(Ordering::Relaxed) <= 400);
+    }
+
+    #[test]
+    fn interval_policy_syncs_within_the_interval_without_further_appends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(config(
+            tmp.path(),
+            SyncPolicy::Interval(Duration::from_millis(20)),
+        ))
+        .unwrap();
+        wal.append(1, b"a".to_vec()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while wal.stats().synced_records.load(Ordering::Relaxed) < 1 {
+            assert!(Instant::now() < deadline, "never synced");
+            thread::sleep(Duration::from_millis(5));
+        }
+        wal.append_durable(1, b"b".to_vec()).unwrap();
+        assert_eq!(
+            wal.stats().synced_records.load(Ordering::Relaxed),
+            2,
+            "a durable append is synced before it returns"
+        );
+    }
+
+    #[test]
+    fn remove_before_keeps_segments_with_later_records() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        for _ in 0..150 {
+            wal.append(1, vec![0; 60]).unwrap();
+        }
+        let before = segments(&tmp.path().join("wal")).unwrap();
+        let (second_first, _) = before.get(1).cloned().unwrap();
+        assert_eq!(wal.remove_before(second_first).unwrap(), 1);
+        assert_eq!(
+            wal.remove_before(u64::MAX).unwrap(),
+            before.len() - 2,
+            "the current segment stays"
+        );
+        drop(wal);
+        let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        assert_eq!(recovery.records.last().unwrap().sequence, 150);
+    }
+}
