@@ -18,7 +18,11 @@ const PAYLOAD: usize = 256;
 
 fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64) {
     let dir = tempfile::tempdir().unwrap();
-    let config = WalConfig { dir: dir.path().join("wal"), segment_bytes: 64 << 20, policy: SyncPolicy::Always };
+    let config = WalConfig {
+        dir: dir.path().join("wal"),
+        segment_bytes: 64 << 20,
+        policy: SyncPolicy::Always,
+    };
     let (wal, _) = Wal::open(config).unwrap();
     let wal = Arc::new(wal);
     let started = Instant::now();
@@ -37,12 +41,19 @@ fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64) {
     }
     let elapsed = started.elapsed();
     let stats = wal.stats();
-    (elapsed, stats.syncs.load(Ordering::Relaxed), stats.synced_records.load(Ordering::Relaxed))
+    (
+        elapsed,
+        stats.syncs.load(Ordering::Relaxed),
+        stats.synced_records.load(Ordering::Relaxed),
+    )
 }
 
 fn wal(c: &mut Criterion) {
     let mut group = c.benchmark_group("wal_always");
-    group.sample_size(10).warm_up_time(Duration::from_millis(1)).measurement_time(Duration::from_secs(1));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1));
     for (writers, per_writer) in [(1usize, 200usize), (64, 50)] {
         let records = (writers * per_writer) as u64;
         group.throughput(Throughput::Elements(records));
@@ -53,7 +64,9 @@ fn wal(c: &mut Criterion) {
             records as f64 / elapsed.as_secs_f64(),
             synced as f64 / syncs.max(1) as f64
         );
-        group.bench_function(format!("{writers}_writers"), |b| b.iter(|| run(writers, per_writer)));
+        group.bench_function(format!("{writers}_writers"), |b| {
+            b.iter(|| run(writers, per_writer))
+        });
     }
     group.finish();
 }
