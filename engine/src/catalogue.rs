@@ -43,10 +43,20 @@ impl Visibility {
     pub fn allows(&self, account: Option<&str>) -> bool {
         match self {
             Visibility::Everyone => true,
-            Visibility::OnlyAccounts(ids) => account.is_some_and(|a| ids.iter().any(|i| i == a)),
-            Visibility::ExceptAccounts(ids) => !account.is_some_and(|a| ids.iter().any(|i| i == a)),
+            Visibility::OnlyAccounts(ids) => {
+                account_listed(ids.iter().map(String::as_str), account)
+            }
+            Visibility::ExceptAccounts(ids) => {
+                !account_listed(ids.iter().map(String::as_str), account)
+            }
         }
     }
+}
+
+/// Whether the visitor's B2B account (if any) is among `ids`: the one rule behind
+/// `AccountInclusions` and `AccountExclusions`, for owned and archived products alike.
+fn account_listed<'a>(mut ids: impl Iterator<Item = &'a str>, account: Option<&str>) -> bool {
+    account.is_some_and(|a| ids.any(|i| i == a))
 }
 
 /// Regular and sale prices, at most one of each per currency.
@@ -140,12 +150,6 @@ impl Product {
     /// The SKU that `RelatedProducts` and `AssociatedSkus` of other products refer to.
     pub fn sku_or_id(&self) -> &str {
         self.sku.as_deref().unwrap_or(&self.id)
-    }
-
-    /// Whether `now` lies inside the product's `StartDate`..`EndDate` window.
-    pub fn is_live_at(&self, now: UnixMillis) -> bool {
-        self.available_from.is_none_or(|from| now >= from)
-            && self.available_until.is_none_or(|until| now <= until)
     }
 }
 
@@ -567,10 +571,10 @@ impl ArchivedProduct {
         match &self.visibility {
             ArchivedVisibility::Everyone => true,
             ArchivedVisibility::OnlyAccounts(ids) => {
-                account.is_some_and(|a| ids.iter().any(|i| i == a))
+                account_listed(ids.iter().map(|i| i.as_str()), account)
             }
             ArchivedVisibility::ExceptAccounts(ids) => {
-                !account.is_some_and(|a| ids.iter().any(|i| i == a))
+                !account_listed(ids.iter().map(|i| i.as_str()), account)
             }
         }
     }

@@ -24,20 +24,13 @@ use crate::json::{Errors, Fields, JsonValue, KeyMatch, any_string, check_id, ind
 pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Product> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let sku = fields.opt_str("Sku", errors).filter(|s| !s.is_empty());
-    if let Some(sku) = sku
-        && let Err(message) = check_id(sku)
-    {
-        errors.push(fields.path_of("Sku"), message);
-    }
-    let id = if fields.has("Id") || sku.is_none() {
-        let id = fields.req_str("Id", errors);
-        if let Some(id) = id
-            && let Err(message) = check_id(id)
-        {
-            errors.push(fields.path_of("Id"), message);
-        }
-        id
+    let sku = optional_id(&fields, "Sku", errors);
+    let sku_given = fields
+        .get("Sku")
+        .and_then(JsonValue::as_text)
+        .is_some_and(|s| !s.is_empty());
+    let id = if fields.has("Id") || !sku_given {
+        required_id(&fields, "Id", errors)
     } else {
         sku
     };
@@ -70,12 +63,7 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
         (None, Some(ids)) if !ids.is_empty() => Visibility::ExceptAccounts(ids),
         _ => Visibility::Everyone,
     };
-    let brand = fields.opt_nonempty_str("Brand", errors);
-    if let Some(brand) = brand
-        && let Err(message) = check_id(brand)
-    {
-        errors.push(fields.path_of("Brand"), message);
-    }
+    let brand = optional_id(&fields, "Brand", errors);
     let product = Product {
         id: id.unwrap_or_default().to_owned(),
         sku: sku.map(str::to_owned),
@@ -274,12 +262,7 @@ pub fn parse_user_dob(text: &str) -> Option<Date> {
 pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<UserRecord> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let user_id = fields.req_str("UserId", errors);
-    if let Some(id) = user_id
-        && let Err(message) = check_id(id)
-    {
-        errors.push(fields.path_of("UserId"), message);
-    }
+    let user_id = required_id(&fields, "UserId", errors);
     let email = fields.opt_nonempty_str("Email", errors);
     if let Some(email) = email
         && !looks_like_email(email)
@@ -341,18 +324,8 @@ pub fn account_price<V: JsonValue>(
 ) -> Option<AccountPrice> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let account_id = fields.req_str("AccountId", errors);
-    if let Some(id) = account_id
-        && let Err(message) = check_id(id)
-    {
-        errors.push(fields.path_of("AccountId"), message);
-    }
-    let product_id = fields.req_str("Id", errors);
-    if let Some(id) = product_id
-        && let Err(message) = check_id(id)
-    {
-        errors.push(fields.path_of("Id"), message);
-    }
+    let account_id = required_id(&fields, "AccountId", errors);
+    let product_id = required_id(&fields, "Id", errors);
     let prices = if prices_required {
         fields
             .req_array("Prices", errors)
@@ -398,12 +371,7 @@ pub fn category_assignment<V: JsonValue>(
 ) -> Option<CategoryAssignment> {
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
-    let category = fields.req_str("Category", errors);
-    if let Some(id) = category
-        && let Err(message) = check_id(id)
-    {
-        errors.push(fields.path_of("Category"), message);
-    }
+    let category = required_id(&fields, "Category", errors);
     let products = fields.req_string_array("Products", errors, check_id);
     let record = CategoryAssignment {
         category: category.unwrap_or_default().to_owned(),
@@ -452,7 +420,9 @@ fn named<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Named
     let text =
         |key: &str, errors: &mut Errors| fields.opt_str(key, errors).unwrap_or_default().to_owned();
     Named {
-        id: checked_id(fields, "Id", errors).unwrap_or_default(),
+        id: required_id(fields, "Id", errors)
+            .unwrap_or_default()
+            .to_owned(),
         display_name: fields
             .req_nonempty_str("DisplayName", errors)
             .unwrap_or_default()
@@ -510,14 +480,33 @@ pub fn brand<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option
 }
 
 /// A required id field, checked with [`check_id`].
-fn checked_id<V: JsonValue>(
-    fields: &Fields<'_, '_, V>,
+fn required_id<'v, V: JsonValue>(
+    fields: &Fields<'v, '_, V>,
     key: &str,
     errors: &mut Errors,
-) -> Option<String> {
+) -> Option<&'v str> {
     let id = fields.req_str(key, errors)?;
+    valid_id(fields, key, id, errors)
+}
+
+/// An optional id field (empty counts as absent), checked with [`check_id`].
+fn optional_id<'v, V: JsonValue>(
+    fields: &Fields<'v, '_, V>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<&'v str> {
+    let id = fields.opt_nonempty_str(key, errors)?;
+    valid_id(fields, key, id, errors)
+}
+
+fn valid_id<'v, V: JsonValue>(
+    fields: &Fields<'v, '_, V>,
+    key: &str,
+    id: &'v str,
+    errors: &mut Errors,
+) -> Option<&'v str> {
     match check_id(id) {
-        Ok(()) => Some(id.to_owned()),
+        Ok(()) => Some(id),
         Err(message) => {
             errors.push(fields.path_of(key), message);
             None

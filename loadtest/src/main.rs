@@ -32,32 +32,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Closed-loop server-side traffic against a running server.
-    Run {
-        /// Base URL of the server, e.g. http://127.0.0.1:7480.
-        #[arg(long, default_value = "http://127.0.0.1:7480")]
-        server: String,
-        /// Access key of the account to drive.
-        #[arg(long, default_value = "demo-access-key")]
-        access_key: String,
-        /// Secret key of that account.
-        #[arg(long, default_value = "demo-secret-key")]
-        secret_key: String,
-        /// Concurrent keep-alive connections.
-        #[arg(long, default_value_t = 16)]
-        connections: usize,
-        /// Measured duration in seconds.
-        #[arg(long, default_value_t = 10)]
-        seconds: u64,
-        /// Seconds of warm-up before measuring.
-        #[arg(long, default_value_t = 2)]
-        warmup: u64,
-        /// Product ids to view, as `PREFIX` + 5-digit number (the demo's `P00001`...).
-        #[arg(long, default_value_t = 2900)]
-        products: usize,
-        /// Zones to ask for on each request.
-        #[arg(long, value_delimiter = ',', default_value = "PP-01,PP-02")]
-        zones: Vec<String>,
-    },
+    Run(RunArgs),
     /// Write a generated product feed (realistic field sizes, deterministic per seed).
     GenFeed {
         /// Number of products.
@@ -72,6 +47,35 @@ enum Command {
     },
 }
 
+/// Settings of `vitrine-loadtest run`.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:7480.
+    #[arg(long, default_value = "http://127.0.0.1:7480")]
+    server: String,
+    /// Access key of the account to drive.
+    #[arg(long, default_value = "demo-access-key")]
+    access_key: String,
+    /// Secret key of that account.
+    #[arg(long, default_value = "demo-secret-key")]
+    secret_key: String,
+    /// Concurrent keep-alive connections.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Measured duration in seconds.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Seconds of warm-up before measuring.
+    #[arg(long, default_value_t = 2)]
+    warmup: u64,
+    /// Product ids to view, as `PREFIX` + 5-digit number (the demo's `P00001`...).
+    #[arg(long, default_value_t = 2900)]
+    products: usize,
+    /// Zones to ask for on each request.
+    #[arg(long, value_delimiter = ',', default_value = "PP-01,PP-02")]
+    zones: Vec<String>,
+}
+
 #[derive(Debug, Default)]
 struct Tally {
     latencies_us: Vec<u64>,
@@ -81,9 +85,7 @@ struct Tally {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let (server, access_key, secret_key, connections, seconds, warmup, products, zones) = match cli
-        .command
-    {
+    match cli.command {
         Command::GenFeed {
             products,
             seed,
@@ -96,28 +98,23 @@ fn main() -> anyhow::Result<()> {
                 feed.len() as f64 / 1e6,
                 out.display()
             );
-            return Ok(());
+            Ok(())
         }
-        Command::Run {
-            server,
-            access_key,
-            secret_key,
-            connections,
-            seconds,
-            warmup,
-            products,
-            zones,
-        } => (
-            server,
-            access_key,
-            secret_key,
-            connections,
-            seconds,
-            warmup,
-            products,
-            zones,
-        ),
-    };
+        Command::Run(args) => run(args),
+    }
+}
+
+fn run(args: RunArgs) -> anyhow::Result<()> {
+    let RunArgs {
+        server,
+        access_key,
+        secret_key,
+        connections,
+        seconds,
+        warmup,
+        products,
+        zones,
+    } = args;
     let authority = server
         .strip_prefix("http://")
         .context("--server must start with http://")?

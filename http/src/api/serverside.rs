@@ -55,16 +55,9 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
     let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
+    let currency = request.currency.unwrap_or(entry.config.default_currency);
     let outcome = entry.account.serve(request);
-    let currency = currency_of(&fields).unwrap_or(entry.config.default_currency);
     Ok(Reply::json(render(&outcome, currency)))
-}
-
-fn currency_of(fields: &Fields<'_, '_>) -> Option<Currency> {
-    fields
-        .get("currency")?
-        .as_str()
-        .and_then(|c| Currency::from_code(c).ok())
 }
 
 /// Validates everything but the credentials.
