@@ -579,13 +579,15 @@ impl Account {
 
     fn rankings_for(&self, catalogue: &Arc<Catalogue>, now: UnixMillis) -> Arc<RankingsVersion> {
         let current = self.rankings.load_full();
-        let same_version = Arc::ptr_eq(&current.catalogue, catalogue);
+        // Versions that differ only by overlay keep their dense indexes (deleted products
+        // read as absent, added ones join the rankings at the next rebuild), so their
+        // rankings carry over; a new base must be ranked before use. Stale rankings are
+        // rebuilt by one request while the others keep serving the previous ones.
+        let same_version = current.catalogue.same_base(catalogue);
         let fresh = now.saturating_sub(current.built_at) < RANKINGS_REFRESH_MILLIS;
         if same_version && fresh {
             return current;
         }
-        // A different catalogue version must be ranked before use; a stale one is rebuilt by
-        // one request while the others keep serving the previous rankings.
         let claimed = self
             .rebuilding
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)

@@ -9,13 +9,14 @@
 //! that the owner swaps in. External ids (strings) map to dense [`ProductIdx`] through
 //! one table.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use rkyv::rancor;
 use vitrine_snapshots::Frozen;
 
 use crate::money::{ArchivedMoney, Currency, Money};
+use crate::overlay::Overlay;
 use crate::similar;
 
 /// Dense index of a product inside one catalogue version.
@@ -256,27 +257,27 @@ pub struct PriceColumn {
 /// The archived content of one catalogue version.
 #[derive(Debug, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct CatalogueData {
-    products: Vec<StoredProduct>,
+    pub(crate) products: Vec<StoredProduct>,
     /// Interned category ids.
-    category_names: Vec<String>,
-    category_index: HashMap<String, u32>,
+    pub(crate) category_names: Vec<String>,
+    pub(crate) category_index: HashMap<String, u32>,
     /// Interned brand ids.
-    brand_names: Vec<String>,
-    brand_index: HashMap<String, u32>,
+    pub(crate) brand_names: Vec<String>,
+    pub(crate) brand_index: HashMap<String, u32>,
     /// One column per currency any product is priced in.
-    price_columns: Vec<PriceColumn>,
-    by_id: HashMap<String, ProductIdx>,
-    by_sku: HashMap<String, ProductIdx>,
+    pub(crate) price_columns: Vec<PriceColumn>,
+    pub(crate) by_id: HashMap<String, ProductIdx>,
+    pub(crate) by_sku: HashMap<String, ProductIdx>,
     /// Members of each interned category.
-    by_category: Vec<Vec<ProductIdx>>,
+    pub(crate) by_category: Vec<Vec<ProductIdx>>,
     /// Members of each interned brand.
-    by_brand: Vec<Vec<ProductIdx>>,
+    pub(crate) by_brand: Vec<Vec<ProductIdx>>,
     /// Content-similarity neighbours of each product, best first (see [`similar`]).
-    similar: Vec<Vec<ProductIdx>>,
-    categories: HashMap<String, Category>,
-    brands: HashMap<String, Brand>,
+    pub(crate) similar: Vec<Vec<ProductIdx>>,
+    pub(crate) categories: HashMap<String, Category>,
+    pub(crate) brands: HashMap<String, Brand>,
     /// account id → product id → prices for that account.
-    account_prices: HashMap<String, HashMap<String, PriceSet>>,
+    pub(crate) account_prices: HashMap<String, HashMap<String, PriceSet>>,
 }
 
 impl CatalogueData {
@@ -306,35 +307,80 @@ impl CatalogueData {
                 });
             }
         }
-        let stored = stored.clone();
-        Some(Product {
-            categories: stored
-                .categories
-                .iter()
-                .filter_map(|c| name(&self.category_names, *c))
-                .collect(),
-            brand: stored.brand.and_then(|b| name(&self.brand_names, b)),
+        let categories = stored
+            .categories
+            .iter()
+            .filter_map(|c| name(&self.category_names, *c))
+            .collect();
+        let brand = stored.brand.and_then(|b| name(&self.brand_names, b));
+        Some(stored.clone().into_product(categories, brand, prices))
+    }
+}
+
+impl StoredProduct {
+    /// The stored form of a product whose categories and brand are interned already
+    /// (its own prices go to the price columns or the overlay, not here).
+    pub(crate) fn from_product(
+        product: Product,
+        categories: Vec<u32>,
+        brand: Option<u32>,
+    ) -> StoredProduct {
+        StoredProduct {
+            id: product.id,
+            sku: product.sku,
+            title: product.title,
+            description: product.description,
+            link: product.link,
+            image: product.image,
+            image_overlay: product.image_overlay,
+            all_images: product.all_images,
+            group_prices: product.group_prices,
+            categories,
+            brand,
+            search_tags: product.search_tags,
+            associated_skus: product.associated_skus,
+            associated_ids: product.associated_ids,
+            related_products: product.related_products,
+            visibility: product.visibility,
+            exclude_from_recommenders: product.exclude_from_recommenders,
+            on_offer: product.on_offer,
+            new_arrival: product.new_arrival,
+            available_from: product.available_from,
+            available_until: product.available_until,
+        }
+    }
+
+    /// The product as the store described it, given its names and prices back.
+    pub(crate) fn into_product(
+        self,
+        categories: Vec<String>,
+        brand: Option<String>,
+        prices: PriceSet,
+    ) -> Product {
+        Product {
+            categories,
+            brand,
             prices,
-            id: stored.id,
-            sku: stored.sku,
-            title: stored.title,
-            description: stored.description,
-            link: stored.link,
-            image: stored.image,
-            image_overlay: stored.image_overlay,
-            all_images: stored.all_images,
-            group_prices: stored.group_prices,
-            search_tags: stored.search_tags,
-            associated_skus: stored.associated_skus,
-            associated_ids: stored.associated_ids,
-            related_products: stored.related_products,
-            visibility: stored.visibility,
-            exclude_from_recommenders: stored.exclude_from_recommenders,
-            on_offer: stored.on_offer,
-            new_arrival: stored.new_arrival,
-            available_from: stored.available_from,
-            available_until: stored.available_until,
-        })
+            id: self.id,
+            sku: self.sku,
+            title: self.title,
+            description: self.description,
+            link: self.link,
+            image: self.image,
+            image_overlay: self.image_overlay,
+            all_images: self.all_images,
+            group_prices: self.group_prices,
+            search_tags: self.search_tags,
+            associated_skus: self.associated_skus,
+            associated_ids: self.associated_ids,
+            related_products: self.related_products,
+            visibility: self.visibility,
+            exclude_from_recommenders: self.exclude_from_recommenders,
+            on_offer: self.on_offer,
+            new_arrival: self.new_arrival,
+            available_from: self.available_from,
+            available_until: self.available_until,
+        }
     }
 }
 
@@ -344,12 +390,16 @@ pub type ArchivedProduct = ArchivedStoredProduct;
 /// Why a catalogue could not be built.
 #[derive(Debug, thiserror::Error)]
 #[error("the catalogue could not be archived: {0}")]
-pub struct CatalogueError(String);
+pub struct CatalogueError(pub(crate) String);
 
 /// One immutable version of an account's catalogue; cloning is cheap.
+///
+/// A version is a base archive plus the [overlay](crate::overlay) of changes made by
+/// deltas since that base was built; every accessor reads both as one catalogue.
 #[derive(Debug, Clone)]
 pub struct Catalogue {
-    frozen: Arc<Frozen<CatalogueData>>,
+    pub(crate) frozen: Arc<Frozen<CatalogueData>>,
+    pub(crate) overlay: Arc<Overlay>,
 }
 
 impl Catalogue {
@@ -357,6 +407,7 @@ impl Catalogue {
     pub fn from_frozen(frozen: Frozen<CatalogueData>) -> Catalogue {
         Catalogue {
             frozen: Arc::new(frozen),
+            overlay: Arc::new(Overlay::default()),
         }
     }
 
@@ -364,66 +415,162 @@ impl Catalogue {
         self.frozen.get()
     }
 
-    /// The archive's bytes (what a snapshot stores).
+    fn base_len(&self) -> usize {
+        self.data().products.len()
+    }
+
+    /// The overlay, when it holds any change.
+    fn changes(&self) -> Option<&Overlay> {
+        self.overlay.active.then_some(&*self.overlay)
+    }
+
+    /// The base archive's bytes (what a snapshot stores). Changes in the overlay are not
+    /// in them: [`Catalogue::compact`] first.
     pub fn archive_bytes(&self) -> &[u8] {
         self.frozen.bytes()
     }
 
-    /// Whether the version is read from a memory-mapped snapshot.
+    /// Whether changes since the base archive are held in an overlay.
+    pub fn has_overlay(&self) -> bool {
+        self.overlay.active
+    }
+
+    /// Number of changes held in the overlay (products changed, account-price entries).
+    pub fn overlay_size(&self) -> usize {
+        self.changes().map_or(0, Overlay::size)
+    }
+
+    /// Whether two versions share their base archive (they differ at most by overlay).
+    pub fn same_base(&self, other: &Catalogue) -> bool {
+        Arc::ptr_eq(&self.frozen, &other.frozen)
+    }
+
+    /// Whether the base archive is read from a memory-mapped snapshot.
     pub fn is_mapped(&self) -> bool {
         self.frozen.is_mapped()
     }
 
     /// Number of products.
     pub fn len(&self) -> usize {
-        self.data().products.len()
+        self.changes().map_or_else(|| self.base_len(), |o| o.live)
     }
 
     /// Whether there are no products.
     pub fn is_empty(&self) -> bool {
-        self.data().products.is_empty()
+        self.len() == 0
     }
 
-    /// All products in dense-id order.
-    pub fn products(&self) -> &[ArchivedProduct] {
-        self.data().products.as_slice()
+    /// One more than the highest dense index in use: indexes run over `0..idx_bound()`,
+    /// with gaps where products were deleted since the base.
+    pub fn idx_bound(&self) -> ProductIdx {
+        self.changes()
+            .map_or(self.base_len() as ProductIdx, |o| o.next_idx)
+    }
+
+    /// Every product with its dense index, in index order.
+    pub fn iter(&self) -> impl Iterator<Item = (ProductIdx, &ArchivedProduct)> + '_ {
+        (0..self.idx_bound()).filter_map(|idx| self.product(idx).map(|p| (idx, p)))
     }
 
     /// The product at a dense index.
     pub fn product(&self, idx: ProductIdx) -> Option<&ArchivedProduct> {
+        if let Some(overlay) = self.changes()
+            && overlay.covers(idx, self.base_len())
+        {
+            return overlay
+                .changed
+                .get(&idx)
+                .and_then(|changed| changed.as_deref())
+                .map(|changed| changed.stored.get());
+        }
         self.data().products.get(idx as usize)
     }
 
     /// The dense index of an external product id.
     pub fn idx_of(&self, id: &str) -> Option<ProductIdx> {
+        if let Some(found) = self.changes().and_then(|o| o.ids.get(id)) {
+            return *found;
+        }
         self.data().by_id.get(id).map(|i| i.to_native())
     }
 
     /// The dense index of the product with this SKU (or id, when it has no SKU).
     pub fn idx_of_sku(&self, sku: &str) -> Option<ProductIdx> {
+        if let Some(found) = self.changes().and_then(|o| o.skus.get(sku)) {
+            return *found;
+        }
         self.data().by_sku.get(sku).map(|i| i.to_native())
     }
 
     /// Products of a category, in dense-id order.
     pub fn in_category(&self, category: &str) -> Vec<ProductIdx> {
         let data = self.data();
-        data.category_index
-            .get(category)
-            .and_then(|c| data.by_category.get(c.to_native() as usize))
-            .map_or_else(Vec::new, |members| {
-                members.iter().map(|i| i.to_native()).collect()
-            })
+        let id = data.category_index.get(category).map(|c| c.to_native());
+        let base = id.and_then(|c| data.by_category.get(c as usize));
+        let added = self.changes().map(|o| {
+            let id = id.or_else(|| o.categories.index.get(category).copied());
+            (o, id.and_then(|id| o.category_members.get(&id)))
+        });
+        self.members(base, added)
     }
 
     /// Products of a brand, in dense-id order.
     pub fn of_brand(&self, brand: &str) -> Vec<ProductIdx> {
         let data = self.data();
-        data.brand_index
-            .get(brand)
-            .and_then(|b| data.by_brand.get(b.to_native() as usize))
-            .map_or_else(Vec::new, |members| {
-                members.iter().map(|i| i.to_native()).collect()
-            })
+        let id = data.brand_index.get(brand).map(|b| b.to_native());
+        let base = id.and_then(|b| data.by_brand.get(b as usize));
+        let added = self.changes().map(|o| {
+            let id = id.or_else(|| o.brands.index.get(brand).copied());
+            (o, id.and_then(|id| o.brand_members.get(&id)))
+        });
+        self.members(base, added)
+    }
+
+    /// Base members not changed since, plus the overlay's members, in index order.
+    fn members(
+        &self,
+        base: Option<&rkyv::vec::ArchivedVec<rkyv::rend::u32_le>>,
+        overlay: Option<(&Overlay, Option<&BTreeSet<ProductIdx>>)>,
+    ) -> Vec<ProductIdx> {
+        let base = base
+            .into_iter()
+            .flat_map(|members| members.iter().map(|i| i.to_native()));
+        let Some((overlay, added)) = overlay else {
+            return base.collect();
+        };
+        let base_len = self.base_len();
+        let mut found: Vec<ProductIdx> = base.filter(|i| !overlay.covers(*i, base_len)).collect();
+        if let Some(added) = added.filter(|added| !added.is_empty()) {
+            found.extend(added.iter().copied());
+            found.sort_unstable();
+        }
+        found
+    }
+
+    fn category_name(&self, id: u32) -> Option<&str> {
+        let names = &self.data().category_names;
+        match names.get(id as usize) {
+            Some(name) => Some(name.as_str()),
+            None => self
+                .changes()?
+                .categories
+                .names
+                .get(id as usize - names.len())
+                .map(String::as_str),
+        }
+    }
+
+    fn brand_name(&self, id: u32) -> Option<&str> {
+        let names = &self.data().brand_names;
+        match names.get(id as usize) {
+            Some(name) => Some(name.as_str()),
+            None => self
+                .changes()?
+                .brands
+                .names
+                .get(id as usize - names.len())
+                .map(String::as_str),
+        }
     }
 
     /// The category ids of a product.
@@ -431,28 +578,35 @@ impl Catalogue {
         &'a self,
         product: &'a ArchivedProduct,
     ) -> impl Iterator<Item = &'a str> + 'a {
-        let names = &self.data().category_names;
         product
             .categories
             .iter()
-            .filter_map(move |c| names.get(c.to_native() as usize).map(|n| n.as_str()))
+            .filter_map(move |c| self.category_name(c.to_native()))
     }
 
     /// The brand id of a product.
     pub fn brand_of(&self, product: &ArchivedProduct) -> Option<&str> {
-        let brand = product.brand.as_ref()?.to_native();
-        self.data()
-            .brand_names
-            .get(brand as usize)
-            .map(|n| n.as_str())
+        self.brand_name(product.brand.as_ref()?.to_native())
     }
 
-    /// A product's own (regular, sale) price in `currency`, from the price columns.
+    /// A product's own (regular, sale) price in `currency`, from the price columns (or
+    /// the overlay, for products changed since the base).
     pub fn own_prices(
         &self,
         idx: ProductIdx,
         currency: Currency,
     ) -> (Option<Money>, Option<Money>) {
+        if let Some(overlay) = self.changes()
+            && overlay.covers(idx, self.base_len())
+        {
+            return match overlay.changed.get(&idx) {
+                Some(Some(changed)) => (
+                    changed.prices.price_in(currency),
+                    changed.prices.sale_in(currency),
+                ),
+                _ => (None, None),
+            };
+        }
         let Some(column) = self
             .data()
             .price_columns
@@ -471,7 +625,28 @@ impl Catalogue {
         (at(&column.regular), at(&column.sale))
     }
 
-    /// The content-similarity neighbours of a product, best first.
+    /// Every own price of a product.
+    fn price_set(&self, idx: ProductIdx) -> PriceSet {
+        let mut prices = PriceSet::default();
+        if let Some(overlay) = self.changes()
+            && overlay.covers(idx, self.base_len())
+        {
+            if let Some(Some(changed)) = overlay.changed.get(&idx) {
+                prices = changed.prices.clone();
+            }
+            return prices;
+        }
+        for column in self.data().price_columns.iter() {
+            let currency = column.currency.to_native();
+            let (regular, sale) = self.own_prices(idx, currency);
+            prices.prices.extend(regular);
+            prices.sale_prices.extend(sale);
+        }
+        prices
+    }
+
+    /// The content-similarity neighbours of a product, best first. Products added or
+    /// changed since the base get theirs at the next compaction.
     pub fn similar_to(&self, idx: ProductIdx) -> impl Iterator<Item = ProductIdx> + '_ {
         self.data()
             .similar
@@ -502,33 +677,100 @@ impl Catalogue {
 
     /// The prices a B2B account has for a product, if the store set any.
     pub fn account_prices(&self, account: &str, product_id: &str) -> Option<&ArchivedPriceSet> {
+        if let Some(overlay) = self.changes() {
+            if let Some(entry) = overlay
+                .account_prices
+                .get(account)
+                .and_then(|prices| prices.get(product_id))
+            {
+                return entry.as_deref().map(Frozen::get);
+            }
+            if overlay.cleared_prices.contains(product_id) {
+                return None;
+            }
+        }
         self.data().account_prices.get(account)?.get(product_id)
     }
 
     /// Number of (account, product) price entries.
     pub fn account_price_count(&self) -> usize {
-        self.data().account_prices.values().map(|m| m.len()).sum()
+        self.owned_account_prices()
+            .map_or(0, |all| all.values().map(HashMap::len).sum())
     }
 
-    /// The owned content of this version.
+    /// Every account price, owned: the base's with the overlay's changes applied.
+    fn owned_account_prices(
+        &self,
+    ) -> Result<HashMap<String, HashMap<String, PriceSet>>, CatalogueError> {
+        let mut all: HashMap<String, HashMap<String, PriceSet>> =
+            rkyv::deserialize::<_, rancor::Error>(&self.data().account_prices)
+                .map_err(|e| CatalogueError(e.to_string()))?;
+        let Some(overlay) = self.changes() else {
+            return Ok(all);
+        };
+        for prices in all.values_mut() {
+            prices.retain(|product, _| !overlay.cleared_prices.contains(product));
+        }
+        for (account, changes) in &overlay.account_prices {
+            let prices = all.entry(account.clone()).or_default();
+            for (product, change) in changes {
+                match change {
+                    Some(set) => {
+                        let set = rkyv::deserialize::<PriceSet, rancor::Error>(set.get())
+                            .map_err(|e| CatalogueError(e.to_string()))?;
+                        prices.insert(product.clone(), set);
+                    }
+                    None => {
+                        prices.remove(product);
+                    }
+                }
+            }
+        }
+        all.retain(|_, prices| !prices.is_empty());
+        Ok(all)
+    }
+
+    /// A product as the store described it (owned), by dense index.
+    pub fn owned_product(&self, idx: ProductIdx) -> Result<Option<Product>, CatalogueError> {
+        let Some(archived) = self.product(idx) else {
+            return Ok(None);
+        };
+        let stored = rkyv::deserialize::<StoredProduct, rancor::Error>(archived)
+            .map_err(|e| CatalogueError(e.to_string()))?;
+        let categories = stored
+            .categories
+            .iter()
+            .filter_map(|c| self.category_name(*c).map(str::to_owned))
+            .collect();
+        let brand = stored
+            .brand
+            .and_then(|b| self.brand_name(b).map(str::to_owned));
+        Ok(Some(stored.into_product(
+            categories,
+            brand,
+            self.price_set(idx),
+        )))
+    }
+
+    /// The owned content of this version (overlay folded in, neighbours recomputed when
+    /// there was one).
     pub fn to_data(&self) -> Result<CatalogueData, CatalogueError> {
+        if self.has_overlay() {
+            return Ok(self.to_builder()?.into_data());
+        }
         rkyv::deserialize::<CatalogueData, rancor::Error>(self.data())
             .map_err(|e| CatalogueError(e.to_string()))
     }
 
     /// A builder holding a copy of this version, for producing the next one.
     pub fn to_builder(&self) -> Result<CatalogueBuilder, CatalogueError> {
-        let data = self.to_data()?;
-        let products = data.products();
-        let mut builder = CatalogueBuilder {
-            products: Vec::with_capacity(products.len()),
-            index: HashMap::with_capacity(products.len()),
-            categories: data.categories,
-            brands: data.brands,
-            account_prices: data.account_prices,
-        };
-        for product in products {
-            builder.upsert_product(product);
+        let mut builder = self.to_builder_without_products()?;
+        builder.products.reserve(self.len());
+        builder.index.reserve(self.len());
+        for idx in 0..self.idx_bound() {
+            if let Some(product) = self.owned_product(idx)? {
+                builder.upsert_product(product);
+            }
         }
         Ok(builder)
     }
@@ -543,9 +785,14 @@ impl Catalogue {
             index: HashMap::new(),
             categories: rkyv::deserialize::<_, rancor::Error>(&data.categories).map_err(de)?,
             brands: rkyv::deserialize::<_, rancor::Error>(&data.brands).map_err(de)?,
-            account_prices: rkyv::deserialize::<_, rancor::Error>(&data.account_prices)
-                .map_err(de)?,
+            account_prices: self.owned_account_prices()?,
         })
+    }
+
+    /// Folds the overlay into a new base (every index rebuilt, similarity neighbours
+    /// computed on the current rayon pool). Indexes change: deleted products leave no gap.
+    pub fn compact(&self) -> Result<Catalogue, CatalogueError> {
+        self.to_builder()?.build()
     }
 }
 
@@ -735,7 +982,7 @@ impl CatalogueBuilder {
         let mut columns: Vec<PriceColumn> = Vec::new();
         let count = products.len();
         let mut stored = Vec::with_capacity(count);
-        for (idx, product) in products.into_iter().enumerate() {
+        for (idx, mut product) in products.into_iter().enumerate() {
             let column = |columns: &mut Vec<PriceColumn>, currency: Currency| -> usize {
                 match columns.iter().position(|c| c.currency == currency) {
                     Some(at) => at,
@@ -763,36 +1010,14 @@ impl CatalogueBuilder {
             }
             let idx = idx as ProductIdx;
             let mut category_ids: Vec<u32> = Vec::with_capacity(product.categories.len());
-            for name in product.categories {
+            for name in std::mem::take(&mut product.categories) {
                 let id = categories.intern(name, idx);
                 if !category_ids.contains(&id) {
                     category_ids.push(id);
                 }
             }
-            let brand = product.brand.map(|name| brands.intern(name, idx));
-            stored.push(StoredProduct {
-                id: product.id,
-                sku: product.sku,
-                title: product.title,
-                description: product.description,
-                link: product.link,
-                image: product.image,
-                image_overlay: product.image_overlay,
-                all_images: product.all_images,
-                group_prices: product.group_prices,
-                categories: category_ids,
-                brand,
-                search_tags: product.search_tags,
-                associated_skus: product.associated_skus,
-                associated_ids: product.associated_ids,
-                related_products: product.related_products,
-                visibility: product.visibility,
-                exclude_from_recommenders: product.exclude_from_recommenders,
-                on_offer: product.on_offer,
-                new_arrival: product.new_arrival,
-                available_from: product.available_from,
-                available_until: product.available_until,
-            });
+            let brand = product.brand.take().map(|name| brands.intern(name, idx));
+            stored.push(StoredProduct::from_product(product, category_ids, brand));
         }
         CatalogueData {
             products: stored,

@@ -260,7 +260,7 @@ mod tests {
             .filter(|&i| a.own_prices(i, usd).0.is_some())
             .count();
         assert!(usd_priced > DEMO_PRODUCTS * 9 / 10 && usd_priced < DEMO_PRODUCTS);
-        assert!(a.products().iter().any(|p| p.new_arrival));
+        assert!(a.iter().any(|(_, p)| p.new_arrival));
         assert!((0..DEMO_PRODUCTS as u32).any(|i| a.own_prices(i, gbp).1.is_some()));
         for i in 0..CATEGORIES.len() {
             assert!(!a.in_category(&category_id(i)).is_empty());

@@ -15,6 +15,7 @@
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
 //! - [`visitor`]: bounded per-visitor state.
 //! - [`zone`]: zone definitions and strategies.
+//! - [`overlay`]: changes made by deltas since the base archive, and the edits that make them.
 //! - [`similar`]: content-similarity neighbours, computed at build time.
 //! - [`recommend`]: candidate generation, filters, fallback chains, item prices.
 //! - [`account`]: one account's state, the server-side call, erasure.
@@ -27,6 +28,7 @@ pub mod catalogue;
 pub mod demo;
 pub mod event;
 pub mod money;
+pub mod overlay;
 pub mod recommend;
 pub mod similar;
 pub mod visitor;

@@ -24,24 +24,28 @@ impl Rankings {
         catalogue: &Catalogue,
         score: impl Fn(&ArchivedProduct) -> (f64, u64),
     ) -> Rankings {
-        let scores: Vec<(f64, u64)> = catalogue.products().iter().map(score).collect();
-        let mut trending: Vec<ProductIdx> = (0..catalogue.len() as ProductIdx).collect();
-        trending.sort_by(|a, b| {
-            let (sa, sb) = (scores[*a as usize].0, scores[*b as usize].0);
-            sb.total_cmp(&sa).then(a.cmp(b))
-        });
-        let mut top_sellers: Vec<ProductIdx> = (0..catalogue.len() as ProductIdx)
-            .filter(|i| scores[*i as usize].1 > 0)
+        let bound = catalogue.idx_bound() as usize;
+        let mut scores: Vec<(f64, u64)> = vec![(0.0, 0); bound];
+        let mut trending: Vec<ProductIdx> = Vec::with_capacity(catalogue.len());
+        for (idx, product) in catalogue.iter() {
+            if let Some(slot) = scores.get_mut(idx as usize) {
+                *slot = score(product);
+            }
+            trending.push(idx);
+        }
+        let score_of = |idx: &ProductIdx| scores.get(*idx as usize).copied().unwrap_or_default();
+        trending.sort_by(|a, b| score_of(b).0.total_cmp(&score_of(a).0).then(a.cmp(b)));
+        let mut top_sellers: Vec<ProductIdx> = trending
+            .iter()
+            .copied()
+            .filter(|i| score_of(i).1 > 0)
             .collect();
-        top_sellers.sort_by(|a, b| {
-            scores[*b as usize]
-                .1
-                .cmp(&scores[*a as usize].1)
-                .then(a.cmp(b))
-        });
-        let mut trending_rank = vec![0; catalogue.len()];
+        top_sellers.sort_by(|a, b| score_of(b).1.cmp(&score_of(a).1).then(a.cmp(b)));
+        let mut trending_rank = vec![u32::MAX; bound];
         for (rank, idx) in trending.iter().enumerate() {
-            trending_rank[*idx as usize] = rank as u32;
+            if let Some(slot) = trending_rank.get_mut(*idx as usize) {
+                *slot = rank as u32;
+            }
         }
         Rankings {
             trending,
@@ -226,7 +230,13 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             });
             let Some(category) = category else { return };
             let mut members = catalogue.in_category(category);
-            members.sort_by_key(|idx| ctx.rankings.trending_rank.get(*idx as usize).copied());
+            members.sort_by_key(|idx| {
+                ctx.rankings
+                    .trending_rank
+                    .get(*idx as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX)
+            });
             for idx in members {
                 if !take(idx) {
                     return;
