@@ -41,6 +41,9 @@ pub(crate) struct ExtraNames {
     pub(crate) index: HashMap<String, u32>,
 }
 
+/// Account prices set (`Some`) or deleted (`None`) since the base.
+pub(crate) type PriceChange = Option<Arc<Frozen<PriceSet>>>;
+
 /// Changes since the base archive. Empty (and `active == false`) for a fresh base.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Overlay {
@@ -64,7 +67,7 @@ pub(crate) struct Overlay {
     pub(crate) category_members: HashMap<u32, BTreeSet<ProductIdx>>,
     pub(crate) brand_members: HashMap<u32, BTreeSet<ProductIdx>>,
     /// account id → product id → prices (`None`: deleted) set since the base.
-    pub(crate) account_prices: HashMap<String, HashMap<String, Option<Arc<Frozen<PriceSet>>>>>,
+    pub(crate) account_prices: HashMap<String, HashMap<String, PriceChange>>,
     /// Product ids deleted since the base: the base's account prices for them are void.
     pub(crate) cleared_prices: HashSet<String>,
 }
