@@ -22,6 +22,7 @@ fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64) {
         dir: dir.path().join("wal"),
         segment_bytes: 64 << 20,
         policy: SyncPolicy::Always,
+        first_sequence: 1,
     };
     let (wal, _) = Wal::open(config).unwrap();
     let wal = Arc::new(wal);

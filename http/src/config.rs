@@ -128,6 +128,16 @@ pub struct FeedConfig {
     pub ingest_threads: usize,
 }
 
+/// `[deltas]`: when the delta overlay is folded into a new base snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaConfig {
+    /// Compact once the overlay holds this many changes (products changed plus
+    /// account-price entries).
+    pub compact_after_changes: usize,
+    /// Compact a non-empty overlay at least this often, in seconds.
+    pub compact_interval_secs: u64,
+}
+
 /// One configured store account.
 #[derive(Debug, Clone)]
 pub struct AccountConfig {
@@ -160,6 +170,10 @@ pub struct Config {
     pub events_fsync: EventsFsync,
     /// Interval of the `interval` policy.
     pub fsync_interval_ms: u64,
+    /// Size at which the write-ahead log starts a new segment file.
+    pub wal_segment_bytes: u64,
+    /// Overlay compaction.
+    pub deltas: DeltaConfig,
     /// Limits.
     pub limits: Limits,
     /// Whether feed URLs may point at private and loopback addresses.
@@ -190,6 +204,8 @@ struct FileConfig {
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]
+    deltas: FileDeltas,
+    #[serde(default)]
     feeds: FileFeeds,
     #[serde(default)]
     accounts: Vec<FileAccount>,
@@ -200,6 +216,14 @@ struct FileConfig {
 struct FileDurability {
     events_fsync: Option<String>,
     fsync_interval_ms: Option<u64>,
+    wal_segment_bytes: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDeltas {
+    compact_after_changes: Option<usize>,
+    compact_interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -335,6 +359,31 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             format!("must be between 1 and 10000, got {fsync_interval_ms}"),
         ));
     }
+    let wal_segment_bytes = file.durability.wal_segment_bytes.unwrap_or(64 << 20);
+    if !(4096..=1 << 30).contains(&wal_segment_bytes) {
+        return Err(err(
+            "durability.wal_segment_bytes",
+            format!("must be between 4096 and 1073741824, got {wal_segment_bytes}"),
+        ));
+    }
+    let compact_after_changes = file.deltas.compact_after_changes.unwrap_or(50_000);
+    if !(1..=10_000_000).contains(&compact_after_changes) {
+        return Err(err(
+            "deltas.compact_after_changes",
+            format!("must be between 1 and 10000000, got {compact_after_changes}"),
+        ));
+    }
+    let compact_interval_secs = file.deltas.compact_interval_secs.unwrap_or(300);
+    if !(1..=86_400).contains(&compact_interval_secs) {
+        return Err(err(
+            "deltas.compact_interval_secs",
+            format!("must be between 1 and 86400, got {compact_interval_secs}"),
+        ));
+    }
+    let deltas = DeltaConfig {
+        compact_after_changes,
+        compact_interval_secs,
+    };
     let limits = limits(&file.limits, &err)?;
     let feeds = feed_config(&file.feeds, &err)?;
 
@@ -403,6 +452,8 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         region,
         events_fsync,
         fsync_interval_ms,
+        wal_segment_bytes,
+        deltas,
         limits,
         allow_private_feed_addresses: file.feeds.allow_private_addresses,
         feeds,

@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use vitrine_engine::catalogue::CatalogueBuilder;
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_http::config::Config;
-use vitrine_http::state::account_dir;
-use vitrine_ingest::jobs::{AccountJobs, FeedStatus};
+use vitrine_http::state::{account_dir, jobs_config};
+use vitrine_ingest::jobs::{AccountJobs, FeedStatus, ingest_pool};
 use vitrine_ingest::{runner, store};
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::snapshot;
@@ -47,7 +47,13 @@ pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Res
         eprintln!("warning: users: {problem}");
     }
     account.replace_users(users);
-    let (jobs, _) = AccountJobs::start(account, &dir, base_position)?;
+    let pool = ingest_pool(config.feeds.ingest_threads).context("starting the ingest pool")?;
+    let (jobs, _) = AccountJobs::start(
+        account,
+        &dir,
+        base_position,
+        jobs_config(config, Arc::clone(&pool)),
+    )?;
 
     let mut bytes = read_with_progress(feed)?;
     let size = bytes.len();
@@ -55,10 +61,6 @@ pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Res
         ProgressStyle::with_template("{spinner} {pos} records validated ({per_sec}) {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(config.feeds.ingest_threads)
-        .build()
-        .context("starting the ingest pool")?;
     let status = runner::apply(&jobs, &mut bytes, &pool, &|n| records.inc(n));
     records.finish_and_clear();
     drop(bytes);

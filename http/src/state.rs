@@ -8,12 +8,13 @@ use std::sync::Arc;
 use vitrine_engine::catalogue::CatalogueBuilder;
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
-use vitrine_ingest::jobs::AccountJobs;
+use vitrine_ingest::jobs::{AccountJobs, JobsConfig, ingest_pool};
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
 use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
+use vitrine_snapshots::wal::SyncPolicy;
 
-use crate::config::{AccountConfig, Config};
+use crate::config::{AccountConfig, Config, EventsFsync};
 
 /// One account as the server holds it.
 #[derive(Debug)]
@@ -41,16 +42,19 @@ impl AppState {
     pub fn open(config: Config) -> anyhow::Result<AppState> {
         let data_dir = DataDir::open(&config.data_dir)?;
         let feeds = config.feeds;
-        let runner = FeedRunner::start(FeedSettings {
-            limits: FetchLimits {
-                max_bytes: feeds.max_bytes,
-                total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
-                connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
-                max_redirects: feeds.max_redirects,
-                allow_private: config.allow_private_feed_addresses,
+        let pool = ingest_pool(feeds.ingest_threads)?;
+        let runner = FeedRunner::start(
+            FeedSettings {
+                limits: FetchLimits {
+                    max_bytes: feeds.max_bytes,
+                    total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
+                    connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
+                    max_redirects: feeds.max_redirects,
+                    allow_private: config.allow_private_feed_addresses,
+                },
             },
-            ingest_threads: feeds.ingest_threads,
-        })?;
+            Arc::clone(&pool),
+        )?;
         let mut accounts = HashMap::with_capacity(config.accounts.len());
         for account_config in &config.accounts {
             let dir = account_dir(data_dir.path(), &account_config.access_key);
@@ -78,9 +82,17 @@ impl AppState {
                 tracing::warn!(account = %key, "users: {problem}");
             }
             account.replace_users(users);
-            let (jobs, recovery) = AccountJobs::start(Arc::clone(&account), &dir, base_position)?;
+            let (jobs, recovery) = AccountJobs::start(
+                Arc::clone(&account),
+                &dir,
+                base_position,
+                jobs_config(&config, Arc::clone(&pool)),
+            )?;
+            if let Some(cut) = &recovery.truncated {
+                tracing::warn!(account = %key, "write-ahead log: {cut}");
+            }
             for problem in &recovery.problems {
-                tracing::warn!(account = %account_config.access_key, "journal: {problem}");
+                tracing::warn!(account = %key, "write-ahead log: {problem}");
             }
             tracing::info!(
                 account = %account_config.access_key,
@@ -136,6 +148,24 @@ impl AppState {
         for entry in self.accounts.values() {
             entry.jobs.shutdown();
         }
+    }
+}
+
+/// The settings of every account's jobs, from the configuration.
+pub fn jobs_config(config: &Config, pool: Arc<rayon::ThreadPool>) -> JobsConfig {
+    let sync = match config.events_fsync {
+        EventsFsync::Always => SyncPolicy::Always,
+        EventsFsync::Interval => {
+            SyncPolicy::Interval(std::time::Duration::from_millis(config.fsync_interval_ms))
+        }
+        EventsFsync::Never => SyncPolicy::Never,
+    };
+    JobsConfig {
+        wal_segment_bytes: config.wal_segment_bytes,
+        sync,
+        compact_after_changes: config.deltas.compact_after_changes,
+        compact_interval: std::time::Duration::from_secs(config.deltas.compact_interval_secs),
+        pool,
     }
 }
 

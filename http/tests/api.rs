@@ -1248,9 +1248,8 @@ fn delta_400_names_the_path_and_queues_nothing() {
             .post_json("/api/delta", &delta_body(parts))
             .assert_error(400, expected);
     }
-    // Nothing was journaled.
-    let deltas = common_account_dir(&server, DEMO_KEY).join("deltas");
-    assert_eq!(std::fs::read_dir(deltas).unwrap().count(), 0);
+    // Nothing was logged.
+    assert_eq!(wal_bytes(&common_account_dir(&server, DEMO_KEY)), 0);
 }
 
 #[test]
@@ -1284,16 +1283,44 @@ fn delta_413_beyond_the_size_limit() {
 
 #[test]
 fn delta_500_when_the_delta_cannot_be_saved() {
-    let server = Server::demo();
-    let deltas = common_account_dir(&server, DEMO_KEY).join("deltas");
-    std::fs::remove_dir_all(&deltas).unwrap();
-    std::fs::write(&deltas, b"in the way").unwrap();
+    let server = Server::with_config(&format!(
+        "{}\n[durability]\nwal_segment_bytes = 4096\n",
+        CONFIG
+            .replace("shop-eu-secret", DEMO_SECRET)
+            .replace("\"shop-eu\"", &format!("{DEMO_KEY:?}"))
+            .replace("max_delta_bytes = 65536", "max_delta_bytes = 8388608")
+    ));
+    let big: Vec<Value> = (0..40)
+        .map(|i| product(&format!("BIG-{i}"), &["1 GBP"]))
+        .collect();
+    let token = submit_delta(&server, json!({ "Products": big }));
+    assert_eq!(wait_delta(&server, &token)["Status"], 1);
+    // The segment is full: the next delta needs a new segment file, in a log directory
+    // that is no longer there.
+    let dir = common_account_dir(&server, DEMO_KEY);
+    std::fs::rename(dir.join("wal"), dir.join("wal.moved")).unwrap();
+    std::fs::write(dir.join("wal"), b"in the way").unwrap();
     server
         .post_json(
             "/api/delta",
-            &delta_body(json!({"DeleteProducts": ["P00001"]})),
+            &delta_body(json!({"DeleteProducts": ["BIG-1"]})),
         )
         .assert_error(500, "could not be saved");
+    // Nothing of it was applied: BIG-1 is still recommended.
+    let visitor = "after-the-500";
+    server.serverside(json!({"visitorId": visitor,
+        "events": [{"name": "product_view", "data": {"id": "BIG-1"}}]}));
+    let resp = server.serverside(json!({"visitorId": visitor,
+        "events": [{"name": "product_view", "data": {"id": "BIG-2"}}], "zones": ["RV-01"]}));
+    assert_eq!(zone_ids(&resp, "RV-01"), ["BIG-1"]);
+}
+
+/// Bytes in the account's write-ahead log segments.
+fn wal_bytes(account_dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(account_dir.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
 }
 
 #[test]
@@ -1317,11 +1344,15 @@ fn acknowledged_deltas_survive_sigkill_with_their_statuses() {
         json!({"AccountPrices": [{"AccountId": "a", "Id": "KEEP-1", "Prices": ["1 GBP"]}]}),
     );
     assert_eq!(wait_delta(&server, &t3)["Status"], 1);
-    // The journal holds no credentials.
-    for entry in std::fs::read_dir(common_account_dir(&server, DEMO_KEY).join("deltas")).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        assert!(!text.contains(DEMO_SECRET), "secret on disk: {text}");
+    // The log holds the deltas but no credentials.
+    let dir = common_account_dir(&server, DEMO_KEY).join("wal");
+    let mut logged = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        logged.extend(std::fs::read(entry.unwrap().path()).unwrap());
     }
+    let logged = String::from_utf8_lossy(&logged);
+    assert!(logged.contains("KEEP-1") && logged.contains(&t1));
+    assert!(!logged.contains(DEMO_SECRET), "secret on disk: {logged}");
 }
 
 // ---------------------------------------------------------------- /api/user/forget

@@ -6,9 +6,12 @@
 //! all, in the order the design fixes: deletes, upserts, category removals, category
 //! sets, price deletes, price upserts, users.
 
+use std::collections::{HashMap, HashSet};
 use vitrine_engine::Account;
 use vitrine_engine::account::UserRecord;
-use vitrine_engine::catalogue::{CatalogueBuilder, Product};
+
+use vitrine_engine::catalogue::Product;
+use vitrine_engine::overlay::CatalogueEdit;
 
 use crate::json::{Errors, Fields, JsonValue, check_id, index_path};
 use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
@@ -144,77 +147,147 @@ pub struct Applied {
     pub users: usize,
 }
 
+/// How [`apply_to`] treats references to products the catalogue does not have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A first application: unknown references fail the whole delta.
+    Strict,
+    /// Applying again a delta that succeeded once, on a catalogue rebuilt under it (a
+    /// full feed that arrived meanwhile): references the new base no longer has are
+    /// skipped, the rest applies.
+    Reapply,
+}
+
 /// Applies a delta to the account's catalogue and users, all or nothing.
 pub fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
-    let current = account.catalogue();
-    let mut builder: CatalogueBuilder = current
-        .to_builder()
-        .map_err(|e| DeltaError::Catalogue(e.to_string()))?;
+    let mut edit = account.catalogue().edit();
+    let applied = apply_to(&mut edit, delta, Mode::Strict)?;
+    account.swap_catalogue(edit.finish());
+    apply_users(account, delta);
+    Ok(applied)
+}
+
+/// Adds or replaces the delta's users (account state, not catalogue).
+pub fn apply_users(account: &Account, delta: &Delta) {
+    for user in &delta.users {
+        account.upsert_user(user.clone());
+    }
+}
+
+/// Applies the catalogue parts of a delta to an edit, in the design's order. In
+/// [`Mode::Strict`] every reference is checked before anything changes, so a failed
+/// delta leaves the edit as it was.
+pub fn apply_to(
+    edit: &mut CatalogueEdit,
+    delta: &Delta,
+    mode: Mode,
+) -> Result<Applied, DeltaError> {
+    let deleted: HashSet<&str> = delta.delete_products.iter().map(String::as_str).collect();
+    let upserted: HashSet<&str> = delta.products.iter().map(|p| p.id.as_str()).collect();
+    let known =
+        |id: &str| upserted.contains(id) || (!deleted.contains(id) && edit.contains_product(id));
+    if mode == Mode::Strict {
+        let parts: [(&'static str, Vec<&str>); 4] = [
+            (
+                "RemoveCategoryFromProducts",
+                assignment_ids(&delta.remove_categories).collect(),
+            ),
+            (
+                "SetCategoryOnProducts",
+                assignment_ids(&delta.set_categories).collect(),
+            ),
+            (
+                "DeleteAccountPrices",
+                delta
+                    .delete_account_prices
+                    .iter()
+                    .map(|p| p.product_id.as_str())
+                    .collect(),
+            ),
+            (
+                "AccountPrices",
+                delta
+                    .account_prices
+                    .iter()
+                    .map(|p| p.product_id.as_str())
+                    .collect(),
+            ),
+        ];
+        for (part, ids) in parts {
+            let mut unknown: Vec<&str> = Vec::new();
+            for id in ids {
+                if !known(id) && !unknown.contains(&id) {
+                    unknown.push(id);
+                }
+            }
+            if !unknown.is_empty() {
+                return Err(DeltaError::UnknownProducts {
+                    part,
+                    ids: list(&unknown),
+                });
+            }
+        }
+    }
+    let failed =
+        |e: vitrine_engine::catalogue::CatalogueError| DeltaError::Catalogue(e.to_string());
+
     let mut applied = Applied::default();
     for id in &delta.delete_products {
-        if builder.remove_product(id) {
+        if edit.remove_product(id) {
             applied.deleted += 1;
         }
     }
     for product in &delta.products {
-        builder.upsert_product(product.clone());
+        edit.upsert_product(product.clone()).map_err(failed)?;
         applied.upserted += 1;
     }
-    check_known(
-        &builder,
-        "RemoveCategoryFromProducts",
-        assignment_ids(&delta.remove_categories),
-    )?;
-    check_known(
-        &builder,
-        "SetCategoryOnProducts",
-        assignment_ids(&delta.set_categories),
-    )?;
-    check_known(
-        &builder,
-        "DeleteAccountPrices",
-        delta
-            .delete_account_prices
-            .iter()
-            .map(|p| p.product_id.as_str()),
-    )?;
-    check_known(
-        &builder,
-        "AccountPrices",
-        delta.account_prices.iter().map(|p| p.product_id.as_str()),
-    )?;
-
-    for assignment in &delta.remove_categories {
+    // Category changes: each product is loaded once, changed by every assignment that
+    // names it (removals first), and stored once.
+    let mut changed: Vec<Product> = Vec::new();
+    let mut slots: HashMap<&str, usize> = HashMap::new();
+    let assignments = delta
+        .remove_categories
+        .iter()
+        .map(|a| (a, false))
+        .chain(delta.set_categories.iter().map(|a| (a, true)));
+    for (assignment, set) in assignments {
         for id in &assignment.products {
-            if let Some(product) = builder.product_mut(id) {
+            let slot = match slots.get(id.as_str()) {
+                Some(&slot) => slot,
+                None => {
+                    let Some(product) = edit.product(id).map_err(failed)? else {
+                        continue;
+                    };
+                    changed.push(product);
+                    slots.insert(id, changed.len() - 1);
+                    changed.len() - 1
+                }
+            };
+            let Some(product) = changed.get_mut(slot) else {
+                continue;
+            };
+            if set {
+                if !product.categories.contains(&assignment.category) {
+                    product.categories.push(assignment.category.clone());
+                }
+            } else {
                 product.categories.retain(|c| *c != assignment.category);
             }
         }
     }
-    for assignment in &delta.set_categories {
-        for id in &assignment.products {
-            if let Some(product) = builder.product_mut(id)
-                && !product.categories.contains(&assignment.category)
-            {
-                product.categories.push(assignment.category.clone());
-            }
-        }
+    for product in changed {
+        edit.upsert_product(product).map_err(failed)?;
     }
     for price in &delta.delete_account_prices {
-        builder.remove_account_prices(&price.account_id, &price.product_id);
+        edit.remove_account_prices(&price.account_id, &price.product_id);
     }
     for price in &delta.account_prices {
-        builder.set_account_prices(&price.account_id, &price.product_id, price.prices.clone());
+        if edit.contains_product(&price.product_id) {
+            edit.set_account_prices(&price.account_id, &price.product_id, &price.prices)
+                .map_err(failed)?;
+        }
     }
-    account.swap_catalogue(
-        builder
-            .build()
-            .map_err(|e| DeltaError::Catalogue(e.to_string()))?,
-    );
-    for user in &delta.users {
-        account.upsert_user(user.clone());
-        applied.users += 1;
-    }
+    applied.users = delta.users.len();
     Ok(applied)
 }
 
@@ -222,27 +295,6 @@ fn assignment_ids(assignments: &[CategoryAssignment]) -> impl Iterator<Item = &s
     assignments
         .iter()
         .flat_map(|a| a.products.iter().map(String::as_str))
-}
-
-fn check_known<'a>(
-    builder: &CatalogueBuilder,
-    part: &'static str,
-    ids: impl Iterator<Item = &'a str>,
-) -> Result<(), DeltaError> {
-    let mut unknown: Vec<&str> = Vec::new();
-    for id in ids {
-        if !builder.contains_product(id) && !unknown.contains(&id) {
-            unknown.push(id);
-        }
-    }
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(DeltaError::UnknownProducts {
-            part,
-            ids: list(&unknown),
-        })
-    }
 }
 
 /// Lists ids for a message: the first 20, then a count of the rest.
@@ -264,6 +316,7 @@ fn list(ids: &[&str]) -> String {
 mod tests {
     use serde_json::{Value, json};
     use vitrine_engine::AccountSettings;
+    use vitrine_engine::catalogue::CatalogueBuilder;
     use vitrine_engine::money::Currency;
 
     use super::*;

@@ -13,15 +13,13 @@ use parking_lot::Mutex;
 
 use crate::feed;
 use crate::fetch::{self, FetchLimits};
-use crate::jobs::{AccountJobs, FeedStatus};
+use crate::jobs::{AccountJobs, FeedStatus, RebuildKind, Rebuilt};
 
 /// Settings of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeedSettings {
     /// Download limits.
     pub limits: FetchLimits,
-    /// Threads of the ingest pool (parse, validate, build).
-    pub ingest_threads: usize,
 }
 
 type Task = (Arc<AccountJobs>, String);
@@ -38,14 +36,12 @@ impl std::fmt::Debug for FeedRunner {
 }
 
 impl FeedRunner {
-    /// Starts the runner thread.
-    pub fn start(settings: FeedSettings) -> std::io::Result<FeedRunner> {
+    /// Starts the runner thread; feeds are parsed and built on `pool`.
+    pub fn start(
+        settings: FeedSettings,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> std::io::Result<FeedRunner> {
         let (sender, receiver) = mpsc::channel::<Task>();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(settings.ingest_threads.max(1))
-            .thread_name(|i| format!("ingest-{i}"))
-            .build()
-            .map_err(std::io::Error::other)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -123,8 +119,9 @@ fn run(
     apply(jobs, &mut bytes, pool, &|_| {})
 }
 
-/// Parses, validates and applies a feed held in `bytes` to the jobs' account; the new
-/// catalogue is snapshotted before the feed is reported `Complete`.
+/// Parses, validates and applies a feed held in `bytes` to the jobs' account: the new
+/// base is snapshotted and swapped in under the deltas accepted meanwhile before the
+/// feed is reported `Complete`.
 pub fn apply(
     jobs: &AccountJobs,
     bytes: &mut [u8],
@@ -137,32 +134,24 @@ pub fn apply(
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };
     let parsed = started.elapsed();
-    {
-        let _writing = jobs.writer().lock();
-        let account = jobs.account();
-        let next = match pool.install(|| feed::build(&account.catalogue(), &document)) {
-            Ok(next) => next,
-            Err(error) => return FeedStatus::Failed(error.to_string()),
-        };
-        account.swap_catalogue(next);
-        if let Some(users) = document.users {
-            account.replace_users(users);
-        }
-    }
-    let built = started.elapsed();
-    if let Err(error) = crate::store::save(jobs) {
-        // The new catalogue is served until the next start, which opens the previous
-        // snapshot again; the feed is reported failed so that the store resubmits it.
-        return FeedStatus::Failed(format!(
-            "the new catalogue is served but could not be saved: {error}"
-        ));
-    }
+    let rebuilt = jobs.rebuild(RebuildKind::Feed, |current| {
+        let catalogue = feed::build(current, &document).map_err(|e| e.to_string())?;
+        Ok(Rebuilt {
+            catalogue,
+            users: document.users.clone(),
+        })
+    });
+    let rebuilt = match rebuilt {
+        Ok(rebuilt) => rebuilt,
+        Err(error) => return FeedStatus::Failed(error.to_string()),
+    };
     tracing::info!(
         account = %jobs.account().settings().access_key,
         products = jobs.account().catalogue().len(),
         parse_and_validate_s = parsed.as_secs_f64(),
-        build_s = (built - parsed).as_secs_f64(),
-        snapshot_s = (started.elapsed() - built).as_secs_f64(),
+        build_and_snapshot_s = (started.elapsed() - parsed).as_secs_f64(),
+        snapshot = %rebuilt.saved.path.display(),
+        deltas_reapplied = rebuilt.reapplied,
         "feed applied"
     );
     FeedStatus::Complete {

@@ -46,6 +46,10 @@ pub struct WalConfig {
     pub segment_bytes: u64,
     /// Sync policy for ordinary appends.
     pub policy: SyncPolicy,
+    /// The lowest sequence the next record may take: the position of the newest
+    /// snapshot. A log that ends before it (lost, or wholly covered) is started afresh
+    /// there, so that no new record takes a sequence a snapshot already covers.
+    pub first_sequence: u64,
 }
 
 /// One record.
@@ -68,6 +72,8 @@ pub struct Recovery {
     pub truncated: Option<String>,
     /// Segment files removed because they came after the cut.
     pub removed_segments: usize,
+    /// The sequence the next record takes.
+    pub next_sequence: u64,
 }
 
 /// Counters of the writer, for benchmarks and metrics.
@@ -249,8 +255,8 @@ impl Wal {
     /// Recovers the log in `config.dir` and starts its writer after the last intact
     /// record.
     pub fn open(config: WalConfig) -> Result<(Wal, Recovery)> {
-        let recovery = recover(&config.dir)?;
-        let next = recovery.records.last().map_or_else(
+        let mut recovery = recover(&config.dir)?;
+        let mut next = recovery.records.last().map_or_else(
             || {
                 segments(&config.dir)
                     .ok()
@@ -259,6 +265,17 @@ impl Wal {
             },
             |r| r.sequence + 1,
         );
+        if next < config.first_sequence {
+            // Every record left is covered by a snapshot: start a fresh segment at the
+            // snapshot's position rather than leave a gap inside the log.
+            for (_, path) in segments(&config.dir)? {
+                fs::remove_file(&path).map_err(io_error("removing", &path))?;
+                recovery.removed_segments += 1;
+            }
+            recovery.records.clear();
+            next = config.first_sequence;
+        }
+        recovery.next_sequence = next;
         let stats = Arc::new(WalStats::default());
         let (sender, receiver) = mpsc::channel::<Append>();
         let mut writer = Writer::start(&config, next)?;
@@ -532,6 +549,7 @@ mod tests {
             dir: dir.join("wal"),
             segment_bytes: 4096,
             policy,
+            first_sequence: 1,
         }
     }
 
@@ -669,6 +687,35 @@ mod tests {
                 .unwrap()
                 .contains("torn record header")
         );
+    }
+
+    #[test]
+    fn a_log_behind_the_snapshot_position_starts_afresh_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+            for i in 0..3u8 {
+                wal.append(1, vec![i]).unwrap();
+            }
+        }
+        let covered = WalConfig {
+            first_sequence: 10,
+            ..config(tmp.path(), SyncPolicy::Always)
+        };
+        let (wal, recovery) = Wal::open(covered).unwrap();
+        assert!(recovery.records.is_empty());
+        assert_eq!(recovery.next_sequence, 10);
+        assert_eq!(wal.append(1, b"ten".to_vec()).unwrap(), 10);
+        drop(wal);
+        // A floor below the log's end changes nothing.
+        let (wal, recovery) = Wal::open(WalConfig {
+            first_sequence: 5,
+            ..config(tmp.path(), SyncPolicy::Always)
+        })
+        .unwrap();
+        assert_eq!(payloads(&recovery), vec![b"ten".to_vec()]);
+        assert_eq!(recovery.next_sequence, 11);
+        assert_eq!(wal.append(1, b"eleven".to_vec()).unwrap(), 11);
     }
 
     #[test]

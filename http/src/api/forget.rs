@@ -37,7 +37,9 @@ pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
         ));
     }
     if erasure.users > 0 {
-        vitrine_ingest::store::persist_users(&entry.jobs)
+        entry
+            .jobs
+            .persist_users()
             .map_err(|e| ApiError::Internal(format!("the erasure could not be saved: {e}")))?;
     }
     Ok(Reply::text(format!(
