@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "api/deltas.rs"]
+mod deltas;
 #[path = "api/feeds.rs"]
 mod feeds;
 

@@ -1,0 +1,382 @@
+//! `/api/delta` and `/api/deltastatus` end to end on a catalogue made only of deltas:
+//! every part, every status, the write-ahead log across SIGKILL and a torn tail, and
+//! compaction into a snapshot.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{Resp, Server, serverside_body, wait_for};
+
+const KEY: &str = "delta-shop";
+const SECRET: &str = "delta-shop-secret";
+
+const CONFIG: &str = r#"
+[[accounts]]
+access_key = "delta-shop"
+secret_key = "delta-shop-secret"
+default_currency = "GBP"
+  [[accounts.zones]]
+  id = "CAT"
+  title = "Top of the category"
+  type = "recommender-product"
+  strategy = "category_top"
+  count = 20
+  [[accounts.zones]]
+  id = "RV"
+  title = "Recently viewed"
+  type = "recommender-product"
+  strategy = "recently_viewed"
+  count = 20
+"#;
+
+fn config_with(extra: &str) -> String {
+    format!("{extra}\n{CONFIG}")
+}
+
+fn product(id: &str, title: &str, price: &str, categories: &[&str]) -> Value {
+    json!({"Id": id, "Title": title, "Link": format!("/p/{id}"), "Image": "//img/x.jpg",
+        "Prices": [price], "Categories": categories})
+}
+
+fn submit(server: &Server, parts: Value) -> String {
+    let resp = post_delta(server, parts);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["Token"].as_str().unwrap().to_owned()
+}
+
+fn post_delta(server: &Server, parts: Value) -> Resp {
+    let mut body = json!({"AppKey": KEY, "SecretKey": SECRET});
+    crate::common::merge(&mut body, parts);
+    server.post_json("/api/delta", &body)
+}
+
+fn statuses(server: &Server, tokens: &[&str]) -> Vec<Value> {
+    let resp = server.post_json(
+        "/api/deltastatus",
+        &json!({"AppKey": KEY, "SecretKey": SECRET, "Tokens": tokens}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json().as_array().unwrap().clone()
+}
+
+fn settled(server: &Server, token: &str) -> Value {
+    wait_for("delta status", Duration::from_secs(30), || {
+        let item = statuses(server, &[token]).remove(0);
+        (item["Status"] != 0).then_some(item)
+    })
+}
+
+fn applied(server: &Server, parts: Value) {
+    let token = submit(server, parts);
+    let status = settled(server, &token);
+    assert_eq!(status["Status"], 1, "{status}");
+}
+
+fn serverside(server: &Server, visitor: &str, events: Value, zones: &[&str]) -> Value {
+    let body = serverside_body(
+        json!({"appId": KEY, "secretKey": SECRET, "visitorId": visitor,
+        "events": events, "zones": zones}),
+    );
+    let resp = server.post_json("/api/serverside", &body);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()
+}
+
+/// Ids of the category page's top products.
+fn category(server: &Server, category: &str) -> Vec<String> {
+    let events = json!([{"name": "page_view", "data": {"page_type": "category_listing_page", "category_id": category}}]);
+    ids(&serverside(server, "browser", events, &["CAT"]), "CAT")
+}
+
+fn ids(resp: &Value, zone: &str) -> Vec<String> {
+    resp["zones"][zone]["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{zone} in {resp}"))
+        .iter()
+        .map(|i| i["Id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The items of the recently-viewed zone after `visitor` views `products` in order.
+fn viewed(server: &Server, visitor: &str, products: &[&str], accid: Option<&str>) -> Vec<Value> {
+    let mut events: Vec<Value> = products
+        .iter()
+        .map(|id| json!({"name": "product_view", "data": {"id": id}}))
+        .collect();
+    if let Some(accid) = accid {
+        events.push(json!({"name": "customer_details", "data": {"accid": accid}}));
+    }
+    events.push(json!({"name": "page_view", "data": {"page_type": "homepage"}}));
+    serverside(server, visitor, Value::Array(events), &["RV"])["zones"]["RV"]["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn every_delta_part_changes_what_the_zones_show() {
+    let server = Server::with_config(CONFIG);
+    // Products: added, shown in their category.
+    applied(
+        &server,
+        json!({"Products": [
+            product("A", "Alpha", "10.00 GBP", &["shoes"]),
+            product("B", "Beta", "20.00 GBP", &["shoes"]),
+            product("C", "Gamma", "30.00 GBP", &["hats"]),
+        ]}),
+    );
+    assert_eq!(category(&server, "shoes"), ["A", "B"]);
+    assert_eq!(category(&server, "hats"), ["C"]);
+
+    // Products: a whole replacement (title, price and categories).
+    applied(
+        &server,
+        json!({"Products": [product("A", "Alpha v2", "12.50 GBP", &["hats"])]}),
+    );
+    assert_eq!(category(&server, "shoes"), ["B"]);
+    assert_eq!(category(&server, "hats"), ["A", "C"]);
+    let items = viewed(&server, "v1", &["A", "C"], None);
+    assert_eq!(items[0]["Id"], "A");
+    assert_eq!(items[0]["Title"], "Alpha v2");
+    assert_eq!(items[0]["Price"], 12.5);
+
+    // SetCategoryOnProducts and RemoveCategoryFromProducts (removals first).
+    applied(
+        &server,
+        json!({
+            "SetCategoryOnProducts": [{"Category": "sale", "Products": ["B", "C"]}],
+            "RemoveCategoryFromProducts": [{"Category": "hats", "Products": ["C"]}]
+        }),
+    );
+    assert_eq!(category(&server, "sale"), ["B", "C"]);
+    assert_eq!(category(&server, "hats"), ["A"]);
+
+    // AccountPrices show for that accid only; DeleteAccountPrices takes them away.
+    applied(
+        &server,
+        json!({"AccountPrices": [{"AccountId": "acme", "Id": "B", "Prices": ["15.00 GBP"]}]}),
+    );
+    let acme = viewed(&server, "acme-buyer", &["B", "C"], Some("acme"));
+    assert_eq!(
+        (acme[0]["Id"].as_str(), acme[0]["Price"].as_f64()),
+        (Some("B"), Some(15.0))
+    );
+    let other = viewed(&server, "someone", &["B", "C"], None);
+    assert_eq!(other[0]["Price"], 20.0);
+    applied(
+        &server,
+        json!({"DeleteAccountPrices": [{"AccountId": "acme", "Id": "B"}]}),
+    );
+    let acme = viewed(&server, "acme-buyer", &["B", "C"], Some("acme"));
+    assert_eq!(acme[0]["Price"], 20.0);
+
+    // DeleteProducts: gone from every zone.
+    applied(&server, json!({"DeleteProducts": ["B"]}));
+    assert_eq!(category(&server, "sale"), ["C"]);
+    let items = viewed(&server, "v1", &["B", "C"], None);
+    assert!(items.iter().all(|i| i["Id"] != "B"), "{items:?}");
+
+    // Users: the record exists (erasure finds it by email).
+    applied(
+        &server,
+        json!({"Users": [{"UserId": "u-9", "Email": "nine@example.com", "DOB": "1990-02-03"}]}),
+    );
+    let resp = server.post_json(
+        "/api/user/forget",
+        &json!({"AccessKey": KEY, "SecretKey": SECRET, "Identifier": "NINE@example.com"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert!(resp.body.contains("1 user record"), "{}", resp.body);
+}
+
+#[test]
+fn deltastatus_reports_pending_applied_failed_and_unknown_in_request_order() {
+    let server = Server::with_config(CONFIG);
+    // A large delta keeps the worker busy; the small one behind it is pending.
+    let many: Vec<Value> = (0..15_000)
+        .map(|i| product(&format!("BULK-{i}"), "bulk", "1.00 GBP", &["bulk"]))
+        .collect();
+    let bulk = submit(&server, json!({ "Products": many }));
+    let behind = submit(&server, json!({"DeleteProducts": ["BULK-1"]}));
+    let failing = submit(
+        &server,
+        json!({"SetCategoryOnProducts": [{"Category": "x", "Products": ["BULK-2", "NOPE-1"]}]}),
+    );
+    let early = statuses(&server, &[&behind, "dlt_never_issued", &bulk]);
+    assert_eq!(early[0], json!({"Token": behind, "Status": 0}));
+    assert_eq!(
+        early[1],
+        json!({"Token": "dlt_never_issued", "Status": 2, "Reason": "unknown token"})
+    );
+    assert_eq!(early[2]["Token"], bulk.as_str());
+    settled(&server, &failing);
+    let late = statuses(&server, &[&failing, &behind, &bulk]);
+    assert_eq!(
+        late,
+        [
+            json!({"Token": failing, "Status": 2, "Reason": "unknown product ids in SetCategoryOnProducts: NOPE-1"}),
+            json!({"Token": behind, "Status": 1}),
+            json!({"Token": bulk, "Status": 1}),
+        ]
+    );
+    // The failed delta changed nothing: BULK-2 is in no category "x".
+    assert!(category(&server, "x").is_empty());
+}
+
+/// Bytes of every file under the account's log directory.
+fn wal_files(server: &Server) -> Vec<std::path::PathBuf> {
+    let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    let dir = server.data_path().join("accounts").join(hex).join("wal");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn acknowledged_deltas_survive_sigkill_right_after_their_200s() {
+    let server = Server::with_config(CONFIG);
+    let tokens: Vec<(String, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let server = &server;
+                scope.spawn(move || {
+                    (0..10)
+                        .map(|i| {
+                            let id = format!("K-{w}-{i}");
+                            let token = submit(
+                                server,
+                                json!({"Products": [product(&id, "kept", "5.00 GBP", &["kept"])],
+                                       "AccountPrices": [{"AccountId": "acme", "Id": id, "Prices": ["4.00 GBP"]}]}),
+                            );
+                            (token, id)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    // SIGKILL right after the last 200, applied or not.
+    let server = Server::start_in(server.kill9(), Some(CONFIG));
+    let all: Vec<&str> = tokens.iter().map(|(t, _)| t.as_str()).collect();
+    for chunk in all.chunks(4) {
+        for item in statuses(&server, chunk) {
+            assert_eq!(item["Status"], 1, "{item}");
+        }
+    }
+    // Every product is there: a delta naming them all succeeds (unknown ids would fail it).
+    let ids: Vec<&str> = tokens.iter().map(|(_, id)| id.as_str()).collect();
+    applied(
+        &server,
+        json!({"SetCategoryOnProducts": [{"Category": "checked", "Products": ids}]}),
+    );
+    assert_eq!(category(&server, "checked").len(), 20, "the zone's count");
+    let items = viewed(&server, "acme-buyer", &["K-3-9", "K-0-0"], Some("acme"));
+    assert_eq!(
+        (items[0]["Id"].as_str(), items[0]["Price"].as_f64()),
+        (Some("K-3-9"), Some(4.0))
+    );
+}
+
+#[test]
+fn a_torn_log_tail_is_cut_on_restart_and_earlier_deltas_kept() {
+    let server = Server::with_config(CONFIG);
+    let first = submit(
+        &server,
+        json!({"Products": [product("T1", "one", "1.00 GBP", &["torn"])]}),
+    );
+    let second = submit(
+        &server,
+        json!({"Products": [product("T2", "two", "1.00 GBP", &["torn"])]}),
+    );
+    let segment = wal_files(&server).pop().unwrap();
+    let dir = server.kill9();
+    let path = dir.path().join("data").join(
+        segment
+            .strip_prefix(dir.path().join("data"))
+            .unwrap_or(&segment),
+    );
+    let intact = std::fs::metadata(&path).unwrap().len();
+    // Half a record: a length and a CRC, then the file ends.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&[64, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3]);
+    std::fs::write(&path, bytes).unwrap();
+
+    let server = Server::start_in(dir, Some(CONFIG));
+    let log = server.log();
+    assert!(
+        log.contains("write-ahead log") && log.contains("cut there"),
+        "{log}"
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), intact);
+    for item in statuses(&server, &[&first, &second]) {
+        assert_eq!(item["Status"], 1, "{item}");
+    }
+    assert_eq!(category(&server, "torn"), ["T1", "T2"]);
+    // The log goes on after the cut.
+    applied(&server, json!({"DeleteProducts": ["T1"]}));
+    let server = Server::start_in(server.kill9(), Some(CONFIG));
+    assert_eq!(category(&server, "torn"), ["T2"]);
+}
+
+#[test]
+fn the_overlay_is_compacted_into_a_snapshot_that_a_restart_serves() {
+    let config = config_with(
+        "[deltas]\ncompact_after_changes = 5\n[durability]\nwal_segment_bytes = 4096\n",
+    );
+    let server = Server::with_config(&config);
+    let mut tokens = Vec::new();
+    for i in 0..30 {
+        tokens.push(submit(
+            &server,
+            json!({"Products": [product(&format!("S{i:02}"), &"long title ".repeat(40), "1.00 GBP", &["snap"])]}),
+        ));
+    }
+    for token in &tokens {
+        assert_eq!(settled(&server, token)["Status"], 1);
+    }
+    let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    let account = server.data_path().join("accounts").join(hex);
+    wait_for("a catalogue snapshot", Duration::from_secs(30), || {
+        std::fs::read_dir(&account)
+            .unwrap()
+            .any(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("catalogue")
+            })
+            .then_some(())
+    });
+    wait_for("log segments deleted", Duration::from_secs(30), || {
+        let first = wal_files(&server).first().cloned()?;
+        (!first
+            .file_name()?
+            .to_string_lossy()
+            .starts_with("00000000000000000001"))
+        .then_some(())
+    });
+    let server = Server::start_in(server.kill9(), Some(&config));
+    assert!(
+        server.log().contains("catalogue restored"),
+        "{}",
+        server.log()
+    );
+    for chunk in tokens.chunks(4) {
+        let chunk: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        for item in statuses(&server, &chunk) {
+            assert_eq!(item["Status"], 1, "{item}");
+        }
+    }
+    assert_eq!(category(&server, "snap").len(), 20, "the zone's count");
+    let ids: Vec<String> = (0..30).map(|i| format!("S{i:02}")).collect();
+    applied(&server, json!({"DeleteProducts": ids}));
+    assert!(category(&server, "snap").is_empty());
+}
