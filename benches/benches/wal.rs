@@ -1,5 +1,5 @@
 //! The write-ahead log under the `always` policy with 64 concurrent writers: appends per
-//! second, and the mean number of records each fsync covered (group commit) — printed
+//! second, and the mean and median number of records each fsync covered (group commit) — printed
 //! per run — next to a single writer's rate.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -16,7 +16,7 @@ use vitrine_snapshots::wal::{SyncPolicy, Wal, WalConfig};
 
 const PAYLOAD: usize = 256;
 
-fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64) {
+fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let config = WalConfig {
         dir: dir.path().join("wal"),
@@ -46,6 +46,7 @@ fn run(writers: usize, per_writer: usize) -> (Duration, u64, u64) {
         elapsed,
         stats.syncs.load(Ordering::Relaxed),
         stats.synced_records.load(Ordering::Relaxed),
+        stats.records_per_sync_at(0.5),
     )
 }
 
@@ -58,9 +59,9 @@ fn wal(c: &mut Criterion) {
     for (writers, per_writer) in [(1usize, 200usize), (64, 50)] {
         let records = (writers * per_writer) as u64;
         group.throughput(Throughput::Elements(records));
-        let (elapsed, syncs, synced) = run(writers, per_writer);
+        let (elapsed, syncs, synced, median) = run(writers, per_writer);
         eprintln!(
-            "wal_always/{writers}_writers: {records} appends in {:.3} s = {:.0} appends/s, {syncs} fsyncs, {:.1} records per fsync",
+            "wal_always/{writers}_writers: {records} appends in {:.3} s = {:.0} appends/s, {syncs} fsyncs, {:.1} records per fsync (mean), {median} (median)",
             elapsed.as_secs_f64(),
             records as f64 / elapsed.as_secs_f64(),
             synced as f64 / syncs.max(1) as f64

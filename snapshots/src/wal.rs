@@ -85,6 +85,32 @@ pub struct WalStats {
     pub syncs: AtomicU64,
     /// Records covered by those fsyncs.
     pub synced_records: AtomicU64,
+    /// Records per fsync, as a histogram (`None` until the first fsync).
+    batches: Mutex<Option<hdrhistogram::Histogram<u64>>>,
+}
+
+impl WalStats {
+    fn record_sync(&self, records: u64) {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.synced_records.fetch_add(records, Ordering::Relaxed);
+        if let Ok(mut batches) = self.batches.lock() {
+            if batches.is_none() {
+                *batches = hdrhistogram::Histogram::new(3).ok();
+            }
+            if let Some(histogram) = batches.as_mut() {
+                histogram.saturating_record(records);
+            }
+        }
+    }
+
+    /// Records per fsync at a quantile (0.5: the median), or 0 before any fsync.
+    pub fn records_per_sync_at(&self, quantile: f64) -> u64 {
+        self.batches
+            .lock()
+            .ok()
+            .and_then(|b| b.as_ref().map(|h| h.value_at_quantile(quantile)))
+            .unwrap_or(0)
+    }
 }
 
 struct Append {
@@ -509,10 +535,7 @@ impl Writer {
             .get_ref()
             .sync_data()
             .map_err(|e| format!("syncing {}: {e}", self.path.display()))?;
-        stats.syncs.fetch_add(1, Ordering::Relaxed);
-        stats
-            .synced_records
-            .fetch_add(self.unsynced, Ordering::Relaxed);
+        stats.record_sync(self.unsynced);
         self.unsynced = 0;
         self.last_sync = Instant::now();
         Ok(())
@@ -748,6 +771,10 @@ mod tests {
             "always: every record synced before its ack"
         );
         assert!(stats.syncs.load(Ordering::Relaxed) <= 400);
+        assert!(
+            stats.records_per_sync_at(1.0) > 1,
+            "some fsync covered several records"
+        );
     }
 
     #[test]
