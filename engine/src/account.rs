@@ -4,12 +4,15 @@
 //! Concurrency: every map is a `DashMap`; a request locks only its own visitor's entry
 //! while applying its events. The catalogue is an `ArcSwap`: a request loads one
 //! version and uses it throughout, writers (the delta worker, feed builds) swap in a new
-//! one. Rankings are rebuilt from the counters at most once per
-//! [`RANKINGS_REFRESH_MILLIS`] by whichever request first sees them stale.
+//! one. Events update the online models (popularity with time decay, units sold, co-view
+//! and co-purchase pairs, see [`crate::models`]); [`Account::rebuild_models`] turns them
+//! into rankings and neighbour lists, swapped in whole: the server calls it on an
+//! interval off the request path, and a catalogue with a new base gets its rankings
+//! from whoever swaps it in. Serving reads the latest lists and never waits.
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -17,13 +20,11 @@ use time::Date;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
+use crate::models::{CO_VIEW_WINDOW, CoCounts, Decaying, MAX_ORDER_LINES_PAIRED, Neighbours};
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, Rankings, fill_zone, item_price};
 use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::{ZoneKind, ZoneSpec};
-
-/// Rankings older than this are rebuilt by the next request.
-pub const RANKINGS_REFRESH_MILLIS: UnixMillis = 1_000;
 
 /// Settings of an account that the engine needs.
 #[derive(Debug, Clone)]
@@ -159,7 +160,7 @@ impl Erasure {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Counter {
-    score: f64,
+    popularity: Decaying,
     units: u64,
 }
 
@@ -173,7 +174,6 @@ enum IdentityKey {
 #[derive(Debug)]
 struct RankingsVersion {
     catalogue: Arc<Catalogue>,
-    built_at: UnixMillis,
     rankings: Rankings,
 }
 
@@ -190,8 +190,12 @@ pub struct Account {
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
     counters: DashMap<String, Counter>,
+    coview: CoCounts,
+    copurchase: CoCounts,
     rankings: ArcSwap<RankingsVersion>,
-    rebuilding: AtomicBool,
+    neighbours: ArcSwap<Neighbours>,
+    /// The latest request time seen: the reference time of decayed popularity.
+    clock: AtomicI64,
 }
 
 /// Score added to a product's trending counter per kind of interaction.
@@ -206,7 +210,6 @@ impl Account {
         let rankings = RankingsVersion {
             rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
             catalogue: Arc::clone(&catalogue),
-            built_at: UnixMillis::MIN,
         };
         Account {
             settings,
@@ -217,8 +220,11 @@ impl Account {
             identities: DashMap::new(),
             users: DashMap::new(),
             counters: DashMap::new(),
+            coview: CoCounts::default(),
+            copurchase: CoCounts::default(),
             rankings: ArcSwap::from_pointee(rankings),
-            rebuilding: AtomicBool::new(false),
+            neighbours: ArcSwap::from_pointee(Neighbours::default()),
+            clock: AtomicI64::new(0),
         }
     }
 
@@ -233,8 +239,41 @@ impl Account {
     }
 
     /// Makes `catalogue` the current version; requests in flight keep the one they loaded.
+    /// A catalogue with a new base is ranked here, on the caller's thread, before it is
+    /// served (rankings index products by dense id, which a new base renumbers).
     pub fn swap_catalogue(&self, catalogue: Catalogue) {
-        self.catalogue.store(Arc::new(catalogue));
+        let catalogue = Arc::new(catalogue);
+        if !self.rankings.load().catalogue.same_base(&catalogue) {
+            self.rankings.store(Arc::new(self.rank(&catalogue)));
+        }
+        self.catalogue.store(catalogue);
+    }
+
+    /// Rebuilds the rankings (decayed popularity, units sold) of the current catalogue and
+    /// the co-view and co-purchase neighbour lists from the counters, and swaps them in.
+    /// Runs on the caller's thread, its parallel parts on the current rayon pool.
+    pub fn rebuild_models(&self) {
+        let catalogue = self.catalogue();
+        self.rankings.store(Arc::new(self.rank(&catalogue)));
+        let (viewed_together, bought_together) =
+            rayon::join(|| self.coview.neighbours(), || self.copurchase.neighbours());
+        self.neighbours.store(Arc::new(Neighbours {
+            viewed_together,
+            bought_together,
+        }));
+    }
+
+    fn rank(&self, catalogue: &Arc<Catalogue>) -> RankingsVersion {
+        let now = self.clock.load(Ordering::Relaxed);
+        let rankings = Rankings::build(catalogue, |p| {
+            self.counters
+                .get(p.id.as_str())
+                .map_or((0.0, 0), |c| (c.popularity.value_at(now), c.units))
+        });
+        RankingsVersion {
+            catalogue: Arc::clone(catalogue),
+            rankings,
+        }
     }
 
     /// Adds or replaces a user record.
@@ -294,6 +333,7 @@ impl Account {
             ..PageContext::default()
         };
 
+        self.clock.fetch_max(now, Ordering::Relaxed);
         let mut visitor = self.visitors.entry(visitor_id.clone()).or_default();
         visitor.session_id = Some(session_id.clone());
         visitor.last_seen = now;
@@ -304,11 +344,13 @@ impl Account {
         drop(visitor);
 
         let catalogue = self.catalogue();
-        let rankings = self.rankings_for(&catalogue, now);
+        let rankings = self.rankings_for(&catalogue);
+        let neighbours = self.neighbours.load();
         let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings.rankings,
+            neighbours: &neighbours,
             currency: request.currency.unwrap_or(self.settings.default_currency),
             now,
             account_id: snapshot.identity.account_id.as_deref(),
@@ -500,15 +542,24 @@ impl Account {
                 }
             }
             Event::ProductView { id } => {
+                for earlier in visitor
+                    .recent_views
+                    .iter()
+                    .rev()
+                    .filter(|v| *v != id)
+                    .take(CO_VIEW_WINDOW)
+                {
+                    self.coview.add(earlier, id, 1.0);
+                }
                 visitor.record_view(id);
                 page.product = Some(id.clone());
-                self.count(id, VIEW_SCORE, 0);
+                self.count(id, VIEW_SCORE, 0, now);
             }
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
                 for item in items {
                     if !visitor.basket.iter().any(|b| b.id == item.id) {
-                        self.count(&item.id, BASKET_SCORE, 0);
+                        self.count(&item.id, BASKET_SCORE, 0, now);
                     }
                 }
                 visitor.basket = items.clone();
@@ -530,8 +581,19 @@ impl Account {
                 }
                 for line in &order.items {
                     let units = line.qty.max(0.0).round() as u64;
-                    self.count(&line.id, ORDER_SCORE, units.max(1));
+                    self.count(&line.id, ORDER_SCORE, units.max(1), now);
                     visitor.record_purchase(&line.id);
+                }
+                let mut lines: Vec<&str> = Vec::new();
+                for line in &order.items {
+                    if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&line.id.as_str()) {
+                        lines.push(&line.id);
+                    }
+                }
+                for (i, a) in lines.iter().enumerate() {
+                    for b in lines.iter().skip(i + 1) {
+                        self.copurchase.add(a, b, 1.0);
+                    }
                 }
                 visitor.basket.clear();
                 self.link_visitor(&page.visitor_id, &order.identity);
@@ -571,45 +633,21 @@ impl Account {
             .insert(visitor_id.to_owned());
     }
 
-    fn count(&self, product_id: &str, score: f64, units: u64) {
+    fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
         let mut counter = self.counters.entry(product_id.to_owned()).or_default();
-        counter.score += score;
+        counter.popularity.add(score, now);
         counter.units += units;
     }
 
-    fn rankings_for(&self, catalogue: &Arc<Catalogue>, now: UnixMillis) -> Arc<RankingsVersion> {
+    /// Rankings for the request's catalogue: the published ones when they index the same
+    /// base (versions of one base keep their dense ids; products added since join at the
+    /// next rebuild). Only a request racing the swap of a new base ranks it itself.
+    fn rankings_for(&self, catalogue: &Arc<Catalogue>) -> Arc<RankingsVersion> {
         let current = self.rankings.load_full();
-        // Versions that differ only by overlay keep their dense indexes (deleted products
-        // read as absent, added ones join the rankings at the next rebuild), so their
-        // rankings carry over; a new base must be ranked before use. Stale rankings are
-        // rebuilt by one request while the others keep serving the previous ones.
-        let same_version = current.catalogue.same_base(catalogue);
-        let fresh = now.saturating_sub(current.built_at) < RANKINGS_REFRESH_MILLIS;
-        if same_version && fresh {
+        if current.catalogue.same_base(catalogue) {
             return current;
         }
-        let claimed = self
-            .rebuilding
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if same_version && !claimed {
-            return current;
-        }
-        let rankings = Rankings::build(catalogue, |p| {
-            self.counters
-                .get(p.id.as_str())
-                .map_or((0.0, 0), |c| (c.score, c.units))
-        });
-        let version = Arc::new(RankingsVersion {
-            catalogue: Arc::clone(catalogue),
-            built_at: now,
-            rankings,
-        });
-        if claimed {
-            self.rankings.store(Arc::clone(&version));
-            self.rebuilding.store(false, Ordering::Release);
-        }
-        version
+        Arc::new(self.rank(catalogue))
     }
 }
 

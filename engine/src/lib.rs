@@ -10,6 +10,7 @@
 //! per-account delta worker in `vitrine-ingest` is the only writer of catalogue versions.
 //!
 //! Modules:
+//! - [`models`]: online models (co-view, co-purchase, decayed popularity).
 //! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`catalogue`]: products under dense ids, categories, brands, account prices.
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
@@ -27,6 +28,7 @@ pub mod account;
 pub mod catalogue;
 pub mod demo;
 pub mod event;
+pub mod models;
 pub mod money;
 pub mod overlay;
 pub mod recommend;

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
+use crate::models::Neighbours;
 use crate::money::{Currency, Money, saving_percent};
 use crate::zone::{Strategy, ZoneSpec};
 
@@ -62,6 +63,8 @@ pub struct Context<'a> {
     pub catalogue: &'a Catalogue,
     /// Rankings of that version.
     pub rankings: &'a Rankings,
+    /// Co-view and co-purchase neighbour lists.
+    pub neighbours: &'a Neighbours,
     /// Currency of the request (else the account default).
     pub currency: Currency,
     /// Time of the request.
@@ -244,17 +247,69 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             }
         }
         Strategy::Similar => similar(ctx, take),
+        Strategy::ViewedTogether | Strategy::BoughtTogether => {
+            let Some(anchor) = anchor(ctx) else { return };
+            let Some(anchor) = catalogue.product(anchor) else {
+                return;
+            };
+            let lists = if strategy == Strategy::ViewedTogether {
+                &ctx.neighbours.viewed_together
+            } else {
+                &ctx.neighbours.bought_together
+            };
+            for id in lists.get(anchor.id.as_str()).into_iter().flatten() {
+                if let Some(idx) = catalogue.idx_of(id)
+                    && !take(idx)
+                {
+                    return;
+                }
+            }
+        }
+        Strategy::CompleteTheLook => {
+            let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
+                return;
+            };
+            for sku in anchor.related_products.iter() {
+                if let Some(idx) = catalogue.idx_of_sku(sku)
+                    && !take(idx)
+                {
+                    return;
+                }
+            }
+        }
+        Strategy::Associated => {
+            let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
+                return;
+            };
+            let by_id = anchor.associated_ids.iter().map(|id| catalogue.idx_of(id));
+            let by_sku = anchor
+                .associated_skus
+                .iter()
+                .map(|sku| catalogue.idx_of_sku(sku));
+            for idx in by_id.chain(by_sku).flatten() {
+                if !take(idx) {
+                    return;
+                }
+            }
+        }
     }
+}
+
+/// The product recommendations are about: the page's product, else the visitor's latest
+/// view.
+fn anchor(ctx: &Context<'_>) -> Option<ProductIdx> {
+    ctx.product.or_else(|| {
+        ctx.recent_views
+            .first()
+            .and_then(|id| ctx.catalogue.idx_of(id))
+    })
 }
 
 /// The precomputed content-similarity neighbours (shared categories, brand, search tags)
 /// of the context product, or of the visitor's latest view.
 fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
     let catalogue = ctx.catalogue;
-    let anchor = ctx
-        .product
-        .or_else(|| ctx.recent_views.first().and_then(|id| catalogue.idx_of(id)));
-    let Some(anchor) = anchor else { return };
+    let Some(anchor) = anchor(ctx) else { return };
     for idx in catalogue.similar_to(anchor) {
         if !take(idx) {
             return;
@@ -331,9 +386,11 @@ mod tests {
 
     fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<String> {
         let rankings = Rankings::build(catalogue, |_| (0.0, 0));
+        let neighbours = Neighbours::default();
         let ctx = Context {
             catalogue,
             rankings: &rankings,
+            neighbours: &neighbours,
             currency: Currency::from_code(currency).unwrap(),
             now: 1_000,
             account_id: account,
@@ -398,10 +455,12 @@ mod tests {
         );
         let catalogue = b.build().unwrap();
         let rankings = Rankings::default();
+        let neighbours = Neighbours::default();
         let price = |account: Option<&str>, group: Option<&str>| {
             let ctx = Context {
                 catalogue: &catalogue,
                 rankings: &rankings,
+                neighbours: &neighbours,
                 currency: Currency::from_code("GBP").unwrap(),
                 now: 0,
                 account_id: account,

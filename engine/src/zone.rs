@@ -65,6 +65,16 @@ pub enum Strategy {
     CategoryTop,
     /// Products sharing categories, brand and search tags with the context product.
     Similar,
+    /// `viewed_together`: products viewed by the same visitors close to the context
+    /// product (co-view model).
+    ViewedTogether,
+    /// `bought_together`: products bought in the same orders as the context product
+    /// (co-purchase model).
+    BoughtTogether,
+    /// `complete_the_look`: the context product's `RelatedProducts` (SKUs).
+    CompleteTheLook,
+    /// `associated`: the context product's `AssociatedIds` and `AssociatedSkus`.
+    Associated,
 }
 
 /// A strategy name that is not one this version can fill.
@@ -78,7 +88,7 @@ pub enum StrategyNameError {
 
 impl Strategy {
     /// Strategies this version fills, by config name.
-    pub const AVAILABLE: [(&'static str, Strategy); 7] = [
+    pub const AVAILABLE: [(&'static str, Strategy); 11] = [
         ("trending", Strategy::Trending),
         ("top_sellers", Strategy::TopSellers),
         ("recently_viewed", Strategy::RecentlyViewed),
@@ -86,14 +96,14 @@ impl Strategy {
         ("on_offer", Strategy::OnOffer),
         ("category_top", Strategy::CategoryTop),
         ("similar", Strategy::Similar),
+        ("viewed_together", Strategy::ViewedTogether),
+        ("bought_together", Strategy::BoughtTogether),
+        ("complete_the_look", Strategy::CompleteTheLook),
+        ("associated", Strategy::Associated),
     ];
 
     /// Documented strategy names that this version refuses with a clear message.
-    pub const PLANNED: [&'static str; 8] = [
-        "viewed_together",
-        "bought_together",
-        "complete_the_look",
-        "associated",
+    pub const PLANNED: [&'static str; 4] = [
         "personalized",
         "basket_cross_sell",
         "category_affinity",

@@ -699,7 +699,8 @@ mod tests {
         assert_eq!(
             fails(&MINIMAL.replace("\"trending\"", "\"nope\"")),
             "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
-             trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar"
+             trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar, \
+             viewed_together, bought_together, complete_the_look, associated"
         );
         assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
             "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"
@@ -718,7 +719,7 @@ mod tests {
             fails("").contains("test.toml: accounts: at least one [[accounts]] entry is required")
         );
         assert!(
-            fails(&MINIMAL.replace("\"trending\"", "\"viewed_together\""))
+            fails(&MINIMAL.replace("\"trending\"", "\"personalized\""))
                 .contains("is not available in this version")
         );
         assert!(

@@ -31,6 +31,8 @@ use crate::state::AppState;
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// How often idle sessions are swept.
 pub const SESSION_SWEEP: Duration = Duration::from_secs(30);
+/// How often each account's rankings and neighbour lists are rebuilt from its counters.
+pub const MODELS_REBUILD: Duration = Duration::from_secs(1);
 
 /// Serves `state` on `listener` until `shutdown` completes, then lets in-flight
 /// requests finish (up to [`SHUTDOWN_GRACE`]).
@@ -43,6 +45,7 @@ pub async fn serve(
     let mut builder = http1::Builder::new();
     builder.keep_alive(true);
     let sweeper = tokio::spawn(sweep_sessions(Arc::clone(&state)));
+    let models = tokio::spawn(rebuild_models(Arc::clone(&state)));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -69,6 +72,7 @@ pub async fn serve(
     }
     drop(listener);
     sweeper.abort();
+    models.abort();
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(SHUTDOWN_GRACE) => tracing::warn!("connections still open after the grace period; closing"),
@@ -82,6 +86,27 @@ async fn sweep_sessions(state: Arc<AppState>) {
         let now = now_millis();
         for entry in state.accounts() {
             entry.account.expire_sessions(now);
+        }
+    }
+}
+
+/// Rebuilds every account's models on the ingest pool, one round per
+/// [`MODELS_REBUILD`], off the request path (requests keep reading the previous lists).
+async fn rebuild_models(state: Arc<AppState>) {
+    let mut interval = tokio::time::interval(MODELS_REBUILD);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let state = Arc::clone(&state);
+        let round = tokio::task::spawn_blocking(move || {
+            state.pool().install(|| {
+                for entry in state.accounts() {
+                    entry.account.rebuild_models();
+                }
+            });
+        });
+        if let Err(error) = round.await {
+            tracing::error!(%error, "rebuilding the models failed");
         }
     }
 }

@@ -34,6 +34,7 @@ pub struct AppState {
     pub config: Config,
     accounts: HashMap<String, AccountEntry>,
     runner: FeedRunner,
+    pool: Arc<rayon::ThreadPool>,
     _data_dir: DataDir,
 }
 
@@ -118,8 +119,14 @@ impl AppState {
             config,
             accounts,
             runner,
+            pool,
             _data_dir: data_dir,
         })
+    }
+
+    /// The ingest pool (feeds, compactions, model rebuilds).
+    pub fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
     }
 
     /// The data directory.

@@ -1,0 +1,170 @@
+//! Online models counted on every event: co-view and co-purchase pair counts, and
+//! popularity with time decay.
+//!
+//! Counting is cheap and concurrent (one `DashMap` entry per product, bounded); turning
+//! counts into ordered neighbour lists is done by [`CoCounts::neighbours`] on a rebuild
+//! (the server runs one per account on an interval, on the ingest pool) and the result is
+//! swapped in whole, so serving reads finished lists and never waits for a rebuild.
+
+use std::collections::HashMap;
+
+use dashmap::DashMap;
+use rayon::prelude::*;
+
+use crate::catalogue::UnixMillis;
+
+/// Partners counted per product at most; when full, the weakest partner makes room.
+pub const MAX_PARTNERS: usize = 64;
+/// Neighbours kept per product in a rebuilt list.
+pub const NEIGHBOURS: usize = 32;
+/// A product view pairs with this many of the visitor's previous views.
+pub const CO_VIEW_WINDOW: usize = 5;
+/// Order lines paired with each other at most (the first ones of an order).
+pub const MAX_ORDER_LINES_PAIRED: usize = 20;
+/// Half-life of the popularity behind `trending`: a view a day old counts half.
+pub const TRENDING_HALF_LIFE_MILLIS: UnixMillis = 24 * 60 * 60 * 1000;
+
+/// Symmetric pair counts between products (by external id).
+#[derive(Debug, Default)]
+pub struct CoCounts {
+    pairs: DashMap<String, HashMap<String, f64>>,
+}
+
+impl CoCounts {
+    /// Counts `a` and `b` together once (in both directions).
+    pub fn add(&self, a: &str, b: &str, weight: f64) {
+        if a == b {
+            return;
+        }
+        self.add_one(a, b, weight);
+        self.add_one(b, a, weight);
+    }
+
+    fn add_one(&self, from: &str, to: &str, weight: f64) {
+        let mut partners = self.pairs.entry(from.to_owned()).or_default();
+        if let Some(count) = partners.get_mut(to) {
+            *count += weight;
+            return;
+        }
+        if partners.len() >= MAX_PARTNERS {
+            let weakest = partners
+                .iter()
+                .min_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.cmp(a.0)))
+                .map(|(id, _)| id.clone());
+            if let Some(weakest) = weakest {
+                partners.remove(&weakest);
+            }
+        }
+        partners.insert(to.to_owned(), weight);
+    }
+
+    /// Number of products with partners.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`];
+    /// computed in parallel on the current rayon pool.
+    pub fn neighbours(&self) -> HashMap<String, Vec<String>> {
+        let snapshot: Vec<(String, Vec<(String, f64)>)> = self
+            .pairs
+            .iter()
+            .map(|entry| {
+                let partners = entry
+                    .value()
+                    .iter()
+                    .map(|(id, count)| (id.clone(), *count))
+                    .collect();
+                (entry.key().clone(), partners)
+            })
+            .collect();
+        snapshot
+            .into_par_iter()
+            .map(|(product, mut partners)| {
+                partners.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                partners.truncate(NEIGHBOURS);
+                (product, partners.into_iter().map(|(id, _)| id).collect())
+            })
+            .collect()
+    }
+}
+
+/// Rebuilt neighbour lists, as serving reads them.
+#[derive(Debug, Default)]
+pub struct Neighbours {
+    /// Products viewed by the same visitors close together, strongest first.
+    pub viewed_together: HashMap<String, Vec<String>>,
+    /// Products bought in the same orders, strongest first.
+    pub bought_together: HashMap<String, Vec<String>>,
+}
+
+/// A popularity counter whose score halves every [`TRENDING_HALF_LIFE_MILLIS`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Decaying {
+    score: f64,
+    at: UnixMillis,
+}
+
+impl Decaying {
+    /// Adds `amount` at time `now` (earlier times count as the last one seen).
+    pub fn add(&mut self, amount: f64, now: UnixMillis) {
+        let now = now.max(self.at);
+        self.score = self.value_at(now) + amount;
+        self.at = now;
+    }
+
+    /// The score as of `now` (never more than it was at the last addition).
+    pub fn value_at(&self, now: UnixMillis) -> f64 {
+        let elapsed = now.saturating_sub(self.at).max(0) as f64;
+        self.score * (-elapsed / TRENDING_HALF_LIFE_MILLIS as f64).exp2()
+    }
+
+    /// When it was last added to.
+    pub fn at(&self) -> UnixMillis {
+        self.at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_are_symmetric_ordered_and_bounded() {
+        let counts = CoCounts::default();
+        for _ in 0..3 {
+            counts.add("a", "b", 1.0);
+        }
+        counts.add("a", "c", 1.0);
+        counts.add("a", "a", 5.0);
+        let lists = counts.neighbours();
+        assert_eq!(lists["a"], ["b", "c"]);
+        assert_eq!(lists["b"], ["a"]);
+        assert!(!lists["a"].contains(&"a".to_owned()));
+
+        for i in 0..(MAX_PARTNERS * 2) {
+            counts.add("hub", &format!("p{i:03}"), 1.0);
+        }
+        counts.add("hub", "strong", 10.0);
+        let lists = counts.neighbours();
+        assert_eq!(lists["hub"].len(), NEIGHBOURS);
+        assert_eq!(lists["hub"][0], "strong");
+    }
+
+    #[test]
+    fn popularity_halves_every_half_life() {
+        let mut counter = Decaying::default();
+        counter.add(8.0, 0);
+        assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 4.0);
+        counter.add(1.0, TRENDING_HALF_LIFE_MILLIS);
+        assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS * 2), 2.5);
+        // An older time counts as the last one seen.
+        counter.add(1.0, 0);
+        assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 6.0);
+    }
+}

@@ -1,0 +1,277 @@
+//! Data-driven strategy tests: a small catalogue and a scripted sequence of events in,
+//! the ordered product ids of a zone out.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use vitrine_engine::account::{ServeRequest, UserRecord};
+use vitrine_engine::catalogue::{
+    Catalogue, CatalogueBuilder, PriceSet, Product, UnixMillis, Visibility,
+};
+use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
+use vitrine_engine::models::TRENDING_HALF_LIFE_MILLIS;
+use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
+use vitrine_engine::{Account, AccountSettings, Currency, Money};
+
+const T0: UnixMillis = 1_800_000_000_000;
+
+fn money(minor: i64, code: &str) -> Money {
+    Money {
+        minor,
+        currency: Currency::from_code(code).unwrap(),
+    }
+}
+
+fn product(id: &str) -> Product {
+    Product {
+        id: id.into(),
+        title: id.to_uppercase(),
+        prices: PriceSet {
+            prices: vec![money(1000, "GBP")],
+            sale_prices: vec![],
+        },
+        categories: vec!["c".into()],
+        ..Product::default()
+    }
+}
+
+/// a..f priced in GBP; `usd` only in USD; `b2b` only for account `acme`; `sku-b` is b's
+/// SKU; a's related products and associations point at the others.
+fn catalogue() -> Catalogue {
+    let mut builder = CatalogueBuilder::new();
+    builder.upsert_product(Product {
+        related_products: vec!["SKU-B".into(), "c".into(), "usd".into(), "nope".into()],
+        associated_ids: vec!["d".into(), "missing".into()],
+        associated_skus: vec!["SKU-B".into()],
+        ..product("a")
+    });
+    builder.upsert_product(Product {
+        sku: Some("SKU-B".into()),
+        ..product("b")
+    });
+    for id in ["c", "d", "e", "f"] {
+        builder.upsert_product(product(id));
+    }
+    builder.upsert_product(Product {
+        prices: PriceSet {
+            prices: vec![money(500, "USD")],
+            sale_prices: vec![],
+        },
+        ..product("usd")
+    });
+    builder.upsert_product(Product {
+        visibility: Visibility::OnlyAccounts(vec!["acme".into()]),
+        ..product("b2b")
+    });
+    builder.build().unwrap()
+}
+
+fn account(strategy: Strategy) -> Account {
+    let zone = ZoneSpec {
+        id: "Z".into(),
+        title: "Zone".into(),
+        kind: ZoneKind::RecommenderProduct,
+        strategy,
+        fallback: vec![],
+        count: 10,
+        page_types: vec![],
+    };
+    let settings = AccountSettings {
+        access_key: "k".into(),
+        default_currency: Currency::from_code("GBP").unwrap(),
+        zones: vec![zone],
+    };
+    let account = Account::new(settings, catalogue());
+    account.replace_users(Vec::<UserRecord>::new());
+    account
+}
+
+fn view(id: &str) -> Event {
+    Event::ProductView { id: id.into() }
+}
+
+fn product_page(id: &str) -> Event {
+    Event::PageView {
+        page_type: PageType::ProductPage,
+        product_id: Some(id.into()),
+        category_id: None,
+        brand_id: None,
+    }
+}
+
+fn order(id: &str, items: &[&str]) -> Event {
+    Event::Order(Order {
+        order_id: id.into(),
+        items: items
+            .iter()
+            .map(|i| BasketLine {
+                id: (*i).into(),
+                qty: 1.0,
+                unit_price: 10.0,
+            })
+            .collect(),
+        total: None,
+        identity: Identity {
+            user_id: Some(format!("user-{id}")),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    })
+}
+
+fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) {
+    account.serve(ServeRequest {
+        visitor_id: Some(visitor.into()),
+        session_id: None,
+        currency: None,
+        events,
+        zones: vec![],
+        now,
+    });
+}
+
+/// The zone's ids for `visitor` after `events`.
+fn zone(account: &Account, visitor: &str, events: Vec<Event>, currency: &str) -> Vec<String> {
+    let outcome = account.serve(ServeRequest {
+        visitor_id: Some(visitor.into()),
+        session_id: None,
+        currency: Some(Currency::from_code(currency).unwrap()),
+        events,
+        zones: vec!["Z".into()],
+        now: T0 + 1_000,
+    });
+    outcome.zones[0]
+        .items
+        .iter()
+        .map(|item| {
+            outcome
+                .catalogue
+                .product(item.product)
+                .unwrap()
+                .id
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
+    let account = account(Strategy::ViewedTogether);
+    for v in 0..10 {
+        track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+    }
+    for v in 0..3 {
+        track(&account, &format!("w{v}"), vec![view("a"), view("c")], T0);
+    }
+    for v in 0..20 {
+        // Often viewed with a, but not priced in GBP / not visible without acme.
+        track(
+            &account,
+            &format!("x{v}"),
+            vec![view("a"), view("usd"), view("b2b")],
+            T0,
+        );
+    }
+    // Nothing before the models are rebuilt: serving reads finished lists only.
+    assert!(zone(&account, "new", vec![product_page("a")], "GBP").is_empty());
+    account.rebuild_models();
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "GBP"),
+        ["b", "c"]
+    );
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "USD"),
+        ["usd"]
+    );
+    // The symmetric direction, and the visitor's latest view as the anchor.
+    assert_eq!(zone(&account, "new2", vec![view("c")], "GBP"), ["a"]);
+    // A product in the basket is left out.
+    let basket = Event::SetBasket {
+        items: vec![BasketLine {
+            id: "b".into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    assert_eq!(
+        zone(&account, "buyer", vec![basket, product_page("a")], "GBP"),
+        ["c"]
+    );
+}
+
+#[test]
+fn bought_together_ranks_by_co_purchases_and_b2b_products_only_for_their_account() {
+    let account = account(Strategy::BoughtTogether);
+    for o in 0..3 {
+        track(
+            &account,
+            &format!("o{o}"),
+            vec![order(&format!("ac{o}"), &["a", "c"])],
+            T0,
+        );
+    }
+    track(&account, "o9", vec![order("ab", &["a", "b", "b2b"])], T0);
+    // A duplicate order id counts nothing.
+    for _ in 0..5 {
+        track(&account, "dup", vec![order("ab", &["a", "b"])], T0);
+    }
+    account.rebuild_models();
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "GBP"),
+        ["c", "b"]
+    );
+    let acme = Event::CustomerDetails {
+        identity: Identity {
+            account_id: Some("acme".into()),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    };
+    assert_eq!(
+        zone(&account, "acme-buyer", vec![acme, product_page("a")], "GBP"),
+        ["c", "b", "b2b"]
+    );
+    // Products the visitor bought already are left out.
+    assert_eq!(zone(&account, "o0", vec![product_page("a")], "GBP"), ["b"]);
+}
+
+#[test]
+fn complete_the_look_follows_related_skus_in_order() {
+    let account = account(Strategy::CompleteTheLook);
+    // SKU-B is b, "c" has no SKU so its id stands in, usd is not priced in GBP,
+    // "nope" names nothing.
+    assert_eq!(
+        zone(&account, "v", vec![product_page("a")], "GBP"),
+        ["b", "c"]
+    );
+    assert!(zone(&account, "v", vec![product_page("b")], "GBP").is_empty());
+}
+
+#[test]
+fn associated_follows_associated_ids_then_skus() {
+    let account = account(Strategy::Associated);
+    assert_eq!(
+        zone(&account, "v", vec![product_page("a")], "GBP"),
+        ["d", "b"]
+    );
+}
+
+#[test]
+fn trending_decays_with_time() {
+    let account = account(Strategy::Trending);
+    let days = |n: i64| T0 - n * TRENDING_HALF_LIFE_MILLIS;
+    // e was popular three half-lives ago (5 views → 0.625 now); f has one view now.
+    for v in 0..5 {
+        track(&account, &format!("old{v}"), vec![view("e")], days(3));
+    }
+    track(&account, "now", vec![view("f")], T0);
+    account.rebuild_models();
+    let ids = zone(&account, "fresh", vec![], "GBP");
+    assert_eq!(&ids[..2], ["f", "e"]);
+    // Without the recent view, e's old popularity still leads.
+    let account2 = self::account(Strategy::Trending);
+    for v in 0..5 {
+        track(&account2, &format!("old{v}"), vec![view("e")], days(3));
+    }
+    account2.rebuild_models();
+    assert_eq!(zone(&account2, "fresh", vec![], "GBP")[0], "e");
+}
