@@ -277,6 +277,61 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 }
             }
         }
+        Strategy::Personalized => {
+            let viewed: HashSet<&str> = ctx.recent_views.iter().copied().collect();
+            let recent = ctx
+                .recent_views
+                .iter()
+                .take(10)
+                .enumerate()
+                .map(|(i, id)| (*id, 1.0 / (i as f64 + 1.0)));
+            let bought = ctx.purchased.iter().map(|id| (*id, 0.5));
+            let lists = [
+                &ctx.neighbours.viewed_together,
+                &ctx.neighbours.bought_together,
+            ];
+            let ranked = blended(recent.chain(bought), &lists, &viewed);
+            if !take_ids(catalogue, ranked.iter().map(String::as_str), take) {
+                return;
+            }
+            for id in ctx.recent_views.iter().take(3) {
+                let Some(seed) = catalogue.idx_of(id) else {
+                    continue;
+                };
+                for idx in catalogue.similar_to(seed) {
+                    let seen = catalogue
+                        .product(idx)
+                        .is_some_and(|p| viewed.contains(p.id.as_str()));
+                    if !seen && !take(idx) {
+                        return;
+                    }
+                }
+            }
+        }
+        Strategy::BasketCrossSell => {
+            let mut seeds: Vec<&str> = ctx.basket.iter().copied().collect();
+            seeds.sort_unstable();
+            let ranked = blended(
+                seeds.iter().map(|id| (*id, 1.0)),
+                &[&ctx.neighbours.bought_together],
+                &ctx.basket,
+            );
+            if !take_ids(catalogue, ranked.iter().map(String::as_str), take) {
+                return;
+            }
+            for id in &seeds {
+                let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) else {
+                    continue;
+                };
+                for sku in product.related_products.iter() {
+                    if let Some(idx) = catalogue.idx_of_sku(sku)
+                        && !take(idx)
+                    {
+                        return;
+                    }
+                }
+            }
+        }
         Strategy::Associated => {
             let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
                 return;
@@ -293,6 +348,44 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             }
         }
     }
+}
+
+/// Candidates scored by neighbour lists of several seed products: a seed's weight falls
+/// with its position (newest first), a neighbour's with its rank in the seed's list.
+fn blended<'a>(
+    seeds: impl Iterator<Item = (&'a str, f64)>,
+    lists: &[&std::collections::HashMap<String, Vec<String>>],
+    skip: &HashSet<&str>,
+) -> Vec<String> {
+    let mut scores: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+    for (seed, weight) in seeds {
+        for list in lists {
+            for (rank, id) in list.get(seed).into_iter().flatten().enumerate() {
+                if !skip.contains(id.as_str()) {
+                    *scores.entry(id.as_str()).or_default() += weight / (rank as f64 + 1.0);
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(&str, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ranked.into_iter().map(|(id, _)| id.to_owned()).collect()
+}
+
+/// Calls `take` with each id's product, in order.
+fn take_ids<'a>(
+    catalogue: &Catalogue,
+    ids: impl IntoIterator<Item = &'a str>,
+    take: &mut dyn FnMut(ProductIdx) -> bool,
+) -> bool {
+    for id in ids {
+        if let Some(idx) = catalogue.idx_of(id)
+            && !take(idx)
+        {
+            return false;
+        }
+    }
+    true
 }
 
 /// The product recommendations are about: the page's product, else the visitor's latest

@@ -75,6 +75,13 @@ pub enum Strategy {
     CompleteTheLook,
     /// `associated`: the context product's `AssociatedIds` and `AssociatedSkus`.
     Associated,
+    /// `personalized`: from the visitor's history — products viewed and bought together
+    /// with what the visitor viewed and bought (recent ones weigh more), then products
+    /// similar to the latest views; products the visitor viewed are left out.
+    Personalized,
+    /// `basket_cross_sell`: products bought together with the basket's products, then
+    /// their `RelatedProducts`.
+    BasketCrossSell,
 }
 
 /// A strategy name that is not one this version can fill.
@@ -88,7 +95,7 @@ pub enum StrategyNameError {
 
 impl Strategy {
     /// Strategies this version fills, by config name.
-    pub const AVAILABLE: [(&'static str, Strategy); 11] = [
+    pub const AVAILABLE: [(&'static str, Strategy); 13] = [
         ("trending", Strategy::Trending),
         ("top_sellers", Strategy::TopSellers),
         ("recently_viewed", Strategy::RecentlyViewed),
@@ -100,15 +107,12 @@ impl Strategy {
         ("bought_together", Strategy::BoughtTogether),
         ("complete_the_look", Strategy::CompleteTheLook),
         ("associated", Strategy::Associated),
+        ("personalized", Strategy::Personalized),
+        ("basket_cross_sell", Strategy::BasketCrossSell),
     ];
 
     /// Documented strategy names that this version refuses with a clear message.
-    pub const PLANNED: [&'static str; 4] = [
-        "personalized",
-        "basket_cross_sell",
-        "category_affinity",
-        "brand_affinity",
-    ];
+    pub const PLANNED: [&'static str; 2] = ["category_affinity", "brand_affinity"];
 
     /// The config name of the strategy.
     pub fn name(self) -> &'static str {

@@ -275,3 +275,58 @@ fn trending_decays_with_time() {
     account2.rebuild_models();
     assert_eq!(zone(&account2, "fresh", vec![], "GBP")[0], "e");
 }
+
+#[test]
+fn personalized_blends_the_neighbours_of_the_visitors_history() {
+    let account = account(Strategy::Personalized);
+    for v in 0..6 {
+        track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+    }
+    for v in 0..3 {
+        track(&account, &format!("w{v}"), vec![view("d"), view("e")], T0);
+        track(
+            &account,
+            &format!("w{v}"),
+            vec![order(&format!("df{v}"), &["d", "f"])],
+            T0,
+        );
+    }
+    account.rebuild_models();
+    // Viewed d (latest) and a: d's neighbours weigh more (e viewed with it, f bought
+    // with it), then a's (b); then products similar to the latest views (c shares their
+    // category). Viewed products are left out.
+    assert_eq!(
+        zone(&account, "me", vec![view("a"), view("d")], "GBP"),
+        ["e", "f", "b", "c"]
+    );
+    // A visitor without history gets nothing from this strategy alone.
+    assert!(zone(&account, "nobody", vec![], "GBP").is_empty());
+}
+
+#[test]
+fn basket_cross_sell_follows_co_purchases_then_related_products() {
+    let account = account(Strategy::BasketCrossSell);
+    for o in 0..2 {
+        track(
+            &account,
+            &format!("o{o}"),
+            vec![order(&format!("ad{o}"), &["a", "d"])],
+            T0,
+        );
+    }
+    track(&account, "o9", vec![order("ae", &["a", "e"])], T0);
+    account.rebuild_models();
+    let basket = Event::SetBasket {
+        items: vec![BasketLine {
+            id: "a".into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    // Bought with a: d (twice), e; then a's related products b and c.
+    assert_eq!(
+        zone(&account, "shopper", vec![basket], "GBP"),
+        ["d", "e", "b", "c"]
+    );
+    assert!(zone(&account, "empty-basket", vec![], "GBP").is_empty());
+}

@@ -700,7 +700,8 @@ mod tests {
             fails(&MINIMAL.replace("\"trending\"", "\"nope\"")),
             "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
              trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar, \
-             viewed_together, bought_together, complete_the_look, associated"
+             viewed_together, bought_together, complete_the_look, associated, personalized, \
+             basket_cross_sell"
         );
         assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
             "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"
@@ -719,7 +720,7 @@ mod tests {
             fails("").contains("test.toml: accounts: at least one [[accounts]] entry is required")
         );
         assert!(
-            fails(&MINIMAL.replace("\"trending\"", "\"personalized\""))
+            fails(&MINIMAL.replace("\"trending\"", "\"category_affinity\""))
                 .contains("is not available in this version")
         );
         assert!(
