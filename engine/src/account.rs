@@ -20,10 +20,12 @@ use time::Date;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
-use crate::models::{CO_VIEW_WINDOW, CoCounts, Decaying, MAX_ORDER_LINES_PAIRED, Neighbours};
+use crate::models::{
+    CO_VIEW_WINDOW, CoCounts, Decaying, MAX_ORDER_LINES_PAIRED, Neighbours, most_popular,
+};
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, Rankings, fill_zone, item_price};
-use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor};
+use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// Settings of an account that the engine needs.
@@ -123,8 +125,11 @@ pub struct RenderedItem {
 pub struct RenderedZone<'a> {
     /// The zone's definition.
     pub spec: &'a ZoneSpec,
-    /// Items in display order.
+    /// Product items in display order (recommender-product zones).
     pub items: Vec<RenderedItem>,
+    /// Category or brand ids in display order (recommender-category and
+    /// recommender-brand zones).
+    pub names: Vec<String>,
 }
 
 /// What a server-side call produced.
@@ -190,6 +195,8 @@ pub struct Account {
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
     counters: DashMap<String, Counter>,
+    category_popularity: DashMap<String, Decaying>,
+    brand_popularity: DashMap<String, Decaying>,
     coview: CoCounts,
     copurchase: CoCounts,
     rankings: ArcSwap<RankingsVersion>,
@@ -220,6 +227,8 @@ impl Account {
             identities: DashMap::new(),
             users: DashMap::new(),
             counters: DashMap::new(),
+            category_popularity: DashMap::new(),
+            brand_popularity: DashMap::new(),
             coview: CoCounts::default(),
             copurchase: CoCounts::default(),
             rankings: ArcSwap::from_pointee(rankings),
@@ -257,9 +266,12 @@ impl Account {
         self.rankings.store(Arc::new(self.rank(&catalogue)));
         let (viewed_together, bought_together) =
             rayon::join(|| self.coview.neighbours(), || self.copurchase.neighbours());
+        let now = self.clock.load(Ordering::Relaxed);
         self.neighbours.store(Arc::new(Neighbours {
             viewed_together,
             bought_together,
+            top_categories: most_popular(&self.category_popularity, now),
+            top_brands: most_popular(&self.brand_popularity, now),
         }));
     }
 
@@ -334,16 +346,21 @@ impl Account {
         };
 
         self.clock.fetch_max(now, Ordering::Relaxed);
+        let catalogue = self.catalogue();
         let mut visitor = self.visitors.entry(visitor_id.clone()).or_default();
         visitor.session_id = Some(session_id.clone());
         visitor.last_seen = now;
         for (index, event) in request.events.iter().enumerate() {
-            self.apply_event(&mut visitor, index, event, now, &mut page, &mut notices);
+            let at = EventAt {
+                index,
+                now,
+                catalogue: &catalogue,
+            };
+            self.apply_event(&mut visitor, &at, event, &mut page, &mut notices);
         }
         let snapshot = VisitorSnapshot::of(&visitor);
         drop(visitor);
 
-        let catalogue = self.catalogue();
         let rankings = self.rankings_for(&catalogue);
         let neighbours = self.neighbours.load();
         let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
@@ -387,6 +404,7 @@ impl Account {
                 });
                 continue;
             }
+            let mut names = Vec::new();
             let items = match spec.kind {
                 ZoneKind::RecommenderProduct => fill_zone(spec, &ctx)
                     .into_iter()
@@ -398,9 +416,32 @@ impl Account {
                         })
                     })
                     .collect(),
-                _ => Vec::new(),
+                ZoneKind::RecommenderCategory => {
+                    names = affinity(
+                        &snapshot.categories,
+                        &neighbours.top_categories,
+                        page.category.as_deref(),
+                        spec.count,
+                        |id| {
+                            catalogue.category(id).is_some()
+                                || !catalogue.in_category(id).is_empty()
+                        },
+                    );
+                    Vec::new()
+                }
+                ZoneKind::RecommenderBrand => {
+                    names = affinity(
+                        &snapshot.brands,
+                        &neighbours.top_brands,
+                        page.brand.as_deref(),
+                        spec.count,
+                        |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
+                    );
+                    Vec::new()
+                }
+                ZoneKind::ImageCarousel | ZoneKind::Image | ZoneKind::Html => Vec::new(),
             };
-            zones.push(RenderedZone { spec, items });
+            zones.push(RenderedZone { spec, items, names });
         }
         drop(ctx);
         drop(rankings);
@@ -517,12 +558,12 @@ impl Account {
     fn apply_event(
         &self,
         visitor: &mut Visitor,
-        index: usize,
+        at: &EventAt<'_>,
         event: &Event,
-        now: UnixMillis,
         page: &mut PageContext,
         notices: &mut Vec<Notice>,
     ) {
+        let (index, now, catalogue) = (at.index, at.now, at.catalogue);
         match event {
             Event::PageView {
                 page_type,
@@ -534,11 +575,13 @@ impl Account {
                 if product_id.is_some() {
                     page.product.clone_from(product_id);
                 }
-                if category_id.is_some() {
-                    page.category.clone_from(category_id);
+                if let Some(category) = category_id {
+                    page.category = Some(category.clone());
+                    self.browse_category(visitor, category, now);
                 }
-                if brand_id.is_some() {
-                    page.brand.clone_from(brand_id);
+                if let Some(brand) = brand_id {
+                    page.brand = Some(brand.clone());
+                    self.browse_brand(visitor, brand, now);
                 }
             }
             Event::ProductView { id } => {
@@ -554,6 +597,14 @@ impl Account {
                 visitor.record_view(id);
                 page.product = Some(id.clone());
                 self.count(id, VIEW_SCORE, 0, now);
+                if let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) {
+                    for category in catalogue.categories_of(product) {
+                        self.browse_category(visitor, category, now);
+                    }
+                    if let Some(brand) = catalogue.brand_of(product) {
+                        self.browse_brand(visitor, brand, now);
+                    }
+                }
             }
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
@@ -633,6 +684,22 @@ impl Account {
             .insert(visitor_id.to_owned());
     }
 
+    fn browse_category(&self, visitor: &mut Visitor, category: &str, now: UnixMillis) {
+        add_affinity(&mut visitor.categories, category, 1.0);
+        self.category_popularity
+            .entry(category.to_owned())
+            .or_default()
+            .add(1.0, now);
+    }
+
+    fn browse_brand(&self, visitor: &mut Visitor, brand: &str, now: UnixMillis) {
+        add_affinity(&mut visitor.brands, brand, 1.0);
+        self.brand_popularity
+            .entry(brand.to_owned())
+            .or_default()
+            .add(1.0, now);
+    }
+
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
         let mut counter = self.counters.entry(product_id.to_owned()).or_default();
         counter.popularity.add(score, now);
@@ -668,6 +735,36 @@ struct VisitorSnapshot {
     basket: Vec<String>,
     purchased: Vec<String>,
     recent_views: Vec<String>,
+    categories: Vec<String>,
+    brands: Vec<String>,
+}
+
+/// Where an event sits in its request.
+struct EventAt<'a> {
+    index: usize,
+    now: UnixMillis,
+    catalogue: &'a Catalogue,
+}
+
+/// Names for a category or brand zone: the visitor's strongest first, then the most
+/// popular; the page's own one and names the catalogue does not know are left out.
+fn affinity(
+    visitor: &[String],
+    popular: &[String],
+    page: Option<&str>,
+    count: usize,
+    known: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(count);
+    for name in visitor.iter().chain(popular) {
+        if names.len() >= count {
+            break;
+        }
+        if Some(name.as_str()) != page && !names.contains(name) && known(name) {
+            names.push(name.clone());
+        }
+    }
+    names
 }
 
 impl VisitorSnapshot {
@@ -677,6 +774,8 @@ impl VisitorSnapshot {
             basket: visitor.basket.iter().map(|b| b.id.clone()).collect(),
             purchased: visitor.purchased.iter().cloned().collect(),
             recent_views: visitor.recent_views.iter().cloned().collect(),
+            categories: strongest(&visitor.categories),
+            brands: strongest(&visitor.brands),
         }
     }
 }

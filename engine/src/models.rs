@@ -101,6 +101,20 @@ pub struct Neighbours {
     pub viewed_together: HashMap<String, Vec<String>>,
     /// Products bought in the same orders, strongest first.
     pub bought_together: HashMap<String, Vec<String>>,
+    /// Category ids by decayed popularity, most popular first.
+    pub top_categories: Vec<String>,
+    /// Brand ids by decayed popularity, most popular first.
+    pub top_brands: Vec<String>,
+}
+
+/// Names by decayed popularity as of `now`, most popular first (ties by name).
+pub fn most_popular(counters: &DashMap<String, Decaying>, now: UnixMillis) -> Vec<String> {
+    let mut scored: Vec<(String, f64)> = counters
+        .iter()
+        .map(|entry| (entry.key().clone(), entry.value().value_at(now)))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    scored.into_iter().map(|(name, _)| name).collect()
 }
 
 /// A popularity counter whose score halves every [`TRENDING_HALF_LIFE_MILLIS`].

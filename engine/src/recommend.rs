@@ -247,6 +247,9 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             }
         }
         Strategy::Similar => similar(ctx, take),
+        // Category and brand zones are filled with names, not products (the config
+        // keeps these strategies to those zones).
+        Strategy::CategoryAffinity | Strategy::BrandAffinity => {}
         Strategy::ViewedTogether | Strategy::BoughtTogether => {
             let Some(anchor) = anchor(ctx) else { return };
             let Some(anchor) = catalogue.product(anchor) else {

@@ -15,6 +15,8 @@ pub const MAX_PURCHASED: usize = 200;
 pub const MAX_RATINGS: usize = 100;
 /// Most recent orders kept per visitor (with their personal details).
 pub const MAX_ORDERS: usize = 100;
+/// Categories and brands remembered per visitor (the weakest makes room).
+pub const MAX_AFFINITIES: usize = 20;
 /// A session idle for longer than this gets a new id.
 pub const SESSION_IDLE_MILLIS: UnixMillis = 5 * 60 * 1000;
 
@@ -44,6 +46,11 @@ pub struct Visitor {
     pub orders: VecDeque<OrderRecord>,
     /// (product id, rating), oldest first.
     pub ratings: VecDeque<(String, f64)>,
+    /// (category id, weight) of the categories the visitor browsed, at most
+    /// [`MAX_AFFINITIES`].
+    pub categories: Vec<(String, f64)>,
+    /// (brand id, weight) of the brands the visitor browsed, at most [`MAX_AFFINITIES`].
+    pub brands: Vec<(String, f64)>,
     /// The identifiers linked to this visitor.
     pub identity: Identity,
     /// Personal details last given.
@@ -107,6 +114,31 @@ impl Visitor {
             self.details.dob = details.dob;
         }
     }
+}
+
+/// Adds `weight` to `name` in a bounded affinity list.
+pub fn add_affinity(list: &mut Vec<(String, f64)>, name: &str, weight: f64) {
+    if let Some(entry) = list.iter_mut().find(|(n, _)| n == name) {
+        entry.1 += weight;
+        return;
+    }
+    if list.len() >= MAX_AFFINITIES
+        && let Some(weakest) = list
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.1.total_cmp(&b.1.1))
+            .map(|(i, _)| i)
+    {
+        list.swap_remove(weakest);
+    }
+    list.push((name.to_owned(), weight));
+}
+
+/// An affinity list's names, strongest first (ties by name).
+pub fn strongest(list: &[(String, f64)]) -> Vec<String> {
+    let mut sorted: Vec<&(String, f64)> = list.iter().collect();
+    sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sorted.into_iter().map(|(n, _)| n.clone()).collect()
 }
 
 fn merge(into: &mut Option<String>, from: &Option<String>) {

@@ -82,6 +82,12 @@ pub enum Strategy {
     /// `basket_cross_sell`: products bought together with the basket's products, then
     /// their `RelatedProducts`.
     BasketCrossSell,
+    /// `category_affinity` (recommender-category zones): the categories the visitor
+    /// browsed most, then the most popular ones.
+    CategoryAffinity,
+    /// `brand_affinity` (recommender-brand zones): the brands the visitor browsed most,
+    /// then the most popular ones.
+    BrandAffinity,
 }
 
 /// A strategy name that is not one this version can fill.
@@ -95,7 +101,7 @@ pub enum StrategyNameError {
 
 impl Strategy {
     /// Strategies this version fills, by config name.
-    pub const AVAILABLE: [(&'static str, Strategy); 13] = [
+    pub const AVAILABLE: [(&'static str, Strategy); 15] = [
         ("trending", Strategy::Trending),
         ("top_sellers", Strategy::TopSellers),
         ("recently_viewed", Strategy::RecentlyViewed),
@@ -109,10 +115,22 @@ impl Strategy {
         ("associated", Strategy::Associated),
         ("personalized", Strategy::Personalized),
         ("basket_cross_sell", Strategy::BasketCrossSell),
+        ("category_affinity", Strategy::CategoryAffinity),
+        ("brand_affinity", Strategy::BrandAffinity),
     ];
 
     /// Documented strategy names that this version refuses with a clear message.
-    pub const PLANNED: [&'static str; 2] = ["category_affinity", "brand_affinity"];
+    pub const PLANNED: [&'static str; 0] = [];
+
+    /// The zone type a strategy fills: category and brand affinity fill
+    /// recommender-category and recommender-brand zones, every other strategy products.
+    pub fn kind(self) -> ZoneKind {
+        match self {
+            Strategy::CategoryAffinity => ZoneKind::RecommenderCategory,
+            Strategy::BrandAffinity => ZoneKind::RecommenderBrand,
+            _ => ZoneKind::RecommenderProduct,
+        }
+    }
 
     /// The config name of the strategy.
     pub fn name(self) -> &'static str {

@@ -9,7 +9,7 @@ use vitrine_engine::catalogue::{
 };
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
 use vitrine_engine::models::TRENDING_HALF_LIFE_MILLIS;
-use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
+use vitrine_engine::zone::{Strategy, ZoneSpec};
 use vitrine_engine::{Account, AccountSettings, Currency, Money};
 
 const T0: UnixMillis = 1_800_000_000_000;
@@ -66,10 +66,14 @@ fn catalogue() -> Catalogue {
 }
 
 fn account(strategy: Strategy) -> Account {
+    account_with(strategy, catalogue())
+}
+
+fn account_with(strategy: Strategy, catalogue: Catalogue) -> Account {
     let zone = ZoneSpec {
         id: "Z".into(),
         title: "Zone".into(),
-        kind: ZoneKind::RecommenderProduct,
+        kind: strategy.kind(),
         strategy,
         fallback: vec![],
         count: 10,
@@ -80,7 +84,7 @@ fn account(strategy: Strategy) -> Account {
         default_currency: Currency::from_code("GBP").unwrap(),
         zones: vec![zone],
     };
-    let account = Account::new(settings, catalogue());
+    let account = Account::new(settings, catalogue);
     account.replace_users(Vec::<UserRecord>::new());
     account
 }
@@ -329,4 +333,97 @@ fn basket_cross_sell_follows_co_purchases_then_related_products() {
         ["d", "e", "b", "c"]
     );
     assert!(zone(&account, "empty-basket", vec![], "GBP").is_empty());
+}
+
+/// The category or brand ids of the zone for `visitor` after `events`.
+fn names(account: &Account, visitor: &str, events: Vec<Event>) -> Vec<String> {
+    let outcome = account.serve(ServeRequest {
+        visitor_id: Some(visitor.into()),
+        session_id: None,
+        currency: None,
+        events,
+        zones: vec!["Z".into()],
+        now: T0 + 1_000,
+    });
+    outcome.zones[0].names.clone()
+}
+
+fn branded() -> Catalogue {
+    let mut builder = CatalogueBuilder::new();
+    for (id, category, brand) in [
+        ("p1", "shoes", "nike"),
+        ("p2", "hats", "acme"),
+        ("p3", "bags", "acme"),
+        ("p4", "belts", "zed"),
+    ] {
+        builder.upsert_product(Product {
+            categories: vec![category.into()],
+            brand: Some(brand.into()),
+            ..product(id)
+        });
+    }
+    builder.build().unwrap()
+}
+
+fn category_page(category: &str) -> Event {
+    Event::PageView {
+        page_type: PageType::CategoryListingPage,
+        product_id: None,
+        category_id: Some(category.into()),
+        brand_id: None,
+    }
+}
+
+#[test]
+fn category_affinity_puts_the_visitors_categories_first_then_popular_ones() {
+    let account = account_with(Strategy::CategoryAffinity, branded());
+    // Crowd: bags most popular, then belts.
+    for v in 0..5 {
+        track(&account, &format!("c{v}"), vec![view("p3")], T0);
+    }
+    for v in 0..3 {
+        track(&account, &format!("d{v}"), vec![view("p4")], T0);
+    }
+    account.rebuild_models();
+    // This visitor browsed hats twice and shoes once.
+    track(
+        &account,
+        "me",
+        vec![view("p2"), view("p1"), category_page("hats")],
+        T0,
+    );
+    assert_eq!(
+        names(&account, "me", vec![]),
+        ["hats", "shoes", "bags", "belts"]
+    );
+    // On the hats page, hats itself is left out; unknown categories never show.
+    assert_eq!(
+        names(&account, "me", vec![category_page("hats")]),
+        ["shoes", "bags", "belts"]
+    );
+    // A visitor with no known category of their own sees the popular ones; what "me"
+    // browsed joins them at the next rebuild.
+    track(
+        &account,
+        "ghost",
+        vec![category_page("no-such-category")],
+        T0,
+    );
+    assert_eq!(names(&account, "ghost", vec![]), ["bags", "belts"]);
+    account.rebuild_models();
+    let mut all = names(&account, "ghost", vec![]);
+    assert_eq!(all[0], "bags");
+    all.sort();
+    assert_eq!(all, ["bags", "belts", "hats", "shoes"]);
+}
+
+#[test]
+fn brand_affinity_puts_the_visitors_brands_first_then_popular_ones() {
+    let account = account_with(Strategy::BrandAffinity, branded());
+    for v in 0..4 {
+        track(&account, &format!("z{v}"), vec![view("p4")], T0);
+    }
+    account.rebuild_models();
+    track(&account, "me", vec![view("p1")], T0);
+    assert_eq!(names(&account, "me", vec![]), ["nike", "zed"]);
 }

@@ -574,11 +574,15 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ),
         )
     })?;
-    if kind != ZoneKind::RecommenderProduct {
+    if !matches!(
+        kind,
+        ZoneKind::RecommenderProduct | ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
+    ) {
         return Err((
             key("type"),
             format!(
-                "zone type {:?} is not available in this version; use recommender-product",
+                "zone type {:?} is not available in this version; use recommender-product, \
+                 recommender-category or recommender-brand",
                 zone.kind
             ),
         ));
@@ -587,10 +591,32 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         .strategy
         .as_deref()
         .ok_or_else(|| (key("strategy"), "required for recommender zones".to_owned()))?;
-    let main = strategy(strategy_name).map_err(|m| (key("strategy"), m))?;
+    let fits = |strategy: Strategy| -> Result<Strategy, String> {
+        if strategy.kind() == kind {
+            return Ok(strategy);
+        }
+        let fitting: Vec<&str> = Strategy::AVAILABLE
+            .iter()
+            .filter(|(_, s)| s.kind() == kind)
+            .map(|(n, _)| *n)
+            .collect();
+        Err(format!(
+            "strategy {:?} does not fill {} zones; use one of {}",
+            strategy.name(),
+            kind.name(),
+            fitting.join(", ")
+        ))
+    };
+    let main = strategy(strategy_name)
+        .and_then(fits)
+        .map_err(|m| (key("strategy"), m))?;
     let mut fallback = Vec::with_capacity(zone.fallback.len());
     for (f, name) in zone.fallback.iter().enumerate() {
-        fallback.push(strategy(name).map_err(|m| (format!("{}[{f}]", key("fallback")), m))?);
+        fallback.push(
+            strategy(name)
+                .and_then(fits)
+                .map_err(|m| (format!("{}[{f}]", key("fallback")), m))?,
+        );
     }
     let count = zone.count.unwrap_or(8);
     if !(1..=100).contains(&count) {
@@ -701,7 +727,7 @@ mod tests {
             "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
              trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar, \
              viewed_together, bought_together, complete_the_look, associated, personalized, \
-             basket_cross_sell"
+             basket_cross_sell, category_affinity, brand_affinity"
         );
         assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
             "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"
@@ -719,9 +745,21 @@ mod tests {
         assert!(
             fails("").contains("test.toml: accounts: at least one [[accounts]] entry is required")
         );
+        assert_eq!(
+            fails(&MINIMAL.replace("\"trending\"", "\"category_affinity\"")),
+            "test.toml: accounts[0].zones[0].strategy: strategy \"category_affinity\" does not \
+             fill recommender-product zones; use one of trending, top_sellers, recently_viewed, \
+             new_arrivals, on_offer, category_top, similar, viewed_together, bought_together, \
+             complete_the_look, associated, personalized, basket_cross_sell"
+        );
         assert!(
-            fails(&MINIMAL.replace("\"trending\"", "\"category_affinity\""))
-                .contains("is not available in this version")
+            fails(&MINIMAL.replace("\"recommender-product\"", "\"recommender-brand\"")).contains(
+                "strategy \"trending\" does not fill recommender-brand zones; use one of brand_affinity"
+            )
+        );
+        assert!(
+            fails(&MINIMAL.replace("\"recommender-product\"", "\"html\""))
+                .contains("zone type \"html\" is not available in this version")
         );
         assert!(
             fails(&format!("[limits]\nmax_events = 0\n{MINIMAL}"))

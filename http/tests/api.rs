@@ -1500,3 +1500,97 @@ fn readme_examples_give_the_documented_answers() {
         );
     }
 }
+
+// ---------------------------------------------------------------- category and brand zones
+
+const AFFINITY_CONFIG: &str = r#"
+[[accounts]]
+access_key = "aff-shop"
+secret_key = "aff-shop-secret"
+default_currency = "GBP"
+demo_catalogue = true
+  [[accounts.zones]]
+  id = "CAT-AFF"
+  title = "Your categories"
+  type = "recommender-category"
+  strategy = "category_affinity"
+  count = 3
+  [[accounts.zones]]
+  id = "BRAND-AFF"
+  title = "Your brands"
+  type = "recommender-brand"
+  strategy = "brand_affinity"
+  count = 2
+"#;
+
+#[test]
+fn category_and_brand_zones_show_the_visitors_affinities_as_records() {
+    let server = Server::with_config(AFFINITY_CONFIG);
+    let body = |events: Value| {
+        serverside_body(json!({"appId": "aff-shop", "secretKey": "aff-shop-secret",
+            "visitorId": "fan", "events": events, "zones": ["CAT-AFF", "BRAND-AFF"]}))
+    };
+    // P00001's category and brand, from the product view.
+    let resp = server.post_json(
+        "/api/serverside",
+        &body(json!([{"name": "product_view", "data": {"id": "P00001"}}])),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let json = resp.json();
+    let categories = &json["zones"]["CAT-AFF"];
+    assert_eq!(categories["type"], "recommender-category");
+    assert_eq!(categories["title"], "Your categories");
+    let first = &categories["items"][0];
+    let keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["Description", "DisplayName", "Id", "Image", "Link", "Title"]
+    );
+    assert!(resp.body.contains(&format!(
+        "{{\"Id\":{},\"Title\":{},\"DisplayName\":",
+        first["Id"], first["Title"]
+    )));
+    assert!(first["Id"].as_str().unwrap().starts_with("cat-"));
+    assert_ne!(
+        first["DisplayName"], first["Id"],
+        "from the category record"
+    );
+    assert_eq!(first["Title"], first["DisplayName"]);
+    let brands = &json["zones"]["BRAND-AFF"];
+    assert_eq!(brands["type"], "recommender-brand");
+    assert!(
+        brands["items"][0]["Id"]
+            .as_str()
+            .unwrap()
+            .starts_with("brand-")
+    );
+
+    // Browsing another category three times puts it first.
+    let other = if first["Id"] == "cat-02" {
+        "cat-03"
+    } else {
+        "cat-02"
+    };
+    let page = json!({"name": "page_view", "data": {"page_type": "category_listing_page", "category_id": other}});
+    for _ in 0..2 {
+        server.post_json("/api/serverside", &body(json!([page.clone()])));
+    }
+    let resp = server.post_json(
+        "/api/serverside",
+        &body(json!([{"name": "page_view", "data": {"page_type": "homepage"}}])),
+    );
+    let json = resp.json();
+    let ids: Vec<&str> = json["zones"]["CAT-AFF"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["Id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids[0], other, "{ids:?}");
+    assert_eq!(ids[1], first["Id"].as_str().unwrap());
+}

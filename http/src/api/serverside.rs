@@ -12,6 +12,7 @@ use vitrine_engine::account::{Notice, RenderedItem, ServeOutcome, ServeRequest};
 use vitrine_engine::catalogue::{Catalogue, UnixMillis};
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
 use vitrine_engine::money::Currency;
+use vitrine_engine::zone::ZoneKind;
 use vitrine_ingest::json::{Errors, Fields, KeyMatch, check_id, index_path, kind_of};
 use vitrine_ingest::record::{looks_like_email, parse_dob};
 
@@ -437,7 +438,29 @@ struct WireZone<'a> {
     title: &'a str,
     #[serde(rename = "type")]
     kind: &'a str,
-    items: Vec<WireItem<'a>>,
+    items: Vec<WireEntry<'a>>,
+}
+
+/// An item of a zone: a product, or a category or brand.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireEntry<'a> {
+    Product(Box<WireItem<'a>>),
+    Named(WireNamed<'a>),
+}
+
+/// A category item (`recommender-category`) or brand item (`recommender-brand`), from
+/// the category or brand record; `Title` and `DisplayName` fall back to the id when the
+/// store sent no record.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireNamed<'a> {
+    id: &'a str,
+    title: &'a str,
+    display_name: &'a str,
+    link: &'a str,
+    image: &'a str,
+    description: &'a str,
 }
 
 #[derive(Serialize)]
@@ -491,14 +514,19 @@ fn render(outcome: &ServeOutcome<'_>, currency: Currency) -> Vec<u8> {
         .zones
         .iter()
         .map(|zone| {
+            let products = zone
+                .items
+                .iter()
+                .filter_map(|item| item_json(catalogue, item, currency))
+                .map(|item| WireEntry::Product(Box::new(item)));
+            let named = zone
+                .names
+                .iter()
+                .map(|id| WireEntry::Named(named_json(catalogue, zone.spec.kind, id)));
             let wire = WireZone {
                 title: &zone.spec.title,
                 kind: zone.spec.kind.name(),
-                items: zone
-                    .items
-                    .iter()
-                    .filter_map(|item| item_json(catalogue, item, currency))
-                    .collect(),
+                items: products.chain(named).collect(),
             };
             (zone.spec.id.as_str(), wire)
         })
@@ -562,6 +590,41 @@ fn item_json<'a>(
         on_offer: product.on_offer || price.was.is_some(),
         new_arrival: product.new_arrival,
     })
+}
+
+fn named_json<'a>(catalogue: &'a Catalogue, kind: ZoneKind, id: &'a str) -> WireNamed<'a> {
+    let record = match kind {
+        ZoneKind::RecommenderBrand => catalogue.brand(id).map(|b| {
+            (
+                b.display_name.as_str(),
+                b.link.as_str(),
+                b.image.as_str(),
+                b.description.as_str(),
+            )
+        }),
+        _ => catalogue.category(id).map(|c| {
+            (
+                c.display_name.as_str(),
+                c.link.as_str(),
+                c.image.as_str(),
+                c.description.as_str(),
+            )
+        }),
+    };
+    let (display_name, link, image, description) = record.unwrap_or((id, "", "", ""));
+    let display_name = if display_name.is_empty() {
+        id
+    } else {
+        display_name
+    };
+    WireNamed {
+        id,
+        title: display_name,
+        display_name,
+        link,
+        image,
+        description,
+    }
 }
 
 fn notice_message(notice: &Notice) -> String {
