@@ -406,7 +406,8 @@ impl Account {
             }
             let mut names = Vec::new();
             let items = match spec.kind {
-                ZoneKind::RecommenderProduct => fill_zone(spec, &ctx)
+                // An html zone's template shows the products of its strategy, if any.
+                ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, &ctx)
                     .into_iter()
                     .filter_map(|idx| {
                         let product = catalogue.product(idx)?;
@@ -439,7 +440,7 @@ impl Account {
                     );
                     Vec::new()
                 }
-                ZoneKind::ImageCarousel | ZoneKind::Image | ZoneKind::Html => Vec::new(),
+                ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
             };
             zones.push(RenderedZone { spec, items, names });
         }

@@ -6,7 +6,7 @@
 //! the key and what is wrong, e.g.
 //! `vitrine.toml: accounts[0].zones[1].count: must be between 1 and 100, got 0`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -153,6 +153,28 @@ pub struct AccountConfig {
     pub demo_catalogue: bool,
     /// Its zones.
     pub zones: Vec<ZoneSpec>,
+    /// Content of its image, image-carousel and html zones, by zone id.
+    pub content: HashMap<String, ZoneContent>,
+}
+
+/// Configured content of a zone.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ZoneContent {
+    /// `images` of image and image-carousel zones.
+    pub images: Vec<ZoneImage>,
+    /// `template` of an html zone (minijinja syntax, checked at load).
+    pub template: Option<String>,
+}
+
+/// One configured image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneImage {
+    /// `url` of the image.
+    pub url: String,
+    /// `link`: where a click goes (may be empty).
+    pub link: String,
+    /// `alt` text (may be empty).
+    pub alt: String,
 }
 
 /// The validated configuration.
@@ -274,6 +296,19 @@ struct FileZone {
     count: Option<i64>,
     #[serde(default)]
     page_types: Vec<String>,
+    #[serde(default)]
+    images: Vec<FileImage>,
+    template: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileImage {
+    url: String,
+    #[serde(default)]
+    link: String,
+    #[serde(default)]
+    alt: String,
 }
 
 /// Reads and validates a configuration file.
@@ -418,10 +453,16 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         let default_currency = Currency::from_code(&account.default_currency)
             .map_err(|e| err(&key("default_currency"), e.to_string()))?;
         let mut zones = Vec::with_capacity(account.zones.len());
+        let mut content = HashMap::new();
         let mut zone_ids = HashSet::new();
         for (z, zone) in account.zones.iter().enumerate() {
             let zone_key = |field: &str| format!("accounts[{i}].zones[{z}].{field}");
             let spec = zone_spec(zone, &zone_key).map_err(|(k, m)| err(&k, m))?;
+            let zone_content =
+                zone_content(zone, spec.kind, &zone_key).map_err(|(k, m)| err(&k, m))?;
+            if zone_content != ZoneContent::default() {
+                content.insert(spec.id.clone(), zone_content);
+            }
             if !zone_ids.insert(spec.id.clone()) {
                 return Err(err(
                     &zone_key("id"),
@@ -437,6 +478,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             default_currency,
             demo_catalogue: account.demo_catalogue,
             zones,
+            content,
         });
     }
     if accounts.is_empty() {
@@ -574,30 +616,56 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ),
         )
     })?;
-    if !matches!(
-        kind,
-        ZoneKind::RecommenderProduct | ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
-    ) {
-        return Err((
-            key("type"),
-            format!(
-                "zone type {:?} is not available in this version; use recommender-product, \
-                 recommender-category or recommender-brand",
-                zone.kind
-            ),
-        ));
+    let content_zone = matches!(kind, ZoneKind::Image | ZoneKind::ImageCarousel);
+    if content_zone {
+        if zone.strategy.is_some() || !zone.fallback.is_empty() {
+            return Err((
+                key("strategy"),
+                format!(
+                    "{} zones show their configured images; remove strategy and fallback",
+                    kind.name()
+                ),
+            ));
+        }
+        return Ok(ZoneSpec {
+            id: zone.id.clone(),
+            title: zone.title.clone(),
+            kind,
+            strategy: Strategy::Trending,
+            fallback: Vec::new(),
+            count: 0,
+            page_types: page_types(zone, key)?,
+        });
     }
-    let strategy_name = zone
-        .strategy
-        .as_deref()
-        .ok_or_else(|| (key("strategy"), "required for recommender zones".to_owned()))?;
+    let strategy_name = match (kind, zone.strategy.as_deref()) {
+        (_, Some(name)) => name,
+        // An html zone without a strategy renders its template without items.
+        (ZoneKind::Html, None) => {
+            return Ok(ZoneSpec {
+                id: zone.id.clone(),
+                title: zone.title.clone(),
+                kind,
+                strategy: Strategy::Trending,
+                fallback: Vec::new(),
+                count: 0,
+                page_types: page_types(zone, key)?,
+            });
+        }
+        (_, None) => return Err((key("strategy"), "required for recommender zones".to_owned())),
+    };
+    // html zones take product strategies for the items their template shows.
+    let kind_filled = if kind == ZoneKind::Html {
+        ZoneKind::RecommenderProduct
+    } else {
+        kind
+    };
     let fits = |strategy: Strategy| -> Result<Strategy, String> {
-        if strategy.kind() == kind {
+        if strategy.kind() == kind_filled {
             return Ok(strategy);
         }
         let fitting: Vec<&str> = Strategy::AVAILABLE
             .iter()
-            .filter(|(_, s)| s.kind() == kind)
+            .filter(|(_, s)| s.kind() == kind_filled)
             .map(|(n, _)| *n)
             .collect();
         Err(format!(
@@ -625,6 +693,22 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             format!("must be between 1 and 100, got {count}"),
         ));
     }
+    let page_types = page_types(zone, key)?;
+    Ok(ZoneSpec {
+        id: zone.id.clone(),
+        title: zone.title.clone(),
+        kind,
+        strategy: main,
+        fallback,
+        count: count as usize,
+        page_types,
+    })
+}
+
+fn page_types(
+    zone: &FileZone,
+    key: &impl Fn(&str) -> String,
+) -> Result<Vec<PageType>, (String, String)> {
     let mut page_types = Vec::with_capacity(zone.page_types.len());
     for (p, name) in zone.page_types.iter().enumerate() {
         let page_type = PageType::from_name(name).ok_or_else(|| {
@@ -639,15 +723,74 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         })?;
         page_types.push(page_type);
     }
-    Ok(ZoneSpec {
-        id: zone.id.clone(),
-        title: zone.title.clone(),
-        kind,
-        strategy: main,
-        fallback,
-        count: count as usize,
-        page_types,
-    })
+    Ok(page_types)
+}
+
+/// The images or template of a zone, checked against its type.
+fn zone_content(
+    zone: &FileZone,
+    kind: ZoneKind,
+    key: &impl Fn(&str) -> String,
+) -> Result<ZoneContent, (String, String)> {
+    let takes_images = matches!(kind, ZoneKind::Image | ZoneKind::ImageCarousel);
+    if !takes_images && !zone.images.is_empty() {
+        return Err((
+            key("images"),
+            format!(
+                "{} zones have no images; only image and image-carousel zones do",
+                kind.name()
+            ),
+        ));
+    }
+    if kind != ZoneKind::Html && zone.template.is_some() {
+        return Err((
+            key("template"),
+            format!("{} zones have no template; only html zones do", kind.name()),
+        ));
+    }
+    let mut content = ZoneContent::default();
+    match kind {
+        ZoneKind::Image | ZoneKind::ImageCarousel => {
+            if zone.images.is_empty() {
+                return Err((key("images"), "at least one image is required".to_owned()));
+            }
+            if kind == ZoneKind::Image && zone.images.len() > 1 {
+                return Err((
+                    key("images"),
+                    format!(
+                        "an image zone shows one image, got {}; use image-carousel for several",
+                        zone.images.len()
+                    ),
+                ));
+            }
+            for (n, image) in zone.images.iter().enumerate() {
+                if image.url.trim().is_empty() {
+                    return Err((
+                        format!("{}[{n}].url", key("images")),
+                        "must not be empty".to_owned(),
+                    ));
+                }
+                content.images.push(ZoneImage {
+                    url: image.url.clone(),
+                    link: image.link.clone(),
+                    alt: image.alt.clone(),
+                });
+            }
+        }
+        ZoneKind::Html => {
+            let Some(template) = &zone.template else {
+                return Err((key("template"), "required for html zones".to_owned()));
+            };
+            let mut env = minijinja::Environment::new();
+            env.add_template("zone", template)
+                .map_err(|e| (key("template"), format!("not a valid template: {e}")))?;
+            content.template = Some(template.clone());
+        }
+        ZoneKind::RecommenderProduct
+        | ZoneKind::RecommenderCategory
+        | ZoneKind::RecommenderBrand => {}
+    }
+    Ok(content)
 }
 
 fn strategy(name: &str) -> Result<Strategy, String> {
@@ -758,12 +901,43 @@ mod tests {
             )
         );
         assert!(
-            fails(&MINIMAL.replace("\"recommender-product\"", "\"html\""))
-                .contains("zone type \"html\" is not available in this version")
-        );
-        assert!(
             fails(&format!("[limits]\nmax_events = 0\n{MINIMAL}"))
                 .contains("test.toml: limits.max_events: must be between 1 and 10000, got 0")
+        );
+        let image = MINIMAL
+            .replace("\"recommender-product\"", "\"image\"")
+            .replace("strategy = \"trending\"", "");
+        assert_eq!(
+            fails(&image),
+            "test.toml: accounts[0].zones[0].images: at least one image is required"
+        );
+        assert!(
+            fails(&MINIMAL.replace("\"recommender-product\"", "\"image\""))
+                .contains("zones[0].strategy: image zones show their configured images")
+        );
+        let two = format!("{image}  images = [{{ url = \"/a.jpg\" }}, {{ url = \"/b.jpg\" }}]\n");
+        assert!(fails(&two).contains("an image zone shows one image, got 2"));
+        assert!(
+            parse(
+                &two.replace("\"image\"", "\"carousel\""),
+                "t",
+                &Overrides::default()
+            )
+            .is_ok()
+        );
+        assert!(
+            fails(&format!("{image}  images = [{{ url = \" \" }}]\n"))
+                .contains("zones[0].images[0].url: must not be empty")
+        );
+        let html = MINIMAL.replace("\"recommender-product\"", "\"html\"");
+        assert!(fails(&html).contains("zones[0].template: required for html zones"));
+        assert!(
+            fails(&format!("{html}  template = \"{{% for x in %}}\"\n"))
+                .contains("zones[0].template: not a valid template")
+        );
+        assert!(
+            fails(&format!("{MINIMAL}  template = \"<p/>\"\n"))
+                .contains("recommender-product zones have no template")
         );
         let twice = format!(
             "{MINIMAL}{}",

@@ -25,6 +25,8 @@ pub struct AccountEntry {
     pub account: Arc<Account>,
     /// Its delta and feed jobs.
     pub jobs: Arc<AccountJobs>,
+    /// The templates of its html zones, named by zone id.
+    pub templates: minijinja::Environment<'static>,
 }
 
 /// Everything a request handler may need.
@@ -112,6 +114,7 @@ impl AppState {
                     config: account_config.clone(),
                     account,
                     jobs,
+                    templates: templates(account_config)?,
                 },
             );
         }
@@ -156,6 +159,20 @@ impl AppState {
             entry.jobs.shutdown();
         }
     }
+}
+
+/// The html zones' templates of an account: auto-escaped as HTML, an undefined variable
+/// is an error rather than silently empty.
+fn templates(config: &AccountConfig) -> anyhow::Result<minijinja::Environment<'static>> {
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    for (zone, content) in &config.content {
+        if let Some(template) = &content.template {
+            env.add_template_owned(zone.clone(), template.clone())?;
+        }
+    }
+    Ok(env)
 }
 
 /// The settings of every account's jobs, from the configuration.

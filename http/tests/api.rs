@@ -1594,3 +1594,80 @@ fn category_and_brand_zones_show_the_visitors_affinities_as_records() {
     assert_eq!(ids[0], other, "{ids:?}");
     assert_eq!(ids[1], first["Id"].as_str().unwrap());
 }
+
+// ---------------------------------------------------------------- image and html zones
+
+const CONTENT_CONFIG: &str = r#"
+[[accounts]]
+access_key = "content-shop"
+secret_key = "content-shop-secret"
+default_currency = "GBP"
+demo_catalogue = true
+  [[accounts.zones]]
+  id = "BANNER"
+  title = "Banner"
+  type = "staticimage"
+  images = [{ url = "//cdn.shop.example/sale.jpg", link = "/sale", alt = "Sale now on" }]
+  [[accounts.zones]]
+  id = "SLIDES"
+  title = "Slides"
+  type = "carousel"
+  images = [{ url = "//cdn.shop.example/1.jpg", link = "/one" }, { url = "//cdn.shop.example/2.jpg" }]
+  [[accounts.zones]]
+  id = "PICKS"
+  title = "Picks & more"
+  type = "html"
+  strategy = "trending"
+  count = 2
+  template = "<h2>{{ title }}</h2><ul>{% for item in items %}<li><a href=\"{{ item.Link }}\">{{ item.Title }}</a> {{ item.DisplayPrice }}</li>{% endfor %}</ul>"
+  [[accounts.zones]]
+  id = "NOTICE"
+  title = "Notice"
+  type = "html"
+  template = "<p>Free delivery over {{ '£' }}50</p>{{ items | length }}"
+"#;
+
+#[test]
+fn image_carousel_and_html_zones_render_their_configured_content() {
+    let server = Server::with_config(CONTENT_CONFIG);
+    let resp = server.post_json(
+        "/api/serverside",
+        &serverside_body(
+            json!({"appId": "content-shop", "secretKey": "content-shop-secret",
+            "zones": ["BANNER", "SLIDES", "PICKS", "NOTICE"]}),
+        ),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let json = resp.json();
+    let zones = &json["zones"];
+    assert_eq!(zones["BANNER"]["type"], "image");
+    assert_eq!(
+        zones["BANNER"]["items"],
+        json!([{"Image": "//cdn.shop.example/sale.jpg", "Link": "/sale", "Alt": "Sale now on"}])
+    );
+    assert!(zones["BANNER"].get("html").is_none());
+    assert_eq!(zones["SLIDES"]["type"], "image-carousel");
+    assert_eq!(zones["SLIDES"]["items"].as_array().unwrap().len(), 2);
+    assert_eq!(zones["SLIDES"]["items"][1]["Link"], "");
+
+    let picks = &zones["PICKS"];
+    assert_eq!(picks["type"], "html");
+    let items = picks["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    let html = picks["html"].as_str().unwrap();
+    assert!(
+        html.starts_with("<h2>Picks &amp; more</h2><ul><li><a href=\""),
+        "{html}"
+    );
+    for item in items {
+        let line = format!(
+            "{}</a> {}</li>",
+            item["Title"].as_str().unwrap(),
+            item["DisplayPrice"].as_str().unwrap()
+        );
+        assert!(html.contains(&line), "{line} in {html}");
+    }
+    assert_eq!(zones["NOTICE"]["html"], "<p>Free delivery over £50</p>0");
+    assert_eq!(zones["NOTICE"]["items"], json!([]));
+    assert_eq!(json["errors"], json!([]));
+}

@@ -20,7 +20,7 @@ use crate::api::Reply;
 use crate::auth;
 use crate::config::Limits;
 use crate::error::{ApiError, Endpoint};
-use crate::state::AppState;
+use crate::state::{AccountEntry, AppState};
 
 /// Longest visitor or session id accepted.
 pub const MAX_CLIENT_ID_LEN: usize = 128;
@@ -58,7 +58,7 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
     let outcome = entry.account.serve(request);
-    Ok(Reply::json(render(&outcome, currency)))
+    Ok(Reply::json(render(&outcome, currency, entry)))
 }
 
 /// Validates everything but the credentials.
@@ -439,6 +439,17 @@ struct WireZone<'a> {
     #[serde(rename = "type")]
     kind: &'a str,
     items: Vec<WireEntry<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    html: Option<String>,
+}
+
+/// An image of an image or image-carousel zone.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireImage<'a> {
+    image: &'a str,
+    link: &'a str,
+    alt: &'a str,
 }
 
 /// An item of a zone: a product, or a category or brand.
@@ -447,6 +458,7 @@ struct WireZone<'a> {
 enum WireEntry<'a> {
     Product(Box<WireItem<'a>>),
     Named(WireNamed<'a>),
+    Image(WireImage<'a>),
 }
 
 /// A category item (`recommender-category`) or brand item (`recommender-brand`), from
@@ -508,33 +520,57 @@ struct WireItem<'a> {
     new_arrival: bool,
 }
 
-fn render(outcome: &ServeOutcome<'_>, currency: Currency) -> Vec<u8> {
+fn render(outcome: &ServeOutcome<'_>, currency: Currency, entry: &AccountEntry) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
-    let zones = outcome
-        .zones
-        .iter()
-        .map(|zone| {
-            let products = zone
-                .items
+    let mut errors: Vec<String> = outcome.notices.iter().map(notice_message).collect();
+    let mut zones = Vec::with_capacity(outcome.zones.len());
+    for zone in &outcome.zones {
+        let spec = zone.spec;
+        let content = entry.config.content.get(&spec.id);
+        let mut items: Vec<WireEntry<'_>> = zone
+            .items
+            .iter()
+            .filter_map(|item| item_json(catalogue, item, currency))
+            .map(|item| WireEntry::Product(Box::new(item)))
+            .collect();
+        items.extend(
+            zone.names
                 .iter()
-                .filter_map(|item| item_json(catalogue, item, currency))
-                .map(|item| WireEntry::Product(Box::new(item)));
-            let named = zone
-                .names
-                .iter()
-                .map(|id| WireEntry::Named(named_json(catalogue, zone.spec.kind, id)));
-            let wire = WireZone {
-                title: &zone.spec.title,
-                kind: zone.spec.kind.name(),
-                items: products.chain(named).collect(),
+                .map(|id| WireEntry::Named(named_json(catalogue, spec.kind, id))),
+        );
+        items.extend(content.into_iter().flat_map(|c| &c.images).map(|image| {
+            WireEntry::Image(WireImage {
+                image: &image.url,
+                link: &image.link,
+                alt: &image.alt,
+            })
+        }));
+        let html = (spec.kind == ZoneKind::Html).then(|| {
+            let context = minijinja::context! {
+                title => spec.title.as_str(),
+                items => minijinja::Value::from_serialize(&items),
             };
-            (zone.spec.id.as_str(), wire)
-        })
-        .collect();
+            entry
+                .templates
+                .get_template(&spec.id)
+                .and_then(|template| template.render(context))
+                .unwrap_or_else(|error| {
+                    errors.push(format!("zone {:?}: the template failed: {error}", spec.id));
+                    String::new()
+                })
+        });
+        let wire = WireZone {
+            title: &spec.title,
+            kind: spec.kind.name(),
+            items,
+            html,
+        };
+        zones.push((spec.id.as_str(), wire));
+    }
     let response = WireResponse {
         visitor_id: &outcome.visitor_id,
         session_id: &outcome.session_id,
-        errors: outcome.notices.iter().map(notice_message).collect(),
+        errors,
         zones: WireZones(zones),
     };
     serde_json::to_vec(&response).unwrap_or_default()
