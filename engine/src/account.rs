@@ -358,8 +358,15 @@ impl Account {
             };
             self.apply_event(&mut visitor, &at, event, &mut page, &mut notices);
         }
-        let snapshot = VisitorSnapshot::of(&visitor);
+        let mut snapshot = VisitorSnapshot::of(&visitor);
         drop(visitor);
+        // The same shopper on other devices (linked by user id or email): their history
+        // counts too. Read after this visitor's entry is released, one entry at a time.
+        for other in self.same_person(&visitor_id, &snapshot.identity) {
+            if let Some(other) = self.visitors.get(&other) {
+                snapshot.absorb(&other);
+            }
+        }
 
         let rankings = self.rankings_for(&catalogue);
         let neighbours = self.neighbours.load();
@@ -678,6 +685,31 @@ impl Account {
         }
     }
 
+    /// Other visitors linked to the same user id or email (a B2B account id is shared by
+    /// a company's users and links nobody's history), at most [`MAX_DEVICES`].
+    fn same_person(&self, visitor_id: &str, identity: &Identity) -> Vec<String> {
+        let keys = [
+            identity.user_id.clone().map(IdentityKey::User),
+            identity
+                .email
+                .as_ref()
+                .map(|e| IdentityKey::Email(e.to_lowercase())),
+        ];
+        let mut others: Vec<String> = Vec::new();
+        for key in keys.into_iter().flatten() {
+            if let Some(linked) = self.identities.get(&key) {
+                for other in linked.iter() {
+                    if other != visitor_id && !others.contains(other) && others.len() < MAX_DEVICES
+                    {
+                        others.push(other.clone());
+                    }
+                }
+            }
+        }
+        others.sort();
+        others
+    }
+
     fn link(&self, key: IdentityKey, visitor_id: &str) {
         self.identities
             .entry(key)
@@ -768,7 +800,35 @@ fn affinity(
     names
 }
 
+/// Other devices of one shopper whose history is merged into a request's, at most.
+pub const MAX_DEVICES: usize = 8;
+
 impl VisitorSnapshot {
+    /// Adds another device's history after this one's own: its views (newest first)
+    /// after this visitor's, its purchases, its categories and brands.
+    fn absorb(&mut self, other: &Visitor) {
+        for id in other.recent_views.iter().rev() {
+            if !self.recent_views.contains(id) {
+                self.recent_views.insert(0, id.clone());
+            }
+        }
+        for id in &other.purchased {
+            if !self.purchased.contains(id) {
+                self.purchased.push(id.clone());
+            }
+        }
+        for name in strongest(&other.categories) {
+            if !self.categories.contains(&name) {
+                self.categories.push(name);
+            }
+        }
+        for name in strongest(&other.brands) {
+            if !self.brands.contains(&name) {
+                self.brands.push(name);
+            }
+        }
+    }
+
     fn of(visitor: &Visitor) -> VisitorSnapshot {
         VisitorSnapshot {
             identity: visitor.identity.clone(),

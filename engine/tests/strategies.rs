@@ -427,3 +427,53 @@ fn brand_affinity_puts_the_visitors_brands_first_then_popular_ones() {
     track(&account, "me", vec![view("p1")], T0);
     assert_eq!(names(&account, "me", vec![]), ["nike", "zed"]);
 }
+
+fn login(email: &str) -> Event {
+    Event::CustomerDetails {
+        identity: Identity {
+            email: Some(email.into()),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    }
+}
+
+#[test]
+fn a_shopper_logging_in_on_a_second_device_gets_the_same_history() {
+    let account = account(Strategy::RecentlyViewed);
+    track(
+        &account,
+        "laptop",
+        vec![view("a"), view("b"), login("Ann@Example.com")],
+        T0,
+    );
+    track(&account, "phone", vec![view("c")], T0);
+    // Before logging in, the phone knows only its own view.
+    assert_eq!(zone(&account, "phone", vec![], "GBP"), ["c"]);
+    // Logged in with the same email (any case): the laptop's views follow its own.
+    assert_eq!(
+        zone(&account, "phone", vec![login("ann@example.com")], "GBP"),
+        ["c", "b", "a"]
+    );
+    // And the laptop sees the phone's.
+    assert_eq!(zone(&account, "laptop", vec![], "GBP"), ["b", "a", "c"]);
+    // A shared B2B account id links nobody's history.
+    let acme = |visitor: &str| {
+        track(
+            &account,
+            visitor,
+            vec![Event::CustomerDetails {
+                identity: Identity {
+                    account_id: Some("acme".into()),
+                    ..Identity::default()
+                },
+                details: PersonalDetails::default(),
+            }],
+            T0,
+        )
+    };
+    track(&account, "colleague-1", vec![view("d")], T0);
+    acme("colleague-1");
+    acme("colleague-2");
+    assert!(zone(&account, "colleague-2", vec![], "GBP").is_empty());
+}
