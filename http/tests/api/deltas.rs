@@ -380,3 +380,112 @@ fn the_overlay_is_compacted_into_a_snapshot_that_a_restart_serves() {
     applied(&server, json!({"DeleteProducts": ids}));
     assert!(category(&server, "snap").is_empty());
 }
+
+#[test]
+fn items_carry_every_field_for_default_group_and_account_prices_with_and_without_sale() {
+    let server = Server::with_config(CONFIG);
+    applied(
+        &server,
+        json!({
+            "Products": [
+                {"Id": "PLAIN", "Sku": "SKU-PLAIN", "Title": "Plain", "Description": "A plain one",
+                 "Link": "/p/plain", "Image": "//img/plain.jpg", "ImageOverlay": "//img/new.png",
+                 "AllImages": ["//img/plain.jpg", "//img/plain-2.jpg"], "Prices": ["10.00 GBP"],
+                 "Categories": ["c1", "c2"], "Brand": "br1", "SearchTags": ["basic"],
+                 "NewArrival": true},
+                {"Id": "SALE", "Title": "Sale", "Link": "/p/sale", "Image": "//img/sale.jpg",
+                 "Prices": ["20.00 GBP"], "SalePrices": ["15.00 GBP"], "Categories": []},
+                {"Id": "GROUPED", "Title": "Grouped", "Link": "/p/g", "Image": "//img/g.jpg",
+                 "Prices": ["30.00 GBP"], "Categories": [],
+                 "GroupPrices": {"vip": {"Prices": ["25.00 GBP"]},
+                                 "vipsale": {"Prices": ["25.00 GBP"], "SalePrices": ["22.50 GBP"]}}},
+                {"Id": "ACCOUNT", "Title": "Account", "Link": "/p/a", "Image": "//img/a.jpg",
+                 "Prices": ["40.00 GBP"], "Categories": [],
+                 "GroupPrices": {"vip": {"Prices": ["38.00 GBP"]}}}
+            ],
+            "AccountPrices": [
+                {"AccountId": "acme", "Id": "ACCOUNT", "Prices": ["35.00 GBP"]},
+                {"AccountId": "acme-sale", "Id": "ACCOUNT", "Prices": ["35.00 GBP"], "SalePrices": ["28.00 GBP"]}
+            ]
+        }),
+    );
+    let items = |visitor: &str, identity: Value| -> Vec<Value> {
+        let events = json!([
+            {"name": "customer_details", "data": identity},
+            {"name": "product_view", "data": {"id": "PLAIN"}},
+            {"name": "product_view", "data": {"id": "SALE"}},
+            {"name": "product_view", "data": {"id": "GROUPED"}},
+            {"name": "product_view", "data": {"id": "ACCOUNT"}}
+        ]);
+        serverside(&server, visitor, events, &[]);
+        let home = json!([{"name": "page_view", "data": {"page_type": "homepage"}}]);
+        serverside(&server, visitor, home, &["RV"])["zones"]["RV"]["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let price = |item: &Value| {
+        (
+            item["Id"].as_str().unwrap().to_owned(),
+            item["Price"].as_f64().unwrap(),
+            item.get("WasPrice").and_then(Value::as_f64),
+            item.get("SavingPercent")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        )
+    };
+
+    let anyone = items("anyone", json!({"userid": "u-anyone"}));
+    assert_eq!(
+        anyone[3],
+        json!({"Id": "PLAIN", "Sku": "SKU-PLAIN", "Title": "Plain", "Description": "A plain one",
+            "Link": "/p/plain", "Image": "//img/plain.jpg", "ImageOverlay": "//img/new.png",
+            "AllImages": ["//img/plain.jpg", "//img/plain-2.jpg"], "Price": 10.0,
+            "DisplayPrice": "£10.00", "CurrencySymbol": "£", "Categories": ["c1", "c2"],
+            "Brand": {"Id": "br1"}, "SearchTags": ["basic"], "OnOffer": false, "NewArrival": true})
+    );
+    assert_eq!(
+        anyone[2],
+        json!({"Id": "SALE", "Sku": "SALE", "Title": "Sale", "Description": "", "Link": "/p/sale",
+            "Image": "//img/sale.jpg", "AllImages": ["//img/sale.jpg"], "Price": 15.0,
+            "WasPrice": 20.0, "SavingPrice": 5.0, "DisplayPrice": "£15.00",
+            "DisplayWasPrice": "£20.00", "SavingDisplayPrice": "£5.00", "CurrencySymbol": "£",
+            "SavingPercent": "25%", "Categories": [], "SearchTags": [], "OnOffer": true,
+            "NewArrival": false})
+    );
+    assert_eq!(price(&anyone[1]), ("GROUPED".into(), 30.0, None, None));
+    assert_eq!(price(&anyone[0]), ("ACCOUNT".into(), 40.0, None, None));
+
+    let vip = items("vip", json!({"userid": "u-vip", "group_id": "vip"}));
+    assert_eq!(price(&vip[1]), ("GROUPED".into(), 25.0, None, None));
+    assert_eq!(price(&vip[0]), ("ACCOUNT".into(), 38.0, None, None));
+    let vipsale = items("vipsale", json!({"userid": "u-vs", "group_id": "vipsale"}));
+    assert_eq!(
+        price(&vipsale[1]),
+        ("GROUPED".into(), 22.5, Some(25.0), Some("10%".into()))
+    );
+    assert_eq!(vipsale[1]["DisplayWasPrice"], "£25.00");
+    assert_eq!(vipsale[1]["SavingDisplayPrice"], "£2.50");
+    assert_eq!(vipsale[1]["OnOffer"], true);
+    // The group's sale leaves a product's own prices alone for others.
+    assert_eq!(
+        price(&vipsale[2]),
+        ("SALE".into(), 15.0, Some(20.0), Some("25%".into()))
+    );
+
+    // Account prices win over group prices.
+    let acme = items(
+        "acme",
+        json!({"userid": "u-acme", "accid": "acme", "group_id": "vip"}),
+    );
+    assert_eq!(price(&acme[0]), ("ACCOUNT".into(), 35.0, None, None));
+    assert_eq!(acme[0]["DisplayPrice"], "£35.00");
+    assert!(acme[0].get("SavingPrice").is_none());
+    let acme_sale = items("acme-sale", json!({"userid": "u-as", "accid": "acme-sale"}));
+    assert_eq!(
+        price(&acme_sale[0]),
+        ("ACCOUNT".into(), 28.0, Some(35.0), Some("20%".into()))
+    );
+    assert_eq!(acme_sale[0]["SavingPrice"], 7.0);
+    assert_eq!(acme_sale[0]["SavingDisplayPrice"], "£7.00");
+}
