@@ -1,0 +1,170 @@
+//! The server-side call at scale: the whole `/api/serverside` handler (JSON bytes in,
+//! JSON bytes out: parse, 2 events, 2 recommender zones of 10 items, serialize) against a
+//! `VITRINE_BENCH_PRODUCTS` catalogue (default 100,000, loaded through the feed
+//! pipeline into a memory-mapped snapshot) and `VITRINE_BENCH_VISITORS` visitors with
+//! history (default 1,000,000). Printed per run: memory per visitor (anonymous RSS
+//! growth while the visitors were created, divided by their number) and the median and
+//! p99 of 200,000 timed handler calls; criterion then times the same call.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use vitrine_benches::feedgen::{generate_feed, product_id};
+use vitrine_benches::product_page_request;
+use vitrine_engine::account::ServeRequest;
+use vitrine_engine::demo::Sequence;
+use vitrine_engine::event::Event;
+use vitrine_http::config::{self, Overrides};
+use vitrine_http::state::AppState;
+use vitrine_ingest::jobs::FeedStatus;
+
+const CONFIG: &str = r#"
+[[accounts]]
+access_key = "demo-access-key"
+secret_key = "demo-secret-key"
+default_currency = "GBP"
+  [[accounts.zones]]
+  id = "PP-01"
+  title = "Customers also viewed"
+  type = "recommender-product"
+  strategy = "viewed_together"
+  fallback = ["similar", "trending"]
+  count = 10
+  [[accounts.zones]]
+  id = "PP-02"
+  title = "Recently viewed"
+  type = "recommender-product"
+  strategy = "recently_viewed"
+  fallback = ["trending"]
+  count = 10
+"#;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Anonymous resident memory of this process, in bytes.
+fn rss_anon() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A product index skewed towards the popular end (roughly Zipf-like).
+fn skewed(rng: &mut Sequence, products: usize) -> usize {
+    let u = (rng.next_u64() % 1_000_000) as f64 / 1_000_000.0;
+    ((products as f64).powf(u) as usize).saturating_sub(1) % products
+}
+
+fn scale(c: &mut Criterion) {
+    let products = env("VITRINE_BENCH_PRODUCTS", 100_000);
+    let visitors = env("VITRINE_BENCH_VISITORS", 1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vitrine.toml");
+    std::fs::write(&path, CONFIG).unwrap();
+    let overrides = Overrides {
+        listen: None,
+        data_dir: Some(dir.path().join("data")),
+    };
+    let state = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
+    let entry = state.account("demo-access-key").unwrap();
+    let started = Instant::now();
+    let mut feed = generate_feed(products, 7);
+    let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
+    assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+    drop(feed);
+    eprintln!(
+        "scale: {products} products loaded in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let account = &entry.account;
+    let mut rng = Sequence::new(11);
+    let before = rss_anon();
+    let started = Instant::now();
+    for v in 0..visitors {
+        let mut events = Vec::with_capacity(3);
+        for _ in 0..3 {
+            events.push(Event::ProductView {
+                id: product_id(skewed(&mut rng, products)),
+            });
+        }
+        account.serve(ServeRequest {
+            visitor_id: Some(format!("visitor-{v:07}")),
+            session_id: None,
+            currency: None,
+            events,
+            zones: vec![],
+            now: 1_800_000_000_000 + v as i64,
+        });
+    }
+    let grown = rss_anon().saturating_sub(before);
+    eprintln!(
+        "scale: {visitors} visitors with 3 views each created in {:.1} s; anonymous memory +{:.0} MB = {:.0} bytes per visitor (history, session, identity, counters and co-view pairs included)",
+        started.elapsed().as_secs_f64(),
+        grown as f64 / 1e6,
+        grown as f64 / visitors as f64
+    );
+    state.pool().install(|| account.rebuild_models());
+
+    let bodies: Vec<Vec<u8>> = (0..10_000)
+        .map(|i| {
+            let visitor = format!("visitor-{:07}", (rng.next_u64() as usize) % visitors);
+            let product = product_id(skewed(&mut rng, products));
+            let _ = i;
+            serde_json::to_vec(&product_page_request(&visitor, &product)).unwrap()
+        })
+        .collect();
+    let handle = |body: &[u8]| {
+        let value: serde_json::Value = serde_json::from_slice(body).unwrap();
+        let reply =
+            vitrine_http::api::serverside::handle(&state, &value, 1_800_000_100_000).unwrap();
+        black_box(reply.body.len())
+    };
+    let mut timings = Vec::with_capacity(200_000);
+    for i in 0..200_000 {
+        let body = &bodies[i % bodies.len()];
+        let t = Instant::now();
+        handle(body);
+        timings.push(t.elapsed());
+    }
+    timings.sort();
+    let at = |q: f64| timings[((timings.len() - 1) as f64 * q) as usize];
+    eprintln!(
+        "scale: handler_serverside_bytes_to_bytes over 200,000 calls: median {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs",
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        at(0.999).as_secs_f64() * 1e6,
+    );
+    let sample = handle(&bodies[0]);
+    assert!(sample > 0);
+
+    let mut group = c.benchmark_group("scale");
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    let mut n = 0usize;
+    group.bench_function("handler_serverside_100k_products_1m_visitors", |b| {
+        b.iter(|| {
+            n += 1;
+            handle(&bodies[n % bodies.len()])
+        })
+    });
+    group.finish();
+    state.shutdown();
+}
+
+criterion_group!(benches, scale);
+criterion_main!(benches);
