@@ -47,11 +47,15 @@ impl CoCounts {
             return;
         }
         if partners.len() >= MAX_PARTNERS {
-            let weakest = partners
-                .iter()
-                .min_by(|a, b| a.1.total_cmp(b.1).then_with(|| b.0.cmp(a.0)))
-                .map(|(id, _)| id.clone());
-            if let Some(weakest) = weakest {
+            // The weakest partner makes room (among equals, whichever is found first:
+            // comparing ids here would cost a string compare per partner per view).
+            let mut weakest: Option<(&String, f64)> = None;
+            for (id, count) in partners.iter() {
+                if weakest.is_none_or(|(_, w)| *count < w) {
+                    weakest = Some((id, *count));
+                }
+            }
+            if let Some(weakest) = weakest.map(|(id, _)| id.clone()) {
                 partners.remove(&weakest);
             }
         }
