@@ -59,12 +59,24 @@ const WORDS: [&str; 48] = [
 ];
 
 /// The demo's deterministic sequence, with the draws a feed needs.
+/// A deterministic random sequence for generated data.
 #[derive(Debug)]
-struct Rng(Sequence);
+pub struct Rng(Sequence);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    /// A sequence starting from `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(Sequence::new(seed))
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         self.0.below(n as usize) as u64
+    }
+
+    /// A number in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     fn word(&mut self) -> &'static str {

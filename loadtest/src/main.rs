@@ -8,6 +8,8 @@
 
 #![forbid(unsafe_code)]
 
+mod eval;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -33,6 +35,28 @@ struct Cli {
 enum Command {
     /// Closed-loop server-side traffic against a running server.
     Run(RunArgs),
+    /// Quality of one zone: replay interactions, hold out each visitor's last views, score
+    /// the zone's items (HR@K, NDCG@K, MRR, coverage) next to a most-popular baseline.
+    Eval(eval::EvalArgs),
+    /// Write interactions with planted structure (clusters of products browsed together)
+    /// over the demo catalogue's product ids, for `eval`.
+    GenInteractions {
+        /// Number of visitors.
+        #[arg(long, default_value_t = 2000)]
+        visitors: usize,
+        /// Products (ids P00001...).
+        #[arg(long, default_value_t = 2900)]
+        products: usize,
+        /// Products per cluster.
+        #[arg(long, default_value_t = 20)]
+        cluster: usize,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Output file.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
     /// Write a generated product feed (realistic field sizes, deterministic per seed).
     GenFeed {
         /// Number of products.
@@ -101,6 +125,21 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => run(args),
+        Command::Eval(args) => eval::eval(args),
+        Command::GenInteractions {
+            visitors,
+            products,
+            cluster,
+            seed,
+            out,
+        } => {
+            eval::generate(visitors, products, cluster, seed, &out)?;
+            println!(
+                "wrote interactions of {visitors} visitors to {}",
+                out.display()
+            );
+            Ok(())
+        }
     }
 }
 
