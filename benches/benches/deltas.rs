@@ -29,10 +29,7 @@ use vitrine_ingest::json::{Errors, Fields, KeyMatch};
 use vitrine_ingest::{feed, store};
 
 fn products() -> usize {
-    std::env::var("VITRINE_BENCH_PRODUCTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
+    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 1_000_000)
 }
 
 /// A delta replacing `size` existing products (new price, title and category).

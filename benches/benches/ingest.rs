@@ -27,10 +27,7 @@ use vitrine_ingest::feed;
 use vitrine_snapshots::snapshot::{self, Kind};
 
 fn products() -> usize {
-    std::env::var("VITRINE_BENCH_PRODUCTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000)
+    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 1_000_000)
 }
 
 fn settings() -> AccountSettings {
@@ -41,7 +38,7 @@ fn settings() -> AccountSettings {
             id: "HP-01".into(),
             title: "Trending".into(),
             kind: ZoneKind::RecommenderProduct,
-            strategy: Strategy::Trending,
+            strategy: Some(Strategy::Trending),
             fallback: vec![],
             count: 8,
             page_types: vec![],

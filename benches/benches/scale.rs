@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use vitrine_benches::feedgen::{generate_feed, product_id};
-use vitrine_benches::product_page_request;
+use vitrine_benches::feedgen::{Rng, generate_feed, product_id};
+use vitrine_benches::{env_count, product_page_request};
 use vitrine_engine::account::ServeRequest;
-use vitrine_engine::demo::Sequence;
 use vitrine_engine::event::Event;
 use vitrine_http::config::{self, Overrides};
 use vitrine_http::state::AppState;
@@ -45,13 +44,6 @@ default_currency = "GBP"
   count = 10
 "#;
 
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Anonymous resident memory of this process, in bytes.
 fn rss_anon() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -62,15 +54,9 @@ fn rss_anon() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// A product index skewed towards the popular end (roughly Zipf-like).
-fn skewed(rng: &mut Sequence, products: usize) -> usize {
-    let u = (rng.next_u64() % 1_000_000) as f64 / 1_000_000.0;
-    ((products as f64).powf(u) as usize).saturating_sub(1) % products
-}
-
 fn scale(c: &mut Criterion) {
-    let products = env("VITRINE_BENCH_PRODUCTS", 100_000);
-    let visitors = env("VITRINE_BENCH_VISITORS", 1_000_000);
+    let products = env_count("VITRINE_BENCH_PRODUCTS", 100_000);
+    let visitors = env_count("VITRINE_BENCH_VISITORS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vitrine.toml");
     std::fs::write(&path, CONFIG).unwrap();
@@ -91,14 +77,14 @@ fn scale(c: &mut Criterion) {
     );
 
     let account = &entry.account;
-    let mut rng = Sequence::new(11);
+    let mut rng = Rng::new(11);
     let before = rss_anon();
     let started = Instant::now();
     for v in 0..visitors {
         let mut events = Vec::with_capacity(3);
         for _ in 0..3 {
             events.push(Event::ProductView {
-                id: product_id(skewed(&mut rng, products)),
+                id: product_id(rng.skewed(products)),
             });
         }
         account.serve(ServeRequest {
@@ -120,10 +106,9 @@ fn scale(c: &mut Criterion) {
     state.pool().install(|| account.rebuild_models());
 
     let bodies: Vec<Vec<u8>> = (0..10_000)
-        .map(|i| {
-            let visitor = format!("visitor-{:07}", (rng.next_u64() as usize) % visitors);
-            let product = product_id(skewed(&mut rng, products));
-            let _ = i;
+        .map(|_| {
+            let visitor = format!("visitor-{:07}", rng.below(visitors as u64));
+            let product = product_id(rng.skewed(products));
             serde_json::to_vec(&product_page_request(&visitor, &product)).unwrap()
         })
         .collect();

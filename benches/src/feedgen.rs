@@ -79,6 +79,12 @@ impl Rng {
         (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// A number in `0..n` skewed towards 0 (log-uniform: roughly Zipf-like popularity).
+    pub fn skewed(&mut self, n: usize) -> usize {
+        let u = self.unit();
+        ((n as f64).powf(u) as usize).saturating_sub(1) % n.max(1)
+    }
+
     fn word(&mut self) -> &'static str {
         self.0.pick(&WORDS)
     }

@@ -10,6 +10,14 @@ pub mod feedgen;
 
 use serde_json::{Value, json};
 
+/// A size from the environment (`VITRINE_BENCH_PRODUCTS`, ...), else `default`.
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A typical product-page request: a page view, a product view, two zones.
 pub fn product_page_request(visitor: &str, product: &str) -> Value {
     json!({

@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -203,6 +203,9 @@ pub struct Account {
     neighbours: ArcSwap<Neighbours>,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
+    /// Set by every counted interaction (product counters, co-view and co-purchase pairs
+    /// are counted with them, categories, brands); cleared by a rebuild.
+    models_stale: AtomicBool,
 }
 
 /// Score added to a product's trending counter per kind of interaction.
@@ -234,6 +237,7 @@ impl Account {
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             clock: AtomicI64::new(0),
+            models_stale: AtomicBool::new(false),
         }
     }
 
@@ -261,8 +265,14 @@ impl Account {
     /// Rebuilds the rankings (decayed popularity, units sold) of the current catalogue and
     /// the co-view and co-purchase neighbour lists from the counters, and swaps them in.
     /// Runs on the caller's thread, its parallel parts on the current rayon pool.
+    /// Nothing is done when no interaction was counted and the current catalogue version
+    /// is already ranked (decay does not change the order of popularity, only its scale).
     pub fn rebuild_models(&self) {
         let catalogue = self.catalogue();
+        let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
+        if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
+            return;
+        }
         self.rankings.store(Arc::new(self.rank(&catalogue)));
         let (viewed_together, bought_together) =
             rayon::join(|| self.coview.neighbours(), || self.copurchase.neighbours());
@@ -358,7 +368,13 @@ impl Account {
             };
             self.apply_event(&mut visitor, &at, event, &mut page, &mut notices);
         }
-        let mut snapshot = VisitorSnapshot::of(&visitor);
+        let affinities = self.settings.zones.iter().any(|spec| {
+            matches!(
+                spec.kind,
+                ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
+            ) && request.zones.contains(&spec.id)
+        });
+        let mut snapshot = VisitorSnapshot::of(&visitor, affinities);
         drop(visitor);
         // The same shopper on other devices (linked by user id or email): their history
         // counts too. Read after this visitor's entry is released, one entry at a time.
@@ -719,21 +735,25 @@ impl Account {
 
     fn browse_category(&self, visitor: &mut Visitor, category: &str, now: UnixMillis) {
         add_affinity(&mut visitor.categories, category, 1.0);
-        self.category_popularity
-            .entry(category.to_owned())
-            .or_default()
-            .add(1.0, now);
+        self.popular(&self.category_popularity, category, now);
     }
 
     fn browse_brand(&self, visitor: &mut Visitor, brand: &str, now: UnixMillis) {
         add_affinity(&mut visitor.brands, brand, 1.0);
-        self.brand_popularity
-            .entry(brand.to_owned())
-            .or_default()
-            .add(1.0, now);
+        self.popular(&self.brand_popularity, brand, now);
+    }
+
+    /// Counts one interaction with a category or brand.
+    fn popular(&self, counters: &DashMap<String, Decaying>, name: &str, now: UnixMillis) {
+        match counters.get_mut(name) {
+            Some(mut counter) => counter.add(1.0, now),
+            None => counters.entry(name.to_owned()).or_default().add(1.0, now),
+        }
+        self.models_stale.store(true, Ordering::Release);
     }
 
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
+        self.models_stale.store(true, Ordering::Release);
         let mut counter = self.counters.entry(product_id.to_owned()).or_default();
         counter.popularity.add(score, now);
         counter.units += units;
@@ -768,6 +788,8 @@ struct VisitorSnapshot {
     basket: Vec<String>,
     purchased: Vec<String>,
     recent_views: Vec<String>,
+    /// Whether `categories` and `brands` are filled.
+    affinities: bool,
     categories: Vec<String>,
     brands: Vec<String>,
 }
@@ -817,6 +839,9 @@ impl VisitorSnapshot {
                 self.purchased.push(id.clone());
             }
         }
+        if !self.affinities {
+            return;
+        }
         for name in strongest(&other.categories) {
             if !self.categories.contains(&name) {
                 self.categories.push(name);
@@ -829,14 +854,25 @@ impl VisitorSnapshot {
         }
     }
 
-    fn of(visitor: &Visitor) -> VisitorSnapshot {
+    /// What a request reads of a visitor; the category and brand affinities (sorted,
+    /// so not free) only when a category or brand zone asks for them.
+    fn of(visitor: &Visitor, affinities: bool) -> VisitorSnapshot {
         VisitorSnapshot {
             identity: visitor.identity.clone(),
             basket: visitor.basket.iter().map(|b| b.id.clone()).collect(),
             purchased: visitor.purchased.iter().cloned().collect(),
             recent_views: visitor.recent_views.iter().cloned().collect(),
-            categories: strongest(&visitor.categories),
-            brands: strongest(&visitor.brands),
+            affinities,
+            categories: if affinities {
+                strongest(&visitor.categories)
+            } else {
+                Vec::new()
+            },
+            brands: if affinities {
+                strongest(&visitor.brands)
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -878,7 +914,7 @@ mod tests {
             id: "RV".into(),
             title: "Recently viewed".into(),
             kind: ZoneKind::RecommenderProduct,
-            strategy: Strategy::RecentlyViewed,
+            strategy: Some(Strategy::RecentlyViewed),
             fallback: vec![],
             count: 5,
             page_types: vec![],

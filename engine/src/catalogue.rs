@@ -692,8 +692,9 @@ impl Catalogue {
         self.data().account_prices.get(account)?.get(product_id)
     }
 
-    /// Number of (account, product) price entries.
-    pub fn account_price_count(&self) -> usize {
+    /// Number of (account, product) price entries (deserializes them all: for tests).
+    #[cfg(test)]
+    pub(crate) fn account_price_count(&self) -> usize {
         self.owned_account_prices()
             .map_or(0, |all| all.values().map(HashMap::len).sum())
     }

@@ -166,7 +166,11 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
 pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
     let mut chosen: Vec<ProductIdx> = Vec::with_capacity(zone.count);
     let mut seen: HashSet<ProductIdx> = HashSet::with_capacity(zone.count * 2);
-    for strategy in std::iter::once(zone.strategy).chain(zone.fallback.iter().copied()) {
+    for strategy in zone
+        .strategy
+        .into_iter()
+        .chain(zone.fallback.iter().copied())
+    {
         if chosen.len() >= zone.count {
             break;
         }
@@ -202,13 +206,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             }
         }
         Strategy::RecentlyViewed => {
-            for id in &ctx.recent_views {
-                if let Some(idx) = catalogue.idx_of(id)
-                    && !take(idx)
-                {
-                    return;
-                }
-            }
+            take_all(ctx.recent_views.iter().map(|id| catalogue.idx_of(id)), take);
         }
         Strategy::NewArrivals | Strategy::OnOffer => {
             for idx in popular() {
@@ -260,25 +258,14 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             } else {
                 &ctx.neighbours.bought_together
             };
-            for id in lists.get(anchor.id.as_str()).into_iter().flatten() {
-                if let Some(idx) = catalogue.idx_of(id)
-                    && !take(idx)
-                {
-                    return;
-                }
-            }
+            let listed = lists.get(anchor.id.as_str()).into_iter().flatten();
+            take_all(listed.map(|id| catalogue.idx_of(id)), take);
         }
         Strategy::CompleteTheLook => {
             let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
                 return;
             };
-            for sku in anchor.related_products.iter() {
-                if let Some(idx) = catalogue.idx_of_sku(sku)
-                    && !take(idx)
-                {
-                    return;
-                }
-            }
+            take_all(related(catalogue, anchor), take);
         }
         Strategy::Personalized => {
             let viewed: HashSet<&str> = ctx.recent_views.iter().copied().collect();
@@ -294,7 +281,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 &ctx.neighbours.bought_together,
             ];
             let ranked = blended(recent.chain(bought), &lists, &viewed);
-            if !take_ids(catalogue, ranked.iter().map(String::as_str), take) {
+            if !take_all(ranked.into_iter().map(|id| catalogue.idx_of(id)), take) {
                 return;
             }
             for id in ctx.recent_views.iter().take(3) {
@@ -319,19 +306,15 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 &[&ctx.neighbours.bought_together],
                 &ctx.basket,
             );
-            if !take_ids(catalogue, ranked.iter().map(String::as_str), take) {
+            if !take_all(ranked.into_iter().map(|id| catalogue.idx_of(id)), take) {
                 return;
             }
             for id in &seeds {
                 let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) else {
                     continue;
                 };
-                for sku in product.related_products.iter() {
-                    if let Some(idx) = catalogue.idx_of_sku(sku)
-                        && !take(idx)
-                    {
-                        return;
-                    }
+                if !take_all(related(catalogue, product), take) {
+                    return;
                 }
             }
         }
@@ -344,11 +327,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 .associated_skus
                 .iter()
                 .map(|sku| catalogue.idx_of_sku(sku));
-            for idx in by_id.chain(by_sku).flatten() {
-                if !take(idx) {
-                    return;
-                }
-            }
+            take_all(by_id.chain(by_sku), take);
         }
     }
 }
@@ -357,9 +336,9 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
 /// with its position (newest first), a neighbour's with its rank in the seed's list.
 fn blended<'a>(
     seeds: impl Iterator<Item = (&'a str, f64)>,
-    lists: &[&std::collections::HashMap<String, Vec<String>>],
+    lists: &[&'a std::collections::HashMap<String, Vec<String>>],
     skip: &HashSet<&str>,
-) -> Vec<String> {
+) -> Vec<&'a str> {
     let mut scores: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
     for (seed, weight) in seeds {
         for list in lists {
@@ -372,23 +351,26 @@ fn blended<'a>(
     }
     let mut ranked: Vec<(&str, f64)> = scores.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    ranked.into_iter().map(|(id, _)| id.to_owned()).collect()
+    ranked.into_iter().map(|(id, _)| id).collect()
 }
 
-/// Calls `take` with each id's product, in order.
-fn take_ids<'a>(
-    catalogue: &Catalogue,
-    ids: impl IntoIterator<Item = &'a str>,
+/// Calls `take` with each product found, in order; `false` once `take` wants no more.
+fn take_all(
+    found: impl IntoIterator<Item = Option<ProductIdx>>,
     take: &mut dyn FnMut(ProductIdx) -> bool,
 ) -> bool {
-    for id in ids {
-        if let Some(idx) = catalogue.idx_of(id)
-            && !take(idx)
-        {
-            return false;
-        }
-    }
-    true
+    found.into_iter().flatten().all(take)
+}
+
+/// A product's `RelatedProducts`, by SKU (or id, for products without one).
+fn related<'a>(
+    catalogue: &'a Catalogue,
+    product: &'a ArchivedProduct,
+) -> impl Iterator<Item = Option<ProductIdx>> + 'a {
+    product
+        .related_products
+        .iter()
+        .map(|sku| catalogue.idx_of_sku(sku))
 }
 
 /// The product recommendations are about: the page's product, else the visitor's latest
@@ -501,7 +483,7 @@ mod tests {
             id: "z".into(),
             title: "t".into(),
             kind: ZoneKind::RecommenderProduct,
-            strategy: Strategy::Trending,
+            strategy: Some(Strategy::Trending),
             fallback: vec![],
             count: 20,
             page_types: vec![],

@@ -90,15 +90,6 @@ pub enum Strategy {
     BrandAffinity,
 }
 
-/// A strategy name that is not one this version can fill.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StrategyNameError {
-    /// Not a strategy name at all.
-    Unknown,
-    /// A documented strategy that this version does not build yet.
-    NotAvailable,
-}
-
 impl Strategy {
     /// Strategies this version fills, by config name.
     pub const AVAILABLE: [(&'static str, Strategy); 15] = [
@@ -119,9 +110,6 @@ impl Strategy {
         ("brand_affinity", Strategy::BrandAffinity),
     ];
 
-    /// Documented strategy names that this version refuses with a clear message.
-    pub const PLANNED: [&'static str; 0] = [];
-
     /// The zone type a strategy fills: category and brand affinity fill
     /// recommender-category and recommender-brand zones, every other strategy products.
     pub fn kind(self) -> ZoneKind {
@@ -141,14 +129,11 @@ impl Strategy {
     }
 
     /// Reads a config name.
-    pub fn from_name(name: &str) -> Result<Strategy, StrategyNameError> {
-        if let Some((_, s)) = Strategy::AVAILABLE.iter().find(|(n, _)| *n == name) {
-            return Ok(*s);
-        }
-        if Strategy::PLANNED.contains(&name) {
-            return Err(StrategyNameError::NotAvailable);
-        }
-        Err(StrategyNameError::Unknown)
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::AVAILABLE
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
     }
 }
 
@@ -167,8 +152,9 @@ pub struct ZoneSpec {
     pub title: String,
     /// Content type.
     pub kind: ZoneKind,
-    /// The main strategy.
-    pub strategy: Strategy,
+    /// The main strategy; `None` for image zones, and html zones whose template shows no
+    /// items.
+    pub strategy: Option<Strategy>,
     /// Strategies used in order to fill up to `count`.
     pub fallback: Vec<Strategy>,
     /// Number of items wanted.

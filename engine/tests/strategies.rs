@@ -74,7 +74,7 @@ fn account_with(strategy: Strategy, catalogue: Catalogue) -> Account {
         id: "Z".into(),
         title: "Zone".into(),
         kind: strategy.kind(),
-        strategy,
+        strategy: Some(strategy),
         fallback: vec![],
         count: 10,
         page_types: vec![],

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
-use vitrine_engine::zone::{Strategy, StrategyNameError, ZoneKind, ZoneSpec};
+use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
 
 /// The demo configuration used when no `--config` is given.
 pub const DEMO_CONFIG: &str = include_str!("demo.toml");
@@ -387,34 +387,37 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             ));
         }
     };
-    let fsync_interval_ms = file.durability.fsync_interval_ms.unwrap_or(10);
-    if !(1..=10_000).contains(&fsync_interval_ms) {
-        return Err(err(
-            "durability.fsync_interval_ms",
-            format!("must be between 1 and 10000, got {fsync_interval_ms}"),
-        ));
-    }
-    let wal_segment_bytes = file.durability.wal_segment_bytes.unwrap_or(64 << 20);
-    if !(4096..=1 << 30).contains(&wal_segment_bytes) {
-        return Err(err(
-            "durability.wal_segment_bytes",
-            format!("must be between 4096 and 1073741824, got {wal_segment_bytes}"),
-        ));
-    }
-    let compact_after_changes = file.deltas.compact_after_changes.unwrap_or(50_000);
-    if !(1..=10_000_000).contains(&compact_after_changes) {
-        return Err(err(
-            "deltas.compact_after_changes",
-            format!("must be between 1 and 10000000, got {compact_after_changes}"),
-        ));
-    }
-    let compact_interval_secs = file.deltas.compact_interval_secs.unwrap_or(300);
-    if !(1..=86_400).contains(&compact_interval_secs) {
-        return Err(err(
-            "deltas.compact_interval_secs",
-            format!("must be between 1 and 86400, got {compact_interval_secs}"),
-        ));
-    }
+    let range = |key: &str, value: Option<u64>, default: u64, min: u64, max: u64| {
+        within(value.unwrap_or(default), min, max).map_err(|message| err(key, message))
+    };
+    let fsync_interval_ms = range(
+        "durability.fsync_interval_ms",
+        file.durability.fsync_interval_ms,
+        10,
+        1,
+        10_000,
+    )?;
+    let wal_segment_bytes = range(
+        "durability.wal_segment_bytes",
+        file.durability.wal_segment_bytes,
+        64 << 20,
+        4096,
+        1 << 30,
+    )?;
+    let compact_after_changes = range(
+        "deltas.compact_after_changes",
+        file.deltas.compact_after_changes.map(|n| n as u64),
+        50_000,
+        1,
+        10_000_000,
+    )? as usize;
+    let compact_interval_secs = range(
+        "deltas.compact_interval_secs",
+        file.deltas.compact_interval_secs,
+        300,
+        1,
+        86_400,
+    )?;
     let deltas = DeltaConfig {
         compact_after_changes,
         compact_interval_secs,
@@ -552,19 +555,21 @@ fn limits(
     })
 }
 
+/// `value` when it lies in `min..=max`, else the message saying it does not.
+fn within(value: u64, min: u64, max: u64) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be between {min} and {max}, got {value}"))
+    }
+}
+
 fn feed_config(
     file: &FileFeeds,
     err: &impl Fn(&str, String) -> ConfigError,
 ) -> Result<FeedConfig, ConfigError> {
     let range = |value: u64, key: &str, min: u64, max: u64| {
-        if (min..=max).contains(&value) {
-            Ok(value)
-        } else {
-            Err(err(
-                &format!("feeds.{key}"),
-                format!("must be between {min} and {max}, got {value}"),
-            ))
-        }
+        within(value, min, max).map_err(|message| err(&format!("feeds.{key}"), message))
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(FeedConfig {
@@ -616,43 +621,16 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ),
         )
     })?;
-    let content_zone = matches!(kind, ZoneKind::Image | ZoneKind::ImageCarousel);
-    if content_zone {
-        if zone.strategy.is_some() || !zone.fallback.is_empty() {
-            return Err((
-                key("strategy"),
-                format!(
-                    "{} zones show their configured images; remove strategy and fallback",
-                    kind.name()
-                ),
-            ));
-        }
-        return Ok(ZoneSpec {
-            id: zone.id.clone(),
-            title: zone.title.clone(),
-            kind,
-            strategy: Strategy::Trending,
-            fallback: Vec::new(),
-            count: 0,
-            page_types: page_types(zone, key)?,
-        });
+    let shows_images = matches!(kind, ZoneKind::Image | ZoneKind::ImageCarousel);
+    if shows_images && (zone.strategy.is_some() || !zone.fallback.is_empty()) {
+        return Err((
+            key("strategy"),
+            format!(
+                "{} zones show their configured images; remove strategy and fallback",
+                kind.name()
+            ),
+        ));
     }
-    let strategy_name = match (kind, zone.strategy.as_deref()) {
-        (_, Some(name)) => name,
-        // An html zone without a strategy renders its template without items.
-        (ZoneKind::Html, None) => {
-            return Ok(ZoneSpec {
-                id: zone.id.clone(),
-                title: zone.title.clone(),
-                kind,
-                strategy: Strategy::Trending,
-                fallback: Vec::new(),
-                count: 0,
-                page_types: page_types(zone, key)?,
-            });
-        }
-        (_, None) => return Err((key("strategy"), "required for recommender zones".to_owned())),
-    };
     // html zones take product strategies for the items their template shows.
     let kind_filled = if kind == ZoneKind::Html {
         ZoneKind::RecommenderProduct
@@ -675,9 +653,17 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             fitting.join(", ")
         ))
     };
-    let main = strategy(strategy_name)
-        .and_then(fits)
-        .map_err(|m| (key("strategy"), m))?;
+    let main = match zone.strategy.as_deref() {
+        Some(name) => Some(
+            strategy(name)
+                .and_then(fits)
+                .map_err(|m| (key("strategy"), m))?,
+        ),
+        // Image zones have no items; an html zone without a strategy renders its
+        // template without items.
+        None if shows_images || kind == ZoneKind::Html => None,
+        None => return Err((key("strategy"), "required for recommender zones".to_owned())),
+    };
     let mut fallback = Vec::with_capacity(zone.fallback.len());
     for (f, name) in zone.fallback.iter().enumerate() {
         fallback.push(
@@ -794,18 +780,12 @@ fn zone_content(
 }
 
 fn strategy(name: &str) -> Result<Strategy, String> {
-    let available: Vec<&str> = Strategy::AVAILABLE.iter().map(|(n, _)| *n).collect();
-    Strategy::from_name(name).map_err(|e| match e {
-        StrategyNameError::NotAvailable => format!(
-            "strategy {name:?} is not available in this version; available: {}",
+    Strategy::from_name(name).ok_or_else(|| {
+        let available: Vec<&str> = Strategy::AVAILABLE.iter().map(|(n, _)| *n).collect();
+        format!(
+            "unknown strategy {name:?}; available: {}",
             available.join(", ")
-        ),
-        StrategyNameError::Unknown => {
-            format!(
-                "unknown strategy {name:?}; available: {}",
-                available.join(", ")
-            )
-        }
+        )
     })
 }
 

@@ -158,15 +158,6 @@ pub enum Mode {
     Reapply,
 }
 
-/// Applies a delta to the account's catalogue and users, all or nothing.
-pub fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
-    let mut edit = account.catalogue().edit();
-    let applied = apply_to(&mut edit, delta, Mode::Strict)?;
-    account.swap_catalogue(edit.finish());
-    apply_users(account, delta);
-    Ok(applied)
-}
-
 /// Adds or replaces the delta's users (account state, not catalogue).
 pub fn apply_users(account: &Account, delta: &Delta) {
     for user in &delta.users {
@@ -321,6 +312,16 @@ mod tests {
 
     use super::*;
     use crate::json::KeyMatch;
+
+    /// Applies a delta to the account's catalogue and users, all or nothing, as the
+    /// account's worker does for a batch of one.
+    fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
+        let mut edit = account.catalogue().edit();
+        let applied = apply_to(&mut edit, delta, Mode::Strict)?;
+        account.swap_catalogue(edit.finish());
+        apply_users(account, delta);
+        Ok(applied)
+    }
 
     fn account() -> Account {
         let mut builder = CatalogueBuilder::new();

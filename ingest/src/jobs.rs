@@ -719,20 +719,13 @@ impl Shared {
             .install(|| build(&start))
             .map_err(RebuildError::Build)?;
         drop(start);
-        let (saved, reapplied) = match kind {
-            RebuildKind::Compaction => {
-                self.save_statuses()?;
-                let (base, saved) = store::write_snapshot(&self.dir, &rebuilt.catalogue, position)?;
-                let _writing = self.writer.lock();
-                (saved, self.swap_base(base, position, rebuilt.users))
-            }
-            RebuildKind::Feed => {
-                let _writing = self.writer.lock();
-                self.save_statuses()?;
-                let (base, saved) = store::write_snapshot(&self.dir, &rebuilt.catalogue, position)?;
-                (saved, self.swap_base(base, position, rebuilt.users))
-            }
-        };
+        // A feed holds the writer lock from before the statuses are saved until the swap;
+        // a compaction (same content) only for the swap.
+        let early = (kind == RebuildKind::Feed).then(|| self.writer.lock());
+        self.save_statuses()?;
+        let (base, saved) = store::write_snapshot(&self.dir, &rebuilt.catalogue, position)?;
+        let _writing = early.unwrap_or_else(|| self.writer.lock());
+        let reapplied = self.swap_base(base, position, rebuilt.users);
         store::save_users(&self.dir, &self.account.users())?;
         let mut segments_removed = 0;
         if let Some(covered) = store::prune(&self.dir)? {

@@ -129,17 +129,15 @@ pub fn apply(
     progress: feed::Progress<'_>,
 ) -> FeedStatus {
     let started = std::time::Instant::now();
-    let (document, report) = match pool.install(|| feed::parse_with_progress(bytes, progress)) {
+    let (mut document, report) = match pool.install(|| feed::parse_with_progress(bytes, progress)) {
         Ok(parsed) => parsed,
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };
     let parsed = started.elapsed();
+    let users = document.users.take();
     let rebuilt = jobs.rebuild(RebuildKind::Feed, |current| {
         let catalogue = feed::build(current, &document).map_err(|e| e.to_string())?;
-        Ok(Rebuilt {
-            catalogue,
-            users: document.users.clone(),
-        })
+        Ok(Rebuilt { catalogue, users })
     });
     let rebuilt = match rebuilt {
         Ok(rebuilt) => rebuilt,

@@ -18,21 +18,15 @@ use anyhow::{Context, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+
+use crate::{Target, authority, connect};
 
 /// Settings of `vitrine-loadtest eval`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EvalArgs {
-    /// Base URL of the server, e.g. http://127.0.0.1:7480.
-    #[arg(long, default_value = "http://127.0.0.1:7480")]
-    server: String,
-    /// Access key of the account.
-    #[arg(long, default_value = "demo-access-key")]
-    access_key: String,
-    /// Secret key of the account.
-    #[arg(long, default_value = "demo-secret-key")]
-    secret_key: String,
+    #[command(flatten)]
+    target: Target,
     /// The zone to evaluate.
     #[arg(long)]
     zone: String,
@@ -197,18 +191,8 @@ struct Client {
 
 impl Client {
     async fn connect(server: &str) -> anyhow::Result<Client> {
-        let authority = server
-            .strip_prefix("http://")
-            .context("--server must start with http://")?
-            .trim_end_matches('/')
-            .to_owned();
-        let stream = tokio::net::TcpStream::connect(&authority)
-            .await
-            .with_context(|| format!("connecting to {authority}"))?;
-        stream.set_nodelay(true)?;
-        let (sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(connection);
+        let authority = authority(server)?;
+        let sender = connect(&authority).await?;
         Ok(Client { authority, sender })
     }
 
@@ -286,11 +270,11 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let (zone_scores, baseline_scores, replayed) = runtime.block_on(async {
-        let mut client = Client::connect(&args.server).await?;
+        let mut client = Client::connect(&args.target.server).await?;
         let base = |visitor: &str| {
             json!({
-                "appId": args.access_key,
-                "secretKey": args.secret_key,
+                "appId": args.target.access_key,
+                "secretKey": args.target.secret_key,
                 "currentUrl": "https://shop.example/",
                 "userAgent": "vitrine-loadtest eval",
                 "ip": "198.51.100.2",
@@ -368,8 +352,8 @@ pub(crate) fn eval(args: EvalArgs) -> anyhow::Result<()> {
 
     let report = json!({
         "settings": {
-            "server": args.server,
-            "access_key": args.access_key,
+            "server": args.target.server,
+            "access_key": args.target.access_key,
             "zone": args.zone,
             "interactions": args.interactions.display().to_string(),
             "page_type": match args.page_type { PageKind::Homepage => "homepage", PageKind::ProductPage => "product_page" },
@@ -425,8 +409,7 @@ pub(crate) fn generate(
     let mut time = 1_800_000_000_000i64;
     for v in 0..visitors {
         // Skewed cluster choice: low cluster numbers are popular.
-        let u = rng.unit();
-        let c = ((clusters as f64).powf(u) as usize).saturating_sub(1) % clusters.max(1);
+        let c = rng.skewed(clusters);
         let views = 4 + rng.below(6) as usize;
         for _ in 0..views {
             let p = c * cluster + rng.below(cluster as u64) as usize;

@@ -71,18 +71,47 @@ enum Command {
     },
 }
 
+/// The server and account a command talks to.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Target {
+    /// Base URL of the server, e.g. http://127.0.0.1:7480.
+    #[arg(long, default_value = "http://127.0.0.1:7480")]
+    pub(crate) server: String,
+    /// Access key of the account.
+    #[arg(long, default_value = "demo-access-key")]
+    pub(crate) access_key: String,
+    /// Secret key of that account.
+    #[arg(long, default_value = "demo-secret-key")]
+    pub(crate) secret_key: String,
+}
+
+/// The `host:port` of a `--server` URL.
+pub(crate) fn authority(server: &str) -> anyhow::Result<String> {
+    Ok(server
+        .strip_prefix("http://")
+        .context("--server must start with http://")?
+        .trim_end_matches('/')
+        .to_owned())
+}
+
+/// Opens one keep-alive HTTP/1.1 connection.
+pub(crate) async fn connect(
+    authority: &str,
+) -> anyhow::Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>> {
+    let stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .with_context(|| format!("connecting to {authority}"))?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
 /// Settings of `vitrine-loadtest run`.
 #[derive(Debug, clap::Args)]
 struct RunArgs {
-    /// Base URL of the server, e.g. http://127.0.0.1:7480.
-    #[arg(long, default_value = "http://127.0.0.1:7480")]
-    server: String,
-    /// Access key of the account to drive.
-    #[arg(long, default_value = "demo-access-key")]
-    access_key: String,
-    /// Secret key of that account.
-    #[arg(long, default_value = "demo-secret-key")]
-    secret_key: String,
+    #[command(flatten)]
+    target: Target,
     /// Concurrent keep-alive connections.
     #[arg(long, default_value_t = 16)]
     connections: usize,
@@ -145,20 +174,19 @@ fn main() -> anyhow::Result<()> {
 
 fn run(args: RunArgs) -> anyhow::Result<()> {
     let RunArgs {
-        server,
-        access_key,
-        secret_key,
+        target:
+            Target {
+                server,
+                access_key,
+                secret_key,
+            },
         connections,
         seconds,
         warmup,
         products,
         zones,
     } = args;
-    let authority = server
-        .strip_prefix("http://")
-        .context("--server must start with http://")?
-        .trim_end_matches('/')
-        .to_owned();
+    let authority = authority(&server)?;
     if connections == 0 || seconds == 0 || products == 0 {
         bail!("--connections, --seconds and --products must be at least 1");
     }
@@ -211,13 +239,7 @@ struct Worker {
 
 impl Worker {
     async fn run(self) -> anyhow::Result<Tally> {
-        let stream = tokio::net::TcpStream::connect(&self.authority)
-            .await
-            .with_context(|| format!("connecting to {}", self.authority))?;
-        stream.set_nodelay(true)?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(connection);
+        let mut sender = connect(&self.authority).await?;
         let mut tally = Tally::default();
         let mut n: usize = self.worker * 7919;
         while Instant::now() < self.end {
