@@ -21,7 +21,8 @@ use time::Date;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
 use crate::models::{
-    CO_VIEW_WINDOW, CoCounts, Decaying, MAX_ORDER_LINES_PAIRED, Neighbours, most_popular,
+    CO_VIEW_WINDOW, CoCounts, Decaying, MAX_ORDER_LINES_PAIRED, Neighbours, ProductKeys,
+    most_popular,
 };
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, Rankings, fill_zone, item_price};
@@ -197,6 +198,8 @@ pub struct Account {
     counters: DashMap<String, Counter>,
     category_popularity: DashMap<String, Decaying>,
     brand_popularity: DashMap<String, Decaying>,
+    /// Keys of the products in `coview` and `copurchase`.
+    product_keys: ProductKeys,
     coview: CoCounts,
     copurchase: CoCounts,
     rankings: ArcSwap<RankingsVersion>,
@@ -232,6 +235,7 @@ impl Account {
             counters: DashMap::new(),
             category_popularity: DashMap::new(),
             brand_popularity: DashMap::new(),
+            product_keys: ProductKeys::default(),
             coview: CoCounts::default(),
             copurchase: CoCounts::default(),
             rankings: ArcSwap::from_pointee(rankings),
@@ -274,8 +278,10 @@ impl Account {
             return;
         }
         self.rankings.store(Arc::new(self.rank(&catalogue)));
-        let (viewed_together, bought_together) =
-            rayon::join(|| self.coview.neighbours(), || self.copurchase.neighbours());
+        let (viewed_together, bought_together) = rayon::join(
+            || self.coview.neighbours(&self.product_keys),
+            || self.copurchase.neighbours(&self.product_keys),
+        );
         let now = self.clock.load(Ordering::Relaxed);
         self.neighbours.store(Arc::new(Neighbours {
             viewed_together,
@@ -357,7 +363,10 @@ impl Account {
 
         self.clock.fetch_max(now, Ordering::Relaxed);
         let catalogue = self.catalogue();
-        let mut visitor = self.visitors.entry(visitor_id.clone()).or_default();
+        let mut visitor = match self.visitors.get_mut(&visitor_id) {
+            Some(visitor) => visitor,
+            None => self.visitors.entry(visitor_id.clone()).or_default(),
+        };
         visitor.session_id = Some(session_id.clone());
         visitor.last_seen = now;
         for (index, event) in request.events.iter().enumerate() {
@@ -609,6 +618,7 @@ impl Account {
                 }
             }
             Event::ProductView { id } => {
+                let key = self.product_keys.key(id);
                 for earlier in visitor
                     .recent_views
                     .iter()
@@ -616,7 +626,7 @@ impl Account {
                     .filter(|v| *v != id)
                     .take(CO_VIEW_WINDOW)
                 {
-                    self.coview.add(earlier, id, 1.0);
+                    self.coview.add(self.product_keys.key(earlier), key, 1.0);
                 }
                 visitor.record_view(id);
                 page.product = Some(id.clone());
@@ -659,15 +669,16 @@ impl Account {
                     self.count(&line.id, ORDER_SCORE, units.max(1), now);
                     visitor.record_purchase(&line.id);
                 }
-                let mut lines: Vec<&str> = Vec::new();
+                let mut lines: Vec<u32> = Vec::new();
                 for line in &order.items {
-                    if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&line.id.as_str()) {
-                        lines.push(&line.id);
+                    let key = self.product_keys.key(&line.id);
+                    if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
+                        lines.push(key);
                     }
                 }
                 for (i, a) in lines.iter().enumerate() {
                     for b in lines.iter().skip(i + 1) {
-                        self.copurchase.add(a, b, 1.0);
+                        self.copurchase.add(*a, *b, 1.0);
                     }
                 }
                 visitor.basket.clear();
@@ -754,7 +765,10 @@ impl Account {
 
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
         self.models_stale.store(true, Ordering::Release);
-        let mut counter = self.counters.entry(product_id.to_owned()).or_default();
+        let mut counter = match self.counters.get_mut(product_id) {
+            Some(counter) => counter,
+            None => self.counters.entry(product_id.to_owned()).or_default(),
+        };
         counter.popularity.add(score, now);
         counter.units += units;
     }

@@ -7,6 +7,7 @@
 //! swapped in whole, so serving reads finished lists and never waits for a rebuild.
 
 use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use dashmap::DashMap;
 use rayon::prelude::*;
@@ -24,15 +25,51 @@ pub const MAX_ORDER_LINES_PAIRED: usize = 20;
 /// Half-life of the popularity behind `trending`: a view a day old counts half.
 pub const TRENDING_HALF_LIFE_MILLIS: UnixMillis = 24 * 60 * 60 * 1000;
 
-/// Symmetric pair counts between products (by external id).
+/// Product ids as small numbers for the pair counts: a key is handed out on first sight
+/// and stays the same for the life of the process (unlike dense catalogue indexes, which
+/// a new base renumbers), so counting compares integers, not strings.
+#[derive(Debug, Default)]
+pub struct ProductKeys {
+    keys: DashMap<Arc<str>, u32>,
+    names: RwLock<Vec<Arc<str>>>,
+}
+
+impl ProductKeys {
+    /// The key of `id`, handed out now if it has none.
+    pub fn key(&self, id: &str) -> u32 {
+        if let Some(key) = self.keys.get(id) {
+            return *key;
+        }
+        match self.keys.entry(Arc::from(id)) {
+            dashmap::Entry::Occupied(slot) => *slot.get(),
+            dashmap::Entry::Vacant(slot) => {
+                let mut names = self.names.write().unwrap_or_else(PoisonError::into_inner);
+                let key = u32::try_from(names.len()).unwrap_or(u32::MAX);
+                names.push(Arc::clone(slot.key()));
+                slot.insert(key);
+                key
+            }
+        }
+    }
+
+    /// Every id by key, as of now.
+    pub fn names(&self) -> Vec<Arc<str>> {
+        self.names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Symmetric pair counts between products (by [`ProductKeys`] key).
 #[derive(Debug, Default)]
 pub struct CoCounts {
-    pairs: DashMap<String, HashMap<String, f64>>,
+    pairs: DashMap<u32, Vec<(u32, f32)>>,
 }
 
 impl CoCounts {
     /// Counts `a` and `b` together once (in both directions).
-    pub fn add(&self, a: &str, b: &str, weight: f64) {
+    pub fn add(&self, a: u32, b: u32, weight: f32) {
         if a == b {
             return;
         }
@@ -40,26 +77,24 @@ impl CoCounts {
         self.add_one(b, a, weight);
     }
 
-    fn add_one(&self, from: &str, to: &str, weight: f64) {
-        let mut partners = self.pairs.entry(from.to_owned()).or_default();
-        if let Some(count) = partners.get_mut(to) {
-            *count += weight;
+    fn add_one(&self, from: u32, to: u32, weight: f32) {
+        let mut partners = self.pairs.entry(from).or_default();
+        if let Some(partner) = partners.iter_mut().find(|(key, _)| *key == to) {
+            partner.1 += weight;
             return;
         }
         if partners.len() >= MAX_PARTNERS {
-            // The weakest partner makes room (among equals, whichever is found first:
-            // comparing ids here would cost a string compare per partner per view).
-            let mut weakest: Option<(&String, f64)> = None;
-            for (id, count) in partners.iter() {
-                if weakest.is_none_or(|(_, w)| *count < w) {
-                    weakest = Some((id, *count));
-                }
-            }
-            if let Some(weakest) = weakest.map(|(id, _)| id.clone()) {
-                partners.remove(&weakest);
+            // The weakest partner makes room (among equals, the first one found).
+            let weakest = partners
+                .iter()
+                .enumerate()
+                .min_by(|(_, a), (_, b)| a.1.total_cmp(&b.1))
+                .map(|(i, _)| i);
+            if let Some(i) = weakest {
+                partners.swap_remove(i);
             }
         }
-        partners.insert(to.to_owned(), weight);
+        partners.push((to, weight));
     }
 
     /// Number of products with partners.
@@ -74,25 +109,24 @@ impl CoCounts {
 
     /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`];
     /// computed in parallel on the current rayon pool.
-    pub fn neighbours(&self) -> HashMap<String, Vec<String>> {
-        let snapshot: Vec<(String, Vec<(String, f64)>)> = self
+    pub fn neighbours(&self, keys: &ProductKeys) -> HashMap<String, Vec<String>> {
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map_or("", |n| n);
+        let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
             .pairs
             .iter()
-            .map(|entry| {
-                let partners = entry
-                    .value()
-                    .iter()
-                    .map(|(id, count)| (id.clone(), *count))
-                    .collect();
-                (entry.key().clone(), partners)
-            })
+            .map(|entry| (*entry.key(), entry.value().clone()))
             .collect();
         snapshot
             .into_par_iter()
             .map(|(product, mut partners)| {
-                partners.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                partners.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| name(a.0).cmp(name(b.0))));
                 partners.truncate(NEIGHBOURS);
-                (product, partners.into_iter().map(|(id, _)| id).collect())
+                let list = partners
+                    .into_iter()
+                    .map(|(key, _)| name(key).to_owned())
+                    .collect();
+                (name(product).to_owned(), list)
             })
             .collect()
     }
@@ -154,22 +188,24 @@ mod tests {
 
     #[test]
     fn pairs_are_symmetric_ordered_and_bounded() {
+        let keys = ProductKeys::default();
         let counts = CoCounts::default();
+        let add = |a: &str, b: &str, weight: f32| counts.add(keys.key(a), keys.key(b), weight);
         for _ in 0..3 {
-            counts.add("a", "b", 1.0);
+            add("a", "b", 1.0);
         }
-        counts.add("a", "c", 1.0);
-        counts.add("a", "a", 5.0);
-        let lists = counts.neighbours();
+        add("a", "c", 1.0);
+        add("a", "a", 5.0);
+        let lists = counts.neighbours(&keys);
         assert_eq!(lists["a"], ["b", "c"]);
         assert_eq!(lists["b"], ["a"]);
         assert!(!lists["a"].contains(&"a".to_owned()));
 
         for i in 0..(MAX_PARTNERS * 2) {
-            counts.add("hub", &format!("p{i:03}"), 1.0);
+            add("hub", &format!("p{i:03}"), 1.0);
         }
-        counts.add("hub", "strong", 10.0);
-        let lists = counts.neighbours();
+        add("hub", "strong", 10.0);
+        let lists = counts.neighbours(&keys);
         assert_eq!(lists["hub"].len(), NEIGHBOURS);
         assert_eq!(lists["hub"][0], "strong");
     }

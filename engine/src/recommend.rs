@@ -164,8 +164,8 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
 
 /// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items.
 pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
+    // At most 100 items: a scan of `chosen` beats hashing.
     let mut chosen: Vec<ProductIdx> = Vec::with_capacity(zone.count);
-    let mut seen: HashSet<ProductIdx> = HashSet::with_capacity(zone.count * 2);
     for strategy in zone
         .strategy
         .into_iter()
@@ -175,10 +175,9 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
             break;
         }
         candidates(strategy, ctx, &mut |idx| {
-            if seen.contains(&idx) || !admissible(idx, ctx) {
+            if chosen.contains(&idx) || !admissible(idx, ctx) {
                 return true;
             }
-            seen.insert(idx);
             chosen.push(idx);
             chosen.len() < zone.count
         });

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use vitrine_engine::catalogue::CatalogueBuilder;
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
@@ -14,6 +15,7 @@ use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
+use crate::api::render::ProductTexts;
 use crate::config::{AccountConfig, Config, EventsFsync};
 
 /// One account as the server holds it.
@@ -27,6 +29,8 @@ pub struct AccountEntry {
     pub jobs: Arc<AccountJobs>,
     /// The templates of its html zones, named by zone id.
     pub templates: minijinja::Environment<'static>,
+    /// Product text of the latest catalogue version served.
+    pub product_texts: ArcSwap<ProductTexts>,
 }
 
 /// Everything a request handler may need.
@@ -112,9 +116,10 @@ impl AppState {
                 account_config.access_key.clone(),
                 AccountEntry {
                     config: account_config.clone(),
-                    account,
                     jobs,
                     templates: templates(account_config)?,
+                    product_texts: ArcSwap::from_pointee(ProductTexts::new(account.catalogue())),
+                    account,
                 },
             );
         }

@@ -53,7 +53,9 @@ pub(crate) struct EvalArgs {
 pub(crate) enum PageKind {
     /// The homepage.
     Homepage,
-    /// The product page of the visitor's last replayed view.
+    /// The product page of the visitor's last replayed view (spelt as the API's
+    /// page_type).
+    #[value(name = "product_page")]
     ProductPage,
 }
 

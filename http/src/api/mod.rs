@@ -4,6 +4,7 @@
 pub mod delta;
 pub mod feed;
 pub mod forget;
+pub mod render;
 pub mod serverside;
 
 use http::StatusCode;

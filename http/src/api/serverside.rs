@@ -6,21 +6,19 @@
 
 use std::net::IpAddr;
 
-use serde::Serialize;
 use serde_json::Value;
-use vitrine_engine::account::{Notice, RenderedItem, ServeOutcome, ServeRequest};
-use vitrine_engine::catalogue::{Catalogue, UnixMillis};
+use vitrine_engine::account::{Notice, ServeRequest};
+use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
 use vitrine_engine::money::Currency;
-use vitrine_engine::zone::ZoneKind;
 use vitrine_ingest::json::{Errors, Fields, KeyMatch, check_id, index_path, kind_of};
 use vitrine_ingest::record::{looks_like_email, parse_dob};
 
-use crate::api::Reply;
+use crate::api::{Reply, render};
 use crate::auth;
 use crate::config::Limits;
 use crate::error::{ApiError, Endpoint};
-use crate::state::{AccountEntry, AppState};
+use crate::state::AppState;
 
 /// Longest visitor or session id accepted.
 pub const MAX_CLIENT_ID_LEN: usize = 128;
@@ -58,7 +56,10 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
     let outcome = entry.account.serve(request);
-    Ok(Reply::json(render(&outcome, currency, entry)))
+    let errors = outcome.notices.iter().map(notice_message).collect();
+    Ok(Reply::json(render::response(
+        &outcome, errors, currency, entry,
+    )))
 }
 
 /// Validates everything but the credentials.
@@ -412,255 +413,6 @@ fn lines(items: &[Value], path: &str, errors: &mut Errors) -> Vec<BasketLine> {
         }
     }
     out
-}
-
-#[derive(Serialize)]
-struct WireResponse<'a> {
-    #[serde(rename = "visitorId")]
-    visitor_id: &'a str,
-    #[serde(rename = "sessionId")]
-    session_id: &'a str,
-    errors: Vec<String>,
-    zones: WireZones<'a>,
-}
-
-/// Zone id → content, serialized as a JSON object in request order.
-struct WireZones<'a>(Vec<(&'a str, WireZone<'a>)>);
-
-impl Serialize for WireZones<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(id, zone)| (id, zone)))
-    }
-}
-
-#[derive(Serialize)]
-struct WireZone<'a> {
-    title: &'a str,
-    #[serde(rename = "type")]
-    kind: &'a str,
-    items: Vec<WireEntry<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    html: Option<String>,
-}
-
-/// An image of an image or image-carousel zone.
-#[derive(Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct WireImage<'a> {
-    image: &'a str,
-    link: &'a str,
-    alt: &'a str,
-}
-
-/// An item of a zone: a product, or a category or brand.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum WireEntry<'a> {
-    Product(Box<WireItem<'a>>),
-    Named(WireNamed<'a>),
-    Image(WireImage<'a>),
-}
-
-/// A category item (`recommender-category`) or brand item (`recommender-brand`), from
-/// the category or brand record; `Title` and `DisplayName` fall back to the id when the
-/// store sent no record.
-#[derive(Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct WireNamed<'a> {
-    id: &'a str,
-    title: &'a str,
-    display_name: &'a str,
-    link: &'a str,
-    image: &'a str,
-    description: &'a str,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct WireBrand<'a> {
-    id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display_name: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    link: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct WireItem<'a> {
-    id: &'a str,
-    sku: &'a str,
-    title: &'a str,
-    description: &'a str,
-    link: &'a str,
-    image: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image_overlay: Option<&'a str>,
-    all_images: Vec<&'a str>,
-    price: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    was_price: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    saving_price: Option<f64>,
-    display_price: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    display_was_price: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    saving_display_price: Option<String>,
-    currency_symbol: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    saving_percent: Option<String>,
-    categories: Vec<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    brand: Option<WireBrand<'a>>,
-    search_tags: Vec<&'a str>,
-    on_offer: bool,
-    new_arrival: bool,
-}
-
-fn render(outcome: &ServeOutcome<'_>, currency: Currency, entry: &AccountEntry) -> Vec<u8> {
-    let catalogue = &outcome.catalogue;
-    let mut errors: Vec<String> = outcome.notices.iter().map(notice_message).collect();
-    let mut zones = Vec::with_capacity(outcome.zones.len());
-    for zone in &outcome.zones {
-        let spec = zone.spec;
-        let content = entry.config.content.get(&spec.id);
-        let mut items: Vec<WireEntry<'_>> = zone
-            .items
-            .iter()
-            .filter_map(|item| item_json(catalogue, item, currency))
-            .map(|item| WireEntry::Product(Box::new(item)))
-            .collect();
-        items.extend(
-            zone.names
-                .iter()
-                .map(|id| WireEntry::Named(named_json(catalogue, spec.kind, id))),
-        );
-        items.extend(content.into_iter().flat_map(|c| &c.images).map(|image| {
-            WireEntry::Image(WireImage {
-                image: &image.url,
-                link: &image.link,
-                alt: &image.alt,
-            })
-        }));
-        let html = (spec.kind == ZoneKind::Html).then(|| {
-            let context = minijinja::context! {
-                title => spec.title.as_str(),
-                items => minijinja::Value::from_serialize(&items),
-            };
-            entry
-                .templates
-                .get_template(&spec.id)
-                .and_then(|template| template.render(context))
-                .unwrap_or_else(|error| {
-                    errors.push(format!("zone {:?}: the template failed: {error}", spec.id));
-                    String::new()
-                })
-        });
-        let wire = WireZone {
-            title: &spec.title,
-            kind: spec.kind.name(),
-            items,
-            html,
-        };
-        zones.push((spec.id.as_str(), wire));
-    }
-    let response = WireResponse {
-        visitor_id: &outcome.visitor_id,
-        session_id: &outcome.session_id,
-        errors,
-        zones: WireZones(zones),
-    };
-    serde_json::to_vec(&response).unwrap_or_default()
-}
-
-fn item_json<'a>(
-    catalogue: &'a Catalogue,
-    item: &RenderedItem,
-    currency: Currency,
-) -> Option<WireItem<'a>> {
-    let product = catalogue.product(item.product)?;
-    let price = item.price;
-    let brand = catalogue
-        .brand_of(product)
-        .map(|id| match catalogue.brand(id) {
-            Some(b) => WireBrand {
-                id,
-                display_name: Some(b.display_name.as_str()),
-                image: Some(b.image.as_str()),
-                link: Some(b.link.as_str()),
-            },
-            None => WireBrand {
-                id,
-                display_name: None,
-                image: None,
-                link: None,
-            },
-        });
-    let mut all_images: Vec<&str> = product.all_images.iter().map(|s| s.as_str()).collect();
-    if all_images.is_empty() && !product.image.is_empty() {
-        all_images.push(product.image.as_str());
-    }
-    Some(WireItem {
-        id: product.id.as_str(),
-        sku: product.sku_or_id(),
-        title: product.title.as_str(),
-        description: product.description.as_str(),
-        link: product.link.as_str(),
-        image: product.image.as_str(),
-        image_overlay: product.image_overlay.as_ref().map(|s| s.as_str()),
-        all_images,
-        price: price.price.as_f64(),
-        was_price: price.was.map(|m| m.as_f64()),
-        saving_price: price.saving().map(|m| m.as_f64()),
-        display_price: price.price.display(),
-        display_was_price: price.was.map(|m| m.display()),
-        saving_display_price: price.saving().map(|m| m.display()),
-        currency_symbol: currency.symbol(),
-        saving_percent: price.saving_percent(),
-        categories: catalogue.categories_of(product).collect(),
-        brand,
-        search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
-        on_offer: product.on_offer || price.was.is_some(),
-        new_arrival: product.new_arrival,
-    })
-}
-
-fn named_json<'a>(catalogue: &'a Catalogue, kind: ZoneKind, id: &'a str) -> WireNamed<'a> {
-    let record = match kind {
-        ZoneKind::RecommenderBrand => catalogue.brand(id).map(|b| {
-            (
-                b.display_name.as_str(),
-                b.link.as_str(),
-                b.image.as_str(),
-                b.description.as_str(),
-            )
-        }),
-        _ => catalogue.category(id).map(|c| {
-            (
-                c.display_name.as_str(),
-                c.link.as_str(),
-                c.image.as_str(),
-                c.description.as_str(),
-            )
-        }),
-    };
-    let (display_name, link, image, description) = record.unwrap_or((id, "", "", ""));
-    let display_name = if display_name.is_empty() {
-        id
-    } else {
-        display_name
-    };
-    WireNamed {
-        id,
-        title: display_name,
-        display_name,
-        link,
-        image,
-        description,
-    }
 }
 
 fn notice_message(notice: &Notice) -> String {

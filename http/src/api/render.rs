@@ -1,0 +1,528 @@
+//! The 200 body of `/api/serverside`.
+//!
+//! Most of a response is the fixed text of its products (ids, titles, descriptions,
+//! links, images, categories, brand, tags), which only changes with the catalogue. That
+//! text is escaped once per catalogue version and product ([`ProductText`], cached per
+//! account in [`ProductTexts`]) and copied into each response; only the prices, which
+//! depend on the visitor and the currency, are written per request. The text is exactly
+//! what serializing [`WireItem`] gives (a test holds the two together); html zones hand
+//! [`WireItem`]s to their templates.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use serde::Serialize;
+use vitrine_engine::account::{RenderedItem, ServeOutcome};
+use vitrine_engine::catalogue::{Catalogue, ProductIdx};
+use vitrine_engine::money::Currency;
+use vitrine_engine::recommend::ItemPrice;
+use vitrine_engine::zone::ZoneKind;
+
+use crate::state::AccountEntry;
+
+/// Products whose text is kept per catalogue version at most; beyond it, text is
+/// written per request (the hot products of a store fit well within it).
+pub const MAX_CACHED_PRODUCTS: usize = 50_000;
+
+/// Bytes reserved for a response body up front (two zones of ten products fit).
+const RESPONSE_CAPACITY: usize = 16 * 1024;
+
+/// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
+/// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
+#[derive(Debug)]
+pub struct ProductText {
+    text: Box<[u8]>,
+    split: usize,
+}
+
+impl ProductText {
+    fn of(catalogue: &Catalogue, idx: ProductIdx) -> Option<ProductText> {
+        let (head, tail) = fixed_parts(catalogue, idx)?;
+        let mut text = to_vec(&head);
+        // `{…}` → `{…,`
+        text.pop();
+        text.push(b',');
+        let split = text.len();
+        let tail = to_vec(&tail);
+        // `{…}` → `…,`
+        text.extend_from_slice(tail.get(1..tail.len() - 1).unwrap_or_default());
+        text.push(b',');
+        Some(ProductText {
+            text: text.into_boxed_slice(),
+            split,
+        })
+    }
+
+    fn head(&self) -> &[u8] {
+        &self.text[..self.split]
+    }
+
+    fn tail(&self) -> &[u8] {
+        &self.text[self.split..]
+    }
+}
+
+/// The [`ProductText`]s of one catalogue version of an account.
+#[derive(Debug)]
+pub struct ProductTexts {
+    /// The version the texts were written from (held, so its address is not reused).
+    catalogue: Arc<Catalogue>,
+    texts: DashMap<ProductIdx, Arc<ProductText>>,
+}
+
+impl ProductTexts {
+    /// An empty cache for `catalogue`.
+    pub fn new(catalogue: Arc<Catalogue>) -> ProductTexts {
+        ProductTexts {
+            catalogue,
+            texts: DashMap::new(),
+        }
+    }
+
+    /// The cache of `catalogue`: the current one when it is for that version, else a new
+    /// one made current.
+    pub fn of(current: &ArcSwap<ProductTexts>, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
+        let texts = current.load_full();
+        if Arc::ptr_eq(&texts.catalogue, catalogue) {
+            return texts;
+        }
+        let fresh = Arc::new(ProductTexts::new(Arc::clone(catalogue)));
+        current.store(Arc::clone(&fresh));
+        fresh
+    }
+
+    fn get(&self, idx: ProductIdx) -> Option<Arc<ProductText>> {
+        if let Some(text) = self.texts.get(&idx) {
+            return Some(Arc::clone(&text));
+        }
+        let text = Arc::new(ProductText::of(&self.catalogue, idx)?);
+        if self.texts.len() < MAX_CACHED_PRODUCTS {
+            self.texts.insert(idx, Arc::clone(&text));
+        }
+        Some(text)
+    }
+}
+
+/// The response body of a served request.
+pub fn response(
+    outcome: &ServeOutcome<'_>,
+    mut errors: Vec<String>,
+    currency: Currency,
+    entry: &AccountEntry,
+) -> Vec<u8> {
+    let catalogue = &outcome.catalogue;
+    let texts = ProductTexts::of(&entry.product_texts, catalogue);
+    let symbol = currency.symbol();
+    // Templates first: their failures go into `errors`, which come before the zones.
+    let html: Vec<Option<String>> = outcome
+        .zones
+        .iter()
+        .map(|zone| {
+            let spec = zone.spec;
+            (spec.kind == ZoneKind::Html).then(|| {
+                let items = entries(outcome, zone, &symbol, entry);
+                let context = minijinja::context! {
+                    title => spec.title.as_str(),
+                    items => minijinja::Value::from_serialize(&items),
+                };
+                entry
+                    .templates
+                    .get_template(&spec.id)
+                    .and_then(|template| template.render(context))
+                    .unwrap_or_else(|error| {
+                        errors.push(format!("zone {:?}: the template failed: {error}", spec.id));
+                        String::new()
+                    })
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(RESPONSE_CAPACITY);
+    out.extend_from_slice(b"{\"visitorId\":");
+    write_json(&mut out, &outcome.visitor_id);
+    out.extend_from_slice(b",\"sessionId\":");
+    write_json(&mut out, &outcome.session_id);
+    out.extend_from_slice(b",\"errors\":");
+    write_json(&mut out, &errors);
+    out.extend_from_slice(b",\"zones\":{");
+    for (z, (zone, html)) in outcome.zones.iter().zip(&html).enumerate() {
+        let spec = zone.spec;
+        let content = entry.config.content.get(&spec.id);
+        if z > 0 {
+            out.push(b',');
+        }
+        write_json(&mut out, &spec.id);
+        out.extend_from_slice(b":{\"title\":");
+        write_json(&mut out, &spec.title);
+        out.extend_from_slice(b",\"type\":");
+        write_json(&mut out, spec.kind.name());
+        out.extend_from_slice(b",\"items\":[");
+        let mut first = true;
+        let mut separate = |out: &mut Vec<u8>| {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+        };
+        for item in &zone.items {
+            if let Some(text) = texts.get(item.product) {
+                separate(&mut out);
+                write_product(&mut out, &text, catalogue, item, &symbol);
+            }
+        }
+        for id in &zone.names {
+            separate(&mut out);
+            write_json(&mut out, &named_json(catalogue, spec.kind, id));
+        }
+        for image in content.into_iter().flat_map(|c| &c.images) {
+            separate(&mut out);
+            write_json(
+                &mut out,
+                &WireImage {
+                    image: &image.url,
+                    link: &image.link,
+                    alt: &image.alt,
+                },
+            );
+        }
+        out.push(b']');
+        if let Some(html) = html {
+            out.extend_from_slice(b",\"html\":");
+            write_json(&mut out, html);
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// One product item: its fixed text around this request's prices.
+fn write_product(
+    out: &mut Vec<u8>,
+    text: &ProductText,
+    catalogue: &Catalogue,
+    item: &RenderedItem,
+    symbol: &str,
+) {
+    out.extend_from_slice(text.head());
+    // `{"Price":…}` written in place, then made `"Price":…,`.
+    let start = out.len();
+    write_json(out, &WirePrices::of(&item.price, symbol));
+    if out.get(start) == Some(&b'{') {
+        out.remove(start);
+    }
+    if out.last() == Some(&b'}') {
+        out.pop();
+    }
+    out.push(b',');
+    out.extend_from_slice(text.tail());
+    let (on_offer, new_arrival) = catalogue
+        .product(item.product)
+        .map_or((false, false), |p| (p.on_offer, p.new_arrival));
+    // `write!` into a Vec cannot fail.
+    let _ = write!(
+        out,
+        "\"OnOffer\":{},\"NewArrival\":{}}}",
+        on_offer || item.price.was.is_some(),
+        new_arrival
+    );
+}
+
+fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    // Serializing these types into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+fn to_vec(value: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// The items of a zone as values, for its template.
+fn entries<'a>(
+    outcome: &'a ServeOutcome<'_>,
+    zone: &'a vitrine_engine::account::RenderedZone<'_>,
+    symbol: &'a str,
+    entry: &'a AccountEntry,
+) -> Vec<WireEntry<'a>> {
+    let catalogue = &outcome.catalogue;
+    let mut items: Vec<WireEntry<'a>> = zone
+        .items
+        .iter()
+        .filter_map(|item| item_json(catalogue, item, symbol))
+        .map(|item| WireEntry::Product(Box::new(item)))
+        .collect();
+    items.extend(
+        zone.names
+            .iter()
+            .map(|id| WireEntry::Named(named_json(catalogue, zone.spec.kind, id))),
+    );
+    let content = entry.config.content.get(&zone.spec.id);
+    items.extend(content.into_iter().flat_map(|c| &c.images).map(|image| {
+        WireEntry::Image(WireImage {
+            image: &image.url,
+            link: &image.link,
+            alt: &image.alt,
+        })
+    }));
+    items
+}
+
+/// An image of an image or image-carousel zone.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireImage<'a> {
+    image: &'a str,
+    link: &'a str,
+    alt: &'a str,
+}
+
+/// An item of a zone: a product, or a category or brand.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireEntry<'a> {
+    Product(Box<WireItem<'a>>),
+    Named(WireNamed<'a>),
+    Image(WireImage<'a>),
+}
+
+/// A category item (`recommender-category`) or brand item (`recommender-brand`), from
+/// the category or brand record; `Title` and `DisplayName` fall back to the id when the
+/// store sent no record.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireNamed<'a> {
+    id: &'a str,
+    title: &'a str,
+    display_name: &'a str,
+    link: &'a str,
+    image: &'a str,
+    description: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireBrand<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    link: Option<&'a str>,
+}
+
+/// A product item, fields in the order of the contract's Recommender item table.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireItem<'a> {
+    #[serde(flatten)]
+    head: WireHead<'a>,
+    #[serde(flatten)]
+    prices: WirePrices<'a>,
+    #[serde(flatten)]
+    tail: WireTail<'a>,
+    on_offer: bool,
+    new_arrival: bool,
+}
+
+/// The fixed fields of a product item before its prices.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireHead<'a> {
+    id: &'a str,
+    sku: &'a str,
+    title: &'a str,
+    description: &'a str,
+    link: &'a str,
+    image: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_overlay: Option<&'a str>,
+    all_images: Vec<&'a str>,
+}
+
+/// The price fields of a product item, for one visitor and currency.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WirePrices<'a> {
+    price: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    was_price: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saving_price: Option<f64>,
+    display_price: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_was_price: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saving_display_price: Option<String>,
+    currency_symbol: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saving_percent: Option<String>,
+}
+
+impl<'a> WirePrices<'a> {
+    fn of(price: &ItemPrice, symbol: &'a str) -> WirePrices<'a> {
+        WirePrices {
+            price: price.price.as_f64(),
+            was_price: price.was.map(|m| m.as_f64()),
+            saving_price: price.saving().map(|m| m.as_f64()),
+            display_price: price.price.display(),
+            display_was_price: price.was.map(|m| m.display()),
+            saving_display_price: price.saving().map(|m| m.display()),
+            currency_symbol: symbol,
+            saving_percent: price.saving_percent(),
+        }
+    }
+}
+
+/// The fixed fields of a product item after its prices.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct WireTail<'a> {
+    categories: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    brand: Option<WireBrand<'a>>,
+    search_tags: Vec<&'a str>,
+}
+
+fn fixed_parts(catalogue: &Catalogue, idx: ProductIdx) -> Option<(WireHead<'_>, WireTail<'_>)> {
+    let product = catalogue.product(idx)?;
+    let brand = catalogue
+        .brand_of(product)
+        .map(|id| match catalogue.brand(id) {
+            Some(b) => WireBrand {
+                id,
+                display_name: Some(b.display_name.as_str()),
+                image: Some(b.image.as_str()),
+                link: Some(b.link.as_str()),
+            },
+            None => WireBrand {
+                id,
+                display_name: None,
+                image: None,
+                link: None,
+            },
+        });
+    let mut all_images: Vec<&str> = product.all_images.iter().map(|s| s.as_str()).collect();
+    if all_images.is_empty() && !product.image.is_empty() {
+        all_images.push(product.image.as_str());
+    }
+    let head = WireHead {
+        id: product.id.as_str(),
+        sku: product.sku_or_id(),
+        title: product.title.as_str(),
+        description: product.description.as_str(),
+        link: product.link.as_str(),
+        image: product.image.as_str(),
+        image_overlay: product.image_overlay.as_ref().map(|s| s.as_str()),
+        all_images,
+    };
+    let tail = WireTail {
+        categories: catalogue.categories_of(product).collect(),
+        brand,
+        search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
+    };
+    Some((head, tail))
+}
+
+fn item_json<'a>(
+    catalogue: &'a Catalogue,
+    item: &RenderedItem,
+    symbol: &'a str,
+) -> Option<WireItem<'a>> {
+    let product = catalogue.product(item.product)?;
+    let (head, tail) = fixed_parts(catalogue, item.product)?;
+    Some(WireItem {
+        head,
+        prices: WirePrices::of(&item.price, symbol),
+        tail,
+        on_offer: product.on_offer || item.price.was.is_some(),
+        new_arrival: product.new_arrival,
+    })
+}
+
+fn named_json<'a>(catalogue: &'a Catalogue, kind: ZoneKind, id: &'a str) -> WireNamed<'a> {
+    let record = match kind {
+        ZoneKind::RecommenderBrand => catalogue.brand(id).map(|b| {
+            (
+                b.display_name.as_str(),
+                b.link.as_str(),
+                b.image.as_str(),
+                b.description.as_str(),
+            )
+        }),
+        _ => catalogue.category(id).map(|c| {
+            (
+                c.display_name.as_str(),
+                c.link.as_str(),
+                c.image.as_str(),
+                c.description.as_str(),
+            )
+        }),
+    };
+    let (display_name, link, image, description) = record.unwrap_or((id, "", "", ""));
+    let display_name = if display_name.is_empty() {
+        id
+    } else {
+        display_name
+    };
+    WireNamed {
+        id,
+        title: display_name,
+        display_name,
+        link,
+        image,
+        description,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vitrine_engine::money::Money;
+
+    /// The cached text with this request's prices is, byte for byte, the serialized
+    /// [`WireItem`], for every product of the demo catalogue, with and without a sale,
+    /// in two currencies.
+    #[test]
+    fn product_text_is_the_serialized_item() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let texts = ProductTexts::new(Arc::clone(&catalogue));
+        let mut checked = 0;
+        for (idx, _) in catalogue.iter() {
+            for (code, was) in [
+                ("GBP", None),
+                ("USD", Some(200_001)),
+                ("JPY", Some(150_000)),
+            ] {
+                let currency = Currency::from_code(code).unwrap();
+                let money = |minor| Money { minor, currency };
+                let item = RenderedItem {
+                    product: idx,
+                    price: ItemPrice {
+                        price: money(123_450),
+                        was: was.map(money),
+                    },
+                };
+                let symbol = currency.symbol();
+                let mut fast = Vec::new();
+                let text = texts.get(idx).unwrap();
+                write_product(&mut fast, &text, &catalogue, &item, &symbol);
+                let serde =
+                    serde_json::to_vec(&item_json(&catalogue, &item, &symbol).unwrap()).unwrap();
+                assert_eq!(
+                    String::from_utf8(fast).unwrap(),
+                    String::from_utf8(serde).unwrap()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 3000, "{checked}");
+        // Texts are cached up to the bound, and a later version gets a cache of its own.
+        assert_eq!(texts.texts.len(), catalogue.len().min(MAX_CACHED_PRODUCTS));
+        let current = ArcSwap::from_pointee(texts);
+        let next = Arc::new(catalogue.edit().finish());
+        assert!(ProductTexts::of(&current, &next).texts.is_empty());
+        assert!(Arc::ptr_eq(&current.load().catalogue, &next));
+    }
+}
