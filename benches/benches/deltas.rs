@@ -147,6 +147,7 @@ fn deltas(c: &mut Criterion) {
         // Compaction is measured on its own below.
         compact_after_changes: usize::MAX,
         compact_interval: Duration::from_secs(86_400),
+        state_interval: Duration::from_secs(86_400),
         ..JobsConfig::with_pool(Arc::clone(&pool))
     };
     let (jobs, _) = AccountJobs::start(account, dir.path(), 1, config).unwrap();

@@ -26,6 +26,7 @@ use crate::models::{
 };
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, Rankings, fill_zone, item_price};
+use crate::state::{IdentityKind, StateEntry, Tracked};
 use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
 
@@ -146,6 +147,8 @@ pub struct ServeOutcome<'a> {
     pub zones: Vec<RenderedZone<'a>>,
     /// The catalogue version the items index into.
     pub catalogue: Arc<Catalogue>,
+    /// The request's events as applied, for the write-ahead log.
+    pub tracked: Tracked,
 }
 
 /// What an erasure removed.
@@ -367,16 +370,15 @@ impl Account {
             Some(visitor) => visitor,
             None => self.visitors.entry(visitor_id.clone()).or_default(),
         };
-        visitor.session_id = Some(session_id.clone());
-        visitor.last_seen = now;
-        for (index, event) in request.events.iter().enumerate() {
-            let at = EventAt {
-                index,
-                now,
-                catalogue: &catalogue,
-            };
-            self.apply_event(&mut visitor, &at, event, &mut page, &mut notices);
-        }
+        self.track(
+            &mut visitor,
+            &session_id,
+            now,
+            &request.events,
+            &catalogue,
+            &mut page,
+            &mut notices,
+        );
         let affinities = self.settings.zones.iter().any(|spec| {
             matches!(
                 spec.kind,
@@ -478,13 +480,191 @@ impl Account {
         }
         drop(ctx);
         drop(rankings);
+        let tracked = Tracked {
+            visitor_id: visitor_id.clone(),
+            session_id: session_id.clone(),
+            now,
+            events: request.events,
+        };
         ServeOutcome {
             visitor_id,
             session_id,
             notices,
             zones,
             catalogue,
+            tracked,
         }
+    }
+
+    /// Applies logged events again (recovery): the same state changes and counts as
+    /// when they were served, without filling zones.
+    pub fn replay(&self, tracked: &Tracked) {
+        let now = tracked.now;
+        self.clock.fetch_max(now, Ordering::Relaxed);
+        self.sessions
+            .entry(tracked.session_id.clone())
+            .and_modify(|last| *last = (*last).max(now))
+            .or_insert(now);
+        let catalogue = self.catalogue();
+        let mut page = PageContext {
+            visitor_id: tracked.visitor_id.clone(),
+            ..PageContext::default()
+        };
+        let mut visitor = self.visitors.entry(tracked.visitor_id.clone()).or_default();
+        self.track(
+            &mut visitor,
+            &tracked.session_id,
+            now,
+            &tracked.events,
+            &catalogue,
+            &mut page,
+            &mut Vec::new(),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn track(
+        &self,
+        visitor: &mut Visitor,
+        session_id: &str,
+        now: UnixMillis,
+        events: &[Event],
+        catalogue: &Catalogue,
+        page: &mut PageContext,
+        notices: &mut Vec<Notice>,
+    ) {
+        visitor.session_id = Some(session_id.to_owned());
+        visitor.last_seen = now;
+        for (index, event) in events.iter().enumerate() {
+            let at = EventAt {
+                index,
+                now,
+                catalogue,
+            };
+            self.apply_event(visitor, &at, event, page, notices);
+        }
+    }
+
+    /// Hands every part of the tracking state to `sink`, one entry at a time (for a
+    /// state snapshot). Each visitor is copied under its own short lock; requests go on
+    /// meanwhile, so an entry may include events of requests served during the export.
+    pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
+        sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
+        let ids: Vec<String> = self.visitors.iter().map(|e| e.key().clone()).collect();
+        for id in ids {
+            let Some(visitor) = self.visitors.get(&id).map(|v| Box::new(v.clone())) else {
+                continue;
+            };
+            sink(StateEntry::Visitor { id, visitor });
+        }
+        let sessions: Vec<(String, UnixMillis)> = self
+            .sessions
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect();
+        for (id, last) in sessions {
+            sink(StateEntry::Session { id, last });
+        }
+        let orders: Vec<String> = self.orders.iter().map(|e| e.key().clone()).collect();
+        for order in orders {
+            sink(StateEntry::Order(order));
+        }
+        let identities: Vec<(IdentityKey, Vec<String>)> = self
+            .identities
+            .iter()
+            .map(|e| (e.key().clone(), e.value().iter().cloned().collect()))
+            .collect();
+        for (key, visitors) in identities {
+            let (kind, key) = match key {
+                IdentityKey::User(k) => (IdentityKind::User, k),
+                IdentityKey::Email(k) => (IdentityKind::Email, k),
+                IdentityKey::Account(k) => (IdentityKind::Account, k),
+            };
+            sink(StateEntry::Identity {
+                kind,
+                key,
+                visitors,
+            });
+        }
+        let counters: Vec<(String, Counter)> = self
+            .counters
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect();
+        for (product, counter) in counters {
+            sink(StateEntry::Counter {
+                product,
+                popularity: counter.popularity,
+                units: counter.units,
+            });
+        }
+        let popularity = |map: &DashMap<String, Decaying>| -> Vec<(String, Decaying)> {
+            map.iter().map(|e| (e.key().clone(), *e.value())).collect()
+        };
+        for (name, popularity) in popularity(&self.category_popularity) {
+            sink(StateEntry::CategoryPopularity { name, popularity });
+        }
+        for (name, popularity) in popularity(&self.brand_popularity) {
+            sink(StateEntry::BrandPopularity { name, popularity });
+        }
+        for (product, partners) in self.coview.entries(&self.product_keys) {
+            sink(StateEntry::CoView { product, partners });
+        }
+        for (product, partners) in self.copurchase.entries(&self.product_keys) {
+            sink(StateEntry::CoPurchase { product, partners });
+        }
+    }
+
+    /// Restores one entry of a state snapshot (into an account that has no tracking
+    /// state yet).
+    pub fn restore_entry(&self, entry: StateEntry) {
+        match entry {
+            StateEntry::Clock(clock) => {
+                self.clock.fetch_max(clock, Ordering::Relaxed);
+            }
+            StateEntry::Visitor { id, visitor } => {
+                self.visitors.insert(id, *visitor);
+            }
+            StateEntry::Session { id, last } => {
+                self.sessions.insert(id, last);
+            }
+            StateEntry::Order(order) => {
+                self.orders.insert(order, ());
+            }
+            StateEntry::Identity {
+                kind,
+                key,
+                visitors,
+            } => {
+                let key = match kind {
+                    IdentityKind::User => IdentityKey::User(key),
+                    IdentityKind::Email => IdentityKey::Email(key),
+                    IdentityKind::Account => IdentityKey::Account(key),
+                };
+                self.identities.entry(key).or_default().extend(visitors);
+            }
+            StateEntry::Counter {
+                product,
+                popularity,
+                units,
+            } => {
+                self.counters.insert(product, Counter { popularity, units });
+            }
+            StateEntry::CategoryPopularity { name, popularity } => {
+                self.category_popularity.insert(name, popularity);
+            }
+            StateEntry::BrandPopularity { name, popularity } => {
+                self.brand_popularity.insert(name, popularity);
+            }
+            StateEntry::CoView { product, partners } => {
+                self.coview.restore(&self.product_keys, &product, &partners);
+            }
+            StateEntry::CoPurchase { product, partners } => {
+                self.copurchase
+                    .restore(&self.product_keys, &product, &partners);
+            }
+        }
+        self.models_stale.store(true, Ordering::Release);
     }
 
     /// Removes every record tied to `identifier`: matched by email (case-insensitive),

@@ -3,8 +3,27 @@
 
 use time::Date;
 
+/// A date of birth, kept as its Julian day number (so that it archives as a plain
+/// integer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct BirthDate(pub i32);
+
+impl BirthDate {
+    /// The day of `date`.
+    pub fn of(date: Date) -> BirthDate {
+        BirthDate(date.to_julian_day())
+    }
+
+    /// The date, when the day number is one.
+    pub fn date(self) -> Option<Date> {
+        Date::from_julian_day(self.0).ok()
+    }
+}
+
 /// The `page_type` of a `page_view` event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub enum PageType {
     /// `homepage`
     Homepage,
@@ -54,7 +73,7 @@ impl PageType {
 }
 
 /// One line of a basket or an order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct BasketLine {
     /// Product id.
     pub id: String,
@@ -65,7 +84,9 @@ pub struct BasketLine {
 }
 
 /// Identifiers that tie a visitor to a known customer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct Identity {
     /// The store's user id.
     pub user_id: Option<String>,
@@ -78,7 +99,9 @@ pub struct Identity {
 }
 
 /// Personal details that an order or a login may carry.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
 pub struct PersonalDetails {
     /// Title (Mr, Ms, ...).
     pub title: Option<String>,
@@ -89,11 +112,11 @@ pub struct PersonalDetails {
     /// Delivery zip or postcode.
     pub zipcode: Option<String>,
     /// Date of birth.
-    pub dob: Option<Date>,
+    pub dob: Option<BirthDate>,
 }
 
 /// A completed order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Order {
     /// `orderid`, recorded once per account.
     pub order_id: String,
@@ -108,7 +131,7 @@ pub struct Order {
 }
 
 /// A tracking event of `/api/serverside`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Event {
     /// `page_view`
     PageView {

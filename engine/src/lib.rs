@@ -33,6 +33,7 @@ pub mod money;
 pub mod overlay;
 pub mod recommend;
 pub mod similar;
+pub mod state;
 pub mod visitor;
 pub mod zone;
 

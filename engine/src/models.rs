@@ -102,6 +102,30 @@ impl CoCounts {
         self.pairs.len()
     }
 
+    /// Every product's partners and counts by id, unordered (for a state snapshot).
+    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<(String, f32)>)> {
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
+        self.pairs
+            .iter()
+            .map(|entry| {
+                let partners = entry.value().iter().map(|(k, c)| (name(*k), *c)).collect();
+                (name(*entry.key()), partners)
+            })
+            .collect()
+    }
+
+    /// Sets a product's partners and counts (restoring a state snapshot); at most
+    /// [`MAX_PARTNERS`] are kept.
+    pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
+        let partners = partners
+            .iter()
+            .take(MAX_PARTNERS)
+            .map(|(id, count)| (keys.key(id), *count))
+            .collect();
+        self.pairs.insert(keys.key(product), partners);
+    }
+
     /// Whether nothing was counted.
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
@@ -156,7 +180,7 @@ pub fn most_popular(counters: &DashMap<String, Decaying>, now: UnixMillis) -> Ve
 }
 
 /// A popularity counter whose score halves every [`TRENDING_HALF_LIFE_MILLIS`].
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Decaying {
     score: f64,
     at: UnixMillis,

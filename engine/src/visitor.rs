@@ -21,7 +21,7 @@ pub const MAX_AFFINITIES: usize = 20;
 pub const SESSION_IDLE_MILLIS: UnixMillis = 5 * 60 * 1000;
 
 /// An order as remembered for one visitor.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct OrderRecord {
     /// The order id.
     pub order_id: String,
@@ -34,7 +34,7 @@ pub struct OrderRecord {
 }
 
 /// What the engine remembers of one visitor.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Visitor {
     /// Product ids viewed, oldest first, at most [`MAX_RECENT_VIEWS`], no repeats.
     pub recent_views: VecDeque<String>,

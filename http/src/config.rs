@@ -194,6 +194,8 @@ pub struct Config {
     pub fsync_interval_ms: u64,
     /// Size at which the write-ahead log starts a new segment file.
     pub wal_segment_bytes: u64,
+    /// Seconds between state snapshots (visitors, sessions, orders, model counters).
+    pub state_snapshot_interval_secs: u64,
     /// Overlay compaction.
     pub deltas: DeltaConfig,
     /// Limits.
@@ -239,6 +241,7 @@ struct FileDurability {
     events_fsync: Option<String>,
     fsync_interval_ms: Option<u64>,
     wal_segment_bytes: Option<u64>,
+    state_snapshot_interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -404,6 +407,13 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         4096,
         1 << 30,
     )?;
+    let state_snapshot_interval_secs = range(
+        "durability.state_snapshot_interval_secs",
+        file.durability.state_snapshot_interval_secs,
+        60,
+        1,
+        86_400,
+    )?;
     let compact_after_changes = range(
         "deltas.compact_after_changes",
         file.deltas.compact_after_changes.map(|n| n as u64),
@@ -498,6 +508,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         events_fsync,
         fsync_interval_ms,
         wal_segment_bytes,
+        state_snapshot_interval_secs,
         deltas,
         limits,
         allow_private_feed_addresses: file.feeds.allow_private_addresses,

@@ -101,9 +101,13 @@ impl AppState {
             for problem in &recovery.problems {
                 tracing::warn!(account = %key, "write-ahead log: {problem}");
             }
+            if let Some(restored) = &recovery.state {
+                tracing::info!(account = %key, snapshot = %restored.path.display(), entries = restored.entries, "tracking state restored");
+            }
             tracing::info!(
                 account = %account_config.access_key,
                 deltas = recovery.deltas,
+                events = recovery.events,
                 feeds = recovery.feeds,
                 products = account.catalogue().len(),
                 "account ready"
@@ -194,6 +198,7 @@ pub fn jobs_config(config: &Config, pool: Arc<rayon::ThreadPool>) -> JobsConfig 
         sync,
         compact_after_changes: config.deltas.compact_after_changes,
         compact_interval: std::time::Duration::from_secs(config.deltas.compact_interval_secs),
+        state_interval: std::time::Duration::from_secs(config.state_snapshot_interval_secs),
         pool,
     }
 }

@@ -1295,6 +1295,9 @@ fn delta_500_when_the_delta_cannot_be_saved() {
     let big: Vec<Value> = (0..40)
         .map(|i| product(&format!("BIG-{i}"), &["1 GBP"]))
         .collect();
+    let visitor = "after-the-500";
+    server.serverside(json!({"visitorId": visitor,
+        "events": [{"name": "product_view", "data": {"id": "BIG-1"}}]}));
     let token = submit_delta(&server, json!({ "Products": big }));
     assert_eq!(wait_delta(&server, &token)["Status"], 1);
     // The segment is full: the next delta needs a new segment file, in a log directory
@@ -1308,13 +1311,15 @@ fn delta_500_when_the_delta_cannot_be_saved() {
             &delta_body(json!({"DeleteProducts": ["BIG-1"]})),
         )
         .assert_error(500, "could not be saved");
-    // Nothing of it was applied: BIG-1 is still recommended.
-    let visitor = "after-the-500";
-    server.serverside(json!({"visitorId": visitor,
-        "events": [{"name": "product_view", "data": {"id": "BIG-1"}}]}));
-    let resp = server.serverside(json!({"visitorId": visitor,
-        "events": [{"name": "product_view", "data": {"id": "BIG-2"}}], "zones": ["RV-01"]}));
-    assert_eq!(zone_ids(&resp, "RV-01"), ["BIG-1"]);
+    // Events cannot be logged either: a 500 rather than a 200 that a crash would undo.
+    server
+        .serverside(json!({"visitorId": visitor,
+            "events": [{"name": "product_view", "data": {"id": "BIG-2"}}]}))
+        .assert_errors(500, "the events could not be logged");
+    // Nothing of the delta was applied: BIG-1 is still recommended (zones alone log
+    // nothing and are still served).
+    let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
+    assert!(zone_ids(&resp, "RV-01").contains(&"BIG-1".to_owned()), "{}", resp.body);
 }
 
 /// Bytes in the account's write-ahead log segments.

@@ -37,11 +37,12 @@ use parking_lot::Mutex;
 use vitrine_engine::Account;
 use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{Catalogue, UnixMillis};
+use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal, WalConfig};
 
 use crate::delta::{self, Delta, Mode};
 use crate::json::{Errors, Fields, KeyMatch};
-use crate::store;
+use crate::{state, store};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeltaStatus {
@@ -147,6 +148,9 @@ pub const UNKNOWN_TOKEN: &str = "unknown token";
 /// Log record kind of a delta: its token, a newline, and its parts as JSON (no
 /// credentials).
 pub const KIND_DELTA: u8 = 1;
+/// Log record kind of one request's tracking events (an rkyv archive of
+/// [`Tracked`]).
+pub const KIND_EVENTS: u8 = 2;
 
 /// Delta statuses kept per account; older tokens answer [`UNKNOWN_TOKEN`].
 pub const STATUSES_KEPT: usize = 100_000;
@@ -166,6 +170,8 @@ pub struct JobsConfig {
     pub compact_after_changes: usize,
     /// Compact an overlay that is this old even when it is small.
     pub compact_interval: Duration,
+    /// Write a state snapshot (and cut the log behind the kept snapshots) this often.
+    pub state_interval: Duration,
     /// The ingest pool: feed parses, builds and compactions run on it.
     pub pool: Arc<rayon::ThreadPool>,
 }
@@ -179,6 +185,7 @@ impl JobsConfig {
             sync: SyncPolicy::Interval(Duration::from_millis(10)),
             compact_after_changes: 50_000,
             compact_interval: Duration::from_secs(300),
+            state_interval: Duration::from_secs(60),
             pool,
         }
     }
@@ -189,6 +196,10 @@ impl JobsConfig {
 pub struct Recovery {
     /// Deltas applied again from the log.
     pub deltas: usize,
+    /// Requests' tracking events applied again from the log.
+    pub events: usize,
+    /// The state snapshot restored, if any.
+    pub state: Option<state::RestoredState>,
     /// Feed jobs found.
     pub feeds: usize,
     /// Where the log was cut, when it ended in a torn or bad record.
@@ -238,6 +249,17 @@ pub struct RebuildReport {
     pub reapplied: usize,
     /// Log segments deleted behind the kept snapshots.
     pub segments_removed: usize,
+    /// The state snapshot written after it.
+    pub checkpoint: CheckpointReport,
+}
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointReport {
+    /// The state snapshot written.
+    pub saved: store::Saved,
+    /// Log segments deleted behind the kept snapshots.
+    pub segments_removed: usize,
 }
 
 /// A rebuild's relation to the content it starts from.
@@ -282,6 +304,11 @@ struct Shared {
     /// Log sequence after the last applied delta: everything before it is in the
     /// account's catalogue.
     applied_through: AtomicU64,
+    /// Deltas counted in before their log append and out once applied: when none is
+    /// pending, the catalogue includes every delta before the log's next sequence.
+    pending: AtomicU64,
+    /// Held while a state snapshot is written and the log cut.
+    checkpointing: Mutex<()>,
     /// Deltas applied since the current base (they make up its overlay), in order.
     since_base: Mutex<Vec<Logged>>,
     feeds: DashMap<String, FeedJob>,
@@ -312,14 +339,22 @@ impl AccountJobs {
     ) -> Result<(AccountJobs, Recovery), SubmitError> {
         let feed_dir = dir.join("feeds");
         fs::create_dir_all(&feed_dir).map_err(io("creating directory", &feed_dir))?;
+        let (restored_state, skipped_states) = state::restore(dir, &account)
+            .map_err(|store::StoreError(e)| SubmitError::Journal(e))?;
+        let state_position = restored_state.as_ref().map_or(0, |s| s.position);
         let (wal, log) = Wal::open(WalConfig {
             dir: dir.join("wal"),
             segment_bytes: config.wal_segment_bytes,
             policy: config.sync,
-            first_sequence: base_position.max(1),
+            first_sequence: base_position.max(state_position).max(1),
         })?;
         let mut recovery = Recovery {
             truncated: log.truncated.clone(),
+            problems: skipped_states
+                .into_iter()
+                .map(|problem| format!("skipping state snapshot {problem}"))
+                .collect(),
+            state: restored_state,
             ..Recovery::default()
         };
 
@@ -383,6 +418,20 @@ impl AccountJobs {
         for delta in &replayed_users {
             delta::apply_users(&account, delta);
         }
+        for record in log.records.iter().filter(|r| r.kind == KIND_EVENTS) {
+            if record.sequence < state_position {
+                continue;
+            }
+            match decode_tracked(&record.payload) {
+                Ok(tracked) => {
+                    account.replay(&tracked);
+                    recovery.events += 1;
+                }
+                Err(reason) => recovery
+                    .problems
+                    .push(format!("log record {}: {reason}", record.sequence)),
+            }
+        }
 
         let feeds = DashMap::new();
         let mut queue = Vec::new();
@@ -425,6 +474,8 @@ impl AccountJobs {
             rebuild: Mutex::new(()),
             deltas,
             applied_through: AtomicU64::new(log.next_sequence.max(base_position)),
+            pending: AtomicU64::new(0),
+            checkpointing: Mutex::new(()),
             since_base: Mutex::new(since_base),
             feeds,
             feed_queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
@@ -465,7 +516,14 @@ impl AccountJobs {
         payload.extend_from_slice(token.as_bytes());
         payload.push(b'\n');
         payload.extend_from_slice(record);
-        let sequence = self.shared.wal.append_durable(KIND_DELTA, payload)?;
+        self.shared.pending.fetch_add(1, Ordering::AcqRel);
+        let sequence = match self.shared.wal.append_durable(KIND_DELTA, payload) {
+            Ok(sequence) => sequence,
+            Err(error) => {
+                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+                return Err(error.into());
+            }
+        };
         self.shared
             .deltas
             .insert(token.clone(), (sequence, DeltaStatus::Pending));
@@ -475,11 +533,30 @@ impl AccountJobs {
             delta: Arc::new(delta),
         };
         if sender.send(queued).is_err() {
+            self.shared.pending.fetch_sub(1, Ordering::AcqRel);
             let stopped = DeltaStatus::Failed("the delta worker stopped".to_owned());
             self.shared.deltas.insert(token, (sequence, stopped));
             return Err(SubmitError::Closed);
         }
         Ok(token)
+    }
+
+    /// Logs one request's tracking events under the log's policy (`always`: returns
+    /// once fsynced); returns the record's sequence. The events are already applied:
+    /// a state snapshot's position then never passes an event it does not include.
+    pub fn log_events(&self, tracked: &Tracked) -> Result<u64, SubmitError> {
+        let payload = rkyv::to_bytes::<rkyv::rancor::Error>(tracked).map_err(|e| {
+            SubmitError::Journal(vitrine_snapshots::Error::Wal(format!(
+                "the events could not be archived: {e}"
+            )))
+        })?;
+        Ok(self.shared.wal.append(KIND_EVENTS, payload.into_vec())?)
+    }
+
+    /// Writes a state snapshot now and cuts the log behind the kept snapshots (see
+    /// [`Shared::checkpoint`]).
+    pub fn checkpoint(&self) -> Result<CheckpointReport, RebuildError> {
+        self.shared.checkpoint(true)
     }
 
     /// The status of a delta token; unknown tokens fail with [`UNKNOWN_TOKEN`].
@@ -605,6 +682,11 @@ impl AccountJobs {
         if let Some((sender, compactor)) = self.compactor.lock().take() {
             drop(sender);
             let _ = compactor.join();
+            // Once per stop: a state snapshot, so that a restart replays little.
+            if let Err(error) = self.shared.checkpoint(false) {
+                let key = &self.shared.account.settings().access_key;
+                tracing::error!(account = %key, %error, "state snapshot at shutdown failed");
+            }
         }
         self.shared.wal.close();
     }
@@ -636,6 +718,7 @@ impl Shared {
 
     fn apply_batch(&self, batch: Vec<Queued>) {
         let _writing = self.writer.lock();
+        let count = batch.len();
         let mut edit = self.account.catalogue().edit();
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut last = 0;
@@ -661,15 +744,40 @@ impl Shared {
             self.deltas.insert(queued.token, (queued.sequence, status));
         }
         self.applied_through.store(last + 1, Ordering::Release);
+        self.pending.fetch_sub(count as u64, Ordering::AcqRel);
     }
 
     fn run_compactor(&self, receiver: &mpsc::Receiver<()>) {
         let key = &self.account.settings().access_key;
+        let mut last_compaction = std::time::Instant::now();
+        let mut last_checkpoint = std::time::Instant::now();
         loop {
-            match receiver.recv_timeout(self.config.compact_interval) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            let due =
+                |last: std::time::Instant, every: Duration| every.saturating_sub(last.elapsed());
+            let wait = due(last_compaction, self.config.compact_interval)
+                .min(due(last_checkpoint, self.config.state_interval));
+            let asked = match receiver.recv_timeout(wait) {
+                Ok(()) => true,
+                Err(mpsc::RecvTimeoutError::Timeout) => false,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            };
+            if last_checkpoint.elapsed() >= self.config.state_interval {
+                last_checkpoint = std::time::Instant::now();
+                match self.checkpoint(true) {
+                    Ok(report) => tracing::debug!(
+                        account = %key,
+                        snapshot = %report.saved.path.display(),
+                        segments_removed = report.segments_removed,
+                        seconds = last_checkpoint.elapsed().as_secs_f64(),
+                        "state snapshot written"
+                    ),
+                    Err(error) => tracing::error!(account = %key, %error, "state snapshot failed"),
+                }
             }
+            if !asked && last_compaction.elapsed() < self.config.compact_interval {
+                continue;
+            }
+            last_compaction = std::time::Instant::now();
             let started = std::time::Instant::now();
             match self.compact() {
                 Ok(Some(report)) => tracing::info!(
@@ -708,10 +816,7 @@ impl Shared {
         let _rebuilding = self.rebuild.lock();
         let (start, position) = {
             let _writing = self.writer.lock();
-            (
-                self.account.catalogue(),
-                self.applied_through.load(Ordering::Acquire),
-            )
+            (self.account.catalogue(), self.catalogue_position())
         };
         let rebuilt = self
             .config
@@ -727,18 +832,74 @@ impl Shared {
         let _writing = early.unwrap_or_else(|| self.writer.lock());
         let reapplied = self.swap_base(base, position, rebuilt.users);
         store::save_users(&self.dir, &self.account.users())?;
-        let mut segments_removed = 0;
-        if let Some(covered) = store::prune(&self.dir)? {
-            segments_removed = self
-                .wal
-                .remove_before(covered)
-                .map_err(store::StoreError::from)?;
-        }
+        store::prune(&self.dir)?;
+        drop(_writing);
+        // The tracking state too, so that the log can be cut behind both.
+        let checkpoint = self.write_state()?;
         Ok(RebuildReport {
             saved,
             reapplied,
+            segments_removed: checkpoint.segments_removed,
+            checkpoint,
+        })
+    }
+
+    /// The log position the current catalogue includes (called with the writer lock
+    /// held): after the last applied delta, or the log's next sequence when no delta is
+    /// pending (the next sequence is read first: a delta logged after it was counted
+    /// pending before its append).
+    fn catalogue_position(&self) -> u64 {
+        let next = self.wal.next_sequence();
+        let applied = self.applied_through.load(Ordering::Acquire);
+        if self.pending.load(Ordering::Acquire) == 0 {
+            applied.max(next)
+        } else {
+            applied
+        }
+    }
+
+    /// Writes a state snapshot at the log's current position, then deletes log segments
+    /// behind every kept snapshot. With `compact`, a catalogue snapshot is written first
+    /// when the account has none yet or its overlay is not empty, so that the log can be
+    /// cut up to here (a stop skips it: it only wants a quick restart).
+    fn checkpoint(&self, compact: bool) -> Result<CheckpointReport, RebuildError> {
+        let catalogued = state::oldest_position(&self.dir, store::PREFIX)?.is_some();
+        if compact && (!catalogued || self.account.catalogue().has_overlay()) {
+            // A rebuild ends with a state snapshot.
+            let report = self.rebuild(RebuildKind::Compaction, |current| {
+                Ok(Rebuilt {
+                    catalogue: current.compact().map_err(|e| e.to_string())?,
+                    users: None,
+                })
+            })?;
+            return Ok(report.checkpoint);
+        }
+        Ok(self.write_state()?)
+    }
+
+    /// Writes a state snapshot at the log's current position and cuts the log.
+    fn write_state(&self) -> Result<CheckpointReport, store::StoreError> {
+        let _checkpointing = self.checkpointing.lock();
+        // Read before the export: every event before it is applied (events are applied
+        // before they are logged).
+        let position = self.wal.next_sequence();
+        let saved = state::write(&self.dir, &self.account, position)?;
+        let segments_removed = self.cut_log()?;
+        Ok(CheckpointReport {
+            saved,
             segments_removed,
         })
+    }
+
+    /// Deletes log segments wholly behind both the older kept catalogue snapshot and
+    /// the older kept state snapshot; nothing while either kind has none.
+    fn cut_log(&self) -> Result<usize, store::StoreError> {
+        let catalogue = state::oldest_position(&self.dir, store::PREFIX)?;
+        let tracking = state::oldest_position(&self.dir, state::PREFIX)?;
+        match (catalogue, tracking) {
+            (Some(c), Some(t)) => Ok(self.wal.remove_before(c.min(t))?),
+            _ => Ok(0),
+        }
     }
 
     /// Serves `base` with every delta applied since `position` on top (called with the
@@ -864,6 +1025,14 @@ pub fn ingest_pool(threads: usize) -> std::io::Result<Arc<rayon::ThreadPool>> {
         .build()
         .map(Arc::new)
         .map_err(std::io::Error::other)
+}
+
+/// Reads a logged request's events.
+fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(payload);
+    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned)
+        .map_err(|e| format!("not a tracking record: {e}"))
 }
 
 #[cfg(test)]

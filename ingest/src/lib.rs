@@ -26,4 +26,5 @@ pub mod jobs;
 pub mod json;
 pub mod record;
 pub mod runner;
+pub mod state;
 pub mod store;

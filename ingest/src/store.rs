@@ -23,7 +23,7 @@ pub const KEEP: usize = 2;
 /// Why a snapshot or the user file could not be saved.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
-pub struct StoreError(#[from] vitrine_snapshots::Error);
+pub struct StoreError(#[from] pub vitrine_snapshots::Error);
 
 /// A snapshot that was written.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,8 @@ pub const HEADER_LEN: usize = 64;
 pub enum Kind {
     /// An account's catalogue.
     Catalogue = 1,
+    /// An account's tracking state (visitors, sessions, orders, model counters).
+    State = 2,
 }
 
 /// The header fields.
@@ -205,6 +207,35 @@ where
     let frozen =
         Frozen::from_mmap(map, range).map_err(|e| corrupt(format!("archive invalid: {e}")))?;
     Ok((frozen, header))
+}
+
+/// Reads one snapshot whole: checks header, length and checksum, and returns the
+/// payload (for payloads that are not one archive, such as a sequence of frames).
+pub fn read_checked(path: &Path, kind: Kind) -> Result<(Vec<u8>, Header)> {
+    let corrupt = |reason: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut bytes = std::fs::read(path).map_err(io_error("reading", path))?;
+    let header = Header::decode(&bytes).map_err(corrupt)?;
+    if header.kind != kind as u32 {
+        return Err(corrupt(format!(
+            "holds kind {}, expected {}",
+            header.kind, kind as u32
+        )));
+    }
+    let end = HEADER_LEN as u64 + header.payload_len;
+    if end != bytes.len() as u64 {
+        return Err(corrupt(format!(
+            "is {} bytes, the header says {end}",
+            bytes.len()
+        )));
+    }
+    let payload = bytes.split_off(HEADER_LEN);
+    if crc32c::crc32c(&payload) != header.payload_crc {
+        return Err(corrupt("payload checksum mismatch".to_owned()));
+    }
+    Ok((payload, header))
 }
 
 /// What [`open_newest`] found.

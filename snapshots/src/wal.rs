@@ -117,6 +117,8 @@ struct Append {
     kind: u8,
     payload: Vec<u8>,
     force_sync: bool,
+    /// Not a record: close the current segment (fsynced) and start the next one.
+    rotate: bool,
     reply: mpsc::Sender<Result<u64, String>>,
 }
 
@@ -126,6 +128,8 @@ pub struct Wal {
     worker: Mutex<Option<thread::JoinHandle<()>>>,
     dir: PathBuf,
     stats: Arc<WalStats>,
+    /// The sequence the next record will get: every record before it is written.
+    next: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Wal {
@@ -305,6 +309,7 @@ impl Wal {
         let stats = Arc::new(WalStats::default());
         let (sender, receiver) = mpsc::channel::<Append>();
         let mut writer = Writer::start(&config, next)?;
+        let shared_next = Arc::clone(&writer.shared_next);
         let worker_stats = Arc::clone(&stats);
         let worker = thread::Builder::new()
             .name("wal-writer".to_owned())
@@ -315,21 +320,40 @@ impl Wal {
             worker: Mutex::new(Some(worker)),
             dir: config.dir.clone(),
             stats,
+            next: shared_next,
         };
         Ok((wal, recovery))
     }
 
     /// Appends a record under the log's policy; returns its sequence.
     pub fn append(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
-        self.submit(kind, payload, false)
+        self.submit(kind, payload, false, false)
     }
 
     /// Appends a record and returns only once it is fsynced, whatever the policy.
     pub fn append_durable(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
-        self.submit(kind, payload, true)
+        self.submit(kind, payload, true, false)
     }
 
-    fn submit(&self, kind: u8, payload: Vec<u8>, force_sync: bool) -> Result<u64> {
+    /// Closes the current segment (fsynced) and starts a new one at the next sequence,
+    /// unless the current one is empty; returns that sequence. Every segment before it
+    /// is then sealed: no record is ever added to it again.
+    pub fn rotate(&self) -> Result<u64> {
+        self.submit(0, Vec::new(), true, true)
+    }
+
+    /// The sequence the next record will get; every record before it is written (not
+    /// necessarily fsynced).
+    pub fn next_sequence(&self) -> u64 {
+        self.next.load(Ordering::Acquire)
+    }
+
+    /// The log's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn submit(&self, kind: u8, payload: Vec<u8>, force_sync: bool, rotate: bool) -> Result<u64> {
         if payload.len() > MAX_PAYLOAD {
             return Err(Error::Wal(format!(
                 "record of {} bytes is over the limit of {MAX_PAYLOAD}",
@@ -343,6 +367,7 @@ impl Wal {
                     kind,
                     payload,
                     force_sync,
+                    rotate,
                     reply,
                 })
                 .is_ok()
@@ -412,6 +437,8 @@ struct Writer {
     /// Set by the first failed write or sync: the file's tail is then unknown, so every
     /// later append is refused rather than risk a gap in the sequence.
     broken: Option<String>,
+    /// `next`, published after each batch is written.
+    shared_next: Arc<AtomicU64>,
 }
 
 impl Writer {
@@ -443,6 +470,7 @@ impl Writer {
             unsynced: 0,
             last_sync: Instant::now(),
             broken: None,
+            shared_next: Arc::new(AtomicU64::new(next)),
         })
     }
 
@@ -493,6 +521,21 @@ impl Writer {
         let mut sequences = Vec::with_capacity(batch.len());
         let mut bytes = Vec::new();
         for append in batch {
+            if append.rotate {
+                if self.written + bytes.len() as u64 > 0 {
+                    if let Err(e) = self
+                        .file
+                        .write_all(&bytes)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| self.rotate(stats))
+                    {
+                        return batch.iter().map(|_| Err(e.clone())).collect();
+                    }
+                    bytes.clear();
+                }
+                sequences.push(self.next);
+                continue;
+            }
             if self.written + bytes.len() as u64 >= self.segment_bytes
                 && self.written + (bytes.len() as u64) > 0
             {
@@ -517,6 +560,7 @@ impl Writer {
         }
         self.written += bytes.len() as u64;
         self.unsynced += batch.len() as u64;
+        self.shared_next.store(self.next, Ordering::Release);
         stats
             .records
             .fetch_add(batch.len() as u64, Ordering::Relaxed);

@@ -9,7 +9,9 @@ use std::net::IpAddr;
 use serde_json::Value;
 use vitrine_engine::account::{Notice, ServeRequest};
 use vitrine_engine::catalogue::UnixMillis;
-use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
+use vitrine_engine::event::{
+    BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
+};
 use vitrine_engine::money::Currency;
 use vitrine_ingest::json::{Errors, Fields, KeyMatch, check_id, index_path, kind_of};
 use vitrine_ingest::record::{looks_like_email, parse_dob};
@@ -56,6 +58,14 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
     let outcome = entry.account.serve(request);
+    // Logged after they are applied (a state snapshot's position then never passes an
+    // event it lacks); the 200 waits for the log as `durability.events_fsync` says.
+    if !outcome.tracked.events.is_empty() {
+        entry
+            .jobs
+            .log_events(&outcome.tracked)
+            .map_err(|e| ApiError::Internal(format!("the events could not be logged: {e}")))?;
+    }
     let errors = outcome.notices.iter().map(notice_message).collect();
     Ok(Reply::json(render::response(
         &outcome, errors, currency, entry,
@@ -367,7 +377,7 @@ fn details(data: &Fields<'_, '_>, errors: &mut Errors) -> PersonalDetails {
                 format!("expected a date as YYYY-MM-DD, got {text:?}"),
             );
         }
-        date
+        date.map(BirthDate::of)
     });
     PersonalDetails {
         title: text_field(data, "title", errors),

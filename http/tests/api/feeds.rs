@@ -205,6 +205,10 @@ fn the_catalogue_survives_a_restart_without_refetching_and_a_corrupt_snapshot_fa
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "snap"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("catalogue-"))
+        })
         .collect();
     snapshots.sort();
     assert_eq!(snapshots.len(), 2, "{snapshots:?}");

@@ -1,0 +1,103 @@
+//! An account's tracking state as it leaves memory: the record of one request's events
+//! for the write-ahead log ([`Tracked`]), and the entries of a state snapshot
+//! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
+
+use crate::catalogue::UnixMillis;
+use crate::event::Event;
+use crate::models::Decaying;
+use crate::visitor::Visitor;
+
+/// The events of one `/api/serverside` request as logged: replaying it gives the same
+/// visitor state and counts as serving it did.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Tracked {
+    /// The visitor the events belong to.
+    pub visitor_id: String,
+    /// The session id the request was answered with.
+    pub session_id: String,
+    /// Time of the request.
+    pub now: UnixMillis,
+    /// The events, in request order.
+    pub events: Vec<Event>,
+}
+
+/// What an identity key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum IdentityKind {
+    /// A store user id.
+    User,
+    /// An email address (lower-cased).
+    Email,
+    /// A B2B account id.
+    Account,
+}
+
+/// One entry of a state snapshot. A snapshot is a sequence of them; restoring them in
+/// any order into an empty account gives the state that was written.
+#[derive(Debug, Clone, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum StateEntry {
+    /// The latest request time seen.
+    Clock(UnixMillis),
+    /// A visitor's whole state.
+    Visitor {
+        /// Visitor id.
+        id: String,
+        /// Its state.
+        visitor: Box<Visitor>,
+    },
+    /// A live session and its last request.
+    Session {
+        /// Session id.
+        id: String,
+        /// Last request time.
+        last: UnixMillis,
+    },
+    /// A recorded order id.
+    Order(String),
+    /// Visitors linked to an identifier.
+    Identity {
+        /// What the key is.
+        kind: IdentityKind,
+        /// The identifier.
+        key: String,
+        /// Linked visitor ids.
+        visitors: Vec<String>,
+    },
+    /// A product's counters.
+    Counter {
+        /// Product id.
+        product: String,
+        /// Decayed popularity.
+        popularity: Decaying,
+        /// Units sold.
+        units: u64,
+    },
+    /// A category's decayed popularity.
+    CategoryPopularity {
+        /// Category id.
+        name: String,
+        /// Its popularity.
+        popularity: Decaying,
+    },
+    /// A brand's decayed popularity.
+    BrandPopularity {
+        /// Brand id.
+        name: String,
+        /// Its popularity.
+        popularity: Decaying,
+    },
+    /// A product's co-view partners and counts.
+    CoView {
+        /// Product id.
+        product: String,
+        /// Partner ids and counts.
+        partners: Vec<(String, f32)>,
+    },
+    /// A product's co-purchase partners and counts.
+    CoPurchase {
+        /// Product id.
+        product: String,
+        /// Partner ids and counts.
+        partners: Vec<(String, f32)>,
+    },
+}

@@ -1,0 +1,127 @@
+//! State snapshots of one account: its visitors, sessions, orders, identity links and
+//! model counters at a log position (every tracking record before it is in the
+//! snapshot; records at or after it may be too, and are applied again on restore,
+//! which orders absorb and visitor histories mostly do).
+//!
+//! The payload is a sequence of frames, `length (u32 LE) | rkyv archive of one
+//! StateEntry`, so that a snapshot is written and read one entry at a time. Two
+//! snapshots are kept; the log is cut only behind the older one, so falling back to it
+//! loses nothing.
+
+use std::path::{Path, PathBuf};
+
+use rkyv::rancor;
+use rkyv::util::AlignedVec;
+use vitrine_engine::Account;
+use vitrine_engine::state::StateEntry;
+use vitrine_snapshots::snapshot::{self, Kind};
+
+use crate::store::{KEEP, Saved, StoreError};
+
+/// File-name prefix of state snapshots.
+pub const PREFIX: &str = "state";
+
+/// Writes `account`'s tracking state as its next state snapshot at `position`, then
+/// deletes all but the [`KEEP`] newest.
+pub fn write(dir: &Path, account: &Account, position: u64) -> Result<Saved, StoreError> {
+    let sequence = snapshot::list(dir, PREFIX)?
+        .first()
+        .map_or(1, |(s, _)| s + 1);
+    let mut payload = Vec::new();
+    let mut failed = None;
+    account.export_state(&mut |entry| match rkyv::to_bytes::<rancor::Error>(&entry) {
+        Ok(bytes) => {
+            payload.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            payload.extend_from_slice(&bytes);
+        }
+        Err(error) => failed = Some(error.to_string()),
+    });
+    if let Some(reason) = failed {
+        return Err(StoreError::from(vitrine_snapshots::Error::Corrupt {
+            path: dir.join(snapshot::file_name(PREFIX, sequence)),
+            reason: format!("an entry could not be archived: {reason}"),
+        }));
+    }
+    let path = snapshot::write(dir, PREFIX, Kind::State, sequence, position, &payload)?;
+    snapshot::prune(dir, PREFIX, KEEP)?;
+    Ok(Saved {
+        path,
+        sequence,
+        position,
+        bytes: payload.len(),
+    })
+}
+
+/// A state snapshot that was restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoredState {
+    /// Its file.
+    pub path: PathBuf,
+    /// The log position it covers.
+    pub position: u64,
+    /// Entries restored.
+    pub entries: usize,
+}
+
+/// Restores the newest valid state snapshot into `account` (which has no tracking state
+/// yet); newer files that are unusable are returned as messages for the log. A snapshot
+/// is used whole or not at all.
+pub fn restore(
+    dir: &Path,
+    account: &Account,
+) -> Result<(Option<RestoredState>, Vec<String>), StoreError> {
+    let mut skipped = Vec::new();
+    for (_, path) in snapshot::list(dir, PREFIX)? {
+        let read = snapshot::read_checked(&path, Kind::State)
+            .map_err(|e| e.to_string())
+            .and_then(|(payload, header)| Ok((decode(&payload)?, header)));
+        match read {
+            Ok((entries, header)) => {
+                let count = entries.len();
+                for entry in entries {
+                    account.restore_entry(entry);
+                }
+                return Ok((
+                    Some(RestoredState {
+                        path,
+                        position: header.position,
+                        entries: count,
+                    }),
+                    skipped,
+                ));
+            }
+            Err(reason) => skipped.push(format!("{}: {reason}", path.display())),
+        }
+    }
+    Ok((None, skipped))
+}
+
+/// The log position the oldest kept snapshot of `prefix` covers.
+pub fn oldest_position(dir: &Path, prefix: &str) -> Result<Option<u64>, StoreError> {
+    match snapshot::list(dir, prefix)?.last() {
+        Some((_, oldest)) => Ok(Some(snapshot::read_header(oldest)?.position)),
+        None => Ok(None),
+    }
+}
+
+fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, String> {
+    let mut entries = Vec::new();
+    let mut rest = payload;
+    let mut aligned = AlignedVec::<16>::new();
+    while !rest.is_empty() {
+        let (len, body) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| format!("frame {} is cut short", entries.len()))?;
+        let len = u32::from_le_bytes(*len) as usize;
+        let frame = body
+            .get(..len)
+            .ok_or_else(|| format!("frame {} is cut short", entries.len()))?;
+        aligned.clear();
+        aligned.extend_from_slice(frame);
+        let entry = rkyv::from_bytes::<StateEntry, rancor::Error>(&aligned)
+            .map_err(|e| format!("frame {} is not a state entry: {e}", entries.len()))?;
+        entries.push(entry);
+        rest = body.get(len..).unwrap_or_default();
+    }
+    Ok(entries)
+}
