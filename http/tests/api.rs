@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "api/crash.rs"]
+mod crash;
 #[path = "api/deltas.rs"]
 mod deltas;
 #[path = "api/feeds.rs"]
@@ -1319,7 +1321,11 @@ fn delta_500_when_the_delta_cannot_be_saved() {
     // Nothing of the delta was applied: BIG-1 is still recommended (zones alone log
     // nothing and are still served).
     let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
-    assert!(zone_ids(&resp, "RV-01").contains(&"BIG-1".to_owned()), "{}", resp.body);
+    assert!(
+        zone_ids(&resp, "RV-01").contains(&"BIG-1".to_owned()),
+        "{}",
+        resp.body
+    );
 }
 
 /// Bytes in the account's write-ahead log segments.

@@ -254,6 +254,36 @@ pub fn request(
     parse_response(&raw).0
 }
 
+/// A POST that may find the server gone (killed mid-test): `None` when the connection
+/// fails or no whole response comes back.
+pub fn try_post(addr: SocketAddr, path: &str, body: &Value) -> Option<Resp> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
+    let body = body.to_string();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, rest) = text.split_once("\r\n\r\n")?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().to_owned())
+        })?
+        .parse()
+        .ok()?;
+    (rest.len() >= length).then(|| parse_response(&raw).0)
+}
+
 /// Parses one response from the front of `raw`; returns it and the bytes it used.
 pub fn parse_response(raw: &[u8]) -> (Resp, usize) {
     let text = String::from_utf8_lossy(raw);

@@ -1,0 +1,362 @@
+//! Crash safety with real processes: the server runs under concurrent writes (events
+//! with orders, deltas) and is SIGKILLed at random moments, restarted each time on the
+//! same data directory; corrupted state snapshots and log tails are detected on restart.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{DEMO_KEY, DEMO_SECRET, Server, serverside_body, try_post, wait_for};
+
+fn config(fsync: &str) -> String {
+    format!(
+        r#"
+region = "eu"
+[durability]
+events_fsync = "{fsync}"
+fsync_interval_ms = 50
+state_snapshot_interval_secs = 1
+wal_segment_bytes = 65536
+[deltas]
+compact_after_changes = 40
+[[accounts]]
+access_key = "{DEMO_KEY}"
+secret_key = "{DEMO_SECRET}"
+default_currency = "GBP"
+demo_catalogue = true
+  [[accounts.zones]]
+  id = "RV-01"
+  title = "Recently viewed"
+  type = "recommender-product"
+  strategy = "recently_viewed"
+  count = 10
+"#
+    )
+}
+
+/// A small xorshift generator: the kill moments differ per run but need no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        Rng(nanos | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn order_event(order_id: &str) -> Value {
+    json!({"name": "order", "data": {"orderid": order_id, "userid": "crash-user",
+        "items": [{"id": "P00001", "qty": 1, "unitprice": 9.99}]}})
+}
+
+/// Order ids of `ids` that the server already holds (a repeated order id is reported
+/// in `errors` and counted nothing).
+fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
+    let mut present = Vec::new();
+    for chunk in ids.chunks(50) {
+        let events: Vec<Value> = chunk.iter().map(|id| order_event(id)).collect();
+        let resp = server.serverside(json!({"visitorId": "checker", "events": events}));
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        let errors = resp.json()["errors"].clone();
+        for (i, id) in chunk.iter().enumerate() {
+            let repeated = errors.as_array().unwrap().iter().any(|e| {
+                e.as_str().is_some_and(|e| {
+                    e.starts_with(&format!("events[{i}].")) && e.contains("already recorded")
+                })
+            });
+            if repeated {
+                present.push(id.clone());
+            }
+        }
+    }
+    present
+}
+
+/// What writers had acknowledged before a kill.
+#[derive(Default)]
+struct Acked {
+    /// (order id, when the 200 arrived).
+    orders: Vec<(String, Instant)>,
+    /// (delta token, product id it adds).
+    deltas: Vec<(String, String)>,
+}
+
+/// Runs writers against `server` until it is killed after a random 150–650 ms; returns
+/// what was acknowledged and when the kill happened.
+fn write_until_killed(
+    server: Server,
+    round: usize,
+    rng: &mut Rng,
+) -> (Acked, Instant, tempfile::TempDir) {
+    let acked = Mutex::new(Acked::default());
+    let addr = server.addr;
+    let kill_after = Duration::from_millis(150 + rng.below(500));
+    let (killed_at, dir) = std::thread::scope(|scope| {
+        for writer in 0..3 {
+            let acked = &acked;
+            scope.spawn(move || {
+                for n in 0.. {
+                    let order_id = format!("r{round}-w{writer}-{n}");
+                    let body = serverside_body(json!({
+                        "visitorId": format!("crash-visitor-{writer}"),
+                        "events": [
+                            {"name": "product_view", "data": {"id": format!("P{:05}", 1 + n % 2000)}},
+                            order_event(&order_id),
+                        ],
+                    }));
+                    match try_post(addr, "/api/serverside", &body) {
+                        Some(resp) if resp.status == 200 => {
+                            acked.lock().unwrap().orders.push((order_id, Instant::now()));
+                        }
+                        Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
+                        None => return,
+                    }
+                }
+            });
+        }
+        let acked = &acked;
+        scope.spawn(move || {
+            for n in 0.. {
+                let id = format!("CRASH-{round}-{n}");
+                let body = json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+                    "Products": [{"Id": id, "Title": "Crash test", "Link": "/p/crash",
+                        "Image": "//img/crash.jpg", "Prices": ["5 GBP"], "Categories": ["cat-01"]}]});
+                match try_post(addr, "/api/delta", &body) {
+                    Some(resp) if resp.status == 200 => {
+                        let token = resp.json()["Token"].as_str().unwrap().to_owned();
+                        acked.lock().unwrap().deltas.push((token, id));
+                    }
+                    Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
+                    None => return,
+                }
+            }
+        });
+        std::thread::sleep(kill_after);
+        let killed_at = Instant::now();
+        (killed_at, server.kill9())
+    });
+    (acked.into_inner().unwrap(), killed_at, dir)
+}
+
+fn delta_statuses(server: &Server, tokens: &[&str]) -> Vec<Value> {
+    let mut statuses = Vec::new();
+    for chunk in tokens.chunks(100) {
+        let resp = server.post_json(
+            "/api/deltastatus",
+            &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": chunk}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        statuses.extend(resp.json().as_array().unwrap().iter().cloned());
+    }
+    statuses
+}
+
+#[test]
+fn twenty_sigkills_under_writes_lose_nothing_acknowledged_with_always() {
+    let config = config("always");
+    let mut rng = Rng::seeded();
+    let mut dir = tempfile::tempdir().unwrap();
+    let mut orders: Vec<String> = Vec::new();
+    let mut deltas: Vec<(String, String)> = Vec::new();
+    for round in 0..20 {
+        let server = Server::start_in(dir, Some(&config));
+        // Everything acknowledged before every earlier kill is there.
+        let present = present_orders(&server, &orders);
+        let missing: Vec<&String> = orders.iter().filter(|o| !present.contains(o)).collect();
+        assert!(
+            missing.is_empty(),
+            "round {round}: acknowledged orders lost: {missing:?}\n{}",
+            server.log()
+        );
+        let tokens: Vec<&str> = deltas.iter().map(|(t, _)| t.as_str()).collect();
+        for (status, (token, _)) in delta_statuses(&server, &tokens).iter().zip(&deltas) {
+            assert_eq!(
+                status["Status"],
+                1,
+                "round {round}: delta {token}: {status}\n{}",
+                server.log()
+            );
+        }
+        let (acked, _, back) = write_until_killed(server, round, &mut rng);
+        orders.extend(acked.orders.into_iter().map(|(id, _)| id));
+        deltas.extend(acked.deltas);
+        dir = back;
+    }
+    assert!(
+        orders.len() > 100,
+        "too few writes to mean anything: {}",
+        orders.len()
+    );
+    assert!(deltas.len() > 20, "too few deltas: {}", deltas.len());
+    let server = Server::start_in(dir, Some(&config));
+    assert_eq!(present_orders(&server, &orders).len(), orders.len());
+    let tokens: Vec<&str> = deltas.iter().map(|(t, _)| t.as_str()).collect();
+    for status in delta_statuses(&server, &tokens) {
+        assert_eq!(status["Status"], 1, "{status}");
+    }
+    // The last acknowledged delta's product is served.
+    let (_, last) = deltas.last().unwrap();
+    server.serverside(json!({"visitorId": "final-check",
+        "events": [{"name": "product_view", "data": {"id": last}}]}));
+    let resp = server.serverside(json!({"visitorId": "final-check", "zones": ["RV-01"]}));
+    assert_eq!(
+        resp.json()["zones"]["RV-01"]["items"][0]["Id"],
+        last.as_str(),
+        "{}",
+        resp.body
+    );
+    let log = server.log();
+    assert!(log.contains("tracking state restored"), "{log}");
+}
+
+#[test]
+fn with_interval_nothing_acknowledged_an_interval_before_the_kill_is_lost() {
+    let config = config("interval");
+    let mut rng = Rng::seeded();
+    let mut dir = tempfile::tempdir().unwrap();
+    for round in 0..5 {
+        let server = Server::start_in(dir, Some(&config));
+        let (acked, killed_at, back) = write_until_killed(server, round, &mut rng);
+        // fsync_interval_ms = 50; the margin covers the writer thread's scheduling.
+        let settled: Vec<String> = acked
+            .orders
+            .iter()
+            .filter(|(_, at)| *at + Duration::from_millis(250) < killed_at)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let server = Server::start_in(back, Some(&config));
+        let present = present_orders(&server, &settled);
+        let missing: Vec<&String> = settled.iter().filter(|o| !present.contains(o)).collect();
+        assert!(
+            missing.is_empty(),
+            "round {round}: lost {missing:?}\n{}",
+            server.log()
+        );
+        // Recovery is a prefix of the log: per writer, the orders present have no gaps.
+        let all: Vec<String> = acked.orders.iter().map(|(id, _)| id.clone()).collect();
+        let present = present_orders(&server, &all);
+        for writer in 0..3 {
+            let prefix = format!("r{round}-w{writer}-");
+            let mine: Vec<&String> = all.iter().filter(|o| o.starts_with(&prefix)).collect();
+            let kept = mine.iter().take_while(|o| present.contains(o)).count();
+            assert!(
+                mine[kept..].iter().all(|o| !present.contains(o)),
+                "round {round}: a gap in writer {writer}'s orders"
+            );
+        }
+        dir = server.kill9();
+    }
+}
+
+/// Files of `prefix` in the demo account's directory, oldest first.
+fn snapshots(server_dir: &std::path::Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let account = server_dir.join("data").join("accounts").join(hex(DEMO_KEY));
+    let mut found: Vec<_> = std::fs::read_dir(&account)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() {
+    let config = config("always");
+    let server = Server::start_in(tempfile::tempdir().unwrap(), Some(&config));
+    let view = |server: &Server, visitor: &str, product: &str| {
+        let resp = server.serverside(json!({"visitorId": visitor,
+            "events": [{"name": "product_view", "data": {"id": product}}]}));
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    };
+    let recent = |server: &Server, visitor: &str| -> Vec<String> {
+        let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
+        resp.json()["zones"]["RV-01"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["Id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    view(&server, "early", "P00010");
+    // Two state snapshots after the early view (one per second).
+    let dir_path = server.data_dir.path().to_path_buf();
+    wait_for("two state snapshots", Duration::from_secs(20), || {
+        (snapshots(&dir_path, "state-").len() == 2 && {
+            std::thread::sleep(Duration::from_millis(1200));
+            true
+        })
+        .then_some(())
+    });
+    view(&server, "late", "P00020");
+    wait_for(
+        "a state snapshot with the late view",
+        Duration::from_secs(20),
+        || {
+            let newest = snapshots(&dir_path, "state-").pop()?;
+            std::fs::read(&newest)
+                .ok()?
+                .windows(b"late".len())
+                .any(|w| w == b"late")
+                .then_some(())
+        },
+    );
+    let dir = server.kill9();
+
+    // Flip a byte in the newest state snapshot: the older one is restored, the log
+    // replayed from its position, and the discarded file named in the log.
+    let newest = snapshots(dir.path(), "state-").pop().unwrap();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&newest, bytes).unwrap();
+    let server = Server::start_in(dir, Some(&config));
+    let log = server.log();
+    assert!(log.contains("skipping state snapshot"), "{log}");
+    assert!(log.contains("checksum"), "{log}");
+    assert_eq!(recent(&server, "early"), ["P00010"]);
+    assert_eq!(recent(&server, "late"), ["P00020"]);
+
+    // A torn record at the log's tail: cut there on restart, logged, the rest kept.
+    view(&server, "tail", "P00030");
+    let dir = server.kill9();
+    let wal = dir
+        .path()
+        .join("data")
+        .join("accounts")
+        .join(hex(DEMO_KEY))
+        .join("wal");
+    let mut segments: Vec<_> = std::fs::read_dir(&wal)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    segments.sort();
+    let last = segments.pop().unwrap();
+    let intact = std::fs::metadata(&last).unwrap().len();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&last)
+        .unwrap();
+    std::io::Write::write_all(&mut file, &[0x40, 0, 0, 0, 1, 2, 3]).unwrap();
+    drop(file);
+    let server = Server::start_in(dir, Some(&config));
+    let log = server.log();
+    assert!(log.contains("cut there"), "{log}");
+    assert_eq!(std::fs::metadata(&last).unwrap().len(), intact);
+    assert_eq!(recent(&server, "tail"), ["P00030"]);
+    assert_eq!(recent(&server, "early"), ["P00010"]);
+}
+
+fn hex(key: &str) -> String {
+    key.bytes().map(|b| format!("{b:02x}")).collect()
+}
