@@ -52,7 +52,7 @@ pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Res
         account,
         &dir,
         base_position,
-        jobs_config(config, Arc::clone(&pool)),
+        jobs_config(config, Arc::clone(&pool))?,
     )?;
 
     let mut bytes = read_with_progress(feed)?;

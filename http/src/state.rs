@@ -93,7 +93,7 @@ impl AppState {
                 Arc::clone(&account),
                 &dir,
                 base_position,
-                jobs_config(&config, Arc::clone(&pool)),
+                jobs_config(&config, Arc::clone(&pool))?,
             )?;
             if let Some(cut) = &recovery.truncated {
                 tracing::warn!(account = %key, "write-ahead log: {cut}");
@@ -185,7 +185,11 @@ fn templates(config: &AccountConfig) -> anyhow::Result<minijinja::Environment<'s
 }
 
 /// The settings of every account's jobs, from the configuration.
-pub fn jobs_config(config: &Config, pool: Arc<rayon::ThreadPool>) -> JobsConfig {
+/// Fails when the data directory's erasure key cannot be read or made.
+pub fn jobs_config(
+    config: &Config,
+    pool: Arc<rayon::ThreadPool>,
+) -> Result<JobsConfig, vitrine_snapshots::Error> {
     let sync = match config.events_fsync {
         EventsFsync::Always => SyncPolicy::Always,
         EventsFsync::Interval => {
@@ -193,14 +197,15 @@ pub fn jobs_config(config: &Config, pool: Arc<rayon::ThreadPool>) -> JobsConfig 
         }
         EventsFsync::Never => SyncPolicy::Never,
     };
-    JobsConfig {
+    Ok(JobsConfig {
         wal_segment_bytes: config.wal_segment_bytes,
         sync,
         compact_after_changes: config.deltas.compact_after_changes,
         compact_interval: std::time::Duration::from_secs(config.deltas.compact_interval_secs),
         state_interval: std::time::Duration::from_secs(config.state_snapshot_interval_secs),
+        erasure_key: vitrine_ingest::erasure::key(&config.data_dir)?,
         pool,
-    }
+    })
 }
 
 /// The directory of an account's files: `accounts/<access key in hex>`, so that any

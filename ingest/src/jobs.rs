@@ -41,6 +41,7 @@ use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal, WalConfig};
 
 use crate::delta::{self, Delta, Mode};
+use crate::erasure::Forgotten;
 use crate::json::{Errors, Fields, KeyMatch};
 use crate::{state, store};
 
@@ -151,6 +152,9 @@ pub const KIND_DELTA: u8 = 1;
 /// Log record kind of one request's tracking events (an rkyv archive of
 /// [`Tracked`]).
 pub const KIND_EVENTS: u8 = 2;
+/// Log record kind of an erasure (the identifier given to `/api/user/forget`; the
+/// erasure's flush removes it from the log with everything before it).
+pub const KIND_FORGET: u8 = 3;
 
 /// Delta statuses kept per account; older tokens answer [`UNKNOWN_TOKEN`].
 pub const STATUSES_KEPT: usize = 100_000;
@@ -172,6 +176,8 @@ pub struct JobsConfig {
     pub compact_interval: Duration,
     /// Write a state snapshot (and cut the log behind the kept snapshots) this often.
     pub state_interval: Duration,
+    /// The data directory's erasure key (see [`crate::erasure`]).
+    pub erasure_key: [u8; 32],
     /// The ingest pool: feed parses, builds and compactions run on it.
     pub pool: Arc<rayon::ThreadPool>,
 }
@@ -186,6 +192,7 @@ impl JobsConfig {
             compact_after_changes: 50_000,
             compact_interval: Duration::from_secs(300),
             state_interval: Duration::from_secs(60),
+            erasure_key: rand::random(),
             pool,
         }
     }
@@ -309,6 +316,8 @@ struct Shared {
     pending: AtomicU64,
     /// Held while a state snapshot is written and the log cut.
     checkpointing: Mutex<()>,
+    /// Hashes of the identifiers erased.
+    forgotten: Forgotten,
     /// Deltas applied since the current base (they make up its overlay), in order.
     since_base: Mutex<Vec<Logged>>,
     feeds: DashMap<String, FeedJob>,
@@ -418,8 +427,16 @@ impl AccountJobs {
         for delta in &replayed_users {
             delta::apply_users(&account, delta);
         }
-        for record in log.records.iter().filter(|r| r.kind == KIND_EVENTS) {
+        for record in log
+            .records
+            .iter()
+            .filter(|r| r.kind == KIND_EVENTS || r.kind == KIND_FORGET)
+        {
             if record.sequence < state_position {
+                continue;
+            }
+            if record.kind == KIND_FORGET {
+                account.forget(&String::from_utf8_lossy(&record.payload));
                 continue;
             }
             match decode_tracked(&record.payload) {
@@ -465,6 +482,7 @@ impl AccountJobs {
         }
         queue.sort();
 
+        let forgotten = Forgotten::load(dir, config.erasure_key);
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
             account,
@@ -476,6 +494,7 @@ impl AccountJobs {
             applied_through: AtomicU64::new(log.next_sequence.max(base_position)),
             pending: AtomicU64::new(0),
             checkpointing: Mutex::new(()),
+            forgotten,
             since_base: Mutex::new(since_base),
             feeds,
             feed_queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
@@ -551,6 +570,53 @@ impl AccountJobs {
             )))
         })?;
         Ok(self.shared.wal.append(KIND_EVENTS, payload.into_vec())?)
+    }
+
+    /// Strips personal data from events naming a forgotten email or user id (before
+    /// they are applied or logged); returns how many were stripped.
+    pub fn strip_forgotten(&self, events: &mut [vitrine_engine::event::Event]) -> usize {
+        self.shared.forgotten.strip(events)
+    }
+
+    /// Erases everything tied to `identifier` (see [`Account::forget`]). When anything
+    /// matched, the erasure is logged and fsynced, the user file rewritten and the
+    /// identifier's hash saved before this returns; then a background flush removes the
+    /// identifier from every file of the account ([`AccountJobs::flush_erasure`]).
+    pub fn forget(
+        &self,
+        identifier: &str,
+    ) -> Result<vitrine_engine::account::Erasure, SubmitError> {
+        let erasure = self.shared.account.forget(identifier);
+        if !erasure.matched() {
+            return Ok(erasure);
+        }
+        self.shared
+            .wal
+            .append_durable(KIND_FORGET, identifier.as_bytes().to_vec())?;
+        store::persist_users(&self.shared.dir, &self.shared.account.users())
+            .map_err(|store::StoreError(e)| SubmitError::Journal(e))?;
+        self.shared.forgotten.add(identifier)?;
+        let shared = Arc::clone(&self.shared);
+        let spawned = thread::Builder::new()
+            .name("erasure-flush".to_owned())
+            .spawn(move || {
+                if let Err(error) = shared.flush_erasure() {
+                    let key = &shared.account.settings().access_key;
+                    tracing::error!(account = %key, %error, "erasure flush failed");
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "erasure flush could not start; the next snapshots cut the log");
+        }
+        Ok(erasure)
+    }
+
+    /// Removes erased data from the account's files now: seals the log's current
+    /// segment, writes a catalogue and a state snapshot past it, keeps only those, and
+    /// deletes every log segment before them (with the erasure record and every event
+    /// or delta that carried the identifier).
+    pub fn flush_erasure(&self) -> Result<usize, RebuildError> {
+        self.shared.flush_erasure()
     }
 
     /// Writes a state snapshot now and cuts the log behind the kept snapshots (see
@@ -889,6 +955,28 @@ impl Shared {
             saved,
             segments_removed,
         })
+    }
+
+    fn flush_erasure(&self) -> Result<usize, RebuildError> {
+        // Deltas logged before the erasure are applied first, so that the catalogue
+        // snapshot can cover the whole sealed log.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.pending.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        self.wal.rotate().map_err(store::StoreError::from)?;
+        self.rebuild(RebuildKind::Compaction, |current| {
+            Ok(Rebuilt {
+                catalogue: current.compact().map_err(|e| e.to_string())?,
+                users: None,
+            })
+        })?;
+        let _checkpointing = self.checkpointing.lock();
+        vitrine_snapshots::snapshot::prune(&self.dir, store::PREFIX, 1)
+            .map_err(store::StoreError::from)?;
+        vitrine_snapshots::snapshot::prune(&self.dir, state::PREFIX, 1)
+            .map_err(store::StoreError::from)?;
+        Ok(self.cut_log()?)
     }
 
     /// Deletes log segments wholly behind both the older kept catalogue snapshot and

@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod delta;
+pub mod erasure;
 pub mod feed;
 pub mod fetch;
 pub mod jobs;

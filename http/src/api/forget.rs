@@ -29,18 +29,17 @@ pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
         );
     }
     let identifier = errors.into_result(identifier.unwrap_or_default())?;
-    let erasure = entry.account.forget(identifier.trim());
+    // The 200 follows the fsync of the erasure record, the rewritten user file and the
+    // saved hash; the identifier leaves the log and snapshots in a flush started here.
+    let erasure = entry
+        .jobs
+        .forget(identifier.trim())
+        .map_err(|e| ApiError::Internal(format!("the erasure could not be saved: {e}")))?;
     if !erasure.matched() {
         return Err(ApiError::NotFound(
             "Identifier: no email, user id, account id or visitor id of this account matches"
                 .to_owned(),
         ));
-    }
-    if erasure.users > 0 {
-        entry
-            .jobs
-            .persist_users()
-            .map_err(|e| ApiError::Internal(format!("the erasure could not be saved: {e}")))?;
     }
     Ok(Reply::text(format!(
         "Erased: {} visitor(s) and {} user record(s) tied to the identifier.\n",

@@ -57,6 +57,8 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
         return Err(errors.into());
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
+    let mut request = request;
+    entry.jobs.strip_forgotten(&mut request.events);
     let outcome = entry.account.serve(request);
     // Logged after they are applied (a state snapshot's position then never passes an
     // event it lacks); the 200 waits for the log as `durability.events_fsync` says.

@@ -360,3 +360,157 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
 fn hex(key: &str) -> String {
     key.bytes().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Every file under `dir` whose bytes contain `needle` (ASCII case-insensitive).
+fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let needle = needle.to_ascii_lowercase().into_bytes();
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                stack.push(entry.unwrap().path());
+            }
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            let lower = bytes.to_ascii_lowercase();
+            if lower.windows(needle.len()).any(|w| w == needle.as_slice()) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn forget_removes_the_shopper_from_every_file_and_a_restart_does_not_bring_them_back() {
+    const EMAIL: &str = "Ann.Erasure@example.com";
+    const USER: &str = "user-ann-77";
+    let config = config("always");
+    let server = Server::start_in(tempfile::tempdir().unwrap(), Some(&config));
+    let ann = |visitor: &str, events: Value| {
+        let resp = server.serverside(json!({"visitorId": visitor, "events": events}));
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    };
+    ann(
+        "v-ann",
+        json!([
+            {"name": "customer_details", "data": {"email": EMAIL, "userid": USER, "firstname": "Annabel"}},
+            {"name": "product_view", "data": {"id": "P00011"}},
+        ]),
+    );
+    ann(
+        "v-ann-phone",
+        json!([
+            {"name": "product_view", "data": {"id": "P00012"}},
+            {"name": "order", "data": {"orderid": "ann-order-1", "email": EMAIL,
+                "items": [{"id": "P00012", "qty": 1, "unitprice": 5.0}]}},
+        ]),
+    );
+    ann(
+        "v-bob",
+        json!([
+            {"name": "customer_details", "data": {"email": "bob@example.com", "firstname": "Bob"}},
+            {"name": "product_view", "data": {"id": "P00013"}},
+        ]),
+    );
+    let resp = server.post_json(
+        "/api/delta",
+        &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+            "Users": [{"UserId": USER, "Email": EMAIL, "FirstName": "Annabel"}]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let data = server.data_path();
+    // The shopper is on disk: in the log and, once written, in a state snapshot.
+    wait_for(
+        "the email in a state snapshot",
+        Duration::from_secs(20),
+        || {
+            files_containing(&data, "ann.erasure@example.com")
+                .iter()
+                .any(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("state-")
+                })
+                .then_some(())
+        },
+    );
+
+    let resp = server.post_json(
+        "/api/user/forget",
+        &json!({"AccessKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Identifier": EMAIL.to_uppercase()}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert!(
+        resp.body.contains("2 visitor(s) and 1 user record(s)"),
+        "{}",
+        resp.body
+    );
+
+    // A later event carrying the forgotten email stores no personal data.
+    ann(
+        "v-ann-again",
+        json!([
+            {"name": "customer_details", "data": {"email": EMAIL, "firstname": "Annabel"}},
+            {"name": "product_view", "data": {"id": "P00014"}},
+        ]),
+    );
+
+    // Within the bound (README: the erasure flush, seconds on a small store), no file
+    // holds the email, the user id or the name.
+    let bound = Duration::from_secs(30);
+    for needle in ["ann.erasure@example.com", USER, "annabel"] {
+        wait_for(
+            &format!("{needle} gone from the data directory"),
+            bound,
+            || files_containing(&data, needle).is_empty().then_some(()),
+        );
+    }
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&config));
+    let data = server.data_path();
+    for needle in ["ann.erasure@example.com", USER, "annabel"] {
+        assert_eq!(
+            files_containing(&data, needle),
+            Vec::<std::path::PathBuf>::new(),
+            "{needle}"
+        );
+    }
+    let recent = |visitor: &str| -> Vec<Value> {
+        let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
+        resp.json()["zones"]["RV-01"]["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        recent("v-ann").is_empty(),
+        "the erased visitor's history is gone"
+    );
+    assert!(recent("v-ann-phone").is_empty());
+    assert_eq!(
+        recent("v-bob")[0]["Id"],
+        "P00013",
+        "other visitors are intact"
+    );
+    assert_eq!(
+        recent("v-ann-again")[0]["Id"],
+        "P00014",
+        "a later visit is kept, without the email"
+    );
+    // The order id is still known (aggregates stay), and forgetting again finds nothing.
+    assert_eq!(
+        present_orders(&server, &["ann-order-1".to_owned()]).len(),
+        1
+    );
+    let resp = server.post_json(
+        "/api/user/forget",
+        &json!({"AccessKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Identifier": EMAIL}),
+    );
+    assert_eq!(resp.status, 404, "{}", resp.body);
+    assert!(files_containing(&data, "bob@example.com").iter().any(|p| p.to_string_lossy().contains("state-") || p.to_string_lossy().contains(".wal")));
+}
