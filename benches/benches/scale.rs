@@ -104,6 +104,7 @@ fn scale(c: &mut Criterion) {
         grown as f64 / visitors as f64
     );
     state.pool().install(|| account.rebuild_models());
+    let account_visitors = account.visitor_count();
 
     let bodies: Vec<Vec<u8>> = (0..10_000)
         .map(|_| {
@@ -148,7 +149,28 @@ fn scale(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Durability at this size: one state snapshot, then the time to ready of a restart
+    // (catalogue snapshot mapped, state snapshot restored, log replayed).
+    let started = Instant::now();
+    let report = entry.jobs.checkpoint().unwrap();
+    eprintln!(
+        "scale: state snapshot of {visitors} visitors: {:.1} MB written in {:.1} s",
+        report.saved.bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
     state.shutdown();
+    drop(state);
+    let started = Instant::now();
+    let reopened = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
+    let entry = reopened.account("demo-access-key").unwrap();
+    eprintln!(
+        "scale: restart to ready with {products} products and {} visitors: {:.1} s",
+        entry.account.visitor_count(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(entry.account.visitor_count(), account_visitors);
+    reopened.shutdown();
 }
 
 criterion_group!(benches, scale);
