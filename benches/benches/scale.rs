@@ -24,6 +24,9 @@ use vitrine_http::state::AppState;
 use vitrine_ingest::jobs::FeedStatus;
 
 const CONFIG: &str = r#"
+[durability]
+# The state snapshot is timed on its own at the end.
+state_snapshot_interval_secs = 86400
 [[accounts]]
 access_key = "demo-access-key"
 secret_key = "demo-secret-key"

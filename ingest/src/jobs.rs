@@ -561,15 +561,18 @@ impl AccountJobs {
     }
 
     /// Logs one request's tracking events under the log's policy (`always`: returns
-    /// once fsynced); returns the record's sequence. The events are already applied:
-    /// a state snapshot's position then never passes an event it does not include.
-    pub fn log_events(&self, tracked: &Tracked) -> Result<u64, SubmitError> {
+    /// once fsynced; otherwise once handed to the log's writer). The events are already
+    /// applied: a state snapshot's position then never passes an event it lacks.
+    pub fn log_events(&self, tracked: &Tracked) -> Result<(), SubmitError> {
         let payload = rkyv::to_bytes::<rkyv::rancor::Error>(tracked).map_err(|e| {
             SubmitError::Journal(vitrine_snapshots::Error::Wal(format!(
                 "the events could not be archived: {e}"
             )))
         })?;
-        Ok(self.shared.wal.append(KIND_EVENTS, payload.into_vec())?)
+        Ok(self
+            .shared
+            .wal
+            .append_under_policy(KIND_EVENTS, payload.into_vec())?)
     }
 
     /// Strips personal data from events naming a forgotten email or user id (before
@@ -926,11 +929,11 @@ impl Shared {
 
     /// Writes a state snapshot at the log's current position, then deletes log segments
     /// behind every kept snapshot. With `compact`, a catalogue snapshot is written first
-    /// when the account has none yet or its overlay is not empty, so that the log can be
-    /// cut up to here (a stop skips it: it only wants a quick restart).
+    /// when the account has none yet, so that the log can be cut at all (a stop skips
+    /// it: it only wants a quick restart); an overlay waits for its own compaction.
     fn checkpoint(&self, compact: bool) -> Result<CheckpointReport, RebuildError> {
         let catalogued = state::oldest_position(&self.dir, store::PREFIX)?.is_some();
-        if compact && (!catalogued || self.account.catalogue().has_overlay()) {
+        if compact && !catalogued {
             // A rebuild ends with a state snapshot.
             let report = self.rebuild(RebuildKind::Compaction, |current| {
                 Ok(Rebuilt {

@@ -130,6 +130,9 @@ pub struct Wal {
     stats: Arc<WalStats>,
     /// The sequence the next record will get: every record before it is written.
     next: Arc<AtomicU64>,
+    /// The writer's first failure, once there was one: later appends are refused here.
+    failed: Arc<Mutex<Option<String>>>,
+    policy: SyncPolicy,
 }
 
 impl std::fmt::Debug for Wal {
@@ -310,6 +313,7 @@ impl Wal {
         let (sender, receiver) = mpsc::channel::<Append>();
         let mut writer = Writer::start(&config, next)?;
         let shared_next = Arc::clone(&writer.shared_next);
+        let failed = Arc::clone(&writer.failed);
         let worker_stats = Arc::clone(&stats);
         let worker = thread::Builder::new()
             .name("wal-writer".to_owned())
@@ -321,6 +325,8 @@ impl Wal {
             dir: config.dir.clone(),
             stats,
             next: shared_next,
+            failed,
+            policy: config.policy,
         };
         Ok((wal, recovery))
     }
@@ -328,6 +334,22 @@ impl Wal {
     /// Appends a record under the log's policy; returns its sequence.
     pub fn append(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
         self.submit(kind, payload, false, false)
+    }
+
+    /// Appends a record under the log's policy and returns as soon as the policy
+    /// allows: with `always` once it is fsynced, otherwise once it is handed to the
+    /// writer (written next, in order; `interval` fsyncs it within the interval). A log
+    /// that failed earlier refuses it.
+    pub fn append_under_policy(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+        if self.policy == SyncPolicy::Always {
+            return self.append(kind, payload).map(|_| ());
+        }
+        if let Some(failure) = self.failed.lock().ok().and_then(|f| f.clone()) {
+            return Err(Error::Wal(format!(
+                "the log stopped taking records after an earlier failure: {failure}"
+            )));
+        }
+        self.send(kind, payload, false, false).map(|_| ())
     }
 
     /// Appends a record and returns only once it is fsynced, whatever the policy.
@@ -360,6 +382,21 @@ impl Wal {
                 payload.len()
             )));
         }
+        let answer = self.send(kind, payload, force_sync, rotate)?;
+        answer
+            .recv()
+            .map_err(|_| Error::Wal("the log writer stopped".to_owned()))?
+            .map_err(Error::Wal)
+    }
+
+    /// Hands a record to the writer; the answer comes on the returned channel.
+    fn send(
+        &self,
+        kind: u8,
+        payload: Vec<u8>,
+        force_sync: bool,
+        rotate: bool,
+    ) -> Result<mpsc::Receiver<Result<u64, String>>> {
         let (reply, answer) = mpsc::channel();
         let sent = match self.sender.lock() {
             Ok(guard) => guard.as_ref().is_some_and(|s| {
@@ -377,10 +414,7 @@ impl Wal {
         if !sent {
             return Err(Error::Wal("the log is closed".to_owned()));
         }
-        answer
-            .recv()
-            .map_err(|_| Error::Wal("the log writer stopped".to_owned()))?
-            .map_err(Error::Wal)
+        Ok(answer)
     }
 
     /// Deletes segments whose records all come before `sequence` (a snapshot covers
@@ -439,6 +473,8 @@ struct Writer {
     broken: Option<String>,
     /// `next`, published after each batch is written.
     shared_next: Arc<AtomicU64>,
+    /// `broken`, published for appends that do not wait for their answer.
+    failed: Arc<Mutex<Option<String>>>,
 }
 
 impl Writer {
@@ -471,6 +507,7 @@ impl Writer {
             last_sync: Instant::now(),
             broken: None,
             shared_next: Arc::new(AtomicU64::new(next)),
+            failed: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -513,6 +550,9 @@ impl Writer {
         let outcome = self.try_write_batch(batch, stats);
         if let Some(Err(error)) = outcome.first() {
             self.broken = Some(error.clone());
+            if let Ok(mut failed) = self.failed.lock() {
+                *failed = Some(error.clone());
+            }
         }
         outcome
     }
