@@ -119,7 +119,8 @@ struct Append {
     force_sync: bool,
     /// Not a record: close the current segment (fsynced) and start the next one.
     rotate: bool,
-    reply: mpsc::Sender<Result<u64, String>>,
+    /// Where the outcome goes; `None` for appends that do not wait for it.
+    reply: Option<mpsc::Sender<Result<u64, String>>>,
 }
 
 /// An open log.
@@ -349,7 +350,7 @@ impl Wal {
                 "the log stopped taking records after an earlier failure: {failure}"
             )));
         }
-        self.send(kind, payload, false, false).map(|_| ())
+        self.send(kind, payload, false, false, None)
     }
 
     /// Appends a record and returns only once it is fsynced, whatever the policy.
@@ -382,22 +383,23 @@ impl Wal {
                 payload.len()
             )));
         }
-        let answer = self.send(kind, payload, force_sync, rotate)?;
+        let (reply, answer) = mpsc::channel();
+        self.send(kind, payload, force_sync, rotate, Some(reply))?;
         answer
             .recv()
             .map_err(|_| Error::Wal("the log writer stopped".to_owned()))?
             .map_err(Error::Wal)
     }
 
-    /// Hands a record to the writer; the answer comes on the returned channel.
+    /// Hands a record to the writer; the outcome goes to `reply`, if any.
     fn send(
         &self,
         kind: u8,
         payload: Vec<u8>,
         force_sync: bool,
         rotate: bool,
-    ) -> Result<mpsc::Receiver<Result<u64, String>>> {
-        let (reply, answer) = mpsc::channel();
+        reply: Option<mpsc::Sender<Result<u64, String>>>,
+    ) -> Result<()> {
         let sent = match self.sender.lock() {
             Ok(guard) => guard.as_ref().is_some_and(|s| {
                 s.send(Append {
@@ -414,7 +416,7 @@ impl Wal {
         if !sent {
             return Err(Error::Wal("the log is closed".to_owned()));
         }
-        Ok(answer)
+        Ok(())
     }
 
     /// Deletes segments whose records all come before `sequence` (a snapshot covers
@@ -533,7 +535,9 @@ impl Writer {
             }
             let outcome = self.write_batch(&batch, stats);
             for (append, result) in batch.into_iter().zip(outcome) {
-                let _ = append.reply.send(result);
+                if let Some(reply) = &append.reply {
+                    let _ = reply.send(result);
+                }
             }
         }
         if self.unsynced > 0 || self.policy != SyncPolicy::Never {
