@@ -1030,8 +1030,7 @@ fn productfeedstatus_400_for_validation_errors() {
 }
 
 fn common_account_dir(server: &Server, key: &str) -> std::path::PathBuf {
-    let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
-    server.data_path().join("accounts").join(hex)
+    common::account_dir(&server.data_path(), key)
 }
 
 // ---------------------------------------------------------------- /api/delta and status

@@ -38,6 +38,7 @@ use vitrine_engine::Account;
 use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{Catalogue, UnixMillis};
 use vitrine_engine::state::Tracked;
+use vitrine_snapshots::snapshot;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal, WalConfig};
 
 use crate::delta::{self, Delta, Mode};
@@ -226,6 +227,12 @@ pub enum SubmitError {
     Journal(#[from] vitrine_snapshots::Error),
 }
 
+impl From<store::StoreError> for SubmitError {
+    fn from(store::StoreError(error): store::StoreError) -> SubmitError {
+        SubmitError::Journal(error)
+    }
+}
+
 /// Why a rebuild did not replace the catalogue.
 #[derive(Debug, thiserror::Error)]
 pub enum RebuildError {
@@ -348,8 +355,7 @@ impl AccountJobs {
     ) -> Result<(AccountJobs, Recovery), SubmitError> {
         let feed_dir = dir.join("feeds");
         fs::create_dir_all(&feed_dir).map_err(io("creating directory", &feed_dir))?;
-        let (restored_state, skipped_states) = state::restore(dir, &account)
-            .map_err(|store::StoreError(e)| SubmitError::Journal(e))?;
+        let (restored_state, skipped_states) = state::restore(dir, &account)?;
         let state_position = restored_state.as_ref().map_or(0, |s| s.position);
         let (wal, log) = Wal::open(WalConfig {
             dir: dir.join("wal"),
@@ -596,8 +602,7 @@ impl AccountJobs {
         self.shared
             .wal
             .append_durable(KIND_FORGET, identifier.as_bytes().to_vec())?;
-        store::persist_users(&self.shared.dir, &self.shared.account.users())
-            .map_err(|store::StoreError(e)| SubmitError::Journal(e))?;
+        store::persist_users(&self.shared.dir, &self.shared.account.users())?;
         self.shared.forgotten.add(identifier)?;
         let shared = Arc::clone(&self.shared);
         let spawned = thread::Builder::new()
@@ -868,13 +873,18 @@ impl Shared {
         if !self.account.catalogue().has_overlay() {
             return Ok(None);
         }
+        self.rebuild_compacted().map(Some)
+    }
+
+    /// A rebuild of the same content into a new base (and so a new snapshot), whether
+    /// or not the catalogue has an overlay.
+    fn rebuild_compacted(&self) -> Result<RebuildReport, RebuildError> {
         self.rebuild(RebuildKind::Compaction, |current| {
             Ok(Rebuilt {
                 catalogue: current.compact().map_err(|e| e.to_string())?,
                 users: None,
             })
         })
-        .map(Some)
     }
 
     fn rebuild(
@@ -932,16 +942,12 @@ impl Shared {
     /// when the account has none yet, so that the log can be cut at all (a stop skips
     /// it: it only wants a quick restart); an overlay waits for its own compaction.
     fn checkpoint(&self, compact: bool) -> Result<CheckpointReport, RebuildError> {
-        let catalogued = state::oldest_position(&self.dir, store::PREFIX)?.is_some();
+        let catalogued = snapshot::oldest_position(&self.dir, store::PREFIX)
+            .map_err(store::StoreError::from)?
+            .is_some();
         if compact && !catalogued {
             // A rebuild ends with a state snapshot.
-            let report = self.rebuild(RebuildKind::Compaction, |current| {
-                Ok(Rebuilt {
-                    catalogue: current.compact().map_err(|e| e.to_string())?,
-                    users: None,
-                })
-            })?;
-            return Ok(report.checkpoint);
+            return Ok(self.rebuild_compacted()?.checkpoint);
         }
         Ok(self.write_state()?)
     }
@@ -968,25 +974,19 @@ impl Shared {
             thread::sleep(Duration::from_millis(5));
         }
         self.wal.rotate().map_err(store::StoreError::from)?;
-        self.rebuild(RebuildKind::Compaction, |current| {
-            Ok(Rebuilt {
-                catalogue: current.compact().map_err(|e| e.to_string())?,
-                users: None,
-            })
-        })?;
+        self.rebuild_compacted()?;
         let _checkpointing = self.checkpointing.lock();
-        vitrine_snapshots::snapshot::prune(&self.dir, store::PREFIX, 1)
-            .map_err(store::StoreError::from)?;
-        vitrine_snapshots::snapshot::prune(&self.dir, state::PREFIX, 1)
-            .map_err(store::StoreError::from)?;
+        for prefix in [store::PREFIX, state::PREFIX] {
+            snapshot::prune(&self.dir, prefix, 1).map_err(store::StoreError::from)?;
+        }
         Ok(self.cut_log()?)
     }
 
     /// Deletes log segments wholly behind both the older kept catalogue snapshot and
     /// the older kept state snapshot; nothing while either kind has none.
     fn cut_log(&self) -> Result<usize, store::StoreError> {
-        let catalogue = state::oldest_position(&self.dir, store::PREFIX)?;
-        let tracking = state::oldest_position(&self.dir, state::PREFIX)?;
+        let catalogue = snapshot::oldest_position(&self.dir, store::PREFIX)?;
+        let tracking = snapshot::oldest_position(&self.dir, state::PREFIX)?;
         match (catalogue, tracking) {
             (Some(c), Some(t)) => Ok(self.wal.remove_before(c.min(t))?),
             _ => Ok(0),

@@ -96,14 +96,6 @@ pub fn restore(
     Ok((None, skipped))
 }
 
-/// The log position the oldest kept snapshot of `prefix` covers.
-pub fn oldest_position(dir: &Path, prefix: &str) -> Result<Option<u64>, StoreError> {
-    match snapshot::list(dir, prefix)?.last() {
-        Some((_, oldest)) => Ok(Some(snapshot::read_header(oldest)?.position)),
-        None => Ok(None),
-    }
-}
-
 fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, String> {
     let mut entries = Vec::new();
     let mut rest = payload;

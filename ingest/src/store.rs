@@ -60,14 +60,10 @@ pub fn write_snapshot(
     Ok((Catalogue::from_frozen(frozen), saved))
 }
 
-/// Deletes all but the [`KEEP`] newest snapshots; returns the log position the oldest
-/// kept one covers (log records before it are in every kept snapshot).
-pub fn prune(dir: &Path) -> Result<Option<u64>, StoreError> {
+/// Deletes all but the [`KEEP`] newest snapshots.
+pub fn prune(dir: &Path) -> Result<(), StoreError> {
     snapshot::prune(dir, PREFIX, KEEP)?;
-    match snapshot::list(dir, PREFIX)?.last() {
-        Some((_, oldest)) => Ok(Some(snapshot::read_header(oldest)?.position)),
-        None => Ok(None),
-    }
+    Ok(())
 }
 
 /// File of an account's user records.

@@ -185,24 +185,7 @@ where
     // longer the newest. A file truncated by another process could still fault on access;
     // the data directory is locked against other Vitrine processes.
     let map = unsafe { Mmap::map(&file) }.map_err(io_error("mapping", path))?;
-    let header = Header::decode(&map).map_err(corrupt)?;
-    if header.kind != kind as u32 {
-        return Err(corrupt(format!(
-            "holds kind {}, expected {}",
-            header.kind, kind as u32
-        )));
-    }
-    let end = HEADER_LEN as u64 + header.payload_len;
-    if end != map.len() as u64 {
-        return Err(corrupt(format!(
-            "is {} bytes, the header says {end}",
-            map.len()
-        )));
-    }
-    let payload = map.get(HEADER_LEN..).unwrap_or_default();
-    if crc32c::crc32c(payload) != header.payload_crc {
-        return Err(corrupt("payload checksum mismatch".to_owned()));
-    }
+    let header = check(&map, path, kind)?;
     let range = HEADER_LEN..map.len();
     let frozen =
         Frozen::from_mmap(map, range).map_err(|e| corrupt(format!("archive invalid: {e}")))?;
@@ -212,12 +195,18 @@ where
 /// Reads one snapshot whole: checks header, length and checksum, and returns the
 /// payload (for payloads that are not one archive, such as a sequence of frames).
 pub fn read_checked(path: &Path, kind: Kind) -> Result<(Vec<u8>, Header)> {
+    let mut bytes = std::fs::read(path).map_err(io_error("reading", path))?;
+    let header = check(&bytes, path, kind)?;
+    Ok((bytes.split_off(HEADER_LEN), header))
+}
+
+/// Checks a whole snapshot file's header, kind, length and payload checksum.
+fn check(bytes: &[u8], path: &Path, kind: Kind) -> Result<Header> {
     let corrupt = |reason: String| Error::Corrupt {
         path: path.to_path_buf(),
         reason,
     };
-    let mut bytes = std::fs::read(path).map_err(io_error("reading", path))?;
-    let header = Header::decode(&bytes).map_err(corrupt)?;
+    let header = Header::decode(bytes).map_err(corrupt)?;
     if header.kind != kind as u32 {
         return Err(corrupt(format!(
             "holds kind {}, expected {}",
@@ -231,11 +220,20 @@ pub fn read_checked(path: &Path, kind: Kind) -> Result<(Vec<u8>, Header)> {
             bytes.len()
         )));
     }
-    let payload = bytes.split_off(HEADER_LEN);
-    if crc32c::crc32c(&payload) != header.payload_crc {
+    let payload = bytes.get(HEADER_LEN..).unwrap_or_default();
+    if crc32c::crc32c(payload) != header.payload_crc {
         return Err(corrupt("payload checksum mismatch".to_owned()));
     }
-    Ok((payload, header))
+    Ok(header)
+}
+
+/// The log position the oldest kept snapshot of `prefix` covers (log records before it
+/// are in every kept snapshot of that kind).
+pub fn oldest_position(dir: &Path, prefix: &str) -> Result<Option<u64>> {
+    match list(dir, prefix)?.last() {
+        Some((_, oldest)) => Ok(Some(read_header(oldest)?.position)),
+        None => Ok(None),
+    }
 }
 
 /// What [`open_newest`] found.

@@ -345,11 +345,6 @@ impl Wal {
         if self.policy == SyncPolicy::Always {
             return self.append(kind, payload).map(|_| ());
         }
-        if let Some(failure) = self.failed.lock().ok().and_then(|f| f.clone()) {
-            return Err(Error::Wal(format!(
-                "the log stopped taking records after an earlier failure: {failure}"
-            )));
-        }
         self.send(kind, payload, false, false, None)
     }
 
@@ -371,18 +366,7 @@ impl Wal {
         self.next.load(Ordering::Acquire)
     }
 
-    /// The log's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn submit(&self, kind: u8, payload: Vec<u8>, force_sync: bool, rotate: bool) -> Result<u64> {
-        if payload.len() > MAX_PAYLOAD {
-            return Err(Error::Wal(format!(
-                "record of {} bytes is over the limit of {MAX_PAYLOAD}",
-                payload.len()
-            )));
-        }
         let (reply, answer) = mpsc::channel();
         self.send(kind, payload, force_sync, rotate, Some(reply))?;
         answer
@@ -391,7 +375,8 @@ impl Wal {
             .map_err(Error::Wal)
     }
 
-    /// Hands a record to the writer; the outcome goes to `reply`, if any.
+    /// Hands a record to the writer; the outcome goes to `reply`, if any. Records over
+    /// [`MAX_PAYLOAD`] and every record after a failed write are refused here.
     fn send(
         &self,
         kind: u8,
@@ -400,6 +385,15 @@ impl Wal {
         rotate: bool,
         reply: Option<mpsc::Sender<Result<u64, String>>>,
     ) -> Result<()> {
+        if payload.len() > MAX_PAYLOAD {
+            return Err(Error::Wal(format!(
+                "record of {} bytes is over the limit of {MAX_PAYLOAD}",
+                payload.len()
+            )));
+        }
+        if let Some(failure) = failure(&self.failed) {
+            return Err(Error::Wal(refusal(&failure)));
+        }
         let sent = match self.sender.lock() {
             Ok(guard) => guard.as_ref().is_some_and(|s| {
                 s.send(Append {
@@ -470,12 +464,12 @@ struct Writer {
     next: u64,
     unsynced: u64,
     last_sync: Instant,
-    /// Set by the first failed write or sync: the file's tail is then unknown, so every
-    /// later append is refused rather than risk a gap in the sequence.
-    broken: Option<String>,
+
     /// `next`, published after each batch is written.
     shared_next: Arc<AtomicU64>,
-    /// `broken`, published for appends that do not wait for their answer.
+    /// Set by the first failed write or sync: the file's tail is then unknown, so every
+    /// later append is refused (by the writer, and up front by [`Wal::send`]) rather
+    /// than risk a gap in the sequence.
     failed: Arc<Mutex<Option<String>>>,
 }
 
@@ -507,7 +501,6 @@ impl Writer {
             next,
             unsynced: 0,
             last_sync: Instant::now(),
-            broken: None,
             shared_next: Arc::new(AtomicU64::new(next)),
             failed: Arc::new(Mutex::new(None)),
         })
@@ -546,17 +539,15 @@ impl Writer {
     }
 
     fn write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Vec<Result<u64, String>> {
-        if let Some(broken) = &self.broken {
-            let message =
-                format!("the log stopped taking records after an earlier failure: {broken}");
+        if let Some(failure) = failure(&self.failed) {
+            let message = refusal(&failure);
             return batch.iter().map(|_| Err(message.clone())).collect();
         }
         let outcome = self.try_write_batch(batch, stats);
-        if let Some(Err(error)) = outcome.first() {
-            self.broken = Some(error.clone());
-            if let Ok(mut failed) = self.failed.lock() {
-                *failed = Some(error.clone());
-            }
+        if let Some(Err(error)) = outcome.first()
+            && let Ok(mut failed) = self.failed.lock()
+        {
+            *failed = Some(error.clone());
         }
         outcome
     }
@@ -643,6 +634,15 @@ impl Writer {
         self.written = 0;
         Ok(())
     }
+}
+
+/// The log's first failure, if it had one.
+fn failure(failed: &Mutex<Option<String>>) -> Option<String> {
+    failed.lock().ok().and_then(|f| f.clone())
+}
+
+fn refusal(failure: &str) -> String {
+    format!("the log stopped taking records after an earlier failure: {failure}")
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use serde::Serialize;
-use vitrine_engine::account::{RenderedItem, ServeOutcome};
+use vitrine_engine::account::{RenderedItem, RenderedZone, ServeOutcome};
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
@@ -35,11 +35,19 @@ const RESPONSE_CAPACITY: usize = 16 * 1024;
 pub struct ProductText {
     text: Box<[u8]>,
     split: usize,
+    /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
+    on_offer: bool,
+    new_arrival: bool,
 }
 
 impl ProductText {
     fn of(catalogue: &Catalogue, idx: ProductIdx) -> Option<ProductText> {
-        let (head, tail) = fixed_parts(catalogue, idx)?;
+        let Fixed {
+            head,
+            tail,
+            on_offer,
+            new_arrival,
+        } = fixed_parts(catalogue, idx)?;
         let mut text = to_vec(&head);
         // `{…}` → `{…,`
         text.pop();
@@ -52,6 +60,8 @@ impl ProductText {
         Some(ProductText {
             text: text.into_boxed_slice(),
             split,
+            on_offer,
+            new_arrival,
         })
     }
 
@@ -148,7 +158,6 @@ pub fn response(
     out.extend_from_slice(b",\"zones\":{");
     for (z, (zone, html)) in outcome.zones.iter().zip(&html).enumerate() {
         let spec = zone.spec;
-        let content = entry.config.content.get(&spec.id);
         if z > 0 {
             out.push(b',');
         }
@@ -168,23 +177,12 @@ pub fn response(
         for item in &zone.items {
             if let Some(text) = texts.get(item.product) {
                 separate(&mut out);
-                write_product(&mut out, &text, catalogue, item, &symbol);
+                write_product(&mut out, &text, item, &symbol);
             }
         }
-        for id in &zone.names {
+        for other in other_entries(catalogue, zone, entry) {
             separate(&mut out);
-            write_json(&mut out, &named_json(catalogue, spec.kind, id));
-        }
-        for image in content.into_iter().flat_map(|c| &c.images) {
-            separate(&mut out);
-            write_json(
-                &mut out,
-                &WireImage {
-                    image: &image.url,
-                    link: &image.link,
-                    alt: &image.alt,
-                },
-            );
+            write_json(&mut out, &other);
         }
         out.push(b']');
         if let Some(html) = html {
@@ -198,13 +196,7 @@ pub fn response(
 }
 
 /// One product item: its fixed text around this request's prices.
-fn write_product(
-    out: &mut Vec<u8>,
-    text: &ProductText,
-    catalogue: &Catalogue,
-    item: &RenderedItem,
-    symbol: &str,
-) {
+fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem, symbol: &str) {
     out.extend_from_slice(text.head());
     // `{"Price":…}` written in place, then made `"Price":…,`.
     let start = out.len();
@@ -217,15 +209,12 @@ fn write_product(
     }
     out.push(b',');
     out.extend_from_slice(text.tail());
-    let (on_offer, new_arrival) = catalogue
-        .product(item.product)
-        .map_or((false, false), |p| (p.on_offer, p.new_arrival));
     // `write!` into a Vec cannot fail.
     let _ = write!(
         out,
         "\"OnOffer\":{},\"NewArrival\":{}}}",
-        on_offer || item.price.was.is_some(),
-        new_arrival
+        text.on_offer || item.price.was.is_some(),
+        text.new_arrival
     );
 }
 
@@ -241,7 +230,7 @@ fn to_vec(value: &impl Serialize) -> Vec<u8> {
 /// The items of a zone as values, for its template.
 fn entries<'a>(
     outcome: &'a ServeOutcome<'_>,
-    zone: &'a vitrine_engine::account::RenderedZone<'_>,
+    zone: &'a RenderedZone<'_>,
     symbol: &'a str,
     entry: &'a AccountEntry,
 ) -> Vec<WireEntry<'a>> {
@@ -252,20 +241,31 @@ fn entries<'a>(
         .filter_map(|item| item_json(catalogue, item, symbol))
         .map(|item| WireEntry::Product(Box::new(item)))
         .collect();
-    items.extend(
-        zone.names
-            .iter()
-            .map(|id| WireEntry::Named(named_json(catalogue, zone.spec.kind, id))),
-    );
+    items.extend(other_entries(catalogue, zone, entry));
+    items
+}
+
+/// A zone's items that are not products: its categories or brands, then its
+/// configured images.
+fn other_entries<'a>(
+    catalogue: &'a Catalogue,
+    zone: &'a RenderedZone<'_>,
+    entry: &'a AccountEntry,
+) -> impl Iterator<Item = WireEntry<'a>> {
+    let kind = zone.spec.kind;
+    let named = zone
+        .names
+        .iter()
+        .map(move |id| WireEntry::Named(named_json(catalogue, kind, id)));
     let content = entry.config.content.get(&zone.spec.id);
-    items.extend(content.into_iter().flat_map(|c| &c.images).map(|image| {
+    let images = content.into_iter().flat_map(|c| &c.images).map(|image| {
         WireEntry::Image(WireImage {
             image: &image.url,
             link: &image.link,
             alt: &image.alt,
         })
-    }));
-    items
+    });
+    named.chain(images)
 }
 
 /// An image of an image or image-carousel zone.
@@ -385,7 +385,15 @@ struct WireTail<'a> {
     search_tags: Vec<&'a str>,
 }
 
-fn fixed_parts(catalogue: &Catalogue, idx: ProductIdx) -> Option<(WireHead<'_>, WireTail<'_>)> {
+/// What of a product item is fixed per catalogue version.
+struct Fixed<'a> {
+    head: WireHead<'a>,
+    tail: WireTail<'a>,
+    on_offer: bool,
+    new_arrival: bool,
+}
+
+fn fixed_parts(catalogue: &Catalogue, idx: ProductIdx) -> Option<Fixed<'_>> {
     let product = catalogue.product(idx)?;
     let brand = catalogue
         .brand_of(product)
@@ -422,7 +430,12 @@ fn fixed_parts(catalogue: &Catalogue, idx: ProductIdx) -> Option<(WireHead<'_>, 
         brand,
         search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
     };
-    Some((head, tail))
+    Some(Fixed {
+        head,
+        tail,
+        on_offer: product.on_offer,
+        new_arrival: product.new_arrival,
+    })
 }
 
 fn item_json<'a>(
@@ -430,14 +443,13 @@ fn item_json<'a>(
     item: &RenderedItem,
     symbol: &'a str,
 ) -> Option<WireItem<'a>> {
-    let product = catalogue.product(item.product)?;
-    let (head, tail) = fixed_parts(catalogue, item.product)?;
+    let fixed = fixed_parts(catalogue, item.product)?;
     Some(WireItem {
-        head,
+        head: fixed.head,
         prices: WirePrices::of(&item.price, symbol),
-        tail,
-        on_offer: product.on_offer || item.price.was.is_some(),
-        new_arrival: product.new_arrival,
+        tail: fixed.tail,
+        on_offer: fixed.on_offer || item.price.was.is_some(),
+        new_arrival: fixed.new_arrival,
     })
 }
 
@@ -507,7 +519,7 @@ mod tests {
                 let symbol = currency.symbol();
                 let mut fast = Vec::new();
                 let text = texts.get(idx).unwrap();
-                write_product(&mut fast, &text, &catalogue, &item, &symbol);
+                write_product(&mut fast, &text, &item, &symbol);
                 let serde =
                     serde_json::to_vec(&item_json(&catalogue, &item, &symbol).unwrap()).unwrap();
                 assert_eq!(

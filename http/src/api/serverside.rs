@@ -53,11 +53,10 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
         None => None,
     };
     let request = parse(&fields, &state.config.limits, now, &mut errors);
-    let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
+    let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
-    let mut request = request;
     entry.jobs.strip_forgotten(&mut request.events);
     let outcome = entry.account.serve(request);
     // Logged after they are applied (a state snapshot's position then never passes an

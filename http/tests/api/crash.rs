@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{DEMO_KEY, DEMO_SECRET, Server, serverside_body, try_post, wait_for};
+use crate::common::{
+    DEMO_KEY, DEMO_SECRET, Server, account_dir, serverside_body, try_post, wait_for,
+};
 
 fn config(fsync: &str) -> String {
     format!(
@@ -260,7 +262,7 @@ fn with_interval_nothing_acknowledged_an_interval_before_the_kill_is_lost() {
 
 /// Files of `prefix` in the demo account's directory, oldest first.
 fn snapshots(server_dir: &std::path::Path, prefix: &str) -> Vec<std::path::PathBuf> {
-    let account = server_dir.join("data").join("accounts").join(hex(DEMO_KEY));
+    let account = account_dir(&server_dir.join("data"), DEMO_KEY);
     let mut found: Vec<_> = std::fs::read_dir(&account)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -330,12 +332,7 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
     // A torn record at the log's tail: cut there on restart, logged, the rest kept.
     view(&server, "tail", "P00030");
     let dir = server.kill9();
-    let wal = dir
-        .path()
-        .join("data")
-        .join("accounts")
-        .join(hex(DEMO_KEY))
-        .join("wal");
+    let wal = account_dir(&dir.path().join("data"), DEMO_KEY).join("wal");
     let mut segments: Vec<_> = std::fs::read_dir(&wal)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -355,10 +352,6 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
     assert_eq!(std::fs::metadata(&last).unwrap().len(), intact);
     assert_eq!(recent(&server, "tail"), ["P00030"]);
     assert_eq!(recent(&server, "early"), ["P00010"]);
-}
-
-fn hex(key: &str) -> String {
-    key.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Every file under `dir` whose bytes contain `needle` (ASCII case-insensitive).

@@ -200,7 +200,7 @@ fn the_catalogue_survives_a_restart_without_refetching_and_a_corrupt_snapshot_fa
     );
 
     // Flip a byte in the newest snapshot: the previous one is served, and the log says why.
-    let account_dir = server.data_path().join("accounts").join(hex("feed-shop"));
+    let account_dir = crate::common::account_dir(&server.data_path(), "feed-shop");
     let mut snapshots: Vec<_> = std::fs::read_dir(&account_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -226,10 +226,6 @@ fn the_catalogue_survives_a_restart_without_refetching_and_a_corrupt_snapshot_fa
         log.contains("skipping snapshot") && log.contains("payload checksum mismatch"),
         "{log}"
     );
-}
-
-fn hex(key: &str) -> String {
-    key.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]

@@ -82,6 +82,12 @@ impl Resp {
     }
 }
 
+/// An account's directory under a data directory (`accounts/<access key in hex>`).
+pub fn account_dir(data: &Path, key: &str) -> PathBuf {
+    let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+    data.join("accounts").join(hex)
+}
+
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_vitrine")
 }
