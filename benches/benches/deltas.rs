@@ -1,4 +1,4 @@
-//! Deltas against a large catalogue (`VITRINE_BENCH_PRODUCTS`, default 1,000,000),
+//! Deltas against a large catalogue (`VITRINE_BENCH_PRODUCTS`, default 100,000),
 //! through the server's own path: parse, log (fsynced), the account's worker applying
 //! them to the overlay over the memory-mapped base, Status 1. Printed per run:
 //! - latency: deltas submitted one at a time, each waited for — the median and p99 time
@@ -29,7 +29,7 @@ use vitrine_ingest::json::{Errors, Fields, KeyMatch};
 use vitrine_ingest::{feed, store};
 
 fn products() -> usize {
-    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 1_000_000)
+    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 100_000)
 }
 
 /// A delta replacing `size` existing products (new price, title and category).

@@ -1,5 +1,5 @@
 //! Catalogue ingest at scale: a generated feed of `VITRINE_BENCH_PRODUCTS` products
-//! (default 1,000,000), measured three ways in one run:
+//! (default 100,000), measured three ways in one run:
 //! - `simd_json_parse`: the raw simd-json parse of the file (the floor);
 //! - `feed_to_catalogue`: parse + validate + build + archive on a 1-thread ingest pool
 //!   (the server's pipeline on a 2-core machine);
@@ -27,7 +27,7 @@ use vitrine_ingest::feed;
 use vitrine_snapshots::snapshot::{self, Kind};
 
 fn products() -> usize {
-    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 1_000_000)
+    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 100_000)
 }
 
 fn settings() -> AccountSettings {

@@ -1,7 +1,8 @@
 //! A generator of realistic product feeds for benchmarks and load tests: field sizes
 //! and shapes like a mid-size store's (titles of 3–6 words, descriptions of 150–300
 //! characters, 1–3 categories of 300, 800 brands, GBP and USD prices, 20 % on sale,
-//! images, tags, associated products), deterministic for a given seed.
+//! images, tags, associated products, B2B group prices and account visibility),
+//! deterministic for a given seed.
 
 use std::fmt::Write;
 
@@ -94,6 +95,8 @@ impl Rng {
 pub const CATEGORIES: u64 = 300;
 /// Number of brands in generated feeds.
 pub const BRANDS: u64 = 800;
+/// B2B account ids `acc-0`... named by `AccountInclusions`/`AccountExclusions`.
+pub const B2B_ACCOUNTS: usize = 50;
 
 /// Product id of the generated product at `index`.
 pub fn product_id(index: usize) -> String {
@@ -218,7 +221,26 @@ fn write_product(out: &mut String, rng: &mut Rng, i: usize, products: usize) {
             product_id(rng.below(products as u64) as usize)
         );
     }
-    let _ = write!(out, "],\"NewArrival\":{}}}", rng.below(10) == 0);
+    out.push(']');
+    // B2B: every 20th product has a `trade` group price, every 50th is visible to one
+    // account only, every 70th hidden from one.
+    if i % 20 == 7 {
+        let (gp, gc) = (pence * 9 / 10, cents * 9 / 10);
+        let _ = write!(
+            out,
+            r#","GroupPrices":{{"trade":{{"Prices":["{}.{:02} GBP","{}.{:02} USD"]}}}}"#,
+            gp / 100,
+            gp % 100,
+            gc / 100,
+            gc % 100
+        );
+    }
+    if i % 50 == 11 {
+        let _ = write!(out, r#","AccountInclusions":["acc-{}"]"#, i % B2B_ACCOUNTS);
+    } else if i % 70 == 13 {
+        let _ = write!(out, r#","AccountExclusions":["acc-{}"]"#, i % B2B_ACCOUNTS);
+    }
+    let _ = write!(out, ",\"NewArrival\":{}}}", rng.below(10) == 0);
 }
 
 #[cfg(test)]
@@ -233,5 +255,9 @@ mod tests {
         assert_eq!(document.products.unwrap().len(), 500, "{report:?}");
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(document.brands.unwrap().len(), BRANDS as usize);
+        let text = String::from_utf8(generate_feed(500, 7)).unwrap();
+        assert_eq!(text.matches("\"GroupPrices\"").count(), 25);
+        assert_eq!(text.matches("\"AccountInclusions\"").count(), 10);
+        assert!(text.contains("\"AccountExclusions\":[\"acc-"));
     }
 }

@@ -9,6 +9,8 @@ use crate::money::{Currency, Money};
 
 /// Number of products in the demo catalogue.
 pub const DEMO_PRODUCTS: usize = 3_000;
+/// Number of categories of the demo catalogue (ids from [`category_id`]).
+pub const DEMO_CATEGORIES: usize = CATEGORIES.len();
 
 const CATEGORIES: [&str; 16] = [
     "Bedding",

@@ -1,0 +1,106 @@
+//! `--baseline`: a bare hyper server inside the harness that reads each request's body
+//! and answers a fixed JSON document. The same traffic against it shows the HTTP stack's
+//! own limit on this machine, in the same run, so Vitrine's throughput can be given as
+//! a fraction of it.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+
+/// The bare server, on its own runtime with as many worker threads as `vitrine` uses
+/// (one per core); stopped on drop.
+#[derive(Debug)]
+pub(crate) struct Baseline {
+    pub(crate) addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Baseline {
+    /// Starts the server answering `answer_bytes` bytes of fixed JSON, shaped like a
+    /// server-side answer (visitor id, session id, errors, zones).
+    pub(crate) fn start(answer_bytes: usize) -> anyhow::Result<Baseline> {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("baseline")
+            .enable_all()
+            .build()
+            .context("starting the baseline runtime")?;
+        let answer = fixed_answer(answer_bytes);
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("binding the baseline server")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        runtime.spawn(async move {
+            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                return;
+            };
+            let mut builder = http1::Builder::new();
+            builder.keep_alive(true);
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                let answer = answer.clone();
+                let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+                    let answer = answer.clone();
+                    async move {
+                        // Read the whole body, as a real handler must.
+                        let _ = request.into_body().collect().await;
+                        Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(answer))
+                    }
+                });
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                tokio::spawn(connection);
+            }
+        });
+        Ok(Baseline {
+            addr,
+            runtime: Some(runtime),
+        })
+    }
+}
+
+impl Drop for Baseline {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// `{"visitorId":"baseline","sessionId":"baseline","errors":[],"zones":{"pad":"xxx…"}}`
+/// of (at least the fixed part and at most) `bytes` bytes.
+pub(crate) fn fixed_answer(bytes: usize) -> Bytes {
+    let head = r#"{"visitorId":"baseline","sessionId":"baseline","errors":[],"zones":{"pad":""#;
+    let tail = r#""}}"#;
+    let pad = bytes.saturating_sub(head.len() + tail.len());
+    let mut answer = String::with_capacity(head.len() + pad + tail.len());
+    answer.push_str(head);
+    answer.extend(std::iter::repeat_n('x', pad));
+    answer.push_str(tail);
+    Bytes::from(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_answer_is_json_of_the_asked_size() {
+        for size in [0, 100, 20_000] {
+            let answer = fixed_answer(size);
+            let value: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(value["sessionId"], "baseline");
+            if size >= 100 {
+                assert_eq!(answer.len(), size);
+            }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The store under test: a `vitrine` started by the harness (`--spawn`) and a synthetic
+//! catalogue submitted through the public feed API from the harness's own feed server.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+
+/// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
+/// and `--secret-key` fit both the demo and a spawned store.
+pub(crate) const ACCESS_KEY: &str = "demo-access-key";
+const SECRET_KEY: &str = "demo-secret-key";
+
+/// The config of a spawned server: the demo's account and zone ids, with strategies a
+/// store would put on each page, and loopback feed URLs allowed (the feed comes from
+/// the harness).
+fn config(data_dir: &Path, demo_catalogue: bool) -> String {
+    format!(
+        r#"listen = "127.0.0.1:0"
+data_dir = {data_dir}
+region = "eu"
+
+[feeds]
+allow_private_addresses = true
+
+[[accounts]]
+access_key = "{ACCESS_KEY}"
+secret_key = "{SECRET_KEY}"
+default_currency = "GBP"
+demo_catalogue = {demo_catalogue}
+
+  [[accounts.zones]]
+  id = "HP-01"
+  title = "Recommended for you"
+  type = "recommender-product"
+  strategy = "personalized"
+  fallback = ["trending"]
+  count = 8
+
+  [[accounts.zones]]
+  id = "PP-01"
+  title = "Customers also viewed"
+  type = "recommender-product"
+  strategy = "viewed_together"
+  fallback = ["similar", "trending"]
+  count = 8
+
+  [[accounts.zones]]
+  id = "PP-02"
+  title = "Recently viewed"
+  type = "recommender-product"
+  strategy = "recently_viewed"
+  fallback = ["trending"]
+  count = 6
+
+  [[accounts.zones]]
+  id = "CP-01"
+  title = "Top in this category"
+  type = "recommender-product"
+  strategy = "category_top"
+  fallback = ["trending"]
+  count = 8
+
+  [[accounts.zones]]
+  id = "SR-01"
+  title = "On offer"
+  type = "recommender-product"
+  strategy = "on_offer"
+  fallback = ["trending"]
+  count = 8
+
+  [[accounts.zones]]
+  id = "BP-01"
+  title = "Complete your basket"
+  type = "recommender-product"
+  strategy = "basket_cross_sell"
+  fallback = ["top_sellers", "trending"]
+  count = 6
+
+  [[accounts.zones]]
+  id = "OC-01"
+  title = "Bought together"
+  type = "recommender-product"
+  strategy = "bought_together"
+  fallback = ["personalized", "top_sellers"]
+  count = 6
+"#,
+        data_dir = Value::String(data_dir.display().to_string()),
+    )
+}
+
+/// A `vitrine serve` started by the harness in a temporary directory; killed on drop.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    child: Child,
+    pub(crate) addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Spawned {
+    /// Starts `binary` (default: `vitrine` next to this executable) and waits for its
+    /// ready line.
+    pub(crate) fn start(binary: Option<&Path>, demo_catalogue: bool) -> anyhow::Result<Spawned> {
+        let binary = match binary {
+            Some(path) => path.to_owned(),
+            None => sibling_binary()?,
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("vitrine-loadtest-")
+            .tempdir()
+            .context("creating a temporary directory for the server")?;
+        let config_path = dir.path().join("vitrine.toml");
+        std::fs::write(
+            &config_path,
+            config(&dir.path().join("data"), demo_catalogue),
+        )
+        .context("writing the server's config")?;
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path).context("creating the server log")?;
+        let mut child = Command::new(&binary)
+            .arg("serve")
+            .arg("--config")
+            .arg(&config_path)
+            .env_remove("VITRINE_LISTEN")
+            .env_remove("VITRINE_DATA_DIR")
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let Some(stdout) = child.stdout.take() else {
+            bail!("the server's stdout is not piped");
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let mut spawned = Spawned {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dir,
+        };
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_default();
+        let Some(addr) = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|a| a.parse().ok())
+        else {
+            bail!(
+                "{} printed no ready line (got {line:?}); its log:\n{}",
+                binary.display(),
+                spawned.log()
+            );
+        };
+        spawned.addr = addr;
+        Ok(spawned)
+    }
+
+    /// The server's log so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// Stops the server (SIGKILL: its data directory is thrown away).
+    pub(crate) fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sibling_binary() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("locating this executable")?;
+    let path = me.with_file_name(format!("vitrine{}", std::env::consts::EXE_SUFFIX));
+    if !path.exists() {
+        bail!(
+            "{} not found: build it next to this tool with \
+             `cargo build --release -p vitrine-http -p vitrine-loadtest`, or pass --vitrine PATH",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Serves one feed document at `/feed.json` on a loopback port until dropped.
+#[derive(Debug)]
+pub(crate) struct FeedServer {
+    pub(crate) url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FeedServer {
+    pub(crate) async fn start(feed: Bytes) -> anyhow::Result<FeedServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("binding the feed server")?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let feed = feed.clone();
+                let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+                    let feed = feed.clone();
+                    async move {
+                        if request.uri().path() == "/feed.json" {
+                            Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(feed))
+                        } else {
+                            Response::builder()
+                                .status(404)
+                                .body(Full::new(Bytes::from_static(b"not found")))
+                        }
+                    }
+                });
+                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+            }
+        });
+        Ok(FeedServer {
+            url: format!("http://{addr}/feed.json"),
+            task,
+        })
+    }
+}
+
+impl Drop for FeedServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// One JSON POST on its own connection: status, the `X-Feed-Token` header, body.
+async fn post(
+    authority: &str,
+    path: &str,
+    body: &Value,
+) -> anyhow::Result<(u16, Option<String>, Bytes)> {
+    let mut sender = crate::connect(authority).await?;
+    let request = Request::post(path)
+        .header("host", authority)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .with_context(|| format!("POST {path}"))?;
+    let status = response.status().as_u16();
+    let token = response
+        .headers()
+        .get("x-feed-token")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, token, body))
+}
+
+/// Submits `url` as the account's full feed and waits until it is `Complete`; returns
+/// the time from submission to `Complete`.
+pub(crate) async fn ingest_feed(
+    authority: &str,
+    access_key: &str,
+    secret_key: &str,
+    url: &str,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let (status, token, body) = post(
+        authority,
+        "/api/productfeed",
+        &json!({"appKey": access_key, "secretKey": secret_key, "url": url}),
+    )
+    .await?;
+    let Some(token) = token.filter(|_| status == 200) else {
+        bail!(
+            "/api/productfeed answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    };
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, _, body) = post(
+            authority,
+            "/api/productfeedstatus",
+            &json!({"AppKey": access_key, "Tokens": [token]}),
+        )
+        .await?;
+        let items: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let item = &items[0];
+        match (status, item["Status"].as_str()) {
+            (200, Some("Processing")) => {}
+            (200, Some("Complete")) => return Ok(started.elapsed()),
+            (200, Some(other)) => bail!(
+                "the feed ended {other}: {}",
+                item["Error"].as_str().unwrap_or("no reason given")
+            ),
+            _ => bail!(
+                "/api/productfeedstatus answered {status}: {}",
+                String::from_utf8_lossy(&body)
+            ),
+        }
+        if started.elapsed() > Duration::from_secs(1800) {
+            bail!("the feed did not complete within 30 minutes");
+        }
+    }
+}
+
+/// A synthetic feed of `products` products (Zipf-ranked ids, categories, brands, GBP and
+/// USD prices, sales, group and B2B account visibility), with its product and category
+/// ids.
+pub(crate) fn synthetic_feed(products: usize, seed: u64) -> (Arc<Bytes>, Vec<String>, Vec<String>) {
+    let feed = vitrine_benches::feedgen::generate_feed(products, seed);
+    let product_ids = (0..products)
+        .map(vitrine_benches::feedgen::product_id)
+        .collect();
+    let category_ids = (0..vitrine_benches::feedgen::CATEGORIES)
+        .map(|c| format!("c{c}"))
+        .collect();
+    (Arc::new(Bytes::from(feed)), product_ids, category_ids)
+}
