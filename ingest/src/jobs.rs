@@ -1108,11 +1108,20 @@ fn decode_delta(payload: &[u8]) -> (Option<String>, Result<Delta, String>) {
     (Some(token.to_owned()), parse())
 }
 
-/// Builds the ingest pool.
+/// Builds the ingest pool. Its threads run at the lowest scheduling priority (niceness
+/// 19 on Linux): feed builds, compactions and model rebuilds take the CPU that serving
+/// leaves, so a full ingest does not queue requests behind it on a busy machine.
 pub fn ingest_pool(threads: usize) -> std::io::Result<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .thread_name(|i| format!("ingest-{i}"))
+        .start_handler(|_| {
+            if let Err(error) =
+                thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min)
+            {
+                tracing::debug!(?error, "could not lower the ingest thread's priority");
+            }
+        })
         .build()
         .map(Arc::new)
         .map_err(std::io::Error::other)

@@ -14,8 +14,9 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,11 @@ use crate::{Error, Result, io_error};
 pub const RECORD_HEADER: usize = 4 + 4 + 8 + 1;
 /// Largest payload accepted (a sanity bound for recovery, too).
 pub const MAX_PAYLOAD: usize = 256 << 20;
+/// Under `interval` and `never`, how long the writer lets records gather after a batch
+/// before it writes the next: under load one write (and one wake-up) covers every
+/// record of that time instead of one each. Appends that wait for their outcome do not
+/// wait for it.
+pub const LINGER: Duration = Duration::from_millis(1);
 
 /// When appended records reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,15 +131,18 @@ struct Append {
 
 /// An open log.
 pub struct Wal {
-    sender: Mutex<Option<mpsc::Sender<Append>>>,
+    sender: RwLock<Option<mpsc::Sender<Append>>>,
     worker: Mutex<Option<thread::JoinHandle<()>>>,
     dir: PathBuf,
     stats: Arc<WalStats>,
     /// The sequence the next record will get: every record before it is written.
     next: Arc<AtomicU64>,
     /// The writer's first failure, once there was one: later appends are refused here.
-    failed: Arc<Mutex<Option<String>>>,
+    failed: Arc<Failure>,
     policy: SyncPolicy,
+    /// The writer thread, woken by appends that wait for their outcome (it lingers
+    /// between batches under `interval` and `never`).
+    writer_thread: thread::Thread,
 }
 
 impl std::fmt::Debug for Wal {
@@ -320,14 +329,16 @@ impl Wal {
             .name("wal-writer".to_owned())
             .spawn(move || writer.run(&receiver, &worker_stats))
             .map_err(io_error("starting the writer for", &config.dir))?;
+        let writer_thread = worker.thread().clone();
         let wal = Wal {
-            sender: Mutex::new(Some(sender)),
+            sender: RwLock::new(Some(sender)),
             worker: Mutex::new(Some(worker)),
             dir: config.dir.clone(),
             stats,
             next: shared_next,
             failed,
             policy: config.policy,
+            writer_thread,
         };
         Ok((wal, recovery))
     }
@@ -391,10 +402,11 @@ impl Wal {
                 payload.len()
             )));
         }
-        if let Some(failure) = failure(&self.failed) {
+        if let Some(failure) = self.failed.get() {
             return Err(Error::Wal(refusal(&failure)));
         }
-        let sent = match self.sender.lock() {
+        let waits = reply.is_some();
+        let sent = match self.sender.read() {
             Ok(guard) => guard.as_ref().is_some_and(|s| {
                 s.send(Append {
                     kind,
@@ -409,6 +421,9 @@ impl Wal {
         };
         if !sent {
             return Err(Error::Wal("the log is closed".to_owned()));
+        }
+        if waits {
+            self.writer_thread.unpark();
         }
         Ok(())
     }
@@ -437,9 +452,10 @@ impl Wal {
 
     /// Stops the writer after it has written (and synced) everything appended.
     pub fn close(&self) {
-        if let Ok(mut sender) = self.sender.lock() {
+        if let Ok(mut sender) = self.sender.write() {
             sender.take();
         }
+        self.writer_thread.unpark();
         if let Ok(mut worker) = self.worker.lock()
             && let Some(worker) = worker.take()
         {
@@ -470,7 +486,7 @@ struct Writer {
     /// Set by the first failed write or sync: the file's tail is then unknown, so every
     /// later append is refused (by the writer, and up front by [`Wal::send`]) rather
     /// than risk a gap in the sequence.
-    failed: Arc<Mutex<Option<String>>>,
+    failed: Arc<Failure>,
 }
 
 impl Writer {
@@ -502,7 +518,7 @@ impl Writer {
             unsynced: 0,
             last_sync: Instant::now(),
             shared_next: Arc::new(AtomicU64::new(next)),
-            failed: Arc::new(Mutex::new(None)),
+            failed: Arc::new(Failure::default()),
         })
     }
 
@@ -532,6 +548,11 @@ impl Writer {
                     let _ = reply.send(result);
                 }
             }
+            if self.policy != SyncPolicy::Always {
+                // Let the next records gather instead of waking for each one; an append
+                // that waits for its outcome (or closing the log) unparks at once.
+                thread::park_timeout(LINGER);
+            }
         }
         if self.unsynced > 0 || self.policy != SyncPolicy::Never {
             let _ = self.sync(stats);
@@ -539,15 +560,13 @@ impl Writer {
     }
 
     fn write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Vec<Result<u64, String>> {
-        if let Some(failure) = failure(&self.failed) {
+        if let Some(failure) = self.failed.get() {
             let message = refusal(&failure);
             return batch.iter().map(|_| Err(message.clone())).collect();
         }
         let outcome = self.try_write_batch(batch, stats);
-        if let Some(Err(error)) = outcome.first()
-            && let Ok(mut failed) = self.failed.lock()
-        {
-            *failed = Some(error.clone());
+        if let Some(Err(error)) = outcome.first() {
+            self.failed.set(error.clone());
         }
         outcome
     }
@@ -636,9 +655,30 @@ impl Writer {
     }
 }
 
-/// The log's first failure, if it had one.
-fn failure(failed: &Mutex<Option<String>>) -> Option<String> {
-    failed.lock().ok().and_then(|f| f.clone())
+/// The log's first failure, once there was one. The flag keeps the lock off the path of
+/// every append.
+#[derive(Debug, Default)]
+struct Failure {
+    flag: AtomicBool,
+    message: Mutex<Option<String>>,
+}
+
+impl Failure {
+    fn get(&self) -> Option<String> {
+        if !self.flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.message.lock().ok().and_then(|m| m.clone())
+    }
+
+    fn set(&self, message: String) {
+        if let Ok(mut slot) = self.message.lock()
+            && slot.is_none()
+        {
+            *slot = Some(message);
+        }
+        self.flag.store(true, Ordering::Release);
+    }
 }
 
 fn refusal(failure: &str) -> String {
