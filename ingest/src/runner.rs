@@ -48,6 +48,8 @@ impl FeedRunner {
         thread::Builder::new()
             .name("feed-runner".to_owned())
             .spawn(move || {
+                // Downloads are background work, like the parse and build on `pool`.
+                crate::jobs::lower_thread_priority();
                 let client = fetch::client(settings.limits);
                 for (jobs, token) in receiver {
                     let status = match &client {

@@ -206,45 +206,73 @@ fn sibling_binary() -> anyhow::Result<PathBuf> {
 #[derive(Debug)]
 pub(crate) struct FeedServer {
     pub(crate) url: String,
-    task: tokio::task::JoinHandle<()>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl FeedServer {
-    pub(crate) async fn start(feed: Bytes) -> anyhow::Result<FeedServer> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("binding the feed server")?;
+    /// Serves on a thread of its own at the lowest scheduling priority, so that sending
+    /// the feed takes CPU from neither the load generator nor the server under test
+    /// (a store's feed comes from another machine).
+    pub(crate) fn start(feed: Bytes) -> anyhow::Result<FeedServer> {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").context("binding the feed server")?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let feed = feed.clone();
-                let service = service_fn(move |request: Request<hyper::body::Incoming>| {
-                    let feed = feed.clone();
-                    async move {
-                        if request.uri().path() == "/feed.json" {
-                            Response::builder()
-                                .header("content-type", "application/json")
-                                .body(Full::new(feed))
-                        } else {
-                            Response::builder()
-                                .status(404)
-                                .body(Full::new(Bytes::from_static(b"not found")))
-                        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the feed server's runtime")?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("feed-server".to_owned())
+            .spawn(move || {
+                let _ = thread_priority::set_current_thread_priority(
+                    thread_priority::ThreadPriority::Min,
+                );
+                runtime.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = serve_feed(listener, feed) => {}
+                        _ = stopped => {}
                     }
                 });
-                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
-            }
-        });
+            })
+            .context("starting the feed server's thread")?;
         Ok(FeedServer {
             url: format!("http://{addr}/feed.json"),
-            task,
+            stop: Some(stop),
         })
+    }
+}
+
+async fn serve_feed(listener: tokio::net::TcpListener, feed: Bytes) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let feed = feed.clone();
+        let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+            let feed = feed.clone();
+            async move {
+                if request.uri().path() == "/feed.json" {
+                    Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Full::new(feed))
+                } else {
+                    Response::builder()
+                        .status(404)
+                        .body(Full::new(Bytes::from_static(b"not found")))
+                }
+            }
+        });
+        tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
     }
 }
 
 impl Drop for FeedServer {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
 }
 

@@ -342,7 +342,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         .build()?;
     let report = runtime.block_on(async {
         let feed_server = match &feed {
-            Some(feed) => Some(FeedServer::start((**feed).clone()).await?),
+            Some(feed) => Some(FeedServer::start((**feed).clone())?),
             None => None,
         };
         let ingest = feed_server.as_ref().map(|f| Ingest {
