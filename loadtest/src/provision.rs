@@ -226,9 +226,7 @@ impl FeedServer {
         std::thread::Builder::new()
             .name("feed-server".to_owned())
             .spawn(move || {
-                let _ = thread_priority::set_current_thread_priority(
-                    thread_priority::ThreadPriority::Min,
-                );
+                vitrine_ingest::jobs::lower_thread_priority();
                 runtime.block_on(async move {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                         return;
@@ -301,51 +299,59 @@ async fn post(
     Ok((status, token, body))
 }
 
-/// Submits `url` as the account's full feed and waits until it is `Complete`; returns
-/// the time from submission to `Complete`.
-pub(crate) async fn ingest_feed(
-    authority: &str,
-    access_key: &str,
-    secret_key: &str,
-    url: &str,
-) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    let (status, token, body) = post(
-        authority,
-        "/api/productfeed",
-        &json!({"appKey": access_key, "secretKey": secret_key, "url": url}),
-    )
-    .await?;
-    let Some(token) = token.filter(|_| status == 200) else {
-        bail!(
-            "/api/productfeed answered {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    };
-    loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let (status, _, body) = post(
+/// A full feed submission: the one that provisions, and the one during the load.
+#[derive(Debug)]
+pub(crate) struct FeedSubmission {
+    pub(crate) authority: String,
+    pub(crate) access_key: String,
+    pub(crate) secret_key: String,
+    pub(crate) url: String,
+}
+
+impl FeedSubmission {
+    /// Submits the feed and waits until it is `Complete`; returns the time from
+    /// submission to `Complete`.
+    pub(crate) async fn run(&self) -> anyhow::Result<Duration> {
+        let (authority, access_key, secret_key) =
+            (&*self.authority, &*self.access_key, &*self.secret_key);
+        let started = Instant::now();
+        let (status, token, body) = post(
             authority,
-            "/api/productfeedstatus",
-            &json!({"AppKey": access_key, "Tokens": [token]}),
+            "/api/productfeed",
+            &json!({"appKey": access_key, "secretKey": secret_key, "url": self.url}),
         )
         .await?;
-        let items: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let item = &items[0];
-        match (status, item["Status"].as_str()) {
-            (200, Some("Processing")) => {}
-            (200, Some("Complete")) => return Ok(started.elapsed()),
-            (200, Some(other)) => bail!(
-                "the feed ended {other}: {}",
-                item["Error"].as_str().unwrap_or("no reason given")
-            ),
-            _ => bail!(
-                "/api/productfeedstatus answered {status}: {}",
+        let Some(token) = token.filter(|_| status == 200) else {
+            bail!(
+                "/api/productfeed answered {status}: {}",
                 String::from_utf8_lossy(&body)
-            ),
-        }
-        if started.elapsed() > Duration::from_secs(1800) {
-            bail!("the feed did not complete within 30 minutes");
+            );
+        };
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let (status, _, body) = post(
+                authority,
+                "/api/productfeedstatus",
+                &json!({"AppKey": access_key, "Tokens": [token]}),
+            )
+            .await?;
+            let items: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let item = &items[0];
+            match (status, item["Status"].as_str()) {
+                (200, Some("Processing")) => {}
+                (200, Some("Complete")) => return Ok(started.elapsed()),
+                (200, Some(other)) => bail!(
+                    "the feed ended {other}: {}",
+                    item["Error"].as_str().unwrap_or("no reason given")
+                ),
+                _ => bail!(
+                    "/api/productfeedstatus answered {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ),
+            }
+            if started.elapsed() > Duration::from_secs(1800) {
+                bail!("the feed did not complete within 30 minutes");
+            }
         }
     }
 }

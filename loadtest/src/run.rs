@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::Target;
 use crate::baseline::Baseline;
 use crate::drive::{Control, Pacing, Phase, Recording, Traffic, drive};
-use crate::provision::{FeedServer, Spawned, ingest_feed, synthetic_feed};
+use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
 use crate::traffic::{Credentials, Mix, Shelf, ZoneMap};
 
 /// Settings of `vitrine-loadtest run`.
@@ -345,7 +345,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             Some(feed) => Some(FeedServer::start((**feed).clone())?),
             None => None,
         };
-        let ingest = feed_server.as_ref().map(|f| Ingest {
+        let ingest = feed_server.as_ref().map(|f| FeedSubmission {
             authority: authority.clone(),
             access_key: args.target.access_key.clone(),
             secret_key: args.target.secret_key.clone(),
@@ -442,27 +442,6 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A full feed submission: the one that provisions, and the one during the load.
-#[derive(Debug)]
-struct Ingest {
-    authority: String,
-    access_key: String,
-    secret_key: String,
-    url: String,
-}
-
-impl Ingest {
-    async fn run(&self) -> anyhow::Result<Duration> {
-        ingest_feed(
-            &self.authority,
-            &self.access_key,
-            &self.secret_key,
-            &self.url,
-        )
-        .await
-    }
-}
-
 /// Warm-up, the measured seconds, then (with `ingest`) a phase until a full feed is
 /// `Complete`.
 async fn measure(
@@ -470,7 +449,7 @@ async fn measure(
     authority: &str,
     pacing: Pacing,
     args: &RunArgs,
-    ingest: Option<&Ingest>,
+    ingest: Option<&FeedSubmission>,
     label: &'static str,
 ) -> anyhow::Result<TargetReport> {
     let control = Arc::new(Control::default());
