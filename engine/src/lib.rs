@@ -6,8 +6,10 @@
 //! converts wire requests into [`event::Event`]s and [`account::ServeRequest`]s, and
 //! `vitrine-ingest` builds catalogues with [`catalogue::CatalogueBuilder`].
 //!
-//! Threads: any number of request threads call [`account::Account::serve`] at once; the
-//! per-account delta worker in `vitrine-ingest` is the only writer of catalogue versions.
+//! Threads: any number of request threads call [`account::Account::serve`] at once. A
+//! catalogue version is swapped in only through [`account::Writer`], the account's
+//! writer lock: in `vitrine-ingest` the startup replay, the delta worker and the
+//! rebuilds (feeds, compactions, erasure flushes) each take it to swap, one at a time.
 //!
 //! Modules:
 //! - [`models`]: online models (co-view, co-purchase, decayed popularity).

@@ -114,6 +114,7 @@ impl fmt::Display for Currency {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
+#[rkyv(derive(Debug))]
 pub struct Money {
     /// Amount in minor units (pence for GBP).
     pub minor: i64,

@@ -316,9 +316,10 @@ mod tests {
     /// Applies a delta to the account's catalogue and users, all or nothing, as the
     /// account's worker does for a batch of one.
     fn apply(account: &Account, delta: &Delta) -> Result<Applied, DeltaError> {
+        let writer = account.writer();
         let mut edit = account.catalogue().edit();
         let applied = apply_to(&mut edit, delta, Mode::Strict)?;
-        account.swap_catalogue(edit.finish());
+        writer.swap_catalogue(edit.finish());
         apply_users(account, delta);
         Ok(applied)
     }

@@ -3,8 +3,11 @@
 //! It reads and validates the records that feeds and deltas carry, applies deltas to an
 //! account's catalogue all or nothing, and runs the jobs behind status tokens.
 //!
-//! Threads: each account has one delta worker thread ([`jobs::AccountJobs`]), the only
-//! writer of that account's catalogue versions; request threads only queue work and
+//! Threads: each account has a delta worker and a compactor thread
+//! ([`jobs::AccountJobs`]), and the server one feed runner ([`runner::FeedRunner`]);
+//! they, and the startup replay, swap catalogue versions only under the account's
+//! writer lock ([`vitrine_engine::account::Writer`]); the table of threads and the lock
+//! order are in [`jobs`]. Request threads only append to the log, queue work and
 //! read statuses.
 //!
 //! Modules:

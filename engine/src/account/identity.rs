@@ -1,0 +1,166 @@
+//! Identities: linking visitors to the user ids, emails and B2B account ids their
+//! orders and details name, finding a shopper's other devices, and erasure
+//! ([`Account::forget`]) of everything tied to an identifier.
+
+use std::collections::HashSet;
+
+use super::Account;
+use super::serve::MAX_DEVICES;
+use crate::event::Identity;
+
+/// What an erasure removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Erasure {
+    /// Visitors whose state was removed.
+    pub visitors: usize,
+    /// User records removed.
+    pub users: usize,
+}
+
+impl Erasure {
+    /// Whether anything matched.
+    pub fn matched(&self) -> bool {
+        self.visitors + self.users > 0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum IdentityKey {
+    User(String),
+    Email(String),
+    Account(String),
+}
+
+impl Account {
+    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
+    /// user id, B2B account id or visitor id. Aggregate counters stay.
+    pub fn forget(&self, identifier: &str) -> Erasure {
+        let email = identifier.to_lowercase();
+        let mut visitor_ids: HashSet<String> = HashSet::new();
+        let mut user_ids: HashSet<String> = HashSet::new();
+        let mut emails: HashSet<String> = HashSet::new();
+
+        if self.visitors.contains_key(identifier) {
+            visitor_ids.insert(identifier.to_owned());
+        }
+        if self.users.contains_key(identifier) {
+            user_ids.insert(identifier.to_owned());
+        }
+        for user in self.users.iter() {
+            if user
+                .email
+                .as_deref()
+                .is_some_and(|e| e.to_lowercase() == email)
+            {
+                user_ids.insert(user.user_id.clone());
+            }
+        }
+        for key in [
+            IdentityKey::User(identifier.to_owned()),
+            IdentityKey::Email(email.clone()),
+            IdentityKey::Account(identifier.to_owned()),
+        ] {
+            if let Some(linked) = self.identities.get(&key) {
+                visitor_ids.extend(linked.iter().cloned());
+                match key {
+                    IdentityKey::User(id) => {
+                        user_ids.insert(id);
+                    }
+                    IdentityKey::Email(e) => {
+                        emails.insert(e);
+                    }
+                    IdentityKey::Account(_) => {}
+                }
+            }
+        }
+        // A person's user id and email lead to each other; a shared B2B account id does not
+        // lead to its other users.
+        for user_id in user_ids.clone() {
+            if let Some(user) = self.users.get(&user_id)
+                && let Some(e) = &user.email
+            {
+                emails.insert(e.to_lowercase());
+            }
+            if let Some(linked) = self.identities.get(&IdentityKey::User(user_id)) {
+                visitor_ids.extend(linked.iter().cloned());
+            }
+        }
+        for e in &emails {
+            if let Some(linked) = self.identities.get(&IdentityKey::Email(e.clone())) {
+                visitor_ids.extend(linked.iter().cloned());
+            }
+        }
+
+        let mut erasure = Erasure::default();
+        for visitor_id in &visitor_ids {
+            if let Some((_, visitor)) = self.visitors.remove(visitor_id) {
+                erasure.visitors += 1;
+                if let Some(session) = &visitor.session_id {
+                    self.sessions.remove(session);
+                }
+                if let Some(user_id) = &visitor.identity.user_id {
+                    user_ids.insert(user_id.clone());
+                }
+            }
+        }
+        for user_id in &user_ids {
+            if self.users.remove(user_id).is_some() {
+                erasure.users += 1;
+            }
+        }
+        self.identities.retain(|key, linked| {
+            linked.retain(|v| !visitor_ids.contains(v));
+            let erased_key = match key {
+                IdentityKey::User(id) => user_ids.contains(id),
+                IdentityKey::Email(e) => emails.contains(e) || *e == email,
+                IdentityKey::Account(_) => false,
+            };
+            !linked.is_empty() && !erased_key
+        });
+        erasure
+    }
+
+    pub(super) fn link_visitor(&self, visitor_id: &str, identity: &Identity) {
+        if let Some(user_id) = &identity.user_id {
+            self.link(IdentityKey::User(user_id.clone()), visitor_id);
+        }
+        if let Some(email) = &identity.email {
+            self.link(IdentityKey::Email(email.to_lowercase()), visitor_id);
+        }
+        if let Some(account_id) = &identity.account_id {
+            self.link(IdentityKey::Account(account_id.clone()), visitor_id);
+        }
+    }
+
+    /// Other visitors linked to the same user id or email (a B2B account id is shared by
+    /// a company's users and links nobody's history), at most [`MAX_DEVICES`].
+    pub(super) fn same_person(&self, visitor_id: &str, identity: &Identity) -> Vec<String> {
+        let keys = [
+            identity.user_id.clone().map(IdentityKey::User),
+            identity
+                .email
+                .as_ref()
+                .map(|e| IdentityKey::Email(e.to_lowercase())),
+        ];
+        let mut others: Vec<String> = Vec::new();
+        for key in keys.into_iter().flatten() {
+            if let Some(linked) = self.identities.get(&key) {
+                for other in linked.iter() {
+                    if other != visitor_id && !others.contains(other) && others.len() < MAX_DEVICES
+                    {
+                        others.push(other.clone());
+                    }
+                }
+            }
+        }
+        others.sort();
+        others
+    }
+
+    fn link(&self, key: IdentityKey, visitor_id: &str) {
+        self.identities
+            .entry(key)
+            .or_default()
+            .insert(visitor_id.to_owned());
+    }
+}

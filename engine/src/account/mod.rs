@@ -1,0 +1,302 @@
+//! One store account: its catalogue version, visitors, sessions, orders, users and
+//! popularity counters, and the server-side call that tracks events and fills zones.
+//!
+//! Concurrency: every map is a `DashMap`; a request locks only its own visitor's entry
+//! while applying its events. The catalogue is an `ArcSwap`: a request loads one
+//! version and uses it throughout, writers (the delta worker, feed builds) swap in a new
+//! one. Events update the online models (popularity with time decay, units sold, co-view
+//! and co-purchase pairs, see [`crate::models`]); [`Account::rebuild_models`] turns them
+//! into rankings and neighbour lists, swapped in whole: the server calls it on an
+//! interval off the request path, and a catalogue with a new base gets its rankings
+//! from whoever swaps it in. Serving reads the latest lists and never waits.
+
+//!
+//! Modules: `serve` (the request: track, then fill zones), `track` (events applied to
+//! visitors, counters and models; replay), `identity` (linking devices, erasure),
+//! `snapshot` (export and restore of the tracking state). This file holds the account
+//! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
+
+mod identity;
+mod serve;
+mod snapshot;
+#[cfg(test)]
+mod tests;
+mod track;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use arc_swap::ArcSwap;
+use dashmap::DashMap;
+use time::Date;
+
+pub use identity::Erasure;
+use identity::IdentityKey;
+pub use serve::{MAX_DEVICES, Notice, RenderedItem, RenderedZone, ServeOutcome, ServeRequest};
+
+use crate::catalogue::{Catalogue, UnixMillis};
+use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, most_popular};
+use crate::money::Currency;
+use crate::recommend::Rankings;
+use crate::visitor::{SESSION_IDLE_MILLIS, Visitor};
+use crate::zone::ZoneSpec;
+
+/// Settings of an account that the engine needs.
+#[derive(Debug, Clone)]
+pub struct AccountSettings {
+    /// The access key naming the account.
+    pub access_key: String,
+    /// Currency used when a request names none.
+    pub default_currency: Currency,
+    /// The account's zones.
+    pub zones: Vec<ZoneSpec>,
+}
+
+/// A user record from a delta's `Users` (or a user feed).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserRecord {
+    /// `UserId`.
+    pub user_id: String,
+    /// `Email`.
+    pub email: Option<String>,
+    /// `FirstName`.
+    pub first_name: Option<String>,
+    /// `LastName`.
+    pub last_name: Option<String>,
+    /// `Title`.
+    pub title: Option<String>,
+    /// `DOB`.
+    pub dob: Option<Date>,
+    /// `Gender`.
+    pub gender: Option<String>,
+    /// `City`.
+    pub city: Option<String>,
+    /// `State`.
+    pub state: Option<String>,
+    /// `Country`.
+    pub country: Option<String>,
+    /// `GroupId`.
+    pub group_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counter {
+    popularity: Decaying,
+    units: u64,
+}
+
+#[derive(Debug)]
+struct RankingsVersion {
+    catalogue: Arc<Catalogue>,
+    rankings: Rankings,
+}
+
+/// An account's whole in-memory state.
+#[derive(Debug)]
+pub struct Account {
+    settings: AccountSettings,
+    catalogue: ArcSwap<Catalogue>,
+    visitors: DashMap<String, Visitor>,
+    /// session id → last request time.
+    sessions: DashMap<String, UnixMillis>,
+    /// Every order id ever recorded.
+    orders: DashMap<String, ()>,
+    identities: DashMap<IdentityKey, HashSet<String>>,
+    users: DashMap<String, UserRecord>,
+    counters: DashMap<String, Counter>,
+    category_popularity: DashMap<String, Decaying>,
+    brand_popularity: DashMap<String, Decaying>,
+    /// Keys of the products in `coview` and `copurchase`.
+    product_keys: ProductKeys,
+    coview: CoCounts,
+    copurchase: CoCounts,
+    rankings: ArcSwap<RankingsVersion>,
+    neighbours: ArcSwap<Neighbours>,
+    /// Held by the one [`Writer`] at a time.
+    writer: parking_lot::Mutex<()>,
+    /// The latest request time seen: the reference time of decayed popularity.
+    clock: AtomicI64,
+    /// Set by every counted interaction (product counters, co-view and co-purchase pairs
+    /// are counted with them, categories, brands); cleared by a rebuild.
+    models_stale: AtomicBool,
+}
+
+impl Account {
+    /// A new account serving `catalogue`.
+    pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
+        let catalogue = Arc::new(catalogue);
+        let rankings = RankingsVersion {
+            rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
+            catalogue: Arc::clone(&catalogue),
+        };
+        Account {
+            settings,
+            catalogue: ArcSwap::new(catalogue),
+            visitors: DashMap::new(),
+            sessions: DashMap::new(),
+            orders: DashMap::new(),
+            identities: DashMap::new(),
+            users: DashMap::new(),
+            counters: DashMap::new(),
+            category_popularity: DashMap::new(),
+            brand_popularity: DashMap::new(),
+            product_keys: ProductKeys::default(),
+            coview: CoCounts::default(),
+            copurchase: CoCounts::default(),
+            rankings: ArcSwap::from_pointee(rankings),
+            neighbours: ArcSwap::from_pointee(Neighbours::default()),
+            writer: parking_lot::Mutex::new(()),
+            clock: AtomicI64::new(0),
+            models_stale: AtomicBool::new(false),
+        }
+    }
+
+    /// The account's settings.
+    pub fn settings(&self) -> &AccountSettings {
+        &self.settings
+    }
+
+    /// The current catalogue version.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue.load_full()
+    }
+
+    /// The account's writer lock: the one way to swap in a catalogue version. Whoever
+    /// makes the next version (startup replay, the delta worker, a rebuild's swap) loads
+    /// the current one, edits it and swaps the result in while holding this, so that no
+    /// change is lost between load and swap. Blocks while another writer holds it.
+    pub fn writer(&self) -> Writer<'_> {
+        Writer {
+            account: self,
+            _lock: self.writer.lock(),
+        }
+    }
+
+    /// Rebuilds the rankings (decayed popularity, units sold) of the current catalogue and
+    /// the co-view and co-purchase neighbour lists from the counters, and swaps them in.
+    /// Runs on the caller's thread, its parallel parts on the current rayon pool.
+    /// Nothing is done when no interaction was counted and the current catalogue version
+    /// is already ranked (decay does not change the order of popularity, only its scale).
+    pub fn rebuild_models(&self) {
+        let catalogue = self.catalogue();
+        let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
+        if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
+            return;
+        }
+        self.rankings.store(Arc::new(self.rank(&catalogue)));
+        let (viewed_together, bought_together) = rayon::join(
+            || self.coview.neighbours(&self.product_keys),
+            || self.copurchase.neighbours(&self.product_keys),
+        );
+        let now = self.clock.load(Ordering::Relaxed);
+        self.neighbours.store(Arc::new(Neighbours {
+            viewed_together,
+            bought_together,
+            top_categories: most_popular(&self.category_popularity, now),
+            top_brands: most_popular(&self.brand_popularity, now),
+        }));
+    }
+
+    fn rank(&self, catalogue: &Arc<Catalogue>) -> RankingsVersion {
+        let now = self.clock.load(Ordering::Relaxed);
+        let rankings = Rankings::build(catalogue, |p| {
+            self.counters
+                .get(p.id.as_str())
+                .map_or((0.0, 0), |c| (c.popularity.value_at(now), c.units))
+        });
+        RankingsVersion {
+            catalogue: Arc::clone(catalogue),
+            rankings,
+        }
+    }
+
+    /// Adds or replaces a user record.
+    pub fn upsert_user(&self, user: UserRecord) {
+        self.users.insert(user.user_id.clone(), user);
+    }
+
+    /// Replaces every user record (a feed's `Users`).
+    pub fn replace_users(&self, users: Vec<UserRecord>) {
+        self.users.clear();
+        for user in users {
+            self.users.insert(user.user_id.clone(), user);
+        }
+    }
+
+    /// Every user record, ordered by user id.
+    pub fn users(&self) -> Vec<UserRecord> {
+        let mut users: Vec<UserRecord> = self.users.iter().map(|u| u.clone()).collect();
+        users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
+        users
+    }
+
+    /// A user record by user id.
+    pub fn user(&self, user_id: &str) -> Option<UserRecord> {
+        self.users.get(user_id).map(|u| u.clone())
+    }
+
+    /// A copy of a visitor's state.
+    pub fn visitor(&self, visitor_id: &str) -> Option<Visitor> {
+        self.visitors.get(visitor_id).map(|v| v.clone())
+    }
+
+    /// Number of visitors with state.
+    pub fn visitor_count(&self) -> usize {
+        self.visitors.len()
+    }
+
+    /// Whether an order id has been recorded.
+    pub fn has_order(&self, order_id: &str) -> bool {
+        self.orders.contains_key(order_id)
+    }
+
+    /// Forgets sessions idle for longer than the session timeout.
+    pub fn expire_sessions(&self, now: UnixMillis) {
+        self.sessions
+            .retain(|_, last| now - *last <= SESSION_IDLE_MILLIS);
+    }
+
+    /// Rankings for the request's catalogue: the published ones when they index the same
+    /// base (versions of one base keep their dense ids; products added since join at the
+    /// next rebuild). Only a request racing the swap of a new base ranks it itself.
+    fn rankings_for(&self, catalogue: &Arc<Catalogue>) -> Arc<RankingsVersion> {
+        let current = self.rankings.load_full();
+        if current.catalogue.same_base(catalogue) {
+            return current;
+        }
+        Arc::new(self.rank(catalogue))
+    }
+}
+
+/// The writer's hold on an account ([`Account::writer`]): while it lives, nobody else
+/// swaps the account's catalogue version.
+#[derive(Debug)]
+pub struct Writer<'a> {
+    account: &'a Account,
+    _lock: parking_lot::MutexGuard<'a, ()>,
+}
+
+impl Writer<'_> {
+    /// Makes `catalogue` the current version; requests in flight keep the one they loaded.
+    /// A catalogue with a new base is ranked here, on the caller's thread, before it is
+    /// served (rankings index products by dense id, which a new base renumbers).
+    pub fn swap_catalogue(&self, catalogue: Catalogue) {
+        let account = self.account;
+        let catalogue = Arc::new(catalogue);
+        if !account.rankings.load().catalogue.same_base(&catalogue) {
+            account.rankings.store(Arc::new(account.rank(&catalogue)));
+        }
+        account.catalogue.store(catalogue);
+    }
+
+    /// The account written to.
+    pub fn account(&self) -> &Account {
+        self.account
+    }
+}
+
+/// A new 128-bit random id, 32 lower-case hex characters.
+pub fn new_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}

@@ -1,0 +1,335 @@
+//! Serving one request: [`Account::serve`] tracks the request's events (see `track`),
+//! reads what zones need of the visitor and the shopper's other devices, and fills each
+//! zone from the catalogue version the request loaded; plus the request and outcome
+//! types.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::track::PageContext;
+use super::{Account, new_id};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::{Event, Identity, PageType};
+use crate::money::Currency;
+use crate::recommend::{Context, ItemPrice, fill_zone, item_price};
+use crate::state::Tracked;
+use crate::visitor::{Visitor, strongest};
+use crate::zone::{ZoneKind, ZoneSpec};
+
+/// A server-side call, validated.
+#[derive(Debug, Clone)]
+pub struct ServeRequest {
+    /// `visitorId`, when the caller has one.
+    pub visitor_id: Option<String>,
+    /// `sessionId`, when the caller has one.
+    pub session_id: Option<String>,
+    /// `currency`, when given.
+    pub currency: Option<Currency>,
+    /// Events to record, in order.
+    pub events: Vec<Event>,
+    /// Zone ids to fill, in order.
+    pub zones: Vec<String>,
+    /// Time of the request.
+    pub now: UnixMillis,
+}
+
+/// Something a 200 reports in its `errors` array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// `events[event]` is an order whose id was recorded before; it was not counted again.
+    DuplicateOrder {
+        /// Index in `events`.
+        event: usize,
+        /// The order id.
+        order_id: String,
+    },
+    /// `zones[zone]` names no zone of the account.
+    UnknownZone {
+        /// Index in `zones`.
+        zone: usize,
+        /// The zone id asked for.
+        id: String,
+    },
+    /// `zones[zone]` is configured for other page types than this request's.
+    ZoneNotOnPage {
+        /// Index in `zones`.
+        zone: usize,
+        /// The zone id asked for.
+        id: String,
+        /// The page type of the request.
+        page_type: PageType,
+    },
+}
+
+/// One product of a filled zone with the price it shows.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderedItem {
+    /// Dense id in the outcome's catalogue.
+    pub product: ProductIdx,
+    /// The price for this visitor.
+    pub price: ItemPrice,
+}
+
+/// A filled zone.
+#[derive(Debug)]
+pub struct RenderedZone<'a> {
+    /// The zone's definition.
+    pub spec: &'a ZoneSpec,
+    /// Product items in display order (recommender-product zones).
+    pub items: Vec<RenderedItem>,
+    /// Category or brand ids in display order (recommender-category and
+    /// recommender-brand zones).
+    pub names: Vec<String>,
+}
+
+/// What a server-side call produced.
+#[derive(Debug)]
+pub struct ServeOutcome<'a> {
+    /// The visitor id to return (given or new).
+    pub visitor_id: String,
+    /// The session id to return (given, or new when absent, unknown or idle).
+    pub session_id: String,
+    /// Messages for the `errors` array of the 200.
+    pub notices: Vec<Notice>,
+    /// Filled zones, in request order.
+    pub zones: Vec<RenderedZone<'a>>,
+    /// The catalogue version the items index into.
+    pub catalogue: Arc<Catalogue>,
+    /// The request's events as applied, for the write-ahead log.
+    pub tracked: Tracked,
+}
+
+impl Account {
+    /// Tracks the request's events, then fills its zones (read-your-writes).
+    pub fn serve(&self, request: ServeRequest) -> ServeOutcome<'_> {
+        let now = request.now;
+        let visitor_id = request.visitor_id.unwrap_or_else(new_id);
+        let session_id = self.resolve_session(request.session_id, now);
+        let mut notices = Vec::new();
+        let mut page = PageContext {
+            visitor_id: visitor_id.clone(),
+            ..PageContext::default()
+        };
+
+        self.clock.fetch_max(now, Ordering::Relaxed);
+        let catalogue = self.catalogue();
+        let mut visitor = match self.visitors.get_mut(&visitor_id) {
+            Some(visitor) => visitor,
+            None => self.visitors.entry(visitor_id.clone()).or_default(),
+        };
+        self.track(
+            &mut visitor,
+            &session_id,
+            now,
+            &request.events,
+            &catalogue,
+            &mut page,
+            &mut notices,
+        );
+        let affinities = self.settings.zones.iter().any(|spec| {
+            matches!(
+                spec.kind,
+                ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
+            ) && request.zones.contains(&spec.id)
+        });
+        let mut snapshot = VisitorSnapshot::of(&visitor, affinities);
+        drop(visitor);
+        // The same shopper on other devices (linked by user id or email): their history
+        // counts too. Read after this visitor's entry is released, one entry at a time.
+        for other in self.same_person(&visitor_id, &snapshot.identity) {
+            if let Some(other) = self.visitors.get(&other) {
+                snapshot.absorb(&other);
+            }
+        }
+
+        let rankings = self.rankings_for(&catalogue);
+        let neighbours = self.neighbours.load();
+        let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
+        let ctx = Context {
+            catalogue: &catalogue,
+            rankings: &rankings.rankings,
+            neighbours: &neighbours,
+            currency: request.currency.unwrap_or(self.settings.default_currency),
+            now,
+            account_id: snapshot.identity.account_id.as_deref(),
+            group_id: snapshot.identity.group_id.as_deref(),
+            product,
+            category: page.category.as_deref(),
+            basket: snapshot.basket.iter().map(String::as_str).collect(),
+            purchased: snapshot.purchased.iter().map(String::as_str).collect(),
+            recent_views: snapshot
+                .recent_views
+                .iter()
+                .rev()
+                .map(String::as_str)
+                .collect(),
+        };
+
+        let mut zones = Vec::with_capacity(request.zones.len());
+        for (index, zone_id) in request.zones.iter().enumerate() {
+            let Some(spec) = self.settings.zones.iter().find(|z| z.id == *zone_id) else {
+                notices.push(Notice::UnknownZone {
+                    zone: index,
+                    id: zone_id.clone(),
+                });
+                continue;
+            };
+            if let Some(page_type) = page.page_type
+                && !spec.page_types.is_empty()
+                && !spec.page_types.contains(&page_type)
+            {
+                notices.push(Notice::ZoneNotOnPage {
+                    zone: index,
+                    id: zone_id.clone(),
+                    page_type,
+                });
+                continue;
+            }
+            let mut names = Vec::new();
+            let items = match spec.kind {
+                // An html zone's template shows the products of its strategy, if any.
+                ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, &ctx)
+                    .into_iter()
+                    .filter_map(|idx| {
+                        let product = catalogue.product(idx)?;
+                        Some(RenderedItem {
+                            product: idx,
+                            price: item_price(idx, product, &ctx)?,
+                        })
+                    })
+                    .collect(),
+                ZoneKind::RecommenderCategory => {
+                    names = affinity(
+                        &snapshot.categories,
+                        &neighbours.top_categories,
+                        page.category.as_deref(),
+                        spec.count,
+                        |id| {
+                            catalogue.category(id).is_some()
+                                || !catalogue.in_category(id).is_empty()
+                        },
+                    );
+                    Vec::new()
+                }
+                ZoneKind::RecommenderBrand => {
+                    names = affinity(
+                        &snapshot.brands,
+                        &neighbours.top_brands,
+                        page.brand.as_deref(),
+                        spec.count,
+                        |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
+                    );
+                    Vec::new()
+                }
+                ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
+            };
+            zones.push(RenderedZone { spec, items, names });
+        }
+        drop(ctx);
+        drop(rankings);
+        let tracked = Tracked {
+            visitor_id: visitor_id.clone(),
+            session_id: session_id.clone(),
+            now,
+            events: request.events,
+        };
+        ServeOutcome {
+            visitor_id,
+            session_id,
+            notices,
+            zones,
+            catalogue,
+            tracked,
+        }
+    }
+}
+
+/// The parts of a visitor that zones consult, copied so the visitor's lock is released
+/// before rendering.
+#[derive(Debug)]
+struct VisitorSnapshot {
+    identity: Identity,
+    basket: Vec<String>,
+    purchased: Vec<String>,
+    recent_views: Vec<String>,
+    /// Whether `categories` and `brands` are filled.
+    affinities: bool,
+    categories: Vec<String>,
+    brands: Vec<String>,
+}
+
+/// Names for a category or brand zone: the visitor's strongest first, then the most
+/// popular; the page's own one and names the catalogue does not know are left out.
+fn affinity(
+    visitor: &[String],
+    popular: &[String],
+    page: Option<&str>,
+    count: usize,
+    known: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(count);
+    for name in visitor.iter().chain(popular) {
+        if names.len() >= count {
+            break;
+        }
+        if Some(name.as_str()) != page && !names.contains(name) && known(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
+/// Other devices of one shopper whose history is merged into a request's, at most.
+pub const MAX_DEVICES: usize = 8;
+
+impl VisitorSnapshot {
+    /// Adds another device's history after this one's own: its views (newest first)
+    /// after this visitor's, its purchases, its categories and brands.
+    fn absorb(&mut self, other: &Visitor) {
+        for id in other.recent_views.iter().rev() {
+            if !self.recent_views.contains(id) {
+                self.recent_views.insert(0, id.clone());
+            }
+        }
+        for id in &other.purchased {
+            if !self.purchased.contains(id) {
+                self.purchased.push(id.clone());
+            }
+        }
+        if !self.affinities {
+            return;
+        }
+        for name in strongest(&other.categories) {
+            if !self.categories.contains(&name) {
+                self.categories.push(name);
+            }
+        }
+        for name in strongest(&other.brands) {
+            if !self.brands.contains(&name) {
+                self.brands.push(name);
+            }
+        }
+    }
+
+    /// What a request reads of a visitor; the category and brand affinities (sorted,
+    /// so not free) only when a category or brand zone asks for them.
+    fn of(visitor: &Visitor, affinities: bool) -> VisitorSnapshot {
+        VisitorSnapshot {
+            identity: visitor.identity.clone(),
+            basket: visitor.basket.iter().map(|b| b.id.clone()).collect(),
+            purchased: visitor.purchased.iter().cloned().collect(),
+            recent_views: visitor.recent_views.iter().cloned().collect(),
+            affinities,
+            categories: if affinities {
+                strongest(&visitor.categories)
+            } else {
+                Vec::new()
+            },
+            brands: if affinities {
+                strongest(&visitor.brands)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}

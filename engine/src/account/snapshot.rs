@@ -1,0 +1,136 @@
+//! The tracking state as a state snapshot sees it: [`Account::export_state`] hands
+//! every part out one entry at a time, [`Account::restore_entry`] takes it back.
+
+use std::sync::atomic::Ordering;
+
+use dashmap::DashMap;
+
+use super::identity::IdentityKey;
+use super::{Account, Counter};
+use crate::catalogue::UnixMillis;
+use crate::models::Decaying;
+use crate::state::{IdentityKind, StateEntry};
+
+impl Account {
+    /// Hands every part of the tracking state to `sink`, one entry at a time (for a
+    /// state snapshot). Each visitor is copied under its own short lock; requests go on
+    /// meanwhile, so an entry may include events of requests served during the export.
+    pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
+        sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
+        let ids: Vec<String> = self.visitors.iter().map(|e| e.key().clone()).collect();
+        for id in ids {
+            let Some(visitor) = self.visitors.get(&id).map(|v| Box::new(v.clone())) else {
+                continue;
+            };
+            sink(StateEntry::Visitor { id, visitor });
+        }
+        let sessions: Vec<(String, UnixMillis)> = self
+            .sessions
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect();
+        for (id, last) in sessions {
+            sink(StateEntry::Session { id, last });
+        }
+        let orders: Vec<String> = self.orders.iter().map(|e| e.key().clone()).collect();
+        for order in orders {
+            sink(StateEntry::Order(order));
+        }
+        let identities: Vec<(IdentityKey, Vec<String>)> = self
+            .identities
+            .iter()
+            .map(|e| (e.key().clone(), e.value().iter().cloned().collect()))
+            .collect();
+        for (key, visitors) in identities {
+            let (kind, key) = match key {
+                IdentityKey::User(k) => (IdentityKind::User, k),
+                IdentityKey::Email(k) => (IdentityKind::Email, k),
+                IdentityKey::Account(k) => (IdentityKind::Account, k),
+            };
+            sink(StateEntry::Identity {
+                kind,
+                key,
+                visitors,
+            });
+        }
+        let counters: Vec<(String, Counter)> = self
+            .counters
+            .iter()
+            .map(|e| (e.key().clone(), *e.value()))
+            .collect();
+        for (product, counter) in counters {
+            sink(StateEntry::Counter {
+                product,
+                popularity: counter.popularity,
+                units: counter.units,
+            });
+        }
+        let popularity = |map: &DashMap<String, Decaying>| -> Vec<(String, Decaying)> {
+            map.iter().map(|e| (e.key().clone(), *e.value())).collect()
+        };
+        for (name, popularity) in popularity(&self.category_popularity) {
+            sink(StateEntry::CategoryPopularity { name, popularity });
+        }
+        for (name, popularity) in popularity(&self.brand_popularity) {
+            sink(StateEntry::BrandPopularity { name, popularity });
+        }
+        for (product, partners) in self.coview.entries(&self.product_keys) {
+            sink(StateEntry::CoView { product, partners });
+        }
+        for (product, partners) in self.copurchase.entries(&self.product_keys) {
+            sink(StateEntry::CoPurchase { product, partners });
+        }
+    }
+
+    /// Restores one entry of a state snapshot (into an account that has no tracking
+    /// state yet).
+    pub fn restore_entry(&self, entry: StateEntry) {
+        match entry {
+            StateEntry::Clock(clock) => {
+                self.clock.fetch_max(clock, Ordering::Relaxed);
+            }
+            StateEntry::Visitor { id, visitor } => {
+                self.visitors.insert(id, *visitor);
+            }
+            StateEntry::Session { id, last } => {
+                self.sessions.insert(id, last);
+            }
+            StateEntry::Order(order) => {
+                self.orders.insert(order, ());
+            }
+            StateEntry::Identity {
+                kind,
+                key,
+                visitors,
+            } => {
+                let key = match kind {
+                    IdentityKind::User => IdentityKey::User(key),
+                    IdentityKind::Email => IdentityKey::Email(key),
+                    IdentityKind::Account => IdentityKey::Account(key),
+                };
+                self.identities.entry(key).or_default().extend(visitors);
+            }
+            StateEntry::Counter {
+                product,
+                popularity,
+                units,
+            } => {
+                self.counters.insert(product, Counter { popularity, units });
+            }
+            StateEntry::CategoryPopularity { name, popularity } => {
+                self.category_popularity.insert(name, popularity);
+            }
+            StateEntry::BrandPopularity { name, popularity } => {
+                self.brand_popularity.insert(name, popularity);
+            }
+            StateEntry::CoView { product, partners } => {
+                self.coview.restore(&self.product_keys, &product, &partners);
+            }
+            StateEntry::CoPurchase { product, partners } => {
+                self.copurchase
+                    .restore(&self.product_keys, &product, &partners);
+            }
+        }
+        self.models_stale.store(true, Ordering::Release);
+    }
+}

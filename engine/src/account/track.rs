@@ -1,0 +1,241 @@
+//! Tracking: applying a request's events to the visitor and the account's counters
+//! and online models, on serving ([`Account::serve`]) and on recovery
+//! ([`Account::replay`]), and session resolution.
+
+use std::sync::atomic::Ordering;
+
+use dashmap::DashMap;
+
+use super::serve::Notice;
+use super::{Account, new_id};
+use crate::catalogue::{Catalogue, UnixMillis};
+use crate::event::{Event, PageType};
+use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED};
+use crate::state::Tracked;
+use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
+
+/// Score added to a product's trending counter per kind of interaction.
+const VIEW_SCORE: f64 = 1.0;
+const BASKET_SCORE: f64 = 2.0;
+const ORDER_SCORE: f64 = 4.0;
+
+impl Account {
+    /// Applies logged events again (recovery): the same state changes and counts as
+    /// when they were served, without filling zones.
+    pub fn replay(&self, tracked: &Tracked) {
+        let now = tracked.now;
+        self.clock.fetch_max(now, Ordering::Relaxed);
+        self.sessions
+            .entry(tracked.session_id.clone())
+            .and_modify(|last| *last = (*last).max(now))
+            .or_insert(now);
+        let catalogue = self.catalogue();
+        let mut page = PageContext {
+            visitor_id: tracked.visitor_id.clone(),
+            ..PageContext::default()
+        };
+        let mut visitor = self.visitors.entry(tracked.visitor_id.clone()).or_default();
+        self.track(
+            &mut visitor,
+            &tracked.session_id,
+            now,
+            &tracked.events,
+            &catalogue,
+            &mut page,
+            &mut Vec::new(),
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn track(
+        &self,
+        visitor: &mut Visitor,
+        session_id: &str,
+        now: UnixMillis,
+        events: &[Event],
+        catalogue: &Catalogue,
+        page: &mut PageContext,
+        notices: &mut Vec<Notice>,
+    ) {
+        visitor.session_id = Some(session_id.to_owned());
+        visitor.last_seen = now;
+        for (index, event) in events.iter().enumerate() {
+            let at = EventAt {
+                index,
+                now,
+                catalogue,
+            };
+            self.apply_event(visitor, &at, event, page, notices);
+        }
+    }
+
+    pub(super) fn resolve_session(&self, given: Option<String>, now: UnixMillis) -> String {
+        if let Some(id) = given
+            && let Some(mut last) = self.sessions.get_mut(&id)
+            && now - *last <= SESSION_IDLE_MILLIS
+        {
+            *last = now;
+            return id;
+        }
+        let id = new_id();
+        self.sessions.insert(id.clone(), now);
+        id
+    }
+
+    fn apply_event(
+        &self,
+        visitor: &mut Visitor,
+        at: &EventAt<'_>,
+        event: &Event,
+        page: &mut PageContext,
+        notices: &mut Vec<Notice>,
+    ) {
+        let (index, now, catalogue) = (at.index, at.now, at.catalogue);
+        match event {
+            Event::PageView {
+                page_type,
+                product_id,
+                category_id,
+                brand_id,
+            } => {
+                page.page_type = Some(*page_type);
+                if product_id.is_some() {
+                    page.product.clone_from(product_id);
+                }
+                if let Some(category) = category_id {
+                    page.category = Some(category.clone());
+                    self.browse_category(visitor, category, now);
+                }
+                if let Some(brand) = brand_id {
+                    page.brand = Some(brand.clone());
+                    self.browse_brand(visitor, brand, now);
+                }
+            }
+            Event::ProductView { id } => {
+                let key = self.product_keys.key(id);
+                for earlier in visitor
+                    .recent_views
+                    .iter()
+                    .rev()
+                    .filter(|v| *v != id)
+                    .take(CO_VIEW_WINDOW)
+                {
+                    self.coview.add(self.product_keys.key(earlier), key, 1.0);
+                }
+                visitor.record_view(id);
+                page.product = Some(id.clone());
+                self.count(id, VIEW_SCORE, 0, now);
+                if let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) {
+                    for category in catalogue.categories_of(product) {
+                        self.browse_category(visitor, category, now);
+                    }
+                    if let Some(brand) = catalogue.brand_of(product) {
+                        self.browse_brand(visitor, brand, now);
+                    }
+                }
+            }
+            Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
+            Event::SetBasket { items } => {
+                for item in items {
+                    if !visitor.basket.iter().any(|b| b.id == item.id) {
+                        self.count(&item.id, BASKET_SCORE, 0, now);
+                    }
+                }
+                visitor.basket = items.clone();
+            }
+            Event::Order(order) => {
+                let fresh = match self.orders.entry(order.order_id.clone()) {
+                    dashmap::Entry::Occupied(_) => false,
+                    dashmap::Entry::Vacant(slot) => {
+                        slot.insert(());
+                        true
+                    }
+                };
+                if !fresh {
+                    notices.push(Notice::DuplicateOrder {
+                        event: index,
+                        order_id: order.order_id.clone(),
+                    });
+                    return;
+                }
+                for line in &order.items {
+                    let units = line.qty.max(0.0).round() as u64;
+                    self.count(&line.id, ORDER_SCORE, units.max(1), now);
+                    visitor.record_purchase(&line.id);
+                }
+                let mut lines: Vec<u32> = Vec::new();
+                for line in &order.items {
+                    let key = self.product_keys.key(&line.id);
+                    if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
+                        lines.push(key);
+                    }
+                }
+                for (i, a) in lines.iter().enumerate() {
+                    for b in lines.iter().skip(i + 1) {
+                        self.copurchase.add(*a, *b, 1.0);
+                    }
+                }
+                visitor.basket.clear();
+                self.link_visitor(&page.visitor_id, &order.identity);
+                visitor.link_identity(&order.identity);
+                visitor.merge_details(&order.details);
+                visitor.record_order(OrderRecord {
+                    order_id: order.order_id.clone(),
+                    identity: order.identity.clone(),
+                    details: order.details.clone(),
+                    at: now,
+                });
+            }
+            Event::CustomerDetails { identity, details } => {
+                self.link_visitor(&page.visitor_id, identity);
+                visitor.link_identity(identity);
+                visitor.merge_details(details);
+            }
+        }
+    }
+
+    fn browse_category(&self, visitor: &mut Visitor, category: &str, now: UnixMillis) {
+        add_affinity(&mut visitor.categories, category, 1.0);
+        self.popular(&self.category_popularity, category, now);
+    }
+
+    fn browse_brand(&self, visitor: &mut Visitor, brand: &str, now: UnixMillis) {
+        add_affinity(&mut visitor.brands, brand, 1.0);
+        self.popular(&self.brand_popularity, brand, now);
+    }
+
+    /// Counts one interaction with a category or brand.
+    fn popular(&self, counters: &DashMap<String, Decaying>, name: &str, now: UnixMillis) {
+        match counters.get_mut(name) {
+            Some(mut counter) => counter.add(1.0, now),
+            None => counters.entry(name.to_owned()).or_default().add(1.0, now),
+        }
+        self.models_stale.store(true, Ordering::Release);
+    }
+
+    fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
+        self.models_stale.store(true, Ordering::Release);
+        let mut counter = match self.counters.get_mut(product_id) {
+            Some(counter) => counter,
+            None => self.counters.entry(product_id.to_owned()).or_default(),
+        };
+        counter.popularity.add(score, now);
+        counter.units += units;
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct PageContext {
+    pub(super) visitor_id: String,
+    pub(super) page_type: Option<PageType>,
+    pub(super) product: Option<String>,
+    pub(super) category: Option<String>,
+    pub(super) brand: Option<String>,
+}
+
+/// Where an event sits in its request.
+struct EventAt<'a> {
+    index: usize,
+    now: UnixMillis,
+    catalogue: &'a Catalogue,
+}

@@ -1,0 +1,129 @@
+//! The account's feed jobs: submissions journaled as `feeds/<token>.job` files, their
+//! statuses, and the queue of jobs waiting for the feed runner.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::path::Path;
+
+use dashmap::DashMap;
+use parking_lot::Mutex;
+use vitrine_engine::catalogue::UnixMillis;
+
+use super::status::{FeedJob, FeedStatus, UNKNOWN_TOKEN};
+use super::{AccountJobs, SubmitError, io};
+
+/// Feed jobs by token, and the tokens waiting to be run, oldest first.
+#[derive(Debug, Default)]
+pub(super) struct Feeds {
+    jobs: DashMap<String, FeedJob>,
+    queue: Mutex<VecDeque<String>>,
+}
+
+impl Feeds {
+    /// Reads the job files of `feed_dir`: every job, and those still processing queued
+    /// again in submission order. Files that cannot be read go to `problems`; a download
+    /// cut short by a stop is deleted (its job is queued again).
+    pub(super) fn load(
+        feed_dir: &Path,
+        problems: &mut Vec<String>,
+    ) -> Result<Feeds, vitrine_snapshots::Error> {
+        let jobs = DashMap::new();
+        let mut queue = Vec::new();
+        for entry in fs::read_dir(feed_dir).map_err(io("reading directory", feed_dir))? {
+            let path = entry.map_err(io("reading directory", feed_dir))?.path();
+            let Some(token) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".job"))
+            else {
+                if path.extension().is_some_and(|e| e == "download") {
+                    // A download cut short by a stop; its job is queued again.
+                    let _ = fs::remove_file(&path);
+                }
+                continue;
+            };
+            let Some(job) = fs::read(&path)
+                .ok()
+                .and_then(|bytes| FeedJob::decode(token, &bytes))
+            else {
+                problems.push(format!("{}: not a feed job record", path.display()));
+                continue;
+            };
+            if job.status == FeedStatus::Processing {
+                queue.push((job.submitted_at, token.to_owned()));
+            }
+            jobs.insert(token.to_owned(), job);
+        }
+        queue.sort();
+
+        Ok(Feeds {
+            jobs,
+            queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
+        })
+    }
+
+    /// Number of jobs.
+    pub(super) fn len(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
+impl AccountJobs {
+    /// Journals a feed submission and returns its token; the caller hands the token to
+    /// the feed runner.
+    pub fn submit_feed(&self, url: &str, now: UnixMillis) -> Result<String, SubmitError> {
+        let token = format!("feed_{}", vitrine_engine::account::new_id());
+        let job = FeedJob {
+            token: token.clone(),
+            url: url.to_owned(),
+            submitted_at: now,
+            status: FeedStatus::Processing,
+        };
+        vitrine_snapshots::atomic_write(
+            &self.shared.dir.join("feeds"),
+            &format!("{token}.job"),
+            &job.encode(),
+        )?;
+        self.shared.feeds.jobs.insert(token.clone(), job);
+        self.shared.feeds.queue.lock().push_back(token.clone());
+        Ok(token)
+    }
+
+    /// Records the end of a feed job, on disk first, so that it is not run again.
+    pub fn finish_feed(&self, token: &str, status: FeedStatus) -> Result<(), SubmitError> {
+        let Some(mut job) = self.feed_job(token) else {
+            return Ok(());
+        };
+        job.status = status;
+        let written = vitrine_snapshots::atomic_write(
+            &self.shared.dir.join("feeds"),
+            &format!("{token}.job"),
+            &job.encode(),
+        );
+        self.shared.feeds.queue.lock().retain(|t| t != token);
+        self.shared.feeds.jobs.insert(token.to_owned(), job);
+        written.map_err(SubmitError::from)
+    }
+
+    /// A feed job.
+    pub fn feed_job(&self, token: &str) -> Option<FeedJob> {
+        self.shared.feeds.jobs.get(token).map(|job| job.clone())
+    }
+
+    /// The status of a feed token; unknown tokens are an error with [`UNKNOWN_TOKEN`].
+    pub fn feed_status(&self, token: &str) -> FeedStatus {
+        self.shared.feeds.jobs.get(token).map_or_else(
+            || FeedStatus::Failed(UNKNOWN_TOKEN.to_owned()),
+            |job| job.status.clone(),
+        )
+    }
+
+    /// Feed jobs waiting to be fetched, oldest first.
+    pub fn queued_feeds(&self) -> Vec<FeedJob> {
+        let queue = self.shared.feeds.queue.lock();
+        queue
+            .iter()
+            .filter_map(|t| self.shared.feeds.jobs.get(t).map(|j| j.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,86 @@
+//! The records of an account's write-ahead log: which kinds there are, and how each
+//! is written and read. One log per account carries, in one order, the deltas, every
+//! request's tracking events and the erasures (framing, checksums and segments are
+//! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`).
+
+use vitrine_engine::state::Tracked;
+
+use crate::delta::{self, Delta};
+use crate::json::{Errors, Fields, KeyMatch};
+
+/// What a log record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A delta: its token, a newline, and its parts as JSON (no credentials).
+    Delta,
+    /// One request's tracking events: an rkyv archive of [`Tracked`].
+    Events,
+    /// An erasure: the identifier given to `/api/user/forget` (the erasure's flush
+    /// removes it from the log with everything before it).
+    Forget,
+}
+
+impl RecordKind {
+    /// The kind byte on disk.
+    pub fn code(self) -> u8 {
+        match self {
+            RecordKind::Delta => 1,
+            RecordKind::Events => 2,
+            RecordKind::Forget => 3,
+        }
+    }
+
+    /// The kind of a kind byte; `None` for a byte no version wrote.
+    pub fn of_code(code: u8) -> Option<RecordKind> {
+        match code {
+            1 => Some(RecordKind::Delta),
+            2 => Some(RecordKind::Events),
+            3 => Some(RecordKind::Forget),
+            _ => None,
+        }
+    }
+}
+
+/// The payload of a delta record.
+pub(crate) fn encode_delta(token: &str, record: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(token.len() + 1 + record.len());
+    payload.extend_from_slice(token.as_bytes());
+    payload.push(b'\n');
+    payload.extend_from_slice(record);
+    payload
+}
+
+/// Splits a delta record into its token and parsed parts.
+pub(crate) fn decode_delta(payload: &[u8]) -> (Option<String>, Result<Delta, String>) {
+    let Some(newline) = payload.iter().position(|b| *b == b'\n') else {
+        return (None, Err("no token".to_owned()));
+    };
+    let (token, rest) = payload.split_at(newline);
+    let Ok(token) = std::str::from_utf8(token) else {
+        return (None, Err("token is not UTF-8".to_owned()));
+    };
+    let parse = || -> Result<Delta, String> {
+        let value: serde_json::Value =
+            serde_json::from_slice(rest.get(1..).unwrap_or_default()).map_err(|e| e.to_string())?;
+        let mut errors = Errors::default();
+        let fields =
+            Fields::of(&value, "", KeyMatch::Exact, &mut errors).ok_or_else(|| errors.joined())?;
+        delta::parse(&fields).map_err(|e| e.joined())
+    };
+    (Some(token.to_owned()), parse())
+}
+
+/// The payload of an events record.
+pub(crate) fn encode_tracked(tracked: &Tracked) -> Result<Vec<u8>, String> {
+    rkyv::to_bytes::<rkyv::rancor::Error>(tracked)
+        .map(|bytes| bytes.into_vec())
+        .map_err(|e| format!("the events could not be archived: {e}"))
+}
+
+/// Reads a logged request's events.
+pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(payload);
+    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned)
+        .map_err(|e| format!("not a tracking record: {e}"))
+}

@@ -1,0 +1,386 @@
+//! The jobs of one account behind its status tokens, on the account's write-ahead log.
+//!
+//! Each account has one [`AccountJobs`]: its write-ahead log (`wal/` in the account's
+//! directory), the table of delta statuses, the table of feed jobs, a delta worker
+//! thread that applies the account's deltas in token order (FIFO) to the catalogue
+//! overlay, and a compactor thread that folds the overlay into a new base snapshot and
+//! writes state snapshots. A token is only ever visible to the account that received it.
+//!
+//! - A delta is appended to the log and fsynced before its token is returned; the
+//!   worker applies deltas in log order, a batch at a time (one new catalogue version per
+//!   batch, each delta still all or nothing), and reports Status 1 only once the version
+//!   holding it is served.
+//! - A rebuild (a full feed, or a compaction) takes the catalogue and the log position
+//!   it covers, builds a new base on the ingest pool without blocking the worker, writes
+//!   it as a snapshot at that position, maps it, and swaps it in with every delta
+//!   applied since that position applied again on top. Log segments wholly behind the
+//!   older kept snapshot are deleted.
+//! - On start the newest valid snapshot is the base and every delta record at or past
+//!   its position is applied again; the decided statuses saved with each rebuild
+//!   (`delta-statuses.json`) make those re-applications reach the outcomes already
+//!   reported. Then tracking events and erasures past the state snapshot's position
+//!   are replayed in log order.
+//!
+//! Feed submissions are journaled as `feeds/<token>.job` files (see `snapshots/FORMAT.md`).
+//!
+//! # Threads and locks
+//!
+//! Every catalogue version is swapped in through the account's writer lock
+//! ([`vitrine_engine::account::Writer`]): whoever holds it loads the current version,
+//! edits it and swaps the result in, so no change is lost between load and swap.
+//!
+//! | thread | what it owns | what it may lock, in this order |
+//! |---|---|---|
+//! | the caller of [`AccountJobs::start`] (server startup) | replaying the log into the account | writer |
+//! | request handlers (`http`, off the async workers when they fsync) | appends to the log: deltas (fsynced), events (under `events_fsync`), erasures (fsynced); feed submissions | `intake` (held from a delta's append to its queueing, so log order is apply order); feed `queue` |
+//! | delta worker `delta-<key>` | applying queued deltas in batches; their statuses | writer → `since_base` |
+//! | compactor `compact-<key>` | compactions; state snapshots on `state_interval` | `rebuild` → writer → `since_base`; then `checkpointing` |
+//! | feed runner `feed-runner` (`runner.rs`) | downloads, parses and builds of queued feeds | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
+//! | erasure flush `erasure-flush` | sealing the log and rewriting the snapshots after a forget | `rebuild` → writer → `since_base`; then `checkpointing` |
+//! | ingest pool `ingest-N` | the parallel parts of builds; model rebuilds | none of these |
+//! | log writer (`vitrine_snapshots::wal`) | writes, fsyncs and rotation of the log | the log's own state only |
+//!
+//! Locks are taken in the order of the table's last column and never the other way
+//! round: `rebuild` before the writer, the writer before `since_base`; `checkpointing`
+//! is only taken with neither the writer nor `since_base` held; `intake` and the feed
+//! `queue` are never held while another of these is taken.
+//!
+//! Modules: `status` (delta and feed statuses, the status file, the feed-job codec),
+//! `log` (record kinds and payloads), `recovery` (start: state, log, feeds), `worker`
+//! (delta intake and the delta worker), `rebuild` (rebuilds, the compactor thread,
+//! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
+//! and thread priority).
+
+mod feeds;
+mod log;
+mod pool;
+mod rebuild;
+mod recovery;
+mod status;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use vitrine_engine::Account;
+use vitrine_engine::account::UserRecord;
+use vitrine_engine::catalogue::Catalogue;
+use vitrine_engine::event::Event;
+use vitrine_engine::state::Tracked;
+use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
+
+use self::feeds::Feeds;
+pub use self::log::RecordKind;
+pub use self::pool::{ingest_pool, lower_thread_priority};
+pub use self::status::{
+    DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
+};
+use self::worker::{Deltas, Queued};
+use crate::erasure::Forgotten;
+use crate::{state, store};
+
+/// Settings of an account's jobs.
+#[derive(Debug, Clone)]
+pub struct JobsConfig {
+    /// Size at which the log starts a new segment.
+    pub wal_segment_bytes: u64,
+    /// Sync policy of ordinary log appends (deltas are always fsynced).
+    pub sync: SyncPolicy,
+    /// Compact once the overlay holds this many changes.
+    pub compact_after_changes: usize,
+    /// Compact an overlay that is this old even when it is small.
+    pub compact_interval: Duration,
+    /// Write a state snapshot (and cut the log behind the kept snapshots) this often.
+    pub state_interval: Duration,
+    /// The data directory's erasure key (see [`crate::erasure`]).
+    pub erasure_key: [u8; 32],
+    /// The ingest pool: feed parses, builds and compactions run on it.
+    pub pool: Arc<rayon::ThreadPool>,
+}
+
+impl JobsConfig {
+    /// Defaults for tests and tools: 64 MiB segments, deltas-only fsyncs, compaction
+    /// after 50,000 changes or 5 minutes.
+    pub fn with_pool(pool: Arc<rayon::ThreadPool>) -> JobsConfig {
+        JobsConfig {
+            wal_segment_bytes: 64 << 20,
+            sync: SyncPolicy::Interval(Duration::from_millis(10)),
+            compact_after_changes: 50_000,
+            compact_interval: Duration::from_secs(300),
+            state_interval: Duration::from_secs(60),
+            erasure_key: rand::random(),
+            pool,
+        }
+    }
+}
+
+/// What [`AccountJobs::start`] found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Deltas applied again from the log.
+    pub deltas: usize,
+    /// Requests' tracking events applied again from the log.
+    pub events: usize,
+    /// The state snapshot restored, if any.
+    pub state: Option<state::RestoredState>,
+    /// Feed jobs found.
+    pub feeds: usize,
+    /// Where the log was cut, when it ended in a torn or bad record.
+    pub truncated: Option<String>,
+    /// Records or files that could not be read, with the reason.
+    pub problems: Vec<String>,
+}
+
+/// Why a submission was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The server is stopping.
+    #[error("the server is shutting down and takes no more jobs")]
+    Closed,
+    /// The log or a journal file could not be written.
+    #[error("the submission could not be saved: {0}")]
+    Journal(#[from] vitrine_snapshots::Error),
+}
+
+impl From<store::StoreError> for SubmitError {
+    fn from(store::StoreError(error): store::StoreError) -> SubmitError {
+        SubmitError::Journal(error)
+    }
+}
+
+/// Why a rebuild did not replace the catalogue.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The new base could not be built (the builder's reason).
+    #[error("{0}")]
+    Build(String),
+    /// The snapshot or the statuses could not be saved; the previous catalogue is kept.
+    #[error("the new catalogue could not be saved: {0}")]
+    Save(#[from] store::StoreError),
+}
+
+/// What a rebuild produces: a catalogue without overlay, and for a feed carrying
+/// `Users`, the account's new user records.
+#[derive(Debug)]
+pub struct Rebuilt {
+    /// The new base.
+    pub catalogue: Catalogue,
+    /// Replacement user records.
+    pub users: Option<Vec<UserRecord>>,
+}
+
+/// What a finished rebuild did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// The snapshot written.
+    pub saved: store::Saved,
+    /// Deltas applied again on top of the new base.
+    pub reapplied: usize,
+    /// Log segments deleted behind the kept snapshots.
+    pub segments_removed: usize,
+    /// The state snapshot written after it.
+    pub checkpoint: CheckpointReport,
+}
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointReport {
+    /// The state snapshot written.
+    pub saved: store::Saved,
+    /// Log segments deleted behind the kept snapshots.
+    pub segments_removed: usize,
+}
+
+/// A rebuild's relation to the content it starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RebuildKind {
+    /// Same content, new base (compaction): deltas keep flowing while the snapshot is
+    /// written.
+    Compaction,
+    /// New content (a full feed): deltas wait while the snapshot is written, so that
+    /// every status they get is decided on the lineage a restart replays.
+    Feed,
+}
+
+/// State shared by the handle, the delta worker, the compactor and the feed runner.
+#[derive(Debug)]
+struct Shared {
+    dir: PathBuf,
+    account: Arc<Account>,
+    wal: Wal,
+    config: JobsConfig,
+    /// Statuses, positions and the overlay's deltas.
+    deltas: Deltas,
+    /// Feed jobs and their queue.
+    feeds: Feeds,
+    /// Hashes of the identifiers erased.
+    forgotten: Forgotten,
+    /// Held for a whole rebuild: one feed or compaction per account at a time.
+    rebuild: Mutex<()>,
+    /// Held while a state snapshot is written and the log cut.
+    checkpointing: Mutex<()>,
+    /// Set while a compaction asked for by the worker has not run yet.
+    compaction_asked: AtomicBool,
+}
+
+/// One account's jobs, its log and its threads.
+#[derive(Debug)]
+pub struct AccountJobs {
+    shared: Arc<Shared>,
+    /// `None` once shut down. Held while a delta is logged and queued, so that log order
+    /// and application order are the same.
+    intake: Mutex<Option<mpsc::Sender<Queued>>>,
+    worker: Mutex<Option<thread::JoinHandle<()>>>,
+    compactor: Mutex<Option<(mpsc::Sender<()>, thread::JoinHandle<()>)>>,
+}
+
+impl AccountJobs {
+    /// Logs one request's tracking events under the log's policy (`always`: returns
+    /// once fsynced; otherwise once handed to the log's writer). The events are already
+    /// applied: a state snapshot's position then never passes an event it lacks.
+    pub fn log_events(&self, tracked: &Tracked) -> Result<(), SubmitError> {
+        let payload = log::encode_tracked(tracked)
+            .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+        Ok(self
+            .shared
+            .wal
+            .append_under_policy(RecordKind::Events.code(), payload)?)
+    }
+
+    /// Strips personal data from events naming a forgotten email or user id (before
+    /// they are applied or logged); returns how many were stripped.
+    pub fn strip_forgotten(&self, events: &mut [Event]) -> usize {
+        self.shared.forgotten.strip(events)
+    }
+
+    /// Erases everything tied to `identifier` (see [`Account::forget`]). When anything
+    /// matched, the erasure is logged and fsynced, the user file rewritten and the
+    /// identifier's hash saved before this returns; then a background flush removes the
+    /// identifier from every file of the account ([`AccountJobs::flush_erasure`]).
+    pub fn forget(
+        &self,
+        identifier: &str,
+    ) -> Result<vitrine_engine::account::Erasure, SubmitError> {
+        let erasure = self.shared.account.forget(identifier);
+        if !erasure.matched() {
+            return Ok(erasure);
+        }
+        self.shared
+            .wal
+            .append_durable(RecordKind::Forget.code(), identifier.as_bytes().to_vec())?;
+        store::persist_users(&self.shared.dir, &self.shared.account.users())?;
+        self.shared.forgotten.add(identifier)?;
+        let shared = Arc::clone(&self.shared);
+        let spawned = thread::Builder::new()
+            .name("erasure-flush".to_owned())
+            .spawn(move || {
+                if let Err(error) = shared.flush_erasure() {
+                    let key = &shared.account.settings().access_key;
+                    tracing::error!(account = %key, %error, "erasure flush failed");
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "erasure flush could not start; the next snapshots cut the log");
+        }
+        Ok(erasure)
+    }
+
+    /// Removes erased data from the account's files now: seals the log's current
+    /// segment, writes a catalogue and a state snapshot past it, keeps only those, and
+    /// deletes every log segment before them (with the erasure record and every event
+    /// or delta that carried the identifier).
+    pub fn flush_erasure(&self) -> Result<usize, RebuildError> {
+        self.shared.flush_erasure()
+    }
+
+    /// Writes a state snapshot now and cuts the log behind the kept snapshots.
+    pub fn checkpoint(&self) -> Result<CheckpointReport, RebuildError> {
+        self.shared.checkpoint(true)
+    }
+
+    /// Builds a new base with `build` (on the ingest pool) from the current catalogue,
+    /// snapshots it and swaps it in under the deltas applied since; see the module
+    /// documentation.
+    pub fn rebuild(
+        &self,
+        kind: RebuildKind,
+        build: impl FnOnce(&Catalogue) -> Result<Rebuilt, String> + Send,
+    ) -> Result<RebuildReport, RebuildError> {
+        self.shared.rebuild(kind, build)
+    }
+
+    /// Folds the overlay into a new base now (the compactor does this on its own once
+    /// the overlay is large or old); `None` when there is no overlay.
+    pub fn compact(&self) -> Result<Option<RebuildReport>, RebuildError> {
+        self.shared.compact()
+    }
+
+    /// Rewrites the account's user file from memory (after an erasure).
+    pub fn persist_users(&self) -> Result<(), store::StoreError> {
+        store::persist_users(&self.shared.dir, &self.shared.account.users())
+    }
+
+    /// The log's counters.
+    pub fn wal_stats(&self) -> &wal::WalStats {
+        self.shared.wal.stats()
+    }
+
+    /// The account the jobs belong to.
+    pub fn account(&self) -> &Arc<Account> {
+        &self.shared.account
+    }
+
+    /// The account's directory.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The ingest pool.
+    pub fn pool(&self) -> &rayon::ThreadPool {
+        &self.shared.config.pool
+    }
+
+    /// Stops taking deltas, waits until every queued one is applied, stops the
+    /// compactor (after the compaction in progress, if any) and closes the log.
+    pub fn shutdown(&self) {
+        self.intake.lock().take();
+        if let Some(worker) = self.worker.lock().take() {
+            let _ = worker.join();
+        }
+        if let Some((sender, compactor)) = self.compactor.lock().take() {
+            drop(sender);
+            let _ = compactor.join();
+            // Once per stop: a state snapshot, so that a restart replays little.
+            if let Err(error) = self.shared.checkpoint(false) {
+                let key = &self.shared.account.settings().access_key;
+                tracing::error!(account = %key, %error, "state snapshot at shutdown failed");
+            }
+        }
+        self.shared.wal.close();
+    }
+}
+
+impl Drop for AccountJobs {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+pub(crate) fn io(
+    action: &'static str,
+    path: &Path,
+) -> impl FnOnce(std::io::Error) -> vitrine_snapshots::Error {
+    let path = path.to_path_buf();
+    move |source| vitrine_snapshots::Error::Io {
+        action,
+        path,
+        source,
+    }
+}

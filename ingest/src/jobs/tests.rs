@@ -1,0 +1,352 @@
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use vitrine_engine::AccountSettings;
+use vitrine_engine::catalogue::CatalogueBuilder;
+use vitrine_engine::money::Currency;
+
+use super::*;
+use crate::delta::{self, Delta};
+use crate::json::{Errors, Fields, KeyMatch};
+use std::fs;
+use std::path::Path;
+
+fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = jobs.delta_status(token);
+        if status != DeltaStatus::Pending {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "delta {token} still pending after 10 s"
+        );
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn account() -> Arc<Account> {
+    let settings = AccountSettings {
+        access_key: "k".into(),
+        default_currency: Currency::from_code("GBP").unwrap(),
+        zones: Vec::new(),
+    };
+    Arc::new(Account::new(
+        settings,
+        CatalogueBuilder::new().build().unwrap(),
+    ))
+}
+
+fn config() -> JobsConfig {
+    JobsConfig {
+        wal_segment_bytes: 4096,
+        ..JobsConfig::with_pool(ingest_pool(1).unwrap())
+    }
+}
+
+fn start(dir: &Path, base_position: u64, config: JobsConfig) -> (AccountJobs, Recovery) {
+    AccountJobs::start(account(), dir, base_position, config).unwrap()
+}
+
+/// Restarts like the server: newest snapshot, users file, then the log past it.
+fn restart(dir: &Path) -> (AccountJobs, Recovery) {
+    let (restored, skipped) = store::restore(dir).unwrap();
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let (catalogue, position) = restored.map_or_else(
+        || (CatalogueBuilder::new().build().unwrap(), 0),
+        |r| (r.catalogue, r.position),
+    );
+    let settings = AccountSettings {
+        access_key: "k".into(),
+        default_currency: Currency::from_code("GBP").unwrap(),
+        zones: Vec::new(),
+    };
+    let account = Arc::new(Account::new(settings, catalogue));
+    account.replace_users(store::restore_users(dir).0);
+    AccountJobs::start(account, dir, position, config()).unwrap()
+}
+
+fn submit_nowait(jobs: &AccountJobs, body: serde_json::Value) -> String {
+    let mut errors = Errors::default();
+    let fields = Fields::of(&body, "", KeyMatch::Exact, &mut errors).unwrap();
+    let delta = delta::parse(&fields).unwrap();
+    jobs.submit_delta(delta, body.to_string().as_bytes())
+        .unwrap()
+}
+
+fn submit(jobs: &AccountJobs, body: serde_json::Value) -> String {
+    let token = submit_nowait(jobs, body);
+    wait_for(jobs, &token);
+    token
+}
+
+fn product(id: &str, title: &str) -> serde_json::Value {
+    json!({"Id": id, "Title": title, "Link": "/", "Image": "/i", "Prices": ["1 GBP"], "Categories": []})
+}
+
+fn title(jobs: &AccountJobs, id: &str) -> Option<String> {
+    let catalogue = jobs.account().catalogue();
+    let idx = catalogue.idx_of(id)?;
+    Some(catalogue.product(idx)?.title.to_string())
+}
+
+fn feed(jobs: &AccountJobs, products: &[(&str, &str)]) -> FeedStatus {
+    let records: Vec<serde_json::Value> = products.iter().map(|(id, t)| product(id, t)).collect();
+    let mut bytes = serde_json::to_vec(&records).unwrap();
+    crate::runner::apply(jobs, &mut bytes, jobs.pool(), &|_| {})
+}
+
+#[test]
+fn deltas_apply_in_token_order_and_report_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(dir.path(), 0, config());
+    let t1 = submit_nowait(
+        &jobs,
+        json!({"DeleteAccountPrices": [{"AccountId": "a", "Id": "nope"}]}),
+    );
+    let t2 = submit_nowait(&jobs, json!({"Products": [product("p1", "one")]}));
+    let t3 = submit_nowait(
+        &jobs,
+        json!({"AccountPrices": [{"AccountId": "a", "Id": "p1", "Prices": ["2 GBP"]}]}),
+    );
+    assert_eq!(wait_for(&jobs, &t3), DeltaStatus::Applied);
+    assert_eq!(wait_for(&jobs, &t2), DeltaStatus::Applied);
+    assert_eq!(
+        wait_for(&jobs, &t1),
+        DeltaStatus::Failed("unknown product ids in DeleteAccountPrices: nope".into())
+    );
+    assert!(
+        jobs.account()
+            .catalogue()
+            .account_prices("a", "p1")
+            .is_some()
+    );
+    assert_eq!(
+        jobs.delta_status("dlt_other"),
+        DeltaStatus::Failed(UNKNOWN_TOKEN.into())
+    );
+    assert_eq!(
+        jobs.applied_through(),
+        4,
+        "log sequences 1 to 3 are applied"
+    );
+    jobs.shutdown();
+    assert!(matches!(
+        jobs.submit_delta(Delta::default(), b"{}"),
+        Err(SubmitError::Closed)
+    ));
+}
+
+#[test]
+fn logged_deltas_and_feeds_survive_a_restart_and_a_torn_tail_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t1, t2, feed_token) = {
+        let (jobs, _) = start(dir.path(), 0, config());
+        let t1 = submit(
+            &jobs,
+            json!({"Products": [product("p1", "one"), product("p2", "two")]}),
+        );
+        let t2 = submit(
+            &jobs,
+            json!({"DeleteProducts": ["p1"], "SetCategoryOnProducts": [{"Category": "c", "Products": ["zz"]}]}),
+        );
+        let feed_token = jobs
+            .submit_feed("https://shop.example/feed.json", 42)
+            .unwrap();
+        (t1, t2, feed_token)
+    };
+    // A record torn by the crash: half of a header at the end of the last segment.
+    let (_, last) = wal::segments(&dir.path().join("wal"))
+        .unwrap()
+        .pop()
+        .unwrap();
+    let intact = fs::metadata(&last).unwrap().len();
+    let mut bytes = fs::read(&last).unwrap();
+    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2]);
+    fs::write(&last, bytes).unwrap();
+
+    let (jobs, recovery) = restart(dir.path());
+    assert_eq!(recovery.deltas, 2);
+    assert_eq!(recovery.feeds, 1);
+    assert!(
+        recovery
+            .truncated
+            .as_deref()
+            .is_some_and(|cut| cut.contains("torn record header")),
+        "{recovery:?}"
+    );
+    assert_eq!(fs::metadata(&last).unwrap().len(), intact, "cut back");
+    assert_eq!(jobs.delta_status(&t1), DeltaStatus::Applied);
+    assert!(matches!(jobs.delta_status(&t2), DeltaStatus::Failed(r) if r.contains("zz")));
+    assert_eq!(jobs.account().catalogue().len(), 2);
+    assert_eq!(jobs.feed_status(&feed_token), FeedStatus::Processing);
+    assert_eq!(jobs.queued_feeds()[0].url, "https://shop.example/feed.json");
+    // New deltas continue the log after the last intact record.
+    let t3 = submit(&jobs, json!({"DeleteProducts": ["p2"]}));
+    assert_eq!(jobs.delta_status(&t3), DeltaStatus::Applied);
+    assert_eq!(jobs.applied_through(), 4);
+}
+
+#[test]
+fn a_feed_reapplies_the_deltas_accepted_while_it_was_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, during) = {
+        let (jobs, _) = start(dir.path(), 0, config());
+        let before = submit(
+            &jobs,
+            json!({"Products": [product("old", "from a delta before the feed")],
+                   "Users": [{"UserId": "u1", "Email": "u1@example.com"}]}),
+        );
+        let mut during = String::new();
+        let report = jobs
+            .rebuild(RebuildKind::Feed, |current| {
+                assert!(current.idx_of("old").is_some());
+                // A delta accepted and applied while the new base is being built.
+                during = submit(
+                    &jobs,
+                    json!({"Products": [product("f1", "changed by a delta")],
+                           "Users": [{"UserId": "u2"}]}),
+                );
+                assert_eq!(jobs.delta_status(&during), DeltaStatus::Applied);
+                let mut builder = CatalogueBuilder::new();
+                let mut errors = Errors::default();
+                for (id, t) in [("f1", "from the feed"), ("f2", "from the feed")] {
+                    let record = product(id, t);
+                    builder
+                        .upsert_product(crate::record::product(&record, "", &mut errors).unwrap());
+                }
+                Ok(Rebuilt {
+                    catalogue: builder.build().map_err(|e| e.to_string())?,
+                    users: Some(Vec::new()),
+                })
+            })
+            .unwrap();
+        assert_eq!(report.reapplied, 1);
+        assert_eq!(report.saved.position, 2, "the feed comes after delta 1");
+        assert!(jobs.account().catalogue().is_mapped());
+        assert_eq!(title(&jobs, "f1").as_deref(), Some("changed by a delta"));
+        assert_eq!(title(&jobs, "f2").as_deref(), Some("from the feed"));
+        assert!(title(&jobs, "old").is_none(), "the feed replaced it");
+        assert!(
+            jobs.account().user("u1").is_none(),
+            "the feed's users replace"
+        );
+        assert!(
+            jobs.account().user("u2").is_some(),
+            "a later delta's user stays"
+        );
+        (before, during)
+    };
+    let (jobs, recovery) = restart(dir.path());
+    assert_eq!(recovery.deltas, 1, "only the delta past the snapshot");
+    assert_eq!(title(&jobs, "f1").as_deref(), Some("changed by a delta"));
+    assert!(title(&jobs, "old").is_none());
+    assert_eq!(jobs.delta_status(&before), DeltaStatus::Applied);
+    assert_eq!(jobs.delta_status(&during), DeltaStatus::Applied);
+    assert!(jobs.account().user("u2").is_some());
+}
+
+#[test]
+fn a_large_overlay_is_compacted_and_the_log_truncated_behind_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = JobsConfig {
+        compact_after_changes: 20,
+        ..config()
+    };
+    let mut tokens = Vec::new();
+    {
+        let (jobs, _) = start(dir.path(), 0, config);
+        for round in 0..60 {
+            let big = "x".repeat(300);
+            tokens.push(submit(
+                &jobs,
+                json!({"Products": [product(&format!("p{round}"), &big)]}),
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while jobs.account().catalogue().overlay_size() >= 20 {
+            assert!(Instant::now() < deadline, "no compaction");
+            thread::sleep(Duration::from_millis(10));
+        }
+        // Wait for the compactor to finish its last round.
+        drop(jobs.shared.rebuild.lock());
+        assert_eq!(jobs.account().catalogue().len(), 60);
+        let snapshots = vitrine_snapshots::snapshot::list(dir.path(), store::PREFIX).unwrap();
+        assert!(!snapshots.is_empty() && snapshots.len() <= store::KEEP);
+        let segments = wal::segments(&dir.path().join("wal")).unwrap();
+        assert!(
+            segments.first().unwrap().0 > 1,
+            "segments behind the snapshots are deleted: {segments:?}"
+        );
+    }
+    let (jobs, _) = restart(dir.path());
+    assert_eq!(jobs.account().catalogue().len(), 60);
+    for token in &tokens {
+        assert_eq!(jobs.delta_status(token), DeltaStatus::Applied, "{token}");
+    }
+    assert_eq!(title(&jobs, "p59").unwrap().len(), 300);
+}
+
+#[test]
+fn feeds_prune_snapshots_and_the_log_only_behind_the_oldest_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(dir.path(), 0, config());
+    for round in 0..3 {
+        submit(
+            &jobs,
+            json!({"Products": [product(&format!("d{round}"), &"y".repeat(3000))]}),
+        );
+        assert!(matches!(
+            feed(&jobs, &[("f", "feed")]),
+            FeedStatus::Complete { .. }
+        ));
+    }
+    let snapshots = vitrine_snapshots::snapshot::list(dir.path(), store::PREFIX).unwrap();
+    assert_eq!(
+        snapshots.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        [3, 2]
+    );
+    // Snapshot 2 covers deltas 1 and 2: the segment holding them is deleted, the one
+    // from delta 3 on is kept.
+    let segments = wal::segments(&dir.path().join("wal")).unwrap();
+    assert_eq!(
+        segments.iter().map(|(first, _)| *first).collect::<Vec<_>>(),
+        [3]
+    );
+    drop(jobs);
+    let (jobs, recovery) = restart(dir.path());
+    assert_eq!(recovery.deltas, 0, "every delta is in the newest snapshot");
+    assert_eq!(jobs.account().catalogue().len(), 1);
+}
+
+#[test]
+fn a_log_that_cannot_be_written_refuses_the_submission() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(dir.path(), 0, config());
+    submit(
+        &jobs,
+        json!({"Products": [product("p", &"z".repeat(5000))]}),
+    );
+    // The next append must start a segment, in a directory that is now a file.
+    fs::rename(dir.path().join("wal"), dir.path().join("wal.moved")).unwrap();
+    fs::write(dir.path().join("wal"), b"in the way").unwrap();
+    let mut errors = Errors::default();
+    let body = json!({"DeleteProducts": ["p"]});
+    let fields = Fields::of(&body, "", KeyMatch::Exact, &mut errors).unwrap();
+    let error = jobs
+        .submit_delta(delta::parse(&fields).unwrap(), b"{}")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("could not be saved"), "{error}");
+    assert!(jobs.account().catalogue().idx_of("p").is_some());
+    // Feed submissions are journaled as files and refused the same way.
+    fs::remove_dir_all(dir.path().join("feeds")).unwrap();
+    fs::write(dir.path().join("feeds"), b"not a directory").unwrap();
+    let error = jobs
+        .submit_feed("https://shop.example/f", 1)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("could not be saved"), "{error}");
+    assert!(jobs.queued_feeds().is_empty());
+}

@@ -1,0 +1,162 @@
+//! Deltas from intake to application: [`AccountJobs::submit_delta`] logs a delta
+//! (fsynced) and queues it; the delta worker thread applies queued deltas in log order,
+//! a batch per catalogue version, under the account's writer lock, and records each
+//! token's status once the version holding it is served.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+use parking_lot::Mutex;
+
+use super::log::{self, RecordKind};
+use super::status::{DeltaStatus, DeltaStatuses, UNKNOWN_TOKEN};
+use super::{AccountJobs, Shared, SubmitError};
+use crate::delta::{self, Delta, Mode};
+
+/// Deltas applied per catalogue version at most (under load several queued deltas share
+/// one version; each is still applied all or nothing).
+const BATCH: usize = 256;
+
+/// A delta applied since the current base was built.
+#[derive(Debug, Clone)]
+pub(super) struct Logged {
+    pub(super) sequence: u64,
+    pub(super) delta: Arc<Delta>,
+}
+
+/// A logged delta on its way to the worker.
+#[derive(Debug)]
+pub(super) struct Queued {
+    token: String,
+    sequence: u64,
+    delta: Arc<Delta>,
+}
+
+/// The account's deltas: statuses, how far the catalogue includes the log, and the
+/// deltas that make up the current overlay.
+#[derive(Debug)]
+pub(super) struct Deltas {
+    /// token → (log sequence, status).
+    pub(super) statuses: DeltaStatuses,
+    /// Log sequence after the last applied delta: everything before it is in the
+    /// account's catalogue.
+    pub(super) applied_through: AtomicU64,
+    /// Deltas counted in before their log append and out once applied: when none is
+    /// pending, the catalogue includes every delta before the log's next sequence.
+    pub(super) pending: AtomicU64,
+    /// Deltas applied since the current base (they make up its overlay), in order.
+    /// Locked after the account's writer lock, never before it.
+    pub(super) since_base: Mutex<Vec<Logged>>,
+}
+
+impl AccountJobs {
+    /// Logs a delta (`record`: its JSON parts, without credentials; fsynced before this
+    /// returns), queues it and returns its token; it is applied after every earlier one.
+    pub fn submit_delta(&self, delta: Delta, record: &[u8]) -> Result<String, SubmitError> {
+        let token = format!("dlt_{}", vitrine_engine::account::new_id());
+        let intake = self.intake.lock();
+        let Some(sender) = intake.as_ref() else {
+            return Err(SubmitError::Closed);
+        };
+        let deltas = &self.shared.deltas;
+        deltas.pending.fetch_add(1, Ordering::AcqRel);
+        let payload = log::encode_delta(&token, record);
+        let sequence = match self
+            .shared
+            .wal
+            .append_durable(RecordKind::Delta.code(), payload)
+        {
+            Ok(sequence) => sequence,
+            Err(error) => {
+                deltas.pending.fetch_sub(1, Ordering::AcqRel);
+                return Err(error.into());
+            }
+        };
+        deltas
+            .statuses
+            .set(token.clone(), sequence, DeltaStatus::Pending);
+        let queued = Queued {
+            token: token.clone(),
+            sequence,
+            delta: Arc::new(delta),
+        };
+        if sender.send(queued).is_err() {
+            deltas.pending.fetch_sub(1, Ordering::AcqRel);
+            let stopped = DeltaStatus::Failed("the delta worker stopped".to_owned());
+            deltas.statuses.set(token, sequence, stopped);
+            return Err(SubmitError::Closed);
+        }
+        Ok(token)
+    }
+
+    /// The status of a delta token; unknown tokens fail with [`UNKNOWN_TOKEN`].
+    pub fn delta_status(&self, token: &str) -> DeltaStatus {
+        self.shared
+            .deltas
+            .statuses
+            .get(token)
+            .unwrap_or_else(|| DeltaStatus::Failed(UNKNOWN_TOKEN.to_owned()))
+    }
+
+    /// The log position the account's catalogue includes.
+    pub fn applied_through(&self) -> u64 {
+        self.shared.deltas.applied_through.load(Ordering::Acquire)
+    }
+}
+
+impl Shared {
+    pub(super) fn run_worker(&self, receiver: &mpsc::Receiver<Queued>, compact: &mpsc::Sender<()>) {
+        while let Ok(first) = receiver.recv() {
+            let mut batch = vec![first];
+            while batch.len() < BATCH
+                && let Ok(more) = receiver.try_recv()
+            {
+                batch.push(more);
+            }
+            self.apply_batch(batch);
+            if self.account.catalogue().overlay_size() >= self.config.compact_after_changes
+                && !self.compaction_asked.swap(true, Ordering::AcqRel)
+            {
+                let _ = compact.send(());
+            }
+        }
+    }
+
+    fn apply_batch(&self, batch: Vec<Queued>) {
+        let writer = self.account.writer();
+        let count = batch.len();
+        let mut edit = self.account.catalogue().edit();
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut last = 0;
+        for queued in batch {
+            last = queued.sequence;
+            let status = match delta::apply_to(&mut edit, &queued.delta, Mode::Strict) {
+                Ok(_) => DeltaStatus::Applied,
+                Err(error) => DeltaStatus::Failed(error.to_string()),
+            };
+            if status == DeltaStatus::Applied {
+                self.deltas.since_base.lock().push(Logged {
+                    sequence: queued.sequence,
+                    delta: Arc::clone(&queued.delta),
+                });
+            }
+            outcomes.push((queued, status));
+        }
+        writer.swap_catalogue(edit.finish());
+        for (queued, status) in outcomes {
+            if status == DeltaStatus::Applied {
+                delta::apply_users(&self.account, &queued.delta);
+            }
+            self.deltas
+                .statuses
+                .set(queued.token, queued.sequence, status);
+        }
+        self.deltas
+            .applied_through
+            .store(last + 1, Ordering::Release);
+        self.deltas
+            .pending
+            .fetch_sub(count as u64, Ordering::AcqRel);
+    }
+}
