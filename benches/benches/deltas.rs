@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 use vitrine_benches::feedgen::{generate_feed, product_id};
 use vitrine_engine::money::Currency;
 use vitrine_engine::{Account, AccountSettings};
+use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_ingest::delta;
 use vitrine_ingest::jobs::{AccountJobs, DeltaStatus, JobsConfig, ingest_pool};
-use vitrine_ingest::json::{Errors, Fields, KeyMatch};
 use vitrine_ingest::{feed, store};
 
 fn products() -> usize {

@@ -1,8 +1,9 @@
 //! Authentication: credentials travel in the JSON body, under field names that differ
 //! per endpoint (see [`CredentialFields::of`]). Secrets are compared in constant time.
 
+use serde_json::Value;
 use subtle::ConstantTimeEq;
-use vitrine_ingest::json::{Errors, Fields};
+use vitrine_fields::{Errors, Fields, KeyMatch};
 
 use crate::error::{ApiError, Endpoint};
 use crate::state::{AccountEntry, AppState};
@@ -98,4 +99,22 @@ pub fn authenticate<'s>(
         )));
     }
     Ok(entry)
+}
+
+/// Reads and checks the credentials of a body, reporting other missing credential
+/// fields together.
+pub fn authenticated<'s, 'v>(
+    state: &'s AppState,
+    body: &'v Value,
+    endpoint: Endpoint,
+) -> Result<(&'s AccountEntry, Fields<'v, 'static>), ApiError> {
+    let mut errors = Errors::default();
+    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
+        return Err(errors.into());
+    };
+    let Some(presented) = read(&fields, endpoint, &mut errors) else {
+        return Err(errors.into());
+    };
+    let entry = authenticate(state, endpoint, presented)?;
+    Ok((entry, fields))
 }

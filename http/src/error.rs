@@ -4,9 +4,16 @@
 //! chooses a status code, by an exhaustive `match` over endpoint and variant, so a new
 //! variant forces a decision for every endpoint. Bodies follow the contract:
 //! `{"errors":[...]}` on `/api/serverside`, `{"Error":"..."}` everywhere else.
+//!
+//! Errors of the crates below become an [`ApiError`] only through the `From`
+//! conversions here, each an exhaustive `match` over the typed error: a server that is
+//! stopping answers 503 with `Retry-After`, a log or journal that cannot be written
+//! 500, and a new variant of `SubmitError` or `RebuildError` forces a decision.
 
 use http::StatusCode;
-use vitrine_ingest::json::Errors;
+use vitrine_fields::Errors;
+use vitrine_ingest::jobs::{RebuildError, SubmitError};
+use vitrine_ingest::store::StoreError;
 
 /// The endpoints of the contract, plus routes outside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +75,43 @@ pub enum ApiError {
     NoRoute(String),
     /// The path exists, the method does not.
     WrongMethod(String),
+    /// The server is shutting down (or a worker it needs has stopped): try again
+    /// shortly, on this or another instance.
+    Unavailable(String),
     /// Something failed inside the server.
     Internal(String),
+}
+
+/// Seconds a client is asked to wait before retrying a 503.
+pub const RETRY_AFTER_SECS: u32 = 1;
+
+impl From<SubmitError> for ApiError {
+    fn from(error: SubmitError) -> ApiError {
+        match error {
+            SubmitError::Closed => ApiError::Unavailable(error.to_string()),
+            SubmitError::Journal(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError::from(SubmitError::from(error))
+    }
+}
+
+impl From<RebuildError> for ApiError {
+    fn from(error: RebuildError) -> ApiError {
+        match error {
+            RebuildError::Build(_) | RebuildError::Save(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(error: tokio::task::JoinError) -> ApiError {
+        ApiError::Internal(format!("the request's worker failed: {error}"))
+    }
 }
 
 impl From<Errors> for ApiError {
@@ -79,6 +121,35 @@ impl From<Errors> for ApiError {
 }
 
 impl ApiError {
+    /// The same error with `context` before its message (`context: message`), for the
+    /// errors that say what was being done; other errors are returned as they are.
+    pub fn context(self, context: &str) -> ApiError {
+        match self {
+            ApiError::Internal(m) => ApiError::Internal(format!("{context}: {m}")),
+            ApiError::Unavailable(m) => ApiError::Unavailable(format!("{context}: {m}")),
+            other @ (ApiError::Invalid(_)
+            | ApiError::Credentials(_)
+            | ApiError::NotFound(_)
+            | ApiError::TooLarge(_)
+            | ApiError::NoRoute(_)
+            | ApiError::WrongMethod(_)) => other,
+        }
+    }
+
+    /// Seconds to put in `Retry-After`, for the errors that have one.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            ApiError::Unavailable(_) => Some(RETRY_AFTER_SECS),
+            ApiError::Invalid(_)
+            | ApiError::Credentials(_)
+            | ApiError::NotFound(_)
+            | ApiError::TooLarge(_)
+            | ApiError::NoRoute(_)
+            | ApiError::WrongMethod(_)
+            | ApiError::Internal(_) => None,
+        }
+    }
+
     /// The status code of this error on `endpoint`.
     pub fn status(&self, endpoint: Endpoint) -> StatusCode {
         use Endpoint as E;
@@ -98,6 +169,7 @@ impl ApiError {
             (ApiError::TooLarge(_), _) => StatusCode::PAYLOAD_TOO_LARGE,
             (ApiError::NoRoute(_), _) => StatusCode::NOT_FOUND,
             (ApiError::WrongMethod(_), _) => StatusCode::METHOD_NOT_ALLOWED,
+            (ApiError::Unavailable(_), _) => StatusCode::SERVICE_UNAVAILABLE,
             (ApiError::Internal(_), _) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -111,6 +183,7 @@ impl ApiError {
             | ApiError::TooLarge(m)
             | ApiError::NoRoute(m)
             | ApiError::WrongMethod(m)
+            | ApiError::Unavailable(m)
             | ApiError::Internal(m) => vec![m.clone()],
         }
     }
@@ -149,6 +222,44 @@ mod tests {
         ] {
             assert_eq!(e.status(endpoint), StatusCode::BAD_REQUEST);
         }
+    }
+
+    #[test]
+    fn a_server_that_is_stopping_answers_503_in_each_endpoints_body_shape() {
+        let error = ApiError::from(SubmitError::Closed).context("the events could not be logged");
+        assert_eq!(error.retry_after(), Some(RETRY_AFTER_SECS));
+        for endpoint in [
+            Endpoint::Serverside,
+            Endpoint::Delta,
+            Endpoint::ProductFeed,
+            Endpoint::Forget,
+        ] {
+            assert_eq!(error.status(endpoint), StatusCode::SERVICE_UNAVAILABLE);
+        }
+        assert_eq!(
+            error.body(Endpoint::Serverside),
+            br#"{"errors":["the events could not be logged: the server is shutting down and takes no more jobs"]}"#
+        );
+        assert_eq!(
+            ApiError::from(SubmitError::Closed).body(Endpoint::Delta),
+            br#"{"Error":"the server is shutting down and takes no more jobs"}"#
+        );
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_written_is_a_500_without_retry_after() {
+        let error = ApiError::from(SubmitError::Journal(vitrine_snapshots::Error::Wal(
+            "disk full".into(),
+        )));
+        assert_eq!(
+            error.status(Endpoint::Delta),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        assert_eq!(error.retry_after(), None);
+        assert!(
+            error.messages()[0].contains("could not be saved: "),
+            "{error:?}"
+        );
     }
 
     #[test]

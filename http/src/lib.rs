@@ -5,9 +5,13 @@
 //! types. The binary `vitrine` (`src/main.rs`) parses the command line and calls
 //! [`server::serve`] with a bound listener and a shutdown future.
 //!
-//! Threads: a tokio multi-threaded runtime runs one task per connection; handlers do
-//! their work inline (microseconds) except delta parsing, which runs on the blocking
-//! pool. Each account's delta worker is a plain thread owned by `vitrine-ingest`.
+//! Threads: a tokio multi-threaded runtime runs one task per connection. Handlers that
+//! never wait on the disk (serverside under `events_fsync` `interval` or `never`,
+//! status queries, health) run inline on the async worker (microseconds); those that
+//! may fsync or parse a large body (deltas, feed submissions, erasures, serverside
+//! under `always`) run on tokio's blocking pool (`server::may_fsync`). Each account's
+//! delta worker and compactor, and the feed runner, are plain threads owned by
+//! `vitrine-ingest` (see its `jobs` module for the table of threads and locks).
 //!
 //! Modules:
 //! - [`config`]: TOML configuration, the embedded demo, environment overrides.

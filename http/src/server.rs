@@ -2,8 +2,8 @@
 //!
 //! [`serve`] takes a bound listener and a shutdown future, so `main`, tests and benches
 //! all run the same server. Each connection is an HTTP/1.1 keep-alive connection on its
-//! own task; handlers are synchronous and short, except delta parsing, which runs on
-//! the blocking pool because a delta body may be megabytes.
+//! own task; handlers are synchronous and short, except those that may wait on the disk
+//! or parse a large body, which run on the blocking pool ([`may_fsync`]).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use vitrine_engine::catalogue::UnixMillis;
 
 use crate::api::{self, Reply};
+use crate::config::EventsFsync;
 use crate::error::{ApiError, Endpoint};
 use crate::state::AppState;
 
@@ -160,23 +161,47 @@ async fn route(
     };
     let body = read_body(request, limit).await?;
     let now = now_millis();
+    if may_fsync(state, endpoint) {
+        let state = Arc::clone(state);
+        tokio::task::spawn_blocking(move || dispatch(&state, endpoint, &body, now)).await?
+    } else {
+        dispatch(state, endpoint, &body, now)
+    }
+}
+
+/// Whether a request to `endpoint` may wait for an fsync (or parse a large body): such
+/// requests run on tokio's blocking pool, so that no async worker thread, and none of
+/// the connections it drives, waits on the disk. Deltas (fsynced, and parsed bodies
+/// up to `max_delta_bytes`), feed submissions (a journal file), erasures (fsynced) and,
+/// under `events_fsync = "always"`, serverside calls that log events.
+fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
     match endpoint {
-        Endpoint::Delta => {
-            let state = Arc::clone(state);
-            tokio::task::spawn_blocking(move || {
-                api::delta::handle_delta(&state, &parse_json(&body)?)
-            })
-            .await
-            .map_err(|e| ApiError::Internal(format!("delta handler failed: {e}")))?
-        }
-        Endpoint::Serverside => api::serverside::handle(state, &parse_json(&body)?, now),
-        Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(&body)?, now),
-        Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(&body)?),
-        Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(&body)?),
-        Endpoint::Forget => api::forget::handle(state, &parse_json(&body)?),
-        Endpoint::Health | Endpoint::Unrouted => {
-            Err(ApiError::Internal("unroutable request".to_owned()))
-        }
+        Endpoint::Delta | Endpoint::ProductFeed | Endpoint::Forget => true,
+        Endpoint::Serverside => state.config.events_fsync == EventsFsync::Always,
+        Endpoint::DeltaStatus
+        | Endpoint::ProductFeedStatus
+        | Endpoint::Health
+        | Endpoint::Unrouted => false,
+    }
+}
+
+/// Runs the handler of `endpoint` on a request body.
+fn dispatch(
+    state: &AppState,
+    endpoint: Endpoint,
+    body: &[u8],
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    match endpoint {
+        Endpoint::Delta => api::delta::handle_delta(state, &parse_json(body)?),
+        Endpoint::Serverside => api::serverside::handle(state, &parse_json(body)?, now),
+        Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(body)?, now),
+        Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
+        Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
+        Endpoint::Forget => api::forget::handle(state, &parse_json(body)?),
+        Endpoint::Health | Endpoint::Unrouted => Err(ApiError::NoRoute(format!(
+            "no request body handler for {endpoint:?}"
+        ))),
     }
 }
 
@@ -242,9 +267,32 @@ fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>>
         };
         headers.insert(header::ALLOW, HeaderValue::from_static(allow));
     }
+    if let Some(seconds) = error.retry_after() {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         // The rest of the body is not read; the connection cannot be reused.
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use vitrine_ingest::jobs::SubmitError;
+
+    use super::*;
+
+    #[test]
+    fn a_503_carries_retry_after() {
+        let error = ApiError::from(SubmitError::Closed);
+        let response = error_response(Endpoint::Delta, &error);
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.headers().get(header::RETRY_AFTER),
+            Some(&HeaderValue::from(crate::error::RETRY_AFTER_SECS))
+        );
+        let internal = error_response(Endpoint::Delta, &ApiError::Internal("x".into()));
+        assert!(internal.headers().get(header::RETRY_AFTER).is_none());
+    }
 }

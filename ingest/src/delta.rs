@@ -13,8 +13,8 @@ use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::Product;
 use vitrine_engine::overlay::CatalogueEdit;
 
-use crate::json::{Errors, Fields, JsonValue, check_id, index_path};
 use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
+use vitrine_fields::{Errors, Fields, JsonValue, check_id, index_path};
 
 /// Part names of a delta body, in the order of the contract.
 pub const PARTS: [&str; 7] = [
@@ -311,7 +311,7 @@ mod tests {
     use vitrine_engine::money::Currency;
 
     use super::*;
-    use crate::json::KeyMatch;
+    use vitrine_fields::KeyMatch;
 
     /// Applies a delta to the account's catalogue and users, all or nothing, as the
     /// account's worker does for a batch of one.

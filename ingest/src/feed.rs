@@ -17,8 +17,8 @@ use vitrine_engine::catalogue::{
     Brand, Catalogue, CatalogueBuilder, CatalogueError, Category, Product,
 };
 
-use crate::json::{Errors, JsonValue, index_path};
 use crate::record;
+use vitrine_fields::{Errors, JsonValue, index_path};
 
 /// Most record problems kept in a report (the counts are always complete).
 pub const MAX_REPORTED_RECORDS: usize = 100;

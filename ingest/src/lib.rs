@@ -11,7 +11,6 @@
 //! read statuses.
 //!
 //! Modules:
-//! - [`json`]: typed field reading with errors that name the JSON path.
 //! - [`record`]: product, user, account-price and category-assignment records.
 //! - [`delta`]: delta parsing and all-or-nothing application.
 //! - [`fetch`]: streaming, capped, address-guarded feed download.
@@ -27,7 +26,6 @@ pub mod erasure;
 pub mod feed;
 pub mod fetch;
 pub mod jobs;
-pub mod json;
 pub mod record;
 pub mod runner;
 pub mod state;

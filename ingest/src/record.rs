@@ -6,16 +6,16 @@
 
 use std::collections::HashSet;
 
-use time::format_description::well_known::Rfc3339;
-use time::macros::format_description;
-use time::{Date, OffsetDateTime, PrimitiveDateTime};
 use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{
     Brand, Category, GroupPrice, PriceSet, Product, UnixMillis, Visibility,
 };
 use vitrine_engine::money::Money;
 
-use crate::json::{Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path};
+use vitrine_fields::{
+    Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path, looks_like_email,
+    parse_instant, parse_user_dob,
+};
 
 /// Reads a product record (feed entry or delta `Products` element).
 ///
@@ -229,35 +229,6 @@ fn instant<V: JsonValue>(
     }
 }
 
-/// Parses the date forms accepted for `StartDate` / `EndDate`.
-pub fn parse_instant(text: &str) -> Option<UnixMillis> {
-    let at = if let Ok(at) = OffsetDateTime::parse(text, &Rfc3339) {
-        at
-    } else if let Ok(at) = PrimitiveDateTime::parse(
-        text,
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
-    ) {
-        at.assume_utc()
-    } else {
-        Date::parse(text, format_description!("[year]-[month]-[day]"))
-            .ok()?
-            .midnight()
-            .assume_utc()
-    };
-    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
-}
-
-/// Parses a date of birth: `YYYY-MM-DD` as the contract gives it.
-pub fn parse_dob(text: &str) -> Option<Date> {
-    Date::parse(text, format_description!("[year]-[month]-[day]")).ok()
-}
-
-/// Parses a user record's `DOB`: `YYYY-MM-DD`, or `DD/MM/YYYY` as the vendor's own user
-/// feeds write it.
-pub fn parse_user_dob(text: &str) -> Option<Date> {
-    parse_dob(text).or_else(|| Date::parse(text, format_description!("[day]/[month]/[year]")).ok())
-}
-
 /// Reads a user record (delta `Users` element).
 pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<UserRecord> {
     let before = errors.total();
@@ -378,21 +349,6 @@ pub fn category_assignment<V: JsonValue>(
         products: products.unwrap_or_default(),
     };
     (errors.total() == before).then_some(record)
-}
-
-/// A light email check: one `@`, something on each side, a dot in the domain, no spaces.
-pub fn looks_like_email(text: &str) -> bool {
-    let Some((local, domain)) = text.split_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && !domain.is_empty()
-        && !domain.contains('@')
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
-        && text.len() <= 320
 }
 
 /// Finds ids that occur more than once, for "ids unique" rules.

@@ -113,7 +113,7 @@ pub fn restore_users(dir: &Path) -> (Vec<UserRecord>, Vec<String>) {
         .cloned()
         .unwrap_or_default();
     for (i, item) in items.iter().enumerate() {
-        let mut errors = crate::json::Errors::default();
+        let mut errors = vitrine_fields::Errors::default();
         match crate::record::user(item, &format!("Users[{i}]"), &mut errors) {
             Some(user) => users.push(user),
             None => problems.push(format!("{USERS_FILE}: {}", errors.joined())),

@@ -8,12 +8,11 @@ use serde::Serialize;
 use serde_json::Value;
 use vitrine_ingest::delta;
 use vitrine_ingest::jobs::DeltaStatus;
-use vitrine_ingest::json::{Errors, Fields, KeyMatch};
 
-use crate::api::Reply;
-use crate::auth;
+use crate::api::{Reply, tokens};
+use crate::auth::{CredentialFields, authenticated};
 use crate::error::{ApiError, Endpoint};
-use crate::state::{AccountEntry, AppState};
+use crate::state::AppState;
 
 /// Handles `/api/delta`.
 pub fn handle_delta(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
@@ -22,14 +21,15 @@ pub fn handle_delta(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
     // The journal keeps the parts, never the credentials.
     let mut record = body.clone();
     if let Some(object) = record.as_object_mut() {
-        object.remove("AppKey");
-        object.remove("SecretKey");
+        let names = CredentialFields::of(Endpoint::Delta);
+        object.remove(names.access_key);
+        if let Some(secret) = names.secret_key {
+            object.remove(secret);
+        }
     }
-    let record = serde_json::to_vec(&record).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let token = entry
-        .jobs
-        .submit_delta(delta, &record)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let record = serde_json::to_vec(&record)
+        .map_err(|e| ApiError::Internal(format!("the delta could not be encoded: {e}")))?;
+    let token = entry.jobs.submit_delta(delta, &record)?;
     let body = serde_json::to_vec(&serde_json::json!({ "Token": token })).unwrap_or_default();
     Ok(Reply::json(body))
 }
@@ -65,47 +65,4 @@ pub fn handle_status(state: &AppState, body: &Value) -> Result<Reply, ApiError> 
         })
         .collect();
     Ok(Reply::json(serde_json::to_vec(&items).unwrap_or_default()))
-}
-
-/// Reads and checks the credentials of a body, reporting other missing credential
-/// fields together.
-pub(crate) fn authenticated<'s, 'v>(
-    state: &'s AppState,
-    body: &'v Value,
-    endpoint: Endpoint,
-) -> Result<(&'s AccountEntry, Fields<'v, 'static>), ApiError> {
-    let mut errors = Errors::default();
-    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
-        return Err(errors.into());
-    };
-    let Some(presented) = auth::read(&fields, endpoint, &mut errors) else {
-        return Err(errors.into());
-    };
-    let entry = auth::authenticate(state, endpoint, presented)?;
-    Ok((entry, fields))
-}
-
-/// `Tokens`: a required, non-empty array of strings, at most `max` of them.
-pub(crate) fn tokens(fields: &Fields<'_, '_>, max: usize) -> Result<Vec<String>, ApiError> {
-    let mut errors = Errors::default();
-    let tokens = fields.req_string_array("Tokens", &mut errors, |t| {
-        if t.is_empty() {
-            Err("must not be empty".to_owned())
-        } else {
-            Ok(())
-        }
-    });
-    if let Some(tokens) = &tokens {
-        if tokens.is_empty() {
-            errors.push("Tokens", "must hold at least one token");
-        } else if tokens.len() > max {
-            errors.push(
-                "Tokens",
-                format!("at most {max} tokens per request, got {}", tokens.len()),
-            );
-        }
-    }
-    errors
-        .into_result(tokens.unwrap_or_default())
-        .map_err(ApiError::from)
 }

@@ -6,12 +6,13 @@
 use serde::Serialize;
 use serde_json::Value;
 use vitrine_engine::catalogue::UnixMillis;
+use vitrine_fields::Errors;
 use vitrine_ingest::fetch::is_private_host;
 use vitrine_ingest::jobs::FeedStatus;
-use vitrine_ingest::json::Errors;
 
 use crate::api::Reply;
-use crate::api::delta::{authenticated, tokens};
+use crate::api::tokens;
+use crate::auth::authenticated;
 use crate::error::{ApiError, Endpoint};
 use crate::state::AppState;
 
@@ -29,10 +30,7 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
         errors.push("url", message);
     }
     let url = errors.into_result(url.unwrap_or_default())?;
-    let token = entry
-        .jobs
-        .submit_feed(url, now)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let token = entry.jobs.submit_feed(url, now)?;
     state.run_feed(entry, token.clone());
     let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
     reply.headers.push(("X-Feed-Token", token));

@@ -5,10 +5,10 @@
 //! `text/plain`.
 
 use serde_json::Value;
-use vitrine_ingest::json::Errors;
+use vitrine_fields::Errors;
 
 use crate::api::Reply;
-use crate::api::delta::authenticated;
+use crate::auth::authenticated;
 use crate::error::{ApiError, Endpoint};
 use crate::state::AppState;
 
@@ -34,7 +34,7 @@ pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
     let erasure = entry
         .jobs
         .forget(identifier.trim())
-        .map_err(|e| ApiError::Internal(format!("the erasure could not be saved: {e}")))?;
+        .map_err(|e| ApiError::from(e).context("the erasure could not be saved"))?;
     if !erasure.matched() {
         return Err(ApiError::NotFound(
             "Identifier: no email, user id, account id or visitor id of this account matches"

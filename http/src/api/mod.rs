@@ -8,6 +8,10 @@ pub mod render;
 pub mod serverside;
 
 use http::StatusCode;
+use vitrine_fields::Errors;
+use vitrine_fields::Fields;
+
+use crate::error::ApiError;
 
 /// A successful answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,4 +46,29 @@ impl Reply {
             body: body.into_bytes(),
         }
     }
+}
+
+/// `Tokens`: a required, non-empty array of strings, at most `max` of them.
+pub fn tokens(fields: &Fields<'_, '_>, max: usize) -> Result<Vec<String>, ApiError> {
+    let mut errors = Errors::default();
+    let tokens = fields.req_string_array("Tokens", &mut errors, |t| {
+        if t.is_empty() {
+            Err("must not be empty".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+    if let Some(tokens) = &tokens {
+        if tokens.is_empty() {
+            errors.push("Tokens", "must hold at least one token");
+        } else if tokens.len() > max {
+            errors.push(
+                "Tokens",
+                format!("at most {max} tokens per request, got {}", tokens.len()),
+            );
+        }
+    }
+    errors
+        .into_result(tokens.unwrap_or_default())
+        .map_err(ApiError::from)
 }

@@ -13,8 +13,8 @@ use vitrine_engine::event::{
     BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
 };
 use vitrine_engine::money::Currency;
-use vitrine_ingest::json::{Errors, Fields, KeyMatch, check_id, index_path, kind_of};
-use vitrine_ingest::record::{looks_like_email, parse_dob};
+use vitrine_fields::{Errors, Fields, KeyMatch, check_id, index_path, kind_of};
+use vitrine_fields::{looks_like_email, parse_dob};
 
 use crate::api::{Reply, render};
 use crate::auth;
@@ -65,7 +65,7 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
         entry
             .jobs
             .log_events(&outcome.tracked)
-            .map_err(|e| ApiError::Internal(format!("the events could not be logged: {e}")))?;
+            .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
     }
     let errors = outcome.notices.iter().map(notice_message).collect();
     Ok(Reply::json(render::response(

@@ -6,7 +6,7 @@
 use vitrine_engine::state::Tracked;
 
 use crate::delta::{self, Delta};
-use crate::json::{Errors, Fields, KeyMatch};
+use vitrine_fields::{Errors, Fields, KeyMatch};
 
 /// What a log record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,9 @@ use vitrine_engine::money::Currency;
 
 use super::*;
 use crate::delta::{self, Delta};
-use crate::json::{Errors, Fields, KeyMatch};
 use std::fs;
 use std::path::Path;
+use vitrine_fields::{Errors, Fields, KeyMatch};
 
 fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
     let deadline = Instant::now() + Duration::from_secs(10);

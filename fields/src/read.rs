@@ -1,15 +1,5 @@
-//! Typed reading of JSON objects with errors that name the JSON path of the field.
-//!
-//! Every wire and feed validator reads through a [`Fields`] view: it looks a key up,
-//! checks its type, and on failure records a [`FieldError`] such as
-//! `events[1].data.items[0].qty: expected a number` instead of stopping, so that one
-//! response lists every problem of a request.
-//!
-//! `null` counts as absent: an optional field that is `null` is skipped, a required one
-//! is reported as `required`.
-//!
-//! The readers work on any [`JsonValue`]: `serde_json::Value` for request bodies and
-//! `simd_json::BorrowedValue` for feeds, so feed and delta records share one validator.
+//! The readers: [`Fields`] over any [`JsonValue`], and [`Errors`] that name the JSON
+//! path of each problem.
 
 use std::fmt;
 
@@ -465,32 +455,6 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     }
 }
 
-/// Accepts any string.
-pub fn any_string(_: &str) -> Result<(), String> {
-    Ok(())
-}
-
-/// Maximum length of an id (product, category, brand, order, user, account).
-pub const MAX_ID_LEN: usize = 256;
-
-/// Checks an id of the store's: not empty, at most [`MAX_ID_LEN`] bytes, no control
-/// characters.
-pub fn check_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("must not be empty".to_owned());
-    }
-    if id.len() > MAX_ID_LEN {
-        return Err(format!(
-            "must be at most {MAX_ID_LEN} bytes, got {}",
-            id.len()
-        ));
-    }
-    if id.chars().any(char::is_control) {
-        return Err("must not contain control characters".to_owned());
-    }
-    Ok(())
-}
-
 fn swap_first_letter_case(key: &str) -> String {
     let mut chars = key.chars();
     match chars.next() {
@@ -543,13 +507,5 @@ mod tests {
         assert_eq!(errors.total(), MAX_REPORTED_ERRORS + 5);
         assert_eq!(errors.list().len(), MAX_REPORTED_ERRORS);
         assert_eq!(errors.messages().last().unwrap(), "... and 5 more errors");
-    }
-
-    #[test]
-    fn ids_are_checked() {
-        assert!(check_id("P-1 blue").is_ok());
-        assert!(check_id("").is_err());
-        assert!(check_id("a\nb").is_err());
-        assert!(check_id(&"x".repeat(MAX_ID_LEN + 1)).is_err());
     }
 }

@@ -1,0 +1,91 @@
+//! Checks of values that feeds, deltas and requests share: ids, emails and dates.
+
+use time::format_description::well_known::Rfc3339;
+use time::macros::format_description;
+use time::{Date, OffsetDateTime, PrimitiveDateTime};
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type UnixMillis = i64;
+
+/// Accepts any string.
+pub fn any_string(_: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Maximum length of an id (product, category, brand, order, user, account).
+pub const MAX_ID_LEN: usize = 256;
+
+/// Checks an id of the store's: not empty, at most [`MAX_ID_LEN`] bytes, no control
+/// characters.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(format!(
+            "must be at most {MAX_ID_LEN} bytes, got {}",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("must not contain control characters".to_owned());
+    }
+    Ok(())
+}
+
+/// Parses the date forms accepted for `StartDate` / `EndDate`.
+pub fn parse_instant(text: &str) -> Option<UnixMillis> {
+    let at = if let Ok(at) = OffsetDateTime::parse(text, &Rfc3339) {
+        at
+    } else if let Ok(at) = PrimitiveDateTime::parse(
+        text,
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+    ) {
+        at.assume_utc()
+    } else {
+        Date::parse(text, format_description!("[year]-[month]-[day]"))
+            .ok()?
+            .midnight()
+            .assume_utc()
+    };
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
+/// Parses a date of birth: `YYYY-MM-DD` as the contract gives it.
+pub fn parse_dob(text: &str) -> Option<Date> {
+    Date::parse(text, format_description!("[year]-[month]-[day]")).ok()
+}
+
+/// Parses a user record's `DOB`: `YYYY-MM-DD`, or `DD/MM/YYYY` as the vendor's own user
+/// feeds write it.
+pub fn parse_user_dob(text: &str) -> Option<Date> {
+    parse_dob(text).or_else(|| Date::parse(text, format_description!("[day]/[month]/[year]")).ok())
+}
+
+/// A light email check: one `@`, something on each side, a dot in the domain, no spaces.
+pub fn looks_like_email(text: &str) -> bool {
+    let Some((local, domain)) = text.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+        && text.len() <= 320
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked() {
+        assert!(check_id("P-1 blue").is_ok());
+        assert!(check_id("").is_err());
+        assert!(check_id("a\nb").is_err());
+        assert!(check_id(&"x".repeat(MAX_ID_LEN + 1)).is_err());
+    }
+}

@@ -1,0 +1,28 @@
+//! Typed reading of JSON objects with errors that name the JSON path of the field.
+//!
+//! Every wire and feed validator reads through a [`Fields`] view: it looks a key up,
+//! checks its type, and on failure records a [`FieldError`] such as
+//! `events[1].data.items[0].qty: expected a number` instead of stopping, so that one
+//! response lists every problem of a request.
+//!
+//! `null` counts as absent: an optional field that is `null` is skipped, a required one
+//! is reported as `required`.
+//!
+//! The readers work on any [`JsonValue`]: `serde_json::Value` for request bodies and
+//! `simd_json::BorrowedValue` for feeds, so feed and delta records share one validator.
+//!
+//! One place for the field readers and value checks that every parser of outside JSON
+//! uses: `vitrine-http` for request bodies, `vitrine-ingest` for feeds and deltas.
+//!
+//! Modules:
+//! - `read`: [`Fields`], [`Errors`], [`JsonValue`], key matching and paths.
+//! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
+//!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
+
+#![forbid(unsafe_code)]
+
+mod check;
+mod read;
+
+pub use check::*;
+pub use read::*;
