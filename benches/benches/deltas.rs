@@ -21,8 +21,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use vitrine_benches::feedgen::{generate_feed, product_id};
-use vitrine_engine::money::Currency;
-use vitrine_engine::{Account, AccountSettings};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_ingest::delta;
 use vitrine_ingest::jobs::{AccountJobs, DeltaStatus, JobsConfig, ingest_pool};
@@ -137,12 +135,7 @@ fn deltas(c: &mut Criterion) {
         "deltas: {n}-product catalogue built and mapped in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let settings = AccountSettings {
-        access_key: "bench".into(),
-        default_currency: Currency::from_code("GBP").unwrap(),
-        zones: Vec::new(),
-    };
-    let account = Arc::new(Account::new(settings, mapped));
+    let account = Arc::new(vitrine_testkit::account(Vec::new(), mapped));
     let config = JobsConfig {
         // Compaction is measured on its own below.
         compact_after_changes: usize::MAX,

@@ -20,30 +20,12 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use vitrine_benches::feedgen::generate_feed;
 use vitrine_engine::account::ServeRequest;
 use vitrine_engine::catalogue::{Catalogue, CatalogueData};
-use vitrine_engine::money::Currency;
-use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
-use vitrine_engine::{Account, AccountSettings};
+use vitrine_engine::zone::Strategy;
 use vitrine_ingest::feed;
 use vitrine_snapshots::snapshot::{self, Kind};
 
 fn products() -> usize {
     vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 100_000)
-}
-
-fn settings() -> AccountSettings {
-    AccountSettings {
-        access_key: "bench".into(),
-        default_currency: Currency::from_code("GBP").unwrap(),
-        zones: vec![ZoneSpec {
-            id: "HP-01".into(),
-            title: "Trending".into(),
-            kind: ZoneKind::RecommenderProduct,
-            strategy: Some(Strategy::Trending),
-            fallback: vec![],
-            count: 8,
-            page_types: vec![],
-        }],
-    }
 }
 
 fn ingest(c: &mut Criterion) {
@@ -115,7 +97,8 @@ fn ingest(c: &mut Criterion) {
     group.bench_function("snapshot_open_first_answer", |b| {
         b.iter(|| {
             let (frozen, _) = snapshot::open::<CatalogueData>(&path, Kind::Catalogue).unwrap();
-            let account = Account::new(settings(), Catalogue::from_frozen(frozen));
+            let zone = vitrine_testkit::zone("HP-01", Strategy::Trending, 8);
+            let account = vitrine_testkit::account(vec![zone], Catalogue::from_frozen(frozen));
             let outcome = account.serve(ServeRequest {
                 visitor_id: None,
                 session_id: None,

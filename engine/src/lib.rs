@@ -23,6 +23,7 @@
 //! - [`recommend`]: candidate generation, filters, fallback chains, item prices.
 //! - [`account`]: one account's state, the server-side call, erasure.
 //! - [`demo`]: the generated demo catalogue.
+//! - `testing` (tests and the `testing` feature only): builders of test data.
 
 #![forbid(unsafe_code)]
 
@@ -36,6 +37,8 @@ pub mod overlay;
 pub mod recommend;
 pub mod similar;
 pub mod state;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod visitor;
 pub mod zone;
 

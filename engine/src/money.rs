@@ -270,10 +270,7 @@ mod tests {
     use super::*;
 
     fn gbp(minor: i64) -> Money {
-        Money {
-            minor,
-            currency: Currency::from_code("GBP").unwrap(),
-        }
+        crate::testing::money(minor, "GBP")
     }
 
     #[test]

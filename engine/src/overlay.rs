@@ -333,30 +333,18 @@ impl CatalogueEdit {
 #[cfg(test)]
 mod tests {
     use crate::catalogue::CatalogueBuilder;
-    use crate::money::Currency;
     use crate::money::Money;
 
     use super::*;
+    use crate::testing::{self, gbp};
 
     fn product(id: &str, categories: &[&str], brand: Option<&str>, price: i64) -> Product {
         Product {
-            id: id.to_owned(),
-            title: format!("Product {id}"),
-            categories: categories.iter().map(|c| (*c).to_owned()).collect(),
+            categories: testing::names(categories),
             brand: brand.map(str::to_owned),
-            prices: PriceSet {
-                prices: vec![Money {
-                    minor: price,
-                    currency: gbp(),
-                }],
-                sale_prices: Vec::new(),
-            },
-            ..Product::default()
+            prices: testing::priced(price, "GBP"),
+            ..testing::product(id)
         }
-    }
-
-    fn gbp() -> Currency {
-        Currency::from_code("GBP").unwrap()
     }
 
     fn base() -> Catalogue {

@@ -398,14 +398,8 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
 mod tests {
     use super::*;
     use crate::catalogue::{CatalogueBuilder, GroupPrice, PriceSet, Product, Visibility};
+    use crate::testing::money;
     use crate::zone::ZoneKind;
-
-    fn money(minor: i64, code: &str) -> Money {
-        Money {
-            minor,
-            currency: Currency::from_code(code).unwrap(),
-        }
-    }
 
     /// Products a..h, each with one filter-relevant trait, trending in id order.
     fn catalogue() -> Catalogue {

@@ -192,9 +192,9 @@ mod tests {
 
     fn product(categories: &[&str], brand: Option<&str>, tags: &[&str]) -> Product {
         Product {
-            categories: categories.iter().map(|c| (*c).to_owned()).collect(),
+            categories: crate::testing::names(categories),
             brand: brand.map(str::to_owned),
-            search_tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            search_tags: crate::testing::names(tags),
             ..Product::default()
         }
     }

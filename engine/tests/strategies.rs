@@ -3,34 +3,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use vitrine_engine::account::{ServeRequest, UserRecord};
+use vitrine_engine::Account;
+use vitrine_engine::account::ServeRequest;
 use vitrine_engine::catalogue::{
     Catalogue, CatalogueBuilder, PriceSet, Product, UnixMillis, Visibility,
 };
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
 use vitrine_engine::models::TRENDING_HALF_LIFE_MILLIS;
-use vitrine_engine::zone::{Strategy, ZoneSpec};
-use vitrine_engine::{Account, AccountSettings, Currency, Money};
+use vitrine_engine::zone::Strategy;
+use vitrine_testkit::{self as testkit, money, priced};
 
 const T0: UnixMillis = 1_800_000_000_000;
 
-fn money(minor: i64, code: &str) -> Money {
-    Money {
-        minor,
-        currency: Currency::from_code(code).unwrap(),
-    }
-}
-
 fn product(id: &str) -> Product {
     Product {
-        id: id.into(),
         title: id.to_uppercase(),
-        prices: PriceSet {
-            prices: vec![money(1000, "GBP")],
-            sale_prices: vec![],
-        },
-        categories: vec!["c".into()],
-        ..Product::default()
+        prices: priced(1000, "GBP"),
+        categories: testkit::names(&["c"]),
+        ..testkit::product(id)
     }
 }
 
@@ -70,23 +60,7 @@ fn account(strategy: Strategy) -> Account {
 }
 
 fn account_with(strategy: Strategy, catalogue: Catalogue) -> Account {
-    let zone = ZoneSpec {
-        id: "Z".into(),
-        title: "Zone".into(),
-        kind: strategy.kind(),
-        strategy: Some(strategy),
-        fallback: vec![],
-        count: 10,
-        page_types: vec![],
-    };
-    let settings = AccountSettings {
-        access_key: "k".into(),
-        default_currency: Currency::from_code("GBP").unwrap(),
-        zones: vec![zone],
-    };
-    let account = Account::new(settings, catalogue);
-    account.replace_users(Vec::<UserRecord>::new());
-    account
+    testkit::account(vec![testkit::zone("Z", strategy, 10)], catalogue)
 }
 
 fn view(id: &str) -> Event {
@@ -138,7 +112,7 @@ fn zone(account: &Account, visitor: &str, events: Vec<Event>, currency: &str) ->
     let outcome = account.serve(ServeRequest {
         visitor_id: Some(visitor.into()),
         session_id: None,
-        currency: Some(Currency::from_code(currency).unwrap()),
+        currency: Some(testkit::currency(currency)),
         events,
         zones: vec!["Z".into()],
         now: T0 + 1_000,

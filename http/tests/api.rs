@@ -20,6 +20,8 @@ use common::{
     DEMO_KEY, DEMO_SECRET, Resp, Server, parse_response, request, serverside_body, wait_for,
 };
 use serde_json::{Value, json};
+use vitrine_testkit::records;
+use vitrine_testkit::server::READY_TIMEOUT;
 
 const CONFIG: &str = r#"
 region = "eu"
@@ -77,8 +79,9 @@ fn delta_body(parts: Value) -> Value {
 }
 
 fn product(id: &str, prices: &[&str]) -> Value {
-    json!({"Id": id, "Title": format!("Product {id}"), "Link": format!("/p/{id}"),
-        "Image": format!("//img/{id}.jpg"), "Prices": prices, "Categories": ["cat-01"]})
+    let extra =
+        json!({"Image": format!("//img/{id}.jpg"), "Prices": prices, "Categories": ["cat-01"]});
+    records::with(records::product(id, ""), extra)
 }
 
 fn submit_delta(server: &Server, parts: Value) -> String {
@@ -130,14 +133,14 @@ fn ready_line_healthz_and_clean_sigterm() {
     assert_eq!(resp.status, 200);
     assert_eq!(resp.json(), json!({"status": "ok"}));
     // SIGTERM stops it cleanly (exit status 0).
-    let pid = server.child.id().to_string();
+    let pid = server.child().id().to_string();
     let status = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .unwrap();
     assert!(status.success());
     let exit = wait_for("exit after SIGTERM", Duration::from_secs(20), || {
-        server.child.try_wait().unwrap()
+        server.child().try_wait().unwrap()
     });
     assert!(
         exit.success(),
@@ -154,13 +157,13 @@ fn ready_line_healthz_and_clean_sigterm() {
 #[test]
 fn sigint_stops_the_server_too() {
     let mut server = Server::demo();
-    let pid = server.child.id().to_string();
+    let pid = server.child().id().to_string();
     std::process::Command::new("kill")
         .args(["-INT", &pid])
         .status()
         .unwrap();
     let exit = wait_for("exit after SIGINT", Duration::from_secs(20), || {
-        server.child.try_wait().unwrap()
+        server.child().try_wait().unwrap()
     });
     assert!(exit.success(), "exit status {exit:?}");
 }
@@ -220,7 +223,7 @@ fn environment_overrides_the_listen_address() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let addr = common::read_ready_line(&mut child, dir.path());
+    let addr = vitrine_testkit::server::read_ready_line(&mut child, READY_TIMEOUT).unwrap();
     assert_ne!(addr.port(), 7480);
     assert_eq!(request(addr, "GET", "/healthz", b"", &[]).status, 200);
     let _ = child.kill();

@@ -306,9 +306,8 @@ fn list(ids: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use vitrine_engine::AccountSettings;
-    use vitrine_engine::catalogue::CatalogueBuilder;
-    use vitrine_engine::money::Currency;
+    use vitrine_engine::catalogue::Product;
+    use vitrine_testkit as testkit;
 
     use super::*;
     use vitrine_fields::KeyMatch;
@@ -325,19 +324,15 @@ mod tests {
     }
 
     fn account() -> Account {
-        let mut builder = CatalogueBuilder::new();
-        let mut errors = Errors::default();
-        for id in ["a", "b"] {
-            let record = json!({"Id": id, "Title": id, "Link": "/", "Image": "/i",
-                "Prices": ["1.00 GBP"], "Categories": ["c1"]});
-            builder.upsert_product(record::product(&record, "", &mut errors).unwrap());
-        }
-        let settings = AccountSettings {
-            access_key: "k".into(),
-            default_currency: Currency::from_code("GBP").unwrap(),
-            zones: Vec::new(),
-        };
-        Account::new(settings, builder.build().unwrap())
+        let products = ["a", "b"].map(|id| Product {
+            title: id.to_owned(),
+            link: "/".into(),
+            image: "/i".into(),
+            prices: testkit::priced(100, "GBP"),
+            categories: testkit::names(&["c1"]),
+            ..testkit::product(id)
+        });
+        testkit::account(Vec::new(), testkit::catalogue(products))
     }
 
     fn delta(body: Value) -> Result<Delta, Errors> {

@@ -1,10 +1,8 @@
 //! The store under test: a `vitrine` started by the harness (`--spawn`) and a synthetic
 //! catalogue submitted through the public feed API from the harness's own feed server.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,96 +14,77 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
+use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
 
 /// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
 /// and `--secret-key` fit both the demo and a spawned store.
-pub(crate) const ACCESS_KEY: &str = "demo-access-key";
-const SECRET_KEY: &str = "demo-secret-key";
+pub(crate) const ACCESS_KEY: &str = vitrine_testkit::DEMO_KEY;
+const SECRET_KEY: &str = vitrine_testkit::DEMO_SECRET;
 
 /// The config of a spawned server: the demo's account and zone ids, with strategies a
 /// store would put on each page, and loopback feed URLs allowed (the feed comes from
 /// the harness).
-fn config(data_dir: &Path, demo_catalogue: bool) -> String {
-    format!(
-        r#"listen = "127.0.0.1:0"
-data_dir = {data_dir}
-region = "eu"
-
-[feeds]
-allow_private_addresses = true
-
-[[accounts]]
-access_key = "{ACCESS_KEY}"
-secret_key = "{SECRET_KEY}"
-default_currency = "GBP"
-demo_catalogue = {demo_catalogue}
-
-  [[accounts.zones]]
-  id = "HP-01"
-  title = "Recommended for you"
-  type = "recommender-product"
-  strategy = "personalized"
-  fallback = ["trending"]
-  count = 8
-
-  [[accounts.zones]]
-  id = "PP-01"
-  title = "Customers also viewed"
-  type = "recommender-product"
-  strategy = "viewed_together"
-  fallback = ["similar", "trending"]
-  count = 8
-
-  [[accounts.zones]]
-  id = "PP-02"
-  title = "Recently viewed"
-  type = "recommender-product"
-  strategy = "recently_viewed"
-  fallback = ["trending"]
-  count = 6
-
-  [[accounts.zones]]
-  id = "CP-01"
-  title = "Top in this category"
-  type = "recommender-product"
-  strategy = "category_top"
-  fallback = ["trending"]
-  count = 8
-
-  [[accounts.zones]]
-  id = "SR-01"
-  title = "On offer"
-  type = "recommender-product"
-  strategy = "on_offer"
-  fallback = ["trending"]
-  count = 8
-
-  [[accounts.zones]]
-  id = "BP-01"
-  title = "Complete your basket"
-  type = "recommender-product"
-  strategy = "basket_cross_sell"
-  fallback = ["top_sellers", "trending"]
-  count = 6
-
-  [[accounts.zones]]
-  id = "OC-01"
-  title = "Bought together"
-  type = "recommender-product"
-  strategy = "bought_together"
-  fallback = ["personalized", "top_sellers"]
-  count = 6
-"#,
-        data_dir = Value::String(data_dir.display().to_string()),
-    )
+fn config(demo_catalogue: bool) -> String {
+    let zone = |id: &str, title: &str, strategy: &str, fallback: &[&str], count: usize| {
+        ZoneToml::new(id, strategy, count)
+            .titled(title)
+            .fallback(fallback)
+    };
+    let account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
+        .zone(zone(
+            "HP-01",
+            "Recommended for you",
+            "personalized",
+            &["trending"],
+            8,
+        ))
+        .zone(zone(
+            "PP-01",
+            "Customers also viewed",
+            "viewed_together",
+            &["similar", "trending"],
+            8,
+        ))
+        .zone(zone(
+            "PP-02",
+            "Recently viewed",
+            "recently_viewed",
+            &["trending"],
+            6,
+        ))
+        .zone(zone(
+            "CP-01",
+            "Top in this category",
+            "category_top",
+            &["trending"],
+            8,
+        ))
+        .zone(zone("SR-01", "On offer", "on_offer", &["trending"], 8))
+        .zone(zone(
+            "BP-01",
+            "Complete your basket",
+            "basket_cross_sell",
+            &["top_sellers", "trending"],
+            6,
+        ))
+        .zone(zone(
+            "OC-01",
+            "Bought together",
+            "bought_together",
+            &["personalized", "top_sellers"],
+            6,
+        ));
+    ConfigToml::new("region = \"eu\"\n\n[feeds]\nallow_private_addresses = true")
+        .account(account)
+        .to_toml()
 }
 
-/// A `vitrine serve` started by the harness in a temporary directory; killed on drop.
+/// A `vitrine serve` started by the harness in a temporary directory (the workspace's
+/// `TestServer`); killed on drop.
 #[derive(Debug)]
 pub(crate) struct Spawned {
-    child: Child,
+    server: TestServer,
     pub(crate) addr: SocketAddr,
-    dir: tempfile::TempDir,
 }
 
 impl Spawned {
@@ -116,76 +95,21 @@ impl Spawned {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let dir = tempfile::Builder::new()
-            .prefix("vitrine-loadtest-")
-            .tempdir()
-            .context("creating a temporary directory for the server")?;
-        let config_path = dir.path().join("vitrine.toml");
-        std::fs::write(
-            &config_path,
-            config(&dir.path().join("data"), demo_catalogue),
-        )
-        .context("writing the server's config")?;
-        let log_path = dir.path().join("server.log");
-        let log = std::fs::File::create(&log_path).context("creating the server log")?;
-        let mut child = Command::new(&binary)
-            .arg("serve")
-            .arg("--config")
-            .arg(&config_path)
-            .env_remove("VITRINE_LISTEN")
-            .env_remove("VITRINE_DATA_DIR")
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        let Some(stdout) = child.stdout.take() else {
-            bail!("the server's stdout is not piped");
-        };
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let mut spawned = Spawned {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            dir,
-        };
-        let line = rx
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_default();
-        let Some(addr) = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|a| a.parse().ok())
-        else {
-            bail!(
-                "{} printed no ready line (got {line:?}); its log:\n{}",
-                binary.display(),
-                spawned.log()
-            );
-        };
-        spawned.addr = addr;
-        Ok(spawned)
+        let server = TestServer::start(&binary, Some(&config(demo_catalogue)))?;
+        Ok(Spawned {
+            addr: server.addr(),
+            server,
+        })
     }
 
     /// The server's log so far.
     pub(crate) fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+        self.server.log()
     }
 
     /// Stops the server (SIGKILL: its data directory is thrown away).
-    pub(crate) fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub(crate) fn stop(self) {
+        drop(self.server);
     }
 }
 

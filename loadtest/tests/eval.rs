@@ -7,25 +7,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
-const CONFIG: &str = r#"
-[[accounts]]
-access_key = "eval-access-key"
-secret_key = "eval-secret-key"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "PP-VT"
-  title = "Customers also viewed"
-  type = "recommender-product"
-  strategy = "viewed_together"
-  count = 10
-"#;
+use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
+
+fn config() -> String {
+    let account = AccountToml::new("eval-access-key", "eval-secret-key", true)
+        .zone(ZoneToml::new("PP-VT", "viewed_together", 10).titled("Customers also viewed"));
+    ConfigToml::default().account(account).to_toml()
+}
 
 fn loadtest() -> &'static str {
     env!("CARGO_BIN_EXE_vitrine-loadtest")
@@ -40,53 +31,6 @@ fn vitrine() -> PathBuf {
         path.display()
     );
     path
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(dir: &Path) -> Server {
-    let config = dir.join("vitrine.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let mut child = Command::new(vitrine())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .env_remove("VITRINE_LISTEN")
-        .env_remove("VITRINE_DATA_DIR")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.join("server.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| {
-            panic!(
-                "no ready line ({line:?}); log: {}",
-                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
-            )
-        })
-        .to_owned();
-    Server { child, addr }
 }
 
 #[test]
@@ -105,11 +49,11 @@ fn eval_scores_the_co_view_zone_above_the_baseline_on_planted_clusters() {
         "{csv:.80}"
     );
 
-    let server = start(dir.path());
+    let server = TestServer::start(&vitrine(), Some(&config())).unwrap_or_else(|e| panic!("{e}"));
     let report_path = dir.path().join("report.json");
     let out = Command::new(loadtest())
         .args(["eval", "--server"])
-        .arg(format!("http://{}", server.addr))
+        .arg(format!("http://{}", server.addr()))
         .args([
             "--access-key",
             "eval-access-key",

@@ -1,47 +1,20 @@
 use super::*;
+use crate::catalogue::Product;
 use crate::catalogue::ProductIdx;
-use crate::catalogue::{CatalogueBuilder, PriceSet, Product};
 use crate::event::{BasketLine, Order, PersonalDetails};
 use crate::event::{Event, Identity};
+use crate::testing;
 use crate::zone::Strategy;
-use crate::zone::ZoneKind;
 
 const T0: UnixMillis = 1_800_000_000_000;
 
-fn gbp() -> Currency {
-    Currency::from_code("GBP").unwrap()
-}
-
 fn account() -> Account {
-    let mut builder = CatalogueBuilder::new();
-    for id in ["a", "b", "c"] {
-        builder.upsert_product(Product {
-            id: id.into(),
-            prices: PriceSet {
-                prices: vec![crate::Money {
-                    minor: 100,
-                    currency: gbp(),
-                }],
-                sale_prices: vec![],
-            },
-            ..Product::default()
-        });
-    }
-    let zone = ZoneSpec {
-        id: "RV".into(),
-        title: "Recently viewed".into(),
-        kind: ZoneKind::RecommenderProduct,
-        strategy: Some(Strategy::RecentlyViewed),
-        fallback: vec![],
-        count: 5,
-        page_types: vec![],
-    };
-    let settings = AccountSettings {
-        access_key: "k".into(),
-        default_currency: gbp(),
-        zones: vec![zone],
-    };
-    Account::new(settings, builder.build().unwrap())
+    let products = ["a", "b", "c"].map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(id)
+    });
+    let zone = testing::zone("RV", Strategy::RecentlyViewed, 5);
+    testing::account(vec![zone], testing::catalogue(products))
 }
 
 fn request(

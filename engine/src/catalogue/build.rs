@@ -338,13 +338,12 @@ impl Interned {
 mod tests {
     use super::*;
     use crate::catalogue::Visibility;
+    use crate::testing;
 
     fn product(id: &str, categories: &[&str]) -> Product {
         Product {
-            id: id.to_owned(),
-            title: format!("Product {id}"),
-            categories: categories.iter().map(|c| (*c).to_owned()).collect(),
-            ..Product::default()
+            categories: testing::names(categories),
+            ..testing::product(id)
         }
     }
 

@@ -93,13 +93,7 @@ pub type ArchivedProduct = ArchivedStoredProduct;
 mod tests {
     use super::*;
     use crate::catalogue::CatalogueBuilder;
-
-    fn money(minor: i64, code: &str) -> Money {
-        Money {
-            minor,
-            currency: Currency::from_code(code).unwrap(),
-        }
-    }
+    use crate::testing::money;
 
     #[test]
     fn interned_names_and_price_columns_round_trip() {

@@ -53,20 +53,16 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
         None => None,
     };
     let request = parse(&fields, &state.config.limits, now, &mut errors);
-    let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
+    let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
     let currency = request.currency.unwrap_or(entry.config.default_currency);
-    entry.jobs.strip_forgotten(&mut request.events);
-    let outcome = entry.account.serve(request);
-    // Logged after they are applied (a state snapshot's position then never passes an
-    // event it lacks); the 200 waits for the log as `durability.events_fsync` says.
-    if !outcome.tracked.events.is_empty() {
-        entry
-            .jobs
-            .log_events(&outcome.tracked)
-            .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
-    }
+    // Erased identities stripped, events applied, zones filled, then the events logged
+    // as `durability.events_fsync` says, all in ingest's one call.
+    let outcome = entry
+        .jobs
+        .serve(request)
+        .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
     let errors = outcome.notices.iter().map(notice_message).collect();
     Ok(Reply::json(render::response(
         &outcome, errors, currency, entry,

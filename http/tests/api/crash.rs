@@ -292,7 +292,7 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
     };
     view(&server, "early", "P00010");
     // Two state snapshots after the early view (one per second).
-    let dir_path = server.data_dir.path().to_path_buf();
+    let dir_path = server.dir().to_path_buf();
     wait_for("two state snapshots", Duration::from_secs(20), || {
         (snapshots(&dir_path, "state-").len() == 2 && {
             std::thread::sleep(Duration::from_millis(1200));

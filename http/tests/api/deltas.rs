@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use vitrine_testkit::records;
 
 use crate::common::{Resp, Server, serverside_body, wait_for};
 
@@ -35,8 +36,8 @@ fn config_with(extra: &str) -> String {
 }
 
 fn product(id: &str, title: &str, price: &str, categories: &[&str]) -> Value {
-    json!({"Id": id, "Title": title, "Link": format!("/p/{id}"), "Image": "//img/x.jpg",
-        "Prices": [price], "Categories": categories})
+    let extra = json!({"Title": title, "Image": "//img/x.jpg", "Categories": categories});
+    records::with(records::product(id, price), extra)
 }
 
 fn submit(server: &Server, parts: Value) -> String {

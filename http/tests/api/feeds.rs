@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use vitrine_testkit::records;
 
 use crate::common::{FeedServer, Server, serverside_body, vendor_fixture, wait_for};
 
@@ -26,8 +27,8 @@ default_currency = "GBP"
 "#;
 
 fn product(id: &str) -> Value {
-    json!({"Id": id, "Title": format!("Product {id}"), "Link": format!("/p/{id}"), "Image": "//img/x.jpg",
-        "Prices": ["10.00 GBP"], "Categories": ["c1"], "Brand": "b1"})
+    let extra = json!({"Image": "//img/x.jpg", "Categories": ["c1"], "Brand": "b1"});
+    records::with(records::product(id, "10.00 GBP"), extra)
 }
 
 fn submit(server: &Server, url: &str) -> String {

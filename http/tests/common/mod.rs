@@ -3,23 +3,21 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const DEMO_KEY: &str = "demo-access-key";
-pub const DEMO_SECRET: &str = "demo-secret-key";
+use vitrine_testkit::TestServer;
+pub use vitrine_testkit::{DEMO_KEY, DEMO_SECRET};
 
-/// A running server; killed when dropped.
+/// A running server (the real binary, see `vitrine_testkit::TestServer`); killed when
+/// dropped.
 pub struct Server {
     pub addr: SocketAddr,
-    pub child: Child,
-    pub data_dir: tempfile::TempDir,
+    inner: TestServer,
 }
 
 /// A response as received.
@@ -104,47 +102,41 @@ impl Server {
     }
 
     fn start(config: Option<&str>) -> Server {
-        let data_dir = tempfile::tempdir().expect("tempdir");
-        Server::start_in(data_dir, config)
+        Server::wrap(TestServer::start(Path::new(binary()), config))
     }
 
     pub fn start_in(data_dir: tempfile::TempDir, config: Option<&str>) -> Server {
-        let mut command = Command::new(binary());
-        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
-        command.arg("--data-dir").arg(data_dir.path().join("data"));
-        if let Some(text) = config {
-            let path = data_dir.path().join("vitrine.toml");
-            std::fs::write(&path, text).expect("write config");
-            command.arg("--config").arg(path);
-        }
-        let log = std::fs::File::create(data_dir.path().join("server.log")).expect("log file");
-        command
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .env_remove("VITRINE_LISTEN")
-            .env_remove("VITRINE_DATA_DIR");
-        let mut child = command.spawn().expect("spawn vitrine");
-        let addr = read_ready_line(&mut child, data_dir.path());
+        Server::wrap(TestServer::start_in(Path::new(binary()), data_dir, config))
+    }
+
+    fn wrap(started: Result<TestServer, vitrine_testkit::SpawnError>) -> Server {
+        let inner = started.unwrap_or_else(|e| panic!("{e}"));
         Server {
-            addr,
-            child,
-            data_dir,
+            addr: inner.addr(),
+            inner,
         }
     }
 
     /// SIGKILLs the server and hands back its directory for a restart.
-    pub fn kill9(mut self) -> tempfile::TempDir {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-        std::mem::replace(&mut self.data_dir, tempfile::tempdir().expect("tempdir"))
+    pub fn kill9(self) -> tempfile::TempDir {
+        self.inner.kill9()
+    }
+
+    pub fn child(&mut self) -> &mut std::process::Child {
+        self.inner.child()
+    }
+
+    /// The server's directory (`data/`, `server.log`, `vitrine.toml`).
+    pub fn dir(&self) -> &Path {
+        self.inner.dir()
     }
 
     pub fn data_path(&self) -> PathBuf {
-        self.data_dir.path().join("data")
+        self.inner.data_path()
     }
 
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.data_dir.path().join("server.log")).unwrap_or_default()
+        self.inner.log()
     }
 
     pub fn post(&self, path: &str, body: &str) -> Resp {
@@ -162,13 +154,6 @@ impl Server {
     /// A valid server-side body for the demo account, with `extra` merged in.
     pub fn serverside(&self, extra: Value) -> Resp {
         self.post_json("/api/serverside", &serverside_body(extra))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -190,35 +175,6 @@ pub fn merge(body: &mut Value, extra: Value) {
             target.insert(k, v);
         }
     }
-}
-
-/// Reads `listening on http://ADDR` from the child's stdout within 60 s.
-pub fn read_ready_line(child: &mut Child, dir: &Path) -> SocketAddr {
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
-            panic!(
-                "no ready line within 60 s; log: {}",
-                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
-            )
-        });
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| {
-            panic!(
-                "unexpected first line {line:?}; log: {}",
-                std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
-            )
-        });
-    addr.parse().expect("ready line carries an address")
 }
 
 /// One request on a new connection (`Connection: close`).

@@ -70,9 +70,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use vitrine_engine::Account;
-use vitrine_engine::account::UserRecord;
+use vitrine_engine::account::{ServeOutcome, ServeRequest, UserRecord};
 use vitrine_engine::catalogue::Catalogue;
-use vitrine_engine::event::Event;
 use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
@@ -242,6 +241,22 @@ pub struct AccountJobs {
 }
 
 impl AccountJobs {
+    /// Serves a validated server-side call, durably: strips personal data from events
+    /// naming a forgotten email or user id, tracks the events and fills the zones
+    /// ([`Account::serve`]), then logs the events as applied under the log's policy
+    /// (`always`: returns once fsynced; otherwise once handed to the log's writer).
+    /// Events are applied before they are logged, so a state snapshot's position never
+    /// passes an event it lacks; a log that cannot be written fails the call (the
+    /// events stay applied in memory but the 200 that a crash would undo is not sent).
+    pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome<'_>, SubmitError> {
+        self.shared.forgotten.strip(&mut request.events);
+        let outcome = self.shared.account.serve(request);
+        if !outcome.tracked.events.is_empty() {
+            self.log_events(&outcome.tracked)?;
+        }
+        Ok(outcome)
+    }
+
     /// Logs one request's tracking events under the log's policy (`always`: returns
     /// once fsynced; otherwise once handed to the log's writer). The events are already
     /// applied: a state snapshot's position then never passes an event it lacks.
@@ -252,12 +267,6 @@ impl AccountJobs {
             .shared
             .wal
             .append_under_policy(RecordKind::Events.code(), payload)?)
-    }
-
-    /// Strips personal data from events naming a forgotten email or user id (before
-    /// they are applied or logged); returns how many were stripped.
-    pub fn strip_forgotten(&self, events: &mut [Event]) -> usize {
-        self.shared.forgotten.strip(events)
     }
 
     /// Erases everything tied to `identifier` (see [`Account::forget`]). When anything

@@ -1,15 +1,14 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use vitrine_engine::AccountSettings;
 use vitrine_engine::catalogue::CatalogueBuilder;
-use vitrine_engine::money::Currency;
 
 use super::*;
 use crate::delta::{self, Delta};
 use std::fs;
 use std::path::Path;
 use vitrine_fields::{Errors, Fields, KeyMatch};
+use vitrine_testkit::{self as testkit, records};
 
 fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -27,15 +26,7 @@ fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
 }
 
 fn account() -> Arc<Account> {
-    let settings = AccountSettings {
-        access_key: "k".into(),
-        default_currency: Currency::from_code("GBP").unwrap(),
-        zones: Vec::new(),
-    };
-    Arc::new(Account::new(
-        settings,
-        CatalogueBuilder::new().build().unwrap(),
-    ))
+    Arc::new(testkit::account(Vec::new(), testkit::catalogue([])))
 }
 
 fn config() -> JobsConfig {
@@ -54,15 +45,10 @@ fn restart(dir: &Path) -> (AccountJobs, Recovery) {
     let (restored, skipped) = store::restore(dir).unwrap();
     assert!(skipped.is_empty(), "{skipped:?}");
     let (catalogue, position) = restored.map_or_else(
-        || (CatalogueBuilder::new().build().unwrap(), 0),
+        || (testkit::catalogue([]), 0),
         |r| (r.catalogue, r.position),
     );
-    let settings = AccountSettings {
-        access_key: "k".into(),
-        default_currency: Currency::from_code("GBP").unwrap(),
-        zones: Vec::new(),
-    };
-    let account = Arc::new(Account::new(settings, catalogue));
+    let account = Arc::new(testkit::account(Vec::new(), catalogue));
     account.replace_users(store::restore_users(dir).0);
     AccountJobs::start(account, dir, position, config()).unwrap()
 }
@@ -82,7 +68,7 @@ fn submit(jobs: &AccountJobs, body: serde_json::Value) -> String {
 }
 
 fn product(id: &str, title: &str) -> serde_json::Value {
-    json!({"Id": id, "Title": title, "Link": "/", "Image": "/i", "Prices": ["1 GBP"], "Categories": []})
+    records::with(records::product(id, "1 GBP"), json!({"Title": title}))
 }
 
 fn title(jobs: &AccountJobs, id: &str) -> Option<String> {

@@ -1,0 +1,146 @@
+//! Server configuration files for tests and tools: [`ConfigToml`] writes the TOML that
+//! `vitrine serve --config` reads (see the README's configuration section), and the
+//! keys of the embedded demo account.
+
+use std::fmt::Write as _;
+
+/// Access key of the demo account served without `--config`.
+pub const DEMO_KEY: &str = "demo-access-key";
+/// Secret key of the demo account served without `--config`.
+pub const DEMO_SECRET: &str = "demo-secret-key";
+
+/// A product zone of an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneToml {
+    /// `id`.
+    pub id: String,
+    /// `title`.
+    pub title: String,
+    /// `strategy` of a `recommender-product` zone.
+    pub strategy: String,
+    /// `fallback` strategies, in order.
+    pub fallback: Vec<String>,
+    /// `count`.
+    pub count: usize,
+}
+
+impl ZoneToml {
+    /// A zone `id` of `strategy` with `count` items, titled by its id, no fallback.
+    pub fn new(id: &str, strategy: &str, count: usize) -> ZoneToml {
+        ZoneToml {
+            id: id.to_owned(),
+            title: id.to_owned(),
+            strategy: strategy.to_owned(),
+            fallback: Vec::new(),
+            count,
+        }
+    }
+
+    /// The same zone with a title.
+    pub fn titled(self, title: &str) -> ZoneToml {
+        ZoneToml {
+            title: title.to_owned(),
+            ..self
+        }
+    }
+
+    /// The same zone with fallback strategies.
+    pub fn fallback(self, fallback: &[&str]) -> ZoneToml {
+        ZoneToml {
+            fallback: fallback.iter().map(|s| (*s).to_owned()).collect(),
+            ..self
+        }
+    }
+}
+
+/// An account of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountToml {
+    /// `access_key`.
+    pub access_key: String,
+    /// `secret_key`.
+    pub secret_key: String,
+    /// `default_currency`.
+    pub default_currency: String,
+    /// `demo_catalogue`: start with the generated demo catalogue.
+    pub demo_catalogue: bool,
+    /// Its zones.
+    pub zones: Vec<ZoneToml>,
+}
+
+impl AccountToml {
+    /// An account in GBP with no zones.
+    pub fn new(access_key: &str, secret_key: &str, demo_catalogue: bool) -> AccountToml {
+        AccountToml {
+            access_key: access_key.to_owned(),
+            secret_key: secret_key.to_owned(),
+            default_currency: "GBP".to_owned(),
+            demo_catalogue,
+            zones: Vec::new(),
+        }
+    }
+
+    /// The same account with `zone` added.
+    pub fn zone(mut self, zone: ZoneToml) -> AccountToml {
+        self.zones.push(zone);
+        self
+    }
+}
+
+/// A configuration file: top-level lines (and tables) as given, then the accounts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigToml {
+    /// TOML placed before the accounts, e.g. `region = "eu"` or a `[durability]` table.
+    pub preamble: String,
+    /// The accounts.
+    pub accounts: Vec<AccountToml>,
+}
+
+impl ConfigToml {
+    /// A configuration with `preamble` and no accounts.
+    pub fn new(preamble: &str) -> ConfigToml {
+        ConfigToml {
+            preamble: preamble.to_owned(),
+            accounts: Vec::new(),
+        }
+    }
+
+    /// The same configuration with `account` added.
+    pub fn account(mut self, account: AccountToml) -> ConfigToml {
+        self.accounts.push(account);
+        self
+    }
+
+    /// The TOML text.
+    pub fn to_toml(&self) -> String {
+        let quoted = |text: &str| serde_json::Value::from(text).to_string();
+        let mut out = self.preamble.trim_end().to_owned();
+        out.push('\n');
+        for account in &self.accounts {
+            let _ = write!(
+                out,
+                "\n[[accounts]]\naccess_key = {}\nsecret_key = {}\ndefault_currency = {}\n\
+                 demo_catalogue = {}\n",
+                quoted(&account.access_key),
+                quoted(&account.secret_key),
+                quoted(&account.default_currency),
+                account.demo_catalogue,
+            );
+            for zone in &account.zones {
+                let fallback: Vec<String> = zone.fallback.iter().map(|s| quoted(s)).collect();
+                let _ = write!(
+                    out,
+                    "\n  [[accounts.zones]]\n  id = {}\n  title = {}\n  \
+                     type = \"recommender-product\"\n  strategy = {}\n  fallback = [{}]\n  \
+                     count = {}\n",
+                    quoted(&zone.id),
+                    quoted(&zone.title),
+                    quoted(&zone.strategy),
+                    fallback.join(", "),
+                    zone.count,
+                );
+            }
+        }
+        out
+    }
+}

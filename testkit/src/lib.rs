@@ -1,0 +1,20 @@
+//! `vitrine-testkit`: what the tests, benches and tools of the workspace share, so that
+//! none of them keeps its own copy.
+//!
+//! - Builders of engine data (re-exported from `vitrine_engine::testing`): products,
+//!   prices, zones, catalogues and accounts in a line each.
+//! - [`records`]: the same products as feed and delta JSON records.
+//! - [`config`]: server configuration files ([`ConfigToml`]) and the demo account's keys.
+//! - [`server`]: [`TestServer`], the real `vitrine` binary on `127.0.0.1:0` in a
+//!   temporary directory, started and read up to its ready line. The load harness
+//!   spawns its server with it too, so it returns errors rather than panicking.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod records;
+pub mod server;
+
+pub use config::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, ZoneToml};
+pub use server::{SpawnError, TestServer};
+pub use vitrine_engine::testing::*;

@@ -1,0 +1,179 @@
+//! [`TestServer`]: the real `vitrine` binary, started on `127.0.0.1:0` in a temporary
+//! directory (`data/` for its data, `server.log` for its stderr, `vitrine.toml` for its
+//! configuration), and read up to its ready line `listening on http://ADDR`.
+//!
+//! Used by the integration tests, the benches and the load harness alike; it never
+//! panics, so a tool can report why a server did not start.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long a server may take to print its ready line (a debug build on a loaded
+/// machine restoring a large data directory is slow).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The prefix of the ready line.
+const READY_PREFIX: &str = "listening on http://";
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// A file of the server's directory could not be written.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The process did not print its ready line.
+    #[error("{binary} printed no ready line ({reason}); its log:\n{log}")]
+    NotReady {
+        /// The binary started.
+        binary: PathBuf,
+        /// What happened instead.
+        reason: String,
+        /// Its stderr so far.
+        log: String,
+    },
+}
+
+/// A running `vitrine serve`; killed (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct TestServer {
+    process: Process,
+    addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+/// A child process, killed (SIGKILL) and reaped when dropped.
+#[derive(Debug)]
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl TestServer {
+    /// Starts `binary` in a new temporary directory, with `config` (TOML) if given.
+    pub fn start(binary: &Path, config: Option<&str>) -> Result<TestServer, SpawnError> {
+        let dir = tempfile::Builder::new()
+            .prefix("vitrine-test-")
+            .tempdir()
+            .map_err(|source| SpawnError::Io {
+                action: "creating a temporary directory in",
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        TestServer::start_in(binary, dir, config)
+    }
+
+    /// Starts `binary` in `dir` (a directory from an earlier server, for a restart;
+    /// its `data/` is kept), with `config` (TOML) if given.
+    pub fn start_in(
+        binary: &Path,
+        dir: tempfile::TempDir,
+        config: Option<&str>,
+    ) -> Result<TestServer, SpawnError> {
+        let io = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SpawnError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        let mut command = Command::new(binary);
+        command.arg("serve").arg("--listen").arg("127.0.0.1:0");
+        command.arg("--data-dir").arg(dir.path().join("data"));
+        if let Some(text) = config {
+            let path = dir.path().join("vitrine.toml");
+            std::fs::write(&path, text).map_err(io("writing", &path))?;
+            command.arg("--config").arg(path);
+        }
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path).map_err(io("creating", &log_path))?;
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .env_remove("VITRINE_LISTEN")
+            .env_remove("VITRINE_DATA_DIR")
+            .env_remove("VITRINE_CONFIG")
+            .spawn()
+            .map_err(io("starting", binary))?;
+        let mut process = Process(child);
+        match read_ready_line(&mut process.0, READY_TIMEOUT) {
+            Ok(addr) => Ok(TestServer { process, addr, dir }),
+            Err(reason) => {
+                drop(process);
+                Err(SpawnError::NotReady {
+                    binary: binary.to_path_buf(),
+                    reason,
+                    log: std::fs::read_to_string(&log_path).unwrap_or_default(),
+                })
+            }
+        }
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's process.
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.process.0
+    }
+
+    /// Its directory (holding `data/`, `server.log` and `vitrine.toml`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Its data directory.
+    pub fn data_path(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Its stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// SIGKILLs the server and hands back its directory, for a restart with
+    /// [`TestServer::start_in`].
+    pub fn kill9(self) -> tempfile::TempDir {
+        let TestServer { process, dir, .. } = self;
+        drop(process);
+        dir
+    }
+}
+
+/// Reads `listening on http://ADDR` from the child's stdout within `timeout`.
+pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAddr, String> {
+    let Some(stdout) = child.stdout.take() else {
+        return Err("its stdout is not piped".to_owned());
+    };
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(timeout)
+        .map_err(|_| format!("nothing within {} s", timeout.as_secs()))?;
+    line.trim()
+        .strip_prefix(READY_PREFIX)
+        .and_then(|addr| addr.parse().ok())
+        .ok_or_else(|| format!("its first line was {line:?}"))
+}
