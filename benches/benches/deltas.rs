@@ -10,7 +10,12 @@
 //!
 //! Criterion then times one 10-product delta, submitted and waited for.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

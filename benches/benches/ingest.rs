@@ -8,7 +8,11 @@
 //!
 //! It also prints the feed size and the snapshot bytes per product.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use std::hint::black_box;
 

@@ -6,7 +6,11 @@
 //! growth while the visitors were created, divided by their number) and the median and
 //! p99 of 200,000 timed handler calls; criterion then times the same call.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

@@ -1,7 +1,11 @@
 //! The server-side call: engine only, and the whole handler from body bytes to response
 //! bytes, against the demo catalogue (3,000 products).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use std::hint::black_box;
 

@@ -1,7 +1,11 @@
 //! Data-driven strategy tests: a small catalogue and a scripted sequence of events in,
 //! the ordered product ids of a zone out.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use vitrine_engine::Account;
 use vitrine_engine::account::ServeRequest;

@@ -1,5 +1,7 @@
 //! `vitrine`: the command line of the Vitrine server.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

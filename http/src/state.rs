@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use vitrine_engine::catalogue::CatalogueBuilder;
+use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
-use vitrine_ingest::jobs::{AccountJobs, JobsConfig, ingest_pool};
+use vitrine_ingest::jobs::{AccountJobs, JobsConfig, SubmitError, ingest_pool};
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
 use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
@@ -44,12 +44,51 @@ pub struct AppState {
     _data_dir: DataDir,
 }
 
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The data directory could not be opened or locked.
+    #[error("the data directory: {0}")]
+    DataDir(#[source] vitrine_snapshots::Error),
+    /// The ingest pool or the feed runner could not be started.
+    #[error("the ingest threads could not start: {0}")]
+    Threads(#[source] std::io::Error),
+    /// An account could not be set up.
+    #[error("account {account}: {source}")]
+    Account {
+        /// Its access key.
+        account: String,
+        /// What failed.
+        source: AccountError,
+    },
+}
+
+/// What failed while an account was set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// Its snapshots could not be read.
+    #[error("restoring the catalogue: {0}")]
+    Restore(#[from] store::StoreError),
+    /// Its starting catalogue (demo or empty) could not be built.
+    #[error("building the starting catalogue: {0}")]
+    Catalogue(#[from] CatalogueError),
+    /// The data directory's erasure key could not be read or made.
+    #[error("the erasure key: {0}")]
+    Key(#[from] vitrine_snapshots::Error),
+    /// Its log could not be opened or replayed, or its threads started.
+    #[error("starting its jobs: {0}")]
+    Jobs(#[from] SubmitError),
+    /// An html zone's template does not compile.
+    #[error("a zone template: {0}")]
+    Template(#[from] minijinja::Error),
+}
+
 impl AppState {
     /// Opens the data directory and sets up every configured account.
-    pub fn open(config: Config) -> anyhow::Result<AppState> {
-        let data_dir = DataDir::open(&config.data_dir)?;
+    pub fn open(config: Config) -> Result<AppState, StartError> {
+        let data_dir = DataDir::open(&config.data_dir).map_err(StartError::DataDir)?;
         let feeds = config.feeds;
-        let pool = ingest_pool(feeds.ingest_threads)?;
+        let pool = ingest_pool(feeds.ingest_threads).map_err(StartError::Threads)?;
         let runner = FeedRunner::start(
             FeedSettings {
                 limits: FetchLimits {
@@ -61,71 +100,16 @@ impl AppState {
                 },
             },
             Arc::clone(&pool),
-        )?;
+        )
+        .map_err(StartError::Threads)?;
         let mut accounts = HashMap::with_capacity(config.accounts.len());
         for account_config in &config.accounts {
-            let dir = account_dir(data_dir.path(), &account_config.access_key);
-            let key = &account_config.access_key;
-            let (restored, skipped) = store::restore(&dir)?;
-            for problem in &skipped {
-                tracing::warn!(account = %key, "skipping snapshot: {problem}");
-            }
-            let (catalogue, base_position) = match restored {
-                Some(restored) => {
-                    tracing::info!(account = %key, snapshot = %restored.path.display(), "catalogue restored");
-                    (restored.catalogue, restored.position)
-                }
-                None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
-                None => (CatalogueBuilder::new().build()?, 0),
-            };
-            let settings = AccountSettings {
-                access_key: account_config.access_key.clone(),
-                default_currency: account_config.default_currency,
-                zones: account_config.zones.clone(),
-            };
-            let account = Arc::new(Account::new(settings, catalogue));
-            let (users, problems) = store::restore_users(&dir);
-            for problem in &problems {
-                tracing::warn!(account = %key, "users: {problem}");
-            }
-            account.replace_users(users);
-            let (jobs, recovery) = AccountJobs::start(
-                Arc::clone(&account),
-                &dir,
-                base_position,
-                jobs_config(&config, Arc::clone(&pool))?,
-            )?;
-            if let Some(cut) = &recovery.truncated {
-                tracing::warn!(account = %key, "write-ahead log: {cut}");
-            }
-            for problem in &recovery.problems {
-                tracing::warn!(account = %key, "write-ahead log: {problem}");
-            }
-            if let Some(restored) = &recovery.state {
-                tracing::info!(account = %key, snapshot = %restored.path.display(), entries = restored.entries, "tracking state restored");
-            }
-            tracing::info!(
-                account = %account_config.access_key,
-                deltas = recovery.deltas,
-                events = recovery.events,
-                feeds = recovery.feeds,
-                products = account.catalogue().len(),
-                "account ready"
-            );
-            let jobs = Arc::new(jobs);
-            for job in jobs.queued_feeds() {
-                runner.enqueue(Arc::clone(&jobs), job.token);
-            }
-            accounts.insert(
-                account_config.access_key.clone(),
-                AccountEntry {
-                    config: account_config.clone(),
-                    jobs,
-                    templates: templates(account_config)?,
-                    product_texts: ArcSwap::from_pointee(ProductTexts::new(account.catalogue())),
-                    account,
-                },
-            );
+            let entry = open_account(&config, account_config, data_dir.path(), &pool, &runner)
+                .map_err(|source| StartError::Account {
+                    account: account_config.access_key.clone(),
+                    source,
+                })?;
+            accounts.insert(account_config.access_key.clone(), entry);
         }
         Ok(AppState {
             config,
@@ -170,9 +154,79 @@ impl AppState {
     }
 }
 
+/// Restores one account from its files (or its starting catalogue), starts its jobs and
+/// queues its unfinished feeds.
+fn open_account(
+    config: &Config,
+    account_config: &AccountConfig,
+    data_dir: &Path,
+    pool: &Arc<rayon::ThreadPool>,
+    runner: &FeedRunner,
+) -> Result<AccountEntry, AccountError> {
+    let dir = account_dir(data_dir, &account_config.access_key);
+    let key = &account_config.access_key;
+    let (restored, skipped) = store::restore(&dir)?;
+    for problem in &skipped {
+        tracing::warn!(account = %key, "skipping snapshot: {problem}");
+    }
+    let (catalogue, base_position) = match restored {
+        Some(restored) => {
+            tracing::info!(account = %key, snapshot = %restored.path.display(), "catalogue restored");
+            (restored.catalogue, restored.position)
+        }
+        None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
+        None => (CatalogueBuilder::new().build()?, 0),
+    };
+    let settings = AccountSettings {
+        access_key: account_config.access_key.clone(),
+        default_currency: account_config.default_currency,
+        zones: account_config.zones.clone(),
+    };
+    let account = Arc::new(Account::new(settings, catalogue));
+    let (users, problems) = store::restore_users(&dir);
+    for problem in &problems {
+        tracing::warn!(account = %key, "users: {problem}");
+    }
+    account.replace_users(users);
+    let (jobs, recovery) = AccountJobs::start(
+        Arc::clone(&account),
+        &dir,
+        base_position,
+        jobs_config(config, Arc::clone(pool))?,
+    )?;
+    if let Some(cut) = &recovery.truncated {
+        tracing::warn!(account = %key, "write-ahead log: {cut}");
+    }
+    for problem in &recovery.problems {
+        tracing::warn!(account = %key, "write-ahead log: {problem}");
+    }
+    if let Some(restored) = &recovery.state {
+        tracing::info!(account = %key, snapshot = %restored.path.display(), entries = restored.entries, "tracking state restored");
+    }
+    tracing::info!(
+        account = %account_config.access_key,
+        deltas = recovery.deltas,
+        events = recovery.events,
+        feeds = recovery.feeds,
+        products = account.catalogue().len(),
+        "account ready"
+    );
+    let jobs = Arc::new(jobs);
+    for job in jobs.queued_feeds() {
+        runner.enqueue(Arc::clone(&jobs), job.token);
+    }
+    Ok(AccountEntry {
+        config: account_config.clone(),
+        jobs,
+        templates: templates(account_config)?,
+        product_texts: ArcSwap::from_pointee(ProductTexts::new(account.catalogue())),
+        account,
+    })
+}
+
 /// The html zones' templates of an account: auto-escaped as HTML, an undefined variable
 /// is an error rather than silently empty.
-fn templates(config: &AccountConfig) -> anyhow::Result<minijinja::Environment<'static>> {
+fn templates(config: &AccountConfig) -> Result<minijinja::Environment<'static>, minijinja::Error> {
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);

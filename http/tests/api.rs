@@ -2,7 +2,13 @@
 //! every row of the spec's Errors table, every authentication rule, every required-field
 //! rule, and the success shapes of all six endpoints.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    reason = "a test fails loudly where its setup does not hold"
+)]
 
 mod common;
 #[path = "api/crash.rs"]

@@ -8,6 +8,10 @@
 //! - `gen-feed`: a synthetic product feed.
 
 #![forbid(unsafe_code)]
+#![expect(
+    clippy::indexing_slicing,
+    reason = "a measuring tool: percentile, shelf and dataset indexes are bounded by construction; a panic aborts one run"
+)]
 
 mod baseline;
 mod drive;

@@ -5,8 +5,6 @@
 //! The server is the workspace's `vitrine` binary, built next to this crate's binary by
 //! `cargo test --workspace`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

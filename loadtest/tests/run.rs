@@ -6,7 +6,11 @@
 //! The server is the workspace's `vitrine` binary, built next to this crate's binary by
 //! `cargo test --workspace`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a test or bench fails loudly where its setup does not hold"
+)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

@@ -21,9 +21,15 @@
 
 pub mod atomic;
 pub mod datadir;
-#[allow(unsafe_code)]
+#[expect(
+    unsafe_code,
+    reason = "the memory map and unchecked access to an archive validated once; each block has a SAFETY comment"
+)]
 pub mod frozen;
-#[allow(unsafe_code)]
+#[expect(
+    unsafe_code,
+    reason = "mapping a snapshot file read-only; see its SAFETY comment"
+)]
 pub mod snapshot;
 pub mod wal;
 

@@ -70,8 +70,10 @@ impl Header {
         let field =
             |range: std::ops::Range<usize>| bytes.get(range).ok_or("file shorter than the header");
         let u32_at = |at: usize| -> std::result::Result<u32, String> {
-            let b = field(at..at + 4)?;
-            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            let b: [u8; 4] = field(at..at + 4)?
+                .try_into()
+                .map_err(|_| "file shorter than the header")?;
+            Ok(u32::from_le_bytes(b))
         };
         let u64_at = |at: usize| -> std::result::Result<u64, String> {
             let b = field(at..at + 8)?;

@@ -198,11 +198,14 @@ fn read_segment(bytes: &[u8], expected: u64) -> (Vec<Record>, Option<(usize, Str
     let mut offset = 0;
     let mut sequence = expected;
     while offset < bytes.len() {
-        let Some(head) = bytes.get(offset..offset + 8) else {
+        let le_u32 = |at: usize| -> Option<u32> {
+            let field: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+            Some(u32::from_le_bytes(field))
+        };
+        let (Some(len), Some(crc)) = (le_u32(offset), le_u32(offset + 4)) else {
             return (records, Some((offset, "torn record header".to_owned())));
         };
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let len = len as usize;
         if !(9..=MAX_PAYLOAD + 9).contains(&len) {
             return (
                 records,

@@ -46,7 +46,10 @@ impl Account {
         );
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "borrows from four owners: the visitor's locked entry, the request, the catalogue version and the outcome being built"
+    )]
     pub(super) fn track(
         &self,
         visitor: &mut Visitor,

@@ -66,11 +66,11 @@ impl ProductText {
     }
 
     fn head(&self) -> &[u8] {
-        &self.text[..self.split]
+        self.text.get(..self.split).unwrap_or_default()
     }
 
     fn tail(&self) -> &[u8] {
-        &self.text[self.split..]
+        self.text.get(self.split..).unwrap_or_default()
     }
 }
 

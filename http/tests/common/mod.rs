@@ -1,7 +1,10 @@
 //! Test support: the real `vitrine` binary on `127.0.0.1:0`, and a small HTTP/1.1
 //! client that shows status, headers and body exactly as sent.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    unreachable_pub,
+    reason = "each test binary uses part of the kit; items are pub for the modules of the binary"
+)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
