@@ -31,10 +31,6 @@ use vitrine_ingest::delta;
 use vitrine_ingest::jobs::{AccountJobs, DeltaStatus, JobsConfig, ingest_pool};
 use vitrine_ingest::{feed, store};
 
-fn products() -> usize {
-    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 100_000)
-}
-
 /// A delta replacing `size` existing products (new price, title and category).
 fn delta_body(catalogue_size: usize, size: usize, round: usize) -> Value {
     let products: Vec<Value> = (0..size)
@@ -125,7 +121,7 @@ fn measure(jobs: &Arc<AccountJobs>, n: usize, size: usize, sequential: usize, pa
 }
 
 fn deltas(c: &mut Criterion) {
-    let n = products();
+    let n = vitrine_benches::bench_products();
     let pool = ingest_pool(2).unwrap();
     let started = Instant::now();
     let catalogue = pool.install(|| {

@@ -28,12 +28,8 @@ use vitrine_engine::zone::Strategy;
 use vitrine_ingest::feed;
 use vitrine_snapshots::snapshot::{self, Kind};
 
-fn products() -> usize {
-    vitrine_benches::env_count("VITRINE_BENCH_PRODUCTS", 100_000)
-}
-
 fn ingest(c: &mut Criterion) {
-    let n = products();
+    let n = vitrine_benches::bench_products();
     let feed_bytes = generate_feed(n, 42);
     eprintln!(
         "feed: {n} products, {:.1} MB",

@@ -62,7 +62,7 @@ fn rss_anon() -> u64 {
 }
 
 fn scale(c: &mut Criterion) {
-    let products = env_count("VITRINE_BENCH_PRODUCTS", 100_000);
+    let products = vitrine_benches::bench_products();
     let visitors = env_count("VITRINE_BENCH_VISITORS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vitrine.toml");

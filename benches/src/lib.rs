@@ -18,6 +18,11 @@ pub fn env_count(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Products in a bench's catalogue: `VITRINE_BENCH_PRODUCTS`, default 100,000.
+pub fn bench_products() -> usize {
+    env_count("VITRINE_BENCH_PRODUCTS", 100_000)
+}
+
 /// A typical product-page request: a page view, a product view, two zones.
 pub fn product_page_request(visitor: &str, product: &str) -> Value {
     json!({

@@ -62,6 +62,13 @@ pub(crate) struct Traffic {
     pub(crate) run: u64,
 }
 
+impl Traffic {
+    /// The shopper's next request body.
+    fn next_request(&self, shopper: &mut Shopper) -> Vec<u8> {
+        shopper.next_request(&self.shelf, &self.mix, &self.zones, &self.credentials)
+    }
+}
+
 /// The phase switch and the live counters behind the progress line.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
@@ -359,12 +366,7 @@ async fn closed_worker(
         if phase == Phase::Done {
             break;
         }
-        let body = shopper.next_request(
-            &traffic.shelf,
-            &traffic.mix,
-            &traffic.zones,
-            &traffic.credentials,
-        );
+        let body = traffic.next_request(&mut shopper);
         let sent = Instant::now();
         let outcome = connection.exchange(body, &mut shopper).await;
         record(&mut recordings, &control, phase, sent, sent, outcome);
@@ -410,12 +412,7 @@ async fn open_worker(
     let mut shopper = Shopper::new(traffic.seed, traffic.run, worker);
     let mut recordings = Recordings::new();
     while let Ok(slot) = queue.recv().await {
-        let body = shopper.next_request(
-            &traffic.shelf,
-            &traffic.mix,
-            &traffic.zones,
-            &traffic.credentials,
-        );
+        let body = traffic.next_request(&mut shopper);
         let sent = Instant::now();
         let outcome = connection.exchange(body, &mut shopper).await;
         record(

@@ -579,32 +579,19 @@ impl Writer {
         let mut bytes = Vec::new();
         for append in batch {
             if append.rotate {
-                if self.written + bytes.len() as u64 > 0 {
-                    if let Err(e) = self
-                        .file
-                        .write_all(&bytes)
-                        .map_err(|e| e.to_string())
-                        .and_then(|()| self.rotate(stats))
-                    {
-                        return batch.iter().map(|_| Err(e.clone())).collect();
-                    }
-                    bytes.clear();
+                if self.written + bytes.len() as u64 > 0
+                    && let Err(e) = self.write_and_rotate(&mut bytes, stats)
+                {
+                    return batch.iter().map(|_| Err(e.clone())).collect();
                 }
                 sequences.push(self.next);
                 continue;
             }
             if self.written + bytes.len() as u64 >= self.segment_bytes
                 && self.written + (bytes.len() as u64) > 0
+                && let Err(e) = self.write_and_rotate(&mut bytes, stats)
             {
-                if let Err(e) = self
-                    .file
-                    .write_all(&bytes)
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| self.rotate(stats))
-                {
-                    return batch.iter().map(|_| Err(e.clone())).collect();
-                }
-                bytes.clear();
+                return batch.iter().map(|_| Err(e.clone())).collect();
             }
             encode(self.next, append.kind, &append.payload, &mut bytes);
             sequences.push(self.next);
@@ -640,6 +627,14 @@ impl Writer {
         self.unsynced = 0;
         self.last_sync = Instant::now();
         Ok(())
+    }
+
+    /// Writes the records gathered in `bytes` to the current segment, then starts the
+    /// next one; `bytes` is emptied once written.
+    fn write_and_rotate(&mut self, bytes: &mut Vec<u8>, stats: &WalStats) -> Result<(), String> {
+        self.file.write_all(bytes).map_err(|e| e.to_string())?;
+        bytes.clear();
+        self.rotate(stats)
     }
 
     fn rotate(&mut self, stats: &WalStats) -> Result<(), String> {
