@@ -379,7 +379,49 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         Some(r) => Region::parse(r)
             .ok_or_else(|| err("region", format!("expected \"eu\" or \"us\", got {r:?}")))?,
     };
-    let events_fsync = match file.durability.events_fsync.as_deref() {
+    let durability = durability(&file.durability, &err)?;
+    let deltas = delta_config(&file.deltas, &err)?;
+    let limits = limits(&file.limits, &err)?;
+    let feeds = feed_config(&file.feeds, &err)?;
+
+    let accounts = accounts(&file.accounts, region, &err)?;
+    if accounts.is_empty() {
+        return Err(err(
+            "accounts",
+            "at least one [[accounts]] entry is required".to_owned(),
+        ));
+    }
+    Ok(Config {
+        source: source.to_owned(),
+        listen,
+        data_dir,
+        region,
+        events_fsync: durability.events_fsync,
+        fsync_interval_ms: durability.fsync_interval_ms,
+        wal_segment_bytes: durability.wal_segment_bytes,
+        state_snapshot_interval_secs: durability.state_snapshot_interval_secs,
+        deltas,
+        limits,
+        allow_private_feed_addresses: file.feeds.allow_private_addresses,
+        feeds,
+        accounts,
+    })
+}
+
+/// The `[durability]` table, validated.
+#[derive(Debug, Clone, Copy)]
+struct Durability {
+    events_fsync: EventsFsync,
+    fsync_interval_ms: u64,
+    wal_segment_bytes: u64,
+    state_snapshot_interval_secs: u64,
+}
+
+fn durability(
+    file: &FileDurability,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<Durability, ConfigError> {
+    let events_fsync = match file.events_fsync.as_deref() {
         None | Some("interval") => EventsFsync::Interval,
         Some("always") => EventsFsync::Always,
         Some("never") => EventsFsync::Never,
@@ -395,49 +437,69 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
     };
     let fsync_interval_ms = range(
         "durability.fsync_interval_ms",
-        file.durability.fsync_interval_ms,
+        file.fsync_interval_ms,
         10,
         1,
         10_000,
     )?;
     let wal_segment_bytes = range(
         "durability.wal_segment_bytes",
-        file.durability.wal_segment_bytes,
+        file.wal_segment_bytes,
         64 << 20,
         4096,
         1 << 30,
     )?;
     let state_snapshot_interval_secs = range(
         "durability.state_snapshot_interval_secs",
-        file.durability.state_snapshot_interval_secs,
+        file.state_snapshot_interval_secs,
         60,
         1,
         86_400,
     )?;
+    Ok(Durability {
+        events_fsync,
+        fsync_interval_ms,
+        wal_segment_bytes,
+        state_snapshot_interval_secs,
+    })
+}
+
+fn delta_config(
+    file: &FileDeltas,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<DeltaConfig, ConfigError> {
+    let range = |key: &str, value: Option<u64>, default: u64, min: u64, max: u64| {
+        within(value.unwrap_or(default), min, max).map_err(|message| err(key, message))
+    };
     let compact_after_changes = range(
         "deltas.compact_after_changes",
-        file.deltas.compact_after_changes.map(|n| n as u64),
+        file.compact_after_changes.map(|n| n as u64),
         50_000,
         1,
         10_000_000,
     )? as usize;
     let compact_interval_secs = range(
         "deltas.compact_interval_secs",
-        file.deltas.compact_interval_secs,
+        file.compact_interval_secs,
         300,
         1,
         86_400,
     )?;
-    let deltas = DeltaConfig {
+    Ok(DeltaConfig {
         compact_after_changes,
         compact_interval_secs,
-    };
-    let limits = limits(&file.limits, &err)?;
-    let feeds = feed_config(&file.feeds, &err)?;
+    })
+}
 
-    let mut accounts = Vec::with_capacity(file.accounts.len());
+/// The `[[accounts]]`, validated: keys unique, secrets long enough, zones well-formed.
+fn accounts(
+    file: &[FileAccount],
+    region: Region,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<Vec<AccountConfig>, ConfigError> {
+    let mut accounts = Vec::with_capacity(file.len());
     let mut keys = HashSet::new();
-    for (i, account) in file.accounts.iter().enumerate() {
+    for (i, account) in file.iter().enumerate() {
         let key = |field: &str| format!("accounts[{i}].{field}");
         if account.access_key.trim().is_empty() {
             return Err(err(&key("access_key"), "must not be empty".to_owned()));
@@ -494,27 +556,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             content,
         });
     }
-    if accounts.is_empty() {
-        return Err(err(
-            "accounts",
-            "at least one [[accounts]] entry is required".to_owned(),
-        ));
-    }
-    Ok(Config {
-        source: source.to_owned(),
-        listen,
-        data_dir,
-        region,
-        events_fsync,
-        fsync_interval_ms,
-        wal_segment_bytes,
-        state_snapshot_interval_secs,
-        deltas,
-        limits,
-        allow_private_feed_addresses: file.feeds.allow_private_addresses,
-        feeds,
-        accounts,
-    })
+    Ok(accounts)
 }
 
 fn limits(

@@ -10,6 +10,7 @@ use super::track::PageContext;
 use super::{Account, new_id};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
+use crate::models::Neighbours;
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, fill_zone, item_price};
 use crate::state::Tracked;
@@ -185,45 +186,7 @@ impl Account {
                 });
                 continue;
             }
-            let mut names = Vec::new();
-            let items = match spec.kind {
-                // An html zone's template shows the products of its strategy, if any.
-                ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, &ctx)
-                    .into_iter()
-                    .filter_map(|idx| {
-                        let product = catalogue.product(idx)?;
-                        Some(RenderedItem {
-                            product: idx,
-                            price: item_price(idx, product, &ctx)?,
-                        })
-                    })
-                    .collect(),
-                ZoneKind::RecommenderCategory => {
-                    names = affinity(
-                        &snapshot.categories,
-                        &neighbours.top_categories,
-                        page.category.as_deref(),
-                        spec.count,
-                        |id| {
-                            catalogue.category(id).is_some()
-                                || !catalogue.in_category(id).is_empty()
-                        },
-                    );
-                    Vec::new()
-                }
-                ZoneKind::RecommenderBrand => {
-                    names = affinity(
-                        &snapshot.brands,
-                        &neighbours.top_brands,
-                        page.brand.as_deref(),
-                        spec.count,
-                        |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
-                    );
-                    Vec::new()
-                }
-                ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
-            };
-            zones.push(RenderedZone { spec, items, names });
+            zones.push(fill(spec, &ctx, &snapshot, &page, &neighbours));
         }
         drop(ctx);
         drop(rankings);
@@ -242,6 +205,55 @@ impl Account {
             tracked,
         }
     }
+}
+
+/// Fills one zone of the account for the request in `ctx`: products with their prices
+/// for product and html zones, category or brand names for category and brand zones,
+/// nothing for image zones (their content is configuration).
+fn fill<'s>(
+    spec: &'s ZoneSpec,
+    ctx: &Context<'_>,
+    snapshot: &VisitorSnapshot,
+    page: &PageContext,
+    neighbours: &Neighbours,
+) -> RenderedZone<'s> {
+    let catalogue = ctx.catalogue;
+    let mut names = Vec::new();
+    let items = match spec.kind {
+        // An html zone's template shows the products of its strategy, if any.
+        ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, ctx)
+            .into_iter()
+            .filter_map(|idx| {
+                let product = catalogue.product(idx)?;
+                Some(RenderedItem {
+                    product: idx,
+                    price: item_price(idx, product, ctx)?,
+                })
+            })
+            .collect(),
+        ZoneKind::RecommenderCategory => {
+            names = affinity(
+                &snapshot.categories,
+                &neighbours.top_categories,
+                page.category.as_deref(),
+                spec.count,
+                |id| catalogue.category(id).is_some() || !catalogue.in_category(id).is_empty(),
+            );
+            Vec::new()
+        }
+        ZoneKind::RecommenderBrand => {
+            names = affinity(
+                &snapshot.brands,
+                &neighbours.top_brands,
+                page.brand.as_deref(),
+                spec.count,
+                |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
+            );
+            Vec::new()
+        }
+        ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
+    };
+    RenderedZone { spec, items, names }
 }
 
 /// The parts of a visitor that zones consult, copied so the visitor's lock is released
