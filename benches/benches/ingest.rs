@@ -100,6 +100,7 @@ fn ingest(c: &mut Criterion) {
             let zone = vitrine_testkit::zone("HP-01", Strategy::Trending, 8);
             let account = vitrine_testkit::account(vec![zone], Catalogue::from_frozen(frozen));
             let outcome = account.serve(ServeRequest {
+                search: None,
                 visitor_id: None,
                 session_id: None,
                 currency: None,

@@ -95,6 +95,7 @@ fn scale(c: &mut Criterion) {
             });
         }
         account.serve(ServeRequest {
+            search: None,
             visitor_id: Some(format!("visitor-{v:07}")),
             session_id: None,
             currency: None,

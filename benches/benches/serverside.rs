@@ -35,6 +35,7 @@ fn engine_serve(c: &mut Criterion) {
             n += 1;
             let product = vitrine_engine::demo::product_id((n % 2900) as usize);
             let request = ServeRequest {
+                search: None,
                 visitor_id: Some(format!("visitor-{}", n % 10_000)),
                 session_id: None,
                 currency: None,

@@ -170,4 +170,10 @@ pub enum Event {
         /// Personal details given.
         details: PersonalDetails,
     },
+    /// An order placed for a customer by someone else: by staff on the customer's behalf
+    /// (the plugins' `moto_order_track`), or imported from the store's order history. It
+    /// counts for the product models and the customer's own purchase history (kept on
+    /// the customer's record, see `Account::customer_visitor_id`), not for the visitor
+    /// whose request carried it. (Last variant: logs written before it read the same.)
+    CustomerOrder(Order),
 }

@@ -83,6 +83,9 @@ pub struct Context<'a> {
     pub purchased: HashSet<&'a str>,
     /// Product ids viewed by the visitor, newest first.
     pub recent_views: Vec<&'a str>,
+    /// What the shopper searched for, lower-cased: products whose title or search tags
+    /// contain it come first in every product zone of the page.
+    pub search: Option<&'a str>,
 }
 
 /// The price an item shows, after account > group > product precedence and sale rules.
@@ -166,11 +169,30 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
 pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
     // At most 100 items: a scan of `chosen` beats hashing.
     let mut chosen: Vec<ProductIdx> = Vec::with_capacity(zone.count);
-    for strategy in zone
-        .strategy
-        .into_iter()
-        .chain(zone.fallback.iter().copied())
-    {
+    let strategies = || {
+        zone.strategy
+            .into_iter()
+            .chain(zone.fallback.iter().copied())
+    };
+    if let Some(term) = ctx.search.filter(|t| !t.is_empty()) {
+        // The search pass: each strategy's candidates that match the term, looking at
+        // a bounded number of candidates so that a rare term costs little.
+        for strategy in strategies() {
+            let mut looked = 0;
+            candidates(strategy, ctx, &mut |idx| {
+                looked += 1;
+                if !chosen.contains(&idx) && matches_search(idx, term, ctx) && admissible(idx, ctx)
+                {
+                    chosen.push(idx);
+                }
+                chosen.len() < zone.count && looked < SEARCH_SCAN
+            });
+            if chosen.len() >= zone.count {
+                return chosen;
+            }
+        }
+    }
+    for strategy in strategies() {
         if chosen.len() >= zone.count {
             break;
         }
@@ -183,6 +205,19 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
         });
     }
     chosen
+}
+
+/// Candidates examined per strategy for a search term's first pass.
+pub const SEARCH_SCAN: usize = 2_000;
+
+/// Whether a product's title or one of its search tags contains `term` (lower-case),
+/// ignoring case.
+fn matches_search(idx: ProductIdx, term: &str, ctx: &Context<'_>) -> bool {
+    let Some(product) = ctx.catalogue.product(idx) else {
+        return false;
+    };
+    let contains = |text: &str| text.to_lowercase().contains(term);
+    contains(product.title.as_str()) || product.search_tags.iter().any(|t| contains(t.as_str()))
 }
 
 /// Calls `take` with candidates in preference order until it returns `false`.
@@ -471,6 +506,7 @@ mod tests {
             basket: ["in-basket"].into_iter().collect(),
             purchased: ["bought"].into_iter().collect(),
             recent_views: vec![],
+            search: None,
         };
         let zone = ZoneSpec {
             id: "z".into(),
@@ -541,6 +577,7 @@ mod tests {
                 basket: HashSet::new(),
                 purchased: HashSet::new(),
                 recent_views: vec![],
+                search: None,
             };
             item_price(0, catalogue.product(0).unwrap(), &ctx).unwrap()
         };

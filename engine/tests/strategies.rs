@@ -102,6 +102,7 @@ fn order(id: &str, items: &[&str]) -> Event {
 
 fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) {
     account.serve(ServeRequest {
+        search: None,
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: None,
@@ -114,6 +115,7 @@ fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) 
 /// The zone's ids for `visitor` after `events`.
 fn zone(account: &Account, visitor: &str, events: Vec<Event>, currency: &str) -> Vec<String> {
     let outcome = account.serve(ServeRequest {
+        search: None,
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: Some(testkit::currency(currency)),
@@ -316,6 +318,7 @@ fn basket_cross_sell_follows_co_purchases_then_related_products() {
 /// The category or brand ids of the zone for `visitor` after `events`.
 fn names(account: &Account, visitor: &str, events: Vec<Event>) -> Vec<String> {
     let outcome = account.serve(ServeRequest {
+        search: None,
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: None,

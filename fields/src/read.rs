@@ -1,6 +1,7 @@
 //! The readers: [`Fields`] over any [`JsonValue`], and [`Errors`] that name the JSON
 //! path of each problem.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -360,6 +361,66 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         }
     }
 
+    /// A required id: a string, or a whole JSON number read as its decimal text (the
+    /// vendor's plugins send `"userid": 5`).
+    pub fn req_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
+        match self.get(key) {
+            None => {
+                errors.push(self.path_of(key), "required");
+                None
+            }
+            Some(_) => self.opt_id_text(key, errors),
+        }
+    }
+
+    /// An optional id: a string, or a whole JSON number read as its decimal text.
+    pub fn opt_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
+        let value = self.get(key)?;
+        if let Some(text) = value.as_text() {
+            return Some(Cow::Borrowed(text));
+        }
+        match value.as_number().and_then(whole_number_text) {
+            Some(text) => Some(Cow::Owned(text)),
+            None => {
+                errors.push(
+                    self.path_of(key),
+                    format!("expected a string, got {}", kind_of(value)),
+                );
+                None
+            }
+        }
+    }
+
+    /// A required finite number, or a string holding one (`"1.0000"`, as the vendor's
+    /// plugins send database values).
+    pub fn req_number_or_text(&self, key: &str, errors: &mut Errors) -> Option<f64> {
+        match self.get(key) {
+            None => {
+                errors.push(self.path_of(key), "required");
+                None
+            }
+            Some(_) => self.opt_number_or_text(key, errors),
+        }
+    }
+
+    /// An optional finite number, or a string holding one.
+    pub fn opt_number_or_text(&self, key: &str, errors: &mut Errors) -> Option<f64> {
+        let value = self.get(key)?;
+        match value.as_text() {
+            Some(text) => match number_text(text) {
+                Some(number) => Some(number),
+                None => {
+                    errors.push(
+                        self.path_of(key),
+                        format!("expected a number, got the string {text:?}"),
+                    );
+                    None
+                }
+            },
+            None => self.opt_number(key, errors),
+        }
+    }
+
     /// An optional boolean.
     pub fn opt_bool(&self, key: &str, errors: &mut Errors) -> Option<bool> {
         let value = self.get(key)?;
@@ -455,6 +516,24 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     }
 }
 
+/// The decimal text of a whole number that an `f64` holds exactly (|n| < 2^53).
+fn whole_number_text(number: f64) -> Option<String> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    (number.fract() == 0.0 && number.abs() < EXACT).then(|| format!("{}", number as i64))
+}
+
+/// A decimal number written as text: optional sign, digits, optional `.` and digits,
+/// nothing else (no exponent, no spaces, no `inf`).
+pub fn number_text(text: &str) -> Option<f64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
 fn swap_first_letter_case(key: &str) -> String {
     let mut chars = key.chars();
     match chars.next() {
@@ -469,6 +548,35 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn plugin_readers_take_whole_numbers_as_ids_and_numeric_strings_as_numbers() {
+        let doc = json!({"id": 42, "big": 1.5, "name": "a", "qty": "1.0000", "neg": "-2",
+            "bad": "1e3", "words": "one", "flag": true});
+        let mut errors = Errors::default();
+        let f = Fields::of(&doc, "d", KeyMatch::Exact, &mut errors).unwrap();
+        assert_eq!(f.opt_id_text("id", &mut errors).as_deref(), Some("42"));
+        assert_eq!(f.opt_id_text("name", &mut errors).as_deref(), Some("a"));
+        assert_eq!(f.opt_number_or_text("qty", &mut errors), Some(1.0));
+        assert_eq!(f.opt_number_or_text("neg", &mut errors), Some(-2.0));
+        assert_eq!(f.opt_number_or_text("id", &mut errors), Some(42.0));
+        assert!(errors.is_empty());
+        assert_eq!(f.opt_id_text("big", &mut errors), None);
+        assert_eq!(f.opt_id_text("flag", &mut errors), None);
+        assert_eq!(f.opt_number_or_text("bad", &mut errors), None);
+        assert_eq!(f.opt_number_or_text("words", &mut errors), None);
+        assert_eq!(f.req_id_text("missing", &mut errors), None);
+        assert_eq!(
+            errors.messages(),
+            [
+                "d.big: expected a string, got a number",
+                "d.flag: expected a string, got a boolean",
+                "d.bad: expected a number, got the string \"1e3\"",
+                "d.words: expected a number, got the string \"one\"",
+                "d.missing: required",
+            ]
+        );
+    }
 
     #[test]
     fn reports_paths_and_types() {

@@ -547,7 +547,7 @@ fn serverside_400_lists_every_problem_with_its_path() {
         "currency": "gbp", "visitorId": "x".repeat(129), "sessionId": "has space",
         "events": [
             {"name": "page_view", "data": {"page_type": "landing"}},
-            {"name": "order", "data": {"orderid": "1", "items": [{"id": "A", "qty": "2", "unitprice": 1}], "dob": "01/02/1990"}},
+            {"name": "order", "data": {"orderid": "1", "items": [{"id": "A", "qty": "two", "unitprice": 1}], "dob": "01/02/1990"}},
             {"name": "teleport"},
             "not an object"
         ],
@@ -598,7 +598,8 @@ fn serverside_400_records_nothing() {
 #[test]
 fn serverside_required_fields_are_each_reported() {
     let server = Server::demo();
-    for field in ["appId", "secretKey", "currentUrl", "userAgent", "ip"] {
+    // `ip` may be absent (the vendor's plugins leave it out of back-office calls).
+    for field in ["appId", "secretKey", "currentUrl", "userAgent"] {
         let mut body = serverside_body(json!({}));
         body.as_object_mut().unwrap().remove(field);
         server
@@ -607,7 +608,7 @@ fn serverside_required_fields_are_each_reported() {
     }
     let missing_all = server.post("/api/serverside", "{}");
     let errors = missing_all.assert_errors(400, "appId: required");
-    assert_eq!(errors.len(), 5, "{errors:?}");
+    assert_eq!(errors.len(), 4, "{errors:?}");
 }
 
 #[test]
@@ -625,7 +626,7 @@ fn serverside_event_data_rules() {
             "events[0].data.page_type: required",
         ),
         (
-            json!({"name": "page_view", "data": []}),
+            json!({"name": "page_view", "data": [1]}),
             "events[0].data: expected an object",
         ),
         (
@@ -645,7 +646,7 @@ fn serverside_event_data_rules() {
             "events[0].data.rating: required",
         ),
         (
-            json!({"name": "product_rate", "data": {"id": "P1", "rating": "5"}}),
+            json!({"name": "product_rate", "data": {"id": "P1", "rating": "five"}}),
             "events[0].data.rating: expected a number",
         ),
         (

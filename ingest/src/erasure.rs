@@ -95,7 +95,9 @@ impl Forgotten {
         let mut stripped = 0;
         for event in events {
             let (identity, details) = match event {
-                Event::Order(order) => (&mut order.identity, &mut order.details),
+                Event::Order(order) | Event::CustomerOrder(order) => {
+                    (&mut order.identity, &mut order.details)
+                }
                 Event::CustomerDetails { identity, details } => (identity, details),
                 _ => continue,
             };

@@ -34,6 +34,7 @@ use time::Date;
 pub use identity::Erasure;
 use identity::IdentityKey;
 pub use serve::{MAX_DEVICES, Notice, RenderedItem, RenderedZone, ServeOutcome, ServeRequest};
+pub use track::customer_visitor_id;
 
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, most_popular};

@@ -32,6 +32,8 @@ pub struct ServeRequest {
     pub zones: Vec<String>,
     /// Time of the request.
     pub now: UnixMillis,
+    /// What the shopper searched for (`searchterm`), on a search results page.
+    pub search: Option<String>,
 }
 
 /// Something a 200 reports in its `errors` array.
@@ -135,6 +137,7 @@ impl Account {
         });
         let mut snapshot = VisitorSnapshot::of(&visitor, affinities);
         drop(visitor);
+        self.record_customer_orders(&page.customer_orders, now);
         // The same shopper on other devices (linked by user id or email): their history
         // counts too. Read after this visitor's entry is released, one entry at a time.
         for other in self.same_person(&visitor_id, &snapshot.identity) {
@@ -146,6 +149,7 @@ impl Account {
         let rankings = self.rankings_for(&catalogue);
         let neighbours = self.neighbours.load();
         let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
+        let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings.rankings,
@@ -164,6 +168,7 @@ impl Account {
                 .rev()
                 .map(String::as_str)
                 .collect(),
+            search: search.as_deref(),
         };
 
         let mut zones = Vec::with_capacity(request.zones.len());

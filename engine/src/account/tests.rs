@@ -24,6 +24,7 @@ fn request(
     now: UnixMillis,
 ) -> ServeRequest {
     ServeRequest {
+        search: None,
         visitor_id: Some(visitor.into()),
         session_id: session.map(str::to_owned),
         currency: None,

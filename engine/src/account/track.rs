@@ -9,7 +9,7 @@ use dashmap::DashMap;
 use super::serve::Notice;
 use super::{Account, new_id};
 use crate::catalogue::{Catalogue, UnixMillis};
-use crate::event::{Event, PageType};
+use crate::event::{Event, Identity, Order, PageType};
 use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED};
 use crate::state::Tracked;
 use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
@@ -22,8 +22,21 @@ const ORDER_SCORE: f64 = 4.0;
 impl Account {
     /// Applies logged events again (recovery): the same state changes and counts as
     /// when they were served, without filling zones.
+    /// A record without a visitor id holds imported orders ([`Account::import_orders`]).
     pub fn replay(&self, tracked: &Tracked) {
         let now = tracked.now;
+        if tracked.visitor_id.is_empty() {
+            let orders: Vec<Order> = tracked
+                .events
+                .iter()
+                .filter_map(|event| match event {
+                    Event::CustomerOrder(order) => Some(order.clone()),
+                    _ => None,
+                })
+                .collect();
+            self.import_orders(&orders, now);
+            return;
+        }
         self.clock.fetch_max(now, Ordering::Relaxed);
         self.sessions
             .entry(tracked.session_id.clone())
@@ -44,6 +57,25 @@ impl Account {
             &mut page,
             &mut Vec::new(),
         );
+        drop(visitor);
+        self.record_customer_orders(&page.customer_orders, now);
+    }
+
+    /// Records orders placed for customers outside any visitor's request (the store's
+    /// order history, imported): each first-seen order id is counted for the product
+    /// models and written to its customer's record, as a live order would be; repeated
+    /// order ids are skipped. Returns how many were new.
+    pub fn import_orders(&self, orders: &[Order], now: UnixMillis) -> usize {
+        self.clock.fetch_max(now, Ordering::Relaxed);
+        let mut notices = Vec::new();
+        let fresh: Vec<Order> = orders
+            .iter()
+            .enumerate()
+            .filter(|(index, order)| self.count_order(order, *index, now, &mut notices))
+            .map(|(_, order)| order.clone())
+            .collect();
+        self.record_customer_orders(&fresh, now);
+        fresh.len()
     }
 
     #[expect(
@@ -147,36 +179,11 @@ impl Account {
                 visitor.basket = items.clone();
             }
             Event::Order(order) => {
-                let fresh = match self.orders.entry(order.order_id.clone()) {
-                    dashmap::Entry::Occupied(_) => false,
-                    dashmap::Entry::Vacant(slot) => {
-                        slot.insert(());
-                        true
-                    }
-                };
-                if !fresh {
-                    notices.push(Notice::DuplicateOrder {
-                        event: index,
-                        order_id: order.order_id.clone(),
-                    });
+                if !self.count_order(order, index, now, notices) {
                     return;
                 }
                 for line in &order.items {
-                    let units = line.qty.max(0.0).round() as u64;
-                    self.count(&line.id, ORDER_SCORE, units.max(1), now);
                     visitor.record_purchase(&line.id);
-                }
-                let mut lines: Vec<u32> = Vec::new();
-                for line in &order.items {
-                    let key = self.product_keys.key(&line.id);
-                    if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
-                        lines.push(key);
-                    }
-                }
-                for (i, a) in lines.iter().enumerate() {
-                    for b in lines.iter().skip(i + 1) {
-                        self.copurchase.add(*a, *b, 1.0);
-                    }
                 }
                 visitor.basket.clear();
                 self.link_visitor(&page.visitor_id, &order.identity);
@@ -194,6 +201,83 @@ impl Account {
                 visitor.link_identity(identity);
                 visitor.merge_details(details);
             }
+            Event::CustomerOrder(order) => {
+                // The customer's record is another entry of `visitors`, which cannot be
+                // locked while this visitor's entry is: it is written once that is
+                // released ([`Account::record_customer_orders`]).
+                if self.count_order(order, index, now, notices) {
+                    page.customer_orders.push(order.clone());
+                }
+            }
+        }
+    }
+
+    /// Records an order id once per account and counts a first-seen order for the
+    /// product models: units sold, trending, co-purchase pairs. Returns whether it was
+    /// new; a repeated order id is a notice and counts nothing.
+    fn count_order(
+        &self,
+        order: &Order,
+        index: usize,
+        now: UnixMillis,
+        notices: &mut Vec<Notice>,
+    ) -> bool {
+        let fresh = match self.orders.entry(order.order_id.clone()) {
+            dashmap::Entry::Occupied(_) => false,
+            dashmap::Entry::Vacant(slot) => {
+                slot.insert(());
+                true
+            }
+        };
+        if !fresh {
+            notices.push(Notice::DuplicateOrder {
+                event: index,
+                order_id: order.order_id.clone(),
+            });
+            return false;
+        }
+        for line in &order.items {
+            let units = line.qty.max(0.0).round() as u64;
+            self.count(&line.id, ORDER_SCORE, units.max(1), now);
+        }
+        let mut lines: Vec<u32> = Vec::new();
+        for line in &order.items {
+            let key = self.product_keys.key(&line.id);
+            if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
+                lines.push(key);
+            }
+        }
+        for (i, a) in lines.iter().enumerate() {
+            for b in lines.iter().skip(i + 1) {
+                self.copurchase.add(*a, *b, 1.0);
+            }
+        }
+        true
+    }
+
+    /// Writes orders placed for customers (see [`Event::CustomerOrder`]) to each
+    /// customer's own record: purchases, identity, details and the order itself, linked
+    /// by user id and email like a live order, so the customer's devices see them.
+    /// Called with no visitor entry locked.
+    pub(super) fn record_customer_orders(&self, orders: &[Order], now: UnixMillis) {
+        for order in orders {
+            let Some(id) = customer_visitor_id(&order.identity) else {
+                continue;
+            };
+            self.link_visitor(&id, &order.identity);
+            let mut customer = self.visitors.entry(id).or_default();
+            for line in &order.items {
+                customer.record_purchase(&line.id);
+            }
+            customer.link_identity(&order.identity);
+            customer.merge_details(&order.details);
+            customer.last_seen = customer.last_seen.max(now);
+            customer.record_order(OrderRecord {
+                order_id: order.order_id.clone(),
+                identity: order.identity.clone(),
+                details: order.details.clone(),
+                at: now,
+            });
         }
     }
 
@@ -234,6 +318,24 @@ pub(super) struct PageContext {
     pub(super) product: Option<String>,
     pub(super) category: Option<String>,
     pub(super) brand: Option<String>,
+    /// Orders placed for customers, written to their records once the request's
+    /// visitor is released.
+    pub(super) customer_orders: Vec<Order>,
+}
+
+/// The visitor id under which a customer's own record is kept, from the order's
+/// identity: by user id, else by email (lower-cased), else by B2B account id.
+pub fn customer_visitor_id(identity: &Identity) -> Option<String> {
+    if let Some(user) = &identity.user_id {
+        return Some(format!("customer:user:{user}"));
+    }
+    if let Some(email) = &identity.email {
+        return Some(format!("customer:email:{}", email.to_lowercase()));
+    }
+    identity
+        .account_id
+        .as_ref()
+        .map(|account| format!("customer:account:{account}"))
 }
 
 /// Where an event sits in its request.

@@ -1,0 +1,376 @@
+//! The `events` of `/api/serverside`: the contract's six events, and the shapes the
+//! vendor's own store plugins send, read into engine [`Event`]s.
+//!
+//! Beyond the contract (each only where the contract's reading would refuse the input,
+//! so every request the contract calls valid reads as before):
+//! - `order_track` is an `order` whose lines are flattened (`id1`, `qty1`, `unitprice1`,
+//!   … up to `productcount`); `moto_order_track` is the same order placed by staff for a
+//!   customer ([`Event::CustomerOrder`]: it counts for the customer and the product
+//!   models, not for the staff member's browsing).
+//! - `data` may be `[]` (PHP's empty array) for an empty object; `set_basket`'s `data`
+//!   may be the bare list of lines; a `page_view` without `page_type` is `other`, and
+//!   the Magento page types map to the nearest contract type ([`plugin_page_type`]).
+//! - ids may be whole JSON numbers (`"userid": 5`), numbers may be numeric strings
+//!   (`"qty": "1.0000"`), `customer_details` takes `groupid` as well as `group_id`.
+
+use std::sync::LazyLock;
+
+use serde_json::Value;
+use vitrine_engine::event::{
+    BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
+};
+use vitrine_fields::{Errors, Fields, KeyMatch, check_id, index_path, looks_like_email, parse_dob};
+
+use super::MAX_TEXT_LEN;
+
+/// Event names: the contract's six, then the two order events of the vendor's plugins.
+pub const EVENT_NAMES: [&str; 8] = [
+    "page_view",
+    "product_view",
+    "product_rate",
+    "set_basket",
+    "order",
+    "customer_details",
+    "order_track",
+    "moto_order_track",
+];
+
+/// Most lines read from a flattened `order_track` (`id1` … `idN`).
+pub const MAX_FLAT_LINES: usize = 500;
+
+/// The empty object that `data: []` stands for.
+static EMPTY_OBJECT: LazyLock<Value> = LazyLock::new(|| Value::Object(serde_json::Map::new()));
+
+/// The page type of a Magento page-type name the contract does not have: a product
+/// listing is a category listing; content and account pages are `other`.
+pub fn plugin_page_type(name: &str) -> Option<PageType> {
+    match name {
+        "product_listing_page" => Some(PageType::CategoryListingPage),
+        "content_page" | "my_account" => Some(PageType::Other),
+        _ => None,
+    }
+}
+
+/// Reads one element of `events`.
+pub(super) fn event(value: &Value, path: &str, errors: &mut Errors) -> Option<Event> {
+    let fields = Fields::of(value, path, KeyMatch::Exact, errors)?;
+    let name = fields.req_str("name", errors)?;
+    if !EVENT_NAMES.contains(&name) {
+        errors.push(
+            fields.path_of("name"),
+            format!(
+                "unknown event {name:?}; expected one of {}",
+                EVENT_NAMES.join(", ")
+            ),
+        );
+        return None;
+    }
+    let data_path = fields.path_of("data");
+    let data = match fields.get("data") {
+        // `set_basket` with the bare list of lines, as the Magento module sends it.
+        Some(Value::Array(items)) if name == "set_basket" => {
+            let before = errors.total();
+            let items = lines(items, &data_path, errors);
+            return (errors.total() == before).then_some(Event::SetBasket { items });
+        }
+        // PHP encodes an empty associative array as `[]`.
+        Some(Value::Array(items)) if items.is_empty() => Some(Fields::of(
+            &*EMPTY_OBJECT,
+            &data_path,
+            KeyMatch::Exact,
+            errors,
+        )?),
+        Some(data) => Some(Fields::of(data, &data_path, KeyMatch::Exact, errors)?),
+        None => None,
+    };
+    let Some(data) = data else {
+        if name == "set_basket" {
+            return Some(Event::SetBasket { items: Vec::new() });
+        }
+        errors.push(data_path, format!("required for {name}"));
+        return None;
+    };
+    let before = errors.total();
+    let event = match name {
+        "page_view" => page_view(&data, fields.get("data").is_some_and(is_empty_list), errors),
+        "product_view" => Event::ProductView {
+            id: id_field(&data, "id", true, errors).unwrap_or_default(),
+        },
+        "product_rate" => Event::ProductRate {
+            id: id_field(&data, "id", true, errors).unwrap_or_default(),
+            rating: data
+                .req_number_or_text("rating", errors)
+                .unwrap_or_default(),
+        },
+        "set_basket" => Event::SetBasket {
+            items: match data.opt_array("items", errors) {
+                Some(items) => lines(items, &data.path_of("items"), errors),
+                None => Vec::new(),
+            },
+        },
+        "order" => {
+            let items = data.req_array("items", errors).map(|items| {
+                if items.is_empty() {
+                    errors.push(data.path_of("items"), "an order needs at least one line");
+                }
+                lines(items, &data.path_of("items"), errors)
+            });
+            Event::Order(order(&data, items, errors))
+        }
+        "order_track" | "moto_order_track" => {
+            let items = flat_lines(&data, errors);
+            let order = order(&data, Some(items), errors);
+            if name == "moto_order_track" {
+                Event::CustomerOrder(order)
+            } else {
+                Event::Order(order)
+            }
+        }
+        _ => {
+            // `group_id` as the contract names it; `groupid` as the plugins send it.
+            let group_key = if data.has("group_id") {
+                "group_id"
+            } else {
+                "groupid"
+            };
+            Event::CustomerDetails {
+                identity: identity(&data, group_key, errors),
+                details: details(&data, errors),
+            }
+        }
+    };
+    (errors.total() == before).then_some(event)
+}
+
+fn is_empty_list(value: &Value) -> bool {
+    value.as_array().is_some_and(Vec::is_empty)
+}
+
+/// A `page_view`. `page_type` is required, except in the plugin's `data: []`, which
+/// names no page: that is `other`.
+fn page_view(data: &Fields<'_, '_>, empty_list: bool, errors: &mut Errors) -> Event {
+    let page_type = if empty_list {
+        Some(PageType::Other)
+    } else {
+        data.req_str("page_type", errors).and_then(|p| {
+            let page_type = PageType::from_name(p).or_else(|| plugin_page_type(p));
+            if page_type.is_none() {
+                let all: Vec<&str> = PageType::ALL.iter().map(|t| t.name()).collect();
+                errors.push(
+                    data.path_of("page_type"),
+                    format!(
+                        "unknown page type {p:?}; expected one of {}",
+                        all.join(", ")
+                    ),
+                );
+            }
+            page_type
+        })
+    };
+    Event::PageView {
+        page_type: page_type.unwrap_or(PageType::Other),
+        product_id: id_field(data, "product_id", false, errors),
+        category_id: id_field(data, "category_id", false, errors),
+        brand_id: id_field(data, "brand_id", false, errors),
+    }
+}
+
+/// The order fields shared by `order` and the plugins' `order_track`.
+fn order(data: &Fields<'_, '_>, items: Option<Vec<BasketLine>>, errors: &mut Errors) -> Order {
+    let order_id = id_field(data, "orderid", true, errors);
+    let total = data.opt_number_or_text("ordertotal", errors);
+    if total.is_some_and(|t| t < 0.0) {
+        errors.push(data.path_of("ordertotal"), "must not be negative");
+    }
+    let identity = identity(data, "groupid", errors);
+    let mut details = details(data, errors);
+    let zipcode = text_field(data, "zipcode", errors);
+    let postcode = text_field(data, "postcode", errors);
+    details.zipcode = zipcode.or(postcode);
+    Order {
+        order_id: order_id.unwrap_or_default(),
+        items: items.unwrap_or_default(),
+        total,
+        identity,
+        details,
+    }
+}
+
+/// The lines of an `order_track`: `id1`, `qty1`, `unitprice1` (`refid1`, `children1`
+/// ignored) … for `productcount` lines, or while `idN` is present when the count is
+/// absent. At least one line.
+fn flat_lines(data: &Fields<'_, '_>, errors: &mut Errors) -> Vec<BasketLine> {
+    let count = data.opt_number_or_text("productcount", errors);
+    let count = match count {
+        Some(n) if n.fract() != 0.0 || !(0.0..=MAX_FLAT_LINES as f64).contains(&n) => {
+            errors.push(
+                data.path_of("productcount"),
+                format!("expected a whole number from 0 to {MAX_FLAT_LINES}, got {n}"),
+            );
+            return Vec::new();
+        }
+        Some(n) => Some(n as usize),
+        None => None,
+    };
+    let mut out = Vec::new();
+    for n in 1..=count.unwrap_or(MAX_FLAT_LINES) {
+        let id_key = format!("id{n}");
+        if count.is_none() && !data.has(&id_key) {
+            break;
+        }
+        let line = line(
+            data,
+            &id_key,
+            &format!("qty{n}"),
+            &format!("unitprice{n}"),
+            errors,
+        );
+        out.extend(line);
+    }
+    if out.is_empty() && !data.has("id1") {
+        errors.push(data.path_of("id1"), "an order needs at least one line");
+    }
+    out
+}
+
+/// A list of basket or order lines `{"id", "qty", "unitprice"}` (a `children` member,
+/// as the plugins send, is ignored).
+fn lines(items: &[Value], path: &str, errors: &mut Errors) -> Vec<BasketLine> {
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let item_path = index_path(path, i);
+        let Some(fields) = Fields::of(item, &item_path, KeyMatch::Exact, errors) else {
+            continue;
+        };
+        out.extend(line(&fields, "id", "qty", "unitprice", errors));
+    }
+    out
+}
+
+/// One line: a product id, a quantity above 0, a unit price not below 0.
+fn line(
+    fields: &Fields<'_, '_>,
+    id_key: &str,
+    qty_key: &str,
+    price_key: &str,
+    errors: &mut Errors,
+) -> Option<BasketLine> {
+    let id = id_field(fields, id_key, true, errors);
+    let qty = fields.req_number_or_text(qty_key, errors);
+    if let Some(q) = qty
+        && q <= 0.0
+    {
+        errors.push(
+            fields.path_of(qty_key),
+            format!("must be greater than 0, got {q}"),
+        );
+    }
+    let unit_price = fields.req_number_or_text(price_key, errors);
+    if let Some(p) = unit_price
+        && p < 0.0
+    {
+        errors.push(
+            fields.path_of(price_key),
+            format!("must not be negative, got {p}"),
+        );
+    }
+    match (id, qty, unit_price) {
+        (Some(id), Some(qty), Some(unit_price)) if qty > 0.0 && unit_price >= 0.0 => {
+            Some(BasketLine {
+                id,
+                qty,
+                unit_price,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// An id field: a string, or a whole number read as its decimal text; checked with
+/// [`check_id`]. An optional one that is empty counts as absent.
+fn id_field(
+    data: &Fields<'_, '_>,
+    key: &str,
+    required: bool,
+    errors: &mut Errors,
+) -> Option<String> {
+    let id = if required {
+        data.req_id_text(key, errors)?
+    } else {
+        data.opt_id_text(key, errors).filter(|id| !id.is_empty())?
+    };
+    match check_id(&id) {
+        Ok(()) => Some(id.into_owned()),
+        Err(message) => {
+            errors.push(data.path_of(key), message);
+            None
+        }
+    }
+}
+
+/// An optional free-text field of at most [`MAX_TEXT_LEN`] bytes without control
+/// characters; empty counts as absent.
+pub(super) fn text_field(data: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<String> {
+    let text = data.opt_nonempty_str(key, errors)?;
+    if text.len() > MAX_TEXT_LEN || text.chars().any(char::is_control) {
+        errors.push(
+            data.path_of(key),
+            format!("must be at most {MAX_TEXT_LEN} bytes without control characters"),
+        );
+        return None;
+    }
+    Some(text.to_owned())
+}
+
+/// userid / email / accid (+ the group field, named differently per event); one of the
+/// first three is required.
+fn identity(data: &Fields<'_, '_>, group_key: &str, errors: &mut Errors) -> Identity {
+    let user_id = id_field(data, "userid", false, errors);
+    let account_id = id_field(data, "accid", false, errors);
+    let email = data.opt_nonempty_str("email", errors).and_then(|email| {
+        if looks_like_email(email) {
+            Some(email.to_owned())
+        } else {
+            errors.push(
+                data.path_of("email"),
+                format!("{email:?} is not an email address"),
+            );
+            None
+        }
+    });
+    let given = ["userid", "email", "accid"]
+        .iter()
+        .any(|k| data.get(k).is_some_and(|v| v.as_str() != Some("")));
+    if !given {
+        errors.push(
+            data.path_of("userid"),
+            "one of userid, email or accid is required",
+        );
+    }
+    Identity {
+        user_id,
+        email,
+        account_id,
+        group_id: id_field(data, group_key, false, errors),
+    }
+}
+
+fn details(data: &Fields<'_, '_>, errors: &mut Errors) -> PersonalDetails {
+    let dob = data.opt_nonempty_str("dob", errors).and_then(|text| {
+        let date = parse_dob(text);
+        if date.is_none() {
+            errors.push(
+                data.path_of("dob"),
+                format!("expected a date as YYYY-MM-DD, got {text:?}"),
+            );
+        }
+        date.map(BirthDate::of)
+    });
+    PersonalDetails {
+        title: text_field(data, "title", errors),
+        first_name: text_field(data, "firstname", errors),
+        last_name: text_field(data, "lastname", errors),
+        zipcode: None,
+        dob,
+    }
+}

@@ -1,0 +1,250 @@
+//! `POST /api/serverside`: track events and fill zones in one call.
+//!
+//! The whole request is validated before anything is recorded; every problem is
+//! reported with its JSON path in the `errors` of a 400. A valid request is handed to
+//! [`vitrine_engine::Account::serve`] and its outcome written as the 200 body.
+
+use std::net::IpAddr;
+
+use serde_json::Value;
+use vitrine_engine::account::{Notice, ServeRequest};
+use vitrine_engine::catalogue::UnixMillis;
+use vitrine_engine::money::Currency;
+use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
+
+mod events;
+
+pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
+
+use crate::api::{Reply, render};
+use crate::auth;
+use crate::config::Limits;
+use crate::error::{ApiError, Endpoint};
+use crate::state::AppState;
+
+/// Longest visitor or session id accepted.
+pub const MAX_CLIENT_ID_LEN: usize = 128;
+/// Longest URL (currentUrl, referer) accepted.
+pub const MAX_URL_LEN: usize = 8192;
+/// Longest user agent accepted.
+pub const MAX_USER_AGENT_LEN: usize = 4096;
+/// Longest page label accepted in place of a `currentUrl` (`magento-admin`).
+pub const MAX_LABEL_LEN: usize = 64;
+/// Longest free-text personal field (names, titles, postcodes) accepted.
+pub const MAX_TEXT_LEN: usize = 256;
+
+/// Handles one request body.
+pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, ApiError> {
+    let mut errors = Errors::default();
+    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
+        return Err(errors.into());
+    };
+    let presented = auth::read(&fields, Endpoint::Serverside, &mut errors);
+    let entry = match presented {
+        Some(presented) => Some(auth::authenticate(state, Endpoint::Serverside, presented)?),
+        None => None,
+    };
+    let request = parse(&fields, &state.config.limits, now, &mut errors);
+    let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
+        return Err(errors.into());
+    };
+    let currency = request.currency.unwrap_or(entry.config.default_currency);
+    // Erased identities stripped, events applied, zones filled, then the events logged
+    // as `durability.events_fsync` says, all in ingest's one call.
+    let outcome = entry
+        .jobs
+        .serve(request)
+        .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
+    let errors = outcome.notices.iter().map(notice_message).collect();
+    Ok(Reply::json(render::response(
+        &outcome, errors, currency, entry,
+    )))
+}
+
+/// Validates everything but the credentials.
+pub fn parse(
+    fields: &Fields<'_, '_>,
+    limits: &Limits,
+    now: UnixMillis,
+    errors: &mut Errors,
+) -> Option<ServeRequest> {
+    let before = errors.total();
+    if let Some(url) = fields.req_str("currentUrl", errors) {
+        check_page(url, errors);
+    }
+    if let Some(agent) = fields.req_str("userAgent", errors)
+        && agent.len() > MAX_USER_AGENT_LEN
+    {
+        errors.push(
+            "userAgent",
+            format!("must be at most {MAX_USER_AGENT_LEN} bytes"),
+        );
+    }
+    // Absent or empty: the vendor's plugins leave it out of admin and some storefront
+    // calls, which know no shopper's address.
+    if let Some(ip) = fields.opt_nonempty_str("ip", errors)
+        && ip.parse::<IpAddr>().is_err()
+    {
+        errors.push(
+            "ip",
+            format!("expected an IPv4 or IPv6 address, got {ip:?}"),
+        );
+    }
+    if let Some(referer) = fields.opt_nonempty_str("referer", errors) {
+        check_url(referer, "referer", errors);
+    }
+    let visitor_id = client_id(fields, "visitorId", errors);
+    let session_id = client_id(fields, "sessionId", errors);
+    let currency = match fields.opt_str("currency", errors) {
+        Some(code) => match Currency::from_code(code) {
+            Ok(currency) => Some(currency),
+            Err(e) => {
+                errors.push("currency", e.to_string());
+                None
+            }
+        },
+        None => None,
+    };
+    let mut events = Vec::new();
+    if let Some(items) = fields.opt_array("events", errors) {
+        if items.len() > limits.max_events {
+            errors.push(
+                "events",
+                format!(
+                    "at most {} events per request, got {}",
+                    limits.max_events,
+                    items.len()
+                ),
+            );
+        } else {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(event) = events::event(item, &index_path("events", i), errors) {
+                    events.push(event);
+                }
+            }
+        }
+    }
+    let mut zones = Vec::new();
+    if let Some(items) = fields.opt_array("zones", errors) {
+        if items.len() > limits.max_zones {
+            errors.push(
+                "zones",
+                format!(
+                    "at most {} zones per request, got {}",
+                    limits.max_zones,
+                    items.len()
+                ),
+            );
+        } else {
+            for (i, item) in items.iter().enumerate() {
+                if let Some(id) = zone_id(item, &index_path("zones", i), errors) {
+                    zones.push(id);
+                }
+            }
+        }
+    }
+    let search = events::text_field(fields, "searchterm", errors);
+    (errors.total() == before).then_some(ServeRequest {
+        search,
+        visitor_id,
+        session_id,
+        currency,
+        events,
+        zones,
+        now,
+    })
+}
+
+/// A zone id: a string, or as the vendor's Magento module sends it, an object
+/// `{"id": "HP-01", "data": {...}}` (its `data` is not used).
+fn zone_id(item: &Value, path: &str, errors: &mut Errors) -> Option<String> {
+    let (id, id_path) = match item {
+        Value::String(id) => (id.as_str(), path.to_owned()),
+        Value::Object(_) => {
+            let fields = Fields::of(item, path, KeyMatch::Exact, errors)?;
+            (fields.req_str("id", errors)?, fields.path_of("id"))
+        }
+        other => {
+            errors.push(path, format!("expected a string, got {}", kind_of(other)));
+            return None;
+        }
+    };
+    if id.is_empty() || id.len() > 128 {
+        errors.push(id_path, "expected a zone id of 1 to 128 characters");
+        return None;
+    }
+    Some(id.to_owned())
+}
+
+/// `currentUrl`: an absolute http(s) URL, or a page label without spaces such as the
+/// `magento-admin` that the vendor's module sends from the store's back office.
+fn check_page(url: &str, errors: &mut Errors) {
+    let label = !url.is_empty()
+        && !url.contains("://")
+        && !url.starts_with('/')
+        && url.len() <= MAX_LABEL_LEN
+        && url
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if !label {
+        check_url(url, "currentUrl", errors);
+    }
+}
+
+fn check_url(url: &str, path: &str, errors: &mut Errors) {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    let has_scheme = lower.starts_with("http://") || lower.starts_with("https://");
+    if url.len() > MAX_URL_LEN {
+        errors.push(path, format!("must be at most {MAX_URL_LEN} bytes"));
+    } else if !has_scheme
+        || url
+            .split_once("://")
+            .is_none_or(|(_, rest)| rest.is_empty() || rest.starts_with('/'))
+    {
+        errors.push(
+            path,
+            format!("expected an absolute http or https URL, got {url:?}"),
+        );
+    } else if url.chars().any(|c| c.is_control() || c == ' ') {
+        errors.push(path, "must not contain spaces or control characters");
+    }
+}
+
+/// `visitorId` / `sessionId`: at most 128 printable ASCII characters; empty means absent.
+fn client_id(fields: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<String> {
+    let id = fields.opt_nonempty_str(key, errors)?;
+    if id.len() > MAX_CLIENT_ID_LEN {
+        errors.push(
+            key,
+            format!(
+                "must be at most {MAX_CLIENT_ID_LEN} characters, got {}",
+                id.len()
+            ),
+        );
+        return None;
+    }
+    if !id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        errors.push(key, "must be printable ASCII without spaces");
+        return None;
+    }
+    Some(id.to_owned())
+}
+
+fn notice_message(notice: &Notice) -> String {
+    match notice {
+        Notice::DuplicateOrder { event, order_id } => format!(
+            "events[{event}].data.orderid: order {order_id:?} was already recorded; it was not counted again"
+        ),
+        Notice::UnknownZone { zone, id } => format!("zones[{zone}]: unknown zone {id:?}"),
+        Notice::ZoneNotOnPage {
+            zone,
+            id,
+            page_type,
+        } => {
+            format!(
+                "zones[{zone}]: zone {id:?} is not shown on {} pages",
+                page_type.name()
+            )
+        }
+    }
+}
