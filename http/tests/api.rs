@@ -17,6 +17,8 @@ mod crash;
 mod deltas;
 #[path = "api/feeds.rs"]
 mod feeds;
+#[path = "api/plugins.rs"]
+mod plugins;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

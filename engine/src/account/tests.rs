@@ -153,3 +153,145 @@ fn forget_removes_linked_visitors_users_and_identity_links_but_not_others() {
     // The order id stays recorded (it is not personal data), so it is not counted twice.
     assert!(account.has_order("o-1"));
 }
+
+fn customer_order(id: &str, user: &str, products: &[&str]) -> Order {
+    Order {
+        order_id: id.into(),
+        items: products
+            .iter()
+            .map(|p| BasketLine {
+                id: (*p).into(),
+                qty: 2.0,
+                unit_price: 1.0,
+            })
+            .collect(),
+        total: None,
+        identity: Identity {
+            user_id: Some(user.into()),
+            email: Some(format!("{user}@example.com")),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    }
+}
+
+#[test]
+fn an_order_placed_by_staff_counts_for_the_customer_and_the_models_not_the_staff_visitor() {
+    let products = ["a", "b", "c"].map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(id)
+    });
+    let zones = vec![testing::zone("TS", Strategy::TopSellers, 3)];
+    let account = testing::account(zones, testing::catalogue(products));
+    let moto = Event::CustomerOrder(customer_order("moto-1", "5", &["a", "b"]));
+    account.serve(request("staff", None, vec![moto.clone()], T0));
+    let staff = account.visitor("staff").unwrap();
+    assert!(
+        staff.purchased.is_empty(),
+        "not the staff member's purchase"
+    );
+    assert!(
+        staff.identity.user_id.is_none(),
+        "staff is not linked to the customer"
+    );
+    let customer = account.visitor("customer:user:5").unwrap();
+    assert!(customer.purchased.iter().any(|p| p == "a"));
+    assert!(customer.purchased.iter().any(|p| p == "b"));
+    assert!(account.has_order("moto-1"));
+    // The same order id again is a duplicate, as for a live order.
+    let again = account.serve(request("staff", None, vec![moto], T0 + 1));
+    assert_eq!(
+        again.notices.first(),
+        Some(&Notice::DuplicateOrder {
+            event: 0,
+            order_id: "moto-1".into()
+        })
+    );
+    // The customer's own device, once logged in, sees the order in its history.
+    let login = Event::CustomerDetails {
+        identity: Identity {
+            user_id: Some("5".into()),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    };
+    account.serve(request("ann-phone", None, vec![login], T0 + 2));
+    let phone = account.visitor("ann-phone").unwrap();
+    assert_eq!(phone.identity.user_id.as_deref(), Some("5"));
+    assert_eq!(
+        account.same_person("ann-phone", &phone.identity),
+        ["customer:user:5"]
+    );
+    // Units sold count for top sellers: a and b (2 units each), c sold none.
+    account.rebuild_models();
+    let mut top = request("anyone", None, vec![], T0 + 3);
+    top.zones = vec!["TS".into()];
+    let outcome = account.serve(top);
+    let catalogue = outcome.catalogue.clone();
+    let ids: Vec<&str> = outcome.zones[0]
+        .items
+        .iter()
+        .map(|i| catalogue.product(i.product).unwrap().id.as_str())
+        .collect();
+    let mut sold = ids.clone();
+    sold.sort_unstable();
+    assert_eq!(sold, ["a", "b"]);
+    // Erasing the customer removes their record too.
+    account.forget("5@example.com");
+    assert!(account.visitor("customer:user:5").is_none());
+}
+
+#[test]
+fn imported_orders_count_once_and_reach_the_customers_record() {
+    let account = account();
+    let orders = [
+        customer_order("h-1", "7", &["c"]),
+        customer_order("h-2", "7", &["b", "c"]),
+        customer_order("h-1", "7", &["a"]),
+    ];
+    assert_eq!(account.import_orders(&orders, T0), 2, "h-1 once");
+    let customer = account.visitor("customer:user:7").unwrap();
+    assert_eq!(customer.orders.len(), 2);
+    assert!(!customer.purchased.iter().any(|p| p == "a"));
+    // Replayed from the log (a record without a visitor id), nothing is counted twice.
+    let logged = crate::state::Tracked {
+        visitor_id: String::new(),
+        session_id: String::new(),
+        now: T0,
+        events: orders.iter().cloned().map(Event::CustomerOrder).collect(),
+    };
+    let restarted = self::account();
+    restarted.replay(&logged);
+    assert_eq!(
+        restarted.visitor("customer:user:7").unwrap().orders.len(),
+        2
+    );
+    assert!(restarted.visitor("").is_none(), "no visitor for the import");
+}
+
+#[test]
+fn a_search_term_puts_matching_products_first() {
+    let products = ["red shoe", "blue hat", "red hat"].map(|title| Product {
+        title: title.into(),
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(&title.replace(' ', "-"))
+    });
+    let zone = testing::zone("T", Strategy::Trending, 3);
+    let account = testing::account(vec![zone], testing::catalogue(products));
+    let mut searched = request("v", None, vec![], T0);
+    searched.zones = vec!["T".into()];
+    searched.search = Some("HAT".into());
+    let outcome = account.serve(searched);
+    let catalogue = outcome.catalogue.clone();
+    let ids: Vec<&str> = outcome.zones[0]
+        .items
+        .iter()
+        .map(|i| catalogue.product(i.product).unwrap().id.as_str())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids[..2].contains(&"blue-hat") && ids[..2].contains(&"red-hat"),
+        "{ids:?}"
+    );
+    assert_eq!(ids[2], "red-shoe");
+}
