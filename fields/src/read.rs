@@ -491,6 +491,37 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         self.strings_of(key, items, errors, check)
     }
 
+    /// An optional array of ids: strings, or whole numbers read as their decimal text
+    /// (the vendor's plugins send `"DeleteProducts": [2900, 2901]`); each is checked
+    /// with `check`.
+    pub fn opt_id_array(
+        &self,
+        key: &str,
+        errors: &mut Errors,
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Option<Vec<String>> {
+        let items = self.opt_array(key, errors)?;
+        let before = errors.total();
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let text = match item.as_text() {
+                Some(text) => Some(text.to_owned()),
+                None => item.as_number().and_then(whole_number_text),
+            };
+            match text {
+                Some(id) => match check(&id) {
+                    Ok(()) => out.push(id),
+                    Err(message) => errors.push(index_path(&self.path_of(key), i), message),
+                },
+                None => errors.push(
+                    index_path(&self.path_of(key), i),
+                    format!("expected a string, got {}", item.kind()),
+                ),
+            }
+        }
+        (errors.total() == before).then_some(out)
+    }
+
     fn strings_of(
         &self,
         key: &str,

@@ -26,6 +26,14 @@ impl CredentialFields {
             Endpoint::Delta | Endpoint::DeltaStatus => ("AppKey", Some("SecretKey")),
             Endpoint::ProductFeedStatus => ("AppKey", None),
             Endpoint::Forget => ("AccessKey", Some("SecretKey")),
+            // The vendor's plugins.
+            Endpoint::ProductDelta => ("AppKey", Some("Secret")),
+            Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose => {
+                ("accessKey", Some("secretKey"))
+            }
+            Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
+                ("AccessKey", Some("SecretKey"))
+            }
             Endpoint::Health | Endpoint::Unrouted => ("", None),
         };
         CredentialFields {

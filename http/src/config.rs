@@ -126,6 +126,12 @@ pub struct FeedConfig {
     pub max_redirects: usize,
     /// Threads of the ingest pool (default: all cores but one, at least one).
     pub ingest_threads: usize,
+    /// A second address serving only the streamed-feed paths (`/feed-create`,
+    /// `/feed-append`, `/feed-close`), as the vendor keeps feeds on another host and
+    /// port; they are on the main address too.
+    pub stream_listen: Option<SocketAddr>,
+    /// A streamed feed whose last piece came longer ago than this is removed.
+    pub stream_idle_secs: u64,
 }
 
 /// `[deltas]`: when the delta overlay is folded into a new base snapshot.
@@ -271,6 +277,8 @@ struct FileFeeds {
     connect_timeout_secs: Option<u64>,
     max_redirects: Option<usize>,
     ingest_threads: Option<usize>,
+    stream_listen: Option<String>,
+    stream_idle_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -657,6 +665,21 @@ fn feed_config(
             1,
             256,
         )? as usize,
+        stream_listen: match &file.stream_listen {
+            None => None,
+            Some(text) => Some(text.parse().map_err(|_| {
+                err(
+                    "feeds.stream_listen",
+                    format!("expected an address such as 0.0.0.0:7481, got {text:?}"),
+                )
+            })?),
+        },
+        stream_idle_secs: range(
+            file.stream_idle_secs.unwrap_or(3_600),
+            "stream_idle_secs",
+            60,
+            7 * 86_400,
+        )?,
     })
 }
 

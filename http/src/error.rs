@@ -12,7 +12,7 @@
 
 use http::StatusCode;
 use vitrine_fields::Errors;
-use vitrine_ingest::jobs::{RebuildError, SubmitError};
+use vitrine_ingest::jobs::{RebuildError, StreamError, SubmitError};
 use vitrine_ingest::store::StoreError;
 
 /// The endpoints of the contract, plus routes outside it.
@@ -30,6 +30,20 @@ pub enum Endpoint {
     ProductFeedStatus,
     /// `POST /api/user/forget`
     Forget,
+    /// `POST /api/productdelta`: a delta as the vendor's PHP SDK sends it.
+    ProductDelta,
+    /// `POST /feed-create`: a feed streamed by the vendor's plugins opens.
+    FeedCreate,
+    /// `POST /feed-append`: the next part of a streamed feed.
+    FeedAppend,
+    /// `POST /feed-close`: a streamed feed is complete.
+    FeedClose,
+    /// `POST /api/plugin/validate-account`
+    PluginValidate,
+    /// `POST /api/plugin/dashboard`
+    PluginDashboard,
+    /// `POST /api/plugin/delete`: the plugin was uninstalled.
+    PluginDelete,
     /// `GET /healthz`
     Health,
     /// Any other path.
@@ -46,9 +60,24 @@ impl Endpoint {
             "/api/deltastatus" => Endpoint::DeltaStatus,
             "/api/productfeedstatus" => Endpoint::ProductFeedStatus,
             "/api/user/forget" => Endpoint::Forget,
+            "/api/productdelta" => Endpoint::ProductDelta,
+            "/feed-create" => Endpoint::FeedCreate,
+            "/feed-append" => Endpoint::FeedAppend,
+            "/feed-close" => Endpoint::FeedClose,
+            "/api/plugin/validate-account" => Endpoint::PluginValidate,
+            "/api/plugin/dashboard" => Endpoint::PluginDashboard,
+            "/api/plugin/delete" => Endpoint::PluginDelete,
             "/healthz" => Endpoint::Health,
             _ => Endpoint::Unrouted,
         }
+    }
+
+    /// Whether the endpoint takes a streamed feed (served on `feeds.stream_listen` too).
+    pub fn is_feed_stream(self) -> bool {
+        matches!(
+            self,
+            Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose
+        )
     }
 
     /// The method the endpoint answers.
@@ -108,6 +137,17 @@ impl From<RebuildError> for ApiError {
     }
 }
 
+impl From<StreamError> for ApiError {
+    fn from(error: StreamError) -> ApiError {
+        match error {
+            StreamError::BadName(_) => ApiError::Invalid(vec![error.to_string()]),
+            StreamError::Unknown(_) => ApiError::NotFound(error.to_string()),
+            StreamError::TooLarge { .. } => ApiError::TooLarge(error.to_string()),
+            StreamError::Journal(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
 impl From<tokio::task::JoinError> for ApiError {
     fn from(error: tokio::task::JoinError) -> ApiError {
         ApiError::Internal(format!("the request's worker failed: {error}"))
@@ -162,9 +202,16 @@ impl ApiError {
                 | E::Delta
                 | E::DeltaStatus
                 | E::ProductFeedStatus
+                | E::ProductDelta
+                | E::PluginValidate
+                | E::PluginDashboard
+                | E::PluginDelete
                 | E::Health
                 | E::Unrouted,
             ) => StatusCode::BAD_REQUEST,
+            (ApiError::Credentials(_), E::FeedCreate | E::FeedAppend | E::FeedClose) => {
+                StatusCode::FORBIDDEN
+            }
             (ApiError::NotFound(_), _) => StatusCode::NOT_FOUND,
             (ApiError::TooLarge(_), _) => StatusCode::PAYLOAD_TOO_LARGE,
             (ApiError::NoRoute(_), _) => StatusCode::NOT_FOUND,
@@ -198,6 +245,13 @@ impl ApiError {
             | Endpoint::DeltaStatus
             | Endpoint::ProductFeedStatus
             | Endpoint::Forget
+            | Endpoint::ProductDelta
+            | Endpoint::FeedCreate
+            | Endpoint::FeedAppend
+            | Endpoint::FeedClose
+            | Endpoint::PluginValidate
+            | Endpoint::PluginDashboard
+            | Endpoint::PluginDelete
             | Endpoint::Health
             | Endpoint::Unrouted => serde_json::json!({ "Error": messages.join("; ") }),
         };

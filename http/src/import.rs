@@ -17,8 +17,8 @@ use vitrine_ingest::{runner, store};
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::snapshot;
 
-pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Result<()> {
-    let started = Instant::now();
+/// The account's jobs, started on its data as the server would start them.
+fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
     let Some(account_config) = config.accounts.iter().find(|a| a.access_key == access_key) else {
         bail!(
             "{}: no account has access_key {access_key:?}",
@@ -55,6 +55,30 @@ pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Res
         jobs_config(config, Arc::clone(&pool))?,
     )?;
 
+    Ok(Opened {
+        jobs,
+        pool,
+        dir,
+        _data_dir: data_dir,
+    })
+}
+
+/// An account opened for an import; the data directory stays locked while it lives.
+struct Opened {
+    jobs: AccountJobs,
+    pool: Arc<rayon::ThreadPool>,
+    dir: std::path::PathBuf,
+    _data_dir: DataDir,
+}
+
+pub(crate) fn run(config: &Config, access_key: &str, feed: &Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let Opened {
+        jobs,
+        pool,
+        dir,
+        _data_dir: _locked,
+    } = open(config, access_key)?;
     let mut bytes = read_with_progress(feed)?;
     let size = bytes.len();
     let records = ProgressBar::new_spinner().with_style(
@@ -115,4 +139,33 @@ fn read_with_progress(path: &Path) -> anyhow::Result<Vec<u8>> {
     }
     bar.finish_and_clear();
     Ok(bytes)
+}
+
+/// `vitrine import --orders`: an order history (CSV) recorded into the account as the
+/// plugins' streamed `orders` feed would be.
+pub(crate) fn run_orders(config: &Config, access_key: &str, csv: &Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let Opened {
+        jobs,
+        _data_dir: _locked,
+        ..
+    } = open(config, access_key)?;
+    let bytes = read_with_progress(csv)?;
+    let status = runner::import_orders(&jobs, &bytes);
+    jobs.shutdown();
+    match status {
+        FeedStatus::Complete { detail } => {
+            println!(
+                "imported the order history {} into {access_key} in {:.1} s",
+                csv.display(),
+                started.elapsed().as_secs_f64()
+            );
+            if let Some(detail) = detail {
+                println!("{detail}");
+            }
+            Ok(())
+        }
+        FeedStatus::Failed(error) => bail!("{}: {error}", csv.display()),
+        FeedStatus::Processing => bail!("{}: the import did not finish", csv.display()),
+    }
 }

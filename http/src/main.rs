@@ -53,8 +53,12 @@ enum Command {
         data_dir: Option<PathBuf>,
         /// The feed: a JSON array of products or an object with Products, Categories,
         /// Brands, Users.
-        #[arg(value_name = "FEED.json")]
-        feed: PathBuf,
+        #[arg(value_name = "FEED.json", required_unless_present = "orders")]
+        feed: Option<PathBuf>,
+        /// An order history instead of a feed: CSV with the header
+        /// OrderId,UserId,Email,DateTimeStamp,ProdCode,Quantity,UnityPrice,LinePrice.
+        #[arg(long, value_name = "FILE.csv", conflicts_with = "feed")]
+        orders: Option<PathBuf>,
     },
 }
 
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
             account,
             data_dir,
             feed,
+            orders,
         } => {
             let overrides = Overrides {
                 listen: None,
@@ -85,7 +90,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match import::run(&config, &account, &feed) {
+            let imported = match (feed, orders) {
+                (_, Some(orders)) => import::run_orders(&config, &account, &orders),
+                (Some(feed), None) => import::run(&config, &account, &feed),
+                (None, None) => Err(anyhow::anyhow!("give a FEED.json or --orders FILE.csv")),
+            };
+            match imported {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("error: {error:#}");
@@ -136,6 +146,17 @@ fn run(config: Config) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
+        let feed_streams = match state.config.feeds.stream_listen {
+            Some(stream_addr) => {
+                let streams = tokio::net::TcpListener::bind(stream_addr)
+                    .await
+                    .with_context(|| format!("binding feeds.stream_listen {stream_addr}"))?;
+                let bound = streams.local_addr().context("reading the bound address")?;
+                tracing::info!(addr = %bound, "streamed feeds also listening on http://{bound}");
+                Some(streams)
+            }
+            None => None,
+        };
         let shutdown = shutdown_signal()?;
         {
             let mut stdout = std::io::stdout().lock();
@@ -143,7 +164,11 @@ fn run(config: Config) -> anyhow::Result<()> {
                 .context("writing the ready line")?;
             stdout.flush().context("writing the ready line")?;
         }
-        vitrine_http::server::serve(listener, Arc::clone(&state), shutdown).await;
+        let listeners = vitrine_http::server::Listeners {
+            main: listener,
+            feed_streams,
+        };
+        vitrine_http::server::serve(listeners, Arc::clone(&state), shutdown).await;
         state.shutdown();
         tracing::info!("stopped");
         Ok(())

@@ -35,13 +35,52 @@ pub const SESSION_SWEEP: Duration = Duration::from_secs(30);
 /// How often each account's rankings and neighbour lists are rebuilt from its counters.
 pub const MODELS_REBUILD: Duration = Duration::from_secs(1);
 
-/// Serves `state` on `listener` until `shutdown` completes, then lets in-flight
+/// The sockets a server answers on.
+#[derive(Debug)]
+pub struct Listeners {
+    /// Every endpoint.
+    pub main: TcpListener,
+    /// Only the streamed-feed paths (`feeds.stream_listen`), if configured.
+    pub feed_streams: Option<TcpListener>,
+}
+
+impl From<TcpListener> for Listeners {
+    fn from(main: TcpListener) -> Listeners {
+        Listeners {
+            main,
+            feed_streams: None,
+        }
+    }
+}
+
+/// Which endpoints a socket answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routes {
+    All,
+    FeedStreams,
+}
+
+/// Accepts on the feed-stream socket, or waits forever when there is none.
+async fn accept_feed_stream(
+    listener: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves `state` on `listeners` until `shutdown` completes, then lets in-flight
 /// requests finish (up to [`SHUTDOWN_GRACE`]).
 pub async fn serve(
-    listener: TcpListener,
+    listeners: impl Into<Listeners>,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let Listeners {
+        main: listener,
+        feed_streams,
+    } = listeners.into();
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder.keep_alive(true);
@@ -49,13 +88,20 @@ pub async fn serve(
     let models = tokio::spawn(rebuild_models(Arc::clone(&state)));
     tokio::pin!(shutdown);
     loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
+        let (accepted, routes) = tokio::select! {
+            accepted = listener.accept() => (accepted, Routes::All),
+            accepted = accept_feed_stream(feed_streams.as_ref()) => (accepted, Routes::FeedStreams),
+            () = &mut shutdown => break,
+        };
+        {
+            match accepted {
                 Ok((stream, _peer)) => {
                     let _ = stream.set_nodelay(true);
                     let state = Arc::clone(&state);
-                    let service = service_fn(move |request| handle(Arc::clone(&state), request));
-                    let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+                    let service =
+                        service_fn(move |request| handle(Arc::clone(&state), routes, request));
+                    let connection =
+                        graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
                     tokio::spawn(async move {
                         if let Err(error) = connection.await {
                             tracing::debug!(%error, "connection ended with an error");
@@ -67,11 +113,11 @@ pub async fn serve(
                     tracing::warn!(%error, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-            },
-            () = &mut shutdown => break,
+            }
         }
     }
     drop(listener);
+    drop(feed_streams);
     sweeper.abort();
     models.abort();
     tokio::select! {
@@ -87,6 +133,23 @@ async fn sweep_sessions(state: Arc<AppState>) {
         let now = now_millis();
         for entry in state.accounts() {
             entry.account.expire_sessions(now);
+        }
+        let idle = Duration::from_secs(state.config.feeds.stream_idle_secs);
+        let streams = Arc::clone(&state);
+        let expired = tokio::task::spawn_blocking(move || {
+            for entry in streams.accounts() {
+                for name in entry.jobs.expire_streams(idle) {
+                    tracing::warn!(
+                        account = %entry.config.access_key,
+                        feed = %name,
+                        idle_secs = idle.as_secs(),
+                        "streamed feed never closed; removed"
+                    );
+                }
+            }
+        });
+        if let Err(error) = expired.await {
+            tracing::error!(%error, "removing abandoned streamed feeds failed");
         }
     }
 }
@@ -121,10 +184,15 @@ pub fn now_millis() -> UnixMillis {
 
 async fn handle(
     state: Arc<AppState>,
+    routes: Routes,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
-    let endpoint = Endpoint::of_path(request.uri().path());
+    let endpoint = match Endpoint::of_path(request.uri().path()) {
+        endpoint if routes == Routes::All || endpoint.is_feed_stream() => endpoint,
+        Endpoint::Health => Endpoint::Health,
+        _ => Endpoint::Unrouted,
+    };
     let mut response = match route(&state, endpoint, request).await {
         Ok(reply) => reply_response(reply),
         Err(error) => error_response(endpoint, &error),
@@ -156,7 +224,11 @@ async fn route(
         return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec()));
     }
     let limit = match endpoint {
-        Endpoint::Delta => state.config.limits.max_delta_bytes,
+        Endpoint::Delta
+        | Endpoint::ProductDelta
+        | Endpoint::FeedCreate
+        | Endpoint::FeedAppend
+        | Endpoint::FeedClose => state.config.limits.max_delta_bytes,
         _ => state.config.limits.max_body_bytes,
     };
     let body = read_body(request, limit).await?;
@@ -176,10 +248,19 @@ async fn route(
 /// under `events_fsync = "always"`, serverside calls that log events.
 fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
     match endpoint {
-        Endpoint::Delta | Endpoint::ProductFeed | Endpoint::Forget => true,
+        Endpoint::Delta
+        | Endpoint::ProductDelta
+        | Endpoint::ProductFeed
+        | Endpoint::Forget
+        | Endpoint::FeedCreate
+        | Endpoint::FeedAppend
+        | Endpoint::FeedClose => true,
         Endpoint::Serverside => state.config.events_fsync == EventsFsync::Always,
         Endpoint::DeltaStatus
         | Endpoint::ProductFeedStatus
+        | Endpoint::PluginValidate
+        | Endpoint::PluginDashboard
+        | Endpoint::PluginDelete
         | Endpoint::Health
         | Endpoint::Unrouted => false,
     }
@@ -193,7 +274,15 @@ fn dispatch(
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
     match endpoint {
-        Endpoint::Delta => api::delta::handle_delta(state, &parse_json(body)?),
+        Endpoint::Delta | Endpoint::ProductDelta => {
+            api::delta::handle_delta(state, &parse_json(body)?, endpoint)
+        }
+        Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose => {
+            api::stream::handle(state, endpoint, body)
+        }
+        Endpoint::PluginValidate => api::plugin::handle_validate(state, &parse_json(body)?),
+        Endpoint::PluginDashboard => api::plugin::handle_dashboard(state, &parse_json(body)?),
+        Endpoint::PluginDelete => api::plugin::handle_delete(state, &parse_json(body)?),
         Endpoint::Serverside => api::serverside::handle(state, &parse_json(body)?, now),
         Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(body)?, now),
         Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),

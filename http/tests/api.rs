@@ -1222,7 +1222,7 @@ fn delta_400_names_the_path_and_queues_nothing() {
             "Products: product ids sent twice: dup",
         ),
         (
-            json!({"DeleteProducts": [1]}),
+            json!({"DeleteProducts": [1.5]}),
             "DeleteProducts[0]: expected a string",
         ),
         (

@@ -17,7 +17,7 @@ use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
 use vitrine_fields::{Errors, Fields, JsonValue, check_id, index_path};
 
 /// Part names of a delta body, in the order of the contract.
-pub const PARTS: [&str; 7] = [
+pub const PARTS: [&str; 8] = [
     "Products",
     "DeleteProducts",
     "SetCategoryOnProducts",
@@ -25,6 +25,8 @@ pub const PARTS: [&str; 7] = [
     "AccountPrices",
     "DeleteAccountPrices",
     "Users",
+    // Beyond the contract: the vendor's PHP SDK sends it.
+    "DeleteUsers",
 ];
 
 /// A structurally valid delta.
@@ -44,6 +46,8 @@ pub struct Delta {
     pub delete_account_prices: Vec<AccountPrice>,
     /// `Users`: user records to add or replace.
     pub users: Vec<UserRecord>,
+    /// `DeleteUsers`: user ids whose records are removed (before `Users` are added).
+    pub delete_users: Vec<String>,
 }
 
 impl Delta {
@@ -56,6 +60,7 @@ impl Delta {
             + self.account_prices.len()
             + self.delete_account_prices.len()
             + self.users.len()
+            + self.delete_users.len()
     }
 }
 
@@ -79,7 +84,7 @@ pub fn parse<V: JsonValue>(body: &Fields<'_, '_, V>) -> Result<Delta, Errors> {
         );
     }
     delta.delete_products = body
-        .opt_string_array("DeleteProducts", &mut errors, check_id)
+        .opt_id_array("DeleteProducts", &mut errors, check_id)
         .unwrap_or_default();
     delta.set_categories = records(
         body,
@@ -100,6 +105,9 @@ pub fn parse<V: JsonValue>(body: &Fields<'_, '_, V>) -> Result<Delta, Errors> {
         record::account_price(v, p, false, e)
     });
     delta.users = records(body, "Users", &mut errors, record::user);
+    delta.delete_users = body
+        .opt_id_array("DeleteUsers", &mut errors, check_id)
+        .unwrap_or_default();
     errors.into_result(delta)
 }
 
@@ -158,8 +166,12 @@ pub enum Mode {
     Reapply,
 }
 
-/// Adds or replaces the delta's users (account state, not catalogue).
+/// Removes the delta's `DeleteUsers`, then adds or replaces its `Users` (account state,
+/// not catalogue). Removing a user id the account does not have is not a failure.
 pub fn apply_users(account: &Account, delta: &Delta) {
+    for user_id in &delta.delete_users {
+        account.remove_user(user_id);
+    }
     for user in &delta.users {
         account.upsert_user(user.clone());
     }

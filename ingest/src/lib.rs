@@ -26,6 +26,7 @@ pub mod erasure;
 pub mod feed;
 pub mod fetch;
 pub mod jobs;
+pub mod orders;
 pub mod record;
 pub mod runner;
 pub mod state;

@@ -4,6 +4,7 @@
 //!
 //! Field names match feed-style: the first letter in either case (`newArrival`).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use vitrine_engine::account::UserRecord;
@@ -32,7 +33,7 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
     let id = if fields.has("Id") || !sku_given {
         required_id(&fields, "Id", errors)
     } else {
-        sku
+        sku.clone()
     };
     let title = fields.req_nonempty_str("Title", errors);
     let link = fields.req_str("Link", errors);
@@ -65,13 +66,10 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
     };
     let brand = optional_id(&fields, "Brand", errors);
     let product = Product {
-        id: id.unwrap_or_default().to_owned(),
-        sku: sku.map(str::to_owned),
+        id: id.unwrap_or_default().into_owned(),
+        sku: sku.map(Cow::into_owned),
         title: title.unwrap_or_default().to_owned(),
-        description: fields
-            .opt_str("Description", errors)
-            .unwrap_or_default()
-            .to_owned(),
+        description: description(&fields, errors),
         link: link.unwrap_or_default().to_owned(),
         image: image.unwrap_or_default().to_owned(),
         image_overlay: fields
@@ -86,7 +84,7 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
         },
         group_prices,
         categories: categories.unwrap_or_default(),
-        brand: brand.map(str::to_owned),
+        brand: brand.map(Cow::into_owned),
         search_tags: fields
             .opt_string_array("SearchTags", errors, any_string)
             .unwrap_or_default(),
@@ -100,9 +98,12 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
             .opt_string_array("RelatedProducts", errors, check_id)
             .unwrap_or_default(),
         visibility,
+        // A product out of stock (`InStock`, as the vendor's Magento module sends it)
+        // cannot be bought: it is kept, and left out of recommendations.
         exclude_from_recommenders: fields
             .opt_bool("ExcludeFromRecommenders", errors)
-            .unwrap_or(false),
+            .unwrap_or(false)
+            || in_stock(&fields, errors) == Some(false),
         on_offer: fields.opt_bool("OnOffer", errors).unwrap_or(false),
         new_arrival: fields.opt_bool("NewArrival", errors).unwrap_or(false),
         available_from: instant(&fields, "StartDate", errors),
@@ -162,23 +163,42 @@ fn check_sales_have_prices(prices: &[Money], sales: &[Money], path: &str, errors
     }
 }
 
-/// `GroupPrices: {"group1": {"Prices": [...], "SalePrices": [...]}}`.
+/// `GroupPrices: {"group1": {"Prices": [...], "SalePrices": [...]}}`, or a list whose
+/// index is the group id.
 fn group_prices<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Vec<GroupPrice> {
     let Some(value) = fields.get("GroupPrices") else {
         return Vec::new();
     };
     let path = fields.path_of("GroupPrices");
-    if !value.is_object() {
+    // The vendor's Magento module sends a list whose index is the group id (`[]` for
+    // none); entries that are `[]` or `null` give that group no price.
+    let groups: Vec<(Cow<'_, str>, &V)> = if let Some(list) = value.as_list() {
+        list.iter()
+            .enumerate()
+            .filter(|(_, set)| !set.is_null() && !set.as_list().is_some_and(<[V]>::is_empty))
+            .map(|(i, set)| (Cow::Owned(i.to_string()), set))
+            .collect()
+    } else if value.is_object() {
+        value
+            .members()
+            .into_iter()
+            .map(|(group, set)| (Cow::Borrowed(group), set))
+            .collect()
+    } else {
         errors.push(
             path,
             format!("expected an object of group ids, got {}", value.kind()),
         );
         return Vec::new();
-    }
-    let groups = value.members();
+    };
     let mut out = Vec::with_capacity(groups.len());
     for (group, set) in groups {
-        let group_path = format!("{path}.{group}");
+        let group = group.as_ref();
+        let group_path = if value.is_object() {
+            format!("{path}.{group}")
+        } else {
+            format!("{path}[{group}]")
+        };
         if let Err(message) = check_id(group) {
             errors.push(group_path.clone(), format!("group id {message}"));
             continue;
@@ -207,6 +227,68 @@ fn group_prices<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -
         }
     }
     out
+}
+
+/// `Description`: a string, or as the vendor's Magento module sends it, the list
+/// `[description, short_description]`: the first non-empty entry, its HTML tags removed
+/// (the contract's description is plain text; Magento's long description is HTML).
+fn description<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> String {
+    let Some(value) = fields.get("Description") else {
+        return String::new();
+    };
+    if let Some(list) = value.as_list() {
+        let mut texts = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            match item.as_text() {
+                Some(text) => texts.push(text),
+                None => errors.push(
+                    index_path(&fields.path_of("Description"), i),
+                    format!("expected a string, got {}", item.kind()),
+                ),
+            }
+        }
+        let first = texts.into_iter().find(|t| !t.trim().is_empty());
+        return first.map(strip_tags).unwrap_or_default();
+    }
+    fields
+        .opt_str("Description", errors)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Text with every `<…>` tag removed and runs of white space folded.
+fn strip_tags(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                text.push(' ');
+            }
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `InStock`: a boolean, or `"true"`/`"false"` as the vendor's Magento module sends it.
+fn in_stock<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Option<bool> {
+    let value = fields.get("InStock")?;
+    match value.as_text() {
+        Some("true" | "1") => Some(true),
+        Some("false" | "0") => Some(false),
+        Some(other) => {
+            errors.push(
+                fields.path_of("InStock"),
+                format!("expected true or false, got {other:?}"),
+            );
+            None
+        }
+        None => fields.opt_bool("InStock", errors),
+    }
 }
 
 /// `StartDate` / `EndDate`: RFC 3339 (`2016-12-25T09:00:00Z`), a date-time without offset
@@ -259,7 +341,7 @@ pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<
     let text =
         |key: &str, errors: &mut Errors| fields.opt_nonempty_str(key, errors).map(str::to_owned);
     let record = UserRecord {
-        user_id: user_id.unwrap_or_default().to_owned(),
+        user_id: user_id.unwrap_or_default().into_owned(),
         email: email.map(str::to_owned),
         first_name: text("FirstName", errors),
         last_name: text("LastName", errors),
@@ -315,8 +397,8 @@ pub fn account_price<V: JsonValue>(
         check_sales_have_prices(&prices, &sales, &fields.path_of("SalePrices"), errors);
     }
     let record = AccountPrice {
-        account_id: account_id.unwrap_or_default().to_owned(),
-        product_id: product_id.unwrap_or_default().to_owned(),
+        account_id: account_id.unwrap_or_default().into_owned(),
+        product_id: product_id.unwrap_or_default().into_owned(),
         prices: PriceSet {
             prices,
             sale_prices: sales,
@@ -345,7 +427,7 @@ pub fn category_assignment<V: JsonValue>(
     let category = required_id(&fields, "Category", errors);
     let products = fields.req_string_array("Products", errors, check_id);
     let record = CategoryAssignment {
-        category: category.unwrap_or_default().to_owned(),
+        category: category.unwrap_or_default().into_owned(),
         products: products.unwrap_or_default(),
     };
     (errors.total() == before).then_some(record)
@@ -378,7 +460,7 @@ fn named<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Named
     Named {
         id: required_id(fields, "Id", errors)
             .unwrap_or_default()
-            .to_owned(),
+            .into_owned(),
         display_name: fields
             .req_nonempty_str("DisplayName", errors)
             .unwrap_or_default()
@@ -436,12 +518,14 @@ pub fn brand<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option
 }
 
 /// A required id field, checked with [`check_id`].
+/// Ids may be whole JSON numbers (the vendor's plugins send `"Brand": 7`), read as
+/// their decimal text.
 fn required_id<'v, V: JsonValue>(
     fields: &Fields<'v, '_, V>,
     key: &str,
     errors: &mut Errors,
-) -> Option<&'v str> {
-    let id = fields.req_str(key, errors)?;
+) -> Option<Cow<'v, str>> {
+    let id = fields.req_id_text(key, errors)?;
     valid_id(fields, key, id, errors)
 }
 
@@ -450,18 +534,20 @@ fn optional_id<'v, V: JsonValue>(
     fields: &Fields<'v, '_, V>,
     key: &str,
     errors: &mut Errors,
-) -> Option<&'v str> {
-    let id = fields.opt_nonempty_str(key, errors)?;
+) -> Option<Cow<'v, str>> {
+    let id = fields
+        .opt_id_text(key, errors)
+        .filter(|id| !id.is_empty())?;
     valid_id(fields, key, id, errors)
 }
 
 fn valid_id<'v, V: JsonValue>(
     fields: &Fields<'v, '_, V>,
     key: &str,
-    id: &'v str,
+    id: Cow<'v, str>,
     errors: &mut Errors,
-) -> Option<&'v str> {
-    match check_id(id) {
+) -> Option<Cow<'v, str>> {
+    match check_id(&id) {
         Ok(()) => Some(id),
         Err(message) => {
             errors.push(fields.path_of(key), message);

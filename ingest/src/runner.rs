@@ -11,9 +11,10 @@ use std::thread;
 
 use parking_lot::Mutex;
 
-use crate::feed;
 use crate::fetch::{self, FetchLimits};
+use crate::jobs::StreamKind;
 use crate::jobs::{AccountJobs, FeedStatus, RebuildKind, Rebuilt};
+use crate::{feed, orders};
 
 /// Settings of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +105,9 @@ fn run(
     let Some(job) = jobs.feed_job(token) else {
         return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
     };
+    if job.streamed {
+        return run_streamed(jobs, token, pool);
+    }
     let dest = jobs.dir().join("feeds").join(format!("{token}.download"));
     let downloaded = runtime.block_on(fetch::download(client, &job.url, &dest, limits));
     if let Err(error) = downloaded {
@@ -119,6 +123,42 @@ fn run(
         }
     };
     apply(jobs, &mut bytes, pool, &|_| {})
+}
+
+/// A feed streamed by the plugins: the JSON kinds go through [`apply`], the order
+/// history is imported; the stream file is removed once its outcome is known.
+fn run_streamed(jobs: &AccountJobs, token: &str, pool: &rayon::ThreadPool) -> FeedStatus {
+    let path = jobs.streamed_feed_path(token);
+    let status = match std::fs::read(&path) {
+        Ok(bytes) if StreamKind::of_name(token) == Some(StreamKind::Orders) => {
+            import_orders(jobs, &bytes)
+        }
+        Ok(mut bytes) => apply(jobs, &mut bytes, pool, &|_| {}),
+        Err(error) => FeedStatus::Failed(format!("the streamed feed could not be read: {error}")),
+    };
+    let _ = std::fs::remove_file(&path);
+    status
+}
+
+/// Imports an order history (CSV, see [`crate::orders`]) into the jobs' account.
+pub fn import_orders(jobs: &AccountJobs, bytes: &[u8]) -> FeedStatus {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let history = match orders::parse(bytes, now) {
+        Ok(history) => history,
+        Err(error) => return FeedStatus::Failed(error.to_string()),
+    };
+    let summary = history.summary();
+    match jobs.import_orders(history.orders) {
+        Ok(imported) => FeedStatus::Complete {
+            detail: Some(format!(
+                "{summary}; {} orders recorded, {} already known",
+                imported.new, imported.known
+            )),
+        },
+        Err(error) => FeedStatus::Failed(error.to_string()),
+    }
 }
 
 /// Parses, validates and applies a feed held in `bytes` to the jobs' account: the new

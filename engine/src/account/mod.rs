@@ -25,7 +25,7 @@ mod track;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 use dashmap::DashMap;
@@ -116,6 +116,8 @@ pub struct Account {
     neighbours: ArcSwap<Neighbours>,
     /// Held by the one [`Writer`] at a time.
     writer: parking_lot::Mutex<()>,
+    /// Requests served and items shown, since the process started.
+    activity: Activity,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
@@ -148,6 +150,7 @@ impl Account {
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             writer: parking_lot::Mutex::new(()),
+            activity: Activity::default(),
             clock: AtomicI64::new(0),
             models_stale: AtomicBool::new(false),
         }
@@ -217,6 +220,11 @@ impl Account {
         self.users.insert(user.user_id.clone(), user);
     }
 
+    /// Removes a user record; whether there was one.
+    pub fn remove_user(&self, user_id: &str) -> bool {
+        self.users.remove(user_id).is_some()
+    }
+
     /// Replaces every user record (a feed's `Users`).
     pub fn replace_users(&self, users: Vec<UserRecord>) {
         self.users.clear();
@@ -247,6 +255,17 @@ impl Account {
         self.visitors.len()
     }
 
+    /// Number of order ids recorded.
+    pub fn order_count(&self) -> usize {
+        self.orders.len()
+    }
+
+    /// Requests served and items shown since the process started, and requests on the
+    /// UTC day of `now`.
+    pub fn activity(&self, now: UnixMillis) -> ActivityStats {
+        self.activity.stats(now)
+    }
+
     /// Whether an order id has been recorded.
     pub fn has_order(&self, order_id: &str) -> bool {
         self.orders.contains_key(order_id)
@@ -268,6 +287,64 @@ impl Account {
         }
         Arc::new(self.rank(catalogue))
     }
+}
+
+/// Milliseconds in a day.
+const DAY_MILLIS: UnixMillis = 86_400_000;
+
+/// Counters of the serverside calls an account served.
+#[derive(Debug, Default)]
+struct Activity {
+    /// The UTC day (days since the epoch) that `today` counts.
+    day: AtomicI64,
+    today: AtomicU64,
+    requests: AtomicU64,
+    items: AtomicU64,
+}
+
+impl Activity {
+    /// Counts one request at `now` that showed `items` zone items.
+    fn record(&self, now: UnixMillis, items: usize) {
+        let day = now.div_euclid(DAY_MILLIS);
+        let seen = self.day.load(Ordering::Relaxed);
+        if day > seen
+            && self
+                .day
+                .compare_exchange(seen, day, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.today.store(0, Ordering::Relaxed);
+        }
+        if day >= self.day.load(Ordering::Relaxed) {
+            self.today.fetch_add(1, Ordering::Relaxed);
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.items.fetch_add(items as u64, Ordering::Relaxed);
+    }
+
+    fn stats(&self, now: UnixMillis) -> ActivityStats {
+        let today = if self.day.load(Ordering::Relaxed) == now.div_euclid(DAY_MILLIS) {
+            self.today.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        ActivityStats {
+            requests_today: today,
+            requests: self.requests.load(Ordering::Relaxed),
+            items_shown: self.items.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What [`Account::activity`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActivityStats {
+    /// Serverside calls on the UTC day asked about.
+    pub requests_today: u64,
+    /// Serverside calls since the process started.
+    pub requests: u64,
+    /// Zone items shown since the process started.
+    pub items_shown: u64,
 }
 
 /// The writer's hold on an account ([`Account::writer`]): while it lives, nobody else

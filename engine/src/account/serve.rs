@@ -195,6 +195,8 @@ impl Account {
         }
         drop(ctx);
         drop(rankings);
+        let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
+        self.activity.record(now, shown);
         let tracked = Tracked {
             visitor_id: visitor_id.clone(),
             session_id: session_id.clone(),

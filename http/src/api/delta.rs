@@ -15,17 +15,22 @@ use crate::error::{ApiError, Endpoint};
 use crate::state::AppState;
 
 /// Handles `/api/delta`.
-pub fn handle_delta(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
-    let (entry, fields) = authenticated(state, body, Endpoint::Delta)?;
+///
+/// `endpoint` is [`Endpoint::Delta`], or [`Endpoint::ProductDelta`] for the same delta
+/// as the vendor's PHP SDK sends it (`Secret` for the secret key, a `Format` that is
+/// ignored).
+pub fn handle_delta(state: &AppState, body: &Value, endpoint: Endpoint) -> Result<Reply, ApiError> {
+    let (entry, fields) = authenticated(state, body, endpoint)?;
     let delta = delta::parse(&fields)?;
     // The journal keeps the parts, never the credentials.
     let mut record = body.clone();
     if let Some(object) = record.as_object_mut() {
-        let names = CredentialFields::of(Endpoint::Delta);
+        let names = CredentialFields::of(endpoint);
         object.remove(names.access_key);
         if let Some(secret) = names.secret_key {
             object.remove(secret);
         }
+        object.remove("Format");
     }
     let record = serde_json::to_vec(&record)
         .map_err(|e| ApiError::Internal(format!("the delta could not be encoded: {e}")))?;

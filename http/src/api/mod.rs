@@ -4,8 +4,10 @@
 pub mod delta;
 pub mod feed;
 pub mod forget;
+pub mod plugin;
 pub mod render;
 pub mod serverside;
+pub mod stream;
 
 use http::StatusCode;
 use vitrine_fields::Errors;

@@ -76,17 +76,27 @@ impl AccountJobs {
         let job = FeedJob {
             token: token.clone(),
             url: url.to_owned(),
+            streamed: false,
             submitted_at: now,
             status: FeedStatus::Processing,
         };
+        self.journal_feed(job)?;
+        Ok(token)
+    }
+
+    /// Writes a new job's file (fsynced) and queues it.
+    pub(super) fn journal_feed(&self, job: FeedJob) -> Result<(), vitrine_snapshots::Error> {
+        let token = job.token.clone();
         vitrine_snapshots::atomic_write(
             &self.shared.dir.join("feeds"),
             &format!("{token}.job"),
             &job.encode(),
         )?;
         self.shared.feeds.jobs.insert(token.clone(), job);
-        self.shared.feeds.queue.lock().push_back(token.clone());
-        Ok(token)
+        let mut queue = self.shared.feeds.queue.lock();
+        queue.retain(|queued| *queued != token);
+        queue.push_back(token);
+        Ok(())
     }
 
     /// Records the end of a feed job, on disk first, so that it is not run again.

@@ -52,11 +52,13 @@
 //! and thread priority).
 
 mod feeds;
+mod history;
 mod log;
 mod pool;
 mod rebuild;
 mod recovery;
 mod status;
+mod streams;
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -76,11 +78,13 @@ use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
 use self::feeds::Feeds;
+pub use self::history::{IMPORT_CHUNK, ImportedOrders};
 pub use self::log::RecordKind;
 pub use self::pool::{ingest_pool, lower_thread_priority};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
+pub use self::streams::{StreamError, StreamKind};
 use self::worker::{Deltas, Queued};
 use crate::erasure::Forgotten;
 use crate::{state, store};
@@ -219,6 +223,8 @@ struct Shared {
     deltas: Deltas,
     /// Feed jobs and their queue.
     feeds: Feeds,
+    /// Feeds being streamed in.
+    streams: self::streams::Streams,
     /// Hashes of the identifiers erased.
     forgotten: Forgotten,
     /// Held for a whole rebuild: one feed or compaction per account at a time.

@@ -18,6 +18,7 @@ use vitrine_snapshots::wal::{Record, Wal, WalConfig};
 use super::feeds::Feeds;
 use super::log::{self, RecordKind};
 use super::status::{DeltaStatus, DeltaStatuses};
+use super::streams::Streams;
 use super::worker::{Deltas, Logged, Queued};
 use super::{AccountJobs, JobsConfig, Recovery, Shared, SubmitError, io};
 use crate::delta::{self, Mode};
@@ -65,6 +66,7 @@ impl AccountJobs {
         );
         replay_tracking(&account, &log.records, state_position, &mut recovery);
         let feeds = Feeds::load(&feed_dir, &mut recovery.problems)?;
+        let streams = Streams::load(dir)?;
         recovery.feeds = feeds.len();
 
         let forgotten = Forgotten::load(dir, config.erasure_key);
@@ -80,6 +82,7 @@ impl AccountJobs {
                 since_base: Mutex::new(since_base),
             },
             feeds,
+            streams,
             forgotten,
             rebuild: Mutex::new(()),
             checkpointing: Mutex::new(()),

@@ -62,8 +62,11 @@ impl FeedStatus {
 pub struct FeedJob {
     /// Its token.
     pub token: String,
-    /// The URL to fetch.
+    /// The URL to fetch (empty for a streamed feed).
     pub url: String,
+    /// Whether the feed was streamed to the server (`feeds/<token>.stream`) rather
+    /// than submitted as a URL.
+    pub streamed: bool,
     /// When it was submitted.
     pub submitted_at: UnixMillis,
     /// Where it stands.
@@ -80,6 +83,7 @@ impl FeedJob {
         };
         let value = serde_json::json!({
             "url": self.url,
+            "streamed": self.streamed,
             "submitted_at": self.submitted_at,
             "status": status,
             "error": error,
@@ -103,6 +107,10 @@ impl FeedJob {
         Some(FeedJob {
             token: token.to_owned(),
             url: text("url")?,
+            streamed: value
+                .get("streamed")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
             submitted_at: value.get("submitted_at")?.as_i64()?,
             status,
         })
