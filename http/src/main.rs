@@ -152,7 +152,7 @@ fn run(config: Config) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("binding feeds.stream_listen {stream_addr}"))?;
                 let bound = streams.local_addr().context("reading the bound address")?;
-                tracing::info!(addr = %bound, "streamed feeds also listening on http://{bound}");
+                tracing::info!("streamed feeds also listening on http://{bound}");
                 Some(streams)
             }
             None => None,

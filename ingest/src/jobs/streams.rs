@@ -179,7 +179,7 @@ impl AccountJobs {
             let path = self.spool_path(name);
             let modified = fs::metadata(&path).and_then(|m| m.modified());
             let stale = modified
-                .map(|at| now.duration_since(at).unwrap_or_default() > idle)
+                .map(|at| now.duration_since(at).unwrap_or_default() >= idle)
                 .unwrap_or(true);
             if stale {
                 let _ = fs::remove_file(&path);

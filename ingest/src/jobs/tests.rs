@@ -336,3 +336,48 @@ fn a_log_that_cannot_be_written_refuses_the_submission() {
     assert!(error.contains("could not be saved"), "{error}");
     assert!(jobs.queued_feeds().is_empty());
 }
+
+#[test]
+fn streamed_feeds_spool_close_into_a_job_and_expire_when_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(dir.path(), 0, config());
+    assert_eq!(
+        StreamKind::of_name("orders-6b03e5f0b933c"),
+        Some(StreamKind::Orders)
+    );
+    for bad in ["product", "product-", "product-XYZ", "products-1a", "-1a"] {
+        assert!(StreamKind::of_name(bad).is_none(), "{bad}");
+    }
+    jobs.stream_create("product-1a", b"[", 1024).unwrap();
+    jobs.stream_append("product-1a", br#"{"Id":"p"}"#, 1024)
+        .unwrap();
+    jobs.stream_create("brand-2b", b"[", 1024).unwrap();
+    assert_eq!(jobs.open_streams(), ["brand-2b", "product-1a"]);
+    // A restart keeps the open spools.
+    drop(jobs);
+    let (jobs, _) = start(dir.path(), 0, config());
+    assert_eq!(jobs.open_streams(), ["brand-2b", "product-1a"]);
+    let token = jobs
+        .stream_close("product-1a", Some(b"]"), 1024, 7)
+        .unwrap();
+    assert_eq!(token, "product-1a");
+    assert_eq!(
+        fs::read(jobs.streamed_feed_path(&token)).unwrap(),
+        br#"[{"Id":"p"}]"#
+    );
+    let job = jobs.feed_job(&token).unwrap();
+    assert!(job.streamed && job.status == FeedStatus::Processing);
+    assert!(matches!(
+        jobs.stream_append("product-1a", b"x", 1024),
+        Err(StreamError::Unknown(_))
+    ));
+    // The job file says it was streamed, across a restart too.
+    drop(jobs);
+    let (jobs, _) = start(dir.path(), 0, config());
+    assert!(jobs.feed_job("product-1a").unwrap().streamed);
+    // Abandoned: nothing for longer than the idle limit.
+    assert!(jobs.expire_streams(Duration::from_secs(3600)).is_empty());
+    assert_eq!(jobs.expire_streams(Duration::ZERO), ["brand-2b"]);
+    assert!(jobs.open_streams().is_empty());
+    assert!(!dir.path().join("streams/brand-2b.part").exists());
+}
