@@ -2,9 +2,10 @@
 //! account prices and users.
 //!
 //! [`parse`] checks the structure of a delta body (a 400 when anything is wrong, and
-//! nothing is queued). [`apply`] applies one delta to an account as a whole or not at
-//! all, in the order the design fixes: deletes, upserts, category removals, category
-//! sets, price deletes, price upserts, users.
+//! nothing is queued). [`apply_to`] applies one delta to an edit of a catalogue as a
+//! whole or not at all, in the order the design fixes: deletes, upserts, category
+//! removals, category sets, price deletes, price upserts; [`apply_users`] then its user
+//! deletes and users.
 
 use std::collections::{HashMap, HashSet};
 use vitrine_engine::Account;

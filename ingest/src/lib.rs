@@ -15,9 +15,14 @@
 //! - [`delta`]: delta parsing and all-or-nothing application.
 //! - [`fetch`]: streaming, capped, address-guarded feed download.
 //! - [`feed`]: full feeds: simd-json parsing, parallel validation, reject rules, build.
-//! - [`runner`]: the feed runner thread: download, parse, build, swap.
+//! - [`runner`]: the feed runner thread: download (or a streamed feed's spool), parse,
+//!   build, swap; order histories imported.
+//! - [`orders`]: the order-history CSV of the vendor's plugins.
 //! - [`store`]: catalogue snapshots: save after a feed, restore on start.
-//! - [`jobs`]: tokens, statuses, the per-account delta worker, the feed queue.
+//! - [`jobs`]: tokens, statuses, the per-account delta worker, the feed queue, streamed
+//!   feeds, order history.
+//! - [`erasure`]: the erasure key, forgotten identifiers, stripping later events.
+//! - [`state`]: tracking-state snapshots.
 
 #![forbid(unsafe_code)]
 
