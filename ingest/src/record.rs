@@ -652,4 +652,50 @@ mod tests {
             vec!["a", "b"]
         );
     }
+
+    #[test]
+    fn magento_product_rows_read_as_the_module_means_them() {
+        let row = json!({
+            "Id": 2001, "Sku": "MB-2001", "Title": "Bag", "Link": "//shop/bag.html",
+            "Image": "//img", "Prices": ["45.00 GBP"], "SalePrices": [], "Categories": ["3"],
+            "Description": ["", "Long <b>description</b>\n  here", "Short"],
+            "Brand": 7, "InStock": "false", "Color": ["Black"], "MagentoProductType": "simple",
+            "jsonconfig": "{}", "AssociatedTitles": ["x"],
+            "GroupPrices": [{"Prices": ["45.00 GBP"], "SalePrices": []}, [],
+                null, {"Prices": ["40.00 GBP"], "SalePrices": ["38.00 GBP"]}]
+        });
+        let mut errors = Errors::default();
+        let product = product(&row, "Products[0]", &mut errors).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(product.id, "2001");
+        assert_eq!(product.description, "Long description here");
+        assert_eq!(product.brand.as_deref(), Some("7"));
+        assert!(product.exclude_from_recommenders, "out of stock");
+        let groups: Vec<&str> = product
+            .group_prices
+            .iter()
+            .map(|g| g.group.as_str())
+            .collect();
+        assert_eq!(groups, ["0", "3"]);
+        assert_eq!(product.group_prices[1].prices.sale_prices[0].minor, 3800);
+
+        let in_stock = json!({"Id": "a", "Title": "t", "Link": "/", "Image": "/i",
+            "Prices": ["1 GBP"], "Categories": [], "InStock": true, "GroupPrices": []});
+        let product = super::product(&in_stock, "", &mut errors).unwrap();
+        assert!(!product.exclude_from_recommenders && product.group_prices.is_empty());
+
+        let wrong = json!({"Id": 1.5, "Title": "t", "Link": "/", "Image": "/i",
+            "Prices": ["1 GBP"], "Categories": [], "InStock": "maybe",
+            "Description": [3], "GroupPrices": [{"Prices": []}]});
+        assert!(super::product(&wrong, "P", &mut errors).is_none());
+        assert_eq!(
+            errors.messages(),
+            [
+                "P.Id: expected a string, got a number",
+                "P.GroupPrices[0].Prices: must hold at least one price",
+                "P.Description[0]: expected a string, got a number",
+                "P.InStock: expected true or false, got \"maybe\"",
+            ]
+        );
+    }
 }
