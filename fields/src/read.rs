@@ -501,25 +501,10 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         check: impl Fn(&str) -> Result<(), String>,
     ) -> Option<Vec<String>> {
         let items = self.opt_array(key, errors)?;
-        let before = errors.total();
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let text = match item.as_text() {
-                Some(text) => Some(text.to_owned()),
-                None => item.as_number().and_then(whole_number_text),
-            };
-            match text {
-                Some(id) => match check(&id) {
-                    Ok(()) => out.push(id),
-                    Err(message) => errors.push(index_path(&self.path_of(key), i), message),
-                },
-                None => errors.push(
-                    index_path(&self.path_of(key), i),
-                    format!("expected a string, got {}", item.kind()),
-                ),
-            }
-        }
-        (errors.total() == before).then_some(out)
+        self.texts_of(key, items, errors, check, |item| match item.as_text() {
+            Some(text) => Some(Cow::Borrowed(text)),
+            None => item.as_number().and_then(whole_number_text).map(Cow::Owned),
+        })
     }
 
     fn strings_of(
@@ -529,12 +514,26 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         errors: &mut Errors,
         check: impl Fn(&str) -> Result<(), String>,
     ) -> Option<Vec<String>> {
+        self.texts_of(key, items, errors, check, |item| {
+            item.as_text().map(Cow::Borrowed)
+        })
+    }
+
+    /// The text of each element (`text`; `None` is a type error), checked with `check`.
+    fn texts_of<'i>(
+        &self,
+        key: &str,
+        items: &'i [V],
+        errors: &mut Errors,
+        check: impl Fn(&str) -> Result<(), String>,
+        text: impl Fn(&'i V) -> Option<Cow<'i, str>>,
+    ) -> Option<Vec<String>> {
         let mut out = Vec::with_capacity(items.len());
         let before = errors.total();
         for (i, item) in items.iter().enumerate() {
-            match item.as_text() {
-                Some(s) => match check(s) {
-                    Ok(()) => out.push(s.to_owned()),
+            match text(item) {
+                Some(s) => match check(&s) {
+                    Ok(()) => out.push(s.into_owned()),
                     Err(message) => errors.push(index_path(&self.path_of(key), i), message),
                 },
                 None => errors.push(

@@ -22,6 +22,8 @@ pub struct ZoneToml {
     pub fallback: Vec<String>,
     /// `count`.
     pub count: usize,
+    /// `page_types`; empty for every page type.
+    pub page_types: Vec<String>,
 }
 
 impl ZoneToml {
@@ -33,6 +35,15 @@ impl ZoneToml {
             strategy: strategy.to_owned(),
             fallback: Vec::new(),
             count,
+            page_types: Vec::new(),
+        }
+    }
+
+    /// The same zone, shown only on these page types.
+    pub fn on_pages(self, page_types: &[&str]) -> ZoneToml {
+        ZoneToml {
+            page_types: page_types.iter().map(|s| (*s).to_owned()).collect(),
+            ..self
         }
     }
 
@@ -127,7 +138,10 @@ impl ConfigToml {
                 account.demo_catalogue,
             );
             for zone in &account.zones {
-                let fallback: Vec<String> = zone.fallback.iter().map(|s| quoted(s)).collect();
+                let list = |items: &[String]| -> String {
+                    let quoted: Vec<String> = items.iter().map(|s| quoted(s)).collect();
+                    quoted.join(", ")
+                };
                 let _ = write!(
                     out,
                     "\n  [[accounts.zones]]\n  id = {}\n  title = {}\n  \
@@ -136,9 +150,12 @@ impl ConfigToml {
                     quoted(&zone.id),
                     quoted(&zone.title),
                     quoted(&zone.strategy),
-                    fallback.join(", "),
+                    list(&zone.fallback),
                     zone.count,
                 );
+                if !zone.page_types.is_empty() {
+                    let _ = writeln!(out, "  page_types = [{}]", list(&zone.page_types));
+                }
             }
         }
         out

@@ -227,12 +227,7 @@ fn an_order_placed_by_staff_counts_for_the_customer_and_the_models_not_the_staff
     let mut top = request("anyone", None, vec![], T0 + 3);
     top.zones = vec!["TS".into()];
     let outcome = account.serve(top);
-    let catalogue = outcome.catalogue.clone();
-    let ids: Vec<&str> = outcome.zones[0]
-        .items
-        .iter()
-        .map(|i| catalogue.product(i.product).unwrap().id.as_str())
-        .collect();
+    let ids = first_zone_ids(&outcome);
     let mut sold = ids.clone();
     sold.sort_unstable();
     assert_eq!(sold, ["a", "b"]);
@@ -282,16 +277,20 @@ fn a_search_term_puts_matching_products_first() {
     searched.zones = vec!["T".into()];
     searched.search = Some("HAT".into());
     let outcome = account.serve(searched);
-    let catalogue = outcome.catalogue.clone();
-    let ids: Vec<&str> = outcome.zones[0]
-        .items
-        .iter()
-        .map(|i| catalogue.product(i.product).unwrap().id.as_str())
-        .collect();
+    let ids = first_zone_ids(&outcome);
     assert_eq!(ids.len(), 3);
     assert!(
-        ids[..2].contains(&"blue-hat") && ids[..2].contains(&"red-hat"),
+        ids[..2].contains(&"blue-hat".to_owned()) && ids[..2].contains(&"red-hat".to_owned()),
         "{ids:?}"
     );
     assert_eq!(ids[2], "red-shoe");
+}
+
+/// The product ids of an outcome's first zone, in order.
+fn first_zone_ids(outcome: &ServeOutcome<'_>) -> Vec<String> {
+    outcome.zones[0]
+        .items
+        .iter()
+        .map(|i| outcome.catalogue.product(i.product).unwrap().id.to_string())
+        .collect()
 }

@@ -5,8 +5,18 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, serverside_body, wait_for};
+
+/// A configuration of the demo account (demo catalogue) with `zones` only.
+fn demo_config(preamble: &str, zones: Vec<ZoneToml>) -> String {
+    let account = zones.into_iter().fold(
+        AccountToml::new(DEMO_KEY, DEMO_SECRET, true),
+        AccountToml::zone,
+    );
+    ConfigToml::new(preamble).account(account).to_toml()
+}
 
 /// The requests of one fixture file, one JSON object a line.
 fn fixture(name: &str) -> Vec<Value> {
@@ -72,26 +82,12 @@ fn plugin_shapes_read_as_their_contract_equivalents() {
 
     // Magento page types map to the contract's: a product listing is a category page
     // (a zone shown only on category pages answers), content and account pages `other`.
-    let config = format!(
-        r#"
-[[accounts]]
-access_key = "{DEMO_KEY}"
-secret_key = "{DEMO_SECRET}"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "CAT"
-  title = "Category"
-  type = "recommender-product"
-  strategy = "trending"
-  page_types = ["category_listing_page"]
-  [[accounts.zones]]
-  id = "ANY"
-  title = "Other"
-  type = "recommender-product"
-  strategy = "trending"
-  page_types = ["other"]
-"#
+    let config = demo_config(
+        "",
+        vec![
+            ZoneToml::new("CAT", "trending", 4).on_pages(&["category_listing_page"]),
+            ZoneToml::new("ANY", "trending", 4).on_pages(&["other"]),
+        ],
     );
     let typed = Server::with_config(&config);
     let page = |page_type: &str, zone: &str| {
@@ -522,17 +518,7 @@ fn stream(server: &Server, path: &str, pairs: &[(&str, &str)]) -> Resp {
 
 #[test]
 fn streamed_feed_pieces_are_checked() {
-    let config = format!(
-        r#"
-[feeds]
-max_bytes = 2048
-[[accounts]]
-access_key = "{DEMO_KEY}"
-secret_key = "{DEMO_SECRET}"
-default_currency = "GBP"
-demo_catalogue = true
-"#
-    );
+    let config = demo_config("[feeds]\nmax_bytes = 2048", Vec::new());
     let server = Server::with_config(&config);
     let creds = [("accessKey", DEMO_KEY), ("secretKey", DEMO_SECRET)];
     let with = |extra: &[(&'static str, &'static str)]| {
@@ -629,22 +615,9 @@ demo_catalogue = true
 
 #[test]
 fn a_streamed_feed_goes_on_after_a_crash_and_can_use_its_own_port() {
-    let config = format!(
-        r#"
-[feeds]
-stream_listen = "127.0.0.1:0"
-[[accounts]]
-access_key = "{DEMO_KEY}"
-secret_key = "{DEMO_SECRET}"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "PP-02"
-  title = "Recently viewed"
-  type = "recommender-product"
-  strategy = "recently_viewed"
-  count = 5
-"#
+    let config = demo_config(
+        "[feeds]\nstream_listen = \"127.0.0.1:0\"",
+        vec![ZoneToml::new("PP-02", "recently_viewed", 5)],
     );
     let server = Server::with_config(&config);
     let feeds_addr = |server: &Server| -> std::net::SocketAddr {
@@ -806,21 +779,7 @@ fn the_plugin_account_calls() {
 #[test]
 fn vitrine_import_orders_records_an_order_history_the_server_then_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        r#"
-[[accounts]]
-access_key = "{DEMO_KEY}"
-secret_key = "{DEMO_SECRET}"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "TOP"
-  title = "Top sellers"
-  type = "recommender-product"
-  strategy = "top_sellers"
-  count = 3
-"#
-    );
+    let config = demo_config("", vec![ZoneToml::new("TOP", "top_sellers", 3)]);
     std::fs::write(dir.path().join("vitrine.toml"), &config).unwrap();
     let csv = dir.path().join("orders.csv");
     std::fs::write(
