@@ -194,6 +194,9 @@ fn open_account(
         base_position,
         jobs_config(config, Arc::clone(pool))?,
     )?;
+    if let Some(resumed) = &recovery.resumed {
+        tracing::warn!(account = %key, "write-ahead log: {resumed}");
+    }
     if let Some(cut) = &recovery.truncated {
         tracing::warn!(account = %key, "write-ahead log: {cut}");
     }

@@ -53,10 +53,17 @@ pub struct WalConfig {
     /// Sync policy for ordinary appends.
     pub policy: SyncPolicy,
     /// The lowest sequence the next record may take: the position of the newest
-    /// snapshot. A log that ends before it (lost, or wholly covered) is started afresh
-    /// there, so that no new record takes a sequence a snapshot already covers.
+    /// snapshot. A log that ends before it (its tail lost, or wholly covered) goes on
+    /// there after a [`KIND_GAP`] record, so that no new record takes a sequence a
+    /// snapshot already covers; the records it has are kept for the consumers that
+    /// replay from an older position.
     pub first_sequence: u64,
 }
+
+/// Kind of the record that opens a segment continuing the log after a gap: its
+/// payload is the sequence the log had reached before (u64, little-endian); the
+/// sequences in between were never written. Reserved: callers' kinds start at 1.
+pub const KIND_GAP: u8 = 0;
 
 /// One record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +85,9 @@ pub struct Recovery {
     pub truncated: Option<String>,
     /// Segment files removed because they came after the cut.
     pub removed_segments: usize,
+    /// When the log ended before `first_sequence`: (where it ended, where it goes on).
+    /// Nothing was removed; a [`KIND_GAP`] record marks the jump.
+    pub resumed: Option<(u64, u64)>,
     /// The sequence the next record takes.
     pub next_sequence: u64,
 }
@@ -125,6 +135,8 @@ struct Append {
     force_sync: bool,
     /// Not a record: close the current segment (fsynced) and start the next one.
     rotate: bool,
+    /// Not a record: fsync what is written (with `force_sync`).
+    sync_only: bool,
     /// Where the outcome goes; `None` for appends that do not wait for it.
     reply: Option<mpsc::Sender<Result<u64, String>>>,
 }
@@ -189,6 +201,24 @@ fn encode(sequence: u64, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&(body_len as u32).to_le_bytes());
     out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
     out.extend_from_slice(&body);
+}
+
+/// Starts the segment `first` with a [`KIND_GAP`] record saying the log had reached
+/// `ended`, fsynced with its directory.
+fn write_gap(dir: &Path, ended: u64, first: u64) -> Result<()> {
+    fs::create_dir_all(dir).map_err(io_error("creating", dir))?;
+    let path = dir.join(segment_name(first));
+    let mut bytes = Vec::new();
+    encode(first, KIND_GAP, &ended.to_le_bytes(), &mut bytes);
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)
+        .map_err(io_error("creating", &path))?;
+    file.write_all(&bytes).map_err(io_error("writing", &path))?;
+    file.sync_all().map_err(io_error("syncing", &path))?;
+    sync_dir(dir)
 }
 
 /// Reads the records of one segment; returns them and, if the segment ends in a bad or
@@ -262,7 +292,17 @@ pub fn recover(dir: &Path) -> Result<Recovery> {
             continue;
         }
         let expected_here = expected.unwrap_or(first);
-        if first != expected_here {
+        let mut bytes = Vec::new();
+        File::open(&path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(io_error("reading", &path))?;
+        let (records, bad) = read_segment(&bytes, first);
+        // A segment may start later than expected only after a gap record that names
+        // exactly where the log had ended: a lost segment in between is still a cut.
+        let gap = records
+            .first()
+            .is_some_and(|r| r.kind == KIND_GAP && r.payload == expected_here.to_le_bytes());
+        if first != expected_here && !(first > expected_here && gap) {
             recovery.truncated = Some(format!(
                 "{} starts at sequence {first}, {expected_here} was expected",
                 path.display()
@@ -272,13 +312,10 @@ pub fn recover(dir: &Path) -> Result<Recovery> {
             cut = true;
             continue;
         }
-        let mut bytes = Vec::new();
-        File::open(&path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(io_error("reading", &path))?;
-        let (records, bad) = read_segment(&bytes, expected_here);
-        expected = Some(expected_here + records.len() as u64);
-        recovery.records.extend(records);
+        expected = Some(first + records.len() as u64);
+        recovery
+            .records
+            .extend(records.into_iter().filter(|r| r.kind != KIND_GAP));
         if let Some((offset, reason)) = bad {
             let file = OpenOptions::new()
                 .write(true)
@@ -294,6 +331,7 @@ pub fn recover(dir: &Path) -> Result<Recovery> {
             cut = true;
         }
     }
+    recovery.next_sequence = expected.unwrap_or(0);
     Ok(recovery)
 }
 
@@ -302,24 +340,16 @@ impl Wal {
     /// record.
     pub fn open(config: WalConfig) -> Result<(Wal, Recovery)> {
         let mut recovery = recover(&config.dir)?;
-        let mut next = recovery.records.last().map_or_else(
-            || {
-                segments(&config.dir)
-                    .ok()
-                    .and_then(|s| s.last().map(|(first, _)| *first))
-                    .unwrap_or(1)
-            },
-            |r| r.sequence + 1,
-        );
+        // After the last intact record (a gap record included), or 1 for a new log.
+        let mut next = recovery.next_sequence.max(1);
         if next < config.first_sequence {
-            // Every record left is covered by a snapshot: start a fresh segment at the
-            // snapshot's position rather than leave a gap inside the log.
-            for (_, path) in segments(&config.dir)? {
-                fs::remove_file(&path).map_err(io_error("removing", &path))?;
-                recovery.removed_segments += 1;
-            }
-            recovery.records.clear();
-            next = config.first_sequence;
+            // The log ends before a snapshot's position (its unsynced tail was lost, or
+            // a snapshot covers all of it): go on at that position after a gap record.
+            // Every record is kept: a consumer with an older position still replays
+            // from its own, and no sequence a snapshot covers is taken again.
+            write_gap(&config.dir, next, config.first_sequence)?;
+            recovery.resumed = Some((next, config.first_sequence));
+            next = config.first_sequence + 1;
         }
         recovery.next_sequence = next;
         let stats = Arc::new(WalStats::default());
@@ -367,6 +397,24 @@ impl Wal {
         self.submit(kind, payload, true, false)
     }
 
+    /// Waits until every record written so far is fsynced; returns the sequence the
+    /// next record will take (every record before it is then durable).
+    pub fn sync(&self) -> Result<u64> {
+        let (reply, answer) = mpsc::channel();
+        self.send_append(Append {
+            kind: KIND_GAP,
+            payload: Vec::new(),
+            force_sync: true,
+            rotate: false,
+            sync_only: true,
+            reply: Some(reply),
+        })?;
+        answer
+            .recv()
+            .map_err(|_| Error::Wal("the log writer stopped".to_owned()))?
+            .map_err(Error::Wal)
+    }
+
     /// Closes the current segment (fsynced) and starts a new one at the next sequence,
     /// unless the current one is empty; returns that sequence. Every segment before it
     /// is then sealed: no record is ever added to it again.
@@ -405,21 +453,23 @@ impl Wal {
                 payload.len()
             )));
         }
+        self.send_append(Append {
+            kind,
+            payload,
+            force_sync,
+            rotate,
+            sync_only: false,
+            reply,
+        })
+    }
+
+    fn send_append(&self, append: Append) -> Result<()> {
         if let Some(failure) = self.failed.get() {
             return Err(Error::Wal(refusal(&failure)));
         }
-        let waits = reply.is_some();
+        let waits = append.reply.is_some();
         let sent = match self.sender.read() {
-            Ok(guard) => guard.as_ref().is_some_and(|s| {
-                s.send(Append {
-                    kind,
-                    payload,
-                    force_sync,
-                    rotate,
-                    reply,
-                })
-                .is_ok()
-            }),
+            Ok(guard) => guard.as_ref().is_some_and(|s| s.send(append).is_ok()),
             Err(_) => false,
         };
         if !sent {
@@ -577,7 +627,12 @@ impl Writer {
     fn try_write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Vec<Result<u64, String>> {
         let mut sequences = Vec::with_capacity(batch.len());
         let mut bytes = Vec::new();
+        let mut records = 0u64;
         for append in batch {
+            if append.sync_only {
+                sequences.push(self.next);
+                continue;
+            }
             if append.rotate {
                 if self.written + bytes.len() as u64 > 0
                     && let Err(e) = self.write_and_rotate(&mut bytes, stats)
@@ -596,6 +651,7 @@ impl Writer {
             encode(self.next, append.kind, &append.payload, &mut bytes);
             sequences.push(self.next);
             self.next += 1;
+            records += 1;
         }
         let written = self.file.write_all(&bytes).and_then(|()| self.file.flush());
         if let Err(e) = written {
@@ -603,11 +659,9 @@ impl Writer {
             return batch.iter().map(|_| Err(message.clone())).collect();
         }
         self.written += bytes.len() as u64;
-        self.unsynced += batch.len() as u64;
+        self.unsynced += records;
         self.shared_next.store(self.next, Ordering::Release);
-        stats
-            .records
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats.records.fetch_add(records, Ordering::Relaxed);
         let must_sync = batch.iter().any(|a| a.force_sync)
             || self.policy == SyncPolicy::Always
             || matches!(self.policy, SyncPolicy::Interval(every) if self.last_sync.elapsed() >= every);
@@ -839,7 +893,7 @@ mod tests {
     }
 
     #[test]
-    fn a_log_behind_the_snapshot_position_starts_afresh_there() {
+    fn a_log_behind_the_snapshot_position_goes_on_there_and_keeps_its_records() {
         let tmp = tempfile::tempdir().unwrap();
         {
             let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
@@ -852,19 +906,68 @@ mod tests {
             ..config(tmp.path(), SyncPolicy::Always)
         };
         let (wal, recovery) = Wal::open(covered).unwrap();
-        assert!(recovery.records.is_empty());
-        assert_eq!(recovery.next_sequence, 10);
-        assert_eq!(wal.append(1, b"ten".to_vec()).unwrap(), 10);
+        assert_eq!(payloads(&recovery), [[0], [1], [2]], "nothing is deleted");
+        assert_eq!(recovery.resumed, Some((4, 10)));
+        assert_eq!(recovery.next_sequence, 11, "10 is the gap record");
+        assert_eq!(wal.append(1, b"eleven".to_vec()).unwrap(), 11);
         drop(wal);
-        // A floor below the log's end changes nothing.
+        // Reopened, the gap is part of the log: nothing is cut, nothing resumed.
         let (wal, recovery) = Wal::open(WalConfig {
             first_sequence: 5,
             ..config(tmp.path(), SyncPolicy::Always)
         })
         .unwrap();
-        assert_eq!(payloads(&recovery), vec![b"ten".to_vec()]);
-        assert_eq!(recovery.next_sequence, 11);
-        assert_eq!(wal.append(1, b"eleven".to_vec()).unwrap(), 11);
+        assert_eq!(
+            payloads(&recovery),
+            [
+                b"\x00".to_vec(),
+                b"\x01".to_vec(),
+                b"\x02".to_vec(),
+                b"eleven".to_vec()
+            ]
+        );
+        let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+        assert_eq!(sequences, [1, 2, 3, 11]);
+        assert_eq!(
+            (recovery.truncated.as_deref(), recovery.resumed),
+            (None, None)
+        );
+        assert_eq!(wal.append(1, b"twelve".to_vec()).unwrap(), 12);
+        // `sync` returns the next sequence once everything before it is on disk.
+        assert_eq!(wal.sync().unwrap(), 13);
+    }
+
+    #[test]
+    fn a_segment_lost_before_a_gap_is_still_a_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let small = || WalConfig {
+            segment_bytes: 1024,
+            ..config(tmp.path(), SyncPolicy::Always)
+        };
+        {
+            let (wal, _) = Wal::open(small()).unwrap();
+            for i in 0..40u8 {
+                wal.append(1, vec![i; 100]).unwrap();
+            }
+        }
+        {
+            let (wal, recovery) = Wal::open(WalConfig {
+                first_sequence: 100,
+                ..small()
+            })
+            .unwrap();
+            assert_eq!(recovery.resumed, Some((41, 100)));
+            wal.append(1, b"after".to_vec()).unwrap();
+        }
+        let dir = tmp.path().join("wal");
+        let all = segments(&dir).unwrap();
+        assert!(all.len() >= 4, "{all:?}");
+        // Lose a segment in the middle: the gap record names an end that no longer
+        // matches, so recovery cuts there instead of accepting the hole.
+        fs::remove_file(&all[1].1).unwrap();
+        let recovery = recover(&dir).unwrap();
+        assert!(recovery.truncated.is_some(), "{recovery:?}");
+        assert!(recovery.records.iter().all(|r| r.sequence < all[1].0));
     }
 
     #[test]

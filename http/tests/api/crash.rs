@@ -507,3 +507,133 @@ fn forget_removes_the_shopper_from_every_file_and_a_restart_does_not_bring_them_
     assert_eq!(resp.status, 404, "{}", resp.body);
     assert!(files_containing(&data, "bob@example.com").iter().any(|p| p.to_string_lossy().contains("state-") || p.to_string_lossy().contains(".wal")));
 }
+
+/// The newest state snapshot's number (its file name counts up by one per snapshot).
+fn newest_state(server_dir: &std::path::Path) -> u64 {
+    snapshots(server_dir, "state-")
+        .last()
+        .and_then(|p| {
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            name.strip_prefix("state-")?
+                .strip_suffix(".snap")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Cuts `bytes` off the end of the newest log segment (a torn last write).
+fn cut_log_tail(server_dir: &std::path::Path, bytes: u64) {
+    let wal = account_dir(&server_dir.join("data"), DEMO_KEY).join("wal");
+    let newest = vitrine_snapshots::wal::segments(&wal)
+        .unwrap()
+        .pop()
+        .expect("a log segment");
+    let len = std::fs::metadata(&newest.1).unwrap().len();
+    assert!(len > bytes, "{} has {len} bytes", newest.1.display());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&newest.1)
+        .unwrap();
+    file.set_len(len - bytes).unwrap();
+}
+
+#[test]
+fn a_torn_tail_after_a_snapshot_covered_the_whole_log_loses_no_acknowledged_write() {
+    let config = config("always");
+    let server = Server::start_in(tempfile::tempdir().unwrap(), Some(&config));
+    let delta = |server: &Server, id: &str| -> String {
+        let product = json!({"Id": id, "Title": format!("Crash {id}"), "Link": "/", "Image": "/i",
+            "Prices": ["1.00 GBP"], "Categories": []});
+        let resp = server.post_json(
+            "/api/delta",
+            &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Products": [product]}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()["Token"].as_str().unwrap().to_owned()
+    };
+    let view = |server: &Server, visitor: &str, product: &str| {
+        let resp = server.serverside(json!({"visitorId": visitor,
+            "events": [{"name": "product_view", "data": {"id": product}}]}));
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    };
+    let recent = |server: &Server, visitor: &str| -> Vec<String> {
+        let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
+        resp.json()["zones"]["RV-01"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["Id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let applied = |server: &Server, tokens: &[&str]| {
+        wait_for("deltas applied", Duration::from_secs(30), || {
+            let statuses = delta_statuses(server, tokens);
+            statuses.iter().all(|s| s["Status"] == 1).then_some(())
+        });
+    };
+
+    // The first checkpoint writes a catalogue snapshot; the delta comes after it, so
+    // only the log holds it.
+    let dir_path = server.dir().to_path_buf();
+    wait_for("a catalogue snapshot", Duration::from_secs(30), || {
+        (!snapshots(&dir_path, "catalogue-").is_empty()).then_some(())
+    });
+    // Acknowledged writes: a delta (Status 1), an order, views; then a quiet period
+    // until a state snapshot covers the whole log.
+    let first = delta(&server, "TORN-1");
+    applied(&server, &[&first]);
+    let order = "TORN-ORDER-1".to_owned();
+    assert!(present_orders(&server, std::slice::from_ref(&order)).is_empty());
+    view(&server, "torn-viewer", "TORN-1");
+    view(&server, "torn-viewer", "P00020");
+    let quiet_from = newest_state(&dir_path);
+    wait_for(
+        "two state snapshots after the last write",
+        Duration::from_secs(30),
+        || (newest_state(&dir_path) >= quiet_from + 2).then_some(()),
+    );
+
+    // Killed; the last record is torn (3 bytes lost) while the server is down.
+    let dir = server.kill9();
+    cut_log_tail(dir.path(), 3);
+    let server = Server::start_in(dir, Some(&config));
+    assert!(
+        server
+            .log()
+            .contains("before a snapshot's position; it goes on at"),
+        "the log says what recovery did: {}",
+        server.log()
+    );
+    assert_eq!(delta_statuses(&server, &[&first])[0]["Status"], 1);
+    let seen = recent(&server, "torn-viewer");
+    assert!(
+        seen.contains(&"TORN-1".to_owned()),
+        "the delta's product is served: {seen:?}"
+    );
+    assert!(seen.contains(&"P00020".to_owned()), "{seen:?}");
+    let present = present_orders(&server, std::slice::from_ref(&order));
+    assert_eq!(present, std::slice::from_ref(&order));
+
+    // More acknowledged writes after the resumed log, another kill, another restart.
+    let second = delta(&server, "TORN-2");
+    applied(&server, &[&second]);
+    view(&server, "torn-viewer", "TORN-2");
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&config));
+    assert_eq!(
+        delta_statuses(&server, &[&first, &second])
+            .iter()
+            .map(|s| s["Status"].clone())
+            .collect::<Vec<_>>(),
+        [json!(1), json!(1)]
+    );
+    let seen = recent(&server, "torn-viewer");
+    for product in ["TORN-1", "TORN-2", "P00020"] {
+        assert!(seen.contains(&product.to_owned()), "{product} in {seen:?}");
+    }
+    assert_eq!(
+        present_orders(&server, std::slice::from_ref(&order)),
+        [order]
+    );
+}

@@ -137,6 +137,9 @@ pub struct Recovery {
     pub feeds: usize,
     /// Where the log was cut, when it ended in a torn or bad record.
     pub truncated: Option<String>,
+    /// When the log ended before a snapshot's position: where it ended and where it
+    /// goes on (every record kept; see `vitrine_snapshots::wal::KIND_GAP`).
+    pub resumed: Option<String>,
     /// Records or files that could not be read, with the reason.
     pub problems: Vec<String>,
 }

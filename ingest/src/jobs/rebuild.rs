@@ -91,7 +91,10 @@ impl Shared {
         let _rebuilding = self.rebuild.lock();
         let (start, position) = {
             let _writer = self.account.writer();
-            (self.account.catalogue(), self.catalogue_position(&_writer))
+            let position = self
+                .catalogue_position(&_writer)
+                .map_err(store::StoreError::from)?;
+            (self.account.catalogue(), position)
         };
         let rebuilt = self
             .config
@@ -120,17 +123,17 @@ impl Shared {
     }
 
     /// The log position the current catalogue includes (called with the writer lock
-    /// held): after the last applied delta, or the log's next sequence when no delta is
-    /// pending (the next sequence is read first: a delta logged after it was counted
-    /// pending before its append).
-    fn catalogue_position(&self, _writer: &Writer<'_>) -> u64 {
-        let next = self.wal.next_sequence();
+    /// held): after the last applied delta, or the log's durable end when no delta is
+    /// pending (read first: a delta logged after it was counted pending before its
+    /// append). A snapshot never claims a position the log has not made durable.
+    fn catalogue_position(&self, _writer: &Writer<'_>) -> Result<u64, vitrine_snapshots::Error> {
+        let next = self.wal.sync()?;
         let applied = self.deltas.applied_through.load(Ordering::Acquire);
-        if self.deltas.pending.load(Ordering::Acquire) == 0 {
+        Ok(if self.deltas.pending.load(Ordering::Acquire) == 0 {
             applied.max(next)
         } else {
             applied
-        }
+        })
     }
 
     /// Writes a state snapshot at the log's current position, then deletes log segments
@@ -152,8 +155,9 @@ impl Shared {
     fn write_state(&self) -> Result<CheckpointReport, store::StoreError> {
         let _checkpointing = self.checkpointing.lock();
         // Read before the export: every event before it is applied (events are applied
-        // before they are logged).
-        let position = self.wal.next_sequence();
+        // before they are logged), and durable (the log is fsynced up to it first), so
+        // the snapshot never claims a position a power loss could take from the log.
+        let position = self.wal.sync()?;
         let saved = state::write(&self.dir, &self.account, position)?;
         let segments_removed = self.cut_log()?;
         Ok(CheckpointReport {

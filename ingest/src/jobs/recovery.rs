@@ -48,6 +48,9 @@ impl AccountJobs {
         })?;
         let mut recovery = Recovery {
             truncated: log.truncated.clone(),
+            resumed: log.resumed.map(|(ended, at)| {
+                format!("the log ended at sequence {ended}, before a snapshot's position; it goes on at {at}, every record kept")
+            }),
             problems: skipped_states
                 .into_iter()
                 .map(|problem| format!("skipping state snapshot {problem}"))
