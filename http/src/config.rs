@@ -99,6 +99,14 @@ pub struct Limits {
     pub max_zones: usize,
     /// Most tokens per status request (400 beyond).
     pub max_tokens: usize,
+    /// Most connections served at once; 0 for automatic (the open-file limit, raised to
+    /// its hard limit at start, less a reserve for the server's own files). Beyond it,
+    /// new connections wait in the listen backlog; existing ones are served.
+    pub max_connections: usize,
+    /// A client must send a request's whole header within this many milliseconds of
+    /// starting it, or of its previous response on a kept-alive connection (so idle
+    /// and slow connections are closed).
+    pub header_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -109,6 +117,8 @@ impl Default for Limits {
             max_events: 100,
             max_zones: 32,
             max_tokens: 1000,
+            max_connections: 0,
+            header_read_timeout_ms: 10_000,
         }
     }
 }
@@ -265,6 +275,8 @@ struct FileLimits {
     max_events: Option<usize>,
     max_zones: Option<usize>,
     max_tokens: Option<usize>,
+    max_connections: Option<usize>,
+    header_read_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -613,6 +625,20 @@ fn limits(
             1,
             100_000,
         )?,
+        max_connections: pick(
+            file.max_connections,
+            defaults.max_connections,
+            "max_connections",
+            0,
+            1_000_000,
+        )?,
+        header_read_timeout_ms: pick(
+            file.header_read_timeout_ms.map(|ms| ms as usize),
+            defaults.header_read_timeout_ms as usize,
+            "header_read_timeout_ms",
+            100,
+            600_000,
+        )? as u64,
     })
 }
 

@@ -132,6 +132,11 @@ fn main() -> ExitCode {
 }
 
 fn run(config: Config) -> anyhow::Result<()> {
+    // Every connection is a file: take the soft open-file limit up to the hard one.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::info!(open_files = limit, "open-file limit"),
+        Err(error) => tracing::warn!(%error, "the open-file limit could not be raised"),
+    }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)

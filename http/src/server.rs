@@ -17,10 +17,11 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use vitrine_engine::catalogue::UnixMillis;
 
 use crate::api::{self, Reply};
@@ -60,6 +61,41 @@ enum Routes {
     FeedStreams,
 }
 
+/// Connections kept from the open-file limit for the server's own files (snapshots, log
+/// segments, feed downloads).
+pub const RESERVED_FILES: usize = 128;
+
+/// The connection cap: `configured`, or with 0 the soft open-file limit less
+/// [`RESERVED_FILES`] (at least 64).
+pub fn connection_cap(configured: usize) -> usize {
+    if configured > 0 {
+        return configured;
+    }
+    let soft = rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _)| soft);
+    usize::try_from(soft)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(RESERVED_FILES)
+        .max(64)
+}
+
+/// A permit for one more connection; when every permit is taken, says so in the log and
+/// waits (new connections queue in the listen backlog; existing ones are served).
+async fn connection_permit(
+    connections: &Arc<Semaphore>,
+    cap: usize,
+) -> Option<OwnedSemaphorePermit> {
+    match Arc::clone(connections).try_acquire_owned() {
+        Ok(permit) => Some(permit),
+        Err(_) => {
+            tracing::warn!(
+                max_connections = cap,
+                "connection limit reached; new connections wait until one closes"
+            );
+            Arc::clone(connections).acquire_owned().await.ok()
+        }
+    }
+}
+
 /// Accepts on the feed-stream socket, or waits forever when there is none.
 async fn accept_feed_stream(
     listener: Option<&TcpListener>,
@@ -82,37 +118,58 @@ pub async fn serve(
         feed_streams,
     } = listeners.into();
     let graceful = GracefulShutdown::new();
+    let limits = state.config.limits;
     let mut builder = http1::Builder::new();
-    builder.keep_alive(true);
+    builder
+        .keep_alive(true)
+        // A client that shuts down its sending side after a whole request (as `nc -N`
+        // and some proxies do) still gets its answer.
+        .half_close(true)
+        .timer(TokioTimer::new())
+        // Runs from the start of a request's header, and on a kept-alive connection
+        // from the end of the previous response: slow and idle clients are closed.
+        .header_read_timeout(Duration::from_millis(limits.header_read_timeout_ms));
+    let cap = connection_cap(limits.max_connections);
+    tracing::info!(
+        max_connections = cap,
+        header_read_timeout_ms = limits.header_read_timeout_ms,
+        "serving"
+    );
+    let connections = Arc::new(Semaphore::new(cap));
     let sweeper = tokio::spawn(sweep_sessions(Arc::clone(&state)));
     let models = tokio::spawn(rebuild_models(Arc::clone(&state)));
     tokio::pin!(shutdown);
     loop {
+        let permit = tokio::select! {
+            permit = connection_permit(&connections, cap) => permit,
+            () = &mut shutdown => break,
+        };
+        let Some(permit) = permit else { break };
         let (accepted, routes) = tokio::select! {
             accepted = listener.accept() => (accepted, Routes::All),
             accepted = accept_feed_stream(feed_streams.as_ref()) => (accepted, Routes::FeedStreams),
             () = &mut shutdown => break,
         };
-        {
-            match accepted {
-                Ok((stream, _peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let state = Arc::clone(&state);
-                    let service =
-                        service_fn(move |request| handle(Arc::clone(&state), routes, request));
-                    let connection =
-                        graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-                    tokio::spawn(async move {
-                        if let Err(error) = connection.await {
-                            tracing::debug!(%error, "connection ended with an error");
-                        }
-                    });
-                }
-                Err(error) => {
-                    // Usually EMFILE: back off instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+        match accepted {
+            Ok((stream, _peer)) => {
+                let _ = stream.set_nodelay(true);
+                let state = Arc::clone(&state);
+                let service =
+                    service_fn(move |request| handle(Arc::clone(&state), routes, request));
+                let connection =
+                    graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    if let Err(error) = connection.await {
+                        tracing::debug!(%error, "connection ended with an error");
+                    }
+                });
+            }
+            Err(error) => {
+                // Usually EMFILE: back off instead of spinning; the connections already
+                // open go on being served by their own tasks.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }

@@ -17,6 +17,8 @@ mod crash;
 mod deltas;
 #[path = "api/feeds.rs"]
 mod feeds;
+#[path = "api/hygiene.rs"]
+mod hygiene;
 #[path = "api/plugins.rs"]
 mod plugins;
 
