@@ -5,12 +5,14 @@
 //!   prices, zones, catalogues and accounts in a line each.
 //! - [`records`]: the same products as feed and delta JSON records.
 //! - [`config`]: server configuration files ([`ConfigToml`]) and the demo account's keys.
+//! - [`client`]: a blocking HTTP/1.1 client that tells a gone server from an answer.
 //! - [`server`]: [`TestServer`], the real `vitrine` binary on `127.0.0.1:0` in a
 //!   temporary directory, started and read up to its ready line. The load harness
 //!   spawns its server with it too, so it returns errors rather than panicking.
 
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod config;
 pub mod records;
 pub mod server;

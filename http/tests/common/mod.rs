@@ -7,14 +7,14 @@
 )]
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use vitrine_testkit::TestServer;
 pub use vitrine_testkit::{DEMO_KEY, DEMO_SECRET};
+use vitrine_testkit::{TestServer, client};
 
 /// A running server (the real binary, see `vitrine_testkit::TestServer`); killed when
 /// dropped.
@@ -188,102 +188,32 @@ pub fn request(
     body: &[u8],
     headers: &[(&str, &str)],
 ) -> Resp {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    if !headers
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
-    {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    if !headers
-        .iter()
-        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        && !body.is_empty()
-    {
-        head.push_str("Content-Type: application/json\r\n");
-    }
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    // The server may answer (413) and close before the body is sent: ignore write errors.
-    let _ = stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body));
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    parse_response(&raw).0
+    client::request(addr, method, path, body, headers)
+        .map(Resp::from)
+        .unwrap_or_else(|| panic!("no whole response to {method} {path}"))
 }
 
 /// A POST that may find the server gone (killed mid-test): `None` when the connection
 /// fails or no whole response comes back.
 pub fn try_post(addr: SocketAddr, path: &str, body: &Value) -> Option<Resp> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .ok()?;
-    let body = body.to_string();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).ok()?;
-    stream.write_all(body.as_bytes()).ok()?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text.split_once("\r\n\r\n")?;
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().to_owned())
-        })?
-        .parse()
-        .ok()?;
-    (rest.len() >= length).then(|| parse_response(&raw).0)
+    client::post_json(addr, path, body).map(Resp::from)
 }
 
 /// Parses one response from the front of `raw`; returns it and the bytes it used.
 pub fn parse_response(raw: &[u8]) -> (Resp, usize) {
-    let text = String::from_utf8_lossy(raw);
-    let head_end = text
-        .find("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no complete response head in {text:?}"));
-    let head = &text[..head_end];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().expect("status line");
-    let status: u16 = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status code");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| {
-            l.split_once(':')
-                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        })
-        .collect();
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(raw.len() - head_end - 4);
-    let start = head_end + 4;
-    let body = String::from_utf8_lossy(&raw[start..start + length]).into_owned();
-    (
+    let (response, used) = client::parse_response(raw)
+        .unwrap_or_else(|| panic!("no complete response in {:?}", String::from_utf8_lossy(raw)));
+    (Resp::from(response), used)
+}
+
+impl From<client::Response> for Resp {
+    fn from(response: client::Response) -> Resp {
         Resp {
-            status,
-            headers,
-            body,
-        },
-        start + length,
-    )
+            status: response.status,
+            headers: response.headers,
+            body: response.body,
+        }
+    }
 }
 
 /// Polls `check` until it returns `Some`, failing loudly after `limit`.
