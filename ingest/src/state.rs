@@ -90,7 +90,14 @@ pub fn restore(
                     skipped,
                 ));
             }
-            Err(reason) => skipped.push(format!("{}: {reason}", path.display())),
+            Err(reason) => {
+                let aside = snapshot::set_aside(&path)?;
+                skipped.push(format!(
+                    "{}: {reason} (set aside as {})",
+                    path.display(),
+                    aside.display()
+                ));
+            }
         }
     }
     Ok((None, skipped))

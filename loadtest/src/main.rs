@@ -6,6 +6,7 @@
 //!   `provision.rs`).
 //! - `eval`, `gen-interactions`: recommendation quality (`eval.rs`).
 //! - `gen-feed`: a synthetic product feed.
+//! - `crash`: a crash loop with fault injection (`crash.rs`).
 
 #![forbid(unsafe_code)]
 #![expect(
@@ -14,6 +15,7 @@
 )]
 
 mod baseline;
+mod crash;
 mod drive;
 mod eval;
 mod provision;
@@ -43,6 +45,9 @@ enum Command {
     /// closed loop (--connections) or open loop (--rate), percentiles, errors, and the
     /// ratio to a bare hyper server (--baseline).
     Run(run::RunArgs),
+    /// Crash loop: SIGKILLs under concurrent writers, with fault injection between
+    /// kills; fails if anything acknowledged is lost.
+    Crash(crash::CrashArgs),
     /// Quality of one zone: replay interactions, hold out each visitor's last views, score
     /// the zone's items (HR@K, NDCG@K, MRR, coverage) next to a most-popular baseline.
     Eval(eval::EvalArgs),
@@ -134,6 +139,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(args) => run::run(args),
+        Command::Crash(args) => crash::crash(args),
         Command::Eval(args) => eval::eval(args),
         Command::GenInteractions {
             visitors,

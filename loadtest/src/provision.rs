@@ -113,7 +113,7 @@ impl Spawned {
     }
 }
 
-fn sibling_binary() -> anyhow::Result<PathBuf> {
+pub(crate) fn sibling_binary() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context("locating this executable")?;
     let path = me.with_file_name(format!("vitrine{}", std::env::consts::EXE_SUFFIX));
     if !path.exists() {

@@ -247,7 +247,24 @@ pub struct Opened<T: Archive> {
     pub skipped: Vec<Error>,
 }
 
-/// Opens the newest valid snapshot of `prefix`, skipping (and reporting) broken ones.
+/// Renames a snapshot that failed its checks to `<name>.corrupt`, out of [`list`]'s
+/// sight: it no longer counts as a kept snapshot (pruning would otherwise keep it in
+/// place of a good one, and the log would be cut behind it), and stays for diagnosis.
+pub fn set_aside(path: &Path) -> Result<PathBuf> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".corrupt");
+    let aside = path.with_file_name(name);
+    std::fs::rename(path, &aside).map_err(io_error("setting aside", path))?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_error("syncing directory", dir))?;
+    }
+    Ok(aside)
+}
+
+/// Opens the newest valid snapshot of `prefix`, skipping (and reporting) broken ones,
+/// which are set aside ([`set_aside`]).
 pub fn open_newest<T>(dir: &Path, prefix: &str, kind: Kind) -> Result<Opened<T>>
 where
     T: Archive,
@@ -262,7 +279,10 @@ where
                     skipped,
                 });
             }
-            Err(error) => skipped.push(error),
+            Err(error) => {
+                set_aside(&path)?;
+                skipped.push(error);
+            }
         }
     }
     Ok(Opened {
@@ -351,6 +371,22 @@ mod tests {
             "{}",
             reasons[3]
         );
+        // The broken files are set aside: they no longer count as kept snapshots, so
+        // pruning keeps the good one and a cut of the log never goes behind it.
+        let kept: Vec<u64> = list(tmp.path(), "cat")
+            .unwrap()
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(kept, [1]);
+        assert!(
+            flipped
+                .with_file_name(format!("{}.corrupt", file_name("cat", 2)))
+                .exists()
+        );
+        write(tmp.path(), "cat", Kind::Catalogue, 6, 9, &sample(6)).unwrap();
+        assert_eq!(prune(tmp.path(), "cat", 2).unwrap(), 0);
+        assert_eq!(oldest_position(tmp.path(), "cat").unwrap(), Some(0));
     }
 
     #[test]

@@ -203,6 +203,21 @@ fn encode(sequence: u64, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&body);
 }
 
+/// Where a segment ends early and why: (byte offset, reason).
+pub type SegmentEnd = (usize, String);
+
+/// Reads one segment file without changing it (for inspection and tests): its intact
+/// records, and where and why it ends early, if it does.
+pub fn read_segment_file(path: &Path) -> Result<(Vec<Record>, Option<SegmentEnd>)> {
+    let bytes = fs::read(path).map_err(io_error("reading", path))?;
+    let first = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(1);
+    Ok(read_segment(&bytes, first))
+}
+
 /// Starts the segment `first` with a [`KIND_GAP`] record saying the log had reached
 /// `ended`, fsynced with its directory.
 fn write_gap(dir: &Path, ended: u64, first: u64) -> Result<()> {

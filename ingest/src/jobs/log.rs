@@ -41,6 +41,38 @@ impl RecordKind {
     }
 }
 
+/// A log record, read for inspection (crash tools, diagnostics).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Logged {
+    /// A delta and its token.
+    Delta {
+        /// Its token.
+        token: String,
+    },
+    /// One request's events (or, without a visitor id, imported orders).
+    Events(Box<Tracked>),
+    /// An erasure.
+    Forget,
+    /// Something else: a gap record, or a record that does not read.
+    Other,
+}
+
+/// Reads a record of the account log as what it holds.
+pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
+    match RecordKind::of_code(kind) {
+        Some(RecordKind::Delta) => match decode_delta(payload).0 {
+            Some(token) => Logged::Delta { token },
+            None => Logged::Other,
+        },
+        Some(RecordKind::Events) => match decode_tracked(payload) {
+            Ok(tracked) => Logged::Events(Box::new(tracked)),
+            Err(_) => Logged::Other,
+        },
+        Some(RecordKind::Forget) => Logged::Forget,
+        None => Logged::Other,
+    }
+}
+
 /// The payload of a delta record.
 pub(crate) fn encode_delta(token: &str, record: &[u8]) -> Vec<u8> {
     let mut payload = Vec::with_capacity(token.len() + 1 + record.len());

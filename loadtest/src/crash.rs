@@ -1,0 +1,611 @@
+//! `vitrine-loadtest crash`: a crash loop with fault injection against the real server.
+//!
+//! Each round restarts `vitrine` on the same data directory, checks that everything
+//! acknowledged so far is there, runs writers (three order-and-view writers, one delta
+//! writer) for a random 150–650 ms and SIGKILLs the server. With `--faults`, damage is
+//! done between some kills while the server is down: a torn tail (1–12 bytes cut off
+//! the newest log segment), a torn tail after a quiet period (writers stopped until two
+//! state snapshots cover the log), a flipped byte in the newest catalogue or state
+//! snapshot, or the newest snapshot of a kind deleted (the last two only when an older
+//! one is kept). A torn record is read before the cut, and what it held (a delta, one
+//! request's order and view) is what the fault destroyed: it is not counted as lost.
+//!
+//! Under `always` nothing acknowledged may be lost; under `interval` only events
+//! acknowledged within `fsync_interval_ms` + 1 ms before the kill. Deltas are always
+//! fsynced. The tool exits non-zero when anything else is missing.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use vitrine_engine::event::Event;
+use vitrine_ingest::jobs::{Logged, inspect};
+use vitrine_testkit::client::{Response, post_json};
+use vitrine_testkit::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, TestServer, ZoneToml};
+
+/// `fsync_interval_ms` of the crash configuration.
+const FSYNC_INTERVAL_MS: u64 = 50;
+/// Order writers (each also views a product in the same request).
+const ORDER_WRITERS: usize = 3;
+/// Older acknowledged orders re-checked per round, besides every new one.
+const SAMPLE: usize = 50;
+
+/// Settings of `vitrine-loadtest crash`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CrashArgs {
+    /// SIGKILLs to do.
+    #[arg(long, default_value_t = 20)]
+    kills: usize,
+    /// `durability.events_fsync`: `always` or `interval`.
+    #[arg(long, default_value = "always")]
+    policy: String,
+    /// Damage the log or a snapshot between some kills.
+    #[arg(long)]
+    faults: bool,
+    /// The `vitrine` binary (default: next to this tool).
+    #[arg(long)]
+    vitrine: Option<PathBuf>,
+    /// Seed of the kill moments and faults (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the report as JSON here too.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// One acknowledged write.
+#[derive(Debug, Clone)]
+struct Ack {
+    /// Order id, or delta token.
+    id: String,
+    /// The product a delta added.
+    product: String,
+    /// When its 200 arrived.
+    at: Instant,
+}
+
+/// What the loop found.
+#[derive(Debug, Default, serde::Serialize)]
+struct Report {
+    kills: usize,
+    policy: String,
+    seed: u64,
+    orders_acknowledged: usize,
+    deltas_acknowledged: usize,
+    orders_lost: usize,
+    orders_lost_within_window: usize,
+    deltas_lost: usize,
+    destroyed_by_faults: usize,
+    faults: HashMap<String, usize>,
+    restart_ms_median: f64,
+    restart_ms_max: f64,
+    problems: Vec<String>,
+}
+
+pub(crate) fn crash(args: CrashArgs) -> anyhow::Result<()> {
+    let binary = match &args.vitrine {
+        Some(path) => path.clone(),
+        None => crate::provision::sibling_binary()?,
+    };
+    if !matches!(args.policy.as_str(), "always" | "interval") {
+        bail!("--policy must be always or interval, got {:?}", args.policy);
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut rng = StdRng::seed_from_u64(seed);
+    let config = config(&args.policy);
+    let window = Duration::from_millis(FSYNC_INTERVAL_MS + 1);
+    let mut report = Report {
+        policy: args.policy.clone(),
+        seed,
+        ..Report::default()
+    };
+    let mut orders: Vec<Ack> = Vec::new();
+    let mut deltas: Vec<Ack> = Vec::new();
+    let mut destroyed: HashSet<String> = HashSet::new();
+    let mut checked_orders = 0;
+    let mut checked_deltas = 0;
+    let mut restarts = Vec::new();
+    let mut dir = tempfile::Builder::new()
+        .prefix("vitrine-crash-")
+        .tempdir()
+        .context("creating the data directory")?;
+    let mut killed_at: Option<Instant> = None;
+    for round in 0..=args.kills {
+        let started = Instant::now();
+        let server = TestServer::start_in(&binary, dir, Some(&config))?;
+        restarts.push(started.elapsed().as_secs_f64() * 1000.0);
+        let addr = server.addr();
+
+        // Everything acknowledged is there (new writes all, older ones sampled).
+        let lost = check(
+            addr,
+            &mut rng,
+            &orders,
+            &mut checked_orders,
+            &deltas,
+            &mut checked_deltas,
+            &destroyed,
+        )?;
+        for (kind, ack) in lost {
+            let age = killed_at.map(|k| k.saturating_duration_since(ack.at));
+            let excused = kind == "order"
+                && args.policy == "interval"
+                && age.is_some_and(|age| age <= window);
+            match (kind, excused) {
+                ("order", true) => report.orders_lost_within_window += 1,
+                ("order", false) => {
+                    report.orders_lost += 1;
+                    report.problems.push(format!(
+                        "round {round}: order {} lost (acknowledged {:?} before the kill)",
+                        ack.id, age
+                    ));
+                }
+                _ => {
+                    report.deltas_lost += 1;
+                    report
+                        .problems
+                        .push(format!("round {round}: delta {} lost", ack.id));
+                }
+            }
+        }
+        if round == args.kills {
+            break;
+        }
+
+        // Writers until the kill; sometimes quiet first, so that state snapshots cover
+        // the whole log before it is torn.
+        let fault = if args.faults {
+            pick_fault(&mut rng)
+        } else {
+            Fault::None
+        };
+        let run_for = Duration::from_millis(150 + rng.random_range(0..500));
+        let acked = write(addr, round, run_for);
+        orders.extend(acked.orders);
+        deltas.extend(acked.deltas);
+        if fault == Fault::QuietTear {
+            let from = newest(server.dir(), "state-");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while newest(server.dir(), "state-") < from + 2 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        killed_at = Some(Instant::now());
+        dir = server.kill9();
+        report.kills += 1;
+        if let Some(destroyed_now) = inject(fault, dir.path(), &mut rng)? {
+            report.problems.push(format!(
+                "round {round}: injected {} (destroyed {})",
+                fault.name(),
+                destroyed_now.len()
+            ));
+            *report.faults.entry(fault.name().to_owned()).or_default() += 1;
+            report.destroyed_by_faults += destroyed_now.len();
+            destroyed.extend(destroyed_now);
+        }
+        if (round + 1) % 50 == 0 {
+            eprintln!(
+                "{} kills: {} orders and {} deltas acknowledged, {} lost",
+                round + 1,
+                orders.len(),
+                deltas.len(),
+                report.orders_lost + report.deltas_lost
+            );
+        }
+    }
+    report.orders_acknowledged = orders.len();
+    report.deltas_acknowledged = deltas.len();
+    restarts.sort_by(f64::total_cmp);
+    report.restart_ms_median = restarts.get(restarts.len() / 2).copied().unwrap_or(0.0);
+    report.restart_ms_max = restarts.last().copied().unwrap_or(0.0);
+    print_report(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if report.orders_lost + report.deltas_lost > 0 {
+        bail!("acknowledged writes were lost");
+    }
+    Ok(())
+}
+
+fn config(policy: &str) -> String {
+    let preamble = format!(
+        "[durability]\nevents_fsync = \"{policy}\"\nfsync_interval_ms = {FSYNC_INTERVAL_MS}\n\
+         state_snapshot_interval_secs = 1\nwal_segment_bytes = 65536\n\
+         [deltas]\ncompact_after_changes = 40"
+    );
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
+        "RV-01",
+        "recently_viewed",
+        20,
+    ));
+    ConfigToml::new(&preamble).account(account).to_toml()
+}
+
+/// What the writers had acknowledged when the server was killed.
+#[derive(Debug, Default)]
+struct Acked {
+    orders: Vec<Ack>,
+    deltas: Vec<Ack>,
+}
+
+fn serverside(body: Value) -> Value {
+    let mut full = json!({"appId": DEMO_KEY, "secretKey": DEMO_SECRET,
+        "currentUrl": "https://shop.example/", "userAgent": "crash", "ip": "203.0.113.7"});
+    if let (Some(target), Value::Object(extra)) = (full.as_object_mut(), body) {
+        target.extend(extra);
+    }
+    full
+}
+
+fn order_event(order_id: &str) -> Value {
+    json!({"name": "order", "data": {"orderid": order_id, "userid": "crash-user",
+        "items": [{"id": "P00001", "qty": 1, "unitprice": 9.99}]}})
+}
+
+/// Runs the writers for `run_for`; returns what they had acknowledged by then (the
+/// server is killed right after).
+fn write(addr: SocketAddr, round: usize, run_for: Duration) -> Acked {
+    let acked = Mutex::new(Acked::default());
+    let stop_at = Instant::now() + run_for;
+    std::thread::scope(|scope| {
+        for writer in 0..ORDER_WRITERS {
+            let acked = &acked;
+            scope.spawn(move || {
+                let mut n = 0;
+                while Instant::now() < stop_at {
+                    let order_id = format!("r{round}-w{writer}-{n}");
+                    let body = serverside(json!({
+                        "visitorId": format!("crash-visitor-{writer}"),
+                        "events": [
+                            {"name": "product_view", "data": {"id": format!("P{:05}", 1 + n % 2000)}},
+                            order_event(&order_id),
+                        ],
+                    }));
+                    match post_json(addr, "/api/serverside", &body) {
+                        Some(resp) if resp.status == 200 => {
+                            if let Ok(mut acked) = acked.lock() {
+                                acked.orders.push(Ack {
+                                    id: order_id,
+                                    product: String::new(),
+                                    at: Instant::now(),
+                                });
+                            }
+                        }
+                        _ => return,
+                    }
+                    n += 1;
+                }
+            });
+        }
+        let acked = &acked;
+        scope.spawn(move || {
+            let mut n = 0;
+            while Instant::now() < stop_at {
+                let product = format!("CRASH-{round}-{n}");
+                let body = json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+                    "Products": [{"Id": product, "Title": "Crash", "Link": "/p/crash",
+                        "Image": "//img/crash.jpg", "Prices": ["5 GBP"], "Categories": ["cat-01"]}]});
+                let token = post_json(addr, "/api/delta", &body)
+                    .filter(|resp| resp.status == 200)
+                    .and_then(|resp| resp.json())
+                    .and_then(|json| json["Token"].as_str().map(str::to_owned));
+                let Some(token) = token else { return };
+                if let Ok(mut acked) = acked.lock() {
+                    acked.deltas.push(Ack {
+                        id: token,
+                        product,
+                        at: Instant::now(),
+                    });
+                }
+                n += 1;
+            }
+        });
+    });
+    acked.into_inner().unwrap_or_default()
+}
+
+/// Checks the acknowledged writes not yet checked, and a sample of older ones; returns
+/// the missing ones with their kind.
+fn check(
+    addr: SocketAddr,
+    rng: &mut StdRng,
+    orders: &[Ack],
+    checked_orders: &mut usize,
+    deltas: &[Ack],
+    checked_deltas: &mut usize,
+    destroyed: &HashSet<String>,
+) -> anyhow::Result<Vec<(&'static str, Ack)>> {
+    let sample = |acks: &[Ack], from: usize, rng: &mut StdRng| -> Vec<Ack> {
+        let mut chosen: Vec<Ack> = acks.get(from..).unwrap_or_default().to_vec();
+        for _ in 0..SAMPLE.min(from) {
+            if let Some(ack) = acks.get(rng.random_range(0..from)) {
+                chosen.push(ack.clone());
+            }
+        }
+        chosen.retain(|ack| !destroyed.contains(&ack.id));
+        chosen
+    };
+    let order_checks = sample(orders, *checked_orders, rng);
+    let delta_checks = sample(deltas, *checked_deltas, rng);
+    *checked_orders = orders.len();
+    *checked_deltas = deltas.len();
+    let mut lost = Vec::new();
+    // An order id already recorded is reported as a repeat; a missing one is recorded
+    // now (and counted lost).
+    for chunk in order_checks.chunks(50) {
+        let events: Vec<Value> = chunk.iter().map(|a| order_event(&a.id)).collect();
+        let resp = expect_ok(post_json(
+            addr,
+            "/api/serverside",
+            &serverside(json!({"visitorId": "checker", "events": events})),
+        ))?;
+        let errors = resp
+            .json()
+            .map(|json| json["errors"].clone())
+            .unwrap_or_default();
+        for (i, ack) in chunk.iter().enumerate() {
+            let repeated = errors.as_array().is_some_and(|errors| {
+                errors.iter().any(|e| {
+                    e.as_str().is_some_and(|e| {
+                        e.starts_with(&format!("events[{i}].")) && e.contains("already recorded")
+                    })
+                })
+            });
+            if !repeated {
+                lost.push(("order", ack.clone()));
+            }
+        }
+    }
+    // Deltas: Status 1 once settled, and the product served.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for chunk in delta_checks.chunks(100) {
+        let tokens: Vec<&str> = chunk.iter().map(|a| a.id.as_str()).collect();
+        let statuses = loop {
+            let resp = expect_ok(post_json(
+                addr,
+                "/api/deltastatus",
+                &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": tokens}),
+            ))?;
+            let statuses: Vec<i64> = resp
+                .json()
+                .and_then(|json| {
+                    json.as_array().map(|items| {
+                        items
+                            .iter()
+                            .map(|i| i["Status"].as_i64().unwrap_or(-1))
+                            .collect()
+                    })
+                })
+                .unwrap_or_default();
+            if !statuses.contains(&0) || Instant::now() > deadline {
+                break statuses;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        for (ack, status) in chunk.iter().zip(statuses) {
+            let served = status == 1 && served(addr, &ack.product)?;
+            if !served {
+                let mut ack = ack.clone();
+                ack.id = format!("{} (status {status}, product {})", ack.id, ack.product);
+                lost.push(("delta", ack));
+            }
+        }
+    }
+    Ok(lost)
+}
+
+/// Whether the catalogue serves `product` (viewed, it shows in recently viewed).
+fn served(addr: SocketAddr, product: &str) -> anyhow::Result<bool> {
+    let visitor = format!("probe-{product}");
+    expect_ok(post_json(
+        addr,
+        "/api/serverside",
+        &serverside(json!({"visitorId": visitor,
+            "events": [{"name": "product_view", "data": {"id": product}}]})),
+    ))?;
+    let resp = expect_ok(post_json(
+        addr,
+        "/api/serverside",
+        &serverside(json!({"visitorId": visitor,
+            "events": [{"name": "page_view", "data": {"page_type": "homepage"}}],
+            "zones": ["RV-01"]})),
+    ))?;
+    Ok(resp
+        .json()
+        .and_then(|json| json["zones"]["RV-01"]["items"].as_array().cloned())
+        .is_some_and(|items| items.iter().any(|i| i["Id"] == product)))
+}
+
+fn expect_ok(resp: Option<Response>) -> anyhow::Result<Response> {
+    match resp {
+        Some(resp) if resp.status == 200 => Ok(resp),
+        Some(resp) => bail!("unexpected answer {}: {}", resp.status, resp.body),
+        None => bail!("the server did not answer"),
+    }
+}
+
+/// Damage done while the server is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    None,
+    Tear,
+    QuietTear,
+    FlipCatalogue,
+    FlipState,
+    DropCatalogue,
+    DropState,
+}
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::Tear => "torn tail",
+            Fault::QuietTear => "torn tail after a quiet period",
+            Fault::FlipCatalogue => "flipped byte in the newest catalogue snapshot",
+            Fault::FlipState => "flipped byte in the newest state snapshot",
+            Fault::DropCatalogue => "newest catalogue snapshot missing",
+            Fault::DropState => "newest state snapshot missing",
+        }
+    }
+}
+
+fn pick_fault(rng: &mut StdRng) -> Fault {
+    match rng.random_range(0..10) {
+        0 | 1 => Fault::Tear,
+        2 | 3 => Fault::QuietTear,
+        4 => Fault::FlipCatalogue,
+        5 => Fault::FlipState,
+        6 => Fault::DropCatalogue,
+        7 => Fault::DropState,
+        _ => Fault::None,
+    }
+}
+
+fn account_dir(server_dir: &Path) -> PathBuf {
+    let hex: String = DEMO_KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    server_dir.join("data").join("accounts").join(hex)
+}
+
+/// The snapshot files of a kind, oldest first.
+fn snapshot_files(server_dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(account_dir(server_dir))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+                        && p.extension().is_some_and(|e| e == "snap")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// The newest snapshot number of a kind (0 without one).
+fn newest(server_dir: &Path, prefix: &str) -> u64 {
+    snapshot_files(server_dir, prefix)
+        .last()
+        .and_then(|p| p.file_stem()?.to_str()?.strip_prefix(prefix)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Does `fault` to the stopped server's files; returns the ids of acknowledged writes it
+/// destroyed, or `None` when it could not be done (nothing to damage).
+fn inject(
+    fault: Fault,
+    server_dir: &Path,
+    rng: &mut StdRng,
+) -> anyhow::Result<Option<Vec<String>>> {
+    match fault {
+        Fault::None => Ok(None),
+        Fault::Tear | Fault::QuietTear => tear(server_dir, rng.random_range(1..=12)),
+        Fault::FlipCatalogue | Fault::FlipState | Fault::DropCatalogue | Fault::DropState => {
+            let prefix = match fault {
+                Fault::FlipCatalogue | Fault::DropCatalogue => "catalogue-",
+                _ => "state-",
+            };
+            let files = snapshot_files(server_dir, prefix);
+            // Only with an older one to fall back to.
+            let (Some(newest), true) = (files.last(), files.len() >= 2) else {
+                return Ok(None);
+            };
+            if matches!(fault, Fault::DropCatalogue | Fault::DropState) {
+                std::fs::remove_file(newest)?;
+            } else {
+                let mut bytes = std::fs::read(newest)?;
+                if bytes.is_empty() {
+                    return Ok(None);
+                }
+                let at = rng.random_range(0..bytes.len());
+                if let Some(byte) = bytes.get_mut(at) {
+                    *byte ^= 0x5a;
+                }
+                std::fs::write(newest, bytes)?;
+            }
+            Ok(Some(Vec::new()))
+        }
+    }
+}
+
+/// Cuts `bytes` off the newest log segment; returns what the torn record held.
+fn tear(server_dir: &Path, bytes: u64) -> anyhow::Result<Option<Vec<String>>> {
+    let wal = account_dir(server_dir).join("wal");
+    let Some((_, newest)) = vitrine_snapshots::wal::segments(&wal)?.pop() else {
+        return Ok(None);
+    };
+    let (records, _) = vitrine_snapshots::wal::read_segment_file(&newest)?;
+    let Some(last) = records.last() else {
+        return Ok(None);
+    };
+    let len = std::fs::metadata(&newest)?.len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&newest)?
+        .set_len(len.saturating_sub(bytes))?;
+    let destroyed = match inspect(last.kind, &last.payload) {
+        Logged::Delta { token } => vec![token],
+        Logged::Events(tracked) => tracked
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Order(order) => Some(order.order_id.clone()),
+                _ => None,
+            })
+            .collect(),
+        Logged::Forget | Logged::Other => Vec::new(),
+    };
+    Ok(Some(destroyed))
+}
+
+fn print_report(report: &Report) {
+    println!(
+        "{} kills under {} (seed {}): {} orders and {} deltas acknowledged",
+        report.kills,
+        report.policy,
+        report.seed,
+        report.orders_acknowledged,
+        report.deltas_acknowledged
+    );
+    println!(
+        "lost: {} orders, {} deltas; {} orders lost within the {} ms window (allowed under interval); {} writes destroyed by injected faults",
+        report.orders_lost,
+        report.deltas_lost,
+        report.orders_lost_within_window,
+        FSYNC_INTERVAL_MS + 1,
+        report.destroyed_by_faults
+    );
+    let mut faults: Vec<_> = report.faults.iter().collect();
+    faults.sort();
+    for (fault, count) in faults {
+        println!("  fault: {fault} × {count}");
+    }
+    println!(
+        "restart to ready: median {:.0} ms, max {:.0} ms",
+        report.restart_ms_median, report.restart_ms_max
+    );
+    let lost = report.orders_lost + report.deltas_lost;
+    for problem in report
+        .problems
+        .iter()
+        .filter(|p| lost > 0 || !p.contains("injected"))
+        .take(40)
+    {
+        println!("  {problem}");
+    }
+}
