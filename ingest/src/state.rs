@@ -103,7 +103,9 @@ pub fn restore(
     Ok((None, skipped))
 }
 
-fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, String> {
+/// Reads the frames of a state snapshot's payload; any frame that is not a whole, valid
+/// entry makes the snapshot unusable.
+pub fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, String> {
     let mut entries = Vec::new();
     let mut rest = payload;
     let mut aligned = AlignedVec::<16>::new();

@@ -202,6 +202,12 @@ pub fn read_checked(path: &Path, kind: Kind) -> Result<(Vec<u8>, Header)> {
     Ok((bytes.split_off(HEADER_LEN), header))
 }
 
+/// Checks the bytes of a whole snapshot (header, kind, length, payload checksum) as
+/// read from a file; for inspection and fuzzing.
+pub fn check_bytes(bytes: &[u8], kind: Kind) -> Result<Header> {
+    check(bytes, Path::new("<bytes>"), kind)
+}
+
 /// Checks a whole snapshot file's header, kind, length and payload checksum.
 fn check(bytes: &[u8], path: &Path, kind: Kind) -> Result<Header> {
     let corrupt = |reason: String| Error::Corrupt {

@@ -206,6 +206,12 @@ fn encode(sequence: u64, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
 /// Where a segment ends early and why: (byte offset, reason).
 pub type SegmentEnd = (usize, String);
 
+/// Reads the records of a segment's bytes whose first record has sequence `first`;
+/// for inspection and fuzzing.
+pub fn decode_segment(bytes: &[u8], first: u64) -> (Vec<Record>, Option<SegmentEnd>) {
+    read_segment(bytes, first)
+}
+
 /// Reads one segment file without changing it (for inspection and tests): its intact
 /// records, and where and why it ends early, if it does.
 pub fn read_segment_file(path: &Path) -> Result<(Vec<Record>, Option<SegmentEnd>)> {
