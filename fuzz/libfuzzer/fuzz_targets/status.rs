@@ -1,0 +1,7 @@
+//! libFuzzer target: `vitrine_fuzz::Target::Status`.
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    vitrine_fuzz::Target::Status.exercise(data);
+});
