@@ -297,13 +297,13 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
     // been under way during it): both hold it.
     wait_for(
         "two state snapshots after the early view",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         || (newest_state(&dir_path) >= before + 3).then_some(()),
     );
     view(&server, "late", "P00020");
     wait_for(
         "a state snapshot with the late view",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         || {
             let newest = snapshots(&dir_path, "state-").pop()?;
             std::fs::read(&newest)
@@ -419,7 +419,7 @@ fn forget_removes_the_shopper_from_every_file_and_a_restart_does_not_bring_them_
     // The shopper is on disk: in the log and, once written, in a state snapshot.
     wait_for(
         "the email in a state snapshot",
-        Duration::from_secs(20),
+        Duration::from_secs(60),
         || {
             files_containing(&data, "ann.erasure@example.com")
                 .iter()
@@ -567,7 +567,7 @@ fn a_torn_tail_after_a_snapshot_covered_the_whole_log_loses_no_acknowledged_writ
             .collect()
     };
     let applied = |server: &Server, tokens: &[&str]| {
-        wait_for("deltas applied", Duration::from_secs(30), || {
+        wait_for("deltas applied", Duration::from_secs(60), || {
             let statuses = delta_statuses(server, tokens);
             statuses.iter().all(|s| s["Status"] == 1).then_some(())
         });
@@ -576,7 +576,7 @@ fn a_torn_tail_after_a_snapshot_covered_the_whole_log_loses_no_acknowledged_writ
     // The first checkpoint writes a catalogue snapshot; the delta comes after it, so
     // only the log holds it.
     let dir_path = server.dir().to_path_buf();
-    wait_for("a catalogue snapshot", Duration::from_secs(30), || {
+    wait_for("a catalogue snapshot", Duration::from_secs(60), || {
         (!snapshots(&dir_path, "catalogue-").is_empty()).then_some(())
     });
     // Acknowledged writes: a delta (Status 1), an order, views; then a quiet period
@@ -590,7 +590,7 @@ fn a_torn_tail_after_a_snapshot_covered_the_whole_log_loses_no_acknowledged_writ
     let quiet_from = newest_state(&dir_path);
     wait_for(
         "two state snapshots after the last write",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         || (newest_state(&dir_path) >= quiet_from + 2).then_some(()),
     );
 

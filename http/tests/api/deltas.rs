@@ -62,7 +62,7 @@ fn statuses(server: &Server, tokens: &[&str]) -> Vec<Value> {
 }
 
 fn settled(server: &Server, token: &str) -> Value {
-    wait_for("delta status", Duration::from_secs(30), || {
+    wait_for("delta status", Duration::from_secs(60), || {
         let item = statuses(server, &[token]).remove(0);
         (item["Status"] != 0).then_some(item)
     })
@@ -345,7 +345,7 @@ fn the_overlay_is_compacted_into_a_snapshot_that_a_restart_serves() {
     }
     let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
     let account = server.data_path().join("accounts").join(hex);
-    wait_for("a catalogue snapshot", Duration::from_secs(30), || {
+    wait_for("a catalogue snapshot", Duration::from_secs(60), || {
         std::fs::read_dir(&account)
             .unwrap()
             .any(|e| {

@@ -11,7 +11,7 @@ use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_testkit::{self as testkit, records};
 
 fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let status = jobs.delta_status(token);
         if status != DeltaStatus::Pending {
@@ -19,7 +19,7 @@ fn wait_for(jobs: &AccountJobs, token: &str) -> DeltaStatus {
         }
         assert!(
             Instant::now() < deadline,
-            "delta {token} still pending after 10 s"
+            "delta {token} still pending after 60 s"
         );
         thread::sleep(Duration::from_millis(2));
     }
@@ -250,9 +250,11 @@ fn a_large_overlay_is_compacted_and_the_log_truncated_behind_it() {
                 json!({"Products": [product(&format!("p{round}"), &big)]}),
             ));
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // The compactor builds on the ingest pool, at the lowest priority: on a busy
+        // machine it gets the CPU last, so the bound is generous.
+        let deadline = Instant::now() + Duration::from_secs(120);
         while jobs.account().catalogue().overlay_size() >= 20 {
-            assert!(Instant::now() < deadline, "no compaction");
+            assert!(Instant::now() < deadline, "no compaction within 120 s");
             thread::sleep(Duration::from_millis(10));
         }
         // Wait for the compactor to finish its last round.
