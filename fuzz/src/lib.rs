@@ -39,6 +39,8 @@ pub enum Target {
     Feed,
     /// The plugins' order history CSV.
     Orders,
+    /// The plugins' streamed-feed form bodies (`feed-create` … `feed-close`).
+    Stream,
     /// `/api/deltastatus` and `/api/productfeedstatus` bodies.
     Status,
     /// The TOML configuration.
@@ -53,11 +55,12 @@ pub enum Target {
 
 impl Target {
     /// Every target.
-    pub const ALL: [Target; 9] = [
+    pub const ALL: [Target; 10] = [
         Target::Serverside,
         Target::Delta,
         Target::Feed,
         Target::Orders,
+        Target::Stream,
         Target::Status,
         Target::Config,
         Target::Wal,
@@ -72,6 +75,7 @@ impl Target {
             Target::Delta => "delta",
             Target::Feed => "feed",
             Target::Orders => "orders",
+            Target::Stream => "stream",
             Target::Status => "status",
             Target::Config => "config",
             Target::Wal => "wal",
@@ -124,6 +128,18 @@ impl Target {
             }
             Target::Orders => {
                 let _ = vitrine_ingest::orders::parse(input, 0);
+            }
+            Target::Stream => {
+                let form = vitrine_http::api::stream::form_object(input);
+                let mut errors = Errors::default();
+                if let Some(fields) = Fields::of(&form, "", KeyMatch::Exact, &mut errors) {
+                    let endpoint = vitrine_http::error::Endpoint::FeedAppend;
+                    let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
+                    if let Some(name) = fields.req_nonempty_str("feedName", &mut errors) {
+                        let _ = vitrine_ingest::jobs::StreamKind::of_name(name);
+                    }
+                    let _ = fields.opt_str("payLoad", &mut errors);
+                }
             }
             Target::Status => {
                 if let Ok(body) = serde_json::from_slice::<serde_json::Value>(input) {

@@ -62,7 +62,7 @@ fn piece(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Result<Reply, Api
 /// An `application/x-www-form-urlencoded` body as a JSON object of strings (`+` is a
 /// space, as PHP's `http_build_query` writes it; a repeated field keeps its last value),
 /// so that credentials and fields are read like every other body.
-fn form_object(body: &[u8]) -> Value {
+pub fn form_object(body: &[u8]) -> Value {
     let mut object = Map::new();
     for (key, value) in form_urlencoded::parse(body) {
         object.insert(key.into_owned(), Value::String(value.into_owned()));
