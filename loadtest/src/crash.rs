@@ -25,7 +25,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use vitrine_engine::event::Event;
-use vitrine_ingest::jobs::{Logged, inspect};
+use vitrine_ingest::jobs::{Logged, STATUSES_KEPT, inspect};
 use vitrine_testkit::client::{Response, post_json};
 use vitrine_testkit::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, TestServer, ZoneToml};
 
@@ -68,6 +68,8 @@ struct Ack {
     product: String,
     /// When its 200 arrived.
     at: Instant,
+    /// Its place among the acknowledged writes of its kind.
+    index: usize,
 }
 
 /// What the loop found.
@@ -171,8 +173,14 @@ pub(crate) fn crash(args: CrashArgs) -> anyhow::Result<()> {
         };
         let run_for = Duration::from_millis(150 + rng.random_range(0..500));
         let acked = write(addr, round, run_for);
-        orders.extend(acked.orders);
-        deltas.extend(acked.deltas);
+        for mut ack in acked.orders {
+            ack.index = orders.len();
+            orders.push(ack);
+        }
+        for mut ack in acked.deltas {
+            ack.index = deltas.len();
+            deltas.push(ack);
+        }
         if fault == Fault::QuietTear {
             let from = newest(server.dir(), "state-");
             let deadline = Instant::now() + Duration::from_secs(30);
@@ -280,6 +288,7 @@ fn write(addr: SocketAddr, round: usize, run_for: Duration) -> Acked {
                                     id: order_id,
                                     product: String::new(),
                                     at: Instant::now(),
+                                    index: 0,
                                 });
                             }
                         }
@@ -307,6 +316,7 @@ fn write(addr: SocketAddr, round: usize, run_for: Duration) -> Acked {
                         id: token,
                         product,
                         at: Instant::now(),
+                        index: 0,
                     });
                 }
                 n += 1;
@@ -394,11 +404,15 @@ fn check(
             }
             std::thread::sleep(Duration::from_millis(20));
         };
+        // Statuses are kept for the newest STATUSES_KEPT tokens: an older one answers
+        // "unknown token" by design, and only its product says whether it was kept.
+        let expired_below = deltas.len().saturating_sub(STATUSES_KEPT);
         for (ack, status) in chunk.iter().zip(statuses) {
             // Status 1 for every delta; the product served for a sample of them (a
             // request pair each).
-            let probe = rng.random_range(0..delta_checks.len().max(1)) < SAMPLE / 2;
-            let served = status == 1 && (!probe || served(addr, &ack.product)?);
+            let expired = ack.index < expired_below && status == 2;
+            let probe = expired || rng.random_range(0..delta_checks.len().max(1)) < SAMPLE / 2;
+            let served = (status == 1 || expired) && (!probe || served(addr, &ack.product)?);
             if !served {
                 let mut ack = ack.clone();
                 ack.id = format!("{} (status {status}, product {})", ack.id, ack.product);
