@@ -276,20 +276,6 @@ fn snapshots(server_dir: &std::path::Path, prefix: &str) -> Vec<std::path::PathB
 fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() {
     let config = config("always");
     let server = Server::start_in(tempfile::tempdir().unwrap(), Some(&config));
-    let view = |server: &Server, visitor: &str, product: &str| {
-        let resp = server.serverside(json!({"visitorId": visitor,
-            "events": [{"name": "product_view", "data": {"id": product}}]}));
-        assert_eq!(resp.status, 200, "{}", resp.body);
-    };
-    let recent = |server: &Server, visitor: &str| -> Vec<String> {
-        let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
-        resp.json()["zones"]["RV-01"]["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["Id"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let dir_path = server.dir().to_path_buf();
     view(&server, "early", "P00010");
     let before = newest_state(&dir_path);
@@ -508,6 +494,24 @@ fn forget_removes_the_shopper_from_every_file_and_a_restart_does_not_bring_them_
     assert!(files_containing(&data, "bob@example.com").iter().any(|p| p.to_string_lossy().contains("state-") || p.to_string_lossy().contains(".wal")));
 }
 
+/// Records a product view of `visitor`.
+fn view(server: &Server, visitor: &str, product: &str) {
+    let resp = server.serverside(json!({"visitorId": visitor,
+        "events": [{"name": "product_view", "data": {"id": product}}]}));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+}
+
+/// The visitor's recently viewed products.
+fn recent(server: &Server, visitor: &str) -> Vec<String> {
+    let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
+    resp.json()["zones"]["RV-01"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["Id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// The newest state snapshot's number (its file name counts up by one per snapshot).
 fn newest_state(server_dir: &std::path::Path) -> u64 {
     snapshots(server_dir, "state-")
@@ -551,20 +555,6 @@ fn a_torn_tail_after_a_snapshot_covered_the_whole_log_loses_no_acknowledged_writ
         );
         assert_eq!(resp.status, 200, "{}", resp.body);
         resp.json()["Token"].as_str().unwrap().to_owned()
-    };
-    let view = |server: &Server, visitor: &str, product: &str| {
-        let resp = server.serverside(json!({"visitorId": visitor,
-            "events": [{"name": "product_view", "data": {"id": product}}]}));
-        assert_eq!(resp.status, 200, "{}", resp.body);
-    };
-    let recent = |server: &Server, visitor: &str| -> Vec<String> {
-        let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
-        resp.json()["zones"]["RV-01"]["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["Id"].as_str().unwrap().to_owned())
-            .collect()
     };
     let applied = |server: &Server, tokens: &[&str]| {
         wait_for("deltas applied", Duration::from_secs(60), || {
