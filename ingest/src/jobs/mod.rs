@@ -32,10 +32,11 @@
 //! | thread | what it owns | what it may lock, in this order |
 //! |---|---|---|
 //! | the caller of [`AccountJobs::start`] (server startup) | replaying the log into the account | writer |
-//! | request handlers (`http`, off the async workers when they fsync) | appends to the log: deltas (fsynced), events (under `events_fsync`), erasures (fsynced); feed submissions | `intake` (held from a delta's append to its queueing, so log order is apply order); feed `queue` |
+//! | request handlers (`http`, off the async workers when they fsync) | appends to the log: deltas (fsynced), events (under `events_fsync`), erasures (fsynced); feed submissions; streamed-feed pieces | `intake` (held from a delta's append to its queueing, so log order is apply order); feed `queue`; `streams` (held for a whole piece, then the feed `queue` at close) |
 //! | delta worker `delta-<key>` | applying queued deltas in batches; their statuses | writer → `since_base` |
 //! | compactor `compact-<key>` | compactions; state snapshots on `state_interval` | `rebuild` → writer → `since_base`; then `checkpointing` |
-//! | feed runner `feed-runner` (`runner.rs`) | downloads, parses and builds of queued feeds | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
+//! | feed runner `feed-runner` (`runner.rs`) | downloads (or streamed spools), parses and builds of queued feeds; order-history imports (log appends, fsynced) | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
+//! | session sweep (`http`, on the blocking pool) | removing abandoned streamed feeds | `streams` |
 //! | erasure flush `erasure-flush` | sealing the log and rewriting the snapshots after a forget | `rebuild` → writer → `since_base`; then `checkpointing` |
 //! | ingest pool `ingest-N` | the parallel parts of builds; model rebuilds | none of these |
 //! | log writer (`vitrine_snapshots::wal`) | writes, fsyncs and rotation of the log | the log's own state only |
