@@ -118,7 +118,7 @@ fn delta_status(server: &Server, tokens: &[&str]) -> Vec<Value> {
 }
 
 fn wait_delta(server: &Server, token: &str) -> Value {
-    wait_for("delta status", Duration::from_secs(60), || {
+    wait_for("delta status", Duration::from_secs(240), || {
         let item = delta_status(server, &[token]).remove(0);
         (item["Status"] != 0).then_some(item)
     })
@@ -149,7 +149,7 @@ fn ready_line_healthz_and_clean_sigterm() {
         .status()
         .unwrap();
     assert!(status.success());
-    let exit = wait_for("exit after SIGTERM", Duration::from_secs(60), || {
+    let exit = wait_for("exit after SIGTERM", Duration::from_secs(240), || {
         server.child().try_wait().unwrap()
     });
     assert!(
@@ -172,7 +172,7 @@ fn sigint_stops_the_server_too() {
         .args(["-INT", &pid])
         .status()
         .unwrap();
-    let exit = wait_for("exit after SIGINT", Duration::from_secs(60), || {
+    let exit = wait_for("exit after SIGINT", Duration::from_secs(240), || {
         server.child().try_wait().unwrap()
     });
     assert!(exit.success(), "exit status {exit:?}");
@@ -517,7 +517,7 @@ fn currency_filters_products_to_those_priced_in_it() {
     // Rankings refresh at most once a second.
     let usd = wait_for(
         "trending to include P90001",
-        Duration::from_secs(60),
+        Duration::from_secs(240),
         || {
             let ids = zone_ids(
                 &server.serverside(json!({"currency": "USD", "zones": ["HP-01"]})),
@@ -1080,7 +1080,7 @@ fn delta_account_prices_show_for_that_accid() {
         .map(|_| json!({"name": "product_view", "data": {"id": "B2B-1"}}))
         .collect();
     server.serverside(json!({"events": views}));
-    let plain = wait_for("B2B-1 in a zone", Duration::from_secs(60), || {
+    let plain = wait_for("B2B-1 in a zone", Duration::from_secs(240), || {
         let resp = server.serverside(json!({"zones": ["HP-01"]})).json();
         resp["zones"]["HP-01"]["items"]
             .as_array()
@@ -1148,7 +1148,7 @@ fn deltastatus_answers_in_request_order_and_hides_other_accounts_tokens() {
         resp.json(),
         json!([{"Token": token, "Status": 2, "Reason": "unknown token"}])
     );
-    let resp = wait_for("applied", Duration::from_secs(60), || {
+    let resp = wait_for("applied", Duration::from_secs(240), || {
         let r = server.post_json(
             "/api/deltastatus",
             &json!({"AppKey": "shop-eu", "SecretKey": "shop-eu-secret", "Tokens": ["x-1", token.clone(), "x-2"]}),
@@ -1414,7 +1414,7 @@ fn forget_erases_the_visitor_and_answers_text() {
     // writes, so rankings may change between two requests.)
     wait_for(
         "the erased visitor to see what a new one sees",
-        Duration::from_secs(60),
+        Duration::from_secs(240),
         || {
             let fresh = zone_ids(
                 &server.serverside(json!({"visitorId": "brand-new", "zones": ["PP-02"]})),

@@ -379,7 +379,7 @@ fn check(
         }
     }
     // Deltas: Status 1 once settled, and the product served.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(240);
     for chunk in delta_checks.chunks(100) {
         let tokens: Vec<&str> = chunk.iter().map(|a| a.id.as_str()).collect();
         let statuses = loop {

@@ -41,7 +41,7 @@ fn submit(server: &Server, url: &str) -> String {
 }
 
 fn wait_done(server: &Server, token: &str) -> Value {
-    wait_for("feed to finish", Duration::from_secs(60), || {
+    wait_for("feed to finish", Duration::from_secs(240), || {
         let resp = server.post_json(
             "/api/productfeedstatus",
             &json!({"AppKey": "feed-shop", "Tokens": [token]}),

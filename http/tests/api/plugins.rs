@@ -238,7 +238,7 @@ fn an_order_track_is_an_order_and_a_moto_order_counts_for_the_customer_not_the_s
     }
     wait_for(
         "P00042 and P00043 to trend",
-        Duration::from_secs(60),
+        Duration::from_secs(240),
         || {
             let ids = zone_ids(&server.serverside(json!({"zones": ["HP-01"]})), "HP-01");
             (ids.contains(&"P00042".to_owned()) && ids.contains(&"P00043".to_owned())).then_some(())
@@ -325,7 +325,7 @@ fn feed_status(server: &Server, token: &str) -> Value {
 
 /// Waits until a feed token leaves `Processing`; returns its status item.
 fn feed_settled(server: &Server, token: &str) -> Value {
-    wait_for(&format!("feed {token}"), Duration::from_secs(60), || {
+    wait_for(&format!("feed {token}"), Duration::from_secs(240), || {
         let item = feed_status(server, token);
         (item["Status"] != "Processing").then_some(item)
     })
@@ -374,7 +374,7 @@ fn the_php_sdk_deltas_and_streamed_feeds_load_the_store() {
     }
     assert_eq!(delta_tokens.len(), 5);
     for token in &delta_tokens {
-        let status = wait_for("the SDK's deltas", Duration::from_secs(60), || {
+        let status = wait_for("the SDK's deltas", Duration::from_secs(240), || {
             let resp = server.post_json(
                 "/api/deltastatus",
                 &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": [token]}),
@@ -429,7 +429,7 @@ fn the_php_sdk_deltas_and_streamed_feeds_load_the_store() {
     // The order history counts for top sellers (BP-01): 2001 sold 2 units.
     wait_for(
         "the imported orders in top sellers",
-        Duration::from_secs(60),
+        Duration::from_secs(240),
         || {
             let resp = server.serverside(json!({"zones": ["BP-01"]}));
             let ids = zone_ids(&resp, "BP-01");
@@ -452,7 +452,7 @@ fn productdelta_takes_secret_numbers_and_deleteusers() {
     let settle = |resp: &Resp| {
         assert_eq!(resp.status, 200, "{}", resp.body);
         let token = resp.json()["Token"].as_str().unwrap().to_owned();
-        wait_for("a product delta", Duration::from_secs(60), || {
+        wait_for("a product delta", Duration::from_secs(240), || {
             let status = server.post_json(
                 "/api/deltastatus",
                 &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": [token]}),
@@ -609,7 +609,7 @@ fn a_streamed_feed_goes_on_after_a_crash_and_can_use_its_own_port() {
     let feeds_addr = |server: &Server| -> std::net::SocketAddr {
         wait_for(
             "the feed-stream address in the log",
-            Duration::from_secs(60),
+            Duration::from_secs(240),
             || {
                 let log = server.log();
                 let line = log
@@ -748,7 +748,7 @@ fn the_plugin_account_calls() {
         "Feedback": "moving to another platform"}),
     );
     assert_eq!(deleted.status, 200, "{}", deleted.body);
-    wait_for("the uninstall in the log", Duration::from_secs(60), || {
+    wait_for("the uninstall in the log", Duration::from_secs(240), || {
         server
             .log()
             .contains("moving to another platform")
@@ -803,7 +803,7 @@ fn vitrine_import_orders_records_an_order_history_the_server_then_serves() {
     let server = Server::start_in(dir, Some(&config));
     wait_for(
         "the imported history in top sellers",
-        Duration::from_secs(60),
+        Duration::from_secs(240),
         || {
             let ids = zone_ids(&server.serverside(json!({"zones": ["TOP"]})), "TOP");
             (ids.first().map(String::as_str) == Some("P00777")).then_some(())
