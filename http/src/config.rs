@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use vitrine_ingest::jobs::BackgroundPriority;
 
 use serde::Deserialize;
 use vitrine_engine::event::PageType;
@@ -142,6 +143,8 @@ pub struct FeedConfig {
     pub stream_listen: Option<SocketAddr>,
     /// A streamed feed whose last piece came longer ago than this is removed.
     pub stream_idle_secs: u64,
+    /// Priority of feed builds, compactions and model rebuilds.
+    pub background_priority: BackgroundPriority,
 }
 
 /// `[deltas]`: when the delta overlay is folded into a new base snapshot.
@@ -291,6 +294,7 @@ struct FileFeeds {
     ingest_threads: Option<usize>,
     stream_listen: Option<String>,
     stream_idle_secs: Option<u64>,
+    background_priority: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -706,6 +710,16 @@ fn feed_config(
             60,
             7 * 86_400,
         )?,
+        background_priority: match file.background_priority.as_deref() {
+            None | Some("lowest") => BackgroundPriority::Lowest,
+            Some("normal") => BackgroundPriority::Normal,
+            Some(other) => {
+                return Err(err(
+                    "feeds.background_priority",
+                    format!("expected \"lowest\" or \"normal\", got {other:?}"),
+                ));
+            }
+        },
     })
 }
 
@@ -967,6 +981,19 @@ mod tests {
                 .contains("test.toml: region: expected \"eu\" or \"us\"")
         );
         assert!(fails("listen = \"nowhere\"\n").contains("test.toml: listen: expected an address"));
+        assert!(
+            fails(&format!("[feeds]\nbackground_priority = \"high\"\n{MINIMAL}")).contains(
+                "test.toml: feeds.background_priority: expected \"lowest\" or \"normal\", got \"high\""
+            )
+        );
+        assert!(
+            fails(&format!("[feeds]\nstream_listen = \"here\"\n{MINIMAL}"))
+                .contains("test.toml: feeds.stream_listen: expected an address")
+        );
+        assert!(
+            fails(&format!("[limits]\nheader_read_timeout_ms = 5\n{MINIMAL}"))
+                .contains("limits.header_read_timeout_ms: must be between 100 and 600000, got 5")
+        );
         assert!(
             fails("").contains("test.toml: accounts: at least one [[accounts]] entry is required")
         );

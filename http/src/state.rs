@@ -9,7 +9,7 @@ use arc_swap::ArcSwap;
 use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
-use vitrine_ingest::jobs::{AccountJobs, JobsConfig, SubmitError, ingest_pool};
+use vitrine_ingest::jobs::{AccountJobs, JobsConfig, SubmitError, ingest_pool_at};
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
 use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
@@ -88,7 +88,8 @@ impl AppState {
     pub fn open(config: Config) -> Result<AppState, StartError> {
         let data_dir = DataDir::open(&config.data_dir).map_err(StartError::DataDir)?;
         let feeds = config.feeds;
-        let pool = ingest_pool(feeds.ingest_threads).map_err(StartError::Threads)?;
+        let pool = ingest_pool_at(feeds.ingest_threads, feeds.background_priority)
+            .map_err(StartError::Threads)?;
         let runner = FeedRunner::start(
             FeedSettings {
                 limits: FetchLimits {
@@ -98,6 +99,7 @@ impl AppState {
                     max_redirects: feeds.max_redirects,
                     allow_private: config.allow_private_feed_addresses,
                 },
+                priority: feeds.background_priority,
             },
             Arc::clone(&pool),
         )

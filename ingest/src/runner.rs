@@ -21,6 +21,8 @@ use crate::{feed, orders};
 pub struct FeedSettings {
     /// Download limits.
     pub limits: FetchLimits,
+    /// The runner thread's priority.
+    pub priority: crate::jobs::BackgroundPriority,
 }
 
 type Task = (Arc<AccountJobs>, String);
@@ -50,7 +52,9 @@ impl FeedRunner {
             .name("feed-runner".to_owned())
             .spawn(move || {
                 // Downloads are background work, like the parse and build on `pool`.
-                crate::jobs::lower_thread_priority();
+                if settings.priority == crate::jobs::BackgroundPriority::Lowest {
+                    crate::jobs::lower_thread_priority();
+                }
                 let client = fetch::client(settings.limits);
                 for (jobs, token) in receiver {
                     let status = match &client {

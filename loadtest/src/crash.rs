@@ -231,7 +231,7 @@ fn config(policy: &str) -> String {
     let preamble = format!(
         "[durability]\nevents_fsync = \"{policy}\"\nfsync_interval_ms = {FSYNC_INTERVAL_MS}\n\
          state_snapshot_interval_secs = 1\nwal_segment_bytes = 65536\n\
-         [deltas]\ncompact_after_changes = 40"
+         [deltas]\ncompact_after_changes = 40\n[feeds]\nbackground_priority = \"normal\""
     );
     let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
         "RV-01",

@@ -22,6 +22,8 @@ state_snapshot_interval_secs = 1
 wal_segment_bytes = 65536
 [deltas]
 compact_after_changes = 40
+[feeds]
+background_priority = "normal"
 [[accounts]]
 access_key = "{DEMO_KEY}"
 secret_key = "{DEMO_SECRET}"

@@ -330,7 +330,10 @@ fn a_torn_log_tail_is_cut_on_restart_and_earlier_deltas_kept() {
 #[test]
 fn the_overlay_is_compacted_into_a_snapshot_that_a_restart_serves() {
     let config = config_with(
-        "[deltas]\ncompact_after_changes = 5\n[durability]\nwal_segment_bytes = 4096\n",
+        // Compactions at the process's priority: this test waits for them, and must not
+        // depend on what else the machine is doing.
+        "[deltas]\ncompact_after_changes = 5\n[durability]\nwal_segment_bytes = 4096\n\
+         [feeds]\nbackground_priority = \"normal\"\n",
     );
     let server = Server::with_config(&config);
     let mut tokens = Vec::new();

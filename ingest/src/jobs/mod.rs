@@ -81,7 +81,7 @@ use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 use self::feeds::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};
 pub use self::log::{Logged, RecordKind, inspect};
-pub use self::pool::{ingest_pool, lower_thread_priority};
+pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };

@@ -3,14 +3,37 @@
 
 use std::sync::Arc;
 
-/// Builds the ingest pool. Its threads run at the lowest scheduling priority (niceness
-/// 19 on Linux): feed builds, compactions and model rebuilds take the CPU that serving
-/// leaves, so a full ingest does not queue requests behind it on a busy machine.
+/// The scheduling priority of background work (the ingest pool, feed downloads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackgroundPriority {
+    /// The lowest (niceness 19 on Linux): feed builds, compactions and model rebuilds
+    /// take the CPU that serving leaves, so a full ingest does not queue requests behind
+    /// it on a busy machine — and on a machine kept busy by other work, they wait.
+    #[default]
+    Lowest,
+    /// The process's own: background work competes with other processes like serving
+    /// does.
+    Normal,
+}
+
+/// Builds the ingest pool at the lowest priority (see [`BackgroundPriority`]).
 pub fn ingest_pool(threads: usize) -> std::io::Result<Arc<rayon::ThreadPool>> {
+    ingest_pool_at(threads, BackgroundPriority::Lowest)
+}
+
+/// Builds the ingest pool at `priority`.
+pub fn ingest_pool_at(
+    threads: usize,
+    priority: BackgroundPriority,
+) -> std::io::Result<Arc<rayon::ThreadPool>> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .thread_name(|i| format!("ingest-{i}"))
-        .start_handler(|_| lower_thread_priority())
+        .start_handler(move |_| {
+            if priority == BackgroundPriority::Lowest {
+                lower_thread_priority();
+            }
+        })
         .build()
         .map(Arc::new)
         .map_err(std::io::Error::other)

@@ -32,7 +32,7 @@ fn account() -> Arc<Account> {
 fn config() -> JobsConfig {
     JobsConfig {
         wal_segment_bytes: 4096,
-        ..JobsConfig::with_pool(ingest_pool(1).unwrap())
+        ..JobsConfig::with_pool(ingest_pool_at(1, BackgroundPriority::Normal).unwrap())
     }
 }
 
