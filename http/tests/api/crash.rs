@@ -277,7 +277,11 @@ fn snapshots(server_dir: &std::path::Path, prefix: &str) -> Vec<std::path::PathB
     let mut found: Vec<_> = std::fs::read_dir(&account)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        // Whole snapshots only: not a `.tmp` being written when the server was killed.
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(prefix) && name.ends_with(".snap")
+        })
         .collect();
     found.sort();
     found
