@@ -216,8 +216,24 @@ fn matches_search(idx: ProductIdx, term: &str, ctx: &Context<'_>) -> bool {
     let Some(product) = ctx.catalogue.product(idx) else {
         return false;
     };
-    let contains = |text: &str| text.to_lowercase().contains(term);
-    contains(product.title.as_str()) || product.search_tags.iter().any(|t| contains(t.as_str()))
+    contains_lowercase(product.title.as_str(), term)
+        || product
+            .search_tags
+            .iter()
+            .any(|t| contains_lowercase(t.as_str(), term))
+}
+
+/// Whether `text` contains `term` (lower-case) ignoring case; without allocating when
+/// `text` is ASCII, which product titles and tags mostly are.
+fn contains_lowercase(text: &str, term: &str) -> bool {
+    if !text.is_ascii() {
+        return text.to_lowercase().contains(term);
+    }
+    let (text, term) = (text.as_bytes(), term.as_bytes());
+    term.is_empty()
+        || text
+            .windows(term.len())
+            .any(|window| window.eq_ignore_ascii_case(term))
 }
 
 /// Calls `take` with candidates in preference order until it returns `false`.
@@ -432,6 +448,15 @@ fn similar(ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_terms_match_ignoring_case_with_and_without_ascii() {
+        assert!(contains_lowercase("Red HAT", "hat"));
+        assert!(!contains_lowercase("Red cap", "hat"));
+        assert!(contains_lowercase("Écharpe", "écharpe"));
+        assert!(!contains_lowercase("Red", "é"));
+        assert!(contains_lowercase("anything", ""));
+    }
     use crate::catalogue::{CatalogueBuilder, GroupPrice, PriceSet, Product, Visibility};
     use crate::testing::money;
     use crate::zone::ZoneKind;

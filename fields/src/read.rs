@@ -376,11 +376,8 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     /// An optional id: a string, or a whole JSON number read as its decimal text.
     pub fn opt_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
         let value = self.get(key)?;
-        if let Some(text) = value.as_text() {
-            return Some(Cow::Borrowed(text));
-        }
-        match value.as_number().and_then(whole_number_text) {
-            Some(text) => Some(Cow::Owned(text)),
+        match id_text(value) {
+            Some(text) => Some(text),
             None => {
                 errors.push(
                     self.path_of(key),
@@ -501,10 +498,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         check: impl Fn(&str) -> Result<(), String>,
     ) -> Option<Vec<String>> {
         let items = self.opt_array(key, errors)?;
-        self.texts_of(key, items, errors, check, |item| match item.as_text() {
-            Some(text) => Some(Cow::Borrowed(text)),
-            None => item.as_number().and_then(whole_number_text).map(Cow::Owned),
-        })
+        self.texts_of(key, items, errors, check, id_text)
     }
 
     fn strings_of(
@@ -543,6 +537,17 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
             }
         }
         (errors.total() == before).then_some(out)
+    }
+}
+
+/// An id as text: a string, or a whole number's decimal text.
+fn id_text<V: JsonValue>(value: &V) -> Option<Cow<'_, str>> {
+    match value.as_text() {
+        Some(text) => Some(Cow::Borrowed(text)),
+        None => value
+            .as_number()
+            .and_then(whole_number_text)
+            .map(Cow::Owned),
     }
 }
 
