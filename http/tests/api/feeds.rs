@@ -237,23 +237,9 @@ fn import_writes_the_snapshot_the_server_opens() {
     let feed = dir.path().join("feed.json");
     std::fs::write(&feed, vendor_fixture("ProductFeedWithGroupPrices.json")).unwrap();
     let data = dir.path().join("data");
-    let import = |account: &str| {
-        std::process::Command::new(crate::common::binary())
-            .args(["import", "--account", account, "--config"])
-            .arg(&config)
-            .arg("--data-dir")
-            .arg(&data)
-            .arg(&feed)
-            .output()
-            .unwrap()
-    };
-    let out = import("feed-shop");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let import =
+        |account: &str| crate::common::import(account, &config, &data, &[feed.as_os_str()]);
+    let stdout = crate::common::succeeded(&import("feed-shop"));
     assert!(
         stdout.contains("imported 3 products into feed-shop"),
         "{stdout}"

@@ -776,21 +776,13 @@ fn vitrine_import_orders_records_an_order_history_the_server_then_serves() {
          \n9003,,bob@example.com,not a date,P00779,1.0000,10.0000,10.0000",
     )
     .unwrap();
-    let out = std::process::Command::new(crate::common::binary())
-        .args(["import", "--account", DEMO_KEY, "--config"])
-        .arg(dir.path().join("vitrine.toml"))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .arg("--orders")
-        .arg(&csv)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::common::import(
+        DEMO_KEY,
+        &dir.path().join("vitrine.toml"),
+        &dir.path().join("data"),
+        &["--orders".as_ref(), csv.as_os_str()],
     );
+    let stdout = crate::common::succeeded(&out);
     assert!(
         stdout.contains("2 orders from 3 rows; 1 rows skipped: line 4: DateTimeStamp"),
         "{stdout}"

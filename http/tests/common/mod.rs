@@ -93,6 +93,34 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_vitrine")
 }
 
+/// `vitrine import --account KEY --config FILE --data-dir DIR ARGS…`: its output.
+pub fn import(
+    account: &str,
+    config: &Path,
+    data: &Path,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    std::process::Command::new(binary())
+        .args(["import", "--account", account, "--config"])
+        .arg(config)
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .output()
+        .expect("running vitrine import")
+}
+
+/// The stdout of a command that must have succeeded (its stderr in the failure).
+pub fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 impl Server {
     /// The demo default (no --config).
     pub fn demo() -> Server {
