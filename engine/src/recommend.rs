@@ -118,6 +118,17 @@ pub fn item_price(
     product: &ArchivedProduct,
     ctx: &Context<'_>,
 ) -> Option<ItemPrice> {
+    priced(idx, product, ctx).map(|(price, _)| price)
+}
+
+/// [`item_price`], and whether it is the product's own price in the currency (the same
+/// for every visitor, so its rendering can be shared) rather than an account or group
+/// price.
+pub fn priced(
+    idx: ProductIdx,
+    product: &ArchivedProduct,
+    ctx: &Context<'_>,
+) -> Option<(ItemPrice, bool)> {
     let account_set = ctx
         .account_id
         .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
@@ -130,7 +141,7 @@ pub fn item_price(
         Some(set) => (set.price_in(ctx.currency), set.sale_in(ctx.currency)),
         None => ctx.catalogue.own_prices(idx, ctx.currency),
     };
-    price_from(regular?, sale)
+    Some((price_from(regular?, sale)?, chosen.is_none()))
 }
 
 fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {

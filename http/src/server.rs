@@ -19,7 +19,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use vitrine_engine::catalogue::UnixMillis;
@@ -330,6 +329,7 @@ fn dispatch(
     body: &[u8],
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
+    use api::parse_json;
     match endpoint {
         Endpoint::Delta | Endpoint::ProductDelta => {
             api::delta::handle_delta(state, &parse_json(body)?, endpoint)
@@ -340,7 +340,7 @@ fn dispatch(
         Endpoint::PluginValidate => api::plugin::handle_validate(state, &parse_json(body)?),
         Endpoint::PluginDashboard => api::plugin::handle_dashboard(state, &parse_json(body)?),
         Endpoint::PluginDelete => api::plugin::handle_delete(state, &parse_json(body)?),
-        Endpoint::Serverside => api::serverside::handle(state, &parse_json(body)?, now),
+        Endpoint::Serverside => api::serverside::handle_bytes(state, body, now),
         Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(body)?, now),
         Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
         Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
@@ -374,11 +374,6 @@ async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, Ap
             "body: could not be read: {error}"
         )])),
     }
-}
-
-fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))
 }
 
 fn reply_response(reply: Reply) -> Response<Full<Bytes>> {

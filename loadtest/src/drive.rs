@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::client::conn::http1::SendRequest;
 
-use crate::traffic::{Credentials, Mix, Shelf, Shopper, ZoneMap};
+use vitrine_benches::traffic::{Credentials, Mix, Shelf, Shopper, ZoneMap};
 
 /// Where in the run a request was scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! - `run`: simulated shoppers against a spawned or running server, closed or open
 //!   loop, with HDR percentiles of round trip and server time and the ratio to a bare
-//!   hyper baseline (`run.rs`, `traffic.rs`, `drive.rs`, `baseline.rs`,
+//!   hyper baseline (`run.rs`, `drive.rs`, the shoppers in `vitrine_benches::traffic`,, `baseline.rs`,
 //!   `provision.rs`).
 //! - `eval`, `gen-interactions`: recommendation quality (`eval.rs`).
 //! - `gen-feed`: a synthetic product feed.
@@ -20,7 +20,6 @@ mod drive;
 mod eval;
 mod provision;
 mod run;
-mod traffic;
 
 use anyhow::Context;
 use bytes::Bytes;

@@ -14,70 +14,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
-
-/// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
-/// and `--secret-key` fit both the demo and a spawned store.
-pub(crate) const ACCESS_KEY: &str = vitrine_testkit::DEMO_KEY;
-const SECRET_KEY: &str = vitrine_testkit::DEMO_SECRET;
-
-/// The config of a spawned server: the demo's account and zone ids, with strategies a
-/// store would put on each page, and loopback feed URLs allowed (the feed comes from
-/// the harness).
-fn config(demo_catalogue: bool) -> String {
-    let zone = |id: &str, title: &str, strategy: &str, fallback: &[&str], count: usize| {
-        ZoneToml::new(id, strategy, count)
-            .titled(title)
-            .fallback(fallback)
-    };
-    let account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
-        .zone(zone(
-            "HP-01",
-            "Recommended for you",
-            "personalized",
-            &["trending"],
-            8,
-        ))
-        .zone(zone(
-            "PP-01",
-            "Customers also viewed",
-            "viewed_together",
-            &["similar", "trending"],
-            8,
-        ))
-        .zone(zone(
-            "PP-02",
-            "Recently viewed",
-            "recently_viewed",
-            &["trending"],
-            6,
-        ))
-        .zone(zone(
-            "CP-01",
-            "Top in this category",
-            "category_top",
-            &["trending"],
-            8,
-        ))
-        .zone(zone("SR-01", "On offer", "on_offer", &["trending"], 8))
-        .zone(zone(
-            "BP-01",
-            "Complete your basket",
-            "basket_cross_sell",
-            &["top_sellers", "trending"],
-            6,
-        ))
-        .zone(zone(
-            "OC-01",
-            "Bought together",
-            "bought_together",
-            &["personalized", "top_sellers"],
-            6,
-        ));
-    ConfigToml::new("region = \"eu\"\n\n[feeds]\nallow_private_addresses = true")
-        .account(account)
-        .to_toml()
-}
+use vitrine_benches::traffic::store_config;
+use vitrine_testkit::TestServer;
 
 /// A `vitrine serve` started by the harness in a temporary directory (the workspace's
 /// `TestServer`); killed on drop.
@@ -95,7 +33,7 @@ impl Spawned {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let server = TestServer::start(&binary, Some(&config(demo_catalogue)))?;
+        let server = TestServer::start(&binary, Some(&store_config(demo_catalogue)))?;
         Ok(Spawned {
             addr: server.addr(),
             server,

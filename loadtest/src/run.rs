@@ -16,7 +16,7 @@ use crate::Target;
 use crate::baseline::Baseline;
 use crate::drive::{Control, Pacing, Phase, Recording, Traffic, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
-use crate::traffic::{Credentials, Mix, Shelf, ZoneMap};
+use vitrine_benches::traffic::{Credentials, Mix, Shelf, ZoneMap};
 
 /// Settings of `vitrine-loadtest run`.
 #[derive(Debug, Clone, clap::Args, Serialize)]

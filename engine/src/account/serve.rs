@@ -12,7 +12,7 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
 use crate::models::Neighbours;
 use crate::money::Currency;
-use crate::recommend::{Context, ItemPrice, fill_zone, item_price};
+use crate::recommend::{Context, ItemPrice, fill_zone, priced};
 use crate::state::Tracked;
 use crate::visitor::{Visitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
@@ -71,6 +71,9 @@ pub struct RenderedItem {
     pub product: ProductIdx,
     /// The price for this visitor.
     pub price: ItemPrice,
+    /// Whether `price` is the product's own price in the request's currency, the same
+    /// for every visitor (not an account or group price).
+    pub shared_price: bool,
 }
 
 /// A filled zone.
@@ -232,9 +235,11 @@ fn fill<'s>(
             .into_iter()
             .filter_map(|idx| {
                 let product = catalogue.product(idx)?;
+                let (price, shared_price) = priced(idx, product, ctx)?;
                 Some(RenderedItem {
                     product: idx,
-                    price: item_price(idx, product, ctx)?,
+                    price,
+                    shared_price,
                 })
             })
             .collect(),

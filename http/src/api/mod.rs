@@ -50,6 +50,12 @@ impl Reply {
     }
 }
 
+/// A request body as JSON; a 400 naming the syntax error otherwise.
+pub fn parse_json(body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))
+}
+
 /// `Tokens`: a required, non-empty array of strings, at most `max` of them.
 pub fn tokens(fields: &Fields<'_, '_>, max: usize) -> Result<Vec<String>, ApiError> {
     let mut errors = Errors::default();

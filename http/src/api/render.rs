@@ -8,11 +8,11 @@
 //! what serializing [`WireItem`] gives (a test holds the two together); html zones hand
 //! [`WireItem`]s to their templates.
 
-use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
-use dashmap::DashMap;
+use parking_lot::RwLock;
 use serde::Serialize;
 use vitrine_engine::account::{RenderedItem, RenderedZone, ServeOutcome};
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
@@ -26,11 +26,15 @@ use crate::state::AccountEntry;
 /// written per request (the hot products of a store fit well within it).
 pub const MAX_CACHED_PRODUCTS: usize = 50_000;
 
+/// Currencies whose prices are kept rendered per product at most.
+pub const MAX_CACHED_CURRENCIES: usize = 8;
+
 /// Bytes reserved for a response body up front (two zones of ten products fit).
 const RESPONSE_CAPACITY: usize = 16 * 1024;
 
 /// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
 /// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
+/// Its own prices (those every visitor sees) are rendered once per currency too.
 #[derive(Debug)]
 pub struct ProductText {
     text: Box<[u8]>,
@@ -38,6 +42,32 @@ pub struct ProductText {
     /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
     on_offer: bool,
     new_arrival: bool,
+    /// The product's own prices, rendered per currency (see [`PriceText`]).
+    prices: RwLock<Vec<(Currency, Arc<PriceText>)>>,
+}
+
+/// The price fields of an item, `"Price":…,` through the last price field and its
+/// comma, and whether the price is a sale.
+#[derive(Debug)]
+struct PriceText {
+    text: Box<[u8]>,
+    sale: bool,
+}
+
+impl PriceText {
+    fn of(price: &ItemPrice, symbol: &str) -> PriceText {
+        let mut text = to_vec(&WirePrices::of(price, symbol));
+        // `{…}` → `…,`
+        text.pop();
+        text.push(b',');
+        if !text.is_empty() {
+            text.remove(0);
+        }
+        PriceText {
+            text: text.into_boxed_slice(),
+            sale: price.was.is_some(),
+        }
+    }
 }
 
 impl ProductText {
@@ -62,6 +92,7 @@ impl ProductText {
             split,
             on_offer,
             new_arrival,
+            prices: RwLock::new(Vec::new()),
         })
     }
 
@@ -72,22 +103,50 @@ impl ProductText {
     fn tail(&self) -> &[u8] {
         self.text.get(self.split..).unwrap_or_default()
     }
+
+    /// The rendered own prices in `currency`: kept from an earlier request, else
+    /// rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`] currencies).
+    fn own_prices(&self, price: &ItemPrice, symbol: &str) -> Arc<PriceText> {
+        let currency = price.price.currency;
+        let find = |prices: &[(Currency, Arc<PriceText>)]| {
+            prices
+                .iter()
+                .find(|(c, _)| *c == currency)
+                .map(|(_, text)| Arc::clone(text))
+        };
+        if let Some(text) = find(&self.prices.read()) {
+            return text;
+        }
+        let text = Arc::new(PriceText::of(price, symbol));
+        let mut prices = self.prices.write();
+        if let Some(text) = find(&prices) {
+            return text;
+        }
+        if prices.len() < MAX_CACHED_CURRENCIES {
+            prices.push((currency, Arc::clone(&text)));
+        }
+        text
+    }
 }
 
-/// The [`ProductText`]s of one catalogue version of an account.
+/// The [`ProductText`]s of one catalogue version of an account, by dense id.
 #[derive(Debug)]
 pub struct ProductTexts {
     /// The version the texts were written from (held, so its address is not reused).
     catalogue: Arc<Catalogue>,
-    texts: DashMap<ProductIdx, Arc<ProductText>>,
+    texts: Box<[OnceLock<Option<Box<ProductText>>>]>,
+    /// Texts kept so far (at most [`MAX_CACHED_PRODUCTS`]).
+    kept: AtomicUsize,
 }
 
 impl ProductTexts {
     /// An empty cache for `catalogue`.
     pub fn new(catalogue: Arc<Catalogue>) -> ProductTexts {
+        let slots = catalogue.idx_bound() as usize;
         ProductTexts {
             catalogue,
-            texts: DashMap::new(),
+            texts: (0..slots).map(|_| OnceLock::new()).collect(),
+            kept: AtomicUsize::new(0),
         }
     }
 
@@ -103,15 +162,26 @@ impl ProductTexts {
         fresh
     }
 
-    fn get(&self, idx: ProductIdx) -> Option<Arc<ProductText>> {
-        if let Some(text) = self.texts.get(&idx) {
-            return Some(Arc::clone(&text));
+    /// Calls `write` with the text of product `idx`: the kept one, else one written now
+    /// (and kept while fewer than [`MAX_CACHED_PRODUCTS`] are).
+    fn with<R>(&self, idx: ProductIdx, write: impl FnOnce(&ProductText) -> R) -> Option<R> {
+        let slot = self.texts.get(idx as usize)?;
+        if let Some(text) = slot.get() {
+            return text.as_deref().map(write);
         }
-        let text = Arc::new(ProductText::of(&self.catalogue, idx)?);
-        if self.texts.len() < MAX_CACHED_PRODUCTS {
-            self.texts.insert(idx, Arc::clone(&text));
+        if self.kept.load(Ordering::Relaxed) >= MAX_CACHED_PRODUCTS {
+            return ProductText::of(&self.catalogue, idx).map(|text| write(&text));
         }
-        Some(text)
+        let text = slot.get_or_init(|| {
+            self.kept.fetch_add(1, Ordering::Relaxed);
+            ProductText::of(&self.catalogue, idx).map(Box::new)
+        });
+        text.as_deref().map(write)
+    }
+
+    /// Number of product texts kept.
+    pub fn kept(&self) -> usize {
+        self.kept.load(Ordering::Relaxed)
     }
 }
 
@@ -175,10 +245,10 @@ pub fn response(
             first = false;
         };
         for item in &zone.items {
-            if let Some(text) = texts.get(item.product) {
+            texts.with(item.product, |text| {
                 separate(&mut out);
-                write_product(&mut out, &text, item, &symbol);
-            }
+                write_product(&mut out, text, item, &symbol);
+            });
         }
         for other in other_entries(catalogue, zone, entry) {
             separate(&mut out);
@@ -195,27 +265,26 @@ pub fn response(
     out
 }
 
-/// One product item: its fixed text around this request's prices.
+/// One product item: its fixed text around this request's prices (the product's own
+/// prices rendered once per currency, an account or group price rendered now).
 fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem, symbol: &str) {
     out.extend_from_slice(text.head());
-    // `{"Price":…}` written in place, then made `"Price":…,`.
-    let start = out.len();
-    write_json(out, &WirePrices::of(&item.price, symbol));
-    if out.get(start) == Some(&b'{') {
-        out.remove(start);
-    }
-    if out.last() == Some(&b'}') {
-        out.pop();
-    }
-    out.push(b',');
+    let sale = if item.shared_price {
+        let prices = text.own_prices(&item.price, symbol);
+        out.extend_from_slice(&prices.text);
+        prices.sale
+    } else {
+        let prices = PriceText::of(&item.price, symbol);
+        out.extend_from_slice(&prices.text);
+        prices.sale
+    };
     out.extend_from_slice(text.tail());
-    // `write!` into a Vec cannot fail.
-    let _ = write!(
-        out,
-        "\"OnOffer\":{},\"NewArrival\":{}}}",
-        text.on_offer || item.price.was.is_some(),
-        text.new_arrival
-    );
+    out.extend_from_slice(match (text.on_offer || sale, text.new_arrival) {
+        (true, true) => br#""OnOffer":true,"NewArrival":true}"#,
+        (true, false) => br#""OnOffer":true,"NewArrival":false}"#,
+        (false, true) => br#""OnOffer":false,"NewArrival":true}"#,
+        (false, false) => br#""OnOffer":false,"NewArrival":false}"#,
+    });
 }
 
 fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
@@ -495,7 +564,7 @@ mod tests {
 
     /// The cached text with this request's prices is, byte for byte, the serialized
     /// [`WireItem`], for every product of the demo catalogue, with and without a sale,
-    /// in two currencies.
+    /// in three currencies, with shared (cached) and personal (rendered now) prices.
     #[test]
     fn product_text_is_the_serialized_item() {
         let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
@@ -507,34 +576,74 @@ mod tests {
                 ("USD", Some(200_001)),
                 ("JPY", Some(150_000)),
             ] {
-                let currency = Currency::from_code(code).unwrap();
-                let money = |minor| Money { minor, currency };
-                let item = RenderedItem {
-                    product: idx,
-                    price: ItemPrice {
-                        price: money(123_450),
-                        was: was.map(money),
-                    },
-                };
-                let symbol = currency.symbol();
-                let mut fast = Vec::new();
-                let text = texts.get(idx).unwrap();
-                write_product(&mut fast, &text, &item, &symbol);
-                let serde =
-                    serde_json::to_vec(&item_json(&catalogue, &item, &symbol).unwrap()).unwrap();
-                assert_eq!(
-                    String::from_utf8(fast).unwrap(),
-                    String::from_utf8(serde).unwrap()
-                );
-                checked += 1;
+                for shared_price in [true, false] {
+                    let currency = Currency::from_code(code).unwrap();
+                    let money = |minor| Money { minor, currency };
+                    let item = RenderedItem {
+                        product: idx,
+                        price: ItemPrice {
+                            price: money(123_450),
+                            was: was.map(money),
+                        },
+                        shared_price,
+                    };
+                    let symbol = currency.symbol();
+                    let fast = texts
+                        .with(idx, |text| {
+                            let mut fast = Vec::new();
+                            write_product(&mut fast, text, &item, &symbol);
+                            fast
+                        })
+                        .unwrap();
+                    let serde = serde_json::to_vec(&item_json(&catalogue, &item, &symbol).unwrap())
+                        .unwrap();
+                    assert_eq!(
+                        String::from_utf8(fast).unwrap(),
+                        String::from_utf8(serde).unwrap()
+                    );
+                    checked += 1;
+                }
             }
         }
-        assert!(checked > 3000, "{checked}");
-        // Texts are cached up to the bound, and a later version gets a cache of its own.
-        assert_eq!(texts.texts.len(), catalogue.len().min(MAX_CACHED_PRODUCTS));
+        assert!(checked > 6000, "{checked}");
+        // Texts are cached up to the bound, with the shared prices of each currency, and
+        // a later version gets a cache of its own.
+        assert_eq!(texts.kept(), catalogue.len().min(MAX_CACHED_PRODUCTS));
+        let cached = texts.texts.iter().filter_map(|t| t.get()?.as_deref());
+        assert!(cached.clone().all(|text| text.prices.read().len() == 3));
         let current = ArcSwap::from_pointee(texts);
         let next = Arc::new(catalogue.edit().finish());
-        assert!(ProductTexts::of(&current, &next).texts.is_empty());
+        assert_eq!(ProductTexts::of(&current, &next).kept(), 0);
         assert!(Arc::ptr_eq(&current.load().catalogue, &next));
+    }
+
+    /// A shared price cached for one currency is not served for another.
+    #[test]
+    fn shared_prices_are_kept_per_currency() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let texts = ProductTexts::new(Arc::clone(&catalogue));
+        let (idx, _) = catalogue.iter().next().unwrap();
+        let render = |code: &str, minor: i64| {
+            let currency = Currency::from_code(code).unwrap();
+            let item = RenderedItem {
+                product: idx,
+                price: ItemPrice {
+                    price: Money { minor, currency },
+                    was: None,
+                },
+                shared_price: true,
+            };
+            let symbol = currency.symbol();
+            texts
+                .with(idx, |text| {
+                    let mut out = Vec::new();
+                    write_product(&mut out, text, &item, &symbol);
+                    String::from_utf8(out).unwrap()
+                })
+                .unwrap()
+        };
+        assert!(render("GBP", 4399).contains(r#""DisplayPrice":"£43.99""#));
+        assert!(render("USD", 5000).contains(r#""DisplayPrice":"$50.00""#));
+        assert!(render("GBP", 4399).contains(r#""CurrencySymbol":"£""#));
     }
 }

@@ -33,6 +33,11 @@ pub const MAX_LABEL_LEN: usize = 64;
 /// Longest free-text personal field (names, titles, postcodes) accepted.
 pub const MAX_TEXT_LEN: usize = 256;
 
+/// Handles one request body, as received.
+pub fn handle_bytes(state: &AppState, body: &[u8], now: UnixMillis) -> Result<Reply, ApiError> {
+    handle(state, &crate::api::parse_json(body)?, now)
+}
+
 /// Handles one request body.
 pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, ApiError> {
     let mut errors = Errors::default();

@@ -7,6 +7,11 @@
 //! sends customer details. Every request carries the visitor id, the session id the
 //! server handed out, and the zones configured for its page type.
 
+#![expect(
+    clippy::indexing_slicing,
+    reason = "a measuring tool: shelf indexes are bounded by construction; a panic aborts one run"
+)]
+
 use std::collections::VecDeque;
 use std::fmt::Write;
 
@@ -15,22 +20,86 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::Serialize;
+use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+
+/// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
+/// and `--secret-key` fit both the demo and a spawned store.
+pub const ACCESS_KEY: &str = vitrine_testkit::DEMO_KEY;
+pub const SECRET_KEY: &str = vitrine_testkit::DEMO_SECRET;
+
+/// The config of the store the harness spawns (and the allocations bench opens): the demo's account and zone ids, with strategies a
+/// store would put on each page, and loopback feed URLs allowed (the feed comes from
+/// the harness).
+pub fn store_config(demo_catalogue: bool) -> String {
+    let zone = |id: &str, title: &str, strategy: &str, fallback: &[&str], count: usize| {
+        ZoneToml::new(id, strategy, count)
+            .titled(title)
+            .fallback(fallback)
+    };
+    let account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
+        .zone(zone(
+            "HP-01",
+            "Recommended for you",
+            "personalized",
+            &["trending"],
+            8,
+        ))
+        .zone(zone(
+            "PP-01",
+            "Customers also viewed",
+            "viewed_together",
+            &["similar", "trending"],
+            8,
+        ))
+        .zone(zone(
+            "PP-02",
+            "Recently viewed",
+            "recently_viewed",
+            &["trending"],
+            6,
+        ))
+        .zone(zone(
+            "CP-01",
+            "Top in this category",
+            "category_top",
+            &["trending"],
+            8,
+        ))
+        .zone(zone("SR-01", "On offer", "on_offer", &["trending"], 8))
+        .zone(zone(
+            "BP-01",
+            "Complete your basket",
+            "basket_cross_sell",
+            &["top_sellers", "trending"],
+            6,
+        ))
+        .zone(zone(
+            "OC-01",
+            "Bought together",
+            "bought_together",
+            &["personalized", "top_sellers"],
+            6,
+        ));
+    ConfigToml::new("region = \"eu\"\n\n[feeds]\nallow_private_addresses = true")
+        .account(account)
+        .to_toml()
+}
 
 /// The page types a session visits, with the zones each asks for.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct ZoneMap {
-    pub(crate) homepage: Vec<String>,
-    pub(crate) category_listing_page: Vec<String>,
-    pub(crate) search_results: Vec<String>,
-    pub(crate) product_page: Vec<String>,
-    pub(crate) basket_page: Vec<String>,
-    pub(crate) order_complete_page: Vec<String>,
+pub struct ZoneMap {
+    pub homepage: Vec<String>,
+    pub category_listing_page: Vec<String>,
+    pub search_results: Vec<String>,
+    pub product_page: Vec<String>,
+    pub basket_page: Vec<String>,
+    pub order_complete_page: Vec<String>,
 }
 
 impl ZoneMap {
     /// Parses `page_type=ZONE+ZONE;page_type=ZONE...` over the defaults: the zone ids of
     /// the embedded demo (and of the store `--spawn` provisions).
-    pub(crate) fn parse(spec: Option<&str>) -> anyhow::Result<ZoneMap> {
+    pub fn parse(spec: Option<&str>) -> anyhow::Result<ZoneMap> {
         let mut map = ZoneMap::default();
         let Some(spec) = spec else {
             return Ok(map);
@@ -79,32 +148,51 @@ impl Default for ZoneMap {
 
 /// What a session does, as shares in [0, 1].
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Mix {
+pub struct Mix {
     /// Visitors that come and go (a session picks one of them uniformly).
-    pub(crate) visitors: u64,
+    pub visitors: u64,
     /// Fewest products viewed per session.
-    pub(crate) browse_min: u32,
+    pub browse_min: u32,
     /// Most products viewed per session.
-    pub(crate) browse_max: u32,
+    pub browse_max: u32,
     /// Share of product views near the previous product (viewed together) rather than
     /// drawn by popularity.
-    pub(crate) related: f64,
+    pub related: f64,
     /// Share of sessions that put products in the basket.
-    pub(crate) basket: f64,
+    pub basket: f64,
     /// Share of basket sessions that order.
-    pub(crate) order: f64,
+    pub order: f64,
     /// Share of sessions that send customer details on landing.
-    pub(crate) details: f64,
+    pub details: f64,
     /// Share of sessions in the second currency (USD; the rest use the account's default).
-    pub(crate) second_currency: f64,
+    pub second_currency: f64,
     /// Share of identified shoppers that are B2B (an account id and the `trade` group).
-    pub(crate) b2b: f64,
+    pub b2b: f64,
     /// Zipf exponent of product popularity.
-    pub(crate) zipf: f64,
+    pub zipf: f64,
+}
+
+impl Default for Mix {
+    /// The harness's defaults (`vitrine-loadtest run --help`).
+    fn default() -> Mix {
+        Mix {
+            visitors: 50_000,
+            browse_min: 3,
+            browse_max: 8,
+            related: 0.4,
+            basket: 0.3,
+            order: 0.35,
+            details: 0.1,
+            second_currency: 0.2,
+            b2b: 0.1,
+            zipf: 1.0,
+        }
+    }
 }
 
 impl Mix {
-    pub(crate) fn check(&self) -> anyhow::Result<()> {
+    /// Checks every share is in [0, 1] and the ranges are well-formed.
+    pub fn check(&self) -> anyhow::Result<()> {
         for (name, share) in [
             ("--related-share", self.related),
             ("--basket-share", self.basket),
@@ -136,18 +224,14 @@ impl Mix {
 
 /// The products and categories the shoppers see, ids already JSON-quoted.
 #[derive(Debug)]
-pub(crate) struct Shelf {
+pub struct Shelf {
     products: Vec<String>,
     categories: Vec<String>,
     popularity: Zipf<f64>,
 }
 
 impl Shelf {
-    pub(crate) fn new(
-        products: Vec<String>,
-        categories: Vec<String>,
-        zipf: f64,
-    ) -> anyhow::Result<Shelf> {
+    pub fn new(products: Vec<String>, categories: Vec<String>, zipf: f64) -> anyhow::Result<Shelf> {
         if products.is_empty() {
             bail!("no product ids to browse");
         }
@@ -165,8 +249,13 @@ impl Shelf {
         })
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.products.len()
+    }
+
+    /// Whether there are no products (never: [`Shelf::new`] refuses an empty shelf).
+    pub fn is_empty(&self) -> bool {
+        self.products.is_empty()
     }
 
     /// A product index by popularity (index 0 the most popular).
@@ -178,12 +267,12 @@ impl Shelf {
 
 /// The fixed part of every request: credentials and client description.
 #[derive(Debug)]
-pub(crate) struct Credentials {
+pub struct Credentials {
     prefix: String,
 }
 
 impl Credentials {
-    pub(crate) fn new(access_key: &str, secret_key: &str) -> Credentials {
+    pub fn new(access_key: &str, secret_key: &str) -> Credentials {
         let quote = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
         Credentials {
             prefix: format!(
@@ -218,7 +307,7 @@ struct Identity {
 
 /// One simulated shopper after another on one connection.
 #[derive(Debug)]
-pub(crate) struct Shopper {
+pub struct Shopper {
     rng: SmallRng,
     run: u64,
     worker: usize,
@@ -234,7 +323,7 @@ pub(crate) struct Shopper {
 
 impl Shopper {
     /// `run` makes order ids unique across runs against the same server.
-    pub(crate) fn new(seed: u64, run: u64, worker: usize) -> Shopper {
+    pub fn new(seed: u64, run: u64, worker: usize) -> Shopper {
         Shopper {
             rng: SmallRng::seed_from_u64(
                 seed ^ (worker as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -297,7 +386,7 @@ impl Shopper {
     }
 
     /// The body of the next request, starting a new session when the last one ended.
-    pub(crate) fn next_request(
+    pub fn next_request(
         &mut self,
         shelf: &Shelf,
         mix: &Mix,
@@ -410,7 +499,7 @@ impl Shopper {
     }
 
     /// Keeps the session id of the server's answer for the session's next requests.
-    pub(crate) fn observe(&mut self, response: &[u8]) {
+    pub fn observe(&mut self, response: &[u8]) {
         if self.session.is_some() {
             return;
         }

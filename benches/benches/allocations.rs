@@ -1,0 +1,111 @@
+//! Allocations per `/api/serverside` request on the load harness's traffic.
+//!
+//! The store the harness spawns (its config and `VITRINE_BENCH_PRODUCTS` products of
+//! the synthetic feed, default 100,000) is opened in-process and the harness's shoppers
+//! (`vitrine_benches::traffic`, default mix) send their requests straight to the
+//! handler, body bytes to response bytes. After a warm-up that gives the visitors
+//! history and fills the models, the allocations of every thread (the handler's, and the
+//! log writer's for the logged events) are counted per request. Prints the mean, median
+//! and p99 allocations and the bytes allocated per request. Counting only: the global
+//! allocator here is the instrumented system allocator, so no timing is taken.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a bench fails loudly where its setup does not hold"
+)]
+
+use std::alloc::System;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use vitrine_benches::feedgen::{CATEGORIES, generate_feed, product_id};
+use vitrine_benches::traffic::{
+    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
+};
+use vitrine_http::config::{self, Overrides};
+use vitrine_http::state::AppState;
+use vitrine_ingest::jobs::FeedStatus;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Shoppers sending requests in turn (as the harness's connections do).
+const SHOPPERS: usize = 32;
+const WARMUP_REQUESTS: usize = 50_000;
+const COUNTED_REQUESTS: usize = 20_000;
+
+fn main() {
+    let products = vitrine_benches::bench_products();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vitrine.toml");
+    std::fs::write(&path, store_config(false)).unwrap();
+    let overrides = Overrides {
+        listen: None,
+        data_dir: Some(dir.path().join("data")),
+    };
+    let state = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
+    let entry = state.account(ACCESS_KEY).unwrap();
+    let mut feed = generate_feed(products, 42);
+    let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
+    assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+    drop(feed);
+
+    let mix = Mix::default();
+    let shelf = Shelf::new(
+        (0..products).map(product_id).collect(),
+        (0..CATEGORIES).map(|c| format!("c{c}")).collect(),
+        mix.zipf,
+    )
+    .unwrap();
+    let zones = ZoneMap::default();
+    let credentials = Credentials::new(ACCESS_KEY, SECRET_KEY);
+    let mut shoppers: Vec<Shopper> = (0..SHOPPERS).map(|w| Shopper::new(1, 1, w)).collect();
+    let mut now = 1_800_000_000_000;
+    let mut send = |n: usize| {
+        let shopper = &mut shoppers[n % SHOPPERS];
+        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+        now += 1;
+        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
+        shopper.observe(&reply.body);
+        drop(body);
+        reply.body.len()
+    };
+    for n in 0..WARMUP_REQUESTS {
+        send(n);
+        if n % 5_000 == 0 {
+            state.pool().install(|| entry.account.rebuild_models());
+        }
+    }
+    state.pool().install(|| entry.account.rebuild_models());
+
+    // The request body is made before the region starts and dropped after it ends: only
+    // the server's allocations are counted.
+    let mut counts = Vec::with_capacity(COUNTED_REQUESTS);
+    let mut bytes = 0usize;
+    let mut answer_bytes = 0usize;
+    for n in 0..COUNTED_REQUESTS {
+        let shopper = &mut shoppers[n % SHOPPERS];
+        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+        now += 1;
+        let region = Region::new(GLOBAL);
+        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
+        shopper.observe(&reply.body);
+        answer_bytes += reply.body.len();
+        drop(reply);
+        let change = region.change();
+        counts.push(change.allocations + change.reallocations);
+        bytes += change.bytes_allocated;
+    }
+    counts.sort_unstable();
+    let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+    let at = |q: f64| counts[((counts.len() - 1) as f64 * q) as usize];
+    println!(
+        "allocations per serverside request ({COUNTED_REQUESTS} requests of the harness's default mix, {products} products, after {WARMUP_REQUESTS} warm-up requests): mean {mean:.1}, median {}, p99 {}, max {}; {:.0} bytes allocated per request; answers {:.0} bytes on average",
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        bytes as f64 / COUNTED_REQUESTS as f64,
+        answer_bytes as f64 / COUNTED_REQUESTS as f64,
+    );
+    state.shutdown();
+}
