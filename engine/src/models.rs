@@ -12,7 +12,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use dashmap::DashMap;
 use rayon::prelude::*;
 
-use crate::catalogue::UnixMillis;
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 
 /// Partners counted per product at most; when full, the weakest partner makes room.
 pub const MAX_PARTNERS: usize = 64;
@@ -131,6 +131,20 @@ impl CoCounts {
         self.pairs.is_empty()
     }
 
+    /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`],
+    /// in the dense ids of `catalogue` (products it lacks are left out); computed in
+    /// parallel on the current rayon pool.
+    pub fn lists_in(&self, keys: &ProductKeys, catalogue: &Catalogue) -> ProductLists {
+        self.neighbours(keys)
+            .into_par_iter()
+            .filter_map(|(product, list)| {
+                let idx = catalogue.idx_of(&product)?;
+                let list = list.iter().filter_map(|id| catalogue.idx_of(id)).collect();
+                Some((idx, list))
+            })
+            .collect()
+    }
+
     /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`];
     /// computed in parallel on the current rayon pool.
     pub fn neighbours(&self, keys: &ProductKeys) -> HashMap<String, Vec<String>> {
@@ -156,17 +170,65 @@ impl CoCounts {
     }
 }
 
-/// Rebuilt neighbour lists, as serving reads them.
+/// Neighbour lists by dense id: a product's neighbours, strongest first.
+pub type ProductLists = HashMap<ProductIdx, Box<[ProductIdx]>>;
+
+/// Rebuilt neighbour lists, as serving reads them: in the dense ids of one catalogue
+/// base, so that a request reads a list and its products without looking up an id.
 #[derive(Debug, Default)]
 pub struct Neighbours {
+    /// The catalogue version the lists were resolved in (a request whose catalogue has
+    /// another base reads no lists; [`Neighbours::rebase`] moves them to a new base).
+    pub catalogue: Option<Arc<Catalogue>>,
     /// Products viewed by the same visitors close together, strongest first.
-    pub viewed_together: HashMap<String, Vec<String>>,
+    pub viewed_together: ProductLists,
     /// Products bought in the same orders, strongest first.
-    pub bought_together: HashMap<String, Vec<String>>,
+    pub bought_together: ProductLists,
     /// Category ids by decayed popularity, most popular first.
     pub top_categories: Vec<String>,
     /// Brand ids by decayed popularity, most popular first.
     pub top_brands: Vec<String>,
+}
+
+impl Neighbours {
+    /// Whether the lists index `catalogue`'s dense ids.
+    pub fn indexes(&self, catalogue: &Catalogue) -> bool {
+        self.catalogue
+            .as_ref()
+            .is_some_and(|own| own.same_base(catalogue))
+    }
+
+    /// The same lists in the dense ids of `catalogue`, a version with another base:
+    /// each product is found again by its id; products it lacks are dropped.
+    pub fn rebase(&self, catalogue: &Arc<Catalogue>) -> Neighbours {
+        let Some(old) = &self.catalogue else {
+            return Neighbours {
+                catalogue: Some(Arc::clone(catalogue)),
+                top_categories: self.top_categories.clone(),
+                top_brands: self.top_brands.clone(),
+                ..Neighbours::default()
+            };
+        };
+        let moved = |idx: &ProductIdx| {
+            old.product(*idx)
+                .and_then(|product| catalogue.idx_of(product.id.as_str()))
+        };
+        let rebase = |lists: &ProductLists| -> ProductLists {
+            lists
+                .iter()
+                .filter_map(|(product, list)| {
+                    Some((moved(product)?, list.iter().filter_map(moved).collect()))
+                })
+                .collect()
+        };
+        Neighbours {
+            catalogue: Some(Arc::clone(catalogue)),
+            viewed_together: rebase(&self.viewed_together),
+            bought_together: rebase(&self.bought_together),
+            top_categories: self.top_categories.clone(),
+            top_brands: self.top_brands.clone(),
+        }
+    }
 }
 
 /// Names by decayed popularity as of `now`, most popular first (ties by name).

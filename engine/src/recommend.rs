@@ -1,10 +1,8 @@
 //! Recommenders: candidate generation per [`Strategy`], the filters every recommender
 //! applies, fallback chains, and the price an item shows.
 
-use std::collections::HashSet;
-
 use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
-use crate::models::Neighbours;
+use crate::models::{Neighbours, ProductLists};
 use crate::money::{Currency, Money, saving_percent};
 use crate::zone::{Strategy, ZoneSpec};
 
@@ -77,12 +75,12 @@ pub struct Context<'a> {
     pub product: Option<ProductIdx>,
     /// The category of the page.
     pub category: Option<&'a str>,
-    /// Product ids in the basket.
-    pub basket: HashSet<&'a str>,
-    /// Product ids bought by the visitor.
-    pub purchased: HashSet<&'a str>,
-    /// Product ids viewed by the visitor, newest first.
-    pub recent_views: Vec<&'a str>,
+    /// Products in the basket (those in the catalogue), in basket order.
+    pub basket: &'a [ProductIdx],
+    /// Products bought by the visitor (those in the catalogue).
+    pub purchased: &'a [ProductIdx],
+    /// Products viewed by the visitor (those in the catalogue), newest first.
+    pub recent_views: &'a [ProductIdx],
     /// What the shopper searched for, lower-cased: products whose title or search tags
     /// contain it come first in every product zone of the page.
     pub search: Option<&'a str>,
@@ -168,8 +166,8 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
         || !product.is_live_at(ctx.now)
         || !product.visible_to(ctx.account_id)
         || ctx.product == Some(idx)
-        || ctx.basket.contains(product.id.as_str())
-        || ctx.purchased.contains(product.id.as_str())
+        || ctx.basket.contains(&idx)
+        || ctx.purchased.contains(&idx)
     {
         return false;
     }
@@ -267,7 +265,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             }
         }
         Strategy::RecentlyViewed => {
-            take_all(ctx.recent_views.iter().map(|id| catalogue.idx_of(id)), take);
+            take_all(ctx.recent_views.iter().map(|idx| Some(*idx)), take);
         }
         Strategy::NewArrivals | Strategy::OnOffer => {
             for idx in popular() {
@@ -311,16 +309,13 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
         Strategy::CategoryAffinity | Strategy::BrandAffinity => {}
         Strategy::ViewedTogether | Strategy::BoughtTogether => {
             let Some(anchor) = anchor(ctx) else { return };
-            let Some(anchor) = catalogue.product(anchor) else {
-                return;
-            };
             let lists = if strategy == Strategy::ViewedTogether {
                 &ctx.neighbours.viewed_together
             } else {
                 &ctx.neighbours.bought_together
             };
-            let listed = lists.get(anchor.id.as_str()).into_iter().flatten();
-            take_all(listed.map(|id| catalogue.idx_of(id)), take);
+            let listed = lists.get(&anchor).into_iter().flatten();
+            take_all(listed.map(|idx| Some(*idx)), take);
         }
         Strategy::CompleteTheLook => {
             let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
@@ -329,49 +324,45 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             take_all(related(catalogue, anchor), take);
         }
         Strategy::Personalized => {
-            let viewed: HashSet<&str> = ctx.recent_views.iter().copied().collect();
-            let recent = ctx
-                .recent_views
+            let viewed = ctx.recent_views;
+            let recent = viewed
                 .iter()
                 .take(10)
                 .enumerate()
-                .map(|(i, id)| (*id, 1.0 / (i as f64 + 1.0)));
-            let bought = ctx.purchased.iter().map(|id| (*id, 0.5));
+                .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
+            let bought = ctx.purchased.iter().map(|idx| (*idx, 0.5));
             let lists = [
                 &ctx.neighbours.viewed_together,
                 &ctx.neighbours.bought_together,
             ];
-            let ranked = blended(recent.chain(bought), &lists, &viewed);
-            if !take_all(ranked.into_iter().map(|id| catalogue.idx_of(id)), take) {
+            let ranked = blended(recent.chain(bought), &lists, viewed, catalogue);
+            if !take_all(ranked.into_iter().map(Some), take) {
                 return;
             }
-            for id in ctx.recent_views.iter().take(3) {
-                let Some(seed) = catalogue.idx_of(id) else {
-                    continue;
-                };
-                for idx in catalogue.similar_to(seed) {
-                    let seen = catalogue
-                        .product(idx)
-                        .is_some_and(|p| viewed.contains(p.id.as_str()));
-                    if !seen && !take(idx) {
+            for seed in viewed.iter().take(3) {
+                for idx in catalogue.similar_to(*seed) {
+                    if !viewed.contains(&idx) && !take(idx) {
                         return;
                     }
                 }
             }
         }
         Strategy::BasketCrossSell => {
-            let mut seeds: Vec<&str> = ctx.basket.iter().copied().collect();
-            seeds.sort_unstable();
+            // Seeds in id order, each once.
+            let mut seeds: Vec<ProductIdx> = ctx.basket.to_vec();
+            seeds.sort_unstable_by(|a, b| id_of(catalogue, *a).cmp(id_of(catalogue, *b)));
+            seeds.dedup();
             let ranked = blended(
-                seeds.iter().map(|id| (*id, 1.0)),
+                seeds.iter().map(|idx| (*idx, 1.0)),
                 &[&ctx.neighbours.bought_together],
-                &ctx.basket,
+                ctx.basket,
+                catalogue,
             );
-            if !take_all(ranked.into_iter().map(|id| catalogue.idx_of(id)), take) {
+            if !take_all(ranked.into_iter().map(Some), take) {
                 return;
             }
-            for id in &seeds {
-                let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) else {
+            for idx in &seeds {
+                let Some(product) = catalogue.product(*idx) else {
                     continue;
                 };
                 if !take_all(related(catalogue, product), take) {
@@ -395,24 +386,43 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
 
 /// Candidates scored by neighbour lists of several seed products: a seed's weight falls
 /// with its position (newest first), a neighbour's with its rank in the seed's list.
-fn blended<'a>(
-    seeds: impl Iterator<Item = (&'a str, f64)>,
-    lists: &[&'a std::collections::HashMap<String, Vec<String>>],
-    skip: &HashSet<&str>,
-) -> Vec<&'a str> {
-    let mut scores: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+/// Ties go to the smaller product id.
+fn blended(
+    seeds: impl Iterator<Item = (ProductIdx, f64)>,
+    lists: &[&ProductLists],
+    skip: &[ProductIdx],
+    catalogue: &Catalogue,
+) -> Vec<ProductIdx> {
+    let mut parts: Vec<(ProductIdx, f64)> = Vec::new();
     for (seed, weight) in seeds {
         for list in lists {
-            for (rank, id) in list.get(seed).into_iter().flatten().enumerate() {
-                if !skip.contains(id.as_str()) {
-                    *scores.entry(id.as_str()).or_default() += weight / (rank as f64 + 1.0);
+            for (rank, idx) in list.get(&seed).into_iter().flatten().enumerate() {
+                if !skip.contains(idx) {
+                    parts.push((*idx, weight / (rank as f64 + 1.0)));
                 }
             }
         }
     }
-    let mut ranked: Vec<(&str, f64)> = scores.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    ranked.into_iter().map(|(id, _)| id).collect()
+    // A stable sort keeps each product's parts in the order found, so the sums are
+    // the same whatever the order of products.
+    parts.sort_by_key(|(idx, _)| *idx);
+    let mut ranked: Vec<(ProductIdx, f64)> = Vec::with_capacity(parts.len());
+    for (idx, score) in parts {
+        match ranked.last_mut() {
+            Some(last) if last.0 == idx => last.1 += score,
+            _ => ranked.push((idx, score)),
+        }
+    }
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| id_of(catalogue, a.0).cmp(id_of(catalogue, b.0)))
+    });
+    ranked.into_iter().map(|(idx, _)| idx).collect()
+}
+
+/// A product's id, empty for an index the catalogue does not have.
+fn id_of(catalogue: &Catalogue, idx: ProductIdx) -> &str {
+    catalogue.product(idx).map_or("", |p| p.id.as_str())
 }
 
 /// Calls `take` with each product found, in order; `false` once `take` wants no more.
@@ -437,11 +447,7 @@ fn related<'a>(
 /// The product recommendations are about: the page's product, else the visitor's latest
 /// view.
 fn anchor(ctx: &Context<'_>) -> Option<ProductIdx> {
-    ctx.product.or_else(|| {
-        ctx.recent_views
-            .first()
-            .and_then(|id| ctx.catalogue.idx_of(id))
-    })
+    ctx.product.or_else(|| ctx.recent_views.first().copied())
 }
 
 /// The precomputed content-similarity neighbours (shared categories, brand, search tags)
@@ -539,9 +545,9 @@ mod tests {
             group_id: None,
             product: catalogue.idx_of("page"),
             category: None,
-            basket: ["in-basket"].into_iter().collect(),
-            purchased: ["bought"].into_iter().collect(),
-            recent_views: vec![],
+            basket: &[catalogue.idx_of("in-basket").unwrap()],
+            purchased: &[catalogue.idx_of("bought").unwrap()],
+            recent_views: &[],
             search: None,
         };
         let zone = ZoneSpec {
@@ -610,9 +616,9 @@ mod tests {
                 group_id: group,
                 product: None,
                 category: None,
-                basket: HashSet::new(),
-                purchased: HashSet::new(),
-                recent_views: vec![],
+                basket: &[],
+                purchased: &[],
+                recent_views: &[],
                 search: None,
             };
             item_price(0, catalogue.product(0).unwrap(), &ctx).unwrap()

@@ -182,6 +182,31 @@ fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
     );
 }
 
+/// Neighbour lists are kept in dense ids: when a catalogue with a new base (a full
+/// feed, here in another order, so every dense id changes) is swapped in, the lists
+/// move with it before any rebuild, and products the new base lacks drop out.
+#[test]
+fn viewed_together_follows_a_new_base_without_a_rebuild() {
+    let account = account(Strategy::ViewedTogether);
+    for v in 0..5 {
+        track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+        track(&account, &format!("w{v}"), vec![view("a"), view("c")], T0);
+    }
+    track(&account, "w9", vec![view("a"), view("c")], T0);
+    account.rebuild_models();
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "GBP"),
+        ["c", "b"]
+    );
+    let mut builder = CatalogueBuilder::new();
+    for id in ["f", "e", "c", "a"] {
+        builder.upsert_product(product(id));
+    }
+    account.writer().swap_catalogue(builder.build().unwrap());
+    assert_eq!(zone(&account, "new", vec![product_page("a")], "GBP"), ["c"]);
+    assert_eq!(zone(&account, "new", vec![product_page("c")], "GBP"), ["a"]);
+}
+
 #[test]
 fn bought_together_ranks_by_co_purchases_and_b2b_products_only_for_their_account() {
     let account = account(Strategy::BoughtTogether);

@@ -190,11 +190,12 @@ impl Account {
         }
         self.rankings.store(Arc::new(self.rank(&catalogue)));
         let (viewed_together, bought_together) = rayon::join(
-            || self.coview.neighbours(&self.product_keys),
-            || self.copurchase.neighbours(&self.product_keys),
+            || self.coview.lists_in(&self.product_keys, &catalogue),
+            || self.copurchase.lists_in(&self.product_keys, &catalogue),
         );
         let now = self.clock.load(Ordering::Relaxed);
         self.neighbours.store(Arc::new(Neighbours {
+            catalogue: Some(Arc::clone(&catalogue)),
             viewed_together,
             bought_together,
             top_categories: most_popular(&self.category_popularity, now),
@@ -364,6 +365,11 @@ impl Writer<'_> {
         let catalogue = Arc::new(catalogue);
         if !account.rankings.load().catalogue.same_base(&catalogue) {
             account.rankings.store(Arc::new(account.rank(&catalogue)));
+            // Neighbour lists are in dense ids too: moved to the new base here, so that
+            // requests on it read them at once (the next rebuild recounts them).
+            let neighbours = account.neighbours.load().rebase(&catalogue);
+            account.neighbours.store(Arc::new(neighbours));
+            account.models_stale.store(true, Ordering::Release);
         }
         account.catalogue.store(catalogue);
     }

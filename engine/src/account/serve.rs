@@ -138,39 +138,42 @@ impl Account {
                 ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
             ) && request.zones.contains(&spec.id)
         });
-        let mut snapshot = VisitorSnapshot::of(&visitor, affinities);
+        let mut snapshot = VisitorSnapshot::of(&visitor, &catalogue, affinities);
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
         // The same shopper on other devices (linked by user id or email): their history
         // counts too. Read after this visitor's entry is released, one entry at a time.
         for other in self.same_person(&visitor_id, &snapshot.identity) {
             if let Some(other) = self.visitors.get(&other) {
-                snapshot.absorb(&other);
+                snapshot.absorb(&other, &catalogue);
             }
         }
 
         let rankings = self.rankings_for(&catalogue);
-        let neighbours = self.neighbours.load();
+        let published = self.neighbours.load();
+        // Lists of another base (a request racing a feed's swap) would name other
+        // products: none are read until they are moved to this one.
+        let unlisted = Neighbours::default();
+        let neighbours: &Neighbours = if published.indexes(&catalogue) {
+            &published
+        } else {
+            &unlisted
+        };
         let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
         let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings.rankings,
-            neighbours: &neighbours,
+            neighbours,
             currency: request.currency.unwrap_or(self.settings.default_currency),
             now,
             account_id: snapshot.identity.account_id.as_deref(),
             group_id: snapshot.identity.group_id.as_deref(),
             product,
             category: page.category.as_deref(),
-            basket: snapshot.basket.iter().map(String::as_str).collect(),
-            purchased: snapshot.purchased.iter().map(String::as_str).collect(),
-            recent_views: snapshot
-                .recent_views
-                .iter()
-                .rev()
-                .map(String::as_str)
-                .collect(),
+            basket: &snapshot.basket,
+            purchased: &snapshot.purchased,
+            recent_views: &snapshot.recent_views,
             search: search.as_deref(),
         };
 
@@ -194,7 +197,7 @@ impl Account {
                 });
                 continue;
             }
-            zones.push(fill(spec, &ctx, &snapshot, &page, &neighbours));
+            zones.push(fill(spec, &ctx, &snapshot, &page, &published));
         }
         drop(ctx);
         drop(rankings);
@@ -269,13 +272,16 @@ fn fill<'s>(
 }
 
 /// The parts of a visitor that zones consult, copied so the visitor's lock is released
-/// before rendering.
+/// before rendering; products as dense ids of the request's catalogue (those it lacks
+/// cannot be shown, so they are left out).
 #[derive(Debug)]
 struct VisitorSnapshot {
     identity: Identity,
-    basket: Vec<String>,
-    purchased: Vec<String>,
-    recent_views: Vec<String>,
+    /// In basket order.
+    basket: Vec<ProductIdx>,
+    purchased: Vec<ProductIdx>,
+    /// Newest first.
+    recent_views: Vec<ProductIdx>,
     /// Whether `categories` and `brands` are filled.
     affinities: bool,
     categories: Vec<String>,
@@ -309,15 +315,20 @@ pub const MAX_DEVICES: usize = 8;
 impl VisitorSnapshot {
     /// Adds another device's history after this one's own: its views (newest first)
     /// after this visitor's, its purchases, its categories and brands.
-    fn absorb(&mut self, other: &Visitor) {
-        for id in other.recent_views.iter().rev() {
-            if !self.recent_views.contains(id) {
-                self.recent_views.insert(0, id.clone());
+    fn absorb(&mut self, other: &Visitor, catalogue: &Catalogue) {
+        for idx in other
+            .recent_views
+            .iter()
+            .rev()
+            .filter_map(|id| catalogue.idx_of(id))
+        {
+            if !self.recent_views.contains(&idx) {
+                self.recent_views.push(idx);
             }
         }
-        for id in &other.purchased {
-            if !self.purchased.contains(id) {
-                self.purchased.push(id.clone());
+        for idx in other.purchased.iter().filter_map(|id| catalogue.idx_of(id)) {
+            if !self.purchased.contains(&idx) {
+                self.purchased.push(idx);
             }
         }
         if !self.affinities {
@@ -337,12 +348,22 @@ impl VisitorSnapshot {
 
     /// What a request reads of a visitor; the category and brand affinities (sorted,
     /// so not free) only when a category or brand zone asks for them.
-    fn of(visitor: &Visitor, affinities: bool) -> VisitorSnapshot {
+    fn of(visitor: &Visitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
+        let resolve = |id: &String| catalogue.idx_of(id);
         VisitorSnapshot {
             identity: visitor.identity.clone(),
-            basket: visitor.basket.iter().map(|b| b.id.clone()).collect(),
-            purchased: visitor.purchased.iter().cloned().collect(),
-            recent_views: visitor.recent_views.iter().cloned().collect(),
+            basket: visitor
+                .basket
+                .iter()
+                .filter_map(|b| catalogue.idx_of(&b.id))
+                .collect(),
+            purchased: visitor.purchased.iter().filter_map(resolve).collect(),
+            recent_views: visitor
+                .recent_views
+                .iter()
+                .rev()
+                .filter_map(resolve)
+                .collect(),
             affinities,
             categories: if affinities {
                 strongest(&visitor.categories)
