@@ -199,7 +199,6 @@ impl Account {
             }
             zones.push(fill(spec, &ctx, &snapshot, &page, &published));
         }
-        drop(ctx);
         drop(rankings);
         let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, shown);
