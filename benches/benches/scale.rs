@@ -122,9 +122,8 @@ fn scale(c: &mut Criterion) {
         })
         .collect();
     let handle = |body: &[u8]| {
-        let value: serde_json::Value = serde_json::from_slice(body).unwrap();
         let reply =
-            vitrine_http::api::serverside::handle(&state, &value, 1_800_000_100_000).unwrap();
+            vitrine_http::api::serverside::handle_bytes(&state, body, 1_800_000_100_000).unwrap();
         black_box(reply.body.len())
     };
     let mut timings = Vec::with_capacity(200_000);

@@ -75,9 +75,9 @@ fn full_handler(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             let body = &bodies[n % bodies.len()];
-            let value: serde_json::Value = serde_json::from_slice(body).unwrap();
             let reply =
-                vitrine_http::api::serverside::handle(&state, &value, 1_800_000_000_000).unwrap();
+                vitrine_http::api::serverside::handle_bytes(&state, body, 1_800_000_000_000)
+                    .unwrap();
             black_box(reply.body.len())
         })
     });

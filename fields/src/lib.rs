@@ -16,13 +16,16 @@
 //!
 //! Modules:
 //! - `read`: [`Fields`], [`Errors`], [`JsonValue`], key matching and paths.
+//! - `json`: [`Json`], a document whose strings borrow from the body (serverside).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
 #![forbid(unsafe_code)]
 
 mod check;
+mod json;
 mod read;
 
 pub use check::*;
+pub use json::Json;
 pub use read::*;

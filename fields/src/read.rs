@@ -26,6 +26,8 @@ pub trait JsonValue: Sized {
     fn as_number(&self) -> Option<f64>;
     /// An array.
     fn as_list(&self) -> Option<&[Self]>;
+    /// An empty object (what PHP's `[]` for an empty associative array stands for).
+    fn empty_object() -> Self;
 }
 
 impl JsonValue for Value {
@@ -67,6 +69,9 @@ impl JsonValue for Value {
     }
     fn as_list(&self) -> Option<&[Value]> {
         self.as_array().map(Vec::as_slice)
+    }
+    fn empty_object() -> Value {
+        Value::Object(serde_json::Map::new())
     }
 }
 
@@ -129,6 +134,9 @@ impl JsonValue for simd_json::BorrowedValue<'_> {
             simd_json::BorrowedValue::Array(items) => Some(items.as_slice()),
             _ => None,
         }
+    }
+    fn empty_object() -> Self {
+        simd_json::BorrowedValue::Object(Box::default())
     }
 }
 

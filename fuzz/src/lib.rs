@@ -97,23 +97,7 @@ impl Target {
     /// Runs the parser on one input. Only a panic is a failure.
     pub fn exercise(self, input: &[u8]) {
         match self {
-            Target::Serverside => {
-                if let Ok(body) = serde_json::from_slice::<serde_json::Value>(input) {
-                    let mut errors = Errors::default();
-                    if let Some(fields) = Fields::of(&body, "", KeyMatch::Exact, &mut errors) {
-                        let endpoint = vitrine_http::error::Endpoint::Serverside;
-                        let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
-                        let limits = vitrine_http::config::Limits::default();
-                        let _ = vitrine_http::api::serverside::parse(
-                            &fields,
-                            &limits,
-                            1_800_000_000_000,
-                            &mut errors,
-                        );
-                        let _ = errors.messages();
-                    }
-                }
-            }
+            Target::Serverside => serverside_both_ways(input),
             Target::Delta => {
                 if let Ok(body) = serde_json::from_slice::<serde_json::Value>(input) {
                     let mut errors = Errors::default();
@@ -518,4 +502,40 @@ pub fn serverside_seed() -> Vec<u8> {
         "userAgent": "a", "ip": "1.2.3.4",
         "events": [{"name": "page_view", "data": {"page_type": "homepage"}}], "zones": ["Z"]}),
     )
+}
+
+/// Reads a serverside body as the server does ([`vitrine_fields::Json`], strings
+/// borrowed) and as a `serde_json::Value`, and panics unless both readings agree: the
+/// same syntax error, or the same validation errors and the same request.
+fn serverside_both_ways(input: &[u8]) {
+    let value = serde_json::from_slice::<serde_json::Value>(input);
+    let json = vitrine_fields::Json::parse(input);
+    match (&value, &json) {
+        (Ok(value), Ok(json)) => {
+            let by_value = read_serverside(value);
+            let by_json = read_serverside(json);
+            assert_eq!(
+                by_value, by_json,
+                "the two readings of a serverside body differ"
+            );
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!("one reading of a serverside body failed: {value:?} / {json:?}"),
+    }
+}
+
+/// What the serverside handler reads of a body before serving it.
+fn read_serverside<V: vitrine_fields::JsonValue>(
+    body: &V,
+) -> (Vec<String>, Option<vitrine_engine::account::ServeRequest>) {
+    let mut errors = Errors::default();
+    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
+        return (errors.messages(), None);
+    };
+    let endpoint = vitrine_http::error::Endpoint::Serverside;
+    let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
+    let limits = vitrine_http::config::Limits::default();
+    let request =
+        vitrine_http::api::serverside::parse(&fields, &limits, 1_800_000_000_000, &mut errors);
+    (errors.messages(), request)
 }

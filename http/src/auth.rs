@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use subtle::ConstantTimeEq;
-use vitrine_fields::{Errors, Fields, KeyMatch};
+use vitrine_fields::{Errors, Fields, JsonValue, KeyMatch};
 
 use crate::error::{ApiError, Endpoint};
 use crate::state::{AccountEntry, AppState};
@@ -51,8 +51,8 @@ pub struct Presented<'v> {
 }
 
 /// Reads the credential fields; missing or mistyped ones are recorded as validation errors.
-pub fn read<'v>(
-    body: &Fields<'v, '_>,
+pub fn read<'v, V: JsonValue>(
+    body: &Fields<'v, '_, V>,
     endpoint: Endpoint,
     errors: &mut Errors,
 ) -> Option<Presented<'v>> {

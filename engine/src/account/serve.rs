@@ -18,7 +18,7 @@ use crate::visitor::{Visitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// A server-side call, validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServeRequest {
     /// `visitorId`, when the caller has one.
     pub visitor_id: Option<String>,

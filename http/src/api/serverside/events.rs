@@ -13,13 +13,12 @@
 //! - ids may be whole JSON numbers (`"userid": 5`), numbers may be numeric strings
 //!   (`"qty": "1.0000"`), `customer_details` takes `groupid` as well as `group_id`.
 
-use std::sync::LazyLock;
-
-use serde_json::Value;
 use vitrine_engine::event::{
     BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
 };
-use vitrine_fields::{Errors, Fields, KeyMatch, check_id, index_path, looks_like_email, parse_dob};
+use vitrine_fields::{
+    Errors, Fields, JsonValue, KeyMatch, check_id, index_path, looks_like_email, parse_dob,
+};
 
 use super::MAX_TEXT_LEN;
 
@@ -38,9 +37,6 @@ pub const EVENT_NAMES: [&str; 8] = [
 /// Most lines read from a flattened `order_track` (`id1` … `idN`).
 pub const MAX_FLAT_LINES: usize = 500;
 
-/// The empty object that `data: []` stands for.
-static EMPTY_OBJECT: LazyLock<Value> = LazyLock::new(|| Value::Object(serde_json::Map::new()));
-
 /// The page type of a Magento page-type name the contract does not have: a product
 /// listing is a category listing; content and account pages are `other`.
 pub fn plugin_page_type(name: &str) -> Option<PageType> {
@@ -52,7 +48,7 @@ pub fn plugin_page_type(name: &str) -> Option<PageType> {
 }
 
 /// Reads one element of `events`.
-pub(super) fn event(value: &Value, path: &str, errors: &mut Errors) -> Option<Event> {
+pub(super) fn event<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Event> {
     let fields = Fields::of(value, path, KeyMatch::Exact, errors)?;
     let name = fields.req_str("name", errors)?;
     if !EVENT_NAMES.contains(&name) {
@@ -66,22 +62,20 @@ pub(super) fn event(value: &Value, path: &str, errors: &mut Errors) -> Option<Ev
         return None;
     }
     let data_path = fields.path_of("data");
-    let data = match fields.get("data") {
+    let raw = fields.get("data");
+    let list = raw.and_then(V::as_list);
+    // PHP encodes an empty associative array as `[]`: read as `{}`.
+    let empty = V::empty_object();
+    let data = match (raw, list) {
         // `set_basket` with the bare list of lines, as the Magento module sends it.
-        Some(Value::Array(items)) if name == "set_basket" => {
+        (_, Some(items)) if name == "set_basket" => {
             let before = errors.total();
             let items = lines(items, &data_path, errors);
             return (errors.total() == before).then_some(Event::SetBasket { items });
         }
-        // PHP encodes an empty associative array as `[]`.
-        Some(Value::Array(items)) if items.is_empty() => Some(Fields::of(
-            &*EMPTY_OBJECT,
-            &data_path,
-            KeyMatch::Exact,
-            errors,
-        )?),
-        Some(data) => Some(Fields::of(data, &data_path, KeyMatch::Exact, errors)?),
-        None => None,
+        (_, Some([])) => Some(Fields::of(&empty, &data_path, KeyMatch::Exact, errors)?),
+        (Some(data), _) => Some(Fields::of(data, &data_path, KeyMatch::Exact, errors)?),
+        (None, _) => None,
     };
     let Some(data) = data else {
         if name == "set_basket" {
@@ -92,7 +86,7 @@ pub(super) fn event(value: &Value, path: &str, errors: &mut Errors) -> Option<Ev
     };
     let before = errors.total();
     let event = match name {
-        "page_view" => page_view(&data, fields.get("data").is_some_and(is_empty_list), errors),
+        "page_view" => page_view(&data, list.is_some_and(<[V]>::is_empty), errors),
         "product_view" => Event::ProductView {
             id: id_field(&data, "id", true, errors).unwrap_or_default(),
         },
@@ -142,13 +136,13 @@ pub(super) fn event(value: &Value, path: &str, errors: &mut Errors) -> Option<Ev
     (errors.total() == before).then_some(event)
 }
 
-fn is_empty_list(value: &Value) -> bool {
-    value.as_array().is_some_and(Vec::is_empty)
-}
-
 /// A `page_view`. `page_type` is required, except in the plugin's `data: []`, which
 /// names no page: that is `other`.
-fn page_view(data: &Fields<'_, '_>, empty_list: bool, errors: &mut Errors) -> Event {
+fn page_view<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
+    empty_list: bool,
+    errors: &mut Errors,
+) -> Event {
     let page_type = if empty_list {
         Some(PageType::Other)
     } else {
@@ -176,7 +170,11 @@ fn page_view(data: &Fields<'_, '_>, empty_list: bool, errors: &mut Errors) -> Ev
 }
 
 /// The order fields shared by `order` and the plugins' `order_track`.
-fn order(data: &Fields<'_, '_>, items: Option<Vec<BasketLine>>, errors: &mut Errors) -> Order {
+fn order<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
+    items: Option<Vec<BasketLine>>,
+    errors: &mut Errors,
+) -> Order {
     let order_id = id_field(data, "orderid", true, errors);
     let total = data.opt_number_or_text("ordertotal", errors);
     if total.is_some_and(|t| t < 0.0) {
@@ -199,7 +197,7 @@ fn order(data: &Fields<'_, '_>, items: Option<Vec<BasketLine>>, errors: &mut Err
 /// The lines of an `order_track`: `id1`, `qty1`, `unitprice1` (`refid1`, `children1`
 /// ignored) … for `productcount` lines, or while `idN` is present when the count is
 /// absent. At least one line.
-fn flat_lines(data: &Fields<'_, '_>, errors: &mut Errors) -> Vec<BasketLine> {
+fn flat_lines<V: JsonValue>(data: &Fields<'_, '_, V>, errors: &mut Errors) -> Vec<BasketLine> {
     let count = data.opt_number_or_text("productcount", errors);
     let count = match count {
         Some(n) if n.fract() != 0.0 || !(0.0..=MAX_FLAT_LINES as f64).contains(&n) => {
@@ -235,7 +233,7 @@ fn flat_lines(data: &Fields<'_, '_>, errors: &mut Errors) -> Vec<BasketLine> {
 
 /// A list of basket or order lines `{"id", "qty", "unitprice"}` (a `children` member,
 /// as the plugins send, is ignored).
-fn lines(items: &[Value], path: &str, errors: &mut Errors) -> Vec<BasketLine> {
+fn lines<V: JsonValue>(items: &[V], path: &str, errors: &mut Errors) -> Vec<BasketLine> {
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let item_path = index_path(path, i);
@@ -248,8 +246,8 @@ fn lines(items: &[Value], path: &str, errors: &mut Errors) -> Vec<BasketLine> {
 }
 
 /// One line: a product id, a quantity above 0, a unit price not below 0.
-fn line(
-    fields: &Fields<'_, '_>,
+fn line<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
     id_key: &str,
     qty_key: &str,
     price_key: &str,
@@ -288,8 +286,8 @@ fn line(
 
 /// An id field: a string, or a whole number read as its decimal text; checked with
 /// [`check_id`]. An optional one that is empty counts as absent.
-fn id_field(
-    data: &Fields<'_, '_>,
+fn id_field<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
     key: &str,
     required: bool,
     errors: &mut Errors,
@@ -310,7 +308,11 @@ fn id_field(
 
 /// An optional free-text field of at most [`MAX_TEXT_LEN`] bytes without control
 /// characters; empty counts as absent.
-pub(super) fn text_field(data: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<String> {
+pub(super) fn text_field<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<String> {
     let text = data.opt_nonempty_str(key, errors)?;
     if text.len() > MAX_TEXT_LEN || text.chars().any(char::is_control) {
         errors.push(
@@ -324,7 +326,11 @@ pub(super) fn text_field(data: &Fields<'_, '_>, key: &str, errors: &mut Errors) 
 
 /// userid / email / accid (+ the group field, named differently per event); one of the
 /// first three is required.
-fn identity(data: &Fields<'_, '_>, group_key: &str, errors: &mut Errors) -> Identity {
+fn identity<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
+    group_key: &str,
+    errors: &mut Errors,
+) -> Identity {
     let user_id = id_field(data, "userid", false, errors);
     let account_id = id_field(data, "accid", false, errors);
     let email = data.opt_nonempty_str("email", errors).and_then(|email| {
@@ -340,7 +346,7 @@ fn identity(data: &Fields<'_, '_>, group_key: &str, errors: &mut Errors) -> Iden
     });
     let given = ["userid", "email", "accid"]
         .iter()
-        .any(|k| data.get(k).is_some_and(|v| v.as_str() != Some("")));
+        .any(|k| data.get(k).is_some_and(|v| v.as_text() != Some("")));
     if !given {
         errors.push(
             data.path_of("userid"),
@@ -355,7 +361,7 @@ fn identity(data: &Fields<'_, '_>, group_key: &str, errors: &mut Errors) -> Iden
     }
 }
 
-fn details(data: &Fields<'_, '_>, errors: &mut Errors) -> PersonalDetails {
+fn details<V: JsonValue>(data: &Fields<'_, '_, V>, errors: &mut Errors) -> PersonalDetails {
     let dob = data.opt_nonempty_str("dob", errors).and_then(|text| {
         let date = parse_dob(text);
         if date.is_none() {

@@ -6,11 +6,10 @@
 
 use std::net::IpAddr;
 
-use serde_json::Value;
 use vitrine_engine::account::{Notice, ServeRequest};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Currency;
-use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
+use vitrine_fields::{Errors, Fields, Json, JsonValue, KeyMatch, index_path, kind_of};
 
 mod events;
 
@@ -33,13 +32,20 @@ pub const MAX_LABEL_LEN: usize = 64;
 /// Longest free-text personal field (names, titles, postcodes) accepted.
 pub const MAX_TEXT_LEN: usize = 256;
 
-/// Handles one request body, as received.
+/// Handles one request body, as received: read in place ([`Json`]: strings borrowed
+/// from the body, no map per object), with the same syntax errors as every endpoint.
 pub fn handle_bytes(state: &AppState, body: &[u8], now: UnixMillis) -> Result<Reply, ApiError> {
-    handle(state, &crate::api::parse_json(body)?, now)
+    let body = Json::parse(body)
+        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
+    handle(state, &body, now)
 }
 
-/// Handles one request body.
-pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, ApiError> {
+/// Handles one parsed request body.
+pub fn handle<V: JsonValue>(
+    state: &AppState,
+    body: &V,
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
     let mut errors = Errors::default();
     let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
         return Err(errors.into());
@@ -67,8 +73,8 @@ pub fn handle(state: &AppState, body: &Value, now: UnixMillis) -> Result<Reply, 
 }
 
 /// Validates everything but the credentials.
-pub fn parse(
-    fields: &Fields<'_, '_>,
+pub fn parse<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
     limits: &Limits,
     now: UnixMillis,
     errors: &mut Errors,
@@ -162,17 +168,15 @@ pub fn parse(
 
 /// A zone id: a string, or as the vendor's Magento module sends it, an object
 /// `{"id": "HP-01", "data": {...}}` (its `data` is not used).
-fn zone_id(item: &Value, path: &str, errors: &mut Errors) -> Option<String> {
-    let (id, id_path) = match item {
-        Value::String(id) => (id.as_str(), path.to_owned()),
-        Value::Object(_) => {
-            let fields = Fields::of(item, path, KeyMatch::Exact, errors)?;
-            (fields.req_str("id", errors)?, fields.path_of("id"))
-        }
-        other => {
-            errors.push(path, format!("expected a string, got {}", kind_of(other)));
-            return None;
-        }
+fn zone_id<V: JsonValue>(item: &V, path: &str, errors: &mut Errors) -> Option<String> {
+    let (id, id_path) = if let Some(id) = item.as_text() {
+        (id, path.to_owned())
+    } else if item.is_object() {
+        let fields = Fields::of(item, path, KeyMatch::Exact, errors)?;
+        (fields.req_str("id", errors)?, fields.path_of("id"))
+    } else {
+        errors.push(path, format!("expected a string, got {}", kind_of(item)));
+        return None;
     };
     if id.is_empty() || id.len() > 128 {
         errors.push(id_path, "expected a zone id of 1 to 128 characters");
@@ -216,7 +220,11 @@ fn check_url(url: &str, path: &str, errors: &mut Errors) {
 }
 
 /// `visitorId` / `sessionId`: at most 128 printable ASCII characters; empty means absent.
-fn client_id(fields: &Fields<'_, '_>, key: &str, errors: &mut Errors) -> Option<String> {
+fn client_id<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
+    key: &str,
+    errors: &mut Errors,
+) -> Option<String> {
     let id = fields.opt_nonempty_str(key, errors)?;
     if id.len() > MAX_CLIENT_ID_LEN {
         errors.push(
