@@ -510,6 +510,11 @@ pub fn serverside_seed() -> Vec<u8> {
 fn serverside_both_ways(input: &[u8]) {
     let value = serde_json::from_slice::<serde_json::Value>(input);
     let json = vitrine_fields::Json::parse(input);
+    assert_eq!(
+        value.is_ok(),
+        json.is_ok(),
+        "one reading of a serverside body failed: {value:?} / {json:?}"
+    );
     match (&value, &json) {
         (Ok(value), Ok(json)) => {
             let by_value = read_serverside(value);
@@ -520,7 +525,7 @@ fn serverside_both_ways(input: &[u8]) {
             );
         }
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-        _ => panic!("one reading of a serverside body failed: {value:?} / {json:?}"),
+        _ => {}
     }
 }
 
