@@ -22,9 +22,14 @@ use vitrine_engine::zone::ZoneKind;
 
 use crate::state::AccountEntry;
 
-/// Products whose text is kept per catalogue version at most; beyond it, text is
-/// written per request (the hot products of a store fit well within it).
-pub const MAX_CACHED_PRODUCTS: usize = 50_000;
+/// Bytes of product text kept per account and catalogue version at most (about 700
+/// bytes per product with its prices: some 380,000 products); beyond it, the text of
+/// products not kept yet is written per request.
+pub const MAX_CACHED_BYTES: usize = 256 << 20;
+
+/// Bytes counted for one currency's rendered prices of a product (they are about 150
+/// to 250).
+const PRICE_TEXT_BYTES: usize = 256;
 
 /// Currencies whose prices are kept rendered per product at most.
 pub const MAX_CACHED_CURRENCIES: usize = 8;
@@ -135,18 +140,29 @@ pub struct ProductTexts {
     /// The version the texts were written from (held, so its address is not reused).
     catalogue: Arc<Catalogue>,
     texts: Box<[OnceLock<Option<Box<ProductText>>>]>,
-    /// Texts kept so far (at most [`MAX_CACHED_PRODUCTS`]).
+    /// Texts kept so far.
     kept: AtomicUsize,
+    /// Their bytes.
+    kept_bytes: AtomicUsize,
+    /// Bytes kept at most ([`MAX_CACHED_BYTES`]).
+    budget: usize,
 }
 
 impl ProductTexts {
     /// An empty cache for `catalogue`.
     pub fn new(catalogue: Arc<Catalogue>) -> ProductTexts {
+        ProductTexts::with_budget(catalogue, MAX_CACHED_BYTES)
+    }
+
+    /// An empty cache for `catalogue` that keeps about `budget` bytes of text at most.
+    pub fn with_budget(catalogue: Arc<Catalogue>, budget: usize) -> ProductTexts {
         let slots = catalogue.idx_bound() as usize;
         ProductTexts {
             catalogue,
             texts: (0..slots).map(|_| OnceLock::new()).collect(),
             kept: AtomicUsize::new(0),
+            kept_bytes: AtomicUsize::new(0),
+            budget,
         }
     }
 
@@ -163,18 +179,22 @@ impl ProductTexts {
     }
 
     /// Calls `write` with the text of product `idx`: the kept one, else one written now
-    /// (and kept while fewer than [`MAX_CACHED_PRODUCTS`] are).
+    /// (and kept while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
     fn with<R>(&self, idx: ProductIdx, write: impl FnOnce(&ProductText) -> R) -> Option<R> {
         let slot = self.texts.get(idx as usize)?;
         if let Some(text) = slot.get() {
             return text.as_deref().map(write);
         }
-        if self.kept.load(Ordering::Relaxed) >= MAX_CACHED_PRODUCTS {
+        if self.kept_bytes.load(Ordering::Relaxed) >= self.budget {
             return ProductText::of(&self.catalogue, idx).map(|text| write(&text));
         }
         let text = slot.get_or_init(|| {
+            let text = ProductText::of(&self.catalogue, idx)?;
             self.kept.fetch_add(1, Ordering::Relaxed);
-            ProductText::of(&self.catalogue, idx).map(Box::new)
+            // With room for its prices in two currencies.
+            let bytes = text.text.len() + 2 * PRICE_TEXT_BYTES;
+            self.kept_bytes.fetch_add(bytes, Ordering::Relaxed);
+            Some(Box::new(text))
         });
         text.as_deref().map(write)
     }
@@ -608,13 +628,50 @@ mod tests {
         assert!(checked > 6000, "{checked}");
         // Texts are cached up to the bound, with the shared prices of each currency, and
         // a later version gets a cache of its own.
-        assert_eq!(texts.kept(), catalogue.len().min(MAX_CACHED_PRODUCTS));
+        assert_eq!(texts.kept(), catalogue.len());
+        assert!(texts.kept_bytes.load(Ordering::Relaxed) < MAX_CACHED_BYTES);
         let cached = texts.texts.iter().filter_map(|t| t.get()?.as_deref());
         assert!(cached.clone().all(|text| text.prices.read().len() == 3));
         let current = ArcSwap::from_pointee(texts);
         let next = Arc::new(catalogue.edit().finish());
         assert_eq!(ProductTexts::of(&current, &next).kept(), 0);
         assert!(Arc::ptr_eq(&current.load().catalogue, &next));
+    }
+
+    /// Past its byte budget the cache keeps no more products, and those it does not
+    /// keep are written the same.
+    #[test]
+    fn the_cache_keeps_texts_up_to_its_budget() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let bounded = ProductTexts::with_budget(Arc::clone(&catalogue), 20_000);
+        let unbounded = ProductTexts::new(Arc::clone(&catalogue));
+        let currency = Currency::from_code("GBP").unwrap();
+        let symbol = currency.symbol();
+        for (idx, _) in catalogue.iter() {
+            let item = RenderedItem {
+                product: idx,
+                price: ItemPrice {
+                    price: Money {
+                        minor: 999,
+                        currency,
+                    },
+                    was: None,
+                },
+                shared_price: true,
+            };
+            let render = |texts: &ProductTexts| {
+                texts.with(idx, |text| {
+                    let mut out = Vec::new();
+                    write_product(&mut out, text, &item, &symbol);
+                    out
+                })
+            };
+            assert_eq!(render(&bounded), render(&unbounded));
+        }
+        let kept = bounded.kept_bytes.load(Ordering::Relaxed);
+        assert!((20_000..30_000).contains(&kept), "{kept}");
+        assert!(bounded.kept() < catalogue.len() / 10, "{}", bounded.kept());
+        assert_eq!(unbounded.kept(), catalogue.len());
     }
 
     /// A shared price cached for one currency is not served for another.
