@@ -9,6 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crossbeam_queue::SegQueue;
+
 use dashmap::DashMap;
 use rayon::prelude::*;
 
@@ -52,6 +54,15 @@ impl ProductKeys {
         }
     }
 
+    /// The id of a key.
+    pub fn name(&self, key: u32) -> Option<Arc<str>> {
+        self.names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key as usize)
+            .cloned()
+    }
+
     /// Every id by key, as of now.
     pub fn names(&self) -> Vec<Arc<str>> {
         self.names
@@ -62,9 +73,21 @@ impl ProductKeys {
 }
 
 /// Symmetric pair counts between products (by [`ProductKeys`] key).
+///
+/// Every product whose partners change is queued once until the next
+/// [`CoCounts::changed_lists`], so a rebuild sorts only the lists that changed.
 #[derive(Debug, Default)]
 pub struct CoCounts {
-    pairs: DashMap<u32, Vec<(u32, f32)>>,
+    pairs: DashMap<u32, Partners>,
+    /// Products whose partners changed since the last rebuild, each once.
+    changed: SegQueue<u32>,
+}
+
+/// One product's partners and counts, and whether it is queued in `changed`.
+#[derive(Debug, Default)]
+struct Partners {
+    list: Vec<(u32, f32)>,
+    queued: bool,
 }
 
 impl CoCounts {
@@ -79,22 +102,27 @@ impl CoCounts {
 
     fn add_one(&self, from: u32, to: u32, weight: f32) {
         let mut partners = self.pairs.entry(from).or_default();
-        if let Some(partner) = partners.iter_mut().find(|(key, _)| *key == to) {
+        if !partners.queued {
+            partners.queued = true;
+            self.changed.push(from);
+        }
+        let list = &mut partners.list;
+        if let Some(partner) = list.iter_mut().find(|(key, _)| *key == to) {
             partner.1 += weight;
             return;
         }
-        if partners.len() >= MAX_PARTNERS {
+        if list.len() >= MAX_PARTNERS {
             // The weakest partner makes room (among equals, the first one found).
-            let weakest = partners
+            let weakest = list
                 .iter()
                 .enumerate()
                 .min_by(|(_, a), (_, b)| a.1.total_cmp(&b.1))
                 .map(|(i, _)| i);
             if let Some(i) = weakest {
-                partners.swap_remove(i);
+                list.swap_remove(i);
             }
         }
-        partners.push((to, weight));
+        list.push((to, weight));
     }
 
     /// Number of products with partners.
@@ -109,7 +137,7 @@ impl CoCounts {
         self.pairs
             .iter()
             .map(|entry| {
-                let partners = entry.value().iter().map(|(k, c)| (name(*k), *c)).collect();
+                let partners = entry.list.iter().map(|(k, c)| (name(*k), *c)).collect();
                 (name(*entry.key()), partners)
             })
             .collect()
@@ -118,12 +146,18 @@ impl CoCounts {
     /// Sets a product's partners and counts (restoring a state snapshot); at most
     /// [`MAX_PARTNERS`] are kept.
     pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
-        let partners = partners
+        let list = partners
             .iter()
             .take(MAX_PARTNERS)
             .map(|(id, count)| (keys.key(id), *count))
             .collect();
-        self.pairs.insert(keys.key(product), partners);
+        let key = keys.key(product);
+        let mut entry = self.pairs.entry(key).or_default();
+        entry.list = list;
+        if !entry.queued {
+            entry.queued = true;
+            self.changed.push(key);
+        }
     }
 
     /// Whether nothing was counted.
@@ -131,15 +165,41 @@ impl CoCounts {
         self.pairs.is_empty()
     }
 
-    /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`],
-    /// in the dense ids of `catalogue` (products it lacks are left out); computed in
-    /// parallel on the current rayon pool.
-    pub fn lists_in(&self, keys: &ProductKeys, catalogue: &Catalogue) -> ProductLists {
-        self.neighbours(keys)
+    /// Queues every product, so that the next [`CoCounts::changed_lists`] gives all
+    /// lists (for lists in a new catalogue base).
+    pub fn queue_all(&self) {
+        for mut entry in self.pairs.iter_mut() {
+            if !entry.queued {
+                entry.queued = true;
+                self.changed.push(*entry.key());
+            }
+        }
+    }
+
+    /// The lists of the products whose partners changed since the last call (each
+    /// partner list strongest first, ties by id, at most [`NEIGHBOURS`]), in the dense
+    /// ids of `catalogue` (products it lacks are left out); sorted in parallel on the
+    /// current rayon pool. The work is proportional to the products that changed.
+    pub fn changed_lists(
+        &self,
+        keys: &ProductKeys,
+        catalogue: &Catalogue,
+    ) -> Vec<(ProductIdx, Arc<[ProductIdx]>)> {
+        let mut changed: Vec<(u32, Vec<(u32, f32)>)> = Vec::new();
+        while let Some(key) = self.changed.pop() {
+            if let Some(mut entry) = self.pairs.get_mut(&key) {
+                entry.queued = false;
+                changed.push((key, entry.list.clone()));
+            }
+        }
+        changed
             .into_par_iter()
-            .filter_map(|(product, list)| {
-                let idx = catalogue.idx_of(&product)?;
-                let list = list.iter().filter_map(|id| catalogue.idx_of(id)).collect();
+            .filter_map(|(product, partners)| {
+                let idx = catalogue.idx_of(&keys.name(product)?)?;
+                let list = ranked_partners(keys, partners)
+                    .iter()
+                    .filter_map(|name| catalogue.idx_of(name))
+                    .collect();
                 Some((idx, list))
             })
             .collect()
@@ -148,30 +208,38 @@ impl CoCounts {
     /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`];
     /// computed in parallel on the current rayon pool.
     pub fn neighbours(&self, keys: &ProductKeys) -> HashMap<String, Vec<String>> {
-        let names = keys.names();
-        let name = |key: u32| names.get(key as usize).map_or("", |n| n);
         let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
             .pairs
             .iter()
-            .map(|entry| (*entry.key(), entry.value().clone()))
+            .map(|entry| (*entry.key(), entry.list.clone()))
             .collect();
         snapshot
             .into_par_iter()
-            .map(|(product, mut partners)| {
-                partners.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| name(a.0).cmp(name(b.0))));
-                partners.truncate(NEIGHBOURS);
-                let list = partners
-                    .into_iter()
-                    .map(|(key, _)| name(key).to_owned())
+            .filter_map(|(product, partners)| {
+                let list = ranked_partners(keys, partners)
+                    .iter()
+                    .map(|name| name.to_string())
                     .collect();
-                (name(product).to_owned(), list)
+                Some((keys.name(product)?.to_string(), list))
             })
             .collect()
     }
 }
 
-/// Neighbour lists by dense id: a product's neighbours, strongest first.
-pub type ProductLists = HashMap<ProductIdx, Box<[ProductIdx]>>;
+/// A product's partners by id, strongest first (ties by id), at most [`NEIGHBOURS`].
+fn ranked_partners(keys: &ProductKeys, partners: Vec<(u32, f32)>) -> Vec<Arc<str>> {
+    let mut named: Vec<(Arc<str>, f32)> = partners
+        .into_iter()
+        .filter_map(|(key, count)| Some((keys.name(key)?, count)))
+        .collect();
+    named.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    named.truncate(NEIGHBOURS);
+    named.into_iter().map(|(name, _)| name).collect()
+}
+
+/// Neighbour lists by dense id: a product's neighbours, strongest first. Updated in
+/// place by a rebuild (only the lists that changed); read a list at a time.
+pub type ProductLists = DashMap<ProductIdx, Arc<[ProductIdx]>>;
 
 /// Rebuilt neighbour lists, as serving reads them: in the dense ids of one catalogue
 /// base, so that a request reads a list and its products without looking up an id.
@@ -184,13 +252,17 @@ pub struct Neighbours {
     pub viewed_together: ProductLists,
     /// Products bought in the same orders, strongest first.
     pub bought_together: ProductLists,
-    /// Category ids by decayed popularity, most popular first.
-    pub top_categories: Vec<String>,
-    /// Brand ids by decayed popularity, most popular first.
-    pub top_brands: Vec<String>,
 }
 
 impl Neighbours {
+    /// Empty lists for `catalogue`'s base.
+    pub fn of(catalogue: &Arc<Catalogue>) -> Neighbours {
+        Neighbours {
+            catalogue: Some(Arc::clone(catalogue)),
+            ..Neighbours::default()
+        }
+    }
+
     /// Whether the lists index `catalogue`'s dense ids.
     pub fn indexes(&self, catalogue: &Catalogue) -> bool {
         self.catalogue
@@ -198,16 +270,16 @@ impl Neighbours {
             .is_some_and(|own| own.same_base(catalogue))
     }
 
+    /// A product's list in `lists` (a copy of the handle: no lock is held after).
+    pub fn list(lists: &ProductLists, idx: ProductIdx) -> Option<Arc<[ProductIdx]>> {
+        lists.get(&idx).map(|list| Arc::clone(&list))
+    }
+
     /// The same lists in the dense ids of `catalogue`, a version with another base:
     /// each product is found again by its id; products it lacks are dropped.
     pub fn rebase(&self, catalogue: &Arc<Catalogue>) -> Neighbours {
         let Some(old) = &self.catalogue else {
-            return Neighbours {
-                catalogue: Some(Arc::clone(catalogue)),
-                top_categories: self.top_categories.clone(),
-                top_brands: self.top_brands.clone(),
-                ..Neighbours::default()
-            };
+            return Neighbours::of(catalogue);
         };
         let moved = |idx: &ProductIdx| {
             old.product(*idx)
@@ -216,8 +288,9 @@ impl Neighbours {
         let rebase = |lists: &ProductLists| -> ProductLists {
             lists
                 .iter()
-                .filter_map(|(product, list)| {
-                    Some((moved(product)?, list.iter().filter_map(moved).collect()))
+                .filter_map(|entry| {
+                    let list = entry.value().iter().filter_map(moved).collect();
+                    Some((moved(entry.key())?, list))
                 })
                 .collect()
         };
@@ -225,10 +298,17 @@ impl Neighbours {
             catalogue: Some(Arc::clone(catalogue)),
             viewed_together: rebase(&self.viewed_together),
             bought_together: rebase(&self.bought_together),
-            top_categories: self.top_categories.clone(),
-            top_brands: self.top_brands.clone(),
         }
     }
+}
+
+/// The most popular category and brand ids, rebuilt whole each round.
+#[derive(Debug, Default)]
+pub struct TopNames {
+    /// Category ids by decayed popularity, most popular first.
+    pub categories: Vec<String>,
+    /// Brand ids by decayed popularity, most popular first.
+    pub brands: Vec<String>,
 }
 
 /// Names by decayed popularity as of `now`, most popular first (ties by name).
@@ -260,6 +340,17 @@ impl Decaying {
     pub fn value_at(&self, now: UnixMillis) -> f64 {
         let elapsed = now.saturating_sub(self.at).max(0) as f64;
         self.score * (-elapsed / TRENDING_HALF_LIFE_MILLIS as f64).exp2()
+    }
+
+    /// A key that orders counters as their scores at any one time would (greater
+    /// first): the base-2 logarithm of the score as of the epoch. Scores all halve at the
+    /// same rate, so counters that did not change keep their order.
+    pub fn rank_key(&self) -> f64 {
+        if self.score > 0.0 {
+            self.score.log2() + self.at as f64 / TRENDING_HALF_LIFE_MILLIS as f64
+        } else {
+            f64::NEG_INFINITY
+        }
     }
 
     /// When it was last added to.

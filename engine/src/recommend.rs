@@ -15,16 +15,21 @@ pub struct Rankings {
     pub top_sellers: Vec<ProductIdx>,
     /// Rank of each product in `trending`, indexed by dense id.
     pub trending_rank: Vec<u32>,
+    /// Each product's trending key and units sold, indexed by dense id (see
+    /// [`Rankings::build`]).
+    scores: Vec<(f64, u64)>,
 }
 
 impl Rankings {
-    /// Orders a catalogue's products by trending score and units sold.
+    /// Orders a catalogue's products by trending key (greater first: a decayed score
+    /// compared at one time, or a [`crate::models::Decaying::rank_key`], which orders
+    /// the same at every time) and units sold.
     pub fn build(
         catalogue: &Catalogue,
         score: impl Fn(&ArchivedProduct) -> (f64, u64),
     ) -> Rankings {
         let bound = catalogue.idx_bound() as usize;
-        let mut scores: Vec<(f64, u64)> = vec![(0.0, 0); bound];
+        let mut scores: Vec<(f64, u64)> = vec![(f64::NEG_INFINITY, 0); bound];
         let mut trending: Vec<ProductIdx> = Vec::with_capacity(catalogue.len());
         for (idx, product) in catalogue.iter() {
             if let Some(slot) = scores.get_mut(idx as usize) {
@@ -40,7 +45,15 @@ impl Rankings {
             .filter(|i| score_of(i).1 > 0)
             .collect();
         top_sellers.sort_by(|a, b| score_of(b).1.cmp(&score_of(a).1).then(a.cmp(b)));
-        let mut trending_rank = vec![u32::MAX; bound];
+        Rankings::from_orders(trending, top_sellers, scores)
+    }
+
+    fn from_orders(
+        trending: Vec<ProductIdx>,
+        top_sellers: Vec<ProductIdx>,
+        scores: Vec<(f64, u64)>,
+    ) -> Rankings {
+        let mut trending_rank = vec![u32::MAX; scores.len()];
         for (rank, idx) in trending.iter().enumerate() {
             if let Some(slot) = trending_rank.get_mut(*idx as usize) {
                 *slot = rank as u32;
@@ -50,8 +63,67 @@ impl Rankings {
             trending,
             top_sellers,
             trending_rank,
+            scores,
         }
     }
+
+    /// The same orders with the products in `changed` (dense id, trending key, units)
+    /// moved to their new places: the others keep their order, as decay scales every
+    /// product alike. Linear in the products plus `changed` log `changed`, against a
+    /// full sort's products log products; the result is what [`Rankings::build`] gives.
+    pub fn update(&self, changed: &[(ProductIdx, f64, u64)]) -> Rankings {
+        let mut scores = self.scores.clone();
+        let mut moved = vec![false; scores.len()];
+        let mut fresh: Vec<ProductIdx> = Vec::with_capacity(changed.len());
+        for &(idx, key, units) in changed {
+            let (Some(slot), Some(flag)) =
+                (scores.get_mut(idx as usize), moved.get_mut(idx as usize))
+            else {
+                continue;
+            };
+            *slot = (key, units);
+            if !*flag {
+                *flag = true;
+                fresh.push(idx);
+            }
+        }
+        let score_of = |idx: &ProductIdx| scores.get(*idx as usize).copied().unwrap_or_default();
+        let is_moved = |idx: &ProductIdx| moved.get(*idx as usize).copied().unwrap_or(false);
+        let trending_order =
+            |a: &ProductIdx, b: &ProductIdx| score_of(b).0.total_cmp(&score_of(a).0).then(a.cmp(b));
+        let sellers_order =
+            |a: &ProductIdx, b: &ProductIdx| score_of(b).1.cmp(&score_of(a).1).then(a.cmp(b));
+        fresh.sort_by(trending_order);
+        let kept = self.trending.iter().copied().filter(|i| !is_moved(i));
+        let trending = merge(kept, &fresh, trending_order);
+        let mut sellers: Vec<ProductIdx> = fresh
+            .iter()
+            .copied()
+            .filter(|i| score_of(i).1 > 0)
+            .collect();
+        sellers.sort_by(sellers_order);
+        let kept = self.top_sellers.iter().copied().filter(|i| !is_moved(i));
+        let top_sellers = merge(kept, &sellers, sellers_order);
+        Rankings::from_orders(trending, top_sellers, scores)
+    }
+}
+
+/// Merges two lists sorted by `order` into one.
+fn merge(
+    kept: impl Iterator<Item = ProductIdx>,
+    fresh: &[ProductIdx],
+    order: impl Fn(&ProductIdx, &ProductIdx) -> std::cmp::Ordering,
+) -> Vec<ProductIdx> {
+    let mut out = Vec::with_capacity(fresh.len());
+    let mut fresh = fresh.iter().copied().peekable();
+    for idx in kept {
+        while let Some(next) = fresh.next_if(|f| order(f, &idx).is_lt()) {
+            out.push(next);
+        }
+        out.push(idx);
+    }
+    out.extend(fresh);
+    out
 }
 
 /// Everything a recommender may consult for one request.
@@ -314,8 +386,11 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             } else {
                 &ctx.neighbours.bought_together
             };
-            let listed = lists.get(&anchor).into_iter().flatten();
-            take_all(listed.map(|idx| Some(*idx)), take);
+            let listed = Neighbours::list(lists, anchor);
+            take_all(
+                listed.iter().flat_map(|l| l.iter()).map(|idx| Some(*idx)),
+                take,
+            );
         }
         Strategy::CompleteTheLook => {
             let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
@@ -396,7 +471,8 @@ fn blended(
     let mut parts: Vec<(ProductIdx, f64)> = Vec::new();
     for (seed, weight) in seeds {
         for list in lists {
-            for (rank, idx) in list.get(&seed).into_iter().flatten().enumerate() {
+            let listed = Neighbours::list(list, seed);
+            for (rank, idx) in listed.iter().flat_map(|l| l.iter()).enumerate() {
                 if !skip.contains(idx) {
                     parts.push((*idx, weight / (rank as f64 + 1.0)));
                 }
@@ -646,5 +722,47 @@ mod tests {
             }
         );
         assert_eq!(price(Some("other"), None).price, money(800, "GBP"));
+    }
+
+    /// Moving changed products gives the orders a full build gives, round after round,
+    /// with ties, zero scores, products never sold and repeated changes.
+    #[test]
+    fn an_update_orders_as_a_full_build() {
+        let catalogue = crate::testing::catalogue(
+            (0..300).map(|i| crate::testing::product(&format!("p{i:03}"))),
+        );
+        let mut scores: Vec<(f64, u64)> = vec![(f64::NEG_INFINITY, 0); 300];
+        let score_of = |scores: &[(f64, u64)], p: &ArchivedProduct| {
+            let i: usize = p.id.as_str()[1..].parse().unwrap();
+            scores[i]
+        };
+        let mut rankings = Rankings::build(&catalogue, |p| score_of(&scores, p));
+        let mut seed = 7u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..50 {
+            let mut changed = Vec::new();
+            for _ in 0..next(20) {
+                let i = next(300) as usize;
+                // Few distinct keys, so ties are common.
+                let key = if next(4) == 0 {
+                    f64::NEG_INFINITY
+                } else {
+                    next(6) as f64
+                };
+                scores[i] = (key, next(3));
+                let idx = catalogue.idx_of(&format!("p{i:03}")).unwrap();
+                changed.push((idx, scores[i].0, scores[i].1));
+            }
+            rankings = rankings.update(&changed);
+            let full = Rankings::build(&catalogue, |p| score_of(&scores, p));
+            assert_eq!(rankings.trending, full.trending);
+            assert_eq!(rankings.top_sellers, full.top_sellers);
+            assert_eq!(rankings.trending_rank, full.trending_rank);
+        }
     }
 }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
+use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
@@ -36,8 +37,8 @@ use identity::IdentityKey;
 pub use serve::{MAX_DEVICES, Notice, RenderedItem, RenderedZone, ServeOutcome, ServeRequest};
 pub use track::customer_visitor_id;
 
-use crate::catalogue::{Catalogue, UnixMillis};
-use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, most_popular};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_popular};
 use crate::money::Currency;
 use crate::recommend::Rankings;
 use crate::visitor::{SESSION_IDLE_MILLIS, Visitor};
@@ -85,6 +86,8 @@ pub struct UserRecord {
 struct Counter {
     popularity: Decaying,
     units: u64,
+    /// Whether the product is queued in `Account::changed_counters`.
+    queued: bool,
 }
 
 #[derive(Debug)]
@@ -106,6 +109,11 @@ pub struct Account {
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
     counters: DashMap<String, Counter>,
+    /// Products whose counters changed since the last rebuild, each once.
+    changed_counters: SegQueue<String>,
+    /// Set when counters changed without being queued (a state snapshot restored): the
+    /// next rebuild ranks every product.
+    rank_all: AtomicBool,
     category_popularity: DashMap<String, Decaying>,
     brand_popularity: DashMap<String, Decaying>,
     /// Keys of the products in `coview` and `copurchase`.
@@ -114,6 +122,10 @@ pub struct Account {
     copurchase: CoCounts,
     rankings: ArcSwap<RankingsVersion>,
     neighbours: ArcSwap<Neighbours>,
+    top_names: ArcSwap<TopNames>,
+    /// Held while neighbour lists are written: by a rebuild, and by a swap to a new
+    /// base that moves them.
+    lists_lock: parking_lot::Mutex<()>,
     /// Held by the one [`Writer`] at a time.
     writer: parking_lot::Mutex<()>,
     /// Requests served and items shown, since the process started.
@@ -142,6 +154,8 @@ impl Account {
             identities: DashMap::new(),
             users: DashMap::new(),
             counters: DashMap::new(),
+            changed_counters: SegQueue::new(),
+            rank_all: AtomicBool::new(false),
             category_popularity: DashMap::new(),
             brand_popularity: DashMap::new(),
             product_keys: ProductKeys::default(),
@@ -149,6 +163,8 @@ impl Account {
             copurchase: CoCounts::default(),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
+            top_names: ArcSwap::from_pointee(TopNames::default()),
+            lists_lock: parking_lot::Mutex::new(()),
             writer: parking_lot::Mutex::new(()),
             activity: Activity::default(),
             clock: AtomicI64::new(0),
@@ -177,38 +193,86 @@ impl Account {
         }
     }
 
-    /// Rebuilds the rankings (decayed popularity, units sold) of the current catalogue and
-    /// the co-view and co-purchase neighbour lists from the counters, and swaps them in.
-    /// Runs on the caller's thread, its parallel parts on the current rayon pool.
-    /// Nothing is done when no interaction was counted and the current catalogue version
-    /// is already ranked (decay does not change the order of popularity, only its scale).
+    /// Rebuilds the rankings (decayed popularity, units sold) of the current catalogue,
+    /// the co-view and co-purchase neighbour lists and the most popular categories and
+    /// brands from the counters, and publishes them. Only what changed since the last
+    /// round is redone: the products whose counters changed move in the rankings, the
+    /// lists of the products whose pairs changed are sorted again (every product's, for
+    /// a new catalogue version or base). Runs on the caller's thread, its parallel parts
+    /// on the current rayon pool. Nothing is done when no interaction was counted and
+    /// the current catalogue version is already ranked.
     pub fn rebuild_models(&self) {
         let catalogue = self.catalogue();
         let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
         if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
             return;
         }
-        self.rankings.store(Arc::new(self.rank(&catalogue)));
-        let (viewed_together, bought_together) = rayon::join(
-            || self.coview.lists_in(&self.product_keys, &catalogue),
-            || self.copurchase.lists_in(&self.product_keys, &catalogue),
-        );
+        self.rankings.store(Arc::new(self.rerank(&catalogue)));
+        self.rebuild_lists(&catalogue);
         let now = self.clock.load(Ordering::Relaxed);
-        self.neighbours.store(Arc::new(Neighbours {
-            catalogue: Some(Arc::clone(&catalogue)),
-            viewed_together,
-            bought_together,
-            top_categories: most_popular(&self.category_popularity, now),
-            top_brands: most_popular(&self.brand_popularity, now),
+        self.top_names.store(Arc::new(TopNames {
+            categories: most_popular(&self.category_popularity, now),
+            brands: most_popular(&self.brand_popularity, now),
         }));
     }
 
+    /// The rankings of `catalogue` with the queued products moved, or ranked whole when
+    /// the published ones are of another version or a snapshot was restored.
+    fn rerank(&self, catalogue: &Arc<Catalogue>) -> RankingsVersion {
+        let mut changed = Vec::new();
+        while let Some(id) = self.changed_counters.pop() {
+            if let Some(mut counter) = self.counters.get_mut(&id) {
+                counter.queued = false;
+                let score = (counter.popularity.rank_key(), counter.units);
+                changed.push((id, score));
+            }
+        }
+        let current = self.rankings.load_full();
+        let whole = self.rank_all.swap(false, Ordering::AcqRel);
+        if whole || !Arc::ptr_eq(&current.catalogue, catalogue) {
+            return self.rank(catalogue);
+        }
+        let moved: Vec<(ProductIdx, f64, u64)> = changed
+            .into_iter()
+            .filter_map(|(id, (key, units))| Some((catalogue.idx_of(&id)?, key, units)))
+            .collect();
+        RankingsVersion {
+            catalogue: Arc::clone(catalogue),
+            rankings: current.rankings.update(&moved),
+        }
+    }
+
+    /// Sorts the neighbour lists of the products whose pairs changed, in the dense ids
+    /// of `catalogue`, into the published lists (new ones, every product's, when the
+    /// published lists are of another base).
+    fn rebuild_lists(&self, catalogue: &Arc<Catalogue>) {
+        let _lock = self.lists_lock.lock();
+        let mut published = self.neighbours.load_full();
+        if !published.indexes(catalogue) {
+            self.coview.queue_all();
+            self.copurchase.queue_all();
+            published = Arc::new(Neighbours::of(catalogue));
+            self.neighbours.store(Arc::clone(&published));
+        }
+        let (viewed, bought) = rayon::join(
+            || self.coview.changed_lists(&self.product_keys, catalogue),
+            || self.copurchase.changed_lists(&self.product_keys, catalogue),
+        );
+        for (idx, list) in viewed {
+            published.viewed_together.insert(idx, list);
+        }
+        for (idx, list) in bought {
+            published.bought_together.insert(idx, list);
+        }
+    }
+
     fn rank(&self, catalogue: &Arc<Catalogue>) -> RankingsVersion {
-        let now = self.clock.load(Ordering::Relaxed);
         let rankings = Rankings::build(catalogue, |p| {
             self.counters
                 .get(p.id.as_str())
-                .map_or((0.0, 0), |c| (c.popularity.value_at(now), c.units))
+                .map_or((f64::NEG_INFINITY, 0), |c| {
+                    (c.popularity.rank_key(), c.units)
+                })
         });
         RankingsVersion {
             catalogue: Arc::clone(catalogue),
@@ -367,6 +431,7 @@ impl Writer<'_> {
             account.rankings.store(Arc::new(account.rank(&catalogue)));
             // Neighbour lists are in dense ids too: moved to the new base here, so that
             // requests on it read them at once (the next rebuild recounts them).
+            let _lock = account.lists_lock.lock();
             let neighbours = account.neighbours.load().rebase(&catalogue);
             account.neighbours.store(Arc::new(neighbours));
             account.models_stale.store(true, Ordering::Release);

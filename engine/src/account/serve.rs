@@ -10,7 +10,7 @@ use super::track::PageContext;
 use super::{Account, new_id};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
-use crate::models::Neighbours;
+use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 use crate::recommend::{Context, ItemPrice, fill_zone, priced};
 use crate::state::Tracked;
@@ -151,6 +151,7 @@ impl Account {
 
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();
+        let top_names = self.top_names.load();
         // Lists of another base (a request racing a feed's swap) would name other
         // products: none are read until they are moved to this one.
         let unlisted = Neighbours::default();
@@ -197,7 +198,7 @@ impl Account {
                 });
                 continue;
             }
-            zones.push(fill(spec, &ctx, &snapshot, &page, &published));
+            zones.push(fill(spec, &ctx, &snapshot, &page, &top_names));
         }
         drop(rankings);
         let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
@@ -227,7 +228,7 @@ fn fill<'s>(
     ctx: &Context<'_>,
     snapshot: &VisitorSnapshot,
     page: &PageContext,
-    neighbours: &Neighbours,
+    top_names: &TopNames,
 ) -> RenderedZone<'s> {
     let catalogue = ctx.catalogue;
     let mut names = Vec::new();
@@ -248,7 +249,7 @@ fn fill<'s>(
         ZoneKind::RecommenderCategory => {
             names = affinity(
                 &snapshot.categories,
-                &neighbours.top_categories,
+                &top_names.categories,
                 page.category.as_deref(),
                 spec.count,
                 |id| catalogue.category(id).is_some() || !catalogue.in_category(id).is_empty(),
@@ -258,7 +259,7 @@ fn fill<'s>(
         ZoneKind::RecommenderBrand => {
             names = affinity(
                 &snapshot.brands,
-                &neighbours.top_brands,
+                &top_names.brands,
                 page.brand.as_deref(),
                 spec.count,
                 |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),

@@ -115,7 +115,15 @@ impl Account {
                 popularity,
                 units,
             } => {
-                self.counters.insert(product, Counter { popularity, units });
+                self.counters.insert(
+                    product,
+                    Counter {
+                        popularity,
+                        units,
+                        queued: false,
+                    },
+                );
+                self.rank_all.store(true, Ordering::Release);
             }
             StateEntry::CategoryPopularity { name, popularity } => {
                 self.category_popularity.insert(name, popularity);

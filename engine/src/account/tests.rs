@@ -294,3 +294,76 @@ fn first_zone_ids(outcome: &ServeOutcome<'_>) -> Vec<String> {
         .map(|i| outcome.catalogue.product(i.product).unwrap().id.to_string())
         .collect()
 }
+
+/// Rebuilding round by round (only what changed each time) publishes the same
+/// rankings and neighbour lists as one rebuild after everything.
+#[test]
+fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
+    let ids: Vec<String> = (0..40).map(|i| format!("p{i:02}")).collect();
+    let catalogue = || {
+        testing::catalogue(ids.iter().map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        }))
+    };
+    let stepwise = testing::account(vec![], catalogue());
+    let at_once = testing::account(vec![], catalogue());
+    let mut seed = 3u64;
+    let mut next = move |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for round in 0..30 {
+        for v in 0..5 {
+            let mut events: Vec<Event> = (0..4)
+                .map(|_| Event::ProductView {
+                    id: ids[next(40) as usize].clone(),
+                })
+                .collect();
+            if next(3) == 0 {
+                events.push(Event::Order(Order {
+                    order_id: format!("o{round}-{v}"),
+                    items: (0..3)
+                        .map(|_| BasketLine {
+                            id: ids[next(40) as usize].clone(),
+                            qty: 1.0,
+                            unit_price: 1.0,
+                        })
+                        .collect(),
+                    total: None,
+                    identity: Identity::default(),
+                    details: PersonalDetails::default(),
+                }));
+            }
+            let visitor = format!("v{}", next(8));
+            let now = T0 + round * 3_600_000;
+            stepwise.serve(request(&visitor, None, events.clone(), now));
+            at_once.serve(request(&visitor, None, events, now));
+        }
+        stepwise.rebuild_models();
+    }
+    at_once.rebuild_models();
+    let (a, b) = (stepwise.rankings.load(), at_once.rankings.load());
+    assert_eq!(a.rankings.trending, b.rankings.trending);
+    assert_eq!(a.rankings.top_sellers, b.rankings.top_sellers);
+    let lists = |account: &Account| {
+        let neighbours = account.neighbours.load();
+        let sorted = |lists: &crate::models::ProductLists| {
+            let mut all: Vec<(ProductIdx, Vec<ProductIdx>)> = lists
+                .iter()
+                .map(|e| (*e.key(), e.value().to_vec()))
+                .collect();
+            all.sort();
+            all
+        };
+        (
+            sorted(&neighbours.viewed_together),
+            sorted(&neighbours.bought_together),
+        )
+    };
+    let (viewed, bought) = lists(&stepwise);
+    assert!(viewed.len() > 30 && !bought.is_empty());
+    assert_eq!((viewed, bought), lists(&at_once));
+}

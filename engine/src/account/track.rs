@@ -308,6 +308,10 @@ impl Account {
         };
         counter.popularity.add(score, now);
         counter.units += units;
+        if !counter.queued {
+            counter.queued = true;
+            self.changed_counters.push(product_id.to_owned());
+        }
     }
 }
 
