@@ -35,6 +35,7 @@ pub mod models;
 pub mod money;
 pub mod overlay;
 pub mod recommend;
+pub mod shards;
 pub mod similar;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]

@@ -11,6 +11,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::SegQueue;
 
+use crate::shards::sharded;
+
 use dashmap::DashMap;
 use rayon::prelude::*;
 
@@ -30,7 +32,7 @@ pub const TRENDING_HALF_LIFE_MILLIS: UnixMillis = 24 * 60 * 60 * 1000;
 /// Product ids as small numbers for the pair counts: a key is handed out on first sight
 /// and stays the same for the life of the process (unlike dense catalogue indexes, which
 /// a new base renumbers), so counting compares integers, not strings.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ProductKeys {
     keys: DashMap<Arc<str>, u32>,
     names: RwLock<Vec<Arc<str>>>,
@@ -76,11 +78,29 @@ impl ProductKeys {
 ///
 /// Every product whose partners change is queued once until the next
 /// [`CoCounts::changed_lists`], so a rebuild sorts only the lists that changed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CoCounts {
     pairs: DashMap<u32, Partners>,
     /// Products whose partners changed since the last rebuild, each once.
     changed: SegQueue<u32>,
+}
+
+impl Default for CoCounts {
+    fn default() -> CoCounts {
+        CoCounts {
+            pairs: sharded(),
+            changed: SegQueue::new(),
+        }
+    }
+}
+
+impl Default for ProductKeys {
+    fn default() -> ProductKeys {
+        ProductKeys {
+            keys: sharded(),
+            names: RwLock::default(),
+        }
+    }
 }
 
 /// One product's partners and counts, and whether it is queued in `changed`.

@@ -222,6 +222,7 @@ async fn rebuild_models(state: Arc<AppState>) {
             state.pool().install(|| {
                 for entry in state.accounts() {
                     entry.account.rebuild_models();
+                    entry.product_texts.sweep();
                 }
             });
         });

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
 use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
@@ -15,7 +14,7 @@ use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
-use crate::api::render::ProductTexts;
+use crate::api::render::TextCache;
 use crate::config::{AccountConfig, Config, EventsFsync};
 
 /// One account as the server holds it.
@@ -30,7 +29,7 @@ pub struct AccountEntry {
     /// The templates of its html zones, named by zone id.
     pub templates: minijinja::Environment<'static>,
     /// Product text of the latest catalogue version served.
-    pub product_texts: ArcSwap<ProductTexts>,
+    pub product_texts: TextCache,
 }
 
 /// Everything a request handler may need.
@@ -224,7 +223,7 @@ fn open_account(
         config: account_config.clone(),
         jobs,
         templates: templates(account_config)?,
-        product_texts: ArcSwap::from_pointee(ProductTexts::new(account.catalogue())),
+        product_texts: TextCache::new(account.catalogue()),
         account,
     })
 }

@@ -41,6 +41,7 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_popular};
 use crate::money::Currency;
 use crate::recommend::Rankings;
+use crate::shards::{Graveyard, sharded};
 use crate::visitor::{SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::ZoneSpec;
 
@@ -123,6 +124,8 @@ pub struct Account {
     rankings: ArcSwap<RankingsVersion>,
     neighbours: ArcSwap<Neighbours>,
     top_names: ArcSwap<TopNames>,
+    /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
+    graveyard: Graveyard,
     /// Held while neighbour lists are written: by a rebuild, and by a swap to a new
     /// base that moves them.
     lists_lock: parking_lot::Mutex<()>,
@@ -148,16 +151,16 @@ impl Account {
         Account {
             settings,
             catalogue: ArcSwap::new(catalogue),
-            visitors: DashMap::new(),
-            sessions: DashMap::new(),
-            orders: DashMap::new(),
-            identities: DashMap::new(),
-            users: DashMap::new(),
-            counters: DashMap::new(),
+            visitors: sharded(),
+            sessions: sharded(),
+            orders: sharded(),
+            identities: sharded(),
+            users: sharded(),
+            counters: sharded(),
             changed_counters: SegQueue::new(),
             rank_all: AtomicBool::new(false),
-            category_popularity: DashMap::new(),
-            brand_popularity: DashMap::new(),
+            category_popularity: sharded(),
+            brand_popularity: sharded(),
             product_keys: ProductKeys::default(),
             coview: CoCounts::default(),
             copurchase: CoCounts::default(),
@@ -165,6 +168,7 @@ impl Account {
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
             lists_lock: parking_lot::Mutex::new(()),
+            graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),
             activity: Activity::default(),
             clock: AtomicI64::new(0),
@@ -202,6 +206,7 @@ impl Account {
     /// on the current rayon pool. Nothing is done when no interaction was counted and
     /// the current catalogue version is already ranked.
     pub fn rebuild_models(&self) {
+        self.graveyard.sweep();
         let catalogue = self.catalogue();
         let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
         if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
@@ -278,6 +283,13 @@ impl Account {
             catalogue: Arc::clone(catalogue),
             rankings,
         }
+    }
+
+    /// Drops the catalogue versions replaced by a swap that no request uses any more,
+    /// on the caller's thread (a background one: a version's overlay or mapping can take
+    /// milliseconds to free); returns how many.
+    pub fn sweep(&self) -> usize {
+        self.graveyard.sweep()
     }
 
     /// Adds or replaces a user record.
@@ -436,7 +448,9 @@ impl Writer<'_> {
             account.neighbours.store(Arc::new(neighbours));
             account.models_stale.store(true, Ordering::Release);
         }
-        account.catalogue.store(catalogue);
+        let replaced = account.catalogue.swap(catalogue);
+        account.graveyard.bury(replaced);
+        account.graveyard.sweep();
     }
 
     /// The account written to.

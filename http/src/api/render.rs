@@ -20,6 +20,8 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::zone::ZoneKind;
 
+use vitrine_engine::shards::Graveyard;
+
 use crate::state::AccountEntry;
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
@@ -134,12 +136,58 @@ impl ProductText {
     }
 }
 
+/// Product slots per chunk of a [`ProductTexts`].
+const CHUNK: usize = 1024;
+
+/// [`CHUNK`] slots of a [`ProductTexts`].
+type Chunk = Box<[OnceLock<Option<Box<ProductText>>>]>;
+
+/// The product texts of an account: those of the latest catalogue version served, and
+/// earlier ones kept until no request uses them (a cache's texts are freed by the
+/// background [`TextCache::sweep`], not by the request that lets go of it last).
+#[derive(Debug)]
+pub struct TextCache {
+    current: ArcSwap<ProductTexts>,
+    replaced: Graveyard,
+}
+
+impl TextCache {
+    /// A cache for `catalogue`.
+    pub fn new(catalogue: Arc<Catalogue>) -> TextCache {
+        TextCache {
+            current: ArcSwap::from_pointee(ProductTexts::new(catalogue)),
+            replaced: Graveyard::default(),
+        }
+    }
+
+    /// The texts of `catalogue`: the current ones when they are for that version, else
+    /// new ones made current.
+    pub fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
+        let texts = self.current.load_full();
+        if Arc::ptr_eq(&texts.catalogue, catalogue) {
+            return texts;
+        }
+        let fresh = Arc::new(ProductTexts::new(Arc::clone(catalogue)));
+        let replaced = self.current.swap(Arc::clone(&fresh));
+        self.replaced.bury(replaced);
+        fresh
+    }
+
+    /// Frees the replaced texts no request uses any more, on the caller's thread;
+    /// returns how many caches were freed.
+    pub fn sweep(&self) -> usize {
+        self.replaced.sweep()
+    }
+}
+
 /// The [`ProductText`]s of one catalogue version of an account, by dense id.
 #[derive(Debug)]
 pub struct ProductTexts {
     /// The version the texts were written from (held, so its address is not reused).
     catalogue: Arc<Catalogue>,
-    texts: Box<[OnceLock<Option<Box<ProductText>>>]>,
+    /// Chunks of [`CHUNK`] slots by dense id, each made when a product in it is first
+    /// written: a new version's cache costs a small table, not one slot per product.
+    chunks: Box<[OnceLock<Chunk>]>,
     /// Texts kept so far.
     kept: AtomicUsize,
     /// Their bytes.
@@ -159,29 +207,24 @@ impl ProductTexts {
         let slots = catalogue.idx_bound() as usize;
         ProductTexts {
             catalogue,
-            texts: (0..slots).map(|_| OnceLock::new()).collect(),
+            chunks: (0..slots.div_ceil(CHUNK))
+                .map(|_| OnceLock::new())
+                .collect(),
             kept: AtomicUsize::new(0),
             kept_bytes: AtomicUsize::new(0),
             budget,
         }
     }
 
-    /// The cache of `catalogue`: the current one when it is for that version, else a new
-    /// one made current.
-    pub fn of(current: &ArcSwap<ProductTexts>, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
-        let texts = current.load_full();
-        if Arc::ptr_eq(&texts.catalogue, catalogue) {
-            return texts;
-        }
-        let fresh = Arc::new(ProductTexts::new(Arc::clone(catalogue)));
-        current.store(Arc::clone(&fresh));
-        fresh
-    }
-
     /// Calls `write` with the text of product `idx`: the kept one, else one written now
     /// (and kept while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
     fn with<R>(&self, idx: ProductIdx, write: impl FnOnce(&ProductText) -> R) -> Option<R> {
-        let slot = self.texts.get(idx as usize)?;
+        let idx_usize = idx as usize;
+        let chunk = self
+            .chunks
+            .get(idx_usize / CHUNK)?
+            .get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
+        let slot = chunk.get(idx_usize % CHUNK)?;
         if let Some(text) = slot.get() {
             return text.as_deref().map(write);
         }
@@ -213,7 +256,7 @@ pub fn response(
     entry: &AccountEntry,
 ) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
-    let texts = ProductTexts::of(&entry.product_texts, catalogue);
+    let texts = entry.product_texts.of(catalogue);
     let symbol = currency.symbol();
     // Templates first: their failures go into `errors`, which come before the zones.
     let html: Vec<Option<String>> = outcome
@@ -630,12 +673,23 @@ mod tests {
         // a later version gets a cache of its own.
         assert_eq!(texts.kept(), catalogue.len());
         assert!(texts.kept_bytes.load(Ordering::Relaxed) < MAX_CACHED_BYTES);
-        let cached = texts.texts.iter().filter_map(|t| t.get()?.as_deref());
+        let cached = texts
+            .chunks
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|chunk| chunk.iter().filter_map(|slot| slot.get()?.as_deref()));
+        assert_eq!(cached.clone().count(), catalogue.len());
         assert!(cached.clone().all(|text| text.prices.read().len() == 3));
-        let current = ArcSwap::from_pointee(texts);
+        // A later version gets texts of its own; the earlier ones are freed by a sweep
+        // once nobody holds them.
+        let cache = TextCache::new(Arc::clone(&catalogue));
+        let first = cache.of(&catalogue);
         let next = Arc::new(catalogue.edit().finish());
-        assert_eq!(ProductTexts::of(&current, &next).kept(), 0);
-        assert!(Arc::ptr_eq(&current.load().catalogue, &next));
+        assert_eq!(cache.of(&next).kept(), 0);
+        assert!(Arc::ptr_eq(&cache.current.load().catalogue, &next));
+        assert_eq!(cache.sweep(), 0);
+        drop(first);
+        assert_eq!(cache.sweep(), 1);
     }
 
     /// Past its byte budget the cache keeps no more products, and those it does not

@@ -1,0 +1,80 @@
+//! Concurrent maps with many small shards, and a graveyard for large values.
+//!
+//! A `DashMap` locks one shard at a time. A background job that walks a map (a state
+//! snapshot copying visitor ids, the session sweep, a rebuild queueing every product)
+//! holds each shard while it walks it, and a request that writes into that shard waits.
+//! [`sharded`] maps have [`SHARDS`] shards, so a shard of a million visitors holds about
+//! 2,000 and a walk holds it for tens of microseconds, not milliseconds.
+//!
+//! Dropping a large value (a catalogue version's overlay or mapping, a cache of product
+//! texts) takes as long as freeing everything in it. The [`Graveyard`] keeps such values
+//! once they are replaced, so that the request that lets go of one last does not pay for
+//! it; [`Graveyard::sweep`], on a background thread, drops those nobody uses any more.
+
+use std::any::Any;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+/// Shards of a [`sharded`] map.
+pub const SHARDS: usize = 512;
+
+/// An empty map with [`SHARDS`] shards.
+pub fn sharded<K: Eq + Hash, V>() -> DashMap<K, V> {
+    DashMap::with_shard_amount(SHARDS)
+}
+
+/// Replaced values kept until nobody else holds them.
+#[derive(Debug, Default)]
+pub struct Graveyard {
+    buried: parking_lot::Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Graveyard {
+    /// Keeps `value` until a [`Graveyard::sweep`] finds it unused.
+    pub fn bury<T: Any + Send + Sync>(&self, value: Arc<T>) {
+        self.buried.lock().push(value);
+    }
+
+    /// Drops, on the caller's thread, the values nobody else holds any more; returns
+    /// how many.
+    pub fn sweep(&self) -> usize {
+        let unused: Vec<Arc<dyn Any + Send + Sync>> = {
+            let mut buried = self.buried.lock();
+            let (unused, used) = buried.drain(..).partition(|v| Arc::strong_count(v) == 1);
+            *buried = used;
+            unused
+        };
+        // Dropped here, with the lock released.
+        unused.len()
+    }
+
+    /// Values kept.
+    pub fn len(&self) -> usize {
+        self.buried.lock().len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_empty(&self) -> bool {
+        self.buried.lock().is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_dropped_by_the_sweep_once_nobody_holds_it() {
+        let graveyard = Graveyard::default();
+        let value = Arc::new(vec![1u8; 1000]);
+        let held = Arc::clone(&value);
+        graveyard.bury(value);
+        assert_eq!(graveyard.sweep(), 0);
+        assert_eq!(graveyard.len(), 1);
+        drop(held);
+        assert_eq!(graveyard.sweep(), 1);
+        assert!(graveyard.is_empty());
+    }
+}
