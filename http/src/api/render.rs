@@ -62,8 +62,9 @@ struct PriceText {
 }
 
 impl PriceText {
-    fn of(price: &ItemPrice, symbol: &str) -> PriceText {
-        let mut text = to_vec(&WirePrices::of(price, symbol));
+    fn of(price: &ItemPrice) -> PriceText {
+        let symbol = price.price.currency.symbol();
+        let mut text = to_vec(&WirePrices::of(price, &symbol));
         // `{…}` → `…,`
         text.pop();
         text.push(b',');
@@ -113,7 +114,7 @@ impl ProductText {
 
     /// The rendered own prices in `currency`: kept from an earlier request, else
     /// rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`] currencies).
-    fn own_prices(&self, price: &ItemPrice, symbol: &str) -> Arc<PriceText> {
+    fn own_prices(&self, price: &ItemPrice) -> Arc<PriceText> {
         let currency = price.price.currency;
         let find = |prices: &[(Currency, Arc<PriceText>)]| {
             prices
@@ -124,7 +125,7 @@ impl ProductText {
         if let Some(text) = find(&self.prices.read()) {
             return text;
         }
-        let text = Arc::new(PriceText::of(price, symbol));
+        let text = Arc::new(PriceText::of(price));
         let mut prices = self.prices.write();
         if let Some(text) = find(&prices) {
             return text;
@@ -257,7 +258,12 @@ pub fn response(
 ) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
     let texts = entry.product_texts.of(catalogue);
-    let symbol = currency.symbol();
+    // The symbol is written into cached price texts: html zones only need it here.
+    let symbol = if outcome.zones.iter().any(|z| z.spec.kind == ZoneKind::Html) {
+        currency.symbol()
+    } else {
+        String::new()
+    };
     // Templates first: their failures go into `errors`, which come before the zones.
     let html: Vec<Option<String>> = outcome
         .zones
@@ -310,7 +316,7 @@ pub fn response(
         for item in &zone.items {
             texts.with(item.product, |text| {
                 separate(&mut out);
-                write_product(&mut out, text, item, &symbol);
+                write_product(&mut out, text, item);
             });
         }
         for other in other_entries(catalogue, zone, entry) {
@@ -330,14 +336,14 @@ pub fn response(
 
 /// One product item: its fixed text around this request's prices (the product's own
 /// prices rendered once per currency, an account or group price rendered now).
-fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem, symbol: &str) {
+fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
     out.extend_from_slice(text.head());
     let sale = if item.shared_price {
-        let prices = text.own_prices(&item.price, symbol);
+        let prices = text.own_prices(&item.price);
         out.extend_from_slice(&prices.text);
         prices.sale
     } else {
-        let prices = PriceText::of(&item.price, symbol);
+        let prices = PriceText::of(&item.price);
         out.extend_from_slice(&prices.text);
         prices.sale
     };
@@ -654,7 +660,7 @@ mod tests {
                     let fast = texts
                         .with(idx, |text| {
                             let mut fast = Vec::new();
-                            write_product(&mut fast, text, &item, &symbol);
+                            write_product(&mut fast, text, &item);
                             fast
                         })
                         .unwrap();
@@ -700,7 +706,6 @@ mod tests {
         let bounded = ProductTexts::with_budget(Arc::clone(&catalogue), 20_000);
         let unbounded = ProductTexts::new(Arc::clone(&catalogue));
         let currency = Currency::from_code("GBP").unwrap();
-        let symbol = currency.symbol();
         for (idx, _) in catalogue.iter() {
             let item = RenderedItem {
                 product: idx,
@@ -716,7 +721,7 @@ mod tests {
             let render = |texts: &ProductTexts| {
                 texts.with(idx, |text| {
                     let mut out = Vec::new();
-                    write_product(&mut out, text, &item, &symbol);
+                    write_product(&mut out, text, &item);
                     out
                 })
             };
@@ -744,11 +749,10 @@ mod tests {
                 },
                 shared_price: true,
             };
-            let symbol = currency.symbol();
             texts
                 .with(idx, |text| {
                     let mut out = Vec::new();
-                    write_product(&mut out, text, &item, &symbol);
+                    write_product(&mut out, text, &item);
                     String::from_utf8(out).unwrap()
                 })
                 .unwrap()
