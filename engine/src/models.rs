@@ -11,7 +11,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::SegQueue;
 
-use crate::shards::sharded;
+use crate::shards::{IntMap, int_map, sharded};
 
 use dashmap::DashMap;
 use rayon::prelude::*;
@@ -80,7 +80,7 @@ impl ProductKeys {
 /// [`CoCounts::changed_lists`], so a rebuild sorts only the lists that changed.
 #[derive(Debug)]
 pub struct CoCounts {
-    pairs: DashMap<u32, Partners>,
+    pairs: IntMap<u32, Partners>,
     /// Products whose partners changed since the last rebuild, each once.
     changed: SegQueue<u32>,
 }
@@ -88,7 +88,7 @@ pub struct CoCounts {
 impl Default for CoCounts {
     fn default() -> CoCounts {
         CoCounts {
-            pairs: sharded(),
+            pairs: int_map(),
             changed: SegQueue::new(),
         }
     }
@@ -259,7 +259,7 @@ fn ranked_partners(keys: &ProductKeys, partners: Vec<(u32, f32)>) -> Vec<Arc<str
 
 /// Neighbour lists by dense id: a product's neighbours, strongest first. Updated in
 /// place by a rebuild (only the lists that changed); read a list at a time.
-pub type ProductLists = DashMap<ProductIdx, Arc<[ProductIdx]>>;
+pub type ProductLists = IntMap<ProductIdx, Arc<[ProductIdx]>>;
 
 /// Rebuilt neighbour lists, as serving reads them: in the dense ids of one catalogue
 /// base, so that a request reads a list and its products without looking up an id.
