@@ -1,0 +1,110 @@
+//! Handler time per page type on the load harness's traffic.
+//!
+//! The store the harness spawns (its config and `VITRINE_BENCH_PRODUCTS` products of
+//! the synthetic feed, default 100,000) opened in-process; the harness's shoppers
+//! (default mix) send their requests straight to the `/api/serverside` handler, body
+//! bytes to response bytes, on one thread, with a model rebuild every 5,000 requests
+//! (as the server's one per second would at about that rate). After a warm-up, prints
+//! the median, p99, p99.9 and slowest handler time of each page type (read from the
+//! request's page view) and of all requests.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "a bench fails loudly where its setup does not hold"
+)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use vitrine_benches::feedgen::{CATEGORIES, generate_feed, product_id};
+use vitrine_benches::traffic::{
+    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
+};
+use vitrine_http::config::{self, Overrides};
+use vitrine_http::state::AppState;
+use vitrine_ingest::jobs::FeedStatus;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const SHOPPERS: usize = 32;
+const WARMUP_REQUESTS: usize = 50_000;
+const TIMED_REQUESTS: usize = 200_000;
+const PAGE_TYPES: [&str; 6] = [
+    "homepage",
+    "category_listing_page",
+    "search_results",
+    "product_page",
+    "basket_page",
+    "order_complete_page",
+];
+
+fn page_type(body: &[u8]) -> &'static str {
+    let text = std::str::from_utf8(body).unwrap_or_default();
+    PAGE_TYPES
+        .iter()
+        .find(|t| text.contains(&format!("\"page_type\":\"{t}\"")))
+        .copied()
+        .unwrap_or("other")
+}
+
+fn main() {
+    let products = vitrine_benches::bench_products();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vitrine.toml");
+    std::fs::write(&path, store_config(false)).unwrap();
+    let overrides = Overrides {
+        listen: None,
+        data_dir: Some(dir.path().join("data")),
+    };
+    let state = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
+    let entry = state.account(ACCESS_KEY).unwrap();
+    let mut feed = generate_feed(products, 42);
+    let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
+    assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+    drop(feed);
+
+    let mix = Mix::default();
+    let shelf = Shelf::new(
+        (0..products).map(product_id).collect(),
+        (0..CATEGORIES).map(|c| format!("c{c}")).collect(),
+        mix.zipf,
+    )
+    .unwrap();
+    let zones = ZoneMap::default();
+    let credentials = Credentials::new(ACCESS_KEY, SECRET_KEY);
+    let mut shoppers: Vec<Shopper> = (0..SHOPPERS).map(|w| Shopper::new(1, 1, w)).collect();
+    let mut times: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
+    let mut now = 1_800_000_000_000;
+    for n in 0..WARMUP_REQUESTS + TIMED_REQUESTS {
+        let shopper = &mut shoppers[n % SHOPPERS];
+        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+        now += 1;
+        let started = Instant::now();
+        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
+        let took = started.elapsed();
+        shopper.observe(&reply.body);
+        if n >= WARMUP_REQUESTS {
+            times.entry(page_type(&body)).or_default().push(took);
+            times.entry("all").or_default().push(took);
+        }
+        if n % 5_000 == 0 {
+            state.pool().install(|| entry.account.rebuild_models());
+        }
+    }
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for (page, mut list) in times {
+        list.sort();
+        let at = |q: f64| list[((list.len() - 1) as f64 * q) as usize];
+        println!(
+            "pages: {page:<22} {:>7} requests: median {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+            list.len(),
+            us(at(0.5)),
+            us(at(0.99)),
+            us(at(0.999)),
+            us(at(1.0)),
+        );
+    }
+    state.shutdown();
+}
