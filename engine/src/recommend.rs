@@ -1,6 +1,10 @@
 //! Recommenders: candidate generation per [`Strategy`], the filters every recommender
 //! applies, fallback chains, and the price an item shows.
 
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
 use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
 use crate::models::{Neighbours, ProductLists};
 use crate::money::{Currency, Money, saving_percent};
@@ -18,6 +22,9 @@ pub struct Rankings {
     /// Each product's trending key and units sold, indexed by dense id (see
     /// [`Rankings::build`]).
     scores: Vec<(f64, u64)>,
+    /// Members of a category in trending order, sorted on first use (categories the
+    /// catalogue has only; for the catalogue version the rankings were built from).
+    category_tops: DashMap<String, Arc<[ProductIdx]>>,
 }
 
 impl Rankings {
@@ -64,7 +71,35 @@ impl Rankings {
             top_sellers,
             trending_rank,
             scores,
+            category_tops: DashMap::new(),
         }
+    }
+
+    /// The members of `category` in `catalogue`, in trending order; kept for later
+    /// requests when `catalogue` is the version these rankings were built from
+    /// (`exact`) and the category has members.
+    pub fn category_top(
+        &self,
+        catalogue: &Catalogue,
+        category: &str,
+        exact: bool,
+    ) -> Arc<[ProductIdx]> {
+        if exact && let Some(members) = self.category_tops.get(category) {
+            return Arc::clone(&members);
+        }
+        let mut members = catalogue.in_category(category);
+        members.sort_by_key(|idx| {
+            self.trending_rank
+                .get(*idx as usize)
+                .copied()
+                .unwrap_or(u32::MAX)
+        });
+        let members: Arc<[ProductIdx]> = members.into();
+        if exact && !members.is_empty() {
+            self.category_tops
+                .insert(category.to_owned(), Arc::clone(&members));
+        }
+        members
     }
 
     /// The same orders with the products in `changed` (dense id, trending key, units)
@@ -133,6 +168,9 @@ pub struct Context<'a> {
     pub catalogue: &'a Catalogue,
     /// Rankings of that version.
     pub rankings: &'a Rankings,
+    /// Whether `rankings` were built from this very version (not only the same base):
+    /// then what they keep per category holds for it.
+    pub rankings_exact: bool,
     /// Co-view and co-purchase neighbour lists.
     pub neighbours: &'a Neighbours,
     /// Currency of the request (else the account default).
@@ -361,15 +399,10 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
                 catalogue.categories_of(product).next()
             });
             let Some(category) = category else { return };
-            let mut members = catalogue.in_category(category);
-            members.sort_by_key(|idx| {
-                ctx.rankings
-                    .trending_rank
-                    .get(*idx as usize)
-                    .copied()
-                    .unwrap_or(u32::MAX)
-            });
-            for idx in members {
+            let members = ctx
+                .rankings
+                .category_top(catalogue, category, ctx.rankings_exact);
+            for &idx in members.iter() {
                 if !take(idx) {
                     return;
                 }
@@ -614,6 +647,7 @@ mod tests {
         let ctx = Context {
             catalogue,
             rankings: &rankings,
+            rankings_exact: true,
             neighbours: &neighbours,
             currency: Currency::from_code(currency).unwrap(),
             now: 1_000,
@@ -685,6 +719,7 @@ mod tests {
             let ctx = Context {
                 catalogue: &catalogue,
                 rankings: &rankings,
+                rankings_exact: true,
                 neighbours: &neighbours,
                 currency: Currency::from_code("GBP").unwrap(),
                 now: 0,
@@ -764,5 +799,26 @@ mod tests {
             assert_eq!(rankings.top_sellers, full.top_sellers);
             assert_eq!(rankings.trending_rank, full.trending_rank);
         }
+    }
+
+    /// A category's order is kept only for the version the rankings were built from,
+    /// and only for categories with members.
+    #[test]
+    fn category_tops_are_kept_for_the_ranked_version_only() {
+        let catalogue = crate::testing::catalogue((0..5).map(|i| Product {
+            categories: vec!["c".into()],
+            ..crate::testing::product(&format!("p{i}"))
+        }));
+        let rankings = Rankings::build(&catalogue, |p| {
+            let i: f64 = p.id.as_str()[1..].parse().unwrap();
+            (i, 0)
+        });
+        let top = rankings.category_top(&catalogue, "c", false);
+        assert_eq!(top.len(), 5);
+        assert_eq!(catalogue.product(top[0]).unwrap().id.as_str(), "p4");
+        assert!(rankings.category_tops.is_empty());
+        assert_eq!(rankings.category_top(&catalogue, "c", true), top);
+        assert!(rankings.category_top(&catalogue, "none", true).is_empty());
+        assert_eq!(rankings.category_tops.len(), 1);
     }
 }

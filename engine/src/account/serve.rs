@@ -165,6 +165,7 @@ impl Account {
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings.rankings,
+            rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
             neighbours,
             currency: request.currency.unwrap_or(self.settings.default_currency),
             now,
