@@ -18,65 +18,28 @@
 use std::alloc::System;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use vitrine_benches::feedgen::{CATEGORIES, generate_feed, product_id};
-use vitrine_benches::traffic::{
-    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
-};
-use vitrine_http::config::{self, Overrides};
-use vitrine_http::state::AppState;
-use vitrine_ingest::jobs::FeedStatus;
+use vitrine_benches::harness::HarnessStore;
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// Shoppers sending requests in turn (as the harness's connections do).
-const SHOPPERS: usize = 32;
 const WARMUP_REQUESTS: usize = 50_000;
 const COUNTED_REQUESTS: usize = 20_000;
 
 fn main() {
     let products = vitrine_benches::bench_products();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("vitrine.toml");
-    std::fs::write(&path, store_config(false)).unwrap();
-    let overrides = Overrides {
-        listen: None,
-        data_dir: Some(dir.path().join("data")),
-    };
-    let state = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
-    let entry = state.account(ACCESS_KEY).unwrap();
-    let mut feed = generate_feed(products, 42);
-    let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
-    assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
-    drop(feed);
-
-    let mix = Mix::default();
-    let shelf = Shelf::new(
-        (0..products).map(product_id).collect(),
-        (0..CATEGORIES).map(|c| format!("c{c}")).collect(),
-        mix.zipf,
-    )
-    .unwrap();
-    let zones = ZoneMap::default();
-    let credentials = Credentials::new(ACCESS_KEY, SECRET_KEY);
-    let mut shoppers: Vec<Shopper> = (0..SHOPPERS).map(|w| Shopper::new(1, 1, w)).collect();
+    let mut store = HarnessStore::open(products);
     let mut now = 1_800_000_000_000;
-    let mut send = |n: usize| {
-        let shopper = &mut shoppers[n % SHOPPERS];
-        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
-        now += 1;
-        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
-        shopper.observe(&reply.body);
-        drop(body);
-        reply.body.len()
-    };
     for n in 0..WARMUP_REQUESTS {
-        send(n);
+        let body = store.next_body(n);
+        now += 1;
+        let reply = vitrine_http::api::serverside::handle_bytes(&store.state, &body, now).unwrap();
+        store.observe(n, &reply.body);
         if n % 5_000 == 0 {
-            state.pool().install(|| entry.account.rebuild_models());
+            store.rebuild_models();
         }
     }
-    state.pool().install(|| entry.account.rebuild_models());
+    store.rebuild_models();
 
     // The request body is made before the region starts and dropped after it ends: only
     // the server's allocations are counted.
@@ -84,12 +47,11 @@ fn main() {
     let mut bytes = 0usize;
     let mut answer_bytes = 0usize;
     for n in 0..COUNTED_REQUESTS {
-        let shopper = &mut shoppers[n % SHOPPERS];
-        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+        let body = store.next_body(n);
         now += 1;
         let region = Region::new(GLOBAL);
-        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
-        shopper.observe(&reply.body);
+        let reply = vitrine_http::api::serverside::handle_bytes(&store.state, &body, now).unwrap();
+        store.observe(n, &reply.body);
         answer_bytes += reply.body.len();
         drop(reply);
         let change = region.change();
@@ -107,5 +69,5 @@ fn main() {
         bytes as f64 / COUNTED_REQUESTS as f64,
         answer_bytes as f64 / COUNTED_REQUESTS as f64,
     );
-    state.shutdown();
+    store.state.shutdown();
 }

@@ -17,18 +17,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use vitrine_benches::feedgen::{CATEGORIES, generate_feed, product_id};
-use vitrine_benches::traffic::{
-    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
-};
-use vitrine_http::config::{self, Overrides};
-use vitrine_http::state::AppState;
-use vitrine_ingest::jobs::FeedStatus;
+use vitrine_benches::harness::HarnessStore;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const SHOPPERS: usize = 32;
 const WARMUP_REQUESTS: usize = 50_000;
 const TIMED_REQUESTS: usize = 200_000;
 const PAGE_TYPES: [&str; 6] = [
@@ -51,46 +44,22 @@ fn page_type(body: &[u8]) -> &'static str {
 
 fn main() {
     let products = vitrine_benches::bench_products();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("vitrine.toml");
-    std::fs::write(&path, store_config(false)).unwrap();
-    let overrides = Overrides {
-        listen: None,
-        data_dir: Some(dir.path().join("data")),
-    };
-    let state = AppState::open(config::load_file(&path, &overrides).unwrap()).unwrap();
-    let entry = state.account(ACCESS_KEY).unwrap();
-    let mut feed = generate_feed(products, 42);
-    let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
-    assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
-    drop(feed);
-
-    let mix = Mix::default();
-    let shelf = Shelf::new(
-        (0..products).map(product_id).collect(),
-        (0..CATEGORIES).map(|c| format!("c{c}")).collect(),
-        mix.zipf,
-    )
-    .unwrap();
-    let zones = ZoneMap::default();
-    let credentials = Credentials::new(ACCESS_KEY, SECRET_KEY);
-    let mut shoppers: Vec<Shopper> = (0..SHOPPERS).map(|w| Shopper::new(1, 1, w)).collect();
+    let mut store = HarnessStore::open(products);
     let mut times: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut now = 1_800_000_000_000;
     for n in 0..WARMUP_REQUESTS + TIMED_REQUESTS {
-        let shopper = &mut shoppers[n % SHOPPERS];
-        let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+        let body = store.next_body(n);
         now += 1;
         let started = Instant::now();
-        let reply = vitrine_http::api::serverside::handle_bytes(&state, &body, now).unwrap();
+        let reply = vitrine_http::api::serverside::handle_bytes(&store.state, &body, now).unwrap();
         let took = started.elapsed();
-        shopper.observe(&reply.body);
+        store.observe(n, &reply.body);
         if n >= WARMUP_REQUESTS {
             times.entry(page_type(&body)).or_default().push(took);
             times.entry("all").or_default().push(took);
         }
         if n % 5_000 == 0 {
-            state.pool().install(|| entry.account.rebuild_models());
+            store.rebuild_models();
         }
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;
@@ -106,5 +75,5 @@ fn main() {
             us(at(1.0)),
         );
     }
-    state.shutdown();
+    store.state.shutdown();
 }

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod feedgen;
+pub mod harness;
 pub mod traffic;
 
 use serde_json::{Value, json};

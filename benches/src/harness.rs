@@ -1,0 +1,92 @@
+//! The store the load harness spawns, opened in-process, and the harness's shoppers
+//! sending their bodies straight to the `/api/serverside` handler (the `allocations` and
+//! `pages` benches).
+
+#![expect(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    reason = "a bench fails loudly where its setup does not hold; shopper indexes are taken modulo their number"
+)]
+
+use vitrine_http::config::{self, Overrides};
+use vitrine_http::state::AppState;
+use vitrine_ingest::jobs::FeedStatus;
+
+use crate::feedgen::{CATEGORIES, generate_feed, product_id};
+use crate::traffic::{
+    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
+};
+
+/// Shoppers sending requests in turn (as the harness's connections do).
+pub const SHOPPERS: usize = 32;
+
+/// The harness's store with `products` products of the synthetic feed, in a temporary
+/// directory, and [`SHOPPERS`] shoppers of the default mix.
+#[derive(Debug)]
+pub struct HarnessStore {
+    /// The server's state.
+    pub state: AppState,
+    shelf: Shelf,
+    mix: Mix,
+    zones: ZoneMap,
+    credentials: Credentials,
+    shoppers: Vec<Shopper>,
+    _dir: tempfile::TempDir,
+}
+
+impl HarnessStore {
+    /// Opens the store and loads the synthetic feed through the server's pipeline.
+    pub fn open(products: usize) -> HarnessStore {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("vitrine.toml");
+        std::fs::write(&path, store_config(false)).expect("the config written");
+        let overrides = Overrides {
+            listen: None,
+            data_dir: Some(dir.path().join("data")),
+        };
+        let config = config::load_file(&path, &overrides).expect("the harness's config");
+        let state = AppState::open(config).expect("the store opens");
+        let entry = state.account(ACCESS_KEY).expect("the harness's account");
+        let mut feed = generate_feed(products, 42);
+        let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
+        assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+        let mix = Mix::default();
+        let shelf = Shelf::new(
+            (0..products).map(product_id).collect(),
+            (0..CATEGORIES).map(|c| format!("c{c}")).collect(),
+            mix.zipf,
+        )
+        .expect("a shelf of products");
+        HarnessStore {
+            state,
+            shelf,
+            mix,
+            zones: ZoneMap::default(),
+            credentials: Credentials::new(ACCESS_KEY, SECRET_KEY),
+            shoppers: (0..SHOPPERS).map(|w| Shopper::new(1, 1, w)).collect(),
+            _dir: dir,
+        }
+    }
+
+    /// The next request body of shopper `n` (modulo [`SHOPPERS`]).
+    pub fn next_body(&mut self, n: usize) -> Vec<u8> {
+        self.shoppers[n % SHOPPERS].next_request(
+            &self.shelf,
+            &self.mix,
+            &self.zones,
+            &self.credentials,
+        )
+    }
+
+    /// Hands shopper `n` the answer to its last request (its session id).
+    pub fn observe(&mut self, n: usize, answer: &[u8]) {
+        self.shoppers[n % SHOPPERS].observe(answer);
+    }
+
+    /// Rebuilds the account's models, as the server does every second.
+    pub fn rebuild_models(&self) {
+        if let Some(entry) = self.state.account(ACCESS_KEY) {
+            self.state.pool().install(|| entry.account.rebuild_models());
+        }
+    }
+}
