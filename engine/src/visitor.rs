@@ -64,14 +64,13 @@ pub struct Visitor {
 impl Visitor {
     /// Records a product view, moving a repeated product to the front.
     pub fn record_view(&mut self, product_id: &str) {
-        if let Some(pos) = self.recent_views.iter().position(|p| p == product_id) {
-            self.recent_views.remove(pos);
-        }
-        push_bounded(
-            &mut self.recent_views,
-            product_id.to_owned(),
-            MAX_RECENT_VIEWS,
-        );
+        // A repeated view moves its entry (no new copy of the id).
+        let id = match self.recent_views.iter().position(|p| p == product_id) {
+            Some(pos) => self.recent_views.remove(pos),
+            None => None,
+        };
+        let id = id.unwrap_or_else(|| product_id.to_owned());
+        push_bounded(&mut self.recent_views, id, MAX_RECENT_VIEWS);
     }
 
     /// Records a purchased product.

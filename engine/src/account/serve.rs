@@ -91,10 +91,6 @@ pub struct RenderedZone<'a> {
 /// What a server-side call produced.
 #[derive(Debug)]
 pub struct ServeOutcome<'a> {
-    /// The visitor id to return (given or new).
-    pub visitor_id: String,
-    /// The session id to return (given, or new when absent, unknown or idle).
-    pub session_id: String,
     /// Messages for the `errors` array of the 200.
     pub notices: Vec<Notice>,
     /// Filled zones, in request order.
@@ -105,6 +101,18 @@ pub struct ServeOutcome<'a> {
     pub tracked: Tracked,
 }
 
+impl ServeOutcome<'_> {
+    /// The visitor id to return (given or new).
+    pub fn visitor_id(&self) -> &str {
+        &self.tracked.visitor_id
+    }
+
+    /// The session id to return (given, or new when absent, unknown or idle).
+    pub fn session_id(&self) -> &str {
+        &self.tracked.session_id
+    }
+}
+
 impl Account {
     /// Tracks the request's events, then fills its zones (read-your-writes).
     pub fn serve(&self, request: ServeRequest) -> ServeOutcome<'_> {
@@ -113,7 +121,7 @@ impl Account {
         let session_id = self.resolve_session(request.session_id, now);
         let mut notices = Vec::new();
         let mut page = PageContext {
-            visitor_id: visitor_id.clone(),
+            visitor_id: &visitor_id,
             ..PageContext::default()
         };
 
@@ -160,7 +168,7 @@ impl Account {
         } else {
             &unlisted
         };
-        let product = page.product.as_deref().and_then(|id| catalogue.idx_of(id));
+        let product = page.product.and_then(|id| catalogue.idx_of(id));
         let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = Context {
             catalogue: &catalogue,
@@ -172,7 +180,7 @@ impl Account {
             account_id: snapshot.identity.account_id.as_deref(),
             group_id: snapshot.identity.group_id.as_deref(),
             product,
-            category: page.category.as_deref(),
+            category: page.category,
             basket: &snapshot.basket,
             purchased: &snapshot.purchased,
             recent_views: &snapshot.recent_views,
@@ -205,14 +213,12 @@ impl Account {
         let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, shown);
         let tracked = Tracked {
-            visitor_id: visitor_id.clone(),
-            session_id: session_id.clone(),
+            visitor_id,
+            session_id,
             now,
             events: request.events,
         };
         ServeOutcome {
-            visitor_id,
-            session_id,
             notices,
             zones,
             catalogue,
@@ -228,7 +234,7 @@ fn fill<'s>(
     spec: &'s ZoneSpec,
     ctx: &Context<'_>,
     snapshot: &VisitorSnapshot,
-    page: &PageContext,
+    page: &PageContext<'_>,
     top_names: &TopNames,
 ) -> RenderedZone<'s> {
     let catalogue = ctx.catalogue;
@@ -251,7 +257,7 @@ fn fill<'s>(
             names = affinity(
                 &snapshot.categories,
                 &top_names.categories,
-                page.category.as_deref(),
+                page.category,
                 spec.count,
                 |id| catalogue.category(id).is_some() || !catalogue.in_category(id).is_empty(),
             );
@@ -261,7 +267,7 @@ fn fill<'s>(
             names = affinity(
                 &snapshot.brands,
                 &top_names.brands,
-                page.brand.as_deref(),
+                page.brand,
                 spec.count,
                 |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
             );

@@ -57,21 +57,27 @@ fn order(id: &str, email: &str) -> Event {
 #[test]
 fn a_session_idle_for_more_than_five_minutes_gets_a_new_id() {
     let account = account();
-    let first = account.serve(request("v", None, vec![], T0)).session_id;
+    let first = account
+        .serve(request("v", None, vec![], T0))
+        .session_id()
+        .to_owned();
     let active = account
         .serve(request("v", Some(&first), vec![], T0 + SESSION_IDLE_MILLIS))
-        .session_id;
+        .session_id()
+        .to_owned();
     assert_eq!(active, first, "exactly five idle minutes keeps the session");
     let later = T0 + 2 * SESSION_IDLE_MILLIS + 1;
     let renewed = account
         .serve(request("v", Some(&first), vec![], later))
-        .session_id;
+        .session_id()
+        .to_owned();
     assert_ne!(renewed, first);
     // Sweeping forgets idle sessions without touching active ones.
     account.expire_sessions(later + SESSION_IDLE_MILLIS + 1);
     let after_sweep = account
         .serve(request("v", Some(&renewed), vec![], later + 1_000))
-        .session_id;
+        .session_id()
+        .to_owned();
     assert_ne!(after_sweep, renewed);
 }
 

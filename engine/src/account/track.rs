@@ -44,7 +44,7 @@ impl Account {
             .or_insert(now);
         let catalogue = self.catalogue();
         let mut page = PageContext {
-            visitor_id: tracked.visitor_id.clone(),
+            visitor_id: &tracked.visitor_id,
             ..PageContext::default()
         };
         let mut visitor = self.visitors.entry(tracked.visitor_id.clone()).or_default();
@@ -82,17 +82,19 @@ impl Account {
         clippy::too_many_arguments,
         reason = "borrows from four owners: the visitor's locked entry, the request, the catalogue version and the outcome being built"
     )]
-    pub(super) fn track(
+    pub(super) fn track<'e>(
         &self,
         visitor: &mut Visitor,
         session_id: &str,
         now: UnixMillis,
-        events: &[Event],
+        events: &'e [Event],
         catalogue: &Catalogue,
-        page: &mut PageContext,
+        page: &mut PageContext<'e>,
         notices: &mut Vec<Notice>,
     ) {
-        visitor.session_id = Some(session_id.to_owned());
+        if visitor.session_id.as_deref() != Some(session_id) {
+            visitor.session_id = Some(session_id.to_owned());
+        }
         visitor.last_seen = now;
         for (index, event) in events.iter().enumerate() {
             let at = EventAt {
@@ -117,12 +119,12 @@ impl Account {
         id
     }
 
-    fn apply_event(
+    fn apply_event<'e>(
         &self,
         visitor: &mut Visitor,
         at: &EventAt<'_>,
-        event: &Event,
-        page: &mut PageContext,
+        event: &'e Event,
+        page: &mut PageContext<'e>,
         notices: &mut Vec<Notice>,
     ) {
         let (index, now, catalogue) = (at.index, at.now, at.catalogue);
@@ -135,14 +137,14 @@ impl Account {
             } => {
                 page.page_type = Some(*page_type);
                 if product_id.is_some() {
-                    page.product.clone_from(product_id);
+                    page.product = product_id.as_deref();
                 }
                 if let Some(category) = category_id {
-                    page.category = Some(category.clone());
+                    page.category = Some(category);
                     self.browse_category(visitor, category, now);
                 }
                 if let Some(brand) = brand_id {
-                    page.brand = Some(brand.clone());
+                    page.brand = Some(brand);
                     self.browse_brand(visitor, brand, now);
                 }
             }
@@ -158,7 +160,7 @@ impl Account {
                     self.coview.add(self.product_keys.key(earlier), key, 1.0);
                 }
                 visitor.record_view(id);
-                page.product = Some(id.clone());
+                page.product = Some(id);
                 self.count(id, VIEW_SCORE, 0, now);
                 if let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) {
                     for category in catalogue.categories_of(product) {
@@ -186,7 +188,7 @@ impl Account {
                     visitor.record_purchase(&line.id);
                 }
                 visitor.basket.clear();
-                self.link_visitor(&page.visitor_id, &order.identity);
+                self.link_visitor(page.visitor_id, &order.identity);
                 visitor.link_identity(&order.identity);
                 visitor.merge_details(&order.details);
                 visitor.record_order(OrderRecord {
@@ -197,7 +199,7 @@ impl Account {
                 });
             }
             Event::CustomerDetails { identity, details } => {
-                self.link_visitor(&page.visitor_id, identity);
+                self.link_visitor(page.visitor_id, identity);
                 visitor.link_identity(identity);
                 visitor.merge_details(details);
             }
@@ -315,13 +317,14 @@ impl Account {
     }
 }
 
+/// What a request's events say about its page, borrowed from the request.
 #[derive(Debug, Default)]
-pub(super) struct PageContext {
-    pub(super) visitor_id: String,
+pub(super) struct PageContext<'a> {
+    pub(super) visitor_id: &'a str,
     pub(super) page_type: Option<PageType>,
-    pub(super) product: Option<String>,
-    pub(super) category: Option<String>,
-    pub(super) brand: Option<String>,
+    pub(super) product: Option<&'a str>,
+    pub(super) category: Option<&'a str>,
+    pub(super) brand: Option<&'a str>,
     /// Orders placed for customers, written to their records once the request's
     /// visitor is released.
     pub(super) customer_orders: Vec<Order>,

@@ -258,16 +258,16 @@ pub fn response(
 ) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
     let texts = entry.product_texts.of(catalogue);
+    let any_html = outcome.zones.iter().any(|z| z.spec.kind == ZoneKind::Html);
     // The symbol is written into cached price texts: html zones only need it here.
-    let symbol = if outcome.zones.iter().any(|z| z.spec.kind == ZoneKind::Html) {
+    let symbol = if any_html {
         currency.symbol()
     } else {
         String::new()
     };
     // Templates first: their failures go into `errors`, which come before the zones.
-    let html: Vec<Option<String>> = outcome
-        .zones
-        .iter()
+    let zones_with_html = outcome.zones.iter().filter(|_| any_html);
+    let html: Vec<Option<String>> = zones_with_html
         .map(|zone| {
             let spec = zone.spec;
             (spec.kind == ZoneKind::Html).then(|| {
@@ -289,13 +289,14 @@ pub fn response(
         .collect();
     let mut out = Vec::with_capacity(RESPONSE_CAPACITY);
     out.extend_from_slice(b"{\"visitorId\":");
-    write_json(&mut out, &outcome.visitor_id);
+    write_json(&mut out, outcome.visitor_id());
     out.extend_from_slice(b",\"sessionId\":");
-    write_json(&mut out, &outcome.session_id);
+    write_json(&mut out, outcome.session_id());
     out.extend_from_slice(b",\"errors\":");
     write_json(&mut out, &errors);
     out.extend_from_slice(b",\"zones\":{");
-    for (z, (zone, html)) in outcome.zones.iter().zip(&html).enumerate() {
+    for (z, zone) in outcome.zones.iter().enumerate() {
+        let html = html.get(z).and_then(Option::as_ref);
         let spec = zone.spec;
         if z > 0 {
             out.push(b',');

@@ -104,8 +104,9 @@ pub(crate) fn decode_delta(payload: &[u8]) -> (Option<String>, Result<Delta, Str
 
 /// The payload of an events record.
 pub(crate) fn encode_tracked(tracked: &Tracked) -> Result<Vec<u8>, String> {
-    rkyv::to_bytes::<rkyv::rancor::Error>(tracked)
-        .map(|bytes| bytes.into_vec())
+    // Written straight into the record's buffer (alignment matters only when reading,
+    // which copies into an aligned one), sized for a typical request's events.
+    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(tracked, Vec::with_capacity(512))
         .map_err(|e| format!("the events could not be archived: {e}"))
 }
 
