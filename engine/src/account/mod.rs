@@ -252,6 +252,11 @@ impl Account {
     /// published lists are of another base).
     fn rebuild_lists(&self, catalogue: &Arc<Catalogue>) {
         let _lock = self.lists_lock.lock();
+        if !self.catalogue.load().same_base(catalogue) {
+            // A new base was swapped in since this round loaded its catalogue (and the
+            // lists moved to it): the next round sorts them in its dense ids.
+            return;
+        }
         let mut published = self.neighbours.load_full();
         if !published.indexes(catalogue) {
             self.coview.queue_all();
