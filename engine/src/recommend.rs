@@ -268,10 +268,9 @@ fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {
 /// Whether a product may be shown to this visitor at all: the filters of every
 /// recommender (currency, `ExcludeFromRecommenders`, date window, B2B visibility, not the
 /// page's own product, not already in the basket or bought).
-fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
-    let Some(product) = ctx.catalogue.product(idx) else {
-        return false;
-    };
+/// The item to show when it may be, with its price.
+fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> Option<RenderedItem> {
+    let product = ctx.catalogue.product(idx)?;
     if product.exclude_from_recommenders
         || !product.is_live_at(ctx.now)
         || !product.visible_to(ctx.account_id)
@@ -279,15 +278,34 @@ fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> bool {
         || ctx.basket.contains(&idx)
         || ctx.purchased.contains(&idx)
     {
-        return false;
+        return None;
     }
-    item_price(idx, product, ctx).is_some()
+    let (price, shared_price) = priced(idx, product, ctx)?;
+    Some(RenderedItem {
+        product: idx,
+        price,
+        shared_price,
+    })
 }
 
-/// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items.
-pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
+/// One product of a filled zone with the price it shows.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderedItem {
+    /// Dense id in the request's catalogue.
+    pub product: ProductIdx,
+    /// The price for this visitor.
+    pub price: ItemPrice,
+    /// Whether `price` is the product's own price in the request's currency, the same
+    /// for every visitor (not an account or group price).
+    pub shared_price: bool,
+}
+
+/// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items,
+/// each with the price it shows.
+pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<RenderedItem> {
     // At most 100 items: a scan of `chosen` beats hashing.
-    let mut chosen: Vec<ProductIdx> = Vec::with_capacity(zone.count);
+    let mut chosen: Vec<RenderedItem> = Vec::with_capacity(zone.count);
+    let taken = |chosen: &[RenderedItem], idx: ProductIdx| chosen.iter().any(|c| c.product == idx);
     let strategies = || {
         zone.strategy
             .into_iter()
@@ -300,9 +318,11 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
             let mut looked = 0;
             candidates(strategy, ctx, &mut |idx| {
                 looked += 1;
-                if !chosen.contains(&idx) && matches_search(idx, term, ctx) && admissible(idx, ctx)
+                if !taken(&chosen, idx)
+                    && matches_search(idx, term, ctx)
+                    && let Some(item) = admissible(idx, ctx)
                 {
-                    chosen.push(idx);
+                    chosen.push(item);
                 }
                 chosen.len() < zone.count && looked < SEARCH_SCAN
             });
@@ -316,10 +336,12 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<ProductIdx> {
             break;
         }
         candidates(strategy, ctx, &mut |idx| {
-            if chosen.contains(&idx) || !admissible(idx, ctx) {
+            if taken(&chosen, idx) {
                 return true;
             }
-            chosen.push(idx);
+            if let Some(item) = admissible(idx, ctx) {
+                chosen.push(item);
+            }
             chosen.len() < zone.count
         });
     }
@@ -671,7 +693,7 @@ mod tests {
         };
         fill_zone(&zone, &ctx)
             .into_iter()
-            .map(|i| catalogue.product(i).unwrap().id.to_string())
+            .map(|i| catalogue.product(i.product).unwrap().id.to_string())
             .collect()
     }
 

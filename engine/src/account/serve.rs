@@ -12,7 +12,8 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
-use crate::recommend::{Context, ItemPrice, fill_zone, priced};
+pub use crate::recommend::RenderedItem;
+use crate::recommend::{Context, fill_zone};
 use crate::state::Tracked;
 use crate::visitor::{Visitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
@@ -62,18 +63,6 @@ pub enum Notice {
         /// The page type of the request.
         page_type: PageType,
     },
-}
-
-/// One product of a filled zone with the price it shows.
-#[derive(Debug, Clone, Copy)]
-pub struct RenderedItem {
-    /// Dense id in the outcome's catalogue.
-    pub product: ProductIdx,
-    /// The price for this visitor.
-    pub price: ItemPrice,
-    /// Whether `price` is the product's own price in the request's currency, the same
-    /// for every visitor (not an account or group price).
-    pub shared_price: bool,
 }
 
 /// A filled zone.
@@ -241,18 +230,7 @@ fn fill<'s>(
     let mut names = Vec::new();
     let items = match spec.kind {
         // An html zone's template shows the products of its strategy, if any.
-        ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, ctx)
-            .into_iter()
-            .filter_map(|idx| {
-                let product = catalogue.product(idx)?;
-                let (price, shared_price) = priced(idx, product, ctx)?;
-                Some(RenderedItem {
-                    product: idx,
-                    price,
-                    shared_price,
-                })
-            })
-            .collect(),
+        ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, ctx),
         ZoneKind::RecommenderCategory => {
             names = affinity(
                 &snapshot.categories,
