@@ -3,8 +3,8 @@
 //! zone from the catalogue version the request loaded; plus the request and outcome
 //! types.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
 use super::{Account, new_id};
@@ -90,6 +90,9 @@ pub struct ServeOutcome<'a> {
     pub tracked: Tracked,
 }
 
+/// No neighbour lists (made once: an empty map still allocates its shards).
+static UNLISTED: LazyLock<Neighbours> = LazyLock::new(Neighbours::default);
+
 impl ServeOutcome<'_> {
     /// The visitor id to return (given or new).
     pub fn visitor_id(&self) -> &str {
@@ -151,11 +154,10 @@ impl Account {
         let top_names = self.top_names.load();
         // Lists of another base (a request racing a feed's swap) would name other
         // products: none are read until they are moved to this one.
-        let unlisted = Neighbours::default();
         let neighbours: &Neighbours = if published.indexes(&catalogue) {
             &published
         } else {
-            &unlisted
+            &UNLISTED
         };
         let product = page.product.and_then(|id| catalogue.idx_of(id));
         let search = request.search.as_deref().map(str::to_lowercase);
