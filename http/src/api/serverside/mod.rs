@@ -148,7 +148,7 @@ pub fn parse<V: JsonValue>(
             );
         } else {
             for (i, item) in items.iter().enumerate() {
-                if let Some(id) = zone_id(item, &index_path("zones", i), errors) {
+                if let Some(id) = zone_id(item, i, errors) {
                     zones.push(id);
                 }
             }
@@ -168,18 +168,24 @@ pub fn parse<V: JsonValue>(
 
 /// A zone id: a string, or as the vendor's Magento module sends it, an object
 /// `{"id": "HP-01", "data": {...}}` (its `data` is not used).
-fn zone_id<V: JsonValue>(item: &V, path: &str, errors: &mut Errors) -> Option<String> {
+/// `index` is the item's place in `zones`; its JSON path is written only for an error.
+fn zone_id<V: JsonValue>(item: &V, index: usize, errors: &mut Errors) -> Option<String> {
+    let path = || index_path("zones", index);
     let (id, id_path) = if let Some(id) = item.as_text() {
-        (id, path.to_owned())
+        (id, None)
     } else if item.is_object() {
-        let fields = Fields::of(item, path, KeyMatch::Exact, errors)?;
-        (fields.req_str("id", errors)?, fields.path_of("id"))
+        let path = path();
+        let fields = Fields::of(item, &path, KeyMatch::Exact, errors)?;
+        (fields.req_str("id", errors)?, Some(fields.path_of("id")))
     } else {
-        errors.push(path, format!("expected a string, got {}", kind_of(item)));
+        errors.push(path(), format!("expected a string, got {}", kind_of(item)));
         return None;
     };
     if id.is_empty() || id.len() > 128 {
-        errors.push(id_path, "expected a zone id of 1 to 128 characters");
+        errors.push(
+            id_path.unwrap_or_else(path),
+            "expected a zone id of 1 to 128 characters",
+        );
         return None;
     }
     Some(id.to_owned())
