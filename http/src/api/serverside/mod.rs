@@ -207,8 +207,11 @@ fn check_page(url: &str, errors: &mut Errors) {
 }
 
 fn check_url(url: &str, path: &str, errors: &mut Errors) {
-    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
-    let has_scheme = lower.starts_with("http://") || lower.starts_with("https://");
+    let scheme = |prefix: &str| {
+        url.get(..prefix.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+    };
+    let has_scheme = scheme("http://") || scheme("https://");
     if url.len() > MAX_URL_LEN {
         errors.push(path, format!("must be at most {MAX_URL_LEN} bytes"));
     } else if !has_scheme
