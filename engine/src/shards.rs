@@ -5,9 +5,9 @@
 //! holds each shard while it walks it, and a request that writes into that shard waits.
 //! [`sharded`] maps have [`SHARDS`] shards (the default is four per core: 8 here), so a
 //! shard of a million visitors holds about 16,000 and a walk holds it for a fraction of
-//! a millisecond instead of several. More shards would shorten it further but cost
-//! memory: at 512 shards the `scale` bench's visitors took a third more (each shard's
-//! table grows, and is reallocated, on its own).
+//! a millisecond instead of several. More shards would shorten it further, at a fixed
+//! cost per shard and map; 64 is where the `scale` bench's handler was fastest of the
+//! counts tried (8, 64, 512).
 //!
 //! Dropping a large value (a catalogue version's overlay or mapping, a cache of product
 //! texts) takes as long as freeing everything in it. The [`Graveyard`] keeps such values
