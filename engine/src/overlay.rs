@@ -165,7 +165,8 @@ impl CatalogueEdit {
     }
 
     /// The version with every change made.
-    pub fn finish(self) -> Catalogue {
+    pub fn finish(mut self) -> Catalogue {
+        self.catalogue.version = crate::catalogue::next_version();
         self.catalogue
     }
 

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::catalogue::UnixMillis;
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
 
 /// Most recent product views kept per visitor.
@@ -115,6 +115,109 @@ impl Visitor {
     }
 }
 
+/// A visitor as an account holds it: its [`Visitor`] state, and its recent views as
+/// dense ids of one catalogue version, kept in step by the request path so that reading
+/// them costs no id lookups. The dense ids are not stored (state snapshots hold the
+/// [`Visitor`]): they are worked out again on first use after a restart and on each new
+/// catalogue version (a delta may add, remove or renumber the viewed products).
+#[derive(Debug, Default)]
+pub struct LiveVisitor {
+    state: Visitor,
+    /// The catalogue version of `views` ([`Catalogue::version_id`]; 0: not worked out).
+    views_version: u64,
+    /// `state.recent_views` in the same order, as dense ids in `views_version`.
+    views: VecDeque<Option<ProductIdx>>,
+}
+
+impl LiveVisitor {
+    /// A visitor restored from its state.
+    pub fn new(state: Visitor) -> LiveVisitor {
+        LiveVisitor {
+            state,
+            ..LiveVisitor::default()
+        }
+    }
+
+    /// Its state.
+    pub fn state(&self) -> &Visitor {
+        &self.state
+    }
+
+    /// Its state, to change. Recent views change only through
+    /// [`LiveVisitor::record_view`].
+    pub fn state_mut(&mut self) -> &mut Visitor {
+        &mut self.state
+    }
+
+    fn views_in_step(&self, version: u64) -> bool {
+        self.views_version == version && self.views.len() == self.state.recent_views.len()
+    }
+
+    /// Records a product view ([`Visitor::record_view`]); `idx` is the product's dense id
+    /// in `catalogue`, when it has one.
+    pub fn record_view(
+        &mut self,
+        product_id: &str,
+        idx: Option<ProductIdx>,
+        catalogue: &Catalogue,
+    ) {
+        let repeated = self.state.recent_views.iter().position(|p| p == product_id);
+        let in_step = self.views_in_step(catalogue.version_id());
+        self.state.record_view(product_id);
+        if !in_step {
+            self.views_version = 0;
+            return;
+        }
+        match repeated {
+            Some(pos) => {
+                self.views.remove(pos);
+            }
+            None if self.views.len() == MAX_RECENT_VIEWS => {
+                self.views.pop_front();
+            }
+            None => {}
+        }
+        self.views.push_back(idx);
+    }
+
+    /// The recent views as dense ids of `catalogue`, newest first, leaving out those it
+    /// lacks; worked out from the ids once per catalogue version.
+    pub fn recent_idx(&mut self, catalogue: &Catalogue) -> Vec<ProductIdx> {
+        if !self.views_in_step(catalogue.version_id()) {
+            self.views = self
+                .state
+                .recent_views
+                .iter()
+                .map(|id| catalogue.idx_of(id))
+                .collect();
+            self.views_version = catalogue.version_id();
+        }
+        self.views.iter().rev().flatten().copied().collect()
+    }
+
+    /// [`LiveVisitor::recent_idx`] without keeping what it works out (for a visitor read
+    /// under a shared lock).
+    pub fn recent_idx_read(&self, catalogue: &Catalogue) -> Vec<ProductIdx> {
+        if self.views_in_step(catalogue.version_id()) {
+            return self.views.iter().rev().flatten().copied().collect();
+        }
+        self.state
+            .recent_views
+            .iter()
+            .rev()
+            .filter_map(|id| catalogue.idx_of(id))
+            .collect()
+    }
+}
+
+impl std::ops::Deref for LiveVisitor {
+    type Target = Visitor;
+
+    fn deref(&self) -> &Visitor {
+        &self.state
+    }
+}
+
 /// Adds `weight` to `name` in a bounded affinity list.
 pub fn add_affinity(list: &mut Vec<(String, f64)>, name: &str, weight: f64) {
     if let Some(entry) = list.iter_mut().find(|(n, _)| n == name) {
@@ -171,6 +274,55 @@ mod tests {
         visitor.record_view("p10");
         assert_eq!(visitor.recent_views.back().map(String::as_str), Some("p10"));
         assert_eq!(visitor.recent_views.len(), MAX_RECENT_VIEWS);
+    }
+
+    /// The dense ids kept in step give what resolving the ids afresh gives, through
+    /// repeated views, evictions, views of unknown products and a new base.
+    #[test]
+    fn recent_views_as_dense_ids_stay_in_step() {
+        let catalogue =
+            crate::testing::catalogue((0..80).map(|i| crate::testing::product(&format!("p{i}"))));
+        let fresh = |live: &LiveVisitor, catalogue: &Catalogue| -> Vec<ProductIdx> {
+            live.recent_views
+                .iter()
+                .rev()
+                .filter_map(|id| catalogue.idx_of(id))
+                .collect()
+        };
+        let mut live = LiveVisitor::default();
+        assert!(live.recent_idx(&catalogue).is_empty());
+        for n in 0..300u64 {
+            // 90 ids of which 80 exist; repeats and evictions past MAX_RECENT_VIEWS.
+            let id = format!("p{}", (n * 37) % 90);
+            let idx = catalogue.idx_of(&id);
+            live.record_view(&id, idx, &catalogue);
+            if n % 7 == 0 {
+                assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
+                assert_eq!(live.views_version, catalogue.version_id());
+            }
+        }
+        assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
+        assert_eq!(live.recent_idx_read(&catalogue), fresh(&live, &catalogue));
+        // Another base: worked out again.
+        let other = crate::testing::catalogue(
+            (0..80)
+                .rev()
+                .map(|i| crate::testing::product(&format!("p{i}"))),
+        );
+        assert_ne!(other.version_id(), catalogue.version_id());
+        assert_eq!(live.recent_idx_read(&other), fresh(&live, &other));
+        assert_eq!(live.recent_idx(&other), fresh(&live, &other));
+        // A restored visitor starts without them.
+        let restored = LiveVisitor::new(live.state().clone());
+        assert_eq!(restored.views_version, 0);
+        // A new version of the same base that adds a viewed product: it shows.
+        let mut edit = catalogue.edit();
+        edit.upsert_product(crate::testing::product("p85")).unwrap();
+        let next = edit.finish();
+        assert_ne!(next.version_id(), catalogue.version_id());
+        assert!(fresh(&live, &next).contains(&next.idx_of("p85").unwrap()));
+        assert_eq!(live.recent_idx(&next), fresh(&live, &next));
+        assert_eq!(restored.recent_idx_read(&other), fresh(&live, &other));
     }
 
     #[test]

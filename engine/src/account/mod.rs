@@ -42,7 +42,7 @@ use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_
 use crate::money::Currency;
 use crate::recommend::Rankings;
 use crate::shards::{Graveyard, sharded};
-use crate::visitor::{SESSION_IDLE_MILLIS, Visitor};
+use crate::visitor::{LiveVisitor, SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::ZoneSpec;
 
 /// Settings of an account that the engine needs.
@@ -102,7 +102,7 @@ struct RankingsVersion {
 pub struct Account {
     settings: AccountSettings,
     catalogue: ArcSwap<Catalogue>,
-    visitors: DashMap<String, Visitor>,
+    visitors: DashMap<String, LiveVisitor>,
     /// session id → last request time.
     sessions: DashMap<String, UnixMillis>,
     /// Every order id ever recorded.
@@ -329,7 +329,7 @@ impl Account {
 
     /// A copy of a visitor's state.
     pub fn visitor(&self, visitor_id: &str) -> Option<Visitor> {
-        self.visitors.get(visitor_id).map(|v| v.clone())
+        self.visitors.get(visitor_id).map(|v| v.state().clone())
     }
 
     /// Number of visitors with state.

@@ -15,7 +15,7 @@ use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, fill_zone};
 use crate::state::Tracked;
-use crate::visitor::{Visitor, strongest};
+use crate::visitor::{LiveVisitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// A server-side call, validated.
@@ -138,7 +138,7 @@ impl Account {
                 ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
             ) && request.zones.contains(&spec.id)
         });
-        let mut snapshot = VisitorSnapshot::of(&visitor, &catalogue, affinities);
+        let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, affinities);
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
         // The same shopper on other devices (linked by user id or email): their history
@@ -302,13 +302,8 @@ pub const MAX_DEVICES: usize = 8;
 impl VisitorSnapshot {
     /// Adds another device's history after this one's own: its views (newest first)
     /// after this visitor's, its purchases, its categories and brands.
-    fn absorb(&mut self, other: &Visitor, catalogue: &Catalogue) {
-        for idx in other
-            .recent_views
-            .iter()
-            .rev()
-            .filter_map(|id| catalogue.idx_of(id))
-        {
+    fn absorb(&mut self, other: &LiveVisitor, catalogue: &Catalogue) {
+        for idx in other.recent_idx_read(catalogue) {
             if !self.recent_views.contains(&idx) {
                 self.recent_views.push(idx);
             }
@@ -335,7 +330,10 @@ impl VisitorSnapshot {
 
     /// What a request reads of a visitor; the category and brand affinities (sorted,
     /// so not free) only when a category or brand zone asks for them.
-    fn of(visitor: &Visitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
+    fn of(live: &mut LiveVisitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
+        // Recent views from the dense ids kept in step with them (no id lookups).
+        let recent_views = live.recent_idx(catalogue);
+        let visitor = live.state();
         let resolve = |id: &String| catalogue.idx_of(id);
         VisitorSnapshot {
             identity: visitor.identity.clone(),
@@ -345,12 +343,7 @@ impl VisitorSnapshot {
                 .filter_map(|b| catalogue.idx_of(&b.id))
                 .collect(),
             purchased: visitor.purchased.iter().filter_map(resolve).collect(),
-            recent_views: visitor
-                .recent_views
-                .iter()
-                .rev()
-                .filter_map(resolve)
-                .collect(),
+            recent_views,
             affinities,
             categories: if affinities {
                 strongest(&visitor.categories)

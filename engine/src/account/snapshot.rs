@@ -10,6 +10,7 @@ use super::{Account, Counter};
 use crate::catalogue::UnixMillis;
 use crate::models::Decaying;
 use crate::state::{IdentityKind, StateEntry};
+use crate::visitor::LiveVisitor;
 
 impl Account {
     /// Hands every part of the tracking state to `sink`, one entry at a time (for a
@@ -19,7 +20,7 @@ impl Account {
         sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
         let ids: Vec<String> = self.visitors.iter().map(|e| e.key().clone()).collect();
         for id in ids {
-            let Some(visitor) = self.visitors.get(&id).map(|v| Box::new(v.clone())) else {
+            let Some(visitor) = self.visitors.get(&id).map(|v| Box::new(v.state().clone())) else {
                 continue;
             };
             sink(StateEntry::Visitor { id, visitor });
@@ -90,7 +91,7 @@ impl Account {
                 self.clock.fetch_max(clock, Ordering::Relaxed);
             }
             StateEntry::Visitor { id, visitor } => {
-                self.visitors.insert(id, *visitor);
+                self.visitors.insert(id, LiveVisitor::new(*visitor));
             }
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);

@@ -12,7 +12,7 @@ use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
 use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED};
 use crate::state::Tracked;
-use crate::visitor::{OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
+use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
 
 /// Score added to a product's trending counter per kind of interaction.
 const VIEW_SCORE: f64 = 1.0;
@@ -84,7 +84,7 @@ impl Account {
     )]
     pub(super) fn track<'e>(
         &self,
-        visitor: &mut Visitor,
+        live: &mut LiveVisitor,
         session_id: &str,
         now: UnixMillis,
         events: &'e [Event],
@@ -92,6 +92,7 @@ impl Account {
         page: &mut PageContext<'e>,
         notices: &mut Vec<Notice>,
     ) {
+        let visitor = live.state_mut();
         if visitor.session_id.as_deref() != Some(session_id) {
             visitor.session_id = Some(session_id.to_owned());
         }
@@ -102,7 +103,10 @@ impl Account {
                 now,
                 catalogue,
             };
-            self.apply_event(visitor, &at, event, page, notices);
+            match event {
+                Event::ProductView { id } => self.view_product(live, &at, id, page),
+                other => self.apply_event(live.state_mut(), &at, other, page, notices),
+            }
         }
     }
 
@@ -127,7 +131,7 @@ impl Account {
         page: &mut PageContext<'e>,
         notices: &mut Vec<Notice>,
     ) {
-        let (index, now, catalogue) = (at.index, at.now, at.catalogue);
+        let (index, now) = (at.index, at.now);
         match event {
             Event::PageView {
                 page_type,
@@ -148,29 +152,8 @@ impl Account {
                     self.browse_brand(visitor, brand, now);
                 }
             }
-            Event::ProductView { id } => {
-                let key = self.product_keys.key(id);
-                for earlier in visitor
-                    .recent_views
-                    .iter()
-                    .rev()
-                    .filter(|v| *v != id)
-                    .take(CO_VIEW_WINDOW)
-                {
-                    self.coview.add(self.product_keys.key(earlier), key, 1.0);
-                }
-                visitor.record_view(id);
-                page.product = Some(id);
-                self.count(id, VIEW_SCORE, 0, now);
-                if let Some(product) = catalogue.idx_of(id).and_then(|i| catalogue.product(i)) {
-                    for category in catalogue.categories_of(product) {
-                        self.browse_category(visitor, category, now);
-                    }
-                    if let Some(brand) = catalogue.brand_of(product) {
-                        self.browse_brand(visitor, brand, now);
-                    }
-                }
-            }
+            // Through `view_product`, which keeps the visitor's dense ids in step.
+            Event::ProductView { .. } => {}
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
                 for item in items {
@@ -210,6 +193,41 @@ impl Account {
                 if self.count_order(order, index, now, notices) {
                     page.customer_orders.push(order.clone());
                 }
+            }
+        }
+    }
+
+    /// A product view: co-view pairs with the visitor's previous views, the view itself,
+    /// the product's popularity and its categories' and brand's affinities.
+    fn view_product<'e>(
+        &self,
+        live: &mut LiveVisitor,
+        at: &EventAt<'_>,
+        id: &'e str,
+        page: &mut PageContext<'e>,
+    ) {
+        let (now, catalogue) = (at.now, at.catalogue);
+        let key = self.product_keys.key(id);
+        for earlier in live
+            .recent_views
+            .iter()
+            .rev()
+            .filter(|v| *v != id)
+            .take(CO_VIEW_WINDOW)
+        {
+            self.coview.add(self.product_keys.key(earlier), key, 1.0);
+        }
+        let idx = catalogue.idx_of(id);
+        live.record_view(id, idx, catalogue);
+        page.product = Some(id);
+        self.count(id, VIEW_SCORE, 0, now);
+        let visitor = live.state_mut();
+        if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
+            for category in catalogue.categories_of(product) {
+                self.browse_category(visitor, category, now);
+            }
+            if let Some(brand) = catalogue.brand_of(product) {
+                self.browse_brand(visitor, brand, now);
             }
         }
     }
@@ -267,7 +285,8 @@ impl Account {
                 continue;
             };
             self.link_visitor(&id, &order.identity);
-            let mut customer = self.visitors.entry(id).or_default();
+            let mut live = self.visitors.entry(id).or_default();
+            let customer = live.state_mut();
             for line in &order.items {
                 customer.record_purchase(&line.id);
             }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use vitrine_snapshots::Frozen;
 
@@ -24,6 +25,16 @@ use crate::overlay::Overlay;
 pub struct Catalogue {
     pub(crate) frozen: Arc<Frozen<CatalogueData>>,
     pub(crate) overlay: Arc<Overlay>,
+    /// This version's number (see [`Catalogue::version_id`]).
+    pub(crate) version: u64,
+}
+
+/// The number of the next catalogue version made in this process (0 names none).
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+/// A number for a new catalogue version.
+pub(crate) fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Catalogue {
@@ -32,7 +43,14 @@ impl Catalogue {
         Catalogue {
             frozen: Arc::new(frozen),
             overlay: Arc::new(Overlay::default()),
+            version: next_version(),
         }
+    }
+
+    /// A number naming this catalogue version, never reused in this process (at least
+    /// 1); clones of a version share it.
+    pub fn version_id(&self) -> u64 {
+        self.version
     }
 
     pub(super) fn data(&self) -> &ArchivedCatalogueData {
