@@ -26,6 +26,7 @@ mod check;
 mod json;
 mod read;
 
+pub use bumpalo::Bump;
 pub use check::*;
 pub use json::Json;
 pub use read::*;

@@ -509,7 +509,8 @@ pub fn serverside_seed() -> Vec<u8> {
 /// same syntax error, or the same validation errors and the same request.
 fn serverside_both_ways(input: &[u8]) {
     let value = serde_json::from_slice::<serde_json::Value>(input);
-    let json = vitrine_fields::Json::parse(input);
+    let arena = vitrine_fields::Bump::new();
+    let json = vitrine_fields::Json::parse(input, &arena);
     assert_eq!(
         value.is_ok(),
         json.is_ok(),

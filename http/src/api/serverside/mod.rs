@@ -4,12 +4,13 @@
 //! reported with its JSON path in the `errors` of a 400. A valid request is handed to
 //! [`vitrine_engine::Account::serve`] and its outcome written as the 200 body.
 
+use std::cell::RefCell;
 use std::net::IpAddr;
 
 use vitrine_engine::account::{Notice, ServeRequest};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Currency;
-use vitrine_fields::{Errors, Fields, Json, JsonValue, KeyMatch, index_path, kind_of};
+use vitrine_fields::{Bump, Errors, Fields, Json, JsonValue, KeyMatch, index_path, kind_of};
 
 mod events;
 
@@ -32,10 +33,40 @@ pub const MAX_LABEL_LEN: usize = 64;
 /// Longest free-text personal field (names, titles, postcodes) accepted.
 pub const MAX_TEXT_LEN: usize = 256;
 
+/// Bytes a thread's body arena may keep between requests; one that grew past it (a
+/// large body) is dropped after the request.
+const ARENA_KEPT_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    /// The arena each thread reads serverside bodies into, reset per request.
+    static ARENA: RefCell<Bump> = RefCell::new(Bump::new());
+}
+
 /// Handles one request body, as received: read in place ([`Json`]: strings borrowed
-/// from the body, no map per object), with the same syntax errors as every endpoint.
+/// from the body, the rest in this thread's arena), with the same syntax errors as
+/// every endpoint.
 pub fn handle_bytes(state: &AppState, body: &[u8], now: UnixMillis) -> Result<Reply, ApiError> {
-    let body = Json::parse(body)
+    ARENA.with(|arena| match arena.try_borrow_mut() {
+        Ok(mut arena) => {
+            arena.reset();
+            let reply = handle_in(state, body, now, &arena);
+            if arena.allocated_bytes() > ARENA_KEPT_BYTES {
+                *arena = Bump::new();
+            }
+            reply
+        }
+        // Not reached (a handler does not call another), but never a panic.
+        Err(_) => handle_in(state, body, now, &Bump::new()),
+    })
+}
+
+fn handle_in(
+    state: &AppState,
+    body: &[u8],
+    now: UnixMillis,
+    arena: &Bump,
+) -> Result<Reply, ApiError> {
+    let body = Json::parse(body, arena)
         .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
     handle(state, &body, now)
 }
