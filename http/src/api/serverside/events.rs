@@ -48,7 +48,13 @@ pub fn plugin_page_type(name: &str) -> Option<PageType> {
 }
 
 /// Reads one element of `events`.
-pub(super) fn event<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<Event> {
+/// `data_path` is a buffer for the path of its `data` (its content is replaced).
+pub(super) fn event<V: JsonValue>(
+    value: &V,
+    path: &str,
+    data_path: &mut String,
+    errors: &mut Errors,
+) -> Option<Event> {
     let fields = Fields::of(value, path, KeyMatch::Exact, errors)?;
     let name = fields.req_str("name", errors)?;
     if !EVENT_NAMES.contains(&name) {
@@ -61,7 +67,10 @@ pub(super) fn event<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) ->
         );
         return None;
     }
-    let data_path = fields.path_of("data");
+    data_path.clear();
+    data_path.push_str(path);
+    data_path.push_str(".data");
+    let data_path = &*data_path;
     let raw = fields.get("data");
     let list = raw.and_then(V::as_list);
     // PHP encodes an empty associative array as `[]`: read as `{}`.
@@ -70,11 +79,11 @@ pub(super) fn event<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) ->
         // `set_basket` with the bare list of lines, as the Magento module sends it.
         (_, Some(items)) if name == "set_basket" => {
             let before = errors.total();
-            let items = lines(items, &data_path, errors);
+            let items = lines(items, data_path, errors);
             return (errors.total() == before).then_some(Event::SetBasket { items });
         }
-        (_, Some([])) => Some(Fields::of(&empty, &data_path, KeyMatch::Exact, errors)?),
-        (Some(data), _) => Some(Fields::of(data, &data_path, KeyMatch::Exact, errors)?),
+        (_, Some([])) => Some(Fields::of(&empty, data_path, KeyMatch::Exact, errors)?),
+        (Some(data), _) => Some(Fields::of(data, data_path, KeyMatch::Exact, errors)?),
         (None, _) => None,
     };
     let Some(data) = data else {

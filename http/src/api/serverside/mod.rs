@@ -5,6 +5,7 @@
 //! [`vitrine_engine::Account::serve`] and its outcome written as the 200 body.
 
 use std::cell::RefCell;
+use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use vitrine_engine::account::{Notice, ServeRequest};
@@ -159,8 +160,14 @@ pub fn parse<V: JsonValue>(
                 ),
             );
         } else {
+            // The JSON paths of each event and its data, written into two buffers that
+            // every event reuses.
+            let (mut path, mut data_path) = (String::new(), String::new());
             for (i, item) in items.iter().enumerate() {
-                if let Some(event) = events::event(item, &index_path("events", i), errors) {
+                path.clear();
+                // Writing into a String cannot fail.
+                let _ = write!(path, "events[{i}]");
+                if let Some(event) = events::event(item, &path, &mut data_path, errors) {
                     events.push(event);
                 }
             }
