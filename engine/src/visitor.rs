@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
+use crate::models::ProductKeys;
 
 /// Most recent product views kept per visitor.
 pub const MAX_RECENT_VIEWS: usize = 50;
@@ -127,6 +128,9 @@ pub struct LiveVisitor {
     views_version: u64,
     /// `state.recent_views` in the same order, as dense ids in `views_version`.
     views: VecDeque<Option<ProductIdx>>,
+    /// `state.recent_views` in the same order, as [`ProductKeys`] keys (which never
+    /// change), when as many.
+    keys: VecDeque<u32>,
 }
 
 impl LiveVisitor {
@@ -153,31 +157,42 @@ impl LiveVisitor {
         self.views_version == version && self.views.len() == self.state.recent_views.len()
     }
 
-    /// Records a product view ([`Visitor::record_view`]); `idx` is the product's dense id
-    /// in `catalogue`, when it has one.
+    /// Records a product view ([`Visitor::record_view`]) of the product with `key` and,
+    /// when `catalogue` has it, dense id `idx`.
     pub fn record_view(
         &mut self,
         product_id: &str,
+        key: u32,
         idx: Option<ProductIdx>,
         catalogue: &Catalogue,
     ) {
         let repeated = self.state.recent_views.iter().position(|p| p == product_id);
-        let in_step = self.views_in_step(catalogue.version_id());
+        let views_in_step = self.views_in_step(catalogue.version_id());
+        let keys_in_step = self.keys.len() == self.state.recent_views.len();
         self.state.record_view(product_id);
-        if !in_step {
+        if views_in_step {
+            follow(&mut self.views, repeated, idx);
+        } else {
             self.views_version = 0;
-            return;
         }
-        match repeated {
-            Some(pos) => {
-                self.views.remove(pos);
-            }
-            None if self.views.len() == MAX_RECENT_VIEWS => {
-                self.views.pop_front();
-            }
-            None => {}
+        if keys_in_step {
+            follow(&mut self.keys, repeated, key);
+        } else {
+            self.keys.clear();
         }
-        self.views.push_back(idx);
+    }
+
+    /// The product keys of the recent views, oldest first, as [`Visitor::recent_views`].
+    pub fn recent_keys(&mut self, keys: &ProductKeys) -> &VecDeque<u32> {
+        if self.keys.len() != self.state.recent_views.len() {
+            self.keys = self
+                .state
+                .recent_views
+                .iter()
+                .map(|id| keys.key(id))
+                .collect();
+        }
+        &self.keys
     }
 
     /// The recent views as dense ids of `catalogue`, newest first, leaving out those it
@@ -208,6 +223,21 @@ impl LiveVisitor {
             .filter_map(|id| catalogue.idx_of(id))
             .collect()
     }
+}
+
+/// Does to `list` what [`Visitor::record_view`] does to the recent views: the entry at
+/// `repeated` moves to the end as `item`, or `item` is added (the oldest making room).
+fn follow<T>(list: &mut VecDeque<T>, repeated: Option<usize>, item: T) {
+    match repeated {
+        Some(pos) => {
+            list.remove(pos);
+        }
+        None if list.len() == MAX_RECENT_VIEWS => {
+            list.pop_front();
+        }
+        None => {}
+    }
+    list.push_back(item);
 }
 
 impl std::ops::Deref for LiveVisitor {
@@ -289,15 +319,19 @@ mod tests {
                 .filter_map(|id| catalogue.idx_of(id))
                 .collect()
         };
+        let keys = ProductKeys::default();
         let mut live = LiveVisitor::default();
         assert!(live.recent_idx(&catalogue).is_empty());
         for n in 0..300u64 {
             // 90 ids of which 80 exist; repeats and evictions past MAX_RECENT_VIEWS.
             let id = format!("p{}", (n * 37) % 90);
             let idx = catalogue.idx_of(&id);
-            live.record_view(&id, idx, &catalogue);
+            live.record_view(&id, keys.key(&id), idx, &catalogue);
             if n % 7 == 0 {
                 assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
+                let expected: VecDeque<u32> =
+                    live.recent_views.iter().map(|id| keys.key(id)).collect();
+                assert_eq!(*live.recent_keys(&keys), expected);
                 assert_eq!(live.views_version, catalogue.version_id());
             }
         }

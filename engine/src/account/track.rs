@@ -209,16 +209,16 @@ impl Account {
         let (now, catalogue) = (at.now, at.catalogue);
         let key = self.product_keys.key(id);
         for earlier in live
-            .recent_views
+            .recent_keys(&self.product_keys)
             .iter()
             .rev()
-            .filter(|v| *v != id)
+            .filter(|k| **k != key)
             .take(CO_VIEW_WINDOW)
         {
-            self.coview.add(self.product_keys.key(earlier), key, 1.0);
+            self.coview.add(*earlier, key, 1.0);
         }
         let idx = catalogue.idx_of(id);
-        live.record_view(id, idx, catalogue);
+        live.record_view(id, key, idx, catalogue);
         page.product = Some(id);
         self.count(id, VIEW_SCORE, 0, now);
         let visitor = live.state_mut();
