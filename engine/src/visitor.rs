@@ -131,6 +131,20 @@ pub struct LiveVisitor {
     /// `state.recent_views` in the same order, as [`ProductKeys`] keys (which never
     /// change), when as many.
     keys: VecDeque<u32>,
+    /// `state.purchased` as dense ids of a catalogue version, and what they were worked
+    /// out from (see [`LiveVisitor::purchased_idx`]).
+    purchases: Option<Purchases>,
+}
+
+/// A visitor's purchases as dense ids of one catalogue version.
+#[derive(Debug)]
+struct Purchases {
+    version: u64,
+    /// How many purchases there were, and the last one: purchases are only added (the
+    /// oldest making room), so these two tell whether any was since.
+    len: usize,
+    last: Option<String>,
+    idx: Vec<ProductIdx>,
 }
 
 impl LiveVisitor {
@@ -208,6 +222,29 @@ impl LiveVisitor {
             self.views_version = catalogue.version_id();
         }
         self.views.iter().rev().flatten().copied().collect()
+    }
+
+    /// The products bought as dense ids of `catalogue` (those it lacks left out); worked
+    /// out from the ids when a purchase was added or the catalogue version changed.
+    pub fn purchased_idx(&mut self, catalogue: &Catalogue) -> &[ProductIdx] {
+        let purchased = &self.state.purchased;
+        let current = self.purchases.as_ref().is_some_and(|p| {
+            p.version == catalogue.version_id()
+                && p.len == purchased.len()
+                && p.last.as_ref() == purchased.back()
+        });
+        if !current {
+            self.purchases = Some(Purchases {
+                version: catalogue.version_id(),
+                len: purchased.len(),
+                last: purchased.back().cloned(),
+                idx: purchased
+                    .iter()
+                    .filter_map(|id| catalogue.idx_of(id))
+                    .collect(),
+            });
+        }
+        self.purchases.as_ref().map_or(&[], |p| p.idx.as_slice())
     }
 
     /// [`LiveVisitor::recent_idx`] without keeping what it works out (for a visitor read
@@ -346,6 +383,26 @@ mod tests {
         assert_ne!(other.version_id(), catalogue.version_id());
         assert_eq!(live.recent_idx_read(&other), fresh(&live, &other));
         assert_eq!(live.recent_idx(&other), fresh(&live, &other));
+        // Purchases: worked out again when one is added, also once the oldest makes room.
+        let bought = |live: &LiveVisitor, catalogue: &Catalogue| -> Vec<ProductIdx> {
+            live.purchased
+                .iter()
+                .filter_map(|id| catalogue.idx_of(id))
+                .collect()
+        };
+        for n in 0..(MAX_PURCHASED as u64 + 30) {
+            live.state_mut()
+                .record_purchase(&format!("p{}", (n * 13) % 300));
+            if n % 3 == 0 {
+                let expected = bought(&live, &catalogue);
+                assert_eq!(live.purchased_idx(&catalogue), expected);
+            }
+        }
+        assert_eq!(live.purchased.len(), MAX_PURCHASED);
+        live.state_mut().record_purchase("p5000");
+        live.state_mut().record_purchase("p1");
+        let expected = bought(&live, &catalogue);
+        assert_eq!(live.purchased_idx(&catalogue), expected);
         // A restored visitor starts without them.
         let restored = LiveVisitor::new(live.state().clone());
         assert_eq!(restored.views_version, 0);

@@ -333,8 +333,8 @@ impl VisitorSnapshot {
     fn of(live: &mut LiveVisitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
         // Recent views from the dense ids kept in step with them (no id lookups).
         let recent_views = live.recent_idx(catalogue);
+        let purchased = live.purchased_idx(catalogue).to_vec();
         let visitor = live.state();
-        let resolve = |id: &String| catalogue.idx_of(id);
         VisitorSnapshot {
             identity: visitor.identity.clone(),
             basket: visitor
@@ -342,7 +342,7 @@ impl VisitorSnapshot {
                 .iter()
                 .filter_map(|b| catalogue.idx_of(&b.id))
                 .collect(),
-            purchased: visitor.purchased.iter().filter_map(resolve).collect(),
+            purchased,
             recent_views,
             affinities,
             categories: if affinities {
