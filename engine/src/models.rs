@@ -6,7 +6,6 @@
 //! (the server runs one per account on an interval, on the ingest pool) and the result is
 //! swapped in whole, so serving reads finished lists and never waits for a rebuild.
 
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::SegQueue;
@@ -225,9 +224,10 @@ impl CoCounts {
             .collect()
     }
 
-    /// Every product's partners, strongest first (ties by id), at most [`NEIGHBOURS`];
-    /// computed in parallel on the current rayon pool.
-    pub fn neighbours(&self, keys: &ProductKeys) -> HashMap<String, Vec<String>> {
+    /// Every product's partners by id, strongest first (ties by id), at most
+    /// [`NEIGHBOURS`] (the tests' view of what [`CoCounts::changed_lists`] sorts).
+    #[cfg(test)]
+    pub fn neighbours(&self, keys: &ProductKeys) -> std::collections::HashMap<String, Vec<String>> {
         let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
             .pairs
             .iter()

@@ -794,13 +794,8 @@ mod tests {
             scores[i]
         };
         let mut rankings = Rankings::build(&catalogue, |p| score_of(&scores, p));
-        let mut seed = 7u64;
-        let mut next = move |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut sequence = crate::demo::Sequence::new(7);
+        let mut next = move |n: u64| sequence.next_u64() % n;
         for _ in 0..50 {
             let mut changed = Vec::new();
             for _ in 0..next(20) {

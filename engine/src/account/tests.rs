@@ -314,13 +314,8 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
     };
     let stepwise = testing::account(vec![], catalogue());
     let at_once = testing::account(vec![], catalogue());
-    let mut seed = 3u64;
-    let mut next = move |n: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (seed >> 33) % n
-    };
+    let mut sequence = crate::demo::Sequence::new(3);
+    let mut next = move |n: u64| sequence.next_u64() % n;
     for round in 0..30 {
         for v in 0..5 {
             let mut events: Vec<Event> = (0..4)
