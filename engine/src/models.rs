@@ -1,10 +1,11 @@
 //! Online models counted on every event: co-view and co-purchase pair counts, and
 //! popularity with time decay.
 //!
-//! Counting is cheap and concurrent (one `DashMap` entry per product, bounded); turning
-//! counts into ordered neighbour lists is done by [`CoCounts::neighbours`] on a rebuild
-//! (the server runs one per account on an interval, on the ingest pool) and the result is
-//! swapped in whole, so serving reads finished lists and never waits for a rebuild.
+//! Counting is cheap and concurrent (one `DashMap` entry per product, bounded; a product
+//! whose pairs change is queued once). A rebuild (the server runs one per account every
+//! second, on the ingest pool) sorts the lists of the queued products only
+//! ([`CoCounts::changed_lists`]) into [`Neighbours`], in dense catalogue ids, written in
+//! place one list at a time: serving reads finished lists and never waits for a rebuild.
 
 use std::sync::{Arc, PoisonError, RwLock};
 

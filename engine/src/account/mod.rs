@@ -5,10 +5,11 @@
 //! while applying its events. The catalogue is an `ArcSwap`: a request loads one
 //! version and uses it throughout, writers (the delta worker, feed builds) swap in a new
 //! one. Events update the online models (popularity with time decay, units sold, co-view
-//! and co-purchase pairs, see [`crate::models`]); [`Account::rebuild_models`] turns them
-//! into rankings and neighbour lists, swapped in whole: the server calls it on an
-//! interval off the request path, and a catalogue with a new base gets its rankings
-//! from whoever swaps it in. Serving reads the latest lists and never waits.
+//! and co-purchase pairs, see [`crate::models`]); [`Account::rebuild_models`] turns what
+//! changed since its last round into rankings (published whole) and neighbour lists
+//! (written in place, a list at a time): the server calls it on an interval off the
+//! request path, and a catalogue with a new base gets its rankings and lists from whoever
+//! swaps it in. Serving reads the latest ones and never waits.
 
 //!
 //! Modules: `serve` (the request: track, then fill zones), `track` (events applied to
