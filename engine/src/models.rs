@@ -214,11 +214,16 @@ impl CoCounts {
         }
         changed
             .into_par_iter()
-            .filter_map(|(product, partners)| {
-                let idx = catalogue.idx_of(&keys.name(product)?)?;
-                let list = ranked_partners(keys, partners)
+            .filter_map(|(product, mut partners)| {
+                // One read of the names per list: the sort compares ids only on ties,
+                // and no id is copied or counted.
+                let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
+                let name = |key: u32| names.get(key as usize).map(|name| &**name);
+                let idx = catalogue.idx_of(name(product)?)?;
+                rank_partners(&mut partners, &name);
+                let list = partners
                     .iter()
-                    .filter_map(|name| catalogue.idx_of(name))
+                    .filter_map(|(key, _)| catalogue.idx_of(name(*key)?))
                     .collect();
                 Some((idx, list))
             })
@@ -234,28 +239,32 @@ impl CoCounts {
             .iter()
             .map(|entry| (*entry.key(), entry.list.clone()))
             .collect();
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map(|name| &**name);
         snapshot
-            .into_par_iter()
-            .filter_map(|(product, partners)| {
-                let list = ranked_partners(keys, partners)
+            .into_iter()
+            .filter_map(|(product, mut partners)| {
+                rank_partners(&mut partners, &name);
+                let list = partners
                     .iter()
-                    .map(|name| name.to_string())
+                    .filter_map(|(key, _)| Some(name(*key)?.to_owned()))
                     .collect();
-                Some((keys.name(product)?.to_string(), list))
+                Some((name(product)?.to_owned(), list))
             })
             .collect()
     }
 }
 
-/// A product's partners by id, strongest first (ties by id), at most [`NEIGHBOURS`].
-fn ranked_partners(keys: &ProductKeys, partners: Vec<(u32, f32)>) -> Vec<Arc<str>> {
-    let mut named: Vec<(Arc<str>, f32)> = partners
-        .into_iter()
-        .filter_map(|(key, count)| Some((keys.name(key)?, count)))
-        .collect();
-    named.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    named.truncate(NEIGHBOURS);
-    named.into_iter().map(|(name, _)| name).collect()
+/// Sorts a product's partners strongest first, ties by id (partners without an id left
+/// out), and keeps the first [`NEIGHBOURS`].
+fn rank_partners<'a>(partners: &mut Vec<(u32, f32)>, name: &impl Fn(u32) -> Option<&'a str>) {
+    partners.retain(|(key, _)| name(*key).is_some());
+    partners.sort_unstable_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| name(a.0).cmp(&name(b.0)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    partners.truncate(NEIGHBOURS);
 }
 
 /// Neighbour lists by dense id: a product's neighbours, strongest first. Updated in

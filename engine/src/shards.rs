@@ -13,11 +13,17 @@
 //! texts) takes as long as freeing everything in it. The [`Graveyard`] keeps such values
 //! once they are replaced, so that the request that lets go of one last does not pay for
 //! it; [`Graveyard::sweep`], on a background thread, drops those nobody uses any more.
+//!
+//! A counter that every request adds to is a cache line that every core writes: under
+//! load each addition waits for the line to come back from the other core. A
+//! [`StripedCounter`] gives each thread its own line and adds them up when read.
 
 use std::any::Any;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crossbeam_utils::CachePadded;
 use dashmap::DashMap;
 
 /// Shards of a [`sharded`] map.
@@ -36,6 +42,49 @@ pub type IntMap<K, V> = DashMap<K, V, rustc_hash::FxBuildHasher>;
 /// An empty [`IntMap`] with [`SHARDS`] shards.
 pub fn int_map<K: Eq + Hash, V>() -> IntMap<K, V> {
     DashMap::with_hasher_and_shard_amount(rustc_hash::FxBuildHasher, SHARDS)
+}
+
+/// Slots of a [`StripedCounter`]: threads beyond this many share slots.
+pub const STRIPES: usize = 16;
+
+/// A count that many threads add to at once: each thread adds to its own slot (a cache
+/// line of its own), and [`StripedCounter::get`] adds the slots up.
+#[derive(Debug, Default)]
+pub struct StripedCounter {
+    slots: [CachePadded<AtomicU64>; STRIPES],
+}
+
+impl StripedCounter {
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        if let Some(slot) = self.slots.get(stripe()) {
+            slot.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The sum of every addition so far (those of other threads at the moment of
+    /// reading may or may not be in it).
+    pub fn get(&self) -> u64 {
+        self.slots.iter().fold(0u64, |sum, slot| {
+            sum.wrapping_add(slot.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Sets the count back to zero (additions racing with it may survive).
+    pub fn reset(&self) {
+        for slot in &self.slots {
+            slot.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// This thread's slot in every [`StripedCounter`]: threads take slots in turn.
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    }
+    STRIPE.with(|stripe| *stripe)
 }
 
 /// Replaced values kept until nobody else holds them.
@@ -77,6 +126,27 @@ impl Graveyard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_striped_counter_adds_up_every_threads_additions() {
+        let counter = Arc::new(StripedCounter::default());
+        let threads: Vec<_> = (0..(STRIPES + 3))
+            .map(|_| {
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    for _ in 0..1_000 {
+                        counter.add(2);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(counter.get(), 2 * 1_000 * (STRIPES as u64 + 3));
+        counter.reset();
+        assert_eq!(counter.get(), 0);
+    }
 
     #[test]
     fn a_value_is_dropped_by_the_sweep_once_nobody_holds_it() {

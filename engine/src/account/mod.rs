@@ -26,7 +26,7 @@ mod track;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::SegQueue;
@@ -42,7 +42,7 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_popular};
 use crate::money::Currency;
 use crate::recommend::Rankings;
-use crate::shards::{Graveyard, sharded};
+use crate::shards::{Graveyard, StripedCounter, sharded};
 use crate::visitor::{LiveVisitor, SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::ZoneSpec;
 
@@ -195,6 +195,14 @@ impl Account {
         Writer {
             account: self,
             _lock: self.writer.lock(),
+        }
+    }
+
+    /// Moves the clock forward to `now` (never back). Read first: requests within the
+    /// same millisecond leave it alone instead of writing its cache line each.
+    fn advance_clock(&self, now: UnixMillis) {
+        if self.clock.load(Ordering::Relaxed) < now {
+            self.clock.fetch_max(now, Ordering::Relaxed);
         }
     }
 
@@ -380,9 +388,9 @@ const DAY_MILLIS: UnixMillis = 86_400_000;
 struct Activity {
     /// The UTC day (days since the epoch) that `today` counts.
     day: AtomicI64,
-    today: AtomicU64,
-    requests: AtomicU64,
-    items: AtomicU64,
+    today: StripedCounter,
+    requests: StripedCounter,
+    items: StripedCounter,
 }
 
 impl Activity {
@@ -396,25 +404,25 @@ impl Activity {
                 .compare_exchange(seen, day, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            self.today.store(0, Ordering::Relaxed);
+            self.today.reset();
         }
         if day >= self.day.load(Ordering::Relaxed) {
-            self.today.fetch_add(1, Ordering::Relaxed);
+            self.today.add(1);
         }
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.items.fetch_add(items as u64, Ordering::Relaxed);
+        self.requests.add(1);
+        self.items.add(items as u64);
     }
 
     fn stats(&self, now: UnixMillis) -> ActivityStats {
         let today = if self.day.load(Ordering::Relaxed) == now.div_euclid(DAY_MILLIS) {
-            self.today.load(Ordering::Relaxed)
+            self.today.get()
         } else {
             0
         };
         ActivityStats {
             requests_today: today,
-            requests: self.requests.load(Ordering::Relaxed),
-            items_shown: self.items.load(Ordering::Relaxed),
+            requests: self.requests.get(),
+            items_shown: self.items.get(),
         }
     }
 }

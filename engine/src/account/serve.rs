@@ -3,7 +3,6 @@
 //! zone from the catalogue version the request loaded; plus the request and outcome
 //! types.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
@@ -117,7 +116,7 @@ impl Account {
             ..PageContext::default()
         };
 
-        self.clock.fetch_max(now, Ordering::Relaxed);
+        self.advance_clock(now);
         let catalogue = self.catalogue();
         let mut visitor = match self.visitors.get_mut(&visitor_id) {
             Some(visitor) => visitor,

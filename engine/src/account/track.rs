@@ -37,7 +37,7 @@ impl Account {
             self.import_orders(&orders, now);
             return;
         }
-        self.clock.fetch_max(now, Ordering::Relaxed);
+        self.advance_clock(now);
         self.sessions
             .entry(tracked.session_id.clone())
             .and_modify(|last| *last = (*last).max(now))
@@ -66,7 +66,7 @@ impl Account {
     /// models and written to its customer's record, as a live order would be; repeated
     /// order ids are skipped. Returns how many were new.
     pub fn import_orders(&self, orders: &[Order], now: UnixMillis) -> usize {
-        self.clock.fetch_max(now, Ordering::Relaxed);
+        self.advance_clock(now);
         let mut notices = Vec::new();
         let fresh: Vec<Order> = orders
             .iter()
@@ -312,17 +312,26 @@ impl Account {
         self.popular(&self.brand_popularity, brand, now);
     }
 
+    /// Tells the next rebuild round that there is something to rebuild. Read before it
+    /// is written: under load it is already set, and a store on every event would move
+    /// its cache line between the cores on every request.
+    fn mark_models_stale(&self) {
+        if !self.models_stale.load(Ordering::Relaxed) {
+            self.models_stale.store(true, Ordering::Release);
+        }
+    }
+
     /// Counts one interaction with a category or brand.
     fn popular(&self, counters: &DashMap<String, Decaying>, name: &str, now: UnixMillis) {
         match counters.get_mut(name) {
             Some(mut counter) => counter.add(1.0, now),
             None => counters.entry(name.to_owned()).or_default().add(1.0, now),
         }
-        self.models_stale.store(true, Ordering::Release);
+        self.mark_models_stale();
     }
 
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
-        self.models_stale.store(true, Ordering::Release);
+        self.mark_models_stale();
         let mut counter = match self.counters.get_mut(product_id) {
             Some(counter) => counter,
             None => self.counters.entry(product_id.to_owned()).or_default(),
