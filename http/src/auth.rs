@@ -34,7 +34,7 @@ impl CredentialFields {
             Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
                 ("AccessKey", Some("SecretKey"))
             }
-            Endpoint::Health | Endpoint::Unrouted => ("", None),
+            Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => ("", None),
         };
         CredentialFields {
             access_key,

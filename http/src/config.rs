@@ -203,6 +203,9 @@ pub struct Config {
     pub source: String,
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// A second address serving only `/metrics` (and `/healthz`), if set; `/metrics` is
+    /// then not on `listen`.
+    pub metrics_listen: Option<SocketAddr>,
     /// Data directory.
     pub data_dir: PathBuf,
     /// Region this process serves.
@@ -240,6 +243,7 @@ pub struct Overrides {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<String>,
+    metrics_listen: Option<String>,
     data_dir: Option<PathBuf>,
     region: Option<String>,
     #[serde(default)]
@@ -390,6 +394,15 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             format!("expected an address such as 127.0.0.1:7480, got {listen_text:?}"),
         )
     })?;
+    let metrics_listen = match &file.metrics_listen {
+        None => None,
+        Some(text) => Some(text.parse().map_err(|_| {
+            err(
+                "metrics_listen",
+                format!("expected an address such as 127.0.0.1:9480, got {text:?}"),
+            )
+        })?),
+    };
     let data_dir = overrides
         .data_dir
         .clone()
@@ -418,6 +431,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
     Ok(Config {
         source: source.to_owned(),
         listen,
+        metrics_listen,
         data_dir,
         region,
         events_fsync: durability.events_fsync,

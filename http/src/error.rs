@@ -46,6 +46,8 @@ pub enum Endpoint {
     PluginDelete,
     /// `GET /healthz`
     Health,
+    /// `GET /metrics`: Prometheus metrics (on `metrics_listen` instead, when set).
+    Metrics,
     /// Any other path.
     Unrouted,
 }
@@ -53,23 +55,58 @@ pub enum Endpoint {
 impl Endpoint {
     /// The endpoint of a path.
     pub fn of_path(path: &str) -> Endpoint {
-        match path {
-            "/api/serverside" => Endpoint::Serverside,
-            "/api/productfeed" => Endpoint::ProductFeed,
-            "/api/delta" => Endpoint::Delta,
-            "/api/deltastatus" => Endpoint::DeltaStatus,
-            "/api/productfeedstatus" => Endpoint::ProductFeedStatus,
-            "/api/user/forget" => Endpoint::Forget,
-            "/api/productdelta" => Endpoint::ProductDelta,
-            "/feed-create" => Endpoint::FeedCreate,
-            "/feed-append" => Endpoint::FeedAppend,
-            "/feed-close" => Endpoint::FeedClose,
-            "/api/plugin/validate-account" => Endpoint::PluginValidate,
-            "/api/plugin/dashboard" => Endpoint::PluginDashboard,
-            "/api/plugin/delete" => Endpoint::PluginDelete,
-            "/healthz" => Endpoint::Health,
-            _ => Endpoint::Unrouted,
+        Endpoint::ALL
+            .into_iter()
+            .find(|endpoint| *endpoint != Endpoint::Unrouted && endpoint.name() == path)
+            .unwrap_or(Endpoint::Unrouted)
+    }
+
+    /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
+    pub const ALL: [Endpoint; 16] = [
+        Endpoint::Serverside,
+        Endpoint::ProductFeed,
+        Endpoint::Delta,
+        Endpoint::DeltaStatus,
+        Endpoint::ProductFeedStatus,
+        Endpoint::Forget,
+        Endpoint::ProductDelta,
+        Endpoint::FeedCreate,
+        Endpoint::FeedAppend,
+        Endpoint::FeedClose,
+        Endpoint::PluginValidate,
+        Endpoint::PluginDashboard,
+        Endpoint::PluginDelete,
+        Endpoint::Health,
+        Endpoint::Metrics,
+        Endpoint::Unrouted,
+    ];
+
+    /// The endpoint's path, as metrics and logs name it (`other` for unrouted paths,
+    /// whose paths are the client's choice).
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::Serverside => "/api/serverside",
+            Endpoint::ProductFeed => "/api/productfeed",
+            Endpoint::Delta => "/api/delta",
+            Endpoint::DeltaStatus => "/api/deltastatus",
+            Endpoint::ProductFeedStatus => "/api/productfeedstatus",
+            Endpoint::Forget => "/api/user/forget",
+            Endpoint::ProductDelta => "/api/productdelta",
+            Endpoint::FeedCreate => "/feed-create",
+            Endpoint::FeedAppend => "/feed-append",
+            Endpoint::FeedClose => "/feed-close",
+            Endpoint::PluginValidate => "/api/plugin/validate-account",
+            Endpoint::PluginDashboard => "/api/plugin/dashboard",
+            Endpoint::PluginDelete => "/api/plugin/delete",
+            Endpoint::Health => "/healthz",
+            Endpoint::Metrics => "/metrics",
+            Endpoint::Unrouted => "other",
         }
+    }
+
+    /// The endpoint's position in [`Endpoint::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
     }
 
     /// Whether the endpoint takes a streamed feed (served on `feeds.stream_listen` too).
@@ -83,7 +120,7 @@ impl Endpoint {
     /// The method the endpoint answers.
     pub fn method(self) -> http::Method {
         match self {
-            Endpoint::Health => http::Method::GET,
+            Endpoint::Health | Endpoint::Metrics => http::Method::GET,
             _ => http::Method::POST,
         }
     }
@@ -207,6 +244,7 @@ impl ApiError {
                 | E::PluginDashboard
                 | E::PluginDelete
                 | E::Health
+                | E::Metrics
                 | E::Unrouted,
             ) => StatusCode::BAD_REQUEST,
             (ApiError::Credentials(_), E::FeedCreate | E::FeedAppend | E::FeedClose) => {
@@ -253,6 +291,7 @@ impl ApiError {
             | Endpoint::PluginDashboard
             | Endpoint::PluginDelete
             | Endpoint::Health
+            | Endpoint::Metrics
             | Endpoint::Unrouted => serde_json::json!({ "Error": messages.join("; ") }),
         };
         serde_json::to_vec(&value).unwrap_or_default()

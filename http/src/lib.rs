@@ -20,6 +20,7 @@
 //! - [`auth`]: per-endpoint credential fields, constant-time secret check.
 //! - [`error`]: the error enum, status codes, error bodies.
 //! - [`api`]: one module per endpoint of the contract.
+//! - [`metrics`]: `GET /metrics`, the Prometheus text format.
 
 #![forbid(unsafe_code)]
 
@@ -27,6 +28,7 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod metrics;
 pub mod server;
 pub mod state;
 

@@ -64,13 +64,25 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("VITRINE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match std::env::var("VITRINE_LOG_FORMAT").as_deref() {
+        // One JSON object per line: timestamp, level, target, message and the event's
+        // fields (account, endpoint, token where they apply) at the top level.
+        Ok("json") => logs.json().flatten_event(true).init(),
+        Ok("text") | Err(_) => logs.init(),
+        Ok(other) => {
+            logs.init();
+            tracing::warn!(
+                value = other,
+                "VITRINE_LOG_FORMAT is neither \"json\" nor \"text\"; logging as text"
+            );
+        }
+    }
     match cli.command {
         Command::Import {
             config,
@@ -162,6 +174,17 @@ fn run(config: Config) -> anyhow::Result<()> {
             }
             None => None,
         };
+        let metrics = match state.config.metrics_listen {
+            Some(metrics_addr) => {
+                let metrics = tokio::net::TcpListener::bind(metrics_addr)
+                    .await
+                    .with_context(|| format!("binding metrics_listen {metrics_addr}"))?;
+                let bound = metrics.local_addr().context("reading the bound address")?;
+                tracing::info!("metrics listening on http://{bound}/metrics");
+                Some(metrics)
+            }
+            None => None,
+        };
         let shutdown = shutdown_signal()?;
         {
             let mut stdout = std::io::stdout().lock();
@@ -172,6 +195,7 @@ fn run(config: Config) -> anyhow::Result<()> {
         let listeners = vitrine_http::server::Listeners {
             main: listener,
             feed_streams,
+            metrics,
         };
         vitrine_http::server::serve(listeners, Arc::clone(&state), shutdown).await;
         state.shutdown();

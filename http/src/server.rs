@@ -43,6 +43,9 @@ pub struct Listeners {
     pub main: TcpListener,
     /// Only the streamed-feed paths (`feeds.stream_listen`), if configured.
     pub feed_streams: Option<TcpListener>,
+    /// Only `/metrics` and `/healthz` (`metrics_listen`), if configured; `/metrics` is
+    /// then not on the main socket.
+    pub metrics: Option<TcpListener>,
 }
 
 impl From<TcpListener> for Listeners {
@@ -50,6 +53,7 @@ impl From<TcpListener> for Listeners {
         Listeners {
             main,
             feed_streams: None,
+            metrics: None,
         }
     }
 }
@@ -57,8 +61,25 @@ impl From<TcpListener> for Listeners {
 /// Which endpoints a socket answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Routes {
+    /// Every endpoint.
     All,
+    /// Every endpoint but `/metrics` (served on its own socket).
+    AllButMetrics,
+    /// The streamed-feed paths and `/healthz`.
     FeedStreams,
+    /// `/metrics` and `/healthz`.
+    Metrics,
+}
+
+impl Routes {
+    fn answers(self, endpoint: Endpoint) -> bool {
+        match self {
+            Routes::All => true,
+            Routes::AllButMetrics => endpoint != Endpoint::Metrics,
+            Routes::FeedStreams => endpoint.is_feed_stream() || endpoint == Endpoint::Health,
+            Routes::Metrics => matches!(endpoint, Endpoint::Metrics | Endpoint::Health),
+        }
+    }
 }
 
 /// Connections kept from the open-file limit for the server's own files (snapshots, log
@@ -96,8 +117,8 @@ async fn connection_permit(
     }
 }
 
-/// Accepts on the feed-stream socket, or waits forever when there is none.
-async fn accept_feed_stream(
+/// Accepts on an optional socket, or waits forever when there is none.
+async fn accept_optional(
     listener: Option<&TcpListener>,
 ) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
     match listener {
@@ -116,7 +137,13 @@ pub async fn serve(
     let Listeners {
         main: listener,
         feed_streams,
+        metrics,
     } = listeners.into();
+    let main_routes = if metrics.is_some() {
+        Routes::AllButMetrics
+    } else {
+        Routes::All
+    };
     let graceful = GracefulShutdown::new();
     let limits = state.config.limits;
     let mut builder = http1::Builder::new();
@@ -146,8 +173,9 @@ pub async fn serve(
         };
         let Some(permit) = permit else { break };
         let (accepted, routes) = tokio::select! {
-            accepted = listener.accept() => (accepted, Routes::All),
-            accepted = accept_feed_stream(feed_streams.as_ref()) => (accepted, Routes::FeedStreams),
+            accepted = listener.accept() => (accepted, main_routes),
+            accepted = accept_optional(feed_streams.as_ref()) => (accepted, Routes::FeedStreams),
+            accepted = accept_optional(metrics.as_ref()) => (accepted, Routes::Metrics),
             () = &mut shutdown => break,
         };
         match accepted {
@@ -175,6 +203,7 @@ pub async fn serve(
     }
     drop(listener);
     drop(feed_streams);
+    drop(metrics);
     sweeper.abort();
     models.abort();
     tokio::select! {
@@ -222,7 +251,13 @@ async fn rebuild_models(state: Arc<AppState>) {
         let round = tokio::task::spawn_blocking(move || {
             state.pool().install(|| {
                 for entry in state.accounts() {
-                    entry.account.rebuild_models();
+                    let started = Instant::now();
+                    if entry.account.rebuild_models() {
+                        entry
+                            .metrics
+                            .model_rebuild_seconds
+                            .observe(started.elapsed().as_secs_f64());
+                    }
                     entry.product_texts.sweep();
                 }
             });
@@ -247,15 +282,27 @@ async fn handle(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
     let endpoint = match Endpoint::of_path(request.uri().path()) {
-        endpoint if routes == Routes::All || endpoint.is_feed_stream() => endpoint,
-        Endpoint::Health => Endpoint::Health,
+        endpoint if routes.answers(endpoint) => endpoint,
         _ => Endpoint::Unrouted,
     };
     let mut response = match route(&state, endpoint, request).await {
         Ok(reply) => reply_response(reply),
-        Err(error) => error_response(endpoint, &error),
+        Err(error) => {
+            let response = error_response(endpoint, &error);
+            if response.status().is_server_error() {
+                tracing::error!(
+                    endpoint = endpoint.name(),
+                    status = response.status().as_u16(),
+                    error = %error.messages().join("; "),
+                    "request failed"
+                );
+            }
+            response
+        }
     };
-    let millis = started.elapsed().as_secs_f64() * 1000.0;
+    let took = started.elapsed();
+    state.metrics.observe(endpoint, response.status(), took);
+    let millis = took.as_secs_f64() * 1000.0;
     // Written on the stack: `app;dur=` and a duration of at most a few digits.
     let mut timing = [0u8; 48];
     let mut cursor = std::io::Cursor::new(&mut timing[..]);
@@ -284,8 +331,17 @@ async fn route(
             endpoint.method()
         )));
     }
-    if endpoint == Endpoint::Health {
-        return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec()));
+    match endpoint {
+        Endpoint::Health => return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec())),
+        Endpoint::Metrics => {
+            let state = Arc::clone(state);
+            let text = tokio::task::spawn_blocking(move || state.metrics.render(&state)).await?;
+            return Ok(Reply {
+                content_type: crate::metrics::CONTENT_TYPE,
+                ..Reply::json(text)
+            });
+        }
+        _ => {}
     }
     let limit = match endpoint {
         Endpoint::Delta
@@ -326,6 +382,7 @@ fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::PluginDashboard
         | Endpoint::PluginDelete
         | Endpoint::Health
+        | Endpoint::Metrics
         | Endpoint::Unrouted => false,
     }
 }
@@ -353,9 +410,9 @@ fn dispatch(
         Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
         Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
         Endpoint::Forget => api::forget::handle(state, &parse_json(body)?),
-        Endpoint::Health | Endpoint::Unrouted => Err(ApiError::NoRoute(format!(
-            "no request body handler for {endpoint:?}"
-        ))),
+        Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => Err(ApiError::NoRoute(
+            format!("no request body handler for {endpoint:?}"),
+        )),
     }
 }
 
@@ -409,7 +466,7 @@ fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>>
         HeaderValue::from_static("application/json"),
     );
     if status == StatusCode::METHOD_NOT_ALLOWED {
-        let allow = if endpoint == Endpoint::Health {
+        let allow = if endpoint.method() == http::Method::GET {
             "GET"
         } else {
             "POST"

@@ -16,6 +16,7 @@ use vitrine_snapshots::wal::SyncPolicy;
 
 use crate::api::render::TextCache;
 use crate::config::{AccountConfig, Config, EventsFsync};
+use crate::metrics::{AccountMetrics, Metrics};
 
 /// One account as the server holds it.
 #[derive(Debug)]
@@ -30,6 +31,8 @@ pub struct AccountEntry {
     pub templates: minijinja::Environment<'static>,
     /// Product text of the latest catalogue version served.
     pub product_texts: TextCache,
+    /// What the server measures of it (the engine and jobs keep their own).
+    pub metrics: AccountMetrics,
 }
 
 /// Everything a request handler may need.
@@ -37,6 +40,8 @@ pub struct AccountEntry {
 pub struct AppState {
     /// The validated configuration.
     pub config: Config,
+    /// Request counts and durations, and the registry `/metrics` reads.
+    pub metrics: Metrics,
     accounts: HashMap<String, AccountEntry>,
     runner: FeedRunner,
     pool: Arc<rayon::ThreadPool>,
@@ -114,6 +119,7 @@ impl AppState {
         }
         Ok(AppState {
             config,
+            metrics: Metrics::new(),
             accounts,
             runner,
             pool,
@@ -224,6 +230,7 @@ fn open_account(
         jobs,
         templates: templates(account_config)?,
         product_texts: TextCache::new(account.catalogue()),
+        metrics: AccountMetrics::default(),
         account,
     })
 }

@@ -6,6 +6,7 @@
 //! and leaves the other core to serving. A job cut short by a stop stays `Processing` in
 //! its job file and is run again after the restart.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 use std::thread;
 
@@ -88,6 +89,12 @@ impl FeedRunner {
 
 fn log(jobs: &AccountJobs, token: &str, status: &FeedStatus) {
     let account = &jobs.account().settings().access_key;
+    let metrics = jobs.metrics();
+    match status {
+        FeedStatus::Complete { .. } => metrics.feeds_complete.fetch_add(1, Ordering::Relaxed),
+        FeedStatus::Failed(_) => metrics.feeds_failed.fetch_add(1, Ordering::Relaxed),
+        FeedStatus::Processing => 0,
+    };
     match status {
         FeedStatus::Complete { detail } => {
             let products = jobs.account().catalogue().len();
@@ -113,7 +120,11 @@ fn run(
         return run_streamed(jobs, token, pool);
     }
     let dest = jobs.dir().join("feeds").join(format!("{token}.download"));
+    let started = std::time::Instant::now();
     let downloaded = runtime.block_on(fetch::download(client, &job.url, &dest, limits));
+    jobs.metrics()
+        .feed_download_seconds
+        .observe(started.elapsed().as_secs_f64());
     if let Err(error) = downloaded {
         let _ = std::fs::remove_file(&dest);
         return FeedStatus::Failed(error.to_string());
@@ -180,6 +191,9 @@ pub fn apply(
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };
     let parsed = started.elapsed();
+    jobs.metrics()
+        .feed_parse_seconds
+        .observe(parsed.as_secs_f64());
     let users = document.users.take();
     let rebuilt = jobs.rebuild(RebuildKind::Feed, |current| {
         let catalogue = feed::build(current, &document).map_err(|e| e.to_string())?;
@@ -189,6 +203,9 @@ pub fn apply(
         Ok(rebuilt) => rebuilt,
         Err(error) => return FeedStatus::Failed(error.to_string()),
     };
+    jobs.metrics()
+        .feed_build_seconds
+        .observe((started.elapsed() - parsed).as_secs_f64());
     tracing::info!(
         account = %jobs.account().settings().access_key,
         products = jobs.account().catalogue().len(),

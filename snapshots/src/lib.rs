@@ -16,6 +16,7 @@
 //! - [`frozen`]: validated rkyv archives, owned or memory-mapped.
 //! - [`snapshot`]: snapshot files: write, list, open newest valid, prune.
 //! - [`wal`]: the write-ahead log: framed records, group commit, recovery.
+//! - [`metrics`]: the duration histograms the crates keep for `/metrics`.
 
 #![deny(unsafe_code)]
 
@@ -26,6 +27,7 @@ pub mod datadir;
     reason = "the memory map and unchecked access to an archive validated once; each block has a SAFETY comment"
 )]
 pub mod frozen;
+pub mod metrics;
 #[expect(
     unsafe_code,
     reason = "mapping a snapshot file read-only; see its SAFETY comment"

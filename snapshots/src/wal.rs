@@ -93,20 +93,42 @@ pub struct Recovery {
 }
 
 /// Counters of the writer, for benchmarks and metrics.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WalStats {
     /// Records appended.
     pub records: AtomicU64,
+    /// Bytes written (records with their headers).
+    pub bytes: AtomicU64,
     /// fsyncs done.
     pub syncs: AtomicU64,
     /// Records covered by those fsyncs.
     pub synced_records: AtomicU64,
+    /// How long each fsync took, in seconds.
+    pub sync_seconds: prometheus::Histogram,
     /// Records per fsync, as a histogram (`None` until the first fsync).
     batches: Mutex<Option<hdrhistogram::Histogram<u64>>>,
 }
 
+impl Default for WalStats {
+    fn default() -> WalStats {
+        WalStats {
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            synced_records: AtomicU64::new(0),
+            sync_seconds: crate::metrics::histogram(
+                "vitrine_wal_fsync_duration_seconds",
+                "How long an fsync of the write-ahead log took.",
+                crate::metrics::short_buckets(),
+            ),
+            batches: Mutex::new(None),
+        }
+    }
+}
+
 impl WalStats {
-    fn record_sync(&self, records: u64) {
+    fn record_sync(&self, records: u64, took: Duration) {
+        self.sync_seconds.observe(took.as_secs_f64());
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.synced_records.fetch_add(records, Ordering::Relaxed);
         if let Ok(mut batches) = self.batches.lock() {
@@ -519,6 +541,18 @@ impl Wal {
         Ok(removed)
     }
 
+    /// Bytes of the segment files on disk now (what a backup of the log copies, and
+    /// what the next cut may free).
+    pub fn disk_bytes(&self) -> u64 {
+        segments(&self.dir).map_or(0, |segments| {
+            segments
+                .iter()
+                .filter_map(|(_, path)| fs::metadata(path).ok())
+                .map(|meta| meta.len())
+                .sum()
+        })
+    }
+
     /// The writer's counters.
     pub fn stats(&self) -> &WalStats {
         &self.stats
@@ -683,6 +717,7 @@ impl Writer {
         self.unsynced += records;
         self.shared_next.store(self.next, Ordering::Release);
         stats.records.fetch_add(records, Ordering::Relaxed);
+        stats.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let must_sync = batch.iter().any(|a| a.force_sync)
             || self.policy == SyncPolicy::Always
             || matches!(self.policy, SyncPolicy::Interval(every) if self.last_sync.elapsed() >= every);
@@ -694,11 +729,12 @@ impl Writer {
 
     fn sync(&mut self, stats: &WalStats) -> Result<(), String> {
         self.file.flush().map_err(|e| e.to_string())?;
+        let started = Instant::now();
         self.file
             .get_ref()
             .sync_data()
             .map_err(|e| format!("syncing {}: {e}", self.path.display()))?;
-        stats.record_sync(self.unsynced);
+        stats.record_sync(self.unsynced, started.elapsed());
         self.unsynced = 0;
         self.last_sync = Instant::now();
         Ok(())

@@ -84,6 +84,17 @@ impl TestServer {
         dir: tempfile::TempDir,
         config: Option<&str>,
     ) -> Result<TestServer, SpawnError> {
+        TestServer::start_in_with_env(binary, dir, config, &[])
+    }
+
+    /// [`TestServer::start_in`] with extra environment variables for the server (those
+    /// of the test's own environment that change the server are removed first).
+    pub fn start_in_with_env(
+        binary: &Path,
+        dir: tempfile::TempDir,
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Result<TestServer, SpawnError> {
         let io = |action: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| SpawnError::Io {
@@ -108,6 +119,8 @@ impl TestServer {
             .env_remove("VITRINE_LISTEN")
             .env_remove("VITRINE_DATA_DIR")
             .env_remove("VITRINE_CONFIG")
+            .env_remove("VITRINE_LOG_FORMAT")
+            .envs(env.iter().copied())
             .spawn()
             .map_err(io("starting", binary))?;
         let mut process = Process(child);

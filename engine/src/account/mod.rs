@@ -212,14 +212,14 @@ impl Account {
     /// round is redone: the products whose counters changed move in the rankings, the
     /// lists of the products whose pairs changed are sorted again (every product's, for
     /// a new catalogue version or base). Runs on the caller's thread, its parallel parts
-    /// on the current rayon pool. Nothing is done when no interaction was counted and
-    /// the current catalogue version is already ranked.
-    pub fn rebuild_models(&self) {
+    /// on the current rayon pool. Nothing is done (and `false` returned) when no
+    /// interaction was counted and the current catalogue version is already ranked.
+    pub fn rebuild_models(&self) -> bool {
         self.graveyard.sweep();
         let catalogue = self.catalogue();
         let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
         if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
-            return;
+            return false;
         }
         self.rankings.store(Arc::new(self.rerank(&catalogue)));
         self.rebuild_lists(&catalogue);
@@ -228,6 +228,7 @@ impl Account {
             categories: most_popular(&self.category_popularity, now),
             brands: most_popular(&self.brand_popularity, now),
         }));
+        true
     }
 
     /// The rankings of `catalogue` with the queued products moved, or ranked whole when
@@ -344,6 +345,11 @@ impl Account {
     /// Number of visitors with state.
     pub fn visitor_count(&self) -> usize {
         self.visitors.len()
+    }
+
+    /// Number of live sessions.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
     }
 
     /// Number of order ids recorded.

@@ -179,6 +179,11 @@ impl TextCache {
     pub fn sweep(&self) -> usize {
         self.replaced.sweep()
     }
+
+    /// Bytes of text kept for the current version.
+    pub fn kept_bytes(&self) -> usize {
+        self.current.load().kept_bytes.load(Ordering::Relaxed)
+    }
 }
 
 /// The [`ProductText`]s of one catalogue version of an account, by dense id.

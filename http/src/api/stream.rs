@@ -19,7 +19,7 @@ use crate::state::AppState;
 pub fn handle(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Result<Reply, ApiError> {
     let outcome = piece(state, endpoint, body);
     if let Err(error) = &outcome {
-        tracing::warn!(endpoint = ?endpoint, error = %error.messages().join("; "), "streamed feed piece refused");
+        tracing::warn!(endpoint = endpoint.name(), error = %error.messages().join("; "), "streamed feed piece refused");
     }
     outcome
 }

@@ -132,6 +132,20 @@ impl Server {
         Server::start(Some(toml))
     }
 
+    /// A server with this TOML config and extra environment variables.
+    pub fn with_env(toml: &str, env: &[(&str, &str)]) -> Server {
+        let dir = tempfile::Builder::new()
+            .prefix("vitrine-test-")
+            .tempdir()
+            .expect("a temporary directory");
+        Server::wrap(TestServer::start_in_with_env(
+            Path::new(binary()),
+            dir,
+            Some(toml),
+            env,
+        ))
+    }
+
     fn start(config: Option<&str>) -> Server {
         Server::wrap(TestServer::start(Path::new(binary()), config))
     }

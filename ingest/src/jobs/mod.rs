@@ -55,6 +55,7 @@
 mod feeds;
 mod history;
 mod log;
+mod metrics;
 mod pool;
 mod rebuild;
 mod recovery;
@@ -81,6 +82,8 @@ use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 use self::feeds::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};
 pub use self::log::{Logged, RecordKind, inspect};
+pub use self::metrics::JobsMetrics;
+pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
@@ -237,6 +240,8 @@ struct Shared {
     checkpointing: Mutex<()>,
     /// Set while a compaction asked for by the worker has not run yet.
     compaction_asked: AtomicBool,
+    /// Counts and durations for `/metrics`.
+    metrics: JobsMetrics,
 }
 
 /// One account's jobs, its log and its threads.
@@ -346,7 +351,25 @@ impl AccountJobs {
         store::persist_users(&self.shared.dir, &self.shared.account.users())
     }
 
-    /// The log's counters.
+    /// The jobs' counts and durations.
+    pub fn metrics(&self) -> &JobsMetrics {
+        &self.shared.metrics
+    }
+
+    /// Bytes of the account's log segments on disk.
+    pub fn wal_disk_bytes(&self) -> u64 {
+        self.shared.wal.disk_bytes()
+    }
+
+    /// Deltas accepted and not yet applied.
+    pub fn deltas_pending(&self) -> u64 {
+        self.shared
+            .deltas
+            .pending
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The log writer's counters.
     pub fn wal_stats(&self) -> &wal::WalStats {
         self.shared.wal.stats()
     }

@@ -13,7 +13,9 @@ use vitrine_engine::account::{UserRecord, Writer};
 use vitrine_engine::catalogue::Catalogue;
 use vitrine_snapshots::snapshot;
 
-use super::{CheckpointReport, RebuildError, RebuildKind, RebuildReport, Rebuilt, Shared};
+use super::{
+    CheckpointReport, RebuildError, RebuildKind, RebuildReport, Rebuilt, Shared, SnapshotKind,
+};
 use crate::delta::{self, Mode};
 use crate::{state, store};
 
@@ -106,7 +108,13 @@ impl Shared {
         // a compaction (same content) only for the swap.
         let early = (kind == RebuildKind::Feed).then(|| self.account.writer());
         self.deltas.statuses.save(&self.dir)?;
+        let writing = Instant::now();
         let (base, saved) = store::write_snapshot(&self.dir, &rebuilt.catalogue, position)?;
+        self.metrics.snapshot_written(
+            SnapshotKind::Catalogue,
+            writing.elapsed(),
+            saved.bytes as u64,
+        );
         let writer = early.unwrap_or_else(|| self.account.writer());
         let reapplied = self.swap_base(&writer, base, position, rebuilt.users);
         store::save_users(&self.dir, &self.account.users())?;
@@ -158,7 +166,10 @@ impl Shared {
         // before they are logged), and durable (the log is fsynced up to it first), so
         // the snapshot never claims a position a power loss could take from the log.
         let position = self.wal.sync()?;
+        let writing = Instant::now();
         let saved = state::write(&self.dir, &self.account, position)?;
+        self.metrics
+            .snapshot_written(SnapshotKind::State, writing.elapsed(), saved.bytes as u64);
         let segments_removed = self.cut_log()?;
         Ok(CheckpointReport {
             saved,

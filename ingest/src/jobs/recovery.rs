@@ -20,7 +20,7 @@ use super::log::{self, RecordKind};
 use super::status::{DeltaStatus, DeltaStatuses};
 use super::streams::Streams;
 use super::worker::{Deltas, Logged, Queued};
-use super::{AccountJobs, JobsConfig, Recovery, Shared, SubmitError, io};
+use super::{AccountJobs, JobsConfig, JobsMetrics, Recovery, Shared, SubmitError, io};
 use crate::delta::{self, Mode};
 use crate::erasure::Forgotten;
 use crate::state;
@@ -90,6 +90,7 @@ impl AccountJobs {
             rebuild: Mutex::new(()),
             checkpointing: Mutex::new(()),
             compaction_asked: AtomicBool::new(false),
+            metrics: JobsMetrics::default(),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }

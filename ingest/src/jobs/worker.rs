@@ -145,9 +145,13 @@ impl Shared {
         }
         writer.swap_catalogue(edit.finish());
         for (queued, status) in outcomes {
-            if status == DeltaStatus::Applied {
+            let counter = if status == DeltaStatus::Applied {
                 delta::apply_users(&self.account, &queued.delta);
-            }
+                &self.metrics.deltas_applied
+            } else {
+                &self.metrics.deltas_failed
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
             self.deltas
                 .statuses
                 .set(queued.token, queued.sequence, status);
