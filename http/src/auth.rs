@@ -1,6 +1,8 @@
 //! Authentication: credentials travel in the JSON body, under field names that differ
 //! per endpoint (see [`CredentialFields::of`]). Secrets are compared in constant time.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 use vitrine_fields::{Errors, Fields, JsonValue, KeyMatch};
@@ -75,11 +77,11 @@ pub fn read<'v, V: JsonValue>(
 }
 
 /// Finds the account of the credentials and checks the secret and the region.
-pub fn authenticate<'s>(
-    state: &'s AppState,
+pub fn authenticate(
+    state: &AppState,
     endpoint: Endpoint,
     presented: Presented<'_>,
-) -> Result<&'s AccountEntry, ApiError> {
+) -> Result<Arc<AccountEntry>, ApiError> {
     let names = CredentialFields::of(endpoint);
     let Some(entry) = state.account(presented.access_key) else {
         return Err(ApiError::Credentials(format!(
@@ -98,12 +100,13 @@ pub fn authenticate<'s>(
             )));
         }
     }
-    if entry.config.region != state.config.region {
+    let region = state.config().region;
+    if entry.config.region != region {
         return Err(ApiError::Credentials(format!(
             "{}: the account belongs to region {}; this server serves region {}",
             names.access_key,
             entry.config.region.name(),
-            state.config.region.name()
+            region.name()
         )));
     }
     Ok(entry)
@@ -111,11 +114,11 @@ pub fn authenticate<'s>(
 
 /// Reads and checks the credentials of a body, reporting other missing credential
 /// fields together.
-pub fn authenticated<'s, 'v>(
-    state: &'s AppState,
+pub fn authenticated<'v>(
+    state: &AppState,
     body: &'v Value,
     endpoint: Endpoint,
-) -> Result<(&'s AccountEntry, Fields<'v, 'static>), ApiError> {
+) -> Result<(Arc<AccountEntry>, Fields<'v, 'static>), ApiError> {
     let mut errors = Errors::default();
     let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
         return Err(errors.into());

@@ -158,7 +158,7 @@ pub struct DeltaConfig {
 }
 
 /// One configured store account.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AccountConfig {
     /// Access key (`appId`, `appKey`, `AppKey`, `AccessKey` on the wire).
     pub access_key: String,

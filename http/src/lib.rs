@@ -21,6 +21,7 @@
 //! - [`error`]: the error enum, status codes, error bodies.
 //! - [`api`]: one module per endpoint of the contract.
 //! - [`metrics`]: `GET /metrics`, the Prometheus text format.
+//! - [`reload`]: SIGHUP and `vitrine reload`: the configuration read again and put in force.
 
 #![forbid(unsafe_code)]
 
@@ -29,6 +30,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod metrics;
+pub mod reload;
 pub mod server;
 pub mod state;
 

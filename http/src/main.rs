@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use vitrine_http::config::{self, Config, Overrides};
+use vitrine_http::reload::{self, ConfigSource};
 use vitrine_http::state::AppState;
 
 mod import;
@@ -38,6 +39,24 @@ enum Command {
         /// Directory for snapshots and logs.
         #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
         data_dir: Option<PathBuf>,
+    },
+    /// Validate a configuration file without starting: prints `FILE: ok`, or the error
+    /// `vitrine serve` would print, and exits 2.
+    CheckConfig {
+        /// The TOML configuration file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Make the server running on a data directory read its configuration file again
+    /// (SIGHUP) and print the outcome: exit 0 once the new configuration is in force, 1
+    /// when it was refused (the old one stays), 2 when no server answered.
+    Reload {
+        /// The server's data directory.
+        #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
+        data_dir: PathBuf,
+        /// Seconds to wait for the outcome.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
     },
     /// Load a feed file for one account offline, writing the snapshot the server opens
     /// on its next start (the server must not be running on the same data directory).
@@ -115,24 +134,49 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::CheckConfig { file } => match config::load_file(&file, &Overrides::default()) {
+            Ok(_) => {
+                println!("{}: ok", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Reload { data_dir, timeout } => {
+            match reload::request(&data_dir, std::time::Duration::from_secs(timeout)) {
+                Ok(status) if status.ok => {
+                    println!("{}", status.message);
+                    ExitCode::SUCCESS
+                }
+                Ok(status) => {
+                    eprintln!("{}", status.message);
+                    ExitCode::FAILURE
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Serve {
             config,
             listen,
             data_dir,
         } => {
-            let overrides = Overrides { listen, data_dir };
-            let loaded = match &config {
-                Some(path) => config::load_file(path, &overrides),
-                None => config::demo(&overrides),
+            let source = ConfigSource {
+                path: config,
+                overrides: Overrides { listen, data_dir },
             };
-            let config = match loaded {
+            let config = match source.load() {
                 Ok(config) => config,
                 Err(error) => {
                     eprintln!("error: {error}");
                     return ExitCode::from(2);
                 }
             };
-            match run(config) {
+            match run(config, source) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("error: {error:#}");
@@ -143,7 +187,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(config: Config) -> anyhow::Result<()> {
+fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     // Every connection is a file: take the soft open-file limit up to the hard one.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => tracing::info!(open_files = limit, "open-file limit"),
@@ -163,7 +207,7 @@ fn run(config: Config) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr().context("reading the bound address")?;
-        let feed_streams = match state.config.feeds.stream_listen {
+        let feed_streams = match state.config().feeds.stream_listen {
             Some(stream_addr) => {
                 let streams = tokio::net::TcpListener::bind(stream_addr)
                     .await
@@ -174,7 +218,7 @@ fn run(config: Config) -> anyhow::Result<()> {
             }
             None => None,
         };
-        let metrics = match state.config.metrics_listen {
+        let metrics = match state.config().metrics_listen {
             Some(metrics_addr) => {
                 let metrics = tokio::net::TcpListener::bind(metrics_addr)
                     .await
@@ -186,6 +230,8 @@ fn run(config: Config) -> anyhow::Result<()> {
             None => None,
         };
         let shutdown = shutdown_signal()?;
+        let hangups = reload::hangups().context("listening for SIGHUP")?;
+        tokio::spawn(reload::on_hangup(Arc::clone(&state), source, hangups));
         {
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{}", vitrine_http::ready_line(addr))

@@ -222,7 +222,7 @@ fn labelled(labels: &[(&str, &str)]) -> proto::Metric {
 fn account_families(state: &AppState) -> Vec<MetricFamily> {
     let mut families = Families::default();
     for entry in state.accounts() {
-        account_metrics(&mut families, entry);
+        account_metrics(&mut families, &entry);
     }
     families.by_name.into_values().collect()
 }

@@ -145,7 +145,7 @@ pub async fn serve(
         Routes::All
     };
     let graceful = GracefulShutdown::new();
-    let limits = state.config.limits;
+    let limits = state.config().limits;
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
@@ -220,7 +220,7 @@ async fn sweep_sessions(state: Arc<AppState>) {
         for entry in state.accounts() {
             entry.account.expire_sessions(now);
         }
-        let idle = Duration::from_secs(state.config.feeds.stream_idle_secs);
+        let idle = Duration::from_secs(state.config().feeds.stream_idle_secs);
         let streams = Arc::clone(&state);
         let expired = tokio::task::spawn_blocking(move || {
             for entry in streams.accounts() {
@@ -348,8 +348,8 @@ async fn route(
         | Endpoint::ProductDelta
         | Endpoint::FeedCreate
         | Endpoint::FeedAppend
-        | Endpoint::FeedClose => state.config.limits.max_delta_bytes,
-        _ => state.config.limits.max_body_bytes,
+        | Endpoint::FeedClose => state.config().limits.max_delta_bytes,
+        _ => state.config().limits.max_body_bytes,
     };
     let body = read_body(request, limit).await?;
     let now = now_millis();
@@ -375,7 +375,7 @@ fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::FeedCreate
         | Endpoint::FeedAppend
         | Endpoint::FeedClose => true,
-        Endpoint::Serverside => state.config.events_fsync == EventsFsync::Always,
+        Endpoint::Serverside => state.config().events_fsync == EventsFsync::Always,
         Endpoint::DeltaStatus
         | Endpoint::ProductFeedStatus
         | Endpoint::PluginValidate

@@ -1,9 +1,17 @@
 //! The server's shared state: the validated config, each account's engine state and job
 //! queue, and the locked data directory.
+//!
+//! The configuration and the table of accounts are each behind an `ArcSwap`, so that a
+//! reload ([`AppState::reload`], on SIGHUP) replaces them while requests are served: a
+//! request reads the account it names once (an `Arc<AccountEntry>`) and finishes with
+//! it even if a reload replaces or removes it meanwhile. An account's engine state,
+//! jobs, text cache and metrics live on across reloads that change its keys or zones.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
 
 use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
 use vitrine_engine::{Account, AccountSettings};
@@ -15,7 +23,7 @@ use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
 use crate::api::render::TextCache;
-use crate::config::{AccountConfig, Config, EventsFsync};
+use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
 use crate::metrics::{AccountMetrics, Metrics};
 
 /// One account as the server holds it.
@@ -30,21 +38,26 @@ pub struct AccountEntry {
     /// The templates of its html zones, named by zone id.
     pub templates: minijinja::Environment<'static>,
     /// Product text of the latest catalogue version served.
-    pub product_texts: TextCache,
+    pub product_texts: Arc<TextCache>,
     /// What the server measures of it (the engine and jobs keep their own).
-    pub metrics: AccountMetrics,
+    pub metrics: Arc<AccountMetrics>,
 }
+
+/// The accounts served, by access key.
+type Accounts = HashMap<String, Arc<AccountEntry>>;
 
 /// Everything a request handler may need.
 #[derive(Debug)]
 pub struct AppState {
-    /// The validated configuration.
-    pub config: Config,
+    /// The configuration in force.
+    config: ArcSwap<Config>,
     /// Request counts and durations, and the registry `/metrics` reads.
     pub metrics: Metrics,
-    accounts: HashMap<String, AccountEntry>,
+    accounts: ArcSwap<Accounts>,
     runner: FeedRunner,
     pool: Arc<rayon::ThreadPool>,
+    /// Held for a whole reload: one at a time.
+    reloading: parking_lot::Mutex<()>,
     _data_dir: DataDir,
 }
 
@@ -115,16 +128,22 @@ impl AppState {
                     account: account_config.access_key.clone(),
                     source,
                 })?;
-            accounts.insert(account_config.access_key.clone(), entry);
+            accounts.insert(account_config.access_key.clone(), Arc::new(entry));
         }
         Ok(AppState {
-            config,
+            config: ArcSwap::from_pointee(config),
             metrics: Metrics::new(),
-            accounts,
+            accounts: ArcSwap::from_pointee(accounts),
             runner,
             pool,
+            reloading: parking_lot::Mutex::new(()),
             _data_dir: data_dir,
         })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Guard<Arc<Config>> {
+        self.config.load()
     }
 
     /// The ingest pool (feeds, compactions, model rebuilds).
@@ -138,13 +157,13 @@ impl AppState {
     }
 
     /// The account of an access key.
-    pub fn account(&self, access_key: &str) -> Option<&AccountEntry> {
-        self.accounts.get(access_key)
+    pub fn account(&self, access_key: &str) -> Option<Arc<AccountEntry>> {
+        self.accounts.load().get(access_key).cloned()
     }
 
-    /// Every account.
-    pub fn accounts(&self) -> impl Iterator<Item = &AccountEntry> {
-        self.accounts.values()
+    /// Every account served now.
+    pub fn accounts(&self) -> Vec<Arc<AccountEntry>> {
+        self.accounts.load().values().cloned().collect()
     }
 
     /// Hands a journaled feed job to the feed runner.
@@ -155,9 +174,216 @@ impl AppState {
     /// Stops the job queues, applying every delta already accepted.
     pub fn shutdown(&self) {
         self.runner.shutdown();
-        for entry in self.accounts.values() {
+        for entry in self.accounts() {
             entry.jobs.shutdown();
         }
+    }
+
+    /// Puts `config` in force without a restart: accounts added are opened (their data,
+    /// log and threads, as on start), accounts removed stop taking requests (their jobs
+    /// stop once the deltas they accepted are applied; their data stays on disk),
+    /// accounts changed get their new keys, region, currency, zones and content (their
+    /// state, jobs and caches are kept); limits and the other reloadable settings apply
+    /// to the next request. Settings that only a restart can change (addresses, data
+    /// directory, durability, threads) must be unchanged. On any error nothing changes
+    /// and the configuration in force stays.
+    pub fn reload(&self, config: Config) -> Result<ReloadReport, ReloadError> {
+        let _one = self.reloading.lock();
+        let current = self.config.load_full();
+        let fixed = restart_only_changes(&current, &config);
+        if !fixed.is_empty() {
+            return Err(ReloadError::NeedsRestart(fixed));
+        }
+        let old = self.accounts.load_full();
+        let mut accounts: Accounts = HashMap::with_capacity(config.accounts.len());
+        let mut report = ReloadReport::default();
+        let mut opened = Vec::new();
+        for account_config in &config.accounts {
+            let key = &account_config.access_key;
+            let entry = match old.get(key) {
+                Some(entry) if entry.config == *account_config => Arc::clone(entry),
+                Some(entry) => {
+                    report.changed.push(key.clone());
+                    Arc::new(changed_account(entry, account_config).map_err(|source| {
+                        ReloadError::Account {
+                            account: key.clone(),
+                            source,
+                        }
+                    })?)
+                }
+                None => {
+                    report.added.push(key.clone());
+                    let opened_entry = open_account(
+                        &config,
+                        account_config,
+                        self.data_dir(),
+                        &self.pool,
+                        &self.runner,
+                    );
+                    match opened_entry {
+                        Ok(entry) => {
+                            let entry = Arc::new(entry);
+                            opened.push(Arc::clone(&entry));
+                            entry
+                        }
+                        Err(source) => {
+                            // Those opened for this reload stop again.
+                            for entry in opened {
+                                entry.jobs.shutdown();
+                            }
+                            return Err(ReloadError::Account {
+                                account: key.clone(),
+                                source,
+                            });
+                        }
+                    }
+                }
+            };
+            accounts.insert(key.clone(), entry);
+        }
+        let removed: Vec<Arc<AccountEntry>> = old
+            .iter()
+            .filter(|(key, _)| !accounts.contains_key(*key))
+            .map(|(_, entry)| Arc::clone(entry))
+            .collect();
+        // Engine settings first: a request that reads the new entry serves its zones.
+        for key in &report.changed {
+            if let Some(entry) = accounts.get(key) {
+                entry.account.replace_settings(settings_of(&entry.config));
+            }
+        }
+        self.accounts.store(Arc::new(accounts));
+        self.config.store(Arc::new(config));
+        for entry in removed {
+            report.removed.push(entry.config.access_key.clone());
+            entry.jobs.shutdown();
+        }
+        report.added.sort();
+        report.changed.sort();
+        report.removed.sort();
+        Ok(report)
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Accounts opened, by access key.
+    pub added: Vec<String>,
+    /// Accounts whose keys, region, currency, zones or content changed.
+    pub changed: Vec<String>,
+    /// Accounts no longer served.
+    pub removed: Vec<String>,
+}
+
+impl std::fmt::Display for ReloadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |keys: &[String]| {
+            if keys.is_empty() {
+                "none".to_owned()
+            } else {
+                keys.join(", ")
+            }
+        };
+        write!(
+            f,
+            "accounts added: {}; changed: {}; removed: {}",
+            list(&self.added),
+            list(&self.changed),
+            list(&self.removed)
+        )
+    }
+}
+
+/// Why a reload was refused (the configuration in force stays).
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The new configuration changes settings that need a restart.
+    #[error("only a restart can change {}", .0.join(", "))]
+    NeedsRestart(Vec<String>),
+    /// A new or changed account could not be set up.
+    #[error("account {account}: {source}")]
+    Account {
+        /// Its access key.
+        account: String,
+        /// What failed.
+        source: AccountError,
+    },
+}
+
+/// The keys of settings that differ between `old` and `new` and that only a restart
+/// can change: the sockets, the data directory, durability (the logs are open under
+/// it), the compaction thresholds and feed settings the accounts' threads were started
+/// with, and the connection settings of the accept loop.
+fn restart_only_changes(old: &Config, new: &Config) -> Vec<String> {
+    let mut changed = Vec::new();
+    let mut check = |key: &str, same: bool| {
+        if !same {
+            changed.push(key.to_owned());
+        }
+    };
+    check("listen", old.listen == new.listen);
+    check("metrics_listen", old.metrics_listen == new.metrics_listen);
+    check("data_dir", old.data_dir == new.data_dir);
+    check(
+        "durability.events_fsync",
+        old.events_fsync == new.events_fsync,
+    );
+    check(
+        "durability.fsync_interval_ms",
+        old.fsync_interval_ms == new.fsync_interval_ms,
+    );
+    check(
+        "durability.wal_segment_bytes",
+        old.wal_segment_bytes == new.wal_segment_bytes,
+    );
+    check(
+        "durability.state_snapshot_interval_secs",
+        old.state_snapshot_interval_secs == new.state_snapshot_interval_secs,
+    );
+    check("deltas", old.deltas == new.deltas);
+    check(
+        "limits.max_connections",
+        old.limits.max_connections == new.limits.max_connections,
+    );
+    check(
+        "limits.header_read_timeout_ms",
+        old.limits.header_read_timeout_ms == new.limits.header_read_timeout_ms,
+    );
+    check(
+        "feeds (other than allow_private_addresses and stream_idle_secs)",
+        FeedConfig {
+            stream_idle_secs: 0,
+            ..old.feeds
+        } == FeedConfig {
+            stream_idle_secs: 0,
+            ..new.feeds
+        },
+    );
+    changed
+}
+
+/// An account's entry with a new configuration, keeping its state, jobs and caches.
+fn changed_account(
+    entry: &AccountEntry,
+    config: &AccountConfig,
+) -> Result<AccountEntry, AccountError> {
+    Ok(AccountEntry {
+        config: config.clone(),
+        account: Arc::clone(&entry.account),
+        jobs: Arc::clone(&entry.jobs),
+        templates: templates(config)?,
+        product_texts: Arc::clone(&entry.product_texts),
+        metrics: Arc::clone(&entry.metrics),
+    })
+}
+
+/// The engine's settings of an account.
+fn settings_of(config: &AccountConfig) -> AccountSettings {
+    AccountSettings {
+        access_key: config.access_key.clone(),
+        default_currency: config.default_currency,
+        zones: config.zones.clone(),
     }
 }
 
@@ -184,12 +410,7 @@ fn open_account(
         None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
         None => (CatalogueBuilder::new().build()?, 0),
     };
-    let settings = AccountSettings {
-        access_key: account_config.access_key.clone(),
-        default_currency: account_config.default_currency,
-        zones: account_config.zones.clone(),
-    };
-    let account = Arc::new(Account::new(settings, catalogue));
+    let account = Arc::new(Account::new(settings_of(account_config), catalogue));
     let (users, problems) = store::restore_users(&dir);
     for problem in &problems {
         tracing::warn!(account = %key, "users: {problem}");
@@ -229,8 +450,8 @@ fn open_account(
         config: account_config.clone(),
         jobs,
         templates: templates(account_config)?,
-        product_texts: TextCache::new(account.catalogue()),
-        metrics: AccountMetrics::default(),
+        product_texts: Arc::new(TextCache::new(account.catalogue())),
+        metrics: Arc::new(AccountMetrics::default()),
         account,
     })
 }

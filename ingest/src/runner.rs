@@ -88,7 +88,7 @@ impl FeedRunner {
 }
 
 fn log(jobs: &AccountJobs, token: &str, status: &FeedStatus) {
-    let account = &jobs.account().settings().access_key;
+    let account = &jobs.account().access_key();
     let metrics = jobs.metrics();
     match status {
         FeedStatus::Complete { .. } => metrics.feeds_complete.fetch_add(1, Ordering::Relaxed),
@@ -207,7 +207,7 @@ pub fn apply(
         .feed_build_seconds
         .observe((started.elapsed() - parsed).as_secs_f64());
     tracing::info!(
-        account = %jobs.account().settings().access_key,
+        account = %jobs.account().access_key(),
         products = jobs.account().catalogue().len(),
         parse_and_validate_s = parsed.as_secs_f64(),
         build_and_snapshot_s = (started.elapsed() - parsed).as_secs_f64(),

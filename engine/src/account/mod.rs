@@ -101,7 +101,10 @@ struct RankingsVersion {
 /// An account's whole in-memory state.
 #[derive(Debug)]
 pub struct Account {
-    settings: AccountSettings,
+    /// Its access key (never changes).
+    access_key: String,
+    /// Its zones and default currency (replaced by a configuration reload).
+    settings: ArcSwap<AccountSettings>,
     catalogue: ArcSwap<Catalogue>,
     visitors: DashMap<String, LiveVisitor>,
     /// session id → last request time.
@@ -150,7 +153,8 @@ impl Account {
             catalogue: Arc::clone(&catalogue),
         };
         Account {
-            settings,
+            access_key: settings.access_key.clone(),
+            settings: ArcSwap::from_pointee(settings),
             catalogue: ArcSwap::new(catalogue),
             visitors: sharded(),
             sessions: sharded(),
@@ -177,9 +181,24 @@ impl Account {
         }
     }
 
-    /// The account's settings.
-    pub fn settings(&self) -> &AccountSettings {
-        &self.settings
+    /// The account's access key.
+    pub fn access_key(&self) -> &str {
+        &self.access_key
+    }
+
+    /// The account's settings now.
+    pub fn settings(&self) -> Arc<AccountSettings> {
+        self.settings.load_full()
+    }
+
+    /// Replaces the account's zones and default currency (a configuration reload):
+    /// requests from now on are served with them, those being served finish with the
+    /// old ones. The access key does not change.
+    pub fn replace_settings(&self, settings: AccountSettings) {
+        self.settings.store(Arc::new(AccountSettings {
+            access_key: self.access_key.clone(),
+            ..settings
+        }));
     }
 
     /// The current catalogue version.

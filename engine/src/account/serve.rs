@@ -6,7 +6,7 @@
 use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
-use super::{Account, new_id};
+use super::{Account, AccountSettings, new_id};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Event, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
@@ -66,9 +66,9 @@ pub enum Notice {
 
 /// A filled zone.
 #[derive(Debug)]
-pub struct RenderedZone<'a> {
-    /// The zone's definition.
-    pub spec: &'a ZoneSpec,
+pub struct RenderedZone {
+    /// The zone's definition: its position in [`ServeOutcome::settings`]' zones.
+    pub spec: usize,
     /// Product items in display order (recommender-product zones).
     pub items: Vec<RenderedItem>,
     /// Category or brand ids in display order (recommender-category and
@@ -78,11 +78,14 @@ pub struct RenderedZone<'a> {
 
 /// What a server-side call produced.
 #[derive(Debug)]
-pub struct ServeOutcome<'a> {
+pub struct ServeOutcome {
     /// Messages for the `errors` array of the 200.
     pub notices: Vec<Notice>,
+    /// The account's settings the request was served with (a reload may replace them
+    /// while it is answered).
+    pub settings: Arc<AccountSettings>,
     /// Filled zones, in request order.
-    pub zones: Vec<RenderedZone<'a>>,
+    pub zones: Vec<RenderedZone>,
     /// The catalogue version the items index into.
     pub catalogue: Arc<Catalogue>,
     /// The request's events as applied, for the write-ahead log.
@@ -92,7 +95,12 @@ pub struct ServeOutcome<'a> {
 /// No neighbour lists (made once: an empty map still allocates its shards).
 static UNLISTED: LazyLock<Neighbours> = LazyLock::new(Neighbours::default);
 
-impl ServeOutcome<'_> {
+impl ServeOutcome {
+    /// The definition of a filled zone.
+    pub fn spec(&self, zone: &RenderedZone) -> Option<&ZoneSpec> {
+        self.settings.zones.get(zone.spec)
+    }
+
     /// The visitor id to return (given or new).
     pub fn visitor_id(&self) -> &str {
         &self.tracked.visitor_id
@@ -106,8 +114,9 @@ impl ServeOutcome<'_> {
 
 impl Account {
     /// Tracks the request's events, then fills its zones (read-your-writes).
-    pub fn serve(&self, request: ServeRequest) -> ServeOutcome<'_> {
+    pub fn serve(&self, request: ServeRequest) -> ServeOutcome {
         let now = request.now;
+        let settings = self.settings.load_full();
         let visitor_id = request.visitor_id.unwrap_or_else(new_id);
         let session_id = self.resolve_session(request.session_id, now);
         let mut notices = Vec::new();
@@ -131,7 +140,7 @@ impl Account {
             &mut page,
             &mut notices,
         );
-        let affinities = self.settings.zones.iter().any(|spec| {
+        let affinities = settings.zones.iter().any(|spec| {
             matches!(
                 spec.kind,
                 ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
@@ -165,7 +174,7 @@ impl Account {
             rankings: &rankings.rankings,
             rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
             neighbours,
-            currency: request.currency.unwrap_or(self.settings.default_currency),
+            currency: request.currency.unwrap_or(settings.default_currency),
             now,
             account_id: snapshot.identity.account_id.as_deref(),
             group_id: snapshot.identity.group_id.as_deref(),
@@ -179,7 +188,12 @@ impl Account {
 
         let mut zones = Vec::with_capacity(request.zones.len());
         for (index, zone_id) in request.zones.iter().enumerate() {
-            let Some(spec) = self.settings.zones.iter().find(|z| z.id == *zone_id) else {
+            let Some((position, spec)) = settings
+                .zones
+                .iter()
+                .enumerate()
+                .find(|(_, z)| z.id == *zone_id)
+            else {
                 notices.push(Notice::UnknownZone {
                     zone: index,
                     id: zone_id.clone(),
@@ -197,7 +211,7 @@ impl Account {
                 });
                 continue;
             }
-            zones.push(fill(spec, &ctx, &snapshot, &page, &top_names));
+            zones.push(fill(position, spec, &ctx, &snapshot, &page, &top_names));
         }
         drop(rankings);
         let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
@@ -210,6 +224,7 @@ impl Account {
         };
         ServeOutcome {
             notices,
+            settings,
             zones,
             catalogue,
             tracked,
@@ -220,13 +235,14 @@ impl Account {
 /// Fills one zone of the account for the request in `ctx`: products with their prices
 /// for product and html zones, category or brand names for category and brand zones,
 /// nothing for image zones (their content is configuration).
-fn fill<'s>(
-    spec: &'s ZoneSpec,
+fn fill(
+    position: usize,
+    spec: &ZoneSpec,
     ctx: &Context<'_>,
     snapshot: &VisitorSnapshot,
     page: &PageContext<'_>,
     top_names: &TopNames,
-) -> RenderedZone<'s> {
+) -> RenderedZone {
     let catalogue = ctx.catalogue;
     let mut names = Vec::new();
     let items = match spec.kind {
@@ -254,7 +270,11 @@ fn fill<'s>(
         }
         ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
     };
-    RenderedZone { spec, items, names }
+    RenderedZone {
+        spec: position,
+        items,
+        names,
+    }
 }
 
 /// The parts of a visitor that zones consult, copied so the visitor's lock is released

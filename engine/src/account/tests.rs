@@ -293,7 +293,7 @@ fn a_search_term_puts_matching_products_first() {
 }
 
 /// The product ids of an outcome's first zone, in order.
-fn first_zone_ids(outcome: &ServeOutcome<'_>) -> Vec<String> {
+fn first_zone_ids(outcome: &ServeOutcome) -> Vec<String> {
     outcome.zones[0]
         .items
         .iter()

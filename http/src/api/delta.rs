@@ -52,7 +52,7 @@ struct WireDeltaStatus<'a> {
 /// Handles `/api/deltastatus`: one item per token, in request order.
 pub fn handle_status(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
     let (entry, fields) = authenticated(state, body, Endpoint::DeltaStatus)?;
-    let tokens = tokens(&fields, state.config.limits.max_tokens)?;
+    let tokens = tokens(&fields, state.config().limits.max_tokens)?;
     let items: Vec<WireDeltaStatus<'_>> = tokens
         .iter()
         .map(|token| {

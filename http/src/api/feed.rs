@@ -25,13 +25,13 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     let mut errors = Errors::default();
     let url = fields.req_nonempty_str("url", &mut errors);
     if let Some(url) = url
-        && let Err(message) = check_feed_url(url, state.config.allow_private_feed_addresses)
+        && let Err(message) = check_feed_url(url, state.config().allow_private_feed_addresses)
     {
         errors.push("url", message);
     }
     let url = errors.into_result(url.unwrap_or_default())?;
     let token = entry.jobs.submit_feed(url, now)?;
-    state.run_feed(entry, token.clone());
+    state.run_feed(&entry, token.clone());
     let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
     reply.headers.push(("X-Feed-Token", token));
     Ok(reply)
@@ -97,7 +97,7 @@ struct WireFeedStatus<'a> {
 /// Handles `/api/productfeedstatus`: one item per token, in request order.
 pub fn handle_status(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
     let (entry, fields) = authenticated(state, body, Endpoint::ProductFeedStatus)?;
-    let tokens = tokens(&fields, state.config.limits.max_tokens)?;
+    let tokens = tokens(&fields, state.config().limits.max_tokens)?;
     let items: Vec<WireFeedStatus<'_>> = tokens
         .iter()
         .map(|token| {

@@ -18,7 +18,7 @@ use vitrine_engine::account::{RenderedItem, RenderedZone, ServeOutcome};
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
-use vitrine_engine::zone::ZoneKind;
+use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
 use vitrine_engine::shards::Graveyard;
 
@@ -256,14 +256,18 @@ impl ProductTexts {
 
 /// The response body of a served request.
 pub fn response(
-    outcome: &ServeOutcome<'_>,
+    outcome: &ServeOutcome,
     mut errors: Vec<String>,
     currency: Currency,
     entry: &AccountEntry,
 ) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
     let texts = entry.product_texts.of(catalogue);
-    let any_html = outcome.zones.iter().any(|z| z.spec.kind == ZoneKind::Html);
+    let any_html = outcome.zones.iter().any(|z| {
+        outcome
+            .spec(z)
+            .is_some_and(|spec| spec.kind == ZoneKind::Html)
+    });
     // The symbol is written into cached price texts: html zones only need it here.
     let symbol = if any_html {
         currency.symbol()
@@ -274,7 +278,7 @@ pub fn response(
     let zones_with_html = outcome.zones.iter().filter(|_| any_html);
     let html: Vec<Option<String>> = zones_with_html
         .map(|zone| {
-            let spec = zone.spec;
+            let spec = outcome.spec(zone)?;
             (spec.kind == ZoneKind::Html).then(|| {
                 let items = entries(outcome, zone, &symbol, entry);
                 let context = minijinja::context! {
@@ -300,10 +304,14 @@ pub fn response(
     out.extend_from_slice(b",\"errors\":");
     write_json(&mut out, &errors);
     out.extend_from_slice(b",\"zones\":{");
+    let mut written = 0;
     for (z, zone) in outcome.zones.iter().enumerate() {
+        let Some(spec) = outcome.spec(zone) else {
+            continue;
+        };
         let html = html.get(z).and_then(Option::as_ref);
-        let spec = zone.spec;
-        if z > 0 {
+        written += 1;
+        if written > 1 {
             out.push(b',');
         }
         write_json(&mut out, &spec.id);
@@ -325,7 +333,7 @@ pub fn response(
                 write_product(&mut out, text, item);
             });
         }
-        for other in other_entries(catalogue, zone, entry) {
+        for other in other_entries(catalogue, spec, zone, entry) {
             separate(&mut out);
             write_json(&mut out, &other);
         }
@@ -373,8 +381,8 @@ fn to_vec(value: &impl Serialize) -> Vec<u8> {
 
 /// The items of a zone as values, for its template.
 fn entries<'a>(
-    outcome: &'a ServeOutcome<'_>,
-    zone: &'a RenderedZone<'_>,
+    outcome: &'a ServeOutcome,
+    zone: &'a RenderedZone,
     symbol: &'a str,
     entry: &'a AccountEntry,
 ) -> Vec<WireEntry<'a>> {
@@ -385,7 +393,9 @@ fn entries<'a>(
         .filter_map(|item| item_json(catalogue, item, symbol))
         .map(|item| WireEntry::Product(Box::new(item)))
         .collect();
-    items.extend(other_entries(catalogue, zone, entry));
+    if let Some(spec) = outcome.spec(zone) {
+        items.extend(other_entries(catalogue, spec, zone, entry));
+    }
     items
 }
 
@@ -393,15 +403,16 @@ fn entries<'a>(
 /// configured images.
 fn other_entries<'a>(
     catalogue: &'a Catalogue,
-    zone: &'a RenderedZone<'_>,
+    spec: &'a ZoneSpec,
+    zone: &'a RenderedZone,
     entry: &'a AccountEntry,
 ) -> impl Iterator<Item = WireEntry<'a>> {
-    let kind = zone.spec.kind;
+    let kind = spec.kind;
     let named = zone
         .names
         .iter()
         .map(move |id| WireEntry::Named(named_json(catalogue, kind, id)));
-    let content = entry.config.content.get(&zone.spec.id);
+    let content = entry.config.content.get(&spec.id);
     let images = content.into_iter().flat_map(|c| &c.images).map(|image| {
         WireEntry::Image(WireImage {
             image: &image.url,

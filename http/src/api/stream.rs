@@ -35,7 +35,7 @@ fn piece(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Result<Reply, Api
     };
     let name = errors.into_result(name.unwrap_or_default())?;
     let piece = payload.unwrap_or_default().as_bytes();
-    let limit = state.config.feeds.max_bytes;
+    let limit = state.config().feeds.max_bytes;
     let jobs = &entry.jobs;
     let account = &entry.config.access_key;
     match endpoint {
@@ -51,7 +51,7 @@ fn piece(state: &AppState, endpoint: Endpoint, body: &[u8]) -> Result<Reply, Api
         _ => {
             let token = jobs.stream_close(name, payload.map(str::as_bytes), limit, now_millis())?;
             tracing::info!(%account, feed = %name, "streamed feed closed; processing");
-            state.run_feed(entry, token.clone());
+            state.run_feed(&entry, token.clone());
             let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
             reply.headers.push(("X-Feed-Token", token));
             Ok(reply)

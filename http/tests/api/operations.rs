@@ -1,6 +1,7 @@
 //! Operating the server: `/metrics` in the Prometheus text format (checked by
 //! Prometheus's own `promtool` and read back by a parser), its own socket
-//! (`metrics_listen`), and JSON logs.
+//! (`metrics_listen`), JSON logs, and configuration reloads (`vitrine reload`,
+//! `vitrine check-config`).
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vitrine_testkit::records;
 
-use vitrine_testkit::{AccountToml, ConfigToml};
+use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, request, wait_for};
 
@@ -71,7 +72,7 @@ fn metrics_count_requests_and_report_each_accounts_state() {
     let server = Server::demo();
     for visitor in ["m-1", "m-2", "m-3"] {
         let resp = server.serverside(json!({"visitorId": visitor, "events": [
-            {"name": "product_view", "data": {"id": "P0001"}}], "zones": ["PP-01"]}));
+            {"name": "product_view", "data": {"id": "P00001"}}], "zones": ["PP-01"]}));
         assert_eq!(resp.status, 200, "{}", resp.body);
     }
     let bad = server.serverside(json!({"visitorId": 7}));
@@ -212,4 +213,177 @@ fn metrics_can_have_their_own_socket_and_logs_can_be_json() {
             .any(|e| e["message"] == "account ready" && e["account"] == DEMO_KEY),
         "{log}"
     );
+}
+
+/// A configuration of accounts `(key, secret, zone count)`, each with the demo catalogue
+/// and a `recently_viewed` zone `RV` and a `trending` zone `TOP` of `count` items.
+fn accounts_config(preamble: &str, accounts: &[(&str, &str, usize)]) -> String {
+    accounts
+        .iter()
+        .fold(ConfigToml::new(preamble), |config, (key, secret, count)| {
+            config.account(
+                AccountToml::new(key, secret, true)
+                    .zone(ZoneToml::new("RV", "recently_viewed", 5))
+                    .zone(ZoneToml::new("TOP", "trending", *count)),
+            )
+        })
+        .to_toml()
+}
+
+/// `vitrine` with `args`: (exit code, stdout, stderr).
+fn vitrine(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(crate::common::binary())
+        .args(args)
+        .env_remove("VITRINE_DATA_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A serverside request for `key`/`secret`: the visitor views `viewed` and asks for
+/// zones RV and TOP.
+fn visit(server: &Server, key: &str, secret: &str, visitor: &str, viewed: &[&str]) -> Resp {
+    let events: Vec<Value> = viewed
+        .iter()
+        .map(|id| json!({"name": "product_view", "data": {"id": id}}))
+        .collect();
+    server.serverside(
+        json!({"appId": key, "secretKey": secret, "visitorId": visitor,
+        "events": events, "zones": ["RV", "TOP"]}),
+    )
+}
+
+fn items(resp: &Resp, zone: &str) -> Vec<String> {
+    resp.json()["zones"][zone]["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{zone} in {}", resp.body))
+        .iter()
+        .map(|item| item["Id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// One request on an open connection, and its whole response.
+fn exchange(stream: &mut std::net::TcpStream, body: &str) -> Resp {
+    use std::io::{Read, Write};
+    let request = format!(
+        "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        if let Some((response, _)) = vitrine_testkit::client::parse_response(&raw) {
+            return Resp::from(response);
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the connection closed");
+        raw.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn a_reload_puts_a_new_configuration_in_force_without_dropping_connections_or_state() {
+    let before = accounts_config("", &[("shop-a", "secret-a", 2), ("shop-b", "secret-b", 2)]);
+    let server = Server::with_config(&before);
+    let config_path = server.dir().join("vitrine.toml");
+    let data = server.data_path();
+    let data_arg = data.to_str().unwrap();
+    // A connection opened before the reload, kept alive across it.
+    let mut kept = std::net::TcpStream::connect(server.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let body = crate::common::serverside_body(json!({"appId": "shop-a",
+        "secretKey": "secret-a", "visitorId": "kept", "zones": ["TOP"]}))
+    .to_string();
+    assert_eq!(exchange(&mut kept, &body).status, 200);
+    let first = visit(
+        &server,
+        "shop-a",
+        "secret-a",
+        "shopper",
+        &["P00001", "P00002"],
+    );
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(items(&first, "TOP").len(), 2);
+
+    // shop-a: secret rotated and its trending zone longer; shop-b removed; shop-c added.
+    let after = accounts_config("", &[("shop-a", "rotated-a", 4), ("shop-c", "secret-c", 3)]);
+    std::fs::write(&config_path, &after).unwrap();
+    let (code, out, err) = vitrine(&["check-config", config_path.to_str().unwrap()]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(out.trim(), format!("{}: ok", config_path.display()));
+    let (code, out, err) = vitrine(&["reload", "--data-dir", data_arg]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        "configuration reloaded; accounts added: shop-c; changed: shop-a; removed: shop-b"
+    );
+
+    let old_secret = visit(&server, "shop-a", "secret-a", "shopper", &[]);
+    assert_eq!(old_secret.status, 403, "{}", old_secret.body);
+    let again = visit(&server, "shop-a", "rotated-a", "shopper", &[]);
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(items(&again, "TOP").len(), 4);
+    // The shopper's history survived the reload.
+    assert_eq!(items(&again, "RV"), ["P00002", "P00001"]);
+    let gone = visit(&server, "shop-b", "secret-b", "shopper", &[]);
+    assert_eq!(gone.status, 403, "{}", gone.body);
+    let added = visit(&server, "shop-c", "secret-c", "shopper", &["P00003"]);
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert_eq!(items(&added, "TOP").len(), 3);
+    // The connection from before the reload is still served (with the new secret).
+    let rotated_body = body.replace("secret-a", "rotated-a");
+    let on_kept = exchange(&mut kept, &rotated_body);
+    assert_eq!(on_kept.status, 200, "{}", on_kept.body);
+    assert_eq!(items(&on_kept, "TOP").len(), 4);
+
+    // An invalid configuration is refused with the message `vitrine serve` would print,
+    // and the one in force stays.
+    let invalid = after.replace("count = 4", "count = 0");
+    assert_ne!(invalid, after);
+    std::fs::write(&config_path, &invalid).unwrap();
+    let (code, _, check_err) = vitrine(&["check-config", config_path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        check_err.contains("must be between 1 and 100, got 0"),
+        "{check_err}"
+    );
+    let (code, out, err) = vitrine(&["reload", "--data-dir", data_arg]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(err, check_err);
+    let still = visit(&server, "shop-a", "rotated-a", "shopper", &[]);
+    assert_eq!(items(&still, "TOP").len(), 4);
+
+    // A setting only a restart can change is refused too.
+    let moved = accounts_config(
+        "[durability]\nevents_fsync = \"always\"",
+        &[("shop-a", "rotated-a", 4), ("shop-c", "secret-c", 3)],
+    );
+    std::fs::write(&config_path, &moved).unwrap();
+    let (code, _, err) = vitrine(&["reload", "--data-dir", data_arg]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim(),
+        "error: only a restart can change durability.events_fsync"
+    );
+    assert!(
+        server.log().contains("configuration reload refused"),
+        "{}",
+        server.log()
+    );
+    let served = visit(&server, "shop-c", "secret-c", "shopper", &[]);
+    assert_eq!(served.status, 200, "{}", served.body);
+}
+
+#[test]
+fn reload_says_when_no_server_runs_on_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = vitrine(&["reload", "--data-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no server is running on"), "{err}");
 }

@@ -263,7 +263,7 @@ impl AccountJobs {
     /// Events are applied before they are logged, so a state snapshot's position never
     /// passes an event it lacks; a log that cannot be written fails the call (the
     /// events stay applied in memory but the 200 that a crash would undo is not sent).
-    pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome<'_>, SubmitError> {
+    pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome, SubmitError> {
         self.shared.forgotten.strip(&mut request.events);
         let outcome = self.shared.account.serve(request);
         if !outcome.tracked.events.is_empty() {
@@ -306,7 +306,7 @@ impl AccountJobs {
             .name("erasure-flush".to_owned())
             .spawn(move || {
                 if let Err(error) = shared.flush_erasure() {
-                    let key = &shared.account.settings().access_key;
+                    let key = &shared.account.access_key();
                     tracing::error!(account = %key, %error, "erasure flush failed");
                 }
             });
@@ -401,7 +401,7 @@ impl AccountJobs {
             let _ = compactor.join();
             // Once per stop: a state snapshot, so that a restart replays little.
             if let Err(error) = self.shared.checkpoint(false) {
-                let key = &self.shared.account.settings().access_key;
+                let key = &self.shared.account.access_key();
                 tracing::error!(account = %key, %error, "state snapshot at shutdown failed");
             }
         }

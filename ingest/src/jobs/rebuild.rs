@@ -21,7 +21,7 @@ use crate::{state, store};
 
 impl Shared {
     pub(super) fn run_compactor(&self, receiver: &mpsc::Receiver<()>) {
-        let key = &self.account.settings().access_key;
+        let key = &self.account.access_key();
         let mut last_compaction = Instant::now();
         let mut last_checkpoint = Instant::now();
         loop {

@@ -97,7 +97,7 @@ impl AccountJobs {
 
     /// Starts the delta worker and the compactor of `shared`.
     fn spawn(shared: Arc<Shared>) -> Result<AccountJobs, SubmitError> {
-        let key = shared.account.settings().access_key.clone();
+        let key = shared.account.access_key().to_owned();
         let (compact_sender, compact_receiver) = mpsc::channel::<()>();
         let compactor_shared = Arc::clone(&shared);
         let compactor = thread::Builder::new()

@@ -87,7 +87,7 @@ pub fn handle<V: JsonValue>(
         Some(presented) => Some(auth::authenticate(state, Endpoint::Serverside, presented)?),
         None => None,
     };
-    let request = parse(&fields, &state.config.limits, now, &mut errors);
+    let request = parse(&fields, &state.config().limits, now, &mut errors);
     let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
@@ -100,7 +100,7 @@ pub fn handle<V: JsonValue>(
         .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
     let errors = outcome.notices.iter().map(notice_message).collect();
     Ok(Reply::json(render::response(
-        &outcome, errors, currency, entry,
+        &outcome, errors, currency, &entry,
     )))
 }
 
