@@ -109,6 +109,7 @@ pub fn authenticate(
             region.name()
         )));
     }
+    entry.admit(endpoint)?;
     Ok(entry)
 }
 

@@ -6,7 +6,7 @@
 //! the key and what is wrong, e.g.
 //! `vitrine.toml: accounts[0].zones[1].count: must be between 1 and 100, got 0`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,8 @@ use serde::Deserialize;
 use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
+
+use crate::error::Endpoint;
 
 /// The demo configuration used when no `--config` is given.
 pub const DEMO_CONFIG: &str = include_str!("demo.toml");
@@ -108,6 +110,10 @@ pub struct Limits {
     /// starting it, or of its previous response on a kept-alive connection (so idle
     /// and slow connections are closed).
     pub header_read_timeout_ms: u64,
+    /// Records an account's log writer may have waiting to be written (events appended
+    /// without waiting for the disk); beyond it, requests that would add one get 503
+    /// with `Retry-After` instead of queueing without bound behind a slow disk.
+    pub max_log_backlog: usize,
 }
 
 impl Default for Limits {
@@ -120,6 +126,7 @@ impl Default for Limits {
             max_tokens: 1000,
             max_connections: 0,
             header_read_timeout_ms: 10_000,
+            max_log_backlog: 100_000,
         }
     }
 }
@@ -174,6 +181,17 @@ pub struct AccountConfig {
     pub zones: Vec<ZoneSpec>,
     /// Content of its image, image-carousel and html zones, by zone id.
     pub content: HashMap<String, ZoneContent>,
+    /// Request rate limits by endpoint (endpoints without one are not limited).
+    pub rate_limits: Vec<(Endpoint, RateLimit)>,
+}
+
+/// A token bucket: `per_second` requests a second on average, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Requests a second, sustained.
+    pub per_second: u32,
+    /// Requests allowed at once after a quiet spell (the bucket's size).
+    pub burst: u32,
 }
 
 /// Configured content of a zone.
@@ -284,6 +302,7 @@ struct FileLimits {
     max_tokens: Option<usize>,
     max_connections: Option<usize>,
     header_read_timeout_ms: Option<u64>,
+    max_log_backlog: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -311,7 +330,16 @@ struct FileAccount {
     #[serde(default)]
     demo_catalogue: bool,
     #[serde(default)]
+    rate_limits: BTreeMap<String, FileRateLimit>,
+    #[serde(default)]
     zones: Vec<FileZone>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRateLimit {
+    per_second: u64,
+    burst: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -584,6 +612,31 @@ fn accounts(
             }
             zones.push(spec);
         }
+        let mut rate_limits = Vec::with_capacity(account.rate_limits.len());
+        for (name, limit) in &account.rate_limits {
+            let limit_key = |field: &str| key(&format!("rate_limits.{name}{field}"));
+            let endpoint = Endpoint::of_config_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Endpoint::ALL
+                    .iter()
+                    .filter_map(|e| e.config_name())
+                    .collect();
+                err(
+                    &limit_key(""),
+                    format!("unknown endpoint; expected one of {}", names.join(", ")),
+                )
+            })?;
+            let per_second = within(limit.per_second, 1, 1_000_000)
+                .map_err(|m| err(&limit_key(".per_second"), m))?;
+            let burst = within(limit.burst.unwrap_or(per_second), 1, 10_000_000)
+                .map_err(|m| err(&limit_key(".burst"), m))?;
+            rate_limits.push((
+                endpoint,
+                RateLimit {
+                    per_second: u32::try_from(per_second).unwrap_or(u32::MAX),
+                    burst: u32::try_from(burst).unwrap_or(u32::MAX),
+                },
+            ));
+        }
         accounts.push(AccountConfig {
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),
@@ -592,6 +645,7 @@ fn accounts(
             demo_catalogue: account.demo_catalogue,
             zones,
             content,
+            rate_limits,
         });
     }
     Ok(accounts)
@@ -657,6 +711,13 @@ fn limits(
             100,
             600_000,
         )? as u64,
+        max_log_backlog: pick(
+            file.max_log_backlog,
+            defaults.max_log_backlog,
+            "max_log_backlog",
+            1,
+            100_000_000,
+        )?,
     })
 }
 

@@ -104,6 +104,34 @@ impl Endpoint {
         }
     }
 
+    /// The endpoint's name in a configuration's `rate_limits` table, for the endpoints
+    /// an account's credentials reach.
+    pub fn config_name(self) -> Option<&'static str> {
+        Some(match self {
+            Endpoint::Serverside => "serverside",
+            Endpoint::ProductFeed => "productfeed",
+            Endpoint::Delta => "delta",
+            Endpoint::DeltaStatus => "deltastatus",
+            Endpoint::ProductFeedStatus => "productfeedstatus",
+            Endpoint::Forget => "forget",
+            Endpoint::ProductDelta => "productdelta",
+            Endpoint::FeedCreate => "feed_create",
+            Endpoint::FeedAppend => "feed_append",
+            Endpoint::FeedClose => "feed_close",
+            Endpoint::PluginValidate => "plugin_validate",
+            Endpoint::PluginDashboard => "plugin_dashboard",
+            Endpoint::PluginDelete => "plugin_delete",
+            Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => return None,
+        })
+    }
+
+    /// The endpoint of a `rate_limits` name.
+    pub fn of_config_name(name: &str) -> Option<Endpoint> {
+        Endpoint::ALL
+            .into_iter()
+            .find(|endpoint| endpoint.config_name() == Some(name))
+    }
+
     /// The endpoint's position in [`Endpoint::ALL`].
     pub fn index(self) -> usize {
         self as usize
@@ -141,9 +169,12 @@ pub enum ApiError {
     NoRoute(String),
     /// The path exists, the method does not.
     WrongMethod(String),
-    /// The server is shutting down (or a worker it needs has stopped): try again
-    /// shortly, on this or another instance.
+    /// The server is shutting down (or a worker it needs has stopped, or its log writer
+    /// is behind): try again shortly, on this or another instance.
     Unavailable(String),
+    /// The account sent more requests to the endpoint than its rate limit allows: try
+    /// again after the seconds given.
+    RateLimited(String, u32),
     /// Something failed inside the server.
     Internal(String),
 }
@@ -154,7 +185,7 @@ pub const RETRY_AFTER_SECS: u32 = 1;
 impl From<SubmitError> for ApiError {
     fn from(error: SubmitError) -> ApiError {
         match error {
-            SubmitError::Closed => ApiError::Unavailable(error.to_string()),
+            SubmitError::Closed | SubmitError::Busy(_) => ApiError::Unavailable(error.to_string()),
             SubmitError::Journal(_) => ApiError::Internal(error.to_string()),
         }
     }
@@ -205,6 +236,7 @@ impl ApiError {
             ApiError::Internal(m) => ApiError::Internal(format!("{context}: {m}")),
             ApiError::Unavailable(m) => ApiError::Unavailable(format!("{context}: {m}")),
             other @ (ApiError::Invalid(_)
+            | ApiError::RateLimited(..)
             | ApiError::Credentials(_)
             | ApiError::NotFound(_)
             | ApiError::TooLarge(_)
@@ -217,6 +249,7 @@ impl ApiError {
     pub fn retry_after(&self) -> Option<u32> {
         match self {
             ApiError::Unavailable(_) => Some(RETRY_AFTER_SECS),
+            ApiError::RateLimited(_, seconds) => Some(*seconds),
             ApiError::Invalid(_)
             | ApiError::Credentials(_)
             | ApiError::NotFound(_)
@@ -255,6 +288,7 @@ impl ApiError {
             (ApiError::NoRoute(_), _) => StatusCode::NOT_FOUND,
             (ApiError::WrongMethod(_), _) => StatusCode::METHOD_NOT_ALLOWED,
             (ApiError::Unavailable(_), _) => StatusCode::SERVICE_UNAVAILABLE,
+            (ApiError::RateLimited(..), _) => StatusCode::TOO_MANY_REQUESTS,
             (ApiError::Internal(_), _) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -269,6 +303,7 @@ impl ApiError {
             | ApiError::NoRoute(m)
             | ApiError::WrongMethod(m)
             | ApiError::Unavailable(m)
+            | ApiError::RateLimited(m, _)
             | ApiError::Internal(m) => vec![m.clone()],
         }
     }
@@ -336,6 +371,34 @@ mod tests {
         assert_eq!(
             ApiError::from(SubmitError::Closed).body(Endpoint::Delta),
             br#"{"Error":"the server is shutting down and takes no more jobs"}"#
+        );
+    }
+
+    #[test]
+    fn a_log_writer_behind_is_a_503_with_retry_after_and_a_rate_limit_a_429() {
+        let busy = ApiError::from(SubmitError::from(vitrine_snapshots::Error::Backlog {
+            waiting: 7,
+            limit: 7,
+        }))
+        .context("the events could not be logged");
+        assert_eq!(
+            busy.status(Endpoint::Serverside),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(busy.retry_after(), Some(RETRY_AFTER_SECS));
+        assert_eq!(
+            busy.body(Endpoint::Serverside),
+            br#"{"errors":["the events could not be logged: the log writer is behind: 7 records are waiting to be written (the limit is 7)"]}"#
+        );
+        let limited = ApiError::RateLimited("slow down".into(), 3);
+        for endpoint in Endpoint::ALL {
+            assert_eq!(limited.status(endpoint), StatusCode::TOO_MANY_REQUESTS);
+        }
+        assert_eq!(limited.retry_after(), Some(3));
+        assert_eq!(limited.body(Endpoint::Delta), br#"{"Error":"slow down"}"#);
+        assert_eq!(
+            limited.body(Endpoint::Serverside),
+            br#"{"errors":["slow down"]}"#
         );
     }
 

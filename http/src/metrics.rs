@@ -12,7 +12,7 @@
 //! Every metric is listed in the README ("Metrics").
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -43,6 +43,8 @@ pub struct Metrics {
 pub struct AccountMetrics {
     /// Model rebuild rounds that rebuilt something, in seconds.
     pub model_rebuild_seconds: Histogram,
+    /// Requests refused by a rate limit, by [`Endpoint::index`].
+    rate_limited: Vec<AtomicU64>,
 }
 
 impl Default for AccountMetrics {
@@ -53,6 +55,16 @@ impl Default for AccountMetrics {
                 "How long a model rebuild round took.",
                 short_buckets(),
             ),
+            rate_limited: Endpoint::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl AccountMetrics {
+    /// Counts a request to `endpoint` refused by its rate limit.
+    pub fn rate_limited(&self, endpoint: Endpoint) {
+        if let Some(count) = self.rate_limited.get(endpoint.index()) {
+            count.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -380,6 +392,17 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
         &account,
         &entry.metrics.model_rebuild_seconds,
     );
+    for (endpoint, count) in Endpoint::ALL.iter().zip(&entry.metrics.rate_limited) {
+        let count = count.load(Ordering::Relaxed);
+        if count > 0 || entry.config.rate_limits.iter().any(|(e, _)| e == endpoint) {
+            f.counter(
+                "vitrine_rate_limited_total",
+                "Requests refused (429) by the account's rate limit of the endpoint.",
+                &[("account", key), ("endpoint", endpoint.name())],
+                count as f64,
+            );
+        }
+    }
     let activity = engine.activity(crate::server::now_millis());
     f.counter(
         "vitrine_zone_items_shown_total",

@@ -24,6 +24,7 @@ use vitrine_snapshots::wal::SyncPolicy;
 
 use crate::api::render::TextCache;
 use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
+use crate::error::{ApiError, Endpoint};
 use crate::metrics::{AccountMetrics, Metrics};
 
 /// One account as the server holds it.
@@ -41,6 +42,61 @@ pub struct AccountEntry {
     pub product_texts: Arc<TextCache>,
     /// What the server measures of it (the engine and jobs keep their own).
     pub metrics: Arc<AccountMetrics>,
+    /// Its rate limiters, by [`Endpoint::index`] (`None`: not limited).
+    limiters: Vec<Option<Limiter>>,
+}
+
+/// A token bucket of one endpoint of an account.
+type Limiter = governor::DefaultDirectRateLimiter;
+
+impl AccountEntry {
+    /// Takes one request to `endpoint` out of its rate limit: refused with the seconds
+    /// until one is allowed (at least 1) when the bucket is empty; counted.
+    pub fn admit(&self, endpoint: Endpoint) -> Result<(), ApiError> {
+        let Some(Some(limiter)) = self.limiters.get(endpoint.index()) else {
+            return Ok(());
+        };
+        match limiter.check() {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
+                use governor::clock::Clock;
+                self.metrics.rate_limited(endpoint);
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                let seconds = u32::try_from(wait.as_secs())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(u32::from(wait.subsec_nanos() > 0))
+                    .max(1);
+                let limit = self
+                    .config
+                    .rate_limits
+                    .iter()
+                    .find(|(e, _)| *e == endpoint)
+                    .map_or(0, |(_, limit)| limit.per_second);
+                Err(ApiError::RateLimited(
+                    format!(
+                        "rate limit of {limit} requests per second on {} exceeded for this account; retry after {seconds} s",
+                        endpoint.name()
+                    ),
+                    seconds,
+                ))
+            }
+        }
+    }
+}
+
+/// The rate limiters of an account's configuration, by endpoint.
+fn limiters(config: &AccountConfig) -> Vec<Option<Limiter>> {
+    Endpoint::ALL
+        .iter()
+        .map(|endpoint| {
+            let (_, limit) = config.rate_limits.iter().find(|(e, _)| e == endpoint)?;
+            let per_second = std::num::NonZeroU32::new(limit.per_second)?;
+            let burst = std::num::NonZeroU32::new(limit.burst)?;
+            Some(governor::RateLimiter::direct(
+                governor::Quota::per_second(per_second).allow_burst(burst),
+            ))
+        })
+        .collect()
 }
 
 /// The accounts served, by access key.
@@ -252,6 +308,11 @@ impl AppState {
                 entry.account.replace_settings(settings_of(&entry.config));
             }
         }
+        for entry in accounts.values() {
+            entry
+                .jobs
+                .set_max_log_backlog(config.limits.max_log_backlog as u64);
+        }
         self.accounts.store(Arc::new(accounts));
         self.config.store(Arc::new(config));
         for entry in removed {
@@ -375,6 +436,7 @@ fn changed_account(
         templates: templates(config)?,
         product_texts: Arc::clone(&entry.product_texts),
         metrics: Arc::clone(&entry.metrics),
+        limiters: limiters(config),
     })
 }
 
@@ -443,6 +505,7 @@ fn open_account(
         "account ready"
     );
     let jobs = Arc::new(jobs);
+    jobs.set_max_log_backlog(config.limits.max_log_backlog as u64);
     for job in jobs.queued_feeds() {
         runner.enqueue(Arc::clone(&jobs), job.token);
     }
@@ -452,6 +515,7 @@ fn open_account(
         templates: templates(account_config)?,
         product_texts: Arc::new(TextCache::new(account.catalogue())),
         metrics: Arc::new(AccountMetrics::default()),
+        limiters: limiters(account_config),
         account,
     })
 }

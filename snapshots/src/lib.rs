@@ -68,6 +68,17 @@ pub enum Error {
     /// Another process holds the data directory.
     #[error("data directory {0} is in use by another process (its LOCK file is held)")]
     Locked(PathBuf),
+    /// The log writer has more records waiting than it may (a slow disk): the append
+    /// was refused rather than queued without bound.
+    #[error(
+        "the log writer is behind: {waiting} records are waiting to be written (the limit is {limit})"
+    )]
+    Backlog {
+        /// Records waiting.
+        waiting: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
 
 /// Result of this crate's operations.

@@ -99,6 +99,8 @@ pub struct WalStats {
     pub records: AtomicU64,
     /// Bytes written (records with their headers).
     pub bytes: AtomicU64,
+    /// Records handed to the writer and not yet written.
+    pub waiting: AtomicU64,
     /// fsyncs done.
     pub syncs: AtomicU64,
     /// Records covered by those fsyncs.
@@ -114,6 +116,7 @@ impl Default for WalStats {
         WalStats {
             records: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
             synced_records: AtomicU64::new(0),
             sync_seconds: crate::metrics::histogram(
@@ -177,6 +180,9 @@ pub struct Wal {
     /// The writer thread, woken by appends that wait for their outcome (it lingers
     /// between batches under `interval` and `never`).
     writer_thread: thread::Thread,
+    /// Records that may wait for the writer before an append that does not wait for its
+    /// outcome is refused ([`Wal::set_max_backlog`]; unbounded by default).
+    max_backlog: AtomicU64,
 }
 
 impl std::fmt::Debug for Wal {
@@ -415,6 +421,7 @@ impl Wal {
             failed,
             policy: config.policy,
             writer_thread,
+            max_backlog: AtomicU64::new(u64::MAX),
         };
         Ok((wal, recovery))
     }
@@ -506,16 +513,42 @@ impl Wal {
         })
     }
 
+    /// Bounds the records waiting for the writer: beyond `limit`, an append that does
+    /// not wait for its outcome ([`Wal::append_under_policy`] under `interval` and
+    /// `never`) is refused with [`Error::Backlog`] instead of queueing behind a slow
+    /// disk. Appends that wait (deltas, `always`) are bounded by their callers.
+    pub fn set_max_backlog(&self, limit: u64) {
+        self.max_backlog.store(limit, Ordering::Relaxed);
+    }
+
+    /// Fails with [`Error::Backlog`] when an append that does not wait would be refused
+    /// now.
+    pub fn check_backlog(&self) -> Result<()> {
+        let waiting = self.stats.waiting.load(Ordering::Relaxed);
+        let limit = self.max_backlog.load(Ordering::Relaxed);
+        if waiting >= limit && self.policy != SyncPolicy::Always {
+            return Err(Error::Backlog { waiting, limit });
+        }
+        Ok(())
+    }
+
     fn send_append(&self, append: Append) -> Result<()> {
         if let Some(failure) = self.failed.get() {
             return Err(Error::Wal(refusal(&failure)));
         }
         let waits = append.reply.is_some();
+        let waiting = self.stats.waiting.load(Ordering::Relaxed);
+        let limit = self.max_backlog.load(Ordering::Relaxed);
+        if !waits && waiting >= limit {
+            return Err(Error::Backlog { waiting, limit });
+        }
+        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
         let sent = match self.sender.read() {
             Ok(guard) => guard.as_ref().is_some_and(|s| s.send(append).is_ok()),
             Err(_) => false,
         };
         if !sent {
+            self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
             return Err(Error::Wal("the log is closed".to_owned()));
         }
         if waits {
@@ -651,6 +684,9 @@ impl Writer {
                 batch.push(more);
             }
             let outcome = self.write_batch(&batch, stats);
+            stats
+                .waiting
+                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
             for (append, result) in batch.into_iter().zip(outcome) {
                 if let Some(reply) = &append.reply {
                     let _ = reply.send(result);
@@ -1103,5 +1139,37 @@ mod tests {
         drop(wal);
         let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
         assert_eq!(recovery.records.last().unwrap().sequence, 150);
+    }
+
+    #[test]
+    fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        wal.set_max_backlog(3);
+        // The writer lingers after each batch, so appends made in a tight loop pile up
+        // behind it: some are refused, none waits.
+        let mut accepted = 0u64;
+        let mut refused = 0u64;
+        for i in 0..10_000u32 {
+            match wal.append_under_policy(1, i.to_le_bytes().to_vec()) {
+                Ok(()) => accepted += 1,
+                Err(Error::Backlog { waiting, limit }) => {
+                    assert_eq!(limit, 3);
+                    assert!(waiting >= 3);
+                    refused += 1;
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert!(refused > 0, "no append was refused");
+        // Appends that wait for their outcome are not refused, and everything accepted
+        // is in the log.
+        wal.append_durable(1, b"durable".to_vec()).unwrap();
+        let next = wal.sync().unwrap();
+        assert_eq!(next, 1 + accepted + 1);
+        assert_eq!(wal.stats().waiting.load(Ordering::Relaxed), 0);
+        drop(wal);
+        let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        assert_eq!(recovery.next_sequence, 1 + accepted + 1);
     }
 }

@@ -387,3 +387,166 @@ fn reload_says_when_no_server_runs_on_the_directory() {
     assert_eq!(code, 2);
     assert!(err.contains("no server is running on"), "{err}");
 }
+
+#[test]
+fn rate_limits_answer_429_with_retry_after_in_each_endpoints_shape() {
+    let limited = AccountToml::new("limited", "limited-secret", true)
+        .zone(ZoneToml::new("TOP", "trending", 2));
+    let config = ConfigToml::new("")
+        .account(limited)
+        .account(AccountToml::new("free", "free-secret", true).zone(ZoneToml::new("TOP", "trending", 2)))
+        .to_toml()
+        .replace(
+            "access_key = \"limited\"",
+            "access_key = \"limited\"\nrate_limits.serverside = { per_second = 1, burst = 2 }\nrate_limits.deltastatus = { per_second = 1, burst = 1 }",
+        );
+    let server = Server::with_config(&config);
+    let serve = |key: &str, secret: &str| {
+        server.serverside(json!({"appId": key, "secretKey": secret, "zones": ["TOP"]}))
+    };
+    // The bucket starts full: two at once, then a refusal (well within the second the
+    // next token takes).
+    assert_eq!(serve("limited", "limited-secret").status, 200);
+    assert_eq!(serve("limited", "limited-secret").status, 200);
+    let refused = (0..50)
+        .map(|_| serve("limited", "limited-secret"))
+        .find(|resp| resp.status != 200)
+        .expect("a request beyond the burst is refused");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let retry: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=2).contains(&retry), "{retry}");
+    assert_eq!(
+        refused.json(),
+        json!({"errors": [format!("rate limit of 1 requests per second on /api/serverside exceeded for this account; retry after {retry} s")]})
+    );
+    // Another account, and another endpoint of the same account, are not limited by it.
+    assert_eq!(serve("free", "free-secret").status, 200);
+    let status = |key: &str, secret: &str| {
+        server.post_json(
+            "/api/deltastatus",
+            &json!({"AppKey": key, "SecretKey": secret, "Tokens": ["t"]}),
+        )
+    };
+    assert_eq!(status("limited", "limited-secret").status, 200);
+    let second = status("limited", "limited-secret");
+    assert_eq!(second.status, 429, "{}", second.body);
+    assert!(
+        second.json()["Error"]
+            .as_str()
+            .unwrap()
+            .contains("/api/deltastatus")
+    );
+    assert!(second.header("retry-after").is_some());
+    // A wrong secret is refused as before, not counted against the limit.
+    assert_eq!(serve("limited", "wrong-secret").status, 403);
+    // The bucket refills.
+    wait_for(
+        "the rate limit to let a request through",
+        Duration::from_secs(60),
+        || (serve("limited", "limited-secret").status == 200).then_some(()),
+    );
+    let metrics = scrape(&server.get("/metrics"));
+    assert!(
+        value(
+            &metrics,
+            "vitrine_rate_limited_total",
+            &[("account", "limited"), ("endpoint", "/api/serverside")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert_eq!(
+        value(
+            &metrics,
+            "vitrine_rate_limited_total",
+            &[("account", "limited"), ("endpoint", "/api/deltastatus")]
+        ),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn a_rate_limit_naming_no_endpoint_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let config = ConfigToml::new("")
+        .account(AccountToml::new("shop", "shop-secret", true))
+        .to_toml()
+        .replace(
+            "access_key = \"shop\"",
+            "access_key = \"shop\"\nrate_limits.servreside = { per_second = 5 }",
+        );
+    std::fs::write(&path, config).unwrap();
+    let (code, _, err) = vitrine(&["check-config", path.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("accounts[0].rate_limits.servreside: unknown endpoint; expected one of serverside, productfeed,"),
+        "{err}"
+    );
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_until_one_closes() {
+    use std::io::Read;
+    let config = ConfigToml::new("[limits]\nmax_connections = 2")
+        .account(
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new("TOP", "trending", 2)),
+        )
+        .to_toml();
+    let server = Server::with_config(&config);
+    let body = crate::common::serverside_body(json!({"zones": ["TOP"]})).to_string();
+    let open = || {
+        let stream = std::net::TcpStream::connect(server.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .unwrap();
+        stream
+    };
+    let mut first = open();
+    let mut second = open();
+    assert_eq!(exchange(&mut first, &body).status, 200);
+    assert_eq!(exchange(&mut second, &body).status, 200);
+    // A third connection is accepted by the kernel but not served while two are open.
+    let mut third = open();
+    std::io::Write::write_all(
+        &mut third,
+        format!(
+            "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    wait_for(
+        "the connection cap in the log",
+        Duration::from_secs(120),
+        || {
+            server
+                .log()
+                .contains("connection limit reached")
+                .then_some(())
+        },
+    );
+    third.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let early = third.read(&mut byte);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the third connection was answered while two were open: {early:?}"
+    );
+    third.set_nonblocking(false).unwrap();
+    // The open ones go on being served; once one closes, the third is served.
+    assert_eq!(exchange(&mut first, &body).status, 200);
+    drop(second);
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    let answer = loop {
+        if let Some((response, _)) = vitrine_testkit::client::parse_response(&raw) {
+            break Resp::from(response);
+        }
+        let n = third.read(&mut buf).unwrap();
+        assert!(n > 0, "the third connection closed");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}

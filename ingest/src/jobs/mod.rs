@@ -156,7 +156,19 @@ pub enum SubmitError {
     Closed,
     /// The log or a journal file could not be written.
     #[error("the submission could not be saved: {0}")]
-    Journal(#[from] vitrine_snapshots::Error),
+    Journal(vitrine_snapshots::Error),
+    /// The log writer is behind (a slow disk): try again shortly.
+    #[error("{0}")]
+    Busy(vitrine_snapshots::Error),
+}
+
+impl From<vitrine_snapshots::Error> for SubmitError {
+    fn from(error: vitrine_snapshots::Error) -> SubmitError {
+        match error {
+            vitrine_snapshots::Error::Backlog { .. } => SubmitError::Busy(error),
+            other => SubmitError::Journal(other),
+        }
+    }
 }
 
 impl From<store::StoreError> for SubmitError {
@@ -264,6 +276,8 @@ impl AccountJobs {
     /// passes an event it lacks; a log that cannot be written fails the call (the
     /// events stay applied in memory but the 200 that a crash would undo is not sent).
     pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome, SubmitError> {
+        // Refused before anything is applied when the log could not take the events.
+        self.shared.wal.check_backlog()?;
         self.shared.forgotten.strip(&mut request.events);
         let outcome = self.shared.account.serve(request);
         if !outcome.tracked.events.is_empty() {
@@ -354,6 +368,13 @@ impl AccountJobs {
     /// The jobs' counts and durations.
     pub fn metrics(&self) -> &JobsMetrics {
         &self.shared.metrics
+    }
+
+    /// Bounds the log records waiting for the writer (see
+    /// [`vitrine_snapshots::wal::Wal::set_max_backlog`]): beyond it, serving refuses
+    /// with [`SubmitError::Busy`].
+    pub fn set_max_log_backlog(&self, limit: u64) {
+        self.shared.wal.set_max_backlog(limit);
     }
 
     /// Bytes of the account's log segments on disk.
