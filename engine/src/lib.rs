@@ -43,6 +43,6 @@ pub mod testing;
 pub mod visitor;
 pub mod zone;
 
-pub use account::{Account, AccountSettings};
+pub use account::{Account, AccountSettings, Evicted, MemoryBounds};
 pub use catalogue::{Catalogue, CatalogueBuilder, Product, ProductIdx};
 pub use money::{Currency, Money};

@@ -26,6 +26,12 @@ pub const NEIGHBOURS: usize = 32;
 pub const CO_VIEW_WINDOW: usize = 5;
 /// Order lines paired with each other at most (the first ones of an order).
 pub const MAX_ORDER_LINES_PAIRED: usize = 20;
+/// Product ids outside the catalogue whose interactions are counted at most, beyond the
+/// catalogue's own products (a product a delta may still bring, or an id made up by a
+/// client): made-up ids cannot grow the counters and pair tables without bound.
+pub const UNCATALOGUED_KEYS: usize = 100_000;
+/// The key of a view that is not counted (see [`UNCATALOGUED_KEYS`]).
+pub const NO_KEY: u32 = u32::MAX;
 /// Half-life of the popularity behind `trending`: a view a day old counts half.
 pub const TRENDING_HALF_LIFE_MILLIS: UnixMillis = 24 * 60 * 60 * 1000;
 
@@ -54,6 +60,21 @@ impl ProductKeys {
                 key
             }
         }
+    }
+
+    /// The key of `id` if it has one.
+    pub fn existing(&self, id: &str) -> Option<u32> {
+        self.keys.get(id).map(|key| *key)
+    }
+
+    /// Keys handed out.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no key was handed out.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
     }
 
     /// The id of a key.

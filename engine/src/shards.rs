@@ -44,6 +44,92 @@ pub fn int_map<K: Eq + Hash, V>() -> IntMap<K, V> {
     DashMap::with_hasher_and_shard_amount(rustc_hash::FxBuildHasher, SHARDS)
 }
 
+/// A [`sharded`] map that knows its length without walking its shards: bounded maps
+/// (visitors, sessions) check it on every insert. Every insert and removal goes
+/// through it; the count may lag a concurrent change by one.
+#[derive(Debug)]
+pub struct CountedMap<K: Eq + Hash, V> {
+    map: DashMap<K, V>,
+    len: AtomicUsize,
+}
+
+impl<K: Eq + Hash + Clone, V> Default for CountedMap<K, V> {
+    fn default() -> Self {
+        CountedMap {
+            map: sharded(),
+            len: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V> CountedMap<K, V> {
+    /// Entries now.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entry of `key`, made with `make` if there is none.
+    pub fn get_or_insert_with(
+        &self,
+        key: K,
+        make: impl FnOnce() -> V,
+    ) -> dashmap::mapref::one::RefMut<'_, K, V> {
+        match self.map.entry(key) {
+            dashmap::Entry::Occupied(entry) => entry.into_ref(),
+            dashmap::Entry::Vacant(entry) => {
+                self.len.fetch_add(1, Ordering::Relaxed);
+                entry.insert(make())
+            }
+        }
+    }
+
+    /// Sets `key` to `value`; returns the value it replaces.
+    pub fn insert(&self, key: K, value: V) -> Option<V> {
+        let old = self.map.insert(key, value);
+        if old.is_none() {
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
+        old
+    }
+
+    /// Removes `key`.
+    pub fn remove<Q>(&self, key: &Q) -> Option<(K, V)>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let removed = self.map.remove(key);
+        if removed.is_some() {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+        }
+        removed
+    }
+
+    /// Keeps the entries `keep` says to keep; returns how many were removed.
+    pub fn retain(&self, mut keep: impl FnMut(&K, &mut V) -> bool) -> usize {
+        let mut removed = 0;
+        self.map.retain(|key, value| {
+            let kept = keep(key, value);
+            if !kept {
+                removed += 1;
+            }
+            kept
+        });
+        self.len.fetch_sub(removed, Ordering::Relaxed);
+        removed
+    }
+
+    /// The map itself, for reading (no insert or removal through it).
+    pub fn read(&self) -> &DashMap<K, V> {
+        &self.map
+    }
+}
+
 /// Slots of a [`StripedCounter`]: threads beyond this many share slots.
 pub const STRIPES: usize = 16;
 

@@ -197,13 +197,19 @@ impl LiveVisitor {
     }
 
     /// The product keys of the recent views, oldest first, as [`Visitor::recent_views`].
-    pub fn recent_keys(&mut self, keys: &ProductKeys) -> &VecDeque<u32> {
+    /// Views that have no key yet get one when `catalogue` has their product; others
+    /// (ids outside it) are [`crate::models::NO_KEY`].
+    pub fn recent_keys(&mut self, keys: &ProductKeys, catalogue: &Catalogue) -> &VecDeque<u32> {
         if self.keys.len() != self.state.recent_views.len() {
             self.keys = self
                 .state
                 .recent_views
                 .iter()
-                .map(|id| keys.key(id))
+                .map(|id| match keys.existing(id) {
+                    Some(key) => key,
+                    None if catalogue.idx_of(id).is_some() => keys.key(id),
+                    None => crate::models::NO_KEY,
+                })
                 .collect();
         }
         &self.keys
@@ -368,7 +374,7 @@ mod tests {
                 assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
                 let expected: VecDeque<u32> =
                     live.recent_views.iter().map(|id| keys.key(id)).collect();
-                assert_eq!(*live.recent_keys(&keys), expected);
+                assert_eq!(*live.recent_keys(&keys, &catalogue), expected);
                 assert_eq!(live.views_version, catalogue.version_id());
             }
         }

@@ -183,6 +183,34 @@ pub struct AccountConfig {
     pub content: HashMap<String, ZoneContent>,
     /// Request rate limits by endpoint (endpoints without one are not limited).
     pub rate_limits: Vec<(Endpoint, RateLimit)>,
+    /// Visitors (and sessions) kept in memory at most; `memory.max_visitors` unless the
+    /// account sets its own.
+    pub max_visitors: usize,
+}
+
+/// `[memory]`: how much per-visitor state is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryConfig {
+    /// Visitors kept per account unless the account says otherwise.
+    pub max_visitors: usize,
+    /// A visitor not seen for this many days is dropped.
+    pub visitor_retention_days: u64,
+    /// Order ids remembered per account for de-duplication.
+    pub max_order_ids: usize,
+    /// A budget for the whole process's resident memory, in MiB: above it, each
+    /// account's least recently seen visitors are evicted, a tenth at a time.
+    pub max_rss_mb: Option<u64>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> MemoryConfig {
+        MemoryConfig {
+            max_visitors: 1_000_000,
+            visitor_retention_days: 90,
+            max_order_ids: 1_000_000,
+            max_rss_mb: None,
+        }
+    }
 }
 
 /// A token bucket: `per_second` requests a second on average, `burst` at once.
@@ -244,6 +272,8 @@ pub struct Config {
     pub allow_private_feed_addresses: bool,
     /// Feed download and ingest settings.
     pub feeds: FeedConfig,
+    /// Bounds on per-visitor state.
+    pub memory: MemoryConfig,
     /// Accounts.
     pub accounts: Vec<AccountConfig>,
 }
@@ -273,7 +303,18 @@ struct FileConfig {
     #[serde(default)]
     feeds: FileFeeds,
     #[serde(default)]
+    memory: FileMemory,
+    #[serde(default)]
     accounts: Vec<FileAccount>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMemory {
+    max_visitors: Option<u64>,
+    visitor_retention_days: Option<u64>,
+    max_order_ids: Option<u64>,
+    max_rss_mb: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -329,6 +370,7 @@ struct FileAccount {
     default_currency: String,
     #[serde(default)]
     demo_catalogue: bool,
+    max_visitors: Option<u64>,
     #[serde(default)]
     rate_limits: BTreeMap<String, FileRateLimit>,
     #[serde(default)]
@@ -448,8 +490,9 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
     let deltas = delta_config(&file.deltas, &err)?;
     let limits = limits(&file.limits, &err)?;
     let feeds = feed_config(&file.feeds, &err)?;
+    let memory = memory_config(&file.memory, &err)?;
 
-    let accounts = accounts(&file.accounts, region, &err)?;
+    let accounts = accounts(&file.accounts, region, memory.max_visitors, &err)?;
     if accounts.is_empty() {
         return Err(err(
             "accounts",
@@ -470,6 +513,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         limits,
         allow_private_feed_addresses: file.feeds.allow_private_addresses,
         feeds,
+        memory,
         accounts,
     })
 }
@@ -561,6 +605,7 @@ fn delta_config(
 fn accounts(
     file: &[FileAccount],
     region: Region,
+    max_visitors: usize,
     err: &impl Fn(&str, String) -> ConfigError,
 ) -> Result<Vec<AccountConfig>, ConfigError> {
     let mut accounts = Vec::with_capacity(file.len());
@@ -637,7 +682,14 @@ fn accounts(
                 },
             ));
         }
+        let max_visitors = match account.max_visitors {
+            None => max_visitors,
+            Some(n) => {
+                within(n, 100, 1_000_000_000).map_err(|m| err(&key("max_visitors"), m))? as usize
+            }
+        };
         accounts.push(AccountConfig {
+            max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),
             region: account_region,
@@ -718,6 +770,43 @@ fn limits(
             1,
             100_000_000,
         )?,
+    })
+}
+
+fn memory_config(
+    file: &FileMemory,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<MemoryConfig, ConfigError> {
+    let defaults = MemoryConfig::default();
+    let pick = |value: Option<u64>, default: u64, key: &str, min: u64, max: u64| {
+        within(value.unwrap_or(default), min, max).map_err(|m| err(&format!("memory.{key}"), m))
+    };
+    Ok(MemoryConfig {
+        max_visitors: pick(
+            file.max_visitors,
+            defaults.max_visitors as u64,
+            "max_visitors",
+            100,
+            1_000_000_000,
+        )? as usize,
+        visitor_retention_days: pick(
+            file.visitor_retention_days,
+            defaults.visitor_retention_days,
+            "visitor_retention_days",
+            1,
+            3_650,
+        )?,
+        max_order_ids: pick(
+            file.max_order_ids,
+            defaults.max_order_ids as u64,
+            "max_order_ids",
+            1_000,
+            1_000_000_000,
+        )? as usize,
+        max_rss_mb: match file.max_rss_mb {
+            None => None,
+            Some(mb) => Some(within(mb, 64, 16 << 20).map_err(|m| err("memory.max_rss_mb", m))?),
+        },
     })
 }
 

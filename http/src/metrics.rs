@@ -45,6 +45,45 @@ pub struct AccountMetrics {
     pub model_rebuild_seconds: Histogram,
     /// Requests refused by a rate limit, by [`Endpoint::index`].
     rate_limited: Vec<AtomicU64>,
+    /// Entries evicted, by [`EvictionKind`].
+    evictions: [AtomicU64; EvictionKind::ALL.len()],
+}
+
+/// Why per-visitor state was evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvictionKind {
+    /// A visitor idle past `memory.visitor_retention_days`.
+    VisitorIdle,
+    /// A visitor beyond the account's `max_visitors`.
+    VisitorCapacity,
+    /// A visitor evicted because the process was over `memory.max_rss_mb`.
+    VisitorMemory,
+    /// A session beyond the bound.
+    Session,
+    /// An order id beyond `memory.max_order_ids`.
+    OrderId,
+}
+
+impl EvictionKind {
+    /// Every kind, in the order of the counters.
+    pub const ALL: [EvictionKind; 5] = [
+        EvictionKind::VisitorIdle,
+        EvictionKind::VisitorCapacity,
+        EvictionKind::VisitorMemory,
+        EvictionKind::Session,
+        EvictionKind::OrderId,
+    ];
+
+    /// The `reason` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionKind::VisitorIdle => "visitor_idle",
+            EvictionKind::VisitorCapacity => "visitor_capacity",
+            EvictionKind::VisitorMemory => "visitor_memory",
+            EvictionKind::Session => "session",
+            EvictionKind::OrderId => "order_id",
+        }
+    }
 }
 
 impl Default for AccountMetrics {
@@ -56,11 +95,32 @@ impl Default for AccountMetrics {
                 short_buckets(),
             ),
             rate_limited: Endpoint::ALL.iter().map(|_| AtomicU64::new(0)).collect(),
+            evictions: Default::default(),
         }
     }
 }
 
 impl AccountMetrics {
+    /// Counts what an eviction pass dropped; visitors beyond the bound count as
+    /// `memory` when the pass was for the memory budget.
+    pub fn evicted(&self, evicted: &vitrine_engine::Evicted, for_memory: bool) {
+        let visitors = if for_memory {
+            EvictionKind::VisitorMemory
+        } else {
+            EvictionKind::VisitorCapacity
+        };
+        for (kind, count) in [
+            (EvictionKind::VisitorIdle, evicted.idle_visitors),
+            (visitors, evicted.visitors),
+            (EvictionKind::Session, evicted.sessions),
+            (EvictionKind::OrderId, evicted.order_ids),
+        ] {
+            if let Some(counter) = self.evictions.get(kind as usize) {
+                counter.fetch_add(count as u64, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Counts a request to `endpoint` refused by its rate limit.
     pub fn rate_limited(&self, endpoint: Endpoint) {
         if let Some(count) = self.rate_limited.get(endpoint.index()) {
@@ -402,6 +462,14 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
                 count as f64,
             );
         }
+    }
+    for (kind, count) in EvictionKind::ALL.iter().zip(&entry.metrics.evictions) {
+        f.counter(
+            "vitrine_evictions_total",
+            "Per-visitor state evicted to stay within the memory bounds, by reason (visitor_idle: past the retention; visitor_capacity: over max_visitors; visitor_memory: over memory.max_rss_mb; session; order_id).",
+            &[("account", key), ("reason", kind.name())],
+            count.load(Ordering::Relaxed) as f64,
+        );
     }
     let activity = engine.activity(crate::server::now_millis());
     f.counter(

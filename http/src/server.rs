@@ -23,6 +23,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use vitrine_engine::catalogue::UnixMillis;
+use vitrine_engine::{Evicted, MemoryBounds};
 
 use crate::api::{self, Reply};
 use crate::config::EventsFsync;
@@ -165,6 +166,7 @@ pub async fn serve(
     let connections = Arc::new(Semaphore::new(cap));
     let sweeper = tokio::spawn(sweep_sessions(Arc::clone(&state)));
     let models = tokio::spawn(rebuild_models(Arc::clone(&state)));
+    let bounds = tokio::spawn(bound_memory(Arc::clone(&state)));
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -206,6 +208,7 @@ pub async fn serve(
     drop(metrics);
     sweeper.abort();
     models.abort();
+    bounds.abort();
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
         () = tokio::time::sleep(SHUTDOWN_GRACE) => tracing::warn!("connections still open after the grace period; closing"),
@@ -266,6 +269,86 @@ async fn rebuild_models(state: Arc<AppState>) {
             tracing::error!(%error, "rebuilding the models failed");
         }
     }
+}
+
+/// How often each account's per-visitor state is checked against its bounds (a cheap
+/// look at counts; an eviction pass runs only when one is exceeded).
+pub const BOUNDS_CHECK: Duration = Duration::from_millis(50);
+/// How often idle visitors are dropped, and the memory budget checked.
+pub const RETENTION_SWEEP: Duration = Duration::from_secs(60);
+/// How often the process's resident memory is compared with `memory.max_rss_mb`.
+pub const MEMORY_CHECK: Duration = Duration::from_secs(1);
+
+/// Keeps every account's visitors, sessions and order ids within the configured
+/// bounds: an eviction pass (on the blocking pool) as soon as a count is over its
+/// bound, idle visitors dropped every [`RETENTION_SWEEP`], and while the process is
+/// over `memory.max_rss_mb`, a tenth of each account's visitors every
+/// [`MEMORY_CHECK`] (never below a thousand).
+async fn bound_memory(state: Arc<AppState>) {
+    let mut tick = tokio::time::interval(BOUNDS_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_sweep: Option<Instant> = None;
+    let mut last_memory_check = Instant::now();
+    loop {
+        tick.tick().await;
+        let config = state.config();
+        let sweep = last_sweep.is_none_or(|at| at.elapsed() >= RETENTION_SWEEP);
+        let over_memory = last_memory_check.elapsed() >= MEMORY_CHECK
+            && config.memory.max_rss_mb.is_some_and(|mb| {
+                last_memory_check = Instant::now();
+                resident_bytes().is_some_and(|rss| rss > mb << 20)
+            });
+        let mut work = Vec::new();
+        for entry in state.accounts() {
+            let mut bounds = MemoryBounds {
+                max_visitors: entry.config.max_visitors,
+                visitor_idle_millis: i64::try_from(config.memory.visitor_retention_days)
+                    .unwrap_or(i64::MAX)
+                    .saturating_mul(86_400_000),
+                max_sessions: entry.config.max_visitors,
+                max_order_ids: config.memory.max_order_ids,
+            };
+            if over_memory {
+                let floor = entry.config.max_visitors.min(1_000);
+                bounds.max_visitors = (entry.account.visitor_count() / 10 * 9).max(floor);
+            }
+            if sweep || over_memory || entry.account.over_bounds(&bounds) {
+                work.push((entry, bounds));
+            }
+        }
+        if sweep {
+            last_sweep = Some(Instant::now());
+        }
+        if work.is_empty() {
+            continue;
+        }
+        if over_memory {
+            tracing::warn!(
+                max_rss_mb = config.memory.max_rss_mb,
+                "resident memory over the budget; evicting least recently seen visitors"
+            );
+        }
+        let evicting = tokio::task::spawn_blocking(move || {
+            let now = now_millis();
+            for (entry, bounds) in work {
+                let evicted = entry.account.evict(&bounds, now);
+                entry.metrics.evicted(&evicted, over_memory);
+                if evicted != Evicted::default() {
+                    tracing::debug!(account = %entry.config.access_key, ?evicted, "evicted");
+                }
+            }
+        });
+        if let Err(error) = evicting.await {
+            tracing::error!(%error, "evicting per-visitor state failed");
+        }
+    }
+}
+
+/// The process's resident memory, in bytes (Linux: `/proc/self/statm`).
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as u64)
 }
 
 /// Milliseconds since the Unix epoch.

@@ -40,7 +40,7 @@ impl Account {
         let mut user_ids: HashSet<String> = HashSet::new();
         let mut emails: HashSet<String> = HashSet::new();
 
-        if self.visitors.contains_key(identifier) {
+        if self.visitors.read().contains_key(identifier) {
             visitor_ids.insert(identifier.to_owned());
         }
         if self.users.contains_key(identifier) {

@@ -42,7 +42,7 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_popular};
 use crate::money::Currency;
 use crate::recommend::Rankings;
-use crate::shards::{Graveyard, StripedCounter, sharded};
+use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
 use crate::visitor::{LiveVisitor, SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::ZoneSpec;
 
@@ -106,11 +106,11 @@ pub struct Account {
     /// Its zones and default currency (replaced by a configuration reload).
     settings: ArcSwap<AccountSettings>,
     catalogue: ArcSwap<Catalogue>,
-    visitors: DashMap<String, LiveVisitor>,
+    visitors: CountedMap<String, LiveVisitor>,
     /// session id → last request time.
-    sessions: DashMap<String, UnixMillis>,
+    sessions: CountedMap<String, UnixMillis>,
     /// Every order id ever recorded.
-    orders: DashMap<String, ()>,
+    orders: CountedMap<String, UnixMillis>,
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
     counters: DashMap<String, Counter>,
@@ -156,9 +156,9 @@ impl Account {
             access_key: settings.access_key.clone(),
             settings: ArcSwap::from_pointee(settings),
             catalogue: ArcSwap::new(catalogue),
-            visitors: sharded(),
-            sessions: sharded(),
-            orders: sharded(),
+            visitors: CountedMap::default(),
+            sessions: CountedMap::default(),
+            orders: CountedMap::default(),
             identities: sharded(),
             users: sharded(),
             counters: sharded(),
@@ -358,7 +358,10 @@ impl Account {
 
     /// A copy of a visitor's state.
     pub fn visitor(&self, visitor_id: &str) -> Option<Visitor> {
-        self.visitors.get(visitor_id).map(|v| v.state().clone())
+        self.visitors
+            .read()
+            .get(visitor_id)
+            .map(|v| v.state().clone())
     }
 
     /// Number of visitors with state.
@@ -384,7 +387,37 @@ impl Account {
 
     /// Whether an order id has been recorded.
     pub fn has_order(&self, order_id: &str) -> bool {
-        self.orders.contains_key(order_id)
+        self.orders.read().contains_key(order_id)
+    }
+
+    /// Keeps the account's per-visitor state within `bounds`: drops visitors idle for
+    /// longer than the retention, then, while there are more visitors, sessions or
+    /// order ids than allowed, the least recently seen (or oldest) of them, down to
+    /// [`EVICT_TO`] of the bound, so that the next pass is not due at once. Aggregates
+    /// (popularity, co-counts, rankings) are not touched: what evicted visitors did
+    /// still counts. Runs on the caller's thread; each map shard is locked only while
+    /// it is walked.
+    pub fn evict(&self, bounds: &MemoryBounds, now: UnixMillis) -> Evicted {
+        let idle_before = now.saturating_sub(bounds.visitor_idle_millis);
+        let idle = self
+            .visitors
+            .retain(|_, visitor| visitor.state().last_seen >= idle_before);
+        let visitors = evict_oldest(&self.visitors, bounds.max_visitors, |v| v.state().last_seen);
+        let sessions = evict_oldest(&self.sessions, bounds.max_sessions, |last| *last);
+        let orders = evict_oldest(&self.orders, bounds.max_order_ids, |seen| *seen);
+        Evicted {
+            idle_visitors: idle,
+            visitors,
+            sessions,
+            order_ids: orders,
+        }
+    }
+
+    /// Whether a bound of `bounds` is exceeded now (cheap: the maps' counts).
+    pub fn over_bounds(&self, bounds: &MemoryBounds) -> bool {
+        self.visitors.len() > bounds.max_visitors
+            || self.sessions.len() > bounds.max_sessions
+            || self.orders.len() > bounds.max_order_ids
     }
 
     /// Forgets sessions idle for longer than the session timeout.
@@ -407,6 +440,73 @@ impl Account {
 
 /// Milliseconds in a day.
 const DAY_MILLIS: UnixMillis = 86_400_000;
+
+/// What an eviction pass takes an over-full map back to: this share of its bound.
+pub const EVICT_TO: f64 = 0.99;
+
+/// How much per-visitor state an account keeps ([`Account::evict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBounds {
+    /// Visitors kept at most (least recently seen evicted first).
+    pub max_visitors: usize,
+    /// A visitor not seen for this long is dropped.
+    pub visitor_idle_millis: UnixMillis,
+    /// Live sessions kept at most (least recently active evicted first).
+    pub max_sessions: usize,
+    /// Order ids remembered for de-duplication at most (oldest forgotten first: an
+    /// order repeated after that is counted again).
+    pub max_order_ids: usize,
+}
+
+/// What an eviction pass dropped.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted {
+    /// Visitors idle past the retention.
+    pub idle_visitors: usize,
+    /// Visitors beyond the bound (least recently seen).
+    pub visitors: usize,
+    /// Sessions beyond the bound.
+    pub sessions: usize,
+    /// Order ids beyond the bound.
+    pub order_ids: usize,
+}
+
+/// When `map` holds more than `bound` entries, removes the ones with the smallest
+/// `age_of` (least recently seen) until about [`EVICT_TO`] of `bound` are left; returns
+/// how many were removed. The cut-off is found on a copy of the ages, then one walk
+/// removes entries below it (and at it, while more are to go).
+fn evict_oldest<V>(
+    map: &CountedMap<String, V>,
+    bound: usize,
+    age_of: impl Fn(&V) -> UnixMillis,
+) -> usize {
+    if map.len() <= bound {
+        return 0;
+    }
+    let target = ((bound as f64) * EVICT_TO) as usize;
+    let mut ages: Vec<UnixMillis> = map.read().iter().map(|e| age_of(e.value())).collect();
+    let excess = ages.len().saturating_sub(target);
+    if excess == 0 {
+        return 0;
+    }
+    let (_, cutoff, _) = ages.select_nth_unstable(excess - 1);
+    let cutoff = *cutoff;
+    let below = ages.iter().filter(|age| **age < cutoff).count();
+    drop(ages);
+    // Entries at the cut-off go until `excess` are gone.
+    let mut at_cutoff = excess.saturating_sub(below);
+    map.retain(|_, value| {
+        let age = age_of(value);
+        if age < cutoff {
+            return false;
+        }
+        if age == cutoff && at_cutoff > 0 {
+            at_cutoff -= 1;
+            return false;
+        }
+        true
+    })
+}
 
 /// Counters of the serverside calls an account served.
 #[derive(Debug, Default)]

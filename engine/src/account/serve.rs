@@ -127,9 +127,11 @@ impl Account {
 
         self.advance_clock(now);
         let catalogue = self.catalogue();
-        let mut visitor = match self.visitors.get_mut(&visitor_id) {
+        let mut visitor = match self.visitors.read().get_mut(&visitor_id) {
             Some(visitor) => visitor,
-            None => self.visitors.entry(visitor_id.clone()).or_default(),
+            None => self
+                .visitors
+                .get_or_insert_with(visitor_id.clone(), LiveVisitor::default),
         };
         self.track(
             &mut visitor,
@@ -152,7 +154,7 @@ impl Account {
         // The same shopper on other devices (linked by user id or email): their history
         // counts too. Read after this visitor's entry is released, one entry at a time.
         for other in self.same_person(&visitor_id, &snapshot.identity) {
-            if let Some(other) = self.visitors.get(&other) {
+            if let Some(other) = self.visitors.read().get(&other) {
                 snapshot.absorb(&other, &catalogue);
             }
         }

@@ -18,22 +18,33 @@ impl Account {
     /// meanwhile, so an entry may include events of requests served during the export.
     pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
         sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
-        let ids: Vec<String> = self.visitors.iter().map(|e| e.key().clone()).collect();
+        let ids: Vec<String> = self
+            .visitors
+            .read()
+            .iter()
+            .map(|e| e.key().clone())
+            .collect();
         for id in ids {
-            let Some(visitor) = self.visitors.get(&id).map(|v| Box::new(v.state().clone())) else {
+            let Some(visitor) = self
+                .visitors
+                .read()
+                .get(&id)
+                .map(|v| Box::new(v.state().clone()))
+            else {
                 continue;
             };
             sink(StateEntry::Visitor { id, visitor });
         }
         let sessions: Vec<(String, UnixMillis)> = self
             .sessions
+            .read()
             .iter()
             .map(|e| (e.key().clone(), *e.value()))
             .collect();
         for (id, last) in sessions {
             sink(StateEntry::Session { id, last });
         }
-        let orders: Vec<String> = self.orders.iter().map(|e| e.key().clone()).collect();
+        let orders: Vec<String> = self.orders.read().iter().map(|e| e.key().clone()).collect();
         for order in orders {
             sink(StateEntry::Order(order));
         }
@@ -97,7 +108,10 @@ impl Account {
                 self.sessions.insert(id, last);
             }
             StateEntry::Order(order) => {
-                self.orders.insert(order, ());
+                // Snapshots keep order ids only: a restored one counts as seen when
+                // the clock the snapshot restored says.
+                self.orders
+                    .insert(order, self.clock.load(Ordering::Relaxed));
             }
             StateEntry::Identity {
                 kind,

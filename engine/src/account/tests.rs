@@ -368,3 +368,98 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
     assert!(viewed.len() > 30 && !bought.is_empty());
     assert_eq!((viewed, bought), lists(&at_once));
 }
+
+#[test]
+fn eviction_drops_idle_then_least_recently_seen_visitors_and_keeps_aggregates() {
+    let account = account();
+    let view = |id: &str| Event::ProductView { id: id.into() };
+    // 200 visitors, visitor i seen at T0 + i seconds, each with a session and an order.
+    for i in 0..200i64 {
+        let visitor = format!("v{i:03}");
+        let now = T0 + i * 1_000;
+        account.serve(request(&visitor, None, vec![view("a")], now));
+        account.serve(request(
+            &visitor,
+            None,
+            vec![order(
+                &format!("o{i:03}"),
+                &format!("{visitor}@example.com"),
+            )],
+            now,
+        ));
+    }
+    let aggregates = |account: &Account| {
+        let counter = account
+            .counters
+            .get("a")
+            .map(|c| (c.units, c.popularity.rank_key()));
+        (counter, account.counters.len(), account.coview.len())
+    };
+    let before = aggregates(&account);
+    assert_eq!(before.0.map(|(units, _)| units), Some(200));
+    assert_eq!(account.visitor_count(), 200);
+    let bounds = MemoryBounds {
+        max_visitors: 100,
+        // Visitors not seen in the last 150 s (of 200) are idle.
+        visitor_idle_millis: 150_000,
+        max_sessions: 20,
+        max_order_ids: 50,
+    };
+    let now = T0 + 200_000;
+    assert!(account.over_bounds(&bounds));
+    let evicted = account.evict(&bounds, now);
+    // Visitors last seen before T0 + 50 s were idle; of the 150 left, the 51 least
+    // recently seen go, down to 99 % of the bound.
+    assert_eq!(evicted.idle_visitors, 50, "{evicted:?}");
+    assert_eq!(evicted.visitors, 51, "{evicted:?}");
+    assert_eq!(account.visitor_count(), 99);
+    assert!(account.session_count() <= 20);
+    assert!(account.order_count() <= 50);
+    assert!(!account.over_bounds(&bounds));
+    // The most recently seen are kept with their history; the least recent are gone.
+    let kept = account.visitor("v199").expect("the latest visitor is kept");
+    assert_eq!(kept.recent_views.len(), 1);
+    assert!(account.visitor("v000").is_none());
+    assert!(account.visitor("v100").is_none());
+    assert!(account.visitor("v101").is_some());
+    // Newest order ids are remembered, the oldest forgotten.
+    assert!(account.has_order("o199"));
+    assert!(!account.has_order("o000"));
+    // Aggregates are untouched.
+    assert_eq!(aggregates(&account), before);
+    // Nothing is over the bounds: another pass drops nothing.
+    assert_eq!(account.evict(&bounds, now), Evicted::default());
+}
+
+#[test]
+fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
+    let account = account();
+    let made_up = crate::models::UNCATALOGUED_KEYS + 5_000;
+    let events: Vec<Event> = (0..made_up)
+        .map(|i| Event::ProductView {
+            id: format!("no-such-product-{i}"),
+        })
+        .chain(["a", "b", "c"].map(|id| Event::ProductView { id: id.into() }))
+        .collect();
+    account.serve(request("bot", None, events, T0));
+    // Made-up ids while the keys are fewer than the catalogue's products plus the
+    // allowance, then the catalogue's own: at most twice the catalogue plus it.
+    let room = crate::models::UNCATALOGUED_KEYS + 2 * 3;
+    assert!(
+        account.product_keys.len() <= room,
+        "{}",
+        account.product_keys.len()
+    );
+    assert!(account.counters.len() <= room, "{}", account.counters.len());
+    // The catalogue's products are still counted once the room is used up.
+    assert!(account.counters.get("c").is_some());
+    assert_eq!(
+        account
+            .visitor("bot")
+            .unwrap()
+            .recent_views
+            .back()
+            .map(String::as_str),
+        Some("c")
+    );
+}

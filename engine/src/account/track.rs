@@ -10,7 +10,7 @@ use super::serve::Notice;
 use super::{Account, new_id};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
-use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED};
+use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, UNCATALOGUED_KEYS};
 use crate::state::Tracked;
 use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
 
@@ -38,16 +38,19 @@ impl Account {
             return;
         }
         self.advance_clock(now);
-        self.sessions
-            .entry(tracked.session_id.clone())
-            .and_modify(|last| *last = (*last).max(now))
-            .or_insert(now);
+        let mut last = self
+            .sessions
+            .get_or_insert_with(tracked.session_id.clone(), || now);
+        *last = (*last).max(now);
+        drop(last);
         let catalogue = self.catalogue();
         let mut page = PageContext {
             visitor_id: &tracked.visitor_id,
             ..PageContext::default()
         };
-        let mut visitor = self.visitors.entry(tracked.visitor_id.clone()).or_default();
+        let mut visitor = self
+            .visitors
+            .get_or_insert_with(tracked.visitor_id.clone(), LiveVisitor::default);
         self.track(
             &mut visitor,
             &tracked.session_id,
@@ -112,7 +115,7 @@ impl Account {
 
     pub(super) fn resolve_session(&self, given: Option<String>, now: UnixMillis) -> String {
         if let Some(id) = given
-            && let Some(mut last) = self.sessions.get_mut(&id)
+            && let Some(mut last) = self.sessions.read().get_mut(&id)
             && now - *last <= SESSION_IDLE_MILLIS
         {
             *last = now;
@@ -157,7 +160,12 @@ impl Account {
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
                 for item in items {
-                    if !visitor.basket.iter().any(|b| b.id == item.id) {
+                    let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
+                    if !visitor.basket.iter().any(|b| b.id == item.id)
+                        && self
+                            .countable(&item.id, in_catalogue, at.catalogue)
+                            .is_some()
+                    {
                         self.count(&item.id, BASKET_SCORE, 0, now);
                     }
                 }
@@ -207,20 +215,22 @@ impl Account {
         page: &mut PageContext<'e>,
     ) {
         let (now, catalogue) = (at.now, at.catalogue);
-        let key = self.product_keys.key(id);
-        for earlier in live
-            .recent_keys(&self.product_keys)
-            .iter()
-            .rev()
-            .filter(|k| **k != key)
-            .take(CO_VIEW_WINDOW)
-        {
-            self.coview.add(*earlier, key, 1.0);
-        }
         let idx = catalogue.idx_of(id);
-        live.record_view(id, key, idx, catalogue);
+        let key = self.countable(id, idx.is_some(), catalogue);
+        if let Some(key) = key {
+            for earlier in live
+                .recent_keys(&self.product_keys, catalogue)
+                .iter()
+                .rev()
+                .filter(|k| **k != key && **k != NO_KEY)
+                .take(CO_VIEW_WINDOW)
+            {
+                self.coview.add(*earlier, key, 1.0);
+            }
+            self.count(id, VIEW_SCORE, 0, now);
+        }
+        live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
         page.product = Some(id);
-        self.count(id, VIEW_SCORE, 0, now);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
             for category in catalogue.categories_of(product) {
@@ -242,12 +252,13 @@ impl Account {
         now: UnixMillis,
         notices: &mut Vec<Notice>,
     ) -> bool {
-        let fresh = match self.orders.entry(order.order_id.clone()) {
-            dashmap::Entry::Occupied(_) => false,
-            dashmap::Entry::Vacant(slot) => {
-                slot.insert(());
-                true
-            }
+        let fresh = {
+            let mut fresh = false;
+            self.orders.get_or_insert_with(order.order_id.clone(), || {
+                fresh = true;
+                now
+            });
+            fresh
         };
         if !fresh {
             notices.push(Notice::DuplicateOrder {
@@ -256,13 +267,15 @@ impl Account {
             });
             return false;
         }
-        for line in &order.items {
-            let units = line.qty.max(0.0).round() as u64;
-            self.count(&line.id, ORDER_SCORE, units.max(1), now);
-        }
+        let catalogue = self.catalogue.load();
         let mut lines: Vec<u32> = Vec::new();
         for line in &order.items {
-            let key = self.product_keys.key(&line.id);
+            let in_catalogue = catalogue.idx_of(&line.id).is_some();
+            let Some(key) = self.countable(&line.id, in_catalogue, &catalogue) else {
+                continue;
+            };
+            let units = line.qty.max(0.0).round() as u64;
+            self.count(&line.id, ORDER_SCORE, units.max(1), now);
             if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
                 lines.push(key);
             }
@@ -285,7 +298,7 @@ impl Account {
                 continue;
             };
             self.link_visitor(&id, &order.identity);
-            let mut live = self.visitors.entry(id).or_default();
+            let mut live = self.visitors.get_or_insert_with(id, LiveVisitor::default);
             let customer = live.state_mut();
             for line in &order.items {
                 customer.record_purchase(&line.id);
@@ -310,6 +323,19 @@ impl Account {
     fn browse_brand(&self, visitor: &mut Visitor, brand: &str, now: UnixMillis) {
         add_affinity(&mut visitor.brands, brand, 1.0);
         self.popular(&self.brand_popularity, brand, now);
+    }
+
+    /// The product key of `id` when its interactions may be counted: a product of the
+    /// catalogue always (`in_catalogue`), any other id (a product a delta may still
+    /// bring, or an id made up by a client) only while the ids counted outside the
+    /// catalogue stay under [`UNCATALOGUED_KEYS`], so that made-up ids cannot grow the
+    /// counters and pair tables without bound.
+    fn countable(&self, id: &str, in_catalogue: bool, catalogue: &Catalogue) -> Option<u32> {
+        if let Some(key) = self.product_keys.existing(id) {
+            return Some(key);
+        }
+        let room = catalogue.len().saturating_add(UNCATALOGUED_KEYS);
+        (in_catalogue || self.product_keys.len() < room).then(|| self.product_keys.key(id))
     }
 
     /// Tells the next rebuild round that there is something to rebuild. Read before it

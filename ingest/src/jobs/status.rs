@@ -137,9 +137,38 @@ impl DeltaStatuses {
         statuses
     }
 
-    /// Records a token's status.
+    /// Records a token's status. Past [`STATUSES_KEPT`] and a tenth, the oldest decided
+    /// statuses are forgotten down to [`STATUSES_KEPT`] (as the status file keeps only
+    /// that many): their tokens then answer [`UNKNOWN_TOKEN`].
     pub(crate) fn set(&self, token: String, sequence: u64, status: DeltaStatus) {
         self.0.insert(token, (sequence, status));
+        if self.0.len() > STATUSES_KEPT + STATUSES_KEPT / 10 {
+            self.forget_oldest(STATUSES_KEPT);
+        }
+    }
+
+    /// Forgets the oldest decided statuses until `keep` are left (pending ones stay).
+    fn forget_oldest(&self, keep: usize) {
+        let mut decided: Vec<u64> = self
+            .0
+            .iter()
+            .filter(|entry| entry.value().1 != DeltaStatus::Pending)
+            .map(|entry| entry.value().0)
+            .collect();
+        let excess = self.0.len().saturating_sub(keep).min(decided.len());
+        if excess == 0 {
+            return;
+        }
+        let (_, cutoff, _) = decided.select_nth_unstable(excess - 1);
+        let cutoff = *cutoff;
+        self.0
+            .retain(|_, (sequence, status)| *status == DeltaStatus::Pending || *sequence > cutoff);
+    }
+
+    /// Statuses held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
     }
 
     /// A token's status, if this account issued it.

@@ -383,3 +383,25 @@ fn streamed_feeds_spool_close_into_a_job_and_expire_when_abandoned() {
     assert!(jobs.open_streams().is_empty());
     assert!(!dir.path().join("streams/brand-2b.part").exists());
 }
+
+#[test]
+fn delta_statuses_in_memory_are_bounded_and_the_oldest_decided_forgotten() {
+    let statuses = status::DeltaStatuses::default();
+    statuses.set("pending".into(), 0, DeltaStatus::Pending);
+    let decided = STATUSES_KEPT + STATUSES_KEPT / 10 - 1;
+    for sequence in 1..=decided as u64 {
+        statuses.set(format!("t{sequence}"), sequence, DeltaStatus::Applied);
+    }
+    // At the bound plus a tenth, nothing forgotten yet; one more, and the oldest go.
+    assert_eq!(statuses.len(), decided + 1);
+    statuses.set("newest".into(), decided as u64 + 1, DeltaStatus::Applied);
+    assert_eq!(statuses.len(), STATUSES_KEPT);
+    assert_eq!(statuses.get("t1"), None);
+    assert_eq!(statuses.get("newest"), Some(DeltaStatus::Applied));
+    assert_eq!(
+        statuses.get(&format!("t{decided}")),
+        Some(DeltaStatus::Applied)
+    );
+    // A delta still pending is never forgotten.
+    assert_eq!(statuses.get("pending"), Some(DeltaStatus::Pending));
+}
