@@ -19,6 +19,8 @@ mod deltas;
 mod feeds;
 #[path = "api/hygiene.rs"]
 mod hygiene;
+#[path = "api/memory.rs"]
+mod memory;
 #[path = "api/operations.rs"]
 mod operations;
 #[path = "api/plugins.rs"]
