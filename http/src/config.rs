@@ -805,7 +805,7 @@ fn memory_config(
         )? as usize,
         max_rss_mb: match file.max_rss_mb {
             None => None,
-            Some(mb) => Some(within(mb, 64, 16 << 20).map_err(|m| err("memory.max_rss_mb", m))?),
+            Some(mb) => Some(within(mb, 1, 16 << 20).map_err(|m| err("memory.max_rss_mb", m))?),
         },
     })
 }

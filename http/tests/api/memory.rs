@@ -205,3 +205,38 @@ fn a_million_new_visitor_ids_keep_visitors_at_the_bound_and_known_ones_keep_thei
         );
     }
 }
+
+#[test]
+fn over_the_memory_budget_the_least_recently_seen_visitors_go_a_tenth_at_a_time() {
+    // A budget no process meets: the server evicts down to its floor of 1,000.
+    let config = ConfigToml::new("[memory]\nmax_rss_mb = 1")
+        .account(
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
+                "RV",
+                "recently_viewed",
+                5,
+            )),
+        )
+        .to_toml();
+    let server = Server::with_config(&config);
+    let requests = (0..3_000).map(|i| post(&body(&format!("v-{i}"), &json!([]))));
+    send_all(server.addr, requests);
+    crate::common::wait_for(
+        "the visitors evicted down to the floor",
+        Duration::from_secs(240),
+        || (metric(&server, "vitrine_visitors") <= 1_000.0).then_some(()),
+    );
+    let evicted = server
+        .get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with("vitrine_evictions_total") && l.contains("visitor_memory"))
+        .and_then(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .unwrap();
+    assert!(evicted >= 2_000.0, "{evicted}");
+    assert!(
+        server.log().contains("resident memory over the budget"),
+        "{}",
+        server.log()
+    );
+}
