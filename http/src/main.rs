@@ -58,6 +58,28 @@ enum Command {
         #[arg(long, value_name = "SECS", default_value_t = 60)]
         timeout: u64,
     },
+    /// Copy a data directory into a new backup directory, while the server runs on it
+    /// (it is first asked to write and fsync everything it acknowledged) or not.
+    Backup {
+        /// The data directory.
+        #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
+        data_dir: PathBuf,
+        /// The backup directory to create (new or empty).
+        #[arg(long, value_name = "BACKUP")]
+        out: PathBuf,
+        /// Seconds to wait for a running server to flush its logs.
+        #[arg(long, value_name = "SECS", default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Check a backup against its manifest and copy it into a new data directory.
+    Restore {
+        /// The backup directory (from `vitrine backup`).
+        #[arg(value_name = "BACKUP")]
+        backup: PathBuf,
+        /// The data directory to create (new or empty).
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+    },
     /// Load a feed file for one account offline, writing the snapshot the server opens
     /// on its next start (the server must not be running on the same data directory).
     Import {
@@ -145,7 +167,11 @@ fn main() -> ExitCode {
             }
         },
         Command::Reload { data_dir, timeout } => {
-            match reload::request(&data_dir, std::time::Duration::from_secs(timeout)) {
+            match reload::request(
+                &data_dir,
+                reload::RELOAD,
+                std::time::Duration::from_secs(timeout),
+            ) {
                 Ok(status) if status.ok => {
                     println!("{}", status.message);
                     ExitCode::SUCCESS
@@ -157,6 +183,36 @@ fn main() -> ExitCode {
                 Err(error) => {
                     eprintln!("error: {error}");
                     ExitCode::from(2)
+                }
+            }
+        }
+        Command::Backup {
+            data_dir,
+            out,
+            timeout,
+        } => match backup(&data_dir, &out, std::time::Duration::from_secs(timeout)) {
+            Ok(summary) => {
+                println!("{summary}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Restore { backup, data_dir } => {
+            match vitrine_ingest::backup::restore(&backup, &data_dir) {
+                Ok(manifest) => {
+                    println!(
+                        "restored {} files into {}",
+                        manifest.files.len(),
+                        data_dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::FAILURE
                 }
             }
         }
@@ -185,6 +241,37 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Backs up `data_dir` into `out`: a server running on it is first asked to write and
+/// fsync every log record it acknowledged; without one, the directory is locked while
+/// it is copied (so that no server starts on it meanwhile).
+fn backup(
+    data_dir: &std::path::Path,
+    out: &std::path::Path,
+    timeout: std::time::Duration,
+) -> anyhow::Result<String> {
+    let _lock = match vitrine_snapshots::datadir::holder(data_dir)
+        .with_context(|| format!("reading the lock of {}", data_dir.display()))?
+    {
+        Some(_) => {
+            let status =
+                reload::request(data_dir, reload::FLUSH, timeout).map_err(anyhow::Error::msg)?;
+            anyhow::ensure!(status.ok, "{}", status.message);
+            None
+        }
+        None => Some(
+            vitrine_snapshots::DataDir::open(data_dir)
+                .with_context(|| format!("locking {}", data_dir.display()))?,
+        ),
+    };
+    let manifest = vitrine_ingest::backup::backup(data_dir, out)?;
+    let bytes: u64 = manifest.files.iter().map(|f| f.bytes).sum();
+    Ok(format!(
+        "backed up {} files ({bytes} bytes) into {}",
+        manifest.files.len(),
+        out.display()
+    ))
 }
 
 fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
@@ -232,6 +319,8 @@ fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
         let shutdown = shutdown_signal()?;
         let hangups = reload::hangups().context("listening for SIGHUP")?;
         tokio::spawn(reload::on_hangup(Arc::clone(&state), source, hangups));
+        let flushes = reload::flush_requests().context("listening for SIGUSR1")?;
+        tokio::spawn(reload::on_flush_request(Arc::clone(&state), flushes));
         {
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{}", vitrine_http::ready_line(addr))

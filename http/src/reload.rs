@@ -1,12 +1,13 @@
-//! Reloading the configuration without a restart: on SIGHUP the server reads its
-//! configuration file again and puts it in force ([`AppState::reload`]); `vitrine reload`
-//! sends the signal and reports the outcome.
+//! Asking a running server to do something, from the command line: reload its
+//! configuration (SIGHUP: the server reads its configuration file again and puts it in
+//! force, [`AppState::reload`]; `vitrine reload`), or write and fsync every log record
+//! it has acknowledged (SIGUSR1; `vitrine backup` asks it before it copies).
 //!
-//! The outcome of every reload is written to `DATA_DIR/reload-status.json`
-//! (`{"request":"…","ok":true,"message":"…"}`, atomically): `vitrine reload` first
-//! writes a request id to `DATA_DIR/reload-request`, sends SIGHUP to the process holding
-//! the data directory's lock, and waits for a status carrying its id. A plain
-//! `kill -HUP` works too (its status carries whatever id the request file holds).
+//! The outcome of each is written to `DATA_DIR/<what>-status.json`
+//! (`{"request":"…","ok":true,"message":"…"}`, atomically): the command first writes a
+//! request id to `DATA_DIR/<what>-request`, sends the signal to the process holding the
+//! data directory's lock, and waits for a status carrying its id. A plain `kill -HUP`
+//! works too (its status carries whatever id the request file holds).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,10 +18,30 @@ use serde::{Deserialize, Serialize};
 use crate::config::{self, Config, ConfigError, Overrides};
 use crate::state::AppState;
 
-/// The file a reload's outcome is written to, in the data directory.
-pub const STATUS_FILE: &str = "reload-status.json";
-/// The file `vitrine reload` writes its request id to, in the data directory.
-pub const REQUEST_FILE: &str = "reload-request";
+/// A request a running server answers: its signal and files.
+#[derive(Debug, Clone, Copy)]
+pub struct Control {
+    /// The signal that asks.
+    pub signal: rustix::process::Signal,
+    /// The file the asker writes its request id to, in the data directory.
+    pub request_file: &'static str,
+    /// The file the server writes the outcome to, in the data directory.
+    pub status_file: &'static str,
+}
+
+/// Read the configuration again and put it in force.
+pub const RELOAD: Control = Control {
+    signal: rustix::process::Signal::HUP,
+    request_file: "reload-request",
+    status_file: "reload-status.json",
+};
+
+/// Write and fsync every log record acknowledged so far.
+pub const FLUSH: Control = Control {
+    signal: rustix::process::Signal::USR1,
+    request_file: "flush-request",
+    status_file: "flush-status.json",
+};
 
 /// Where the server's configuration comes from, to be read again on a reload.
 #[derive(Debug, Clone)]
@@ -41,24 +62,78 @@ impl ConfigSource {
     }
 }
 
-/// The outcome of one reload.
+/// The outcome of one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReloadStatus {
-    /// The id `vitrine reload` wrote to [`REQUEST_FILE`] (empty when there was none).
+pub struct ControlStatus {
+    /// The id the asker wrote to the request file (empty when there was none).
     pub request: String,
-    /// Whether the new configuration is in force.
+    /// Whether it was done (for a reload: the new configuration is in force).
     pub ok: bool,
-    /// What changed, or why the configuration was refused (as `vitrine serve` would
-    /// print it).
+    /// What was done, or why not (for a refused reload: as `vitrine serve` would print
+    /// it).
     pub message: String,
 }
 
-/// Reads the configuration again and puts it in force; logs and records the outcome.
-pub fn reload(state: &AppState, source: &ConfigSource) -> ReloadStatus {
-    let data_dir = state.data_dir().to_path_buf();
-    let request = std::fs::read_to_string(data_dir.join(REQUEST_FILE))
+/// The id in `control`'s request file, if any.
+fn request_id(data_dir: &Path, control: Control) -> String {
+    std::fs::read_to_string(data_dir.join(control.request_file))
         .map(|text| text.trim().to_owned())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Writes `status` to `control`'s status file.
+fn record(data_dir: &Path, control: Control, status: &ControlStatus) {
+    let written = serde_json::to_vec(status)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            vitrine_snapshots::atomic_write(data_dir, control.status_file, &bytes)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(error) = written {
+        tracing::error!(%error, file = control.status_file, "a status could not be written");
+    }
+}
+
+/// Writes and fsyncs every account's log up to the last record acknowledged; records
+/// the outcome.
+pub fn flush(state: &AppState) -> ControlStatus {
+    let data_dir = state.data_dir().to_path_buf();
+    let request = request_id(&data_dir, FLUSH);
+    let accounts = state.accounts();
+    let failed: Vec<String> = accounts
+        .iter()
+        .filter_map(|entry| {
+            let synced = entry.jobs.sync_log();
+            synced
+                .err()
+                .map(|error| format!("{}: {error}", entry.config.access_key))
+        })
+        .collect();
+    let status = ControlStatus {
+        request,
+        ok: failed.is_empty(),
+        message: if failed.is_empty() {
+            format!(
+                "the logs of {} accounts are written and fsynced",
+                accounts.len()
+            )
+        } else {
+            format!("the logs could not be synced: {}", failed.join("; "))
+        },
+    };
+    if status.ok {
+        tracing::info!("logs flushed on request");
+    } else {
+        tracing::error!(error = %status.message, "flushing the logs failed");
+    }
+    record(&data_dir, FLUSH, &status);
+    status
+}
+
+/// Reads the configuration again and puts it in force; logs and records the outcome.
+pub fn reload(state: &AppState, source: &ConfigSource) -> ControlStatus {
+    let data_dir = state.data_dir().to_path_buf();
+    let request = request_id(&data_dir, RELOAD);
     let outcome = source
         .load()
         .map_err(|error| format!("error: {error}"))
@@ -70,7 +145,7 @@ pub fn reload(state: &AppState, source: &ConfigSource) -> ReloadStatus {
     let status = match outcome {
         Ok(report) => {
             tracing::info!(added = ?report.added, changed = ?report.changed, removed = ?report.removed, "configuration reloaded");
-            ReloadStatus {
+            ControlStatus {
                 request,
                 ok: true,
                 message: format!("configuration reloaded; {report}"),
@@ -78,23 +153,14 @@ pub fn reload(state: &AppState, source: &ConfigSource) -> ReloadStatus {
         }
         Err(message) => {
             tracing::error!(error = %message, "configuration reload refused; the configuration in force stays");
-            ReloadStatus {
+            ControlStatus {
                 request,
                 ok: false,
                 message,
             }
         }
     };
-    let path = data_dir.join(STATUS_FILE);
-    let written = serde_json::to_vec(&status)
-        .map_err(|e| e.to_string())
-        .and_then(|bytes| {
-            vitrine_snapshots::atomic_write(&data_dir, STATUS_FILE, &bytes)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(error) = written {
-        tracing::error!(%error, path = %path.display(), "the reload status could not be written");
-    }
+    record(&data_dir, RELOAD, &status);
     status
 }
 
@@ -102,6 +168,22 @@ pub fn reload(state: &AppState, source: &ConfigSource) -> ReloadStatus {
 /// says it is ready, then hand the result to [`on_hangup`].
 pub fn hangups() -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+}
+
+/// Takes over SIGUSR1 (whose default is to end the process): call before the server
+/// says it is ready, then hand the result to [`on_flush_request`].
+pub fn flush_requests() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+}
+
+/// Flushes the logs on every SIGUSR1 until the process ends (on the blocking pool).
+pub async fn on_flush_request(state: Arc<AppState>, mut requests: tokio::signal::unix::Signal) {
+    while requests.recv().await.is_some() {
+        let state = Arc::clone(&state);
+        if let Err(error) = tokio::task::spawn_blocking(move || flush(&state)).await {
+            tracing::error!(%error, "flushing the logs failed");
+        }
+    }
 }
 
 /// Reloads on every SIGHUP until the process ends (a reload runs on the blocking pool).
@@ -119,9 +201,13 @@ pub async fn on_hangup(
     }
 }
 
-/// Asks the server running on `data_dir` to reload its configuration and waits (up to
-/// `timeout`) for the outcome.
-pub fn request(data_dir: &Path, timeout: Duration) -> Result<ReloadStatus, String> {
+/// Asks the server running on `data_dir` for `control` and waits (up to `timeout`) for
+/// the outcome.
+pub fn request(
+    data_dir: &Path,
+    control: Control,
+    timeout: Duration,
+) -> Result<ControlStatus, String> {
     let pid = vitrine_snapshots::datadir::holder(data_dir)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no server is running on {}", data_dir.display()))?;
@@ -132,26 +218,26 @@ pub fn request(data_dir: &Path, timeout: Duration) -> Result<ReloadStatus, Strin
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    vitrine_snapshots::atomic_write(data_dir, REQUEST_FILE, id.as_bytes())
+    vitrine_snapshots::atomic_write(data_dir, control.request_file, id.as_bytes())
         .map_err(|e| e.to_string())?;
     let pid = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
         .ok_or_else(|| format!("the data directory's lock names no process ({pid})"))?;
-    rustix::process::kill_process(pid, rustix::process::Signal::HUP)
+    rustix::process::kill_process(pid, control.signal)
         .map_err(|e| format!("signalling process {}: {e}", pid.as_raw_nonzero()))?;
     let deadline = Instant::now() + timeout;
-    let path = data_dir.join(STATUS_FILE);
+    let path = data_dir.join(control.status_file);
     loop {
         let status = std::fs::read(&path)
             .ok()
-            .and_then(|bytes| serde_json::from_slice::<ReloadStatus>(&bytes).ok());
+            .and_then(|bytes| serde_json::from_slice::<ControlStatus>(&bytes).ok());
         if let Some(status) = status.filter(|s| s.request == id) {
             return Ok(status);
         }
         if Instant::now() >= deadline {
             return Err(format!(
-                "the server (process {}) did not report a reload within {} s; see its log",
+                "the server (process {}) did not answer within {} s; see its log",
                 pid.as_raw_nonzero(),
                 timeout.as_secs()
             ));

@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backup;
 pub mod delta;
 pub mod erasure;
 pub mod feed;

@@ -550,3 +550,127 @@ fn connections_beyond_the_cap_wait_until_one_closes() {
     };
     assert_eq!(answer.status, 200, "{}", answer.body);
 }
+
+/// An order event with id `order_id`.
+fn order_event(order_id: &str) -> Value {
+    json!({"name": "order", "data": {"orderid": order_id, "email": "buyer@example.com",
+        "items": [{"id": "P00003", "qty": 1, "unitprice": 10.5}]}})
+}
+
+#[test]
+fn a_backup_taken_under_load_restores_every_delta_and_order_acknowledged_before_it() {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // Compactions every 20 changes: snapshots are written and the log cut while the
+    // backup copies.
+    let config = ConfigToml::new("[deltas]\ncompact_after_changes = 20")
+        .account(
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new("TOP", "trending", 2)),
+        )
+        .to_toml();
+    let server = Server::with_config(&config);
+    let deltas: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let orders: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let stop = AtomicBool::new(false);
+    let backup_dir = tempfile::tempdir().unwrap();
+    let out = backup_dir.path().join("backup");
+    let (acked_deltas, acked_orders) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                let delta = server.post_json(
+                    "/api/delta",
+                    &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+                        "Products": [records::product(&format!("B-{i}"), "9.99 GBP")]}),
+                );
+                assert_eq!(delta.status, 200, "{}", delta.body);
+                let token = delta.json()["Token"].as_str().unwrap().to_owned();
+                deltas.lock().unwrap().push(token);
+                let order_id = format!("order-{i}");
+                let served = server.serverside(json!({"visitorId": format!("buyer-{i}"),
+                    "events": [order_event(&order_id)]}));
+                assert_eq!(served.status, 200, "{}", served.body);
+                orders.lock().unwrap().push(order_id);
+            }
+        });
+        // Enough load, and a compaction already (a catalogue snapshot to copy and a log
+        // cut behind it; more follow while the backup copies).
+        wait_for(
+            "deltas and a compaction before the backup",
+            Duration::from_secs(240),
+            || {
+                let compacted = server.log().contains("overlay compacted");
+                (compacted && deltas.lock().unwrap().len() >= 40).then_some(())
+            },
+        );
+        // Everything acknowledged up to here must be in the backup.
+        let acked = (
+            deltas.lock().unwrap().clone(),
+            orders.lock().unwrap().clone(),
+        );
+        let (code, out_text, err) = vitrine(&[
+            "backup",
+            "--data-dir",
+            server.data_path().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{out_text}{err}");
+        assert!(out_text.starts_with("backed up "), "{out_text}");
+        // The load goes on for a while after the backup, then stops.
+        let after = deltas.lock().unwrap().len() + 10;
+        wait_for("deltas after the backup", Duration::from_secs(240), || {
+            (deltas.lock().unwrap().len() >= after).then_some(())
+        });
+        stop.store(true, Ordering::Relaxed);
+        acked
+    });
+    assert!(
+        server.log().contains("logs flushed on request"),
+        "{}",
+        server.log()
+    );
+    drop(server);
+
+    // Restored into a new directory, a server has all of it.
+    let dir = tempfile::tempdir().unwrap();
+    let restored = dir.path().join("data");
+    let (code, out_text, err) = vitrine(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data-dir",
+        restored.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out_text}{err}");
+    assert!(out_text.starts_with("restored "), "{out_text}");
+    let server = Server::start_in(dir, Some(&config));
+    let statuses = server.post_json(
+        "/api/deltastatus",
+        &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": acked_deltas}),
+    );
+    assert_eq!(statuses.status, 200, "{}", statuses.body);
+    for status in statuses.json().as_array().unwrap() {
+        assert_eq!(status["Status"], 1, "{status}");
+    }
+    for order_id in &acked_orders {
+        let again = server.serverside(json!({"events": [order_event(order_id)]}));
+        let errors = again.json()["errors"].clone();
+        assert_eq!(
+            errors,
+            json!([format!(
+                "events[0].data.orderid: order {order_id:?} was already recorded; it was not counted again"
+            )]),
+            "order {order_id} is missing from the restored server"
+        );
+    }
+    // A backup into a directory that holds something is refused.
+    let (code, _, err) = vitrine(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data-dir",
+        server.data_path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("exists and is not empty"), "{err}");
+}

@@ -377,6 +377,12 @@ impl AccountJobs {
         self.shared.wal.set_max_backlog(limit);
     }
 
+    /// Waits until every record appended so far (every event and delta acknowledged) is
+    /// written and fsynced.
+    pub fn sync_log(&self) -> Result<u64, SubmitError> {
+        Ok(self.shared.wal.sync()?)
+    }
+
     /// Bytes of the account's log segments on disk.
     pub fn wal_disk_bytes(&self) -> u64 {
         self.shared.wal.disk_bytes()
