@@ -1,5 +1,6 @@
 //! The server-side call: engine only, and the whole handler from body bytes to response
-//! bytes, against the demo catalogue (3,000 products).
+//! bytes, against the demo catalogue (3,000 products); and what the request metrics add
+//! to each request.
 
 #![expect(
     clippy::indexing_slicing,
@@ -84,5 +85,21 @@ fn full_handler(c: &mut Criterion) {
     state.shutdown();
 }
 
-criterion_group!(benches, engine_serve, full_handler);
+/// What the request metrics add to every answered request (`server::handle` calls it
+/// once per request): the count by endpoint and status and the duration histogram.
+fn metrics_observe(c: &mut Criterion) {
+    let metrics = vitrine_http::metrics::Metrics::new();
+    let took = std::time::Duration::from_micros(12);
+    c.bench_function("metrics_observe_one_request", |b| {
+        b.iter(|| {
+            metrics.observe(
+                black_box(vitrine_http::error::Endpoint::Serverside),
+                black_box(http::StatusCode::OK),
+                black_box(took),
+            );
+        })
+    });
+}
+
+criterion_group!(benches, engine_serve, full_handler, metrics_observe);
 criterion_main!(benches);

@@ -36,7 +36,9 @@ impl CredentialFields {
             Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
                 ("AccessKey", Some("SecretKey"))
             }
-            Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => ("", None),
+            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => {
+                ("", None)
+            }
         };
         CredentialFields {
             access_key,

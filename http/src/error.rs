@@ -48,6 +48,8 @@ pub enum Endpoint {
     Health,
     /// `GET /metrics`: Prometheus metrics (on `metrics_listen` instead, when set).
     Metrics,
+    /// `GET /openapi.json`: the OpenAPI document of every endpoint.
+    OpenApi,
     /// Any other path.
     Unrouted,
 }
@@ -62,7 +64,7 @@ impl Endpoint {
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 16] = [
+    pub const ALL: [Endpoint; 17] = [
         Endpoint::Serverside,
         Endpoint::ProductFeed,
         Endpoint::Delta,
@@ -78,6 +80,7 @@ impl Endpoint {
         Endpoint::PluginDelete,
         Endpoint::Health,
         Endpoint::Metrics,
+        Endpoint::OpenApi,
         Endpoint::Unrouted,
     ];
 
@@ -100,6 +103,7 @@ impl Endpoint {
             Endpoint::PluginDelete => "/api/plugin/delete",
             Endpoint::Health => "/healthz",
             Endpoint::Metrics => "/metrics",
+            Endpoint::OpenApi => "/openapi.json",
             Endpoint::Unrouted => "other",
         }
     }
@@ -121,7 +125,9 @@ impl Endpoint {
             Endpoint::PluginValidate => "plugin_validate",
             Endpoint::PluginDashboard => "plugin_dashboard",
             Endpoint::PluginDelete => "plugin_delete",
-            Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => return None,
+            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => {
+                return None;
+            }
         })
     }
 
@@ -148,7 +154,7 @@ impl Endpoint {
     /// The method the endpoint answers.
     pub fn method(self) -> http::Method {
         match self {
-            Endpoint::Health | Endpoint::Metrics => http::Method::GET,
+            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi => http::Method::GET,
             _ => http::Method::POST,
         }
     }
@@ -278,6 +284,7 @@ impl ApiError {
                 | E::PluginDelete
                 | E::Health
                 | E::Metrics
+                | E::OpenApi
                 | E::Unrouted,
             ) => StatusCode::BAD_REQUEST,
             (ApiError::Credentials(_), E::FeedCreate | E::FeedAppend | E::FeedClose) => {
@@ -327,6 +334,7 @@ impl ApiError {
             | Endpoint::PluginDelete
             | Endpoint::Health
             | Endpoint::Metrics
+            | Endpoint::OpenApi
             | Endpoint::Unrouted => serde_json::json!({ "Error": messages.join("; ") }),
         };
         serde_json::to_vec(&value).unwrap_or_default()

@@ -30,6 +30,10 @@ use crate::config::EventsFsync;
 use crate::error::{ApiError, Endpoint};
 use crate::state::AppState;
 
+/// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at
+/// `GET /openapi.json`.
+pub const OPENAPI: &[u8] = include_bytes!("../../docs/openapi.json");
+
 /// How long in-flight requests may take to finish once shutdown begins.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// How often idle sessions are swept.
@@ -416,6 +420,7 @@ async fn route(
     }
     match endpoint {
         Endpoint::Health => return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec())),
+        Endpoint::OpenApi => return Ok(Reply::json(OPENAPI.to_vec())),
         Endpoint::Metrics => {
             let state = Arc::clone(state);
             let text = tokio::task::spawn_blocking(move || state.metrics.render(&state)).await?;
@@ -466,6 +471,7 @@ fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::PluginDelete
         | Endpoint::Health
         | Endpoint::Metrics
+        | Endpoint::OpenApi
         | Endpoint::Unrouted => false,
     }
 }
@@ -493,9 +499,9 @@ fn dispatch(
         Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
         Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
         Endpoint::Forget => api::forget::handle(state, &parse_json(body)?),
-        Endpoint::Health | Endpoint::Metrics | Endpoint::Unrouted => Err(ApiError::NoRoute(
-            format!("no request body handler for {endpoint:?}"),
-        )),
+        Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => Err(
+            ApiError::NoRoute(format!("no request body handler for {endpoint:?}")),
+        ),
     }
 }
 

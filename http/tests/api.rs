@@ -21,6 +21,8 @@ mod feeds;
 mod hygiene;
 #[path = "api/memory.rs"]
 mod memory;
+#[path = "api/openapi.rs"]
+mod openapi;
 #[path = "api/operations.rs"]
 mod operations;
 #[path = "api/plugins.rs"]
