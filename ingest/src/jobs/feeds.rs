@@ -12,6 +12,10 @@ use vitrine_engine::catalogue::UnixMillis;
 use super::status::{FeedJob, FeedStatus, UNKNOWN_TOKEN};
 use super::{AccountJobs, SubmitError, io};
 
+/// Finished feed jobs kept per account (statuses and job files); past it and a tenth,
+/// the oldest are forgotten and their tokens answer [`UNKNOWN_TOKEN`].
+pub const FEED_JOBS_KEPT: usize = 10_000;
+
 /// Feed jobs by token, and the tokens waiting to be run, oldest first.
 #[derive(Debug, Default)]
 pub(super) struct Feeds {
@@ -112,7 +116,33 @@ impl AccountJobs {
         );
         self.shared.feeds.queue.lock().retain(|t| t != token);
         self.shared.feeds.jobs.insert(token.to_owned(), job);
+        if self.shared.feeds.jobs.len() > FEED_JOBS_KEPT + FEED_JOBS_KEPT / 10 {
+            self.forget_oldest_feeds(FEED_JOBS_KEPT);
+        }
         written.map_err(SubmitError::from)
+    }
+
+    /// Forgets the oldest finished feed jobs (their statuses and job files) until
+    /// `keep` jobs are left; jobs still processing stay. Their tokens then answer
+    /// [`UNKNOWN_TOKEN`].
+    pub(crate) fn forget_oldest_feeds(&self, keep: usize) {
+        let feeds = &self.shared.feeds;
+        let mut finished: Vec<(UnixMillis, String)> = feeds
+            .jobs
+            .iter()
+            .filter(|job| job.status != FeedStatus::Processing)
+            .map(|job| (job.submitted_at, job.token.clone()))
+            .collect();
+        let excess = feeds.jobs.len().saturating_sub(keep).min(finished.len());
+        if excess == 0 {
+            return;
+        }
+        finished.select_nth_unstable(excess - 1);
+        let dir = self.shared.dir.join("feeds");
+        for (_, token) in finished.into_iter().take(excess) {
+            feeds.jobs.remove(&token);
+            let _ = std::fs::remove_file(dir.join(format!("{token}.job")));
+        }
     }
 
     /// A feed job.

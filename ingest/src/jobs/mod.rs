@@ -79,6 +79,7 @@ use vitrine_engine::catalogue::Catalogue;
 use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
+pub use self::feeds::FEED_JOBS_KEPT;
 use self::feeds::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};
 pub use self::log::{Logged, RecordKind, inspect};

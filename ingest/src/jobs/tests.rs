@@ -405,3 +405,52 @@ fn delta_statuses_in_memory_are_bounded_and_the_oldest_decided_forgotten() {
     // A delta still pending is never forgotten.
     assert_eq!(statuses.get("pending"), Some(DeltaStatus::Pending));
 }
+
+#[test]
+fn finished_feed_jobs_are_bounded_and_the_oldest_forgotten_with_their_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs, _) = AccountJobs::start(account(), tmp.path(), 0, config()).unwrap();
+    let mut tokens = Vec::new();
+    for i in 0..30u32 {
+        let token = jobs
+            .submit_feed(
+                &format!("https://feeds.example/{i}.json"),
+                1_000 + i64::from(i),
+            )
+            .unwrap();
+        tokens.push(token);
+    }
+    for token in tokens.iter().skip(1) {
+        jobs.finish_feed(token, FeedStatus::Complete { detail: None })
+            .unwrap();
+    }
+    // The first one is still processing: never forgotten.
+    jobs.forget_oldest_feeds(10);
+    assert_eq!(jobs.feed_status(&tokens[0]), FeedStatus::Processing);
+    assert_eq!(
+        jobs.feed_status(&tokens[1]),
+        FeedStatus::Failed(UNKNOWN_TOKEN.to_owned())
+    );
+    assert!(
+        !tmp.path()
+            .join("feeds")
+            .join(format!("{}.job", tokens[1]))
+            .exists()
+    );
+    assert_eq!(
+        jobs.feed_status(&tokens[29]),
+        FeedStatus::Complete { detail: None }
+    );
+    assert!(
+        tmp.path()
+            .join("feeds")
+            .join(format!("{}.job", tokens[29]))
+            .exists()
+    );
+    let kept = tokens
+        .iter()
+        .filter(|t| jobs.feed_status(t) != FeedStatus::Failed(UNKNOWN_TOKEN.to_owned()))
+        .count();
+    assert_eq!(kept, 10);
+    jobs.shutdown();
+}
