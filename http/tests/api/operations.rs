@@ -674,3 +674,78 @@ fn a_backup_taken_under_load_restores_every_delta_and_order_acknowledged_before_
     assert_eq!(code, 1);
     assert!(err.contains("exists and is not empty"), "{err}");
 }
+
+#[test]
+fn a_log_writer_behind_answers_503_with_retry_after_before_applying_anything() {
+    // A backlog of one record: the writer lingers a millisecond after each batch, so a
+    // burst of requests on one connection finds it behind (as a slow disk would).
+    let config =
+        ConfigToml::new("[limits]\nmax_log_backlog = 1\n[durability]\nevents_fsync = \"never\"")
+            .account(
+                AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+                    .zone(ZoneToml::new("TOP", "trending", 2)),
+            )
+            .to_toml();
+    let server = Server::with_config(&config);
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let burst: Vec<u8> = (0..200)
+        .flat_map(|i| {
+            let body = crate::common::serverside_body(json!({"visitorId": format!("burst-{i}"),
+                "events": [{"name": "product_view", "data": {"id": "P00001"}}]}))
+            .to_string();
+            format!(
+                "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        })
+        .collect();
+    std::io::Write::write_all(&mut stream, &burst).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    let mut answers = Vec::new();
+    while answers.len() < 200 {
+        match vitrine_testkit::client::parse_response(&raw) {
+            Some((response, used)) => {
+                raw.drain(..used);
+                answers.push(Resp::from(response));
+            }
+            None => {
+                let n = std::io::Read::read(&mut stream, &mut buf).unwrap();
+                assert!(
+                    n > 0,
+                    "the connection closed after {} answers",
+                    answers.len()
+                );
+                raw.extend_from_slice(&buf[..n]);
+            }
+        }
+    }
+    let refused: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
+    assert!(
+        !refused.is_empty(),
+        "no request found the log writer behind"
+    );
+    assert!(answers.iter().all(|r| r.status == 200 || r.status == 503));
+    let first = refused[0];
+    assert_eq!(first.header("retry-after"), Some("1"));
+    let message = first.json()["errors"][0].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("the events could not be logged: the log writer is behind: "),
+        "{message}"
+    );
+    // A refused request applied nothing: its visitor was never recorded.
+    let metrics = server.get("/metrics").body;
+    let served: f64 = metrics
+        .lines()
+        .find(|l| l.starts_with("vitrine_visitors{"))
+        .and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+        .unwrap();
+    assert_eq!(
+        served as usize,
+        answers.iter().filter(|r| r.status == 200).count()
+    );
+}
