@@ -725,6 +725,7 @@ fn a_log_writer_behind_answers_503_with_retry_after_before_applying_anything() {
         }
     }
     let refused: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
+    println!("{} of 200 refused", refused.len());
     assert!(
         !refused.is_empty(),
         "no request found the log writer behind"
