@@ -336,6 +336,9 @@ async fn bound_memory(state: Arc<AppState>) {
             let now = now_millis();
             for (entry, bounds) in work {
                 let evicted = entry.account.evict(&bounds, now);
+                if sweep {
+                    entry.account.unlink_missing_visitors();
+                }
                 entry.metrics.evicted(&evicted, over_memory);
                 if evicted != Evicted::default() {
                     tracing::debug!(account = %entry.config.access_key, ?evicted, "evicted");

@@ -413,6 +413,42 @@ impl Account {
         }
     }
 
+    /// Drops the links from user ids, emails and B2B account ids to visitors that are
+    /// gone (evicted), and the identities left with none; returns how many links went.
+    /// The links are copied out first, so that no identity is locked while a visitor is
+    /// looked up (a request links identities while it holds its visitor). Walks the
+    /// whole table: the server runs it with the retention sweep, once a minute.
+    pub fn unlink_missing_visitors(&self) -> usize {
+        let links: Vec<(IdentityKey, Vec<String>)> = self
+            .identities
+            .iter()
+            .map(|entry| (entry.key().clone(), entry.value().iter().cloned().collect()))
+            .collect();
+        let mut removed = 0;
+        for (key, linked) in links {
+            let missing: Vec<String> = linked
+                .into_iter()
+                .filter(|visitor| !self.visitors.read().contains_key(visitor))
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            if let Some(mut set) = self.identities.get_mut(&key) {
+                for visitor in &missing {
+                    set.remove(visitor);
+                }
+            }
+            self.identities.remove_if(&key, |_, set| set.is_empty());
+            removed += missing.len();
+        }
+        removed
+    }
+
+    /// Identities (user ids, emails, B2B account ids) linked to visitors.
+    pub fn identity_count(&self) -> usize {
+        self.identities.len()
+    }
+
     /// Whether a bound of `bounds` is exceeded now (cheap: the maps' counts).
     pub fn over_bounds(&self, bounds: &MemoryBounds) -> bool {
         self.visitors.len() > bounds.max_visitors

@@ -425,6 +425,10 @@ fn eviction_drops_idle_then_least_recently_seen_visitors_and_keeps_aggregates() 
     // Newest order ids are remembered, the oldest forgotten.
     assert!(account.has_order("o199"));
     assert!(!account.has_order("o000"));
+    // The evicted visitors' identity links go with the next sweep.
+    assert_eq!(account.identity_count(), 200);
+    assert_eq!(account.unlink_missing_visitors(), 101);
+    assert_eq!(account.identity_count(), 99);
     // Aggregates are untouched.
     assert_eq!(aggregates(&account), before);
     // Nothing is over the bounds: another pass drops nothing.
