@@ -217,7 +217,10 @@ impl LiveVisitor {
 
     /// The recent views as dense ids of `catalogue`, newest first, leaving out those it
     /// lacks; worked out from the ids once per catalogue version.
-    pub fn recent_idx(&mut self, catalogue: &Catalogue) -> Vec<ProductIdx> {
+    pub fn recent_idx(
+        &mut self,
+        catalogue: &Catalogue,
+    ) -> smallvec::SmallVec<[ProductIdx; MAX_RECENT_VIEWS]> {
         if !self.views_in_step(catalogue.version_id()) {
             self.views = self
                 .state
@@ -371,14 +374,20 @@ mod tests {
             let idx = catalogue.idx_of(&id);
             live.record_view(&id, keys.key(&id), idx, &catalogue);
             if n % 7 == 0 {
-                assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
+                assert_eq!(
+                    live.recent_idx(&catalogue).to_vec(),
+                    fresh(&live, &catalogue)
+                );
                 let expected: VecDeque<u32> =
                     live.recent_views.iter().map(|id| keys.key(id)).collect();
                 assert_eq!(*live.recent_keys(&keys, &catalogue), expected);
                 assert_eq!(live.views_version, catalogue.version_id());
             }
         }
-        assert_eq!(live.recent_idx(&catalogue), fresh(&live, &catalogue));
+        assert_eq!(
+            live.recent_idx(&catalogue).to_vec(),
+            fresh(&live, &catalogue)
+        );
         assert_eq!(live.recent_idx_read(&catalogue), fresh(&live, &catalogue));
         // Another base: worked out again.
         let other = crate::testing::catalogue(
@@ -388,7 +397,7 @@ mod tests {
         );
         assert_ne!(other.version_id(), catalogue.version_id());
         assert_eq!(live.recent_idx_read(&other), fresh(&live, &other));
-        assert_eq!(live.recent_idx(&other), fresh(&live, &other));
+        assert_eq!(live.recent_idx(&other).to_vec(), fresh(&live, &other));
         // Purchases: worked out again when one is added, also once the oldest makes room.
         let bought = |live: &LiveVisitor, catalogue: &Catalogue| -> Vec<ProductIdx> {
             live.purchased
@@ -418,7 +427,7 @@ mod tests {
         let next = edit.finish();
         assert_ne!(next.version_id(), catalogue.version_id());
         assert!(fresh(&live, &next).contains(&next.idx_of("p85").unwrap()));
-        assert_eq!(live.recent_idx(&next), fresh(&live, &next));
+        assert_eq!(live.recent_idx(&next).to_vec(), fresh(&live, &next));
         assert_eq!(restored.recent_idx_read(&other), fresh(&live, &other));
     }
 

@@ -3,6 +3,9 @@
 //! zone from the catalogue version the request loaded; plus the request and outcome
 //! types.
 
+use smallvec::SmallVec;
+
+use crate::visitor::MAX_RECENT_VIEWS;
 use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
@@ -286,10 +289,10 @@ fn fill(
 struct VisitorSnapshot {
     identity: Identity,
     /// In basket order.
-    basket: Vec<ProductIdx>,
-    purchased: Vec<ProductIdx>,
-    /// Newest first.
-    recent_views: Vec<ProductIdx>,
+    basket: SmallVec<[ProductIdx; 16]>,
+    purchased: SmallVec<[ProductIdx; 32]>,
+    /// Newest first (all of them fit inline: at most [`MAX_RECENT_VIEWS`]).
+    recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
     /// Whether `categories` and `brands` are filled.
     affinities: bool,
     categories: Vec<String>,
@@ -354,7 +357,7 @@ impl VisitorSnapshot {
     fn of(live: &mut LiveVisitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
         // Recent views from the dense ids kept in step with them (no id lookups).
         let recent_views = live.recent_idx(catalogue);
-        let purchased = live.purchased_idx(catalogue).to_vec();
+        let purchased = SmallVec::from_slice(live.purchased_idx(catalogue));
         let visitor = live.state();
         VisitorSnapshot {
             identity: visitor.identity.clone(),

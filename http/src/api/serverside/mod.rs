@@ -41,6 +41,9 @@ const ARENA_KEPT_BYTES: usize = 64 * 1024;
 thread_local! {
     /// The arena each thread reads serverside bodies into, reset per request.
     static ARENA: RefCell<Bump> = RefCell::new(Bump::new());
+    /// The two buffers each thread writes the JSON paths of events into (an event's,
+    /// and its data's), kept between requests.
+    static EVENT_PATHS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
 }
 
 /// Handles one request body, as received: read in place ([`Json`]: strings borrowed
@@ -161,16 +164,24 @@ pub fn parse<V: JsonValue>(
             );
         } else {
             // The JSON paths of each event and its data, written into two buffers that
-            // every event reuses.
-            let (mut path, mut data_path) = (String::new(), String::new());
-            for (i, item) in items.iter().enumerate() {
-                path.clear();
-                // Writing into a String cannot fail.
-                let _ = write!(path, "events[{i}]");
-                if let Some(event) = events::event(item, &path, &mut data_path, errors) {
-                    events.push(event);
+            // every event, and every request of this thread, reuses.
+            let mut read = |path: &mut String, data_path: &mut String| {
+                for (i, item) in items.iter().enumerate() {
+                    path.clear();
+                    // Writing into a String cannot fail.
+                    let _ = write!(path, "events[{i}]");
+                    if let Some(event) = events::event(item, path, data_path, errors) {
+                        events.push(event);
+                    }
                 }
-            }
+            };
+            EVENT_PATHS.with(|paths| match paths.try_borrow_mut() {
+                Ok(mut paths) => {
+                    let (path, data_path) = &mut *paths;
+                    read(path, data_path);
+                }
+                Err(_) => read(&mut String::new(), &mut String::new()),
+            });
         }
     }
     let mut zones = Vec::new();
