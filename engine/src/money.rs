@@ -89,8 +89,27 @@ impl Currency {
 
     /// The currency's symbol from ISO data, e.g. `£`.
     pub fn symbol(self) -> String {
-        self.iso()
-            .map_or_else(|| "¤".to_owned(), |c| c.symbol().symbol)
+        self.symbol_str().to_owned()
+    }
+
+    /// The currency's symbol, read once per currency from the ISO data (which builds a
+    /// new string each time it is asked) and kept for the life of the process (one
+    /// small string per currency ever shown).
+    pub fn symbol_str(self) -> &'static str {
+        static SYMBOLS: std::sync::LazyLock<
+            parking_lot::RwLock<std::collections::HashMap<u16, &'static str>>,
+        > = std::sync::LazyLock::new(Default::default);
+        if let Some(symbol) = SYMBOLS.read().get(&self.0) {
+            return symbol;
+        }
+        let Some(iso) = self.iso() else {
+            return "¤";
+        };
+        let mut symbols = SYMBOLS.write();
+        let symbol: &'static str = symbols
+            .entry(self.0)
+            .or_insert_with(|| Box::leak(iso.symbol().symbol.into_boxed_str()));
+        symbol
     }
 
     fn scale(self) -> i64 {
@@ -151,12 +170,12 @@ impl Money {
 
     /// The amount for display, with symbol and thousands separators: `£1,234.50`.
     pub fn display(self) -> String {
-        let symbol = self.currency.symbol();
+        let symbol = self.currency.symbol_str();
         let mut out = String::with_capacity(symbol.len() + 16);
         if self.minor < 0 {
             out.push('-');
         }
-        out.push_str(&symbol);
+        out.push_str(symbol);
         // Alphabetic symbols (e.g. "CHF", "kr") read better with a space before the digits.
         if symbol.chars().last().is_some_and(char::is_alphabetic) {
             out.push(' ');

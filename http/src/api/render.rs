@@ -63,8 +63,8 @@ struct PriceText {
 
 impl PriceText {
     fn of(price: &ItemPrice) -> PriceText {
-        let symbol = price.price.currency.symbol();
-        let mut text = to_vec(&WirePrices::of(price, &symbol));
+        let symbol = price.price.currency.symbol_str();
+        let mut text = to_vec(&WirePrices::of(price, symbol));
         // `{…}` → `…,`
         text.pop();
         text.push(b',');
@@ -269,11 +269,7 @@ pub fn response(
             .is_some_and(|spec| spec.kind == ZoneKind::Html)
     });
     // The symbol is written into cached price texts: html zones only need it here.
-    let symbol = if any_html {
-        currency.symbol()
-    } else {
-        String::new()
-    };
+    let symbol = if any_html { currency.symbol_str() } else { "" };
     // Templates first: their failures go into `errors`, which come before the zones.
     let zones_with_html = outcome.zones.iter().filter(|_| any_html);
     let html: Vec<Option<String>> = zones_with_html
