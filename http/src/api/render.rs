@@ -276,7 +276,7 @@ pub fn response(
         .map(|zone| {
             let spec = outcome.spec(zone)?;
             (spec.kind == ZoneKind::Html).then(|| {
-                let items = entries(outcome, zone, &symbol, entry);
+                let items = entries(outcome, zone, symbol, entry);
                 let context = minijinja::context! {
                     title => spec.title.as_str(),
                     items => minijinja::Value::from_serialize(&items),
