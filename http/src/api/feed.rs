@@ -31,6 +31,7 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     }
     let url = errors.into_result(url.unwrap_or_default())?;
     let token = entry.jobs.submit_feed(url, now)?;
+    tracing::info!(account = %entry.config.access_key, %token, %url, "feed submitted");
     state.run_feed(&entry, token.clone());
     let mut reply = Reply::text(format!("Feed accepted for processing. Token: {token}\n"));
     reply.headers.push(("X-Feed-Token", token));

@@ -41,6 +41,13 @@ pub fn handle(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
                 .to_owned(),
         ));
     }
+    // The identifier itself is not logged: it is what was erased.
+    tracing::info!(
+        account = %entry.config.access_key,
+        visitors = erasure.visitors,
+        users = erasure.users,
+        "erasure recorded"
+    );
     Ok(Reply::text(format!(
         "Erased: {} visitor(s) and {} user record(s) tied to the identifier.\n",
         erasure.visitors, erasure.users

@@ -167,9 +167,11 @@ fn metrics_count_requests_and_report_each_accounts_state() {
 
 #[test]
 fn metrics_can_have_their_own_socket_and_logs_can_be_json() {
-    let config = ConfigToml::new("metrics_listen = \"127.0.0.1:0\"")
-        .account(AccountToml::new(DEMO_KEY, DEMO_SECRET, true))
-        .to_toml();
+    let config = ConfigToml::new(
+        "metrics_listen = \"127.0.0.1:0\"\n[feeds]\nallow_private_addresses = true",
+    )
+    .account(AccountToml::new(DEMO_KEY, DEMO_SECRET, true))
+    .to_toml();
     let server = Server::with_env(&config, &[("VITRINE_LOG_FORMAT", "json")]);
     let metrics_addr = wait_for(
         "the metrics address in the log",
@@ -196,6 +198,43 @@ fn metrics_can_have_their_own_socket_and_logs_can_be_json() {
     );
     let elsewhere = request(metrics_addr, "POST", "/api/serverside", b"{}", &[]);
     assert_eq!(elsewhere.status, 404, "{}", elsewhere.body);
+    // A delta that fails and a feed submission: their lines carry account and token.
+    let delta = server.post_json(
+        "/api/delta",
+        &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+            "DeleteAccountPrices": [{"AccountId": "acc", "Id": "no-such-product"}]}),
+    );
+    assert_eq!(delta.status, 200, "{}", delta.body);
+    let delta_token = delta.json()["Token"].as_str().unwrap().to_owned();
+    let feed = server.post_json(
+        "/api/productfeed",
+        &json!({"appKey": DEMO_KEY, "secretKey": DEMO_SECRET, "url": "http://127.0.0.1:9/f.json"}),
+    );
+    assert_eq!(feed.status, 200, "{}", feed.body);
+    let feed_token = feed.header("x-feed-token").unwrap().to_owned();
+    let logged = |message: &str, token: &str| {
+        server
+            .log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["message"] == message && e["token"] == token)
+    };
+    let failed = wait_for(
+        "the failed delta in the log",
+        Duration::from_secs(240),
+        || logged("delta failed", &delta_token),
+    );
+    assert_eq!(failed["account"], DEMO_KEY);
+    assert_eq!(failed["level"], "WARN");
+    assert!(
+        failed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-product"),
+        "{failed}"
+    );
+    let submitted = logged("feed submitted", &feed_token).expect("the feed submission in the log");
+    assert_eq!(submitted["account"], DEMO_KEY);
     // Every line of the log is a JSON object with a level and a message; the account's
     // lines carry the account as a field.
     let log = server.log();

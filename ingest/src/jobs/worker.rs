@@ -144,14 +144,24 @@ impl Shared {
             outcomes.push((queued, status));
         }
         writer.swap_catalogue(edit.finish());
+        let account = self.account.access_key();
         for (queued, status) in outcomes {
-            let counter = if status == DeltaStatus::Applied {
-                delta::apply_users(&self.account, &queued.delta);
-                &self.metrics.deltas_applied
-            } else {
-                &self.metrics.deltas_failed
+            let counter = match &status {
+                DeltaStatus::Applied => {
+                    delta::apply_users(&self.account, &queued.delta);
+                    tracing::debug!(%account, token = %queued.token, "delta applied");
+                    Some(&self.metrics.deltas_applied)
+                }
+                DeltaStatus::Failed(reason) => {
+                    tracing::warn!(%account, token = %queued.token, %reason, "delta failed");
+                    Some(&self.metrics.deltas_failed)
+                }
+                // Every delta of a batch is decided here.
+                DeltaStatus::Pending => None,
             };
-            counter.fetch_add(1, Ordering::Relaxed);
+            if let Some(counter) = counter {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
             self.deltas
                 .statuses
                 .set(queued.token, queued.sequence, status);
