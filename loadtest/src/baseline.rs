@@ -24,14 +24,29 @@ pub(crate) struct Baseline {
 impl Baseline {
     /// Starts the server answering `answer_bytes` bytes of fixed JSON, shaped like a
     /// server-side answer (visitor id, session id, errors, zones).
-    pub(crate) fn start(answer_bytes: usize) -> anyhow::Result<Baseline> {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+    /// With `cpus`, its threads run on those CPUs only (as `--server-cpus` pins
+    /// `vitrine`).
+    pub(crate) fn start(
+        answer_bytes: usize,
+        cpus: Option<rustix::thread::CpuSet>,
+    ) -> anyhow::Result<Baseline> {
+        let threads = match &cpus {
+            Some(cpus) => cpus.count().max(1) as usize,
+            None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        };
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder
             .worker_threads(threads)
             .thread_name("baseline")
-            .enable_all()
-            .build()
-            .context("starting the baseline runtime")?;
+            .enable_all();
+        if let Some(cpus) = cpus {
+            builder.on_thread_start(move || {
+                if let Err(error) = crate::cpus::pin_current_thread(&cpus) {
+                    eprintln!("the baseline could not be pinned: {error:#}");
+                }
+            });
+        }
+        let runtime = builder.build().context("starting the baseline runtime")?;
         let answer = fixed_answer(answer_bytes);
         let listener =
             std::net::TcpListener::bind("127.0.0.1:0").context("binding the baseline server")?;

@@ -15,6 +15,7 @@
 )]
 
 mod baseline;
+mod cpus;
 mod crash;
 mod drive;
 mod eval;
@@ -43,7 +44,7 @@ enum Command {
     /// Simulated shoppers against a spawned (--spawn) or running (--server) Vitrine:
     /// closed loop (--connections) or open loop (--rate), percentiles, errors, and the
     /// ratio to a bare hyper server (--baseline).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Crash loop: SIGKILLs under concurrent writers, with fault injection between
     /// kills; fails if anything acknowledged is lost.
     Crash(crash::CrashArgs),
@@ -137,7 +138,7 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Crash(args) => crash::crash(args),
         Command::Eval(args) => eval::eval(args),
         Command::GenInteractions {

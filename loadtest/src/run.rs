@@ -111,6 +111,13 @@ pub(crate) struct RunArgs {
     /// Also write the report as JSON to this file.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+    /// Pin the spawned server (and the bare baseline) to these CPUs, e.g. `0`
+    /// (with --spawn).
+    #[arg(long, value_name = "LIST", requires = "spawn")]
+    pub(crate) server_cpus: Option<String>,
+    /// Pin the load generator to these CPUs, e.g. `1`.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) client_cpus: Option<String>,
 }
 
 impl RunArgs {
@@ -327,12 +334,41 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let catalogue_products = products.len();
     let shelf = Shelf::new(products, categories, mix.zipf)?;
+    let server_cpus = args
+        .server_cpus
+        .as_deref()
+        .map(crate::cpus::parse)
+        .transpose()?;
+    let client_cpus = args
+        .client_cpus
+        .as_deref()
+        .map(crate::cpus::parse)
+        .transpose()?;
+    // A child starts with the affinity of the thread that starts it: `vitrine` then
+    // sizes its runtime to the CPUs it has, as under `taskset`.
+    if let Some(cpus) = &server_cpus {
+        crate::cpus::pin_current_thread(cpus)?;
+    }
     let spawned = if args.spawn {
         eprintln!("starting vitrine");
         Some(Spawned::start(args.vitrine.as_deref(), args.products == 0)?)
     } else {
         None
     };
+    if server_cpus.is_some() {
+        eprintln!(
+            "vitrine pinned to CPUs {}",
+            args.server_cpus.as_deref().unwrap_or("")
+        );
+    }
+    // Threads started from here on (the generator's runtime, its dispatcher) inherit it.
+    if let Some(cpus) = &client_cpus {
+        crate::cpus::pin_current_thread(cpus)?;
+        eprintln!(
+            "load generator pinned to CPUs {}",
+            args.client_cpus.as_deref().unwrap_or("")
+        );
+    }
     let authority = match &spawned {
         Some(server) => server.addr.to_string(),
         None => crate::authority(&args.target.server)?,
@@ -395,7 +431,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             let bytes = args
                 .baseline_bytes
                 .unwrap_or(vitrine.idle.mean_response_bytes as usize);
-            let server = Baseline::start(bytes)?;
+            let server = Baseline::start(bytes, server_cpus)?;
             // The same shoppers with the same seed: the same requests.
             let report = measure(
                 &traffic,
