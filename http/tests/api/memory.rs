@@ -3,7 +3,6 @@
 //! account's visitors at its bound and the process's memory under a stated limit,
 //! while known visitors keep their history.
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,11 +30,7 @@ fn body(visitor: &str, events: &serde_json::Value) -> String {
 }
 
 fn post(body: &str) -> Vec<u8> {
-    format!(
-        "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
+    crate::common::serverside_request(body)
 }
 
 /// Sends `requests` pipelined (`PIPELINE` in flight) on one connection; every answer
@@ -45,27 +40,12 @@ fn send_all(addr: std::net::SocketAddr, requests: impl Iterator<Item = Vec<u8>>)
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
         .unwrap();
-    let mut raw: Vec<u8> = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
     let mut requests = requests.peekable();
     while requests.peek().is_some() {
-        let batch: Vec<u8> = requests.by_ref().take(PIPELINE).flatten().collect();
-        let count = batch.windows(5).filter(|w| *w == b"POST ").count();
-        stream.write_all(&batch).unwrap();
-        let mut answered = 0;
-        while answered < count {
-            match vitrine_testkit::client::parse_response(&raw) {
-                Some((response, used)) => {
-                    assert_eq!(response.status, 200, "{}", response.body);
-                    raw.drain(..used);
-                    answered += 1;
-                }
-                None => {
-                    let n = stream.read(&mut buf).unwrap();
-                    assert!(n > 0, "the server closed the connection");
-                    raw.extend_from_slice(&buf[..n]);
-                }
-            }
+        let batch: Vec<Vec<u8>> = requests.by_ref().take(PIPELINE).collect();
+        let bytes: Vec<u8> = batch.concat();
+        for response in crate::common::pipeline(&mut stream, &bytes, batch.len()) {
+            assert_eq!(response.status, 200, "{}", response.body);
         }
     }
 }

@@ -307,22 +307,7 @@ fn items(resp: &Resp, zone: &str) -> Vec<String> {
 
 /// One request on an open connection, and its whole response.
 fn exchange(stream: &mut std::net::TcpStream, body: &str) -> Resp {
-    use std::io::{Read, Write};
-    let request = format!(
-        "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        if let Some((response, _)) = vitrine_testkit::client::parse_response(&raw) {
-            return Resp::from(response);
-        }
-        let n = stream.read(&mut buf).unwrap();
-        assert!(n > 0, "the connection closed");
-        raw.extend_from_slice(&buf[..n]);
-    }
+    crate::common::pipeline(stream, &crate::common::serverside_request(body), 1).remove(0)
 }
 
 #[test]
@@ -684,13 +669,16 @@ fn a_backup_taken_under_load_restores_every_delta_and_order_acknowledged_before_
     assert_eq!(code, 0, "{out_text}{err}");
     assert!(out_text.starts_with("restored "), "{out_text}");
     let server = Server::start_in(dir, Some(&config));
-    let statuses = server.post_json(
-        "/api/deltastatus",
-        &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": acked_deltas}),
-    );
-    assert_eq!(statuses.status, 200, "{}", statuses.body);
-    for status in statuses.json().as_array().unwrap() {
-        assert_eq!(status["Status"], 1, "{status}");
+    // In chunks within `max_tokens` (a slow machine acknowledges many before the backup).
+    for tokens in acked_deltas.chunks(500) {
+        let statuses = server.post_json(
+            "/api/deltastatus",
+            &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": tokens}),
+        );
+        assert_eq!(statuses.status, 200, "{}", statuses.body);
+        for status in statuses.json().as_array().unwrap() {
+            assert_eq!(status["Status"], 1, "{status}");
+        }
     }
     for order_id in &acked_orders {
         let again = server.serverside(json!({"events": [order_event(order_id)]}));
@@ -735,34 +723,10 @@ fn a_log_writer_behind_answers_503_with_retry_after_before_applying_anything() {
             let body = crate::common::serverside_body(json!({"visitorId": format!("burst-{i}"),
                 "events": [{"name": "product_view", "data": {"id": "P00001"}}]}))
             .to_string();
-            format!(
-                "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .into_bytes()
+            crate::common::serverside_request(&body)
         })
         .collect();
-    std::io::Write::write_all(&mut stream, &burst).unwrap();
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 65536];
-    let mut answers = Vec::new();
-    while answers.len() < 200 {
-        match vitrine_testkit::client::parse_response(&raw) {
-            Some((response, used)) => {
-                raw.drain(..used);
-                answers.push(Resp::from(response));
-            }
-            None => {
-                let n = std::io::Read::read(&mut stream, &mut buf).unwrap();
-                assert!(
-                    n > 0,
-                    "the connection closed after {} answers",
-                    answers.len()
-                );
-                raw.extend_from_slice(&buf[..n]);
-            }
-        }
-    }
+    let answers = crate::common::pipeline(&mut stream, &burst, 200);
     let refused: Vec<&Resp> = answers.iter().filter(|r| r.status == 503).collect();
     println!("{} of 200 refused", refused.len());
     assert!(

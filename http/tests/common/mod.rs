@@ -342,3 +342,41 @@ pub fn vendor_fixture(name: &str) -> Vec<u8> {
     );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
+
+/// A `POST /api/serverside` request with `body`, as bytes for an open connection.
+pub fn serverside_request(body: &str) -> Vec<u8> {
+    format!(
+        "POST /api/serverside HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Writes `requests` (whole HTTP requests, back to back) on an open connection and reads
+/// `count` responses, in order.
+pub fn pipeline(stream: &mut std::net::TcpStream, requests: &[u8], count: usize) -> Vec<Resp> {
+    stream
+        .write_all(requests)
+        .expect("the requests are written");
+    let mut raw: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut answers = Vec::with_capacity(count);
+    while answers.len() < count {
+        match client::parse_response(&raw) {
+            Some((response, used)) => {
+                raw.drain(..used);
+                answers.push(Resp::from(response));
+            }
+            None => {
+                let n = stream.read(&mut buf).expect("the connection is readable");
+                assert!(
+                    n > 0,
+                    "the connection closed after {} answers",
+                    answers.len()
+                );
+                raw.extend_from_slice(buf.get(..n).unwrap_or_default());
+            }
+        }
+    }
+    answers
+}
