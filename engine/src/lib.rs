@@ -45,4 +45,5 @@ pub mod zone;
 
 pub use account::{Account, AccountSettings, Evicted, MemoryBounds};
 pub use catalogue::{Catalogue, CatalogueBuilder, Product, ProductIdx};
+pub use compact_str::CompactString;
 pub use money::{Currency, Money};

@@ -3,6 +3,7 @@
 //! zone from the catalogue version the request loaded; plus the request and outcome
 //! types.
 
+use compact_str::CompactString;
 use smallvec::SmallVec;
 
 use crate::visitor::MAX_RECENT_VIEWS;
@@ -31,8 +32,8 @@ pub struct ServeRequest {
     pub currency: Option<Currency>,
     /// Events to record, in order.
     pub events: Vec<Event>,
-    /// Zone ids to fill, in order.
-    pub zones: Vec<String>,
+    /// Zone ids to fill, in order (inline: zone ids are short).
+    pub zones: Vec<CompactString>,
     /// Time of the request.
     pub now: UnixMillis,
     /// What the shopper searched for (`searchterm`), on a search results page.
@@ -149,7 +150,7 @@ impl Account {
             matches!(
                 spec.kind,
                 ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
-            ) && request.zones.contains(&spec.id)
+            ) && request.zones.iter().any(|zone| zone.as_str() == spec.id)
         });
         let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, affinities);
         drop(visitor);
@@ -197,11 +198,11 @@ impl Account {
                 .zones
                 .iter()
                 .enumerate()
-                .find(|(_, z)| z.id == *zone_id)
+                .find(|(_, z)| z.id == zone_id.as_str())
             else {
                 notices.push(Notice::UnknownZone {
                     zone: index,
-                    id: zone_id.clone(),
+                    id: zone_id.to_string(),
                 });
                 continue;
             };
@@ -211,7 +212,7 @@ impl Account {
             {
                 notices.push(Notice::ZoneNotOnPage {
                     zone: index,
-                    id: zone_id.clone(),
+                    id: zone_id.to_string(),
                     page_type,
                 });
                 continue;

@@ -218,7 +218,11 @@ pub fn parse<V: JsonValue>(
 /// A zone id: a string, or as the vendor's Magento module sends it, an object
 /// `{"id": "HP-01", "data": {...}}` (its `data` is not used).
 /// `index` is the item's place in `zones`; its JSON path is written only for an error.
-fn zone_id<V: JsonValue>(item: &V, index: usize, errors: &mut Errors) -> Option<String> {
+fn zone_id<V: JsonValue>(
+    item: &V,
+    index: usize,
+    errors: &mut Errors,
+) -> Option<vitrine_engine::CompactString> {
     let path = || index_path("zones", index);
     let (id, id_path) = if let Some(id) = item.as_text() {
         (id, None)
@@ -237,7 +241,7 @@ fn zone_id<V: JsonValue>(item: &V, index: usize, errors: &mut Errors) -> Option<
         );
         return None;
     }
-    Some(id.to_owned())
+    Some(id.into())
 }
 
 /// `currentUrl`: an absolute http(s) URL, or a page label without spaces such as the
@@ -298,7 +302,7 @@ fn client_id<V: JsonValue>(
         errors.push(key, "must be printable ASCII without spaces");
         return None;
     }
-    Some(id.to_owned())
+    Some(id.into())
 }
 
 fn notice_message(notice: &Notice) -> String {
