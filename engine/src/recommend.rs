@@ -300,11 +300,17 @@ pub struct RenderedItem {
     pub shared_price: bool,
 }
 
+/// A zone's items: up to [`INLINE_ITEMS`] without a heap allocation.
+pub type ZoneItems = smallvec::SmallVec<[RenderedItem; INLINE_ITEMS]>;
+
+/// Items of a zone kept inline (most zones show 4 to 12).
+pub const INLINE_ITEMS: usize = 12;
+
 /// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items,
 /// each with the price it shows.
-pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<RenderedItem> {
+pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
     // At most 100 items: a scan of `chosen` beats hashing.
-    let mut chosen: Vec<RenderedItem> = Vec::with_capacity(zone.count);
+    let mut chosen = ZoneItems::with_capacity(zone.count);
     let taken = |chosen: &[RenderedItem], idx: ProductIdx| chosen.iter().any(|c| c.product == idx);
     let strategies = || {
         zone.strategy

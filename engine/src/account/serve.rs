@@ -16,7 +16,7 @@ use crate::event::{Event, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
-use crate::recommend::{Context, fill_zone};
+use crate::recommend::{Context, ZoneItems, fill_zone};
 use crate::state::Tracked;
 use crate::visitor::{LiveVisitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
@@ -74,7 +74,7 @@ pub struct RenderedZone {
     /// The zone's definition: its position in [`ServeOutcome::settings`]' zones.
     pub spec: usize,
     /// Product items in display order (recommender-product zones).
-    pub items: Vec<RenderedItem>,
+    pub items: ZoneItems,
     /// Category or brand ids in display order (recommender-category and
     /// recommender-brand zones).
     pub names: Vec<String>,
@@ -262,7 +262,7 @@ fn fill(
                 spec.count,
                 |id| catalogue.category(id).is_some() || !catalogue.in_category(id).is_empty(),
             );
-            Vec::new()
+            ZoneItems::new()
         }
         ZoneKind::RecommenderBrand => {
             names = affinity(
@@ -272,9 +272,9 @@ fn fill(
                 spec.count,
                 |id| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty(),
             );
-            Vec::new()
+            ZoneItems::new()
         }
-        ZoneKind::ImageCarousel | ZoneKind::Image => Vec::new(),
+        ZoneKind::ImageCarousel | ZoneKind::Image => ZoneItems::new(),
     };
     RenderedZone {
         spec: position,
