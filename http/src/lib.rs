@@ -21,16 +21,16 @@
 //! - [`error`]: the error enum, status codes, error bodies.
 //! - [`api`]: one module per endpoint of the contract.
 //! - [`metrics`]: `GET /metrics`, the Prometheus text format.
-//! - [`reload`]: SIGHUP and `vitrine reload`: the configuration read again and put in force.
+//! - [`control`]: what `vitrine reload` (SIGHUP) and `vitrine backup` (SIGUSR1) ask a running server.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
 pub mod auth;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod metrics;
-pub mod reload;
 pub mod server;
 pub mod state;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use vitrine_http::config::{self, Config, Overrides};
-use vitrine_http::reload::{self, ConfigSource};
+use vitrine_http::control::{self, ConfigSource};
 use vitrine_http::state::AppState;
 
 mod import;
@@ -167,9 +167,9 @@ fn main() -> ExitCode {
             }
         },
         Command::Reload { data_dir, timeout } => {
-            match reload::request(
+            match control::request(
                 &data_dir,
-                reload::RELOAD,
+                control::RELOAD,
                 std::time::Duration::from_secs(timeout),
             ) {
                 Ok(status) if status.ok => {
@@ -256,7 +256,7 @@ fn backup(
     {
         Some(_) => {
             let status =
-                reload::request(data_dir, reload::FLUSH, timeout).map_err(anyhow::Error::msg)?;
+                control::request(data_dir, control::FLUSH, timeout).map_err(anyhow::Error::msg)?;
             anyhow::ensure!(status.ok, "{}", status.message);
             None
         }
@@ -317,10 +317,10 @@ fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
             None => None,
         };
         let shutdown = shutdown_signal()?;
-        let hangups = reload::hangups().context("listening for SIGHUP")?;
-        tokio::spawn(reload::on_hangup(Arc::clone(&state), source, hangups));
-        let flushes = reload::flush_requests().context("listening for SIGUSR1")?;
-        tokio::spawn(reload::on_flush_request(Arc::clone(&state), flushes));
+        let hangups = control::hangups().context("listening for SIGHUP")?;
+        tokio::spawn(control::on_hangup(Arc::clone(&state), source, hangups));
+        let flushes = control::flush_requests().context("listening for SIGUSR1")?;
+        tokio::spawn(control::on_flush_request(Arc::clone(&state), flushes));
         {
             let mut stdout = std::io::stdout().lock();
             writeln!(stdout, "{}", vitrine_http::ready_line(addr))

@@ -295,22 +295,27 @@ async fn bound_memory(state: Arc<AppState>) {
     let mut last_memory_check = Instant::now();
     loop {
         tick.tick().await;
-        let config = state.config();
+        // Copied out: the configuration is not held across the pass (a reload may
+        // replace it meanwhile).
+        let memory = state.config().memory;
         let sweep = last_sweep.is_none_or(|at| at.elapsed() >= RETENTION_SWEEP);
-        let over_memory = last_memory_check.elapsed() >= MEMORY_CHECK
-            && config.memory.max_rss_mb.is_some_and(|mb| {
-                last_memory_check = Instant::now();
-                resident_bytes().is_some_and(|rss| rss > mb << 20)
-            });
+        let check_memory = last_memory_check.elapsed() >= MEMORY_CHECK;
+        if check_memory {
+            last_memory_check = Instant::now();
+        }
+        let over_memory = check_memory
+            && memory
+                .max_rss_mb
+                .is_some_and(|mb| resident_bytes().is_some_and(|rss| rss > mb << 20));
         let mut work = Vec::new();
         for entry in state.accounts() {
             let mut bounds = MemoryBounds {
                 max_visitors: entry.config.max_visitors,
-                visitor_idle_millis: i64::try_from(config.memory.visitor_retention_days)
+                visitor_idle_millis: i64::try_from(memory.visitor_retention_days)
                     .unwrap_or(i64::MAX)
                     .saturating_mul(86_400_000),
                 max_sessions: entry.config.max_visitors,
-                max_order_ids: config.memory.max_order_ids,
+                max_order_ids: memory.max_order_ids,
             };
             if over_memory {
                 let floor = entry.config.max_visitors.min(1_000);
@@ -328,7 +333,7 @@ async fn bound_memory(state: Arc<AppState>) {
         }
         if over_memory {
             tracing::warn!(
-                max_rss_mb = config.memory.max_rss_mb,
+                max_rss_mb = memory.max_rss_mb,
                 "resident memory over the budget; evicting least recently seen visitors"
             );
         }

@@ -524,9 +524,17 @@ impl Wal {
     /// Fails with [`Error::Backlog`] when an append that does not wait would be refused
     /// now.
     pub fn check_backlog(&self) -> Result<()> {
+        if self.policy == SyncPolicy::Always {
+            return Ok(());
+        }
+        self.backlog_room()
+    }
+
+    /// [`Error::Backlog`] when the records waiting for the writer are at the bound.
+    fn backlog_room(&self) -> Result<()> {
         let waiting = self.stats.waiting.load(Ordering::Relaxed);
         let limit = self.max_backlog.load(Ordering::Relaxed);
-        if waiting >= limit && self.policy != SyncPolicy::Always {
+        if waiting >= limit {
             return Err(Error::Backlog { waiting, limit });
         }
         Ok(())
@@ -537,10 +545,8 @@ impl Wal {
             return Err(Error::Wal(refusal(&failure)));
         }
         let waits = append.reply.is_some();
-        let waiting = self.stats.waiting.load(Ordering::Relaxed);
-        let limit = self.max_backlog.load(Ordering::Relaxed);
-        if !waits && waiting >= limit {
-            return Err(Error::Backlog { waiting, limit });
+        if !waits {
+            self.backlog_room()?;
         }
         self.stats.waiting.fetch_add(1, Ordering::Relaxed);
         let sent = match self.sender.read() {

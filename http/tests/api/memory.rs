@@ -65,6 +65,17 @@ fn metric(server: &Server, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} is not in the scrape"))
 }
 
+/// The account's `vitrine_evictions_total` for `reason`.
+fn evictions(server: &Server, reason: &str) -> f64 {
+    server
+        .get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with("vitrine_evictions_total") && l.contains(&format!("\"{reason}\"")))
+        .and_then(|l| l.rsplit_once(' ')?.1.parse().ok())
+        .unwrap_or_else(|| panic!("no evictions for {reason} in the scrape"))
+}
+
 fn recently_viewed(server: &Server, visitor: &str) -> Vec<String> {
     let resp: Resp = server.post(
         "/api/serverside",
@@ -169,13 +180,7 @@ fn a_million_new_visitor_ids_keep_visitors_at_the_bound_and_known_ones_keep_thei
     // passes it by at most what arrives meanwhile.
     assert!(most <= BOUND as f64 * 1.2, "{most} visitors at one point");
     assert!(rss < RSS_LIMIT, "{rss} bytes resident");
-    let evicted = server
-        .get("/metrics")
-        .body
-        .lines()
-        .find(|l| l.starts_with("vitrine_evictions_total") && l.contains("visitor_capacity"))
-        .and_then(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .unwrap();
+    let evicted = evictions(&server, "visitor_capacity");
     assert!(evicted >= (FLOOD - BOUND) as f64, "{evicted} evicted");
     for (i, visitor) in known.iter().enumerate() {
         assert_eq!(
@@ -206,13 +211,7 @@ fn over_the_memory_budget_the_least_recently_seen_visitors_go_a_tenth_at_a_time(
         Duration::from_secs(240),
         || (metric(&server, "vitrine_visitors") <= 1_000.0).then_some(()),
     );
-    let evicted = server
-        .get("/metrics")
-        .body
-        .lines()
-        .find(|l| l.starts_with("vitrine_evictions_total") && l.contains("visitor_memory"))
-        .and_then(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .unwrap();
+    let evicted = evictions(&server, "visitor_memory");
     assert!(evicted >= 2_000.0, "{evicted}");
     assert!(
         server.log().contains("resident memory over the budget"),
