@@ -35,7 +35,7 @@ fn id(i: usize) -> String {
 fn visit(account: &Account, rng: &mut Rng, products: usize, visitor: usize, now: i64) {
     let mut events: Vec<Event> = (0..4)
         .map(|_| Event::ProductView {
-            id: id(rng.below(products as u64) as usize),
+            id: id(rng.below(products as u64) as usize).into(),
         })
         .collect();
     if visitor.is_multiple_of(10) {

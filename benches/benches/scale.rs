@@ -91,7 +91,7 @@ fn scale(c: &mut Criterion) {
         let mut events = Vec::with_capacity(3);
         for _ in 0..3 {
             events.push(Event::ProductView {
-                id: product_id(rng.skewed(products)),
+                id: product_id(rng.skewed(products)).into(),
             });
         }
         account.serve(ServeRequest {

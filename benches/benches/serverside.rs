@@ -43,11 +43,11 @@ fn engine_serve(c: &mut Criterion) {
                 events: vec![
                     Event::PageView {
                         page_type: PageType::ProductPage,
-                        product_id: Some(product.clone()),
+                        product_id: Some(product.as_str().into()),
                         category_id: None,
                         brand_id: None,
                     },
-                    Event::ProductView { id: product },
+                    Event::ProductView { id: product.into() },
                 ],
                 zones: vec!["PP-01".into(), "PP-02".into()],
                 now: 1_800_000_000_000 + n as i64,

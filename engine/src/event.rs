@@ -1,6 +1,7 @@
 //! Tracking events as the engine sees them: already validated, typed, free of wire
 //! details. `vitrine-http` converts the JSON of `/api/serverside` into these.
 
+use compact_str::CompactString;
 use time::Date;
 
 /// A date of birth, kept as its Julian day number (so that it archives as a plain
@@ -138,21 +139,21 @@ pub enum Event {
         /// The kind of page.
         page_type: PageType,
         /// Product on a product page.
-        product_id: Option<String>,
+        product_id: Option<CompactString>,
         /// Category on a category listing page.
-        category_id: Option<String>,
+        category_id: Option<CompactString>,
         /// Brand on a brand page.
-        brand_id: Option<String>,
+        brand_id: Option<CompactString>,
     },
     /// `product_view`
     ProductView {
         /// Product id.
-        id: String,
+        id: CompactString,
     },
     /// `product_rate`
     ProductRate {
         /// Product id.
-        id: String,
+        id: CompactString,
         /// The rating given.
         rating: f64,
     },

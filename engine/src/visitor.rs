@@ -4,6 +4,8 @@
 
 use std::collections::VecDeque;
 
+use compact_str::CompactString;
+
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
 use crate::models::ProductKeys;
@@ -38,20 +40,20 @@ pub struct OrderRecord {
 #[derive(Debug, Clone, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Visitor {
     /// Product ids viewed, oldest first, at most [`MAX_RECENT_VIEWS`], no repeats.
-    pub recent_views: VecDeque<String>,
+    pub recent_views: VecDeque<CompactString>,
     /// The current basket.
     pub basket: Vec<BasketLine>,
     /// Product ids bought, oldest first, at most [`MAX_PURCHASED`].
-    pub purchased: VecDeque<String>,
+    pub purchased: VecDeque<CompactString>,
     /// Orders of this visitor.
     pub orders: VecDeque<OrderRecord>,
     /// (product id, rating), oldest first.
     pub ratings: VecDeque<(String, f64)>,
     /// (category id, weight) of the categories the visitor browsed, at most
     /// [`MAX_AFFINITIES`].
-    pub categories: Vec<(String, f64)>,
+    pub categories: Vec<(CompactString, f64)>,
     /// (brand id, weight) of the brands the visitor browsed, at most [`MAX_AFFINITIES`].
-    pub brands: Vec<(String, f64)>,
+    pub brands: Vec<(CompactString, f64)>,
     /// The identifiers linked to this visitor.
     pub identity: Identity,
     /// Personal details last given.
@@ -70,14 +72,18 @@ impl Visitor {
             Some(pos) => self.recent_views.remove(pos),
             None => None,
         };
-        let id = id.unwrap_or_else(|| product_id.to_owned());
+        let id = id.unwrap_or_else(|| CompactString::from(product_id));
         push_bounded(&mut self.recent_views, id, MAX_RECENT_VIEWS);
     }
 
     /// Records a purchased product.
     pub fn record_purchase(&mut self, product_id: &str) {
         if !self.purchased.iter().any(|p| p == product_id) {
-            push_bounded(&mut self.purchased, product_id.to_owned(), MAX_PURCHASED);
+            push_bounded(
+                &mut self.purchased,
+                CompactString::from(product_id),
+                MAX_PURCHASED,
+            );
         }
     }
 
@@ -143,7 +149,7 @@ struct Purchases {
     /// How many purchases there were, and the last one: purchases are only added (the
     /// oldest making room), so these two tell whether any was since.
     len: usize,
-    last: Option<String>,
+    last: Option<CompactString>,
     idx: Vec<ProductIdx>,
 }
 
@@ -295,7 +301,7 @@ impl std::ops::Deref for LiveVisitor {
 }
 
 /// Adds `weight` to `name` in a bounded affinity list.
-pub fn add_affinity(list: &mut Vec<(String, f64)>, name: &str, weight: f64) {
+pub fn add_affinity(list: &mut Vec<(CompactString, f64)>, name: &str, weight: f64) {
     if let Some(entry) = list.iter_mut().find(|(n, _)| n == name) {
         entry.1 += weight;
         return;
@@ -309,14 +315,14 @@ pub fn add_affinity(list: &mut Vec<(String, f64)>, name: &str, weight: f64) {
     {
         list.swap_remove(weakest);
     }
-    list.push((name.to_owned(), weight));
+    list.push((CompactString::from(name), weight));
 }
 
 /// An affinity list's names, strongest first (ties by name).
-pub fn strongest(list: &[(String, f64)]) -> Vec<String> {
-    let mut sorted: Vec<&(String, f64)> = list.iter().collect();
+pub fn strongest(list: &[(CompactString, f64)]) -> Vec<String> {
+    let mut sorted: Vec<&(CompactString, f64)> = list.iter().collect();
     sorted.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    sorted.into_iter().map(|(n, _)| n.clone()).collect()
+    sorted.into_iter().map(|(n, _)| n.to_string()).collect()
 }
 
 fn merge(into: &mut Option<String>, from: &Option<String>) {
@@ -344,11 +350,14 @@ mod tests {
         }
         assert_eq!(visitor.recent_views.len(), MAX_RECENT_VIEWS);
         assert_eq!(
-            visitor.recent_views.front().map(String::as_str),
+            visitor.recent_views.front().map(CompactString::as_str),
             Some("p10")
         );
         visitor.record_view("p10");
-        assert_eq!(visitor.recent_views.back().map(String::as_str), Some("p10"));
+        assert_eq!(
+            visitor.recent_views.back().map(CompactString::as_str),
+            Some("p10")
+        );
         assert_eq!(visitor.recent_views.len(), MAX_RECENT_VIEWS);
     }
 

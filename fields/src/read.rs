@@ -289,7 +289,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         let found = match self.object.member(key) {
             Some(v) => Some(v),
             None if self.keys == KeyMatch::FirstLetterEitherCase => {
-                self.object.member(&swap_first_letter_case(key))
+                with_first_letter_swapped(key, |swapped| self.object.member(swapped))
             }
             None => None,
         };
@@ -577,6 +577,26 @@ pub fn number_text(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|n| n.is_finite())
 }
 
+/// Calls `f` with `key` whose first letter's case is swapped: in a stack buffer for the
+/// short ASCII names fields have, so a lookup allocates nothing.
+fn with_first_letter_swapped<R>(key: &str, f: impl FnOnce(&str) -> R) -> R {
+    const SHORT: usize = 64;
+    let mut buffer = [0u8; SHORT];
+    if let Some(copy) = buffer.get_mut(..key.len())
+        && let Some(first) = key.as_bytes().first()
+        && first.is_ascii_alphabetic()
+    {
+        copy.copy_from_slice(key.as_bytes());
+        if let Some(first) = copy.first_mut() {
+            *first ^= 0x20;
+        }
+        if let Ok(swapped) = std::str::from_utf8(copy) {
+            return f(swapped);
+        }
+    }
+    f(&swap_first_letter_case(key))
+}
+
 fn swap_first_letter_case(key: &str) -> String {
     let mut chars = key.chars();
     match chars.next() {
@@ -591,6 +611,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn first_letter_swaps_case_for_ascii_and_other_names() {
+        let swapped = |key: &str| with_first_letter_swapped(key, str::to_owned);
+        assert_eq!(swapped("productId"), "ProductId");
+        assert_eq!(swapped("ProductId"), "productId");
+        assert_eq!(swapped("éclair"), "Éclair");
+        assert_eq!(swapped("1st"), "1st");
+        assert_eq!(swapped(""), "");
+        let long = format!("a{}", "b".repeat(100));
+        assert_eq!(swapped(&long), format!("A{}", "b".repeat(100)));
+    }
 
     #[test]
     fn plugin_readers_take_whole_numbers_as_ids_and_numeric_strings_as_numbers() {

@@ -220,15 +220,20 @@ pub fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(found)
 }
 
+/// Appends one record to `out`: length, CRC32C, then the body (sequence, kind,
+/// payload), the checksum taken over the body's parts in turn (no copy of it).
 fn encode(sequence: u64, kind: u8, payload: &[u8], out: &mut Vec<u8>) {
-    let body_len = 8 + 1 + payload.len();
-    let mut body = Vec::with_capacity(body_len);
-    body.extend_from_slice(&sequence.to_le_bytes());
-    body.push(kind);
-    body.extend_from_slice(payload);
+    let mut head = [0u8; 9];
+    let (number, kind_byte) = head.split_at_mut(8);
+    number.copy_from_slice(&sequence.to_le_bytes());
+    kind_byte.copy_from_slice(&[kind]);
+    let body_len = head.len() + payload.len();
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head), payload);
+    out.reserve(8 + body_len);
     out.extend_from_slice(&(body_len as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    out.extend_from_slice(&body);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(payload);
 }
 
 /// Where a segment ends early and why: (byte offset, reason).

@@ -35,7 +35,9 @@ use time::Date;
 
 pub use identity::Erasure;
 use identity::IdentityKey;
-pub use serve::{MAX_DEVICES, Notice, RenderedItem, RenderedZone, ServeOutcome, ServeRequest};
+pub use serve::{
+    MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome, ServeRequest,
+};
 pub use track::customer_visitor_id;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};

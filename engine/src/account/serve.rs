@@ -80,6 +80,9 @@ pub struct RenderedZone {
     pub names: Vec<String>,
 }
 
+/// A request's filled zones: two (a typical page's) without a heap allocation.
+pub type RenderedZones = SmallVec<[RenderedZone; 2]>;
+
 /// What a server-side call produced.
 #[derive(Debug)]
 pub struct ServeOutcome {
@@ -89,7 +92,7 @@ pub struct ServeOutcome {
     /// while it is answered).
     pub settings: Arc<AccountSettings>,
     /// Filled zones, in request order.
-    pub zones: Vec<RenderedZone>,
+    pub zones: RenderedZones,
     /// The catalogue version the items index into.
     pub catalogue: Arc<Catalogue>,
     /// The request's events as applied, for the write-ahead log.
@@ -192,7 +195,7 @@ impl Account {
             search: search.as_deref(),
         };
 
-        let mut zones = Vec::with_capacity(request.zones.len());
+        let mut zones = RenderedZones::with_capacity(request.zones.len());
         for (index, zone_id) in request.zones.iter().enumerate() {
             let Some((position, spec)) = settings
                 .zones

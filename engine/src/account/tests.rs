@@ -320,7 +320,7 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
         for v in 0..5 {
             let mut events: Vec<Event> = (0..4)
                 .map(|_| Event::ProductView {
-                    id: ids[next(40) as usize].clone(),
+                    id: ids[next(40) as usize].as_str().into(),
                 })
                 .collect();
             if next(3) == 0 {
@@ -441,7 +441,7 @@ fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
     let made_up = crate::models::UNCATALOGUED_KEYS + 5_000;
     let events: Vec<Event> = (0..made_up)
         .map(|i| Event::ProductView {
-            id: format!("no-such-product-{i}"),
+            id: format!("no-such-product-{i}").into(),
         })
         .chain(["a", "b", "c"].map(|id| Event::ProductView { id: id.into() }))
         .collect();
@@ -463,7 +463,7 @@ fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
             .unwrap()
             .recent_views
             .back()
-            .map(String::as_str),
+            .map(compact_str::CompactString::as_str),
         Some("c")
     );
 }

@@ -13,6 +13,7 @@
 //! - ids may be whole JSON numbers (`"userid": 5`), numbers may be numeric strings
 //!   (`"qty": "1.0000"`), `customer_details` takes `groupid` as well as `group_id`.
 
+use vitrine_engine::CompactString;
 use vitrine_engine::event::{
     BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
 };
@@ -97,10 +98,10 @@ pub(super) fn event<V: JsonValue>(
     let event = match name {
         "page_view" => page_view(&data, list.is_some_and(<[V]>::is_empty), errors),
         "product_view" => Event::ProductView {
-            id: id_field(&data, "id", true, errors).unwrap_or_default(),
+            id: compact_id_field(&data, "id", true, errors).unwrap_or_default(),
         },
         "product_rate" => Event::ProductRate {
-            id: id_field(&data, "id", true, errors).unwrap_or_default(),
+            id: compact_id_field(&data, "id", true, errors).unwrap_or_default(),
             rating: data
                 .req_number_or_text("rating", errors)
                 .unwrap_or_default(),
@@ -172,9 +173,9 @@ fn page_view<V: JsonValue>(
     };
     Event::PageView {
         page_type: page_type.unwrap_or(PageType::Other),
-        product_id: id_field(data, "product_id", false, errors),
-        category_id: id_field(data, "category_id", false, errors),
-        brand_id: id_field(data, "brand_id", false, errors),
+        product_id: compact_id_field(data, "product_id", false, errors),
+        category_id: compact_id_field(data, "category_id", false, errors),
+        brand_id: compact_id_field(data, "brand_id", false, errors),
     }
 }
 
@@ -301,13 +302,24 @@ fn id_field<V: JsonValue>(
     required: bool,
     errors: &mut Errors,
 ) -> Option<String> {
+    compact_id_field(data, key, required, errors).map(String::from)
+}
+
+/// [`id_field`] as a [`CompactString`]: ids of up to 24 bytes (most store ids) are kept
+/// inline, without a heap allocation.
+fn compact_id_field<V: JsonValue>(
+    data: &Fields<'_, '_, V>,
+    key: &str,
+    required: bool,
+    errors: &mut Errors,
+) -> Option<CompactString> {
     let id = if required {
         data.req_id_text(key, errors)?
     } else {
         data.opt_id_text(key, errors).filter(|id| !id.is_empty())?
     };
     match check_id(&id) {
-        Ok(()) => Some(id.into_owned()),
+        Ok(()) => Some(CompactString::from(id.as_ref())),
         Err(message) => {
             errors.push(data.path_of(key), message);
             None
