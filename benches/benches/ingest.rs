@@ -104,8 +104,8 @@ fn ingest(c: &mut Criterion) {
                 visitor_id: None,
                 session_id: None,
                 currency: None,
-                events: vec![],
-                zones: vec!["HP-01".into()],
+                events: vec![].into(),
+                zones: vec!["HP-01".into()].into(),
                 now: 1_800_000_000_000,
             });
             assert_eq!(outcome.zones[0].items.len(), 8);

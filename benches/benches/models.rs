@@ -58,8 +58,8 @@ fn visit(account: &Account, rng: &mut Rng, products: usize, visitor: usize, now:
         visitor_id: Some(format!("v{visitor}")),
         session_id: None,
         currency: None,
-        events,
-        zones: vec![],
+        events: events.into(),
+        zones: vec![].into(),
         now,
     });
 }

@@ -99,8 +99,8 @@ fn scale(c: &mut Criterion) {
             visitor_id: Some(format!("visitor-{v:07}")),
             session_id: None,
             currency: None,
-            events,
-            zones: vec![],
+            events: events.into(),
+            zones: vec![].into(),
             now: 1_800_000_000_000 + v as i64,
         });
     }

@@ -48,8 +48,9 @@ fn engine_serve(c: &mut Criterion) {
                         brand_id: None,
                     },
                     Event::ProductView { id: product.into() },
-                ],
-                zones: vec!["PP-01".into(), "PP-02".into()],
+                ]
+                .into(),
+                zones: vec!["PP-01".into(), "PP-02".into()].into(),
                 now: 1_800_000_000_000 + n as i64,
             };
             let outcome = account.serve(request);

@@ -131,6 +131,10 @@ pub struct Order {
     pub details: PersonalDetails,
 }
 
+/// A request's events: two (a typical page's) without a heap allocation; archived as
+/// a vector.
+pub type Events = smallvec::SmallVec<[Event; 2]>;
+
 /// A tracking event of `/api/serverside`.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Event {

@@ -3,7 +3,7 @@
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
 use crate::catalogue::UnixMillis;
-use crate::event::Event;
+use crate::event::Events;
 use crate::models::Decaying;
 use crate::visitor::Visitor;
 
@@ -18,7 +18,7 @@ pub struct Tracked {
     /// Time of the request.
     pub now: UnixMillis,
     /// The events, in request order.
-    pub events: Vec<Event>,
+    pub events: Events,
 }
 
 /// What an identity key names.

@@ -106,8 +106,8 @@ fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) 
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: None,
-        events,
-        zones: vec![],
+        events: events.into(),
+        zones: vec![].into(),
         now,
     });
 }
@@ -119,8 +119,8 @@ fn zone(account: &Account, visitor: &str, events: Vec<Event>, currency: &str) ->
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: Some(testkit::currency(currency)),
-        events,
-        zones: vec!["Z".into()],
+        events: events.into(),
+        zones: vec!["Z".into()].into(),
         now: T0 + 1_000,
     });
     outcome.zones[0]
@@ -347,8 +347,8 @@ fn names(account: &Account, visitor: &str, events: Vec<Event>) -> Vec<String> {
         visitor_id: Some(visitor.into()),
         session_id: None,
         currency: None,
-        events,
-        zones: vec!["Z".into()],
+        events: events.into(),
+        zones: vec!["Z".into()].into(),
         now: T0 + 1_000,
     });
     outcome.zones[0].names.clone()

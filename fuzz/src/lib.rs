@@ -475,8 +475,9 @@ fn state_seed() -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
             },
             Event::ProductView { id: "a".into() },
             Event::ProductView { id: "b".into() },
-        ],
-        zones: vec!["Z".into()],
+        ]
+        .into(),
+        zones: vec!["Z".into()].into(),
         now: 1_800_000_000_000,
         search: None,
     });

@@ -37,6 +37,7 @@ pub use identity::Erasure;
 use identity::IdentityKey;
 pub use serve::{
     MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome, ServeRequest,
+    ZoneIds,
 };
 pub use track::customer_visitor_id;
 

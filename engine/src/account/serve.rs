@@ -12,7 +12,7 @@ use std::sync::{Arc, LazyLock};
 use super::track::PageContext;
 use super::{Account, AccountSettings, new_id};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::{Event, Identity, PageType};
+use crate::event::{Events, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
@@ -31,9 +31,9 @@ pub struct ServeRequest {
     /// `currency`, when given.
     pub currency: Option<Currency>,
     /// Events to record, in order.
-    pub events: Vec<Event>,
+    pub events: Events,
     /// Zone ids to fill, in order (inline: zone ids are short).
-    pub zones: Vec<CompactString>,
+    pub zones: ZoneIds,
     /// Time of the request.
     pub now: UnixMillis,
     /// What the shopper searched for (`searchterm`), on a search results page.
@@ -79,6 +79,9 @@ pub struct RenderedZone {
     /// recommender-brand zones).
     pub names: Vec<String>,
 }
+
+/// The zone ids a request asks for: four without a heap allocation.
+pub type ZoneIds = SmallVec<[CompactString; 4]>;
 
 /// A request's filled zones: two (a typical page's) without a heap allocation.
 pub type RenderedZones = SmallVec<[RenderedZone; 2]>;

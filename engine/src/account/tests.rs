@@ -28,8 +28,8 @@ fn request(
         visitor_id: Some(visitor.into()),
         session_id: session.map(str::to_owned),
         currency: None,
-        events,
-        zones: vec!["RV".into()],
+        events: events.into(),
+        zones: vec!["RV".into()].into(),
         now,
     }
 }
@@ -231,7 +231,7 @@ fn an_order_placed_by_staff_counts_for_the_customer_and_the_models_not_the_staff
     // Units sold count for top sellers: a and b (2 units each), c sold none.
     account.rebuild_models();
     let mut top = request("anyone", None, vec![], T0 + 3);
-    top.zones = vec!["TS".into()];
+    top.zones = vec!["TS".into()].into();
     let outcome = account.serve(top);
     let ids = first_zone_ids(&outcome);
     let mut sold = ids.clone();
@@ -280,7 +280,7 @@ fn a_search_term_puts_matching_products_first() {
     let zone = testing::zone("T", Strategy::Trending, 3);
     let account = testing::account(vec![zone], testing::catalogue(products));
     let mut searched = request("v", None, vec![], T0);
-    searched.zones = vec!["T".into()];
+    searched.zones = vec!["T".into()].into();
     searched.search = Some("HAT".into());
     let outcome = account.serve(searched);
     let ids = first_zone_ids(&outcome);

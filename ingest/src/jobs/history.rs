@@ -69,7 +69,7 @@ impl AccountJobs {
                 visitor_id: String::new(),
                 session_id: String::new(),
                 now,
-                events,
+                events: events.into(),
             };
             let payload = log::encode_tracked(&tracked)
                 .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;

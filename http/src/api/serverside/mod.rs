@@ -151,7 +151,7 @@ pub fn parse<V: JsonValue>(
         },
         None => None,
     };
-    let mut events = Vec::new();
+    let mut events = vitrine_engine::event::Events::new();
     if let Some(items) = fields.opt_array("events", errors) {
         if items.len() > limits.max_events {
             errors.push(
@@ -184,7 +184,7 @@ pub fn parse<V: JsonValue>(
             });
         }
     }
-    let mut zones = Vec::new();
+    let mut zones = vitrine_engine::account::ZoneIds::new();
     if let Some(items) = fields.opt_array("zones", errors) {
         if items.len() > limits.max_zones {
             errors.push(
