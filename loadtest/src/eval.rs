@@ -60,7 +60,7 @@ pub(crate) enum PageKind {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Kind {
+pub(crate) enum Kind {
     View,
     Basket,
     Order,
@@ -68,15 +68,15 @@ enum Kind {
 }
 
 #[derive(Debug, Clone)]
-struct Interaction {
-    visitor: String,
-    product: String,
-    timestamp: i64,
-    kind: Kind,
+pub(crate) struct Interaction {
+    pub(crate) visitor: String,
+    pub(crate) product: String,
+    pub(crate) timestamp: i64,
+    pub(crate) kind: Kind,
 }
 
 /// Reads the interactions file; errors name the line.
-fn read_interactions(path: &Path) -> anyhow::Result<Vec<Interaction>> {
+pub(crate) fn read_interactions(path: &Path) -> anyhow::Result<Vec<Interaction>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines().enumerate();

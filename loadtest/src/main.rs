@@ -5,6 +5,8 @@
 //!   hyper baseline (`run.rs`, `drive.rs`, the shoppers in `vitrine_benches::traffic`,, `baseline.rs`,
 //!   `provision.rs`).
 //! - `eval`, `gen-interactions`: recommendation quality (`eval.rs`).
+//! - `quality`: Vitrine's zones against published recommenders on a public dataset
+//!   (`quality/`).
 //! - `gen-feed`: a synthetic product feed.
 //! - `crash`: a crash loop with fault injection (`crash.rs`).
 
@@ -20,6 +22,7 @@ mod crash;
 mod drive;
 mod eval;
 mod provision;
+mod quality;
 mod run;
 
 use anyhow::Context;
@@ -51,6 +54,10 @@ enum Command {
     /// Quality of one zone: replay interactions, hold out each visitor's last views, score
     /// the zone's items (HR@K, NDCG@K, MRR, coverage) next to a most-popular baseline.
     Eval(eval::EvalArgs),
+    /// Vitrine's zones against published recommenders (most popular, item-kNN, EASE,
+    /// ALS, Markov, sequential rules, V-SKNN) on the same split of a dataset: HR@K,
+    /// NDCG@K, MRR@K, coverage and each zone's ratio to the best with a 95 % interval.
+    Quality(quality::QualityArgs),
     /// Write interactions with planted structure (clusters of products browsed together)
     /// over the demo catalogue's product ids, for `eval`.
     GenInteractions {
@@ -141,6 +148,7 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => run::run(*args),
         Command::Crash(args) => crash::crash(args),
         Command::Eval(args) => eval::eval(args),
+        Command::Quality(args) => quality::quality(args),
         Command::GenInteractions {
             visitors,
             products,

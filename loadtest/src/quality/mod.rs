@@ -1,0 +1,369 @@
+//! `vitrine-loadtest quality`: Vitrine's zones against published recommenders on the
+//! same interactions and the same questions.
+//!
+//! The split (`data.rs`): each visitor's last `--holdout` interactions are test
+//! points and the one before them a validation point. Round 0 (validation) tunes each
+//! baseline: every setting of its grid (`baselines.rs`) is fitted on what precedes the
+//! validation points and the best hit rate on them chosen. Rounds 1..=holdout test:
+//! every method is fitted on what precedes the round's points and asked, for every
+//! evaluated visitor, for the top `--k` products the visitor has not interacted with;
+//! then the round's points are revealed (to Vitrine: sent through `/api/serverside`,
+//! as a store would) before the next round. Vitrine (`vitrine.rs`) learns online
+//! from everything sent; each zone is asked on the product page of the visitor's
+//! latest product. Scores (`metrics.rs`): HR@K, NDCG@K, MRR@K, coverage, and each zone's
+//! hit rate over the best baseline's with a bootstrapped 95 % interval.
+
+mod baselines;
+mod data;
+mod metrics;
+mod vitrine;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use rayon::prelude::*;
+use serde_json::{Value, json};
+
+use self::baselines::{Method, Recommender, Training};
+use self::data::{Dataset, Query};
+use self::metrics::{Results, mix, ratio_interval, top_k};
+
+/// Settings of `vitrine-loadtest quality`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct QualityArgs {
+    /// CSV with the header `visitor,product,timestamp,event` (event: view, basket,
+    /// order or rate:<n>), e.g. from `loadtest/datasets/fetch.py`.
+    #[arg(long)]
+    interactions: PathBuf,
+    /// CSV with the header `product,title,categories` (categories separated by `|`):
+    /// the catalogue's titles and categories (`similar` needs them).
+    #[arg(long)]
+    items: Option<PathBuf>,
+    /// Test points per visitor (each visitor's last interactions).
+    #[arg(long, default_value_t = 3)]
+    holdout: usize,
+    /// Products scored per question.
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    /// Vitrine strategies evaluated, one zone each.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "personalized,viewed_together,similar,trending"
+    )]
+    strategies: Vec<String>,
+    /// Baselines compared (default: all of them).
+    #[arg(long, value_delimiter = ',')]
+    methods: Vec<String>,
+    /// The `vitrine` binary (default: the one next to this tool).
+    #[arg(long)]
+    vitrine: Option<PathBuf>,
+    /// Bootstrap resamples of the intervals.
+    #[arg(long, default_value_t = 1000)]
+    resamples: usize,
+    /// Seed of tie-breaking, ALS starts and the bootstrap.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where the JSON report is written.
+    #[arg(long, default_value = "quality-report.json")]
+    out: PathBuf,
+}
+
+/// One baseline's validation and test results.
+struct Evaluated {
+    chosen: Method,
+    validation: Vec<(String, f64)>,
+    test: Results,
+}
+
+/// Runs the comparison and writes the report.
+pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
+    if args.k == 0 {
+        bail!("--k must be at least 1");
+    }
+    let started = Instant::now();
+    let interactions = crate::eval::read_interactions(&args.interactions)?;
+    let data = Dataset::new(interactions, args.items.as_deref(), args.holdout)?;
+    if data.evaluated() == 0 {
+        bail!(
+            "no visitor has the {} interactions a test needs (--holdout {} + validation + one to learn from)",
+            args.holdout + 2,
+            args.holdout
+        );
+    }
+    println!(
+        "{} interactions, {} visitors ({} evaluated), {} products; {} test rounds, k = {}",
+        data.interaction_count(),
+        data.visitors.len(),
+        data.evaluated(),
+        data.item_count(),
+        args.holdout,
+        args.k
+    );
+
+    let mut grid = Method::grid();
+    if !args.methods.is_empty() {
+        grid.retain(|group| args.methods.iter().any(|m| m == group[0].name()));
+        if grid.len() != args.methods.len() {
+            bail!(
+                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, got {:?}",
+                args.methods
+            );
+        }
+    }
+    let mut baselines = Vec::new();
+    for group in grid {
+        let evaluated = evaluate_baseline(&data, &group, &args)?;
+        println!(
+            "  {:<17} {:<48} validation HR@{} {:.4}, test HR@{} {:.4}",
+            evaluated.chosen.name(),
+            evaluated.chosen.params(),
+            args.k,
+            evaluated.validation.iter().map(|v| v.1).fold(0.0, f64::max),
+            args.k,
+            evaluated.test.hit_rate()
+        );
+        baselines.push(evaluated);
+    }
+
+    let zones = evaluate_vitrine(&data, &args)?;
+
+    let best = baselines
+        .iter()
+        .max_by(|a, b| a.test.hit_rate().total_cmp(&b.test.hit_rate()))
+        .context("no baseline was evaluated")?;
+    let mut report_baselines = serde_json::Map::new();
+    for b in &baselines {
+        let mut summary = b.test.summary(data.item_count());
+        summary["params"] = json!(b.chosen.params());
+        summary["validation_hr_at_k"] = json!(
+            b.validation
+                .iter()
+                .map(|(p, hr)| json!({"params": p, "hr_at_k": hr}))
+                .collect::<Vec<_>>()
+        );
+        report_baselines.insert(b.chosen.name().to_owned(), summary);
+    }
+    let mut report_zones = serde_json::Map::new();
+    println!(
+        "\nmethod              HR@{k:<3}  NDCG@{k:<3} MRR@{k:<3}  coverage",
+        k = args.k
+    );
+    let line = |name: &str, s: &Value| {
+        println!(
+            "{name:<19} {:.4}  {:.4}   {:.4}   {:.4}",
+            s["hr_at_k"].as_f64().unwrap_or(0.0),
+            s["ndcg_at_k"].as_f64().unwrap_or(0.0),
+            s["mrr_at_k"].as_f64().unwrap_or(0.0),
+            s["coverage"].as_f64().unwrap_or(0.0)
+        );
+    };
+    for b in &baselines {
+        line(b.chosen.name(), &report_baselines[b.chosen.name()]);
+    }
+    for (strategy, results) in &zones {
+        let mut summary = results.summary(data.item_count());
+        let ratio = ratio_interval(results, &best.test, args.resamples, args.seed);
+        line(&format!("vitrine {strategy}"), &summary);
+        println!(
+            "{:<19} {:.3} x {} (95 % CI {:.3} .. {:.3})",
+            "",
+            ratio["ratio"].as_f64().unwrap_or(f64::NAN),
+            best.chosen.name(),
+            ratio["ci95"][0].as_f64().unwrap_or(f64::NAN),
+            ratio["ci95"][1].as_f64().unwrap_or(f64::NAN),
+        );
+        summary["ratio_to_best_baseline"] = ratio;
+        report_zones.insert(strategy.clone(), summary);
+    }
+    let report = json!({
+        "settings": {
+            "interactions": args.interactions.display().to_string(),
+            "items": args.items.as_ref().map(|p| p.display().to_string()),
+            "holdout": args.holdout,
+            "k": args.k,
+            "seed": args.seed,
+            "resamples": args.resamples,
+        },
+        "dataset": {
+            "interactions": data.interaction_count(),
+            "visitors": data.visitors.len(),
+            "visitors_evaluated": data.evaluated(),
+            "products": data.item_count(),
+        },
+        "best_baseline": best.chosen.name(),
+        "baselines": report_baselines,
+        "vitrine": report_zones,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!("report written to {}", args.out.display());
+    Ok(())
+}
+
+/// The products of a training set, per visitor.
+fn training(data: &Dataset, round: usize, seed: u64) -> Training {
+    Training {
+        sequences: data
+            .training(round)
+            .into_iter()
+            .map(|steps| steps.iter().map(|s| s.item).collect())
+            .collect(),
+        items: data.item_count(),
+        seed,
+    }
+}
+
+/// The items of a question's history.
+fn history_items(data: &Dataset, query: &Query) -> Vec<u32> {
+    data.history(query).iter().map(|s| s.item).collect()
+}
+
+/// A fitted method's answers to `queries`, scored.
+fn answer(
+    data: &Dataset,
+    fitted: &dyn Recommender,
+    queries: &[Query],
+    k: usize,
+    into: &mut Results,
+) {
+    let ranked: Vec<Vec<u32>> = queries
+        .par_iter()
+        .map(|query| {
+            let history = history_items(data, query);
+            let mut scores = vec![0.0f32; data.item_count()];
+            fitted.score(query.visitor, &history, &mut scores);
+            top_k(&scores, &history, k, salt(query))
+        })
+        .collect();
+    for (query, ranked) in queries.iter().zip(ranked) {
+        into.add(query.visitor, &ranked, query.target);
+    }
+}
+
+fn salt(query: &Query) -> u64 {
+    mix(u64::from(query.visitor), query.position as u64)
+}
+
+/// Tunes one baseline on the validation round and tests its best setting.
+fn evaluate_baseline(
+    data: &Dataset,
+    group: &[Method],
+    args: &QualityArgs,
+) -> anyhow::Result<Evaluated> {
+    let validation_set = training(data, 0, args.seed);
+    let questions = data.queries(0);
+    let mut validation = Vec::new();
+    let mut chosen: Option<(Method, f64)> = None;
+    for method in group {
+        let fitted = method.fit(&validation_set)?;
+        let mut results = Results::new(args.k);
+        answer(data, fitted.as_ref(), &questions, args.k, &mut results);
+        let hr = results.hit_rate();
+        validation.push((method.params(), hr));
+        if chosen.as_ref().is_none_or(|(_, best)| hr > *best) {
+            chosen = Some((method.clone(), hr));
+        }
+    }
+    let (chosen, _) = chosen.context("an empty grid")?;
+    let mut test = Results::new(args.k);
+    for round in 1..=args.holdout {
+        let fitted = chosen.fit(&training(data, round, args.seed))?;
+        answer(
+            data,
+            fitted.as_ref(),
+            &data.queries(round),
+            args.k,
+            &mut test,
+        );
+    }
+    Ok(Evaluated {
+        chosen,
+        validation,
+        test,
+    })
+}
+
+/// Vitrine's zones over the test rounds.
+fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(String, Results)>> {
+    let binary = match &args.vitrine {
+        Some(path) => path.clone(),
+        None => crate::provision::sibling_binary()?,
+    };
+    let index: HashMap<&str, u32> = data
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i as u32))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        // Asked for more than k: products the visitor has seen are left out after.
+        let count = (args.k * 5).min(100);
+        let mut server = vitrine::Vitrine::start(&binary, data, &args.strategies, count).await?;
+        let outcome = async {
+            let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
+            let started = Instant::now();
+            let mut sent = 0usize;
+            for (visitor, steps) in data.training(1).into_iter().enumerate() {
+                let (basket, orders) = state.entry(visitor as u32).or_default();
+                for step in steps {
+                    server
+                        .send(data, visitor as u32, step, basket, orders)
+                        .await?;
+                    sent += 1;
+                }
+            }
+            server.await_models().await?;
+            println!(
+                "  vitrine: {sent} interactions replayed and the models rebuilt in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            let mut results: Vec<Results> =
+                server.zones.iter().map(|_| Results::new(args.k)).collect();
+            for round in 1..=args.holdout {
+                let queries = data.queries(round);
+                for query in &queries {
+                    let history = history_items(data, query);
+                    let answers = server.ask(data, &index, query).await?;
+                    for (answer, into) in answers.iter().zip(results.iter_mut()) {
+                        let unseen: Vec<u32> = answer
+                            .iter()
+                            .copied()
+                            .filter(|i| !history.contains(i))
+                            .take(args.k)
+                            .collect();
+                        into.add(query.visitor, &unseen, query.target);
+                    }
+                }
+                for query in &queries {
+                    let step = &data.sequences[query.visitor as usize][query.position];
+                    let (basket, orders) = state.entry(query.visitor).or_default();
+                    server
+                        .send(data, query.visitor, step, basket, orders)
+                        .await?;
+                }
+                server.await_models().await?;
+            }
+            anyhow::Ok(results)
+        }
+        .await;
+        let results = match outcome {
+            Ok(results) => results,
+            Err(error) => {
+                return Err(error.context(format!("vitrine's log:\n{}", server.log())));
+            }
+        };
+        Ok(server
+            .zones
+            .iter()
+            .map(|(_, strategy)| strategy.clone())
+            .zip(results)
+            .collect())
+    })
+}

@@ -1,0 +1,287 @@
+//! Vitrine's side of a quality run: a `vitrine` started for the run, the dataset's
+//! products submitted as a full feed, the training interactions replayed through
+//! `/api/serverside`, then each round's questions asked of every evaluated zone
+//! before the round's interactions are sent.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use serde_json::{Value, json};
+use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
+
+use super::data::{Dataset, Query, Step};
+use crate::eval::Kind;
+use crate::provision::{FeedServer, FeedSubmission};
+
+const ACCESS_KEY: &str = "quality-access-key";
+const SECRET_KEY: &str = "quality-secret-key";
+/// A product outside the catalogue that the run views to make the models stale while
+/// it waits for a rebuild (it can never be recommended).
+const TICK_PRODUCT: &str = "quality-tick";
+
+/// The server of a run and its zones (zone id → strategy).
+pub(crate) struct Vitrine {
+    server: TestServer,
+    authority: String,
+    pub(crate) zones: Vec<(String, String)>,
+    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    /// Items asked per zone: the run's k plus room for products the visitor has seen.
+    count: usize,
+}
+
+impl Vitrine {
+    /// Starts `binary` with one zone per strategy (each falling back to `trending`, as a
+    /// store would configure it) and submits the dataset's products as its catalogue.
+    pub(crate) async fn start(
+        binary: &Path,
+        data: &Dataset,
+        strategies: &[String],
+        count: usize,
+    ) -> anyhow::Result<Vitrine> {
+        let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, false);
+        let mut zones = Vec::new();
+        for strategy in strategies {
+            let id = format!("Q-{strategy}");
+            let mut zone = ZoneToml::new(&id, strategy, count).titled(strategy);
+            if strategy != "trending" {
+                zone = zone.fallback(&["trending"]);
+            }
+            account = account.zone(zone);
+            zones.push((id, strategy.clone()));
+        }
+        let config = ConfigToml::default().account(account).to_toml();
+        let server = TestServer::start(binary, Some(&config))?;
+        let authority = server.addr().to_string();
+        let feed = FeedServer::start(Bytes::from(feed(data)))?;
+        FeedSubmission {
+            authority: authority.clone(),
+            access_key: ACCESS_KEY.to_owned(),
+            secret_key: SECRET_KEY.to_owned(),
+            url: feed.url.clone(),
+        }
+        .run()
+        .await
+        .context("submitting the dataset's products")?;
+        drop(feed);
+        let sender = crate::connect(&authority).await?;
+        Ok(Vitrine {
+            server,
+            authority,
+            zones,
+            sender,
+            count,
+        })
+    }
+
+    /// The server's log so far.
+    pub(crate) fn log(&self) -> String {
+        self.server.log()
+    }
+
+    async fn post(&mut self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let request = Request::post(path)
+            .header("host", &self.authority)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let bytes = response.into_body().collect().await?.to_bytes();
+        let value: Value = serde_json::from_slice(&bytes).context("response is not JSON")?;
+        if status != 200 {
+            bail!("{path} answered {status}: {value}");
+        }
+        Ok(value)
+    }
+
+    fn body(visitor: &str, events: Value) -> Value {
+        json!({
+            "appId": ACCESS_KEY,
+            "secretKey": SECRET_KEY,
+            "currentUrl": "https://shop.example/",
+            "userAgent": "vitrine-loadtest quality",
+            "ip": "198.51.100.3",
+            "visitorId": format!("q-{visitor}"),
+            "events": events,
+        })
+    }
+
+    /// Sends one interaction of `visitor`, as a store's page would report it.
+    pub(crate) async fn send(
+        &mut self,
+        data: &Dataset,
+        visitor: u32,
+        step: &Step,
+        basket: &mut Vec<u32>,
+        orders: &mut usize,
+    ) -> anyhow::Result<()> {
+        let name = &data.visitors[visitor as usize];
+        let id = &data.items[step.item as usize];
+        let events = match &step.kind {
+            Kind::View => json!([
+                {"name": "page_view", "data": {"page_type": "product_page", "product_id": id}},
+                {"name": "product_view", "data": {"id": id}}
+            ]),
+            Kind::Rate(rating) => json!([
+                {"name": "page_view", "data": {"page_type": "product_page", "product_id": id}},
+                {"name": "product_view", "data": {"id": id}},
+                {"name": "product_rate", "data": {"id": id, "rating": rating}}
+            ]),
+            Kind::Basket => {
+                if !basket.contains(&step.item) {
+                    basket.push(step.item);
+                }
+                let items: Vec<Value> = basket
+                    .iter()
+                    .map(|i| json!({"id": data.items[*i as usize], "qty": 1, "unitprice": 1.0}))
+                    .collect();
+                json!([{"name": "set_basket", "data": {"items": items}}])
+            }
+            Kind::Order => {
+                *orders += 1;
+                basket.clear();
+                json!([{"name": "order", "data": {
+                    "orderid": format!("q-{name}-{orders}"),
+                    "userid": format!("q-{name}"),
+                    "items": [{"id": id, "qty": 1, "unitprice": 1.0}]
+                }}])
+            }
+        };
+        self.post("/api/serverside", &Self::body(name, events))
+            .await
+            .map(drop)
+    }
+
+    /// Asks every zone for the visitor of `query`, on the product page of their latest
+    /// product (the homepage when they have none); the products of each zone's answer
+    /// as dataset indexes, in order (products outside the dataset left out).
+    pub(crate) async fn ask(
+        &mut self,
+        data: &Dataset,
+        index: &HashMap<&str, u32>,
+        query: &Query,
+    ) -> anyhow::Result<Vec<Vec<u32>>> {
+        let name = &data.visitors[query.visitor as usize];
+        let page = match data.history(query).last() {
+            Some(step) => {
+                json!({"page_type": "product_page", "product_id": data.items[step.item as usize]})
+            }
+            None => json!({"page_type": "homepage"}),
+        };
+        let mut body = Self::body(name, json!([{"name": "page_view", "data": page}]));
+        let ids: Vec<&str> = self.zones.iter().map(|(id, _)| id.as_str()).collect();
+        body["zones"] = json!(ids);
+        let response = self.post("/api/serverside", &body).await?;
+        let mut answers = Vec::new();
+        for (id, _) in &self.zones {
+            let items = response["zones"][id]["items"]
+                .as_array()
+                .with_context(|| format!("zone {id} is not in the answer: {response}"))?;
+            answers.push(
+                items
+                    .iter()
+                    .filter_map(|item| item["Id"].as_str().and_then(|i| index.get(i)).copied())
+                    .take(self.count)
+                    .collect(),
+            );
+        }
+        Ok(answers)
+    }
+
+    /// Waits until the models include everything sent so far: two model rebuilds
+    /// completed after now (the second began after the first ended, so after every
+    /// interaction already answered), making the models stale between them.
+    pub(crate) async fn await_models(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let before = self.rebuilds().await?;
+        loop {
+            let tick = json!([{"name": "product_view", "data": {"id": TICK_PRODUCT}}]);
+            self.post("/api/serverside", &Self::body("quality-tick", tick))
+                .await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if self.rebuilds().await? >= before + 2 {
+                return Ok(());
+            }
+            if started.elapsed() > Duration::from_secs(300) {
+                bail!("the models were not rebuilt within 5 minutes");
+            }
+        }
+    }
+
+    /// Model rebuilds of the account so far, from `/metrics`.
+    async fn rebuilds(&mut self) -> anyhow::Result<u64> {
+        let request = Request::get("/metrics")
+            .header("host", &self.authority)
+            .body(Full::new(Bytes::new()))?;
+        let response = self.sender.send_request(request).await?;
+        let text = response.into_body().collect().await?.to_bytes();
+        let text = String::from_utf8_lossy(&text);
+        let prefix =
+            format!("vitrine_model_rebuild_duration_seconds_count{{account=\"{ACCESS_KEY}\"}}");
+        Ok(text
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|count| count.trim().parse::<f64>().ok())
+            .map_or(0, |count| count as u64))
+    }
+}
+
+/// The dataset's products as a feed: id, title, categories (declared) and a price.
+fn feed(data: &Dataset) -> Vec<u8> {
+    let mut categories: Vec<&str> = data
+        .details
+        .iter()
+        .flat_map(|d| d.categories.iter().map(String::as_str))
+        .collect();
+    categories.sort_unstable();
+    categories.dedup();
+    let category_id = |name: &str| format!("cat-{}", slug(name));
+    let products: Vec<Value> = data
+        .items
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let details = data.details.get(i);
+            let mut record = vitrine_testkit::records::product(id, "9.99 GBP");
+            if let Some(details) = details {
+                if let Some(title) = &details.title {
+                    record["Title"] = json!(title);
+                }
+                record["Categories"] = json!(
+                    details
+                        .categories
+                        .iter()
+                        .map(|c| category_id(c))
+                        .collect::<Vec<_>>()
+                );
+            }
+            record
+        })
+        .collect();
+    let declared: Vec<Value> = categories
+        .iter()
+        .map(|name| {
+            json!({"Id": category_id(name), "DisplayName": name, "Link": format!("/c/{}", slug(name)), "ParentIds": []})
+        })
+        .collect();
+    serde_json::to_vec(
+        &json!({"Version": 2, "Categories": declared, "Brands": [], "Products": products}),
+    )
+    .unwrap_or_default()
+}
+
+fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
