@@ -54,7 +54,10 @@ impl Vitrine {
             account = account.zone(zone);
             zones.push((id, strategy.clone()));
         }
-        let config = ConfigToml::default().account(account).to_toml();
+        // The feed comes from this tool's own loopback server.
+        let config = ConfigToml::new("[feeds]\nallow_private_addresses = true")
+            .account(account)
+            .to_toml();
         let server = TestServer::start(binary, Some(&config))?;
         let authority = server.addr().to_string();
         let feed = FeedServer::start(Bytes::from(feed(data)))?;
