@@ -19,11 +19,11 @@ use rayon::prelude::*;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 
 /// Partners counted per product at most; when full, the weakest partner makes room.
-pub const MAX_PARTNERS: usize = 64;
+pub const MAX_PARTNERS: usize = 256;
 /// Neighbours kept per product in a rebuilt list.
-pub const NEIGHBOURS: usize = 32;
+pub const NEIGHBOURS: usize = 100;
 /// A product view pairs with this many of the visitor's previous views.
-pub const CO_VIEW_WINDOW: usize = 5;
+pub const CO_VIEW_WINDOW: usize = 10;
 /// Order lines paired with each other at most (the first ones of an order).
 pub const MAX_ORDER_LINES_PAIRED: usize = 20;
 /// Product ids outside the catalogue whose interactions are counted at most, beyond the
@@ -153,14 +153,14 @@ impl CoCounts {
             return;
         }
         if list.len() >= MAX_PARTNERS {
-            // The weakest partner makes room (among equals, the first one found).
-            let weakest = list
-                .iter()
-                .enumerate()
-                .min_by(|(_, a), (_, b)| a.1.total_cmp(&b.1))
-                .map(|(i, _)| i);
-            if let Some(i) = weakest {
-                list.swap_remove(i);
+            // Space-saving (Metwally et al., 2005): the weakest partner makes room and the
+            // newcomer inherits its count, so a pair seen often enough is never pushed
+            // out by a stream of rare ones (its count may be overestimated by at most
+            // the weakest count when it came in).
+            let weakest = list.iter_mut().min_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some(weakest) = weakest {
+                *weakest = (to, weakest.1 + weight);
+                return;
             }
         }
         list.push((to, weight));
@@ -225,7 +225,7 @@ impl CoCounts {
         &self,
         keys: &ProductKeys,
         catalogue: &Catalogue,
-    ) -> Vec<(ProductIdx, Arc<[ProductIdx]>)> {
+    ) -> Vec<(ProductIdx, Arc<[Neighbour]>)> {
         let mut changed: Vec<(u32, Vec<(u32, f32)>)> = Vec::new();
         while let Some(key) = self.changed.pop() {
             if let Some(mut entry) = self.pairs.get_mut(&key) {
@@ -244,7 +244,7 @@ impl CoCounts {
                 rank_partners(&mut partners, &name);
                 let list = partners
                     .iter()
-                    .filter_map(|(key, _)| catalogue.idx_of(name(*key)?))
+                    .filter_map(|(key, weight)| Some((catalogue.idx_of(name(*key)?)?, *weight)))
                     .collect();
                 Some((idx, list))
             })
@@ -288,9 +288,12 @@ fn rank_partners<'a>(partners: &mut Vec<(u32, f32)>, name: &impl Fn(u32) -> Opti
     partners.truncate(NEIGHBOURS);
 }
 
+/// A neighbour in a list: its dense id and the weight of its pairing.
+pub type Neighbour = (ProductIdx, f32);
+
 /// Neighbour lists by dense id: a product's neighbours, strongest first. Updated in
 /// place by a rebuild (only the lists that changed); read a list at a time.
-pub type ProductLists = IntMap<ProductIdx, Arc<[ProductIdx]>>;
+pub type ProductLists = IntMap<ProductIdx, Arc<[Neighbour]>>;
 
 /// Rebuilt neighbour lists, as serving reads them: in the dense ids of one catalogue
 /// base, so that a request reads a list and its products without looking up an id.
@@ -322,7 +325,7 @@ impl Neighbours {
     }
 
     /// A product's list in `lists` (a copy of the handle: no lock is held after).
-    pub fn list(lists: &ProductLists, idx: ProductIdx) -> Option<Arc<[ProductIdx]>> {
+    pub fn list(lists: &ProductLists, idx: ProductIdx) -> Option<Arc<[Neighbour]>> {
         lists.get(&idx).map(|list| Arc::clone(&list))
     }
 
@@ -340,7 +343,11 @@ impl Neighbours {
             lists
                 .iter()
                 .filter_map(|entry| {
-                    let list = entry.value().iter().filter_map(moved).collect();
+                    let list = entry
+                        .value()
+                        .iter()
+                        .filter_map(|(idx, weight)| Some((moved(idx)?, *weight)))
+                        .collect();
                     Some((moved(entry.key())?, list))
                 })
                 .collect()
@@ -436,6 +443,29 @@ mod tests {
         let lists = counts.neighbours(&keys);
         assert_eq!(lists["hub"].len(), NEIGHBOURS);
         assert_eq!(lists["hub"][0], "strong");
+    }
+
+    #[test]
+    fn a_frequent_partner_is_kept_through_a_stream_of_rare_ones() {
+        let keys = ProductKeys::default();
+        let counts = CoCounts::default();
+        let add = |a: &str, b: &str| counts.add(keys.key(a), keys.key(b), 1.0);
+        // A full list of partners seen twice each.
+        for i in 0..MAX_PARTNERS {
+            add("hub", &format!("old{i}"));
+            add("hub", &format!("old{i}"));
+        }
+        // Then "steady" once in every three pairings, each other one new. Dropping the
+        // weakest partner for a newcomer that starts from its own count would drop
+        // "steady" (weakest at 1) at each newcomer; counted from the weakest's count,
+        // it stays and leads.
+        for round in 0..100 {
+            add("hub", "steady");
+            add("hub", &format!("new{round}a"));
+            add("hub", &format!("new{round}b"));
+        }
+        let lists = counts.neighbours(&keys);
+        assert_eq!(lists["hub"][0], "steady");
     }
 
     #[test]

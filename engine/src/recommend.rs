@@ -449,7 +449,10 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             };
             let listed = Neighbours::list(lists, anchor);
             take_all(
-                listed.iter().flat_map(|l| l.iter()).map(|idx| Some(*idx)),
+                listed
+                    .iter()
+                    .flat_map(|l| l.iter())
+                    .map(|(idx, _)| Some(*idx)),
                 take,
             );
         }
@@ -533,9 +536,9 @@ fn blended(
     for (seed, weight) in seeds {
         for list in lists {
             let listed = Neighbours::list(list, seed);
-            for (rank, idx) in listed.iter().flat_map(|l| l.iter()).enumerate() {
+            for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
                 if !skip.contains(idx) {
-                    parts.push((*idx, weight / (rank as f64 + 1.0)));
+                    parts.push((*idx, weight * f64::from(*strength)));
                 }
             }
         }

@@ -354,7 +354,7 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
         let sorted = |lists: &crate::models::ProductLists| {
             let mut all: Vec<(ProductIdx, Vec<ProductIdx>)> = lists
                 .iter()
-                .map(|e| (*e.key(), e.value().to_vec()))
+                .map(|e| (*e.key(), e.value().iter().map(|(idx, _)| *idx).collect()))
                 .collect();
             all.sort();
             all

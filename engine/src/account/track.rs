@@ -218,14 +218,18 @@ impl Account {
         let idx = catalogue.idx_of(id);
         let key = self.countable(id, idx.is_some(), catalogue);
         if let Some(key) = key {
-            for earlier in live
+            // The pairing weakens with the distance in the visitor's views: 1 for the
+            // previous product, 1/2 for the one before, and so on.
+            for (distance, earlier) in live
                 .recent_keys(&self.product_keys, catalogue)
                 .iter()
                 .rev()
                 .filter(|k| **k != key && **k != NO_KEY)
                 .take(CO_VIEW_WINDOW)
+                .enumerate()
             {
-                self.coview.add(*earlier, key, 1.0);
+                self.coview
+                    .add(*earlier, key, 1.0 / (distance as f32 + 1.0));
             }
             self.count(id, VIEW_SCORE, 0, now);
         }

@@ -140,9 +140,9 @@ impl Method {
         }
         grid.push(als);
         let mut rules = Vec::new();
-        for window in [3, 5, 10] {
+        for window in [3, 10, 20, 40] {
             for symmetric in [false, true] {
-                for steps in [1, 5, 10] {
+                for steps in [1, 5, 10, 20] {
                     rules.push(Method::SequentialRules {
                         window,
                         symmetric,
@@ -153,8 +153,8 @@ impl Method {
         }
         grid.push(rules);
         let mut sknn = Vec::new();
-        for neighbours in [50, 100, 200] {
-            for steps in [5, 10, 20] {
+        for neighbours in [25, 50, 100, 200] {
+            for steps in [5, 10, 20, 50] {
                 sknn.push(Method::Vsknn { neighbours, steps });
             }
         }
@@ -589,7 +589,7 @@ impl Vsknn {
 impl Recommender for Vsknn {
     fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
         let recent: Vec<u32> = history.iter().rev().take(self.steps).copied().collect();
-        let mut weights: HashMap<u32, f32> = HashMap::new();
+        let mut weights: std::collections::BTreeMap<u32, f32> = std::collections::BTreeMap::new();
         for (age, &item) in recent.iter().enumerate() {
             let weight = 1.0 - age as f32 / self.steps as f32;
             let entry = weights.entry(item).or_default();

@@ -1,0 +1,164 @@
+//! `vitrine-loadtest quality` end to end: planted clusters (from `gen-interactions`),
+//! baselines tuned and tested, the workspace's `vitrine` spawned, fed and replayed to;
+//! the report must hold every method's figures and each zone's ratio to the best
+//! baseline with its interval, and the co-view zones must find the clusters.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly where its setup does not hold"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn loadtest() -> &'static str {
+    env!("CARGO_BIN_EXE_vitrine-loadtest")
+}
+
+fn vitrine() -> PathBuf {
+    let path =
+        Path::new(loadtest()).with_file_name(format!("vitrine{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
+        path.display()
+    );
+    path
+}
+
+fn interactions(dir: &Path) -> PathBuf {
+    let path = dir.join("interactions.csv");
+    let status = Command::new(loadtest())
+        .args(["gen-interactions", "--visitors", "300", "--products", "400"])
+        .arg("--out")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+#[test]
+fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let interactions = interactions(dir.path());
+    let items = dir.path().join("items.csv");
+    let mut listed = String::from("product,title,categories\n");
+    for p in 1..=400 {
+        listed.push_str(&format!("P{p:05},Product {p},c{}|all\n", (p - 1) / 20));
+    }
+    std::fs::write(&items, listed).unwrap();
+    let report_path = dir.path().join("quality.json");
+    let out = Command::new(loadtest())
+        .arg("quality")
+        .arg("--interactions")
+        .arg(&interactions)
+        .arg("--items")
+        .arg(&items)
+        .arg("--vitrine")
+        .arg(vitrine())
+        .args([
+            "--holdout",
+            "2",
+            "--methods",
+            "most_popular,markov,sequential_rules",
+            "--strategies",
+            "personalized,viewed_together,trending",
+            "--resamples",
+            "200",
+            "--out",
+        ])
+        .arg(&report_path)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "quality failed: {printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("vitrine personalized"), "{printed}");
+
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    assert_eq!(report["settings"]["holdout"], 2);
+    assert_eq!(report["settings"]["k"], 10);
+    assert_eq!(report["dataset"]["visitors"], 300);
+    let evaluated = report["dataset"]["visitors_evaluated"].as_u64().unwrap();
+    assert!(evaluated > 200, "{report}");
+    let baselines = report["baselines"].as_object().unwrap();
+    assert_eq!(baselines.len(), 3, "{report}");
+    // Every setting of the grid was tried on the validation round.
+    let tried = baselines["sequential_rules"]["validation_hr_at_k"]
+        .as_array()
+        .unwrap();
+    assert_eq!(tried.len(), 32, "{report}");
+    for scores in baselines
+        .values()
+        .chain(report["vitrine"].as_object().unwrap().values())
+    {
+        // Two rounds of every evaluated visitor.
+        assert_eq!(
+            scores["questions"].as_u64().unwrap(),
+            2 * evaluated,
+            "{report}"
+        );
+        for metric in ["hr_at_k", "ndcg_at_k", "mrr_at_k", "coverage"] {
+            let value = scores[metric].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&value), "{metric} {value}: {report}");
+        }
+    }
+    let hr = |scores: &Value| scores["hr_at_k"].as_f64().unwrap();
+    let popular = hr(&baselines["most_popular"]);
+    for zone in ["personalized", "viewed_together"] {
+        let scores = &report["vitrine"][zone];
+        assert!(
+            hr(scores) > 2.0 * popular,
+            "{zone} {} vs most popular {popular}: {report}",
+            hr(scores)
+        );
+        let ratio = &scores["ratio_to_best_baseline"];
+        let (value, low, high) = (
+            ratio["ratio"].as_f64().unwrap(),
+            ratio["ci95"][0].as_f64().unwrap(),
+            ratio["ci95"][1].as_f64().unwrap(),
+        );
+        assert!(low <= value && value <= high, "{report}");
+    }
+    let best = report["best_baseline"].as_str().unwrap();
+    assert!(baselines.contains_key(best));
+    // Trending is most-popular by another name: about the same hit rate.
+    let trending = hr(&report["vitrine"]["trending"]);
+    assert!((trending - popular).abs() < 0.1, "{trending} vs {popular}");
+}
+
+#[test]
+fn quality_names_what_is_wrong_with_its_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let interactions = interactions(dir.path());
+    let out = Command::new(loadtest())
+        .arg("quality")
+        .arg("--interactions")
+        .arg(&interactions)
+        .args(["--methods", "most_popular,nonsense"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--methods") && said.contains("nonsense"),
+        "{said}"
+    );
+
+    let out = Command::new(loadtest())
+        .arg("quality")
+        .arg("--interactions")
+        .arg(&interactions)
+        .args(["--holdout", "50"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("52 interactions"), "{said}");
+}
