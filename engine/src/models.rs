@@ -19,9 +19,9 @@ use rayon::prelude::*;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 
 /// Partners counted per product at most; when full, the weakest partner makes room.
-pub const MAX_PARTNERS: usize = 256;
+pub const MAX_PARTNERS: usize = 128;
 /// Neighbours kept per product in a rebuilt list.
-pub const NEIGHBOURS: usize = 100;
+pub const NEIGHBOURS: usize = 50;
 /// A product view pairs with this many of the visitor's previous views.
 pub const CO_VIEW_WINDOW: usize = 10;
 /// Order lines paired with each other at most (the first ones of an order).
@@ -124,11 +124,70 @@ impl Default for ProductKeys {
     }
 }
 
-/// One product's partners and counts, and whether it is queued in `changed`.
+/// One product's partners and counts (in two parallel vectors: a partner is looked up
+/// by comparing keys sixteen at a time), and whether it is queued in `changed`.
 #[derive(Debug, Default)]
 struct Partners {
-    list: Vec<(u32, f32)>,
+    keys: Vec<u32>,
+    counts: Vec<f32>,
     queued: bool,
+}
+
+impl Partners {
+    /// The position of `key`.
+    fn find(&self, key: u32) -> Option<usize> {
+        const LANES: usize = 16;
+        for (chunk, keys) in self.keys.chunks(LANES).enumerate() {
+            let mut found = 0u32;
+            for (lane, k) in keys.iter().enumerate() {
+                found |= u32::from(*k == key) << lane;
+            }
+            if found != 0 {
+                return Some(chunk * LANES + found.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// Adds `weight` to the partner `to`, making room by space-saving when full.
+    fn add(&mut self, to: u32, weight: f32) {
+        if let Some(at) = self.find(to) {
+            if let Some(count) = self.counts.get_mut(at) {
+                *count += weight;
+            }
+            return;
+        }
+        if self.keys.len() >= MAX_PARTNERS {
+            // Space-saving (Metwally et al., 2005): the weakest partner makes room and
+            // the newcomer inherits its count, so a pair seen often enough is never
+            // pushed out by a stream of rare ones (its count may be overestimated by at
+            // most the weakest count when it came in).
+            let mut weakest = 0;
+            for (at, count) in self.counts.iter().enumerate() {
+                if *count < self.counts.get(weakest).copied().unwrap_or(f32::INFINITY) {
+                    weakest = at;
+                }
+            }
+            if let (Some(key), Some(count)) =
+                (self.keys.get_mut(weakest), self.counts.get_mut(weakest))
+            {
+                *key = to;
+                *count += weight;
+                return;
+            }
+        }
+        self.keys.push(to);
+        self.counts.push(weight);
+    }
+
+    /// (partner, count) pairs.
+    fn pairs(&self) -> Vec<(u32, f32)> {
+        self.keys
+            .iter()
+            .copied()
+            .zip(self.counts.iter().copied())
+            .collect()
+    }
 }
 
 impl CoCounts {
@@ -141,29 +200,36 @@ impl CoCounts {
         self.add_one(b, a, weight);
     }
 
-    fn add_one(&self, from: u32, to: u32, weight: f32) {
-        let mut partners = self.pairs.entry(from).or_default();
-        if !partners.queued {
-            partners.queued = true;
-            self.changed.push(from);
-        }
-        let list = &mut partners.list;
-        if let Some(partner) = list.iter_mut().find(|(key, _)| *key == to) {
-            partner.1 += weight;
-            return;
-        }
-        if list.len() >= MAX_PARTNERS {
-            // Space-saving (Metwally et al., 2005): the weakest partner makes room and the
-            // newcomer inherits its count, so a pair seen often enough is never pushed
-            // out by a stream of rare ones (its count may be overestimated by at most
-            // the weakest count when it came in).
-            let weakest = list.iter_mut().min_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some(weakest) = weakest {
-                *weakest = (to, weakest.1 + weight);
-                return;
+    /// Counts `product` together with each of `others` once (in both directions), each
+    /// pairing with its own weight: `product`'s partners are updated under one lock.
+    pub fn add_all(&self, product: u32, others: &[(u32, f32)]) {
+        {
+            let mut partners = self.queued_entry(product);
+            for &(other, weight) in others {
+                if other != product {
+                    partners.add(other, weight);
+                }
             }
         }
-        list.push((to, weight));
+        for &(other, weight) in others {
+            if other != product {
+                self.queued_entry(other).add(product, weight);
+            }
+        }
+    }
+
+    fn add_one(&self, from: u32, to: u32, weight: f32) {
+        self.queued_entry(from).add(to, weight);
+    }
+
+    /// `product`'s entry, queued for the next rebuild.
+    fn queued_entry(&self, product: u32) -> dashmap::mapref::one::RefMut<'_, u32, Partners> {
+        let mut partners = self.pairs.entry(product).or_default();
+        if !partners.queued {
+            partners.queued = true;
+            self.changed.push(product);
+        }
+        partners
     }
 
     /// Number of products with partners.
@@ -178,7 +244,11 @@ impl CoCounts {
         self.pairs
             .iter()
             .map(|entry| {
-                let partners = entry.list.iter().map(|(k, c)| (name(*k), *c)).collect();
+                let partners = entry
+                    .pairs()
+                    .into_iter()
+                    .map(|(k, c)| (name(k), c))
+                    .collect();
                 (name(*entry.key()), partners)
             })
             .collect()
@@ -187,14 +257,15 @@ impl CoCounts {
     /// Sets a product's partners and counts (restoring a state snapshot); at most
     /// [`MAX_PARTNERS`] are kept.
     pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
-        let list = partners
+        let (list_keys, counts) = partners
             .iter()
             .take(MAX_PARTNERS)
             .map(|(id, count)| (keys.key(id), *count))
-            .collect();
+            .unzip();
         let key = keys.key(product);
         let mut entry = self.pairs.entry(key).or_default();
-        entry.list = list;
+        entry.keys = list_keys;
+        entry.counts = counts;
         if !entry.queued {
             entry.queued = true;
             self.changed.push(key);
@@ -230,7 +301,7 @@ impl CoCounts {
         while let Some(key) = self.changed.pop() {
             if let Some(mut entry) = self.pairs.get_mut(&key) {
                 entry.queued = false;
-                changed.push((key, entry.list.clone()));
+                changed.push((key, entry.pairs()));
             }
         }
         changed
@@ -258,7 +329,7 @@ impl CoCounts {
         let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
             .pairs
             .iter()
-            .map(|entry| (*entry.key(), entry.list.clone()))
+            .map(|entry| (*entry.key(), entry.pairs()))
             .collect();
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map(|name| &**name);

@@ -532,27 +532,21 @@ fn blended(
     skip: &[ProductIdx],
     catalogue: &Catalogue,
 ) -> Vec<ProductIdx> {
-    let mut parts: Vec<(ProductIdx, f64)> = Vec::new();
+    // Each product's parts are added in the order found (seeds in order, lists in
+    // order), so the sums are the same whatever the order of products.
+    let mut sums: rustc_hash::FxHashMap<ProductIdx, f64> = rustc_hash::FxHashMap::default();
     for (seed, weight) in seeds {
         for list in lists {
             let listed = Neighbours::list(list, seed);
             for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
-                if !skip.contains(idx) {
-                    parts.push((*idx, weight * f64::from(*strength)));
-                }
+                *sums.entry(*idx).or_default() += weight * f64::from(*strength);
             }
         }
     }
-    // A stable sort keeps each product's parts in the order found, so the sums are
-    // the same whatever the order of products.
-    parts.sort_by_key(|(idx, _)| *idx);
-    let mut ranked: Vec<(ProductIdx, f64)> = Vec::with_capacity(parts.len());
-    for (idx, score) in parts {
-        match ranked.last_mut() {
-            Some(last) if last.0 == idx => last.1 += score,
-            _ => ranked.push((idx, score)),
-        }
-    }
+    let mut ranked: Vec<(ProductIdx, f64)> = sums
+        .into_iter()
+        .filter(|(idx, _)| !skip.contains(idx))
+        .collect();
     ranked.sort_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| id_of(catalogue, a.0).cmp(id_of(catalogue, b.0)))

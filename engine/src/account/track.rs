@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use dashmap::DashMap;
+use smallvec::SmallVec;
 
 use super::serve::Notice;
 use super::{Account, new_id};
@@ -220,17 +221,16 @@ impl Account {
         if let Some(key) = key {
             // The pairing weakens with the distance in the visitor's views: 1 for the
             // previous product, 1/2 for the one before, and so on.
-            for (distance, earlier) in live
+            let earlier: SmallVec<[(u32, f32); CO_VIEW_WINDOW]> = live
                 .recent_keys(&self.product_keys, catalogue)
                 .iter()
                 .rev()
                 .filter(|k| **k != key && **k != NO_KEY)
                 .take(CO_VIEW_WINDOW)
                 .enumerate()
-            {
-                self.coview
-                    .add(*earlier, key, 1.0 / (distance as f32 + 1.0));
-            }
+                .map(|(distance, earlier)| (*earlier, 1.0 / (distance as f32 + 1.0)))
+                .collect();
+            self.coview.add_all(key, &earlier);
             self.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
