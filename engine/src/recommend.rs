@@ -322,7 +322,7 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
         // a bounded number of candidates so that a rare term costs little.
         for strategy in strategies() {
             let mut looked = 0;
-            candidates(strategy, ctx, &mut |idx| {
+            candidates(strategy, zone, ctx, &mut |idx| {
                 looked += 1;
                 if !taken(&chosen, idx)
                     && matches_search(idx, term, ctx)
@@ -341,7 +341,7 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
         if chosen.len() >= zone.count {
             break;
         }
-        candidates(strategy, ctx, &mut |idx| {
+        candidates(strategy, zone, ctx, &mut |idx| {
             if taken(&chosen, idx) {
                 return true;
             }
@@ -384,7 +384,12 @@ fn contains_lowercase(text: &str, term: &str) -> bool {
 }
 
 /// Calls `take` with candidates in preference order until it returns `false`.
-fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(ProductIdx) -> bool) {
+fn candidates(
+    strategy: Strategy,
+    zone: &ZoneSpec,
+    ctx: &Context<'_>,
+    take: &mut dyn FnMut(ProductIdx) -> bool,
+) {
     let catalogue = ctx.catalogue;
     let popular = || ctx.rankings.trending.iter().copied();
     match strategy {
@@ -466,7 +471,7 @@ fn candidates(strategy: Strategy, ctx: &Context<'_>, take: &mut dyn FnMut(Produc
             let viewed = ctx.recent_views;
             let recent = viewed
                 .iter()
-                .take(10)
+                .take(zone.history)
                 .enumerate()
                 .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
             let bought = ctx.purchased.iter().map(|idx| (*idx, 0.5));
@@ -693,6 +698,7 @@ mod tests {
             fallback: vec![],
             count: 20,
             page_types: vec![],
+            history: crate::zone::DEFAULT_HISTORY,
         };
         fill_zone(&zone, &ctx)
             .into_iter()

@@ -80,6 +80,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         fallback: Vec::new(),
         count,
         page_types: Vec::new(),
+        history: crate::zone::DEFAULT_HISTORY,
     }
 }
 

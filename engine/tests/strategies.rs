@@ -314,6 +314,34 @@ fn personalized_blends_the_neighbours_of_the_visitors_history() {
 }
 
 #[test]
+fn personalized_starts_from_as_many_views_as_its_history_says() {
+    let account = |history: usize| {
+        let mut spec = testkit::zone("Z", Strategy::Personalized, 2);
+        spec.history = history;
+        let account = testkit::account(vec![spec], catalogue());
+        // a and b viewed together by 8 visitors, d and e by 3.
+        for v in 0..8 {
+            track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+        }
+        for v in 0..3 {
+            track(&account, &format!("w{v}"), vec![view("d"), view("e")], T0);
+        }
+        account.rebuild_models();
+        account
+    };
+    // Latest view d (weight 1), a before it (1/2): b scores 8 × 1/2 = 4, e 3.
+    assert_eq!(
+        zone(&account(10), "me", vec![view("a"), view("d")], "GBP"),
+        ["b", "e"]
+    );
+    // From the latest view only: e first, b not reached through co-views.
+    assert_eq!(
+        zone(&account(1), "me", vec![view("a"), view("d")], "GBP")[0],
+        "e"
+    );
+}
+
+#[test]
 fn basket_cross_sell_follows_co_purchases_then_related_products() {
     let account = account(Strategy::BasketCrossSell);
     for o in 0..2 {

@@ -15,7 +15,8 @@ use vitrine_ingest::jobs::BackgroundPriority;
 use serde::Deserialize;
 use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
-use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
+use vitrine_engine::visitor::MAX_RECENT_VIEWS;
+use vitrine_engine::zone::{DEFAULT_HISTORY, Strategy, ZoneKind, ZoneSpec};
 
 use crate::error::Endpoint;
 
@@ -400,6 +401,7 @@ struct FileZone {
     #[serde(default)]
     images: Vec<FileImage>,
     template: Option<String>,
+    history: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -960,6 +962,29 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         ));
     }
     let page_types = page_types(zone, key)?;
+    let history = match zone.history {
+        None => DEFAULT_HISTORY,
+        Some(history) => {
+            let personal = main
+                .into_iter()
+                .chain(fallback.iter().copied())
+                .any(|s| s == Strategy::Personalized);
+            if !personal {
+                return Err((
+                    key("history"),
+                    "only the personalized strategy starts from the visitor's history;                      remove it or use personalized"
+                        .to_owned(),
+                ));
+            }
+            if !(1..=MAX_RECENT_VIEWS as i64).contains(&history) {
+                return Err((
+                    key("history"),
+                    format!("must be between 1 and {MAX_RECENT_VIEWS}, got {history}"),
+                ));
+            }
+            history as usize
+        }
+    };
     Ok(ZoneSpec {
         id: zone.id.clone(),
         title: zone.title.clone(),
@@ -968,6 +993,7 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         fallback,
         count: count as usize,
         page_types,
+        history,
     })
 }
 
@@ -1140,6 +1166,24 @@ mod tests {
                 .contains("accounts[0].zones[0].count: must be between 1 and 100, got 0")
         );
         assert!(fails(&format!("bogus = 1\n{MINIMAL}")).contains("unknown field `bogus`"));
+        assert!(fails(&format!("{MINIMAL}\n history = 5")).contains(
+            "accounts[0].zones[0].history: only the personalized strategy starts from the \
+             visitor's history"
+        ));
+        let personalized = MINIMAL.replace("\"trending\"", "\"personalized\"");
+        assert!(
+            fails(&format!("{personalized}\n history = 0"))
+                .contains("accounts[0].zones[0].history: must be between 1 and 50, got 0")
+        );
+        let config = parse(
+            &format!("{personalized}\n history = 20"),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(config.accounts[0].zones[0].history, 20);
+        let config = parse(&personalized, "t", &Overrides::default()).unwrap();
+        assert_eq!(config.accounts[0].zones[0].history, DEFAULT_HISTORY);
         assert!(
             fails(&format!("region = \"asia\"\n{MINIMAL}"))
                 .contains("test.toml: region: expected \"eu\" or \"us\"")

@@ -24,6 +24,8 @@ pub struct ZoneToml {
     pub count: usize,
     /// `page_types`; empty for every page type.
     pub page_types: Vec<String>,
+    /// `history` (`personalized` zones); `None` leaves it out.
+    pub history: Option<usize>,
 }
 
 impl ZoneToml {
@@ -36,6 +38,15 @@ impl ZoneToml {
             fallback: Vec::new(),
             count,
             page_types: Vec::new(),
+            history: None,
+        }
+    }
+
+    /// The same zone with `history` set.
+    pub fn history(self, history: usize) -> ZoneToml {
+        ZoneToml {
+            history: Some(history),
+            ..self
         }
     }
 
@@ -155,6 +166,9 @@ impl ConfigToml {
                 );
                 if !zone.page_types.is_empty() {
                     let _ = writeln!(out, "  page_types = [{}]", list(&zone.page_types));
+                }
+                if let Some(history) = zone.history {
+                    let _ = writeln!(out, "  history = {history}");
                 }
             }
         }

@@ -10,7 +10,8 @@
 //! then the round's points are revealed (to Vitrine: sent through `/api/serverside`,
 //! as a store would) before the next round. Vitrine (`vitrine.rs`) learns online
 //! from everything sent; each zone is asked on the product page of the visitor's
-//! latest product. Scores (`metrics.rs`): HR@K, NDCG@K, MRR@K, coverage, and each zone's
+//! latest product, in the validation round too (where variants of a zone's settings,
+//! `personalized:history=N`, are compared) and in the test rounds. Scores (`metrics.rs`): HR@K, NDCG@K, MRR@K, coverage, and each zone's
 //! hit rate over the best baseline's with a bootstrapped 95 % interval.
 
 mod baselines;
@@ -47,7 +48,8 @@ pub(crate) struct QualityArgs {
     /// Products scored per question.
     #[arg(long, default_value_t = 10)]
     k: usize,
-    /// Vitrine strategies evaluated, one zone each.
+    /// Vitrine strategies evaluated, one zone each; `personalized:history=N` sets the
+    /// zone's `history`.
     #[arg(
         long,
         value_delimiter = ',',
@@ -163,17 +165,19 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
     for b in &baselines {
         line(b.chosen.name(), &report_baselines[b.chosen.name()]);
     }
-    for (strategy, results) in &zones {
+    for (strategy, validation, results) in &zones {
         let mut summary = results.summary(data.item_count());
+        summary["validation_hr_at_k"] = json!(validation);
         let ratio = ratio_interval(results, &best.test, args.resamples, args.seed);
         line(&format!("vitrine {strategy}"), &summary);
         println!(
-            "{:<19} {:.3} x {} (95 % CI {:.3} .. {:.3})",
+            "{:<19} {:.3} x {} (95 % CI {:.3} .. {:.3}); validation HR@{} {validation:.4}",
             "",
             ratio["ratio"].as_f64().unwrap_or(f64::NAN),
             best.chosen.name(),
             ratio["ci95"][0].as_f64().unwrap_or(f64::NAN),
             ratio["ci95"][1].as_f64().unwrap_or(f64::NAN),
+            args.k,
         );
         summary["ratio_to_best_baseline"] = ratio;
         report_zones.insert(strategy.clone(), summary);
@@ -287,8 +291,11 @@ fn evaluate_baseline(
     })
 }
 
-/// Vitrine's zones over the test rounds.
-fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(String, Results)>> {
+/// Vitrine's zones: (`--strategies` entry, validation hit rate, test results).
+fn evaluate_vitrine(
+    data: &Dataset,
+    args: &QualityArgs,
+) -> anyhow::Result<Vec<(String, f64, Results)>> {
     let binary = match &args.vitrine {
         Some(path) => path.clone(),
         None => crate::provision::sibling_binary()?,
@@ -310,7 +317,7 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(S
             let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
             let started = Instant::now();
             let mut sent = 0usize;
-            for (visitor, steps) in data.training(1).into_iter().enumerate() {
+            for (visitor, steps) in data.training(0).into_iter().enumerate() {
                 let (basket, orders) = state.entry(visitor as u32).or_default();
                 for step in steps {
                     server
@@ -324,14 +331,20 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(S
                 "  vitrine: {sent} interactions replayed and the models rebuilt in {:.1} s",
                 started.elapsed().as_secs_f64()
             );
-            let mut results: Vec<Results> =
-                server.zones.iter().map(|_| Results::new(args.k)).collect();
-            for round in 1..=args.holdout {
+            let zones = server.zones.len();
+            let mut validation: Vec<Results> = (0..zones).map(|_| Results::new(args.k)).collect();
+            let mut results: Vec<Results> = (0..zones).map(|_| Results::new(args.k)).collect();
+            for round in 0..=args.holdout {
                 let queries = data.queries(round);
+                let into = if round == 0 {
+                    &mut validation
+                } else {
+                    &mut results
+                };
                 for query in &queries {
                     let history = history_items(data, query);
                     let answers = server.ask(data, &index, query).await?;
-                    for (answer, into) in answers.iter().zip(results.iter_mut()) {
+                    for (answer, into) in answers.iter().zip(into.iter_mut()) {
                         let unseen: Vec<u32> = answer
                             .iter()
                             .copied()
@@ -350,6 +363,11 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(S
                 }
                 server.await_models().await?;
             }
+            let results: Vec<(f64, Results)> = validation
+                .iter()
+                .map(Results::hit_rate)
+                .zip(results)
+                .collect();
             anyhow::Ok(results)
         }
         .await;
@@ -362,8 +380,8 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vec<(S
         Ok(server
             .zones
             .iter()
-            .map(|(_, strategy)| strategy.clone())
             .zip(results)
+            .map(|((_, spec), (validation, test))| (spec.clone(), validation, test))
             .collect())
     })
 }

@@ -45,14 +45,18 @@ impl Vitrine {
     ) -> anyhow::Result<Vitrine> {
         let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, false);
         let mut zones = Vec::new();
-        for strategy in strategies {
-            let id = format!("Q-{strategy}");
-            let mut zone = ZoneToml::new(&id, strategy, count).titled(strategy);
+        for spec in strategies {
+            let (strategy, history) = zone_spec(spec)?;
+            let id = format!("Q-{}", slug(spec));
+            let mut zone = ZoneToml::new(&id, strategy, count).titled(spec);
             if strategy != "trending" {
                 zone = zone.fallback(&["trending"]);
             }
+            if let Some(history) = history {
+                zone = zone.history(history);
+            }
             account = account.zone(zone);
-            zones.push((id, strategy.clone()));
+            zones.push((id, spec.clone()));
         }
         // The feed comes from this tool's own loopback server.
         let config = ConfigToml::new("[feeds]\nallow_private_addresses = true")
@@ -230,6 +234,22 @@ impl Vitrine {
             .find_map(|line| line.strip_prefix(&prefix))
             .and_then(|count| count.trim().parse::<f64>().ok())
             .map_or(0, |count| count as u64))
+    }
+}
+
+/// A `--strategies` entry: a strategy, optionally with `:history=N`.
+fn zone_spec(spec: &str) -> anyhow::Result<(&str, Option<usize>)> {
+    let Some((strategy, option)) = spec.split_once(':') else {
+        return Ok((spec, None));
+    };
+    match option.split_once('=') {
+        Some(("history", n)) => Ok((
+            strategy,
+            Some(n.parse().with_context(|| {
+                format!("--strategies {spec}: history {n:?} is not a whole number")
+            })?),
+        )),
+        _ => bail!("--strategies {spec}: expected STRATEGY or STRATEGY:history=N"),
     }
 }
 
