@@ -186,20 +186,26 @@ impl Scores {
 }
 
 /// One keep-alive HTTP/1.1 connection posting JSON.
-struct Client {
+pub(crate) struct Client {
     authority: String,
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
 }
 
 impl Client {
-    async fn connect(server: &str) -> anyhow::Result<Client> {
+    /// Connects to `server` (`http://host:port`).
+    pub(crate) async fn connect(server: &str) -> anyhow::Result<Client> {
         let authority = authority(server)?;
         let sender = connect(&authority).await?;
         Ok(Client { authority, sender })
     }
 
     async fn serverside(&mut self, body: &Value) -> anyhow::Result<Value> {
-        let request = Request::post("/api/serverside")
+        self.post("/api/serverside", body).await
+    }
+
+    /// POSTs `body` to `path`; the JSON answer of a 200, else an error with the body.
+    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let request = Request::post(path)
             .header("host", &self.authority)
             .header("content-type", "application/json")
             .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
@@ -208,9 +214,19 @@ impl Client {
         let bytes = response.into_body().collect().await?.to_bytes();
         let value: Value = serde_json::from_slice(&bytes).context("response is not JSON")?;
         if status != 200 {
-            bail!("/api/serverside answered {status}: {value}");
+            bail!("{path} answered {status}: {value}");
         }
         Ok(value)
+    }
+
+    /// GETs `path`: the body as text.
+    pub(crate) async fn get_text(&mut self, path: &str) -> anyhow::Result<String> {
+        let request = Request::get(path)
+            .header("host", &self.authority)
+            .body(Full::new(Bytes::new()))?;
+        let response = self.sender.send_request(request).await?;
+        let bytes = response.into_body().collect().await?.to_bytes();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 

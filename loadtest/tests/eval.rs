@@ -5,7 +5,9 @@
 //! The server is the workspace's `vitrine` binary, built next to this crate's binary by
 //! `cargo test --workspace`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{loadtest, vitrine};
 use std::process::Command;
 
 use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
@@ -14,21 +16,6 @@ fn config() -> String {
     let account = AccountToml::new("eval-access-key", "eval-secret-key", true)
         .zone(ZoneToml::new("PP-VT", "viewed_together", 10).titled("Customers also viewed"));
     ConfigToml::default().account(account).to_toml()
-}
-
-fn loadtest() -> &'static str {
-    env!("CARGO_BIN_EXE_vitrine-loadtest")
-}
-
-fn vitrine() -> PathBuf {
-    let path =
-        Path::new(loadtest()).with_file_name(format!("vitrine{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
-        path.display()
-    );
-    path
 }
 
 #[test]

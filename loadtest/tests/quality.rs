@@ -8,25 +8,14 @@
     reason = "a test fails loudly where its setup does not hold"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::{loadtest, vitrine};
 use std::process::Command;
 
 use serde_json::Value;
-
-fn loadtest() -> &'static str {
-    env!("CARGO_BIN_EXE_vitrine-loadtest")
-}
-
-fn vitrine() -> PathBuf {
-    let path =
-        Path::new(loadtest()).with_file_name(format!("vitrine{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests with `cargo test --workspace`, which builds it",
-        path.display()
-    );
-    path
-}
 
 fn interactions(dir: &Path) -> PathBuf {
     let path = dir.join("interactions.csv");

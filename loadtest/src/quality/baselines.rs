@@ -234,6 +234,16 @@ fn add_row(scores: &mut [f32], row: &[f32], weight: f32) {
     }
 }
 
+/// Adds the rows of `matrix` of each distinct product of `history`.
+fn add_rows_of(matrix: &Square, history: &[u32], scores: &mut [f32]) {
+    let mut seen: Vec<u32> = history.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    for i in seen {
+        add_row(scores, matrix.row(i), 1.0);
+    }
+}
+
 /// How many visitors interacted with each product.
 fn counts(distinct: &[Vec<u32>], items: usize) -> Vec<f32> {
     let mut counts = vec![0.0f32; items];
@@ -321,12 +331,7 @@ impl ItemKnn {
 
 impl Recommender for ItemKnn {
     fn score(&self, _: u32, history: &[u32], scores: &mut [f32]) {
-        let mut seen: Vec<u32> = history.to_vec();
-        seen.sort_unstable();
-        seen.dedup();
-        for i in seen {
-            add_row(scores, self.similar.row(i), 1.0);
-        }
+        add_rows_of(&self.similar, history, scores);
     }
 }
 
@@ -368,12 +373,7 @@ impl Ease {
 
 impl Recommender for Ease {
     fn score(&self, _: u32, history: &[u32], scores: &mut [f32]) {
-        let mut seen: Vec<u32> = history.to_vec();
-        seen.sort_unstable();
-        seen.dedup();
-        for i in seen {
-            add_row(scores, self.weights.row(i), 1.0);
-        }
+        add_rows_of(&self.weights, history, scores);
     }
 }
 

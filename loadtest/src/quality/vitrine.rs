@@ -9,13 +9,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::Request;
 use serde_json::{Value, json};
 use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
 
 use super::data::{Dataset, Query, Step};
-use crate::eval::Kind;
+use crate::eval::{Client, Kind};
 use crate::provision::{FeedServer, FeedSubmission};
 
 const ACCESS_KEY: &str = "quality-access-key";
@@ -27,9 +25,8 @@ const TICK_PRODUCT: &str = "quality-tick";
 /// The server of a run and its zones (zone id → strategy).
 pub(crate) struct Vitrine {
     server: TestServer,
-    authority: String,
     pub(crate) zones: Vec<(String, String)>,
-    sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    client: Client,
     /// Items asked per zone: the run's k plus room for products the visitor has seen.
     count: usize,
 }
@@ -75,12 +72,11 @@ impl Vitrine {
         .await
         .context("submitting the dataset's products")?;
         drop(feed);
-        let sender = crate::connect(&authority).await?;
+        let client = Client::connect(&format!("http://{authority}")).await?;
         Ok(Vitrine {
             server,
-            authority,
             zones,
-            sender,
+            client,
             count,
         })
     }
@@ -88,21 +84,6 @@ impl Vitrine {
     /// The server's log so far.
     pub(crate) fn log(&self) -> String {
         self.server.log()
-    }
-
-    async fn post(&mut self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let request = Request::post(path)
-            .header("host", &self.authority)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
-        let response = self.sender.send_request(request).await?;
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await?.to_bytes();
-        let value: Value = serde_json::from_slice(&bytes).context("response is not JSON")?;
-        if status != 200 {
-            bail!("{path} answered {status}: {value}");
-        }
-        Ok(value)
     }
 
     fn body(visitor: &str, events: Value) -> Value {
@@ -158,7 +139,8 @@ impl Vitrine {
                 }}])
             }
         };
-        self.post("/api/serverside", &Self::body(name, events))
+        self.client
+            .post("/api/serverside", &Self::body(name, events))
             .await
             .map(drop)
     }
@@ -182,7 +164,7 @@ impl Vitrine {
         let mut body = Self::body(name, json!([{"name": "page_view", "data": page}]));
         let ids: Vec<&str> = self.zones.iter().map(|(id, _)| id.as_str()).collect();
         body["zones"] = json!(ids);
-        let response = self.post("/api/serverside", &body).await?;
+        let response = self.client.post("/api/serverside", &body).await?;
         let mut answers = Vec::new();
         for (id, _) in &self.zones {
             let items = response["zones"][id]["items"]
@@ -207,7 +189,8 @@ impl Vitrine {
         let before = self.rebuilds().await?;
         loop {
             let tick = json!([{"name": "product_view", "data": {"id": TICK_PRODUCT}}]);
-            self.post("/api/serverside", &Self::body("quality-tick", tick))
+            self.client
+                .post("/api/serverside", &Self::body("quality-tick", tick))
                 .await?;
             tokio::time::sleep(Duration::from_millis(100)).await;
             if self.rebuilds().await? >= before + 2 {
@@ -221,12 +204,7 @@ impl Vitrine {
 
     /// Model rebuilds of the account so far, from `/metrics`.
     async fn rebuilds(&mut self) -> anyhow::Result<u64> {
-        let request = Request::get("/metrics")
-            .header("host", &self.authority)
-            .body(Full::new(Bytes::new()))?;
-        let response = self.sender.send_request(request).await?;
-        let text = response.into_body().collect().await?.to_bytes();
-        let text = String::from_utf8_lossy(&text);
+        let text = self.client.get_text("/metrics").await?;
         let prefix =
             format!("vitrine_model_rebuild_duration_seconds_count{{account=\"{ACCESS_KEY}\"}}");
         Ok(text
