@@ -27,6 +27,7 @@ fn engine_serve(c: &mut Criterion) {
         access_key: account_config.access_key.clone(),
         default_currency: account_config.default_currency,
         zones: account_config.zones.clone(),
+        models: account_config.models,
     };
     let account =
         vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());

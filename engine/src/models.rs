@@ -7,6 +7,7 @@
 //! ([`CoCounts::changed_lists`]) into [`Neighbours`], in dense catalogue ids, written in
 //! place one list at a time: serving reads finished lists and never waits for a rebuild.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::SegQueue;
@@ -18,10 +19,33 @@ use rayon::prelude::*;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 
-/// Partners counted per product at most; when full, the weakest partner makes room.
+/// Partners counted per product at most by default ([`ModelSettings::partners`]);
+/// when full, the weakest partner makes room.
 pub const MAX_PARTNERS: usize = 128;
-/// Neighbours kept per product in a rebuilt list.
+/// Neighbours kept per product in a rebuilt list by default
+/// ([`ModelSettings::neighbours`]).
 pub const NEIGHBOURS: usize = 50;
+
+/// How much of the co-view and co-purchase models an account keeps: more partners and
+/// neighbours find more (MovieLens 100K, `vitrine-loadtest quality`: `personalized`
+/// HR@10 0.206 at 128/50, 0.213 at 256/100) at a cost in handler time and memory (see
+/// the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelSettings {
+    /// Partners counted per product.
+    pub partners: usize,
+    /// Neighbours per product in a rebuilt list (at most `partners`).
+    pub neighbours: usize,
+}
+
+impl Default for ModelSettings {
+    fn default() -> ModelSettings {
+        ModelSettings {
+            partners: MAX_PARTNERS,
+            neighbours: NEIGHBOURS,
+        }
+    }
+}
 /// A product view pairs with this many of the visitor's previous views.
 pub const CO_VIEW_WINDOW: usize = 10;
 /// Order lines paired with each other at most (the first ones of an order).
@@ -104,6 +128,11 @@ pub struct CoCounts {
     pairs: IntMap<u32, Partners>,
     /// Products whose partners changed since the last rebuild, each once.
     changed: SegQueue<u32>,
+    /// [`ModelSettings::partners`] (replaced by a configuration reload: a list longer
+    /// than a lowered bound stops growing and is cut at the next restart).
+    partners: AtomicUsize,
+    /// [`ModelSettings::neighbours`].
+    neighbours: AtomicUsize,
 }
 
 impl Default for CoCounts {
@@ -111,6 +140,8 @@ impl Default for CoCounts {
         CoCounts {
             pairs: int_map(),
             changed: SegQueue::new(),
+            partners: AtomicUsize::new(MAX_PARTNERS),
+            neighbours: AtomicUsize::new(NEIGHBOURS),
         }
     }
 }
@@ -149,15 +180,16 @@ impl Partners {
         None
     }
 
-    /// Adds `weight` to the partner `to`, making room by space-saving when full.
-    fn add(&mut self, to: u32, weight: f32) {
+    /// Adds `weight` to the partner `to`, making room by space-saving when `capacity`
+    /// partners are counted.
+    fn add(&mut self, to: u32, weight: f32, capacity: usize) {
         if let Some(at) = self.find(to) {
             if let Some(count) = self.counts.get_mut(at) {
                 *count += weight;
             }
             return;
         }
-        if self.keys.len() >= MAX_PARTNERS {
+        if self.keys.len() >= capacity {
             // Space-saving (Metwally et al., 2005): the weakest partner makes room and
             // the newcomer inherits its count, so a pair seen often enough is never
             // pushed out by a stream of rare ones (its count may be overestimated by at
@@ -203,23 +235,39 @@ impl CoCounts {
     /// Counts `product` together with each of `others` once (in both directions), each
     /// pairing with its own weight: `product`'s partners are updated under one lock.
     pub fn add_all(&self, product: u32, others: &[(u32, f32)]) {
+        let capacity = self.partners.load(Ordering::Relaxed);
         {
             let mut partners = self.queued_entry(product);
             for &(other, weight) in others {
                 if other != product {
-                    partners.add(other, weight);
+                    partners.add(other, weight, capacity);
                 }
             }
         }
         for &(other, weight) in others {
             if other != product {
-                self.queued_entry(other).add(product, weight);
+                self.queued_entry(other).add(product, weight, capacity);
             }
         }
     }
 
     fn add_one(&self, from: u32, to: u32, weight: f32) {
-        self.queued_entry(from).add(to, weight);
+        let capacity = self.partners.load(Ordering::Relaxed);
+        self.queued_entry(from).add(to, weight, capacity);
+    }
+
+    /// Empty counts kept within `settings`.
+    pub fn configured(settings: ModelSettings) -> CoCounts {
+        let counts = CoCounts::default();
+        counts.configure(settings);
+        counts
+    }
+
+    /// Applies an account's model settings (at start and on a configuration reload).
+    pub fn configure(&self, settings: ModelSettings) {
+        self.partners.store(settings.partners, Ordering::Relaxed);
+        self.neighbours
+            .store(settings.neighbours, Ordering::Relaxed);
     }
 
     /// `product`'s entry, queued for the next rebuild.
@@ -259,7 +307,7 @@ impl CoCounts {
     pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
         let (list_keys, counts) = partners
             .iter()
-            .take(MAX_PARTNERS)
+            .take(self.partners.load(Ordering::Relaxed))
             .map(|(id, count)| (keys.key(id), *count))
             .unzip();
         let key = keys.key(product);
@@ -289,7 +337,7 @@ impl CoCounts {
     }
 
     /// The lists of the products whose partners changed since the last call (each
-    /// partner list strongest first, ties by id, at most [`NEIGHBOURS`]), in the dense
+    /// partner list strongest first, ties by id, at most [`ModelSettings::neighbours`]), in the dense
     /// ids of `catalogue` (products it lacks are left out); sorted in parallel on the
     /// current rayon pool. The work is proportional to the products that changed.
     pub fn changed_lists(
@@ -297,6 +345,7 @@ impl CoCounts {
         keys: &ProductKeys,
         catalogue: &Catalogue,
     ) -> Vec<(ProductIdx, Arc<[Neighbour]>)> {
+        let keep = self.neighbours.load(Ordering::Relaxed);
         let mut changed: Vec<(u32, Vec<(u32, f32)>)> = Vec::new();
         while let Some(key) = self.changed.pop() {
             if let Some(mut entry) = self.pairs.get_mut(&key) {
@@ -312,7 +361,7 @@ impl CoCounts {
                 let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
                 let name = |key: u32| names.get(key as usize).map(|name| &**name);
                 let idx = catalogue.idx_of(name(product)?)?;
-                rank_partners(&mut partners, &name);
+                rank_partners(&mut partners, &name, keep);
                 let list = partners
                     .iter()
                     .filter_map(|(key, weight)| Some((catalogue.idx_of(name(*key)?)?, *weight)))
@@ -323,7 +372,8 @@ impl CoCounts {
     }
 
     /// Every product's partners by id, strongest first (ties by id), at most
-    /// [`NEIGHBOURS`] (the tests' view of what [`CoCounts::changed_lists`] sorts).
+    /// [`ModelSettings::neighbours`] (the tests' view of what [`CoCounts::changed_lists`]
+    /// sorts).
     #[cfg(test)]
     pub fn neighbours(&self, keys: &ProductKeys) -> std::collections::HashMap<String, Vec<String>> {
         let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
@@ -333,10 +383,11 @@ impl CoCounts {
             .collect();
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map(|name| &**name);
+        let keep = self.neighbours.load(Ordering::Relaxed);
         snapshot
             .into_iter()
             .filter_map(|(product, mut partners)| {
-                rank_partners(&mut partners, &name);
+                rank_partners(&mut partners, &name, keep);
                 let list = partners
                     .iter()
                     .filter_map(|(key, _)| Some(name(*key)?.to_owned()))
@@ -348,15 +399,19 @@ impl CoCounts {
 }
 
 /// Sorts a product's partners strongest first, ties by id (partners without an id left
-/// out), and keeps the first [`NEIGHBOURS`].
-fn rank_partners<'a>(partners: &mut Vec<(u32, f32)>, name: &impl Fn(u32) -> Option<&'a str>) {
+/// out), and keeps the first `keep`.
+fn rank_partners<'a>(
+    partners: &mut Vec<(u32, f32)>,
+    name: &impl Fn(u32) -> Option<&'a str>,
+    keep: usize,
+) {
     partners.retain(|(key, _)| name(*key).is_some());
     partners.sort_unstable_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| name(a.0).cmp(&name(b.0)))
             .then_with(|| a.0.cmp(&b.0))
     });
-    partners.truncate(NEIGHBOURS);
+    partners.truncate(keep);
 }
 
 /// A neighbour in a list: its dense id and the weight of its pairing.
@@ -514,6 +569,26 @@ mod tests {
         let lists = counts.neighbours(&keys);
         assert_eq!(lists["hub"].len(), NEIGHBOURS);
         assert_eq!(lists["hub"][0], "strong");
+    }
+
+    #[test]
+    fn an_accounts_model_settings_bound_partners_and_lists() {
+        let keys = ProductKeys::default();
+        let counts = CoCounts::default();
+        counts.configure(ModelSettings {
+            partners: 16,
+            neighbours: 4,
+        });
+        for i in 0..40u32 {
+            // Later partners are stronger: each counted i + 1 times.
+            for _ in 0..=i {
+                counts.add(keys.key("hub"), keys.key(&format!("p{i:02}")), 1.0);
+            }
+        }
+        let entry = counts.pairs.get(&keys.key("hub")).map(|e| e.keys.len());
+        assert_eq!(entry, Some(16));
+        let lists = counts.neighbours(&keys);
+        assert_eq!(lists["hub"], ["p39", "p38", "p37", "p36"]);
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn account(zones: Vec<ZoneSpec>, catalogue: Catalogue) -> Account {
         access_key: ACCESS_KEY.to_owned(),
         default_currency: gbp(),
         zones,
+        models: crate::models::ModelSettings::default(),
     };
     Account::new(settings, catalogue)
 }

@@ -14,6 +14,7 @@ use vitrine_ingest::jobs::BackgroundPriority;
 
 use serde::Deserialize;
 use vitrine_engine::event::PageType;
+use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{DEFAULT_HISTORY, Strategy, ZoneKind, ZoneSpec};
@@ -187,6 +188,8 @@ pub struct AccountConfig {
     /// Visitors (and sessions) kept in memory at most; `memory.max_visitors` unless the
     /// account sets its own.
     pub max_visitors: usize,
+    /// `[accounts.models]`: how much of the co-view and co-purchase models it keeps.
+    pub models: ModelSettings,
 }
 
 /// `[memory]`: how much per-visitor state is kept.
@@ -376,6 +379,14 @@ struct FileAccount {
     rate_limits: BTreeMap<String, FileRateLimit>,
     #[serde(default)]
     zones: Vec<FileZone>,
+    models: Option<FileModels>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileModels {
+    partners: Option<u64>,
+    neighbours: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -690,7 +701,21 @@ fn accounts(
                 within(n, 100, 1_000_000_000).map_err(|m| err(&key("max_visitors"), m))? as usize
             }
         };
+        let mut models = ModelSettings::default();
+        if let Some(file) = &account.models {
+            if let Some(n) = file.partners {
+                models.partners =
+                    within(n, 8, 1024).map_err(|m| err(&key("models.partners"), m))? as usize;
+            }
+            models.neighbours = match file.neighbours {
+                Some(n) => within(n, 1, models.partners as u64)
+                    .map_err(|m| err(&key("models.neighbours"), m))?
+                    as usize,
+                None => models.neighbours.min(models.partners),
+            };
+        }
         accounts.push(AccountConfig {
+            models,
             max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),
@@ -1184,6 +1209,35 @@ mod tests {
         assert_eq!(config.accounts[0].zones[0].history, 20);
         let config = parse(&personalized, "t", &Overrides::default()).unwrap();
         assert_eq!(config.accounts[0].zones[0].history, DEFAULT_HISTORY);
+        assert_eq!(config.accounts[0].models, ModelSettings::default());
+        let models = |table: &str| {
+            MINIMAL.replace(
+                "default_currency = \"GBP\"",
+                &format!("default_currency = \"GBP\"\n[accounts.models]\n{table}\n"),
+            )
+        };
+        let config = parse(
+            &models("partners = 256\nneighbours = 100"),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            config.accounts[0].models,
+            ModelSettings {
+                partners: 256,
+                neighbours: 100
+            }
+        );
+        assert!(
+            fails(&models("partners = 4"))
+                .contains("accounts[0].models.partners: must be between 8 and 1024, got 4")
+        );
+        assert!(
+            fails(&models("neighbours = 200"))
+                .contains("accounts[0].models.neighbours: must be between 1 and 128, got 200")
+        );
+        assert!(fails(&models("window = 3")).contains("unknown field `window`"));
         assert!(
             fails(&format!("region = \"asia\"\n{MINIMAL}"))
                 .contains("test.toml: region: expected \"eu\" or \"us\"")

@@ -40,6 +40,7 @@ fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
         access_key: access_key.to_owned(),
         default_currency: account_config.default_currency,
         zones: account_config.zones.clone(),
+        models: account_config.models,
     };
     let account = Arc::new(Account::new(settings, catalogue));
     let (users, problems) = store::restore_users(&dir);

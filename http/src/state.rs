@@ -446,6 +446,7 @@ fn settings_of(config: &AccountConfig) -> AccountSettings {
         access_key: config.access_key.clone(),
         default_currency: config.default_currency,
         zones: config.zones.clone(),
+        models: config.models,
     }
 }
 

@@ -57,6 +57,10 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
             "personalized,viewed_together,trending",
             "--resamples",
             "200",
+            "--partners",
+            "64",
+            "--neighbours",
+            "20",
             "--out",
         ])
         .arg(&report_path)
@@ -73,6 +77,8 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     let report: Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
     assert_eq!(report["settings"]["holdout"], 2);
     assert_eq!(report["settings"]["k"], 10);
+    assert_eq!(report["settings"]["partners"], 64);
+    assert_eq!(report["settings"]["neighbours"], 20);
     assert_eq!(report["dataset"]["visitors"], 300);
     let evaluated = report["dataset"]["visitors_evaluated"].as_u64().unwrap();
     assert!(evaluated > 200, "{report}");

@@ -88,6 +88,8 @@ pub struct AccountToml {
     pub demo_catalogue: bool,
     /// Its zones.
     pub zones: Vec<ZoneToml>,
+    /// `[accounts.models]` partners and neighbours; `None` leaves the table out.
+    pub models: Option<(usize, usize)>,
 }
 
 impl AccountToml {
@@ -99,6 +101,15 @@ impl AccountToml {
             default_currency: "GBP".to_owned(),
             demo_catalogue,
             zones: Vec::new(),
+            models: None,
+        }
+    }
+
+    /// The same account with `[accounts.models]` set.
+    pub fn models(self, partners: usize, neighbours: usize) -> AccountToml {
+        AccountToml {
+            models: Some((partners, neighbours)),
+            ..self
         }
     }
 
@@ -148,6 +159,12 @@ impl ConfigToml {
                 quoted(&account.default_currency),
                 account.demo_catalogue,
             );
+            if let Some((partners, neighbours)) = account.models {
+                let _ = write!(
+                    out,
+                    "\n  [accounts.models]\n  partners = {partners}\n  neighbours = {neighbours}\n"
+                );
+            }
             for zone in &account.zones {
                 let list = |items: &[String]| -> String {
                     let quoted: Vec<String> = items.iter().map(|s| quoted(s)).collect();

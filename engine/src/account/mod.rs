@@ -42,7 +42,9 @@ pub use serve::{
 pub use track::customer_visitor_id;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::models::{CoCounts, Decaying, Neighbours, ProductKeys, TopNames, most_popular};
+use crate::models::{
+    CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, TopNames, most_popular,
+};
 use crate::money::Currency;
 use crate::recommend::Rankings;
 use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
@@ -58,6 +60,8 @@ pub struct AccountSettings {
     pub default_currency: Currency,
     /// The account's zones.
     pub zones: Vec<ZoneSpec>,
+    /// How much of the co-view and co-purchase models it keeps.
+    pub models: ModelSettings,
 }
 
 /// A user record from a delta's `Users` (or a user feed).
@@ -150,6 +154,7 @@ pub struct Account {
 impl Account {
     /// A new account serving `catalogue`.
     pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
+        let models = settings.models;
         let catalogue = Arc::new(catalogue);
         let rankings = RankingsVersion {
             rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
@@ -170,8 +175,8 @@ impl Account {
             category_popularity: sharded(),
             brand_popularity: sharded(),
             product_keys: ProductKeys::default(),
-            coview: CoCounts::default(),
-            copurchase: CoCounts::default(),
+            coview: CoCounts::configured(models),
+            copurchase: CoCounts::configured(models),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
@@ -198,6 +203,8 @@ impl Account {
     /// requests from now on are served with them, those being served finish with the
     /// old ones. The access key does not change.
     pub fn replace_settings(&self, settings: AccountSettings) {
+        self.coview.configure(settings.models);
+        self.copurchase.configure(settings.models);
         self.settings.store(Arc::new(AccountSettings {
             access_key: self.access_key.clone(),
             ..settings

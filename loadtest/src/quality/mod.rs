@@ -56,6 +56,13 @@ pub(crate) struct QualityArgs {
         default_value = "personalized,viewed_together,similar,trending"
     )]
     strategies: Vec<String>,
+    /// `[accounts.models] partners` of the spawned server (default: the server's).
+    #[arg(long)]
+    partners: Option<usize>,
+    /// `[accounts.models] neighbours` of the spawned server (default: the server's, at
+    /// most --partners).
+    #[arg(long)]
+    neighbours: Option<usize>,
     /// Baselines compared (default: all of them).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
@@ -190,6 +197,8 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "k": args.k,
             "seed": args.seed,
             "resamples": args.resamples,
+            "partners": args.partners,
+            "neighbours": args.neighbours,
         },
         "dataset": {
             "interactions": data.interaction_count(),
@@ -312,7 +321,17 @@ fn evaluate_vitrine(
     runtime.block_on(async {
         // Asked for more than k: products the visitor has seen are left out after.
         let count = (args.k * 5).min(100);
-        let mut server = vitrine::Vitrine::start(&binary, data, &args.strategies, count).await?;
+        let models = (args.partners.is_some() || args.neighbours.is_some()).then(|| {
+            let partners = args
+                .partners
+                .unwrap_or(vitrine_engine::models::MAX_PARTNERS);
+            let neighbours = args
+                .neighbours
+                .unwrap_or(vitrine_engine::models::NEIGHBOURS);
+            (partners, neighbours.min(partners))
+        });
+        let mut server =
+            vitrine::Vitrine::start(&binary, data, &args.strategies, count, models).await?;
         let outcome = async {
             let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
             let started = Instant::now();

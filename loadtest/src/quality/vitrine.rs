@@ -39,8 +39,12 @@ impl Vitrine {
         data: &Dataset,
         strategies: &[String],
         count: usize,
+        models: Option<(usize, usize)>,
     ) -> anyhow::Result<Vitrine> {
         let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, false);
+        if let Some((partners, neighbours)) = models {
+            account = account.models(partners, neighbours);
+        }
         let mut zones = Vec::new();
         for spec in strategies {
             let (strategy, history) = zone_spec(spec)?;
