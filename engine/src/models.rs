@@ -28,7 +28,7 @@ pub const NEIGHBOURS: usize = 50;
 
 /// How much of the co-view and co-purchase models an account keeps: more partners and
 /// neighbours find more (MovieLens 100K, `vitrine-loadtest quality`: `personalized`
-/// HR@10 0.206 at 128/50, 0.213 at 256/100) at a cost in handler time and memory (see
+/// HR@10 0.206 at 128/50, 0.214 at 256/100) at a cost in handler time and memory (see
 /// the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelSettings {
@@ -194,12 +194,12 @@ impl Partners {
             // the newcomer inherits its count, so a pair seen often enough is never
             // pushed out by a stream of rare ones (its count may be overestimated by at
             // most the weakest count when it came in).
-            let mut weakest = 0;
-            for (at, count) in self.counts.iter().enumerate() {
-                if *count < self.counts.get(weakest).copied().unwrap_or(f32::INFINITY) {
-                    weakest = at;
-                }
-            }
+            let weakest = self
+                .counts
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map_or(0, |(at, _)| at);
             if let (Some(key), Some(count)) =
                 (self.keys.get_mut(weakest), self.counts.get_mut(weakest))
             {
