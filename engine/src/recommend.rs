@@ -528,9 +528,9 @@ fn candidates(
     }
 }
 
-/// Candidates scored by neighbour lists of several seed products: a seed's weight falls
-/// with its position (newest first), a neighbour's with its rank in the seed's list.
-/// Ties go to the smaller product id.
+/// Candidates scored by neighbour lists of several seed products: each scores the sum,
+/// over the seeds whose lists hold it, of the seed's weight times the pair's count.
+/// Products in `skip` are left out; ties go to the smaller product id.
 fn blended(
     seeds: impl Iterator<Item = (ProductIdx, f64)>,
     lists: &[&ProductLists],
