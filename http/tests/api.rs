@@ -17,6 +17,8 @@ mod crash;
 mod deltas;
 #[path = "api/feeds.rs"]
 mod feeds;
+#[path = "api/formats.rs"]
+mod formats;
 #[path = "api/hygiene.rs"]
 mod hygiene;
 #[path = "api/memory.rs"]
