@@ -75,24 +75,27 @@ pub(crate) struct Interaction {
     pub(crate) kind: Kind,
 }
 
-/// Reads the interactions file; errors name the line.
-pub(crate) fn read_interactions(path: &Path) -> anyhow::Result<Vec<Interaction>> {
+/// The lines of a CSV file after its `header` (which must be the first line), blank
+/// lines left out, each with its line number (from 1).
+pub(crate) fn csv_lines(path: &Path, header: &str) -> anyhow::Result<Vec<(usize, String)>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines().enumerate();
     match lines.next() {
-        Some((_, header)) if header.trim() == "visitor,product,timestamp,event" => {}
-        _ => bail!(
-            "{}: line 1: expected the header visitor,product,timestamp,event",
-            path.display()
-        ),
+        Some((_, first)) if first.trim() == header => {}
+        _ => bail!("{}: line 1: expected the header {header}", path.display()),
     }
+    Ok(lines
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(n, line)| (n + 1, line.to_owned()))
+        .collect())
+}
+
+/// Reads the interactions file; errors name the line.
+pub(crate) fn read_interactions(path: &Path) -> anyhow::Result<Vec<Interaction>> {
     let mut interactions = Vec::new();
-    for (n, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = || format!("{}: line {}", path.display(), n + 1);
+    for (n, line) in csv_lines(path, "visitor,product,timestamp,event")? {
+        let at = || format!("{}: line {n}", path.display());
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         let [visitor, product, timestamp, event] = fields.as_slice() else {
             bail!("{}: expected 4 fields, got {}", at(), fields.len());

@@ -7,41 +7,10 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use serde_json::{Value, json};
+use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
 
 use crate::common::Server;
-
-const CONFIG: &str = r#"
-[[accounts]]
-access_key = "k1"
-secret_key = "secret-1234"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "RV"
-  title = "Recently viewed"
-  type = "recommender-product"
-  strategy = "recently_viewed"
-  count = 5
-"#;
-
-/// `text` without terminal colour sequences.
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -61,7 +30,17 @@ fn a_data_directory_of_an_earlier_release_is_restored() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/files-140dc99/data");
     copy_tree(&fixture, &dir.path().join("data"));
-    let server = Server::start_in(dir, Some(CONFIG));
+    // The account the fixture was written for: its access key names its directory.
+    let config = ConfigToml::default()
+        .account(
+            AccountToml::new("k1", "secret-1234", true).zone(ZoneToml::new(
+                "RV",
+                "recently_viewed",
+                5,
+            )),
+        )
+        .to_toml();
+    let server = Server::start_in_with_env(dir, Some(&config), &[("VITRINE_LOG_FORMAT", "json")]);
     let recently_viewed = |visitor: &str| -> Vec<String> {
         let answer = server
             .post_json(
@@ -84,12 +63,19 @@ fn a_data_directory_of_an_earlier_release_is_restored() {
     assert_eq!(recently_viewed("in-snapshot"), ["P00005", "P00004"]);
     // From the write-ahead log after it.
     assert_eq!(recently_viewed("in-log"), ["P00003", "P00002", "P00001"]);
-    let log = plain(&server.log());
     // The snapshot was read (not skipped as unreadable, which would replay all five
     // requests from the log instead of the three after it).
-    assert!(log.contains("tracking state restored"), "{log}");
-    assert!(
-        log.contains("entries=14") && log.contains("events=3"),
+    let log = server.log();
+    let field = |message: &str, name: &str| -> Option<u64> {
+        log.lines().find_map(|line| {
+            let entry: Value = serde_json::from_str(line).ok()?;
+            (entry["message"] == message).then(|| entry[name].as_u64())?
+        })
+    };
+    assert_eq!(
+        field("tracking state restored", "entries"),
+        Some(14),
         "{log}"
     );
+    assert_eq!(field("account ready", "events"), Some(3), "{log}");
 }

@@ -138,10 +138,19 @@ impl Server {
             .prefix("vitrine-test-")
             .tempdir()
             .expect("a temporary directory");
+        Server::start_in_with_env(dir, Some(toml), env)
+    }
+
+    /// [`Server::start_in`] with extra environment variables.
+    pub fn start_in_with_env(
+        data_dir: tempfile::TempDir,
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Server {
         Server::wrap(TestServer::start_in_with_env(
             Path::new(binary()),
-            dir,
-            Some(toml),
+            data_dir,
+            config,
             env,
         ))
     }

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use crate::eval::{Interaction, Kind};
 
@@ -175,34 +175,21 @@ impl Dataset {
     }
 }
 
-/// Reads an items file: the header `product,title,categories`, categories separated by
-/// `|`; a title may not contain a comma unless the line is quoted CSV (it is read with
-/// the last field as categories and the second as everything between).
+/// Reads an items file: the header `product,title,categories`; the title is everything
+/// between the first and the last comma (so it may hold commas; surrounding quotes are
+/// removed), categories are separated by `|`.
 fn read_items(path: &Path) -> anyhow::Result<HashMap<String, ItemDetails>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, header)) if header.trim() == "product,title,categories" => {}
-        _ => bail!(
-            "{}: line 1: expected the header product,title,categories",
-            path.display()
-        ),
-    }
     let mut items = HashMap::new();
-    for (n, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
+    for (n, line) in crate::eval::csv_lines(path, "product,title,categories")? {
         let (Some((product, rest)), Some((_, categories))) =
             (line.split_once(','), line.rsplit_once(','))
         else {
-            bail!("{}: line {}: expected 3 fields", path.display(), n + 1);
+            bail!("{}: line {n}: expected 3 fields", path.display());
         };
         let title = rest.rsplit_once(',').map_or("", |(title, _)| title).trim();
         let title = title.trim_matches('"').replace("\"\"", "\"");
         if product.trim().is_empty() {
-            bail!("{}: line {}: the product is empty", path.display(), n + 1);
+            bail!("{}: line {n}: the product is empty", path.display());
         }
         items.insert(
             product.trim().to_owned(),

@@ -13,6 +13,8 @@
 //! - ids may be whole JSON numbers (`"userid": 5`), numbers may be numeric strings
 //!   (`"qty": "1.0000"`), `customer_details` takes `groupid` as well as `group_id`.
 
+use std::borrow::Cow;
+
 use vitrine_engine::CompactString;
 use vitrine_engine::event::{
     BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
@@ -302,7 +304,7 @@ fn id_field<V: JsonValue>(
     required: bool,
     errors: &mut Errors,
 ) -> Option<String> {
-    compact_id_field(data, key, required, errors).map(String::from)
+    checked_id(data, key, required, errors).map(Cow::into_owned)
 }
 
 /// [`id_field`] as a [`CompactString`]: ids of up to 24 bytes (most store ids) are kept
@@ -313,13 +315,23 @@ fn compact_id_field<V: JsonValue>(
     required: bool,
     errors: &mut Errors,
 ) -> Option<CompactString> {
+    checked_id(data, key, required, errors).map(|id| CompactString::from(id.as_ref()))
+}
+
+/// The text of an id field, borrowed from the body where it can be, once checked.
+fn checked_id<'v, V: JsonValue>(
+    data: &Fields<'v, '_, V>,
+    key: &str,
+    required: bool,
+    errors: &mut Errors,
+) -> Option<Cow<'v, str>> {
     let id = if required {
         data.req_id_text(key, errors)?
     } else {
         data.opt_id_text(key, errors).filter(|id| !id.is_empty())?
     };
     match check_id(&id) {
-        Ok(()) => Some(CompactString::from(id.as_ref())),
+        Ok(()) => Some(id),
         Err(message) => {
             errors.push(data.path_of(key), message);
             None
