@@ -474,12 +474,26 @@ fn candidates(
                 .take(zone.history)
                 .enumerate()
                 .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
-            let bought = ctx.purchased.iter().map(|idx| (*idx, 0.5));
+            // The basket's products and the latest purchases weigh as the latest views.
+            let basket = ctx
+                .basket
+                .iter()
+                .rev()
+                .take(zone.history)
+                .enumerate()
+                .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
+            let bought = ctx
+                .purchased
+                .iter()
+                .rev()
+                .take(zone.history)
+                .enumerate()
+                .map(|(i, idx)| (*idx, 0.5 / (i as f64 + 1.0)));
             let lists = [
                 &ctx.neighbours.viewed_together,
                 &ctx.neighbours.bought_together,
             ];
-            let ranked = blended(recent.chain(bought), &lists, viewed, catalogue);
+            let ranked = blended(recent.chain(basket).chain(bought), &lists, viewed, catalogue);
             if !take_all(ranked.into_iter().map(Some), take) {
                 return;
             }

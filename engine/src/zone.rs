@@ -162,8 +162,8 @@ pub struct ZoneSpec {
     /// Page types the zone is shown on; empty means every page type.
     pub page_types: Vec<PageType>,
     /// `personalized`: how many of the visitor's latest views it starts from (the
-    /// latest weighing 1, the one before 1/2, and so on); [`DEFAULT_HISTORY`] unless
-    /// configured.
+    /// latest weighing 1, the one before 1/2, and so on), and as many of the basket's
+    /// lines and of the purchases; [`DEFAULT_HISTORY`] unless configured.
     pub history: usize,
 }
 

