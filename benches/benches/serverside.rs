@@ -28,6 +28,7 @@ fn engine_serve(c: &mut Criterion) {
         default_currency: account_config.default_currency,
         zones: account_config.zones.clone(),
         models: account_config.models,
+        attribution_days: account_config.attribution_days,
     };
     let account =
         vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());

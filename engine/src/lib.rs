@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod account;
+pub mod analytics;
 pub mod catalogue;
 pub mod demo;
 pub mod event;

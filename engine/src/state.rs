@@ -2,9 +2,11 @@
 //! for the write-ahead log ([`Tracked`]), and the entries of a state snapshot
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
+use crate::analytics::{Impressions, ShownZone, ZoneCounts, ZoneDay};
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::Decaying;
+use crate::money::Currency;
 use crate::visitor::Visitor;
 
 /// The events of one `/api/serverside` request as logged: replaying it gives the same
@@ -19,6 +21,20 @@ pub struct Tracked {
     pub now: UnixMillis,
     /// The events, in request order.
     pub events: Events,
+}
+
+/// One `/api/serverside` request as logged since zone analytics: its events, the
+/// currency its orders were in and what its zones showed. Replaying it gives the same
+/// visitor state, counts and zone analytics as serving it did.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Served {
+    /// The visitor, session, time and events.
+    pub tracked: Tracked,
+    /// The request's currency (given, or the account's default then).
+    pub currency: Currency,
+    /// What each filled product zone showed, in request order (zones that showed
+    /// nothing left out).
+    pub shown: Vec<ShownZone>,
 }
 
 /// What an identity key names.
@@ -99,5 +115,19 @@ pub enum StateEntry {
         product: String,
         /// Partner ids and counts.
         partners: Vec<(String, f32)>,
+    },
+    /// A visitor's zone impressions (boxed: entries keep the size they had before).
+    Impressions {
+        /// Visitor id.
+        visitor: String,
+        /// Its impressions.
+        impressions: Box<Impressions>,
+    },
+    /// A zone's counters for one variant and day.
+    ZoneDay {
+        /// Zone, variant and day.
+        key: Box<ZoneDay>,
+        /// The counters.
+        counts: Box<ZoneCounts>,
     },
 }

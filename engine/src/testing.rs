@@ -91,6 +91,7 @@ pub fn account(zones: Vec<ZoneSpec>, catalogue: Catalogue) -> Account {
         default_currency: gbp(),
         zones,
         models: crate::models::ModelSettings::default(),
+        attribution_days: crate::analytics::DEFAULT_ATTRIBUTION_DAYS,
     };
     Account::new(settings, catalogue)
 }

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use compact_str::CompactString;
 
+use crate::analytics::Impressions;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
 use crate::models::ProductKeys;
@@ -140,6 +141,8 @@ pub struct LiveVisitor {
     /// `state.purchased` as dense ids of a catalogue version, and what they were worked
     /// out from (see [`LiveVisitor::purchased_idx`]).
     purchases: Option<Purchases>,
+    /// What zones showed the visitor lately (none until a zone shows something).
+    impressions: Option<Box<Impressions>>,
 }
 
 /// A visitor's purchases as dense ids of one catalogue version.
@@ -165,6 +168,30 @@ impl LiveVisitor {
     /// Its state.
     pub fn state(&self) -> &Visitor {
         &self.state
+    }
+
+    /// Replaces its state, keeping its impressions.
+    pub fn replace_state(&mut self, state: Visitor) {
+        *self = LiveVisitor {
+            state,
+            impressions: self.impressions.take(),
+            ..LiveVisitor::default()
+        };
+    }
+
+    /// What zones showed it lately.
+    pub fn impressions(&self) -> Option<&Impressions> {
+        self.impressions.as_deref()
+    }
+
+    /// Its impressions, to change (made on first use).
+    pub fn impressions_mut(&mut self) -> &mut Impressions {
+        self.impressions.get_or_insert_with(Box::default)
+    }
+
+    /// Its impressions when it has any, to change.
+    pub fn existing_impressions_mut(&mut self) -> Option<&mut Impressions> {
+        self.impressions.as_deref_mut()
     }
 
     /// Its state, to change. Recent views change only through

@@ -190,6 +190,9 @@ pub struct AccountConfig {
     pub max_visitors: usize,
     /// `[accounts.models]`: how much of the co-view and co-purchase models it keeps.
     pub models: ModelSettings,
+    /// Days after a zone answer within which basket adds and order lines of the products
+    /// it showed are credited to it.
+    pub attribution_days: u32,
 }
 
 /// `[memory]`: how much per-visitor state is kept.
@@ -380,6 +383,7 @@ struct FileAccount {
     #[serde(default)]
     zones: Vec<FileZone>,
     models: Option<FileModels>,
+    attribution_days: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -714,8 +718,13 @@ fn accounts(
                 None => models.neighbours.min(models.partners),
             };
         }
+        let attribution_days = match account.attribution_days {
+            None => vitrine_engine::analytics::DEFAULT_ATTRIBUTION_DAYS,
+            Some(n) => within(n, 1, 90).map_err(|m| err(&key("attribution_days"), m))? as u32,
+        };
         accounts.push(AccountConfig {
             models,
+            attribution_days,
             max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),

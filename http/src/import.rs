@@ -41,6 +41,7 @@ fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
         default_currency: account_config.default_currency,
         zones: account_config.zones.clone(),
         models: account_config.models,
+        attribution_days: account_config.attribution_days,
     };
     let account = Arc::new(Account::new(settings, catalogue));
     let (users, problems) = store::restore_users(&dir);

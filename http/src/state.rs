@@ -447,6 +447,7 @@ fn settings_of(config: &AccountConfig) -> AccountSettings {
         default_currency: config.default_currency,
         zones: config.zones.clone(),
         models: config.models,
+        attribution_days: config.attribution_days,
     }
 }
 

@@ -17,6 +17,7 @@
 //! `snapshot` (export and restore of the tracking state). This file holds the account
 //! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
 
+mod analytics;
 mod identity;
 mod serve;
 mod snapshot;
@@ -41,6 +42,7 @@ pub use serve::{
 };
 pub use track::customer_visitor_id;
 
+use crate::analytics::{ZoneCounts, ZoneDay};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{
     CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, TopNames, most_popular,
@@ -62,6 +64,9 @@ pub struct AccountSettings {
     pub zones: Vec<ZoneSpec>,
     /// How much of the co-view and co-purchase models it keeps.
     pub models: ModelSettings,
+    /// Days after a zone answer within which a basket add or an order line of a
+    /// product it showed is credited to it.
+    pub attribution_days: u32,
 }
 
 /// A user record from a delta's `Users` (or a user feed).
@@ -135,6 +140,8 @@ pub struct Account {
     rankings: ArcSwap<RankingsVersion>,
     neighbours: ArcSwap<Neighbours>,
     top_names: ArcSwap<TopNames>,
+    /// Zone analytics: counters per zone, variant and day.
+    analytics: DashMap<ZoneDay, ZoneCounts>,
     /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
     graveyard: Graveyard,
     /// Held while neighbour lists are written: by a rebuild, and by a swap to a new
@@ -180,6 +187,7 @@ impl Account {
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
+            analytics: sharded(),
             lists_lock: parking_lot::Mutex::new(()),
             graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),

@@ -17,7 +17,8 @@ use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems, fill_zone};
-use crate::state::Tracked;
+use crate::analytics::ShownZone;
+use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
 
@@ -98,8 +99,9 @@ pub struct ServeOutcome {
     pub zones: RenderedZones,
     /// The catalogue version the items index into.
     pub catalogue: Arc<Catalogue>,
-    /// The request's events as applied, for the write-ahead log.
-    pub tracked: Tracked,
+    /// The request's events as applied and what its zones showed, for the write-ahead
+    /// log.
+    pub served: Served,
 }
 
 /// No neighbour lists (made once: an empty map still allocates its shards).
@@ -113,12 +115,12 @@ impl ServeOutcome {
 
     /// The visitor id to return (given or new).
     pub fn visitor_id(&self) -> &str {
-        &self.tracked.visitor_id
+        &self.served.tracked.visitor_id
     }
 
     /// The session id to return (given, or new when absent, unknown or idle).
     pub fn session_id(&self) -> &str {
-        &self.tracked.session_id
+        &self.served.tracked.session_id
     }
 }
 
@@ -130,8 +132,10 @@ impl Account {
         let visitor_id = request.visitor_id.unwrap_or_else(new_id);
         let session_id = self.resolve_session(request.session_id, now);
         let mut notices = Vec::new();
+        let currency = request.currency.unwrap_or(settings.default_currency);
         let mut page = PageContext {
             visitor_id: &visitor_id,
+            currency: Some(currency),
             ..PageContext::default()
         };
 
@@ -186,7 +190,7 @@ impl Account {
             rankings: &rankings.rankings,
             rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
             neighbours,
-            currency: request.currency.unwrap_or(settings.default_currency),
+            currency,
             now,
             account_id: snapshot.identity.account_id.as_deref(),
             group_id: snapshot.identity.group_id.as_deref(),
@@ -226,8 +230,14 @@ impl Account {
             zones.push(fill(position, spec, &ctx, &snapshot, &page, &top_names));
         }
         drop(rankings);
-        let shown = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
-        self.activity.record(now, shown);
+        let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
+        self.activity.record(now, items);
+        let shown = shown_products(&zones, &settings, &catalogue);
+        if !shown.is_empty()
+            && let Some(mut visitor) = self.visitors.read().get_mut(&visitor_id)
+        {
+            self.record_shown(&mut visitor, &shown, &session_id, now);
+        }
         let tracked = Tracked {
             visitor_id,
             session_id,
@@ -239,9 +249,38 @@ impl Account {
             settings,
             zones,
             catalogue,
-            tracked,
+            served: Served {
+                tracked,
+                currency,
+                shown,
+            },
         }
     }
+}
+
+/// The products each filled zone shows, by id, for the zones that show any.
+fn shown_products(
+    zones: &[RenderedZone],
+    settings: &AccountSettings,
+    catalogue: &Catalogue,
+) -> Vec<ShownZone> {
+    zones
+        .iter()
+        .filter(|zone| !zone.items.is_empty())
+        .filter_map(|zone| {
+            let spec = settings.zones.get(zone.spec)?;
+            Some(ShownZone {
+                zone: CompactString::from(spec.id.as_str()),
+                variant: CompactString::default(),
+                products: zone
+                    .items
+                    .iter()
+                    .filter_map(|item| catalogue.product(item.product))
+                    .map(|product| CompactString::from(product.id.as_str()))
+                    .collect(),
+            })
+        })
+        .collect()
 }
 
 /// Fills one zone of the account for the request in `ctx`: products with their prices

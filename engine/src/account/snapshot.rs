@@ -25,15 +25,22 @@ impl Account {
             .map(|e| e.key().clone())
             .collect();
         for id in ids {
-            let Some(visitor) = self
-                .visitors
-                .read()
-                .get(&id)
-                .map(|v| Box::new(v.state().clone()))
-            else {
+            let Some((visitor, impressions)) = self.visitors.read().get(&id).map(|v| {
+                let impressions = v.impressions().filter(|i| !i.is_empty()).cloned();
+                (Box::new(v.state().clone()), impressions.map(Box::new))
+            }) else {
                 continue;
             };
-            sink(StateEntry::Visitor { id, visitor });
+            sink(StateEntry::Visitor {
+                id: id.clone(),
+                visitor,
+            });
+            if let Some(impressions) = impressions {
+                sink(StateEntry::Impressions {
+                    visitor: id,
+                    impressions,
+                });
+            }
         }
         let sessions: Vec<(String, UnixMillis)> = self
             .sessions
@@ -92,6 +99,12 @@ impl Account {
         for (product, partners) in self.copurchase.entries(&self.product_keys) {
             sink(StateEntry::CoPurchase { product, partners });
         }
+        for (key, counts) in self.analytics_entries() {
+            sink(StateEntry::ZoneDay {
+                key: Box::new(key),
+                counts: Box::new(counts),
+            });
+        }
     }
 
     /// Restores one entry of a state snapshot (into an account that has no tracking
@@ -102,8 +115,21 @@ impl Account {
                 self.clock.fetch_max(clock, Ordering::Relaxed);
             }
             StateEntry::Visitor { id, visitor } => {
-                self.visitors.insert(id, LiveVisitor::new(*visitor));
+                // Its impressions may have been restored first.
+                self.visitors
+                    .get_or_insert_with(id, LiveVisitor::default)
+                    .replace_state(*visitor);
             }
+            StateEntry::Impressions {
+                visitor,
+                impressions,
+            } => {
+                *self
+                    .visitors
+                    .get_or_insert_with(visitor, LiveVisitor::default)
+                    .impressions_mut() = *impressions;
+            }
+            StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);
             }

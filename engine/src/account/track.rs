@@ -9,10 +9,12 @@ use smallvec::SmallVec;
 
 use super::serve::Notice;
 use super::{Account, new_id};
+use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
+use crate::money::Currency;
 use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, UNCATALOGUED_KEYS};
-use crate::state::Tracked;
+use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
 
 /// Score added to a product's trending counter per kind of interaction.
@@ -24,7 +26,19 @@ impl Account {
     /// Applies logged events again (recovery): the same state changes and counts as
     /// when they were served, without filling zones.
     /// A record without a visitor id holds imported orders ([`Account::import_orders`]).
+    /// Orders count their revenue in the account's default currency (records of this
+    /// kind were logged before requests logged theirs, see [`Account::replay_served`]).
     pub fn replay(&self, tracked: &Tracked) {
+        self.replay_with(tracked, None, &[]);
+    }
+
+    /// Applies a logged request again (recovery): its events, then what its zones
+    /// showed, as when it was served.
+    pub fn replay_served(&self, served: &Served) {
+        self.replay_with(&served.tracked, Some(served.currency), &served.shown);
+    }
+
+    fn replay_with(&self, tracked: &Tracked, currency: Option<Currency>, shown: &[ShownZone]) {
         let now = tracked.now;
         if tracked.visitor_id.is_empty() {
             let orders: Vec<Order> = tracked
@@ -47,6 +61,7 @@ impl Account {
         let catalogue = self.catalogue();
         let mut page = PageContext {
             visitor_id: &tracked.visitor_id,
+            currency,
             ..PageContext::default()
         };
         let mut visitor = self
@@ -61,6 +76,7 @@ impl Account {
             &mut page,
             &mut Vec::new(),
         );
+        self.record_shown(&mut visitor, shown, &tracked.session_id, now);
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
     }
@@ -101,15 +117,23 @@ impl Account {
             visitor.session_id = Some(session_id.to_owned());
         }
         visitor.last_seen = now;
+        let settings = self.settings.load();
+        let currency = page.currency.unwrap_or(settings.default_currency);
+        let window = UnixMillis::from(settings.attribution_days) * MILLIS_PER_DAY;
+        drop(settings);
+        let session = session_key(session_id);
         for (index, event) in events.iter().enumerate() {
             let at = EventAt {
                 index,
                 now,
                 catalogue,
+                session,
+                window,
+                currency,
             };
             match event {
                 Event::ProductView { id } => self.view_product(live, &at, id, page),
-                other => self.apply_event(live.state_mut(), &at, other, page, notices),
+                other => self.apply_event(live, &at, other, page, notices),
             }
         }
     }
@@ -129,13 +153,14 @@ impl Account {
 
     fn apply_event<'e>(
         &self,
-        visitor: &mut Visitor,
+        live: &mut LiveVisitor,
         at: &EventAt<'_>,
         event: &'e Event,
         page: &mut PageContext<'e>,
         notices: &mut Vec<Notice>,
     ) {
         let (index, now) = (at.index, at.now);
+        let visitor = live.state_mut();
         match event {
             Event::PageView {
                 page_type,
@@ -160,17 +185,24 @@ impl Account {
             Event::ProductView { .. } => {}
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
+                let mut added: SmallVec<[&str; 4]> = SmallVec::new();
                 for item in items {
+                    if visitor.basket.iter().any(|b| b.id == item.id) {
+                        continue;
+                    }
+                    added.push(&item.id);
                     let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
-                    if !visitor.basket.iter().any(|b| b.id == item.id)
-                        && self
-                            .countable(&item.id, in_catalogue, at.catalogue)
-                            .is_some()
+                    if self
+                        .countable(&item.id, in_catalogue, at.catalogue)
+                        .is_some()
                     {
                         self.count(&item.id, BASKET_SCORE, 0, now);
                     }
                 }
                 visitor.basket = items.clone();
+                for product in added {
+                    self.attribute(live, Touch::Basket { product }, at);
+                }
             }
             Event::Order(order) => {
                 if !self.count_order(order, index, now, notices) {
@@ -189,6 +221,15 @@ impl Account {
                     details: order.details.clone(),
                     at: now,
                 });
+                for line in &order.items {
+                    let touch = Touch::Order {
+                        product: &line.id,
+                        units: line.qty.max(0.0).round() as u64,
+                        minor: minor_units(line.qty * line.unit_price, at.currency),
+                        currency: at.currency,
+                    };
+                    self.attribute(live, touch, at);
+                }
             }
             Event::CustomerDetails { identity, details } => {
                 self.link_visitor(page.visitor_id, identity);
@@ -234,6 +275,11 @@ impl Account {
             self.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
+        let view = Touch::View {
+            product: id,
+            session: at.session,
+        };
+        self.attribute(live, view, at);
         page.product = Some(id);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
@@ -386,6 +432,8 @@ pub(super) struct PageContext<'a> {
     /// Orders placed for customers, written to their records once the request's
     /// visitor is released.
     pub(super) customer_orders: Vec<Order>,
+    /// The currency of the request's orders (`None`: the account's default).
+    pub(super) currency: Option<Currency>,
 }
 
 /// The visitor id under which a customer's own record is kept, from the order's
@@ -404,8 +452,25 @@ pub fn customer_visitor_id(identity: &Identity) -> Option<String> {
 }
 
 /// Where an event sits in its request.
-struct EventAt<'a> {
+pub(super) struct EventAt<'a> {
     index: usize,
-    now: UnixMillis,
+    pub(super) now: UnixMillis,
     catalogue: &'a Catalogue,
+    /// [`session_key`] of the request's session.
+    session: u64,
+    /// The account's attribution window.
+    pub(super) window: UnixMillis,
+    /// The currency of the request's orders.
+    currency: Currency,
+}
+
+/// An amount in minor units of `currency`, rounded (0 for one that is not finite or
+/// not positive).
+fn minor_units(amount: f64, currency: Currency) -> i64 {
+    let scaled = amount * 10f64.powi(currency.minor_digits() as i32);
+    if scaled.is_finite() && scaled > 0.0 {
+        scaled.round().min(i64::MAX as f64) as i64
+    } else {
+        0
+    }
 }

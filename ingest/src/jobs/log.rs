@@ -3,7 +3,7 @@
 //! request's tracking events and the erasures (framing, checksums and segments are
 //! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`).
 
-use vitrine_engine::state::Tracked;
+use vitrine_engine::state::{Served, Tracked};
 
 use crate::delta::{self, Delta};
 use vitrine_fields::{Errors, Fields, KeyMatch};
@@ -13,11 +13,15 @@ use vitrine_fields::{Errors, Fields, KeyMatch};
 pub enum RecordKind {
     /// A delta: its token, a newline, and its parts as JSON (no credentials).
     Delta,
-    /// One request's tracking events: an rkyv archive of [`Tracked`].
+    /// One request's tracking events: an rkyv archive of [`Tracked`] (imported orders;
+    /// and requests logged before [`RecordKind::Served`]).
     Events,
     /// An erasure: the identifier given to `/api/user/forget` (the erasure's flush
     /// removes it from the log with everything before it).
     Forget,
+    /// One request: its events, currency and what its zones showed, an rkyv archive of
+    /// [`Served`].
+    Served,
 }
 
 impl RecordKind {
@@ -27,6 +31,7 @@ impl RecordKind {
             RecordKind::Delta => 1,
             RecordKind::Events => 2,
             RecordKind::Forget => 3,
+            RecordKind::Served => 4,
         }
     }
 
@@ -36,6 +41,7 @@ impl RecordKind {
             1 => Some(RecordKind::Delta),
             2 => Some(RecordKind::Events),
             3 => Some(RecordKind::Forget),
+            4 => Some(RecordKind::Served),
             _ => None,
         }
     }
@@ -66,6 +72,10 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
         },
         Some(RecordKind::Events) => match decode_tracked(payload) {
             Ok(tracked) => Logged::Events(Box::new(tracked)),
+            Err(_) => Logged::Other,
+        },
+        Some(RecordKind::Served) => match decode_served(payload) {
+            Ok(served) => Logged::Events(Box::new(served.tracked)),
             Err(_) => Logged::Other,
         },
         Some(RecordKind::Forget) => Logged::Forget,
@@ -116,4 +126,18 @@ pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
     aligned.extend_from_slice(payload);
     rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned)
         .map_err(|e| format!("not a tracking record: {e}"))
+}
+
+/// The payload of a served-request record.
+pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, String> {
+    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(served, Vec::with_capacity(768))
+        .map_err(|e| format!("the request could not be archived: {e}"))
+}
+
+/// Reads a logged request.
+pub(crate) fn decode_served(payload: &[u8]) -> Result<Served, String> {
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(payload);
+    rkyv::from_bytes::<Served, rkyv::rancor::Error>(&aligned)
+        .map_err(|e| format!("not a served-request record: {e}"))
 }

@@ -76,7 +76,6 @@ use parking_lot::Mutex;
 use vitrine_engine::Account;
 use vitrine_engine::account::{ServeOutcome, ServeRequest, UserRecord};
 use vitrine_engine::catalogue::Catalogue;
-use vitrine_engine::state::Tracked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
 pub use self::feeds::FEED_JOBS_KEPT;
@@ -281,22 +280,15 @@ impl AccountJobs {
         self.shared.wal.check_backlog()?;
         self.shared.forgotten.strip(&mut request.events);
         let outcome = self.shared.account.serve(request);
-        if !outcome.tracked.events.is_empty() {
-            self.log_events(&outcome.tracked)?;
+        let served = &outcome.served;
+        if !served.tracked.events.is_empty() || !served.shown.is_empty() {
+            let payload = log::encode_served(served)
+                .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+            self.shared
+                .wal
+                .append_under_policy(RecordKind::Served.code(), payload)?;
         }
         Ok(outcome)
-    }
-
-    /// Logs one request's tracking events under the log's policy (`always`: returns
-    /// once fsynced; otherwise once handed to the log's writer). The events are already
-    /// applied: a state snapshot's position then never passes an event it lacks.
-    pub fn log_events(&self, tracked: &Tracked) -> Result<(), SubmitError> {
-        let payload = log::encode_tracked(tracked)
-            .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
-        Ok(self
-            .shared
-            .wal
-            .append_under_policy(RecordKind::Events.code(), payload)?)
     }
 
     /// Erases everything tied to `identifier` (see [`Account::forget`]). When anything

@@ -211,6 +211,15 @@ fn replay_tracking(
                     .problems
                     .push(format!("log record {}: {reason}", record.sequence)),
             },
+            Some(RecordKind::Served) => match log::decode_served(&record.payload) {
+                Ok(served) => {
+                    account.replay_served(&served);
+                    recovery.events += 1;
+                }
+                Err(reason) => recovery
+                    .problems
+                    .push(format!("log record {}: {reason}", record.sequence)),
+            },
             Some(RecordKind::Delta) | None => {}
         }
     }

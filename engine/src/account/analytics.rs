@@ -1,0 +1,69 @@
+//! Zone analytics of an account (see [`crate::analytics`]): impressions recorded when a
+//! request's zones are filled, touches credited while its events are applied, and the
+//! counters per zone × variant × day they add to.
+
+use super::Account;
+use super::track::EventAt;
+use crate::analytics::{ShownZone, Tally, Touch, ZoneCounts, ZoneDay, session_key};
+use crate::catalogue::UnixMillis;
+use crate::visitor::LiveVisitor;
+
+impl Account {
+    /// Remembers what the zones of a request showed the visitor and counts the answers.
+    pub(super) fn record_shown(
+        &self,
+        live: &mut LiveVisitor,
+        shown: &[ShownZone],
+        session_id: &str,
+        now: UnixMillis,
+    ) {
+        if shown.is_empty() {
+            return;
+        }
+        let tallies = live
+            .impressions_mut()
+            .record(shown, session_key(session_id), now);
+        for tally in tallies {
+            self.tally(tally);
+        }
+    }
+
+    /// Credits what the visitor did to the zone answer that showed the product, if any.
+    pub(super) fn attribute(&self, live: &mut LiveVisitor, touch: Touch<'_>, at: &EventAt<'_>) {
+        let Some(impressions) = live.existing_impressions_mut() else {
+            return;
+        };
+        if let Some(tally) = impressions.credit(touch, at.now, at.window) {
+            self.tally(tally);
+        }
+    }
+
+    fn tally(&self, tally: Tally) {
+        self.analytics.entry(tally.key).or_default().add(&tally.counts);
+    }
+
+    /// The counters of every zone and variant on the days `from..=to` ([`day_of`]), by
+    /// zone, variant and day.
+    ///
+    /// [`day_of`]: crate::analytics::day_of
+    pub fn zone_analytics(&self, from: i32, to: i32) -> Vec<(ZoneDay, ZoneCounts)> {
+        let mut found: Vec<(ZoneDay, ZoneCounts)> = self
+            .analytics
+            .iter()
+            .filter(|e| (from..=to).contains(&e.key().day))
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
+    }
+
+    /// Every day's counters (for a state snapshot).
+    pub(super) fn analytics_entries(&self) -> Vec<(ZoneDay, ZoneCounts)> {
+        self.zone_analytics(i32::MIN, i32::MAX)
+    }
+
+    /// Restores one day's counters.
+    pub(super) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
+        self.analytics.insert(key, counts);
+    }
+}

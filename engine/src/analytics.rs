@@ -1,0 +1,456 @@
+//! Zone analytics: what each zone answer showed a visitor (kept per visitor, bounded)
+//! and what came of it, counted per zone × variant × day.
+//!
+//! An answer's products are *impressions*. A later `product_view` of a shown product
+//! in the same session is a *view-through*; a basket add of one, or an order line of
+//! one, within the account's attribution window (default 7 days) is *basketed* or
+//! *ordered*, with the line's units and revenue in the order's currency. Each shown
+//! product is credited at most once for each of the three, to the latest answer that
+//! showed it (last touch), and counted on the day the credited event happened. The
+//! counters hold no identifier: an erasure removes the visitor's impressions and leaves
+//! the counts.
+
+use std::collections::VecDeque;
+
+use compact_str::CompactString;
+
+use crate::catalogue::UnixMillis;
+use crate::money::Currency;
+
+/// Zone answers remembered per visitor (the oldest makes room).
+pub const MAX_ANSWERS: usize = 8;
+/// Products remembered per answer (its first ones).
+pub const MAX_ANSWER_ITEMS: usize = 20;
+/// Days after an answer within which a basket add or an order line is credited to it,
+/// unless the account says otherwise.
+pub const DEFAULT_ATTRIBUTION_DAYS: u32 = 7;
+/// Milliseconds in a (UTC) day.
+pub const MILLIS_PER_DAY: UnixMillis = 24 * 60 * 60 * 1000;
+
+/// The UTC day of an instant, as days since 1970-01-01.
+pub fn day_of(at: UnixMillis) -> i32 {
+    i32::try_from(at.div_euclid(MILLIS_PER_DAY)).unwrap_or(i32::MAX)
+}
+
+/// A shown product was viewed.
+const VIEWED: u8 = 1;
+/// A shown product was put in the basket.
+const BASKETED: u8 = 2;
+/// A shown product was ordered.
+const ORDERED: u8 = 4;
+
+/// What one zone of one request showed, as logged.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ShownZone {
+    /// The zone id.
+    pub zone: CompactString,
+    /// The experiment variant that answered (empty: no experiment).
+    pub variant: CompactString,
+    /// Product ids in display order.
+    pub products: Vec<CompactString>,
+}
+
+/// One zone answer as a visitor's impressions remember it.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Answer {
+    /// The zone id.
+    pub zone: CompactString,
+    /// The experiment variant (empty: none).
+    pub variant: CompactString,
+    /// When it was shown.
+    pub at: UnixMillis,
+    /// [`session_key`] of the session it was shown in.
+    pub session: u64,
+    /// Product ids shown, with what each was credited for (bits).
+    pub products: Vec<(CompactString, u8)>,
+}
+
+/// A zone and variant a visitor was counted in on one day.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Counted {
+    /// The zone id.
+    pub zone: CompactString,
+    /// The variant.
+    pub variant: CompactString,
+    /// The day.
+    pub day: i32,
+    /// Whether it was counted among the zone's visitors (shown it that day).
+    pub shown: bool,
+    /// Whether it was counted among the ordering visitors that day.
+    pub ordered: bool,
+}
+
+/// A visitor's impressions: the latest answers and where the visitor was counted today.
+#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Impressions {
+    /// Answers, oldest first, at most [`MAX_ANSWERS`].
+    pub answers: VecDeque<Answer>,
+    /// Zones and variants the visitor was counted in, on the latest day only.
+    pub counted: Vec<Counted>,
+}
+
+/// The key of a day's counters.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+pub struct ZoneDay {
+    /// The zone id.
+    pub zone: CompactString,
+    /// The variant (empty: none).
+    pub variant: CompactString,
+    /// The UTC day ([`day_of`]).
+    pub day: i32,
+}
+
+/// A zone's counters for one variant and day.
+#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ZoneCounts {
+    /// Answers given.
+    pub answers: u64,
+    /// Products shown.
+    pub impressions: u64,
+    /// Distinct visitors shown the zone.
+    pub visitors: u64,
+    /// Shown products viewed afterwards in the same session.
+    pub viewed: u64,
+    /// Shown products put in the basket within the window.
+    pub basketed: u64,
+    /// Order lines of shown products within the window.
+    pub ordered_lines: u64,
+    /// Units of those lines.
+    pub ordered_units: u64,
+    /// Distinct visitors with such an order line.
+    pub ordering_visitors: u64,
+    /// Revenue of those lines in minor units, per currency (ascending codes).
+    pub revenue: Vec<(Currency, i64)>,
+}
+
+impl ZoneCounts {
+    /// Adds another day's (or variant's) counts to these.
+    pub fn add(&mut self, other: &ZoneCounts) {
+        self.answers += other.answers;
+        self.impressions += other.impressions;
+        self.visitors += other.visitors;
+        self.viewed += other.viewed;
+        self.basketed += other.basketed;
+        self.ordered_lines += other.ordered_lines;
+        self.ordered_units += other.ordered_units;
+        self.ordering_visitors += other.ordering_visitors;
+        for (currency, minor) in &other.revenue {
+            self.add_revenue(*currency, *minor);
+        }
+    }
+
+    /// Adds revenue in a currency.
+    pub fn add_revenue(&mut self, currency: Currency, minor: i64) {
+        match self.revenue.binary_search_by_key(&currency, |(c, _)| *c) {
+            Ok(at) => {
+                if let Some((_, sum)) = self.revenue.get_mut(at) {
+                    *sum = sum.saturating_add(minor);
+                }
+            }
+            Err(at) => self.revenue.insert(at, (currency, minor)),
+        }
+    }
+}
+
+/// A stable 64-bit key of a session id (the same in every process).
+pub fn session_key(session_id: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(session_id.as_bytes());
+    hasher.finish()
+}
+
+/// What a visitor did with a product that a zone may have shown.
+#[derive(Debug, Clone, Copy)]
+pub enum Touch<'a> {
+    /// A product view in the session `session` ([`session_key`]).
+    View {
+        /// The product.
+        product: &'a str,
+        /// The session.
+        session: u64,
+    },
+    /// A product newly in the basket.
+    Basket {
+        /// The product.
+        product: &'a str,
+    },
+    /// An order line.
+    Order {
+        /// The product.
+        product: &'a str,
+        /// Units ordered.
+        units: u64,
+        /// The line's value in minor units of `currency`.
+        minor: i64,
+        /// The order's currency.
+        currency: Currency,
+    },
+}
+
+impl Touch<'_> {
+    fn product(&self) -> &str {
+        match self {
+            Touch::View { product, .. }
+            | Touch::Basket { product }
+            | Touch::Order { product, .. } => product,
+        }
+    }
+
+    fn bit(&self) -> u8 {
+        match self {
+            Touch::View { .. } => VIEWED,
+            Touch::Basket { .. } => BASKETED,
+            Touch::Order { .. } => ORDERED,
+        }
+    }
+}
+
+/// A change to the account's counters worked out from a visitor's impressions.
+#[derive(Debug, PartialEq)]
+pub struct Tally {
+    /// Whose counters.
+    pub key: ZoneDay,
+    /// What to add.
+    pub counts: ZoneCounts,
+}
+
+impl Impressions {
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty() && self.counted.is_empty()
+    }
+
+    /// Remembers the zones one request showed at `now` in `session`; the counts to add.
+    pub fn record(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Vec<Tally> {
+        let day = day_of(now);
+        self.counted.retain(|c| c.day >= day);
+        let mut tallies = Vec::with_capacity(shown.len());
+        for zone in shown {
+            let mut counts = ZoneCounts {
+                answers: 1,
+                impressions: zone.products.len() as u64,
+                ..ZoneCounts::default()
+            };
+            if self.count(&zone.zone, &zone.variant, day, |c| &mut c.shown) {
+                counts.visitors = 1;
+            }
+            if self.answers.len() >= MAX_ANSWERS {
+                self.answers.pop_front();
+            }
+            self.answers.push_back(Answer {
+                zone: zone.zone.clone(),
+                variant: zone.variant.clone(),
+                at: now,
+                session,
+                products: zone
+                    .products
+                    .iter()
+                    .take(MAX_ANSWER_ITEMS)
+                    .map(|p| (p.clone(), 0))
+                    .collect(),
+            });
+            tallies.push(Tally {
+                key: ZoneDay {
+                    zone: zone.zone.clone(),
+                    variant: zone.variant.clone(),
+                    day,
+                },
+                counts,
+            });
+        }
+        tallies
+    }
+
+    /// Credits `touch` at `now` to the latest answer that showed its product and was not
+    /// credited for it yet: within the same session for a view, within `window` for a
+    /// basket add or an order line. The counts to add, if any answer was credited.
+    pub fn credit(&mut self, touch: Touch<'_>, now: UnixMillis, window: UnixMillis) -> Option<Tally> {
+        let bit = touch.bit();
+        let product = touch.product();
+        let answer = self.answers.iter_mut().rev().find(|answer| {
+            let in_reach = match touch {
+                Touch::View { session, .. } => answer.session == session,
+                Touch::Basket { .. } | Touch::Order { .. } => now - answer.at <= window,
+            };
+            in_reach
+                && answer.at <= now
+                && answer
+                    .products
+                    .iter()
+                    .any(|(p, credited)| p == product && credited & bit == 0)
+        })?;
+        for (p, credited) in &mut answer.products {
+            if p == product {
+                *credited |= bit;
+            }
+        }
+        let (zone, variant) = (answer.zone.clone(), answer.variant.clone());
+        let day = day_of(now);
+        let mut counts = ZoneCounts::default();
+        match touch {
+            Touch::View { .. } => counts.viewed = 1,
+            Touch::Basket { .. } => counts.basketed = 1,
+            Touch::Order {
+                units,
+                minor,
+                currency,
+                ..
+            } => {
+                counts.ordered_lines = 1;
+                counts.ordered_units = units;
+                counts.add_revenue(currency, minor);
+                self.counted.retain(|c| c.day >= day);
+                if self.count(&zone, &variant, day, |c| &mut c.ordered) {
+                    counts.ordering_visitors = 1;
+                }
+            }
+        }
+        Some(Tally {
+            key: ZoneDay { zone, variant, day },
+            counts,
+        })
+    }
+
+    /// Sets the flag `which` picks of the visitor's entry for (zone, variant, day);
+    /// whether it was not set before.
+    fn count(
+        &mut self,
+        zone: &str,
+        variant: &str,
+        day: i32,
+        which: impl Fn(&mut Counted) -> &mut bool,
+    ) -> bool {
+        let entry = match self
+            .counted
+            .iter()
+            .position(|c| c.day == day && c.zone == zone && c.variant == variant)
+        {
+            Some(at) => self.counted.get_mut(at),
+            None => {
+                self.counted.push(Counted {
+                    zone: zone.into(),
+                    variant: variant.into(),
+                    day,
+                    shown: false,
+                    ordered: false,
+                });
+                self.counted.last_mut()
+            }
+        };
+        let Some(entry) = entry else { return false };
+        let flag = which(entry);
+        !std::mem::replace(flag, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: UnixMillis = 1_800_000_000_000;
+
+    fn shown(zone: &str, products: &[&str]) -> ShownZone {
+        ShownZone {
+            zone: zone.into(),
+            variant: CompactString::default(),
+            products: products.iter().map(|p| (*p).into()).collect(),
+        }
+    }
+
+    fn gbp() -> Currency {
+        Currency::from_code("GBP").unwrap()
+    }
+
+    #[test]
+    fn an_answer_counts_once_per_visitor_and_day() {
+        let mut impressions = Impressions::default();
+        let first = impressions.record(&[shown("Z", &["a", "b"])], 1, T0);
+        assert_eq!(first[0].counts.answers, 1);
+        assert_eq!(first[0].counts.impressions, 2);
+        assert_eq!(first[0].counts.visitors, 1);
+        let again = impressions.record(&[shown("Z", &["a"])], 1, T0 + 1000);
+        assert_eq!(again[0].counts.visitors, 0);
+        let tomorrow = impressions.record(&[shown("Z", &["a"])], 1, T0 + MILLIS_PER_DAY);
+        assert_eq!(tomorrow[0].counts.visitors, 1);
+        assert_eq!(impressions.counted.len(), 1, "earlier days are forgotten");
+    }
+
+    #[test]
+    fn touches_are_credited_once_to_the_latest_answer_within_reach() {
+        let window = 7 * MILLIS_PER_DAY;
+        let mut impressions = Impressions::default();
+        impressions.record(&[shown("A", &["a", "b"])], 1, T0);
+        impressions.record(&[shown("B", &["b"])], 1, T0 + 10);
+        // b: last touch is zone B.
+        let view = Touch::View { product: "b", session: 1 };
+        let credited = impressions.credit(view, T0 + 20, window).unwrap();
+        assert_eq!(credited.key.zone, "B");
+        assert_eq!(credited.counts.viewed, 1);
+        // Viewed again: the older answer that showed it is credited, then nothing.
+        assert_eq!(impressions.credit(view, T0 + 30, window).unwrap().key.zone, "A");
+        assert!(impressions.credit(view, T0 + 40, window).is_none());
+        // Another session: no view-through.
+        let elsewhere = Touch::View { product: "a", session: 2 };
+        assert!(impressions.credit(elsewhere, T0 + 50, window).is_none());
+        // An order line within the window, then one after it.
+        let line = Touch::Order {
+            product: "a",
+            units: 2,
+            minor: 1998,
+            currency: gbp(),
+        };
+        let ordered = impressions.credit(line, T0 + MILLIS_PER_DAY, window).unwrap();
+        assert_eq!(ordered.key.day, day_of(T0 + MILLIS_PER_DAY));
+        assert_eq!(ordered.counts.ordered_units, 2);
+        assert_eq!(ordered.counts.revenue, vec![(gbp(), 1998)]);
+        assert_eq!(ordered.counts.ordering_visitors, 1);
+        let late = Touch::Order {
+            product: "b",
+            units: 1,
+            minor: 100,
+            currency: gbp(),
+        };
+        assert!(impressions.credit(late, T0 + window + 11, window).is_none());
+        // A product never shown earns nothing.
+        assert!(
+            impressions
+                .credit(Touch::Basket { product: "z" }, T0 + 60, window)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_visitor_keeps_the_latest_answers_only() {
+        let mut impressions = Impressions::default();
+        for i in 0..(MAX_ANSWERS + 3) {
+            let products: Vec<String> = (0..30).map(|p| format!("p{p}")).collect();
+            let products: Vec<&str> = products.iter().map(String::as_str).collect();
+            impressions.record(&[shown(&format!("Z{i}"), &products)], 1, T0);
+        }
+        assert_eq!(impressions.answers.len(), MAX_ANSWERS);
+        assert_eq!(impressions.answers[0].zone, "Z3");
+        assert!(impressions.answers.iter().all(|a| a.products.len() == MAX_ANSWER_ITEMS));
+    }
+
+    #[test]
+    fn revenue_is_kept_per_currency_in_code_order() {
+        let usd = Currency::from_code("USD").unwrap();
+        let mut counts = ZoneCounts::default();
+        counts.add_revenue(usd, 500);
+        counts.add_revenue(gbp(), 250);
+        counts.add_revenue(usd, 1);
+        assert_eq!(counts.revenue, vec![(gbp(), 250), (usd, 501)]);
+    }
+}
