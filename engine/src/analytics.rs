@@ -276,7 +276,12 @@ impl Impressions {
     /// Credits `touch` at `now` to the latest answer that showed its product and was not
     /// credited for it yet: within the same session for a view, within `window` for a
     /// basket add or an order line. The counts to add, if any answer was credited.
-    pub fn credit(&mut self, touch: Touch<'_>, now: UnixMillis, window: UnixMillis) -> Option<Tally> {
+    pub fn credit(
+        &mut self,
+        touch: Touch<'_>,
+        now: UnixMillis,
+        window: UnixMillis,
+    ) -> Option<Tally> {
         let bit = touch.bit();
         let product = touch.product();
         let answer = self.answers.iter_mut().rev().find(|answer| {
@@ -394,15 +399,24 @@ mod tests {
         impressions.record(&[shown("A", &["a", "b"])], 1, T0);
         impressions.record(&[shown("B", &["b"])], 1, T0 + 10);
         // b: last touch is zone B.
-        let view = Touch::View { product: "b", session: 1 };
+        let view = Touch::View {
+            product: "b",
+            session: 1,
+        };
         let credited = impressions.credit(view, T0 + 20, window).unwrap();
         assert_eq!(credited.key.zone, "B");
         assert_eq!(credited.counts.viewed, 1);
         // Viewed again: the older answer that showed it is credited, then nothing.
-        assert_eq!(impressions.credit(view, T0 + 30, window).unwrap().key.zone, "A");
+        assert_eq!(
+            impressions.credit(view, T0 + 30, window).unwrap().key.zone,
+            "A"
+        );
         assert!(impressions.credit(view, T0 + 40, window).is_none());
         // Another session: no view-through.
-        let elsewhere = Touch::View { product: "a", session: 2 };
+        let elsewhere = Touch::View {
+            product: "a",
+            session: 2,
+        };
         assert!(impressions.credit(elsewhere, T0 + 50, window).is_none());
         // An order line within the window, then one after it.
         let line = Touch::Order {
@@ -411,7 +425,9 @@ mod tests {
             minor: 1998,
             currency: gbp(),
         };
-        let ordered = impressions.credit(line, T0 + MILLIS_PER_DAY, window).unwrap();
+        let ordered = impressions
+            .credit(line, T0 + MILLIS_PER_DAY, window)
+            .unwrap();
         assert_eq!(ordered.key.day, day_of(T0 + MILLIS_PER_DAY));
         assert_eq!(ordered.counts.ordered_units, 2);
         assert_eq!(ordered.counts.revenue, vec![(gbp(), 1998)]);
@@ -441,7 +457,12 @@ mod tests {
         }
         assert_eq!(impressions.answers.len(), MAX_ANSWERS);
         assert_eq!(impressions.answers[0].zone, "Z3");
-        assert!(impressions.answers.iter().all(|a| a.products.len() == MAX_ANSWER_ITEMS));
+        assert!(
+            impressions
+                .answers
+                .iter()
+                .all(|a| a.products.len() == MAX_ANSWER_ITEMS)
+        );
     }
 
     #[test]

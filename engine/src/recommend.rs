@@ -493,7 +493,12 @@ fn candidates(
                 &ctx.neighbours.viewed_together,
                 &ctx.neighbours.bought_together,
             ];
-            let ranked = blended(recent.chain(basket).chain(bought), &lists, viewed, catalogue);
+            let ranked = blended(
+                recent.chain(basket).chain(bought),
+                &lists,
+                viewed,
+                catalogue,
+            );
             if !take_all(ranked.into_iter().map(Some), take) {
                 return;
             }

@@ -36,9 +36,12 @@ impl CredentialFields {
             Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
                 ("AccessKey", Some("SecretKey"))
             }
-            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => {
-                ("", None)
-            }
+            // The admin API takes bearer admin tokens, never a store's keys.
+            Endpoint::Health
+            | Endpoint::Metrics
+            | Endpoint::OpenApi
+            | Endpoint::Admin
+            | Endpoint::Unrouted => ("", None),
         };
         CredentialFields {
             access_key,

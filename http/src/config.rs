@@ -283,7 +283,12 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// Accounts.
     pub accounts: Vec<AccountConfig>,
+    /// `[admin] tokens`: the bearer tokens that open `/admin/` (none: it is closed).
+    pub admin_tokens: Vec<String>,
 }
+
+/// Shortest admin token accepted.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 24;
 
 /// Values that override the file: from the command line or the environment.
 #[derive(Debug, Clone, Default)]
@@ -313,6 +318,15 @@ struct FileConfig {
     memory: FileMemory,
     #[serde(default)]
     accounts: Vec<FileAccount>,
+    #[serde(default)]
+    admin: FileAdmin,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAdmin {
+    #[serde(default)]
+    tokens: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -516,6 +530,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
             "at least one [[accounts]] entry is required".to_owned(),
         ));
     }
+    let admin_tokens = admin_tokens(&file.admin, &accounts, &err)?;
     Ok(Config {
         source: source.to_owned(),
         listen,
@@ -532,7 +547,52 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         feeds,
         memory,
         accounts,
+        admin_tokens,
     })
+}
+
+/// `[admin] tokens`, validated: long enough to be secret, printable, and none of them a
+/// store's key (the store keys must never open the admin API).
+fn admin_tokens(
+    file: &FileAdmin,
+    accounts: &[AccountConfig],
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<Vec<String>, ConfigError> {
+    for (i, token) in file.tokens.iter().enumerate() {
+        let key = format!("admin.tokens[{i}]");
+        if token.len() < MIN_ADMIN_TOKEN_LEN {
+            return Err(err(
+                &key,
+                format!(
+                    "must be at least {MIN_ADMIN_TOKEN_LEN} characters, got {}",
+                    token.len()
+                ),
+            ));
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(err(
+                &key,
+                "must be printable ASCII without spaces".to_owned(),
+            ));
+        }
+        if accounts
+            .iter()
+            .any(|a| a.access_key == *token || a.secret_key == *token)
+        {
+            return Err(err(
+                &key,
+                "must not be an account's access key or secret key".to_owned(),
+            ));
+        }
+        if file
+            .tokens
+            .get(..i)
+            .is_some_and(|earlier| earlier.contains(token))
+        {
+            return Err(err(&key, "is given twice".to_owned()));
+        }
+    }
+    Ok(file.tokens.clone())
 }
 
 /// The `[durability]` table, validated.
@@ -1181,6 +1241,48 @@ mod tests {
         assert_eq!(config.data_dir, PathBuf::from("/tmp/x"));
         let config = parse(&text, "t", &Overrides::default()).unwrap();
         assert_eq!(config.listen.port(), 1);
+    }
+
+    #[test]
+    fn admin_tokens_and_the_attribution_window_are_checked() {
+        let admin = |tokens: &str| format!("{MINIMAL}\n[admin]\ntokens = [{tokens}]\n");
+        let config = parse(
+            &admin("\"a-long-enough-admin-token-1\""),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(config.admin_tokens, ["a-long-enough-admin-token-1"]);
+        assert_eq!(config.accounts[0].attribution_days, 7);
+        assert_eq!(
+            fails(&admin("\"short\"")),
+            "test.toml: admin.tokens[0]: must be at least 24 characters, got 5"
+        );
+        assert!(fails(&admin("\"a long enough admin token 1\"")).contains("without spaces"));
+        let store_key = MINIMAL.replace("secret-1234", "a-secret-key-long-as-a-token");
+        assert_eq!(
+            fails(&format!(
+                "{store_key}\n[admin]\ntokens = [\"a-secret-key-long-as-a-token\"]\n"
+            )),
+            "test.toml: admin.tokens[0]: must not be an account's access key or secret key"
+        );
+        assert!(
+            fails(&admin(
+                "\"a-long-enough-admin-token-1\", \"a-long-enough-admin-token-1\""
+            ))
+            .contains("admin.tokens[1]: is given twice")
+        );
+        let window = |days: u32| {
+            MINIMAL.replace(
+                "default_currency = \"GBP\"",
+                &format!("default_currency = \"GBP\"\nattribution_days = {days}"),
+            )
+        };
+        let config = parse(&window(30), "t", &Overrides::default()).unwrap();
+        assert_eq!(config.accounts[0].attribution_days, 30);
+        assert!(
+            fails(&window(0)).contains("accounts[0].attribution_days: must be between 1 and 90")
+        );
     }
 
     #[test]

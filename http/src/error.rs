@@ -50,6 +50,8 @@ pub enum Endpoint {
     Metrics,
     /// `GET /openapi.json`: the OpenAPI document of every endpoint.
     OpenApi,
+    /// `GET /admin/...`: the admin API and dashboard (bearer admin tokens).
+    Admin,
     /// Any other path.
     Unrouted,
 }
@@ -57,6 +59,9 @@ pub enum Endpoint {
 impl Endpoint {
     /// The endpoint of a path.
     pub fn of_path(path: &str) -> Endpoint {
+        if path == "/admin" || path.starts_with("/admin/") {
+            return Endpoint::Admin;
+        }
         Endpoint::ALL
             .into_iter()
             .find(|endpoint| *endpoint != Endpoint::Unrouted && endpoint.name() == path)
@@ -64,7 +69,7 @@ impl Endpoint {
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 17] = [
+    pub const ALL: [Endpoint; 18] = [
         Endpoint::Serverside,
         Endpoint::ProductFeed,
         Endpoint::Delta,
@@ -81,6 +86,7 @@ impl Endpoint {
         Endpoint::Health,
         Endpoint::Metrics,
         Endpoint::OpenApi,
+        Endpoint::Admin,
         Endpoint::Unrouted,
     ];
 
@@ -104,6 +110,7 @@ impl Endpoint {
             Endpoint::Health => "/healthz",
             Endpoint::Metrics => "/metrics",
             Endpoint::OpenApi => "/openapi.json",
+            Endpoint::Admin => "/admin",
             Endpoint::Unrouted => "other",
         }
     }
@@ -125,7 +132,11 @@ impl Endpoint {
             Endpoint::PluginValidate => "plugin_validate",
             Endpoint::PluginDashboard => "plugin_dashboard",
             Endpoint::PluginDelete => "plugin_delete",
-            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => {
+            Endpoint::Health
+            | Endpoint::Metrics
+            | Endpoint::OpenApi
+            | Endpoint::Admin
+            | Endpoint::Unrouted => {
                 return None;
             }
         })
@@ -154,7 +165,9 @@ impl Endpoint {
     /// The method the endpoint answers.
     pub fn method(self) -> http::Method {
         match self {
-            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi => http::Method::GET,
+            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Admin => {
+                http::Method::GET
+            }
             _ => http::Method::POST,
         }
     }
@@ -183,6 +196,10 @@ pub enum ApiError {
     RateLimited(String, u32),
     /// Something failed inside the server.
     Internal(String),
+    /// `/admin/`: no bearer token was given.
+    Unauthorized(String),
+    /// `/admin/`: the token given opens nothing.
+    Forbidden(String),
 }
 
 /// Seconds a client is asked to wait before retrying a 503.
@@ -242,6 +259,8 @@ impl ApiError {
             ApiError::Internal(m) => ApiError::Internal(format!("{context}: {m}")),
             ApiError::Unavailable(m) => ApiError::Unavailable(format!("{context}: {m}")),
             other @ (ApiError::Invalid(_)
+            | ApiError::Unauthorized(_)
+            | ApiError::Forbidden(_)
             | ApiError::RateLimited(..)
             | ApiError::Credentials(_)
             | ApiError::NotFound(_)
@@ -262,6 +281,8 @@ impl ApiError {
             | ApiError::TooLarge(_)
             | ApiError::NoRoute(_)
             | ApiError::WrongMethod(_)
+            | ApiError::Unauthorized(_)
+            | ApiError::Forbidden(_)
             | ApiError::Internal(_) => None,
         }
     }
@@ -285,6 +306,7 @@ impl ApiError {
                 | E::Health
                 | E::Metrics
                 | E::OpenApi
+                | E::Admin
                 | E::Unrouted,
             ) => StatusCode::BAD_REQUEST,
             (ApiError::Credentials(_), E::FeedCreate | E::FeedAppend | E::FeedClose) => {
@@ -297,6 +319,8 @@ impl ApiError {
             (ApiError::Unavailable(_), _) => StatusCode::SERVICE_UNAVAILABLE,
             (ApiError::RateLimited(..), _) => StatusCode::TOO_MANY_REQUESTS,
             (ApiError::Internal(_), _) => StatusCode::INTERNAL_SERVER_ERROR,
+            (ApiError::Unauthorized(_), _) => StatusCode::UNAUTHORIZED,
+            (ApiError::Forbidden(_), _) => StatusCode::FORBIDDEN,
         }
     }
 
@@ -311,6 +335,8 @@ impl ApiError {
             | ApiError::WrongMethod(m)
             | ApiError::Unavailable(m)
             | ApiError::RateLimited(m, _)
+            | ApiError::Unauthorized(m)
+            | ApiError::Forbidden(m)
             | ApiError::Internal(m) => vec![m.clone()],
         }
     }
@@ -320,6 +346,7 @@ impl ApiError {
         let messages = self.messages();
         let value = match endpoint {
             Endpoint::Serverside => serde_json::json!({ "errors": messages }),
+            Endpoint::Admin => serde_json::json!({ "error": messages.join("; ") }),
             Endpoint::ProductFeed
             | Endpoint::Delta
             | Endpoint::DeltaStatus

@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod config;

@@ -429,6 +429,7 @@ async fn route(
     match endpoint {
         Endpoint::Health => return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec())),
         Endpoint::OpenApi => return Ok(Reply::json(OPENAPI.to_vec())),
+        Endpoint::Admin => return crate::admin::handle(state, &request, now_millis()),
         Endpoint::Metrics => {
             let state = Arc::clone(state);
             let text = tokio::task::spawn_blocking(move || state.metrics.render(&state)).await?;
@@ -480,6 +481,7 @@ fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::Health
         | Endpoint::Metrics
         | Endpoint::OpenApi
+        | Endpoint::Admin
         | Endpoint::Unrouted => false,
     }
 }
@@ -507,9 +509,13 @@ fn dispatch(
         Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
         Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
         Endpoint::Forget => api::forget::handle(state, &parse_json(body)?),
-        Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Unrouted => Err(
-            ApiError::NoRoute(format!("no request body handler for {endpoint:?}")),
-        ),
+        Endpoint::Health
+        | Endpoint::Metrics
+        | Endpoint::OpenApi
+        | Endpoint::Admin
+        | Endpoint::Unrouted => Err(ApiError::NoRoute(format!(
+            "no request body handler for {endpoint:?}"
+        ))),
     }
 }
 
@@ -569,6 +575,12 @@ fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>>
             "POST"
         };
         headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+    }
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"vitrine-admin\""),
+        );
     }
     if let Some(seconds) = error.retry_after() {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));

@@ -10,6 +10,8 @@
     reason = "a test fails loudly where its setup does not hold"
 )]
 
+#[path = "api/analytics.rs"]
+mod analytics;
 mod common;
 #[path = "api/crash.rs"]
 mod crash;

@@ -447,6 +447,13 @@ impl Wal {
         self.send(kind, payload, false, false, None)
     }
 
+    /// Hands a record to the writer and returns without waiting, whatever the policy
+    /// (written next, in order, and fsynced with what follows it): for records whose
+    /// loss in a crash costs nothing acknowledged. A log that failed earlier refuses it.
+    pub fn append_unwaited(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+        self.send(kind, payload, false, false, None)
+    }
+
     /// Appends a record and returns only once it is fsynced, whatever the policy.
     pub fn append_durable(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
         self.submit(kind, payload, true, false)

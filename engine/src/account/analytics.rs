@@ -39,7 +39,10 @@ impl Account {
     }
 
     fn tally(&self, tally: Tally) {
-        self.analytics.entry(tally.key).or_default().add(&tally.counts);
+        self.analytics
+            .entry(tally.key)
+            .or_default()
+            .add(&tally.counts);
     }
 
     /// The counters of every zone and variant on the days `from..=to` ([`day_of`]), by

@@ -11,13 +11,13 @@ use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
 use super::{Account, AccountSettings, new_id};
+use crate::analytics::ShownZone;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Events, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems, fill_zone};
-use crate::analytics::ShownZone;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};

@@ -12,8 +12,8 @@ use super::{Account, new_id};
 use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
-use crate::money::Currency;
 use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, UNCATALOGUED_KEYS};
+use crate::money::Currency;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
 

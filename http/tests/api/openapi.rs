@@ -95,6 +95,8 @@ fn conforms(doc: &Value, method: &str, path: &str, resp: &Resp) {
             .replace('/', "~1")
             .replace('%', "%25")
             .replace(' ', "%20")
+            .replace('{', "%7B")
+            .replace('}', "%7D")
     };
     let reference = format!(
         "urn:vitrine:openapi#/paths/{}/{method}/responses/{status}/content/{}/schema",
@@ -406,8 +408,9 @@ fn the_document_lists_every_endpoint_the_server_routes() {
         .keys()
         .map(String::as_str)
         .collect();
-    for endpoint in vitrine_http::error::Endpoint::ALL {
-        if endpoint == vitrine_http::error::Endpoint::Unrouted {
+    use vitrine_http::error::Endpoint;
+    for endpoint in Endpoint::ALL {
+        if matches!(endpoint, Endpoint::Unrouted | Endpoint::Admin) {
             continue;
         }
         let method = endpoint.method().as_str().to_ascii_lowercase();
@@ -418,5 +421,77 @@ fn the_document_lists_every_endpoint_the_server_routes() {
             endpoint.name()
         );
     }
-    assert_eq!(listed.len(), vitrine_http::error::Endpoint::ALL.len() - 1);
+    // `/admin` routes a path per admin endpoint.
+    for path in ADMIN_PATHS {
+        assert!(
+            doc["paths"][path]["get"].is_object(),
+            "{path} is not in the document"
+        );
+    }
+    assert_eq!(
+        listed.len(),
+        Endpoint::ALL.len() - 2 + ADMIN_PATHS.len(),
+        "{listed:?}"
+    );
+}
+
+/// The admin API's paths, as the document gives them.
+const ADMIN_PATHS: [&str; 2] = [
+    "/admin/api/accounts",
+    "/admin/api/accounts/{accessKey}/analytics",
+];
+
+#[test]
+fn admin_answers_match_the_openapi_document() {
+    let token = "admin-token-for-the-document-check";
+    // The embedded demo's accounts and zones, with an admin token.
+    let server = Server::with_config(&format!(
+        "{}\n[admin]\ntokens = [\"{token}\"]\n",
+        include_str!("../../src/demo.toml")
+    ));
+    let doc = document(&server);
+    let get = |path: &str, auth: Option<&str>| {
+        let header = auth.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = header
+            .as_deref()
+            .map(|h| vec![("authorization", h)])
+            .unwrap_or_default();
+        crate::common::request(server.addr, "GET", path, b"", &headers)
+    };
+    // Something to count: a zone answer, a view of what it showed.
+    let resp = server.serverside(json!({"visitorId": "doc-check", "zones": ["PP-01"],
+        "events": [{"name": "page_view", "data": {"page_type": "product_page", "product_id": "P00001"}}]}));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let analytics = format!("/admin/api/accounts/{DEMO_KEY}/analytics");
+    let template = ADMIN_PATHS[1];
+    for (path, documented, auth, status) in [
+        ("/admin/api/accounts", ADMIN_PATHS[0], Some(token), 200),
+        ("/admin/api/accounts", ADMIN_PATHS[0], None, 401),
+        (
+            "/admin/api/accounts",
+            ADMIN_PATHS[0],
+            Some("not-the-token"),
+            403,
+        ),
+        ("/admin/api/accounts?x=1", ADMIN_PATHS[0], Some(token), 400),
+        (analytics.as_str(), template, Some(token), 200),
+        (
+            &format!("{analytics}?from=2026-13-01"),
+            template,
+            Some(token),
+            400,
+        ),
+        (
+            "/admin/api/accounts/nobody/analytics",
+            template,
+            Some(token),
+            404,
+        ),
+    ] {
+        let resp = get(path, auth);
+        assert_eq!(resp.status, status, "{path}: {}", resp.body);
+        conforms(&doc, "get", documented, &resp);
+    }
+    let body = get(&analytics, Some(token)).json();
+    assert_eq!(body["zones"][0]["zone"], "PP-01", "{body}");
 }

@@ -281,12 +281,26 @@ impl AccountJobs {
         self.shared.forgotten.strip(&mut request.events);
         let outcome = self.shared.account.serve(request);
         let served = &outcome.served;
-        if !served.tracked.events.is_empty() || !served.shown.is_empty() {
+        if !served.tracked.events.is_empty() {
             let payload = log::encode_served(served)
                 .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
             self.shared
                 .wal
                 .append_under_policy(RecordKind::Served.code(), payload)?;
+        } else if !served.shown.is_empty() {
+            // Only analytics: logged without waiting for the disk, and a log that
+            // cannot take it does not stop the page from getting its zones.
+            let logged = log::encode_served(served)
+                .map_err(vitrine_snapshots::Error::Wal)
+                .and_then(|payload| {
+                    self.shared
+                        .wal
+                        .append_unwaited(RecordKind::Served.code(), payload)
+                });
+            if let Err(error) = logged {
+                let account = self.shared.account.access_key();
+                tracing::warn!(account = %account, %error, "zone impressions not logged");
+            }
         }
         Ok(outcome)
     }

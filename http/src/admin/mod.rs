@@ -1,0 +1,169 @@
+//! `/admin/`: the operators' API, on the main listener, opened by the deployment's
+//! admin tokens (`[admin] tokens`, sent as `Authorization: Bearer <token>`, compared in
+//! constant time); a store's access or secret key never opens it. Answers are JSON with
+//! camelCase fields; errors are `{"error": "..."}` (401 without a bearer token, 403 with
+//! one that is not an admin token or when no token is configured, 404 for an unknown
+//! path or account, 400 naming the query parameter that is wrong).
+//!
+//! - `GET /admin/api/accounts`: every account, its catalogue, visitors and zones.
+//! - `GET /admin/api/accounts/{accessKey}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: each
+//!   zone's counters per variant, in total and per day (default: the last 30 days).
+
+mod analytics;
+
+use http::Request;
+use http::header::{self, HeaderMap};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+use vitrine_engine::catalogue::UnixMillis;
+
+use crate::api::Reply;
+use crate::error::ApiError;
+use crate::state::{AccountEntry, AppState};
+
+/// Answers a request under `/admin`.
+pub fn handle(
+    state: &AppState,
+    request: &Request<Incoming>,
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    let path = request.uri().path();
+    let Some(rest) = path.strip_prefix("/admin/api/") else {
+        return Err(ApiError::NoRoute(format!("no admin page at {path}")));
+    };
+    authorize(state, request.headers())?;
+    let query = Query::parse(request.uri().query().unwrap_or(""));
+    let segments: Vec<&str> = rest.split('/').collect();
+    let answer = match segments.as_slice() {
+        ["accounts"] => {
+            query.only(&[])?;
+            overview(state)
+        }
+        ["accounts", key, "analytics"] => {
+            query.only(&["from", "to"])?;
+            analytics::zones(&*account(state, key)?, &query, now)?
+        }
+        _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),
+    };
+    Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()))
+}
+
+/// Checks the bearer token against every admin token (each compared in full, in
+/// constant time).
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let config = state.config();
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "Authorization: expected \"Bearer <admin token>\" (an admin token from [admin] tokens)"
+                    .to_owned(),
+            )
+        })?;
+    if config.admin_tokens.is_empty() {
+        return Err(ApiError::Forbidden(
+            "the admin API is closed: no [admin] tokens are configured".to_owned(),
+        ));
+    }
+    let matched = config
+        .admin_tokens
+        .iter()
+        .fold(subtle::Choice::from(0), |found, token| {
+            found | token.as_bytes().ct_eq(given.as_bytes())
+        });
+    if bool::from(matched) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(
+            "Authorization: the bearer token is not an admin token of this server".to_owned(),
+        ))
+    }
+}
+
+fn account(state: &AppState, key: &str) -> Result<std::sync::Arc<AccountEntry>, ApiError> {
+    state
+        .account(key)
+        .ok_or_else(|| ApiError::NotFound(format!("no account with access key {key:?}")))
+}
+
+/// `GET /admin/api/accounts`.
+fn overview(state: &AppState) -> Value {
+    let accounts: Vec<Value> = state
+        .accounts()
+        .iter()
+        .map(|entry| {
+            let account = &entry.account;
+            let settings = account.settings();
+            let zones: Vec<Value> = settings
+                .zones
+                .iter()
+                .map(|zone| {
+                    json!({
+                        "id": zone.id,
+                        "title": zone.title,
+                        "type": zone.kind.name(),
+                        "strategy": zone.strategy.map(|s| s.name()),
+                        "fallback": zone.fallback.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                        "count": zone.count,
+                    })
+                })
+                .collect();
+            json!({
+                "accessKey": entry.config.access_key,
+                "region": entry.config.region.name(),
+                "defaultCurrency": settings.default_currency.code(),
+                "products": account.catalogue().len(),
+                "visitors": account.visitor_count(),
+                "sessions": account.session_count(),
+                "attributionDays": settings.attribution_days,
+                "zones": zones,
+            })
+        })
+        .collect();
+    json!({ "accounts": accounts })
+}
+
+/// A query string's parameters.
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn parse(text: &str) -> Query {
+        Query(
+            form_urlencoded::parse(text.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// Refuses parameters other than `known`, and any given twice.
+    fn only(&self, known: &[&str]) -> Result<(), ApiError> {
+        for (i, (name, _)) in self.0.iter().enumerate() {
+            if !known.contains(&name.as_str()) {
+                let expected = if known.is_empty() {
+                    "this endpoint takes none".to_owned()
+                } else {
+                    format!("expected one of {}", known.join(", "))
+                };
+                return Err(ApiError::Invalid(vec![format!(
+                    "{name}: unknown query parameter ({expected})"
+                )]));
+            }
+            if self.0.iter().skip(i + 1).any(|(other, _)| other == name) {
+                return Err(ApiError::Invalid(vec![format!("{name}: given twice")]));
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
