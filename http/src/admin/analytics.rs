@@ -100,7 +100,9 @@ pub(super) fn zones(
                     .iter()
                     .map(|(day, counts)| {
                         let mut value = counts_json(counts);
-                        value["date"] = json!(date(*day));
+                        if let Some(fields) = value.as_object_mut() {
+                            fields.insert("date".to_owned(), json!(date(*day)));
+                        }
                         value
                     })
                     .collect::<Vec<_>>(),
