@@ -29,6 +29,7 @@ fn engine_serve(c: &mut Criterion) {
         zones: account_config.zones.clone(),
         models: account_config.models,
         attribution_days: account_config.attribution_days,
+        experiments: account_config.experiments.clone(),
     };
     let account =
         vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());

@@ -32,6 +32,7 @@ pub mod analytics;
 pub mod catalogue;
 pub mod demo;
 pub mod event;
+pub mod experiment;
 pub mod models;
 pub mod money;
 pub mod overlay;

@@ -92,6 +92,7 @@ pub fn account(zones: Vec<ZoneSpec>, catalogue: Catalogue) -> Account {
         zones,
         models: crate::models::ModelSettings::default(),
         attribution_days: crate::analytics::DEFAULT_ATTRIBUTION_DAYS,
+        experiments: Vec::new(),
     };
     Account::new(settings, catalogue)
 }

@@ -14,6 +14,7 @@ use vitrine_ingest::jobs::BackgroundPriority;
 
 use serde::Deserialize;
 use vitrine_engine::event::PageType;
+use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
@@ -193,6 +194,8 @@ pub struct AccountConfig {
     /// Days after a zone answer within which basket adds and order lines of the products
     /// it showed are credited to it.
     pub attribution_days: u32,
+    /// `[[accounts.experiments]]`: A/B tests of its zones' strategies.
+    pub experiments: Vec<Experiment>,
 }
 
 /// `[memory]`: how much per-visitor state is kept.
@@ -398,6 +401,30 @@ struct FileAccount {
     zones: Vec<FileZone>,
     models: Option<FileModels>,
     attribution_days: Option<u64>,
+    #[serde(default)]
+    experiments: Vec<FileExperiment>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileExperiment {
+    id: String,
+    zone: String,
+    start: Option<String>,
+    end: Option<String>,
+    #[serde(default)]
+    variants: Vec<FileVariant>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileVariant {
+    name: String,
+    weight: Option<i64>,
+    strategy: Option<String>,
+    fallback: Option<Vec<String>>,
+    count: Option<i64>,
+    history: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -414,7 +441,7 @@ struct FileRateLimit {
     burst: Option<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileZone {
     id: String,
@@ -433,7 +460,7 @@ struct FileZone {
     history: Option<i64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileImage {
     url: String,
@@ -782,9 +809,11 @@ fn accounts(
             None => vitrine_engine::analytics::DEFAULT_ATTRIBUTION_DAYS,
             Some(n) => within(n, 1, 90).map_err(|m| err(&key("attribution_days"), m))? as u32,
         };
+        let experiments = experiments(account, &zones, i).map_err(|(k, m)| err(&k, m))?;
         accounts.push(AccountConfig {
             models,
             attribution_days,
+            experiments,
             max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),
@@ -981,6 +1010,174 @@ fn feed_config(
             }
         },
     })
+}
+
+/// Longest experiment id or variant name.
+const MAX_EXPERIMENT_NAME: usize = 64;
+
+/// An account's `[[accounts.experiments]]`, validated against its zones: a product zone
+/// each, 2 to 8 variants with unique names and weights 1..10000 (a variant's strategy,
+/// fallback, count and history default to the zone's and are checked as the zone's
+/// are), a start before the end, and no two experiments on one zone at the same time.
+fn experiments(
+    account: &FileAccount,
+    zones: &[ZoneSpec],
+    i: usize,
+) -> Result<Vec<Experiment>, (String, String)> {
+    let mut experiments: Vec<Experiment> = Vec::with_capacity(account.experiments.len());
+    for (e, file) in account.experiments.iter().enumerate() {
+        let key = |field: &str| format!("accounts[{i}].experiments[{e}].{field}");
+        let name_ok = |name: &str| {
+            !name.is_empty()
+                && name.len() <= MAX_EXPERIMENT_NAME
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if !name_ok(&file.id) {
+            return Err((
+                key("id"),
+                format!(
+                    "must be 1 to {MAX_EXPERIMENT_NAME} letters, digits, '-' or '_', got {:?}",
+                    file.id
+                ),
+            ));
+        }
+        if experiments.iter().any(|x| x.id == file.id) {
+            return Err((
+                key("id"),
+                format!("experiment {:?} is defined twice", file.id),
+            ));
+        }
+        let Some((z, zone)) = account
+            .zones
+            .iter()
+            .enumerate()
+            .find(|(_, z)| z.id == file.zone)
+        else {
+            let ids: Vec<&str> = zones.iter().map(|z| z.id.as_str()).collect();
+            return Err((
+                key("zone"),
+                format!(
+                    "no zone {:?}; the account's zones: {}",
+                    file.zone,
+                    ids.join(", ")
+                ),
+            ));
+        };
+        let spec = zones
+            .get(z)
+            .ok_or_else(|| (key("zone"), "not found".to_owned()))?;
+        if !matches!(spec.kind, ZoneKind::RecommenderProduct | ZoneKind::Html)
+            || spec.strategy.is_none()
+        {
+            return Err((
+                key("zone"),
+                format!(
+                    "zone {:?} shows no products from a strategy; experiments compare product strategies",
+                    file.zone
+                ),
+            ));
+        }
+        let instant = |field: &str,
+                       text: &Option<String>|
+         -> Result<Option<i64>, (String, String)> {
+            text.as_deref()
+                .map(|t| {
+                    vitrine_fields::parse_instant(t).ok_or_else(|| {
+                        (
+                            key(field),
+                            format!("expected a date (YYYY-MM-DD) or an RFC 3339 time, got {t:?}"),
+                        )
+                    })
+                })
+                .transpose()
+        };
+        let start = instant("start", &file.start)?;
+        let end = instant("end", &file.end)?;
+        if let (Some(start), Some(end)) = (start, end)
+            && start >= end
+        {
+            return Err((key("end"), "must be after start".to_owned()));
+        }
+        if !(2..=8).contains(&file.variants.len()) {
+            return Err((
+                key("variants"),
+                format!("expected 2 to 8 variants, got {}", file.variants.len()),
+            ));
+        }
+        let mut variants: Vec<Variant> = Vec::with_capacity(file.variants.len());
+        for (v, variant) in file.variants.iter().enumerate() {
+            let variant_key = |field: &str| format!("{}[{v}].{field}", key("variants"));
+            if !name_ok(&variant.name) {
+                return Err((
+                    variant_key("name"),
+                    format!(
+                        "must be 1 to {MAX_EXPERIMENT_NAME} letters, digits, '-' or '_', got {:?}",
+                        variant.name
+                    ),
+                ));
+            }
+            if variants.iter().any(|x| x.name == variant.name) {
+                return Err((
+                    variant_key("name"),
+                    format!("variant {:?} is given twice", variant.name),
+                ));
+            }
+            let weight = variant.weight.unwrap_or(1);
+            if !(1..=10_000).contains(&weight) {
+                return Err((
+                    variant_key("weight"),
+                    format!("must be between 1 and 10000, got {weight}"),
+                ));
+            }
+            // The zone as this variant fills it, checked as a zone is.
+            let mut as_zone = zone.clone();
+            if let Some(strategy) = &variant.strategy {
+                as_zone.strategy = Some(strategy.clone());
+                // A variant with its own strategy has its own history setting.
+                as_zone.history = None;
+            }
+            if let Some(fallback) = &variant.fallback {
+                as_zone.fallback = fallback.clone();
+            }
+            if variant.count.is_some() {
+                as_zone.count = variant.count;
+            }
+            if variant.history.is_some() {
+                as_zone.history = variant.history;
+            }
+            let spec = zone_spec(&as_zone, &variant_key)?;
+            variants.push(Variant {
+                name: variant.name.clone(),
+                weight: weight as u32,
+                spec,
+            });
+        }
+        let overlaps = |other: &Experiment| {
+            other.zone == file.zone
+                && other.start.is_none_or(|s| end.is_none_or(|e| s < e))
+                && start.is_none_or(|s| other.end.is_none_or(|e| s < e))
+        };
+        if let Some(other) = experiments.iter().find(|x| overlaps(x)) {
+            return Err((
+                key("zone"),
+                format!(
+                    "zone {:?} is already in experiment {:?} at the same time; give them \
+                     start and end dates that do not overlap",
+                    file.zone, other.id
+                ),
+            ));
+        }
+        experiments.push(Experiment {
+            id: file.id.clone(),
+            zone: file.zone.clone(),
+            start,
+            end,
+            variants,
+        });
+    }
+    Ok(experiments)
 }
 
 fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec, (String, String)> {
@@ -1282,6 +1479,89 @@ mod tests {
         assert_eq!(config.accounts[0].attribution_days, 30);
         assert!(
             fails(&window(0)).contains("accounts[0].attribution_days: must be between 1 and 90")
+        );
+    }
+
+    #[test]
+    fn experiments_are_checked_against_the_zones() {
+        let with = |experiments: &str| format!("{MINIMAL}\n{experiments}");
+        let two = r#"
+        [[accounts.experiments]]
+        id = "hp-test"
+        zone = "HP-01"
+        start = "2026-11-01"
+        end = "2026-12-01"
+          [[accounts.experiments.variants]]
+          name = "control"
+          [[accounts.experiments.variants]]
+          name = "top"
+          strategy = "top_sellers"
+          count = 4
+          weight = 3
+        "#;
+        let config = parse(&with(two), "t", &Overrides::default()).unwrap();
+        let experiment = &config.accounts[0].experiments[0];
+        assert_eq!(experiment.zone, "HP-01");
+        assert_eq!(experiment.start, Some(1_793_491_200_000));
+        assert_eq!(
+            experiment.variants[0].spec.strategy,
+            Some(Strategy::Trending)
+        );
+        assert_eq!(experiment.variants[0].weight, 1);
+        assert_eq!(
+            experiment.variants[1].spec.strategy,
+            Some(Strategy::TopSellers)
+        );
+        assert_eq!(experiment.variants[1].spec.count, 4);
+        assert_eq!(experiment.variants[1].weight, 3);
+        let fails_with = |from: &str, to: &str| fails(&with(&two.replace(from, to)));
+        assert!(fails_with("zone = \"HP-01\"", "zone = \"NOPE\"").contains(
+            "accounts[0].experiments[0].zone: no zone \"NOPE\"; the account's zones: HP-01"
+        ));
+        assert!(fails_with("\"top_sellers\"", "\"nope\"").contains(
+            "accounts[0].experiments[0].variants[1].strategy: unknown strategy \"nope\""
+        ));
+        assert!(fails_with("\"top_sellers\"", "\"category_affinity\"").contains(
+            "accounts[0].experiments[0].variants[1].strategy: strategy \"category_affinity\" does not fill recommender-product zones"
+        ));
+        assert!(fails_with("weight = 3", "weight = 0").contains(
+            "accounts[0].experiments[0].variants[1].weight: must be between 1 and 10000, got 0"
+        ));
+        assert!(
+            fails_with("name = \"top\"", "name = \"control\"")
+                .contains("variants[1].name: variant \"control\" is given twice")
+        );
+        assert!(
+            fails_with("end = \"2026-12-01\"", "end = \"2026-10-01\"")
+                .contains("accounts[0].experiments[0].end: must be after start")
+        );
+        assert!(
+            fails_with("start = \"2026-11-01\"", "start = \"soon\"")
+                .contains("experiments[0].start: expected a date (YYYY-MM-DD) or an RFC 3339 time, got \"soon\"")
+        );
+        let one_variant = two
+            .split("[[accounts.experiments.variants]]\n          name = \"top\"")
+            .next()
+            .unwrap();
+        assert!(
+            fails(&with(one_variant))
+                .contains("experiments[0].variants: expected 2 to 8 variants, got 1")
+        );
+        // Two experiments on one zone at once: an error; one after the other: fine.
+        let second = two.replace("hp-test", "hp-later");
+        assert!(fails(&with(&format!("{two}{second}"))).contains(
+            "accounts[0].experiments[1].zone: zone \"HP-01\" is already in experiment \"hp-test\" at the same time"
+        ));
+        let later = second
+            .replace("2026-11-01", "2026-12-01")
+            .replace("end = \"2026-12-01\"", "end = \"2027-01-01\"");
+        assert_eq!(
+            parse(&with(&format!("{two}{later}")), "t", &Overrides::default())
+                .unwrap()
+                .accounts[0]
+                .experiments
+                .len(),
+            2
         );
     }
 

@@ -42,6 +42,7 @@ fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
         zones: account_config.zones.clone(),
         models: account_config.models,
         attribution_days: account_config.attribution_days,
+        experiments: account_config.experiments.clone(),
     };
     let account = Arc::new(Account::new(settings, catalogue));
     let (users, problems) = store::restore_users(&dir);

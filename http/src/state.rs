@@ -448,6 +448,7 @@ fn settings_of(config: &AccountConfig) -> AccountSettings {
         zones: config.zones.clone(),
         models: config.models,
         attribution_days: config.attribution_days,
+        experiments: config.experiments.clone(),
     }
 }
 

@@ -44,6 +44,7 @@ pub use track::customer_visitor_id;
 
 use crate::analytics::{ZoneCounts, ZoneDay};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::experiment::Experiment;
 use crate::models::{
     CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, TopNames, most_popular,
 };
@@ -67,6 +68,8 @@ pub struct AccountSettings {
     /// Days after a zone answer within which a basket add or an order line of a
     /// product it showed is credited to it.
     pub attribution_days: u32,
+    /// A/B tests of its zones' strategies.
+    pub experiments: Vec<Experiment>,
 }
 
 /// A user record from a delta's `Users` (or a user feed).

@@ -79,6 +79,8 @@ pub struct RenderedZone {
     /// Category or brand ids in display order (recommender-category and
     /// recommender-brand zones).
     pub names: Vec<String>,
+    /// The experiment variant that filled it (empty: no experiment).
+    pub variant: CompactString,
 }
 
 /// The zone ids a request asks for: four without a heap allocation.
@@ -227,7 +229,24 @@ impl Account {
                 });
                 continue;
             }
-            zones.push(fill(position, spec, &ctx, &snapshot, &page, &top_names));
+            // A running experiment on the zone fills it as the visitor's variant says.
+            let variant = settings
+                .experiments
+                .iter()
+                .find(|e| e.zone == spec.id && e.runs_at(now))
+                .and_then(|e| e.assign(&visitor_id));
+            let mut filled = fill(
+                position,
+                variant.map_or(spec, |v| &v.spec),
+                &ctx,
+                &snapshot,
+                &page,
+                &top_names,
+            );
+            if let Some(variant) = variant {
+                filled.variant = CompactString::from(variant.name.as_str());
+            }
+            zones.push(filled);
         }
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
@@ -271,7 +290,7 @@ fn shown_products(
             let spec = settings.zones.get(zone.spec)?;
             Some(ShownZone {
                 zone: CompactString::from(spec.id.as_str()),
-                variant: CompactString::default(),
+                variant: zone.variant.clone(),
                 products: zone
                     .items
                     .iter()
@@ -325,6 +344,7 @@ fn fill(
         spec: position,
         items,
         names,
+        variant: CompactString::default(),
     }
 }
 
