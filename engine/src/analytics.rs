@@ -78,6 +78,8 @@ pub struct Counted {
     pub shown: bool,
     /// Whether it was counted among the ordering visitors that day.
     pub ordered: bool,
+    /// Its attributed revenue that day, in minor units per currency.
+    pub revenue: Vec<(Currency, i64)>,
 }
 
 /// A visitor's impressions: the latest answers and where the visitor was counted today.
@@ -132,6 +134,10 @@ pub struct ZoneCounts {
     pub ordering_visitors: u64,
     /// Revenue of those lines in minor units, per currency (ascending codes).
     pub revenue: Vec<(Currency, i64)>,
+    /// Per currency (ascending codes), the sum over visitors of the square of each
+    /// visitor's attributed revenue that day, in minor units (for the variance of
+    /// revenue per visitor).
+    pub revenue_squares: Vec<(Currency, f64)>,
 }
 
 impl ZoneCounts {
@@ -148,6 +154,40 @@ impl ZoneCounts {
         for (currency, minor) in &other.revenue {
             self.add_revenue(*currency, *minor);
         }
+        for (currency, squares) in &other.revenue_squares {
+            self.add_squares(*currency, *squares);
+        }
+    }
+
+    /// Adds to the sum of squares of a currency.
+    pub fn add_squares(&mut self, currency: Currency, squares: f64) {
+        match self
+            .revenue_squares
+            .binary_search_by_key(&currency, |(c, _)| *c)
+        {
+            Ok(at) => {
+                if let Some((_, sum)) = self.revenue_squares.get_mut(at) {
+                    *sum += squares;
+                }
+            }
+            Err(at) => self.revenue_squares.insert(at, (currency, squares)),
+        }
+    }
+
+    /// Revenue in `currency`, in minor units.
+    pub fn revenue_in(&self, currency: Currency) -> i64 {
+        self.revenue
+            .iter()
+            .find(|(c, _)| *c == currency)
+            .map_or(0, |(_, minor)| *minor)
+    }
+
+    /// The sum of squares of per-visitor revenue in `currency`.
+    pub fn squares_in(&self, currency: Currency) -> f64 {
+        self.revenue_squares
+            .iter()
+            .find(|(c, _)| *c == currency)
+            .map_or(0.0, |(_, sum)| *sum)
     }
 
     /// Adds revenue in a currency.
@@ -320,6 +360,23 @@ impl Impressions {
                 if self.count(&zone, &variant, day, |c| &mut c.ordered) {
                     counts.ordering_visitors = 1;
                 }
+                // The visitor's revenue that day grows from `before` to `after`: the
+                // sum of squares grows by the difference of their squares.
+                if let Some(entry) = self
+                    .counted
+                    .iter_mut()
+                    .find(|c| c.day == day && c.zone == zone && c.variant == variant)
+                {
+                    let before = match entry.revenue.iter_mut().find(|(c, _)| *c == currency) {
+                        Some((_, sum)) => std::mem::replace(sum, sum.saturating_add(minor)),
+                        None => {
+                            entry.revenue.push((currency, minor));
+                            0
+                        }
+                    };
+                    let after = before.saturating_add(minor);
+                    counts.add_squares(currency, (after as f64).powi(2) - (before as f64).powi(2));
+                }
             }
         }
         Some(Tally {
@@ -350,6 +407,7 @@ impl Impressions {
                     day,
                     shown: false,
                     ordered: false,
+                    revenue: Vec::new(),
                 });
                 self.counted.last_mut()
             }
@@ -431,7 +489,9 @@ mod tests {
         assert_eq!(ordered.key.day, day_of(T0 + MILLIS_PER_DAY));
         assert_eq!(ordered.counts.ordered_units, 2);
         assert_eq!(ordered.counts.revenue, vec![(gbp(), 1998)]);
+        assert_eq!(ordered.counts.revenue_squares, vec![(gbp(), 1998.0 * 1998.0)]);
         assert_eq!(ordered.counts.ordering_visitors, 1);
+
         let late = Touch::Order {
             product: "b",
             units: 1,
@@ -445,6 +505,26 @@ mod tests {
                 .credit(Touch::Basket { product: "z" }, T0 + 60, window)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn squares_follow_each_visitors_revenue_of_the_day() {
+        let window = 7 * MILLIS_PER_DAY;
+        let mut impressions = Impressions::default();
+        impressions.record(&[shown("A", &["a", "b"])], 1, T0);
+        let line = |product: &'static str, minor: i64| Touch::Order {
+            product,
+            units: 1,
+            minor,
+            currency: gbp(),
+        };
+        let mut day = ZoneCounts::default();
+        day.add(&impressions.credit(line("a", 300), T0, window).unwrap().counts);
+        day.add(&impressions.credit(line("b", 200), T0, window).unwrap().counts);
+        // One visitor with 500 that day: 500², not 300² + 200².
+        assert_eq!(day.revenue_in(gbp()), 500);
+        assert_eq!(day.squares_in(gbp()), 250_000.0);
+        assert_eq!(day.ordering_visitors, 1);
     }
 
     #[test]

@@ -8,8 +8,11 @@
 //! - `GET /admin/api/accounts`: every account, its catalogue, visitors and zones.
 //! - `GET /admin/api/accounts/{accessKey}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: each
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
+//! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
+//!   compared with its control.
 
 mod analytics;
+mod experiments;
 
 use http::Request;
 use http::header::{self, HeaderMap};
@@ -43,6 +46,10 @@ pub fn handle(
         ["accounts", key, "analytics"] => {
             query.only(&["from", "to"])?;
             analytics::zones(&*account(state, key)?, &query, now)?
+        }
+        ["accounts", key, "experiments"] => {
+            query.only(&[])?;
+            experiments::results(&*account(state, key)?, now)
         }
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),
     };
