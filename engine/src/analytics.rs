@@ -489,7 +489,10 @@ mod tests {
         assert_eq!(ordered.key.day, day_of(T0 + MILLIS_PER_DAY));
         assert_eq!(ordered.counts.ordered_units, 2);
         assert_eq!(ordered.counts.revenue, vec![(gbp(), 1998)]);
-        assert_eq!(ordered.counts.revenue_squares, vec![(gbp(), 1998.0 * 1998.0)]);
+        assert_eq!(
+            ordered.counts.revenue_squares,
+            vec![(gbp(), 1998.0 * 1998.0)]
+        );
         assert_eq!(ordered.counts.ordering_visitors, 1);
 
         let late = Touch::Order {
@@ -519,8 +522,18 @@ mod tests {
             currency: gbp(),
         };
         let mut day = ZoneCounts::default();
-        day.add(&impressions.credit(line("a", 300), T0, window).unwrap().counts);
-        day.add(&impressions.credit(line("b", 200), T0, window).unwrap().counts);
+        day.add(
+            &impressions
+                .credit(line("a", 300), T0, window)
+                .unwrap()
+                .counts,
+        );
+        day.add(
+            &impressions
+                .credit(line("b", 200), T0, window)
+                .unwrap()
+                .counts,
+        );
         // One visitor with 500 that day: 500², not 300² + 200².
         assert_eq!(day.revenue_in(gbp()), 500);
         assert_eq!(day.squares_in(gbp()), 250_000.0);

@@ -34,7 +34,8 @@ pub(super) fn results(entry: &AccountEntry, now: UnixMillis) -> Value {
             let from = experiment.start.map_or(i32::MIN, day_of);
             let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);
             let to = day_of(last);
-            let mut totals: Vec<ZoneCounts> = vec![ZoneCounts::default(); experiment.variants.len()];
+            let mut totals: Vec<ZoneCounts> =
+                vec![ZoneCounts::default(); experiment.variants.len()];
             for (key, counts) in account.zone_analytics(from, to) {
                 if key.zone != experiment.zone.as_str() {
                     continue;
