@@ -75,12 +75,13 @@ impl HarnessStore {
             &self.mix,
             &self.zones,
             &self.credentials,
+            None,
         )
     }
 
     /// Hands shopper `n` the answer to its last request (its session id).
     pub fn observe(&mut self, n: usize, answer: &[u8]) {
-        self.shoppers[n % SHOPPERS].observe(answer);
+        self.shoppers[n % SHOPPERS].observe(answer, None);
     }
 
     /// Rebuilds the account's models, as the server does every second.

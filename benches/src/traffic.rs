@@ -5,14 +5,17 @@
 //! (drawn by Zipf popularity, or near the previous product so that products are viewed
 //! together), sometimes sets a basket, sometimes orders it (unique order ids), sometimes
 //! sends customer details. Every request carries the visitor id, the session id the
-//! server handed out, and the zones configured for its page type.
+//! server handed out, and the zones configured for its page type. With [`Clicks`], a
+//! shopper also clicks on what the previous answer showed: a share of product views,
+//! per strategy of the zone that showed the products, goes to one of them, and the
+//! basket holds the products the session actually viewed.
 
 #![expect(
     clippy::indexing_slicing,
     reason = "a measuring tool: shelf indexes are bounded by construction; a panic aborts one run"
 )]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write;
 
 use anyhow::{Context, bail};
@@ -20,69 +23,213 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::Serialize;
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_engine::experiment::{Experiment, Variant};
+use vitrine_engine::zone::Strategy;
+use vitrine_testkit::{AccountToml, ConfigToml, ExperimentToml, ZoneToml};
 
 /// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
 /// and `--secret-key` fit both the demo and a spawned store.
 pub const ACCESS_KEY: &str = vitrine_testkit::DEMO_KEY;
 pub const SECRET_KEY: &str = vitrine_testkit::DEMO_SECRET;
 
+/// The zones of the store the harness spawns: id, title, strategy, fallback, count.
+pub const STORE_ZONES: [(&str, &str, &str, &[&str], usize); 7] = [
+    (
+        "HP-01",
+        "Recommended for you",
+        "personalized",
+        &["trending"],
+        8,
+    ),
+    (
+        "PP-01",
+        "Customers also viewed",
+        "viewed_together",
+        &["similar", "trending"],
+        8,
+    ),
+    (
+        "PP-02",
+        "Recently viewed",
+        "recently_viewed",
+        &["trending"],
+        6,
+    ),
+    (
+        "CP-01",
+        "Top in this category",
+        "category_top",
+        &["trending"],
+        8,
+    ),
+    ("SR-01", "On offer", "on_offer", &["trending"], 8),
+    (
+        "BP-01",
+        "Complete your basket",
+        "basket_cross_sell",
+        &["top_sellers", "trending"],
+        6,
+    ),
+    (
+        "OC-01",
+        "Bought together",
+        "bought_together",
+        &["personalized", "top_sellers"],
+        6,
+    ),
+];
+
+/// The admin token of the store the harness spawns (it reads experiment results).
+pub const HARNESS_ADMIN_TOKEN: &str = "vitrine-loadtest-admin-token";
+
 /// The config of the store the harness spawns (and the allocations bench opens): the demo's account and zone ids, with strategies a
 /// store would put on each page, and loopback feed URLs allowed (the feed comes from
 /// the harness).
 pub fn store_config(demo_catalogue: bool) -> String {
-    let zone = |id: &str, title: &str, strategy: &str, fallback: &[&str], count: usize| {
-        ZoneToml::new(id, strategy, count)
-            .titled(title)
-            .fallback(fallback)
-    };
-    let account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
-        .zone(zone(
-            "HP-01",
-            "Recommended for you",
-            "personalized",
-            &["trending"],
-            8,
-        ))
-        .zone(zone(
-            "PP-01",
-            "Customers also viewed",
-            "viewed_together",
-            &["similar", "trending"],
-            8,
-        ))
-        .zone(zone(
-            "PP-02",
-            "Recently viewed",
-            "recently_viewed",
-            &["trending"],
-            6,
-        ))
-        .zone(zone(
-            "CP-01",
-            "Top in this category",
-            "category_top",
-            &["trending"],
-            8,
-        ))
-        .zone(zone("SR-01", "On offer", "on_offer", &["trending"], 8))
-        .zone(zone(
-            "BP-01",
-            "Complete your basket",
-            "basket_cross_sell",
-            &["top_sellers", "trending"],
-            6,
-        ))
-        .zone(zone(
-            "OC-01",
-            "Bought together",
-            "bought_together",
-            &["personalized", "top_sellers"],
-            6,
-        ));
-    ConfigToml::new("region = \"eu\"\n\n[feeds]\nallow_private_addresses = true")
-        .account(account)
-        .to_toml()
+    store_config_with(demo_catalogue, &[])
+}
+
+/// [`store_config`] with experiments on its zones and [`HARNESS_ADMIN_TOKEN`].
+pub fn store_config_with(demo_catalogue: bool, experiments: &[ExperimentToml]) -> String {
+    let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue);
+    for (id, title, strategy, fallback, count) in STORE_ZONES {
+        account = account.zone(
+            ZoneToml::new(id, strategy, count)
+                .titled(title)
+                .fallback(fallback),
+        );
+    }
+    for experiment in experiments {
+        account = account.experiment(experiment.clone());
+    }
+    ConfigToml::new(&format!(
+        "region = \"eu\"\n\n[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{HARNESS_ADMIN_TOKEN}\"]"
+    ))
+    .account(account)
+    .to_toml()
+}
+
+/// Shoppers that click on what they are shown: for each strategy, the share of product
+/// views that go to a product of a zone it filled in the previous answer.
+#[derive(Debug)]
+pub struct Clicks {
+    prefer: Vec<(Strategy, f64)>,
+    /// The spawned store's zones and their strategies.
+    zones: Vec<(String, Strategy)>,
+    /// Experiments of the spawned store: a visitor's variant decides the strategy.
+    experiments: Vec<Experiment>,
+    /// Product id (as the answers give it) → shelf index.
+    index: HashMap<String, usize>,
+}
+
+impl Clicks {
+    /// Reads `strategy=share,...` for the spawned store with `experiments`.
+    pub fn new(
+        prefer: &str,
+        experiments: &[ExperimentToml],
+        shelf: &Shelf,
+    ) -> anyhow::Result<Clicks> {
+        let strategy = |name: &str, what: &str| {
+            Strategy::from_name(name.trim())
+                .with_context(|| format!("{what}: unknown strategy {name:?}"))
+        };
+        let mut shares = Vec::new();
+        for part in prefer.split(',').filter(|p| !p.trim().is_empty()) {
+            let (name, share) = part
+                .split_once('=')
+                .with_context(|| format!("--prefer: {part:?} is not strategy=share"))?;
+            let share: f64 = share
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| (0.0..=1.0).contains(s))
+                .with_context(|| {
+                    format!("--prefer: {name}: the share must be between 0 and 1, got {share:?}")
+                })?;
+            shares.push((strategy(name, "--prefer")?, share));
+        }
+        let mut zones = Vec::new();
+        for (id, _, name, _, _) in STORE_ZONES {
+            zones.push((id.to_owned(), strategy(name, "a store zone")?));
+        }
+        let mut built = Vec::new();
+        for experiment in experiments {
+            let mut variants = Vec::new();
+            for (name, strategy_name) in &experiment.variants {
+                let strategy = strategy(strategy_name, "--experiment")?;
+                variants.push(Variant {
+                    name: name.clone(),
+                    weight: 1,
+                    spec: vitrine_testkit::zone(&experiment.zone, strategy, 8),
+                });
+            }
+            built.push(Experiment {
+                id: experiment.id.clone(),
+                zone: experiment.zone.clone(),
+                start: None,
+                end: None,
+                variants,
+            });
+        }
+        let index = shelf
+            .products
+            .iter()
+            .enumerate()
+            .filter_map(|(i, quoted)| {
+                serde_json::from_str::<String>(quoted)
+                    .ok()
+                    .map(|id| (id, i))
+            })
+            .collect();
+        Ok(Clicks {
+            prefer: shares,
+            zones,
+            experiments: built,
+            index,
+        })
+    }
+
+    /// The share of views that go to zone `zone`'s products for `visitor`.
+    fn share(&self, zone: &str, visitor: &str) -> f64 {
+        let strategy = match self
+            .experiments
+            .iter()
+            .find(|e| e.zone == zone)
+            .and_then(|e| e.assign(visitor))
+        {
+            Some(variant) => variant.spec.strategy,
+            None => self.zones.iter().find(|(z, _)| z == zone).map(|(_, s)| *s),
+        };
+        strategy
+            .and_then(|s| self.prefer.iter().find(|(p, _)| *p == s))
+            .map_or(0.0, |(_, share)| *share)
+    }
+
+    /// The products of each zone of an answer, as shelf indexes.
+    fn shown(&self, response: &[u8]) -> Vec<(String, Vec<usize>)> {
+        let Ok(answer) = serde_json::from_slice::<serde_json::Value>(response) else {
+            return Vec::new();
+        };
+        let Some(zones) = answer["zones"].as_object() else {
+            return Vec::new();
+        };
+        zones
+            .iter()
+            .map(|(zone, content)| {
+                let items = content["items"]
+                    .as_array()
+                    .map(|items| {
+                        items
+                            .iter()
+                            .filter_map(|i| i["Id"].as_str())
+                            .filter_map(|id| self.index.get(id).copied())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (zone.clone(), items)
+            })
+            .collect()
+    }
 }
 
 /// The page types a session visits, with the zones each asks for.
@@ -319,6 +466,12 @@ pub struct Shopper {
     identity: Option<Identity>,
     details_due: bool,
     last_product: Option<usize>,
+    /// Sessions started.
+    sessions: u64,
+    /// With [`Clicks`]: each zone's products in the previous answer.
+    shown: Vec<(String, Vec<usize>)>,
+    /// With [`Clicks`]: the products this session viewed, in order.
+    viewed: Vec<usize>,
 }
 
 impl Shopper {
@@ -338,10 +491,34 @@ impl Shopper {
             identity: None,
             details_due: false,
             last_product: None,
+            sessions: 0,
+            shown: Vec::new(),
+            viewed: Vec::new(),
         }
     }
 
+    /// Sessions this shopper has finished (every request of them sent).
+    pub fn sessions_finished(&self) -> u64 {
+        self.sessions - u64::from(!self.plan.is_empty())
+    }
+
+    /// With [`Clicks`]: a product of the previous answer to view instead of the planned
+    /// one, by the preference for the strategy of the zone that showed it.
+    fn click(&mut self, clicks: &Clicks) -> Option<usize> {
+        let visitor = format!("lt-{}", self.visitor);
+        for (zone, items) in &self.shown {
+            let share = clicks.share(zone, &visitor);
+            if !items.is_empty() && share > 0.0 && self.rng.random_bool(share) {
+                return items.get(self.rng.random_range(0..items.len())).copied();
+            }
+        }
+        None
+    }
+
     fn start_session(&mut self, shelf: &Shelf, mix: &Mix) {
+        self.sessions += 1;
+        self.shown.clear();
+        self.viewed.clear();
         self.visitor = self.rng.random_range(0..mix.visitors);
         self.session = None;
         self.usd = self.rng.random_bool(mix.second_currency);
@@ -392,14 +569,18 @@ impl Shopper {
         mix: &Mix,
         zones: &ZoneMap,
         credentials: &Credentials,
+        clicks: Option<&Clicks>,
     ) -> Vec<u8> {
         if self.plan.is_empty() {
             self.start_session(shelf, mix);
         }
-        let page = self
+        let mut page = self
             .plan
             .pop_front()
             .unwrap_or(Page::Landing(Landing::Home));
+        if let Some(clicks) = clicks {
+            self.follow_clicks(&mut page, clicks);
+        }
         let mut out = String::with_capacity(640);
         out.push_str(&credentials.prefix);
         let _ = write!(
@@ -498,8 +679,42 @@ impl Shopper {
         out.into_bytes()
     }
 
-    /// Keeps the session id of the server's answer for the session's next requests.
-    pub fn observe(&mut self, response: &[u8]) {
+    /// With [`Clicks`]: a product page may become a click on a shown product; the
+    /// basket (and the order of it) holds the last products the session viewed.
+    fn follow_clicks(&mut self, page: &mut Page, clicks: &Clicks) {
+        match page {
+            Page::Product(p) => {
+                if let Some(clicked) = self.click(clicks) {
+                    *p = clicked;
+                }
+                self.viewed.push(*p);
+            }
+            Page::Basket(items) if !self.viewed.is_empty() => {
+                let mut lines: Vec<usize> = Vec::with_capacity(items.len());
+                for p in self.viewed.iter().rev() {
+                    if lines.len() == items.len() {
+                        break;
+                    }
+                    if !lines.contains(p) {
+                        lines.push(*p);
+                    }
+                }
+                lines.reverse();
+                if let Some(Page::OrderComplete(ordered)) = self.plan.front_mut() {
+                    ordered.clone_from(&lines);
+                }
+                *items = lines;
+            }
+            _ => {}
+        }
+    }
+
+    /// Keeps the session id of the server's answer for the session's next requests
+    /// (and, with [`Clicks`], what its zones showed).
+    pub fn observe(&mut self, response: &[u8], clicks: Option<&Clicks>) {
+        if let Some(clicks) = clicks {
+            self.shown = clicks.shown(response);
+        }
         if self.session.is_some() {
             return;
         }
@@ -578,6 +793,54 @@ mod tests {
     }
 
     #[test]
+    fn clicking_shoppers_view_what_the_preferred_zone_showed() {
+        let shelf = shelf();
+        let credentials = Credentials::new("k", "s");
+        let zones = ZoneMap::default();
+        let mix = Mix {
+            basket: 1.0,
+            order: 1.0,
+            ..mix()
+        };
+        // Every product view goes to a product PP-01 (viewed_together) showed.
+        let clicks = Clicks::new("viewed_together=1", &[], &shelf).unwrap();
+        assert!(Clicks::new("nope=1", &[], &shelf).is_err());
+        assert!(Clicks::new("trending=2", &[], &shelf).is_err());
+        let answer = br#"{"visitorId":"v","sessionId":"s","errors":[],"zones":{"PP-01":{"items":[{"Id":"P00400"},{"Id":"P00401"}]},"PP-02":{"items":[{"Id":"P00007"}]}}}"#;
+        let mut shopper = Shopper::new(3, 1, 0);
+        let mut viewed = Vec::new();
+        let mut basket = None;
+        for _ in 0..40 {
+            let body = shopper.next_request(&shelf, &mix, &zones, &credentials, Some(&clicks));
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            for event in request["events"].as_array().unwrap() {
+                match event["name"].as_str().unwrap() {
+                    "product_view" => viewed.push(event["data"]["id"].as_str().unwrap().to_owned()),
+                    "set_basket" if basket.is_none() => {
+                        basket = Some(event["data"]["items"].clone())
+                    }
+                    _ => {}
+                }
+            }
+            shopper.observe(answer, Some(&clicks));
+        }
+        // The first view of a session follows a landing page's answer: all clicks.
+        assert!(!viewed.is_empty());
+        assert!(
+            viewed.iter().all(|id| id == "P00400" || id == "P00401"),
+            "{viewed:?}"
+        );
+        // The basket holds products the session viewed.
+        let basket = basket.unwrap();
+        for line in basket.as_array().unwrap() {
+            assert!(
+                viewed.contains(&line["id"].as_str().unwrap().to_owned()),
+                "{basket}"
+            );
+        }
+    }
+
+    #[test]
     fn sessions_land_browse_3_to_8_products_and_order_with_unique_ids() {
         let (shelf, mix, zones) = (shelf(), mix(), ZoneMap::default());
         let credentials = Credentials::new("key", "secret \"quoted\"");
@@ -588,7 +851,7 @@ mod tests {
         let mut kinds = std::collections::HashSet::new();
         for _ in 0..5000 {
             let new_session = shopper.plan.is_empty();
-            let body = shopper.next_request(&shelf, &mix, &zones, &credentials);
+            let body = shopper.next_request(&shelf, &mix, &zones, &credentials, None);
             let request: Value = serde_json::from_slice(&body).expect("valid JSON");
             assert_eq!(request["secretKey"], "secret \"quoted\"");
             let events = request["events"].as_array().unwrap();
@@ -603,7 +866,7 @@ mod tests {
                     ["homepage", "category_listing_page", "search_results"].contains(&page_type)
                 );
                 assert!(request.get("sessionId").is_none());
-                shopper.observe(br#"{"visitorId":"x","sessionId":"s-1","errors":[]}"#);
+                shopper.observe(br#"{"visitorId":"x","sessionId":"s-1","errors":[]}"#, None);
             } else {
                 assert_eq!(request["sessionId"], "s-1");
             }

@@ -1491,20 +1491,27 @@ fn forget_400_and_404() {
 
 // ---------------------------------------------------------------- README
 
-/// Every `curl` example of the README, replayed against the demo: the status it documents
-/// (`# → NNN`) and a JSON body where the endpoint answers JSON.
+/// Every `curl` example of the README, replayed against the demo (with `$ADMIN_TOKEN`
+/// one of its admin tokens): the status it documents (`# → NNN`) and a JSON body where
+/// the endpoint answers JSON.
 #[test]
 fn readme_examples_give_the_documented_answers() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let server = Server::demo();
+    let admin_token = "readme-example-admin-token";
+    let server = Server::with_config(&format!(
+        "{}\n[admin]\ntokens = [\"{admin_token}\"]\n",
+        include_str!("../src/demo.toml")
+    ));
     let mut replayed = Vec::new();
     for block in readme.split("```sh").skip(1) {
         let block = block.split("```").next().unwrap();
         if !block.contains("curl ") {
             continue;
         }
-        let command = block.replace("\\\n", " ");
+        let command = block
+            .replace("\\\n", " ")
+            .replace("$ADMIN_TOKEN", admin_token);
         let expected: u16 = command
             .split("# → ")
             .nth(1)
@@ -1513,6 +1520,7 @@ fn readme_examples_give_the_documented_answers() {
             .unwrap_or_else(|| panic!("example without `# → STATUS`: {block}"));
         let url = command
             .split_whitespace()
+            .map(|w| w.trim_matches('"'))
             .find(|w| w.starts_with("http://127.0.0.1:7480"))
             .unwrap();
         let path = url.trim_start_matches("http://127.0.0.1:7480");
@@ -1520,9 +1528,14 @@ fn readme_examples_give_the_documented_answers() {
             .split(" -d '")
             .nth(1)
             .map(|rest| rest.split('\'').next().unwrap().to_owned());
+        let headers: Vec<(&str, &str)> = command
+            .split(" -H \"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next()?.split_once(": "))
+            .collect();
         let resp = match &body {
-            Some(body) => server.post(path, body),
-            None => server.get(path),
+            Some(body) => request(server.addr, "POST", path, body.as_bytes(), &headers),
+            None => request(server.addr, "GET", path, b"", &headers),
         };
         assert_eq!(
             resp.status, expected,

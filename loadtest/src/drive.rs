@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::client::conn::http1::SendRequest;
 
-use vitrine_benches::traffic::{Credentials, Mix, Shelf, Shopper, ZoneMap};
+use vitrine_benches::traffic::{Clicks, Credentials, Mix, Shelf, Shopper, ZoneMap};
 
 /// Where in the run a request was scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +60,22 @@ pub(crate) struct Traffic {
     pub(crate) credentials: Credentials,
     pub(crate) seed: u64,
     pub(crate) run: u64,
+    /// Shoppers click on what they are shown (`--prefer`).
+    pub(crate) clicks: Option<Clicks>,
+    /// Closed loop: each connection stops after this many sessions (`--sessions`).
+    pub(crate) sessions: Option<u64>,
 }
 
 impl Traffic {
     /// The shopper's next request body.
     fn next_request(&self, shopper: &mut Shopper) -> Vec<u8> {
-        shopper.next_request(&self.shelf, &self.mix, &self.zones, &self.credentials)
+        shopper.next_request(
+            &self.shelf,
+            &self.mix,
+            &self.zones,
+            &self.credentials,
+            self.clicks.as_ref(),
+        )
     }
 }
 
@@ -202,7 +212,12 @@ impl Connection {
         }
     }
 
-    async fn exchange(&mut self, body: Vec<u8>, shopper: &mut Shopper) -> Outcome {
+    async fn exchange(
+        &mut self,
+        body: Vec<u8>,
+        shopper: &mut Shopper,
+        clicks: Option<&Clicks>,
+    ) -> Outcome {
         if self.sender.is_none() {
             match crate::connect(&self.authority).await {
                 Ok(sender) => self.sender = Some(sender),
@@ -239,7 +254,7 @@ impl Connection {
         .flatten();
         match answered {
             Some((status, server_us, body)) => {
-                shopper.observe(&body);
+                shopper.observe(&body, clicks);
                 const CLEAN: &[u8] = br#""errors":[]"#;
                 let head = &body[..body.len().min(512)];
                 Outcome::Answered {
@@ -363,12 +378,18 @@ async fn closed_worker(
     let mut recordings = Recordings::new();
     loop {
         let phase = control.phase();
-        if phase == Phase::Done {
+        if phase == Phase::Done
+            || traffic
+                .sessions
+                .is_some_and(|n| shopper.sessions_finished() >= n)
+        {
             break;
         }
         let body = traffic.next_request(&mut shopper);
         let sent = Instant::now();
-        let outcome = connection.exchange(body, &mut shopper).await;
+        let outcome = connection
+            .exchange(body, &mut shopper, traffic.clicks.as_ref())
+            .await;
         record(&mut recordings, &control, phase, sent, sent, outcome);
     }
     recordings
@@ -414,7 +435,9 @@ async fn open_worker(
     while let Ok(slot) = queue.recv().await {
         let body = traffic.next_request(&mut shopper);
         let sent = Instant::now();
-        let outcome = connection.exchange(body, &mut shopper).await;
+        let outcome = connection
+            .exchange(body, &mut shopper, traffic.clicks.as_ref())
+            .await;
         record(
             &mut recordings,
             &control,

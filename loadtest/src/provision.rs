@@ -14,8 +14,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use vitrine_benches::traffic::store_config;
-use vitrine_testkit::TestServer;
+use vitrine_benches::traffic::{ACCESS_KEY, HARNESS_ADMIN_TOKEN, store_config_with};
+use vitrine_testkit::{ExperimentToml, TestServer};
 
 /// A `vitrine serve` started by the harness in a temporary directory (the workspace's
 /// `TestServer`); killed on drop.
@@ -28,16 +28,39 @@ pub(crate) struct Spawned {
 impl Spawned {
     /// Starts `binary` (default: `vitrine` next to this executable) and waits for its
     /// ready line.
-    pub(crate) fn start(binary: Option<&Path>, demo_catalogue: bool) -> anyhow::Result<Spawned> {
+    pub(crate) fn start(
+        binary: Option<&Path>,
+        demo_catalogue: bool,
+        experiments: &[ExperimentToml],
+    ) -> anyhow::Result<Spawned> {
         let binary = match binary {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let server = TestServer::start(&binary, Some(&store_config(demo_catalogue)))?;
+        let config = store_config_with(demo_catalogue, experiments);
+        let server = TestServer::start(&binary, Some(&config))?;
         Ok(Spawned {
             addr: server.addr(),
             server,
         })
+    }
+
+    /// The store's experiment results, as its admin API answers them.
+    pub(crate) fn experiment_results(&self) -> anyhow::Result<Value> {
+        let path = format!("/admin/api/accounts/{ACCESS_KEY}/experiments");
+        let auth = format!("Bearer {HARNESS_ADMIN_TOKEN}");
+        let response = vitrine_testkit::client::request(
+            self.addr,
+            "GET",
+            &path,
+            b"",
+            &[("authorization", auth.as_str())],
+        )
+        .with_context(|| format!("no answer to GET {path}"))?;
+        if response.status != 200 {
+            bail!("GET {path}: {} {}", response.status, response.body);
+        }
+        serde_json::from_str(&response.body).with_context(|| format!("GET {path}"))
     }
 
     /// The server's log so far.

@@ -16,7 +16,8 @@ use crate::Target;
 use crate::baseline::Baseline;
 use crate::drive::{Control, Pacing, Phase, Recording, Traffic, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
-use vitrine_benches::traffic::{Credentials, Mix, Shelf, ZoneMap};
+use vitrine_benches::traffic::{Clicks, Credentials, Mix, STORE_ZONES, Shelf, ZoneMap};
+use vitrine_testkit::ExperimentToml;
 
 /// Settings of `vitrine-loadtest run`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -118,6 +119,48 @@ pub(crate) struct RunArgs {
     /// Pin the load generator to these CPUs, e.g. `1`.
     #[arg(long, value_name = "LIST")]
     pub(crate) client_cpus: Option<String>,
+    /// Shoppers click on what they are shown: per strategy, the share of product views
+    /// that go to a product of a zone it filled in the previous answer, e.g.
+    /// `personalized=0.3,trending=0.1` (with --spawn: the spawned store's zones).
+    #[arg(long, value_name = "STRATEGY=SHARE,...", requires = "spawn")]
+    pub(crate) prefer: Option<String>,
+    /// An A/B test on a zone of the spawned store, `ZONE=STRATEGY,STRATEGY[,...]`: its
+    /// variants A, B, ... with equal weights, A the control; its results (from the
+    /// admin API) are reported at the end. Repeatable.
+    #[arg(long, value_name = "ZONE=STRATEGY,...", requires = "spawn")]
+    pub(crate) experiment: Vec<String>,
+    /// Closed loop: each connection runs this many sessions and stops (no warm-up; the
+    /// measured time is the whole run), so that a seed gives the same shoppers.
+    #[arg(long)]
+    pub(crate) sessions: Option<u64>,
+}
+
+/// `ZONE=STRATEGY,STRATEGY` as an experiment of the spawned store.
+fn experiment_spec(text: &str) -> anyhow::Result<ExperimentToml> {
+    let (zone, strategies) = text
+        .split_once('=')
+        .with_context(|| format!("--experiment: {text:?} is not ZONE=STRATEGY,STRATEGY"))?;
+    let zone = zone.trim();
+    if !STORE_ZONES.iter().any(|(id, ..)| *id == zone) {
+        let ids: Vec<&str> = STORE_ZONES.iter().map(|(id, ..)| *id).collect();
+        bail!(
+            "--experiment: no zone {zone:?} in the spawned store; its zones: {}",
+            ids.join(", ")
+        );
+    }
+    let strategies: Vec<&str> = strategies.split(',').map(str::trim).collect();
+    if !(2..=8).contains(&strategies.len()) || strategies.iter().any(|s| s.is_empty()) {
+        bail!("--experiment: {text:?}: expected 2 to 8 strategies");
+    }
+    Ok(ExperimentToml {
+        id: format!("harness-{}", zone.to_ascii_lowercase()),
+        zone: zone.to_owned(),
+        variants: strategies
+            .iter()
+            .zip('A'..='H')
+            .map(|(strategy, name)| (name.to_string(), (*strategy).to_owned()))
+            .collect(),
+    })
 }
 
 impl RunArgs {
@@ -289,6 +332,9 @@ pub(crate) struct Report {
     pub(crate) baseline: Option<TargetReport>,
     /// Closed loop with --baseline: Vitrine's requests/s over the baseline's.
     pub(crate) throughput_vs_baseline: Option<f64>,
+    /// With --experiment: the spawned store's experiment results (its admin API's
+    /// answer).
+    pub(crate) experiments: Option<serde_json::Value>,
 }
 
 /// The commit this tool was built from (by `build.rs`).
@@ -306,6 +352,20 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.spawn && args.provision {
         bail!("--provision is for --server; --spawn provisions its server itself");
     }
+    if args.sessions.is_some() && matches!(pacing, Pacing::Open { .. }) {
+        bail!("--sessions is for the closed loop (without --rate)");
+    }
+    if args.sessions == Some(0) {
+        bail!("--sessions must be at least 1");
+    }
+    if args.sessions.is_some() && args.ingest_during {
+        bail!("--ingest-during runs for a time; it does not go with --sessions");
+    }
+    let experiments = args
+        .experiment
+        .iter()
+        .map(|text| experiment_spec(text))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let started_unix_secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -334,6 +394,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let catalogue_products = products.len();
     let shelf = Shelf::new(products, categories, mix.zipf)?;
+    let clicks = match &args.prefer {
+        Some(prefer) => Some(Clicks::new(prefer, &experiments, &shelf)?),
+        None => None,
+    };
     let server_cpus = args
         .server_cpus
         .as_deref()
@@ -351,7 +415,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let spawned = if args.spawn {
         eprintln!("starting vitrine");
-        Some(Spawned::start(args.vitrine.as_deref(), args.products == 0)?)
+        Some(Spawned::start(
+            args.vitrine.as_deref(),
+            args.products == 0,
+            &experiments,
+        )?)
     } else {
         None
     };
@@ -403,6 +471,8 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             credentials: Credentials::new(&args.target.access_key, &args.target.secret_key),
             seed: args.seed,
             run: started_unix_secs,
+            clicks,
+            sessions: args.sessions,
         });
         let ingest_during = ingest.filter(|_| args.ingest_during);
         let vitrine = measure(
@@ -422,6 +492,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
                 }
                 return Err(error);
             }
+        };
+        let experiment_results = match &spawned {
+            Some(server) if !experiments.is_empty() => Some(server.experiment_results()?),
+            _ => None,
         };
         if let Some(server) = spawned {
             server.stop();
@@ -467,6 +541,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             vitrine,
             baseline,
             throughput_vs_baseline,
+            experiments: experiment_results,
         })
     })?;
     print_report(&report);
@@ -496,10 +571,22 @@ async fn measure(
         Arc::clone(&control),
         pacing,
     ));
-    tokio::time::sleep(Duration::from_secs(args.warmup)).await;
-    control.set_phase(Phase::Idle);
-    let idle_started = Instant::now();
-    tokio::time::sleep(Duration::from_secs(args.seconds)).await;
+    let mut driver = Some(driver);
+    let idle_started;
+    let mut finished = None;
+    if args.sessions.is_some() {
+        // Every request is measured; the run ends when each connection's sessions do.
+        control.set_phase(Phase::Idle);
+        idle_started = Instant::now();
+        if let Some(driver) = driver.take() {
+            finished = Some(driver.await);
+        }
+    } else {
+        tokio::time::sleep(Duration::from_secs(args.warmup)).await;
+        control.set_phase(Phase::Idle);
+        idle_started = Instant::now();
+        tokio::time::sleep(Duration::from_secs(args.seconds)).await;
+    }
     let idle_seconds = idle_started.elapsed().as_secs_f64();
     let mut ingest_outcome = None;
     if let Some(ingest) = ingest {
@@ -509,7 +596,11 @@ async fn measure(
         ingest_outcome = Some(outcome.map(|_| started.elapsed().as_secs_f64()));
     }
     control.set_phase(Phase::Done);
-    let recordings = driver.await;
+    let recordings = match (finished, driver) {
+        (Some(recordings), _) => recordings,
+        (None, Some(driver)) => driver.await,
+        (None, None) => bail!("the load task was not started"),
+    };
     progress.abort();
     let recordings = recordings.context("load task")??;
     let open = matches!(pacing, Pacing::Open { .. });
@@ -561,6 +652,12 @@ async fn progress(control: Arc<Control>, label: &'static str) {
 fn print_report(report: &Report) {
     let settings = &report.settings;
     match settings.rate {
+        None if settings.sessions.is_some() => println!(
+            "{}: {} connections, {} sessions each, every request measured",
+            report.mode,
+            settings.connections,
+            settings.sessions.unwrap_or(0)
+        ),
         None => println!(
             "{}: {} connections, warm-up {} s, {} s measured",
             report.mode, settings.connections, settings.warmup, settings.seconds
@@ -590,6 +687,28 @@ fn print_report(report: &Report) {
             "vitrine throughput / baseline throughput: {:.1} %",
             ratio * 100.0
         );
+    }
+    let experiments = report
+        .experiments
+        .as_ref()
+        .and_then(|e| e["experiments"].as_array());
+    for experiment in experiments.into_iter().flatten() {
+        println!("experiment {} on {}:", experiment["id"], experiment["zone"]);
+        for variant in experiment["variants"].as_array().into_iter().flatten() {
+            let counts = &variant["counts"];
+            println!(
+                "  {} ({}): {} visitors, {} impressions, {} viewed, {} ordering visitors",
+                variant["name"].as_str().unwrap_or("?"),
+                variant["strategy"].as_str().unwrap_or("?"),
+                counts["visitors"],
+                counts["impressions"],
+                counts["viewed"],
+                counts["orderingVisitors"]
+            );
+            for verdict in variant["verdicts"].as_array().into_iter().flatten() {
+                println!("    {}", verdict.as_str().unwrap_or(""));
+            }
+        }
     }
 }
 

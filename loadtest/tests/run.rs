@@ -264,3 +264,72 @@ fn open_loop_charges_a_stall_to_every_request_it_delayed() {
     // The stub's own Server-Timing is read as is.
     assert_eq!(idle["server_us"]["p50"], 50, "{idle}");
 }
+
+/// The experiment results of a run with clicking shoppers: the variants' entries.
+fn experiment_run(dir: &Path, name: &str, prefer: &str, experiment: &str) -> Vec<Value> {
+    let report = run(
+        &[
+            "--spawn",
+            "--products",
+            "2000",
+            "--connections",
+            "4",
+            "--sessions",
+            "300",
+            "--seed",
+            "1",
+            "--prefer",
+            prefer,
+            "--experiment",
+            experiment,
+        ],
+        &dir.join(format!("{name}.json")),
+    );
+    let experiments = report["experiments"]["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 1, "{report}");
+    assert_eq!(experiments[0]["zone"], "PP-01");
+    experiments[0]["variants"].as_array().unwrap().clone()
+}
+
+#[test]
+fn an_experiment_finds_a_planted_effect_and_an_a_a_test_finds_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // Shoppers click on trending's products five times as often as on viewed_together's:
+    // B (trending) must win on view-through, significantly.
+    let variants = experiment_run(
+        dir.path(),
+        "planted",
+        "viewed_together=0.1,trending=0.5",
+        "PP-01=viewed_together,trending",
+    );
+    assert_eq!(variants[0]["name"], "A");
+    assert_eq!(variants[0]["control"], true);
+    assert_eq!(variants[1]["strategy"], "trending");
+    // The split is even: 1,200 sessions over about 50,000 visitors, half each.
+    let visitors = |v: &Value| v["counts"]["visitors"].as_f64().unwrap();
+    let share = visitors(&variants[1]) / (visitors(&variants[0]) + visitors(&variants[1]));
+    assert!((0.4..0.6).contains(&share), "{variants:?}");
+    let view_through = &variants[1]["againstControl"]["viewThrough"];
+    assert_eq!(view_through["significant"], true, "{variants:?}");
+    assert!(view_through["relative"].as_f64().unwrap() > 0.0);
+    assert!(view_through["low"].as_f64().unwrap() > 0.0);
+    assert!(
+        variants[1]["verdicts"][0]
+            .as_str()
+            .unwrap()
+            .contains("% view-through, 95 % CI [+"),
+        "{variants:?}"
+    );
+
+    // The same strategy in both arms: no metric differs significantly.
+    let variants = experiment_run(
+        dir.path(),
+        "a-a",
+        "viewed_together=0.3",
+        "PP-01=viewed_together,viewed_together",
+    );
+    for metric in ["viewThrough", "conversion", "revenuePerVisitor"] {
+        let comparison = &variants[1]["againstControl"][metric];
+        assert_ne!(comparison["significant"], true, "{metric}: {variants:?}");
+    }
+}

@@ -75,6 +75,18 @@ impl ZoneToml {
     }
 }
 
+/// An A/B test of a zone: its variants by name and strategy (weights equal, each falling
+/// back as the zone does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentToml {
+    /// `id`.
+    pub id: String,
+    /// `zone`.
+    pub zone: String,
+    /// (`name`, `strategy`) of each variant, the control first.
+    pub variants: Vec<(String, String)>,
+}
+
 /// An account of the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountToml {
@@ -90,6 +102,8 @@ pub struct AccountToml {
     pub zones: Vec<ZoneToml>,
     /// `[accounts.models]` partners and neighbours; `None` leaves the table out.
     pub models: Option<(usize, usize)>,
+    /// `[[accounts.experiments]]`.
+    pub experiments: Vec<ExperimentToml>,
 }
 
 impl AccountToml {
@@ -102,7 +116,14 @@ impl AccountToml {
             demo_catalogue,
             zones: Vec::new(),
             models: None,
+            experiments: Vec::new(),
         }
+    }
+
+    /// The same account with `experiment` added.
+    pub fn experiment(mut self, experiment: ExperimentToml) -> AccountToml {
+        self.experiments.push(experiment);
+        self
     }
 
     /// The same account with `[accounts.models]` set.
@@ -186,6 +207,22 @@ impl ConfigToml {
                 }
                 if let Some(history) = zone.history {
                     let _ = writeln!(out, "  history = {history}");
+                }
+            }
+            for experiment in &account.experiments {
+                let _ = write!(
+                    out,
+                    "\n  [[accounts.experiments]]\n  id = {}\n  zone = {}\n",
+                    quoted(&experiment.id),
+                    quoted(&experiment.zone),
+                );
+                for (name, strategy) in &experiment.variants {
+                    let _ = write!(
+                        out,
+                        "    [[accounts.experiments.variants]]\n    name = {}\n    strategy = {}\n",
+                        quoted(name),
+                        quoted(strategy),
+                    );
                 }
             }
         }

@@ -17,6 +17,6 @@ pub mod config;
 pub mod records;
 pub mod server;
 
-pub use config::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, ZoneToml};
+pub use config::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, ExperimentToml, ZoneToml};
 pub use server::{SpawnError, TestServer};
 pub use vitrine_engine::testing::*;

@@ -436,17 +436,22 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 2] = [
+const ADMIN_PATHS: [&str; 3] = [
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
+    "/admin/api/accounts/{accessKey}/experiments",
 ];
 
 #[test]
 fn admin_answers_match_the_openapi_document() {
     let token = "admin-token-for-the-document-check";
     // The embedded demo's accounts and zones, with an admin token.
+    // And an experiment on PP-01.
+    let experiment = "\n  [[accounts.experiments]]\n  id = \"doc\"\n  zone = \"PP-01\"\n    \
+        [[accounts.experiments.variants]]\n    name = \"A\"\n    \
+        [[accounts.experiments.variants]]\n    name = \"B\"\n    strategy = \"trending\"\n";
     let server = Server::with_config(&format!(
-        "{}\n[admin]\ntokens = [\"{token}\"]\n",
+        "{}{experiment}\n[admin]\ntokens = [\"{token}\"]\n",
         include_str!("../../src/demo.toml")
     ));
     let doc = document(&server);
@@ -463,6 +468,7 @@ fn admin_answers_match_the_openapi_document() {
         "events": [{"name": "page_view", "data": {"page_type": "product_page", "product_id": "P00001"}}]}));
     assert_eq!(resp.status, 200, "{}", resp.body);
     let analytics = format!("/admin/api/accounts/{DEMO_KEY}/analytics");
+    let experiments = format!("/admin/api/accounts/{DEMO_KEY}/experiments");
     let template = ADMIN_PATHS[1];
     for (path, documented, auth, status) in [
         ("/admin/api/accounts", ADMIN_PATHS[0], Some(token), 200),
@@ -487,6 +493,13 @@ fn admin_answers_match_the_openapi_document() {
             Some(token),
             404,
         ),
+        (experiments.as_str(), ADMIN_PATHS[2], Some(token), 200),
+        (
+            "/admin/api/accounts/nobody/experiments",
+            ADMIN_PATHS[2],
+            Some(token),
+            404,
+        ),
     ] {
         let resp = get(path, auth);
         assert_eq!(resp.status, status, "{path}: {}", resp.body);
@@ -494,4 +507,9 @@ fn admin_answers_match_the_openapi_document() {
     }
     let body = get(&analytics, Some(token)).json();
     assert_eq!(body["zones"][0]["zone"], "PP-01", "{body}");
+    let body = get(&experiments, Some(token)).json();
+    assert_eq!(
+        body["experiments"][0]["variants"][1]["strategy"], "trending",
+        "{body}"
+    );
 }
