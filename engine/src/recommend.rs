@@ -75,6 +75,12 @@ impl Rankings {
         }
     }
 
+    /// A product's trending key and units sold (`None` for an index these rankings do
+    /// not have).
+    pub fn score_of(&self, idx: ProductIdx) -> Option<(f64, u64)> {
+        self.scores.get(idx as usize).copied()
+    }
+
     /// The members of `category` in `catalogue`, in trending order; kept for later
     /// requests when `catalogue` is the version these rankings were built from
     /// (`exact`) and the category has members.
@@ -265,28 +271,92 @@ fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {
     })
 }
 
+/// Why a candidate was not shown: the filters of every recommender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// Not in the catalogue version of the request.
+    NotInCatalogue,
+    /// `ExcludeFromRecommenders`.
+    Excluded,
+    /// Outside its `StartDate`..`EndDate` window.
+    NotLive,
+    /// B2B visibility: not for the visitor's account.
+    NotVisible,
+    /// The page's own product.
+    PageProduct,
+    /// Already in the visitor's basket.
+    InBasket,
+    /// Already bought by the visitor.
+    Bought,
+    /// No price in the request's currency (for this visitor).
+    NoPrice,
+}
+
+impl Rejection {
+    /// The reason in words.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Rejection::NotInCatalogue => "not in the catalogue",
+            Rejection::Excluded => "excluded from recommenders",
+            Rejection::NotLive => "outside its start and end dates",
+            Rejection::NotVisible => "not visible to the visitor's B2B account",
+            Rejection::PageProduct => "the page's own product",
+            Rejection::InBasket => "already in the basket",
+            Rejection::Bought => "already bought",
+            Rejection::NoPrice => "no price in the request's currency",
+        }
+    }
+}
+
 /// Whether a product may be shown to this visitor at all: the filters of every
 /// recommender (currency, `ExcludeFromRecommenders`, date window, B2B visibility, not the
 /// page's own product, not already in the basket or bought).
-/// The item to show when it may be, with its price.
-fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> Option<RenderedItem> {
-    let product = ctx.catalogue.product(idx)?;
-    if product.exclude_from_recommenders
-        || !product.is_live_at(ctx.now)
-        || !product.visible_to(ctx.account_id)
-        || ctx.product == Some(idx)
-        || ctx.basket.contains(&idx)
-        || ctx.purchased.contains(&idx)
-    {
-        return None;
+/// The item to show when it may be, with its price; else why not.
+fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> Result<RenderedItem, Rejection> {
+    let product = ctx
+        .catalogue
+        .product(idx)
+        .ok_or(Rejection::NotInCatalogue)?;
+    let rejected = if product.exclude_from_recommenders {
+        Some(Rejection::Excluded)
+    } else if !product.is_live_at(ctx.now) {
+        Some(Rejection::NotLive)
+    } else if !product.visible_to(ctx.account_id) {
+        Some(Rejection::NotVisible)
+    } else if ctx.product == Some(idx) {
+        Some(Rejection::PageProduct)
+    } else if ctx.basket.contains(&idx) {
+        Some(Rejection::InBasket)
+    } else if ctx.purchased.contains(&idx) {
+        Some(Rejection::Bought)
+    } else {
+        None
+    };
+    if let Some(rejection) = rejected {
+        return Err(rejection);
     }
-    let (price, shared_price) = priced(idx, product, ctx)?;
-    Some(RenderedItem {
+    let (price, shared_price) = priced(idx, product, ctx).ok_or(Rejection::NoPrice)?;
+    Ok(RenderedItem {
         product: idx,
         price,
         shared_price,
     })
 }
+
+/// What filling a zone did with each candidate, for the explanation of a zone
+/// ([`fill_zone_traced`]); serving uses [`NoTrace`], which compiles to nothing.
+pub trait Trace {
+    /// `idx` was shown, found by `strategy` (in the search pass when `search`).
+    fn chosen(&mut self, _idx: ProductIdx, _strategy: Strategy, _search: bool) {}
+    /// `idx`, found by `strategy`, was filtered out.
+    fn rejected(&mut self, _idx: ProductIdx, _strategy: Strategy, _why: Rejection) {}
+}
+
+/// No tracing: what serving fills zones with.
+#[derive(Debug)]
+pub struct NoTrace;
+
+impl Trace for NoTrace {}
 
 /// One product of a filled zone with the price it shows.
 #[derive(Debug, Clone, Copy)]
@@ -309,6 +379,11 @@ pub const INLINE_ITEMS: usize = 12;
 /// Fills a zone: its strategy, then each fallback, de-duplicated, up to `count` items,
 /// each with the price it shows.
 pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
+    fill_zone_traced(zone, ctx, &mut NoTrace)
+}
+
+/// [`fill_zone`], telling `trace` what became of each candidate.
+pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mut T) -> ZoneItems {
     // At most 100 items: a scan of `chosen` beats hashing.
     let mut chosen = ZoneItems::with_capacity(zone.count);
     let taken = |chosen: &[RenderedItem], idx: ProductIdx| chosen.iter().any(|c| c.product == idx);
@@ -324,11 +399,14 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
             let mut looked = 0;
             candidates(strategy, zone, ctx, &mut |idx| {
                 looked += 1;
-                if !taken(&chosen, idx)
-                    && matches_search(idx, term, ctx)
-                    && let Some(item) = admissible(idx, ctx)
-                {
-                    chosen.push(item);
+                if !taken(&chosen, idx) && matches_search(idx, term, ctx) {
+                    match admissible(idx, ctx) {
+                        Ok(item) => {
+                            trace.chosen(idx, strategy, true);
+                            chosen.push(item);
+                        }
+                        Err(why) => trace.rejected(idx, strategy, why),
+                    }
                 }
                 chosen.len() < zone.count && looked < SEARCH_SCAN
             });
@@ -345,8 +423,12 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
             if taken(&chosen, idx) {
                 return true;
             }
-            if let Some(item) = admissible(idx, ctx) {
-                chosen.push(item);
+            match admissible(idx, ctx) {
+                Ok(item) => {
+                    trace.chosen(idx, strategy, false);
+                    chosen.push(item);
+                }
+                Err(why) => trace.rejected(idx, strategy, why),
             }
             chosen.len() < zone.count
         });
@@ -469,36 +551,12 @@ fn candidates(
         }
         Strategy::Personalized => {
             let viewed = ctx.recent_views;
-            let recent = viewed
-                .iter()
-                .take(zone.history)
-                .enumerate()
-                .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
-            // The basket's products and the latest purchases weigh as the latest views.
-            let basket = ctx
-                .basket
-                .iter()
-                .rev()
-                .take(zone.history)
-                .enumerate()
-                .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
-            let bought = ctx
-                .purchased
-                .iter()
-                .rev()
-                .take(zone.history)
-                .enumerate()
-                .map(|(i, idx)| (*idx, 0.5 / (i as f64 + 1.0)));
             let lists = [
                 &ctx.neighbours.viewed_together,
                 &ctx.neighbours.bought_together,
             ];
-            let ranked = blended(
-                recent.chain(basket).chain(bought),
-                &lists,
-                viewed,
-                catalogue,
-            );
+            let seeds = personalized_seeds(zone, ctx);
+            let ranked = blended(seeds.into_iter(), &lists, viewed, catalogue);
             if !take_all(ranked.into_iter().map(Some), take) {
                 return;
             }
@@ -511,10 +569,7 @@ fn candidates(
             }
         }
         Strategy::BasketCrossSell => {
-            // Seeds in id order, each once.
-            let mut seeds: Vec<ProductIdx> = ctx.basket.to_vec();
-            seeds.sort_unstable_by(|a, b| id_of(catalogue, *a).cmp(id_of(catalogue, *b)));
-            seeds.dedup();
+            let seeds = basket_seeds(ctx);
             let ranked = blended(
                 seeds.iter().map(|idx| (*idx, 1.0)),
                 &[&ctx.neighbours.bought_together],
@@ -545,6 +600,233 @@ fn candidates(
             take_all(by_id.chain(by_sku), take);
         }
     }
+}
+
+/// A fact behind an item of a zone (see [`evidence`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fact {
+    /// Its place in `trending` (0 the most popular) and its decayed popularity key.
+    Popularity {
+        /// 0-based rank.
+        rank: u32,
+        /// The trending key.
+        score: f64,
+    },
+    /// Units sold.
+    UnitsSold(u64),
+    /// Viewed together with `with` (the pair's weighted co-view count).
+    ViewedWith {
+        /// The other product.
+        with: ProductIdx,
+        /// The pair's count.
+        count: f32,
+        /// The weight of `with` as a seed of a blend (1 for a single anchor).
+        weight: f64,
+    },
+    /// Bought together with `with`.
+    BoughtWith {
+        /// The other product.
+        with: ProductIdx,
+        /// The pair's count.
+        count: f32,
+        /// The weight of `with` as a seed of a blend (1 for a single anchor).
+        weight: f64,
+    },
+    /// Its place among the visitor's recent views (0 the latest).
+    RecentlyViewed(usize),
+    /// Shares categories, brand or search tags with this product.
+    SimilarTo(ProductIdx),
+    /// Among the most popular of this category.
+    TopInCategory(String),
+    /// Listed by this product (`RelatedProducts`, `AssociatedIds`/`AssociatedSkus`).
+    ListedBy(ProductIdx),
+    /// Flagged `NewArrival`.
+    NewArrival,
+    /// On offer (`OnOffer`, or a sale price).
+    OnOffer,
+    /// Its title or search tags contain the search term.
+    MatchesSearch(String),
+}
+
+/// Why `strategy` put `idx` in a zone: its score where the strategy has one (a blend's
+/// sum, a pair's count, the popularity key, units sold) and the facts behind it (with
+/// the search term it matches, on a search page).
+pub fn evidence(
+    strategy: Strategy,
+    idx: ProductIdx,
+    zone: &ZoneSpec,
+    ctx: &Context<'_>,
+) -> (Option<f64>, Vec<Fact>) {
+    let (score, mut facts) = strategy_evidence(strategy, idx, zone, ctx);
+    if let Some(term) = ctx.search.filter(|t| !t.is_empty())
+        && matches_search(idx, term, ctx)
+    {
+        facts.push(Fact::MatchesSearch(term.to_owned()));
+    }
+    (score, facts)
+}
+
+fn strategy_evidence(
+    strategy: Strategy,
+    idx: ProductIdx,
+    zone: &ZoneSpec,
+    ctx: &Context<'_>,
+) -> (Option<f64>, Vec<Fact>) {
+    let catalogue = ctx.catalogue;
+    let (key, units) = ctx.rankings.score_of(idx).unwrap_or((0.0, 0));
+    let rank = ctx
+        .rankings
+        .trending_rank
+        .get(idx as usize)
+        .copied()
+        .unwrap_or(u32::MAX);
+    let popularity = Fact::Popularity { rank, score: key };
+    let pair = |lists: &ProductLists, seed: ProductIdx| -> Option<f32> {
+        Neighbours::list(lists, seed)?
+            .iter()
+            .find(|(other, _)| *other == idx)
+            .map(|(_, count)| *count)
+    };
+    let blend = |seeds: &[(ProductIdx, f64)], lists: &[(&ProductLists, bool)]| {
+        let mut facts = Vec::new();
+        let mut score = 0.0;
+        for (seed, weight) in seeds {
+            for (list, viewed) in lists {
+                if let Some(count) = pair(list, *seed) {
+                    score += weight * f64::from(count);
+                    facts.push(if *viewed {
+                        Fact::ViewedWith {
+                            with: *seed,
+                            count,
+                            weight: *weight,
+                        }
+                    } else {
+                        Fact::BoughtWith {
+                            with: *seed,
+                            count,
+                            weight: *weight,
+                        }
+                    });
+                }
+            }
+        }
+        (score, facts)
+    };
+    let similar_to = |seeds: &[ProductIdx]| {
+        seeds
+            .iter()
+            .find(|seed| catalogue.similar_to(**seed).any(|i| i == idx))
+            .map(|seed| Fact::SimilarTo(*seed))
+    };
+    let listed_by = |anchor: Option<ProductIdx>| anchor.map(Fact::ListedBy).into_iter().collect();
+    let facts = match strategy {
+        Strategy::Trending => return (Some(key), vec![popularity]),
+        Strategy::TopSellers => return (Some(units as f64), vec![Fact::UnitsSold(units)]),
+        Strategy::RecentlyViewed => ctx
+            .recent_views
+            .iter()
+            .position(|i| *i == idx)
+            .map(Fact::RecentlyViewed)
+            .into_iter()
+            .collect(),
+        Strategy::NewArrivals => vec![Fact::NewArrival, popularity],
+        Strategy::OnOffer => vec![Fact::OnOffer, popularity],
+        Strategy::CategoryTop => {
+            let category = ctx.category.map(str::to_owned).or_else(|| {
+                let product = catalogue.product(ctx.product?)?;
+                catalogue.categories_of(product).next().map(str::to_owned)
+            });
+            category
+                .map(Fact::TopInCategory)
+                .into_iter()
+                .chain([popularity])
+                .collect()
+        }
+        Strategy::Similar => similar_to(&anchor(ctx).into_iter().collect::<Vec<_>>())
+            .into_iter()
+            .collect(),
+        Strategy::ViewedTogether | Strategy::BoughtTogether => {
+            let viewed = strategy == Strategy::ViewedTogether;
+            let lists = if viewed {
+                &ctx.neighbours.viewed_together
+            } else {
+                &ctx.neighbours.bought_together
+            };
+            let seeds: Vec<(ProductIdx, f64)> = anchor(ctx).map(|a| (a, 1.0)).into_iter().collect();
+            let (score, facts) = blend(&seeds, &[(lists, viewed)]);
+            return (Some(score), facts);
+        }
+        Strategy::CompleteTheLook | Strategy::Associated => listed_by(anchor(ctx)),
+        Strategy::Personalized => {
+            let seeds = personalized_seeds(zone, ctx);
+            let lists = [
+                (&ctx.neighbours.viewed_together, true),
+                (&ctx.neighbours.bought_together, false),
+            ];
+            let (score, mut facts) = blend(&seeds, &lists);
+            if facts.is_empty() {
+                let latest: Vec<ProductIdx> = ctx.recent_views.iter().take(3).copied().collect();
+                facts.extend(similar_to(&latest));
+                return (None, facts);
+            }
+            return (Some(score), facts);
+        }
+        Strategy::BasketCrossSell => {
+            let seeds: Vec<(ProductIdx, f64)> =
+                basket_seeds(ctx).into_iter().map(|s| (s, 1.0)).collect();
+            let (score, facts) = blend(&seeds, &[(&ctx.neighbours.bought_together, false)]);
+            if facts.is_empty() {
+                let listing = basket_seeds(ctx).into_iter().find(|seed| {
+                    catalogue
+                        .product(*seed)
+                        .is_some_and(|p| related(catalogue, p).any(|i| i == Some(idx)))
+                });
+                return (None, listing.map(Fact::ListedBy).into_iter().collect());
+            }
+            return (Some(score), facts);
+        }
+        Strategy::CategoryAffinity | Strategy::BrandAffinity => Vec::new(),
+    };
+    (None, facts)
+}
+
+/// Seeds of a blend, inline up to 32.
+pub type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
+
+/// The products `personalized` starts from, with their weights: the latest `history`
+/// views (the latest 1, the one before 1/2, ...), basket lines (the same from the latest
+/// added) and purchases (half that from the latest bought).
+pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
+    let recent = ctx
+        .recent_views
+        .iter()
+        .take(zone.history)
+        .enumerate()
+        .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
+    let basket = ctx
+        .basket
+        .iter()
+        .rev()
+        .take(zone.history)
+        .enumerate()
+        .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
+    let bought = ctx
+        .purchased
+        .iter()
+        .rev()
+        .take(zone.history)
+        .enumerate()
+        .map(|(i, idx)| (*idx, 0.5 / (i as f64 + 1.0)));
+    recent.chain(basket).chain(bought).collect()
+}
+
+/// The products `basket_cross_sell` starts from: the basket's, in id order, each once.
+pub fn basket_seeds(ctx: &Context<'_>) -> Vec<ProductIdx> {
+    let catalogue = ctx.catalogue;
+    let mut seeds: Vec<ProductIdx> = ctx.basket.to_vec();
+    seeds.sort_unstable_by(|a, b| id_of(catalogue, *a).cmp(id_of(catalogue, *b)));
+    seeds.dedup();
+    seeds
 }
 
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,

@@ -8,12 +8,13 @@
 )]
 
 use vitrine_engine::Account;
-use vitrine_engine::account::ServeRequest;
+use vitrine_engine::account::{ExplainRequest, Explanation, ServeRequest};
 use vitrine_engine::catalogue::{
-    Catalogue, CatalogueBuilder, PriceSet, Product, UnixMillis, Visibility,
+    Catalogue, CatalogueBuilder, PriceSet, Product, ProductIdx, UnixMillis, Visibility,
 };
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
 use vitrine_engine::models::TRENDING_HALF_LIFE_MILLIS;
+use vitrine_engine::recommend::Fact;
 use vitrine_engine::zone::Strategy;
 use vitrine_testkit::{self as testkit, money, priced};
 
@@ -538,4 +539,225 @@ fn a_shopper_logging_in_on_a_second_device_gets_the_same_history() {
     acme("colleague-1");
     acme("colleague-2");
     assert!(zone(&account, "colleague-2", vec![], "GBP").is_empty());
+}
+
+// ---------------------------------------------------------------- explain
+
+fn explain(account: &Account, visitor: Option<&str>, product: Option<&str>) -> Explanation {
+    account
+        .explain(&ExplainRequest {
+            zone: "Z".into(),
+            visitor_id: visitor.map(Into::into),
+            product: product.map(Into::into),
+            currency: None,
+            now: T0 + 1_000,
+        })
+        .unwrap()
+}
+
+fn id_of(explanation: &Explanation, idx: ProductIdx) -> String {
+    explanation.catalogue.product(idx).unwrap().id.to_string()
+}
+
+/// The explained items as (id, strategy, facts with ids for indexes).
+fn explained(e: &Explanation) -> Vec<(String, Strategy, Vec<String>)> {
+    e.items
+        .iter()
+        .map(|item| {
+            let facts = item
+                .facts
+                .iter()
+                .map(|fact| match fact {
+                    Fact::ViewedWith {
+                        with,
+                        count,
+                        weight,
+                    } => {
+                        format!("viewed with {} {count} x{weight}", id_of(e, *with))
+                    }
+                    Fact::BoughtWith {
+                        with,
+                        count,
+                        weight,
+                    } => {
+                        format!("bought with {} {count} x{weight}", id_of(e, *with))
+                    }
+                    Fact::SimilarTo(with) => format!("similar to {}", id_of(e, *with)),
+                    Fact::ListedBy(by) => format!("listed by {}", id_of(e, *by)),
+                    Fact::Popularity { rank, .. } => format!("rank {rank}"),
+                    Fact::UnitsSold(units) => format!("{units} sold"),
+                    Fact::RecentlyViewed(at) => format!("viewed {at}"),
+                    other => format!("{other:?}"),
+                })
+                .collect();
+            (id_of(e, item.item.product), item.strategy, facts)
+        })
+        .collect()
+}
+
+#[test]
+fn explain_gives_the_evidence_of_each_strategy_family() {
+    // Co-views and co-purchases: a-b viewed by 3 visitors, a and d bought together twice.
+    let co = |strategy: Strategy| {
+        let account = account(strategy);
+        for v in 0..3 {
+            track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+        }
+        for o in 0..2 {
+            let id = format!("ad{o}");
+            track(&account, &id, vec![order(&id, &["a", "d"])], T0);
+        }
+        account.rebuild_models();
+        account
+    };
+    let e = explain(&co(Strategy::ViewedTogether), None, Some("a"));
+    assert_eq!(e.items[0].score, Some(3.0));
+    assert_eq!(
+        explained(&e)[0],
+        (
+            "b".into(),
+            Strategy::ViewedTogether,
+            vec!["viewed with a 3 x1".into()]
+        )
+    );
+    assert!(!e.visitor_known);
+    let e = explain(&co(Strategy::BoughtTogether), None, Some("a"));
+    assert_eq!(
+        explained(&e)[0],
+        (
+            "d".into(),
+            Strategy::BoughtTogether,
+            vec!["bought with a 2 x1".into()]
+        )
+    );
+    // personalized: the visitor's latest view a (weight 1) gives b; d comes from a's
+    // co-purchases.
+    let personal = co(Strategy::Personalized);
+    track(&personal, "me", vec![view("a")], T0);
+    let e = explain(&personal, Some("me"), None);
+    assert!(e.visitor_known);
+    let items = explained(&e);
+    assert_eq!(items[0].2, ["viewed with a 3 x1"]);
+    assert_eq!(items[1].2, ["bought with a 2 x1"]);
+    // Products similar to the latest views come after, with the product they resemble.
+    assert!(
+        items[2..]
+            .iter()
+            .all(|(_, _, facts)| facts == &["similar to a"]),
+        "{items:?}"
+    );
+    // basket_cross_sell: the basket's co-purchases.
+    let cross_sell = co(Strategy::BasketCrossSell);
+    let basket = Event::SetBasket {
+        items: vec![BasketLine {
+            id: "a".into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    track(&cross_sell, "shopper", vec![basket], T0);
+    let items = explained(&explain(&cross_sell, Some("shopper"), None));
+    assert_eq!(items[0].2, ["bought with a 2 x1"]);
+    // Popularity: trending gives the rank, top sellers the units.
+    let items = explained(&explain(&co(Strategy::Trending), None, None));
+    assert_eq!(items[0].2, ["rank 0"]);
+    let items = explained(&explain(&co(Strategy::TopSellers), None, None));
+    assert_eq!(items[0].2, ["2 sold"]);
+    // Content: similar products and the product's own lists.
+    let items = explained(&explain(&account(Strategy::Similar), None, Some("a")));
+    assert!(
+        items.iter().all(|(_, _, f)| f == &["similar to a"]),
+        "{items:?}"
+    );
+    let items = explained(&explain(
+        &account(Strategy::CompleteTheLook),
+        None,
+        Some("a"),
+    ));
+    assert_eq!(
+        items[0],
+        (
+            "b".into(),
+            Strategy::CompleteTheLook,
+            vec!["listed by a".into()]
+        )
+    );
+    // The visitor's own views.
+    let recent = account(Strategy::RecentlyViewed);
+    track(&recent, "me", vec![view("c"), view("e")], T0);
+    let items = explained(&explain(&recent, Some("me"), None));
+    assert_eq!(items[0].2, ["viewed 0"]);
+    assert_eq!(items[1].2, ["viewed 1"]);
+}
+
+#[test]
+fn explain_names_the_filter_that_removed_each_candidate_and_records_nothing() {
+    let mut builder = CatalogueBuilder::new();
+    for id in ["a", "c", "d", "e"] {
+        builder.upsert_product(product(id));
+    }
+    builder.upsert_product(Product {
+        exclude_from_recommenders: true,
+        ..product("excluded")
+    });
+    builder.upsert_product(Product {
+        available_until: Some(10),
+        ..product("ended")
+    });
+    builder.upsert_product(Product {
+        visibility: Visibility::OnlyAccounts(vec!["acme".into()]),
+        ..product("b2b")
+    });
+    builder.upsert_product(Product {
+        prices: PriceSet {
+            prices: vec![money(500, "USD")],
+            sale_prices: vec![],
+        },
+        ..product("usd")
+    });
+    let mut spec = testkit::zone("Z", Strategy::Trending, 20);
+    spec.fallback = vec![Strategy::Similar];
+    let account = testkit::account(vec![spec], builder.build().unwrap());
+    let basket = Event::SetBasket {
+        items: vec![BasketLine {
+            id: "c".into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    // An order empties the basket: the basket comes after it.
+    track(&account, "me", vec![order("me-1", &["d"])], T0);
+    track(&account, "me", vec![basket], T0);
+    let (visitors, sessions) = (account.visitor_count(), account.session_count());
+    let e = explain(&account, Some("me"), Some("a"));
+    let reasons: Vec<(String, &str)> = e
+        .rejected
+        .iter()
+        .map(|(idx, _, why)| (id_of(&e, *idx), why.reason()))
+        .collect();
+    for (id, reason) in [
+        ("a", "the page's own product"),
+        ("c", "already in the basket"),
+        ("d", "already bought"),
+        ("excluded", "excluded from recommenders"),
+        ("ended", "outside its start and end dates"),
+        ("b2b", "not visible to the visitor's B2B account"),
+        ("usd", "no price in the request's currency"),
+    ] {
+        assert!(
+            reasons.contains(&(id.to_owned(), reason)),
+            "{id}: {reasons:?}"
+        );
+    }
+    assert_eq!(
+        explained(&e)
+            .iter()
+            .map(|i| i.0.as_str())
+            .collect::<Vec<_>>(),
+        ["e"]
+    );
+    // Explaining for a visitor nobody has seen creates nothing.
+    explain(&account, Some("stranger"), None);
+    assert_eq!(account.visitor_count(), visitors);
+    assert_eq!(account.session_count(), sessions);
 }

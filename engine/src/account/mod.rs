@@ -37,8 +37,8 @@ use time::Date;
 pub use identity::Erasure;
 use identity::IdentityKey;
 pub use serve::{
-    MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome, ServeRequest,
-    ZoneIds,
+    ExplainRequest, ExplainedItem, Explanation, MAX_DEVICES, MAX_REJECTED, Notice, RenderedItem,
+    RenderedZone, RenderedZones, ServeOutcome, ServeRequest, ZoneIds,
 };
 pub use track::customer_visitor_id;
 

@@ -17,9 +17,12 @@ use crate::event::{Events, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
-use crate::recommend::{Context, ZoneItems, fill_zone};
+use crate::recommend::{
+    Context, Fact, Rejection, Trace, ZoneItems, evidence, fill_zone, fill_zone_traced,
+};
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
+use crate::zone::Strategy;
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// A server-side call, validated.
@@ -277,6 +280,178 @@ impl Account {
     }
 }
 
+/// What to explain: a zone for a visitor (or none: a new shopper) on a product's page
+/// (or none).
+#[derive(Debug, Clone)]
+pub struct ExplainRequest {
+    /// The zone id.
+    pub zone: String,
+    /// A visitor id; `None` or an unknown id: a shopper with no history.
+    pub visitor_id: Option<String>,
+    /// The page's product id.
+    pub product: Option<String>,
+    /// The currency (else the account's default).
+    pub currency: Option<Currency>,
+    /// The time to explain at.
+    pub now: UnixMillis,
+}
+
+/// A zone as it would be filled for a visitor, and why: each item with the strategy
+/// that found it and its evidence, and the candidates the filters removed.
+#[derive(Debug)]
+pub struct Explanation {
+    /// The zone as filled (an experiment's variant's strategy, fallback and count).
+    pub spec: ZoneSpec,
+    /// The experiment variant the visitor would see, if the zone is in one.
+    pub variant: Option<(String, String)>,
+    /// The catalogue version the items index into.
+    pub catalogue: Arc<Catalogue>,
+    /// The currency of the prices.
+    pub currency: Currency,
+    /// Whether the visitor id names a visitor the account knows.
+    pub visitor_known: bool,
+    /// What the visitor's history holds: recent views, basket, purchases (products of
+    /// the catalogue).
+    pub history: (Vec<ProductIdx>, Vec<ProductIdx>, Vec<ProductIdx>),
+    /// The items, in display order.
+    pub items: Vec<ExplainedItem>,
+    /// Candidates filtered out, in the order they were met, with the strategy that
+    /// found them (at most [`MAX_REJECTED`]).
+    pub rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+}
+
+/// Filtered candidates an explanation lists at most.
+pub const MAX_REJECTED: usize = 100;
+
+/// One item of an explained zone.
+#[derive(Debug)]
+pub struct ExplainedItem {
+    /// The item and its price.
+    pub item: RenderedItem,
+    /// The strategy that found it.
+    pub strategy: Strategy,
+    /// Whether that is a fallback of the zone.
+    pub fallback: bool,
+    /// Its score under that strategy, where it has one.
+    pub score: Option<f64>,
+    /// The facts behind it.
+    pub facts: Vec<Fact>,
+}
+
+/// Records what filling a zone did, for an explanation.
+#[derive(Debug, Default)]
+struct Recorder {
+    chosen: Vec<(ProductIdx, Strategy)>,
+    rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+}
+
+impl Trace for Recorder {
+    fn chosen(&mut self, idx: ProductIdx, strategy: Strategy, _search: bool) {
+        self.chosen.push((idx, strategy));
+    }
+
+    fn rejected(&mut self, idx: ProductIdx, strategy: Strategy, why: Rejection) {
+        let known = self.rejected.iter().any(|(i, _, _)| *i == idx);
+        if !known && self.rejected.len() < MAX_REJECTED {
+            self.rejected.push((idx, strategy, why));
+        }
+    }
+}
+
+impl Account {
+    /// Fills a zone as [`Account::serve`] would for the visitor on the product's page,
+    /// and says why: read-only (no event, session or visitor is recorded). `None` when
+    /// the account has no such zone.
+    pub fn explain(&self, request: &ExplainRequest) -> Option<Explanation> {
+        let settings = self.settings.load_full();
+        let spec = settings.zones.iter().find(|z| z.id == request.zone)?;
+        let catalogue = self.catalogue();
+        let currency = request.currency.unwrap_or(settings.default_currency);
+        let visitor_id = request.visitor_id.as_deref().unwrap_or("");
+        let mut snapshot = match self.visitors.read().get_mut(visitor_id) {
+            Some(mut live) => Some(VisitorSnapshot::of(&mut live, &catalogue, false)),
+            None => None,
+        };
+        let visitor_known = snapshot.is_some();
+        if let Some(snapshot) = snapshot.as_mut() {
+            for other in self.same_person(visitor_id, &snapshot.identity.clone()) {
+                if let Some(other) = self.visitors.read().get(&other) {
+                    snapshot.absorb(&other, &catalogue);
+                }
+            }
+        }
+        let snapshot = snapshot.unwrap_or_default();
+        let variant = settings
+            .experiments
+            .iter()
+            .find(|e| e.zone == spec.id && e.runs_at(request.now))
+            .and_then(|e| Some((e, e.assign(visitor_id)?)));
+        let filled = variant.map_or(spec, |(_, v)| &v.spec);
+        let rankings = self.rankings_for(&catalogue);
+        let published = self.neighbours.load();
+        let neighbours: &Neighbours = if published.indexes(&catalogue) {
+            &published
+        } else {
+            &UNLISTED
+        };
+        let ctx = Context {
+            catalogue: &catalogue,
+            rankings: &rankings.rankings,
+            rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
+            neighbours,
+            currency,
+            now: request.now,
+            account_id: snapshot.identity.account_id.as_deref(),
+            group_id: snapshot.identity.group_id.as_deref(),
+            product: request
+                .product
+                .as_deref()
+                .and_then(|id| catalogue.idx_of(id)),
+            category: None,
+            basket: &snapshot.basket,
+            purchased: &snapshot.purchased,
+            recent_views: &snapshot.recent_views,
+            search: None,
+        };
+        let mut recorder = Recorder::default();
+        let items = fill_zone_traced(filled, &ctx, &mut recorder);
+        let items = items
+            .into_iter()
+            .map(|item| {
+                let strategy = recorder
+                    .chosen
+                    .iter()
+                    .find(|(idx, _)| *idx == item.product)
+                    .map_or(Strategy::Trending, |(_, s)| *s);
+                let (score, facts) = evidence(strategy, item.product, filled, &ctx);
+                ExplainedItem {
+                    item,
+                    strategy,
+                    fallback: filled.strategy != Some(strategy),
+                    score,
+                    facts,
+                }
+            })
+            .collect();
+        let history = (
+            snapshot.recent_views.to_vec(),
+            snapshot.basket.to_vec(),
+            snapshot.purchased.to_vec(),
+        );
+        drop(rankings);
+        Some(Explanation {
+            spec: filled.clone(),
+            variant: variant.map(|(e, v)| (e.id.clone(), v.name.clone())),
+            catalogue: Arc::clone(&catalogue),
+            currency,
+            visitor_known,
+            history,
+            items,
+            rejected: recorder.rejected,
+        })
+    }
+}
+
 /// The products each filled zone shows, by id, for the zones that show any.
 fn shown_products(
     zones: &[RenderedZone],
@@ -351,7 +526,7 @@ fn fill(
 /// The parts of a visitor that zones consult, copied so the visitor's lock is released
 /// before rendering; products as dense ids of the request's catalogue (those it lacks
 /// cannot be shown, so they are left out).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct VisitorSnapshot {
     identity: Identity,
     /// In basket order.
