@@ -368,10 +368,11 @@ impl Account {
         let catalogue = self.catalogue();
         let currency = request.currency.unwrap_or(settings.default_currency);
         let visitor_id = request.visitor_id.as_deref().unwrap_or("");
-        let mut snapshot = match self.visitors.read().get_mut(visitor_id) {
-            Some(mut live) => Some(VisitorSnapshot::of(&mut live, &catalogue, false)),
-            None => None,
-        };
+        let mut snapshot = self
+            .visitors
+            .read()
+            .get_mut(visitor_id)
+            .map(|mut live| VisitorSnapshot::of(&mut live, &catalogue, false));
         let visitor_known = snapshot.is_some();
         if let Some(snapshot) = snapshot.as_mut() {
             for other in self.same_person(visitor_id, &snapshot.identity.clone()) {
