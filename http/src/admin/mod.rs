@@ -10,9 +10,12 @@
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
 //! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
 //!   compared with its control.
+//! - `GET /admin/api/accounts/{accessKey}/explain?zone=&visitor=&product=&currency=`: a
+//!   zone as a shopper would see it, with why each item is there.
 
 mod analytics;
 mod experiments;
+mod explain;
 
 use http::Request;
 use http::header::{self, HeaderMap};
@@ -50,6 +53,10 @@ pub fn handle(
         ["accounts", key, "experiments"] => {
             query.only(&[])?;
             experiments::results(&*account(state, key)?, now)
+        }
+        ["accounts", key, "explain"] => {
+            query.only(&["zone", "visitor", "product", "currency"])?;
+            explain::zone(&*account(state, key)?, &query, now)?
         }
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),
     };

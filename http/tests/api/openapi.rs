@@ -436,10 +436,11 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 3] = [
+const ADMIN_PATHS: [&str; 4] = [
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
     "/admin/api/accounts/{accessKey}/experiments",
+    "/admin/api/accounts/{accessKey}/explain",
 ];
 
 #[test]
@@ -469,6 +470,7 @@ fn admin_answers_match_the_openapi_document() {
     assert_eq!(resp.status, 200, "{}", resp.body);
     let analytics = format!("/admin/api/accounts/{DEMO_KEY}/analytics");
     let experiments = format!("/admin/api/accounts/{DEMO_KEY}/experiments");
+    let explain = format!("/admin/api/accounts/{DEMO_KEY}/explain");
     let template = ADMIN_PATHS[1];
     for (path, documented, auth, status) in [
         ("/admin/api/accounts", ADMIN_PATHS[0], Some(token), 200),
@@ -495,6 +497,19 @@ fn admin_answers_match_the_openapi_document() {
         ),
         (experiments.as_str(), ADMIN_PATHS[2], Some(token), 200),
         (
+            &format!("{explain}?zone=PP-01&visitor=doc-check&product=P00001"),
+            ADMIN_PATHS[3],
+            Some(token),
+            200,
+        ),
+        (explain.as_str(), ADMIN_PATHS[3], Some(token), 400),
+        (
+            &format!("{explain}?zone=NOPE"),
+            ADMIN_PATHS[3],
+            Some(token),
+            404,
+        ),
+        (
             "/admin/api/accounts/nobody/experiments",
             ADMIN_PATHS[2],
             Some(token),
@@ -507,6 +522,18 @@ fn admin_answers_match_the_openapi_document() {
     }
     let body = get(&analytics, Some(token)).json();
     assert_eq!(body["zones"][0]["zone"], "PP-01", "{body}");
+    let body = get(
+        &format!("{explain}?zone=HP-01&visitor=doc-check&currency=USD"),
+        Some(token),
+    )
+    .json();
+    assert_eq!(body["currency"], "USD", "{body}");
+    assert!(body["visitorKnown"].as_bool().unwrap(), "{body}");
+    assert_eq!(body["items"][0]["strategy"], "trending", "{body}");
+    assert_eq!(
+        body["items"][0]["evidence"][0]["kind"], "popularity",
+        "{body}"
+    );
     let body = get(&experiments, Some(token)).json();
     assert_eq!(
         body["experiments"][0]["variants"][1]["strategy"], "trending",

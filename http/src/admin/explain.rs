@@ -1,0 +1,163 @@
+//! `GET /admin/api/accounts/{accessKey}/explain?zone=ZONE&visitor=ID&product=ID&currency=XXX`:
+//! a zone as the shopper would see it (items with title, image and price) with, beside
+//! each item, the strategy that found it and the evidence; then the candidates the
+//! filters removed and why. Read-only: nothing is recorded.
+
+use serde_json::{Value, json};
+use vitrine_engine::account::{ExplainRequest, Explanation};
+use vitrine_engine::catalogue::{ProductIdx, UnixMillis};
+use vitrine_engine::money::Currency;
+use vitrine_engine::recommend::Fact;
+
+use super::Query;
+use crate::error::ApiError;
+use crate::state::AccountEntry;
+
+/// The explain answer.
+pub(super) fn zone(
+    entry: &AccountEntry,
+    query: &Query,
+    now: UnixMillis,
+) -> Result<Value, ApiError> {
+    let invalid = |message: String| ApiError::Invalid(vec![message]);
+    let zone = query
+        .get("zone")
+        .filter(|z| !z.is_empty())
+        .ok_or_else(|| invalid("zone: required (a zone id of the account)".to_owned()))?;
+    let non_empty = |name: &str| query.get(name).filter(|v| !v.is_empty()).map(str::to_owned);
+    let currency = match query.get("currency") {
+        None | Some("") => None,
+        Some(code) => {
+            Some(Currency::from_code(code).map_err(|e| invalid(format!("currency: {e}")))?)
+        }
+    };
+    let account = &entry.account;
+    let request = ExplainRequest {
+        zone: zone.to_owned(),
+        visitor_id: non_empty("visitor"),
+        product: non_empty("product"),
+        currency,
+        now,
+    };
+    let explanation = account.explain(&request).ok_or_else(|| {
+        let ids: Vec<String> = account
+            .settings()
+            .zones
+            .iter()
+            .map(|z| z.id.clone())
+            .collect();
+        ApiError::NotFound(format!(
+            "zone: no zone {zone:?}; the account's zones: {}",
+            ids.join(", ")
+        ))
+    })?;
+    Ok(to_json(entry, &request, &explanation))
+}
+
+fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> Value {
+    let id = |idx: ProductIdx| {
+        e.catalogue
+            .product(idx)
+            .map_or(String::new(), |p| p.id.to_string())
+    };
+    let ids = |list: &[ProductIdx]| list.iter().map(|i| id(*i)).collect::<Vec<_>>();
+    let items: Vec<Value> = e
+        .items
+        .iter()
+        .map(|item| {
+            let idx = item.item.product;
+            let product = e.catalogue.product(idx);
+            let facts: Vec<Value> = item.facts.iter().map(|f| fact_json(f, &id)).collect();
+            json!({
+                "id": id(idx),
+                "title": product.map(|p| p.title.to_string()),
+                "image": product.map(|p| p.image.to_string()).filter(|i| !i.is_empty()),
+                "link": product.map(|p| p.link.to_string()).filter(|l| !l.is_empty()),
+                "price": item.item.price.price.decimal(),
+                "displayPrice": item.item.price.price.display(),
+                "wasPrice": item.item.price.was.map(|w| w.display()),
+                "strategy": item.strategy.name(),
+                "fallback": item.fallback,
+                "score": item.score,
+                "evidence": facts,
+            })
+        })
+        .collect();
+    let filtered: Vec<Value> = e
+        .rejected
+        .iter()
+        .map(|(idx, strategy, why)| {
+            json!({"id": id(*idx), "strategy": strategy.name(), "reason": why.reason()})
+        })
+        .collect();
+    json!({
+        "accessKey": entry.config.access_key,
+        "zone": request.zone,
+        "visitor": request.visitor_id,
+        "product": request.product,
+        "visitorKnown": e.visitor_known,
+        "variant": e.variant.as_ref().map(|(experiment, name)| json!({"experiment": experiment, "name": name})),
+        "strategy": e.spec.strategy.map(|s| s.name()),
+        "fallback": e.spec.fallback.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "count": e.spec.count,
+        "currency": e.currency.code(),
+        "history": {
+            "recentViews": ids(&e.history.0),
+            "basket": ids(&e.history.1),
+            "purchased": ids(&e.history.2),
+        },
+        "items": items,
+        "filtered": filtered,
+    })
+}
+
+/// One fact as JSON: its kind, its figures, and a sentence.
+fn fact_json(fact: &Fact, id: &impl Fn(ProductIdx) -> String) -> Value {
+    match fact {
+        Fact::Popularity { rank, score } => json!({
+            "kind": "popularity", "rank": rank, "score": score,
+            "text": format!("number {} in trending", u64::from(*rank) + 1),
+        }),
+        Fact::UnitsSold(units) => json!({
+            "kind": "unitsSold", "units": units, "text": format!("{units} units sold"),
+        }),
+        Fact::ViewedWith {
+            with,
+            count,
+            weight,
+        } => json!({
+            "kind": "viewedWith", "product": id(*with), "count": count, "weight": weight,
+            "text": format!("viewed with {} (count {count:.2}, weight {weight:.2})", id(*with)),
+        }),
+        Fact::BoughtWith {
+            with,
+            count,
+            weight,
+        } => json!({
+            "kind": "boughtWith", "product": id(*with), "count": count, "weight": weight,
+            "text": format!("bought with {} (count {count:.2}, weight {weight:.2})", id(*with)),
+        }),
+        Fact::RecentlyViewed(at) => json!({
+            "kind": "recentlyViewed", "position": at,
+            "text": format!("viewed by the visitor ({} back)", at + 1),
+        }),
+        Fact::SimilarTo(with) => json!({
+            "kind": "similarTo", "product": id(*with),
+            "text": format!("shares categories, brand or tags with {}", id(*with)),
+        }),
+        Fact::TopInCategory(category) => json!({
+            "kind": "topInCategory", "category": category,
+            "text": format!("among the most popular of {category}"),
+        }),
+        Fact::ListedBy(by) => json!({
+            "kind": "listedBy", "product": id(*by),
+            "text": format!("listed by {}", id(*by)),
+        }),
+        Fact::NewArrival => json!({"kind": "newArrival", "text": "a new arrival"}),
+        Fact::OnOffer => json!({"kind": "onOffer", "text": "on offer"}),
+        Fact::MatchesSearch(term) => json!({
+            "kind": "matchesSearch", "term": term,
+            "text": format!("matches the search {term:?}"),
+        }),
+    }
+}
