@@ -36,6 +36,34 @@ pub struct Metrics {
     ok: Vec<prometheus::IntCounter>,
     /// Durations of each endpoint, resolved once.
     durations: Vec<Histogram>,
+    /// When these metrics started counting.
+    started: std::time::Instant,
+    /// The serverside durations at the last [`Metrics::live`] call.
+    last_live: parking_lot::Mutex<Option<LiveSample>>,
+}
+
+/// Serverside durations at one moment: when, how many, and each bucket's cumulative
+/// count.
+#[derive(Debug, Clone)]
+struct LiveSample {
+    at: std::time::Instant,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+/// Serverside calls over a recent window: since the previous [`Metrics::live`] call (or
+/// since the start, the first time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveWindow {
+    /// The window's length in seconds.
+    pub seconds: f64,
+    /// Calls answered in it.
+    pub requests: u64,
+    /// Calls per second.
+    pub per_second: f64,
+    /// Latency percentiles (p50, p90, p99) in seconds, from the histogram's buckets
+    /// (linear within a bucket); `None` without calls.
+    pub percentiles: Option<(f64, f64, f64)>,
 }
 
 /// Metrics an account's server-side parts keep (the engine, log and jobs keep theirs).
@@ -179,6 +207,62 @@ impl Metrics {
             requests,
             ok,
             durations,
+            started: std::time::Instant::now(),
+            last_live: parking_lot::Mutex::new(None),
+        }
+    }
+
+    /// Serverside calls since the previous call of this (or since the start).
+    pub fn live(&self) -> LiveWindow {
+        let now = std::time::Instant::now();
+        let sample = match self.durations.get(Endpoint::Serverside.index()) {
+            Some(histogram) => {
+                let proto = prometheus::core::Metric::metric(histogram);
+                let buckets = proto
+                    .get_histogram()
+                    .get_bucket()
+                    .iter()
+                    .map(|b| (b.upper_bound(), b.cumulative_count()))
+                    .collect();
+                LiveSample {
+                    at: now,
+                    count: histogram.get_sample_count(),
+                    buckets,
+                }
+            }
+            None => LiveSample {
+                at: now,
+                count: 0,
+                buckets: Vec::new(),
+            },
+        };
+        let previous = self.last_live.lock().replace(sample.clone());
+        let (since, count_before, buckets_before) = match previous {
+            Some(p) => (p.at, p.count, p.buckets),
+            None => (self.started, 0, Vec::new()),
+        };
+        let seconds = now.duration_since(since).as_secs_f64().max(1e-3);
+        let requests = sample.count.saturating_sub(count_before);
+        let window: Vec<(f64, u64)> = sample
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, (upper, count))| {
+                let before = buckets_before.get(i).map_or(0, |(_, c)| *c);
+                (*upper, count.saturating_sub(before))
+            })
+            .collect();
+        LiveWindow {
+            seconds,
+            requests,
+            per_second: requests as f64 / seconds,
+            percentiles: (requests > 0).then(|| {
+                (
+                    quantile(&window, requests, 0.5),
+                    quantile(&window, requests, 0.9),
+                    quantile(&window, requests, 0.99),
+                )
+            }),
         }
     }
 
@@ -208,6 +292,28 @@ impl Metrics {
         }
         text
     }
+}
+
+/// The `q` quantile of `total` observations in cumulative buckets (upper bound, count),
+/// linear within its bucket; beyond the last bucket, its bound.
+fn quantile(buckets: &[(f64, u64)], total: u64, q: f64) -> f64 {
+    let rank = q * total as f64;
+    let mut lower = 0.0;
+    let mut below = 0u64;
+    for (upper, cumulative) in buckets {
+        if *cumulative as f64 >= rank {
+            let inside = cumulative.saturating_sub(below) as f64;
+            let into = if inside > 0.0 {
+                (rank - below as f64) / inside
+            } else {
+                0.0
+            };
+            return lower + (upper - lower) * into.clamp(0.0, 1.0);
+        }
+        lower = *upper;
+        below = *cumulative;
+    }
+    lower
 }
 
 impl Default for Metrics {
@@ -478,4 +584,43 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
         &account,
         activity.items_shown as f64,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_within_a_bucket() {
+        // 10 observations up to 1 ms, 10 more up to 2 ms.
+        let buckets = [(0.001, 10), (0.002, 20), (0.004, 20)];
+        assert!((quantile(&buckets, 20, 0.5) - 0.001).abs() < 1e-12);
+        assert!((quantile(&buckets, 20, 0.75) - 0.0015).abs() < 1e-12);
+        assert!((quantile(&buckets, 20, 0.25) - 0.0005).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_live_window_counts_calls_since_the_previous_look() {
+        let metrics = Metrics::new();
+        for _ in 0..4 {
+            metrics.observe(
+                Endpoint::Serverside,
+                StatusCode::OK,
+                Duration::from_micros(300),
+            );
+        }
+        let first = metrics.live();
+        assert_eq!(first.requests, 4);
+        let (p50, _, p99) = first.percentiles.unwrap();
+        assert!(p50 > 0.0 && p99 <= 0.001, "{first:?}");
+        metrics.observe(
+            Endpoint::Serverside,
+            StatusCode::OK,
+            Duration::from_millis(5),
+        );
+        let second = metrics.live();
+        assert_eq!(second.requests, 1);
+        assert!(second.percentiles.unwrap().0 > 0.002, "{second:?}");
+        assert_eq!(metrics.live().requests, 0);
+    }
 }

@@ -6,6 +6,8 @@
 //! path or account, 400 naming the query parameter that is wrong).
 //!
 //! - `GET /admin/api/accounts`: every account, its catalogue, visitors and zones.
+//! - `GET /admin/api/live`: serverside calls per second and latency now, deltas and
+//!   feeds in progress.
 //! - `GET /admin/api/accounts/{accessKey}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: each
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
 //! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
@@ -16,6 +18,7 @@
 mod analytics;
 mod experiments;
 mod explain;
+mod live;
 
 use http::Request;
 use http::header::{self, HeaderMap};
@@ -45,6 +48,10 @@ pub fn handle(
         ["accounts"] => {
             query.only(&[])?;
             overview(state)
+        }
+        ["live"] => {
+            query.only(&[])?;
+            live::figures(state, now)
         }
         ["accounts", key, "analytics"] => {
             query.only(&["from", "to"])?;

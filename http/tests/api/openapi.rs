@@ -436,7 +436,8 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 4] = [
+const ADMIN_PATHS: [&str; 5] = [
+    "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
     "/admin/api/accounts/{accessKey}/experiments",
@@ -471,17 +472,18 @@ fn admin_answers_match_the_openapi_document() {
     let analytics = format!("/admin/api/accounts/{DEMO_KEY}/analytics");
     let experiments = format!("/admin/api/accounts/{DEMO_KEY}/experiments");
     let explain = format!("/admin/api/accounts/{DEMO_KEY}/explain");
-    let template = ADMIN_PATHS[1];
+    let template = ADMIN_PATHS[2];
     for (path, documented, auth, status) in [
-        ("/admin/api/accounts", ADMIN_PATHS[0], Some(token), 200),
-        ("/admin/api/accounts", ADMIN_PATHS[0], None, 401),
+        ("/admin/api/accounts", ADMIN_PATHS[1], Some(token), 200),
+        ("/admin/api/live", ADMIN_PATHS[0], Some(token), 200),
+        ("/admin/api/accounts", ADMIN_PATHS[1], None, 401),
         (
             "/admin/api/accounts",
-            ADMIN_PATHS[0],
+            ADMIN_PATHS[1],
             Some("not-the-token"),
             403,
         ),
-        ("/admin/api/accounts?x=1", ADMIN_PATHS[0], Some(token), 400),
+        ("/admin/api/accounts?x=1", ADMIN_PATHS[1], Some(token), 400),
         (analytics.as_str(), template, Some(token), 200),
         (
             &format!("{analytics}?from=2026-13-01"),
@@ -495,23 +497,23 @@ fn admin_answers_match_the_openapi_document() {
             Some(token),
             404,
         ),
-        (experiments.as_str(), ADMIN_PATHS[2], Some(token), 200),
+        (experiments.as_str(), ADMIN_PATHS[3], Some(token), 200),
         (
             &format!("{explain}?zone=PP-01&visitor=doc-check&product=P00001"),
-            ADMIN_PATHS[3],
+            ADMIN_PATHS[4],
             Some(token),
             200,
         ),
-        (explain.as_str(), ADMIN_PATHS[3], Some(token), 400),
+        (explain.as_str(), ADMIN_PATHS[4], Some(token), 400),
         (
             &format!("{explain}?zone=NOPE"),
-            ADMIN_PATHS[3],
+            ADMIN_PATHS[4],
             Some(token),
             404,
         ),
         (
             "/admin/api/accounts/nobody/experiments",
-            ADMIN_PATHS[2],
+            ADMIN_PATHS[3],
             Some(token),
             404,
         ),
