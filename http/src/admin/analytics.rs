@@ -85,11 +85,22 @@ pub(super) fn zones(
             for (_, counts) in &days {
                 totals.add(counts);
             }
-            let strategy = settings
-                .zones
+            // A variant's strategy is its experiment's; otherwise the zone's.
+            let variant_strategy = settings
+                .experiments
                 .iter()
-                .find(|z| z.id == zone.as_str())
-                .and_then(|z| z.strategy)
+                .filter(|e| e.zone == zone.as_str())
+                .flat_map(|e| e.variants.iter())
+                .find(|v| !variant.is_empty() && v.name == variant.as_str())
+                .map(|v| v.spec.strategy);
+            let strategy = variant_strategy
+                .unwrap_or_else(|| {
+                    settings
+                        .zones
+                        .iter()
+                        .find(|z| z.id == zone.as_str())
+                        .and_then(|z| z.strategy)
+                })
                 .map(|s| s.name());
             json!({
                 "zone": zone.as_str(),

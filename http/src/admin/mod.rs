@@ -39,7 +39,8 @@ pub fn handle(
 ) -> Result<Reply, ApiError> {
     let path = request.uri().path();
     let Some(rest) = path.strip_prefix("/admin/api/") else {
-        return Err(ApiError::NoRoute(format!("no admin page at {path}")));
+        // The dashboard's page and assets: no data in them, no token needed.
+        return page(path);
     };
     authorize(state, request.headers())?;
     let query = Query::parse(request.uri().query().unwrap_or(""));
@@ -68,6 +69,64 @@ pub fn handle(
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),
     };
     Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()))
+}
+
+/// The dashboard: its page and assets, embedded in the binary.
+const PAGES: [(&str, &str, &[u8]); 5] = [
+    (
+        "/admin/",
+        "text/html; charset=utf-8",
+        include_bytes!("../../assets/admin/index.html"),
+    ),
+    (
+        "/admin/assets/app.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/app.js"),
+    ),
+    (
+        "/admin/assets/app.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../../assets/admin/app.css"),
+    ),
+    (
+        "/admin/assets/uPlot.iife.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/vendor/uPlot-1.6.32/uPlot.iife.min.js"),
+    ),
+    (
+        "/admin/assets/uPlot.min.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../../assets/vendor/uPlot-1.6.32/uPlot.min.css"),
+    ),
+];
+
+/// A page or asset of the dashboard (`/admin` goes to `/admin/`).
+fn page(path: &str) -> Result<Reply, ApiError> {
+    if path == "/admin" {
+        let mut reply = Reply::text("see /admin/".to_owned());
+        reply.status = http::StatusCode::MOVED_PERMANENTLY;
+        reply.headers.push(("location", "/admin/".to_owned()));
+        return Ok(reply);
+    }
+    let (_, content_type, body) = PAGES
+        .iter()
+        .find(|(p, _, _)| *p == path)
+        .ok_or_else(|| ApiError::NoRoute(format!("no admin page at {path}")))?;
+    Ok(Reply {
+        status: http::StatusCode::OK,
+        content_type,
+        headers: vec![
+            (
+                "content-security-policy",
+                "default-src 'self'; img-src * data:; style-src 'self' 'unsafe-inline'; \
+                 frame-ancestors 'none'"
+                    .to_owned(),
+            ),
+            ("x-content-type-options", "nosniff".to_owned()),
+            ("cache-control", "no-cache".to_owned()),
+        ],
+        body: body.to_vec(),
+    })
 }
 
 /// Checks the bearer token against every admin token (each compared in full, in
