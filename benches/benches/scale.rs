@@ -4,7 +4,10 @@
 //! pipeline into a memory-mapped snapshot) and `VITRINE_BENCH_VISITORS` visitors with
 //! history (default 1,000,000). Printed per run: memory per visitor (anonymous RSS
 //! growth while the visitors were created, divided by their number) and the median and
-//! p99 of 200,000 timed handler calls; criterion then times the same call.
+//! p99 of 200,000 timed handler calls; criterion then times the same call. Between the
+//! two, 100,000 of the visitors are shown 4 product pages of 2 zones each and the memory
+//! that takes is printed (with `VITRINE_BENCH_ZONE_ANALYTICS=off`, the same without
+//! impressions recorded: the difference is what impressions cost).
 
 #![expect(
     clippy::indexing_slicing,
@@ -66,7 +69,16 @@ fn scale(c: &mut Criterion) {
     let visitors = env_count("VITRINE_BENCH_VISITORS", 1_000_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("vitrine.toml");
-    std::fs::write(&path, CONFIG).unwrap();
+    // `VITRINE_BENCH_ZONE_ANALYTICS=off`: the account records no impressions (the
+    // impressions phase then measures the views alone).
+    let config = match std::env::var("VITRINE_BENCH_ZONE_ANALYTICS").as_deref() {
+        Ok("off") => CONFIG.replace(
+            "default_currency = \"GBP\"",
+            "default_currency = \"GBP\"\nzone_analytics = false",
+        ),
+        _ => CONFIG.to_owned(),
+    };
+    std::fs::write(&path, config).unwrap();
     let overrides = Overrides {
         listen: None,
         data_dir: Some(dir.path().join("data")),
@@ -113,6 +125,33 @@ fn scale(c: &mut Criterion) {
     );
     state.pool().install(|| account.rebuild_models());
     let account_visitors = account.visitor_count();
+
+    // Zone impressions: visitors shown 4 product pages of 2 zones of 10 items each, so
+    // that each holds the most answers a visitor keeps.
+    let shown_visitors = visitors.min(100_000);
+    let before = rss_anon();
+    for v in 0..shown_visitors {
+        for page in 0..4 {
+            let body = product_page_request(
+                &format!("visitor-{v:07}"),
+                &product_id(rng.skewed(products)),
+            );
+            let now = 1_800_000_050_000 + (v * 4 + page) as i64;
+            vitrine_http::api::serverside::handle_bytes(
+                &state,
+                &serde_json::to_vec(&body).unwrap(),
+                now,
+            )
+            .unwrap();
+        }
+    }
+    let grown = rss_anon().saturating_sub(before);
+    eprintln!(
+        "scale: {shown_visitors} visitors shown 4 pages of 2 zones of 10 items ({} answers kept each); anonymous memory +{:.0} MB = {:.0} bytes per visitor for impressions",
+        vitrine_engine::analytics::MAX_ANSWERS,
+        grown as f64 / 1e6,
+        grown as f64 / shown_visitors as f64
+    );
 
     let bodies: Vec<Vec<u8>> = (0..10_000)
         .map(|_| {

@@ -30,6 +30,7 @@ fn engine_serve(c: &mut Criterion) {
         models: account_config.models,
         attribution_days: account_config.attribution_days,
         experiments: account_config.experiments.clone(),
+        zone_analytics: account_config.zone_analytics,
     };
     let account =
         vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());

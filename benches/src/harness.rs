@@ -14,7 +14,7 @@ use vitrine_ingest::jobs::FeedStatus;
 
 use crate::feedgen::{CATEGORIES, generate_feed, product_id};
 use crate::traffic::{
-    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config,
+    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config_with,
 };
 
 /// Shoppers sending requests in turn (as the harness's connections do).
@@ -36,10 +36,14 @@ pub struct HarnessStore {
 
 impl HarnessStore {
     /// Opens the store and loads the synthetic feed through the server's pipeline.
+    /// `VITRINE_BENCH_ZONE_ANALYTICS=off` opens it with zone analytics off (to measure
+    /// what recording impressions costs).
     pub fn open(products: usize) -> HarnessStore {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("vitrine.toml");
-        std::fs::write(&path, store_config(false)).expect("the config written");
+        let analytics = std::env::var("VITRINE_BENCH_ZONE_ANALYTICS").map_or(true, |v| v != "off");
+        std::fs::write(&path, store_config_with(false, &[], analytics))
+            .expect("the config written");
         let overrides = Overrides {
             listen: None,
             data_dir: Some(dir.path().join("data")),

@@ -86,12 +86,20 @@ pub const HARNESS_ADMIN_TOKEN: &str = "vitrine-loadtest-admin-token";
 /// store would put on each page, and loopback feed URLs allowed (the feed comes from
 /// the harness).
 pub fn store_config(demo_catalogue: bool) -> String {
-    store_config_with(demo_catalogue, &[])
+    store_config_with(demo_catalogue, &[], true)
 }
 
-/// [`store_config`] with experiments on its zones and [`HARNESS_ADMIN_TOKEN`].
-pub fn store_config_with(demo_catalogue: bool, experiments: &[ExperimentToml]) -> String {
+/// [`store_config`] with experiments on its zones, zone analytics on or off, and
+/// [`HARNESS_ADMIN_TOKEN`].
+pub fn store_config_with(
+    demo_catalogue: bool,
+    experiments: &[ExperimentToml],
+    zone_analytics: bool,
+) -> String {
     let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue);
+    if !zone_analytics {
+        account = account.zone_analytics(false);
+    }
     for (id, title, strategy, fallback, count) in STORE_ZONES {
         account = account.zone(
             ZoneToml::new(id, strategy, count)

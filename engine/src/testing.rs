@@ -93,6 +93,7 @@ pub fn account(zones: Vec<ZoneSpec>, catalogue: Catalogue) -> Account {
         models: crate::models::ModelSettings::default(),
         attribution_days: crate::analytics::DEFAULT_ATTRIBUTION_DAYS,
         experiments: Vec::new(),
+        zone_analytics: true,
     };
     Account::new(settings, catalogue)
 }

@@ -196,6 +196,8 @@ pub struct AccountConfig {
     pub attribution_days: u32,
     /// `[[accounts.experiments]]`: A/B tests of its zones' strategies.
     pub experiments: Vec<Experiment>,
+    /// Whether zone answers are recorded for analytics.
+    pub zone_analytics: bool,
 }
 
 /// `[memory]`: how much per-visitor state is kept.
@@ -401,6 +403,7 @@ struct FileAccount {
     zones: Vec<FileZone>,
     models: Option<FileModels>,
     attribution_days: Option<u64>,
+    zone_analytics: Option<bool>,
     #[serde(default)]
     experiments: Vec<FileExperiment>,
 }
@@ -814,6 +817,7 @@ fn accounts(
             models,
             attribution_days,
             experiments,
+            zone_analytics: account.zone_analytics.unwrap_or(true),
             max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),

@@ -43,6 +43,7 @@ fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
         models: account_config.models,
         attribution_days: account_config.attribution_days,
         experiments: account_config.experiments.clone(),
+        zone_analytics: account_config.zone_analytics,
     };
     let account = Arc::new(Account::new(settings, catalogue));
     let (users, problems) = store::restore_users(&dir);

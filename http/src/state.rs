@@ -449,6 +449,7 @@ fn settings_of(config: &AccountConfig) -> AccountSettings {
         models: config.models,
         attribution_days: config.attribution_days,
         experiments: config.experiments.clone(),
+        zone_analytics: config.zone_analytics,
     }
 }
 

@@ -32,12 +32,13 @@ impl Spawned {
         binary: Option<&Path>,
         demo_catalogue: bool,
         experiments: &[ExperimentToml],
+        zone_analytics: bool,
     ) -> anyhow::Result<Spawned> {
         let binary = match binary {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let config = store_config_with(demo_catalogue, experiments);
+        let config = store_config_with(demo_catalogue, experiments, zone_analytics);
         let server = TestServer::start(&binary, Some(&config))?;
         Ok(Spawned {
             addr: server.addr(),

@@ -133,6 +133,10 @@ pub(crate) struct RunArgs {
     /// measured time is the whole run), so that a seed gives the same shoppers.
     #[arg(long)]
     pub(crate) sessions: Option<u64>,
+    /// The spawned store does not record zone analytics (`zone_analytics = false`): to
+    /// measure what recording impressions costs.
+    #[arg(long, requires = "spawn", conflicts_with = "experiment")]
+    pub(crate) no_zone_analytics: bool,
 }
 
 /// `ZONE=STRATEGY,STRATEGY` as an experiment of the spawned store.
@@ -419,6 +423,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             args.vitrine.as_deref(),
             args.products == 0,
             &experiments,
+            !args.no_zone_analytics,
         )?)
     } else {
         None

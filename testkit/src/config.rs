@@ -104,6 +104,8 @@ pub struct AccountToml {
     pub models: Option<(usize, usize)>,
     /// `[[accounts.experiments]]`.
     pub experiments: Vec<ExperimentToml>,
+    /// `zone_analytics`; `None` leaves it out (on).
+    pub zone_analytics: Option<bool>,
 }
 
 impl AccountToml {
@@ -117,6 +119,15 @@ impl AccountToml {
             zones: Vec::new(),
             models: None,
             experiments: Vec::new(),
+            zone_analytics: None,
+        }
+    }
+
+    /// The same account with `zone_analytics` set.
+    pub fn zone_analytics(self, on: bool) -> AccountToml {
+        AccountToml {
+            zone_analytics: Some(on),
+            ..self
         }
     }
 
@@ -180,6 +191,9 @@ impl ConfigToml {
                 quoted(&account.default_currency),
                 account.demo_catalogue,
             );
+            if let Some(on) = account.zone_analytics {
+                let _ = writeln!(out, "zone_analytics = {on}");
+            }
             if let Some((partners, neighbours)) = account.models {
                 let _ = write!(
                     out,

@@ -70,6 +70,8 @@ pub struct AccountSettings {
     pub attribution_days: u32,
     /// A/B tests of its zones' strategies.
     pub experiments: Vec<Experiment>,
+    /// Whether zone answers are recorded for analytics (impressions and attribution).
+    pub zone_analytics: bool,
 }
 
 /// A user record from a delta's `Users` (or a user feed).

@@ -254,7 +254,11 @@ impl Account {
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, items);
-        let shown = shown_products(&zones, &settings, &catalogue);
+        let shown = if settings.zone_analytics {
+            shown_products(&zones, &settings, &catalogue)
+        } else {
+            Vec::new()
+        };
         if !shown.is_empty()
             && let Some(mut visitor) = self.visitors.read().get_mut(&visitor_id)
         {

@@ -264,3 +264,19 @@ fn the_admin_api_opens_with_an_admin_token_only() {
         "the admin API is closed: no [admin] tokens are configured"
     );
 }
+
+#[test]
+fn an_account_without_zone_analytics_records_no_answers() {
+    let server = Server::with_config(&config().replace(
+        "default_currency = \"GBP\"",
+        "default_currency = \"GBP\"\nzone_analytics = false",
+    ));
+    shown(&server, "shopper", "GBP");
+    let resp = admin_get(
+        &server,
+        &format!("/admin/api/accounts/{DEMO_KEY}/analytics"),
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["zones"], json!([]));
+}
