@@ -39,6 +39,14 @@ const BASKETED: u8 = 2;
 /// A shown product was ordered.
 const ORDERED: u8 = 4;
 
+/// Product ids of one zone answer: a typical zone's without a heap allocation (archived
+/// as a vector).
+pub type ShownProducts = smallvec::SmallVec<[CompactString; 12]>;
+
+/// What a request's zones showed: two zones without a heap allocation (archived as a
+/// vector).
+pub type ShownZones = smallvec::SmallVec<[ShownZone; 2]>;
+
 /// What one zone of one request showed, as logged.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct ShownZone {
@@ -47,10 +55,11 @@ pub struct ShownZone {
     /// The experiment variant that answered (empty: no experiment).
     pub variant: CompactString,
     /// Product ids in display order.
-    pub products: Vec<CompactString>,
+    pub products: ShownProducts,
 }
 
-/// One zone answer as a visitor's impressions remember it.
+/// One zone answer as a visitor's impressions remember it (its products are in
+/// [`Impressions::shown`]).
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Answer {
     /// The zone id.
@@ -61,8 +70,19 @@ pub struct Answer {
     pub at: UnixMillis,
     /// [`session_key`] of the session it was shown in.
     pub session: u64,
-    /// Product ids shown, with what each was credited for (bits).
-    pub products: Vec<(CompactString, u8)>,
+    /// Its number among the visitor's answers.
+    pub number: u32,
+}
+
+/// A product an answer showed.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Shown {
+    /// [`Answer::number`] of the answer.
+    pub answer: u32,
+    /// The product id.
+    pub product: CompactString,
+    /// What it was credited for (bits).
+    pub credited: u8,
 }
 
 /// A zone and variant a visitor was counted in on one day.
@@ -82,13 +102,19 @@ pub struct Counted {
     pub revenue: Vec<(Currency, i64)>,
 }
 
-/// A visitor's impressions: the latest answers and where the visitor was counted today.
+/// A visitor's impressions: the latest answers, the products they showed (in one list,
+/// so that a visitor's answers share one allocation), and where the visitor was counted
+/// today.
 #[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct Impressions {
     /// Answers, oldest first, at most [`MAX_ANSWERS`].
     pub answers: VecDeque<Answer>,
+    /// The answers' products, oldest answer first, at most [`MAX_ANSWER_ITEMS`] each.
+    pub shown: VecDeque<Shown>,
     /// Zones and variants the visitor was counted in, on the latest day only.
     pub counted: Vec<Counted>,
+    /// The number the next answer takes.
+    pub next: u32,
 }
 
 /// The key of a day's counters.
@@ -257,6 +283,9 @@ impl Touch<'_> {
     }
 }
 
+/// The counts one request adds: two zones' without a heap allocation.
+pub type Tallies = smallvec::SmallVec<[Tally; 2]>;
+
 /// A change to the account's counters worked out from a visitor's impressions.
 #[derive(Debug, PartialEq)]
 pub struct Tally {
@@ -273,10 +302,10 @@ impl Impressions {
     }
 
     /// Remembers the zones one request showed at `now` in `session`; the counts to add.
-    pub fn record(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Vec<Tally> {
+    pub fn record(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Tallies {
         let day = day_of(now);
         self.counted.retain(|c| c.day >= day);
-        let mut tallies = Vec::with_capacity(shown.len());
+        let mut tallies = Tallies::new();
         for zone in shown {
             let mut counts = ZoneCounts {
                 answers: 1,
@@ -286,20 +315,27 @@ impl Impressions {
             if self.count(&zone.zone, &zone.variant, day, |c| &mut c.shown) {
                 counts.visitors = 1;
             }
-            if self.answers.len() >= MAX_ANSWERS {
-                self.answers.pop_front();
+            // The oldest answer makes room, with its products.
+            if self.answers.len() >= MAX_ANSWERS
+                && let Some(oldest) = self.answers.pop_front()
+            {
+                while self.shown.front().is_some_and(|s| s.answer == oldest.number) {
+                    self.shown.pop_front();
+                }
             }
+            let number = self.next;
+            self.next = self.next.wrapping_add(1);
+            self.shown.extend(zone.products.iter().take(MAX_ANSWER_ITEMS).map(|p| Shown {
+                answer: number,
+                product: p.clone(),
+                credited: 0,
+            }));
             self.answers.push_back(Answer {
                 zone: zone.zone.clone(),
                 variant: zone.variant.clone(),
                 at: now,
                 session,
-                products: zone
-                    .products
-                    .iter()
-                    .take(MAX_ANSWER_ITEMS)
-                    .map(|p| (p.clone(), 0))
-                    .collect(),
+                number,
             });
             tallies.push(Tally {
                 key: ZoneDay {
@@ -324,23 +360,22 @@ impl Impressions {
     ) -> Option<Tally> {
         let bit = touch.bit();
         let product = touch.product();
-        let answer = self.answers.iter_mut().rev().find(|answer| {
-            let in_reach = match touch {
-                Touch::View { session, .. } => answer.session == session,
-                Touch::Basket { .. } | Touch::Order { .. } => now - answer.at <= window,
-            };
-            in_reach
-                && answer.at <= now
-                && answer
-                    .products
-                    .iter()
-                    .any(|(p, credited)| p == product && credited & bit == 0)
-        })?;
-        for (p, credited) in &mut answer.products {
-            if p == product {
-                *credited |= bit;
+        // The latest answer in reach that showed the product and was not credited for it.
+        let in_reach = |answer: &Answer| {
+            answer.at <= now
+                && match touch {
+                    Touch::View { session, .. } => answer.session == session,
+                    Touch::Basket { .. } | Touch::Order { .. } => now - answer.at <= window,
+                }
+        };
+        let (answer, shown) = self.shown.iter_mut().rev().find_map(|shown| {
+            if shown.product != product || shown.credited & bit != 0 {
+                return None;
             }
-        }
+            let answer = self.answers.iter().find(|a| a.number == shown.answer)?;
+            in_reach(answer).then_some((answer, shown))
+        })?;
+        shown.credited |= bit;
         let (zone, variant) = (answer.zone.clone(), answer.variant.clone());
         let day = day_of(now);
         let mut counts = ZoneCounts::default();
@@ -550,12 +585,12 @@ mod tests {
         }
         assert_eq!(impressions.answers.len(), MAX_ANSWERS);
         assert_eq!(impressions.answers[0].zone, "Z3");
-        assert!(
-            impressions
-                .answers
-                .iter()
-                .all(|a| a.products.len() == MAX_ANSWER_ITEMS)
-        );
+        assert_eq!(impressions.shown.len(), MAX_ANSWERS * MAX_ANSWER_ITEMS);
+        assert_eq!(impressions.shown[0].answer, impressions.answers[0].number);
+        for answer in &impressions.answers {
+            let products = impressions.shown.iter().filter(|s| s.answer == answer.number);
+            assert_eq!(products.count(), MAX_ANSWER_ITEMS);
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! for the write-ahead log ([`Tracked`]), and the entries of a state snapshot
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
-use crate::analytics::{Impressions, ShownZone, ZoneCounts, ZoneDay};
+use crate::analytics::{Impressions, ShownZones, ZoneCounts, ZoneDay};
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::Decaying;
@@ -34,7 +34,7 @@ pub struct Served {
     pub currency: Currency,
     /// What each filled product zone showed, in request order (zones that showed
     /// nothing left out).
-    pub shown: Vec<ShownZone>,
+    pub shown: ShownZones,
 }
 
 /// What an identity key names.

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
 use super::{Account, AccountSettings, new_id};
-use crate::analytics::ShownZone;
+use crate::analytics::{ShownZone, ShownZones};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Events, Identity, PageType};
 use crate::models::{Neighbours, TopNames};
@@ -257,7 +257,7 @@ impl Account {
         let shown = if settings.zone_analytics {
             shown_products(&zones, &settings, &catalogue)
         } else {
-            Vec::new()
+            ShownZones::new()
         };
         if !shown.is_empty()
             && let Some(mut visitor) = self.visitors.read().get_mut(&visitor_id)
@@ -462,7 +462,7 @@ fn shown_products(
     zones: &[RenderedZone],
     settings: &AccountSettings,
     catalogue: &Catalogue,
-) -> Vec<ShownZone> {
+) -> ShownZones {
     zones
         .iter()
         .filter(|zone| !zone.items.is_empty())

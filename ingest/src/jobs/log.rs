@@ -130,7 +130,7 @@ pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
 
 /// The payload of a served-request record.
 pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, String> {
-    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(served, Vec::with_capacity(768))
+    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(served, Vec::with_capacity(1024))
         .map_err(|e| format!("the request could not be archived: {e}"))
 }
 
