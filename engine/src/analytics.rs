@@ -319,17 +319,22 @@ impl Impressions {
             if self.answers.len() >= MAX_ANSWERS
                 && let Some(oldest) = self.answers.pop_front()
             {
-                while self.shown.front().is_some_and(|s| s.answer == oldest.number) {
+                while self
+                    .shown
+                    .front()
+                    .is_some_and(|s| s.answer == oldest.number)
+                {
                     self.shown.pop_front();
                 }
             }
             let number = self.next;
             self.next = self.next.wrapping_add(1);
-            self.shown.extend(zone.products.iter().take(MAX_ANSWER_ITEMS).map(|p| Shown {
-                answer: number,
-                product: p.clone(),
-                credited: 0,
-            }));
+            self.shown
+                .extend(zone.products.iter().take(MAX_ANSWER_ITEMS).map(|p| Shown {
+                    answer: number,
+                    product: p.clone(),
+                    credited: 0,
+                }));
             self.answers.push_back(Answer {
                 zone: zone.zone.clone(),
                 variant: zone.variant.clone(),
@@ -588,7 +593,10 @@ mod tests {
         assert_eq!(impressions.shown.len(), MAX_ANSWERS * MAX_ANSWER_ITEMS);
         assert_eq!(impressions.shown[0].answer, impressions.answers[0].number);
         for answer in &impressions.answers {
-            let products = impressions.shown.iter().filter(|s| s.answer == answer.number);
+            let products = impressions
+                .shown
+                .iter()
+                .filter(|s| s.answer == answer.number);
             assert_eq!(products.count(), MAX_ANSWER_ITEMS);
         }
     }

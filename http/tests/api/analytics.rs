@@ -280,3 +280,56 @@ fn an_account_without_zone_analytics_records_no_answers() {
     assert_eq!(resp.status, 200, "{}", resp.body);
     assert_eq!(resp.json()["zones"], json!([]));
 }
+
+#[test]
+fn a_visitors_variant_is_the_hash_of_the_experiment_and_visitor_and_survives_a_restart() {
+    let experiment = "\n  [[accounts.experiments]]\n  id = \"split-test\"\n  zone = \"TR-01\"\n    \
+        [[accounts.experiments.variants]]\n    name = \"A\"\n    \
+        [[accounts.experiments.variants]]\n    name = \"B\"\n    strategy = \"top_sellers\"\n    \
+        fallback = [\"trending\"]\n";
+    let config = format!("{}{experiment}", config());
+    let server = Server::with_config(&config);
+    let visitors: Vec<String> = (0..40).map(|v| format!("split-visitor-{v}")).collect();
+    let variant_of = |server: &Server, visitor: &str| -> String {
+        let resp = admin_get(
+            server,
+            &format!("/admin/api/accounts/{DEMO_KEY}/explain?zone=TR-01&visitor={visitor}"),
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()["variant"]["name"].as_str().unwrap().to_owned()
+    };
+    let before: Vec<String> = visitors.iter().map(|v| variant_of(&server, v)).collect();
+    for (visitor, variant) in visitors.iter().zip(&before) {
+        let expected = if vitrine_engine::experiment::bucket("split-test", visitor) % 2 == 0 {
+            "A"
+        } else {
+            "B"
+        };
+        assert_eq!(variant, expected, "{visitor}");
+        shown(&server, visitor, "GBP");
+    }
+    assert!(before.iter().any(|v| v == "A") && before.iter().any(|v| v == "B"));
+    // Each variant's answers are counted under its name.
+    let resp = admin_get(
+        &server,
+        &format!("/admin/api/accounts/{DEMO_KEY}/analytics"),
+        Some(ADMIN_TOKEN),
+    );
+    for name in ["A", "B"] {
+        let zone = resp.json()["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|z| z["variant"] == name)
+            .unwrap()
+            .clone();
+        let assigned = before.iter().filter(|v| *v == name).count() as u64;
+        assert_eq!(zone["totals"]["answers"], json!(assigned), "{zone}");
+        assert_eq!(zone["totals"]["visitors"], json!(assigned), "{zone}");
+    }
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&config));
+    let after: Vec<String> = visitors.iter().map(|v| variant_of(&server, v)).collect();
+    assert_eq!(before, after);
+}
