@@ -262,13 +262,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
     // A store key does not open it.
     let token = browser.find(Locator::Id("token")).await.unwrap();
     token.send_keys(SECRET).await.unwrap();
-    browser
-        .find(Locator::Id("login-button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "login-button").await;
     let (_, limit) = wait("the refusal");
     let refusal = browser
         .wait()
@@ -279,13 +273,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
     assert!(refusal.text().await.unwrap().contains("not an admin token"));
     token.clear().await.unwrap();
     token.send_keys(ADMIN_TOKEN).await.unwrap();
-    browser
-        .find(Locator::Id("login-button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "login-button").await;
     browser
         .wait()
         .at_most(limit)
@@ -427,13 +415,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         .unwrap();
     let select = browser.find(Locator::Id("preview-zone")).await.unwrap();
     select.select_by_value("PP-01").await.unwrap();
-    browser
-        .find(Locator::Id("preview-button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "preview-button").await;
     browser
         .wait()
         .at_most(limit)
@@ -489,6 +471,17 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
     browser.close().await.unwrap();
     drop(driver);
     drop(server);
+}
+
+/// Clicks the element with id `id`.
+async fn click(browser: &fantoccini::Client, id: &str) {
+    browser
+        .find(Locator::Id(id))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
 }
 
 /// The text of every element under `parent` matching `css`.

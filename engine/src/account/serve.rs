@@ -10,10 +10,11 @@ use crate::visitor::MAX_RECENT_VIEWS;
 use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
-use super::{Account, AccountSettings, new_id};
+use super::{Account, AccountSettings, RankingsVersion, new_id};
 use crate::analytics::{ShownZone, ShownZones};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Events, Identity, PageType};
+use crate::experiment::{Experiment, Variant};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
@@ -170,42 +171,21 @@ impl Account {
         let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, affinities);
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
-        // The same shopper on other devices (linked by user id or email): their history
-        // counts too. Read after this visitor's entry is released, one entry at a time.
-        for other in self.same_person(&visitor_id, &snapshot.identity) {
-            if let Some(other) = self.visitors.read().get(&other) {
-                snapshot.absorb(&other, &catalogue);
-            }
-        }
+        self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
 
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();
         let top_names = self.top_names.load();
-        // Lists of another base (a request racing a feed's swap) would name other
-        // products: none are read until they are moved to this one.
-        let neighbours: &Neighbours = if published.indexes(&catalogue) {
-            &published
-        } else {
-            &UNLISTED
-        };
-        let product = page.product.and_then(|id| catalogue.idx_of(id));
         let search = request.search.as_deref().map(str::to_lowercase);
-        let ctx = Context {
-            catalogue: &catalogue,
-            rankings: &rankings.rankings,
-            rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
-            neighbours,
-            currency,
-            now,
-            account_id: snapshot.identity.account_id.as_deref(),
-            group_id: snapshot.identity.group_id.as_deref(),
-            product,
-            category: page.category,
-            basket: &snapshot.basket,
-            purchased: &snapshot.purchased,
-            recent_views: &snapshot.recent_views,
-            search: search.as_deref(),
-        };
+        let ctx = snapshot.context(
+            &catalogue,
+            &rankings,
+            &published,
+            (currency, now),
+            page.product.and_then(|id| catalogue.idx_of(id)),
+            page.category,
+            search.as_deref(),
+        );
 
         let mut zones = RenderedZones::with_capacity(request.zones.len());
         for (index, zone_id) in request.zones.iter().enumerate() {
@@ -233,11 +213,7 @@ impl Account {
                 continue;
             }
             // A running experiment on the zone fills it as the visitor's variant says.
-            let variant = settings
-                .experiments
-                .iter()
-                .find(|e| e.zone == spec.id && e.runs_at(now))
-                .and_then(|e| e.assign(&visitor_id));
+            let variant = settings.variant(spec, &visitor_id, now).map(|(_, v)| v);
             let mut filled = fill(
                 position,
                 variant.map_or(spec, |v| &v.spec),
@@ -379,45 +355,25 @@ impl Account {
             .map(|mut live| VisitorSnapshot::of(&mut live, &catalogue, false));
         let visitor_known = snapshot.is_some();
         if let Some(snapshot) = snapshot.as_mut() {
-            for other in self.same_person(visitor_id, &snapshot.identity.clone()) {
-                if let Some(other) = self.visitors.read().get(&other) {
-                    snapshot.absorb(&other, &catalogue);
-                }
-            }
+            self.absorb_other_devices(visitor_id, snapshot, &catalogue);
         }
         let snapshot = snapshot.unwrap_or_default();
-        let variant = settings
-            .experiments
-            .iter()
-            .find(|e| e.zone == spec.id && e.runs_at(request.now))
-            .and_then(|e| Some((e, e.assign(visitor_id)?)));
+        let variant = settings.variant(spec, visitor_id, request.now);
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();
-        let neighbours: &Neighbours = if published.indexes(&catalogue) {
-            &published
-        } else {
-            &UNLISTED
-        };
-        let ctx = Context {
-            catalogue: &catalogue,
-            rankings: &rankings.rankings,
-            rankings_exact: Arc::ptr_eq(&rankings.catalogue, &catalogue),
-            neighbours,
-            currency,
-            now: request.now,
-            account_id: snapshot.identity.account_id.as_deref(),
-            group_id: snapshot.identity.group_id.as_deref(),
-            product: request
+        let ctx = snapshot.context(
+            &catalogue,
+            &rankings,
+            &published,
+            (currency, request.now),
+            request
                 .product
                 .as_deref()
                 .and_then(|id| catalogue.idx_of(id)),
-            category: None,
-            basket: &snapshot.basket,
-            purchased: &snapshot.purchased,
-            recent_views: &snapshot.recent_views,
-            search: None,
-        };
+            None,
+            None,
+        );
         let mut recorder = Recorder::default();
         let items = fill_zone_traced(filled, &ctx, &mut recorder);
         let items = items
@@ -454,6 +410,40 @@ impl Account {
             items,
             rejected: recorder.rejected,
         })
+    }
+}
+
+impl Account {
+    /// Adds the history of the same shopper on other devices (linked by user id or
+    /// email) to `snapshot`. Read with the visitor's own entry released, one entry at a
+    /// time.
+    fn absorb_other_devices(
+        &self,
+        visitor_id: &str,
+        snapshot: &mut VisitorSnapshot,
+        catalogue: &Catalogue,
+    ) {
+        for other in self.same_person(visitor_id, &snapshot.identity) {
+            if let Some(other) = self.visitors.read().get(&other) {
+                snapshot.absorb(&other, catalogue);
+            }
+        }
+    }
+}
+
+impl AccountSettings {
+    /// The experiment running on `zone` at `now` and the variant `visitor_id` sees.
+    fn variant(
+        &self,
+        zone: &ZoneSpec,
+        visitor_id: &str,
+        now: UnixMillis,
+    ) -> Option<(&Experiment, &Variant)> {
+        let experiment = self
+            .experiments
+            .iter()
+            .find(|e| e.zone == zone.id && e.runs_at(now))?;
+        Some((experiment, experiment.assign(visitor_id)?))
     }
 }
 
@@ -570,6 +560,46 @@ fn affinity(
 pub const MAX_DEVICES: usize = 8;
 
 impl VisitorSnapshot {
+    /// What recommenders consult for this visitor: `catalogue` with its `rankings` and
+    /// the `published` neighbour lists (none when they index another base: a request
+    /// racing a feed's swap reads none until they are moved to this one), in a currency
+    /// at a time, on a page's product, category and search term.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the request's page and the account's current versions, each borrowed from its owner"
+    )]
+    fn context<'a>(
+        &'a self,
+        catalogue: &'a Catalogue,
+        rankings: &'a RankingsVersion,
+        published: &'a Neighbours,
+        (currency, now): (Currency, UnixMillis),
+        product: Option<ProductIdx>,
+        category: Option<&'a str>,
+        search: Option<&'a str>,
+    ) -> Context<'a> {
+        Context {
+            catalogue,
+            rankings: &rankings.rankings,
+            rankings_exact: std::ptr::eq(&*rankings.catalogue, catalogue),
+            neighbours: if published.indexes(catalogue) {
+                published
+            } else {
+                &UNLISTED
+            },
+            currency,
+            now,
+            account_id: self.identity.account_id.as_deref(),
+            group_id: self.identity.group_id.as_deref(),
+            product,
+            category,
+            basket: &self.basket,
+            purchased: &self.purchased,
+            recent_views: &self.recent_views,
+            search,
+        }
+    }
+
     /// Adds another device's history after this one's own: its views (newest first)
     /// after this visitor's, its purchases, its categories and brands.
     fn absorb(&mut self, other: &LiveVisitor, catalogue: &Catalogue) {

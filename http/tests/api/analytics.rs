@@ -301,11 +301,12 @@ fn a_visitors_variant_is_the_hash_of_the_experiment_and_visitor_and_survives_a_r
     };
     let before: Vec<String> = visitors.iter().map(|v| variant_of(&server, v)).collect();
     for (visitor, variant) in visitors.iter().zip(&before) {
-        let expected = if vitrine_engine::experiment::bucket("split-test", visitor) % 2 == 0 {
-            "A"
-        } else {
-            "B"
-        };
+        let expected =
+            if vitrine_engine::experiment::bucket("split-test", visitor).is_multiple_of(2) {
+                "A"
+            } else {
+                "B"
+            };
         assert_eq!(variant, expected, "{visitor}");
         shown(&server, visitor, "GBP");
     }
