@@ -74,9 +74,21 @@ pub struct Answer {
     pub number: u32,
 }
 
-/// A product an answer showed.
-#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+/// A product an answer showed, by its product key (the account's
+/// [`crate::models::ProductKeys`]: 12 bytes where the id would take 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shown {
+    /// [`Answer::number`] of the answer.
+    pub answer: u32,
+    /// The product's key.
+    pub product: u32,
+    /// What it was credited for (bits).
+    pub credited: u8,
+}
+
+/// A shown product as a state snapshot keeps it: by id (keys last one process).
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct StoredShown {
     /// [`Answer::number`] of the answer.
     pub answer: u32,
     /// The product id.
@@ -105,7 +117,7 @@ pub struct Counted {
 /// A visitor's impressions: the latest answers, the products they showed (in one list,
 /// so that a visitor's answers share one allocation), and where the visitor was counted
 /// today.
-#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Impressions {
     /// Answers, oldest first, at most [`MAX_ANSWERS`].
     pub answers: VecDeque<Answer>,
@@ -114,6 +126,19 @@ pub struct Impressions {
     /// Zones and variants the visitor was counted in, on the latest day only.
     pub counted: Vec<Counted>,
     /// The number the next answer takes.
+    pub next: u32,
+}
+
+/// [`Impressions`] as a state snapshot keeps them: products by id.
+#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct StoredImpressions {
+    /// [`Impressions::answers`].
+    pub answers: Vec<Answer>,
+    /// [`Impressions::shown`], by id.
+    pub shown: Vec<StoredShown>,
+    /// [`Impressions::counted`].
+    pub counted: Vec<Counted>,
+    /// [`Impressions::next`].
     pub next: u32,
 }
 
@@ -237,25 +262,25 @@ pub fn session_key(session_id: &str) -> u64 {
     hasher.finish()
 }
 
-/// What a visitor did with a product that a zone may have shown.
+/// What a visitor did with a product (by key) that a zone may have shown.
 #[derive(Debug, Clone, Copy)]
-pub enum Touch<'a> {
+pub enum Touch {
     /// A product view in the session `session` ([`session_key`]).
     View {
-        /// The product.
-        product: &'a str,
+        /// The product's key.
+        product: u32,
         /// The session.
         session: u64,
     },
     /// A product newly in the basket.
     Basket {
-        /// The product.
-        product: &'a str,
+        /// The product's key.
+        product: u32,
     },
     /// An order line.
     Order {
-        /// The product.
-        product: &'a str,
+        /// The product's key.
+        product: u32,
         /// Units ordered.
         units: u64,
         /// The line's value in minor units of `currency`.
@@ -265,12 +290,12 @@ pub enum Touch<'a> {
     },
 }
 
-impl Touch<'_> {
-    fn product(&self) -> &str {
+impl Touch {
+    fn product(&self) -> u32 {
         match self {
             Touch::View { product, .. }
             | Touch::Basket { product }
-            | Touch::Order { product, .. } => product,
+            | Touch::Order { product, .. } => *product,
         }
     }
 
@@ -296,13 +321,59 @@ pub struct Tally {
 }
 
 impl Impressions {
+    /// These impressions as a state snapshot keeps them (`name` gives a key's id; a
+    /// product without one is left out).
+    pub fn to_stored(&self, name: impl Fn(u32) -> Option<CompactString>) -> StoredImpressions {
+        StoredImpressions {
+            answers: self.answers.iter().cloned().collect(),
+            shown: self
+                .shown
+                .iter()
+                .filter_map(|s| {
+                    Some(StoredShown {
+                        answer: s.answer,
+                        product: name(s.product)?,
+                        credited: s.credited,
+                    })
+                })
+                .collect(),
+            counted: self.counted.clone(),
+            next: self.next,
+        }
+    }
+
+    /// Impressions restored from a state snapshot (`key` gives an id's key).
+    pub fn from_stored(stored: StoredImpressions, key: impl Fn(&str) -> u32) -> Impressions {
+        Impressions {
+            answers: stored.answers.into(),
+            shown: stored
+                .shown
+                .iter()
+                .map(|s| Shown {
+                    answer: s.answer,
+                    product: key(&s.product),
+                    credited: s.credited,
+                })
+                .collect(),
+            counted: stored.counted,
+            next: stored.next,
+        }
+    }
+
     /// Whether nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.answers.is_empty() && self.counted.is_empty()
     }
 
-    /// Remembers the zones one request showed at `now` in `session`; the counts to add.
-    pub fn record(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Tallies {
+    /// Remembers the zones one request showed at `now` in `session` (products by
+    /// `key`); the counts to add.
+    pub fn record(
+        &mut self,
+        shown: &[ShownZone],
+        key: impl Fn(&str) -> u32,
+        session: u64,
+        now: UnixMillis,
+    ) -> Tallies {
         let day = day_of(now);
         self.counted.retain(|c| c.day >= day);
         let mut tallies = Tallies::new();
@@ -332,7 +403,7 @@ impl Impressions {
             self.shown
                 .extend(zone.products.iter().take(MAX_ANSWER_ITEMS).map(|p| Shown {
                     answer: number,
-                    product: p.clone(),
+                    product: key(p),
                     credited: 0,
                 }));
             self.answers.push_back(Answer {
@@ -357,12 +428,7 @@ impl Impressions {
     /// Credits `touch` at `now` to the latest answer that showed its product and was not
     /// credited for it yet: within the same session for a view, within `window` for a
     /// basket add or an order line. The counts to add, if any answer was credited.
-    pub fn credit(
-        &mut self,
-        touch: Touch<'_>,
-        now: UnixMillis,
-        window: UnixMillis,
-    ) -> Option<Tally> {
+    pub fn credit(&mut self, touch: Touch, now: UnixMillis, window: UnixMillis) -> Option<Tally> {
         let bit = touch.bit();
         let product = touch.product();
         // The latest answer in reach that showed the product and was not credited for it.
@@ -476,16 +542,27 @@ mod tests {
         Currency::from_code("GBP").unwrap()
     }
 
+    /// A product's key in these tests: its first byte.
+    fn key(id: &str) -> u32 {
+        u32::from(id.as_bytes()[0])
+    }
+
+    impl Impressions {
+        fn record_test(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Tallies {
+            self.record(shown, key, session, now)
+        }
+    }
+
     #[test]
     fn an_answer_counts_once_per_visitor_and_day() {
         let mut impressions = Impressions::default();
-        let first = impressions.record(&[shown("Z", &["a", "b"])], 1, T0);
+        let first = impressions.record_test(&[shown("Z", &["a", "b"])], 1, T0);
         assert_eq!(first[0].counts.answers, 1);
         assert_eq!(first[0].counts.impressions, 2);
         assert_eq!(first[0].counts.visitors, 1);
-        let again = impressions.record(&[shown("Z", &["a"])], 1, T0 + 1000);
+        let again = impressions.record_test(&[shown("Z", &["a"])], 1, T0 + 1000);
         assert_eq!(again[0].counts.visitors, 0);
-        let tomorrow = impressions.record(&[shown("Z", &["a"])], 1, T0 + MILLIS_PER_DAY);
+        let tomorrow = impressions.record_test(&[shown("Z", &["a"])], 1, T0 + MILLIS_PER_DAY);
         assert_eq!(tomorrow[0].counts.visitors, 1);
         assert_eq!(impressions.counted.len(), 1, "earlier days are forgotten");
     }
@@ -494,11 +571,11 @@ mod tests {
     fn touches_are_credited_once_to_the_latest_answer_within_reach() {
         let window = 7 * MILLIS_PER_DAY;
         let mut impressions = Impressions::default();
-        impressions.record(&[shown("A", &["a", "b"])], 1, T0);
-        impressions.record(&[shown("B", &["b"])], 1, T0 + 10);
+        impressions.record_test(&[shown("A", &["a", "b"])], 1, T0);
+        impressions.record_test(&[shown("B", &["b"])], 1, T0 + 10);
         // b: last touch is zone B.
         let view = Touch::View {
-            product: "b",
+            product: key("b"),
             session: 1,
         };
         let credited = impressions.credit(view, T0 + 20, window).unwrap();
@@ -512,13 +589,13 @@ mod tests {
         assert!(impressions.credit(view, T0 + 40, window).is_none());
         // Another session: no view-through.
         let elsewhere = Touch::View {
-            product: "a",
+            product: key("a"),
             session: 2,
         };
         assert!(impressions.credit(elsewhere, T0 + 50, window).is_none());
         // An order line within the window, then one after it.
         let line = Touch::Order {
-            product: "a",
+            product: key("a"),
             units: 2,
             minor: 1998,
             currency: gbp(),
@@ -536,7 +613,7 @@ mod tests {
         assert_eq!(ordered.counts.ordering_visitors, 1);
 
         let late = Touch::Order {
-            product: "b",
+            product: key("b"),
             units: 1,
             minor: 100,
             currency: gbp(),
@@ -545,7 +622,7 @@ mod tests {
         // A product never shown earns nothing.
         assert!(
             impressions
-                .credit(Touch::Basket { product: "z" }, T0 + 60, window)
+                .credit(Touch::Basket { product: key("z") }, T0 + 60, window)
                 .is_none()
         );
     }
@@ -554,9 +631,9 @@ mod tests {
     fn squares_follow_each_visitors_revenue_of_the_day() {
         let window = 7 * MILLIS_PER_DAY;
         let mut impressions = Impressions::default();
-        impressions.record(&[shown("A", &["a", "b"])], 1, T0);
+        impressions.record_test(&[shown("A", &["a", "b"])], 1, T0);
         let line = |product: &'static str, minor: i64| Touch::Order {
-            product,
+            product: key(product),
             units: 1,
             minor,
             currency: gbp(),
@@ -586,7 +663,7 @@ mod tests {
         for i in 0..(MAX_ANSWERS + 3) {
             let products: Vec<String> = (0..30).map(|p| format!("p{p}")).collect();
             let products: Vec<&str> = products.iter().map(String::as_str).collect();
-            impressions.record(&[shown(&format!("Z{i}"), &products)], 1, T0);
+            impressions.record_test(&[shown(&format!("Z{i}"), &products)], 1, T0);
         }
         assert_eq!(impressions.answers.len(), MAX_ANSWERS);
         assert_eq!(impressions.answers[0].zone, "Z3");
@@ -599,6 +676,24 @@ mod tests {
                 .filter(|s| s.answer == answer.number);
             assert_eq!(products.count(), MAX_ANSWER_ITEMS);
         }
+    }
+
+    #[test]
+    fn impressions_are_stored_by_id_and_restored_by_key() {
+        let mut impressions = Impressions::default();
+        impressions.record_test(&[shown("A", &["a", "b"])], 1, T0);
+        let view = Touch::View {
+            product: key("b"),
+            session: 1,
+        };
+        impressions.credit(view, T0 + 1, MILLIS_PER_DAY).unwrap();
+        let name = |k: u32| Some(CompactString::from(char::from(k as u8).to_string()));
+        let stored = impressions.to_stored(name);
+        assert_eq!(stored.shown[1].product, "b");
+        assert_eq!(stored.shown[1].credited, VIEWED);
+        assert_eq!(Impressions::from_stored(stored, key), impressions);
+        // A key without an id (never the case for a shown product) is left out.
+        assert!(impressions.to_stored(|_| None).shown.is_empty());
     }
 
     #[test]

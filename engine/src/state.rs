@@ -2,7 +2,7 @@
 //! for the write-ahead log ([`Tracked`]), and the entries of a state snapshot
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
-use crate::analytics::{Impressions, ShownZones, ZoneCounts, ZoneDay};
+use crate::analytics::{ShownZones, StoredImpressions, ZoneCounts, ZoneDay};
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::Decaying;
@@ -121,7 +121,7 @@ pub enum StateEntry {
         /// Visitor id.
         visitor: String,
         /// Its impressions.
-        impressions: Box<Impressions>,
+        impressions: Box<StoredImpressions>,
     },
     /// A zone's counters for one variant and day.
     ZoneDay {

@@ -20,20 +20,31 @@ impl Account {
         if shown.is_empty() {
             return;
         }
+        let key = |id: &str| self.product_keys.key(id);
         let tallies = live
             .impressions_mut()
-            .record(shown, session_key(session_id), now);
+            .record(shown, key, session_key(session_id), now);
         for tally in tallies {
             self.tally(tally);
         }
     }
 
-    /// Credits what the visitor did to the zone answer that showed the product, if any.
-    pub(super) fn attribute(&self, live: &mut LiveVisitor, touch: Touch<'_>, at: &EventAt<'_>) {
+    /// Credits what the visitor did with `product` (`touch` of its key) to the zone
+    /// answer that showed it, if any (a product without a key was never shown).
+    pub(super) fn attribute(
+        &self,
+        live: &mut LiveVisitor,
+        product: &str,
+        touch: impl FnOnce(u32) -> Touch,
+        at: &EventAt<'_>,
+    ) {
         let Some(impressions) = live.existing_impressions_mut() else {
             return;
         };
-        if let Some(tally) = impressions.credit(touch, at.now, at.window) {
+        let Some(key) = self.product_keys.existing(product) else {
+            return;
+        };
+        if let Some(tally) = impressions.credit(touch(key), at.now, at.window) {
             self.tally(tally);
         }
     }

@@ -7,6 +7,9 @@ use dashmap::DashMap;
 
 use super::identity::IdentityKey;
 use super::{Account, Counter};
+use compact_str::CompactString;
+
+use crate::analytics::Impressions;
 use crate::catalogue::UnixMillis;
 use crate::models::Decaying;
 use crate::state::{IdentityKind, StateEntry};
@@ -26,8 +29,15 @@ impl Account {
             .collect();
         for id in ids {
             let Some((visitor, impressions)) = self.visitors.read().get(&id).map(|v| {
-                let impressions = v.impressions().filter(|i| !i.is_empty()).cloned();
-                (Box::new(v.state().clone()), impressions.map(Box::new))
+                let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
+                    let name = |key| {
+                        self.product_keys
+                            .name(key)
+                            .map(|n| CompactString::from(&*n))
+                    };
+                    Box::new(i.to_stored(name))
+                });
+                (Box::new(v.state().clone()), impressions)
             }) else {
                 continue;
             };
@@ -124,10 +134,12 @@ impl Account {
                 visitor,
                 impressions,
             } => {
+                let restored =
+                    Impressions::from_stored(*impressions, |id| self.product_keys.key(id));
                 *self
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
-                    .impressions_mut() = *impressions;
+                    .impressions_mut() = restored;
             }
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Session { id, last } => {

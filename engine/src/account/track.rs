@@ -200,8 +200,8 @@ impl Account {
                     }
                 }
                 visitor.basket = items.clone();
-                for product in added {
-                    self.attribute(live, Touch::Basket { product }, at);
+                for id in added {
+                    self.attribute(live, id, |product| Touch::Basket { product }, at);
                 }
             }
             Event::Order(order) => {
@@ -222,13 +222,13 @@ impl Account {
                     at: now,
                 });
                 for line in &order.items {
-                    let touch = Touch::Order {
-                        product: &line.id,
+                    let touch = |product| Touch::Order {
+                        product,
                         units: line.qty.max(0.0).round() as u64,
                         minor: minor_units(line.qty * line.unit_price, at.currency),
                         currency: at.currency,
                     };
-                    self.attribute(live, touch, at);
+                    self.attribute(live, &line.id, touch, at);
                 }
             }
             Event::CustomerDetails { identity, details } => {
@@ -275,11 +275,11 @@ impl Account {
             self.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
-        let view = Touch::View {
-            product: id,
+        let view = |product| Touch::View {
+            product,
             session: at.session,
         };
-        self.attribute(live, view, at);
+        self.attribute(live, id, view, at);
         page.product = Some(id);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
