@@ -1019,6 +1019,23 @@ fn feed_config(
 /// Longest experiment id or variant name.
 const MAX_EXPERIMENT_NAME: usize = 64;
 
+/// An experiment id or variant name: 1 to [`MAX_EXPERIMENT_NAME`] letters, digits, `-`
+/// or `_`.
+fn check_experiment_name(name: &str) -> Result<(), String> {
+    let fine = !name.is_empty()
+        && name.len() <= MAX_EXPERIMENT_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be 1 to {MAX_EXPERIMENT_NAME} letters, digits, '-' or '_', got {name:?}"
+        ))
+    }
+}
+
 /// An account's `[[accounts.experiments]]`, validated against its zones: a product zone
 /// each, 2 to 8 variants with unique names and weights 1..10000 (a variant's strategy,
 /// fallback, count and history default to the zone's and are checked as the zone's
@@ -1031,22 +1048,7 @@ fn experiments(
     let mut experiments: Vec<Experiment> = Vec::with_capacity(account.experiments.len());
     for (e, file) in account.experiments.iter().enumerate() {
         let key = |field: &str| format!("accounts[{i}].experiments[{e}].{field}");
-        let name_ok = |name: &str| {
-            !name.is_empty()
-                && name.len() <= MAX_EXPERIMENT_NAME
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        };
-        if !name_ok(&file.id) {
-            return Err((
-                key("id"),
-                format!(
-                    "must be 1 to {MAX_EXPERIMENT_NAME} letters, digits, '-' or '_', got {:?}",
-                    file.id
-                ),
-            ));
-        }
+        check_experiment_name(&file.id).map_err(|m| (key("id"), m))?;
         if experiments.iter().any(|x| x.id == file.id) {
             return Err((
                 key("id"),
@@ -1113,15 +1115,7 @@ fn experiments(
         let mut variants: Vec<Variant> = Vec::with_capacity(file.variants.len());
         for (v, variant) in file.variants.iter().enumerate() {
             let variant_key = |field: &str| format!("{}[{v}].{field}", key("variants"));
-            if !name_ok(&variant.name) {
-                return Err((
-                    variant_key("name"),
-                    format!(
-                        "must be 1 to {MAX_EXPERIMENT_NAME} letters, digits, '-' or '_', got {:?}",
-                        variant.name
-                    ),
-                ));
-            }
+            check_experiment_name(&variant.name).map_err(|m| (variant_key("name"), m))?;
             if variants.iter().any(|x| x.name == variant.name) {
                 return Err((
                     variant_key("name"),

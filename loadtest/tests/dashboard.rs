@@ -282,22 +282,8 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         .expect("the zone table");
 
     // The zone table shows the analytics the API gives for the same range.
-    let from = browser
-        .find(Locator::Id("from"))
-        .await
-        .unwrap()
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
-    let to = browser
-        .find(Locator::Id("to"))
-        .await
-        .unwrap()
-        .prop("value")
-        .await
-        .unwrap()
-        .unwrap();
+    let from = value(&browser, "from").await;
+    let to = value(&browser, "to").await;
     let analytics = tokio::task::block_in_place(|| {
         admin(
             addr,
@@ -471,6 +457,18 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
     browser.close().await.unwrap();
     drop(driver);
     drop(server);
+}
+
+/// The value of the input with id `id`.
+async fn value(browser: &fantoccini::Client, id: &str) -> String {
+    browser
+        .find(Locator::Id(id))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// Clicks the element with id `id`.
