@@ -797,27 +797,18 @@ pub type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 /// views (the latest 1, the one before 1/2, ...), basket lines (the same from the latest
 /// added) and purchases (half that from the latest bought).
 pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
-    let recent = ctx
-        .recent_views
-        .iter()
-        .take(zone.history)
-        .enumerate()
-        .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
-    let basket = ctx
-        .basket
-        .iter()
-        .rev()
-        .take(zone.history)
-        .enumerate()
-        .map(|(i, idx)| (*idx, 1.0 / (i as f64 + 1.0)));
-    let bought = ctx
-        .purchased
-        .iter()
-        .rev()
-        .take(zone.history)
-        .enumerate()
-        .map(|(i, idx)| (*idx, 0.5 / (i as f64 + 1.0)));
-    recent.chain(basket).chain(bought).collect()
+    // The first `history` of `latest_first`, weighing `top`, `top`/2, ...
+    let weighted = |latest_first: &mut dyn Iterator<Item = &ProductIdx>, top: f64| {
+        latest_first
+            .take(zone.history)
+            .enumerate()
+            .map(move |(i, idx)| (*idx, top / (i as f64 + 1.0)))
+            .collect::<Seeds>()
+    };
+    let mut seeds = weighted(&mut ctx.recent_views.iter(), 1.0);
+    seeds.extend(weighted(&mut ctx.basket.iter().rev(), 1.0));
+    seeds.extend(weighted(&mut ctx.purchased.iter().rev(), 0.5));
+    seeds
 }
 
 /// The products `basket_cross_sell` starts from: the basket's, in id order, each once.

@@ -38,10 +38,21 @@ impl Account {
         touch: impl FnOnce(u32) -> Touch,
         at: &EventAt<'_>,
     ) {
-        let Some(impressions) = live.existing_impressions_mut() else {
+        if live.impressions().is_none() {
             return;
-        };
-        let Some(key) = self.product_keys.existing(product) else {
+        }
+        self.attribute_key(live, self.product_keys.existing(product), touch, at);
+    }
+
+    /// [`Account::attribute`] for a product whose key is known (`None`: it has none).
+    pub(super) fn attribute_key(
+        &self,
+        live: &mut LiveVisitor,
+        key: Option<u32>,
+        touch: impl FnOnce(u32) -> Touch,
+        at: &EventAt<'_>,
+    ) {
+        let (Some(impressions), Some(key)) = (live.existing_impressions_mut(), key) else {
             return;
         };
         if let Some(tally) = impressions.credit(touch(key), at.now, at.window) {

@@ -279,7 +279,8 @@ impl Account {
             product,
             session: at.session,
         };
-        self.attribute(live, id, view, at);
+        // The view's key is known: no second lookup of the id.
+        self.attribute_key(live, key, view, at);
         page.product = Some(id);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {

@@ -120,11 +120,17 @@ pub(crate) fn encode_tracked(tracked: &Tracked) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("the events could not be archived: {e}"))
 }
 
-/// Reads a logged request's events.
-pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
+/// A record's payload copied where an archive may be read (payloads are read from the
+/// log without alignment).
+fn aligned(payload: &[u8]) -> rkyv::util::AlignedVec<16> {
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(payload);
-    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned)
+    aligned
+}
+
+/// Reads a logged request's events.
+pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
+    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned(payload))
         .map_err(|e| format!("not a tracking record: {e}"))
 }
 
@@ -136,8 +142,6 @@ pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, String> {
 
 /// Reads a logged request.
 pub(crate) fn decode_served(payload: &[u8]) -> Result<Served, String> {
-    let mut aligned = rkyv::util::AlignedVec::<16>::new();
-    aligned.extend_from_slice(payload);
-    rkyv::from_bytes::<Served, rkyv::rancor::Error>(&aligned)
+    rkyv::from_bytes::<Served, rkyv::rancor::Error>(&aligned(payload))
         .map_err(|e| format!("not a served-request record: {e}"))
 }
