@@ -208,7 +208,9 @@ pub const RETRY_AFTER_SECS: u32 = 1;
 impl From<SubmitError> for ApiError {
     fn from(error: SubmitError) -> ApiError {
         match error {
-            SubmitError::Closed | SubmitError::Busy(_) => ApiError::Unavailable(error.to_string()),
+            SubmitError::Closed | SubmitError::Busy(_) | SubmitError::Replication(_) => {
+                ApiError::Unavailable(error.to_string())
+            }
             SubmitError::Journal(_) => ApiError::Internal(error.to_string()),
         }
     }

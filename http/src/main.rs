@@ -274,7 +274,7 @@ fn backup(
     ))
 }
 
-fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
+fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
     // Every connection is a file: take the soft open-file limit up to the hard one.
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => tracing::info!(open_files = limit, "open-file limit"),
@@ -289,7 +289,32 @@ fn run(config: Config, source: ConfigSource) -> anyhow::Result<()> {
     runtime.block_on(async {
         let listen = config.listen;
         tracing::info!(source = %config.source, data_dir = %config.data_dir.display(), "starting");
+        let cluster = match &config.cluster {
+            Some(cluster) => {
+                let timeout = std::time::Duration::from_secs(cluster.join_timeout_secs);
+                let joined = vitrine_cluster::Cluster::connect(
+                    cluster.settings.clone(),
+                    &config.data_dir,
+                    timeout,
+                )
+                .await
+                .context("joining the cluster")?;
+                // A node opens only the accounts it serves.
+                config.accounts.retain(|a| joined.serves(&a.access_key));
+                Some((joined, timeout))
+            }
+            None => None,
+        };
         let state = Arc::new(AppState::open(config).context("opening the data directory")?);
+        if let Some((cluster, timeout)) = &cluster {
+            for entry in state.accounts() {
+                let membership = cluster
+                    .join(Arc::clone(&entry.jobs), *timeout)
+                    .await
+                    .with_context(|| format!("joining the cluster for account {}", entry.config.access_key))?;
+                tracing::info!(account = %entry.config.access_key, stream = %membership.stream, position = membership.position(), "serving as a cluster node");
+            }
+        }
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;

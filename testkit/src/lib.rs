@@ -6,6 +6,7 @@
 //! - [`records`]: the same products as feed and delta JSON records.
 //! - [`config`]: server configuration files ([`ConfigToml`]) and the demo account's keys.
 //! - [`client`]: a blocking HTTP/1.1 client that tells a gone server from an answer.
+//! - [`nats`]: [`nats::NatsCluster`], real clustered `nats-server` processes on loopback.
 //! - [`server`]: [`TestServer`], the real `vitrine` binary on `127.0.0.1:0` in a
 //!   temporary directory, started and read up to its ready line. The load harness
 //!   spawns its server with it too, so it returns errors rather than panicking.
@@ -14,6 +15,7 @@
 
 pub mod client;
 pub mod config;
+pub mod nats;
 pub mod records;
 pub mod server;
 

@@ -22,6 +22,9 @@ pub enum RecordKind {
     /// One request: its events, currency and what its zones showed, an rkyv archive of
     /// [`Served`].
     Served,
+    /// A record applied from a cluster's replicated log: the replicated log's sequence
+    /// (8 bytes, little endian), the record's kind byte and the record (see `replica`).
+    Replicated,
 }
 
 impl RecordKind {
@@ -32,6 +35,7 @@ impl RecordKind {
             RecordKind::Events => 2,
             RecordKind::Forget => 3,
             RecordKind::Served => 4,
+            RecordKind::Replicated => 5,
         }
     }
 
@@ -42,6 +46,7 @@ impl RecordKind {
             2 => Some(RecordKind::Events),
             3 => Some(RecordKind::Forget),
             4 => Some(RecordKind::Served),
+            5 => Some(RecordKind::Replicated),
             _ => None,
         }
     }
@@ -79,6 +84,10 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             Err(_) => Logged::Other,
         },
         Some(RecordKind::Forget) => Logged::Forget,
+        Some(RecordKind::Replicated) => match super::replica::decode(payload) {
+            Some((_, kind, record)) => inspect(kind.code(), record),
+            None => Logged::Other,
+        },
         None => Logged::Other,
     }
 }

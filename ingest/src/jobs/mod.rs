@@ -59,6 +59,7 @@ mod metrics;
 mod pool;
 mod rebuild;
 mod recovery;
+mod replica;
 mod status;
 mod streams;
 #[cfg(test)]
@@ -85,6 +86,7 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
+pub use self::replica::{Applied, Incarnation, POSITION_FILE, Replication};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
@@ -160,6 +162,9 @@ pub enum SubmitError {
     /// The log writer is behind (a slow disk): try again shortly.
     #[error("{0}")]
     Busy(vitrine_snapshots::Error),
+    /// The replicated log did not store the record (a cluster without a quorum).
+    #[error("the cluster's log did not store the record: {0}")]
+    Replication(String),
 }
 
 impl From<vitrine_snapshots::Error> for SubmitError {
@@ -254,6 +259,10 @@ struct Shared {
     compaction_asked: AtomicBool,
     /// Counts and durations for `/metrics`.
     metrics: JobsMetrics,
+    /// Set when the account is a node of a cluster (see `replica`).
+    replica: parking_lot::RwLock<Option<self::replica::Replica>>,
+    /// The replicated log's sequence the account includes (0 outside a cluster).
+    stream_position: std::sync::atomic::AtomicU64,
 }
 
 /// One account's jobs, its log and its threads.
@@ -284,9 +293,14 @@ impl AccountJobs {
         if !served.tracked.events.is_empty() {
             let payload = log::encode_served(served)
                 .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+            let published = self.is_replicated().then(|| payload.clone());
             self.shared
                 .wal
                 .append_under_policy(RecordKind::Served.code(), payload)?;
+            if let Some(published) = published {
+                let wait = self.shared.config.sync == SyncPolicy::Always;
+                self.publish(RecordKind::Served, || published, wait)?;
+            }
         } else if !served.shown.is_empty() {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.
@@ -320,6 +334,14 @@ impl AccountJobs {
         self.shared
             .wal
             .append_durable(RecordKind::Forget.code(), identifier.as_bytes().to_vec())?;
+        self.publish(RecordKind::Forget, || identifier.as_bytes().to_vec(), true)?;
+        self.after_forget(identifier)?;
+        Ok(erasure)
+    }
+
+    /// What follows a logged erasure: the user file rewritten, the identifier's hash
+    /// saved, and the flush of the account's files started.
+    fn after_forget(&self, identifier: &str) -> Result<(), SubmitError> {
         store::persist_users(&self.shared.dir, &self.shared.account.users())?;
         self.shared.forgotten.add(identifier)?;
         let shared = Arc::clone(&self.shared);
@@ -334,7 +356,7 @@ impl AccountJobs {
         if let Err(error) = spawned {
             tracing::error!(%error, "erasure flush could not start; the next snapshots cut the log");
         }
-        Ok(erasure)
+        Ok(())
     }
 
     /// Removes erased data from the account's files now: seals the log's current

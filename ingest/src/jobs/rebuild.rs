@@ -199,7 +199,16 @@ impl Shared {
         let catalogue = snapshot::oldest_position(&self.dir, store::PREFIX)?;
         let tracking = snapshot::oldest_position(&self.dir, state::PREFIX)?;
         match (catalogue, tracking) {
-            (Some(c), Some(t)) => Ok(self.wal.remove_before(c.min(t))?),
+            (Some(c), Some(t)) => {
+                // In a cluster, where to resume the replicated log once the records
+                // telling it are cut: read first, then made durable in the local log.
+                let position = self.stream_position.load(Ordering::Acquire);
+                if position > 0 {
+                    self.wal.sync()?;
+                    self.save_stream_position(position)?;
+                }
+                Ok(self.wal.remove_before(c.min(t))?)
+            }
             _ => Ok(0),
         }
     }

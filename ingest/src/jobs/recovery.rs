@@ -17,6 +17,7 @@ use vitrine_snapshots::wal::{Record, Wal, WalConfig};
 
 use super::feeds::Feeds;
 use super::log::{self, RecordKind};
+use super::replica;
 use super::status::{DeltaStatus, DeltaStatuses};
 use super::streams::Streams;
 use super::worker::{Deltas, Logged, Queued};
@@ -59,15 +60,11 @@ impl AccountJobs {
             ..Recovery::default()
         };
 
+        let (records, replicated) = replica::unwrap_records(log.records);
+        let stream_position = replicated.max(replica::saved_position(dir));
         let statuses = DeltaStatuses::load(dir);
-        let since_base = replay_deltas(
-            &account,
-            &log.records,
-            base_position,
-            &statuses,
-            &mut recovery,
-        );
-        replay_tracking(&account, &log.records, state_position, &mut recovery);
+        let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);
+        replay_tracking(&account, &records, state_position, &mut recovery);
         let feeds = Feeds::load(&feed_dir, &mut recovery.problems)?;
         let streams = Streams::load(dir)?;
         recovery.feeds = feeds.len();
@@ -91,6 +88,8 @@ impl AccountJobs {
             checkpointing: Mutex::new(()),
             compaction_asked: AtomicBool::new(false),
             metrics: JobsMetrics::default(),
+            replica: parking_lot::RwLock::new(None),
+            stream_position: AtomicU64::new(stream_position),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }
@@ -220,7 +219,7 @@ fn replay_tracking(
                     .problems
                     .push(format!("log record {}: {reason}", record.sequence)),
             },
-            Some(RecordKind::Delta) | None => {}
+            Some(RecordKind::Delta | RecordKind::Replicated) | None => {}
         }
     }
 }

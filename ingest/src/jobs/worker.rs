@@ -50,11 +50,36 @@ pub(super) struct Deltas {
     pub(super) since_base: Mutex<Vec<Logged>>,
 }
 
+impl Queued {
+    pub(super) fn new(token: String, sequence: u64, delta: Delta) -> Queued {
+        Queued {
+            token,
+            sequence,
+            delta: Arc::new(delta),
+        }
+    }
+}
+
 impl AccountJobs {
     /// Logs a delta (`record`: its JSON parts, without credentials; fsynced before this
     /// returns), queues it and returns its token; it is applied after every earlier one.
     pub fn submit_delta(&self, delta: Delta, record: &[u8]) -> Result<String, SubmitError> {
         let token = format!("dlt_{}", vitrine_engine::account::new_id());
+        if self.is_replicated() {
+            // Logged and applied when it comes back from the replicated log, on every
+            // node in the same order (see `replica`).
+            let payload = log::encode_delta(&token, record);
+            self.shared
+                .deltas
+                .statuses
+                .set(token.clone(), u64::MAX, DeltaStatus::Pending);
+            if let Err(error) = self.publish(RecordKind::Delta, || payload, true) {
+                let failed = DeltaStatus::Failed(error.to_string());
+                self.shared.deltas.statuses.set(token, u64::MAX, failed);
+                return Err(error);
+            }
+            return Ok(token);
+        }
         let intake = self.intake.lock();
         let Some(sender) = intake.as_ref() else {
             return Err(SubmitError::Closed);

@@ -1,0 +1,255 @@
+//! Vitrine nodes on a real NATS JetStream cluster: three `nats-server` processes on
+//! loopback ports with their own storage directories (`vitrine_testkit::nats`), and
+//! two or three `vitrine` nodes serving the same account.
+
+#![expect(
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    reason = "a test fails loudly where its setup does not hold"
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Server, serverside_body, wait_for};
+use serde_json::{Value, json};
+use vitrine_testkit::nats::NatsCluster;
+use vitrine_testkit::records;
+
+const KEY: &str = "cluster-shop";
+const SECRET: &str = "cluster-shop-secret";
+/// How long a write through one node may take to show on another (a loaded machine).
+const REPLICATED: Duration = Duration::from_secs(120);
+
+fn config(nats: &NatsCluster, node: &str) -> String {
+    let servers: Vec<String> = nats.urls().iter().map(|u| format!("{u:?}")).collect();
+    format!(
+        r#"
+[durability]
+state_snapshot_interval_secs = 1
+
+[cluster]
+servers = [{servers}]
+node = "{node}"
+replicas = 3
+
+[[accounts]]
+access_key = "{KEY}"
+secret_key = "{SECRET}"
+default_currency = "GBP"
+  [[accounts.zones]]
+  id = "CAT"
+  title = "Top of the category"
+  type = "recommender-product"
+  strategy = "category_top"
+  count = 50
+  [[accounts.zones]]
+  id = "RV"
+  title = "Recently viewed"
+  type = "recommender-product"
+  strategy = "recently_viewed"
+  count = 20
+  [[accounts.zones]]
+  id = "TR"
+  title = "Trending"
+  type = "recommender-product"
+  strategy = "trending"
+  count = 20
+"#,
+        servers = servers.join(", ")
+    )
+}
+
+fn product(id: &str) -> Value {
+    let extra =
+        json!({"Title": format!("Product {id}"), "Image": "//img/x.jpg", "Categories": ["c1"]});
+    records::with(records::product(id, "10.00 GBP"), extra)
+}
+
+/// Posts a delta adding `ids`; its token.
+fn add_products(server: &Server, ids: &[&str]) -> String {
+    let products: Vec<Value> = ids.iter().map(|id| product(id)).collect();
+    let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Products": products});
+    let resp = server.post_json("/api/delta", &body);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["Token"].as_str().unwrap().to_owned()
+}
+
+fn status(server: &Server, token: &str) -> Value {
+    let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Tokens": [token]});
+    let resp = server.post_json("/api/deltastatus", &body);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()[0].clone()
+}
+
+/// Waits until `server` reports the delta `token` applied.
+fn applied_on(server: &Server, token: &str) {
+    let item = wait_for("the delta applied", REPLICATED, || {
+        let item = status(server, token);
+        (item["Status"] == 1).then_some(item)
+    });
+    assert_eq!(item["Status"], 1, "{item}");
+}
+
+fn serverside(server: &Server, visitor: &str, events: Value, zones: &[&str]) -> Value {
+    let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+        "visitorId": visitor, "events": events, "zones": zones}));
+    let resp = server.post_json("/api/serverside", &body);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()
+}
+
+fn ids(resp: &Value, zone: &str) -> Vec<String> {
+    resp["zones"][zone]["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{zone} in {resp}"))
+        .iter()
+        .map(|i| i["Id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn views(server: &Server, visitor: &str, products: &[&str]) {
+    let events: Vec<Value> = products
+        .iter()
+        .map(|id| json!({"name": "product_view", "data": {"id": id}}))
+        .collect();
+    serverside(server, visitor, Value::Array(events), &[]);
+}
+
+/// What `visitor` sees in a zone of `server` (a page view that changes nothing).
+fn zone(server: &Server, visitor: &str, zone: &str) -> Vec<String> {
+    let events = json!([{"name": "page_view", "data": {"page_type": "homepage"}}]);
+    ids(&serverside(server, visitor, events, &[zone]), zone)
+}
+
+fn category(server: &Server) -> Vec<String> {
+    let events = json!([{"name": "page_view", "data": {"page_type": "category_listing_page", "category_id": "c1"}}]);
+    ids(&serverside(server, "browser", events, &["CAT"]), "CAT")
+}
+
+#[test]
+fn writes_through_one_node_are_served_by_the_other() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+
+    // A delta through A: applied on B (B answers for A's token) and served there.
+    let token = add_products(&a, &["p1", "p2", "p3"]);
+    applied_on(&b, &token);
+    applied_on(&a, &token);
+    let mut listed = category(&b);
+    listed.sort();
+    assert_eq!(listed, ["p1", "p2", "p3"]);
+
+    // A visitor's views through A are in B's recently viewed.
+    views(&a, "v1", &["p1", "p2"]);
+    let seen = wait_for("A's views on B", REPLICATED, || {
+        let seen = zone(&b, "v1", "RV");
+        (seen.len() == 2).then_some(seen)
+    });
+    assert_eq!(seen, ["p2", "p1"]);
+
+    // A's events move B's trending: p3, viewed by many visitors through A, leads.
+    for visitor in 0..6 {
+        views(&a, &format!("t{visitor}"), &["p3"]);
+    }
+    let top = wait_for("A's views moving B's trending", REPLICATED, || {
+        let top = zone(&b, "someone", "TR");
+        (top.first().map(String::as_str) == Some("p3")).then_some(top)
+    });
+    assert_eq!(top.first().map(String::as_str), Some("p3"));
+
+    // And the other way round: B's writes on A.
+    let token = add_products(&b, &["p4"]);
+    applied_on(&a, &token);
+    views(&b, "v2", &["p4"]);
+    wait_for("B's views on A", REPLICATED, || {
+        (zone(&a, "v2", "RV") == ["p4"]).then_some(())
+    });
+}
+
+#[test]
+fn a_node_restarted_with_an_empty_data_directory_catches_up_from_the_stream() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+
+    let first = add_products(&a, &["p1", "p2"]);
+    applied_on(&a, &first);
+    views(&a, "v1", &["p1"]);
+    views(&b, "v2", &["p2"]);
+    wait_for("v2's view on A", REPLICATED, || {
+        (zone(&a, "v2", "RV") == ["p2"]).then_some(())
+    });
+
+    // SIGKILL A; while it is down, B takes more writes.
+    drop(a.kill9());
+    let second = add_products(&b, &["p3"]);
+    applied_on(&b, &second);
+    views(&b, "v1", &["p3"]);
+
+    // A starts again with a new, empty data directory: its ready line comes once it has
+    // caught up, and it serves everything, its own earlier writes included.
+    let a = Server::with_config(&config(&nats, "a"));
+    for token in [&first, &second] {
+        assert_eq!(status(&a, token)["Status"], 1, "{token} on the new A");
+    }
+    let mut listed = category(&a);
+    listed.sort();
+    assert_eq!(listed, ["p1", "p2", "p3"]);
+    assert_eq!(zone(&a, "v1", "RV"), ["p3", "p1"]);
+    assert_eq!(zone(&a, "v1", "RV"), zone(&b, "v1", "RV"));
+
+    // A SIGKILL with the data directory kept: A resumes the stream where its files end
+    // and applies nothing twice.
+    views(&b, "v3", &["p1"]);
+    let kept = a.kill9();
+    let third = add_products(&b, &["p5"]);
+    applied_on(&b, &third);
+    let a = Server::start_in(kept, Some(&config(&nats, "a")));
+    assert_eq!(status(&a, &third)["Status"], 1);
+    assert_eq!(zone(&a, "v1", "RV"), ["p3", "p1"]);
+    assert_eq!(zone(&a, "v3", "RV"), ["p1"]);
+}
+
+#[test]
+fn a_nats_server_killed_under_writes_loses_nothing_acknowledged() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+
+    let mut tokens = Vec::new();
+    for round in 0..30 {
+        if round == 10 {
+            nats.kill9(0);
+        }
+        let id = format!("q{round}");
+        let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Products": [product(&id)]});
+        let resp = a.post_json("/api/delta", &body);
+        // Acknowledged or refused (while the client moves to another server), never
+        // acknowledged and lost.
+        if resp.status == 200 {
+            tokens.push((id, resp.json()["Token"].as_str().unwrap().to_owned()));
+        } else {
+            assert_eq!(resp.status, 503, "{}", resp.body);
+        }
+    }
+    assert!(
+        tokens.len() >= 20,
+        "most writes acknowledged: {}",
+        tokens.len()
+    );
+    for (_, token) in &tokens {
+        applied_on(&b, token);
+    }
+    let listed = category(&b);
+    for (id, _) in &tokens {
+        assert!(listed.contains(id), "{id} in {listed:?}");
+    }
+    nats.restart(0).expect("the NATS server rejoins");
+    let token = add_products(&a, &["after"]);
+    applied_on(&b, &token);
+}

@@ -1,0 +1,319 @@
+//! An account's jobs as one node of a cluster: what this node writes is published to a
+//! replicated log (shared by every node serving the account) as well as logged locally,
+//! and what the other nodes published is applied here in the replicated log's order.
+//!
+//! The replicated log itself (a NATS JetStream stream) is the `vitrine-cluster` crate's;
+//! the jobs only see [`Replication`]: publish a record, and wait for it to be stored on a
+//! quorum when the record's durability asks for it.
+//!
+//! - A delta is not logged locally by the node that takes it: it is published (its
+//!   token is returned once the replicated log acknowledges it), and every node,
+//!   including that one, logs and applies it when it comes back from the replicated log,
+//!   so deltas are applied in the same order everywhere.
+//! - A request's events are applied and logged locally first (read-your-writes), then
+//!   published; each node skips what its own data directory published (its
+//!   *incarnation*, a random id saved with the data directory: a node whose directory is
+//!   lost applies its own earlier records again, from the replicated log).
+//! - An erasure is applied and logged locally, then published and applied by the others.
+//!
+//! A record applied from the replicated log is logged locally as a
+//! [`RecordKind::Replicated`] record: the replicated log's sequence, then the record. A
+//! restart replays the local log as usual and resumes the replicated log after the
+//! highest sequence found there, or in the `stream-position` file written when the local
+//! log is cut.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use vitrine_snapshots::wal::Record;
+
+use super::log::{self, RecordKind};
+use super::status::DeltaStatus;
+use super::worker::Queued;
+use super::{AccountJobs, Shared, SubmitError};
+
+/// The file holding the replicated log's sequence that the account's snapshots and
+/// local log include (written when the local log is cut).
+pub const POSITION_FILE: &str = "stream-position";
+
+/// Where a replicated record comes from: the incarnation of the data directory of the
+/// node that published it.
+pub type Incarnation = u64;
+
+/// A replicated log the account's records are published to.
+pub trait Replication: Send + Sync + std::fmt::Debug {
+    /// Publishes a record. With `wait`, returns once the replicated log has stored it
+    /// (on a quorum); otherwise once it is handed over (published in order, its
+    /// acknowledgement awaited in the background).
+    fn publish(&self, kind: RecordKind, payload: Vec<u8>, wait: bool) -> Result<(), String>;
+}
+
+/// The replication of one account's jobs.
+#[derive(Debug)]
+pub(super) struct Replica {
+    pub(super) log: Arc<dyn Replication>,
+    /// This data directory's incarnation: records it published are skipped.
+    pub(super) incarnation: Incarnation,
+}
+
+/// What a record from the replicated log did here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Applied (and logged locally).
+    Applied,
+    /// Published by this data directory: already applied.
+    Own,
+    /// Already in the local log (a restart read it again).
+    Seen,
+}
+
+impl AccountJobs {
+    /// Makes this account's jobs a node of a cluster: from now on deltas, events and
+    /// erasures are published to `log` too (see the module documentation).
+    pub fn replicate(&self, log: Arc<dyn Replication>, incarnation: Incarnation) {
+        *self.shared.replica.write() = Some(Replica { log, incarnation });
+    }
+
+    /// The replicated log's sequence this node's account includes: the next record to
+    /// read from the replicated log is the one after it.
+    pub fn stream_position(&self) -> u64 {
+        self.shared.stream_position.load(Ordering::Acquire)
+    }
+
+    /// Applies a record of the replicated log, at `sequence` there, published by the
+    /// node of `origin`: logs it locally (as a [`RecordKind::Replicated`] record) and
+    /// applies it: a delta is queued for the delta worker (its token's status is the
+    /// same on every node once applied), events are tracked, an erasure erases.
+    pub fn apply_replicated(
+        &self,
+        sequence: u64,
+        origin: Incarnation,
+        kind: RecordKind,
+        payload: &[u8],
+    ) -> Result<Applied, SubmitError> {
+        let shared = &self.shared;
+        if sequence <= shared.stream_position.load(Ordering::Acquire) {
+            return Ok(Applied::Seen);
+        }
+        let own = shared
+            .replica
+            .read()
+            .as_ref()
+            .is_some_and(|replica| replica.incarnation == origin);
+        // Deltas are applied from the replicated log on every node, the one that took
+        // them included; events and erasures were applied where they were taken.
+        if own && kind != RecordKind::Delta {
+            shared.stream_position.store(sequence, Ordering::Release);
+            return Ok(Applied::Own);
+        }
+        let logged = encode(sequence, kind, payload);
+        match kind {
+            RecordKind::Delta => {
+                let (token, parsed) = log::decode_delta(payload);
+                let Some(token) = token else {
+                    shared.stream_position.store(sequence, Ordering::Release);
+                    return Ok(Applied::Seen);
+                };
+                let intake = self.intake.lock();
+                let Some(sender) = intake.as_ref() else {
+                    return Err(SubmitError::Closed);
+                };
+                let deltas = &shared.deltas;
+                deltas.pending.fetch_add(1, Ordering::AcqRel);
+                let local = match shared
+                    .wal
+                    .append_durable(RecordKind::Replicated.code(), logged)
+                {
+                    Ok(local) => local,
+                    Err(error) => {
+                        deltas.pending.fetch_sub(1, Ordering::AcqRel);
+                        return Err(error.into());
+                    }
+                };
+                shared.stream_position.store(sequence, Ordering::Release);
+                let delta = match parsed {
+                    Ok(delta) => delta,
+                    Err(reason) => {
+                        deltas.pending.fetch_sub(1, Ordering::AcqRel);
+                        let failed = DeltaStatus::Failed(format!(
+                            "the replicated delta could not be read: {reason}"
+                        ));
+                        deltas.statuses.set(token, local, failed);
+                        return Ok(Applied::Applied);
+                    }
+                };
+                deltas
+                    .statuses
+                    .set(token.clone(), local, DeltaStatus::Pending);
+                let queued = Queued::new(token, local, delta);
+                if sender.send(queued).is_err() {
+                    deltas.pending.fetch_sub(1, Ordering::AcqRel);
+                    return Err(SubmitError::Closed);
+                }
+            }
+            RecordKind::Served | RecordKind::Events => {
+                apply_tracking(&shared.account, kind, payload);
+                shared
+                    .wal
+                    .append_under_policy(RecordKind::Replicated.code(), logged)?;
+                shared.stream_position.store(sequence, Ordering::Release);
+            }
+            RecordKind::Forget => {
+                let identifier = String::from_utf8_lossy(payload).into_owned();
+                shared.account.forget(&identifier);
+                shared
+                    .wal
+                    .append_durable(RecordKind::Replicated.code(), logged)?;
+                shared.stream_position.store(sequence, Ordering::Release);
+                self.after_forget(&identifier)?;
+            }
+            RecordKind::Replicated => {
+                shared.stream_position.store(sequence, Ordering::Release);
+                return Ok(Applied::Seen);
+            }
+        }
+        Ok(Applied::Applied)
+    }
+
+    /// Publishes a record when the account is replicated. `wait`: until the replicated
+    /// log has stored it.
+    pub(super) fn publish(
+        &self,
+        kind: RecordKind,
+        payload: impl FnOnce() -> Vec<u8>,
+        wait: bool,
+    ) -> Result<bool, SubmitError> {
+        let log = match self.shared.replica.read().as_ref() {
+            Some(replica) => Arc::clone(&replica.log),
+            None => return Ok(false),
+        };
+        log.publish(kind, payload(), wait)
+            .map_err(SubmitError::Replication)?;
+        Ok(true)
+    }
+
+    /// Whether the account's writes go to a replicated log.
+    pub fn is_replicated(&self) -> bool {
+        self.shared.replica.read().is_some()
+    }
+}
+
+/// Applies a logged request's events to the account (as a restart replays them).
+pub(super) fn apply_tracking(account: &vitrine_engine::Account, kind: RecordKind, payload: &[u8]) {
+    match kind {
+        RecordKind::Served => {
+            if let Ok(served) = log::decode_served(payload) {
+                account.replay_served(&served);
+            }
+        }
+        RecordKind::Events => {
+            if let Ok(tracked) = log::decode_tracked(payload) {
+                account.replay(&tracked);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A [`RecordKind::Replicated`] record: the replicated log's sequence (8 bytes, little
+/// endian), the record's kind byte, the record.
+fn encode(sequence: u64, kind: RecordKind, payload: &[u8]) -> Vec<u8> {
+    let mut logged = Vec::with_capacity(9 + payload.len());
+    logged.extend_from_slice(&sequence.to_le_bytes());
+    logged.push(kind.code());
+    logged.extend_from_slice(payload);
+    logged
+}
+
+/// The replicated log's sequence, the kind and the record of a
+/// [`RecordKind::Replicated`] record.
+pub(super) fn decode(payload: &[u8]) -> Option<(u64, RecordKind, &[u8])> {
+    let (sequence, rest) = payload.split_first_chunk::<8>()?;
+    let (kind, record) = rest.split_first()?;
+    let kind = RecordKind::of_code(*kind).filter(|k| *k != RecordKind::Replicated)?;
+    Some((u64::from_le_bytes(*sequence), kind, record))
+}
+
+/// The local log's records with every replicated record in place of the record it
+/// wraps (same local sequence), and the highest replicated sequence among them.
+pub(super) fn unwrap_records(records: Vec<Record>) -> (Vec<Record>, u64) {
+    let mut highest = 0;
+    let records = records
+        .into_iter()
+        .map(|record| {
+            if RecordKind::of_code(record.kind) != Some(RecordKind::Replicated) {
+                return record;
+            }
+            match decode(&record.payload) {
+                Some((sequence, kind, inner)) => {
+                    highest = highest.max(sequence);
+                    Record {
+                        sequence: record.sequence,
+                        kind: kind.code(),
+                        payload: inner.to_vec(),
+                    }
+                }
+                None => record,
+            }
+        })
+        .collect();
+    (records, highest)
+}
+
+/// The replicated sequence saved in the account's directory (0 when none is).
+pub(super) fn saved_position(dir: &Path) -> u64 {
+    fs::read_to_string(dir.join(POSITION_FILE))
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+impl Shared {
+    /// Saves the replicated sequence that the local log and snapshots hold (before the
+    /// local log is cut: whatever the cut removes is then behind it).
+    pub(super) fn save_stream_position(
+        &self,
+        position: u64,
+    ) -> Result<(), vitrine_snapshots::Error> {
+        if position == 0 {
+            return Ok(());
+        }
+        vitrine_snapshots::atomic::atomic_write(
+            &self.dir,
+            POSITION_FILE,
+            format!("{position}\n").as_bytes(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replicated_record_reads_back_as_the_record_it_wraps() {
+        let wrapped = encode(42, RecordKind::Forget, b"shopper@example.com");
+        let (records, highest) = unwrap_records(vec![
+            Record {
+                sequence: 7,
+                kind: RecordKind::Replicated.code(),
+                payload: wrapped,
+            },
+            Record {
+                sequence: 8,
+                kind: RecordKind::Forget.code(),
+                payload: b"other".to_vec(),
+            },
+        ]);
+        assert_eq!(highest, 42);
+        assert_eq!(records[0].sequence, 7);
+        assert_eq!(records[0].kind, RecordKind::Forget.code());
+        assert_eq!(records[0].payload, b"shopper@example.com");
+        assert_eq!(records[1].payload, b"other");
+        // Too short, or wrapping a wrapped record: not read.
+        assert!(decode(&[1, 2, 3]).is_none());
+        assert!(decode(&encode(1, RecordKind::Replicated, b"")).is_none());
+    }
+}

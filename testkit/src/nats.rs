@@ -1,0 +1,250 @@
+//! [`NatsCluster`]: real `nats-server` processes (Debian's package `nats-server`) with
+//! JetStream, clustered on loopback ports, each with its own storage directory: what
+//! Vitrine's cluster tests and the load harness run Vitrine nodes against.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::server::SpawnError;
+
+/// Where `nats-server` is looked for besides the `PATH` (Debian installs it in
+/// `/usr/sbin`, which an ordinary user's `PATH` may lack).
+const NATS_SERVER_PATHS: [&str; 3] = [
+    "/usr/sbin/nats-server",
+    "/usr/bin/nats-server",
+    "/usr/local/bin/nats-server",
+];
+
+/// How long a NATS server may take to answer its health check.
+pub const NATS_READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The `nats-server` binary: `$NATS_SERVER`, the `PATH`, then Debian's places.
+pub fn nats_server_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("NATS_SERVER") {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("nats-server"))
+            .find(|path| path.is_file())
+    });
+    on_path.or_else(|| {
+        NATS_SERVER_PATHS
+            .iter()
+            .map(PathBuf::from)
+            .find(|path| path.is_file())
+    })
+}
+
+/// One NATS server of a [`NatsCluster`].
+#[derive(Debug)]
+struct Node {
+    name: String,
+    client: u16,
+    route: u16,
+    monitor: u16,
+    store: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    process: Option<Child>,
+}
+
+/// NATS servers with JetStream, clustered on loopback; killed (SIGKILL) when dropped.
+#[derive(Debug)]
+pub struct NatsCluster {
+    binary: PathBuf,
+    nodes: Vec<Node>,
+    dir: tempfile::TempDir,
+}
+
+/// A free loopback port (bound, read, released).
+fn free_port() -> Result<u16, SpawnError> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| SpawnError::Io {
+        action: "binding a port on",
+        path: PathBuf::from("127.0.0.1"),
+        source,
+    })?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|source| SpawnError::Io {
+            action: "reading the port of",
+            path: PathBuf::from("127.0.0.1"),
+            source,
+        })
+}
+
+impl NatsCluster {
+    /// Starts `size` clustered NATS servers (JetStream on, each storing under its own
+    /// directory) and waits until each answers its health check.
+    pub fn start(size: usize) -> Result<NatsCluster, SpawnError> {
+        let binary = nats_server_binary().ok_or_else(|| SpawnError::NotReady {
+            binary: PathBuf::from("nats-server"),
+            reason: "not installed (Debian package nats-server; or set NATS_SERVER)".to_owned(),
+            log: String::new(),
+        })?;
+        let dir = tempfile::Builder::new()
+            .prefix("vitrine-nats-")
+            .tempdir()
+            .map_err(|source| SpawnError::Io {
+                action: "creating a temporary directory in",
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let mut nodes = Vec::with_capacity(size);
+        for i in 0..size {
+            let name = format!("n{}", i + 1);
+            nodes.push(Node {
+                store: dir.path().join(&name).join("jetstream"),
+                config: dir.path().join(format!("{name}.conf")),
+                log: dir.path().join(format!("{name}.log")),
+                client: free_port()?,
+                route: free_port()?,
+                monitor: free_port()?,
+                name,
+                process: None,
+            });
+        }
+        let routes: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("nats-route://127.0.0.1:{}", n.route))
+            .collect();
+        for node in &nodes {
+            let text = format!(
+                "server_name: {name}\nlisten: 127.0.0.1:{client}\nhttp: 127.0.0.1:{monitor}\n\
+                 jetstream {{\n  store_dir: {store:?}\n}}\n\
+                 cluster {{\n  name: vitrine-test\n  listen: 127.0.0.1:{route}\n  routes: [{routes}]\n}}\n",
+                name = node.name,
+                client = node.client,
+                monitor = node.monitor,
+                store = node.store.display().to_string(),
+                route = node.route,
+                routes = routes.join(", "),
+            );
+            std::fs::write(&node.config, text).map_err(|source| SpawnError::Io {
+                action: "writing",
+                path: node.config.clone(),
+                source,
+            })?;
+        }
+        let mut cluster = NatsCluster { binary, nodes, dir };
+        for i in 0..size {
+            cluster.spawn(i)?;
+        }
+        for i in 0..size {
+            cluster.wait_healthy(i)?;
+        }
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<(), SpawnError> {
+        let binary = self.binary.clone();
+        let Some(node) = self.nodes.get_mut(i) else {
+            return Ok(());
+        };
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.log)
+            .map_err(|source| SpawnError::Io {
+                action: "creating",
+                path: node.log.clone(),
+                source,
+            })?;
+        let child = Command::new(&binary)
+            .arg("-c")
+            .arg(&node.config)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|source| SpawnError::Io {
+                action: "starting",
+                path: binary.clone(),
+                source,
+            })?;
+        node.process = Some(child);
+        Ok(())
+    }
+
+    /// Waits until server `i` answers `/healthz` with 200 (JetStream current).
+    pub fn wait_healthy(&self, i: usize) -> Result<(), SpawnError> {
+        let Some(node) = self.nodes.get(i) else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + NATS_READY_TIMEOUT;
+        let addr = SocketAddr::from(([127, 0, 0, 1], node.monitor));
+        loop {
+            if healthz(addr) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(SpawnError::NotReady {
+                    binary: self.binary.clone(),
+                    reason: format!("{} did not become healthy", node.name),
+                    log: std::fs::read_to_string(&node.log).unwrap_or_default(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The client URLs of every server, for `[cluster] servers`.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("nats://127.0.0.1:{}", n.client))
+            .collect()
+    }
+
+    /// The storage directory of server `i`.
+    pub fn store_dir(&self, i: usize) -> Option<&Path> {
+        self.nodes.get(i).map(|n| n.store.as_path())
+    }
+
+    /// The directory holding every server's storage, configuration and log.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// SIGKILLs server `i`.
+    pub fn kill9(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes.get_mut(i).and_then(|n| n.process.take()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts server `i` again (on the same ports and storage) and waits until it is
+    /// healthy.
+    pub fn restart(&mut self, i: usize) -> Result<(), SpawnError> {
+        self.kill9(i);
+        self.spawn(i)?;
+        self.wait_healthy(i)
+    }
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill9(i);
+        }
+    }
+}
+
+/// Whether the monitoring endpoint at `addr` answers `GET /healthz` with 200.
+fn healthz(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+}
