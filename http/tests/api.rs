@@ -12,6 +12,8 @@
 
 #[path = "api/analytics.rs"]
 mod analytics;
+#[path = "api/cluster.rs"]
+mod cluster;
 mod common;
 #[path = "api/crash.rs"]
 mod crash;

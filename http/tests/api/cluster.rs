@@ -2,19 +2,9 @@
 //! loopback ports with their own storage directories (`vitrine_testkit::nats`), and
 //! two or three `vitrine` nodes serving the same account.
 
-#![expect(
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    clippy::unwrap_used,
-    reason = "a test fails loudly where its setup does not hold"
-)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::{Server, serverside_body, wait_for};
+use crate::common::{Server, serverside_body, wait_for};
 use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 use vitrine_testkit::records;
