@@ -89,7 +89,8 @@ pub struct Cluster {
 
 /// Whether `url` reads as a NATS server's address (`nats://host:port`, `host:port`).
 pub fn is_server_url(url: &str) -> bool {
-    url.parse::<async_nats::ServerAddr>().is_ok()
+    url.parse::<async_nats::ServerAddr>()
+        .is_ok_and(|address| !address.host().is_empty())
 }
 
 /// The names of an account's stream and subject.

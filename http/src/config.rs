@@ -1530,6 +1530,62 @@ mod tests {
     }
 
     #[test]
+    fn the_cluster_table_is_checked() {
+        let cluster = |body: &str| format!("{MINIMAL}\n[cluster]\n{body}\n");
+        let config = parse(
+            &cluster("servers = [\"nats://127.0.0.1:4222\"]\nnode = \"a\""),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        let settings = config.cluster.unwrap().settings;
+        assert_eq!(settings.servers, ["nats://127.0.0.1:4222"]);
+        assert_eq!((settings.replicas, settings.ready_lag), (3, 0));
+        assert!(settings.accounts.is_empty());
+        assert!(
+            parse(MINIMAL, "t", &Overrides::default())
+                .unwrap()
+                .cluster
+                .is_none()
+        );
+        assert!(fails(&cluster("node = \"a\"")).contains("cluster.servers: give at least one"));
+        assert!(
+            fails(&cluster(
+                "servers = [\"http://127.0.0.1:4222\"]\nnode = \"a\""
+            ))
+            .contains("cluster.servers[0]: expected a NATS URL")
+        );
+        assert!(
+            fails(&cluster("servers = [\"nats://127.0.0.1:4222\"]"))
+                .contains("cluster.node: expected 1 to 64 letters")
+        );
+        assert!(
+            fails(&cluster(
+                "servers = [\"nats://127.0.0.1:4222\"]\nnode = \"a b\""
+            ))
+            .contains("cluster.node")
+        );
+        assert!(
+            fails(&cluster(
+                "servers = [\"nats://127.0.0.1:4222\"]\nnode = \"a\"\nreplicas = 7"
+            ))
+            .contains("cluster.replicas: must be between 1 and 5")
+        );
+        assert!(
+            fails(&cluster(
+                "servers = [\"nats://127.0.0.1:4222\"]\nnode = \"a\"\naccounts = [\"nobody\"]"
+            ))
+            .contains("cluster.accounts[0]: no [[accounts]] entry has the access key \"nobody\"")
+        );
+        assert!(
+            fails(&cluster(
+                "servers = [\"nats://h:1\"]\nnode = \"a\"\nbogus = 1"
+            ))
+            .contains("unknown field")
+        );
+    }
+
+    #[test]
     fn admin_tokens_and_the_attribution_window_are_checked() {
         let admin = |tokens: &str| format!("{MINIMAL}\n[admin]\ntokens = [{tokens}]\n");
         let config = parse(
