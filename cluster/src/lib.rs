@@ -205,13 +205,15 @@ impl Cluster {
             self.incarnation,
             receiver,
         ));
-        jobs.replicate(
-            Arc::new(StreamLog {
-                sender,
-                runtime: tokio::runtime::Handle::current(),
-            }),
-            self.incarnation,
-        );
+        let log = Arc::new(StreamLog {
+            sender,
+            runtime: tokio::runtime::Handle::current(),
+        });
+        if !jobs.replicate(log, self.incarnation) {
+            return Err(failed(
+                "the account already belongs to a cluster".to_owned(),
+            ));
+        }
 
         let start = jobs.stream_position() + 1;
         let consumer = stream

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::server::SpawnError;
+use crate::server::{SpawnError, temp_dir};
 
 /// Where `nats-server` is looked for besides the `PATH` (Debian installs it in
 /// `/usr/sbin`, which an ordinary user's `PATH` may lack).
@@ -86,14 +86,7 @@ impl NatsCluster {
             reason: "not installed (Debian package nats-server; or set NATS_SERVER)".to_owned(),
             log: String::new(),
         })?;
-        let dir = tempfile::Builder::new()
-            .prefix("vitrine-nats-")
-            .tempdir()
-            .map_err(|source| SpawnError::Io {
-                action: "creating a temporary directory in",
-                path: std::env::temp_dir(),
-                source,
-            })?;
+        let dir = temp_dir("vitrine-nats-")?;
         let mut nodes = Vec::with_capacity(size);
         for i in 0..size {
             let name = format!("n{}", i + 1);

@@ -66,15 +66,7 @@ impl Drop for Process {
 impl TestServer {
     /// Starts `binary` in a new temporary directory, with `config` (TOML) if given.
     pub fn start(binary: &Path, config: Option<&str>) -> Result<TestServer, SpawnError> {
-        let dir = tempfile::Builder::new()
-            .prefix("vitrine-test-")
-            .tempdir()
-            .map_err(|source| SpawnError::Io {
-                action: "creating a temporary directory in",
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        TestServer::start_in(binary, dir, config)
+        TestServer::start_in(binary, temp_dir("vitrine-test-")?, config)
     }
 
     /// Starts `binary` in `dir` (a directory from an earlier server, for a restart;
@@ -169,6 +161,18 @@ impl TestServer {
         drop(process);
         dir
     }
+}
+
+/// A new temporary directory whose name starts with `prefix`.
+pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, SpawnError> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|source| SpawnError::Io {
+            action: "creating a temporary directory in",
+            path: std::env::temp_dir(),
+            source,
+        })
 }
 
 /// Reads `listening on http://ADDR` from the child's stdout within `timeout`.

@@ -259,8 +259,9 @@ struct Shared {
     compaction_asked: AtomicBool,
     /// Counts and durations for `/metrics`.
     metrics: JobsMetrics,
-    /// Set when the account is a node of a cluster (see `replica`).
-    replica: parking_lot::RwLock<Option<self::replica::Replica>>,
+    /// Set once when the account becomes a node of a cluster (see `replica`): read
+    /// without a lock on the request path.
+    replica: std::sync::OnceLock<self::replica::Replica>,
     /// The replicated log's sequence the account includes (0 outside a cluster).
     stream_position: std::sync::atomic::AtomicU64,
 }

@@ -88,7 +88,7 @@ impl AccountJobs {
             checkpointing: Mutex::new(()),
             compaction_asked: AtomicBool::new(false),
             metrics: JobsMetrics::default(),
-            replica: parking_lot::RwLock::new(None),
+            replica: std::sync::OnceLock::new(),
             stream_position: AtomicU64::new(stream_position),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))

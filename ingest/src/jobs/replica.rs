@@ -71,9 +71,13 @@ pub enum Applied {
 
 impl AccountJobs {
     /// Makes this account's jobs a node of a cluster: from now on deltas, events and
-    /// erasures are published to `log` too (see the module documentation).
-    pub fn replicate(&self, log: Arc<dyn Replication>, incarnation: Incarnation) {
-        *self.shared.replica.write() = Some(Replica { log, incarnation });
+    /// erasures are published to `log` too (see the module documentation). Once only:
+    /// false when the jobs already publish somewhere.
+    pub fn replicate(&self, log: Arc<dyn Replication>, incarnation: Incarnation) -> bool {
+        self.shared
+            .replica
+            .set(Replica { log, incarnation })
+            .is_ok()
     }
 
     /// The replicated log's sequence this node's account includes: the next record to
@@ -99,8 +103,7 @@ impl AccountJobs {
         }
         let own = shared
             .replica
-            .read()
-            .as_ref()
+            .get()
             .is_some_and(|replica| replica.incarnation == origin);
         // Deltas are applied from the replicated log on every node, the one that took
         // them included; events and erasures were applied where they were taken.
@@ -185,18 +188,19 @@ impl AccountJobs {
         payload: impl FnOnce() -> Vec<u8>,
         wait: bool,
     ) -> Result<bool, SubmitError> {
-        let log = match self.shared.replica.read().as_ref() {
-            Some(replica) => Arc::clone(&replica.log),
-            None => return Ok(false),
+        let Some(replica) = self.shared.replica.get() else {
+            return Ok(false);
         };
-        log.publish(kind, payload(), wait)
+        replica
+            .log
+            .publish(kind, payload(), wait)
             .map_err(SubmitError::Replication)?;
         Ok(true)
     }
 
     /// Whether the account's writes go to a replicated log.
     pub fn is_replicated(&self) -> bool {
-        self.shared.replica.read().is_some()
+        self.shared.replica.get().is_some()
     }
 }
 
