@@ -212,25 +212,37 @@ fn a_nats_server_killed_under_writes_loses_nothing_acknowledged() {
     let b = Server::with_config(&config(&nats, "b"));
 
     let mut tokens = Vec::new();
-    for round in 0..30 {
-        if round == 10 {
-            nats.kill9(0);
-        }
+    let mut round = 0;
+    // Acknowledged or refused (503 while the client moves to another server and
+    // JetStream elects new leaders), never acknowledged and lost.
+    let mut write = |tokens: &mut Vec<(String, String)>| {
         let id = format!("q{round}");
+        round += 1;
         let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Products": [product(&id)]});
         let resp = a.post_json("/api/delta", &body);
-        // Acknowledged or refused (while the client moves to another server), never
-        // acknowledged and lost.
         if resp.status == 200 {
             tokens.push((id, resp.json()["Token"].as_str().unwrap().to_owned()));
         } else {
             assert_eq!(resp.status, 503, "{}", resp.body);
         }
+    };
+    for _ in 0..10 {
+        write(&mut tokens);
     }
-    assert!(
-        tokens.len() >= 20,
-        "most writes acknowledged: {}",
-        tokens.len()
+    assert_eq!(
+        tokens.len(),
+        10,
+        "every write acknowledged with three servers"
+    );
+    nats.kill9(0);
+    // Writes keep being acknowledged by the two servers left (a quorum of three).
+    wait_for(
+        "ten writes acknowledged after a NATS server died",
+        REPLICATED,
+        || {
+            write(&mut tokens);
+            (tokens.len() >= 20).then_some(())
+        },
     );
     for (_, token) in &tokens {
         applied_on(&b, token);
