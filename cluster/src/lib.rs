@@ -31,6 +31,17 @@ pub const KIND_HEADER: &str = "Vitrine-Kind";
 pub const ORIGIN_HEADER: &str = "Vitrine-Origin";
 /// The file in the data directory holding its incarnation.
 pub const INCARNATION_FILE: &str = "cluster-incarnation";
+/// Messages asked for per pull request.
+const BATCH: usize = 512;
+/// How long a pull request waits for messages before the next one.
+const BATCH_WAIT: Duration = Duration::from_secs(5);
+/// Heartbeats of a pull request: one missed for twice this long fails the read (the
+/// server holding the consumer is gone).
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// A consumer left behind (its reader gone) is removed by NATS after this long.
+const CONSUMER_IDLE: Duration = Duration::from_secs(60);
+/// Wait before a failed step is tried again.
+const RETRY: Duration = Duration::from_millis(250);
 /// Records waiting to be published per account at most; beyond it a request that does
 /// not wait for its publish is refused (the cluster is unreachable or slow).
 pub const PUBLISH_QUEUE: usize = 65_536;
@@ -216,27 +227,13 @@ impl Cluster {
         }
 
         let start = jobs.stream_position() + 1;
-        let consumer = stream
-            .create_consumer(consumer::pull::OrderedConfig {
-                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                    start_sequence: start,
-                },
-                filter_subject: subject,
-                ..consumer::pull::OrderedConfig::default()
-            })
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        let messages = consumer
-            .messages()
-            .await
-            .map_err(|e| failed(e.to_string()))?;
         let (applied_sender, applied_receiver) = std::sync::mpsc::sync_channel(1024);
         let applier_jobs = Arc::clone(&jobs);
         std::thread::Builder::new()
             .name(format!("replica-{access_key}"))
             .spawn(move || apply(&applier_jobs, &applied_receiver))
             .map_err(|e| failed(e.to_string()))?;
-        tokio::spawn(read(messages, applied_sender, name.clone()));
+        tokio::spawn(read(stream, subject, start, applied_sender));
 
         let target = last.saturating_sub(self.settings.ready_lag);
         while jobs.stream_position() < target {
@@ -373,47 +370,98 @@ struct Incoming {
     payload: Vec<u8>,
 }
 
-/// Reads the account's stream in order and hands each message to the applying thread.
+/// Reads the account's stream in order from `next` and hands each message to the
+/// applying thread.
+///
+/// Through an ephemeral pull consumer (no acknowledgements) read with overlapping pull
+/// requests that carry idle heartbeats: when the NATS server holding the consumer dies
+/// (its heartbeats stop), or a message is missing (the consumer's sequence jumps), the
+/// read fails within two seconds and a new consumer starts after the last message
+/// handed over.
 async fn read(
-    mut messages: consumer::pull::Ordered,
+    stream: stream::Stream,
+    subject: String,
+    mut next: u64,
     applier: std::sync::mpsc::SyncSender<Incoming>,
-    stream: String,
 ) {
-    while let Some(message) = messages.next().await {
-        let message = match message {
-            Ok(message) => message,
+    let name = stream.cached_info().config.name.clone();
+    loop {
+        let created = stream
+            .create_consumer(consumer::pull::Config {
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: next,
+                },
+                ack_policy: consumer::AckPolicy::None,
+                filter_subject: subject.clone(),
+                inactive_threshold: CONSUMER_IDLE,
+                ..consumer::pull::Config::default()
+            })
+            .await;
+        let consumer = match created {
+            Ok(consumer) => consumer,
             Err(error) => {
-                // The ordered consumer recreates itself where it stopped.
-                tracing::warn!(%stream, %error, "reading the stream");
+                tracing::warn!(stream = %name, %error, "creating a consumer; retrying");
+                tokio::time::sleep(RETRY).await;
                 continue;
             }
         };
-        let Ok(info) = message.info() else { continue };
-        let sequence = info.stream_sequence;
-        let header = |name: &str| {
-            message
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(name))
-                .map(|v| v.as_str().to_owned())
-        };
-        let kind = header(KIND_HEADER)
-            .and_then(|k| k.parse::<u8>().ok())
-            .and_then(RecordKind::of_code);
-        let origin = header(ORIGIN_HEADER)
-            .and_then(|o| u64::from_str_radix(&o, 16).ok())
-            .unwrap_or(0);
-        let incoming = Incoming {
-            sequence,
-            origin,
-            kind,
-            payload: message.payload.to_vec(),
-        };
-        let applier = applier.clone();
-        let handed = tokio::task::spawn_blocking(move || applier.send(incoming)).await;
-        if !matches!(handed, Ok(Ok(()))) {
-            return;
+        let mut expected = 1;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(BATCH)
+            .expires(BATCH_WAIT)
+            .heartbeat(HEARTBEAT)
+            .messages()
+            .await;
+        match messages {
+            Ok(mut messages) => {
+                while let Some(message) = messages.next().await {
+                    let message = match message {
+                        Ok(message) => message,
+                        Err(error) => {
+                            tracing::warn!(stream = %name, %error, "reading the stream; a new consumer takes over");
+                            break;
+                        }
+                    };
+                    let Ok(info) = message.info() else { continue };
+                    if info.consumer_sequence != expected || info.stream_sequence < next {
+                        tracing::warn!(stream = %name, after = next - 1, "a message is missing; a new consumer takes over");
+                        break;
+                    }
+                    expected += 1;
+                    next = info.stream_sequence + 1;
+                    let header = |name: &str| {
+                        message
+                            .headers
+                            .as_ref()
+                            .and_then(|h| h.get(name))
+                            .map(|v| v.as_str().to_owned())
+                    };
+                    let incoming = Incoming {
+                        sequence: info.stream_sequence,
+                        origin: header(ORIGIN_HEADER)
+                            .and_then(|o| u64::from_str_radix(&o, 16).ok())
+                            .unwrap_or(0),
+                        kind: header(KIND_HEADER)
+                            .and_then(|k| k.parse::<u8>().ok())
+                            .and_then(RecordKind::of_code),
+                        payload: message.payload.to_vec(),
+                    };
+                    let applier = applier.clone();
+                    let handed = tokio::task::spawn_blocking(move || applier.send(incoming)).await;
+                    if !matches!(handed, Ok(Ok(()))) {
+                        return;
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(stream = %name, %error, "reading the stream; a new consumer takes over");
+            }
         }
+        let _ = stream
+            .delete_consumer(consumer.cached_info().name.as_str())
+            .await;
+        tokio::time::sleep(RETRY).await;
     }
 }
 
