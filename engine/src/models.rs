@@ -513,11 +513,17 @@ pub struct Decaying {
 }
 
 impl Decaying {
-    /// Adds `amount` at time `now` (earlier times count as the last one seen).
+    /// Adds `amount` at time `now`. An addition older than the last one is decayed to
+    /// it, so the score does not depend on the order additions arrive in (cluster nodes
+    /// apply each other's events after their own).
     pub fn add(&mut self, amount: f64, now: UnixMillis) {
-        let now = now.max(self.at);
-        self.score = self.value_at(now) + amount;
-        self.at = now;
+        if now < self.at {
+            let elapsed = (self.at - now) as f64;
+            self.score += amount * (-elapsed / TRENDING_HALF_LIFE_MILLIS as f64).exp2();
+        } else {
+            self.score = self.value_at(now) + amount;
+            self.at = now;
+        }
     }
 
     /// The score as of `now` (never more than it was at the last addition).
@@ -592,6 +598,41 @@ mod tests {
     }
 
     #[test]
+    fn a_decaying_score_does_not_depend_on_the_order_of_additions() {
+        let hour = 3_600_000;
+        let additions = [
+            (1.0, 10 * hour),
+            (2.0, 11 * hour),
+            (1.0, 13 * hour),
+            (3.0, 12 * hour),
+        ];
+        let mut in_order = Decaying::default();
+        let mut sorted = additions;
+        sorted.sort_by_key(|&(_, at)| at);
+        for (amount, at) in sorted {
+            in_order.add(amount, at);
+        }
+        let mut reversed = Decaying::default();
+        for (amount, at) in sorted.iter().rev() {
+            reversed.add(*amount, *at);
+        }
+        let mut shuffled = Decaying::default();
+        for (amount, at) in additions {
+            shuffled.add(amount, at);
+        }
+        for other in [reversed, shuffled] {
+            assert_eq!(other.at(), in_order.at());
+            let (a, b) = (other.value_at(14 * hour), in_order.value_at(14 * hour));
+            assert!((a - b).abs() < 1e-12 * b, "{a} vs {b}");
+        }
+        // A late addition counts at its own time, not as a fresh one.
+        let mut late = Decaying::default();
+        late.add(1.0, 13 * hour);
+        late.add(1.0, 13 * hour - TRENDING_HALF_LIFE_MILLIS);
+        assert!((late.value_at(13 * hour) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
     fn a_frequent_partner_is_kept_through_a_stream_of_rare_ones() {
         let keys = ProductKeys::default();
         let counts = CoCounts::default();
@@ -621,8 +662,8 @@ mod tests {
         assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 4.0);
         counter.add(1.0, TRENDING_HALF_LIFE_MILLIS);
         assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS * 2), 2.5);
-        // An older time counts as the last one seen.
+        // An older addition counts as of its own time: halved once by now.
         counter.add(1.0, 0);
-        assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 6.0);
+        assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 5.5);
     }
 }
