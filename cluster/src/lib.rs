@@ -162,7 +162,8 @@ impl Cluster {
     /// Makes `jobs` a node of the account's stream: creates the stream if it has none,
     /// routes the jobs' publishes to it, and starts reading it after the position the
     /// jobs' files include. Returns once the node has applied the stream up to where it
-    /// was when this was called, less `ready_lag` records (or `timeout` passed).
+    /// was when this was called, less `ready_lag` records, its deltas in the catalogue
+    /// (or `timeout` passed).
     pub async fn join(
         &self,
         jobs: Arc<AccountJobs>,
@@ -236,7 +237,7 @@ impl Cluster {
         tokio::spawn(read(stream, subject, start, applied_sender));
 
         let target = last.saturating_sub(self.settings.ready_lag);
-        while jobs.stream_position() < target {
+        while !jobs.stream_caught_up(target) {
             if tokio::time::Instant::now() >= deadline {
                 return Err(failed(format!(
                     "not caught up within {timeout:?}: at {} of {last}",

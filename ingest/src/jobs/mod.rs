@@ -264,6 +264,9 @@ struct Shared {
     replica: std::sync::OnceLock<self::replica::Replica>,
     /// The replicated log's sequence the account includes (0 outside a cluster).
     stream_position: std::sync::atomic::AtomicU64,
+    /// The local log's sequence after the last delta queued from the replicated log: the
+    /// catalogue includes every such delta once the worker applied through it.
+    stream_deltas_queued: std::sync::atomic::AtomicU64,
 }
 
 /// One account's jobs, its log and its threads.

@@ -90,6 +90,7 @@ impl AccountJobs {
             metrics: JobsMetrics::default(),
             replica: std::sync::OnceLock::new(),
             stream_position: AtomicU64::new(stream_position),
+            stream_deltas_queued: AtomicU64::new(0),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }

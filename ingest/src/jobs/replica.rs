@@ -86,6 +86,15 @@ impl AccountJobs {
         self.shared.stream_position.load(Ordering::Acquire)
     }
 
+    /// Whether the account includes the replicated log through `target`: read that far,
+    /// and every delta read applied to the catalogue (not just queued for it).
+    pub fn stream_caught_up(&self, target: u64) -> bool {
+        let shared = &self.shared;
+        shared.stream_position.load(Ordering::Acquire) >= target
+            && shared.deltas.applied_through.load(Ordering::Acquire)
+                >= shared.stream_deltas_queued.load(Ordering::Acquire)
+    }
+
     /// Applies a record of the replicated log, at `sequence` there, published by the
     /// node of `origin`: logs it locally (as a [`RecordKind::Replicated`] record) and
     /// applies it: a delta is queued for the delta worker (its token's status is the
@@ -135,10 +144,10 @@ impl AccountJobs {
                         return Err(error.into());
                     }
                 };
-                shared.stream_position.store(sequence, Ordering::Release);
                 let delta = match parsed {
                     Ok(delta) => delta,
                     Err(reason) => {
+                        shared.stream_position.store(sequence, Ordering::Release);
                         deltas.pending.fetch_sub(1, Ordering::AcqRel);
                         let failed = DeltaStatus::Failed(format!(
                             "the replicated delta could not be read: {reason}"
@@ -147,6 +156,12 @@ impl AccountJobs {
                         return Ok(Applied::Applied);
                     }
                 };
+                // Queued before the position moves: a node is not caught up with a
+                // delta it has read but not applied.
+                shared
+                    .stream_deltas_queued
+                    .store(local + 1, Ordering::Release);
+                shared.stream_position.store(sequence, Ordering::Release);
                 deltas
                     .statuses
                     .set(token.clone(), local, DeltaStatus::Pending);
