@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::common::{Server, serverside_body, try_post, wait_for};
+use crate::common::{self, Server, serverside_body, try_post, wait_for};
 use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 use vitrine_testkit::records;
@@ -271,27 +271,12 @@ fn order_event(order_id: &str) -> Value {
         "items": [{"id": "p1", "qty": 1, "unitprice": 10.0}]}})
 }
 
-/// Order ids of `ids` that `server` holds (a repeated order id is reported in `errors`
-/// and recorded nothing). Only for ids every one of which should be there: a missing
-/// one is recorded by the check.
+/// Order ids of `ids` that `server` holds (each expected there: a missing one is
+/// recorded by the check).
 fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
-    let mut present = Vec::new();
-    for chunk in ids.chunks(50) {
-        let events: Vec<Value> = chunk.iter().map(|id| order_event(id)).collect();
-        let resp = serverside(server, "checker", Value::Array(events), &[]);
-        let errors = resp["errors"].as_array().cloned().unwrap_or_default();
-        for (i, id) in chunk.iter().enumerate() {
-            let repeated = errors.iter().any(|e| {
-                e.as_str().is_some_and(|e| {
-                    e.starts_with(&format!("events[{i}].")) && e.contains("already recorded")
-                })
-            });
-            if repeated {
-                present.push(id.clone());
-            }
-        }
-    }
-    present
+    common::present_orders(ids, order_event, |events| {
+        serverside(server, "checker", Value::Array(events), &[])
+    })
 }
 
 /// What the writers had acknowledged before a kill: order ids, delta tokens.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::{
-    DEMO_KEY, DEMO_SECRET, Server, account_dir, serverside_body, try_post, wait_for,
+    self, DEMO_KEY, DEMO_SECRET, Server, account_dir, serverside_body, try_post, wait_for,
 };
 
 fn config(fsync: &str) -> String {
@@ -63,27 +63,13 @@ fn order_event(order_id: &str) -> Value {
         "items": [{"id": "P00001", "qty": 1, "unitprice": 9.99}]}})
 }
 
-/// Order ids of `ids` that the server already holds (a repeated order id is reported
-/// in `errors` and counted nothing).
+/// Order ids of `ids` that the server already holds.
 fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
-    let mut present = Vec::new();
-    for chunk in ids.chunks(50) {
-        let events: Vec<Value> = chunk.iter().map(|id| order_event(id)).collect();
+    common::present_orders(ids, order_event, |events| {
         let resp = server.serverside(json!({"visitorId": "checker", "events": events}));
         assert_eq!(resp.status, 200, "{}", resp.body);
-        let errors = resp.json()["errors"].clone();
-        for (i, id) in chunk.iter().enumerate() {
-            let repeated = errors.as_array().unwrap().iter().any(|e| {
-                e.as_str().is_some_and(|e| {
-                    e.starts_with(&format!("events[{i}].")) && e.contains("already recorded")
-                })
-            });
-            if repeated {
-                present.push(id.clone());
-            }
-        }
-    }
-    present
+        resp.json()
+    })
 }
 
 /// What writers had acknowledged before a kill.

@@ -389,3 +389,30 @@ pub fn pipeline(stream: &mut std::net::TcpStream, requests: &[u8], count: usize)
     }
     answers
 }
+
+/// Order ids of `ids` that a server already holds, asked by sending their orders again
+/// (`post` sends a chunk of `order` events and returns the server-side answer): a
+/// repeated order id is reported in `errors` as already recorded and counts nothing. A
+/// missing one is recorded by the check.
+pub fn present_orders(
+    ids: &[String],
+    order: impl Fn(&str) -> Value,
+    mut post: impl FnMut(Vec<Value>) -> Value,
+) -> Vec<String> {
+    let mut present = Vec::new();
+    for chunk in ids.chunks(50) {
+        let answer = post(chunk.iter().map(|id| order(id)).collect());
+        let errors = answer["errors"].as_array().cloned().unwrap_or_default();
+        for (i, id) in chunk.iter().enumerate() {
+            let repeated = errors.iter().any(|e| {
+                e.as_str().is_some_and(|e| {
+                    e.starts_with(&format!("events[{i}].")) && e.contains("already recorded")
+                })
+            });
+            if repeated {
+                present.push(id.clone());
+            }
+        }
+    }
+    present
+}
