@@ -13,38 +13,15 @@ spawn to its ready line (printed once caught up with the stream). Only Python 3 
 
 import argparse
 import http.client
-import importlib.util
-import json
 import os
 import re
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("latency", os.path.join(HERE, "delta-latency.py"))
-latency = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(latency)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
-KEY, SECRET = "latency-shop", "latency-shop-secret"
-
-
-def post(connection, path, body):
-    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    answer = response.read()
-    if response.status != 200:
-        sys.exit(f"{path}: status {response.status}: {answer[:300]!r}")
-    return json.loads(answer)
-
-
-def applied(connection, token):
-    deadline = time.time() + 600
-    while post(connection, "/api/deltastatus", {"AppKey": KEY, "SecretKey": SECRET,
-                                                "Tokens": [token]})[0]["Status"] != 1:
-        if time.time() > deadline:
-            sys.exit("a delta was not applied within 600 s")
-        time.sleep(0.05)
+KEY, SECRET, post = harness.KEY, harness.SECRET, harness.post
 
 
 def main():
@@ -53,58 +30,45 @@ def main():
     parser.add_argument("--products", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="vitrine-catch-up-") as tmp:
-        nats, urls = latency.start_nats(tmp)
-        servers = []
-        try:
-            a, a_addr = latency.start_vitrine(args.vitrine, tmp, "a", urls)
-            servers.append(a)
-            to_a = http.client.HTTPConnection(*a_addr, timeout=120)
-            started = time.perf_counter()
-            deltas = 0
-            for first in range(0, args.products, 1000):
-                products = [{"Id": f"p{i}", "Title": f"Product {i}", "Link": f"/p/{i}",
-                             "Image": f"/i/{i}.jpg", "Categories": [f"c{i % 100}"],
-                             "Prices": ["9.99 GBP"]}
-                            for i in range(first, min(first + 1000, args.products))]
-                token = post(to_a, "/api/delta", {"AppKey": KEY, "SecretKey": SECRET,
-                                                  "Products": products})["Token"]
-                deltas += 1
-            applied(to_a, token)
-            requests = 0
-            for first in range(0, args.events, 100):
-                events = [{"name": "product_view",
-                           "data": {"id": f"p{(i * 7919) % args.products}"}}
-                          for i in range(first, min(first + 100, args.events))]
-                post(to_a, "/api/serverside", {
-                    "appId": KEY, "secretKey": SECRET, "currentUrl": "https://shop.example/",
-                    "userAgent": "Mozilla/5.0 (catch-up)", "ip": "203.0.113.7",
-                    "visitorId": f"v{first // 10}", "events": events, "zones": []})
-                requests += 1
-            # A delta after the events: in the stream behind them.
-            marker = post(to_a, "/api/delta", {"AppKey": KEY, "SecretKey": SECRET, "Products": [
-                {"Id": "marker", "Title": "Marker", "Link": "/m", "Image": "/m.jpg",
-                 "Categories": [], "Prices": ["1 GBP"]}]})["Token"]
-            applied(to_a, marker)
-            loaded = time.perf_counter() - started
-            print(f"loaded through A: {args.products} products in {deltas} deltas, "
-                  f"{args.events} events in {requests} requests ({loaded:.1f} s)")
-            spawned = time.perf_counter()
-            b, _ = latency.start_vitrine(args.vitrine, tmp, "b", urls)
-            servers.append(b)
-            ready = time.perf_counter() - spawned
-            with open(os.path.join(tmp, "b", "server.log")) as log:
-                text = re.sub(r"\x1b\[[0-9;]*m", "", log.read())
-            caught = [line for line in text.splitlines() if "caught up with the cluster" in line]
-            found = re.search(r"to=(\d+)", caught[-1]) if caught else None
-            records = int(found.group(1)) if found else 0
-            print(f"B with an empty data directory: ready in {ready:.2f} s "
-                  f"({records} stream records, {records / ready:,.0f} records/s, "
-                  f"{args.events / ready:,.0f} events/s)")
-        finally:
-            for p in servers + nats:
-                p.kill()
-                p.wait()
+    with harness.Cluster("vitrine-catch-up-") as cluster:
+        to_a = http.client.HTTPConnection(*cluster.vitrine(args.vitrine, "a"), timeout=120)
+        started = time.perf_counter()
+        deltas = 0
+        for first in range(0, args.products, 1000):
+            products = [{"Id": f"p{i}", "Title": f"Product {i}", "Link": f"/p/{i}",
+                         "Image": f"/i/{i}.jpg", "Categories": [f"c{i % 100}"],
+                         "Prices": ["9.99 GBP"]}
+                        for i in range(first, min(first + 1000, args.products))]
+            post(to_a, "/api/delta", {"AppKey": KEY, "SecretKey": SECRET, "Products": products})
+            deltas += 1
+        requests = 0
+        for first in range(0, args.events, 100):
+            events = [{"name": "product_view", "data": {"id": f"p{(i * 7919) % args.products}"}}
+                      for i in range(first, min(first + 100, args.events))]
+            post(to_a, "/api/serverside", {
+                "appId": KEY, "secretKey": SECRET, "currentUrl": "https://shop.example/",
+                "userAgent": "Mozilla/5.0 (catch-up)", "ip": "203.0.113.7",
+                "visitorId": f"v{first // 10}", "events": events, "zones": []})
+            requests += 1
+        # A delta after the events: in the stream behind them (and the catalogue's).
+        marker = post(to_a, "/api/delta", {"AppKey": KEY, "SecretKey": SECRET, "Products": [
+            {"Id": "marker", "Title": "Marker", "Link": "/m", "Image": "/m.jpg",
+             "Categories": [], "Prices": ["1 GBP"]}]})["Token"]
+        harness.wait_applied(to_a, marker)
+        loaded = time.perf_counter() - started
+        print(f"loaded through A: {args.products} products in {deltas} deltas, "
+              f"{args.events} events in {requests} requests ({loaded:.1f} s)")
+        spawned = time.perf_counter()
+        cluster.vitrine(args.vitrine, "b")
+        ready = time.perf_counter() - spawned
+        with open(os.path.join(cluster.tmp, "b", "server.log")) as log:
+            text = re.sub(r"\x1b\[[0-9;]*m", "", log.read())
+        caught = [line for line in text.splitlines() if "caught up with the cluster" in line]
+        found = re.search(r"to=(\d+)", caught[-1]) if caught else None
+        records = int(found.group(1)) if found else 0
+        print(f"B with an empty data directory: ready in {ready:.2f} s "
+              f"({records} stream records, {records / ready:,.0f} records/s, "
+              f"{args.events / ready:,.0f} events/s)")
 
 
 if __name__ == "__main__":
