@@ -448,9 +448,20 @@ async fn read(
                             .and_then(RecordKind::of_code),
                         payload: message.payload.to_vec(),
                     };
-                    let applier = applier.clone();
-                    let handed = tokio::task::spawn_blocking(move || applier.send(incoming)).await;
-                    if !matches!(handed, Ok(Ok(()))) {
+                    // Handed straight over while the applier keeps up; waited for off
+                    // the async workers when its queue is full.
+                    let handed = match applier.try_send(incoming) {
+                        Ok(()) => true,
+                        Err(std::sync::mpsc::TrySendError::Full(incoming)) => {
+                            let applier = applier.clone();
+                            matches!(
+                                tokio::task::spawn_blocking(move || applier.send(incoming)).await,
+                                Ok(Ok(()))
+                            )
+                        }
+                        Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
+                    };
+                    if !handed {
                         return;
                     }
                 }
