@@ -15,15 +15,16 @@
 //! Publishes of one account go through one task, in order; a waited publish returns
 //! once JetStream acknowledged it (stored on a quorum of the stream's replicas).
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
-use async_nats::jetstream::{self, consumer, stream};
+use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
-use vitrine_ingest::jobs::{AccountJobs, Incarnation, RecordKind, Replication};
+use vitrine_ingest::jobs::{AccountJobs, Claim, Incarnation, Lease, RecordKind, Replication};
 
 /// The header naming a message's record kind.
 pub const KIND_HEADER: &str = "Vitrine-Kind";
@@ -42,6 +43,12 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const CONSUMER_IDLE: Duration = Duration::from_secs(60);
 /// Wait before a failed step is tried again.
 const RETRY: Duration = Duration::from_millis(250);
+/// A job claimed by a node that stopped renewing it for this long is taken over.
+pub const LEASE: Duration = Duration::from_secs(10);
+/// How often a node renews the claims it holds.
+const RENEW: Duration = Duration::from_secs(2);
+/// The value of a finished job's claim.
+const DONE: &[u8] = b"done";
 /// Records waiting to be published per account at most; beyond it a request that does
 /// not wait for its publish is refused (the cluster is unreachable or slow).
 pub const PUBLISH_QUEUE: usize = 65_536;
@@ -104,7 +111,8 @@ pub fn is_server_url(url: &str) -> bool {
         .is_ok_and(|address| !address.host().is_empty())
 }
 
-/// The names of an account's stream and subject.
+/// The names of an account's stream (also its job claims' key-value bucket and its
+/// object store bucket) and subject.
 fn names(access_key: &str) -> (String, String) {
     let hex: String = access_key.bytes().map(|b| format!("{b:02x}")).collect();
     (format!("VITRINE_{hex}"), format!("vitrine.{hex}"))
@@ -177,7 +185,7 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         // A cluster that is starting has no JetStream leader for a moment: retried.
-        let (stream, last) = loop {
+        let (stream, last, claims, objects) = loop {
             let attempt = async {
                 let mut stream = self
                     .jetstream
@@ -196,7 +204,43 @@ impl Cluster {
                     .map_err(|e| e.to_string())?
                     .state
                     .last_sequence;
-                Ok::<_, String>((stream, last))
+                // The bucket's stream as the key-value API makes it (made here: the
+                // client's own call first asks for account details that NATS 2.9 does
+                // not give in the form it reads).
+                self.jetstream
+                    .get_or_create_stream(stream::Config {
+                        name: format!("KV_{name}"),
+                        subjects: vec![format!("$KV.{name}.>")],
+                        max_messages_per_subject: 1,
+                        storage: stream::StorageType::File,
+                        num_replicas: self.settings.replicas,
+                        allow_rollup: true,
+                        deny_delete: true,
+                        allow_direct: true,
+                        discard: stream::DiscardPolicy::New,
+                        ..stream::Config::default()
+                    })
+                    .await
+                    .map_err(|e| format!("the job claims bucket: {e}"))?;
+                let claims = self
+                    .jetstream
+                    .get_key_value(name.as_str())
+                    .await
+                    .map_err(|e| format!("the job claims bucket: {e}"))?;
+                let objects = match self.jetstream.get_object_store(name.as_str()).await {
+                    Ok(objects) => objects,
+                    Err(_) => self
+                        .jetstream
+                        .create_object_store(object_store::Config {
+                            bucket: name.clone(),
+                            num_replicas: self.settings.replicas,
+                            storage: stream::StorageType::File,
+                            ..object_store::Config::default()
+                        })
+                        .await
+                        .map_err(|e| format!("the object store: {e}"))?,
+                };
+                Ok::<_, String>((stream, last, claims, objects))
             };
             match attempt.await {
                 Ok(found) => break found,
@@ -220,6 +264,12 @@ impl Cluster {
         let log = Arc::new(StreamLog {
             sender,
             runtime: tokio::runtime::Handle::current(),
+            stream: stream.clone(),
+            subject: subject.clone(),
+            claims,
+            objects,
+            incarnation: self.incarnation,
+            seen_claims: Mutex::new(HashMap::new()),
         });
         if !jobs.replicate(log, self.incarnation) {
             return Err(failed(
@@ -280,11 +330,25 @@ struct Outgoing {
     stored: Option<oneshot::Sender<Result<(), String>>>,
 }
 
-/// The jobs' side of an account's stream.
-#[derive(Debug)]
+/// The jobs' side of an account's stream, its job claims and its shared objects.
 struct StreamLog {
     sender: mpsc::Sender<Outgoing>,
     runtime: tokio::runtime::Handle,
+    stream: stream::Stream,
+    subject: String,
+    claims: kv::Store,
+    objects: object_store::ObjectStore,
+    incarnation: Incarnation,
+    /// Claims held by other nodes: the revision last seen, and since when.
+    seen_claims: Mutex<HashMap<String, (u64, Instant)>>,
+}
+
+impl std::fmt::Debug for StreamLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamLog")
+            .field("subject", &self.subject)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Replication for StreamLog {
@@ -316,6 +380,261 @@ impl Replication for StreamLog {
                 .await
                 .map_err(|_| "the publisher stopped".to_owned())?
         })
+    }
+
+    fn claim(&self, job: u64) -> Result<Claim, String> {
+        let key = format!("feed.{job}");
+        let mine = format!("{:016x}", self.incarnation);
+        self.block_on(Duration::from_secs(30), async {
+            let entry = self
+                .claims
+                .entry(key.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            let taken = match entry {
+                Some(entry) if entry.operation == kv::Operation::Put => {
+                    if entry.value.as_ref() == DONE {
+                        return Ok(Claim::Done);
+                    }
+                    // Held by this data directory before a restart, or not renewed for
+                    // a lease: taken over.
+                    let lapsed = entry.value.as_ref() == mine.as_bytes() || {
+                        let mut seen = self.seen_claims.lock().unwrap_or_else(|e| e.into_inner());
+                        let since = seen
+                            .entry(key.clone())
+                            .and_modify(|(revision, since)| {
+                                if *revision != entry.revision {
+                                    *revision = entry.revision;
+                                    *since = Instant::now();
+                                }
+                            })
+                            .or_insert((entry.revision, Instant::now()))
+                            .1;
+                        since.elapsed() >= LEASE
+                    };
+                    if !lapsed {
+                        return Ok(Claim::Busy);
+                    }
+                    self.claims
+                        .update(&key, mine.clone().into(), entry.revision)
+                        .await
+                        .ok()
+                }
+                Some(entry) => self
+                    .claims
+                    .update(&key, mine.clone().into(), entry.revision)
+                    .await
+                    .ok(),
+                None => self.claims.create(&key, mine.clone().into()).await.ok(),
+            };
+            Ok(match taken {
+                Some(revision) => {
+                    self.seen_claims
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&key);
+                    Claim::Ours(self.lease(key.clone(), revision))
+                }
+                // Another node was first.
+                None => Claim::Busy,
+            })
+        })
+    }
+
+    fn put_object(&self, name: &str, path: &Path) -> Result<(), String> {
+        self.block_on(Duration::from_secs(600), async {
+            let mut file = tokio::fs::File::open(path)
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            self.objects
+                .put(name, &mut file)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("storing the shared object {name}: {e}"))
+        })
+    }
+
+    fn get_object(&self, name: &str, path: &Path) -> Result<bool, String> {
+        self.block_on(Duration::from_secs(600), async {
+            let mut object = match self.objects.get(name).await {
+                Ok(object) => object,
+                Err(error) if error.kind() == object_store::GetErrorKind::NotFound => {
+                    return Ok(false);
+                }
+                Err(error) => return Err(format!("reading the shared object {name}: {error}")),
+            };
+            let mut file = tokio::fs::File::create(path)
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            tokio::io::copy(&mut object, &mut file)
+                .await
+                .map_err(|e| format!("reading the shared object {name}: {e}"))?;
+            Ok(true)
+        })
+    }
+
+    fn objects(&self) -> Result<Vec<String>, String> {
+        self.block_on(Duration::from_secs(60), async {
+            let mut list = self.objects.list().await.map_err(|e| e.to_string())?;
+            let mut names = Vec::new();
+            while let Some(info) = list.next().await {
+                let info = info.map_err(|e| e.to_string())?;
+                if !info.deleted {
+                    names.push(info.name);
+                }
+            }
+            Ok(names)
+        })
+    }
+
+    fn delete_object(&self, name: &str) -> Result<(), String> {
+        self.block_on(Duration::from_secs(60), async {
+            match self.objects.delete(name).await {
+                Ok(()) => Ok(()),
+                Err(error) if error.kind() == object_store::DeleteErrorKind::NotFound => Ok(()),
+                Err(error) => Err(format!("deleting the shared object {name}: {error}")),
+            }
+        })
+    }
+
+    fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, String> {
+        if before <= after + 1 {
+            return Ok(Vec::new());
+        }
+        self.block_on(Duration::from_secs(300), async {
+            let consumer = self
+                .stream
+                .create_consumer(consumer::pull::Config {
+                    deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                        start_sequence: after + 1,
+                    },
+                    ack_policy: consumer::AckPolicy::None,
+                    filter_subject: self.subject.clone(),
+                    inactive_threshold: CONSUMER_IDLE,
+                    ..consumer::pull::Config::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            let name = consumer.cached_info().name.clone();
+            let read = async {
+                let mut messages = consumer
+                    .stream()
+                    .max_messages_per_batch(BATCH)
+                    .expires(BATCH_WAIT)
+                    .heartbeat(HEARTBEAT)
+                    .messages()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut deltas = Vec::new();
+                while let Some(message) = messages.next().await {
+                    let message = message.map_err(|e| e.to_string())?;
+                    let info = message.info().map_err(|e| e.to_string())?;
+                    let sequence = info.stream_sequence;
+                    if sequence >= before {
+                        break;
+                    }
+                    let kind = message
+                        .headers
+                        .as_ref()
+                        .and_then(|h| h.get(KIND_HEADER))
+                        .and_then(|k| k.as_str().parse::<u8>().ok());
+                    if kind == Some(RecordKind::Delta.code()) {
+                        deltas.push(message.payload.to_vec());
+                    }
+                    if sequence + 1 >= before {
+                        break;
+                    }
+                }
+                Ok(deltas)
+            };
+            let deltas = read.await;
+            let _ = self.stream.delete_consumer(&name).await;
+            deltas
+        })
+    }
+}
+
+impl StreamLog {
+    /// Runs `work` on the runtime from a thread outside it (the applier, the feed
+    /// runner), within `limit`.
+    fn block_on<T>(
+        &self,
+        limit: Duration,
+        work: impl std::future::Future<Output = Result<T, String>>,
+    ) -> Result<T, String> {
+        self.runtime.block_on(async {
+            tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_| format!("no answer from the cluster within {limit:?}"))?
+        })
+    }
+
+    /// A claim this node now holds at `revision`: renewed until done or dropped.
+    fn lease(&self, key: String, revision: u64) -> Box<dyn Lease> {
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let claims = self.claims.clone();
+        let mine = format!("{:016x}", self.incarnation);
+        let renewed_key = key.clone();
+        self.runtime.spawn(async move {
+            let mut revision = revision;
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    () = tokio::time::sleep(RENEW) => {}
+                }
+                match claims
+                    .update(&renewed_key, mine.clone().into(), revision)
+                    .await
+                {
+                    Ok(next) => revision = next,
+                    Err(error) => {
+                        tracing::warn!(key = %renewed_key, %error, "a job claim could not be renewed");
+                        if error.kind() == kv::UpdateErrorKind::WrongLastRevision {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Box::new(StreamLease {
+            key,
+            claims: self.claims.clone(),
+            runtime: self.runtime.clone(),
+            stop: Some(stop),
+        })
+    }
+}
+
+/// A job claim held by this node.
+struct StreamLease {
+    key: String,
+    claims: kv::Store,
+    runtime: tokio::runtime::Handle,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Lease for StreamLease {
+    fn done(mut self: Box<Self>) -> Result<(), String> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let claims = self.claims.clone();
+        let key = self.key.clone();
+        self.runtime.block_on(async move {
+            tokio::time::timeout(Duration::from_secs(30), claims.put(&key, DONE.into()))
+                .await
+                .map_err(|_| "no answer from the cluster".to_owned())?
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+impl Drop for StreamLease {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
     }
 }
 

@@ -237,6 +237,7 @@ impl From<StreamError> for ApiError {
             StreamError::Unknown(_) => ApiError::NotFound(error.to_string()),
             StreamError::TooLarge { .. } => ApiError::TooLarge(error.to_string()),
             StreamError::Journal(_) => ApiError::Internal(error.to_string()),
+            StreamError::Replication(_) => ApiError::Unavailable(error.to_string()),
         }
     }
 }

@@ -313,6 +313,7 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("joining the cluster for account {}", entry.config.access_key))?;
                 tracing::info!(account = %entry.config.access_key, stream = %membership.stream, position = membership.position(), "serving as a cluster node");
+                state.share_feeds(&entry);
             }
         }
         let listener = tokio::net::TcpListener::bind(listen)

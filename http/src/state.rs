@@ -227,6 +227,21 @@ impl AppState {
         self.runner.enqueue(Arc::clone(&entry.jobs), token);
     }
 
+    /// A cluster's node, once an account has joined: feed jobs read from the account's
+    /// replicated log go to the feed runner, and so do the unfinished ones of its files.
+    pub fn share_feeds(self: &Arc<Self>, entry: &AccountEntry) {
+        let state = Arc::downgrade(self);
+        let jobs = Arc::downgrade(&entry.jobs);
+        entry.jobs.on_replicated_feed(move |token| {
+            if let (Some(state), Some(jobs)) = (state.upgrade(), jobs.upgrade()) {
+                state.runner.enqueue(jobs, token);
+            }
+        });
+        for job in entry.jobs.queued_feeds() {
+            self.runner.enqueue(Arc::clone(&entry.jobs), job.token);
+        }
+    }
+
     /// Stops the job queues, applying every delta already accepted.
     pub fn shutdown(&self) {
         self.runner.shutdown();
@@ -510,8 +525,12 @@ fn open_account(
     );
     let jobs = Arc::new(jobs);
     jobs.set_max_log_backlog(config.limits.max_log_backlog as u64);
-    for job in jobs.queued_feeds() {
-        runner.enqueue(Arc::clone(&jobs), job.token);
+    // A cluster's node queues them once it has joined (`AppState::share_feeds`): built
+    // for the cluster, not on their own.
+    if config.cluster.is_none() {
+        for job in jobs.queued_feeds() {
+            runner.enqueue(Arc::clone(&jobs), job.token);
+        }
     }
     Ok(AccountEntry {
         config: account_config.clone(),

@@ -13,8 +13,10 @@ use std::thread;
 use parking_lot::Mutex;
 
 use crate::fetch::{self, FetchLimits};
-use crate::jobs::StreamKind;
-use crate::jobs::{AccountJobs, FeedStatus, RebuildKind, Rebuilt};
+use vitrine_engine::account::UserRecord;
+use vitrine_engine::catalogue::Catalogue;
+
+use crate::jobs::{AccountJobs, Claim, FeedJob, FeedStatus, RebuildKind, Rebuilt, StreamKind};
 use crate::{feed, orders};
 
 /// Settings of the runner.
@@ -116,10 +118,30 @@ fn run(
     let Some(job) = jobs.feed_job(token) else {
         return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
     };
+    if jobs.is_replicated() {
+        return run_replicated(jobs, token, client, limits, pool, runtime);
+    }
     if job.streamed {
         return run_streamed(jobs, token, pool);
     }
-    let dest = jobs.dir().join("feeds").join(format!("{token}.download"));
+    match download(jobs, &job, client, limits, runtime) {
+        Ok(mut bytes) => apply(jobs, &mut bytes, pool, &|_| {}),
+        Err(status) => status,
+    }
+}
+
+/// Downloads a feed job's URL; a failure is the job's outcome.
+fn download(
+    jobs: &AccountJobs,
+    job: &FeedJob,
+    client: &reqwest::Client,
+    limits: FetchLimits,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Vec<u8>, FeedStatus> {
+    let dest = jobs
+        .dir()
+        .join("feeds")
+        .join(format!("{}.download", job.token));
     let started = std::time::Instant::now();
     let downloaded = runtime.block_on(fetch::download(client, &job.url, &dest, limits));
     jobs.metrics()
@@ -127,17 +149,141 @@ fn run(
         .observe(started.elapsed().as_secs_f64());
     if let Err(error) = downloaded {
         let _ = std::fs::remove_file(&dest);
-        return FeedStatus::Failed(error.to_string());
+        return Err(FeedStatus::Failed(error.to_string()));
     }
     let bytes = std::fs::read(&dest);
     let _ = std::fs::remove_file(&dest);
-    let mut bytes = match bytes {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return FeedStatus::Failed(format!("the downloaded feed could not be read: {error}"));
+    bytes.map_err(|error| {
+        FeedStatus::Failed(format!("the downloaded feed could not be read: {error}"))
+    })
+}
+
+/// A feed job of a cluster's account (see `jobs::replica_feeds`): built by the node
+/// whose runner claims it, which publishes the outcome; every node (that one included)
+/// reports the outcome once it has read it back and swapped the catalogue in.
+fn run_replicated(
+    jobs: &AccountJobs,
+    token: &str,
+    client: &reqwest::Client,
+    limits: FetchLimits,
+    pool: &rayon::ThreadPool,
+    runtime: &tokio::runtime::Runtime,
+) -> FeedStatus {
+    let account = jobs.account().access_key().to_owned();
+    loop {
+        let Some(job) = jobs.feed_job(token) else {
+            return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
+        };
+        if job.status != FeedStatus::Processing {
+            return job.status;
+        }
+        // 0 until the submission is read back from the replicated log.
+        if job.stream_sequence > 0 {
+            match jobs.claim_feed(job.stream_sequence) {
+                Some(Ok(Claim::Ours(lease))) => {
+                    tracing::info!(%account, %token, job = job.stream_sequence, "building the feed for the cluster");
+                    let published = build_shared(jobs, &job, client, limits, pool, runtime)
+                        .and_then(|built| {
+                            jobs.publish_built(
+                                &job,
+                                &built.status,
+                                built.catalogue.as_ref(),
+                                built.users.as_deref(),
+                            )
+                        });
+                    match published {
+                        Ok(()) => {
+                            if let Err(error) = lease.done() {
+                                tracing::warn!(%account, %token, %error, "the feed job could not be marked done");
+                            }
+                        }
+                        // The claim lapses; this node or another builds it again.
+                        Err(error) => {
+                            tracing::warn!(%account, %token, %error, "the feed could not be shared; trying again");
+                        }
+                    }
+                }
+                Some(Ok(Claim::Busy | Claim::Done)) => {}
+                Some(Err(error)) => {
+                    tracing::warn!(%account, %token, %error, "the feed job could not be claimed; trying again");
+                }
+                None => return FeedStatus::Failed("the account left the cluster".to_owned()),
+            }
+        }
+        thread::sleep(CLAIM_WAIT);
+    }
+}
+
+/// Wait between two looks at a cluster's feed job built elsewhere.
+const CLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A feed built for the cluster, not swapped in.
+struct SharedBuild {
+    status: FeedStatus,
+    catalogue: Option<Catalogue>,
+    users: Option<Vec<UserRecord>>,
+}
+
+/// Builds a cluster's feed job: downloads it (or reads its streamed body, from the
+/// shared objects when it was streamed to another node), parses, validates and builds
+/// the catalogue; an order history is imported (its orders published as events). An
+/// error is a problem of the cluster (tried again); the feed's own problems are its
+/// status.
+fn build_shared(
+    jobs: &AccountJobs,
+    job: &FeedJob,
+    client: &reqwest::Client,
+    limits: FetchLimits,
+    pool: &rayon::ThreadPool,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<SharedBuild, String> {
+    let failed = |status| SharedBuild {
+        status,
+        catalogue: None,
+        users: None,
+    };
+    let mut bytes = if job.streamed {
+        let path = jobs.streamed_feed_path(&job.token);
+        if !jobs.fetch_feed_body(&job.token, &path)? {
+            return Ok(failed(FeedStatus::Failed(
+                "the streamed feed's body is neither on this node nor shared".to_owned(),
+            )));
+        }
+        let bytes = std::fs::read(&path);
+        let _ = std::fs::remove_file(&path);
+        match bytes {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                return Ok(failed(FeedStatus::Failed(format!(
+                    "the streamed feed could not be read: {error}"
+                ))));
+            }
+        }
+    } else {
+        match download(jobs, job, client, limits, runtime) {
+            Ok(bytes) => bytes,
+            Err(status) => return Ok(failed(status)),
         }
     };
-    apply(jobs, &mut bytes, pool, &|_| {})
+    if job.streamed && StreamKind::of_name(&job.token) == Some(StreamKind::Orders) {
+        return Ok(failed(import_orders(jobs, &bytes)));
+    }
+    let (mut document, report) = match pool.install(|| feed::parse(&mut bytes)) {
+        Ok(parsed) => parsed,
+        Err(error) => return Ok(failed(FeedStatus::Failed(error.to_string()))),
+    };
+    let users = document.users.take();
+    let current = jobs.account().catalogue();
+    match pool.install(|| feed::build(&current, &document)) {
+        Ok(catalogue) => Ok(SharedBuild {
+            status: FeedStatus::Complete {
+                detail: (!report.problems.is_empty()).then(|| report.summary()),
+            },
+            catalogue: Some(catalogue),
+            users,
+        }),
+        Err(error) => Ok(failed(FeedStatus::Failed(error.to_string()))),
+    }
 }
 
 /// A feed streamed by the plugins: the JSON kinds go through [`apply`], the order

@@ -71,6 +71,12 @@ pub const USERS_FILE: &str = "users.json";
 
 /// Saves the account's user records (fsynced).
 pub fn save_users(dir: &Path, users: &[UserRecord]) -> Result<(), StoreError> {
+    vitrine_snapshots::atomic_write(dir, USERS_FILE, &users_json(users))?;
+    Ok(())
+}
+
+/// User records as [`USERS_FILE`] holds them.
+pub fn users_json(users: &[UserRecord]) -> Vec<u8> {
     let records: Vec<serde_json::Value> = users
         .iter()
         .map(|u| {
@@ -82,9 +88,7 @@ pub fn save_users(dir: &Path, users: &[UserRecord]) -> Result<(), StoreError> {
             })
         })
         .collect();
-    let bytes = serde_json::to_vec(&serde_json::json!({ "Users": records })).unwrap_or_default();
-    vitrine_snapshots::atomic_write(dir, USERS_FILE, &bytes)?;
-    Ok(())
+    serde_json::to_vec(&serde_json::json!({ "Users": records })).unwrap_or_default()
 }
 
 /// Rewrites the account's user file from memory (after an erasure), if one exists.
@@ -101,7 +105,13 @@ pub fn restore_users(dir: &Path) -> (Vec<UserRecord>, Vec<String>) {
     let Ok(bytes) = std::fs::read(dir.join(USERS_FILE)) else {
         return (Vec::new(), Vec::new());
     };
-    let value: serde_json::Value = match serde_json::from_slice(&bytes) {
+    parse_users(&bytes)
+}
+
+/// User records written by [`users_json`]; records that do not read back are returned
+/// as messages for the log.
+pub fn parse_users(bytes: &[u8]) -> (Vec<UserRecord>, Vec<String>) {
+    let value: serde_json::Value = match serde_json::from_slice(bytes) {
         Ok(value) => value,
         Err(error) => return (Vec::new(), vec![format!("{USERS_FILE}: {error}")]),
     };

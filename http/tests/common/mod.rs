@@ -284,9 +284,12 @@ pub fn wait_for<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Optio
 
 /// A loopback HTTP server for feed files: `/name` serves `files[name]`; the behaviour of
 /// a few names is special: `stall*` never answers, `redirect-*` answers 302 to the rest
-/// of the name, `delay-*` waits 1.5 s and then serves the rest of the name.
+/// of the name, `delay-*` waits 1.5 s and then serves the rest of the name,
+/// `once-stall-*` never answers the first request and serves the later ones. It counts
+/// the requests for each name.
 pub struct FeedServer {
     pub addr: SocketAddr,
+    hits: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
 }
 
 impl FeedServer {
@@ -294,10 +297,13 @@ impl FeedServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind feed server");
         let addr = listener.local_addr().expect("addr");
         let files = std::sync::Arc::new(files);
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let counted = std::sync::Arc::clone(&hits);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let files = std::sync::Arc::clone(&files);
+                let hits = std::sync::Arc::clone(&counted);
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 4096];
                     let n = stream.read(&mut buf).unwrap_or(0);
@@ -308,6 +314,20 @@ impl FeedServer {
                         .unwrap_or("/")
                         .trim_start_matches('/')
                         .to_owned();
+                    let seen = {
+                        let mut hits = hits.lock().unwrap();
+                        let count = hits.entry(path.clone()).or_insert(0);
+                        *count += 1;
+                        *count
+                    };
+                    let path = match path.strip_prefix("once-stall-") {
+                        Some(_) if seen == 1 => {
+                            std::thread::sleep(Duration::from_secs(120));
+                            return;
+                        }
+                        Some(rest) => rest.to_owned(),
+                        None => path,
+                    };
                     if path.starts_with("stall") {
                         std::thread::sleep(Duration::from_secs(30));
                         return;
@@ -335,11 +355,16 @@ impl FeedServer {
                 });
             }
         });
-        FeedServer { addr }
+        FeedServer { addr, hits }
     }
 
     pub fn url(&self, name: &str) -> String {
         format!("http://{}/{name}", self.addr)
+    }
+
+    /// Requests for `/name` so far.
+    pub fn hits(&self, name: &str) -> usize {
+        self.hits.lock().unwrap().get(name).copied().unwrap_or(0)
     }
 }
 

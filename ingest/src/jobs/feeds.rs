@@ -83,8 +83,11 @@ impl AccountJobs {
             streamed: false,
             submitted_at: now,
             status: FeedStatus::Processing,
+            stream_sequence: 0,
+            shared_body: None,
         };
-        self.journal_feed(job)?;
+        self.journal_feed(job.clone())?;
+        self.announce_feed(&job, None)?;
         Ok(token)
     }
 
@@ -100,6 +103,17 @@ impl AccountJobs {
         let mut queue = self.shared.feeds.queue.lock();
         queue.retain(|queued| *queued != token);
         queue.push_back(token);
+        Ok(())
+    }
+
+    /// Rewrites a job's file (fsynced) as it is now, without queueing it.
+    pub(super) fn rewrite_feed(&self, job: FeedJob) -> Result<(), vitrine_snapshots::Error> {
+        vitrine_snapshots::atomic_write(
+            &self.shared.dir.join("feeds"),
+            &format!("{}.job", job.token),
+            &job.encode(),
+        )?;
+        self.shared.feeds.jobs.insert(job.token.clone(), job);
         Ok(())
     }
 

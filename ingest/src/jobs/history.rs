@@ -73,9 +73,14 @@ impl AccountJobs {
             };
             let payload = log::encode_tracked(&tracked)
                 .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+            let published = self.is_replicated().then(|| payload.clone());
             self.shared
                 .wal
                 .append_durable(RecordKind::Events.code(), payload)?;
+            // In a cluster the other nodes apply the imported orders too.
+            if let Some(payload) = published {
+                self.publish(RecordKind::Events, || payload, true)?;
+            }
         }
         Ok(report)
     }

@@ -25,6 +25,12 @@ pub enum RecordKind {
     /// A record applied from a cluster's replicated log: the replicated log's sequence
     /// (8 bytes, little endian), the record's kind byte and the record (see `replica`).
     Replicated,
+    /// In a cluster's replicated log only: a full feed submitted to one node, for the
+    /// cluster to build once (JSON, see `replica_feeds`).
+    FeedSubmitted,
+    /// In a cluster's replicated log only: a submitted feed's outcome, and where its
+    /// catalogue is in the cluster's object store (JSON, see `replica_feeds`).
+    FeedBuilt,
 }
 
 impl RecordKind {
@@ -36,6 +42,8 @@ impl RecordKind {
             RecordKind::Forget => 3,
             RecordKind::Served => 4,
             RecordKind::Replicated => 5,
+            RecordKind::FeedSubmitted => 6,
+            RecordKind::FeedBuilt => 7,
         }
     }
 
@@ -47,6 +55,8 @@ impl RecordKind {
             3 => Some(RecordKind::Forget),
             4 => Some(RecordKind::Served),
             5 => Some(RecordKind::Replicated),
+            6 => Some(RecordKind::FeedSubmitted),
+            7 => Some(RecordKind::FeedBuilt),
             _ => None,
         }
     }
@@ -88,6 +98,7 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             Some((_, kind, record)) => inspect(kind.code(), record),
             None => Logged::Other,
         },
+        Some(RecordKind::FeedSubmitted | RecordKind::FeedBuilt) => Logged::Other,
         None => Logged::Other,
     }
 }

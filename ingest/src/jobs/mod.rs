@@ -60,6 +60,7 @@ mod pool;
 mod rebuild;
 mod recovery;
 mod replica;
+mod replica_feeds;
 mod status;
 mod streams;
 #[cfg(test)]
@@ -86,7 +87,7 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
-pub use self::replica::{Applied, Incarnation, POSITION_FILE, Replication};
+pub use self::replica::{Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
@@ -267,6 +268,9 @@ struct Shared {
     /// The local log's sequence after the last delta queued from the replicated log: the
     /// catalogue includes every such delta once the worker applied through it.
     stream_deltas_queued: std::sync::atomic::AtomicU64,
+    /// In a cluster: called with each feed job read from the replicated log that this
+    /// node did not know (see `replica_feeds`).
+    feed_hook: std::sync::OnceLock<self::replica_feeds::FeedHook>,
 }
 
 /// One account's jobs, its log and its threads.

@@ -91,6 +91,7 @@ impl AccountJobs {
             replica: std::sync::OnceLock::new(),
             stream_position: AtomicU64::new(stream_position),
             stream_deltas_queued: AtomicU64::new(0),
+            feed_hook: std::sync::OnceLock::new(),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }
@@ -220,7 +221,13 @@ fn replay_tracking(
                     .problems
                     .push(format!("log record {}: {reason}", record.sequence)),
             },
-            Some(RecordKind::Delta | RecordKind::Replicated) | None => {}
+            Some(
+                RecordKind::Delta
+                | RecordKind::Replicated
+                | RecordKind::FeedSubmitted
+                | RecordKind::FeedBuilt,
+            )
+            | None => {}
         }
     }
 }

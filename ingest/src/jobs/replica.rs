@@ -48,6 +48,54 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
     /// (on a quorum); otherwise once it is handed over (published in order, its
     /// acknowledgement awaited in the background).
     fn publish(&self, kind: RecordKind, payload: Vec<u8>, wait: bool) -> Result<(), String>;
+
+    /// Claims the job submitted at `job` in the replicated log for this node (see
+    /// [`Claim`]).
+    fn claim(&self, job: u64) -> Result<Claim, String>;
+
+    /// Stores the file at `path` as the shared object `name` (replacing one of that name).
+    fn put_object(&self, name: &str, path: &Path) -> Result<(), String>;
+
+    /// Writes the shared object `name` to `path`; false when there is no such object.
+    fn get_object(&self, name: &str, path: &Path) -> Result<bool, String>;
+
+    /// The names of the shared objects.
+    fn objects(&self) -> Result<Vec<String>, String>;
+
+    /// Deletes the shared object `name` (nothing when there is none).
+    fn delete_object(&self, name: &str) -> Result<(), String>;
+
+    /// The delta records of the replicated log strictly between `after` and `before`,
+    /// in order.
+    fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, String>;
+}
+
+/// Who builds a job of the cluster (a full feed: built once, by one node).
+pub enum Claim {
+    /// This node: build it, publish its outcome, then say so with [`Lease::done`]. The
+    /// claim is kept alive until then; dropped (or the process gone), it lapses and
+    /// another node takes the job over.
+    Ours(Box<dyn Lease>),
+    /// Finished: its outcome is in the replicated log.
+    Done,
+    /// Another node is building it.
+    Busy,
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Claim::Ours(_) => "Ours",
+            Claim::Done => "Done",
+            Claim::Busy => "Busy",
+        })
+    }
+}
+
+/// A job claimed by this node.
+pub trait Lease: Send {
+    /// Marks the job finished (its outcome published), for good.
+    fn done(self: Box<Self>) -> Result<(), String>;
 }
 
 /// The replication of one account's jobs.
@@ -109,6 +157,11 @@ impl AccountJobs {
         let shared = &self.shared;
         if sequence <= shared.stream_position.load(Ordering::Acquire) {
             return Ok(Applied::Seen);
+        }
+        match kind {
+            RecordKind::FeedSubmitted => return self.apply_feed_submitted(sequence, payload),
+            RecordKind::FeedBuilt => return self.apply_feed_built(sequence, payload),
+            _ => {}
         }
         let own = shared
             .replica
@@ -187,7 +240,7 @@ impl AccountJobs {
                 shared.stream_position.store(sequence, Ordering::Release);
                 self.after_forget(&identifier)?;
             }
-            RecordKind::Replicated => {
+            RecordKind::Replicated | RecordKind::FeedSubmitted | RecordKind::FeedBuilt => {
                 shared.stream_position.store(sequence, Ordering::Release);
                 return Ok(Applied::Seen);
             }
@@ -216,6 +269,19 @@ impl AccountJobs {
     /// Whether the account's writes go to a replicated log.
     pub fn is_replicated(&self) -> bool {
         self.shared.replica.get().is_some()
+    }
+
+    /// The replicated log, when the account is replicated.
+    pub(crate) fn replication(&self) -> Option<&Arc<dyn Replication>> {
+        self.shared.replica.get().map(|replica| &replica.log)
+    }
+
+    /// This data directory's incarnation (0 when the account is not replicated).
+    pub(crate) fn incarnation(&self) -> Incarnation {
+        self.shared
+            .replica
+            .get()
+            .map_or(0, |replica| replica.incarnation)
     }
 }
 

@@ -71,6 +71,12 @@ pub struct FeedJob {
     pub submitted_at: UnixMillis,
     /// Where it stands.
     pub status: FeedStatus,
+    /// In a cluster: the sequence of its submission in the account's replicated log (0
+    /// until the submission is read back from there, and on a single node). It names
+    /// the job across the cluster.
+    pub stream_sequence: u64,
+    /// In a cluster, a streamed feed: the shared object holding its body.
+    pub shared_body: Option<String>,
 }
 
 impl FeedJob {
@@ -88,6 +94,8 @@ impl FeedJob {
             "status": status,
             "error": error,
             "detail": detail,
+            "stream_sequence": self.stream_sequence,
+            "shared_body": self.shared_body,
         });
         serde_json::to_vec(&value).unwrap_or_default()
     }
@@ -113,6 +121,11 @@ impl FeedJob {
                 .unwrap_or(false),
             submitted_at: value.get("submitted_at")?.as_i64()?,
             status,
+            stream_sequence: value
+                .get("stream_sequence")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0),
+            shared_body: text("shared_body"),
         })
     }
 }

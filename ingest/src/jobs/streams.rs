@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use vitrine_engine::catalogue::UnixMillis;
 
 use super::status::{FeedJob, FeedStatus};
-use super::{AccountJobs, io};
+use super::{AccountJobs, SubmitError, io};
 
 /// What a streamed feed holds, from the prefix of its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +79,9 @@ pub enum StreamError {
     /// The spool or the job could not be written.
     #[error("the feed could not be saved: {0}")]
     Journal(#[from] vitrine_snapshots::Error),
+    /// In a cluster: the replicated log did not store the submission.
+    #[error("{0}")]
+    Replication(String),
 }
 
 /// The open feeds of an account: name → bytes so far. Locked for a whole piece, so
@@ -164,8 +167,15 @@ impl AccountJobs {
             streamed: true,
             submitted_at: now,
             status: FeedStatus::Processing,
+            stream_sequence: 0,
+            shared_body: None,
         };
-        self.journal_feed(job)?;
+        self.journal_feed(job.clone())?;
+        self.announce_feed(&job, Some(&closed))
+            .map_err(|error| match error {
+                SubmitError::Journal(error) => StreamError::Journal(error),
+                other => StreamError::Replication(other.to_string()),
+            })?;
         Ok(name.to_owned())
     }
 
