@@ -24,7 +24,9 @@ use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot};
-use vitrine_ingest::jobs::{AccountJobs, Claim, Incarnation, Lease, RecordKind, Replication};
+use vitrine_ingest::jobs::{
+    AccountJobs, Claim, Incarnation, Lease, RecordKind, Replication, Scrub,
+};
 
 /// The header naming a message's record kind.
 pub const KIND_HEADER: &str = "Vitrine-Kind";
@@ -497,6 +499,19 @@ impl Replication for StreamLog {
         })
     }
 
+    fn scrub(&self, scrub: Scrub) {
+        let stream = self.stream.clone();
+        let subject = self.subject.clone();
+        let objects = self.objects.clone();
+        self.runtime.spawn(async move {
+            let name = stream.cached_info().config.name.clone();
+            match scrub_storage(stream, subject, objects, &scrub).await {
+                Ok((messages, objects)) => tracing::info!(stream = %name, messages, objects, "erased person scrubbed from the cluster's storage"),
+                Err(error) => tracing::error!(stream = %name, %error, "the erased person could not be scrubbed from the cluster's storage"),
+            }
+        });
+    }
+
     fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, String> {
         if before <= after + 1 {
             return Ok(Vec::new());
@@ -679,6 +694,134 @@ async fn publisher(
             },
         }
     }
+}
+
+/// How long a scrub waits for every node reading the stream to be past the erasure.
+pub const SCRUB_WAIT: Duration = Duration::from_secs(60);
+
+/// Removes an erased person from the account's stream and object store (see
+/// [`Replication::scrub`]): waits until every consumer of the stream (each node's
+/// reader) has been handed the stream's current end (the erasure is before it), at most
+/// [`SCRUB_WAIT`]; then reads the stream through that end and deletes every message the
+/// scrub matches (JetStream overwrites a deleted message's bytes in its store), and
+/// deletes every shared user-records object naming the person. Returns the messages
+/// and objects deleted.
+async fn scrub_storage(
+    mut stream: stream::Stream,
+    subject: String,
+    objects: object_store::ObjectStore,
+    scrub: &Scrub,
+) -> Result<(usize, usize), String> {
+    let state = stream
+        .info()
+        .await
+        .map_err(|e| e.to_string())?
+        .state
+        .clone();
+    let (first, last) = (state.first_sequence, state.last_sequence);
+    let deadline = Instant::now() + SCRUB_WAIT;
+    loop {
+        let mut consumers = stream.consumers();
+        let mut behind = 0;
+        while let Some(info) = consumers.next().await {
+            let info = info.map_err(|e| e.to_string())?;
+            if info.delivered.stream_sequence < last && info.num_pending > 0 {
+                behind += 1;
+            }
+        }
+        if behind == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(behind, "nodes still behind the erasure; scrubbing anyway");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    let mut matched = Vec::new();
+    if last >= first && last > 0 {
+        let consumer = stream
+            .create_consumer(consumer::pull::Config {
+                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                    start_sequence: first.max(1),
+                },
+                ack_policy: consumer::AckPolicy::None,
+                filter_subject: subject,
+                inactive_threshold: CONSUMER_IDLE,
+                ..consumer::pull::Config::default()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let consumer_name = consumer.cached_info().name.clone();
+        let read = async {
+            let mut messages = consumer
+                .stream()
+                .max_messages_per_batch(BATCH)
+                .expires(BATCH_WAIT)
+                .heartbeat(HEARTBEAT)
+                .messages()
+                .await
+                .map_err(|e| e.to_string())?;
+            while let Some(message) = messages.next().await {
+                let message = message.map_err(|e| e.to_string())?;
+                let sequence = message.info().map_err(|e| e.to_string())?.stream_sequence;
+                if sequence > last {
+                    break;
+                }
+                let kind = message
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(KIND_HEADER))
+                    .and_then(|k| k.as_str().parse::<u8>().ok())
+                    .and_then(RecordKind::of_code);
+                if kind.is_some_and(|kind| scrub.matches(kind, &message.payload)) {
+                    matched.push(sequence);
+                }
+                if sequence >= last {
+                    break;
+                }
+            }
+            Ok::<_, String>(())
+        };
+        let read = tokio::time::timeout(Duration::from_secs(600), read)
+            .await
+            .map_err(|_| "reading the stream took too long".to_owned());
+        let _ = stream.delete_consumer(&consumer_name).await;
+        read??;
+    }
+    for sequence in &matched {
+        stream
+            .delete_message(*sequence)
+            .await
+            .map_err(|e| format!("deleting message {sequence}: {e}"))?;
+    }
+
+    let mut deleted_objects = 0;
+    let mut list = objects.list().await.map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    while let Some(info) = list.next().await {
+        let info = info.map_err(|e| e.to_string())?;
+        if !info.deleted && info.name.ends_with("-users") {
+            names.push(info.name);
+        }
+    }
+    for name in names {
+        let mut object = match objects.get(&name).await {
+            Ok(object) => object,
+            Err(error) if error.kind() == object_store::GetErrorKind::NotFound => continue,
+            Err(error) => return Err(error.to_string()),
+        };
+        let mut bytes = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+            .await
+            .map_err(|e| e.to_string())?;
+        if scrub.names_in(&bytes) {
+            objects.delete(&name).await.map_err(|e| e.to_string())?;
+            deleted_objects += 1;
+        }
+    }
+    Ok((matched.len(), deleted_objects))
 }
 
 /// A message read from the stream, for the applying thread.

@@ -8,6 +8,22 @@ use super::Account;
 use super::serve::MAX_DEVICES;
 use crate::event::Identity;
 
+/// What [`Account::erasure_names`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErasureNames {
+    /// The visitor ids.
+    pub visitor_ids: Vec<String>,
+    /// The user ids and emails, and the identifier itself.
+    pub identities: Vec<String>,
+}
+
+/// The visitors, user ids and emails tied to an identifier.
+struct Linked {
+    visitor_ids: HashSet<String>,
+    user_ids: HashSet<String>,
+    emails: HashSet<String>,
+}
+
 /// What an erasure removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Erasure {
@@ -32,14 +48,26 @@ pub(super) enum IdentityKey {
 }
 
 impl Account {
-    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
-    /// user id, B2B account id or visitor id. Aggregate counters stay.
-    pub fn forget(&self, identifier: &str) -> Erasure {
+    /// The visitor ids, user ids and emails an erasure of `identifier` would remove
+    /// (see [`Account::forget`]), before it does.
+    pub fn erasure_names(&self, identifier: &str) -> ErasureNames {
+        let linked = self.linked(identifier);
+        let mut identities: Vec<String> = linked.user_ids.into_iter().collect();
+        identities.extend(linked.emails);
+        identities.push(identifier.to_owned());
+        ErasureNames {
+            visitor_ids: linked.visitor_ids.into_iter().collect(),
+            identities,
+        }
+    }
+
+    /// Everything tied to `identifier`: matched by email (case-insensitive), user id,
+    /// B2B account id or visitor id.
+    fn linked(&self, identifier: &str) -> Linked {
         let email = identifier.to_lowercase();
         let mut visitor_ids: HashSet<String> = HashSet::new();
         let mut user_ids: HashSet<String> = HashSet::new();
         let mut emails: HashSet<String> = HashSet::new();
-
         if self.visitors.read().contains_key(identifier) {
             visitor_ids.insert(identifier.to_owned());
         }
@@ -91,6 +119,29 @@ impl Account {
             }
         }
 
+        for visitor_id in &visitor_ids {
+            if let Some(visitor) = self.visitors.read().get(visitor_id)
+                && let Some(user_id) = &visitor.identity.user_id
+            {
+                user_ids.insert(user_id.clone());
+            }
+        }
+        Linked {
+            visitor_ids,
+            user_ids,
+            emails,
+        }
+    }
+
+    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
+    /// user id, B2B account id or visitor id. Aggregate counters stay.
+    pub fn forget(&self, identifier: &str) -> Erasure {
+        let email = identifier.to_lowercase();
+        let Linked {
+            visitor_ids,
+            mut user_ids,
+            emails,
+        } = self.linked(identifier);
         let mut erasure = Erasure::default();
         for visitor_id in &visitor_ids {
             if let Some((_, visitor)) = self.visitors.remove(visitor_id) {

@@ -34,8 +34,8 @@ use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
-pub use identity::Erasure;
 use identity::IdentityKey;
+pub use identity::{Erasure, ErasureNames};
 pub use serve::{
     ExplainRequest, ExplainedItem, Explanation, MAX_DEVICES, MAX_REJECTED, Notice, RenderedItem,
     RenderedZone, RenderedZones, ServeOutcome, ServeRequest, ZoneIds,

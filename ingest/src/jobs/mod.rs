@@ -87,7 +87,7 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
-pub use self::replica::{Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication};
+pub use self::replica::{Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication, Scrub};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
@@ -335,6 +335,9 @@ impl AccountJobs {
         &self,
         identifier: &str,
     ) -> Result<vitrine_engine::account::Erasure, SubmitError> {
+        let names = self
+            .is_replicated()
+            .then(|| self.shared.account.erasure_names(identifier));
         let erasure = self.shared.account.forget(identifier);
         if !erasure.matched() {
             return Ok(erasure);
@@ -344,6 +347,11 @@ impl AccountJobs {
             .append_durable(RecordKind::Forget.code(), identifier.as_bytes().to_vec())?;
         self.publish(RecordKind::Forget, || identifier.as_bytes().to_vec(), true)?;
         self.after_forget(identifier)?;
+        // In a cluster, the node that took the erasure removes the person from the
+        // cluster's storage too.
+        if let (Some(names), Some(replication)) = (names, self.replication()) {
+            replication.scrub(Scrub::of(names));
+        }
         Ok(erasure)
     }
 

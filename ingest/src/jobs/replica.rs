@@ -68,6 +68,66 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
     /// The delta records of the replicated log strictly between `after` and `before`,
     /// in order.
     fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, String>;
+
+    /// Removes an erased person from the cluster's storage, in the background: once
+    /// every node reading the replicated log is past its end, every record `scrub`
+    /// matches is erased from it, and every shared object holding user records that
+    /// name the person is deleted.
+    fn scrub(&self, scrub: Scrub);
+}
+
+/// What names an erased person in the replicated log and the shared objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scrub {
+    /// The person's visitor ids: their requests' records.
+    pub visitor_ids: std::collections::HashSet<String>,
+    /// The identifier erased, the person's user ids and emails, lower case: records and
+    /// objects holding one (ASCII case-insensitive). Texts shorter than
+    /// [`Scrub::SHORTEST_TEXT`] are not looked for in bytes (they would match others'
+    /// records); the person's requests are found by visitor id.
+    pub texts: Vec<String>,
+}
+
+impl Scrub {
+    /// The shortest text looked for in a record's bytes.
+    pub const SHORTEST_TEXT: usize = 4;
+
+    /// What names the person `names` describes.
+    pub fn of(names: vitrine_engine::account::ErasureNames) -> Scrub {
+        Scrub {
+            visitor_ids: names.visitor_ids.into_iter().collect(),
+            texts: names
+                .identities
+                .into_iter()
+                .map(|text| text.to_ascii_lowercase())
+                .filter(|text| text.len() >= Scrub::SHORTEST_TEXT)
+                .collect(),
+        }
+    }
+
+    /// Whether bytes hold one of the texts.
+    pub fn names_in(&self, bytes: &[u8]) -> bool {
+        let lower = bytes.to_ascii_lowercase();
+        self.texts.iter().any(|text| {
+            let text = text.as_bytes();
+            lower.windows(text.len()).any(|window| window == text)
+        })
+    }
+
+    /// Whether a record of the replicated log names the person: an erasure of one of
+    /// the texts, a request of one of the visitors, or an event, a request or a delta
+    /// (user records) holding one of the texts.
+    pub fn matches(&self, kind: RecordKind, payload: &[u8]) -> bool {
+        let visitor = match kind {
+            RecordKind::Served => log::decode_served(payload)
+                .ok()
+                .map(|s| s.tracked.visitor_id),
+            RecordKind::Events => log::decode_tracked(payload).ok().map(|t| t.visitor_id),
+            RecordKind::Forget | RecordKind::Delta => None,
+            _ => return false,
+        };
+        visitor.is_some_and(|v| self.visitor_ids.contains(&v)) || self.names_in(payload)
+    }
 }
 
 /// Who builds a job of the cluster (a full feed: built once, by one node).
