@@ -505,6 +505,11 @@ impl Shopper {
         }
     }
 
+    /// The number of the visitor whose session this is (`lt-<number>`).
+    pub fn visitor(&self) -> u64 {
+        self.visitor
+    }
+
     /// Sessions this shopper has finished (every request of them sent).
     pub fn sessions_finished(&self) -> u64 {
         self.sessions - u64::from(!self.plan.is_empty())

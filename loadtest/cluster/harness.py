@@ -76,10 +76,11 @@ def start_vitrine(binary, tmp, name, cluster, account=ACCOUNT):
     os.makedirs(directory)
     config = os.path.join(directory, "vitrine.toml")
     with open(config, "w") as f:
+        # The account first: it may start with top-level keys.
+        f.write(account)
         if cluster:
             servers = ", ".join(json.dumps(u) for u in cluster)
-            f.write(f"[cluster]\nservers = [{servers}]\nnode = \"{name}\"\nreplicas = 3\n")
-        f.write(account)
+            f.write(f"\n[cluster]\nservers = [{servers}]\nnode = \"{name}\"\nreplicas = 3\n")
     log = open(os.path.join(directory, "server.log"), "w")
     process = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir",

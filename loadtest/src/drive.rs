@@ -162,7 +162,7 @@ pub(crate) struct Recordings {
 }
 
 impl Recordings {
-    fn new() -> Recordings {
+    pub(crate) fn new() -> Recordings {
         Recordings {
             idle: Recording::new(),
             ingest: Recording::new(),
@@ -177,7 +177,7 @@ impl Recordings {
         }
     }
 
-    fn merge(&mut self, other: &Recordings) {
+    pub(crate) fn merge(&mut self, other: &Recordings) {
         self.idle.merge(&other.idle);
         self.ingest.merge(&other.ingest);
     }
@@ -325,19 +325,53 @@ fn record(
     }
 }
 
-/// Runs the traffic until the control says `Done`, then hands back what was recorded.
+/// A worker's connections, one per server; a visitor's requests all go to one server
+/// (as behind a load balancer with visitor affinity).
+struct Connections(Vec<Connection>);
+
+impl Connections {
+    fn new(authorities: &[String]) -> Connections {
+        Connections(authorities.iter().map(|a| Connection::new(a)).collect())
+    }
+
+    /// The server of the shopper's visitor.
+    fn node(&self, shopper: &Shopper) -> usize {
+        (shopper.visitor() % self.0.len().max(1) as u64) as usize
+    }
+
+    async fn exchange(
+        &mut self,
+        node: usize,
+        body: Vec<u8>,
+        shopper: &mut Shopper,
+        clicks: Option<&Clicks>,
+    ) -> Outcome {
+        match self.0.get_mut(node) {
+            Some(connection) => connection.exchange(body, shopper, clicks).await,
+            None => Outcome::Failed,
+        }
+    }
+}
+
+/// Recordings per server.
+fn per_node(servers: usize) -> Vec<Recordings> {
+    (0..servers).map(|_| Recordings::new()).collect()
+}
+
+/// Runs the traffic until the control says `Done`, then hands back what was recorded
+/// against each server (in the order of `authorities`).
 pub(crate) async fn drive(
     traffic: Arc<Traffic>,
-    authority: String,
+    authorities: Vec<String>,
     control: Arc<Control>,
     pacing: Pacing,
-) -> anyhow::Result<Recordings> {
+) -> anyhow::Result<Vec<Recordings>> {
     let mut tasks = Vec::new();
     match pacing {
         Pacing::Closed { connections } => {
             for worker in 0..connections {
                 let (traffic, control) = (Arc::clone(&traffic), Arc::clone(&control));
-                let connection = Connection::new(&authority);
+                let connection = Connections::new(&authorities);
                 tasks.push(tokio::spawn(closed_worker(
                     traffic, connection, control, worker,
                 )));
@@ -353,7 +387,7 @@ pub(crate) async fn drive(
                 let (traffic, control) = (Arc::clone(&traffic), Arc::clone(&control));
                 tasks.push(tokio::spawn(open_worker(
                     traffic,
-                    Connection::new(&authority),
+                    Connections::new(&authorities),
                     control,
                     queue.clone(),
                     worker,
@@ -361,21 +395,23 @@ pub(crate) async fn drive(
             }
         }
     }
-    let mut all = Recordings::new();
+    let mut all = per_node(authorities.len());
     for task in tasks {
-        all.merge(&task.await?);
+        for (all, recorded) in all.iter_mut().zip(task.await?) {
+            all.merge(&recorded);
+        }
     }
     Ok(all)
 }
 
 async fn closed_worker(
     traffic: Arc<Traffic>,
-    mut connection: Connection,
+    mut connection: Connections,
     control: Arc<Control>,
     worker: usize,
-) -> Recordings {
+) -> Vec<Recordings> {
     let mut shopper = Shopper::new(traffic.seed, traffic.run, worker);
-    let mut recordings = Recordings::new();
+    let mut recordings = per_node(connection.0.len());
     loop {
         let phase = control.phase();
         if phase == Phase::Done
@@ -386,11 +422,12 @@ async fn closed_worker(
             break;
         }
         let body = traffic.next_request(&mut shopper);
+        let node = connection.node(&shopper);
         let sent = Instant::now();
         let outcome = connection
-            .exchange(body, &mut shopper, traffic.clicks.as_ref())
+            .exchange(node, body, &mut shopper, traffic.clicks.as_ref())
             .await;
-        record(&mut recordings, &control, phase, sent, sent, outcome);
+        record(&mut recordings[node], &control, phase, sent, sent, outcome);
     }
     recordings
 }
@@ -425,21 +462,22 @@ fn dispatch(rate: f64, control: &Control, slots: &async_channel::Sender<Slot>) {
 
 async fn open_worker(
     traffic: Arc<Traffic>,
-    mut connection: Connection,
+    mut connection: Connections,
     control: Arc<Control>,
     queue: async_channel::Receiver<Slot>,
     worker: usize,
-) -> Recordings {
+) -> Vec<Recordings> {
     let mut shopper = Shopper::new(traffic.seed, traffic.run, worker);
-    let mut recordings = Recordings::new();
+    let mut recordings = per_node(connection.0.len());
     while let Ok(slot) = queue.recv().await {
         let body = traffic.next_request(&mut shopper);
+        let node = connection.node(&shopper);
         let sent = Instant::now();
         let outcome = connection
-            .exchange(body, &mut shopper, traffic.clicks.as_ref())
+            .exchange(node, body, &mut shopper, traffic.clicks.as_ref())
             .await;
         record(
-            &mut recordings,
+            &mut recordings[node],
             &control,
             slot.phase,
             slot.due,

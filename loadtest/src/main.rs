@@ -21,6 +21,7 @@ mod cpus;
 mod crash;
 mod drive;
 mod eval;
+mod lag;
 mod provision;
 mod quality;
 mod run;
@@ -77,6 +78,10 @@ enum Command {
         #[arg(long)]
         out: std::path::PathBuf,
     },
+    /// Print the configuration of the store `run --spawn` starts (the demo's account,
+    /// the store's zones, feeds from loopback allowed), to start servers of one's own
+    /// with, e.g. the nodes of a cluster.
+    StoreConfig,
     /// Write a generated product feed (realistic field sizes, deterministic per seed).
     GenFeed {
         /// Number of products.
@@ -94,7 +99,8 @@ enum Command {
 /// The server and account a command talks to.
 #[derive(Debug, Clone, clap::Args, serde::Serialize)]
 pub(crate) struct Target {
-    /// Base URL of the server, e.g. http://127.0.0.1:7480.
+    /// Base URL of the server, e.g. http://127.0.0.1:7480 (`run`: several nodes of a
+    /// cluster, comma-separated; each visitor sticks to one).
     #[arg(long, default_value = "http://127.0.0.1:7480")]
     pub(crate) server: String,
     /// Access key of the account.
@@ -143,6 +149,10 @@ fn main() -> anyhow::Result<()> {
                 feed.len() as f64 / 1e6,
                 out.display()
             );
+            Ok(())
+        }
+        Command::StoreConfig => {
+            print!("{}", vitrine_benches::traffic::store_config(false));
             Ok(())
         }
         Command::Run(args) => run::run(*args),

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::Target;
 use crate::baseline::Baseline;
-use crate::drive::{Control, Pacing, Phase, Recording, Traffic, drive};
+use crate::drive::{Control, Pacing, Phase, Recording, Recordings, Traffic, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
 use vitrine_benches::traffic::{Clicks, Credentials, Mix, STORE_ZONES, Shelf, ZoneMap};
 use vitrine_testkit::ExperimentToml;
@@ -133,6 +133,10 @@ pub(crate) struct RunArgs {
     /// measured time is the whole run), so that a seed gives the same shoppers.
     #[arg(long)]
     pub(crate) sessions: Option<u64>,
+    /// With several --server URLs (nodes of a cluster): the zone of the `recently_viewed`
+    /// strategy that the replication-lag probe reads (default: the spawned store's).
+    #[arg(long, default_value = "PP-02")]
+    pub(crate) lag_zone: String,
     /// The spawned store does not record zone analytics (`zone_analytics = false`): to
     /// measure what recording impressions costs.
     #[arg(long, requires = "spawn", conflicts_with = "experiment")]
@@ -213,7 +217,7 @@ impl RunArgs {
 }
 
 /// Percentiles of one histogram, microseconds.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct Percentiles {
     pub(crate) p50: u64,
     pub(crate) p90: u64,
@@ -225,7 +229,7 @@ pub(crate) struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(histogram: &Histogram<u64>) -> Option<Percentiles> {
+    pub(crate) fn of(histogram: &Histogram<u64>) -> Option<Percentiles> {
         (!histogram.is_empty()).then(|| Percentiles {
             p50: histogram.value_at_quantile(0.50),
             p90: histogram.value_at_quantile(0.90),
@@ -332,7 +336,14 @@ pub(crate) struct Report {
     pub(crate) catalogue_products: usize,
     /// Seconds from submitting the synthetic feed to its `Complete`, when provisioned.
     pub(crate) provision_seconds: Option<f64>,
+    /// All the traffic (with several --server URLs: against every node together).
     pub(crate) vitrine: TargetReport,
+    /// With several --server URLs: the traffic against each node (a visitor's requests
+    /// all go to one node).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) nodes: Vec<TargetReport>,
+    /// With several --server URLs: a view through one node until the next shows it.
+    pub(crate) replication_lag: Option<crate::lag::LagReport>,
     pub(crate) baseline: Option<TargetReport>,
     /// Closed loop with --baseline: Vitrine's requests/s over the baseline's.
     pub(crate) throughput_vs_baseline: Option<f64>,
@@ -397,6 +408,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         (None, products, categories)
     };
     let catalogue_products = products.len();
+    let probe_products: Vec<String> = products.iter().take(1000).cloned().collect();
     let shelf = Shelf::new(products, categories, mix.zipf)?;
     let clicks = match &args.prefer {
         Some(prefer) => Some(Clicks::new(prefer, &experiments, &shelf)?),
@@ -442,10 +454,26 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             args.client_cpus.as_deref().unwrap_or("")
         );
     }
-    let authority = match &spawned {
-        Some(server) => server.addr.to_string(),
-        None => crate::authority(&args.target.server)?,
+    // With several --server URLs, the first is the one provisioned (a cluster builds a
+    // feed once for every node).
+    let authorities = match &spawned {
+        Some(server) => vec![server.addr.to_string()],
+        None => args
+            .target
+            .server
+            .split(',')
+            .map(|url| crate::authority(url.trim()))
+            .collect::<anyhow::Result<Vec<_>>>()?,
     };
+    let authority = authorities[0].clone();
+    let probe = (authorities.len() > 1).then(|| crate::lag::Probe {
+        authorities: authorities.clone(),
+        access_key: args.target.access_key.clone(),
+        secret_key: args.target.secret_key.clone(),
+        zone: args.lag_zone.clone(),
+        products: probe_products,
+        run: started_unix_secs,
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -482,10 +510,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         let ingest_during = ingest.filter(|_| args.ingest_during);
         let vitrine = measure(
             &traffic,
-            &authority,
+            &authorities,
             pacing,
             &args,
             ingest_during.as_ref(),
+            probe,
             "vitrine",
         )
         .await;
@@ -509,26 +538,28 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
         let baseline = if args.baseline {
             let bytes = args
                 .baseline_bytes
-                .unwrap_or(vitrine.idle.mean_response_bytes as usize);
+                .unwrap_or(vitrine.total.idle.mean_response_bytes as usize);
             let server = Baseline::start(bytes, server_cpus)?;
             // The same shoppers with the same seed: the same requests.
             let report = measure(
                 &traffic,
-                &server.addr.to_string(),
+                &[server.addr.to_string()],
                 pacing,
                 &args,
+                None,
                 None,
                 "baseline",
             )
             .await;
             drop(server);
-            Some(report?)
+            Some(report?.total)
         } else {
             None
         };
         let throughput_vs_baseline = match (&baseline, pacing) {
             (Some(base), Pacing::Closed { .. }) if base.idle.throughput_rps > 0.0 => Some(
-                (vitrine.idle.throughput_rps / base.idle.throughput_rps * 1000.0).round() / 1000.0,
+                (vitrine.total.idle.throughput_rps / base.idle.throughput_rps * 1000.0).round()
+                    / 1000.0,
             ),
             _ => None,
         };
@@ -543,7 +574,9 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             started_unix_secs,
             catalogue_products,
             provision_seconds,
-            vitrine,
+            vitrine: vitrine.total,
+            nodes: vitrine.nodes,
+            replication_lag: vitrine.lag,
             baseline,
             throughput_vs_baseline,
             experiments: experiment_results,
@@ -558,24 +591,37 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What [`measure`] measured.
+struct Measured {
+    /// Against every server together.
+    total: TargetReport,
+    /// Against each server, when there are several.
+    nodes: Vec<TargetReport>,
+    /// With a probe: the replication lag.
+    lag: Option<crate::lag::LagReport>,
+}
+
 /// Warm-up, the measured seconds, then (with `ingest`) a phase until a full feed is
-/// `Complete`.
+/// `Complete`; with several servers, a visitor's requests go to one of them, and
+/// `probe` measures the replication lag meanwhile.
 async fn measure(
     traffic: &Arc<Traffic>,
-    authority: &str,
+    authorities: &[String],
     pacing: Pacing,
     args: &RunArgs,
     ingest: Option<&FeedSubmission>,
+    probe: Option<crate::lag::Probe>,
     label: &'static str,
-) -> anyhow::Result<TargetReport> {
+) -> anyhow::Result<Measured> {
     let control = Arc::new(Control::default());
     let progress = tokio::spawn(progress(Arc::clone(&control), label));
     let driver = tokio::spawn(drive(
         Arc::clone(traffic),
-        authority.to_owned(),
+        authorities.to_vec(),
         Arc::clone(&control),
         pacing,
     ));
+    let prober = probe.map(|probe| tokio::spawn(crate::lag::probe(probe, Arc::clone(&control))));
     let mut driver = Some(driver);
     let idle_started;
     let mut finished = None;
@@ -607,19 +653,40 @@ async fn measure(
         (None, None) => bail!("the load task was not started"),
     };
     progress.abort();
-    let recordings = recordings.context("load task")??;
-    let open = matches!(pacing, Pacing::Open { .. });
-    let during_ingest = match ingest_outcome {
-        Some(outcome) => {
-            let seconds = outcome.context("the feed ingest during the load")?;
-            Some(PhaseReport::of(&recordings.ingest, seconds, open))
-        }
+    let lag = match prober {
+        Some(prober) => Some(prober.await.context("the replication-lag probe")?),
         None => None,
     };
-    Ok(TargetReport {
-        server: format!("http://{authority}"),
+    let recordings = recordings.context("load task")??;
+    let open = matches!(pacing, Pacing::Open { .. });
+    let ingest_seconds = match ingest_outcome {
+        Some(outcome) => Some(outcome.context("the feed ingest during the load")?),
+        None => None,
+    };
+    let report = |server: String, recordings: &Recordings| TargetReport {
+        server,
         idle: PhaseReport::of(&recordings.idle, idle_seconds, open),
-        during_ingest,
+        during_ingest: ingest_seconds
+            .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, open)),
+    };
+    let mut all = Recordings::new();
+    for recorded in &recordings {
+        all.merge(recorded);
+    }
+    let servers: Vec<String> = authorities.iter().map(|a| format!("http://{a}")).collect();
+    let nodes = if recordings.len() > 1 {
+        servers
+            .iter()
+            .zip(&recordings)
+            .map(|(server, recorded)| report(server.clone(), recorded))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Measured {
+        total: report(servers.join(","), &all),
+        nodes,
+        lag,
     })
 }
 
@@ -684,6 +751,21 @@ fn print_report(report: &Report) {
         report.machine.cores
     );
     print_target("vitrine", &report.vitrine);
+    for (i, node) in report.nodes.iter().enumerate() {
+        print_target(&format!("node {}", i + 1), node);
+    }
+    if let Some(lag) = &report.replication_lag {
+        match &lag.lag_us {
+            Some(p) => println!(
+                "replication lag (a view through one node until the next shows it): {} samples, p50 {} us, p99 {} us, max {} us; {} not seen within 10 s, {} failed",
+                lag.samples, p.p50, p.p99, p.max, lag.timeouts, lag.errors
+            ),
+            None => println!(
+                "replication lag: no sample ({} not seen within 10 s, {} failed)",
+                lag.timeouts, lag.errors
+            ),
+        }
+    }
     if let Some(baseline) = &report.baseline {
         print_target("baseline (bare hyper)", baseline);
     }
