@@ -97,7 +97,13 @@ pub(crate) async fn probe(probe: Probe, control: Arc<Control>) -> LagReport {
         // First on the node alone, with a visitor of its own: a product the zone does
         // not show (not on sale) cannot be waited for.
         let check = format!("{visitor}-check");
-        let checked = match post(&probe.authorities[from], &mut senders[from], view_of(&check)).await {
+        let checked = match post(
+            &probe.authorities[from],
+            &mut senders[from],
+            view_of(&check),
+        )
+        .await
+        {
             Some(_) => post(&probe.authorities[from], &mut senders[from], ask_of(&check)).await,
             None => None,
         };
@@ -113,9 +119,13 @@ pub(crate) async fn probe(probe: Probe, control: Arc<Control>) -> LagReport {
                 continue;
             }
         }
-        if post(&probe.authorities[from], &mut senders[from], view_of(&visitor))
-            .await
-            .is_none()
+        if post(
+            &probe.authorities[from],
+            &mut senders[from],
+            view_of(&visitor),
+        )
+        .await
+        .is_none()
         {
             errors += 1;
             tokio::time::sleep(PAUSE).await;

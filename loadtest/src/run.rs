@@ -41,6 +41,10 @@ pub(crate) struct RunArgs {
     /// private addresses).
     #[arg(long)]
     pub(crate) provision: bool,
+    /// Browse the synthetic catalogue (--products, --feed-seed) without submitting it:
+    /// it was submitted before (e.g. by an earlier --provision run).
+    #[arg(long, conflicts_with_all = ["spawn", "provision", "product_ids"])]
+    pub(crate) browse_synthetic: bool,
     /// Product ids to browse when the harness did not provision the catalogue, one per
     /// line (default: the embedded demo's, P00001...).
     #[arg(long)]
@@ -384,10 +388,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     let started_unix_secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (feed, products, categories) = if args.provisions() {
+    let (feed, products, categories) = if args.provisions() || args.browse_synthetic {
         eprintln!("generating a feed of {} products", args.products);
         let (feed, products, categories) = synthetic_feed(args.products, args.feed_seed);
-        (Some(feed), products, categories)
+        (args.provisions().then_some(feed), products, categories)
     } else if let Some(path) = &args.product_ids {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading --product-ids {}", path.display()))?;
