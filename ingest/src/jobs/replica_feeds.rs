@@ -242,6 +242,8 @@ impl AccountJobs {
             }
         }
         tracing::info!(%account, token = %built.token, status = status.name(), products = shared.account.catalogue().len(), "feed from the cluster applied");
+        // A streamed body taken here but built by another node is no longer needed.
+        let _ = std::fs::remove_file(self.streamed_feed_path(&built.token));
         self.finish_feed(&built.token, status)?;
         shared.stream_position.store(sequence, Ordering::Release);
         Ok(Applied::Applied)
