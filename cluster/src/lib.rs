@@ -517,54 +517,20 @@ impl Replication for StreamLog {
             return Ok(Vec::new());
         }
         self.block_on(Duration::from_secs(300), async {
-            let consumer = self
-                .stream
-                .create_consumer(consumer::pull::Config {
-                    deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                        start_sequence: after + 1,
-                    },
-                    ack_policy: consumer::AckPolicy::None,
-                    filter_subject: self.subject.clone(),
-                    inactive_threshold: CONSUMER_IDLE,
-                    ..consumer::pull::Config::default()
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            let name = consumer.cached_info().name.clone();
-            let read = async {
-                let mut messages = consumer
-                    .stream()
-                    .max_messages_per_batch(BATCH)
-                    .expires(BATCH_WAIT)
-                    .heartbeat(HEARTBEAT)
-                    .messages()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let mut deltas = Vec::new();
-                while let Some(message) = messages.next().await {
-                    let message = message.map_err(|e| e.to_string())?;
-                    let info = message.info().map_err(|e| e.to_string())?;
-                    let sequence = info.stream_sequence;
-                    if sequence >= before {
-                        break;
+            let mut deltas = Vec::new();
+            read_range(
+                &self.stream,
+                &self.subject,
+                after + 1,
+                before - 1,
+                |_, kind, payload| {
+                    if kind == Some(RecordKind::Delta) {
+                        deltas.push(payload.to_vec());
                     }
-                    let kind = message
-                        .headers
-                        .as_ref()
-                        .and_then(|h| h.get(KIND_HEADER))
-                        .and_then(|k| k.as_str().parse::<u8>().ok());
-                    if kind == Some(RecordKind::Delta.code()) {
-                        deltas.push(message.payload.to_vec());
-                    }
-                    if sequence + 1 >= before {
-                        break;
-                    }
-                }
-                Ok(deltas)
-            };
-            let deltas = read.await;
-            let _ = self.stream.delete_consumer(&name).await;
-            deltas
+                },
+            )
+            .await?;
+            Ok(deltas)
         })
     }
 }
@@ -741,54 +707,20 @@ async fn scrub_storage(
 
     let mut matched = Vec::new();
     if last >= first && last > 0 {
-        let consumer = stream
-            .create_consumer(consumer::pull::Config {
-                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                    start_sequence: first.max(1),
-                },
-                ack_policy: consumer::AckPolicy::None,
-                filter_subject: subject,
-                inactive_threshold: CONSUMER_IDLE,
-                ..consumer::pull::Config::default()
-            })
-            .await
-            .map_err(|e| e.to_string())?;
-        let consumer_name = consumer.cached_info().name.clone();
-        let read = async {
-            let mut messages = consumer
-                .stream()
-                .max_messages_per_batch(BATCH)
-                .expires(BATCH_WAIT)
-                .heartbeat(HEARTBEAT)
-                .messages()
-                .await
-                .map_err(|e| e.to_string())?;
-            while let Some(message) = messages.next().await {
-                let message = message.map_err(|e| e.to_string())?;
-                let sequence = message.info().map_err(|e| e.to_string())?.stream_sequence;
-                if sequence > last {
-                    break;
-                }
-                let kind = message
-                    .headers
-                    .as_ref()
-                    .and_then(|h| h.get(KIND_HEADER))
-                    .and_then(|k| k.as_str().parse::<u8>().ok())
-                    .and_then(RecordKind::of_code);
-                if kind.is_some_and(|kind| scrub.matches(kind, &message.payload)) {
+        let read = read_range(
+            &stream,
+            &subject,
+            first.max(1),
+            last,
+            |sequence, kind, payload| {
+                if kind.is_some_and(|kind| scrub.matches(kind, payload)) {
                     matched.push(sequence);
                 }
-                if sequence >= last {
-                    break;
-                }
-            }
-            Ok::<_, String>(())
-        };
-        let read = tokio::time::timeout(Duration::from_secs(600), read)
+            },
+        );
+        tokio::time::timeout(Duration::from_secs(600), read)
             .await
-            .map_err(|_| "reading the stream took too long".to_owned());
-        let _ = stream.delete_consumer(&consumer_name).await;
-        read??;
+            .map_err(|_| "reading the stream took too long".to_owned())??;
     }
     for sequence in &matched {
         stream
@@ -822,6 +754,61 @@ async fn scrub_storage(
         }
     }
     Ok((matched.len(), deleted_objects))
+}
+
+/// Reads the stream's messages `first` through `last` through an ephemeral consumer
+/// (deleted afterwards), handing each one's sequence, kind and payload to `each`.
+async fn read_range(
+    stream: &stream::Stream,
+    subject: &str,
+    first: u64,
+    last: u64,
+    mut each: impl FnMut(u64, Option<RecordKind>, &[u8]),
+) -> Result<(), String> {
+    let consumer = stream
+        .create_consumer(consumer::pull::Config {
+            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: first,
+            },
+            ack_policy: consumer::AckPolicy::None,
+            filter_subject: subject.to_owned(),
+            inactive_threshold: CONSUMER_IDLE,
+            ..consumer::pull::Config::default()
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = consumer.cached_info().name.clone();
+    let read = async {
+        let mut messages = consumer
+            .stream()
+            .max_messages_per_batch(BATCH)
+            .expires(BATCH_WAIT)
+            .heartbeat(HEARTBEAT)
+            .messages()
+            .await
+            .map_err(|e| e.to_string())?;
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(|e| e.to_string())?;
+            let sequence = message.info().map_err(|e| e.to_string())?.stream_sequence;
+            if sequence > last {
+                break;
+            }
+            let kind = message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(KIND_HEADER))
+                .and_then(|k| k.as_str().parse::<u8>().ok())
+                .and_then(RecordKind::of_code);
+            each(sequence, kind, &message.payload);
+            if sequence >= last {
+                break;
+            }
+        }
+        Ok::<_, String>(())
+    };
+    let read = read.await;
+    let _ = stream.delete_consumer(&name).await;
+    read
 }
 
 /// A message read from the stream, for the applying thread.

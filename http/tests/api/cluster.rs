@@ -5,7 +5,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::common::{self, FeedServer, Server, serverside_body, try_post, wait_for};
+use crate::common::{
+    self, FeedServer, Server, files_containing, serverside_body, try_post, wait_for,
+};
 use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 use vitrine_testkit::records;
@@ -619,29 +621,6 @@ fn a_feed_is_built_once_served_by_every_node_and_taken_over_when_its_builder_die
     settled(&builder);
     assert_eq!(sorted(category(&builder)), expected);
     assert_eq!(status(&builder, &late)["Status"], 1);
-}
-
-/// Every file under `dir` whose bytes contain `needle` (ASCII case-insensitive).
-fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
-    let needle = needle.to_ascii_lowercase().into_bytes();
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(&path) {
-                stack.extend(entries.flatten().map(|entry| entry.path()));
-            }
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            let lower = bytes.to_ascii_lowercase();
-            if lower.windows(needle.len()).any(|w| w == needle.as_slice()) {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::{
-    self, DEMO_KEY, DEMO_SECRET, Server, account_dir, serverside_body, try_post, wait_for,
+    self, DEMO_KEY, DEMO_SECRET, Server, account_dir, files_containing, serverside_body, try_post,
+    wait_for,
 };
 
 fn config(fsync: &str) -> String {
@@ -339,29 +340,6 @@ fn a_corrupt_state_snapshot_or_log_tail_is_detected_and_the_server_falls_back() 
     assert_eq!(std::fs::metadata(&last).unwrap().len(), intact);
     assert_eq!(recent(&server, "tail"), ["P00030"]);
     assert_eq!(recent(&server, "early"), ["P00010"]);
-}
-
-/// Every file under `dir` whose bytes contain `needle` (ASCII case-insensitive).
-fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
-    let needle = needle.to_ascii_lowercase().into_bytes();
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                stack.push(entry.unwrap().path());
-            }
-        } else if let Ok(bytes) = std::fs::read(&path) {
-            let lower = bytes.to_ascii_lowercase();
-            if lower.windows(needle.len()).any(|w| w == needle.as_slice()) {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[test]

@@ -441,3 +441,26 @@ pub fn present_orders(
     }
     present
 }
+
+/// Every file under `dir` whose bytes contain `needle` (ASCII case-insensitive).
+pub fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let needle = needle.to_ascii_lowercase().into_bytes();
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|entry| entry.path()));
+            }
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            let lower = bytes.to_ascii_lowercase();
+            if lower.windows(needle.len()).any(|w| w == needle.as_slice()) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
