@@ -68,6 +68,9 @@ pub struct ClusterSettings {
     pub accounts: Vec<String>,
     /// Records a starting node may be behind the stream when it prints its ready line.
     pub ready_lag: u64,
+    /// How often the account's snapshots are stored in the object store (by one node)
+    /// and the stream trimmed behind them.
+    pub snapshot_interval: Duration,
 }
 
 /// Why the cluster could not be joined.
@@ -164,6 +167,84 @@ impl Cluster {
         &self.settings
     }
 
+    /// Fills an account directory that has nothing of its own yet (see
+    /// [`vitrine_ingest::jobs::is_fresh`]) from the newest snapshot set in the account's
+    /// object store, so that the node reads only the stream after it. False when there
+    /// is none (or the directory is not fresh).
+    pub async fn restore(&self, access_key: &str, dir: &Path) -> Result<bool, ClusterError> {
+        let (name, _) = names(access_key);
+        if !vitrine_ingest::jobs::is_fresh(dir) {
+            return Ok(false);
+        }
+        let failed = |reason: String| ClusterError::Stream {
+            stream: name.clone(),
+            reason,
+        };
+        let Ok(objects) = self.jetstream.get_object_store(name.as_str()).await else {
+            return Ok(false);
+        };
+        let mut list = objects.list().await.map_err(|e| failed(e.to_string()))?;
+        let mut manifests = Vec::new();
+        while let Some(info) = list.next().await {
+            let info = info.map_err(|e| failed(e.to_string()))?;
+            if !info.deleted && info.name.starts_with(MANIFEST_PREFIX) {
+                manifests.push(info.name);
+            }
+        }
+        manifests.sort();
+        // The newest set whose files are all there.
+        for name in manifests.iter().rev() {
+            let mut bytes = Vec::new();
+            let Ok(mut object) = objects.get(name).await else {
+                continue;
+            };
+            if tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
+                continue;
+            };
+            let restored = async {
+                for file in &manifest.files {
+                    let path = dir.join(file);
+                    if let Some(parent) = path.parent() {
+                        tokio::fs::create_dir_all(parent)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                    let mut object = objects
+                        .get(format!("{}/{file}", manifest.prefix))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let mut out = tokio::fs::File::create(&path)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    tokio::io::copy(&mut object, &mut out)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    out.sync_all().await.map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(())
+            };
+            match restored.await {
+                Ok(()) => {
+                    tracing::info!(account = %access_key, snapshot = %name, catalogue = manifest.catalogue, state = manifest.state, "restored from the cluster's snapshot");
+                    return Ok(true);
+                }
+                Err(error) => {
+                    tracing::warn!(account = %access_key, snapshot = %name, %error, "a cluster snapshot could not be restored; trying an older one");
+                    for file in &manifest.files {
+                        let _ = tokio::fs::remove_file(dir.join(file)).await;
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// Whether this node serves the account.
     pub fn serves(&self, access_key: &str) -> bool {
         self.settings.accounts.is_empty() || self.settings.accounts.iter().any(|a| a == access_key)
@@ -187,7 +268,7 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + timeout;
         // A cluster that is starting has no JetStream leader for a moment: retried.
-        let (stream, last, claims, objects) = loop {
+        let (stream, first, last, claims, objects) = loop {
             let attempt = async {
                 let mut stream = self
                     .jetstream
@@ -200,12 +281,13 @@ impl Cluster {
                     })
                     .await
                     .map_err(|e| e.to_string())?;
-                let last = stream
+                let state = stream
                     .info()
                     .await
                     .map_err(|e| e.to_string())?
                     .state
-                    .last_sequence;
+                    .clone();
+                let (first, last) = (state.first_sequence, state.last_sequence);
                 // The bucket's stream as the key-value API makes it (made here: the
                 // client's own call first asks for account details that NATS 2.9 does
                 // not give in the form it reads).
@@ -242,7 +324,7 @@ impl Cluster {
                         .await
                         .map_err(|e| format!("the object store: {e}"))?,
                 };
-                Ok::<_, String>((stream, last, claims, objects))
+                Ok::<_, String>((stream, first, last, claims, objects))
             };
             match attempt.await {
                 Ok(found) => break found,
@@ -263,6 +345,14 @@ impl Cluster {
             self.incarnation,
             receiver,
         ));
+        // Trimmed past this node's files: it cannot catch up from the stream.
+        let start = jobs.stream_position() + 1;
+        if first > 1 && start < first {
+            return Err(failed(format!(
+                "the stream was trimmed behind the cluster's snapshots: it starts at {first}, and this node's data directory ends at {}; start the node with an empty data directory (it then restores the newest snapshots)",
+                start - 1
+            )));
+        }
         let log = Arc::new(StreamLog {
             sender,
             runtime: tokio::runtime::Handle::current(),
@@ -273,13 +363,12 @@ impl Cluster {
             incarnation: self.incarnation,
             seen_claims: Mutex::new(HashMap::new()),
         });
-        if !jobs.replicate(log, self.incarnation) {
+        if !jobs.replicate(Arc::clone(&log) as Arc<dyn Replication>, self.incarnation) {
             return Err(failed(
                 "the account already belongs to a cluster".to_owned(),
             ));
         }
 
-        let start = jobs.stream_position() + 1;
         let (applied_sender, applied_receiver) = std::sync::mpsc::sync_channel(1024);
         let applier_jobs = Arc::clone(&jobs);
         std::thread::Builder::new()
@@ -305,6 +394,12 @@ impl Cluster {
             to = jobs.stream_position(),
             "caught up with the cluster"
         );
+        let snapshots_jobs = Arc::clone(&jobs);
+        let interval = self.settings.snapshot_interval;
+        std::thread::Builder::new()
+            .name(format!("snapshots-{access_key}"))
+            .spawn(move || snapshots(&snapshots_jobs, &log, interval))
+            .map_err(|e| failed(e.to_string()))?;
         Ok(Membership { stream: name, jobs })
     }
 }
@@ -385,62 +480,7 @@ impl Replication for StreamLog {
     }
 
     fn claim(&self, job: u64) -> Result<Claim, String> {
-        let key = format!("feed.{job}");
-        let mine = format!("{:016x}", self.incarnation);
-        self.block_on(Duration::from_secs(30), async {
-            let entry = self
-                .claims
-                .entry(key.clone())
-                .await
-                .map_err(|e| e.to_string())?;
-            let taken = match entry {
-                Some(entry) if entry.operation == kv::Operation::Put => {
-                    if entry.value.as_ref() == DONE {
-                        return Ok(Claim::Done);
-                    }
-                    // Held by this data directory before a restart, or not renewed for
-                    // a lease: taken over.
-                    let lapsed = entry.value.as_ref() == mine.as_bytes() || {
-                        let mut seen = self.seen_claims.lock().unwrap_or_else(|e| e.into_inner());
-                        let since = seen
-                            .entry(key.clone())
-                            .and_modify(|(revision, since)| {
-                                if *revision != entry.revision {
-                                    *revision = entry.revision;
-                                    *since = Instant::now();
-                                }
-                            })
-                            .or_insert((entry.revision, Instant::now()))
-                            .1;
-                        since.elapsed() >= LEASE
-                    };
-                    if !lapsed {
-                        return Ok(Claim::Busy);
-                    }
-                    self.claims
-                        .update(&key, mine.clone().into(), entry.revision)
-                        .await
-                        .ok()
-                }
-                Some(entry) => self
-                    .claims
-                    .update(&key, mine.clone().into(), entry.revision)
-                    .await
-                    .ok(),
-                None => self.claims.create(&key, mine.clone().into()).await.ok(),
-            };
-            Ok(match taken {
-                Some(revision) => {
-                    self.seen_claims
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&key);
-                    Claim::Ours(self.lease(key.clone(), revision))
-                }
-                // Another node was first.
-                None => Claim::Busy,
-            })
-        })
+        self.claim_key(format!("feed.{job}"))
     }
 
     fn put_object(&self, name: &str, path: &Path) -> Result<(), String> {
@@ -547,6 +587,65 @@ impl StreamLog {
             tokio::time::timeout(limit, work)
                 .await
                 .map_err(|_| format!("no answer from the cluster within {limit:?}"))?
+        })
+    }
+
+    /// Claims `key` in the account's claims bucket for this node (see [`Claim`]).
+    fn claim_key(&self, key: String) -> Result<Claim, String> {
+        let mine = format!("{:016x}", self.incarnation);
+        self.block_on(Duration::from_secs(30), async {
+            let entry = self
+                .claims
+                .entry(key.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            let taken = match entry {
+                Some(entry) if entry.operation == kv::Operation::Put => {
+                    if entry.value.as_ref() == DONE {
+                        return Ok(Claim::Done);
+                    }
+                    // Held by this data directory before a restart, or not renewed for
+                    // a lease: taken over.
+                    let lapsed = entry.value.as_ref() == mine.as_bytes() || {
+                        let mut seen = self.seen_claims.lock().unwrap_or_else(|e| e.into_inner());
+                        let since = seen
+                            .entry(key.clone())
+                            .and_modify(|(revision, since)| {
+                                if *revision != entry.revision {
+                                    *revision = entry.revision;
+                                    *since = Instant::now();
+                                }
+                            })
+                            .or_insert((entry.revision, Instant::now()))
+                            .1;
+                        since.elapsed() >= LEASE
+                    };
+                    if !lapsed {
+                        return Ok(Claim::Busy);
+                    }
+                    self.claims
+                        .update(&key, mine.clone().into(), entry.revision)
+                        .await
+                        .ok()
+                }
+                Some(entry) => self
+                    .claims
+                    .update(&key, mine.clone().into(), entry.revision)
+                    .await
+                    .ok(),
+                None => self.claims.create(&key, mine.clone().into()).await.ok(),
+            };
+            Ok(match taken {
+                Some(revision) => {
+                    self.seen_claims
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&key);
+                    Claim::Ours(self.lease(key.clone(), revision))
+                }
+                // Another node was first.
+                None => Claim::Busy,
+            })
         })
     }
 
@@ -660,6 +759,170 @@ async fn publisher(
             },
         }
     }
+}
+
+/// Snapshot sets kept in an account's object store (the stream is trimmed behind the
+/// older).
+pub const SNAPSHOTS_KEPT: usize = 2;
+/// The object naming a snapshot set's files and what they include.
+const MANIFEST_PREFIX: &str = "snapshot-";
+
+/// A snapshot set's manifest (an object of the account's object store).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Manifest {
+    /// The stream sequence through which the catalogue includes every delta.
+    catalogue: u64,
+    /// The stream sequence through which the state includes every request.
+    state: u64,
+    /// The set's files, relative to an account directory; object `<prefix>/<file>`.
+    files: Vec<String>,
+    /// The prefix of the files' objects.
+    prefix: String,
+}
+
+/// Every `interval`, if this node holds (or takes over) the account's snapshot claim:
+/// writes the account's snapshot set, stores it in the object store, keeps the newest
+/// [`SNAPSHOTS_KEPT`], and trims the stream behind the older of those (and behind
+/// every reading node).
+fn snapshots(jobs: &AccountJobs, log: &StreamLog, interval: Duration) {
+    let account = jobs.account().access_key().to_owned();
+    let mut held: Option<Box<dyn Lease>> = None;
+    loop {
+        std::thread::sleep(interval);
+        // A claim held is renewed in the background; claimed again each time, so that
+        // a node that lost it (or died) is taken over.
+        drop(held.take());
+        match log.claim_key("snapshots".to_owned()) {
+            Ok(Claim::Ours(lease)) => held = Some(lease),
+            Ok(Claim::Busy | Claim::Done) => continue,
+            Err(error) => {
+                tracing::warn!(%account, %error, "the snapshot claim could not be read");
+                continue;
+            }
+        }
+        let started = std::time::Instant::now();
+        match store_snapshot(jobs, log) {
+            Ok((manifest, trimmed)) => tracing::info!(
+                %account,
+                catalogue = manifest.catalogue,
+                state = manifest.state,
+                files = manifest.files.len(),
+                trimmed_before = trimmed,
+                seconds = started.elapsed().as_secs_f64(),
+                "cluster snapshot stored"
+            ),
+            Err(error) => tracing::warn!(%account, %error, "the cluster snapshot failed"),
+        }
+    }
+}
+
+/// Writes, stores and prunes the account's snapshot sets and trims the stream; the
+/// manifest stored and the sequence the stream now starts at.
+fn store_snapshot(jobs: &AccountJobs, log: &StreamLog) -> Result<(Manifest, u64), String> {
+    let dir = jobs.dir().join("cluster-snapshot");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let written = jobs.cluster_snapshot(&dir);
+    let stored = written.and_then(|set| {
+        let prefix = format!("snap-{:020}-{:016x}", set.floors.state, log.incarnation);
+        for file in &set.files {
+            log.put_object(&format!("{prefix}/{file}"), &dir.join(file))?;
+        }
+        let manifest = Manifest {
+            catalogue: set.floors.catalogue,
+            state: set.floors.state,
+            files: set.files,
+            prefix: prefix.clone(),
+        };
+        let path = dir.join("manifest.json");
+        std::fs::write(
+            &path,
+            serde_json::to_vec(&manifest).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        log.put_object(
+            &format!(
+                "{MANIFEST_PREFIX}{}",
+                prefix.strip_prefix("snap-").unwrap_or(&prefix)
+            ),
+            &path,
+        )?;
+        Ok(manifest)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    let manifest = stored?;
+    // The newest sets kept, the older ones deleted; the stream trimmed behind the
+    // oldest kept.
+    let mut manifests: Vec<String> = log
+        .objects()?
+        .into_iter()
+        .filter(|name| name.starts_with(MANIFEST_PREFIX))
+        .collect();
+    manifests.sort();
+    let keep_from = manifests.len().saturating_sub(SNAPSHOTS_KEPT);
+    let names = log.objects()?;
+    for old in manifests.iter().take(keep_from) {
+        let prefix = format!("snap-{}/", old.strip_prefix(MANIFEST_PREFIX).unwrap_or(old));
+        for name in names.iter().filter(|n| n.starts_with(&prefix)) {
+            log.delete_object(name)?;
+        }
+        log.delete_object(old)?;
+    }
+    let oldest = match manifests.get(keep_from) {
+        Some(name) => read_manifest(log, name)?,
+        None => manifest.clone(),
+    };
+    let floor = oldest.catalogue.min(oldest.state);
+    let trimmed = log.block_on(Duration::from_secs(60), trim(log.stream.clone(), floor))?;
+    Ok((manifest, trimmed))
+}
+
+/// A manifest from the object store.
+fn read_manifest(log: &StreamLog, name: &str) -> Result<Manifest, String> {
+    let file = tempfile_path(name);
+    let found = log.get_object(name, &file);
+    let read = std::fs::read(&file);
+    let _ = std::fs::remove_file(&file);
+    if !found? {
+        return Err(format!("the snapshot manifest {name} is gone"));
+    }
+    serde_json::from_slice(&read.map_err(|e| e.to_string())?)
+        .map_err(|e| format!("the snapshot manifest {name}: {e}"))
+}
+
+/// A file name in the system's temporary directory for an object.
+fn tempfile_path(name: &str) -> std::path::PathBuf {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    std::env::temp_dir().join(format!("vitrine-{}-{clean}", std::process::id()))
+}
+
+/// Deletes the stream's messages before `floor + 1` that every reading node has been
+/// handed; the sequence the stream then starts at.
+async fn trim(mut stream: stream::Stream, floor: u64) -> Result<u64, String> {
+    let mut before = floor + 1;
+    let mut consumers = stream.consumers();
+    while let Some(info) = consumers.next().await {
+        let info = info.map_err(|e| e.to_string())?;
+        before = before.min(info.delivered.stream_sequence + 1);
+    }
+    let first = stream
+        .info()
+        .await
+        .map_err(|e| e.to_string())?
+        .state
+        .first_sequence;
+    if before > first {
+        stream
+            .purge()
+            .sequence(before)
+            .await
+            .map_err(|e| format!("trimming the stream: {e}"))?;
+        return Ok(before);
+    }
+    Ok(first)
 }
 
 /// How long a scrub waits for every node reading the stream to be past the erasure.

@@ -352,6 +352,7 @@ struct FileCluster {
     accounts: Vec<String>,
     ready_lag: Option<u64>,
     join_timeout_secs: Option<u64>,
+    snapshot_interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -660,6 +661,8 @@ fn cluster_config(
         .map_err(|m| err("cluster.ready_lag", m))?;
     let join_timeout_secs = within(file.join_timeout_secs.unwrap_or(300), 1, 86_400)
         .map_err(|m| err("cluster.join_timeout_secs", m))?;
+    let snapshot_interval_secs = within(file.snapshot_interval_secs.unwrap_or(300), 1, 86_400)
+        .map_err(|m| err("cluster.snapshot_interval_secs", m))?;
     Ok(ClusterConfig {
         settings: vitrine_cluster::ClusterSettings {
             servers: file.servers.clone(),
@@ -667,6 +670,7 @@ fn cluster_config(
             replicas: replicas as usize,
             accounts: file.accounts.clone(),
             ready_lag,
+            snapshot_interval: std::time::Duration::from_secs(snapshot_interval_secs),
         },
         join_timeout_secs,
     })

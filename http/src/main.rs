@@ -299,8 +299,16 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 )
                 .await
                 .context("joining the cluster")?;
-                // A node opens only the accounts it serves.
+                // A node opens only the accounts it serves; an account new to this
+                // node starts from the cluster's newest snapshots, if there are any.
                 config.accounts.retain(|a| joined.serves(&a.access_key));
+                for account in &config.accounts {
+                    let dir = vitrine_http::state::account_dir(&config.data_dir, &account.access_key);
+                    joined
+                        .restore(&account.access_key, &dir)
+                        .await
+                        .with_context(|| format!("restoring account {} from the cluster's snapshots", account.access_key))?;
+                }
                 Some((joined, timeout))
             }
             None => None,

@@ -700,3 +700,101 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
         assert_eq!(zone(server, "keeper", "RV"), ["p3"]);
     }
 }
+
+/// A log's text without its colours.
+fn plain(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The numbers following `field=` in a log.
+fn numbers(log: &str, field: &str) -> Vec<u64> {
+    let needle = format!("{field}=");
+    plain(log)
+        .split(&needle)
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn a_node_joining_after_the_stream_was_trimmed_restores_the_clusters_snapshot() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let config = |node: &str| {
+        config(&nats, node).replace(
+            "replicas = 3\n",
+            "replicas = 3\nsnapshot_interval_secs = 1\n",
+        )
+    };
+    let a = Server::with_config(&config("a"));
+    let b = Server::with_config(&config("b"));
+    let mut orders = Vec::new();
+    let mut deltas = Vec::new();
+    let write = |round: usize, orders: &mut Vec<String>, deltas: &mut Vec<String>| {
+        for (n, server) in [&a, &b].into_iter().enumerate() {
+            for i in 0..10 {
+                let order_id = format!("t{round}-{n}-{i}");
+                let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+                    "visitorId": format!("buyer-{n}-{i}"), "events": [order_event(&order_id)]}));
+                let resp = server.post_json("/api/serverside", &body);
+                assert_eq!(resp.status, 200, "{}", resp.body);
+                orders.push(order_id);
+            }
+            deltas.push(add_products(server, &[&format!("t{round}-{n}")]));
+        }
+    };
+    write(0, &mut orders, &mut deltas);
+    settled(&a);
+    settled(&b);
+    // Snapshots every second by one of the nodes; once the stream is trimmed past the
+    // writes, a new node cannot read them from it.
+    let stored = || {
+        numbers(&a.log(), "trimmed_before")
+            .into_iter()
+            .chain(numbers(&b.log(), "trimmed_before"))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut last = 0;
+    wait_for(
+        "the stream trimmed past the first writes",
+        REPLICATED,
+        || {
+            last = stored();
+            (last > 20).then_some(())
+        },
+    );
+    // More writes after the snapshots: read from the stream.
+    write(1, &mut orders, &mut deltas);
+
+    let c = Server::with_config(&config("c"));
+    let log = plain(&c.log());
+    assert!(
+        log.contains("restored from the cluster's snapshot"),
+        "{log}"
+    );
+    let from = numbers(&log, "from");
+    assert!(from.first().is_some_and(|&from| from > 1), "{log}");
+    settled(&c);
+    holds_everything(&c, &orders, &deltas, "C restored from the snapshot");
+    let mut on_b = category(&b);
+    let mut on_c = category(&c);
+    on_b.sort();
+    on_c.sort();
+    assert_eq!(on_c, on_b);
+}

@@ -61,6 +61,7 @@ mod rebuild;
 mod recovery;
 mod replica;
 mod replica_feeds;
+mod replica_snapshots;
 mod status;
 mod streams;
 #[cfg(test)]
@@ -88,6 +89,7 @@ pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
 pub use self::replica::{Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication, Scrub};
+pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
@@ -271,6 +273,8 @@ struct Shared {
     /// In a cluster: called with each feed job read from the replicated log that this
     /// node did not know (see `replica_feeds`).
     feed_hook: std::sync::OnceLock<self::replica_feeds::FeedHook>,
+    /// Restored from a cluster's snapshots: what they include of the replicated log.
+    floors: Floors,
 }
 
 /// One account's jobs, its log and its threads.

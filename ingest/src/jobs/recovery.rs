@@ -92,6 +92,7 @@ impl AccountJobs {
             stream_position: AtomicU64::new(stream_position),
             stream_deltas_queued: AtomicU64::new(0),
             feed_hook: std::sync::OnceLock::new(),
+            floors: super::Floors::load(dir),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }

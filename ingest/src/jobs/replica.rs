@@ -218,6 +218,18 @@ impl AccountJobs {
         if sequence <= shared.stream_position.load(Ordering::Acquire) {
             return Ok(Applied::Seen);
         }
+        // Restored from the cluster's snapshots: what they include is not applied again.
+        let floor = match kind {
+            RecordKind::Delta | RecordKind::FeedSubmitted | RecordKind::FeedBuilt => {
+                shared.floors.catalogue
+            }
+            RecordKind::Served | RecordKind::Events | RecordKind::Forget => shared.floors.state,
+            RecordKind::Replicated => 0,
+        };
+        if sequence <= floor {
+            shared.stream_position.store(sequence, Ordering::Release);
+            return Ok(Applied::Seen);
+        }
         match kind {
             RecordKind::FeedSubmitted => return self.apply_feed_submitted(sequence, payload),
             RecordKind::FeedBuilt => return self.apply_feed_built(sequence, payload),

@@ -1,0 +1,156 @@
+//! Snapshots of a cluster's account for nodes that join later: the files a data
+//! directory needs (a catalogue snapshot, a state snapshot, the user records, the delta
+//! statuses, the feed jobs), written by one node into a directory of their own, tagged
+//! with the replicated log's sequence each includes (see `vitrine-cluster`, which
+//! stores them in the object store and trims the replicated log behind them).
+//!
+//! A node that starts with an empty directory gets those files and a
+//! [`FLOORS_FILE`]: it reads the replicated log after the lower of the two sequences,
+//! and skips the deltas (and feed records) the catalogue includes and the events and
+//! erasures the state includes.
+//!
+//! The catalogue is exact: taken when no delta read is waiting to be applied, tagged
+//! with the position read before (a delta applied after it and found again in the
+//! replicated log is applied again, which gives the same catalogue). The state is as
+//! exact as a local state snapshot: events applied while it is exported, and this
+//! node's own events applied before they reached the replicated log, may be counted a
+//! second time by a node restored from it (the same window as a restart's replay).
+
+use std::fs;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use vitrine_snapshots::snapshot::{self, Kind};
+
+use super::AccountJobs;
+use super::replica::POSITION_FILE;
+use crate::{state, store};
+
+/// The file of a restored account directory naming what its snapshots include.
+pub const FLOORS_FILE: &str = "stream-floors";
+
+/// The replicated log's sequences a restored directory's snapshots include.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floors {
+    /// Every delta and feed record through it is in the catalogue.
+    pub catalogue: u64,
+    /// Every request, event and erasure through it is in the state.
+    pub state: u64,
+}
+
+impl Floors {
+    /// Reads [`FLOORS_FILE`] of an account directory (none: zeros).
+    pub(super) fn load(dir: &Path) -> Floors {
+        fs::read(dir.join(FLOORS_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A snapshot set written by [`AccountJobs::cluster_snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotSet {
+    /// What the set includes.
+    pub floors: Floors,
+    /// Its files, relative to the directory it was written in.
+    pub files: Vec<String>,
+}
+
+impl AccountJobs {
+    /// Writes the account's snapshot set for the cluster into the empty directory
+    /// `out` (see the module documentation).
+    pub fn cluster_snapshot(&self, out: &Path) -> Result<SnapshotSet, String> {
+        let shared = &self.shared;
+        // The catalogue with every delta read applied.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (catalogue, catalogue_floor) = loop {
+            let position = shared.stream_position.load(Ordering::Acquire);
+            {
+                let _writer = shared.account.writer();
+                if shared.deltas.pending.load(Ordering::Acquire) == 0 {
+                    break (shared.account.catalogue(), position);
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err("deltas kept waiting to be applied for a minute".to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let write = |bytes: &[u8]| {
+            snapshot::write(out, store::PREFIX, Kind::Catalogue, 1, 1, bytes)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        if catalogue.has_overlay() {
+            let compacted = shared
+                .config
+                .pool
+                .install(|| catalogue.compact())
+                .map_err(|e| e.to_string())?;
+            write(compacted.archive_bytes())?;
+        } else {
+            write(catalogue.archive_bytes())?;
+        }
+        drop(catalogue);
+        // The state: everything through the position read first is in it.
+        let state_floor = shared.stream_position.load(Ordering::Acquire);
+        state::write(out, &shared.account, 1).map_err(|e| e.to_string())?;
+        store::save_users(out, &shared.account.users()).map_err(|e| e.to_string())?;
+        shared
+            .deltas
+            .statuses
+            .save(out)
+            .map_err(|e| e.to_string())?;
+        let feeds = out.join("feeds");
+        fs::create_dir_all(&feeds).map_err(|e| e.to_string())?;
+        let jobs = shared.dir.join("feeds");
+        for entry in fs::read_dir(&jobs).map_err(|e| format!("{}: {e}", jobs.display()))? {
+            let path = entry
+                .map_err(|e| format!("{}: {e}", jobs.display()))?
+                .path();
+            if path.extension().is_some_and(|e| e == "job")
+                && let Some(name) = path.file_name()
+            {
+                fs::copy(&path, feeds.join(name)).map_err(|e| e.to_string())?;
+            }
+        }
+        let floors = Floors {
+            catalogue: catalogue_floor,
+            state: state_floor,
+        };
+        let text = serde_json::to_vec(&floors).map_err(|e| e.to_string())?;
+        fs::write(out.join(FLOORS_FILE), text).map_err(|e| e.to_string())?;
+        let position = catalogue_floor.min(state_floor);
+        fs::write(out.join(POSITION_FILE), format!("{position}\n")).map_err(|e| e.to_string())?;
+        let mut files = Vec::new();
+        collect(out, out, &mut files).map_err(|e| e.to_string())?;
+        files.sort();
+        Ok(SnapshotSet { floors, files })
+    }
+}
+
+/// The files under `dir`, relative to `root`.
+fn collect(root: &Path, dir: &Path, files: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect(root, &path, files)?;
+        } else if let Ok(relative) = path.strip_prefix(root) {
+            files.push(relative.to_string_lossy().into_owned());
+        }
+    }
+    Ok(())
+}
+
+/// Whether an account directory has nothing of its own yet (no snapshot, no log): a
+/// node may restore it from the cluster's snapshots.
+pub fn is_fresh(dir: &Path) -> bool {
+    let has_log = fs::read_dir(dir.join("wal"))
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false);
+    let has_snapshot = snapshot::list(dir, store::PREFIX).is_ok_and(|list| !list.is_empty());
+    !has_log && !has_snapshot
+}
