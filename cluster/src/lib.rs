@@ -345,6 +345,7 @@ impl Cluster {
             self.incarnation,
             receiver,
         ));
+        let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
         // Trimmed past this node's files: it cannot catch up from the stream.
         let start = jobs.stream_position() + 1;
         if first > 1 && start < first {
@@ -362,6 +363,7 @@ impl Cluster {
             objects,
             incarnation: self.incarnation,
             seen_claims: Mutex::new(HashMap::new()),
+            snapshot_now,
         });
         if !jobs.replicate(Arc::clone(&log) as Arc<dyn Replication>, self.incarnation) {
             return Err(failed(
@@ -398,7 +400,7 @@ impl Cluster {
         let interval = self.settings.snapshot_interval;
         std::thread::Builder::new()
             .name(format!("snapshots-{access_key}"))
-            .spawn(move || snapshots(&snapshots_jobs, &log, interval))
+            .spawn(move || snapshots(&snapshots_jobs, &log, interval, &snapshot_requests))
             .map_err(|e| failed(e.to_string()))?;
         Ok(Membership { stream: name, jobs })
     }
@@ -438,7 +440,12 @@ struct StreamLog {
     incarnation: Incarnation,
     /// Claims held by other nodes: the revision last seen, and since when.
     seen_claims: Mutex<HashMap<String, (u64, Instant)>>,
+    /// Asks the account's snapshot thread for a snapshot set now (after an erasure).
+    snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
 }
+
+/// A request for a snapshot set now, answered with its manifest's object name.
+type SnapshotNow = oneshot::Sender<Result<String, String>>;
 
 impl std::fmt::Debug for StreamLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -543,9 +550,10 @@ impl Replication for StreamLog {
         let stream = self.stream.clone();
         let subject = self.subject.clone();
         let objects = self.objects.clone();
+        let snapshot_now = self.snapshot_now.clone();
         self.runtime.spawn(async move {
             let name = stream.cached_info().config.name.clone();
-            match scrub_storage(stream, subject, objects, &scrub).await {
+            match scrub_storage(stream, subject, objects, snapshot_now, &scrub).await {
                 Ok((messages, objects)) => tracing::info!(stream = %name, messages, objects, "erased person scrubbed from the cluster's storage"),
                 Err(error) => tracing::error!(stream = %name, %error, "the erased person could not be scrubbed from the cluster's storage"),
             }
@@ -784,11 +792,31 @@ struct Manifest {
 /// writes the account's snapshot set, stores it in the object store, keeps the newest
 /// [`SNAPSHOTS_KEPT`], and trims the stream behind the older of those (and behind
 /// every reading node).
-fn snapshots(jobs: &AccountJobs, log: &StreamLog, interval: Duration) {
+/// A request on `now` makes a set at once, claim or not (an erasure replaces the sets
+/// that name the person).
+fn snapshots(
+    jobs: &AccountJobs,
+    log: &StreamLog,
+    interval: Duration,
+    now: &std::sync::mpsc::Receiver<SnapshotNow>,
+) {
     let account = jobs.account().access_key().to_owned();
     let mut held: Option<Box<dyn Lease>> = None;
+    let mut next = Instant::now() + interval;
     loop {
-        std::thread::sleep(interval);
+        match now.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Ok(reply) => {
+                let stored =
+                    store_snapshot(jobs, log).map(|(manifest, _)| manifest_name(&manifest));
+                let _ = reply.send(stored);
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+        }
+        next = Instant::now() + interval;
         // A claim held is renewed in the background; claimed again each time, so that
         // a node that lost it (or died) is taken over.
         drop(held.take());
@@ -840,13 +868,7 @@ fn store_snapshot(jobs: &AccountJobs, log: &StreamLog) -> Result<(Manifest, u64)
             serde_json::to_vec(&manifest).map_err(|e| e.to_string())?,
         )
         .map_err(|e| e.to_string())?;
-        log.put_object(
-            &format!(
-                "{MANIFEST_PREFIX}{}",
-                prefix.strip_prefix("snap-").unwrap_or(&prefix)
-            ),
-            &path,
-        )?;
+        log.put_object(&manifest_name(&manifest), &path)?;
         Ok(manifest)
     });
     let _ = std::fs::remove_dir_all(&dir);
@@ -875,6 +897,17 @@ fn store_snapshot(jobs: &AccountJobs, log: &StreamLog) -> Result<(Manifest, u64)
     let floor = oldest.catalogue.min(oldest.state);
     let trimmed = log.block_on(Duration::from_secs(60), trim(log.stream.clone(), floor))?;
     Ok((manifest, trimmed))
+}
+
+/// The object name of a set's manifest.
+fn manifest_name(manifest: &Manifest) -> String {
+    format!(
+        "{MANIFEST_PREFIX}{}",
+        manifest
+            .prefix
+            .strip_prefix("snap-")
+            .unwrap_or(&manifest.prefix)
+    )
 }
 
 /// A manifest from the object store.
@@ -939,6 +972,7 @@ async fn scrub_storage(
     mut stream: stream::Stream,
     subject: String,
     objects: object_store::ObjectStore,
+    snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
     scrub: &Scrub,
 ) -> Result<(usize, usize), String> {
     let state = stream
@@ -1016,7 +1050,87 @@ async fn scrub_storage(
             deleted_objects += 1;
         }
     }
+    // Snapshot sets naming the person: replaced by a new one from this node (which has
+    // forgotten them), then deleted.
+    let mut named_sets = Vec::new();
+    for manifest in &manifest_objects(&objects).await? {
+        let Some(set) = read_object(&objects, manifest).await? else {
+            continue;
+        };
+        let Ok(set) = serde_json::from_slice::<Manifest>(&set) else {
+            continue;
+        };
+        for file in &set.files {
+            let object = format!("{}/{file}", set.prefix);
+            if read_object(&objects, &object)
+                .await?
+                .is_some_and(|bytes| scrub.names_in(&bytes) || set_names_visitor(&bytes, scrub))
+            {
+                named_sets.push((manifest.clone(), set));
+                break;
+            }
+        }
+    }
+    if !named_sets.is_empty() {
+        let (reply, replaced) = oneshot::channel();
+        snapshot_now
+            .send(reply)
+            .map_err(|_| "the snapshot thread stopped".to_owned())?;
+        let new = replaced
+            .await
+            .map_err(|_| "the snapshot thread stopped".to_owned())??;
+        for (manifest, set) in named_sets {
+            if manifest == new {
+                continue;
+            }
+            for file in &set.files {
+                let _ = objects.delete(format!("{}/{file}", set.prefix)).await;
+                deleted_objects += 1;
+            }
+            let _ = objects.delete(&manifest).await;
+            deleted_objects += 1;
+        }
+    }
     Ok((matched.len(), deleted_objects))
+}
+
+/// Whether a snapshot file holds one of the person's visitor ids.
+fn set_names_visitor(bytes: &[u8], scrub: &Scrub) -> bool {
+    scrub.visitor_ids.iter().any(|visitor| {
+        let visitor = visitor.as_bytes();
+        !visitor.is_empty() && bytes.windows(visitor.len()).any(|w| w == visitor)
+    })
+}
+
+/// The snapshot manifests in an object store.
+async fn manifest_objects(objects: &object_store::ObjectStore) -> Result<Vec<String>, String> {
+    let mut list = objects.list().await.map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    while let Some(info) = list.next().await {
+        let info = info.map_err(|e| e.to_string())?;
+        if !info.deleted && info.name.starts_with(MANIFEST_PREFIX) {
+            names.push(info.name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// An object's bytes; `None` when it is gone.
+async fn read_object(
+    objects: &object_store::ObjectStore,
+    name: &str,
+) -> Result<Option<Vec<u8>>, String> {
+    let mut object = match objects.get(name).await {
+        Ok(object) => object,
+        Err(error) if error.kind() == object_store::GetErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.to_string()),
+    };
+    let mut bytes = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Some(bytes))
 }
 
 /// Reads the stream's messages `first` through `last` through an ephemeral consumer

@@ -21,6 +21,15 @@ fn config(nats: &NatsCluster, node: &str) -> String {
     config_with(nats, node, "")
 }
 
+/// `config` with the account's snapshots stored in the object store every second (and
+/// the stream trimmed behind them).
+fn with_snapshots(config: String) -> String {
+    config.replace(
+        "replicas = 3\n",
+        "replicas = 3\nsnapshot_interval_secs = 1\n",
+    )
+}
+
 /// [`config`] with more `[durability]` lines.
 fn config_with(nats: &NatsCluster, node: &str, durability: &str) -> String {
     let servers: Vec<String> = nats.urls().iter().map(|u| format!("{u:?}")).collect();
@@ -375,7 +384,9 @@ fn holds_everything(server: &Server, orders: &[String], deltas: &[String], what:
 #[test]
 fn a_node_killed_in_a_loop_under_writes_loses_nothing_acknowledged() {
     let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let config = |node: &str| config_with(&nats, node, r#"events_fsync = "always""#);
+    // Snapshots every second: a restart with its directory deleted restores them.
+    let config =
+        |node: &str| with_snapshots(config_with(&nats, node, r#"events_fsync = "always""#));
     let b = Server::with_config(&config("b"));
     let mut a = Server::with_config(&config("a"));
     let mut orders = Vec::new();
@@ -629,8 +640,10 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
     const USER: &str = "user-erase-me-42";
     const VISITOR: &str = "visitor-erase-me-42";
     let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let a = Server::with_config(&config(&nats, "a"));
-    let b = Server::with_config(&config(&nats, "b"));
+    // Snapshot sets in the object store too, every second: those naming the person
+    // are replaced.
+    let a = Server::with_config(&with_snapshots(config(&nats, "a")));
+    let b = Server::with_config(&with_snapshots(config(&nats, "b")));
     let token = add_products(&a, &["p0", "p1", "p2", "p3"]);
     applied_on(&b, &token);
 
