@@ -183,27 +183,12 @@ impl Cluster {
         let Ok(objects) = self.jetstream.get_object_store(name.as_str()).await else {
             return Ok(false);
         };
-        let mut list = objects.list().await.map_err(|e| failed(e.to_string()))?;
-        let mut manifests = Vec::new();
-        while let Some(info) = list.next().await {
-            let info = info.map_err(|e| failed(e.to_string()))?;
-            if !info.deleted && info.name.starts_with(MANIFEST_PREFIX) {
-                manifests.push(info.name);
-            }
-        }
-        manifests.sort();
         // The newest set whose files are all there.
+        let manifests = manifest_objects(&objects).await.map_err(failed)?;
         for name in manifests.iter().rev() {
-            let mut bytes = Vec::new();
-            let Ok(mut object) = objects.get(name).await else {
+            let Ok(Some(bytes)) = read_object(&objects, name).await else {
                 continue;
             };
-            if tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
-                .await
-                .is_err()
-            {
-                continue;
-            }
             let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
                 continue;
             };

@@ -7,8 +7,10 @@ Starts three clustered nats-server processes with JetStream on loopback and node
 loads the catalogue through A as deltas of 1,000 products and the events as
 server-side requests of 100 product views (visitors of 10 views each), waits until A
 has applied them all, then starts node B with an empty data directory and times it from
-spawn to its ready line (printed once caught up with the stream). Only Python 3 and
-`nats-server` are needed.
+spawn to its ready line (printed once caught up with the stream). With `--snapshot`,
+the nodes store snapshot sets every few seconds: B is started once A has stored one
+after the load, so it restores the set from the object store and reads only the stream
+after it. Only Python 3 and `nats-server` are needed.
 """
 
 import argparse
@@ -29,9 +31,13 @@ def main():
     parser.add_argument("--vitrine", default="target/release/vitrine")
     parser.add_argument("--products", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--snapshot", action="store_true",
+                        help="B restores a snapshot set stored after the load")
     args = parser.parse_args()
+    extra = "snapshot_interval_secs = 5\n" if args.snapshot else ""
     with harness.Cluster("vitrine-catch-up-") as cluster:
-        to_a = http.client.HTTPConnection(*cluster.vitrine(args.vitrine, "a"), timeout=120)
+        to_a = http.client.HTTPConnection(
+            *cluster.vitrine(args.vitrine, "a", cluster_extra=extra), timeout=120)
         started = time.perf_counter()
         deltas = 0
         for first in range(0, args.products, 1000):
@@ -58,17 +64,29 @@ def main():
         loaded = time.perf_counter() - started
         print(f"loaded through A: {args.products} products in {deltas} deltas, "
               f"{args.events} events in {requests} requests ({loaded:.1f} s)")
+        if args.snapshot:
+            # A snapshot set stored after the load (the first one that started later).
+            log_path = os.path.join(cluster.tmp, "a", "server.log")
+            count = lambda: open(log_path).read().count("cluster snapshot stored")
+            since, before = time.time(), count()
+            while count() < before + 2:
+                if time.time() - since > 600:
+                    sys.exit("no snapshot set stored by A within 600 s")
+                time.sleep(0.2)
+            print("A stored snapshot sets after the load")
         spawned = time.perf_counter()
-        cluster.vitrine(args.vitrine, "b")
+        cluster.vitrine(args.vitrine, "b", cluster_extra=extra)
         ready = time.perf_counter() - spawned
         with open(os.path.join(cluster.tmp, "b", "server.log")) as log:
             text = re.sub(r"\x1b\[[0-9;]*m", "", log.read())
         caught = [line for line in text.splitlines() if "caught up with the cluster" in line]
-        found = re.search(r"to=(\d+)", caught[-1]) if caught else None
-        records = int(found.group(1)) if found else 0
-        print(f"B with an empty data directory: ready in {ready:.2f} s "
-              f"({records} stream records, {records / ready:,.0f} records/s, "
-              f"{args.events / ready:,.0f} events/s)")
+        found = re.search(r"from=(\d+) to=(\d+)", caught[-1]) if caught else None
+        first, last = (int(found.group(1)), int(found.group(2))) if found else (1, 0)
+        records = last - first + 1
+        restored = "restored from the cluster's snapshot" in text
+        print(f"B with an empty data directory{' (restored a snapshot set)' if restored else ''}: "
+              f"ready in {ready:.2f} s ({records} stream records read, {first} to {last}; "
+              f"{args.events / ready:,.0f} events/s of the account's history)")
 
 
 if __name__ == "__main__":

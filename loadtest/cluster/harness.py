@@ -71,7 +71,7 @@ default_currency = "GBP"
 """
 
 
-def start_vitrine(binary, tmp, name, cluster, account=ACCOUNT):
+def start_vitrine(binary, tmp, name, cluster, account=ACCOUNT, cluster_extra=""):
     directory = os.path.join(tmp, name)
     os.makedirs(directory)
     config = os.path.join(directory, "vitrine.toml")
@@ -80,7 +80,8 @@ def start_vitrine(binary, tmp, name, cluster, account=ACCOUNT):
         f.write(account)
         if cluster:
             servers = ", ".join(json.dumps(u) for u in cluster)
-            f.write(f"\n[cluster]\nservers = [{servers}]\nnode = \"{name}\"\nreplicas = 3\n")
+            f.write(f"\n[cluster]\nservers = [{servers}]\nnode = \"{name}\"\nreplicas = 3\n"
+                    f"{cluster_extra}")
     log = open(os.path.join(directory, "server.log"), "w")
     process = subprocess.Popen(
         [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir",
@@ -130,10 +131,11 @@ class Cluster:
         self.processes, self.urls = start_nats(self.tmp)
         return self
 
-    def vitrine(self, binary, name, clustered=True, account=ACCOUNT):
-        """Starts a node (or, not `clustered`, a server on its own); its address."""
+    def vitrine(self, binary, name, clustered=True, account=ACCOUNT, cluster_extra=""):
+        """Starts a node (or, not `clustered`, a server on its own); its address.
+        `cluster_extra`: more lines of its `[cluster]` table."""
         process, addr = start_vitrine(binary, self.tmp, name,
-                                      self.urls if clustered else None, account)
+                                      self.urls if clustered else None, account, cluster_extra)
         self.processes.append(process)
         return addr
 
