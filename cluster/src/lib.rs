@@ -1118,6 +1118,20 @@ async fn read_object(
     Ok(Some(bytes))
 }
 
+/// An ephemeral pull consumer of the account's subject from `start`, without
+/// acknowledgements, removed by NATS when left behind.
+fn reader_config(subject: &str, start: u64) -> consumer::pull::Config {
+    consumer::pull::Config {
+        deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        },
+        ack_policy: consumer::AckPolicy::None,
+        filter_subject: subject.to_owned(),
+        inactive_threshold: CONSUMER_IDLE,
+        ..consumer::pull::Config::default()
+    }
+}
+
 /// Reads the stream's messages `first` through `last` through an ephemeral consumer
 /// (deleted afterwards), handing each one's sequence, kind and payload to `each`.
 async fn read_range(
@@ -1128,15 +1142,7 @@ async fn read_range(
     mut each: impl FnMut(u64, Option<RecordKind>, &[u8]),
 ) -> Result<(), String> {
     let consumer = stream
-        .create_consumer(consumer::pull::Config {
-            deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: first,
-            },
-            ack_policy: consumer::AckPolicy::None,
-            filter_subject: subject.to_owned(),
-            inactive_threshold: CONSUMER_IDLE,
-            ..consumer::pull::Config::default()
-        })
+        .create_consumer(reader_config(subject, first))
         .await
         .map_err(|e| e.to_string())?;
     let name = consumer.cached_info().name.clone();
@@ -1198,17 +1204,7 @@ async fn read(
 ) {
     let name = stream.cached_info().config.name.clone();
     loop {
-        let created = stream
-            .create_consumer(consumer::pull::Config {
-                deliver_policy: consumer::DeliverPolicy::ByStartSequence {
-                    start_sequence: next,
-                },
-                ack_policy: consumer::AckPolicy::None,
-                filter_subject: subject.clone(),
-                inactive_threshold: CONSUMER_IDLE,
-                ..consumer::pull::Config::default()
-            })
-            .await;
+        let created = stream.create_consumer(reader_config(&subject, next)).await;
         let consumer = match created {
             Ok(consumer) => consumer,
             Err(error) => {
