@@ -508,17 +508,10 @@ impl Replication for StreamLog {
     }
 
     fn objects(&self) -> Result<Vec<String>, String> {
-        self.block_on(Duration::from_secs(60), async {
-            let mut list = self.objects.list().await.map_err(|e| e.to_string())?;
-            let mut names = Vec::new();
-            while let Some(info) = list.next().await {
-                let info = info.map_err(|e| e.to_string())?;
-                if !info.deleted {
-                    names.push(info.name);
-                }
-            }
-            Ok(names)
-        })
+        self.block_on(
+            Duration::from_secs(60),
+            object_names(&self.objects, |_| true),
+        )
     }
 
     fn delete_object(&self, name: &str) -> Result<(), String> {
@@ -1012,25 +1005,11 @@ async fn scrub_storage(
     }
 
     let mut deleted_objects = 0;
-    let mut list = objects.list().await.map_err(|e| e.to_string())?;
-    let mut names = Vec::new();
-    while let Some(info) = list.next().await {
-        let info = info.map_err(|e| e.to_string())?;
-        if !info.deleted && info.name.ends_with("-users") {
-            names.push(info.name);
-        }
-    }
-    for name in names {
-        let mut object = match objects.get(&name).await {
-            Ok(object) => object,
-            Err(error) if error.kind() == object_store::GetErrorKind::NotFound => continue,
-            Err(error) => return Err(error.to_string()),
-        };
-        let mut bytes = Vec::new();
-        tokio::io::AsyncReadExt::read_to_end(&mut object, &mut bytes)
-            .await
-            .map_err(|e| e.to_string())?;
-        if scrub.names_in(&bytes) {
+    for name in object_names(&objects, |name| name.ends_with("-users")).await? {
+        if read_object(&objects, &name)
+            .await?
+            .is_some_and(|bytes| scrub.names_in(&bytes))
+        {
             objects.delete(&name).await.map_err(|e| e.to_string())?;
             deleted_objects += 1;
         }
@@ -1087,17 +1066,26 @@ fn set_names_visitor(bytes: &[u8], scrub: &Scrub) -> bool {
     })
 }
 
-/// The snapshot manifests in an object store.
+/// The snapshot manifests in an object store, oldest first.
 async fn manifest_objects(objects: &object_store::ObjectStore) -> Result<Vec<String>, String> {
+    let mut names = object_names(objects, |name| name.starts_with(MANIFEST_PREFIX)).await?;
+    names.sort();
+    Ok(names)
+}
+
+/// The names of an object store's objects that `wanted` accepts.
+async fn object_names(
+    objects: &object_store::ObjectStore,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<String>, String> {
     let mut list = objects.list().await.map_err(|e| e.to_string())?;
     let mut names = Vec::new();
     while let Some(info) = list.next().await {
         let info = info.map_err(|e| e.to_string())?;
-        if !info.deleted && info.name.starts_with(MANIFEST_PREFIX) {
+        if !info.deleted && wanted(&info.name) {
             names.push(info.name);
         }
     }
-    names.sort();
     Ok(names)
 }
 
