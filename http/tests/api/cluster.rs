@@ -811,3 +811,44 @@ fn a_node_joining_after_the_stream_was_trimmed_restores_the_clusters_snapshot() 
     on_c.sort();
     assert_eq!(on_c, on_b);
 }
+
+#[test]
+fn a_node_whose_files_end_before_the_trimmed_stream_refuses_to_start_and_says_so() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let config = |node: &str| with_snapshots(config(&nats, node));
+    let a = Server::with_config(&config("a"));
+    let b = Server::with_config(&config("b"));
+    let token = add_products(&a, &["p0"]);
+    applied_on(&b, &token);
+    let kept = b.kill9();
+    // Shoppers on A while B is down, until the stream is trimmed well past where B
+    // stopped (once NATS has removed B's abandoned reader, after a minute).
+    let mut n = 0usize;
+    wait_for(
+        "the stream trimmed past B's files",
+        Duration::from_secs(300),
+        || {
+            n += 1;
+            views(&a, &format!("shopper-{}", n % 10), &["p0"]);
+            let trimmed = numbers(&a.log(), "trimmed_before")
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            (trimmed > 50).then_some(())
+        },
+    );
+    let refused = vitrine_testkit::TestServer::start_in(
+        std::path::Path::new(common::binary()),
+        kept,
+        Some(&config("b")),
+    );
+    let Err(error) = refused else {
+        panic!("B started on files behind the trimmed stream");
+    };
+    let error = plain(&error.to_string());
+    assert!(
+        error.contains("the stream was trimmed behind the cluster's snapshots")
+            && error.contains("start the node with an empty data directory"),
+        "{error}"
+    );
+}
