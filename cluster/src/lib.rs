@@ -186,10 +186,7 @@ impl Cluster {
         // The newest set whose files are all there.
         let manifests = manifest_objects(&objects).await.map_err(failed)?;
         for name in manifests.iter().rev() {
-            let Ok(Some(bytes)) = read_object(&objects, name).await else {
-                continue;
-            };
-            let Ok(manifest) = serde_json::from_slice::<Manifest>(&bytes) else {
+            let Ok(Some(manifest)) = load_manifest(&objects, name).await else {
                 continue;
             };
             let restored = async {
@@ -200,17 +197,10 @@ impl Cluster {
                             .await
                             .map_err(|e| e.to_string())?;
                     }
-                    let mut object = objects
-                        .get(format!("{}/{file}", manifest.prefix))
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let mut out = tokio::fs::File::create(&path)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    tokio::io::copy(&mut object, &mut out)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    out.sync_all().await.map_err(|e| e.to_string())?;
+                    let object = format!("{}/{file}", manifest.prefix);
+                    if !download_object(&objects, &object, &path).await? {
+                        return Err(format!("the object {object} is gone"));
+                    }
                 }
                 Ok::<_, String>(())
             };
@@ -266,13 +256,7 @@ impl Cluster {
                     })
                     .await
                     .map_err(|e| e.to_string())?;
-                let state = stream
-                    .info()
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .state
-                    .clone();
-                let (first, last) = (state.first_sequence, state.last_sequence);
+                let (first, last) = bounds(&mut stream).await?;
                 // The bucket's stream as the key-value API makes it (made here: the
                 // client's own call first asks for account details that NATS 2.9 does
                 // not give in the form it reads).
@@ -323,14 +307,6 @@ impl Cluster {
             }
         };
 
-        let (sender, receiver) = mpsc::channel(PUBLISH_QUEUE);
-        tokio::spawn(publisher(
-            self.jetstream.clone(),
-            subject.clone(),
-            self.incarnation,
-            receiver,
-        ));
-        let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
         // Trimmed past this node's files: it cannot catch up from the stream.
         let start = jobs.stream_position() + 1;
         if first > 1 && start < first {
@@ -339,6 +315,14 @@ impl Cluster {
                 start - 1
             )));
         }
+        let (sender, receiver) = mpsc::channel(PUBLISH_QUEUE);
+        tokio::spawn(publisher(
+            self.jetstream.clone(),
+            subject.clone(),
+            self.incarnation,
+            receiver,
+        ));
+        let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
         let log = Arc::new(StreamLog {
             sender,
             runtime: tokio::runtime::Handle::current(),
@@ -489,22 +473,10 @@ impl Replication for StreamLog {
     }
 
     fn get_object(&self, name: &str, path: &Path) -> Result<bool, String> {
-        self.block_on(Duration::from_secs(600), async {
-            let mut object = match self.objects.get(name).await {
-                Ok(object) => object,
-                Err(error) if error.kind() == object_store::GetErrorKind::NotFound => {
-                    return Ok(false);
-                }
-                Err(error) => return Err(format!("reading the shared object {name}: {error}")),
-            };
-            let mut file = tokio::fs::File::create(path)
-                .await
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            tokio::io::copy(&mut object, &mut file)
-                .await
-                .map_err(|e| format!("reading the shared object {name}: {e}"))?;
-            Ok(true)
-        })
+        self.block_on(
+            Duration::from_secs(600),
+            download_object(&self.objects, name, path),
+        )
     }
 
     fn objects(&self) -> Result<Vec<String>, String> {
@@ -853,14 +825,13 @@ fn store_snapshot(jobs: &AccountJobs, log: &StreamLog) -> Result<(Manifest, u64)
     let manifest = stored?;
     // The newest sets kept, the older ones deleted; the stream trimmed behind the
     // oldest kept.
-    let mut manifests: Vec<String> = log
-        .objects()?
-        .into_iter()
+    let names = log.objects()?;
+    let mut manifests: Vec<&String> = names
+        .iter()
         .filter(|name| name.starts_with(MANIFEST_PREFIX))
         .collect();
     manifests.sort();
     let keep_from = manifests.len().saturating_sub(SNAPSHOTS_KEPT);
-    let names = log.objects()?;
     for old in manifests.iter().take(keep_from) {
         let prefix = format!("snap-{}/", old.strip_prefix(MANIFEST_PREFIX).unwrap_or(old));
         for name in names.iter().filter(|n| n.starts_with(&prefix)) {
@@ -869,7 +840,9 @@ fn store_snapshot(jobs: &AccountJobs, log: &StreamLog) -> Result<(Manifest, u64)
         log.delete_object(old)?;
     }
     let oldest = match manifests.get(keep_from) {
-        Some(name) => read_manifest(log, name)?,
+        Some(name) => log
+            .block_on(Duration::from_secs(60), load_manifest(&log.objects, name))?
+            .ok_or_else(|| format!("the snapshot manifest {name} is gone"))?,
         None => manifest.clone(),
     };
     let floor = oldest.catalogue.min(oldest.state);
@@ -888,26 +861,14 @@ fn manifest_name(manifest: &Manifest) -> String {
     )
 }
 
-/// A manifest from the object store.
-fn read_manifest(log: &StreamLog, name: &str) -> Result<Manifest, String> {
-    let file = tempfile_path(name);
-    let found = log.get_object(name, &file);
-    let read = std::fs::read(&file);
-    let _ = std::fs::remove_file(&file);
-    if !found? {
-        return Err(format!("the snapshot manifest {name} is gone"));
-    }
-    serde_json::from_slice(&read.map_err(|e| e.to_string())?)
-        .map_err(|e| format!("the snapshot manifest {name}: {e}"))
-}
-
-/// A file name in the system's temporary directory for an object.
-fn tempfile_path(name: &str) -> std::path::PathBuf {
-    let clean: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    std::env::temp_dir().join(format!("vitrine-{}-{clean}", std::process::id()))
+/// A manifest from the object store (`None`: gone, or not a manifest).
+async fn load_manifest(
+    objects: &object_store::ObjectStore,
+    name: &str,
+) -> Result<Option<Manifest>, String> {
+    Ok(read_object(objects, name)
+        .await?
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
 }
 
 /// Deletes the stream's messages before `floor + 1` that every reading node has been
@@ -919,12 +880,7 @@ async fn trim(mut stream: stream::Stream, floor: u64) -> Result<u64, String> {
         let info = info.map_err(|e| e.to_string())?;
         before = before.min(info.delivered.stream_sequence + 1);
     }
-    let first = stream
-        .info()
-        .await
-        .map_err(|e| e.to_string())?
-        .state
-        .first_sequence;
+    let (first, _) = bounds(&mut stream).await?;
     if before > first {
         stream
             .purge()
@@ -953,13 +909,7 @@ async fn scrub_storage(
     snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
     scrub: &Scrub,
 ) -> Result<(usize, usize), String> {
-    let state = stream
-        .info()
-        .await
-        .map_err(|e| e.to_string())?
-        .state
-        .clone();
-    let (first, last) = (state.first_sequence, state.last_sequence);
+    let (first, last) = bounds(&mut stream).await?;
     let deadline = Instant::now() + SCRUB_WAIT;
     loop {
         let mut consumers = stream.consumers();
@@ -1018,10 +968,7 @@ async fn scrub_storage(
     // forgotten them), then deleted.
     let mut named_sets = Vec::new();
     for manifest in &manifest_objects(&objects).await? {
-        let Some(set) = read_object(&objects, manifest).await? else {
-            continue;
-        };
-        let Ok(set) = serde_json::from_slice::<Manifest>(&set) else {
+        let Some(set) = load_manifest(&objects, manifest).await? else {
             continue;
         };
         for file in &set.files {
@@ -1087,6 +1034,35 @@ async fn object_names(
         }
     }
     Ok(names)
+}
+
+/// Writes an object to `path` (fsynced); false when there is no such object.
+async fn download_object(
+    objects: &object_store::ObjectStore,
+    name: &str,
+    path: &Path,
+) -> Result<bool, String> {
+    let mut object = match objects.get(name).await {
+        Ok(object) => object,
+        Err(error) if error.kind() == object_store::GetErrorKind::NotFound => return Ok(false),
+        Err(error) => return Err(format!("reading the shared object {name}: {error}")),
+    };
+    let mut file = tokio::fs::File::create(path)
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    tokio::io::copy(&mut object, &mut file)
+        .await
+        .map_err(|e| format!("reading the shared object {name}: {e}"))?;
+    file.sync_all()
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(true)
+}
+
+/// The first and last sequence a stream holds.
+async fn bounds(stream: &mut stream::Stream) -> Result<(u64, u64), String> {
+    let state = &stream.info().await.map_err(|e| e.to_string())?.state;
+    Ok((state.first_sequence, state.last_sequence))
 }
 
 /// An object's bytes; `None` when it is gone.

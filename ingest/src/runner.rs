@@ -61,7 +61,15 @@ impl FeedRunner {
                 let client = fetch::client(settings.limits);
                 for (jobs, token) in receiver {
                     let status = match &client {
-                        Ok(client) => run(&jobs, &token, client, settings.limits, &pool, &runtime),
+                        Ok(client) => {
+                            let tools = Tools {
+                                client,
+                                limits: settings.limits,
+                                pool: &pool,
+                                runtime: &runtime,
+                            };
+                            run(&jobs, &token, &tools)
+                        }
                         Err(e) => FeedStatus::Failed(e.to_string()),
                     };
                     log(&jobs, &token, &status);
@@ -107,43 +115,41 @@ fn log(jobs: &AccountJobs, token: &str, status: &FeedStatus) {
     }
 }
 
-fn run(
-    jobs: &AccountJobs,
-    token: &str,
-    client: &reqwest::Client,
+/// What the runner thread downloads, parses and builds with.
+struct Tools<'a> {
+    client: &'a reqwest::Client,
     limits: FetchLimits,
-    pool: &rayon::ThreadPool,
-    runtime: &tokio::runtime::Runtime,
-) -> FeedStatus {
+    pool: &'a rayon::ThreadPool,
+    runtime: &'a tokio::runtime::Runtime,
+}
+
+fn run(jobs: &AccountJobs, token: &str, tools: &Tools<'_>) -> FeedStatus {
     let Some(job) = jobs.feed_job(token) else {
         return FeedStatus::Failed(crate::jobs::UNKNOWN_TOKEN.to_owned());
     };
     if jobs.is_replicated() {
-        return run_replicated(jobs, token, client, limits, pool, runtime);
+        return run_replicated(jobs, token, tools);
     }
     if job.streamed {
-        return run_streamed(jobs, token, pool);
+        return run_streamed(jobs, token, tools.pool);
     }
-    match download(jobs, &job, client, limits, runtime) {
-        Ok(mut bytes) => apply(jobs, &mut bytes, pool, &|_| {}),
+    match download(jobs, &job, tools) {
+        Ok(mut bytes) => apply(jobs, &mut bytes, tools.pool, &|_| {}),
         Err(status) => status,
     }
 }
 
 /// Downloads a feed job's URL; a failure is the job's outcome.
-fn download(
-    jobs: &AccountJobs,
-    job: &FeedJob,
-    client: &reqwest::Client,
-    limits: FetchLimits,
-    runtime: &tokio::runtime::Runtime,
-) -> Result<Vec<u8>, FeedStatus> {
+fn download(jobs: &AccountJobs, job: &FeedJob, tools: &Tools<'_>) -> Result<Vec<u8>, FeedStatus> {
     let dest = jobs
         .dir()
         .join("feeds")
         .join(format!("{}.download", job.token));
     let started = std::time::Instant::now();
-    let downloaded = runtime.block_on(fetch::download(client, &job.url, &dest, limits));
+    let downloaded =
+        tools
+            .runtime
+            .block_on(fetch::download(tools.client, &job.url, &dest, tools.limits));
     jobs.metrics()
         .feed_download_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -161,14 +167,7 @@ fn download(
 /// A feed job of a cluster's account (see `jobs::replica_feeds`): built by the node
 /// whose runner claims it, which publishes the outcome; every node (that one included)
 /// reports the outcome once it has read it back and swapped the catalogue in.
-fn run_replicated(
-    jobs: &AccountJobs,
-    token: &str,
-    client: &reqwest::Client,
-    limits: FetchLimits,
-    pool: &rayon::ThreadPool,
-    runtime: &tokio::runtime::Runtime,
-) -> FeedStatus {
+fn run_replicated(jobs: &AccountJobs, token: &str, tools: &Tools<'_>) -> FeedStatus {
     let account = jobs.account().access_key().to_owned();
     loop {
         let Some(job) = jobs.feed_job(token) else {
@@ -182,15 +181,14 @@ fn run_replicated(
             match jobs.claim_feed(job.stream_sequence) {
                 Some(Ok(Claim::Ours(lease))) => {
                     tracing::info!(%account, %token, job = job.stream_sequence, "building the feed for the cluster");
-                    let published = build_shared(jobs, &job, client, limits, pool, runtime)
-                        .and_then(|built| {
-                            jobs.publish_built(
-                                &job,
-                                &built.status,
-                                built.catalogue.as_ref(),
-                                built.users.as_deref(),
-                            )
-                        });
+                    let published = build_shared(jobs, &job, tools).and_then(|built| {
+                        jobs.publish_built(
+                            &job,
+                            &built.status,
+                            built.catalogue.as_ref(),
+                            built.users.as_deref(),
+                        )
+                    });
                     match published {
                         Ok(()) => {
                             if let Err(error) = lease.done() {
@@ -232,10 +230,7 @@ struct SharedBuild {
 fn build_shared(
     jobs: &AccountJobs,
     job: &FeedJob,
-    client: &reqwest::Client,
-    limits: FetchLimits,
-    pool: &rayon::ThreadPool,
-    runtime: &tokio::runtime::Runtime,
+    tools: &Tools<'_>,
 ) -> Result<SharedBuild, String> {
     let failed = |status| SharedBuild {
         status,
@@ -249,18 +244,14 @@ fn build_shared(
                 "the streamed feed's body is neither on this node nor shared".to_owned(),
             )));
         }
-        let bytes = std::fs::read(&path);
+        let bytes = read_streamed(&path);
         let _ = std::fs::remove_file(&path);
         match bytes {
             Ok(bytes) => bytes,
-            Err(error) => {
-                return Ok(failed(FeedStatus::Failed(format!(
-                    "the streamed feed could not be read: {error}"
-                ))));
-            }
+            Err(status) => return Ok(failed(status)),
         }
     } else {
-        match download(jobs, job, client, limits, runtime) {
+        match download(jobs, job, tools) {
             Ok(bytes) => bytes,
             Err(status) => return Ok(failed(status)),
         }
@@ -268,17 +259,15 @@ fn build_shared(
     if job.streamed && StreamKind::of_name(&job.token) == Some(StreamKind::Orders) {
         return Ok(failed(import_orders(jobs, &bytes)));
     }
-    let (mut document, report) = match pool.install(|| feed::parse(&mut bytes)) {
+    let (mut document, report) = match parse(jobs, &mut bytes, tools.pool, &|_| {}) {
         Ok(parsed) => parsed,
-        Err(error) => return Ok(failed(FeedStatus::Failed(error.to_string()))),
+        Err(status) => return Ok(failed(status)),
     };
     let users = document.users.take();
     let current = jobs.account().catalogue();
-    match pool.install(|| feed::build(&current, &document)) {
+    match tools.pool.install(|| feed::build(&current, &document)) {
         Ok(catalogue) => Ok(SharedBuild {
-            status: FeedStatus::Complete {
-                detail: (!report.problems.is_empty()).then(|| report.summary()),
-            },
+            status: complete(&report),
             catalogue: Some(catalogue),
             users,
         }),
@@ -286,16 +275,23 @@ fn build_shared(
     }
 }
 
+/// A streamed feed's body; a failure is the job's outcome.
+fn read_streamed(path: &std::path::Path) -> Result<Vec<u8>, FeedStatus> {
+    std::fs::read(path).map_err(|error| {
+        FeedStatus::Failed(format!("the streamed feed could not be read: {error}"))
+    })
+}
+
 /// A feed streamed by the plugins: the JSON kinds go through [`apply`], the order
 /// history is imported; the stream file is removed once its outcome is known.
 fn run_streamed(jobs: &AccountJobs, token: &str, pool: &rayon::ThreadPool) -> FeedStatus {
     let path = jobs.streamed_feed_path(token);
-    let status = match std::fs::read(&path) {
+    let status = match read_streamed(&path) {
         Ok(bytes) if StreamKind::of_name(token) == Some(StreamKind::Orders) => {
             import_orders(jobs, &bytes)
         }
         Ok(mut bytes) => apply(jobs, &mut bytes, pool, &|_| {}),
-        Err(error) => FeedStatus::Failed(format!("the streamed feed could not be read: {error}")),
+        Err(status) => status,
     };
     let _ = std::fs::remove_file(&path);
     status
@@ -332,14 +328,11 @@ pub fn apply(
     progress: feed::Progress<'_>,
 ) -> FeedStatus {
     let started = std::time::Instant::now();
-    let (mut document, report) = match pool.install(|| feed::parse_with_progress(bytes, progress)) {
+    let (mut document, report) = match parse(jobs, bytes, pool, progress) {
         Ok(parsed) => parsed,
-        Err(error) => return FeedStatus::Failed(error.to_string()),
+        Err(status) => return status,
     };
     let parsed = started.elapsed();
-    jobs.metrics()
-        .feed_parse_seconds
-        .observe(parsed.as_secs_f64());
     let users = document.users.take();
     let rebuilt = jobs.rebuild(RebuildKind::Feed, |current| {
         let catalogue = feed::build(current, &document).map_err(|e| e.to_string())?;
@@ -361,6 +354,31 @@ pub fn apply(
         deltas_reapplied = rebuilt.reapplied,
         "feed applied"
     );
+    complete(&report)
+}
+
+/// Parses and validates a feed on `pool` (timed for `/metrics` when it reads); a feed
+/// that does not read is the job's outcome.
+fn parse(
+    jobs: &AccountJobs,
+    bytes: &mut [u8],
+    pool: &rayon::ThreadPool,
+    progress: feed::Progress<'_>,
+) -> Result<(feed::FeedDocument, feed::FeedReport), FeedStatus> {
+    let started = std::time::Instant::now();
+    let parsed = pool
+        .install(|| feed::parse_with_progress(bytes, progress))
+        .map_err(|error| FeedStatus::Failed(error.to_string()));
+    if parsed.is_ok() {
+        jobs.metrics()
+            .feed_parse_seconds
+            .observe(started.elapsed().as_secs_f64());
+    }
+    parsed
+}
+
+/// The outcome of a feed that was applied: what was skipped, if anything.
+fn complete(report: &feed::FeedReport) -> FeedStatus {
     FeedStatus::Complete {
         detail: (!report.problems.is_empty()).then(|| report.summary()),
     }

@@ -94,12 +94,7 @@ impl AccountJobs {
     /// Writes a new job's file (fsynced) and queues it.
     pub(super) fn journal_feed(&self, job: FeedJob) -> Result<(), vitrine_snapshots::Error> {
         let token = job.token.clone();
-        vitrine_snapshots::atomic_write(
-            &self.shared.dir.join("feeds"),
-            &format!("{token}.job"),
-            &job.encode(),
-        )?;
-        self.shared.feeds.jobs.insert(token.clone(), job);
+        self.rewrite_feed(job)?;
         let mut queue = self.shared.feeds.queue.lock();
         queue.retain(|queued| *queued != token);
         queue.push_back(token);

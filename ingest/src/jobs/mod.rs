@@ -38,6 +38,8 @@
 //! | feed runner `feed-runner` (`runner.rs`) | downloads (or streamed spools), parses and builds of queued feeds; order-history imports (log appends, fsynced) | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
 //! | session sweep (`http`, on the blocking pool) | removing abandoned streamed feeds | `streams` |
 //! | erasure flush `erasure-flush` | sealing the log and rewriting the snapshots after a forget | `rebuild` → writer → `since_base`; then `checkpointing` |
+//! | cluster applier `replica-<key>` (`vitrine-cluster`; only in a cluster) | applying the replicated log's records in order; swapping in feeds built by the cluster | `intake`; `rebuild` → writer → `since_base`; then `checkpointing` |
+//! | cluster snapshots `snapshots-<key>` (only in a cluster) | snapshot sets for joining nodes | writer (briefly, to take the catalogue) |
 //! | ingest pool `ingest-N` | the parallel parts of builds; model rebuilds | none of these |
 //! | log writer (`vitrine_snapshots::wal`) | writes, fsyncs and rotation of the log | the log's own state only |
 //!

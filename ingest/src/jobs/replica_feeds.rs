@@ -77,13 +77,13 @@ pub(super) struct Built {
 }
 
 impl Built {
-    /// The outcome as a feed status.
+    /// The outcome as a feed status (anything but `Complete` is a failure).
     pub(super) fn status(&self) -> FeedStatus {
-        match self.outcome.as_str() {
-            "Complete" => FeedStatus::Complete {
-                detail: self.detail.clone(),
-            },
-            _ => FeedStatus::Failed(self.error.clone().unwrap_or_default()),
+        match FeedStatus::from_parts(&self.outcome, self.error.clone(), self.detail.clone()) {
+            Some(FeedStatus::Processing) | None => {
+                FeedStatus::Failed(self.error.clone().unwrap_or_default())
+            }
+            Some(status) => status,
         }
     }
 }
@@ -344,22 +344,13 @@ impl AccountJobs {
             .ok_or_else(|| "the account is not replicated".to_owned())?;
         let dir = self.shared.dir.join("feeds");
         let (catalogue_name, users_name) = built_objects(job.stream_sequence, self.incarnation());
+        let (outcome, error, detail) = status.parts();
         let mut built = Built {
             token: job.token.clone(),
             job: job.stream_sequence,
-            outcome: match status {
-                FeedStatus::Complete { .. } => "Complete",
-                _ => "Error",
-            }
-            .to_owned(),
-            detail: match status {
-                FeedStatus::Complete { detail } => detail.clone(),
-                _ => None,
-            },
-            error: match status {
-                FeedStatus::Failed(error) => Some(error.clone()),
-                _ => None,
-            },
+            outcome: outcome.to_owned(),
+            detail,
+            error,
             catalogue: None,
             users: None,
         };

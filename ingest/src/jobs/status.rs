@@ -55,6 +55,26 @@ impl FeedStatus {
             FeedStatus::Failed(_) => "Error",
         }
     }
+
+    /// The status as it is written down: its name, the error of a failed job and the
+    /// detail of a complete one.
+    pub fn parts(&self) -> (&'static str, Option<String>, Option<String>) {
+        match self {
+            FeedStatus::Processing => ("Processing", None, None),
+            FeedStatus::Complete { detail } => ("Complete", None, detail.clone()),
+            FeedStatus::Failed(error) => ("Error", Some(error.clone()), None),
+        }
+    }
+
+    /// The status written down as [`FeedStatus::parts`]; `None` for an unknown name.
+    pub fn from_parts(name: &str, error: Option<String>, detail: Option<String>) -> Option<Self> {
+        match name {
+            "Processing" => Some(FeedStatus::Processing),
+            "Complete" => Some(FeedStatus::Complete { detail }),
+            "Error" => Some(FeedStatus::Failed(error.unwrap_or_default())),
+            _ => None,
+        }
+    }
 }
 
 /// A submitted feed.
@@ -82,11 +102,7 @@ pub struct FeedJob {
 impl FeedJob {
     /// The job file: a JSON object (see `snapshots/FORMAT.md`).
     pub fn encode(&self) -> Vec<u8> {
-        let (status, error, detail) = match &self.status {
-            FeedStatus::Processing => ("Processing", None, None),
-            FeedStatus::Complete { detail } => ("Complete", None, detail.clone()),
-            FeedStatus::Failed(error) => ("Error", Some(error.clone()), None),
-        };
+        let (status, error, detail) = self.status.parts();
         let value = serde_json::json!({
             "url": self.url,
             "streamed": self.streamed,
@@ -104,14 +120,11 @@ impl FeedJob {
     pub fn decode(token: &str, bytes: &[u8]) -> Option<FeedJob> {
         let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
         let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-        let status = match value.get("status")?.as_str()? {
-            "Processing" => FeedStatus::Processing,
-            "Complete" => FeedStatus::Complete {
-                detail: text("detail"),
-            },
-            "Error" => FeedStatus::Failed(text("error").unwrap_or_default()),
-            _ => return None,
-        };
+        let status = FeedStatus::from_parts(
+            value.get("status")?.as_str()?,
+            text("error"),
+            text("detail"),
+        )?;
         Some(FeedJob {
             token: token.to_owned(),
             url: text("url")?,
