@@ -7,7 +7,7 @@
 //! ([`CoCounts::changed_lists`]) into [`Neighbours`], in dense catalogue ids, written in
 //! place one list at a time: serving reads finished lists and never waits for a rebuild.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crossbeam_queue::SegQueue;
@@ -21,28 +21,44 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 
 /// Partners counted per product at most by default ([`ModelSettings::partners`]);
 /// when full, the weakest partner makes room.
-pub const MAX_PARTNERS: usize = 128;
+pub const MAX_PARTNERS: usize = 256;
 /// Neighbours kept per product in a rebuilt list by default
 /// ([`ModelSettings::neighbours`]).
-pub const NEIGHBOURS: usize = 50;
+pub const NEIGHBOURS: usize = 100;
 
-/// How much of the co-view and co-purchase models an account keeps: more partners and
-/// neighbours find more (MovieLens 100K, `vitrine-loadtest quality`: `personalized`
-/// HR@10 0.206 at 128/50, 0.214 at 256/100) at a cost in handler time and memory (see
-/// the README).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How much of the co-view and co-purchase models an account keeps and how their
+/// lists weigh a pair: more partners and neighbours find more (MovieLens 100K,
+/// `vitrine-loadtest quality`: `personalized` HR@10 0.206 at 128/50, 0.214 at 256/100)
+/// at a cost in handler time and memory (see the README).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelSettings {
     /// Partners counted per product.
     pub partners: usize,
     /// Neighbours per product in a rebuilt list (at most `partners`).
     pub neighbours: usize,
+    /// A pair's weight in a product's list is its count divided by the partner's total
+    /// count to this power: 0 ranks partners by count (popular products lead every
+    /// list), 1 by the share of the partner's pairings that are with this product.
+    pub partner_damping: f32,
+    /// ... and by the product's own total count to this power: in a blend of several
+    /// products' lists, 0 lets a popular product's list outweigh the others, 1 weighs
+    /// every list alike.
+    pub seed_damping: f32,
 }
+
+/// [`ModelSettings::partner_damping`] by default (chosen by `vitrine-loadtest quality`,
+/// see the README).
+pub const PARTNER_DAMPING: f32 = 0.5;
+/// [`ModelSettings::seed_damping`] by default.
+pub const SEED_DAMPING: f32 = 0.5;
 
 impl Default for ModelSettings {
     fn default() -> ModelSettings {
         ModelSettings {
             partners: MAX_PARTNERS,
             neighbours: NEIGHBOURS,
+            partner_damping: PARTNER_DAMPING,
+            seed_damping: SEED_DAMPING,
         }
     }
 }
@@ -133,6 +149,9 @@ pub struct CoCounts {
     partners: AtomicUsize,
     /// [`ModelSettings::neighbours`].
     neighbours: AtomicUsize,
+    /// [`ModelSettings::partner_damping`] and [`ModelSettings::seed_damping`], as `f32`
+    /// bits.
+    damping: [AtomicU32; 2],
 }
 
 impl Default for CoCounts {
@@ -142,6 +161,10 @@ impl Default for CoCounts {
             changed: SegQueue::new(),
             partners: AtomicUsize::new(MAX_PARTNERS),
             neighbours: AtomicUsize::new(NEIGHBOURS),
+            damping: [
+                AtomicU32::new(PARTNER_DAMPING.to_bits()),
+                AtomicU32::new(SEED_DAMPING.to_bits()),
+            ],
         }
     }
 }
@@ -156,11 +179,16 @@ impl Default for ProductKeys {
 }
 
 /// One product's partners and counts (in two parallel vectors: a partner is looked up
-/// by comparing keys sixteen at a time), and whether it is queued in `changed`.
+/// by comparing keys sixteen at a time), their total, and whether it is queued in
+/// `changed`.
 #[derive(Debug, Default)]
 struct Partners {
     keys: Vec<u32>,
     counts: Vec<f32>,
+    /// Everything counted for the product. Space-saving keeps the counts' sum equal to
+    /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
+    /// of `counts`, kept here to be read without summing.
+    total: f32,
     queued: bool,
 }
 
@@ -183,6 +211,7 @@ impl Partners {
     /// Adds `weight` to the partner `to`, making room by space-saving when `capacity`
     /// partners are counted.
     fn add(&mut self, to: u32, weight: f32, capacity: usize) {
+        self.total += weight;
         if let Some(at) = self.find(to) {
             if let Some(count) = self.counts.get_mut(at) {
                 *count += weight;
@@ -268,6 +297,58 @@ impl CoCounts {
         self.partners.store(settings.partners, Ordering::Relaxed);
         self.neighbours
             .store(settings.neighbours, Ordering::Relaxed);
+        let [partner, seed] = &self.damping;
+        partner.store(settings.partner_damping.to_bits(), Ordering::Relaxed);
+        seed.store(settings.seed_damping.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Turns a product's partner counts into the counts it is sure of; partners with
+    /// nothing sure are left out.
+    ///
+    /// Space-saving may overestimate a count by what the partner inherited when it came
+    /// in, at most the weakest count of a full list (which never decreases), so that is
+    /// taken off every count of a full list; a pair is not counted more than the
+    /// partner's total either. Without that, a product seen once that took a full
+    /// list's last place would rank with pairs seen many times.
+    fn sure_counts(&self, partners: &mut Vec<(u32, f32)>) {
+        let full = partners.len() >= self.partners.load(Ordering::Relaxed);
+        let floor = if full {
+            partners
+                .iter()
+                .map(|(_, count)| *count)
+                .min_by(f32::total_cmp)
+                .unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        partners.retain_mut(|(key, count)| {
+            let total = self.pairs.get(key).map_or(*count, |p| p.total);
+            *count = (*count - floor).min(total);
+            *count > 0.0
+        });
+    }
+
+    /// Turns a product's ranked partner counts into the weights of its list: each
+    /// divided by the partner's total to the partner damping and by the product's own
+    /// total (`own_total`) to the seed damping. The list keeps its order (by count): a
+    /// single product's zone shows its strongest pairs, and a blend of several lists
+    /// sums weights that do not favour popular products.
+    fn damp(&self, own_total: f32, partners: &mut [(u32, f32)]) {
+        let [partner, seed] = &self.damping;
+        let partner_damping = f32::from_bits(partner.load(Ordering::Relaxed));
+        let seed_damping = f32::from_bits(seed.load(Ordering::Relaxed));
+        let damped = |total: f32, power: f32| {
+            if power == 0.0 || total <= 0.0 {
+                1.0
+            } else {
+                total.powf(-power)
+            }
+        };
+        let own = damped(own_total, seed_damping);
+        for (key, weight) in partners.iter_mut() {
+            let total = self.pairs.get(key).map_or(*weight, |p| p.total);
+            *weight *= damped(total, partner_damping) * own;
+        }
     }
 
     /// `product`'s entry, queued for the next rebuild.
@@ -314,6 +395,7 @@ impl CoCounts {
         let mut entry = self.pairs.entry(key).or_default();
         entry.keys = list_keys;
         entry.counts = counts;
+        entry.total = entry.counts.iter().sum();
         if !entry.queued {
             entry.queued = true;
             self.changed.push(key);
@@ -346,22 +428,24 @@ impl CoCounts {
         catalogue: &Catalogue,
     ) -> Vec<(ProductIdx, Arc<[Neighbour]>)> {
         let keep = self.neighbours.load(Ordering::Relaxed);
-        let mut changed: Vec<(u32, Vec<(u32, f32)>)> = Vec::new();
+        let mut changed: Vec<ChangedList> = Vec::new();
         while let Some(key) = self.changed.pop() {
             if let Some(mut entry) = self.pairs.get_mut(&key) {
                 entry.queued = false;
-                changed.push((key, entry.pairs()));
+                changed.push((key, entry.total, entry.pairs()));
             }
         }
         changed
             .into_par_iter()
-            .filter_map(|(product, mut partners)| {
+            .filter_map(|(product, total, mut partners)| {
+                self.sure_counts(&mut partners);
                 // One read of the names per list: the sort compares ids only on ties,
                 // and no id is copied or counted.
                 let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
                 let name = |key: u32| names.get(key as usize).map(|name| &**name);
                 let idx = catalogue.idx_of(name(product)?)?;
                 rank_partners(&mut partners, &name, keep);
+                self.damp(total, &mut partners);
                 let list = partners
                     .iter()
                     .filter_map(|(key, weight)| Some((catalogue.idx_of(name(*key)?)?, *weight)))
@@ -376,27 +460,44 @@ impl CoCounts {
     /// sorts).
     #[cfg(test)]
     pub fn neighbours(&self, keys: &ProductKeys) -> std::collections::HashMap<String, Vec<String>> {
-        let snapshot: Vec<(u32, Vec<(u32, f32)>)> = self
+        self.weighted_lists(keys)
+            .into_iter()
+            .map(|(product, list)| (product, list.into_iter().map(|(id, _)| id).collect()))
+            .collect()
+    }
+
+    /// [`CoCounts::neighbours`] with each pair's weight in the list.
+    #[cfg(test)]
+    pub fn weighted_lists(
+        &self,
+        keys: &ProductKeys,
+    ) -> std::collections::HashMap<String, Vec<(String, f32)>> {
+        let snapshot: Vec<ChangedList> = self
             .pairs
             .iter()
-            .map(|entry| (*entry.key(), entry.pairs()))
+            .map(|entry| (*entry.key(), entry.total, entry.pairs()))
             .collect();
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map(|name| &**name);
         let keep = self.neighbours.load(Ordering::Relaxed);
         snapshot
             .into_iter()
-            .filter_map(|(product, mut partners)| {
+            .filter_map(|(product, total, mut partners)| {
+                self.sure_counts(&mut partners);
                 rank_partners(&mut partners, &name, keep);
+                self.damp(total, &mut partners);
                 let list = partners
                     .iter()
-                    .filter_map(|(key, _)| Some(name(*key)?.to_owned()))
+                    .filter_map(|(key, weight)| Some((name(*key)?.to_owned(), *weight)))
                     .collect();
                 Some((name(product)?.to_owned(), list))
             })
             .collect()
     }
 }
+
+/// A queued product, its total and its partners' counts.
+type ChangedList = (u32, f32, Vec<(u32, f32)>);
 
 /// Sorts a product's partners strongest first, ties by id (partners without an id left
 /// out), and keeps the first `keep`.
@@ -572,9 +673,16 @@ mod tests {
             add("hub", &format!("p{i:03}"), 1.0);
         }
         add("hub", "strong", 10.0);
+        let kept = counts.pairs.get(&keys.key("hub")).map(|e| e.keys.len());
+        assert_eq!(kept, Some(MAX_PARTNERS));
+        // Of partners seen once in a full list none is sure (any may have inherited its
+        // count): the strong one alone is listed.
         let lists = counts.neighbours(&keys);
-        assert_eq!(lists["hub"].len(), NEIGHBOURS);
-        assert_eq!(lists["hub"][0], "strong");
+        assert_eq!(lists["hub"], ["strong"]);
+        for i in 0..(NEIGHBOURS * 2) {
+            add("other", &format!("q{i:03}"), 1.0);
+        }
+        assert_eq!(counts.neighbours(&keys)["other"].len(), NEIGHBOURS);
     }
 
     #[test]
@@ -584,6 +692,7 @@ mod tests {
         counts.configure(ModelSettings {
             partners: 16,
             neighbours: 4,
+            ..ModelSettings::default()
         });
         for i in 0..40u32 {
             // Later partners are stronger: each counted i + 1 times.
@@ -653,6 +762,78 @@ mod tests {
         }
         let lists = counts.neighbours(&keys);
         assert_eq!(lists["hub"][0], "steady");
+    }
+
+    #[test]
+    fn a_newcomer_that_inherited_a_count_does_not_rank_with_pairs_seen_often() {
+        let keys = ProductKeys::default();
+        let counts = CoCounts::configured(ModelSettings {
+            partners: 8,
+            neighbours: 8,
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+        });
+        let add = |a: &str, b: &str| counts.add(keys.key(a), keys.key(b), 1.0);
+        // A full list of partners each seen three times, the first one five times.
+        for i in 0..8 {
+            for _ in 0..3 {
+                add("hub", &format!("old{i}"));
+            }
+        }
+        add("hub", "old0");
+        add("hub", "old0");
+        // A product seen once takes a place and inherits its count (3 + 1): counted as
+        // it is, it would lead the pairs seen three times. What is sure of a count in a
+        // full list is what lies above the weakest count (3), and no more than the
+        // partner's own total (1): "old0" 2, "once" 1, the others nothing.
+        add("hub", "once");
+        let lists = counts.weighted_lists(&keys);
+        assert_eq!(
+            lists["hub"],
+            [("old0".to_owned(), 2.0), ("once".to_owned(), 1.0)]
+        );
+    }
+
+    #[test]
+    fn list_weights_are_damped_by_totals_and_keep_the_order_by_count() {
+        let keys = ProductKeys::default();
+        let settings = |partner_damping, seed_damping| ModelSettings {
+            partner_damping,
+            seed_damping,
+            ..ModelSettings::default()
+        };
+        let counts = CoCounts::configured(settings(0.5, 0.5));
+        let add = |a: &str, b: &str, n: usize| {
+            for _ in 0..n {
+                counts.add(keys.key(a), keys.key(b), 1.0);
+            }
+        };
+        // "popular" is paired 4 times with "a" and 96 times elsewhere; "niche" twice
+        // with "a" only.
+        add("a", "popular", 4);
+        add("popular", "elsewhere", 96);
+        add("a", "niche", 2);
+        let lists = counts.weighted_lists(&keys);
+        let a = &lists["a"];
+        // Ordered by count (a zone about "a" shows its strongest pair first) ...
+        assert_eq!(a[0].0, "popular");
+        assert_eq!(a[1].0, "niche");
+        // ... weighed by count / partner total^0.5 / own total^0.5 (a's total: 6).
+        let expected = |count: f32, partner_total: f32| count / partner_total.sqrt() / 6f32.sqrt();
+        assert!((a[0].1 - expected(4.0, 100.0)).abs() < 1e-6, "{a:?}");
+        assert!((a[1].1 - expected(2.0, 2.0)).abs() < 1e-6, "{a:?}");
+        assert!(
+            a[1].1 > a[0].1,
+            "in a blend the niche pair weighs more: {a:?}"
+        );
+
+        // Without damping the weights are the counts.
+        counts.configure(settings(0.0, 0.0));
+        let lists = counts.weighted_lists(&keys);
+        assert_eq!(
+            lists["a"],
+            [("popular".to_owned(), 4.0), ("niche".to_owned(), 2.0)]
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use dashmap::DashMap;
 use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx, UnixMillis};
 use crate::models::{Neighbours, ProductLists};
 use crate::money::{Currency, Money, saving_percent};
-use crate::zone::{Strategy, ZoneSpec};
+use crate::zone::{LONG_TERM_HISTORY, Strategy, ZoneSpec};
 
 /// Popularity orderings of one catalogue version, rebuilt from the account's counters.
 #[derive(Debug, Default)]
@@ -557,7 +557,7 @@ fn candidates(
             ];
             let seeds = personalized_seeds(zone, ctx);
             let ranked = blended(seeds.into_iter(), &lists, viewed, catalogue);
-            if !take_all(ranked.into_iter().map(Some), take) {
+            if !take_all(ranked.map(Some), take) {
                 return;
             }
             for seed in viewed.iter().take(3) {
@@ -576,7 +576,7 @@ fn candidates(
                 ctx.basket,
                 catalogue,
             );
-            if !take_all(ranked.into_iter().map(Some), take) {
+            if !take_all(ranked.map(Some), take) {
                 return;
             }
             for idx in &seeds {
@@ -614,12 +614,13 @@ pub enum Fact {
     },
     /// Units sold.
     UnitsSold(u64),
-    /// Viewed together with `with` (the pair's weighted co-view count).
+    /// Viewed together with `with`.
     ViewedWith {
         /// The other product.
         with: ProductIdx,
-        /// The pair's count.
-        count: f32,
+        /// The pair's weight in `with`'s list: its co-view count (weighted by how close
+        /// the views were), damped by the products' totals ([`crate::models::ModelSettings`]).
+        strength: f32,
         /// The weight of `with` as a seed of a blend (1 for a single anchor).
         weight: f64,
     },
@@ -627,8 +628,9 @@ pub enum Fact {
     BoughtWith {
         /// The other product.
         with: ProductIdx,
-        /// The pair's count.
-        count: f32,
+        /// The pair's weight in `with`'s list: its co-purchase count, damped by the
+        /// products' totals.
+        strength: f32,
         /// The weight of `with` as a seed of a blend (1 for a single anchor).
         weight: f64,
     },
@@ -685,25 +687,25 @@ fn strategy_evidence(
         Neighbours::list(lists, seed)?
             .iter()
             .find(|(other, _)| *other == idx)
-            .map(|(_, count)| *count)
+            .map(|(_, strength)| *strength)
     };
     let blend = |seeds: &[(ProductIdx, f64)], lists: &[(&ProductLists, bool)]| {
         let mut facts = Vec::new();
         let mut score = 0.0;
         for (seed, weight) in seeds {
             for (list, viewed) in lists {
-                if let Some(count) = pair(list, *seed) {
-                    score += weight * f64::from(count);
+                if let Some(strength) = pair(list, *seed) {
+                    score += weight * f64::from(strength);
                     facts.push(if *viewed {
                         Fact::ViewedWith {
                             with: *seed,
-                            count,
+                            strength,
                             weight: *weight,
                         }
                     } else {
                         Fact::BoughtWith {
                             with: *seed,
-                            count,
+                            strength,
                             weight: *weight,
                         }
                     });
@@ -793,16 +795,33 @@ fn strategy_evidence(
 /// Seeds of a blend, inline up to 32.
 pub type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 
-/// The products `personalized` starts from, with their weights: the latest `history`
-/// views (the latest 1, the one before 1/2, ...), basket lines (the same from the latest
-/// added) and purchases (half that from the latest bought).
+/// The products `personalized` starts from, with their weights: the latest views
+/// (the latest 1, the one before `recency`, ... for the `history` latest, plus
+/// `long_term / n` each for the latest `n` up to [`LONG_TERM_HISTORY`]), basket lines
+/// (the same from the latest added) and purchases (half that from the latest bought).
 pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
-    // The first `history` of `latest_first`, weighing `top`, `top`/2, ...
-    let weighted = |latest_first: &mut dyn Iterator<Item = &ProductIdx>, top: f64| {
+    let weighted = |latest_first: &mut dyn ExactSizeIterator<Item = &ProductIdx>, top: f64| {
+        let read = if zone.long_term > 0.0 {
+            latest_first.len().min(LONG_TERM_HISTORY.max(zone.history))
+        } else {
+            latest_first.len().min(zone.history)
+        };
+        let long_term = zone.long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
+        let mut recent = top;
         latest_first
-            .take(zone.history)
+            .take(read)
             .enumerate()
-            .map(move |(i, idx)| (*idx, top / (i as f64 + 1.0)))
+            .map(|(i, idx)| {
+                let mut weight = 0.0;
+                if i < zone.history {
+                    weight += recent;
+                    recent *= zone.recency;
+                }
+                if i < LONG_TERM_HISTORY {
+                    weight += top * long_term;
+                }
+                (*idx, weight)
+            })
             .collect::<Seeds>()
     };
     let mut seeds = weighted(&mut ctx.recent_views.iter(), 1.0);
@@ -821,14 +840,16 @@ pub fn basket_seeds(ctx: &Context<'_>) -> Vec<ProductIdx> {
 }
 
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,
-/// over the seeds whose lists hold it, of the seed's weight times the pair's count.
-/// Products in `skip` are left out; ties go to the smaller product id.
-fn blended(
+/// over the seeds whose lists hold it, of the seed's weight times the pair's weight.
+/// Products in `skip` are left out; ties go to the smaller product id. Ranked as they
+/// are taken: a zone takes its first few of a blend of thousands, so only the next
+/// [`BLEND_STEP`] are sorted at a time.
+fn blended<'c>(
     seeds: impl Iterator<Item = (ProductIdx, f64)>,
     lists: &[&ProductLists],
     skip: &[ProductIdx],
-    catalogue: &Catalogue,
-) -> Vec<ProductIdx> {
+    catalogue: &'c Catalogue,
+) -> impl Iterator<Item = ProductIdx> + 'c {
     // Each product's parts are added in the order found (seeds in order, lists in
     // order), so the sums are the same whatever the order of products.
     let mut sums: rustc_hash::FxHashMap<ProductIdx, f64> = rustc_hash::FxHashMap::default();
@@ -840,16 +861,47 @@ fn blended(
             }
         }
     }
-    let mut ranked: Vec<(ProductIdx, f64)> = sums
+    let ranked: Vec<(ProductIdx, f64)> = sums
         .into_iter()
         .filter(|(idx, _)| !skip.contains(idx))
         .collect();
-    ranked.sort_by(|a, b| {
+    let order = move |a: &(ProductIdx, f64), b: &(ProductIdx, f64)| {
         b.1.total_cmp(&a.1)
             .then_with(|| id_of(catalogue, a.0).cmp(id_of(catalogue, b.0)))
-    });
-    ranked.into_iter().map(|(idx, _)| idx).collect()
+    };
+    sorted_lazily(ranked, order, BLEND_STEP).map(|(idx, _)| idx)
 }
+
+/// `items` in `order`, sorting only the next `step` items (at least 1) whenever the
+/// sorted ones run out: the first few of many cost a selection, not a sort.
+fn sorted_lazily<T: Copy>(
+    mut items: Vec<T>,
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+    step: usize,
+) -> impl Iterator<Item = T> {
+    // `items[..sorted]` is in order; `items[next..sorted]` not yet given.
+    let (mut next, mut sorted) = (0, 0);
+    std::iter::from_fn(move || {
+        if next == sorted {
+            let rest = items.get_mut(sorted..)?;
+            let step = step.max(1).min(rest.len());
+            if step == 0 {
+                return None;
+            }
+            if step < rest.len() {
+                rest.select_nth_unstable_by(step - 1, &order);
+            }
+            rest.get_mut(..step)?.sort_unstable_by(&order);
+            sorted += step;
+        }
+        let item = items.get(next).copied();
+        next += 1;
+        item
+    })
+}
+
+/// Candidates of a blend sorted at a time (see [`blended`]).
+const BLEND_STEP: usize = 32;
 
 /// A product's id, empty for an index the catalogue does not have.
 fn id_of(catalogue: &Catalogue, idx: ProductIdx) -> &str {
@@ -991,11 +1043,90 @@ mod tests {
             count: 20,
             page_types: vec![],
             history: crate::zone::DEFAULT_HISTORY,
+            recency: crate::zone::DEFAULT_RECENCY,
+            long_term: crate::zone::DEFAULT_LONG_TERM,
         };
         fill_zone(&zone, &ctx)
             .into_iter()
             .map(|i| catalogue.product(i.product).unwrap().id.to_string())
             .collect()
+    }
+
+    #[test]
+    fn personalized_seeds_weigh_recent_steps_by_recency_and_share_the_long_term_weight() {
+        let catalogue = catalogue();
+        let rankings = Rankings::build(&catalogue, |_| (0.0, 0));
+        let neighbours = Neighbours::default();
+        let views: Vec<ProductIdx> = (0..60).collect();
+        let purchased: Vec<ProductIdx> = vec![7, 8];
+        let ctx = Context {
+            catalogue: &catalogue,
+            rankings: &rankings,
+            rankings_exact: true,
+            neighbours: &neighbours,
+            currency: Currency::from_code("GBP").unwrap(),
+            now: 1_000,
+            account_id: None,
+            group_id: None,
+            product: None,
+            category: None,
+            basket: &[],
+            purchased: &purchased,
+            recent_views: &views,
+            search: None,
+        };
+        let mut zone = ZoneSpec {
+            id: "z".into(),
+            title: "t".into(),
+            kind: ZoneKind::RecommenderProduct,
+            strategy: Some(Strategy::Personalized),
+            fallback: vec![],
+            count: 20,
+            page_types: vec![],
+            history: 3,
+            recency: 0.5,
+            long_term: 0.0,
+        };
+        let close = |a: &Seeds, b: &[(ProductIdx, f64)]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.0 == y.0 && (x.1 - y.1).abs() < 1e-12)
+        };
+        // Without the long-term part: the latest 3 views 1, 1/2, 1/4; the purchases
+        // half that from the latest bought.
+        let seeds = personalized_seeds(&zone, &ctx);
+        let expected = [(0, 1.0), (1, 0.5), (2, 0.25), (8, 0.5), (7, 0.25)];
+        assert!(close(&seeds, &expected), "{seeds:?}");
+        // With it: the latest 50 views share 5 (0.1 each) on top; the 2 purchases
+        // share half of it.
+        zone.long_term = 5.0;
+        let seeds = personalized_seeds(&zone, &ctx);
+        assert_eq!(seeds.len(), 50 + 2);
+        assert!((seeds[0].1 - 1.1).abs() < 1e-12, "{seeds:?}");
+        assert!((seeds[2].1 - 0.35).abs() < 1e-12, "{seeds:?}");
+        assert!((seeds[49].1 - 0.1).abs() < 1e-12, "{seeds:?}");
+        assert_eq!(seeds[49].0, 49);
+        assert!((seeds[50].1 - (0.5 + 1.25)).abs() < 1e-12, "{seeds:?}");
+        assert!((seeds[51].1 - (0.25 + 1.25)).abs() < 1e-12, "{seeds:?}");
+        let total: f64 = seeds.iter().map(|s| s.1).sum();
+        assert!((total - (1.75 + 5.0 + 0.75 + 2.5)).abs() < 1e-9, "{total}");
+    }
+
+    #[test]
+    fn a_lazy_sort_gives_what_a_full_sort_gives() {
+        // Pseudo-random values with many ties, sorted by value, then index.
+        let items: Vec<(u32, u32)> = (0..200u32).map(|i| (i * 7919 % 13, i)).collect();
+        let order = |a: &(u32, u32), b: &(u32, u32)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        let mut full = items.clone();
+        full.sort_by(order);
+        for step in [0, 1, 3, 32, 199, 200, 500] {
+            let lazy: Vec<(u32, u32)> = sorted_lazily(items.clone(), order, step).collect();
+            assert_eq!(lazy, full, "step {step}");
+        }
+        let first: Vec<(u32, u32)> = sorted_lazily(items, order, 32).take(5).collect();
+        assert_eq!(first, full[..5]);
+        assert_eq!(sorted_lazily(Vec::<u32>::new(), u32::cmp, 4).next(), None);
     }
 
     #[test]

@@ -81,16 +81,27 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         count,
         page_types: Vec::new(),
         history: crate::zone::DEFAULT_HISTORY,
+        recency: crate::zone::DEFAULT_RECENCY,
+        long_term: crate::zone::DEFAULT_LONG_TERM,
     }
 }
 
 /// An account [`ACCESS_KEY`] in GBP with `zones`, serving `catalogue`.
 pub fn account(zones: Vec<ZoneSpec>, catalogue: Catalogue) -> Account {
+    account_with_models(zones, catalogue, crate::models::ModelSettings::default())
+}
+
+/// [`account`] with its own model settings.
+pub fn account_with_models(
+    zones: Vec<ZoneSpec>,
+    catalogue: Catalogue,
+    models: crate::models::ModelSettings,
+) -> Account {
     let settings = AccountSettings {
         access_key: ACCESS_KEY.to_owned(),
         default_currency: gbp(),
         zones,
-        models: crate::models::ModelSettings::default(),
+        models,
         attribution_days: crate::analytics::DEFAULT_ATTRIBUTION_DAYS,
         experiments: Vec::new(),
         zone_analytics: true,

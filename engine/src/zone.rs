@@ -162,10 +162,31 @@ pub struct ZoneSpec {
     /// Page types the zone is shown on; empty means every page type.
     pub page_types: Vec<PageType>,
     /// `personalized`: how many of the visitor's latest views it starts from (the
-    /// latest weighing 1, the one before 1/2, and so on), and as many of the basket's
-    /// lines and of the purchases; [`DEFAULT_HISTORY`] unless configured.
+    /// latest weighing 1, the one before `recency`, the one before that `recency`², and
+    /// so on), and as many of the basket's lines and of the purchases;
+    /// [`DEFAULT_HISTORY`] unless configured.
     pub history: usize,
+    /// `personalized`: how much less each older view (basket line, purchase) of the
+    /// `history` latest weighs than the one after it; [`DEFAULT_RECENCY`] unless
+    /// configured.
+    pub recency: f64,
+    /// `personalized`: the weight shared by the latest [`LONG_TERM_HISTORY`] views (and
+    /// as many basket lines and purchases), each `long_term / n` on top of its recency
+    /// weight: the visitor's lasting taste next to the last few steps;
+    /// [`DEFAULT_LONG_TERM`] unless configured (0 leaves it out).
+    pub long_term: f64,
 }
+
+/// The most views (basket lines, purchases) the long-term part of `personalized` reads.
+pub const LONG_TERM_HISTORY: usize = 50;
+
+/// [`ZoneSpec::recency`] by default: the best of 1/(1 + age), 0.6, 0.7 and 0.8 on the
+/// validation round of `vitrine-loadtest quality` on MovieLens 100K and The Complete
+/// Journey (README, "Recommendation quality").
+pub const DEFAULT_RECENCY: f64 = 0.8;
+
+/// [`ZoneSpec::long_term`] by default (chosen as [`DEFAULT_RECENCY`] is).
+pub const DEFAULT_LONG_TERM: f64 = 2.0;
 
 /// Views `personalized` starts from by default: the best of 1, 5, 10 and 20 on the
 /// validation round of `vitrine-loadtest quality` on MovieLens 100K (README,

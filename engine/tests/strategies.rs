@@ -13,7 +13,7 @@ use vitrine_engine::catalogue::{
     Catalogue, CatalogueBuilder, PriceSet, Product, ProductIdx, UnixMillis, Visibility,
 };
 use vitrine_engine::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails};
-use vitrine_engine::models::TRENDING_HALF_LIFE_MILLIS;
+use vitrine_engine::models::{ModelSettings, TRENDING_HALF_LIFE_MILLIS};
 use vitrine_engine::recommend::Fact;
 use vitrine_engine::zone::Strategy;
 use vitrine_testkit::{self as testkit, money, priced};
@@ -319,7 +319,14 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
     let account = |history: usize| {
         let mut spec = testkit::zone("Z", Strategy::Personalized, 2);
         spec.history = history;
-        let account = testkit::account(vec![spec], catalogue());
+        spec.long_term = 0.0;
+        // Weights by count (no damping), so that the sums below are plain.
+        let models = ModelSettings {
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+            ..ModelSettings::default()
+        };
+        let account = testkit::account_with_models(vec![spec], catalogue(), models);
         // a and b viewed together by 8 visitors, d and e by 3.
         for v in 0..8 {
             track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
@@ -330,7 +337,7 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
         account.rebuild_models();
         account
     };
-    // Latest view d (weight 1), a before it (1/2): b scores 8 × 1/2 = 4, e 3.
+    // Latest view d (weight 1), a before it (recency 0.8): b scores 8 × 0.8 = 6.4, e 3.
     assert_eq!(
         zone(&account(10), "me", vec![view("a"), view("d")], "GBP"),
         ["b", "e"]
@@ -570,17 +577,17 @@ fn explained(e: &Explanation) -> Vec<(String, Strategy, Vec<String>)> {
                 .map(|fact| match fact {
                     Fact::ViewedWith {
                         with,
-                        count,
+                        strength,
                         weight,
                     } => {
-                        format!("viewed with {} {count} x{weight}", id_of(e, *with))
+                        format!("viewed with {} {strength:.2} x{weight}", id_of(e, *with))
                     }
                     Fact::BoughtWith {
                         with,
-                        count,
+                        strength,
                         weight,
                     } => {
-                        format!("bought with {} {count} x{weight}", id_of(e, *with))
+                        format!("bought with {} {strength:.2} x{weight}", id_of(e, *with))
                     }
                     Fact::SimilarTo(with) => format!("similar to {}", id_of(e, *with)),
                     Fact::ListedBy(by) => format!("listed by {}", id_of(e, *by)),
@@ -610,14 +617,16 @@ fn explain_gives_the_evidence_of_each_strategy_family() {
         account.rebuild_models();
         account
     };
+    // A pair's strength: its count damped by both products' totals (3 / (√3 · √3)).
     let e = explain(&co(Strategy::ViewedTogether), None, Some("a"));
-    assert_eq!(e.items[0].score, Some(3.0));
+    let score = e.items[0].score.unwrap_or_default();
+    assert!((score - 1.0).abs() < 1e-6, "{score}");
     assert_eq!(
         explained(&e)[0],
         (
             "b".into(),
             Strategy::ViewedTogether,
-            vec!["viewed with a 3 x1".into()]
+            vec!["viewed with a 1.00 x1".into()]
         )
     );
     assert!(!e.visitor_known);
@@ -627,18 +636,18 @@ fn explain_gives_the_evidence_of_each_strategy_family() {
         (
             "d".into(),
             Strategy::BoughtTogether,
-            vec!["bought with a 2 x1".into()]
+            vec!["bought with a 1.00 x1".into()]
         )
     );
-    // personalized: the visitor's latest view a (weight 1) gives b; d comes from a's
-    // co-purchases.
+    // personalized: the visitor's latest view a (weight 1, and the long-term part's 2)
+    // gives b; d comes from a's co-purchases.
     let personal = co(Strategy::Personalized);
     track(&personal, "me", vec![view("a")], T0);
     let e = explain(&personal, Some("me"), None);
     assert!(e.visitor_known);
     let items = explained(&e);
-    assert_eq!(items[0].2, ["viewed with a 3 x1"]);
-    assert_eq!(items[1].2, ["bought with a 2 x1"]);
+    assert_eq!(items[0].2, ["viewed with a 1.00 x3"]);
+    assert_eq!(items[1].2, ["bought with a 1.00 x3"]);
     // Products similar to the latest views come after, with the product they resemble.
     assert!(
         items[2..]
@@ -657,7 +666,7 @@ fn explain_gives_the_evidence_of_each_strategy_family() {
     };
     track(&cross_sell, "shopper", vec![basket], T0);
     let items = explained(&explain(&cross_sell, Some("shopper"), None));
-    assert_eq!(items[0].2, ["bought with a 2 x1"]);
+    assert_eq!(items[0].2, ["bought with a 1.00 x1"]);
     // Popularity: trending gives the rank, top sellers the units.
     let items = explained(&explain(&co(Strategy::Trending), None, None));
     assert_eq!(items[0].2, ["rank 0"]);

@@ -18,7 +18,9 @@ use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
-use vitrine_engine::zone::{DEFAULT_HISTORY, Strategy, ZoneKind, ZoneSpec};
+use vitrine_engine::zone::{
+    DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneKind, ZoneSpec,
+};
 
 use crate::error::Endpoint;
 
@@ -456,6 +458,8 @@ struct FileVariant {
     fallback: Option<Vec<String>>,
     count: Option<i64>,
     history: Option<i64>,
+    recency: Option<f64>,
+    long_term: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -463,6 +467,8 @@ struct FileVariant {
 struct FileModels {
     partners: Option<u64>,
     neighbours: Option<u64>,
+    partner_damping: Option<f64>,
+    seed_damping: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -489,6 +495,8 @@ struct FileZone {
     images: Vec<FileImage>,
     template: Option<String>,
     history: Option<i64>,
+    recency: Option<f64>,
+    long_term: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -902,6 +910,14 @@ fn accounts(
                     as usize,
                 None => models.neighbours.min(models.partners),
             };
+            if let Some(power) = file.partner_damping {
+                models.partner_damping = fraction(power, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.partner_damping"), m))?;
+            }
+            if let Some(power) = file.seed_damping {
+                models.seed_damping =
+                    fraction(power, 0.0, 1.0).map_err(|m| err(&key("models.seed_damping"), m))?;
+            }
         }
         let attribution_days = match account.attribution_days {
             None => vitrine_engine::analytics::DEFAULT_ATTRIBUTION_DAYS,
@@ -1035,6 +1051,15 @@ fn memory_config(
 }
 
 /// `value` when it lies in `min..=max`, else the message saying it does not.
+/// `value` as an `f32` if it lies in `min..=max`.
+fn fraction(value: f64, min: f64, max: f64) -> Result<f32, String> {
+    if (min..=max).contains(&value) {
+        Ok(value as f32)
+    } else {
+        Err(format!("must be between {min} and {max}, got {value}"))
+    }
+}
+
 fn within(value: u64, min: u64, max: u64) -> Result<u64, String> {
     if (min..=max).contains(&value) {
         Ok(value)
@@ -1228,8 +1253,10 @@ fn experiments(
             let mut as_zone = zone.clone();
             if let Some(strategy) = &variant.strategy {
                 as_zone.strategy = Some(strategy.clone());
-                // A variant with its own strategy has its own history setting.
+                // A variant with its own strategy has its own history settings.
                 as_zone.history = None;
+                as_zone.recency = None;
+                as_zone.long_term = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -1239,6 +1266,12 @@ fn experiments(
             }
             if variant.history.is_some() {
                 as_zone.history = variant.history;
+            }
+            if variant.recency.is_some() {
+                as_zone.recency = variant.recency;
+            }
+            if variant.long_term.is_some() {
+                as_zone.long_term = variant.long_term;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {
@@ -1346,20 +1379,22 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         ));
     }
     let page_types = page_types(zone, key)?;
+    let personal = main
+        .into_iter()
+        .chain(fallback.iter().copied())
+        .any(|s| s == Strategy::Personalized);
+    let only_personal = |name: &str| {
+        (
+            key(name),
+            "only the personalized strategy starts from the visitor's history; \
+             remove it or use personalized"
+                .to_owned(),
+        )
+    };
     let history = match zone.history {
         None => DEFAULT_HISTORY,
+        Some(_) if !personal => return Err(only_personal("history")),
         Some(history) => {
-            let personal = main
-                .into_iter()
-                .chain(fallback.iter().copied())
-                .any(|s| s == Strategy::Personalized);
-            if !personal {
-                return Err((
-                    key("history"),
-                    "only the personalized strategy starts from the visitor's history;                      remove it or use personalized"
-                        .to_owned(),
-                ));
-            }
             if !(1..=MAX_RECENT_VIEWS as i64).contains(&history) {
                 return Err((
                     key("history"),
@@ -1367,6 +1402,29 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
                 ));
             }
             history as usize
+        }
+    };
+    let recency = match zone.recency {
+        None => DEFAULT_RECENCY,
+        Some(_) if !personal => return Err(only_personal("recency")),
+        // Greater than 0 (0 would leave all but the latest out: history = 1 does that).
+        Some(recency) if recency > 0.0 && recency <= 1.0 => recency,
+        Some(recency) => {
+            return Err((
+                key("recency"),
+                format!("must be greater than 0 and at most 1, got {recency}"),
+            ));
+        }
+    };
+    let long_term = match zone.long_term {
+        None => DEFAULT_LONG_TERM,
+        Some(_) if !personal => return Err(only_personal("long_term")),
+        Some(weight) if (0.0..=100.0).contains(&weight) => weight,
+        Some(weight) => {
+            return Err((
+                key("long_term"),
+                format!("must be between 0 and 100, got {weight}"),
+            ));
         }
     };
     Ok(ZoneSpec {
@@ -1378,6 +1436,8 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         count: count as usize,
         page_types,
         history,
+        recency,
+        long_term,
     })
 }
 
@@ -1749,6 +1809,43 @@ mod tests {
         assert_eq!(config.accounts[0].zones[0].history, 20);
         let config = parse(&personalized, "t", &Overrides::default()).unwrap();
         assert_eq!(config.accounts[0].zones[0].history, DEFAULT_HISTORY);
+        assert_eq!(config.accounts[0].zones[0].recency, DEFAULT_RECENCY);
+        assert_eq!(config.accounts[0].zones[0].long_term, DEFAULT_LONG_TERM);
+        let config = parse(
+            &format!("{personalized}\n recency = 0.5\n long_term = 0"),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(config.accounts[0].zones[0].recency, 0.5);
+        assert_eq!(config.accounts[0].zones[0].long_term, 0.0);
+        for (line, error) in [
+            (
+                "recency = 0",
+                "accounts[0].zones[0].recency: must be greater than 0 and at most 1, got 0",
+            ),
+            (
+                "recency = 1.25",
+                "accounts[0].zones[0].recency: must be greater than 0 and at most 1, got 1.25",
+            ),
+            (
+                "long_term = -1",
+                "accounts[0].zones[0].long_term: must be between 0 and 100, got -1",
+            ),
+            (
+                "long_term = inf",
+                "accounts[0].zones[0].long_term: must be between 0 and 100",
+            ),
+        ] {
+            assert!(
+                fails(&format!("{personalized}\n {line}")).contains(error),
+                "{line}"
+            );
+        }
+        assert!(fails(&format!("{MINIMAL}\n recency = 0.5")).contains(
+            "accounts[0].zones[0].recency: only the personalized strategy starts from the \
+             visitor's history; remove it or use personalized"
+        ));
         assert_eq!(config.accounts[0].models, ModelSettings::default());
         let models = |table: &str| {
             MINIMAL.replace(
@@ -1766,16 +1863,34 @@ mod tests {
             config.accounts[0].models,
             ModelSettings {
                 partners: 256,
-                neighbours: 100
+                neighbours: 100,
+                ..ModelSettings::default()
             }
         );
+        let config = parse(
+            &models("partner_damping = 0\nseed_damping = 1"),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(config.accounts[0].models.partner_damping, 0.0);
+        assert_eq!(config.accounts[0].models.seed_damping, 1.0);
+        assert!(
+            fails(&models("partner_damping = 1.5"))
+                .contains("accounts[0].models.partner_damping: must be between 0 and 1, got 1.5")
+        );
+        assert!(
+            fails(&models("seed_damping = -0.5"))
+                .contains("accounts[0].models.seed_damping: must be between 0 and 1, got -0.5")
+        );
+        assert!(fails(&models("seed_damping = nan")).contains("accounts[0].models.seed_damping"));
         assert!(
             fails(&models("partners = 4"))
                 .contains("accounts[0].models.partners: must be between 8 and 1024, got 4")
         );
         assert!(
-            fails(&models("neighbours = 200"))
-                .contains("accounts[0].models.neighbours: must be between 1 and 128, got 200")
+            fails(&models("neighbours = 300"))
+                .contains("accounts[0].models.neighbours: must be between 1 and 256, got 300")
         );
         assert!(fails(&models("window = 3")).contains("unknown field `window`"));
         assert!(

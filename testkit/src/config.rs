@@ -24,8 +24,9 @@ pub struct ZoneToml {
     pub count: usize,
     /// `page_types`; empty for every page type.
     pub page_types: Vec<String>,
-    /// `history` (`personalized` zones); `None` leaves it out.
-    pub history: Option<usize>,
+    /// Further keys as `(key, TOML value)`, e.g. `("history", "5")` for a
+    /// `personalized` zone.
+    pub settings: Vec<(String, String)>,
 }
 
 impl ZoneToml {
@@ -38,16 +39,19 @@ impl ZoneToml {
             fallback: Vec::new(),
             count,
             page_types: Vec::new(),
-            history: None,
+            settings: Vec::new(),
         }
     }
 
     /// The same zone with `history` set.
     pub fn history(self, history: usize) -> ZoneToml {
-        ZoneToml {
-            history: Some(history),
-            ..self
-        }
+        self.setting("history", &history.to_string())
+    }
+
+    /// The same zone with `key = value` (a TOML value) added.
+    pub fn setting(mut self, key: &str, value: &str) -> ZoneToml {
+        self.settings.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// The same zone, shown only on these page types.
@@ -100,8 +104,8 @@ pub struct AccountToml {
     pub demo_catalogue: bool,
     /// Its zones.
     pub zones: Vec<ZoneToml>,
-    /// `[accounts.models]` partners and neighbours; `None` leaves the table out.
-    pub models: Option<(usize, usize)>,
+    /// `[accounts.models]` keys as `(key, TOML value)`; empty leaves the table out.
+    pub models: Vec<(String, String)>,
     /// `[[accounts.experiments]]`.
     pub experiments: Vec<ExperimentToml>,
     /// `zone_analytics`; `None` leaves it out (on).
@@ -117,7 +121,7 @@ impl AccountToml {
             default_currency: "GBP".to_owned(),
             demo_catalogue,
             zones: Vec::new(),
-            models: None,
+            models: Vec::new(),
             experiments: Vec::new(),
             zone_analytics: None,
         }
@@ -139,10 +143,14 @@ impl AccountToml {
 
     /// The same account with `[accounts.models]` set.
     pub fn models(self, partners: usize, neighbours: usize) -> AccountToml {
-        AccountToml {
-            models: Some((partners, neighbours)),
-            ..self
-        }
+        self.model("partners", &partners.to_string())
+            .model("neighbours", &neighbours.to_string())
+    }
+
+    /// The same account with `key = value` (a TOML value) in `[accounts.models]`.
+    pub fn model(mut self, key: &str, value: &str) -> AccountToml {
+        self.models.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// The same account with `zone` added.
@@ -194,11 +202,11 @@ impl ConfigToml {
             if let Some(on) = account.zone_analytics {
                 let _ = writeln!(out, "zone_analytics = {on}");
             }
-            if let Some((partners, neighbours)) = account.models {
-                let _ = write!(
-                    out,
-                    "\n  [accounts.models]\n  partners = {partners}\n  neighbours = {neighbours}\n"
-                );
+            if !account.models.is_empty() {
+                out.push_str("\n  [accounts.models]\n");
+                for (key, value) in &account.models {
+                    let _ = writeln!(out, "  {key} = {value}");
+                }
             }
             for zone in &account.zones {
                 let list = |items: &[String]| -> String {
@@ -219,8 +227,8 @@ impl ConfigToml {
                 if !zone.page_types.is_empty() {
                     let _ = writeln!(out, "  page_types = [{}]", list(&zone.page_types));
                 }
-                if let Some(history) = zone.history {
-                    let _ = writeln!(out, "  history = {history}");
+                for (key, value) in &zone.settings {
+                    let _ = writeln!(out, "  {key} = {value}");
                 }
             }
             for experiment in &account.experiments {

@@ -123,19 +123,19 @@ fn fact_json(fact: &Fact, id: &impl Fn(ProductIdx) -> String) -> Value {
         }),
         Fact::ViewedWith {
             with,
-            count,
+            strength,
             weight,
         } => json!({
-            "kind": "viewedWith", "product": id(*with), "count": count, "weight": weight,
-            "text": format!("viewed with {} (count {count:.2}, weight {weight:.2})", id(*with)),
+            "kind": "viewedWith", "product": id(*with), "strength": strength, "weight": weight,
+            "text": format!("viewed with {} (strength {strength:.2}, weight {weight:.2})", id(*with)),
         }),
         Fact::BoughtWith {
             with,
-            count,
+            strength,
             weight,
         } => json!({
-            "kind": "boughtWith", "product": id(*with), "count": count, "weight": weight,
-            "text": format!("bought with {} (count {count:.2}, weight {weight:.2})", id(*with)),
+            "kind": "boughtWith", "product": id(*with), "strength": strength, "weight": weight,
+            "text": format!("bought with {} (strength {strength:.2}, weight {weight:.2})", id(*with)),
         }),
         Fact::RecentlyViewed(at) => json!({
             "kind": "recentlyViewed", "position": at,

@@ -49,7 +49,7 @@ pub(crate) struct QualityArgs {
     #[arg(long, default_value_t = 10)]
     k: usize,
     /// Vitrine strategies evaluated, one zone each; `personalized:history=N` sets the
-    /// zone's `history`.
+    /// zone's `history` (and `:recency=R`, `:long_term=W` the others of its keys).
     #[arg(
         long,
         value_delimiter = ',',
@@ -63,6 +63,13 @@ pub(crate) struct QualityArgs {
     /// most --partners).
     #[arg(long)]
     neighbours: Option<usize>,
+    /// `[accounts.models] partner_damping` of the spawned server (default: the
+    /// server's).
+    #[arg(long)]
+    partner_damping: Option<f64>,
+    /// `[accounts.models] seed_damping` of the spawned server (default: the server's).
+    #[arg(long)]
+    seed_damping: Option<f64>,
     /// Baselines compared (default: all of them).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
@@ -199,6 +206,8 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "resamples": args.resamples,
             "partners": args.partners,
             "neighbours": args.neighbours,
+            "partner_damping": args.partner_damping,
+            "seed_damping": args.seed_damping,
         },
         "dataset": {
             "interactions": data.interaction_count(),
@@ -321,17 +330,25 @@ fn evaluate_vitrine(
     runtime.block_on(async {
         // Asked for more than k: products the visitor has seen are left out after.
         let count = (args.k * 5).min(100);
-        let models = (args.partners.is_some() || args.neighbours.is_some()).then(|| {
+        let mut models = Vec::new();
+        if args.partners.is_some() || args.neighbours.is_some() {
             let partners = args
                 .partners
                 .unwrap_or(vitrine_engine::models::MAX_PARTNERS);
             let neighbours = args
                 .neighbours
                 .unwrap_or(vitrine_engine::models::NEIGHBOURS);
-            (partners, neighbours.min(partners))
-        });
+            models.push(("partners", partners.to_string()));
+            models.push(("neighbours", neighbours.min(partners).to_string()));
+        }
+        if let Some(power) = args.partner_damping {
+            models.push(("partner_damping", power.to_string()));
+        }
+        if let Some(power) = args.seed_damping {
+            models.push(("seed_damping", power.to_string()));
+        }
         let mut server =
-            vitrine::Vitrine::start(&binary, data, &args.strategies, count, models).await?;
+            vitrine::Vitrine::start(&binary, data, &args.strategies, count, &models).await?;
         let outcome = async {
             let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
             let started = Instant::now();

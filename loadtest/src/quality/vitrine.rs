@@ -39,22 +39,22 @@ impl Vitrine {
         data: &Dataset,
         strategies: &[String],
         count: usize,
-        models: Option<(usize, usize)>,
+        models: &[(&str, String)],
     ) -> anyhow::Result<Vitrine> {
         let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, false);
-        if let Some((partners, neighbours)) = models {
-            account = account.models(partners, neighbours);
+        for (key, value) in models {
+            account = account.model(key, value);
         }
         let mut zones = Vec::new();
         for spec in strategies {
-            let (strategy, history) = zone_spec(spec)?;
+            let (strategy, settings) = zone_spec(spec)?;
             let id = format!("Q-{}", slug(spec));
             let mut zone = ZoneToml::new(&id, strategy, count).titled(spec);
             if strategy != "trending" {
                 zone = zone.fallback(&["trending"]);
             }
-            if let Some(history) = history {
-                zone = zone.history(history);
+            for (key, value) in settings {
+                zone = zone.setting(key, value);
             }
             account = account.zone(zone);
             zones.push((id, spec.clone()));
@@ -226,20 +226,21 @@ impl Vitrine {
     }
 }
 
-/// A `--strategies` entry: a strategy, optionally with `:history=N`.
-fn zone_spec(spec: &str) -> anyhow::Result<(&str, Option<usize>)> {
-    let Some((strategy, option)) = spec.split_once(':') else {
-        return Ok((spec, None));
-    };
-    match option.split_once('=') {
-        Some(("history", n)) => Ok((
-            strategy,
-            Some(n.parse().with_context(|| {
-                format!("--strategies {spec}: history {n:?} is not a whole number")
-            })?),
-        )),
-        _ => bail!("--strategies {spec}: expected STRATEGY or STRATEGY:history=N"),
+/// A `--strategies` entry: a strategy, optionally with `:KEY=NUMBER` zone keys (e.g.
+/// `personalized:history=5:recency=0.7`; the server checks the keys and values).
+fn zone_spec(spec: &str) -> anyhow::Result<(&str, Vec<(&str, &str)>)> {
+    let mut parts = spec.split(':');
+    let strategy = parts.next().unwrap_or(spec);
+    let mut settings = Vec::new();
+    for part in parts {
+        match part.split_once('=') {
+            Some((key, value)) if value.parse::<f64>().is_ok() => settings.push((key, value)),
+            _ => bail!(
+                "--strategies {spec}: expected STRATEGY or STRATEGY:KEY=NUMBER..., got {part:?}"
+            ),
+        }
     }
+    Ok((strategy, settings))
 }
 
 /// The dataset's products as a feed: id, title, categories (declared) and a price.
