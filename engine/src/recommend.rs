@@ -528,20 +528,30 @@ fn candidates(
         // keeps these strategies to those zones).
         Strategy::CategoryAffinity | Strategy::BrandAffinity => {}
         Strategy::ViewedTogether | Strategy::BoughtTogether => {
-            let Some(anchor) = anchor(ctx) else { return };
             let lists = if strategy == Strategy::ViewedTogether {
                 &ctx.neighbours.viewed_together
             } else {
                 &ctx.neighbours.bought_together
             };
-            let listed = Neighbours::list(lists, anchor);
-            take_all(
-                listed
-                    .iter()
-                    .flat_map(|l| l.iter())
-                    .map(|(idx, _)| Some(*idx)),
-                take,
-            );
+            let seeds = anchor_seeds(zone, ctx);
+            match seeds.as_slice() {
+                [] => {}
+                [(anchor, _)] => {
+                    let listed = Neighbours::list(lists, *anchor);
+                    take_all(
+                        listed
+                            .iter()
+                            .flat_map(|l| l.iter())
+                            .map(|(idx, _)| Some(*idx)),
+                        take,
+                    );
+                }
+                _ => {
+                    let skip: Vec<ProductIdx> = seeds.iter().map(|(idx, _)| *idx).collect();
+                    let ranked = blended(seeds.iter().copied(), &[lists], &skip, catalogue);
+                    take_all(ranked.map(Some), take);
+                }
+            }
         }
         Strategy::CompleteTheLook => {
             let Some(anchor) = anchor(ctx).and_then(|a| catalogue.product(a)) else {
@@ -754,7 +764,7 @@ fn strategy_evidence(
             } else {
                 &ctx.neighbours.bought_together
             };
-            let seeds: Vec<(ProductIdx, f64)> = anchor(ctx).map(|a| (a, 1.0)).into_iter().collect();
+            let seeds = anchor_seeds(zone, ctx);
             let (score, facts) = blend(&seeds, &[(lists, viewed)]);
             return (Some(score), facts);
         }
@@ -827,6 +837,28 @@ pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = weighted(&mut ctx.recent_views.iter(), 1.0);
     seeds.extend(weighted(&mut ctx.basket.iter().rev(), 1.0));
     seeds.extend(weighted(&mut ctx.purchased.iter().rev(), 0.5));
+    seeds
+}
+
+/// The products `viewed_together` and `bought_together` start from: the page's product
+/// (else the visitor's latest view) weighing 1, then the zone's `context` latest views
+/// other than it, each `recency` times the one after it.
+pub fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
+    let Some(anchor) = anchor(ctx) else {
+        return Seeds::new();
+    };
+    let mut seeds = Seeds::new();
+    seeds.push((anchor, 1.0));
+    let mut weight = 1.0;
+    for idx in ctx
+        .recent_views
+        .iter()
+        .filter(|idx| **idx != anchor)
+        .take(zone.context)
+    {
+        weight *= zone.recency;
+        seeds.push((*idx, weight));
+    }
     seeds
 }
 
@@ -1045,6 +1077,7 @@ mod tests {
             history: crate::zone::DEFAULT_HISTORY,
             recency: crate::zone::DEFAULT_RECENCY,
             long_term: crate::zone::DEFAULT_LONG_TERM,
+            context: 0,
         };
         fill_zone(&zone, &ctx)
             .into_iter()
@@ -1086,6 +1119,7 @@ mod tests {
             history: 3,
             recency: 0.5,
             long_term: 0.0,
+            context: 0,
         };
         let close = |a: &Seeds, b: &[(ProductIdx, f64)]| {
             a.len() == b.len()

@@ -83,6 +83,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         history: crate::zone::DEFAULT_HISTORY,
         recency: crate::zone::DEFAULT_RECENCY,
         long_term: crate::zone::DEFAULT_LONG_TERM,
+        context: 0,
     }
 }
 

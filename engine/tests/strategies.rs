@@ -187,6 +187,34 @@ fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
 /// feed, here in another order, so every dense id changes) is swapped in, the lists
 /// move with it before any rebuild, and products the new base lacks drop out.
 #[test]
+fn viewed_together_with_context_blends_in_the_visitors_latest_views() {
+    let account = |context: usize| {
+        let mut spec = testkit::zone("Z", Strategy::ViewedTogether, 10);
+        spec.context = context;
+        let account = testkit::account(vec![spec], catalogue());
+        // a and b viewed together by 3 visitors, c and d by 2, e and d by 4.
+        for v in 0..3 {
+            track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+        }
+        for v in 0..2 {
+            track(&account, &format!("w{v}"), vec![view("c"), view("d")], T0);
+        }
+        for v in 0..4 {
+            track(&account, &format!("x{v}"), vec![view("e"), view("d")], T0);
+        }
+        account.rebuild_models();
+        account
+    };
+    let visit = vec![view("c"), product_page("a"), view("a")];
+    // By default the page's product alone: a's partners.
+    assert_eq!(zone(&account(0), "me", visit.clone(), "GBP"), ["b"]);
+    // With one view of context, c (weighing 0.8) adds d; the page's product leads, and
+    // the products the zone started from are left out.
+    assert_eq!(zone(&account(1), "me", visit.clone(), "GBP"), ["b", "d"]);
+    assert_eq!(zone(&account(5), "me", visit, "GBP"), ["b", "d"]);
+}
+
+#[test]
 fn viewed_together_follows_a_new_base_without_a_rebuild() {
     let account = account(Strategy::ViewedTogether);
     for v in 0..5 {

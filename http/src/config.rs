@@ -460,6 +460,7 @@ struct FileVariant {
     history: Option<i64>,
     recency: Option<f64>,
     long_term: Option<f64>,
+    context: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -497,6 +498,7 @@ struct FileZone {
     history: Option<i64>,
     recency: Option<f64>,
     long_term: Option<f64>,
+    context: Option<i64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1257,6 +1259,7 @@ fn experiments(
                 as_zone.history = None;
                 as_zone.recency = None;
                 as_zone.long_term = None;
+                as_zone.context = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -1272,6 +1275,9 @@ fn experiments(
             }
             if variant.long_term.is_some() {
                 as_zone.long_term = variant.long_term;
+            }
+            if variant.context.is_some() {
+                as_zone.context = variant.context;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {
@@ -1379,10 +1385,13 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         ));
     }
     let page_types = page_types(zone, key)?;
-    let personal = main
-        .into_iter()
-        .chain(fallback.iter().copied())
-        .any(|s| s == Strategy::Personalized);
+    let uses = |wanted: &[Strategy]| {
+        main.into_iter()
+            .chain(fallback.iter().copied())
+            .any(|s| wanted.contains(&s))
+    };
+    let personal = uses(&[Strategy::Personalized]);
+    let recency_read = personal || uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]);
     let only_personal = |name: &str| {
         (
             key(name),
@@ -1406,7 +1415,14 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
     };
     let recency = match zone.recency {
         None => DEFAULT_RECENCY,
-        Some(_) if !personal => return Err(only_personal("recency")),
+        Some(_) if !recency_read => {
+            return Err((
+                key("recency"),
+                "only the personalized, viewed_together and bought_together strategies \
+                 weigh the visitor's history; remove it or use one of them"
+                    .to_owned(),
+            ));
+        }
         // Greater than 0 (0 would leave all but the latest out: history = 1 does that).
         Some(recency) if recency > 0.0 && recency <= 1.0 => recency,
         Some(recency) => {
@@ -1427,6 +1443,24 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ));
         }
     };
+    let context = match zone.context {
+        None => 0,
+        Some(_) if !uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]) => {
+            return Err((
+                key("context"),
+                "only the viewed_together and bought_together strategies read the \
+                 visitor's views with the page's product; remove it or use one of them"
+                    .to_owned(),
+            ));
+        }
+        Some(n) if (0..=MAX_RECENT_VIEWS as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err((
+                key("context"),
+                format!("must be between 0 and {MAX_RECENT_VIEWS}, got {n}"),
+            ));
+        }
+    };
     Ok(ZoneSpec {
         id: zone.id.clone(),
         title: zone.title.clone(),
@@ -1438,6 +1472,7 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         history,
         recency,
         long_term,
+        context,
     })
 }
 
@@ -1843,9 +1878,38 @@ mod tests {
             );
         }
         assert!(fails(&format!("{MINIMAL}\n recency = 0.5")).contains(
-            "accounts[0].zones[0].recency: only the personalized strategy starts from the \
-             visitor's history; remove it or use personalized"
+            "accounts[0].zones[0].recency: only the personalized, viewed_together and \
+             bought_together strategies weigh the visitor's history"
         ));
+        let together = MINIMAL.replace("\"trending\"", "\"viewed_together\"");
+        let config = parse(
+            &format!("{together}\n context = 5\n recency = 0.5"),
+            "t",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(config.accounts[0].zones[0].context, 5);
+        assert_eq!(config.accounts[0].zones[0].recency, 0.5);
+        assert_eq!(
+            parse(&together, "t", &Overrides::default())
+                .unwrap()
+                .accounts[0]
+                .zones[0]
+                .context,
+            0
+        );
+        assert!(
+            fails(&format!("{together}\n context = 51"))
+                .contains("accounts[0].zones[0].context: must be between 0 and 50, got 51")
+        );
+        assert!(fails(&format!("{personalized}\n context = 2")).contains(
+            "accounts[0].zones[0].context: only the viewed_together and bought_together \
+             strategies read the visitor's views"
+        ));
+        assert!(
+            fails(&format!("{together}\n long_term = 1"))
+                .contains("accounts[0].zones[0].long_term: only the personalized strategy")
+        );
         assert_eq!(config.accounts[0].models, ModelSettings::default());
         let models = |table: &str| {
             MINIMAL.replace(
