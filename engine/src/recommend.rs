@@ -1047,30 +1047,37 @@ mod tests {
         b.build().unwrap()
     }
 
-    fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<String> {
-        let rankings = Rankings::build(catalogue, |_| (0.0, 0));
-        let neighbours = Neighbours::default();
-        let ctx = Context {
+    /// A request in GBP on no page, with no visitor history.
+    fn context<'a>(
+        catalogue: &'a Catalogue,
+        rankings: &'a Rankings,
+        neighbours: &'a Neighbours,
+    ) -> Context<'a> {
+        Context {
             catalogue,
-            rankings: &rankings,
+            rankings,
             rankings_exact: true,
-            neighbours: &neighbours,
-            currency: Currency::from_code(currency).unwrap(),
+            neighbours,
+            currency: Currency::from_code("GBP").unwrap(),
             now: 1_000,
-            account_id: account,
+            account_id: None,
             group_id: None,
-            product: catalogue.idx_of("page"),
+            product: None,
             category: None,
-            basket: &[catalogue.idx_of("in-basket").unwrap()],
-            purchased: &[catalogue.idx_of("bought").unwrap()],
+            basket: &[],
+            purchased: &[],
             recent_views: &[],
             search: None,
-        };
-        let zone = ZoneSpec {
+        }
+    }
+
+    /// A zone of `strategy` with the default settings.
+    fn zone_of(strategy: Strategy) -> ZoneSpec {
+        ZoneSpec {
             id: "z".into(),
             title: "t".into(),
             kind: ZoneKind::RecommenderProduct,
-            strategy: Some(Strategy::Trending),
+            strategy: Some(strategy),
             fallback: vec![],
             count: 20,
             page_types: vec![],
@@ -1078,7 +1085,21 @@ mod tests {
             recency: crate::zone::DEFAULT_RECENCY,
             long_term: crate::zone::DEFAULT_LONG_TERM,
             context: 0,
+        }
+    }
+
+    fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<String> {
+        let rankings = Rankings::build(catalogue, |_| (0.0, 0));
+        let neighbours = Neighbours::default();
+        let ctx = Context {
+            currency: Currency::from_code(currency).unwrap(),
+            account_id: account,
+            product: catalogue.idx_of("page"),
+            basket: &[catalogue.idx_of("in-basket").unwrap()],
+            purchased: &[catalogue.idx_of("bought").unwrap()],
+            ..context(catalogue, &rankings, &neighbours)
         };
+        let zone = zone_of(Strategy::Trending);
         fill_zone(&zone, &ctx)
             .into_iter()
             .map(|i| catalogue.product(i.product).unwrap().id.to_string())
@@ -1093,33 +1114,15 @@ mod tests {
         let views: Vec<ProductIdx> = (0..60).collect();
         let purchased: Vec<ProductIdx> = vec![7, 8];
         let ctx = Context {
-            catalogue: &catalogue,
-            rankings: &rankings,
-            rankings_exact: true,
-            neighbours: &neighbours,
-            currency: Currency::from_code("GBP").unwrap(),
-            now: 1_000,
-            account_id: None,
-            group_id: None,
-            product: None,
-            category: None,
-            basket: &[],
             purchased: &purchased,
             recent_views: &views,
-            search: None,
+            ..context(&catalogue, &rankings, &neighbours)
         };
         let mut zone = ZoneSpec {
-            id: "z".into(),
-            title: "t".into(),
-            kind: ZoneKind::RecommenderProduct,
-            strategy: Some(Strategy::Personalized),
-            fallback: vec![],
-            count: 20,
-            page_types: vec![],
             history: 3,
             recency: 0.5,
             long_term: 0.0,
-            context: 0,
+            ..zone_of(Strategy::Personalized)
         };
         let close = |a: &Seeds, b: &[(ProductIdx, f64)]| {
             a.len() == b.len()
