@@ -837,6 +837,48 @@ mod tests {
     }
 
     #[test]
+    fn a_restored_snapshot_gives_the_same_weighted_lists() {
+        let keys = ProductKeys::default();
+        let settings = ModelSettings {
+            partners: 8,
+            neighbours: 6,
+            ..ModelSettings::default()
+        };
+        let counts = CoCounts::configured(settings);
+        // Enough partners, at uneven weights, for lists to fill and evict.
+        for i in 0..200u32 {
+            let a = format!("p{}", i % 7);
+            let b = format!("p{}", (i * 13 + 5) % 23);
+            counts.add(
+                keys.key(&a),
+                keys.key(&b),
+                1.0 / f32::from(1 + (i % 4) as u8),
+            );
+        }
+        // The total a weight divides by is the sum of the kept counts (space-saving
+        // hands the weakest count on), so a state snapshot, which stores the counts,
+        // restores it.
+        for entry in counts.pairs.iter() {
+            let sum: f32 = entry.counts.iter().sum();
+            assert!((entry.total - sum).abs() < 1e-3, "{} vs {sum}", entry.total);
+        }
+        let restored = CoCounts::configured(settings);
+        for (product, partners) in counts.entries(&keys) {
+            restored.restore(&keys, &product, &partners);
+        }
+        let (live, again) = (counts.weighted_lists(&keys), restored.weighted_lists(&keys));
+        assert_eq!(live.len(), again.len());
+        for (product, list) in &live {
+            let other = &again[product];
+            assert_eq!(list.len(), other.len(), "{product}");
+            for ((a, x), (b, y)) in list.iter().zip(other) {
+                assert_eq!(a, b, "{product}");
+                assert!((x - y).abs() < 1e-4, "{product}: {x} vs {y}");
+            }
+        }
+    }
+
+    #[test]
     fn popularity_halves_every_half_life() {
         let mut counter = Decaying::default();
         counter.add(8.0, 0);
