@@ -178,9 +178,8 @@ impl Default for ProductKeys {
     }
 }
 
-/// One product's partners and counts (in two parallel vectors: a partner is looked up
-/// by comparing keys sixteen at a time), their total, and whether it is queued in
-/// `changed`.
+/// One product's partners and counts (in two parallel vectors, by ascending key), their
+/// total, and whether it is queued in `changed`.
 #[derive(Debug, Default)]
 struct Partners {
     keys: Vec<u32>,
@@ -193,31 +192,23 @@ struct Partners {
 }
 
 impl Partners {
-    /// The position of `key`.
-    fn find(&self, key: u32) -> Option<usize> {
-        const LANES: usize = 16;
-        for (chunk, keys) in self.keys.chunks(LANES).enumerate() {
-            let mut found = 0u32;
-            for (lane, k) in keys.iter().enumerate() {
-                found |= u32::from(*k == key) << lane;
-            }
-            if found != 0 {
-                return Some(chunk * LANES + found.trailing_zeros() as usize);
-            }
-        }
-        None
-    }
-
     /// Adds `weight` to the partner `to`, making room by space-saving when `capacity`
-    /// partners are counted.
+    /// partners are counted. Keys are kept in ascending order, so a partner is found by
+    /// binary search (a view looks up each of its window's partners: a scan of 256 keys
+    /// would cost more than the rest of counting it).
     fn add(&mut self, to: u32, weight: f32, capacity: usize) {
         self.total += weight;
-        if let Some(at) = self.find(to) {
-            if let Some(count) = self.counts.get_mut(at) {
-                *count += weight;
+        let at = match self.keys.binary_search(&to) {
+            Ok(at) => {
+                if let Some(count) = self.counts.get_mut(at) {
+                    *count += weight;
+                }
+                return;
             }
-            return;
-        }
+            Err(at) => at,
+        };
+        let mut count = weight;
+        let mut at = at;
         if self.keys.len() >= capacity {
             // Space-saving (Metwally et al., 2005): the weakest partner makes room and
             // the newcomer inherits its count, so a pair seen often enough is never
@@ -228,17 +219,18 @@ impl Partners {
                 .iter()
                 .enumerate()
                 .min_by(|a, b| a.1.total_cmp(b.1))
-                .map_or(0, |(at, _)| at);
-            if let (Some(key), Some(count)) =
-                (self.keys.get_mut(weakest), self.counts.get_mut(weakest))
-            {
-                *key = to;
-                *count += weight;
-                return;
+                .map(|(at, count)| (at, *count));
+            if let Some((weakest, inherited)) = weakest {
+                self.keys.remove(weakest);
+                self.counts.remove(weakest);
+                count += inherited;
+                if weakest < at {
+                    at -= 1;
+                }
             }
         }
-        self.keys.push(to);
-        self.counts.push(weight);
+        self.keys.insert(at, to);
+        self.counts.insert(at, count);
     }
 
     /// (partner, count) pairs.
@@ -386,11 +378,15 @@ impl CoCounts {
     /// Sets a product's partners and counts (restoring a state snapshot); at most
     /// [`MAX_PARTNERS`] are kept.
     pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
-        let (list_keys, counts) = partners
+        let mut restored: Vec<(u32, f32)> = partners
             .iter()
             .take(self.partners.load(Ordering::Relaxed))
             .map(|(id, count)| (keys.key(id), *count))
-            .unzip();
+            .collect();
+        // In key order, as `Partners::add` keeps them (a snapshot names a partner once).
+        restored.sort_unstable_by_key(|(key, _)| *key);
+        restored.dedup_by_key(|(key, _)| *key);
+        let (list_keys, counts) = restored.into_iter().unzip();
         let key = keys.key(product);
         let mut entry = self.pairs.entry(key).or_default();
         entry.keys = list_keys;
