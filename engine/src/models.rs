@@ -294,15 +294,29 @@ impl CoCounts {
         seed.store(settings.seed_damping.to_bits(), Ordering::Relaxed);
     }
 
-    /// Turns a product's partner counts into the counts it is sure of; partners with
-    /// nothing sure are left out.
+    /// A product's list from its partners' counts (`total` its own): the `keep`
+    /// partners it is surest of, strongest first (ties by id), with their weights.
+    fn list<'a>(
+        &self,
+        total: f32,
+        partners: Vec<(u32, f32)>,
+        name: &impl Fn(u32) -> Option<&'a str>,
+        keep: usize,
+    ) -> impl Iterator<Item = (u32, f32)> {
+        let mut sure = self.sure_counts(partners);
+        rank_partners(&mut sure, name, keep);
+        self.damp(total, sure)
+    }
+
+    /// A product's partners with the counts it is sure of and their own totals;
+    /// partners with nothing sure are left out.
     ///
     /// Space-saving may overestimate a count by what the partner inherited when it came
     /// in, at most the weakest count of a full list (which never decreases), so that is
     /// taken off every count of a full list; a pair is not counted more than the
     /// partner's total either. Without that, a product seen once that took a full
     /// list's last place would rank with pairs seen many times.
-    fn sure_counts(&self, partners: &mut Vec<(u32, f32)>) {
+    fn sure_counts(&self, partners: Vec<(u32, f32)>) -> Vec<SurePartner> {
         let full = partners.len() >= self.partners.load(Ordering::Relaxed);
         let floor = if full {
             partners
@@ -313,19 +327,22 @@ impl CoCounts {
         } else {
             0.0
         };
-        partners.retain_mut(|(key, count)| {
-            let total = self.pairs.get(key).map_or(*count, |p| p.total);
-            *count = (*count - floor).min(total);
-            *count > 0.0
-        });
+        partners
+            .into_iter()
+            .filter_map(|(key, count)| {
+                let total = self.pairs.get(&key).map_or(count, |p| p.total);
+                let sure = (count - floor).min(total);
+                (sure > 0.0).then_some((key, sure, total))
+            })
+            .collect()
     }
 
-    /// Turns a product's ranked partner counts into the weights of its list: each
-    /// divided by the partner's total to the partner damping and by the product's own
-    /// total (`own_total`) to the seed damping. The list keeps its order (by count): a
-    /// single product's zone shows its strongest pairs, and a blend of several lists
-    /// sums weights that do not favour popular products.
-    fn damp(&self, own_total: f32, partners: &mut [(u32, f32)]) {
+    /// The weights of a product's list, from its ranked sure counts: each divided by
+    /// the partner's total to the partner damping and by the product's own total
+    /// (`own_total`) to the seed damping. The list keeps its order (by count): a single
+    /// product's zone shows its strongest pairs, and a blend of several lists sums
+    /// weights that do not favour popular products.
+    fn damp(&self, own_total: f32, ranked: Vec<SurePartner>) -> impl Iterator<Item = (u32, f32)> {
         let [partner, seed] = &self.damping;
         let partner_damping = f32::from_bits(partner.load(Ordering::Relaxed));
         let seed_damping = f32::from_bits(seed.load(Ordering::Relaxed));
@@ -337,10 +354,9 @@ impl CoCounts {
             }
         };
         let own = damped(own_total, seed_damping);
-        for (key, weight) in partners.iter_mut() {
-            let total = self.pairs.get(key).map_or(*weight, |p| p.total);
-            *weight *= damped(total, partner_damping) * own;
-        }
+        ranked
+            .into_iter()
+            .map(move |(key, sure, total)| (key, sure * damped(total, partner_damping) * own))
     }
 
     /// `product`'s entry, queued for the next rebuild.
@@ -433,18 +449,15 @@ impl CoCounts {
         }
         changed
             .into_par_iter()
-            .filter_map(|(product, total, mut partners)| {
-                self.sure_counts(&mut partners);
+            .filter_map(|(product, total, partners)| {
                 // One read of the names per list: the sort compares ids only on ties,
                 // and no id is copied or counted.
                 let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
                 let name = |key: u32| names.get(key as usize).map(|name| &**name);
                 let idx = catalogue.idx_of(name(product)?)?;
-                rank_partners(&mut partners, &name, keep);
-                self.damp(total, &mut partners);
-                let list = partners
-                    .iter()
-                    .filter_map(|(key, weight)| Some((catalogue.idx_of(name(*key)?)?, *weight)))
+                let list = self
+                    .list(total, partners, &name, keep)
+                    .filter_map(|(key, weight)| Some((catalogue.idx_of(name(key)?)?, weight)))
                     .collect();
                 Some((idx, list))
             })
@@ -478,13 +491,10 @@ impl CoCounts {
         let keep = self.neighbours.load(Ordering::Relaxed);
         snapshot
             .into_iter()
-            .filter_map(|(product, total, mut partners)| {
-                self.sure_counts(&mut partners);
-                rank_partners(&mut partners, &name, keep);
-                self.damp(total, &mut partners);
-                let list = partners
-                    .iter()
-                    .filter_map(|(key, weight)| Some((name(*key)?.to_owned(), *weight)))
+            .filter_map(|(product, total, partners)| {
+                let list = self
+                    .list(total, partners, &name, keep)
+                    .filter_map(|(key, weight)| Some((name(key)?.to_owned(), weight)))
                     .collect();
                 Some((name(product)?.to_owned(), list))
             })
@@ -495,14 +505,17 @@ impl CoCounts {
 /// A queued product, its total and its partners' counts.
 type ChangedList = (u32, f32, Vec<(u32, f32)>);
 
+/// A partner, the count of the pair its product is sure of, and the partner's total.
+type SurePartner = (u32, f32, f32);
+
 /// Sorts a product's partners strongest first, ties by id (partners without an id left
 /// out), and keeps the first `keep`.
 fn rank_partners<'a>(
-    partners: &mut Vec<(u32, f32)>,
+    partners: &mut Vec<SurePartner>,
     name: &impl Fn(u32) -> Option<&'a str>,
     keep: usize,
 ) {
-    partners.retain(|(key, _)| name(*key).is_some());
+    partners.retain(|(key, ..)| name(*key).is_some());
     partners.sort_unstable_by(|a, b| {
         b.1.total_cmp(&a.1)
             .then_with(|| name(a.0).cmp(&name(b.0)))
