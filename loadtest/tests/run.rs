@@ -321,7 +321,11 @@ fn an_experiment_finds_a_planted_effect_and_an_a_a_test_finds_none() {
         "{variants:?}"
     );
 
-    // The same strategy in both arms: no metric differs significantly.
+    // The same strategy in both arms: no metric differs beyond chance. Each metric is
+    // "significant" at 5 % for one sample in twenty of a correct split, and this run's
+    // sample is all but fixed (one seed), so a model change that moves a few clicks can
+    // put an A/A run at p = 0.047; a biased split gives p-values far below 1 % at this
+    // traffic. So: no metric below 1 %.
     let variants = experiment_run(
         dir.path(),
         "a-a",
@@ -330,6 +334,7 @@ fn an_experiment_finds_a_planted_effect_and_an_a_a_test_finds_none() {
     );
     for metric in ["viewThrough", "conversion", "revenuePerVisitor"] {
         let comparison = &variants[1]["againstControl"][metric];
-        assert_ne!(comparison["significant"], true, "{metric}: {variants:?}");
+        let p_value = comparison["pValue"].as_f64().unwrap();
+        assert!(p_value > 0.01, "{metric}: p = {p_value}: {variants:?}");
     }
 }
