@@ -841,24 +841,28 @@ pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
 }
 
 /// The products `viewed_together` and `bought_together` start from: the page's product
-/// (else the visitor's latest view) weighing 1, then the zone's `context` latest views
-/// other than it, each `recency` times the one after it.
+/// (else the visitor's latest view) weighing 1, then the zone's `context` latest views,
+/// as many basket lines (from the latest added) and purchases (from the latest bought,
+/// at half weight), other than it, each `recency` times the one after it.
 pub fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let Some(anchor) = anchor(ctx) else {
         return Seeds::new();
     };
     let mut seeds = Seeds::new();
     seeds.push((anchor, 1.0));
-    let mut weight = 1.0;
-    for idx in ctx
-        .recent_views
-        .iter()
-        .filter(|idx| **idx != anchor)
-        .take(zone.context)
-    {
-        weight *= zone.recency;
-        seeds.push((*idx, weight));
-    }
+    let mut add = |latest_first: &mut dyn Iterator<Item = &ProductIdx>, top: f64| {
+        let mut weight = top;
+        for idx in latest_first
+            .filter(|idx| **idx != anchor)
+            .take(zone.context)
+        {
+            weight *= zone.recency;
+            seeds.push((*idx, weight));
+        }
+    };
+    add(&mut ctx.recent_views.iter(), 1.0);
+    add(&mut ctx.basket.iter().rev(), 1.0);
+    add(&mut ctx.purchased.iter().rev(), 0.5);
     seeds
 }
 

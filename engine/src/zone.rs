@@ -175,10 +175,11 @@ pub struct ZoneSpec {
     /// weight: the visitor's lasting taste next to the last few steps;
     /// [`DEFAULT_LONG_TERM`] unless configured (0 leaves it out).
     pub long_term: f64,
-    /// `viewed_together` and `bought_together`: how many of the visitor's latest views
-    /// (other than the page's product) count with the page's product, each `recency`
-    /// times the one after it (the page's product weighing 1); 0, the default, lists the
-    /// page's product's partners alone.
+    /// `viewed_together` and `bought_together`: how many of the visitor's latest views,
+    /// basket lines and purchases (each, other than the page's product) count with the
+    /// page's product, each `recency` times the one after it (the page's product
+    /// weighing 1, purchases half); 0, the default, lists the page's product's partners
+    /// alone.
     pub context: usize,
 }
 

@@ -215,6 +215,31 @@ fn viewed_together_with_context_blends_in_the_visitors_latest_views() {
 }
 
 #[test]
+fn bought_together_with_context_blends_in_the_visitors_purchases() {
+    let account = |context: usize| {
+        let mut spec = testkit::zone("Z", Strategy::BoughtTogether, 10);
+        spec.context = context;
+        let account = testkit::account(vec![spec], catalogue());
+        // a bought with b in 3 orders, c with d in 2.
+        for (pair, times) in [(["a", "b"], 3), (["c", "d"], 2)] {
+            for o in 0..times {
+                let id = format!("{}{}{o}", pair[0], pair[1]);
+                track(&account, &id, vec![order(&id, &pair)], T0);
+            }
+        }
+        account.rebuild_models();
+        // The shopper bought c before.
+        track(&account, "me", vec![order("mine", &["c"])], T0);
+        account
+    };
+    // On a's page: a's partners alone by default; with context, c's partner too (at
+    // half weight, as a purchase), after a's.
+    let page = vec![product_page("a")];
+    assert_eq!(zone(&account(0), "me", page.clone(), "GBP"), ["b"]);
+    assert_eq!(zone(&account(3), "me", page, "GBP"), ["b", "d"]);
+}
+
+#[test]
 fn viewed_together_follows_a_new_base_without_a_rebuild() {
     let account = account(Strategy::ViewedTogether);
     for v in 0..5 {

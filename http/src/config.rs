@@ -1449,7 +1449,7 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             return Err((
                 key("context"),
                 "only the viewed_together and bought_together strategies read the \
-                 visitor's views with the page's product; remove it or use one of them"
+                 visitor's history with the page's product; remove it or use one of them"
                     .to_owned(),
             ));
         }
@@ -1904,7 +1904,7 @@ mod tests {
         );
         assert!(fails(&format!("{personalized}\n context = 2")).contains(
             "accounts[0].zones[0].context: only the viewed_together and bought_together \
-             strategies read the visitor's views"
+             strategies read the visitor's history"
         ));
         assert!(
             fails(&format!("{together}\n long_term = 1"))
