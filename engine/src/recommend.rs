@@ -810,7 +810,8 @@ pub type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 /// `long_term / n` each for the latest `n` up to [`LONG_TERM_HISTORY`]), basket lines
 /// (the same from the latest added) and purchases (half that from the latest bought).
 pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
-    let weighted = |latest_first: &mut dyn ExactSizeIterator<Item = &ProductIdx>, top: f64| {
+    let mut seeds = Seeds::new();
+    for_each_history_list(ctx, |latest_first, top| {
         let read = if zone.long_term > 0.0 {
             latest_first.len().min(LONG_TERM_HISTORY.max(zone.history))
         } else {
@@ -818,25 +819,18 @@ pub fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
         };
         let long_term = zone.long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
         let mut recent = top;
-        latest_first
-            .take(read)
-            .enumerate()
-            .map(|(i, idx)| {
-                let mut weight = 0.0;
-                if i < zone.history {
-                    weight += recent;
-                    recent *= zone.recency;
-                }
-                if i < LONG_TERM_HISTORY {
-                    weight += top * long_term;
-                }
-                (*idx, weight)
-            })
-            .collect::<Seeds>()
-    };
-    let mut seeds = weighted(&mut ctx.recent_views.iter(), 1.0);
-    seeds.extend(weighted(&mut ctx.basket.iter().rev(), 1.0));
-    seeds.extend(weighted(&mut ctx.purchased.iter().rev(), 0.5));
+        for (i, idx) in latest_first.take(read).enumerate() {
+            let mut weight = 0.0;
+            if i < zone.history {
+                weight += recent;
+                recent *= zone.recency;
+            }
+            if i < LONG_TERM_HISTORY {
+                weight += top * long_term;
+            }
+            seeds.push((*idx, weight));
+        }
+    });
     seeds
 }
 
@@ -850,7 +844,7 @@ pub fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     };
     let mut seeds = Seeds::new();
     seeds.push((anchor, 1.0));
-    let mut add = |latest_first: &mut dyn Iterator<Item = &ProductIdx>, top: f64| {
+    for_each_history_list(ctx, |latest_first, top| {
         let mut weight = top;
         for idx in latest_first
             .filter(|idx| **idx != anchor)
@@ -859,11 +853,19 @@ pub fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
             weight *= zone.recency;
             seeds.push((*idx, weight));
         }
-    };
-    add(&mut ctx.recent_views.iter(), 1.0);
-    add(&mut ctx.basket.iter().rev(), 1.0);
-    add(&mut ctx.purchased.iter().rev(), 0.5);
+    });
     seeds
+}
+
+/// Calls `read` with each list of the visitor's history, latest first, and the weight
+/// its latest counts at: the views and the basket lines 1, the purchases 1/2.
+fn for_each_history_list(
+    ctx: &Context<'_>,
+    mut read: impl FnMut(&mut dyn ExactSizeIterator<Item = &ProductIdx>, f64),
+) {
+    read(&mut ctx.recent_views.iter(), 1.0);
+    read(&mut ctx.basket.iter().rev(), 1.0);
+    read(&mut ctx.purchased.iter().rev(), 0.5);
 }
 
 /// The products `basket_cross_sell` starts from: the basket's, in id order, each once.
