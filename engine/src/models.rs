@@ -178,12 +178,17 @@ impl Default for ProductKeys {
     }
 }
 
-/// One product's partners and counts (in two parallel vectors, by ascending key), their
-/// total, and whether it is queued in `changed`.
+/// One product's partners, counts and inherited counts (in three parallel vectors, by
+/// ascending key), their total, and whether it is queued in `changed`.
 #[derive(Debug, Default)]
 struct Partners {
     keys: Vec<u32>,
     counts: Vec<f32>,
+    /// What each partner's count started from: the count it inherited when it took a
+    /// full list's weakest place (0 for one that found room). Space-saving may
+    /// overestimate a count by that much at most, so `count - inherited` is what the
+    /// pair was surely seen.
+    inherited: Vec<f32>,
     /// Everything counted for the product. Space-saving keeps the counts' sum equal to
     /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
     /// of `counts`, kept here to be read without summing.
@@ -207,38 +212,41 @@ impl Partners {
             }
             Err(at) => at,
         };
-        let mut count = weight;
+        let mut inherited = 0.0;
         let mut at = at;
         if self.keys.len() >= capacity {
             // Space-saving (Metwally et al., 2005): the weakest partner makes room and
             // the newcomer inherits its count, so a pair seen often enough is never
-            // pushed out by a stream of rare ones (its count may be overestimated by at
-            // most the weakest count when it came in).
+            // pushed out by a stream of rare ones. What it inherited is kept: its count
+            // may be overestimated by that much at most.
             let weakest = self
                 .counts
                 .iter()
                 .enumerate()
                 .min_by(|a, b| a.1.total_cmp(b.1))
                 .map(|(at, count)| (at, *count));
-            if let Some((weakest, inherited)) = weakest {
+            if let Some((weakest, count)) = weakest {
                 self.keys.remove(weakest);
                 self.counts.remove(weakest);
-                count += inherited;
+                self.inherited.remove(weakest);
+                inherited = count;
                 if weakest < at {
                     at -= 1;
                 }
             }
         }
         self.keys.insert(at, to);
-        self.counts.insert(at, count);
+        self.counts.insert(at, inherited + weight);
+        self.inherited.insert(at, inherited);
     }
 
-    /// (partner, count) pairs.
-    fn pairs(&self) -> Vec<(u32, f32)> {
+    /// (partner, count, inherited) triples.
+    fn pairs(&self) -> Vec<CountedPartner> {
         self.keys
             .iter()
-            .copied()
-            .zip(self.counts.iter().copied())
+            .zip(&self.counts)
+            .zip(&self.inherited)
+            .map(|((key, count), inherited)| (*key, *count, *inherited))
             .collect()
     }
 }
@@ -299,7 +307,7 @@ impl CoCounts {
     fn list<'a>(
         &self,
         total: f32,
-        partners: Vec<(u32, f32)>,
+        partners: Vec<CountedPartner>,
         name: &impl Fn(u32) -> Option<&'a str>,
         keep: usize,
     ) -> impl Iterator<Item = (u32, f32)> {
@@ -312,26 +320,16 @@ impl CoCounts {
     /// partners with nothing sure are left out.
     ///
     /// Space-saving may overestimate a count by what the partner inherited when it came
-    /// in, at most the weakest count of a full list (which never decreases), so that is
-    /// taken off every count of a full list; a pair is not counted more than the
+    /// in, so that is taken off its count; a pair is not counted more than the
     /// partner's total either. Without that, a product seen once that took a full
-    /// list's last place would rank with pairs seen many times.
-    fn sure_counts(&self, partners: Vec<(u32, f32)>) -> Vec<SurePartner> {
-        let full = partners.len() >= self.partners.load(Ordering::Relaxed);
-        let floor = if full {
-            partners
-                .iter()
-                .map(|(_, count)| *count)
-                .min_by(f32::total_cmp)
-                .unwrap_or(0.0)
-        } else {
-            0.0
-        };
+    /// list's last place would rank with pairs seen many times, while a pair counted
+    /// since the list had room keeps its whole count.
+    fn sure_counts(&self, partners: Vec<CountedPartner>) -> Vec<SurePartner> {
         partners
             .into_iter()
-            .filter_map(|(key, count)| {
+            .filter_map(|(key, count, inherited)| {
                 let total = self.pairs.get(&key).map_or(count, |p| p.total);
-                let sure = (count - floor).min(total);
+                let sure = (count - inherited).min(total);
                 (sure > 0.0).then_some((key, sure, total))
             })
             .collect()
@@ -374,8 +372,9 @@ impl CoCounts {
         self.pairs.len()
     }
 
-    /// Every product's partners and counts by id, unordered (for a state snapshot).
-    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<(String, f32)>)> {
+    /// Every product's partners, counts and inherited counts by id, unordered (for a
+    /// state snapshot).
+    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<PairCount>)> {
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
         self.pairs
@@ -384,7 +383,11 @@ impl CoCounts {
                 let partners = entry
                     .pairs()
                     .into_iter()
-                    .map(|(k, c)| (name(k), c))
+                    .map(|(key, count, inherited)| PairCount {
+                        partner: name(key),
+                        count,
+                        inherited,
+                    })
                     .collect();
                 (name(*entry.key()), partners)
             })
@@ -392,26 +395,48 @@ impl CoCounts {
     }
 
     /// Sets a product's partners and counts (restoring a state snapshot); at most
-    /// [`MAX_PARTNERS`] are kept.
-    pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
-        let mut restored: Vec<(u32, f32)> = partners
+    /// [`ModelSettings::partners`] are kept.
+    pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[PairCount]) {
+        let mut restored: Vec<CountedPartner> = partners
             .iter()
             .take(self.partners.load(Ordering::Relaxed))
-            .map(|(id, count)| (keys.key(id), *count))
+            .map(|pair| (keys.key(&pair.partner), pair.count, pair.inherited))
             .collect();
         // In key order, as `Partners::add` keeps them (a snapshot names a partner once).
-        restored.sort_unstable_by_key(|(key, _)| *key);
-        restored.dedup_by_key(|(key, _)| *key);
-        let (list_keys, counts) = restored.into_iter().unzip();
+        restored.sort_unstable_by_key(|(key, ..)| *key);
+        restored.dedup_by_key(|(key, ..)| *key);
         let key = keys.key(product);
         let mut entry = self.pairs.entry(key).or_default();
-        entry.keys = list_keys;
-        entry.counts = counts;
+        entry.keys = restored.iter().map(|(key, ..)| *key).collect();
+        entry.counts = restored.iter().map(|(_, count, _)| *count).collect();
+        entry.inherited = restored.iter().map(|(.., inherited)| *inherited).collect();
         entry.total = entry.counts.iter().sum();
         if !entry.queued {
             entry.queued = true;
             self.changed.push(key);
         }
+    }
+
+    /// [`CoCounts::restore`] from a snapshot written before inherited counts were
+    /// kept: each pair of a full list is taken to have inherited the list's weakest
+    /// count (the most any of them can have), as lists were then read.
+    pub fn restore_counts(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
+        let full = partners.len() >= self.partners.load(Ordering::Relaxed);
+        let weakest = partners
+            .iter()
+            .map(|(_, count)| *count)
+            .min_by(f32::total_cmp)
+            .filter(|_| full)
+            .unwrap_or(0.0);
+        let pairs: Vec<PairCount> = partners
+            .iter()
+            .map(|(partner, count)| PairCount {
+                partner: partner.clone(),
+                count: *count,
+                inherited: weakest.min(*count),
+            })
+            .collect();
+        self.restore(keys, product, &pairs);
     }
 
     /// Whether nothing was counted.
@@ -502,8 +527,22 @@ impl CoCounts {
     }
 }
 
+/// A partner, the pair's count, and what the count inherited (see [`Partners`]).
+type CountedPartner = (u32, f32, f32);
+
 /// A queued product, its total and its partners' counts.
-type ChangedList = (u32, f32, Vec<(u32, f32)>);
+type ChangedList = (u32, f32, Vec<CountedPartner>);
+
+/// One pair of a product's partners as a state snapshot keeps it.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct PairCount {
+    /// The partner's product id.
+    pub partner: String,
+    /// The pair's count.
+    pub count: f32,
+    /// What the count inherited when the partner took a full list's weakest place.
+    pub inherited: f32,
+}
 
 /// A partner, the count of the pair its product is sure of, and the partner's total.
 type SurePartner = (u32, f32, f32);
@@ -684,10 +723,20 @@ mod tests {
         add("hub", "strong", 10.0);
         let kept = counts.pairs.get(&keys.key("hub")).map(|e| e.keys.len());
         assert_eq!(kept, Some(MAX_PARTNERS));
-        // Of partners seen once in a full list none is sure (any may have inherited its
-        // count): the strong one alone is listed.
-        let lists = counts.neighbours(&keys);
-        assert_eq!(lists["hub"], ["strong"]);
+        // The strong partner leads; every other place went to a partner that came into
+        // the full list (p256 on) and is sure of its one pairing, no more.
+        let lists = counts.weighted_lists(&keys);
+        let hub = &lists["hub"];
+        assert_eq!(hub.len(), NEIGHBOURS);
+        assert_eq!(hub[0].0, "strong");
+        for (partner, _) in hub.iter().skip(1) {
+            assert!(partner.as_str() >= "p256", "{partner} was evicted");
+        }
+        let damped = |count: f32, partner_total: f32| {
+            count / partner_total.sqrt() / (MAX_PARTNERS as f32 * 2.0 + 10.0).sqrt()
+        };
+        assert!((hub[0].1 - damped(10.0, 10.0)).abs() < 1e-6, "{hub:?}");
+        assert!((hub[1].1 - damped(1.0, 1.0)).abs() < 1e-6, "{hub:?}");
         for i in 0..(NEIGHBOURS * 2) {
             add("other", &format!("q{i:03}"), 1.0);
         }
@@ -791,15 +840,54 @@ mod tests {
         }
         add("hub", "old0");
         add("hub", "old0");
-        // A product seen once takes a place and inherits its count (3 + 1): counted as
-        // it is, it would lead the pairs seen three times. What is sure of a count in a
-        // full list is what lies above the weakest count (3), and no more than the
-        // partner's own total (1): "old0" 2, "once" 1, the others nothing.
+        // A product seen once takes the weakest place ("old1", the first of the
+        // partners seen three times) and inherits its count (3 + 1): counted as it is,
+        // it would lead the pairs seen three times. What is sure of its count is what
+        // it gained since it came in, and no more than the partner's own total (1);
+        // the pairs counted since the list had room keep their whole counts.
         add("hub", "once");
         let lists = counts.weighted_lists(&keys);
+        let mut expected = vec![("old0".to_owned(), 5.0)];
+        expected.extend((2..8).map(|i| (format!("old{i}"), 3.0)));
+        expected.push(("once".to_owned(), 1.0));
+        assert_eq!(lists["hub"], expected);
+
+        // Seen twice more, "once" is sure of those (3: its count 6 less the 3 it
+        // inherited) and ranks with the pairs seen three times.
+        add("hub", "once");
+        add("hub", "once");
+        let lists = counts.weighted_lists(&keys);
+        assert_eq!(lists["hub"].get(1), Some(&("old2".to_owned(), 3.0)));
+        assert_eq!(lists["hub"].last(), Some(&("once".to_owned(), 3.0)));
+    }
+
+    #[test]
+    fn a_snapshot_written_before_inherited_counts_reads_as_it_did() {
+        let keys = ProductKeys::default();
+        let counts = CoCounts::configured(ModelSettings {
+            partners: 3,
+            neighbours: 3,
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+        });
+        let pairs = |list: &[(&str, f32)]| -> Vec<(String, f32)> {
+            list.iter().map(|(id, c)| ((*id).to_owned(), *c)).collect()
+        };
+        for (id, total) in [("a", 9.0), ("b", 9.0), ("c", 9.0), ("d", 9.0)] {
+            counts.restore_counts(&keys, id, &pairs(&[("z", total)]));
+        }
+        // A full list: each count is read above the weakest (2), as lists were then.
+        counts.restore_counts(&keys, "full", &pairs(&[("a", 6.0), ("b", 2.0), ("c", 3.0)]));
+        // A list with room: every count is sure.
+        counts.restore_counts(&keys, "room", &pairs(&[("a", 6.0), ("d", 2.0)]));
+        let lists = counts.weighted_lists(&keys);
         assert_eq!(
-            lists["hub"],
-            [("old0".to_owned(), 2.0), ("once".to_owned(), 1.0)]
+            lists["full"],
+            [("a".to_owned(), 4.0), ("c".to_owned(), 1.0)]
+        );
+        assert_eq!(
+            lists["room"],
+            [("a".to_owned(), 6.0), ("d".to_owned(), 2.0)]
         );
     }
 
@@ -872,7 +960,15 @@ mod tests {
             assert!((entry.total - sum).abs() < 1e-3, "{} vs {sum}", entry.total);
         }
         let restored = CoCounts::configured(settings);
-        for (product, partners) in counts.entries(&keys) {
+        let entries = counts.entries(&keys);
+        // The snapshot keeps what counts inherited (lists filled and evicted).
+        assert!(
+            entries
+                .iter()
+                .any(|(_, pairs)| pairs.iter().any(|pair| pair.inherited > 0.0)),
+            "no count inherited anything"
+        );
+        for (product, partners) in entries {
             restored.restore(&keys, &product, &partners);
         }
         let (live, again) = (counts.weighted_lists(&keys), restored.weighted_lists(&keys));

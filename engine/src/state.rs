@@ -5,7 +5,7 @@
 use crate::analytics::{ShownZones, StoredImpressions, ZoneCounts, ZoneDay};
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
-use crate::models::Decaying;
+use crate::models::{Decaying, PairCount};
 use crate::money::Currency;
 use crate::visitor::Visitor;
 
@@ -102,14 +102,16 @@ pub enum StateEntry {
         /// Its popularity.
         popularity: Decaying,
     },
-    /// A product's co-view partners and counts.
+    /// A product's co-view partners and counts, as written before inherited counts
+    /// were kept (read, no longer written: see [`StateEntry::CoViewPairs`]).
     CoView {
         /// Product id.
         product: String,
         /// Partner ids and counts.
         partners: Vec<(String, f32)>,
     },
-    /// A product's co-purchase partners and counts.
+    /// A product's co-purchase partners and counts, as written before inherited counts
+    /// were kept (read, no longer written: see [`StateEntry::CoPurchasePairs`]).
     CoPurchase {
         /// Product id.
         product: String,
@@ -129,5 +131,19 @@ pub enum StateEntry {
         key: Box<ZoneDay>,
         /// The counters.
         counts: Box<ZoneCounts>,
+    },
+    /// A product's co-view partners, counts and inherited counts.
+    CoViewPairs {
+        /// Product id.
+        product: String,
+        /// Its pairs.
+        partners: Vec<PairCount>,
+    },
+    /// A product's co-purchase partners, counts and inherited counts.
+    CoPurchasePairs {
+        /// Product id.
+        product: String,
+        /// Its pairs.
+        partners: Vec<PairCount>,
     },
 }

@@ -104,10 +104,10 @@ impl Account {
             sink(StateEntry::BrandPopularity { name, popularity });
         }
         for (product, partners) in self.coview.entries(&self.product_keys) {
-            sink(StateEntry::CoView { product, partners });
+            sink(StateEntry::CoViewPairs { product, partners });
         }
         for (product, partners) in self.copurchase.entries(&self.product_keys) {
-            sink(StateEntry::CoPurchase { product, partners });
+            sink(StateEntry::CoPurchasePairs { product, partners });
         }
         for (key, counts) in self.analytics_entries() {
             sink(StateEntry::ZoneDay {
@@ -185,9 +185,17 @@ impl Account {
                 self.brand_popularity.insert(name, popularity);
             }
             StateEntry::CoView { product, partners } => {
-                self.coview.restore(&self.product_keys, &product, &partners);
+                self.coview
+                    .restore_counts(&self.product_keys, &product, &partners);
             }
             StateEntry::CoPurchase { product, partners } => {
+                self.copurchase
+                    .restore_counts(&self.product_keys, &product, &partners);
+            }
+            StateEntry::CoViewPairs { product, partners } => {
+                self.coview.restore(&self.product_keys, &product, &partners);
+            }
+            StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase
                     .restore(&self.product_keys, &product, &partners);
             }

@@ -1,11 +1,13 @@
 //! Files written by an earlier release open in this one: a data directory left by the
 //! `vitrine` of commit `140dc99` (a state snapshot written at a graceful stop, then a
 //! write-ahead log of three more requests cut by SIGKILL; fixtures/files-140dc99) is
-//! restored with every visitor's history. Ids in events and visitor state are now
+//! restored with every visitor's history and the co-view counts of its time (pairs
+//! without the inherited counts kept since). Ids in events and visitor state are now
 //! inline strings and a request's events a small vector; both must archive exactly as
 //! the strings and vectors they replaced.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
@@ -33,32 +35,31 @@ fn a_data_directory_of_an_earlier_release_is_restored() {
     // The account the fixture was written for: its access key names its directory.
     let config = ConfigToml::default()
         .account(
-            AccountToml::new("k1", "secret-1234", true).zone(ZoneToml::new(
-                "RV",
-                "recently_viewed",
-                5,
-            )),
+            AccountToml::new("k1", "secret-1234", true)
+                .zone(ZoneToml::new("RV", "recently_viewed", 5))
+                .zone(ZoneToml::new("VT", "viewed_together", 5)),
         )
         .to_toml();
     let server = Server::start_in_with_env(dir, Some(&config), &[("VITRINE_LOG_FORMAT", "json")]);
-    let recently_viewed = |visitor: &str| -> Vec<String> {
+    let zone = |visitor: &str, zone: &str, events: Value| -> Vec<String> {
         let answer = server
             .post_json(
                 "/api/serverside",
                 &json!({
                     "appId": "k1", "secretKey": "secret-1234",
                     "currentUrl": "https://s/", "userAgent": "x", "ip": "198.51.100.1",
-                    "visitorId": visitor, "zones": ["RV"], "events": [],
+                    "visitorId": visitor, "zones": [zone], "events": events,
                 }),
             )
             .json();
-        answer["zones"]["RV"]["items"]
+        answer["zones"][zone]["items"]
             .as_array()
             .unwrap()
             .iter()
             .map(|item| item["Id"].as_str().unwrap().to_owned())
             .collect()
     };
+    let recently_viewed = |visitor: &str| zone(visitor, "RV", json!([]));
     // From the state snapshot.
     assert_eq!(recently_viewed("in-snapshot"), ["P00005", "P00004"]);
     // From the write-ahead log after it.
@@ -78,4 +79,12 @@ fn a_data_directory_of_an_earlier_release_is_restored() {
         "{log}"
     );
     assert_eq!(field("account ready", "events"), Some(3), "{log}");
+    // The snapshot's co-view pair (P00004 then P00005, by "in-snapshot") is counted:
+    // a new visitor on P00004's page is shown P00005 once the lists are rebuilt.
+    let view = json!([{"name": "product_view", "data": {"id": "P00004"}}]);
+    let shown = crate::common::wait_for("the restored co-views", Duration::from_secs(60), || {
+        let shown = zone("newcomer", "VT", view.clone());
+        (!shown.is_empty()).then_some(shown)
+    });
+    assert_eq!(shown, ["P00005"]);
 }
