@@ -28,7 +28,7 @@ pub const NEIGHBOURS: usize = 100;
 
 /// How much of the co-view and co-purchase models an account keeps and how their
 /// lists weigh a pair: more partners and neighbours find more (MovieLens 100K,
-/// `vitrine-loadtest quality`: `personalized` HR@10 0.205 at 128/50, 0.225 at 256/100,
+/// `vitrine-loadtest quality`: `personalized` HR@10 0.218 at 128/50, 0.231 at 256/100,
 /// the defaults) at a cost in handler time and memory (see the README).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelSettings {
