@@ -52,7 +52,7 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
             "--holdout",
             "2",
             "--methods",
-            "most_popular,markov,sequential_rules",
+            "most_popular,markov,sequential_rules,co_view_exact",
             "--strategies",
             "personalized,viewed_together,trending",
             "--resamples",
@@ -83,7 +83,7 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     let evaluated = report["dataset"]["visitors_evaluated"].as_u64().unwrap();
     assert!(evaluated > 200, "{report}");
     let baselines = report["baselines"].as_object().unwrap();
-    assert_eq!(baselines.len(), 3, "{report}");
+    assert_eq!(baselines.len(), 4, "{report}");
     // Every setting of the grid was tried on the validation round.
     let tried = baselines["sequential_rules"]["validation_hr_at_k"]
         .as_array()
@@ -123,6 +123,13 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     }
     let best = report["best_baseline"].as_str().unwrap();
     assert!(baselines.contains_key(best));
+    // Vitrine's own model without bounds is reported beside the baselines, never
+    // taken as the best of them.
+    let exact = &baselines["co_view_exact"];
+    assert_eq!(exact["reference"], true, "{report}");
+    assert_ne!(best, "co_view_exact", "{report}");
+    assert!(exact["ratio_to_best_baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(printed.contains("reference, not a baseline"), "{printed}");
     // Trending is most-popular by another name: about the same hit rate.
     let trending = hr(&report["vitrine"]["trending"]);
     assert!((trending - popular).abs() < 0.1, "{trending} vs {popular}");
@@ -145,6 +152,17 @@ fn quality_names_what_is_wrong_with_its_arguments() {
         said.contains("--methods") && said.contains("nonsense"),
         "{said}"
     );
+
+    let out = Command::new(loadtest())
+        .arg("quality")
+        .arg("--interactions")
+        .arg(&interactions)
+        .args(["--methods", "co_view_exact"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("at least one baseline"), "{said}");
 
     let out = Command::new(loadtest())
         .arg("quality")

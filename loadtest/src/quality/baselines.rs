@@ -3,6 +3,8 @@
 //! last-item model, sequential rules and V-SKNN (session kNN). Each is a
 //! [`Recommender`] that scores every product for a visitor's history; all of them
 //! treat every interaction (view, basket, order, rating) as one implicit signal.
+//! Beside them, as a reference and never taken as the best baseline, Vitrine's own
+//! co-view model computed exactly, without its bounds ([`Method::CoViewExact`]).
 //!
 //! The dense methods keep products × products matrices: datasets are limited to
 //! [`MAX_DENSE_ITEMS`] products.
@@ -11,6 +13,8 @@ use std::collections::HashMap;
 
 use anyhow::bail;
 use nalgebra::{DMatrix, DVector};
+use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING, SEED_DAMPING};
+use vitrine_engine::zone::{DEFAULT_HISTORY, LONG_TERM_HISTORY};
 
 /// Largest catalogue the dense methods take (a matrix of this many squared `f32`s is
 /// 144 MB).
@@ -73,6 +77,12 @@ pub(crate) enum Method {
         neighbours: usize,
         steps: usize,
     },
+    /// Not a baseline but a reference: Vitrine's co-view model and `personalized` blend
+    /// computed exactly, without its bounds on partners and neighbours.
+    CoViewExact {
+        recency: f32,
+        long_term: f32,
+    },
 }
 
 impl Method {
@@ -86,7 +96,14 @@ impl Method {
             Method::Markov => "markov",
             Method::SequentialRules { .. } => "sequential_rules",
             Method::Vsknn { .. } => "v_sknn",
+            Method::CoViewExact { .. } => "co_view_exact",
         }
+    }
+
+    /// Whether the method is a reference for Vitrine's own model rather than a
+    /// published baseline (it is reported, never taken as the best baseline).
+    pub(crate) fn is_reference(&self) -> bool {
+        matches!(self, Method::CoViewExact { .. })
     }
 
     /// Its hyper-parameters, for reports.
@@ -109,6 +126,9 @@ impl Method {
                 steps,
             } => format!("window={window} symmetric={symmetric} steps={steps}"),
             Method::Vsknn { neighbours, steps } => format!("neighbours={neighbours} steps={steps}"),
+            Method::CoViewExact { recency, long_term } => {
+                format!("recency={recency} long_term={long_term}")
+            }
         }
     }
 
@@ -159,6 +179,13 @@ impl Method {
             }
         }
         grid.push(sknn);
+        let mut exact = Vec::new();
+        for recency in [0.7, 0.8, 0.9] {
+            for long_term in [0.0, 1.0, 2.0] {
+                exact.push(Method::CoViewExact { recency, long_term });
+            }
+        }
+        grid.push(exact);
         grid
     }
 
@@ -199,6 +226,9 @@ impl Method {
             } => Box::new(SequentialRules::fit(training, window, symmetric, steps)),
             Method::Vsknn { neighbours, steps } => {
                 Box::new(Vsknn::fit(training, neighbours, steps))
+            }
+            Method::CoViewExact { recency, long_term } => {
+                Box::new(CoViewExact::fit(training, recency, long_term))
             }
         })
     }
@@ -613,6 +643,62 @@ impl Recommender for Vsknn {
     }
 }
 
+/// Vitrine's co-view model without its bounds: every view paired with the previous
+/// [`CO_VIEW_WINDOW`] at weight 1/distance, both ways; a pair weighs its count divided
+/// by both products' totals to the default dampings; a history's latest
+/// [`DEFAULT_HISTORY`] products weigh `recency` to the power of their age and the
+/// latest [`LONG_TERM_HISTORY`] share `long_term`, as `personalized` weighs its seeds.
+/// What it scores above the zone is what the bounds on partners and neighbours cost.
+struct CoViewExact {
+    weights: Square,
+    recency: f32,
+    long_term: f32,
+}
+
+impl CoViewExact {
+    fn fit(training: &Training, recency: f32, long_term: f32) -> CoViewExact {
+        let counts = SequentialRules::fit(training, CO_VIEW_WINDOW, true, 0).rules;
+        let n = training.items;
+        let totals: Vec<f32> = (0..n as u32).map(|i| counts.row(i).iter().sum()).collect();
+        let damped = |total: f32, power: f32| {
+            if total > 0.0 { total.powf(-power) } else { 0.0 }
+        };
+        let mut weights = Square::zeros(n);
+        for (i, &own) in totals.iter().enumerate() {
+            let seed = damped(own, SEED_DAMPING);
+            for ((cell, &count), &partner) in weights.cells[i * n..(i + 1) * n]
+                .iter_mut()
+                .zip(counts.row(i as u32))
+                .zip(&totals)
+            {
+                *cell = count * seed * damped(partner, PARTNER_DAMPING);
+            }
+        }
+        CoViewExact {
+            weights,
+            recency,
+            long_term,
+        }
+    }
+}
+
+impl Recommender for CoViewExact {
+    fn score(&self, _: u32, history: &[u32], scores: &mut [f32]) {
+        let mut weight = 1.0;
+        for &item in history.iter().rev().take(DEFAULT_HISTORY) {
+            add_row(scores, self.weights.row(item), weight);
+            weight *= self.recency;
+        }
+        let lasting = history.len().min(LONG_TERM_HISTORY);
+        if self.long_term > 0.0 && lasting > 0 {
+            let share = self.long_term / lasting as f32;
+            for &item in history.iter().rev().take(lasting) {
+                add_row(scores, self.weights.row(item), share);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,6 +781,36 @@ mod tests {
                 &[6]
             ),
             8
+        );
+    }
+
+    #[test]
+    fn the_exact_co_view_model_weighs_pairs_as_the_zones_lists_do() {
+        // One visitor viewed 0, 1, 2: pairs (0,1) and (1,2) count 1, (0,2) 1/2; the
+        // totals are 1.5, 2 and 1.5; a pair weighs its count / both totals^0.5.
+        let t = training(vec![vec![0, 1, 2]], 3);
+        let exact = Method::CoViewExact {
+            recency: 0.5,
+            long_term: 0.0,
+        };
+        let fitted = exact.fit(&t).unwrap();
+        let mut scores = vec![0.0; 3];
+        fitted.score(0, &[0], &mut scores);
+        let pair = |count: f32, a: f32, b: f32| count / a.sqrt() / b.sqrt();
+        assert!((scores[1] - pair(1.0, 1.5, 2.0)).abs() < 1e-6, "{scores:?}");
+        assert!((scores[2] - pair(0.5, 1.5, 1.5)).abs() < 1e-6, "{scores:?}");
+        // An older step weighs `recency` times the one after it.
+        let mut scores = vec![0.0; 3];
+        fitted.score(0, &[1, 0], &mut scores);
+        let expected = pair(0.5, 1.5, 1.5) + 0.5 * pair(1.0, 2.0, 1.5);
+        assert!((scores[2] - expected).abs() < 1e-6, "{scores:?}");
+        assert!(exact.is_reference());
+        assert!(
+            Method::grid()
+                .iter()
+                .flatten()
+                .filter(|m| m.is_reference())
+                .all(|m| m.name() == "co_view_exact")
         );
     }
 

@@ -124,10 +124,13 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         grid.retain(|group| args.methods.iter().any(|m| m == group[0].name()));
         if grid.len() != args.methods.len() {
             bail!(
-                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, got {:?}",
+                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, co_view_exact, got {:?}",
                 args.methods
             );
         }
+    }
+    if grid.iter().all(|group| group[0].is_reference()) {
+        bail!("--methods: name at least one baseline (co_view_exact is a reference, not one)");
     }
     let mut baselines = Vec::new();
     for group in grid {
@@ -148,12 +151,18 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
 
     let best = baselines
         .iter()
+        .filter(|b| !b.chosen.is_reference())
         .max_by(|a, b| a.test.hit_rate().total_cmp(&b.test.hit_rate()))
-        .context("no baseline was evaluated")?;
+        .context("no baseline was evaluated (a reference is not one)")?;
     let mut report_baselines = serde_json::Map::new();
     for b in &baselines {
         let mut summary = b.test.summary(data.item_count());
         summary["params"] = json!(b.chosen.params());
+        if b.chosen.is_reference() {
+            summary["reference"] = json!(true);
+            summary["ratio_to_best_baseline"] =
+                ratio_interval(&b.test, &best.test, args.resamples, args.seed);
+        }
         summary["validation_hr_at_k"] = json!(
             b.validation
                 .iter()
@@ -167,6 +176,16 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         "\nmethod              HR@{k:<3}  NDCG@{k:<3} MRR@{k:<3}  coverage",
         k = args.k
     );
+    let ratio_line = |ratio: &Value, after: &str| {
+        println!(
+            "{:<19} {:.3} x {} (95 % CI {:.3} .. {:.3}); {after}",
+            "",
+            ratio["ratio"].as_f64().unwrap_or(f64::NAN),
+            best.chosen.name(),
+            ratio["ci95"][0].as_f64().unwrap_or(f64::NAN),
+            ratio["ci95"][1].as_f64().unwrap_or(f64::NAN),
+        );
+    };
     let line = |name: &str, s: &Value| {
         println!(
             "{name:<19} {:.4}  {:.4}   {:.4}   {:.4}",
@@ -177,22 +196,21 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         );
     };
     for b in &baselines {
-        line(b.chosen.name(), &report_baselines[b.chosen.name()]);
+        let summary = &report_baselines[b.chosen.name()];
+        line(b.chosen.name(), summary);
+        if b.chosen.is_reference() {
+            ratio_line(
+                &summary["ratio_to_best_baseline"],
+                "reference, not a baseline",
+            );
+        }
     }
     for (strategy, validation, results) in &zones {
         let mut summary = results.summary(data.item_count());
         summary["validation_hr_at_k"] = json!(validation);
         let ratio = ratio_interval(results, &best.test, args.resamples, args.seed);
         line(&format!("vitrine {strategy}"), &summary);
-        println!(
-            "{:<19} {:.3} x {} (95 % CI {:.3} .. {:.3}); validation HR@{} {validation:.4}",
-            "",
-            ratio["ratio"].as_f64().unwrap_or(f64::NAN),
-            best.chosen.name(),
-            ratio["ci95"][0].as_f64().unwrap_or(f64::NAN),
-            ratio["ci95"][1].as_f64().unwrap_or(f64::NAN),
-            args.k,
-        );
+        ratio_line(&ratio, &format!("validation HR@{} {validation:.4}", args.k));
         summary["ratio_to_best_baseline"] = ratio;
         report_zones.insert(strategy.clone(), summary);
     }
