@@ -139,39 +139,25 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
 fn quality_names_what_is_wrong_with_its_arguments() {
     let dir = tempfile::tempdir().unwrap();
     let interactions = interactions(dir.path());
-    let out = Command::new(loadtest())
-        .arg("quality")
-        .arg("--interactions")
-        .arg(&interactions)
-        .args(["--methods", "most_popular,nonsense"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let said = String::from_utf8_lossy(&out.stderr);
+    // What the tool says on standard error when it refuses `args`.
+    let refused = |args: &[&str]| -> String {
+        let out = Command::new(loadtest())
+            .arg("quality")
+            .arg("--interactions")
+            .arg(&interactions)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = refused(&["--methods", "most_popular,nonsense"]);
     assert!(
         said.contains("--methods") && said.contains("nonsense"),
         "{said}"
     );
-
-    let out = Command::new(loadtest())
-        .arg("quality")
-        .arg("--interactions")
-        .arg(&interactions)
-        .args(["--methods", "co_view_exact"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = refused(&["--methods", "co_view_exact"]);
     assert!(said.contains("at least one baseline"), "{said}");
-
-    let out = Command::new(loadtest())
-        .arg("quality")
-        .arg("--interactions")
-        .arg(&interactions)
-        .args(["--holdout", "50"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = refused(&["--holdout", "50"]);
     assert!(said.contains("52 interactions"), "{said}");
 }
