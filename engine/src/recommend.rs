@@ -536,7 +536,7 @@ fn candidates(
             let seeds = anchor_seeds(zone, ctx);
             match seeds.as_slice() {
                 [] => {}
-                [(anchor, _)] => {
+                [(anchor, _)] if zone.content == 0.0 => {
                     let listed = Neighbours::list(lists, *anchor);
                     take_all(
                         listed
@@ -548,7 +548,13 @@ fn candidates(
                 }
                 _ => {
                     let skip: Vec<ProductIdx> = seeds.iter().map(|(idx, _)| *idx).collect();
-                    let ranked = blended(seeds.iter().copied(), &[lists], &skip, catalogue);
+                    let ranked = blended(
+                        seeds.iter().copied(),
+                        &[lists],
+                        &skip,
+                        catalogue,
+                        zone.content,
+                    );
                     take_all(ranked.map(Some), take);
                 }
             }
@@ -566,7 +572,7 @@ fn candidates(
                 &ctx.neighbours.bought_together,
             ];
             let seeds = personalized_seeds(zone, ctx);
-            let ranked = blended(seeds.into_iter(), &lists, viewed, catalogue);
+            let ranked = blended(seeds.into_iter(), &lists, viewed, catalogue, zone.content);
             if !take_all(ranked.map(Some), take) {
                 return;
             }
@@ -585,6 +591,7 @@ fn candidates(
                 &[&ctx.neighbours.bought_together],
                 ctx.basket,
                 catalogue,
+                zone.content,
             );
             if !take_all(ranked.map(Some), take) {
                 return;
@@ -699,6 +706,18 @@ fn strategy_evidence(
             .find(|(other, _)| *other == idx)
             .map(|(_, strength)| *strength)
     };
+    // A seed's strongest pair weight in `lists`, as [`blended`] scales its content part.
+    let strongest = |lists: &[(&ProductLists, bool)], seed: ProductIdx| -> f64 {
+        lists
+            .iter()
+            .filter_map(|(list, _)| Neighbours::list(list, seed))
+            .flat_map(|l| {
+                l.iter()
+                    .map(|(_, strength)| f64::from(*strength))
+                    .max_by(f64::total_cmp)
+            })
+            .fold(0.0, f64::max)
+    };
     let blend = |seeds: &[(ProductIdx, f64)], lists: &[(&ProductLists, bool)]| {
         let mut facts = Vec::new();
         let mut score = 0.0;
@@ -720,6 +739,28 @@ fn strategy_evidence(
                         }
                     });
                 }
+            }
+        }
+        // The content part after the pairs, in seed order, as [`blended`] adds them.
+        if zone.content > 0.0 {
+            let tops: Vec<f64> = seeds
+                .iter()
+                .map(|(seed, _)| strongest(lists, *seed))
+                .collect();
+            let overall = tops.iter().copied().fold(0.0, f64::max);
+            for ((seed, weight), top) in seeds.iter().zip(tops) {
+                let Some(place) = catalogue.similar_to(*seed).position(|i| i == idx) else {
+                    continue;
+                };
+                let scale = if top > 0.0 {
+                    top
+                } else if overall > 0.0 {
+                    overall
+                } else {
+                    1.0
+                };
+                score += content_part(zone.content, place) * weight * scale;
+                facts.push(Fact::SimilarTo(*seed));
             }
         }
         (score, facts)
@@ -878,25 +919,47 @@ pub fn basket_seeds(ctx: &Context<'_>) -> Vec<ProductIdx> {
 }
 
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,
-/// over the seeds whose lists hold it, of the seed's weight times the pair's weight.
-/// Products in `skip` are left out; ties go to the smaller product id. Ranked as they
-/// are taken: a zone takes its first few of a blend of thousands, so only the next
-/// [`BLEND_STEP`] are sorted at a time.
+/// over the seeds whose lists hold it, of the seed's weight times the pair's weight,
+/// and with `content` above 0 the content part of each seed (see
+/// [`ZoneSpec::content`]). Products in `skip` are left out; ties go to the smaller
+/// product id. Ranked as they are taken: a zone takes its first few of a blend of
+/// thousands, so only the next [`BLEND_STEP`] are sorted at a time.
 fn blended<'c>(
     seeds: impl Iterator<Item = (ProductIdx, f64)>,
     lists: &[&ProductLists],
     skip: &[ProductIdx],
     catalogue: &'c Catalogue,
+    content: f64,
 ) -> impl Iterator<Item = ProductIdx> + 'c {
     // Each product's parts are added in the order found (seeds in order, lists in
     // order), so the sums are the same whatever the order of products.
     let mut sums: rustc_hash::FxHashMap<ProductIdx, f64> = rustc_hash::FxHashMap::default();
+    // With content: each seed, its weight and its strongest pair weight.
+    let mut strongest: Vec<(ProductIdx, f64, f64)> = Vec::new();
     for (seed, weight) in seeds {
+        let mut top = 0.0f64;
         for list in lists {
             let listed = Neighbours::list(list, seed);
             for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
                 *sums.entry(*idx).or_default() += weight * f64::from(*strength);
+                top = top.max(f64::from(*strength));
             }
+        }
+        if content > 0.0 {
+            strongest.push((seed, weight, top));
+        }
+    }
+    let overall = strongest.iter().map(|(.., top)| *top).fold(0.0, f64::max);
+    for (seed, weight, top) in strongest {
+        let scale = if top > 0.0 {
+            top
+        } else if overall > 0.0 {
+            overall
+        } else {
+            1.0
+        };
+        for (place, idx) in catalogue.similar_to(seed).enumerate() {
+            *sums.entry(idx).or_default() += content_part(content, place) * weight * scale;
         }
     }
     let ranked: Vec<(ProductIdx, f64)> = sums
@@ -936,6 +999,12 @@ fn sorted_lazily<T: Copy>(
         next += 1;
         item
     })
+}
+
+/// What the product at `place` (from 0) of a seed's `similar` list adds to a blend, per
+/// unit of the seed's weight and strongest pair weight (see [`ZoneSpec::content`]).
+fn content_part(content: f64, place: usize) -> f64 {
+    content / (place as f64 + 1.0)
 }
 
 /// Candidates of a blend sorted at a time (see [`blended`]).
@@ -1091,6 +1160,7 @@ mod tests {
             recency: crate::zone::DEFAULT_RECENCY,
             long_term: crate::zone::DEFAULT_LONG_TERM,
             context: 0,
+            content: 0.0,
         }
     }
 

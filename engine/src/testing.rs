@@ -84,6 +84,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         recency: crate::zone::DEFAULT_RECENCY,
         long_term: crate::zone::DEFAULT_LONG_TERM,
         context: 0,
+        content: crate::zone::DEFAULT_CONTENT,
     }
 }
 

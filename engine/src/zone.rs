@@ -181,7 +181,20 @@ pub struct ZoneSpec {
     /// weighing 1, purchases half); 0, the default, lists the page's product's partners
     /// alone.
     pub context: usize,
+    /// `personalized`, `viewed_together`, `bought_together` and `basket_cross_sell`: how
+    /// much the products like each seed (its `similar` list) count in the blend beside
+    /// its pairs: the one at place `r` (from 0) adds `content / (r + 1)` times the
+    /// seed's weight times the seed's strongest pair weight (the strongest of all seeds'
+    /// for a seed without pairs, 1 when no seed has any), so a product like the ones
+    /// the visitor looked at can join those seen together with them, new products
+    /// included. [`DEFAULT_CONTENT`] unless configured; 0 leaves content to fill the
+    /// zone only after the pairs run out.
+    pub content: f64,
 }
+
+/// [`ZoneSpec::content`] by default: no content in the blends (README,
+/// "Recommendation quality": it helps neither dataset's validation round enough).
+pub const DEFAULT_CONTENT: f64 = 0.0;
 
 /// The most views (basket lines, purchases) the long-term part of `personalized` reads.
 pub const LONG_TERM_HISTORY: usize = 50;

@@ -214,6 +214,64 @@ fn viewed_together_with_context_blends_in_the_visitors_latest_views() {
     assert_eq!(zone(&account(5), "me", visit, "GBP"), ["b", "d"]);
 }
 
+/// a and n (new: nobody viewed it) in category x; b and q in y: a's `similar` list is n.
+/// a viewed with b by 3 visitors and with q by one.
+fn content_account(strategy: Strategy, content: f64) -> Account {
+    let mut builder = CatalogueBuilder::new();
+    for (id, category) in [("a", "x"), ("n", "x"), ("b", "y"), ("q", "y")] {
+        builder.upsert_product(Product {
+            categories: testkit::names(&[category]),
+            ..product(id)
+        });
+    }
+    let mut spec = testkit::zone("Z", strategy, 10);
+    spec.content = content;
+    let account = testkit::account(vec![spec], builder.build().unwrap());
+    for v in 0..3 {
+        track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
+    }
+    track(&account, "w", vec![view("a"), view("q")], T0);
+    account.rebuild_models();
+    account
+}
+
+#[test]
+fn content_blends_the_products_like_the_seeds_with_their_pairs() {
+    // a's pairs: b 3 / (√4 · √3) = 0.87, q 1 / (√4 · √1) = 0.5. With content 0.8, n (first
+    // of a's similar list) adds 0.8 × a's strongest pair: 0.69, between the two.
+    let page = vec![product_page("a"), view("a")];
+    let together = |content| content_account(Strategy::ViewedTogether, content);
+    assert_eq!(zone(&together(0.0), "me", page.clone(), "GBP"), ["b", "q"]);
+    assert_eq!(
+        zone(&together(0.8), "me", page.clone(), "GBP"),
+        ["b", "n", "q"]
+    );
+    // personalized shows products like the latest views after its pairs by default
+    // (its fallback), and among them with content.
+    let personal = |content| content_account(Strategy::Personalized, content);
+    assert_eq!(
+        zone(&personal(0.0), "me", page.clone(), "GBP"),
+        ["b", "q", "n"]
+    );
+    assert_eq!(
+        zone(&personal(0.8), "me", page.clone(), "GBP"),
+        ["b", "n", "q"]
+    );
+    // explain gives the same score and says why.
+    let account = personal(0.8);
+    track(&account, "me", page, T0);
+    let e = explain(&account, Some("me"), None);
+    let items = explained(&e);
+    assert_eq!(items[1].0, "n");
+    assert_eq!(items[1].2, ["similar to a"]);
+    let scores: Vec<f64> = e
+        .items
+        .iter()
+        .map(|i| i.score.unwrap_or_default())
+        .collect();
+    assert!(scores[0] > scores[1] && scores[1] > scores[2], "{scores:?}");
+}
+
 #[test]
 fn bought_together_with_context_blends_in_the_visitors_purchases() {
     let account = |context: usize| {

@@ -19,7 +19,8 @@ use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{
-    DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneKind, ZoneSpec,
+    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneKind,
+    ZoneSpec,
 };
 
 use crate::error::Endpoint;
@@ -461,6 +462,7 @@ struct FileVariant {
     recency: Option<f64>,
     long_term: Option<f64>,
     context: Option<i64>,
+    content: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -499,6 +501,7 @@ struct FileZone {
     recency: Option<f64>,
     long_term: Option<f64>,
     context: Option<i64>,
+    content: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -1260,6 +1263,7 @@ fn experiments(
                 as_zone.recency = None;
                 as_zone.long_term = None;
                 as_zone.context = None;
+                as_zone.content = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -1278,6 +1282,9 @@ fn experiments(
             }
             if variant.context.is_some() {
                 as_zone.context = variant.context;
+            }
+            if variant.content.is_some() {
+                as_zone.content = variant.content;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {
@@ -1461,6 +1468,32 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ));
         }
     };
+    let content = match zone.content {
+        None => DEFAULT_CONTENT,
+        Some(_)
+            if !uses(&[
+                Strategy::Personalized,
+                Strategy::ViewedTogether,
+                Strategy::BoughtTogether,
+                Strategy::BasketCrossSell,
+            ]) =>
+        {
+            return Err((
+                key("content"),
+                "only the personalized, viewed_together, bought_together and \
+                 basket_cross_sell strategies blend content with their pairs; remove it or \
+                 use one of them"
+                    .to_owned(),
+            ));
+        }
+        Some(weight) if (0.0..=1.0).contains(&weight) => weight,
+        Some(weight) => {
+            return Err((
+                key("content"),
+                format!("must be between 0 and 1, got {weight}"),
+            ));
+        }
+    };
     Ok(ZoneSpec {
         id: zone.id.clone(),
         title: zone.title.clone(),
@@ -1473,6 +1506,7 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
         recency,
         long_term,
         context,
+        content,
     })
 }
 
@@ -1758,6 +1792,22 @@ mod tests {
         );
         assert_eq!(experiment.variants[1].spec.count, 4);
         assert_eq!(experiment.variants[1].weight, 3);
+        // A variant sets the model keys its strategy reads, checked as a zone's are.
+        let personal = two.replace(
+            "\"top_sellers\"",
+            "\"personalized\"\n          content = 0.5",
+        );
+        let config = parse(&with(&personal), "t", &Overrides::default()).unwrap();
+        assert_eq!(
+            config.accounts[0].experiments[0].variants[1].spec.content,
+            0.5
+        );
+        assert!(
+            fails(&with(
+                &two.replace("count = 4", "count = 4\n          content = 0.5")
+            ))
+            .contains("accounts[0].experiments[0].variants[1].content: only the personalized")
+        );
         let fails_with = |from: &str, to: &str| fails(&with(&two.replace(from, to)));
         assert!(fails_with("zone = \"HP-01\"", "zone = \"NOPE\"").contains(
             "accounts[0].experiments[0].zone: no zone \"NOPE\"; the account's zones: HP-01"
@@ -1910,6 +1960,30 @@ mod tests {
             fails(&format!("{together}\n long_term = 1"))
                 .contains("accounts[0].zones[0].long_term: only the personalized strategy")
         );
+        // `content`: the blending strategies only, 0..1, 0 by default.
+        assert_eq!(config.accounts[0].zones[0].content, DEFAULT_CONTENT);
+        let cross_sell = MINIMAL.replace("\"trending\"", "\"basket_cross_sell\"");
+        for zone in [&personalized, &together, &cross_sell] {
+            let config = parse(
+                &format!("{zone}\n content = 0.25"),
+                "t",
+                &Overrides::default(),
+            )
+            .unwrap();
+            assert_eq!(config.accounts[0].zones[0].content, 0.25);
+        }
+        assert!(
+            fails(&format!("{together}\n content = 1.5"))
+                .contains("accounts[0].zones[0].content: must be between 0 and 1, got 1.5")
+        );
+        assert!(
+            fails(&format!("{personalized}\n content = -0.1"))
+                .contains("accounts[0].zones[0].content: must be between 0 and 1, got -0.1")
+        );
+        assert!(fails(&format!("{MINIMAL}\n content = 0.1")).contains(
+            "accounts[0].zones[0].content: only the personalized, viewed_together, \
+             bought_together and basket_cross_sell strategies blend content"
+        ));
         assert_eq!(config.accounts[0].models, ModelSettings::default());
         let models = |table: &str| {
             MINIMAL.replace(
