@@ -536,7 +536,7 @@ fn candidates(
             let seeds = anchor_seeds(zone, ctx);
             match seeds.as_slice() {
                 [] => {}
-                [(anchor, _)] if zone.content == 0.0 => {
+                [(anchor, _)] => {
                     let listed = Neighbours::list(lists, *anchor);
                     take_all(
                         listed

@@ -181,8 +181,9 @@ pub struct ZoneSpec {
     /// weighing 1, purchases half); 0, the default, lists the page's product's partners
     /// alone.
     pub context: usize,
-    /// `personalized`, `viewed_together`, `bought_together` and `basket_cross_sell`: how
-    /// much the products like each seed (its `similar` list) count in the blend beside
+    /// The blends (`personalized`, `basket_cross_sell`, and `viewed_together` and
+    /// `bought_together` with `context` above 0; a single product's list keeps its
+    /// order): how much the products like each seed (its `similar` list) count beside
     /// its pairs: the one at place `r` (from 0) adds `content / (r + 1)` times the
     /// seed's weight times the seed's strongest pair weight (the strongest of all seeds'
     /// for a seed without pairs, 1 when no seed has any), so a product like the ones

@@ -1468,21 +1468,18 @@ fn zone_spec(zone: &FileZone, key: &impl Fn(&str) -> String) -> Result<ZoneSpec,
             ));
         }
     };
+    // viewed_together and bought_together blend only with `context` (else they list the
+    // page's product's pairs in their order).
+    let blends = uses(&[Strategy::Personalized, Strategy::BasketCrossSell])
+        || (context > 0 && uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]));
     let content = match zone.content {
         None => DEFAULT_CONTENT,
-        Some(_)
-            if !uses(&[
-                Strategy::Personalized,
-                Strategy::ViewedTogether,
-                Strategy::BoughtTogether,
-                Strategy::BasketCrossSell,
-            ]) =>
-        {
+        Some(_) if !blends => {
             return Err((
                 key("content"),
-                "only the personalized, viewed_together, bought_together and \
-                 basket_cross_sell strategies blend content with their pairs; remove it or \
-                 use one of them"
+                "only blends mix content with pairs: personalized, basket_cross_sell, and \
+                 viewed_together or bought_together with context above 0; remove it, use one \
+                 of them or set context"
                     .to_owned(),
             ));
         }
@@ -1806,7 +1803,7 @@ mod tests {
             fails(&with(
                 &two.replace("count = 4", "count = 4\n          content = 0.5")
             ))
-            .contains("accounts[0].experiments[0].variants[1].content: only the personalized")
+            .contains("accounts[0].experiments[0].variants[1].content: only blends mix content")
         );
         let fails_with = |from: &str, to: &str| fails(&with(&two.replace(from, to)));
         assert!(fails_with("zone = \"HP-01\"", "zone = \"NOPE\"").contains(
@@ -1963,7 +1960,8 @@ mod tests {
         // `content`: the blending strategies only, 0..1, 0 by default.
         assert_eq!(config.accounts[0].zones[0].content, DEFAULT_CONTENT);
         let cross_sell = MINIMAL.replace("\"trending\"", "\"basket_cross_sell\"");
-        for zone in [&personalized, &together, &cross_sell] {
+        let together_blended = format!("{together}\n context = 3");
+        for zone in [&personalized, &together_blended, &cross_sell] {
             let config = parse(
                 &format!("{zone}\n content = 0.25"),
                 "t",
@@ -1973,17 +1971,21 @@ mod tests {
             assert_eq!(config.accounts[0].zones[0].content, 0.25);
         }
         assert!(
-            fails(&format!("{together}\n content = 1.5"))
+            fails(&format!("{together_blended}\n content = 1.5"))
                 .contains("accounts[0].zones[0].content: must be between 0 and 1, got 1.5")
         );
+        assert!(fails(&format!("{together}\n content = 0.5")).contains(
+            "accounts[0].zones[0].content: only blends mix content with pairs: personalized, \
+             basket_cross_sell, and viewed_together or bought_together with context above 0"
+        ));
         assert!(
             fails(&format!("{personalized}\n content = -0.1"))
                 .contains("accounts[0].zones[0].content: must be between 0 and 1, got -0.1")
         );
-        assert!(fails(&format!("{MINIMAL}\n content = 0.1")).contains(
-            "accounts[0].zones[0].content: only the personalized, viewed_together, \
-             bought_together and basket_cross_sell strategies blend content"
-        ));
+        assert!(
+            fails(&format!("{MINIMAL}\n content = 0.1"))
+                .contains("accounts[0].zones[0].content: only blends mix content with pairs")
+        );
         assert_eq!(config.accounts[0].models, ModelSettings::default());
         let models = |table: &str| {
             MINIMAL.replace(
