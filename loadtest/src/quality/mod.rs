@@ -49,7 +49,8 @@ pub(crate) struct QualityArgs {
     #[arg(long, default_value_t = 10)]
     k: usize,
     /// Vitrine strategies evaluated, one zone each; `personalized:history=N` sets the
-    /// zone's `history` (and `:recency=R`, `:long_term=W`, `:context=N`, `:content=C` the others of its keys).
+    /// zone's `history` (and `:recency=R`, `:long_term=W`, `:context=N`, `:content=C`
+    /// the others of its keys).
     #[arg(
         long,
         value_delimiter = ',',
