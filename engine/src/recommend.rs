@@ -752,14 +752,7 @@ fn strategy_evidence(
                 let Some(place) = catalogue.similar_to(*seed).position(|i| i == idx) else {
                     continue;
                 };
-                let scale = if top > 0.0 {
-                    top
-                } else if overall > 0.0 {
-                    overall
-                } else {
-                    1.0
-                };
-                score += content_part(zone.content, place) * weight * scale;
+                score += content_part(zone.content, place) * weight * content_scale(top, overall);
                 facts.push(Fact::SimilarTo(*seed));
             }
         }
@@ -951,13 +944,7 @@ fn blended<'c>(
     }
     let overall = strongest.iter().map(|(.., top)| *top).fold(0.0, f64::max);
     for (seed, weight, top) in strongest {
-        let scale = if top > 0.0 {
-            top
-        } else if overall > 0.0 {
-            overall
-        } else {
-            1.0
-        };
+        let scale = content_scale(top, overall);
         for (place, idx) in catalogue.similar_to(seed).enumerate() {
             *sums.entry(idx).or_default() += content_part(content, place) * weight * scale;
         }
@@ -1005,6 +992,18 @@ fn sorted_lazily<T: Copy>(
 /// unit of the seed's weight and strongest pair weight (see [`ZoneSpec::content`]).
 fn content_part(content: f64, place: usize) -> f64 {
     content / (place as f64 + 1.0)
+}
+
+/// The pair weight a seed's content part is scaled by: the seed's strongest (`top`),
+/// else the strongest of all the blend's seeds (`overall`), else 1.
+fn content_scale(top: f64, overall: f64) -> f64 {
+    if top > 0.0 {
+        top
+    } else if overall > 0.0 {
+        overall
+    } else {
+        1.0
+    }
 }
 
 /// Candidates of a blend sorted at a time (see [`blended`]).

@@ -482,8 +482,18 @@ fn view(server: &Server, visitor: &str, product: &str) {
 
 /// The visitor's recently viewed products.
 fn recent(server: &Server, visitor: &str) -> Vec<String> {
-    let resp = server.serverside(json!({"visitorId": visitor, "zones": ["RV-01"]}));
-    resp.json()["zones"]["RV-01"]["items"]
+    zone_items(
+        server,
+        json!({"visitorId": visitor, "zones": ["RV-01"]}),
+        "RV-01",
+    )
+}
+
+/// The product ids `zone` shows in the answer to `request`.
+fn zone_items(server: &Server, request: Value, zone: &str) -> Vec<String> {
+    let resp = server.serverside(request);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["zones"][zone]["items"]
         .as_array()
         .unwrap()
         .iter()
@@ -640,16 +650,10 @@ fn co_view_counts_and_what_they_inherited_survive_a_sigkill() {
     }
     view(&server, "newcomer", "P00011");
     view(&server, "newcomer", "P00001");
-    let together = |server: &Server| -> Vec<String> {
-        let resp = server.serverside(json!({"visitorId": "asker", "zones": ["VT-01"],
-            "events": [{"name": "product_view", "data": {"id": "P00001"}}]}));
-        assert_eq!(resp.status, 200, "{}", resp.body);
-        resp.json()["zones"]["VT-01"]["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["Id"].as_str().unwrap().to_owned())
-            .collect()
+    let together = |server: &Server| {
+        let request = json!({"visitorId": "asker", "zones": ["VT-01"],
+            "events": [{"name": "product_view", "data": {"id": "P00001"}}]});
+        zone_items(server, request, "VT-01")
     };
     let before = wait_for("P00001's rebuilt list", Duration::from_secs(240), || {
         let listed = together(&server);
