@@ -822,15 +822,21 @@ mod tests {
         assert_eq!(lists["hub"][0], "steady");
     }
 
+    /// Counts keeping `partners` partners and as many neighbours, weights undamped (a
+    /// list's weights are its sure counts).
+    fn undamped(partners: usize) -> CoCounts {
+        CoCounts::configured(ModelSettings {
+            partners,
+            neighbours: partners,
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+        })
+    }
+
     #[test]
     fn a_newcomer_that_inherited_a_count_does_not_rank_with_pairs_seen_often() {
         let keys = ProductKeys::default();
-        let counts = CoCounts::configured(ModelSettings {
-            partners: 8,
-            neighbours: 8,
-            partner_damping: 0.0,
-            seed_damping: 0.0,
-        });
+        let counts = undamped(8);
         let add = |a: &str, b: &str| counts.add(keys.key(a), keys.key(b), 1.0);
         // A full list of partners each seen three times, the first one five times.
         for i in 0..8 {
@@ -864,12 +870,7 @@ mod tests {
     #[test]
     fn a_snapshot_written_before_inherited_counts_reads_as_it_did() {
         let keys = ProductKeys::default();
-        let counts = CoCounts::configured(ModelSettings {
-            partners: 3,
-            neighbours: 3,
-            partner_damping: 0.0,
-            seed_damping: 0.0,
-        });
+        let counts = undamped(3);
         let pairs = |list: &[(&str, f32)]| -> Vec<(String, f32)> {
             list.iter().map(|(id, c)| ((*id).to_owned(), *c)).collect()
         };
