@@ -78,8 +78,13 @@ pub(crate) enum Method {
         steps: usize,
     },
     /// Not a baseline but a reference: Vitrine's co-view model and `personalized` blend
-    /// computed exactly, without its bounds on partners and neighbours.
+    /// computed exactly, without its bounds on partners and neighbours; `window` and
+    /// `backward` (the weight of a pair read against the order it was viewed in) are
+    /// the server's fixed choices ([`CO_VIEW_WINDOW`], both ways alike) among others
+    /// the validation round compares.
     CoViewExact {
+        window: usize,
+        backward: f32,
         recency: f32,
         long_term: f32,
     },
@@ -126,9 +131,14 @@ impl Method {
                 steps,
             } => format!("window={window} symmetric={symmetric} steps={steps}"),
             Method::Vsknn { neighbours, steps } => format!("neighbours={neighbours} steps={steps}"),
-            Method::CoViewExact { recency, long_term } => {
-                format!("recency={recency} long_term={long_term}")
-            }
+            Method::CoViewExact {
+                window,
+                backward,
+                recency,
+                long_term,
+            } => format!(
+                "window={window} backward={backward} recency={recency} long_term={long_term}"
+            ),
         }
     }
 
@@ -179,13 +189,27 @@ impl Method {
             }
         }
         grid.push(sknn);
-        let mut exact = Vec::new();
+        // The zone's own settings at the server's window, then the window and the
+        // backward weight the server fixes, each at the zone's defaults.
+        let exact = |window, backward, recency, long_term| Method::CoViewExact {
+            window,
+            backward,
+            recency,
+            long_term,
+        };
+        let mut references = Vec::new();
         for recency in [0.7, 0.8, 0.9] {
             for long_term in [0.0, 1.0, 2.0] {
-                exact.push(Method::CoViewExact { recency, long_term });
+                references.push(exact(CO_VIEW_WINDOW, 1.0, recency, long_term));
             }
         }
-        grid.push(exact);
+        for window in [5, 20, 30] {
+            references.push(exact(window, 1.0, 0.8, 2.0));
+        }
+        for backward in [0.0, 0.5] {
+            references.push(exact(CO_VIEW_WINDOW, backward, 0.8, 2.0));
+        }
+        grid.push(references);
         grid
     }
 
@@ -227,9 +251,14 @@ impl Method {
             Method::Vsknn { neighbours, steps } => {
                 Box::new(Vsknn::fit(training, neighbours, steps))
             }
-            Method::CoViewExact { recency, long_term } => {
-                Box::new(CoViewExact::fit(training, recency, long_term))
-            }
+            Method::CoViewExact {
+                window,
+                backward,
+                recency,
+                long_term,
+            } => Box::new(CoViewExact::fit(
+                training, window, backward, recency, long_term,
+            )),
         })
     }
 }
@@ -559,6 +588,15 @@ struct SequentialRules {
 
 impl SequentialRules {
     fn fit(training: &Training, window: usize, symmetric: bool, steps: usize) -> Self {
+        let backward = if symmetric { 1.0 } else { 0.0 };
+        SequentialRules {
+            rules: Self::count(training, window, backward),
+            steps,
+        }
+    }
+
+    /// The rules `a → b` at `1 / distance`, and `b → a` at `backward` times that.
+    fn count(training: &Training, window: usize, backward: f32) -> Square {
         let mut rules = Square::zeros(training.items);
         for sequence in &training.sequences {
             for (x, &a) in sequence.iter().enumerate() {
@@ -568,13 +606,13 @@ impl SequentialRules {
                     }
                     let weight = 1.0 / (d + 1) as f32;
                     rules.add(a, b, weight);
-                    if symmetric {
-                        rules.add(b, a, weight);
+                    if backward > 0.0 {
+                        rules.add(b, a, backward * weight);
                     }
                 }
             }
         }
-        SequentialRules { rules, steps }
+        rules
     }
 }
 
@@ -644,7 +682,8 @@ impl Recommender for Vsknn {
 }
 
 /// Vitrine's co-view model without its bounds: every view paired with the previous
-/// [`CO_VIEW_WINDOW`] at weight 1/distance, both ways; a pair weighs its count divided
+/// `window` ([`CO_VIEW_WINDOW`] in the server) at weight 1/distance, read the other way
+/// at `backward` times that (1 in the server); a pair weighs its count divided
 /// by both products' totals to the default dampings; a history's latest
 /// [`DEFAULT_HISTORY`] products weigh `recency` to the power of their age and the
 /// latest [`LONG_TERM_HISTORY`] share `long_term`, as `personalized` weighs its seeds.
@@ -656,8 +695,14 @@ struct CoViewExact {
 }
 
 impl CoViewExact {
-    fn fit(training: &Training, recency: f32, long_term: f32) -> CoViewExact {
-        let counts = SequentialRules::fit(training, CO_VIEW_WINDOW, true, 0).rules;
+    fn fit(
+        training: &Training,
+        window: usize,
+        backward: f32,
+        recency: f32,
+        long_term: f32,
+    ) -> CoViewExact {
+        let counts = SequentialRules::count(training, window, backward);
         let n = training.items;
         let totals: Vec<f32> = (0..n as u32).map(|i| counts.row(i).iter().sum()).collect();
         let damped = |total: f32, power: f32| {
@@ -790,6 +835,8 @@ mod tests {
         // totals are 1.5, 2 and 1.5; a pair weighs its count / both totals^0.5.
         let t = training(vec![vec![0, 1, 2]], 3);
         let exact = Method::CoViewExact {
+            window: CO_VIEW_WINDOW,
+            backward: 1.0,
             recency: 0.5,
             long_term: 0.0,
         };
@@ -812,6 +859,40 @@ mod tests {
                 .filter(|m| m.is_reference())
                 .all(|m| m.name() == "co_view_exact")
         );
+    }
+
+    #[test]
+    fn the_exact_co_view_models_window_and_backward_weight_shape_its_pairs() {
+        // One visitor viewed 0, 1, 2. A window of 1 pairs neighbours only: nothing
+        // pairs 0 with 2. Read against the order they were viewed in, pairs weigh
+        // `backward` times their count: from 1, the product after it (2) counts 1 and
+        // the one before it (0) a half.
+        let t = training(vec![vec![0, 1, 2]], 3);
+        let counts = SequentialRules::count(&t, 1, 0.5);
+        assert_eq!(counts.row(0), [0.0, 1.0, 0.0]);
+        assert_eq!(counts.row(1), [0.5, 0.0, 1.0]);
+        assert_eq!(counts.row(2), [0.0, 0.5, 0.0]);
+        let counts = SequentialRules::count(&t, 2, 0.0);
+        assert_eq!(counts.row(0), [0.0, 1.0, 0.5]);
+        assert_eq!(counts.row(2), [0.0, 0.0, 0.0]);
+        // The grid compares the server's choices (window 10, both ways alike) with
+        // others, each at the zone's defaults.
+        let references: Vec<Method> = Method::grid()
+            .into_iter()
+            .flatten()
+            .filter(Method::is_reference)
+            .collect();
+        for (window, backward) in [(CO_VIEW_WINDOW, 1.0), (5, 1.0), (30, 1.0), (10, 0.0)] {
+            assert!(
+                references.contains(&Method::CoViewExact {
+                    window,
+                    backward,
+                    recency: 0.8,
+                    long_term: 2.0,
+                }),
+                "{window} {backward}"
+            );
+        }
     }
 
     #[test]
