@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use anyhow::bail;
 use nalgebra::{DMatrix, DVector};
 use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING, SEED_DAMPING};
-use vitrine_engine::zone::{DEFAULT_HISTORY, LONG_TERM_HISTORY};
+use vitrine_engine::zone::{
+    DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, LONG_TERM_HISTORY,
+};
 
 /// Largest catalogue the dense methods take (a matrix of this many squared `f32`s is
 /// 144 MB).
@@ -197,6 +199,7 @@ impl Method {
             recency,
             long_term,
         };
+        let (zone_recency, zone_long_term) = (DEFAULT_RECENCY as f32, DEFAULT_LONG_TERM as f32);
         let mut references = Vec::new();
         for recency in [0.7, 0.8, 0.9] {
             for long_term in [0.0, 1.0, 2.0] {
@@ -204,10 +207,15 @@ impl Method {
             }
         }
         for window in [5, 20, 30] {
-            references.push(exact(window, 1.0, 0.8, 2.0));
+            references.push(exact(window, 1.0, zone_recency, zone_long_term));
         }
         for backward in [0.0, 0.5] {
-            references.push(exact(CO_VIEW_WINDOW, backward, 0.8, 2.0));
+            references.push(exact(
+                CO_VIEW_WINDOW,
+                backward,
+                zone_recency,
+                zone_long_term,
+            ));
         }
         grid.push(references);
         grid
@@ -882,13 +890,18 @@ mod tests {
             .flatten()
             .filter(Method::is_reference)
             .collect();
-        for (window, backward) in [(CO_VIEW_WINDOW, 1.0), (5, 1.0), (30, 1.0), (10, 0.0)] {
+        for (window, backward) in [
+            (CO_VIEW_WINDOW, 1.0),
+            (5, 1.0),
+            (30, 1.0),
+            (CO_VIEW_WINDOW, 0.0),
+        ] {
             assert!(
                 references.contains(&Method::CoViewExact {
                     window,
                     backward,
-                    recency: 0.8,
-                    long_term: 2.0,
+                    recency: DEFAULT_RECENCY as f32,
+                    long_term: DEFAULT_LONG_TERM as f32,
                 }),
                 "{window} {backward}"
             );
