@@ -52,7 +52,7 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
             "--holdout",
             "2",
             "--methods",
-            "most_popular,markov,sequential_rules,co_view_exact",
+            "most_popular,markov,sequential_rules,co_view_exact,co_view_ease",
             "--strategies",
             "personalized,viewed_together,trending",
             "--resamples",
@@ -83,7 +83,7 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     let evaluated = report["dataset"]["visitors_evaluated"].as_u64().unwrap();
     assert!(evaluated > 200, "{report}");
     let baselines = report["baselines"].as_object().unwrap();
-    assert_eq!(baselines.len(), 4, "{report}");
+    assert_eq!(baselines.len(), 5, "{report}");
     // Every setting of the grid was tried on the validation round.
     let tried = baselines["sequential_rules"]["validation_hr_at_k"]
         .as_array()
@@ -123,12 +123,14 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     }
     let best = report["best_baseline"].as_str().unwrap();
     assert!(baselines.contains_key(best));
-    // Vitrine's own model without bounds is reported beside the baselines, never
-    // taken as the best of them.
-    let exact = &baselines["co_view_exact"];
-    assert_eq!(exact["reference"], true, "{report}");
-    assert_ne!(best, "co_view_exact", "{report}");
-    assert!(exact["ratio_to_best_baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    // Vitrine's own model without bounds, and blended with EASE, are reported beside
+    // the baselines, never taken as the best of them.
+    for reference in ["co_view_exact", "co_view_ease"] {
+        let scores = &baselines[reference];
+        assert_eq!(scores["reference"], true, "{report}");
+        assert_ne!(best, reference, "{report}");
+        assert!(scores["ratio_to_best_baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    }
     assert!(printed.contains("reference, not a baseline"), "{printed}");
     // Trending is most-popular by another name: about the same hit rate.
     let trending = hr(&report["vitrine"]["trending"]);

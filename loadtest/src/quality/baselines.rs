@@ -90,6 +90,14 @@ pub(crate) enum Method {
         recency: f32,
         long_term: f32,
     },
+    /// A second reference: the exact co-view model at the server's settings blended
+    /// with EASE, each question's scores of either scaled to a maximum of 1 and EASE's
+    /// weighed `weight`. It measures how far a model beyond co-occurrence counts (EASE
+    /// is refitted offline, not learnt event by event) would take the approach.
+    CoViewEase {
+        lambda: f64,
+        weight: f32,
+    },
 }
 
 impl Method {
@@ -104,13 +112,14 @@ impl Method {
             Method::SequentialRules { .. } => "sequential_rules",
             Method::Vsknn { .. } => "v_sknn",
             Method::CoViewExact { .. } => "co_view_exact",
+            Method::CoViewEase { .. } => "co_view_ease",
         }
     }
 
     /// Whether the method is a reference for Vitrine's own model rather than a
     /// published baseline (it is reported, never taken as the best baseline).
     pub(crate) fn is_reference(&self) -> bool {
-        matches!(self, Method::CoViewExact { .. })
+        matches!(self, Method::CoViewExact { .. } | Method::CoViewEase { .. })
     }
 
     /// Its hyper-parameters, for reports.
@@ -141,6 +150,7 @@ impl Method {
             } => format!(
                 "window={window} backward={backward} recency={recency} long_term={long_term}"
             ),
+            Method::CoViewEase { lambda, weight } => format!("lambda={lambda} weight={weight}"),
         }
     }
 
@@ -218,6 +228,13 @@ impl Method {
             ));
         }
         grid.push(references);
+        let mut blends = Vec::new();
+        for lambda in [200.0, 1000.0] {
+            for weight in [0.25, 0.5, 1.0] {
+                blends.push(Method::CoViewEase { lambda, weight });
+            }
+        }
+        grid.push(blends);
         grid
     }
 
@@ -267,6 +284,17 @@ impl Method {
             } => Box::new(CoViewExact::fit(
                 training, window, backward, recency, long_term,
             )),
+            Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
+                co_view: CoViewExact::fit(
+                    training,
+                    CO_VIEW_WINDOW,
+                    1.0,
+                    DEFAULT_RECENCY as f32,
+                    DEFAULT_LONG_TERM as f32,
+                ),
+                ease: Ease::fit(training, lambda)?,
+                weight,
+            }),
         })
     }
 }
@@ -752,6 +780,32 @@ impl Recommender for CoViewExact {
     }
 }
 
+/// [`Method::CoViewEase`], fitted.
+struct CoViewEase {
+    co_view: CoViewExact,
+    ease: Ease,
+    weight: f32,
+}
+
+impl Recommender for CoViewEase {
+    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
+        let scaled = |fitted: &dyn Recommender| {
+            let mut part = vec![0.0; scores.len()];
+            fitted.score(visitor, history, &mut part);
+            let most = part.iter().copied().fold(0.0f32, f32::max);
+            if most > 0.0 {
+                part.iter_mut().for_each(|s| *s /= most);
+            }
+            part
+        };
+        let co_view = scaled(&self.co_view);
+        let ease = scaled(&self.ease);
+        for ((score, c), e) in scores.iter_mut().zip(co_view).zip(ease) {
+            *score += c + self.weight * e;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -865,7 +919,7 @@ mod tests {
                 .iter()
                 .flatten()
                 .filter(|m| m.is_reference())
-                .all(|m| m.name() == "co_view_exact")
+                .all(|m| ["co_view_exact", "co_view_ease"].contains(&m.name()))
         );
     }
 
@@ -905,6 +959,36 @@ mod tests {
                 }),
                 "{window} {backward}"
             );
+        }
+    }
+
+    #[test]
+    fn the_ease_blend_adds_eases_scores_at_its_weight_to_the_co_view_models() {
+        let t = clustered();
+        let history = [0, 1];
+        let scaled = |method: Method| {
+            let mut scores = vec![0.0; t.items];
+            method.fit(&t).unwrap().score(0, &history, &mut scores);
+            let most = scores.iter().copied().fold(0.0f32, f32::max);
+            scores.iter().map(|s| s / most).collect::<Vec<f32>>()
+        };
+        let co_view = scaled(Method::CoViewExact {
+            window: CO_VIEW_WINDOW,
+            backward: 1.0,
+            recency: DEFAULT_RECENCY as f32,
+            long_term: DEFAULT_LONG_TERM as f32,
+        });
+        let ease = scaled(Method::Ease { lambda: 1.0 });
+        let blend = Method::CoViewEase {
+            lambda: 1.0,
+            weight: 0.5,
+        };
+        assert!(blend.is_reference());
+        let mut scores = vec![0.0; t.items];
+        blend.fit(&t).unwrap().score(0, &history, &mut scores);
+        for (i, score) in scores.iter().enumerate() {
+            let expected = co_view[i] + 0.5 * ease[i];
+            assert!((score - expected).abs() < 1e-5, "{i}: {scores:?}");
         }
     }
 

@@ -125,13 +125,15 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         grid.retain(|group| args.methods.iter().any(|m| m == group[0].name()));
         if grid.len() != args.methods.len() {
             bail!(
-                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, co_view_exact, got {:?}",
+                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, co_view_exact, co_view_ease, got {:?}",
                 args.methods
             );
         }
     }
     if grid.iter().all(|group| group[0].is_reference()) {
-        bail!("--methods: name at least one baseline (co_view_exact is a reference, not one)");
+        bail!(
+            "--methods: name at least one baseline (co_view_exact and co_view_ease are references, not baselines)"
+        );
     }
     let mut baselines = Vec::new();
     for group in grid {
