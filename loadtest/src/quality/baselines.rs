@@ -10,6 +10,7 @@
 //! [`MAX_DENSE_ITEMS`] products.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use anyhow::bail;
 use nalgebra::{DMatrix, DVector};
@@ -23,15 +24,40 @@ use vitrine_engine::zone::{
 pub(crate) const MAX_DENSE_ITEMS: usize = 6_000;
 
 /// What every method is fitted on: each visitor's products in time order.
-#[derive(Debug)]
 pub(crate) struct Training {
     pub(crate) sequences: Vec<Vec<u32>>,
     pub(crate) items: usize,
     /// Fixed seed for methods with random starts.
     pub(crate) seed: u64,
+    /// EASE fitted on these interactions, by λ: EASE and the blends with it share
+    /// one fit per λ instead of inverting the same matrix for each weight.
+    ease: Mutex<HashMap<u64, Arc<Ease>>>,
 }
 
 impl Training {
+    pub(crate) fn new(sequences: Vec<Vec<u32>>, items: usize, seed: u64) -> Training {
+        Training {
+            sequences,
+            items,
+            seed,
+            ease: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// EASE with `lambda` fitted on these interactions, fitted once.
+    fn ease(&self, lambda: f64) -> anyhow::Result<Arc<Ease>> {
+        let mut fits = self
+            .ease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(fitted) = fits.get(&lambda.to_bits()) {
+            return Ok(Arc::clone(fitted));
+        }
+        let fitted = Arc::new(Ease::fit(self, lambda)?);
+        fits.insert(lambda.to_bits(), Arc::clone(&fitted));
+        Ok(fitted)
+    }
+
     /// Each visitor's distinct products.
     fn distinct(&self) -> Vec<Vec<u32>> {
         self.sequences
@@ -51,6 +77,12 @@ pub(crate) trait Recommender: Send + Sync {
     /// Adds a score for every product to `scores` (products.len() long), for the
     /// visitor `visitor` whose history is `history` (oldest first).
     fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]);
+}
+
+impl<R: Recommender> Recommender for Arc<R> {
+    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
+        R::score(self, visitor, history, scores);
+    }
 }
 
 /// A method with one setting of its hyper-parameters.
@@ -254,7 +286,7 @@ impl Method {
         Ok(match *self {
             Method::MostPopular => Box::new(MostPopular::fit(training)),
             Method::ItemKnn { neighbours } => Box::new(ItemKnn::fit(training, neighbours)),
-            Method::Ease { lambda } => Box::new(Ease::fit(training, lambda)?),
+            Method::Ease { lambda } => Box::new(training.ease(lambda)?),
             Method::Als {
                 factors,
                 regularization,
@@ -292,7 +324,7 @@ impl Method {
                     DEFAULT_RECENCY as f32,
                     DEFAULT_LONG_TERM as f32,
                 ),
-                ease: Ease::fit(training, lambda)?,
+                ease: training.ease(lambda)?,
                 weight,
             }),
         })
@@ -783,7 +815,7 @@ impl Recommender for CoViewExact {
 /// [`Method::CoViewEase`], fitted.
 struct CoViewEase {
     co_view: CoViewExact,
-    ease: Ease,
+    ease: Arc<Ease>,
     weight: f32,
 }
 
@@ -799,7 +831,7 @@ impl Recommender for CoViewEase {
             part
         };
         let co_view = scaled(&self.co_view);
-        let ease = scaled(&self.ease);
+        let ease = scaled(self.ease.as_ref());
         for ((score, c), e) in scores.iter_mut().zip(co_view).zip(ease) {
             *score += c + self.weight * e;
         }
@@ -811,11 +843,7 @@ mod tests {
     use super::*;
 
     fn training(sequences: Vec<Vec<u32>>, items: usize) -> Training {
-        Training {
-            sequences,
-            items,
-            seed: 1,
-        }
+        Training::new(sequences, items, 1)
     }
 
     fn top(method: &Method, t: &Training, visitor: u32, history: &[u32]) -> u32 {
@@ -990,6 +1018,14 @@ mod tests {
             let expected = co_view[i] + 0.5 * ease[i];
             assert!((score - expected).abs() < 1e-5, "{i}: {scores:?}");
         }
+    }
+
+    #[test]
+    fn ease_is_fitted_once_per_lambda_for_the_methods_of_one_training() {
+        let t = clustered();
+        let first = t.ease(1.0).unwrap();
+        assert!(Arc::ptr_eq(&first, &t.ease(1.0).unwrap()));
+        assert!(!Arc::ptr_eq(&first, &t.ease(2.0).unwrap()));
     }
 
     #[test]

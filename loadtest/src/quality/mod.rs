@@ -249,15 +249,14 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
 
 /// The products of a training set, per visitor.
 fn training(data: &Dataset, round: usize, seed: u64) -> Training {
-    Training {
-        sequences: data
-            .training(round)
+    Training::new(
+        data.training(round)
             .into_iter()
             .map(|steps| steps.iter().map(|s| s.item).collect())
             .collect(),
-        items: data.item_count(),
+        data.item_count(),
         seed,
-    }
+    )
 }
 
 /// The items of a question's history.
