@@ -121,19 +121,27 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
     );
 
     let mut grid = Method::grid();
+    let names = |grid: &[Vec<Method>], references: bool| {
+        grid.iter()
+            .map(|group| &group[0])
+            .filter(|method| method.is_reference() == references)
+            .map(Method::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let references = names(&grid, true);
     if !args.methods.is_empty() {
+        let known = format!("{}, {references}", names(&grid, false));
         grid.retain(|group| args.methods.iter().any(|m| m == group[0].name()));
         if grid.len() != args.methods.len() {
             bail!(
-                "--methods: expected names among most_popular, markov, item_knn, ease, als, sequential_rules, v_sknn, co_view_exact, co_view_ease, got {:?}",
+                "--methods: expected names among {known}, got {:?}",
                 args.methods
             );
         }
     }
     if grid.iter().all(|group| group[0].is_reference()) {
-        bail!(
-            "--methods: name at least one baseline (co_view_exact and co_view_ease are references, not baselines)"
-        );
+        bail!("--methods: name at least one baseline ({references} are references, not baselines)");
     }
     let mut baselines = Vec::new();
     for group in grid {
