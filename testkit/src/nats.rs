@@ -21,6 +21,14 @@ const NATS_SERVER_PATHS: [&str; 3] = [
 /// How long a NATS server may take to answer its health check.
 pub const NATS_READY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How many times [`NatsCluster::start`] picks new ports when a server finds one of
+/// its ports taken: a port is free when picked and released before the server binds
+/// it, and a process running beside the tests may take it in between.
+const START_ATTEMPTS: usize = 5;
+
+/// What a NATS server logs when it cannot go on (a port taken, a bad configuration).
+const FATAL: &str = "[FTL]";
+
 /// The `nats-server` binary: `$NATS_SERVER`, the `PATH`, then Debian's places.
 pub fn nats_server_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("NATS_SERVER") {
@@ -79,8 +87,23 @@ fn free_port() -> Result<u16, SpawnError> {
 
 impl NatsCluster {
     /// Starts `size` clustered NATS servers (JetStream on, each storing under its own
-    /// directory) and waits until each answers its health check.
+    /// directory) and waits until each answers its health check; on fresh ports
+    /// again when a server found one of its ports taken.
     pub fn start(size: usize) -> Result<NatsCluster, SpawnError> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_on_free_ports(size) {
+                Err(SpawnError::NotReady { log, .. })
+                    if attempt < START_ATTEMPTS && log.contains("address already in use") =>
+                {
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    fn start_on_free_ports(size: usize) -> Result<NatsCluster, SpawnError> {
         let binary = nats_server_binary().ok_or_else(|| SpawnError::NotReady {
             binary: PathBuf::from("nats-server"),
             reason: "not installed (Debian package nats-server; or set NATS_SERVER)".to_owned(),
@@ -162,7 +185,8 @@ impl NatsCluster {
         Ok(())
     }
 
-    /// Waits until server `i` answers `/healthz` with 200 (JetStream current).
+    /// Waits until server `i` answers `/healthz` with 200 (JetStream current); fails
+    /// at once when the server logs a fatal error.
     pub fn wait_healthy(&self, i: usize) -> Result<(), SpawnError> {
         let Some(node) = self.nodes.get(i) else {
             return Ok(());
@@ -173,11 +197,18 @@ impl NatsCluster {
             if healthz(addr) {
                 return Ok(());
             }
-            if Instant::now() >= deadline {
+            let log = std::fs::read_to_string(&node.log).unwrap_or_default();
+            let fatal = log.contains(FATAL);
+            if fatal || Instant::now() >= deadline {
+                let reason = if fatal {
+                    "stopped"
+                } else {
+                    "did not become healthy"
+                };
                 return Err(SpawnError::NotReady {
                     binary: self.binary.clone(),
-                    reason: format!("{} did not become healthy", node.name),
-                    log: std::fs::read_to_string(&node.log).unwrap_or_default(),
+                    reason: format!("{} {reason}", node.name),
+                    log,
                 });
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -240,4 +271,41 @@ fn healthz(addr: SocketAddr) -> bool {
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_logged_a_fatal_error_ends_the_wait_with_its_log() {
+        let dir = temp_dir("vitrine-nats-test-").unwrap();
+        let log = dir.path().join("n1.log");
+        std::fs::write(
+            &log,
+            "[1] [FTL] Error listening on port: 127.0.0.1:4222, \"listen tcp 127.0.0.1:4222: bind: address already in use\"\n",
+        )
+        .unwrap();
+        let cluster = NatsCluster {
+            binary: PathBuf::from("nats-server"),
+            nodes: vec![Node {
+                name: "n1".to_owned(),
+                client: 0,
+                route: 0,
+                monitor: free_port().unwrap(),
+                store: dir.path().join("store"),
+                config: dir.path().join("n1.conf"),
+                log,
+                process: None,
+            }],
+            dir,
+        };
+        match cluster.wait_healthy(0) {
+            Err(SpawnError::NotReady { reason, log, .. }) => {
+                assert_eq!(reason, "n1 stopped");
+                assert!(log.contains("address already in use"), "{log}");
+            }
+            other => panic!("expected NotReady, got {other:?}"),
+        }
+    }
 }
