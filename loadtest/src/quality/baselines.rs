@@ -10,7 +10,7 @@
 //! [`MAX_DENSE_ITEMS`] products.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::bail;
 use nalgebra::{DMatrix, DVector};
@@ -32,6 +32,9 @@ pub(crate) struct Training {
     /// EASE fitted on these interactions, by λ: EASE and the blends with it share
     /// one fit per λ instead of inverting the same matrix for each weight.
     ease: Mutex<HashMap<u64, Arc<Ease>>>,
+    /// The exact co-view model at the server's settings, which every blend with EASE
+    /// shares.
+    co_view: OnceLock<Arc<CoViewExact>>,
 }
 
 impl Training {
@@ -41,7 +44,22 @@ impl Training {
             items,
             seed,
             ease: Mutex::new(HashMap::new()),
+            co_view: OnceLock::new(),
         }
+    }
+
+    /// The exact co-view model at the server's settings, fitted once.
+    fn server_co_view(&self) -> Arc<CoViewExact> {
+        let fitted = self.co_view.get_or_init(|| {
+            Arc::new(CoViewExact::fit(
+                self,
+                CO_VIEW_WINDOW,
+                1.0,
+                DEFAULT_RECENCY as f32,
+                DEFAULT_LONG_TERM as f32,
+            ))
+        });
+        Arc::clone(fitted)
     }
 
     /// EASE with `lambda` fitted on these interactions, fitted once.
@@ -317,13 +335,7 @@ impl Method {
                 training, window, backward, recency, long_term,
             )),
             Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
-                co_view: CoViewExact::fit(
-                    training,
-                    CO_VIEW_WINDOW,
-                    1.0,
-                    DEFAULT_RECENCY as f32,
-                    DEFAULT_LONG_TERM as f32,
-                ),
+                co_view: training.server_co_view(),
                 ease: training.ease(lambda)?,
                 weight,
             }),
@@ -814,7 +826,7 @@ impl Recommender for CoViewExact {
 
 /// [`Method::CoViewEase`], fitted.
 struct CoViewEase {
-    co_view: CoViewExact,
+    co_view: Arc<CoViewExact>,
     ease: Arc<Ease>,
     weight: f32,
 }
@@ -830,7 +842,7 @@ impl Recommender for CoViewEase {
             }
             part
         };
-        let co_view = scaled(&self.co_view);
+        let co_view = scaled(self.co_view.as_ref());
         let ease = scaled(self.ease.as_ref());
         for ((score, c), e) in scores.iter_mut().zip(co_view).zip(ease) {
             *score += c + self.weight * e;
@@ -1026,6 +1038,12 @@ mod tests {
         let first = t.ease(1.0).unwrap();
         assert!(Arc::ptr_eq(&first, &t.ease(1.0).unwrap()));
         assert!(!Arc::ptr_eq(&first, &t.ease(2.0).unwrap()));
+    }
+
+    #[test]
+    fn the_ease_blends_of_one_training_share_one_co_view_fit() {
+        let t = clustered();
+        assert!(Arc::ptr_eq(&t.server_co_view(), &t.server_co_view()));
     }
 
     #[test]
