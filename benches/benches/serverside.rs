@@ -98,7 +98,7 @@ fn metrics_observe(c: &mut Criterion) {
     c.bench_function("metrics_observe_one_request", |b| {
         b.iter(|| {
             metrics.observe(
-                black_box(vitrine_http::error::Endpoint::Serverside),
+                black_box(vitrine_http::routes::Endpoint::Serverside),
                 black_box(http::StatusCode::OK),
                 black_box(took),
             );

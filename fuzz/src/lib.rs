@@ -117,7 +117,7 @@ impl Target {
                 let form = vitrine_http::api::stream::form_object(input);
                 let mut errors = Errors::default();
                 if let Some(fields) = Fields::of(&form, "", KeyMatch::Exact, &mut errors) {
-                    let endpoint = vitrine_http::error::Endpoint::FeedAppend;
+                    let endpoint = vitrine_http::routes::Endpoint::FeedAppend;
                     let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
                     if let Some(name) = fields.req_nonempty_str("feedName", &mut errors) {
                         let _ = vitrine_ingest::jobs::StreamKind::of_name(name);
@@ -129,7 +129,7 @@ impl Target {
                 if let Ok(body) = serde_json::from_slice::<serde_json::Value>(input) {
                     let mut errors = Errors::default();
                     if let Some(fields) = Fields::of(&body, "", KeyMatch::Exact, &mut errors) {
-                        let endpoint = vitrine_http::error::Endpoint::DeltaStatus;
+                        let endpoint = vitrine_http::routes::Endpoint::DeltaStatus;
                         let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
                         let _ = vitrine_http::api::tokens(&fields, 1_000);
                     }
@@ -539,7 +539,7 @@ fn read_serverside<V: vitrine_fields::JsonValue>(
     let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
         return (errors.messages(), None);
     };
-    let endpoint = vitrine_http::error::Endpoint::Serverside;
+    let endpoint = vitrine_http::routes::Endpoint::Serverside;
     let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
     let limits = vitrine_http::config::Limits::default();
     let request =

@@ -7,7 +7,8 @@ use serde_json::Value;
 use subtle::ConstantTimeEq;
 use vitrine_fields::{Errors, Fields, JsonValue, KeyMatch};
 
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::{AccountEntry, AppState};
 
 /// The body fields carrying credentials on one endpoint.

@@ -32,6 +32,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod metrics;
+pub mod routes;
 pub mod server;
 pub mod state;
 

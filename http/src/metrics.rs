@@ -21,7 +21,7 @@ use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 use prometheus::{Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use vitrine_snapshots::metrics::{doubling, histogram, short_buckets};
 
-use crate::error::Endpoint;
+use crate::routes::Endpoint;
 use crate::state::{AccountEntry, AppState};
 
 /// The content type of the text format.

@@ -27,7 +27,8 @@ use vitrine_engine::{Evicted, MemoryBounds};
 
 use crate::api::{self, Reply};
 use crate::config::EventsFsync;
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::AppState;
 
 /// The OpenAPI 3.1 document of every endpoint (`docs/openapi.json`), served at

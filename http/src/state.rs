@@ -24,8 +24,9 @@ use vitrine_snapshots::wal::SyncPolicy;
 
 use crate::api::render::TextCache;
 use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
 use crate::metrics::{AccountMetrics, Metrics};
+use crate::routes::Endpoint;
 
 /// One account as the server holds it.
 #[derive(Debug)]

@@ -16,7 +16,10 @@ use crate::fetch::{self, FetchLimits};
 use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::Catalogue;
 
-use crate::jobs::{AccountJobs, Claim, FeedJob, FeedStatus, RebuildKind, Rebuilt, StreamKind};
+use crate::jobs::{
+    AccountJobs, Claim, FeedJob, FeedStatus, RebuildError, RebuildKind, Rebuilt, ReplicationError,
+    StreamKind,
+};
 use crate::{feed, orders};
 
 /// Settings of the runner.
@@ -231,7 +234,7 @@ fn build_shared(
     jobs: &AccountJobs,
     job: &FeedJob,
     tools: &Tools<'_>,
-) -> Result<SharedBuild, String> {
+) -> Result<SharedBuild, ReplicationError> {
     let failed = |status| SharedBuild {
         status,
         catalogue: None,
@@ -335,7 +338,8 @@ pub fn apply(
     let parsed = started.elapsed();
     let users = document.users.take();
     let rebuilt = jobs.rebuild(RebuildKind::Feed, |current| {
-        let catalogue = feed::build(current, &document).map_err(|e| e.to_string())?;
+        let catalogue =
+            feed::build(current, &document).map_err(|e| RebuildError::Build(e.to_string()))?;
         Ok(Rebuilt { catalogue, users })
     });
     let rebuilt = match rebuilt {

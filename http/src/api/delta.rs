@@ -11,7 +11,8 @@ use vitrine_ingest::jobs::DeltaStatus;
 
 use crate::api::{Reply, tokens};
 use crate::auth::{CredentialFields, authenticated};
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::AppState;
 
 /// Handles `/api/delta`.

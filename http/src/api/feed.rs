@@ -13,7 +13,8 @@ use vitrine_ingest::jobs::FeedStatus;
 use crate::api::Reply;
 use crate::api::tokens;
 use crate::auth::authenticated;
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::AppState;
 
 /// Longest feed URL accepted.

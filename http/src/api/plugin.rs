@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use crate::api::Reply;
 use crate::auth::authenticated;
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::server::now_millis;
 use crate::state::AppState;
 

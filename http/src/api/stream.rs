@@ -11,7 +11,8 @@ use vitrine_fields::Errors;
 
 use crate::api::Reply;
 use crate::auth::authenticated;
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::server::now_millis;
 use crate::state::AppState;
 

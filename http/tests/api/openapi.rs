@@ -408,7 +408,7 @@ fn the_document_lists_every_endpoint_the_server_routes() {
         .keys()
         .map(String::as_str)
         .collect();
-    use vitrine_http::error::Endpoint;
+    use vitrine_http::routes::Endpoint;
     for endpoint in Endpoint::ALL {
         if matches!(endpoint, Endpoint::Unrouted | Endpoint::Admin) {
             continue;

@@ -90,7 +90,9 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
-pub use self::replica::{Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication, Scrub};
+pub use self::replica::{
+    Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication, ReplicationError, Scrub,
+};
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
@@ -169,7 +171,7 @@ pub enum SubmitError {
     Busy(vitrine_snapshots::Error),
     /// The replicated log did not store the record (a cluster without a quorum).
     #[error("the cluster's log did not store the record: {0}")]
-    Replication(String),
+    Replication(ReplicationError),
 }
 
 impl From<vitrine_snapshots::Error> for SubmitError {
@@ -400,7 +402,7 @@ impl AccountJobs {
     pub fn rebuild(
         &self,
         kind: RebuildKind,
-        build: impl FnOnce(&Catalogue) -> Result<Rebuilt, String> + Send,
+        build: impl FnOnce(&Catalogue) -> Result<Rebuilt, RebuildError> + Send,
     ) -> Result<RebuildReport, RebuildError> {
         self.shared.rebuild(kind, build)
     }

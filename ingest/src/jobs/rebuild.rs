@@ -79,7 +79,9 @@ impl Shared {
     fn rebuild_compacted(&self) -> Result<RebuildReport, RebuildError> {
         self.rebuild(RebuildKind::Compaction, |current| {
             Ok(Rebuilt {
-                catalogue: current.compact().map_err(|e| e.to_string())?,
+                catalogue: current
+                    .compact()
+                    .map_err(|e| RebuildError::Build(e.to_string()))?,
                 users: None,
             })
         })
@@ -88,7 +90,7 @@ impl Shared {
     pub(super) fn rebuild(
         &self,
         kind: RebuildKind,
-        build: impl FnOnce(&Catalogue) -> Result<Rebuilt, String> + Send,
+        build: impl FnOnce(&Catalogue) -> Result<Rebuilt, RebuildError> + Send,
     ) -> Result<RebuildReport, RebuildError> {
         let _rebuilding = self.rebuild.lock();
         let (start, position) = {
@@ -98,11 +100,7 @@ impl Shared {
                 .map_err(store::StoreError::from)?;
             (self.account.catalogue(), position)
         };
-        let rebuilt = self
-            .config
-            .pool
-            .install(|| build(&start))
-            .map_err(RebuildError::Build)?;
+        let rebuilt = self.config.pool.install(|| build(&start))?;
         drop(start);
         // A feed holds the writer lock from before the statuses are saved until the swap;
         // a compaction (same content) only for the swap.

@@ -42,32 +42,108 @@ pub const POSITION_FILE: &str = "stream-position";
 /// node that published it.
 pub type Incarnation = u64;
 
+/// Why the replicated log, the job claims or the shared objects did not do what was
+/// asked. The NATS client's and the file system's reasons are kept as their text: they
+/// end in a log line or an error message, never in a decision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicationError {
+    /// The account has no replicated log (it is served by one node).
+    #[error("the account is not replicated")]
+    NotReplicated,
+    /// The cluster did not answer within the time allowed.
+    #[error("no answer from the cluster within {0:?}")]
+    Timeout(std::time::Duration),
+    /// The records waiting to be published are at their bound.
+    #[error("the publish queue is full")]
+    QueueFull,
+    /// A task or thread the work needs has stopped (named).
+    #[error("the {0} stopped")]
+    Stopped(&'static str),
+    /// NATS failed or refused: what was being done (may be empty), and the client's
+    /// reason.
+    #[error("{doing}{}{reason}", if doing.is_empty() { "" } else { ": " })]
+    Nats {
+        /// What was being done, e.g. `storing the shared object built-7`.
+        doing: String,
+        /// The client's reason.
+        reason: String,
+    },
+    /// A local file could not be read or written.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// Something the replicated log or a shared object holds does not read, or work
+    /// on it failed here (what, and why).
+    #[error("{what}: {reason}")]
+    Failed {
+        /// What it is, e.g. `the shared catalogue built-7`.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ReplicationError {
+    /// A NATS error while `doing` something.
+    pub fn nats(doing: impl Into<String>, reason: impl std::fmt::Display) -> ReplicationError {
+        ReplicationError::Nats {
+            doing: doing.into(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// A file error at `path`.
+    pub fn file(path: &Path, reason: impl std::fmt::Display) -> ReplicationError {
+        ReplicationError::File {
+            path: path.display().to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// `what` failed for `reason`.
+    pub fn failed(what: impl Into<String>, reason: impl std::fmt::Display) -> ReplicationError {
+        ReplicationError::Failed {
+            what: what.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// A replicated log the account's records are published to.
 pub trait Replication: Send + Sync + std::fmt::Debug {
     /// Publishes a record. With `wait`, returns once the replicated log has stored it
     /// (on a quorum); otherwise once it is handed over (published in order, its
     /// acknowledgement awaited in the background).
-    fn publish(&self, kind: RecordKind, payload: Vec<u8>, wait: bool) -> Result<(), String>;
+    fn publish(
+        &self,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: bool,
+    ) -> Result<(), ReplicationError>;
 
     /// Claims the job submitted at `job` in the replicated log for this node (see
     /// [`Claim`]).
-    fn claim(&self, job: u64) -> Result<Claim, String>;
+    fn claim(&self, job: u64) -> Result<Claim, ReplicationError>;
 
     /// Stores the file at `path` as the shared object `name` (replacing one of that name).
-    fn put_object(&self, name: &str, path: &Path) -> Result<(), String>;
+    fn put_object(&self, name: &str, path: &Path) -> Result<(), ReplicationError>;
 
     /// Writes the shared object `name` to `path`; false when there is no such object.
-    fn get_object(&self, name: &str, path: &Path) -> Result<bool, String>;
+    fn get_object(&self, name: &str, path: &Path) -> Result<bool, ReplicationError>;
 
     /// The names of the shared objects.
-    fn objects(&self) -> Result<Vec<String>, String>;
+    fn objects(&self) -> Result<Vec<String>, ReplicationError>;
 
     /// Deletes the shared object `name` (nothing when there is none).
-    fn delete_object(&self, name: &str) -> Result<(), String>;
+    fn delete_object(&self, name: &str) -> Result<(), ReplicationError>;
 
     /// The delta records of the replicated log strictly between `after` and `before`,
     /// in order.
-    fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, String>;
+    fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, ReplicationError>;
 
     /// Removes an erased person from the cluster's storage, in the background: once
     /// every node reading the replicated log is past its end, every record `scrub`
@@ -155,7 +231,7 @@ impl std::fmt::Debug for Claim {
 /// A job claimed by this node.
 pub trait Lease: Send {
     /// Marks the job finished (its outcome published), for good.
-    fn done(self: Box<Self>) -> Result<(), String>;
+    fn done(self: Box<Self>) -> Result<(), ReplicationError>;
 }
 
 /// The replication of one account's jobs.

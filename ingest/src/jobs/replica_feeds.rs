@@ -37,9 +37,9 @@ use vitrine_engine::catalogue::{Catalogue, CatalogueData};
 use vitrine_snapshots::snapshot::{self, Kind};
 
 use super::log::{self, RecordKind};
-use super::replica::{Applied, Claim};
+use super::replica::{Applied, Claim, ReplicationError};
 use super::status::{FeedJob, FeedStatus};
-use super::{AccountJobs, RebuildKind, Rebuilt, SubmitError};
+use super::{AccountJobs, RebuildError, RebuildKind, Rebuilt, SubmitError};
 use crate::delta::{self, Mode};
 use crate::store;
 
@@ -136,7 +136,8 @@ impl AccountJobs {
                 submitted_at: job.submitted_at,
                 body,
             };
-            let payload = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+            let payload = serde_json::to_vec(&record)
+                .map_err(|e| ReplicationError::failed("the submission record", e))?;
             replication.publish(RecordKind::FeedSubmitted, payload, true)
         })();
         if let Err(reason) = announced {
@@ -252,11 +253,9 @@ impl AccountJobs {
     /// Downloads a built feed's catalogue (and users) and swaps it in with the deltas of
     /// the replicated log between the submission and `sequence` applied again on top.
     /// False when the catalogue object is gone.
-    fn swap_in_built(&self, built: &Built, sequence: u64) -> Result<bool, String> {
+    fn swap_in_built(&self, built: &Built, sequence: u64) -> Result<bool, ReplicationError> {
         let shared = &self.shared;
-        let replication = self
-            .replication()
-            .ok_or_else(|| "the account is not replicated".to_owned())?;
+        let replication = self.replication().ok_or(ReplicationError::NotReplicated)?;
         let dir = shared.dir.join("feeds");
         let catalogue_file = dir.join(format!("{}.catalogue", built.job));
         let users_file = dir.join(format!("{}.users", built.job));
@@ -269,7 +268,8 @@ impl AccountJobs {
         }
         let users = match &built.users {
             Some(object) if replication.get_object(object, &users_file)? => {
-                let bytes = std::fs::read(&users_file).map_err(|e| e.to_string())?;
+                let bytes = std::fs::read(&users_file)
+                    .map_err(|e| ReplicationError::file(&users_file, e))?;
                 let (users, problems) = store::parse_users(&bytes);
                 for problem in problems {
                     tracing::warn!(account = %shared.account.access_key(), %problem, "a shared user record was skipped");
@@ -289,7 +289,7 @@ impl AccountJobs {
             std::thread::sleep(Duration::from_millis(5));
         }
         let (frozen, _) = snapshot::open::<CatalogueData>(&catalogue_file, Kind::Catalogue)
-            .map_err(|e| format!("the shared catalogue {object}: {e}"))?;
+            .map_err(|e| ReplicationError::failed(format!("the shared catalogue {object}"), e))?;
         let base = Catalogue::from_frozen(frozen);
         let reapplied = deltas.clone();
         shared
@@ -298,10 +298,13 @@ impl AccountJobs {
                 for delta in &reapplied {
                     let _ = delta::apply_to(&mut edit, delta, Mode::Reapply);
                 }
-                let catalogue = edit.finish().compact().map_err(|e| e.to_string())?;
+                let catalogue = edit
+                    .finish()
+                    .compact()
+                    .map_err(|e| RebuildError::Build(e.to_string()))?;
                 Ok(Rebuilt { catalogue, users })
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ReplicationError::failed("swapping in the shared catalogue", e))?;
         for delta in &deltas {
             delta::apply_users(&shared.account, delta);
         }
@@ -309,13 +312,13 @@ impl AccountJobs {
     }
 
     /// Claims a feed job for this node's runner; `None` on a single node.
-    pub fn claim_feed(&self, job: u64) -> Option<Result<Claim, String>> {
+    pub fn claim_feed(&self, job: u64) -> Option<Result<Claim, ReplicationError>> {
         self.replication().map(|replication| replication.claim(job))
     }
 
     /// Makes sure a streamed feed's body is at `path`, from the shared objects if it was
     /// streamed to another node; false when it is nowhere.
-    pub fn fetch_feed_body(&self, token: &str, path: &Path) -> Result<bool, String> {
+    pub fn fetch_feed_body(&self, token: &str, path: &Path) -> Result<bool, ReplicationError> {
         if path.exists() {
             return Ok(true);
         }
@@ -338,10 +341,8 @@ impl AccountJobs {
         status: &FeedStatus,
         catalogue: Option<&Catalogue>,
         users: Option<&[vitrine_engine::account::UserRecord]>,
-    ) -> Result<(), String> {
-        let replication = self
-            .replication()
-            .ok_or_else(|| "the account is not replicated".to_owned())?;
+    ) -> Result<(), ReplicationError> {
+        let replication = self.replication().ok_or(ReplicationError::NotReplicated)?;
         let dir = self.shared.dir.join("feeds");
         let (catalogue_name, users_name) = built_objects(job.stream_sequence, self.incarnation());
         let (outcome, error, detail) = status.parts();
@@ -364,7 +365,7 @@ impl AccountJobs {
                 0,
                 catalogue.archive_bytes(),
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ReplicationError::failed("writing the built catalogue", e))?;
             let _cleanup = Cleanup(vec![path.clone()]);
             replication.put_object(&catalogue_name, &path)?;
             built.catalogue = Some(catalogue_name);
@@ -372,14 +373,16 @@ impl AccountJobs {
         if let Some(users) = users {
             let path = dir.join(format!("built-{}.users", job.stream_sequence));
             let _cleanup = Cleanup(vec![path.clone()]);
-            std::fs::write(&path, store::users_json(users)).map_err(|e| e.to_string())?;
+            std::fs::write(&path, store::users_json(users))
+                .map_err(|e| ReplicationError::file(&path, e))?;
             replication.put_object(&users_name, &path)?;
             built.users = Some(users_name);
         }
-        let payload = serde_json::to_vec(&built).map_err(|e| e.to_string())?;
+        let payload = serde_json::to_vec(&built)
+            .map_err(|e| ReplicationError::failed("the built feed record", e))?;
         replication.publish(RecordKind::FeedBuilt, payload, true)?;
         // Tidying: a failure only leaves objects behind.
-        let tidy = || -> Result<(), String> {
+        let tidy = || -> Result<(), ReplicationError> {
             if let Some(body) = self.feed_job(&job.token).and_then(|job| job.shared_body) {
                 replication.delete_object(&body)?;
             }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use vitrine_snapshots::snapshot::{self, Kind};
 
 use super::AccountJobs;
-use super::replica::POSITION_FILE;
+use super::replica::{POSITION_FILE, ReplicationError};
 use crate::{state, store};
 
 /// The file of a restored account directory naming what its snapshots include.
@@ -62,7 +62,7 @@ pub struct SnapshotSet {
 impl AccountJobs {
     /// Writes the account's snapshot set for the cluster into the empty directory
     /// `out` (see the module documentation).
-    pub fn cluster_snapshot(&self, out: &Path) -> Result<SnapshotSet, String> {
+    pub fn cluster_snapshot(&self, out: &Path) -> Result<SnapshotSet, ReplicationError> {
         let shared = &self.shared;
         // The catalogue with every delta read applied.
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -75,21 +75,24 @@ impl AccountJobs {
                 }
             }
             if Instant::now() >= deadline {
-                return Err("deltas kept waiting to be applied for a minute".to_owned());
+                return Err(ReplicationError::failed(
+                    "the snapshot set",
+                    "deltas kept waiting to be applied for a minute",
+                ));
             }
             std::thread::sleep(Duration::from_millis(5));
         };
         let write = |bytes: &[u8]| {
             snapshot::write(out, store::PREFIX, Kind::Catalogue, 1, 1, bytes)
                 .map(|_| ())
-                .map_err(|e| e.to_string())
+                .map_err(|e| ReplicationError::failed("the catalogue snapshot", e))
         };
         if catalogue.has_overlay() {
             let compacted = shared
                 .config
                 .pool
                 .install(|| catalogue.compact())
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| ReplicationError::failed("compacting the catalogue", e))?;
             write(compacted.archive_bytes())?;
         } else {
             write(catalogue.archive_bytes())?;
@@ -97,36 +100,39 @@ impl AccountJobs {
         drop(catalogue);
         // The state: everything through the position read first is in it.
         let state_floor = shared.stream_position.load(Ordering::Acquire);
-        state::write(out, &shared.account, 1).map_err(|e| e.to_string())?;
-        store::save_users(out, &shared.account.users()).map_err(|e| e.to_string())?;
+        state::write(out, &shared.account, 1)
+            .map_err(|e| ReplicationError::failed("the state snapshot", e))?;
+        store::save_users(out, &shared.account.users())
+            .map_err(|e| ReplicationError::failed("the users file", e))?;
         shared
             .deltas
             .statuses
             .save(out)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ReplicationError::failed("the delta statuses", e))?;
         let feeds = out.join("feeds");
-        fs::create_dir_all(&feeds).map_err(|e| e.to_string())?;
+        fs::create_dir_all(&feeds).map_err(|e| ReplicationError::file(&feeds, e))?;
         let jobs = shared.dir.join("feeds");
-        for entry in fs::read_dir(&jobs).map_err(|e| format!("{}: {e}", jobs.display()))? {
-            let path = entry
-                .map_err(|e| format!("{}: {e}", jobs.display()))?
-                .path();
+        for entry in fs::read_dir(&jobs).map_err(|e| ReplicationError::file(&jobs, e))? {
+            let path = entry.map_err(|e| ReplicationError::file(&jobs, e))?.path();
             if path.extension().is_some_and(|e| e == "job")
                 && let Some(name) = path.file_name()
             {
-                fs::copy(&path, feeds.join(name)).map_err(|e| e.to_string())?;
+                fs::copy(&path, feeds.join(name)).map_err(|e| ReplicationError::file(&path, e))?;
             }
         }
         let floors = Floors {
             catalogue: catalogue_floor,
             state: state_floor,
         };
-        let text = serde_json::to_vec(&floors).map_err(|e| e.to_string())?;
-        fs::write(out.join(FLOORS_FILE), text).map_err(|e| e.to_string())?;
+        let text =
+            serde_json::to_vec(&floors).map_err(|e| ReplicationError::failed(FLOORS_FILE, e))?;
+        fs::write(out.join(FLOORS_FILE), text)
+            .map_err(|e| ReplicationError::file(&out.join(FLOORS_FILE), e))?;
         let position = catalogue_floor.min(state_floor);
-        fs::write(out.join(POSITION_FILE), format!("{position}\n")).map_err(|e| e.to_string())?;
+        fs::write(out.join(POSITION_FILE), format!("{position}\n"))
+            .map_err(|e| ReplicationError::file(&out.join(POSITION_FILE), e))?;
         let mut files = Vec::new();
-        collect(out, out, &mut files).map_err(|e| e.to_string())?;
+        collect(out, out, &mut files).map_err(|e| ReplicationError::file(out, e))?;
         files.sort();
         Ok(SnapshotSet { floors, files })
     }

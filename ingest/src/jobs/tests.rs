@@ -203,7 +203,9 @@ fn a_feed_reapplies_the_deltas_accepted_while_it_was_built() {
                         .upsert_product(crate::record::product(&record, "", &mut errors).unwrap());
                 }
                 Ok(Rebuilt {
-                    catalogue: builder.build().map_err(|e| e.to_string())?,
+                    catalogue: builder
+                        .build()
+                        .map_err(|e| RebuildError::Build(e.to_string()))?,
                     users: Some(Vec::new()),
                 })
             })

@@ -20,7 +20,8 @@ pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
 use crate::api::{Reply, render};
 use crate::auth;
 use crate::config::Limits;
-use crate::error::{ApiError, Endpoint};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::AppState;
 
 /// Longest visitor or session id accepted.

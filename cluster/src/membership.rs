@@ -1,0 +1,349 @@
+//! Joining: [`Cluster::connect`] to the NATS servers, [`Cluster::restore`] of a fresh
+//! account directory from the newest snapshot set, and [`Cluster::join`], which opens
+//! the account's stream, claims bucket and object store, routes the jobs' publishes to
+//! them and starts the account's reader, applier and snapshot threads; the data
+//! directory's incarnation.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, object_store, stream};
+use tokio::sync::mpsc;
+use vitrine_ingest::jobs::{AccountJobs, Incarnation, Replication, ReplicationError};
+
+use crate::objects::{download_object, load_manifest, manifest_objects, snapshots};
+use crate::publish::{SnapshotNow, StreamLog, publisher};
+use crate::replay::{apply, bounds, read};
+use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, PUBLISH_QUEUE, names};
+
+impl Cluster {
+    /// Connects to the NATS servers (waiting until one answers, up to `timeout`) and
+    /// reads (or makes) the data directory's incarnation.
+    pub async fn connect(
+        settings: ClusterSettings,
+        data_dir: &Path,
+        timeout: Duration,
+    ) -> Result<Cluster, ClusterError> {
+        let incarnation = incarnation(data_dir)?;
+        let failed = |reason: String| ClusterError::Connect {
+            servers: settings.servers.clone(),
+            reason,
+        };
+        let addresses = settings
+            .servers
+            .iter()
+            .map(|url| url.parse::<async_nats::ServerAddr>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| failed(e.to_string()))?;
+        let options = async_nats::ConnectOptions::new()
+            .name(format!("vitrine-{}", settings.node))
+            .retry_on_initial_connect()
+            .connection_timeout(Duration::from_secs(5));
+        let client = tokio::time::timeout(
+            timeout,
+            async_nats::connect_with_options(addresses, options),
+        )
+        .await
+        .map_err(|_| failed(format!("no answer within {timeout:?}")))?
+        .map_err(|e| failed(e.to_string()))?;
+        let mut jetstream = jetstream::new(client);
+        jetstream.set_timeout(Duration::from_secs(10));
+        Ok(Cluster {
+            settings,
+            jetstream,
+            incarnation,
+        })
+    }
+
+    /// The settings the cluster was joined with.
+    pub fn settings(&self) -> &ClusterSettings {
+        &self.settings
+    }
+
+    /// Fills an account directory that has nothing of its own yet (see
+    /// [`vitrine_ingest::jobs::is_fresh`]) from the newest snapshot set in the account's
+    /// object store, so that the node reads only the stream after it. False when there
+    /// is none (or the directory is not fresh).
+    pub async fn restore(&self, access_key: &str, dir: &Path) -> Result<bool, ClusterError> {
+        let (name, _) = names(access_key);
+        if !vitrine_ingest::jobs::is_fresh(dir) {
+            return Ok(false);
+        }
+        let failed = |reason: String| ClusterError::Stream {
+            stream: name.clone(),
+            reason,
+        };
+        let Ok(objects) = self.jetstream.get_object_store(name.as_str()).await else {
+            return Ok(false);
+        };
+        // The newest set whose files are all there.
+        let manifests = manifest_objects(&objects)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        for name in manifests.iter().rev() {
+            let Ok(Some(manifest)) = load_manifest(&objects, name).await else {
+                continue;
+            };
+            let restored = async {
+                for file in &manifest.files {
+                    let path = dir.join(file);
+                    if let Some(parent) = path.parent() {
+                        tokio::fs::create_dir_all(parent)
+                            .await
+                            .map_err(|e| ReplicationError::file(parent, e))?;
+                    }
+                    let object = format!("{}/{file}", manifest.prefix);
+                    if !download_object(&objects, &object, &path).await? {
+                        return Err(ReplicationError::failed(object, "the object is gone"));
+                    }
+                }
+                Ok::<_, ReplicationError>(())
+            };
+            match restored.await {
+                Ok(()) => {
+                    tracing::info!(account = %access_key, snapshot = %name, catalogue = manifest.catalogue, state = manifest.state, "restored from the cluster's snapshot");
+                    return Ok(true);
+                }
+                Err(error) => {
+                    tracing::warn!(account = %access_key, snapshot = %name, %error, "a cluster snapshot could not be restored; trying an older one");
+                    for file in &manifest.files {
+                        let _ = tokio::fs::remove_file(dir.join(file)).await;
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether this node serves the account.
+    pub fn serves(&self, access_key: &str) -> bool {
+        self.settings.accounts.is_empty() || self.settings.accounts.iter().any(|a| a == access_key)
+    }
+
+    /// Makes `jobs` a node of the account's stream: creates the stream if it has none,
+    /// routes the jobs' publishes to it, and starts reading it after the position the
+    /// jobs' files include. Returns once the node has applied the stream up to where it
+    /// was when this was called, less `ready_lag` records, its deltas in the catalogue
+    /// (or `timeout` passed).
+    pub async fn join(
+        &self,
+        jobs: Arc<AccountJobs>,
+        timeout: Duration,
+    ) -> Result<Membership, ClusterError> {
+        let access_key = jobs.account().access_key().to_owned();
+        let (name, subject) = names(&access_key);
+        let failed = |reason: String| ClusterError::Stream {
+            stream: name.clone(),
+            reason,
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        let Opened {
+            stream,
+            first,
+            last,
+            claims,
+            objects,
+        } = self
+            .open(&name, &subject, deadline)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+
+        // Trimmed past this node's files: it cannot catch up from the stream.
+        let start = jobs.stream_position() + 1;
+        if first > 1 && start < first {
+            return Err(failed(format!(
+                "the stream was trimmed behind the cluster's snapshots: it starts at {first}, and this node's data directory ends at {}; start the node with an empty data directory (it then restores the newest snapshots)",
+                start - 1
+            )));
+        }
+        let (sender, receiver) = mpsc::channel(PUBLISH_QUEUE);
+        tokio::spawn(publisher(
+            self.jetstream.clone(),
+            subject.clone(),
+            self.incarnation,
+            receiver,
+        ));
+        let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
+        let log = Arc::new(StreamLog {
+            sender,
+            runtime: tokio::runtime::Handle::current(),
+            stream: stream.clone(),
+            subject: subject.clone(),
+            claims,
+            objects,
+            incarnation: self.incarnation,
+            seen_claims: Mutex::new(HashMap::new()),
+            snapshot_now,
+        });
+        if !jobs.replicate(Arc::clone(&log) as Arc<dyn Replication>, self.incarnation) {
+            return Err(failed(
+                "the account already belongs to a cluster".to_owned(),
+            ));
+        }
+
+        let (applied_sender, applied_receiver) = std::sync::mpsc::sync_channel(1024);
+        let applier_jobs = Arc::clone(&jobs);
+        std::thread::Builder::new()
+            .name(format!("replica-{access_key}"))
+            .spawn(move || apply(&applier_jobs, &applied_receiver))
+            .map_err(|e| failed(e.to_string()))?;
+        tokio::spawn(read(stream, subject, start, applied_sender));
+
+        let target = last.saturating_sub(self.settings.ready_lag);
+        while !jobs.stream_caught_up(target) {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(failed(format!(
+                    "not caught up within {timeout:?}: at {} of {last}",
+                    jobs.stream_position()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tracing::info!(
+            account = %access_key,
+            stream = %name,
+            from = start,
+            to = jobs.stream_position(),
+            "caught up with the cluster"
+        );
+        let snapshots_jobs = Arc::clone(&jobs);
+        let interval = self.settings.snapshot_interval;
+        std::thread::Builder::new()
+            .name(format!("snapshots-{access_key}"))
+            .spawn(move || snapshots(&snapshots_jobs, &log, interval, &snapshot_requests))
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Membership { stream: name, jobs })
+    }
+
+    /// Opens (or makes) the account's stream `name` on `subject`, its claims bucket and
+    /// its object store, trying again until `deadline` (a cluster that is starting has no
+    /// JetStream leader for a moment); the last reason when it gives up.
+    async fn open(
+        &self,
+        name: &str,
+        subject: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Opened, ReplicationError> {
+        // A cluster that is starting has no JetStream leader for a moment: retried.
+        loop {
+            let attempt = async {
+                let mut stream = self
+                    .jetstream
+                    .get_or_create_stream(stream::Config {
+                        name: name.to_owned(),
+                        subjects: vec![subject.to_owned()],
+                        num_replicas: self.settings.replicas,
+                        storage: stream::StorageType::File,
+                        ..stream::Config::default()
+                    })
+                    .await
+                    .map_err(|e| ReplicationError::nats("opening the stream", e))?;
+                let (first, last) = bounds(&mut stream).await?;
+                // The bucket's stream as the key-value API makes it (made here: the
+                // client's own call first asks for account details that NATS 2.9 does
+                // not give in the form it reads).
+                self.jetstream
+                    .get_or_create_stream(stream::Config {
+                        name: format!("KV_{name}"),
+                        subjects: vec![format!("$KV.{name}.>")],
+                        max_messages_per_subject: 1,
+                        storage: stream::StorageType::File,
+                        num_replicas: self.settings.replicas,
+                        allow_rollup: true,
+                        deny_delete: true,
+                        allow_direct: true,
+                        discard: stream::DiscardPolicy::New,
+                        ..stream::Config::default()
+                    })
+                    .await
+                    .map_err(|e| ReplicationError::nats("the job claims bucket", e))?;
+                let claims = self
+                    .jetstream
+                    .get_key_value(name)
+                    .await
+                    .map_err(|e| ReplicationError::nats("the job claims bucket", e))?;
+                let objects = match self.jetstream.get_object_store(name).await {
+                    Ok(objects) => objects,
+                    Err(_) => self
+                        .jetstream
+                        .create_object_store(object_store::Config {
+                            bucket: name.to_owned(),
+                            num_replicas: self.settings.replicas,
+                            storage: stream::StorageType::File,
+                            ..object_store::Config::default()
+                        })
+                        .await
+                        .map_err(|e| ReplicationError::nats("the object store", e))?,
+                };
+                Ok::<_, ReplicationError>(Opened {
+                    stream,
+                    first,
+                    last,
+                    claims,
+                    objects,
+                })
+            };
+            match attempt.await {
+                Ok(found) => return Ok(found),
+                Err(reason) if tokio::time::Instant::now() >= deadline => {
+                    return Err(reason);
+                }
+                Err(reason) => {
+                    tracing::info!(stream = %name, %reason, "the stream is not available yet; retrying");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        }
+    }
+}
+
+/// What [`Cluster::open`] opens of an account.
+struct Opened {
+    stream: stream::Stream,
+    first: u64,
+    last: u64,
+    claims: async_nats::jetstream::kv::Store,
+    objects: object_store::ObjectStore,
+}
+
+/// An account's membership of the cluster.
+#[derive(Debug)]
+pub struct Membership {
+    /// The account's stream.
+    pub stream: String,
+    jobs: Arc<AccountJobs>,
+}
+
+impl Membership {
+    /// The stream sequence the node has applied.
+    pub fn position(&self) -> u64 {
+        self.jobs.stream_position()
+    }
+}
+
+/// The data directory's incarnation: read from [`INCARNATION_FILE`], or made now (a new
+/// or emptied data directory is a new incarnation: it applies its node's earlier
+/// records again from the stream).
+pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
+    let path = data_dir.join(INCARNATION_FILE);
+    let failed = |reason: String| ClusterError::Incarnation {
+        path: path.display().to_string(),
+        reason,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => u64::from_str_radix(text.trim(), 16)
+            .map_err(|_| failed(format!("not 16 hex digits: {:?}", text.trim()))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let incarnation: u64 = rand::random::<u64>().max(1);
+            std::fs::create_dir_all(data_dir).map_err(|e| failed(e.to_string()))?;
+            let temp = path.with_extension("tmp");
+            std::fs::write(&temp, format!("{incarnation:016x}\n"))
+                .map_err(|e| failed(e.to_string()))?;
+            std::fs::rename(&temp, &path).map_err(|e| failed(e.to_string()))?;
+            Ok(incarnation)
+        }
+        Err(error) => Err(failed(error.to_string())),
+    }
+}

@@ -1,0 +1,234 @@
+//! Publishing: the jobs' side of an account's stream ([`StreamLog`], the jobs'
+//! [`Replication`]) and the one task per account that publishes its records in order,
+//! awaiting each acknowledgement on a task of its own.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, kv, object_store, stream};
+use tokio::sync::{mpsc, oneshot};
+use vitrine_ingest::jobs::{Claim, Incarnation, RecordKind, Replication, ReplicationError, Scrub};
+
+use crate::objects::{download_object, object_names};
+use crate::replay::read_range;
+use crate::scrub::scrub_storage;
+use crate::{KIND_HEADER, ORIGIN_HEADER};
+
+/// A record on its way to the stream, with where to say it is stored.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) kind: RecordKind,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) stored: Option<oneshot::Sender<Result<(), ReplicationError>>>,
+}
+
+/// The jobs' side of an account's stream, its job claims and its shared objects.
+pub(crate) struct StreamLog {
+    pub(crate) sender: mpsc::Sender<Outgoing>,
+    pub(crate) runtime: tokio::runtime::Handle,
+    pub(crate) stream: stream::Stream,
+    pub(crate) subject: String,
+    pub(crate) claims: kv::Store,
+    pub(crate) objects: object_store::ObjectStore,
+    pub(crate) incarnation: Incarnation,
+    /// Claims held by other nodes: the revision last seen, and since when.
+    pub(crate) seen_claims: Mutex<HashMap<String, (u64, Instant)>>,
+    /// Asks the account's snapshot thread for a snapshot set now (after an erasure).
+    pub(crate) snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
+}
+
+/// A request for a snapshot set now, answered with its manifest's object name.
+pub(crate) type SnapshotNow = oneshot::Sender<Result<String, ReplicationError>>;
+
+impl std::fmt::Debug for StreamLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamLog")
+            .field("subject", &self.subject)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Replication for StreamLog {
+    fn publish(
+        &self,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: bool,
+    ) -> Result<(), ReplicationError> {
+        if !wait {
+            return self
+                .sender
+                .try_send(Outgoing {
+                    kind,
+                    payload,
+                    stored: None,
+                })
+                .map_err(|e| match e {
+                    mpsc::error::TrySendError::Full(_) => ReplicationError::QueueFull,
+                    mpsc::error::TrySendError::Closed(_) => ReplicationError::Stopped("publisher"),
+                });
+        }
+        let (stored, answer) = oneshot::channel();
+        let outgoing = Outgoing {
+            kind,
+            payload,
+            stored: Some(stored),
+        };
+        // Called off the async workers (the request waits for a quorum).
+        let sender = self.sender.clone();
+        self.runtime.block_on(async move {
+            sender
+                .send(outgoing)
+                .await
+                .map_err(|_| ReplicationError::Stopped("publisher"))?;
+            answer
+                .await
+                .map_err(|_| ReplicationError::Stopped("publisher"))?
+        })
+    }
+
+    fn claim(&self, job: u64) -> Result<Claim, ReplicationError> {
+        self.claim_key(format!("feed.{job}"))
+    }
+
+    fn put_object(&self, name: &str, path: &Path) -> Result<(), ReplicationError> {
+        self.block_on(Duration::from_secs(600), async {
+            let mut file = tokio::fs::File::open(path)
+                .await
+                .map_err(|e| ReplicationError::file(path, e))?;
+            self.objects
+                .put(name, &mut file)
+                .await
+                .map(|_| ())
+                .map_err(|e| ReplicationError::nats(format!("storing the shared object {name}"), e))
+        })
+    }
+
+    fn get_object(&self, name: &str, path: &Path) -> Result<bool, ReplicationError> {
+        self.block_on(
+            Duration::from_secs(600),
+            download_object(&self.objects, name, path),
+        )
+    }
+
+    fn objects(&self) -> Result<Vec<String>, ReplicationError> {
+        self.block_on(
+            Duration::from_secs(60),
+            object_names(&self.objects, |_| true),
+        )
+    }
+
+    fn delete_object(&self, name: &str) -> Result<(), ReplicationError> {
+        self.block_on(Duration::from_secs(60), async {
+            match self.objects.delete(name).await {
+                Ok(()) => Ok(()),
+                Err(error) if error.kind() == object_store::DeleteErrorKind::NotFound => Ok(()),
+                Err(error) => Err(ReplicationError::nats(
+                    format!("deleting the shared object {name}"),
+                    error,
+                )),
+            }
+        })
+    }
+
+    fn scrub(&self, scrub: Scrub) {
+        let stream = self.stream.clone();
+        let subject = self.subject.clone();
+        let objects = self.objects.clone();
+        let snapshot_now = self.snapshot_now.clone();
+        self.runtime.spawn(async move {
+            let name = stream.cached_info().config.name.clone();
+            match scrub_storage(stream, subject, objects, snapshot_now, &scrub).await {
+                Ok((messages, objects)) => tracing::info!(stream = %name, messages, objects, "erased person scrubbed from the cluster's storage"),
+                Err(error) => tracing::error!(stream = %name, %error, "the erased person could not be scrubbed from the cluster's storage"),
+            }
+        });
+    }
+
+    fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, ReplicationError> {
+        if before <= after + 1 {
+            return Ok(Vec::new());
+        }
+        self.block_on(Duration::from_secs(300), async {
+            let mut deltas = Vec::new();
+            read_range(
+                &self.stream,
+                &self.subject,
+                after + 1,
+                before - 1,
+                |_, kind, payload| {
+                    if kind == Some(RecordKind::Delta) {
+                        deltas.push(payload.to_vec());
+                    }
+                },
+            )
+            .await?;
+            Ok(deltas)
+        })
+    }
+}
+
+/// Publishes an account's records in order; each acknowledgement is awaited on its own
+/// task, so that publishes are pipelined.
+pub(crate) async fn publisher(
+    jetstream: jetstream::Context,
+    subject: String,
+    incarnation: Incarnation,
+    mut receiver: mpsc::Receiver<Outgoing>,
+) {
+    let origin = format!("{incarnation:016x}");
+    while let Some(outgoing) = receiver.recv().await {
+        let mut headers = HeaderMap::new();
+        headers.insert(KIND_HEADER, outgoing.kind.code().to_string().as_str());
+        headers.insert(ORIGIN_HEADER, origin.as_str());
+        let sent = jetstream
+            .publish_with_headers(subject.clone(), headers, outgoing.payload.into())
+            .await;
+        let stored = outgoing.stored;
+        match sent {
+            Ok(ack) => {
+                tokio::spawn(async move {
+                    let result = ack
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| ReplicationError::nats("", e));
+                    match stored {
+                        Some(stored) => {
+                            let _ = stored.send(result);
+                        }
+                        None => {
+                            if let Err(error) = result {
+                                tracing::warn!(%error, "an unwaited record was not stored by the cluster");
+                            }
+                        }
+                    }
+                });
+            }
+            Err(error) => match stored {
+                Some(stored) => {
+                    let _ = stored.send(Err(ReplicationError::nats("", error)));
+                }
+                None => tracing::warn!(%error, "an unwaited record was not published"),
+            },
+        }
+    }
+}
+
+impl StreamLog {
+    /// Runs `work` on the runtime from a thread outside it (the applier, the feed
+    /// runner), within `limit`.
+    pub(crate) fn block_on<T>(
+        &self,
+        limit: Duration,
+        work: impl std::future::Future<Output = Result<T, ReplicationError>>,
+    ) -> Result<T, ReplicationError> {
+        self.runtime.block_on(async {
+            tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_| ReplicationError::Timeout(limit))?
+        })
+    }
+}

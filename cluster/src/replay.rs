@@ -1,0 +1,219 @@
+//! Reading the stream: the account's reader task (an ephemeral pull consumer, replaced
+//! when its server dies or a message is missing), the applying thread, and bounded reads
+//! of a range for the other modules.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{consumer, stream};
+use futures_util::StreamExt;
+use vitrine_ingest::jobs::{AccountJobs, Incarnation, RecordKind, ReplicationError};
+
+use crate::{KIND_HEADER, ORIGIN_HEADER};
+
+/// Messages asked for per pull request.
+const BATCH: usize = 512;
+/// How long a pull request waits for messages before the next one.
+const BATCH_WAIT: Duration = Duration::from_secs(5);
+/// Heartbeats of a pull request: one missed for twice this long fails the read (the
+/// server holding the consumer is gone).
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// A consumer left behind (its reader gone) is removed by NATS after this long.
+const CONSUMER_IDLE: Duration = Duration::from_secs(60);
+/// Wait before a failed step is tried again.
+const RETRY: Duration = Duration::from_millis(250);
+
+/// The first and last sequence a stream holds.
+pub(crate) async fn bounds(stream: &mut stream::Stream) -> Result<(u64, u64), ReplicationError> {
+    let state = &stream
+        .info()
+        .await
+        .map_err(|e| ReplicationError::nats("reading the stream's bounds", e))?
+        .state;
+    Ok((state.first_sequence, state.last_sequence))
+}
+
+/// An ephemeral pull consumer of the account's subject from `start`, without
+/// acknowledgements, removed by NATS when left behind.
+pub(crate) fn reader_config(subject: &str, start: u64) -> consumer::pull::Config {
+    consumer::pull::Config {
+        deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+            start_sequence: start,
+        },
+        ack_policy: consumer::AckPolicy::None,
+        filter_subject: subject.to_owned(),
+        inactive_threshold: CONSUMER_IDLE,
+        ..consumer::pull::Config::default()
+    }
+}
+
+/// Reads the stream's messages `first` through `last` through an ephemeral consumer
+/// (deleted afterwards), handing each one's sequence, kind and payload to `each`.
+pub(crate) async fn read_range(
+    stream: &stream::Stream,
+    subject: &str,
+    first: u64,
+    last: u64,
+    mut each: impl FnMut(u64, Option<RecordKind>, &[u8]),
+) -> Result<(), ReplicationError> {
+    let consumer = stream
+        .create_consumer(reader_config(subject, first))
+        .await
+        .map_err(|e| ReplicationError::nats("reading the stream", e))?;
+    let name = consumer.cached_info().name.clone();
+    let read = async {
+        let mut messages = consumer
+            .stream()
+            .max_messages_per_batch(BATCH)
+            .expires(BATCH_WAIT)
+            .heartbeat(HEARTBEAT)
+            .messages()
+            .await
+            .map_err(|e| ReplicationError::nats("reading the stream", e))?;
+        while let Some(message) = messages.next().await {
+            let message = message.map_err(|e| ReplicationError::nats("reading the stream", e))?;
+            let sequence = message
+                .info()
+                .map_err(|e| ReplicationError::nats("reading the stream", e))?
+                .stream_sequence;
+            if sequence > last {
+                break;
+            }
+            let kind = message
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(KIND_HEADER))
+                .and_then(|k| k.as_str().parse::<u8>().ok())
+                .and_then(RecordKind::of_code);
+            each(sequence, kind, &message.payload);
+            if sequence >= last {
+                break;
+            }
+        }
+        Ok::<_, ReplicationError>(())
+    };
+    let read = read.await;
+    let _ = stream.delete_consumer(&name).await;
+    read
+}
+
+/// A message read from the stream, for the applying thread.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    sequence: u64,
+    origin: Incarnation,
+    kind: Option<RecordKind>,
+    payload: Vec<u8>,
+}
+
+/// Reads the account's stream in order from `next` and hands each message to the
+/// applying thread.
+///
+/// Through an ephemeral pull consumer (no acknowledgements) read with overlapping pull
+/// requests that carry idle heartbeats: when the NATS server holding the consumer dies
+/// (its heartbeats stop), or a message is missing (the consumer's sequence jumps), the
+/// read fails within two seconds and a new consumer starts after the last message
+/// handed over.
+pub(crate) async fn read(
+    stream: stream::Stream,
+    subject: String,
+    mut next: u64,
+    applier: std::sync::mpsc::SyncSender<Incoming>,
+) {
+    let name = stream.cached_info().config.name.clone();
+    loop {
+        let created = stream.create_consumer(reader_config(&subject, next)).await;
+        let consumer = match created {
+            Ok(consumer) => consumer,
+            Err(error) => {
+                tracing::warn!(stream = %name, %error, "creating a consumer; retrying");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        let mut expected = 1;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(BATCH)
+            .expires(BATCH_WAIT)
+            .heartbeat(HEARTBEAT)
+            .messages()
+            .await;
+        match messages {
+            Ok(mut messages) => {
+                while let Some(message) = messages.next().await {
+                    let message = match message {
+                        Ok(message) => message,
+                        Err(error) => {
+                            tracing::warn!(stream = %name, %error, "reading the stream; a new consumer takes over");
+                            break;
+                        }
+                    };
+                    let Ok(info) = message.info() else { continue };
+                    if info.consumer_sequence != expected || info.stream_sequence < next {
+                        tracing::warn!(stream = %name, after = next - 1, "a message is missing; a new consumer takes over");
+                        break;
+                    }
+                    expected += 1;
+                    next = info.stream_sequence + 1;
+                    let header = |name: &str| {
+                        message
+                            .headers
+                            .as_ref()
+                            .and_then(|h| h.get(name))
+                            .map(|v| v.as_str().to_owned())
+                    };
+                    let incoming = Incoming {
+                        sequence: info.stream_sequence,
+                        origin: header(ORIGIN_HEADER)
+                            .and_then(|o| u64::from_str_radix(&o, 16).ok())
+                            .unwrap_or(0),
+                        kind: header(KIND_HEADER)
+                            .and_then(|k| k.parse::<u8>().ok())
+                            .and_then(RecordKind::of_code),
+                        payload: message.payload.to_vec(),
+                    };
+                    // Handed straight over while the applier keeps up; waited for off
+                    // the async workers when its queue is full.
+                    let handed = match applier.try_send(incoming) {
+                        Ok(()) => true,
+                        Err(std::sync::mpsc::TrySendError::Full(incoming)) => {
+                            let applier = applier.clone();
+                            matches!(
+                                tokio::task::spawn_blocking(move || applier.send(incoming)).await,
+                                Ok(Ok(()))
+                            )
+                        }
+                        Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
+                    };
+                    if !handed {
+                        return;
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(stream = %name, %error, "reading the stream; a new consumer takes over");
+            }
+        }
+        let _ = stream
+            .delete_consumer(consumer.cached_info().name.as_str())
+            .await;
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Applies the messages of an account's stream, in order.
+pub(crate) fn apply(jobs: &AccountJobs, receiver: &std::sync::mpsc::Receiver<Incoming>) {
+    let account = jobs.account().access_key().to_owned();
+    while let Ok(incoming) = receiver.recv() {
+        let Some(kind) = incoming.kind else {
+            tracing::warn!(%account, sequence = incoming.sequence, "a stream message without a known kind: skipped");
+            continue;
+        };
+        if let Err(error) =
+            jobs.apply_replicated(incoming.sequence, incoming.origin, kind, &incoming.payload)
+        {
+            tracing::error!(%account, sequence = incoming.sequence, %error, "a replicated record could not be applied; stopping replication of the account");
+            return;
+        }
+    }
+}

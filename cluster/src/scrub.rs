@@ -1,0 +1,137 @@
+//! The erasure scrub: an erased person removed from the account's stream, its shared
+//! user records and its snapshot sets, once every node has read past the erasure.
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{object_store, stream};
+use futures_util::StreamExt;
+use tokio::sync::oneshot;
+use vitrine_ingest::jobs::{ReplicationError, Scrub};
+
+use crate::objects::{load_manifest, manifest_objects, object_names, read_object};
+use crate::publish::SnapshotNow;
+use crate::replay::{bounds, read_range};
+
+/// How long a scrub waits for every node reading the stream to be past the erasure.
+pub const SCRUB_WAIT: Duration = Duration::from_secs(60);
+
+/// Removes an erased person from the account's stream and object store (see
+/// [`Replication::scrub`]): waits until every consumer of the stream (each node's
+/// reader) has been handed the stream's current end (the erasure is before it), at most
+/// [`SCRUB_WAIT`]; then reads the stream through that end and deletes every message the
+/// scrub matches (JetStream overwrites a deleted message's bytes in its store), and
+/// deletes every shared user-records object naming the person. Returns the messages
+/// and objects deleted.
+pub(crate) async fn scrub_storage(
+    mut stream: stream::Stream,
+    subject: String,
+    objects: object_store::ObjectStore,
+    snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
+    scrub: &Scrub,
+) -> Result<(usize, usize), ReplicationError> {
+    let (first, last) = bounds(&mut stream).await?;
+    let deadline = Instant::now() + SCRUB_WAIT;
+    loop {
+        let mut consumers = stream.consumers();
+        let mut behind = 0;
+        while let Some(info) = consumers.next().await {
+            let info = info.map_err(|e| ReplicationError::nats("scrubbing the stream", e))?;
+            if info.delivered.stream_sequence < last && info.num_pending > 0 {
+                behind += 1;
+            }
+        }
+        if behind == 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(behind, "nodes still behind the erasure; scrubbing anyway");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    let mut matched = Vec::new();
+    if last >= first && last > 0 {
+        let read = read_range(
+            &stream,
+            &subject,
+            first.max(1),
+            last,
+            |sequence, kind, payload| {
+                if kind.is_some_and(|kind| scrub.matches(kind, payload)) {
+                    matched.push(sequence);
+                }
+            },
+        );
+        tokio::time::timeout(Duration::from_secs(600), read)
+            .await
+            .map_err(|_| ReplicationError::Timeout(Duration::from_secs(600)))??;
+    }
+    for sequence in &matched {
+        stream
+            .delete_message(*sequence)
+            .await
+            .map_err(|e| ReplicationError::nats(format!("deleting message {sequence}"), e))?;
+    }
+
+    let mut deleted_objects = 0;
+    for name in object_names(&objects, |name| name.ends_with("-users")).await? {
+        if read_object(&objects, &name)
+            .await?
+            .is_some_and(|bytes| scrub.names_in(&bytes))
+        {
+            objects
+                .delete(&name)
+                .await
+                .map_err(|e| ReplicationError::nats("scrubbing the stream", e))?;
+            deleted_objects += 1;
+        }
+    }
+    // Snapshot sets naming the person: replaced by a new one from this node (which has
+    // forgotten them), then deleted.
+    let mut named_sets = Vec::new();
+    for manifest in &manifest_objects(&objects).await? {
+        let Some(set) = load_manifest(&objects, manifest).await? else {
+            continue;
+        };
+        for file in &set.files {
+            let object = format!("{}/{file}", set.prefix);
+            if read_object(&objects, &object)
+                .await?
+                .is_some_and(|bytes| scrub.names_in(&bytes) || set_names_visitor(&bytes, scrub))
+            {
+                named_sets.push((manifest.clone(), set));
+                break;
+            }
+        }
+    }
+    if !named_sets.is_empty() {
+        let (reply, replaced) = oneshot::channel();
+        snapshot_now
+            .send(reply)
+            .map_err(|_| ReplicationError::Stopped("snapshot thread"))?;
+        let new = replaced
+            .await
+            .map_err(|_| ReplicationError::Stopped("snapshot thread"))??;
+        for (manifest, set) in named_sets {
+            if manifest == new {
+                continue;
+            }
+            for file in &set.files {
+                let _ = objects.delete(format!("{}/{file}", set.prefix)).await;
+                deleted_objects += 1;
+            }
+            let _ = objects.delete(&manifest).await;
+            deleted_objects += 1;
+        }
+    }
+    Ok((matched.len(), deleted_objects))
+}
+
+/// Whether a snapshot file holds one of the person's visitor ids.
+pub(crate) fn set_names_visitor(bytes: &[u8], scrub: &Scrub) -> bool {
+    scrub.visitor_ids.iter().any(|visitor| {
+        let visitor = visitor.as_bytes();
+        !visitor.is_empty() && bytes.windows(visitor.len()).any(|w| w == visitor)
+    })
+}

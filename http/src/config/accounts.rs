@@ -1,0 +1,192 @@
+//! `[[accounts]]`: a store's keys, region, currency, zones, rate limits, memory and
+//! model settings, attribution window and experiments, validated into [`AccountConfig`].
+
+use std::collections::{HashMap, HashSet};
+
+use vitrine_engine::experiment::Experiment;
+use vitrine_engine::models::ModelSettings;
+use vitrine_engine::money::Currency;
+use vitrine_engine::zone::ZoneSpec;
+
+use super::experiments::experiments;
+use super::file::FileAccount;
+use super::zones::{ZoneContent, zone_content, zone_spec};
+use super::{ConfigError, Region, fraction, within};
+use crate::routes::Endpoint;
+
+/// One configured store account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountConfig {
+    /// Access key (`appId`, `appKey`, `AppKey`, `AccessKey` on the wire).
+    pub access_key: String,
+    /// Secret key.
+    pub secret_key: String,
+    /// Region of the account.
+    pub region: Region,
+    /// Currency of requests that name none.
+    pub default_currency: Currency,
+    /// Whether the account starts with the generated demo catalogue.
+    pub demo_catalogue: bool,
+    /// Its zones.
+    pub zones: Vec<ZoneSpec>,
+    /// Content of its image, image-carousel and html zones, by zone id.
+    pub content: HashMap<String, ZoneContent>,
+    /// Request rate limits by endpoint (endpoints without one are not limited).
+    pub rate_limits: Vec<(Endpoint, RateLimit)>,
+    /// Visitors (and sessions) kept in memory at most; `memory.max_visitors` unless the
+    /// account sets its own.
+    pub max_visitors: usize,
+    /// `[accounts.models]`: how much of the co-view and co-purchase models it keeps.
+    pub models: ModelSettings,
+    /// Days after a zone answer within which basket adds and order lines of the products
+    /// it showed are credited to it.
+    pub attribution_days: u32,
+    /// `[[accounts.experiments]]`: A/B tests of its zones' strategies.
+    pub experiments: Vec<Experiment>,
+    /// Whether zone answers are recorded for analytics.
+    pub zone_analytics: bool,
+}
+
+/// A token bucket: `per_second` requests a second on average, `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Requests a second, sustained.
+    pub per_second: u32,
+    /// Requests allowed at once after a quiet spell (the bucket's size).
+    pub burst: u32,
+}
+
+/// The `[[accounts]]`, validated: keys unique, secrets long enough, zones well-formed.
+pub(super) fn accounts(
+    file: &[FileAccount],
+    region: Region,
+    max_visitors: usize,
+    err: &impl Fn(&str, String) -> ConfigError,
+) -> Result<Vec<AccountConfig>, ConfigError> {
+    let mut accounts = Vec::with_capacity(file.len());
+    let mut keys = HashSet::new();
+    for (i, account) in file.iter().enumerate() {
+        let key = |field: &str| format!("accounts[{i}].{field}");
+        if account.access_key.trim().is_empty() {
+            return Err(err(&key("access_key"), "must not be empty".to_owned()));
+        }
+        if !keys.insert(account.access_key.clone()) {
+            return Err(err(
+                &key("access_key"),
+                format!("{:?} is used by an earlier account", account.access_key),
+            ));
+        }
+        if account.secret_key.len() < 8 {
+            return Err(err(
+                &key("secret_key"),
+                "must be at least 8 characters".to_owned(),
+            ));
+        }
+        let account_region = match &account.region {
+            None => region,
+            Some(r) => Region::parse(r).ok_or_else(|| {
+                err(
+                    &key("region"),
+                    format!("expected \"eu\" or \"us\", got {r:?}"),
+                )
+            })?,
+        };
+        let default_currency = Currency::from_code(&account.default_currency)
+            .map_err(|e| err(&key("default_currency"), e.to_string()))?;
+        let mut zones = Vec::with_capacity(account.zones.len());
+        let mut content = HashMap::new();
+        let mut zone_ids = HashSet::new();
+        for (z, zone) in account.zones.iter().enumerate() {
+            let zone_key = |field: &str| format!("accounts[{i}].zones[{z}].{field}");
+            let spec = zone_spec(zone, &zone_key).map_err(|e| err(&e.key, e.message))?;
+            let zone_content =
+                zone_content(zone, spec.kind, &zone_key).map_err(|e| err(&e.key, e.message))?;
+            if zone_content != ZoneContent::default() {
+                content.insert(spec.id.clone(), zone_content);
+            }
+            if !zone_ids.insert(spec.id.clone()) {
+                return Err(err(
+                    &zone_key("id"),
+                    format!("zone {:?} is defined twice", spec.id),
+                ));
+            }
+            zones.push(spec);
+        }
+        let mut rate_limits = Vec::with_capacity(account.rate_limits.len());
+        for (name, limit) in &account.rate_limits {
+            let limit_key = |field: &str| key(&format!("rate_limits.{name}{field}"));
+            let endpoint = Endpoint::of_config_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Endpoint::ALL
+                    .iter()
+                    .filter_map(|e| e.config_name())
+                    .collect();
+                err(
+                    &limit_key(""),
+                    format!("unknown endpoint; expected one of {}", names.join(", ")),
+                )
+            })?;
+            let per_second = within(limit.per_second, 1, 1_000_000)
+                .map_err(|m| err(&limit_key(".per_second"), m.to_string()))?;
+            let burst = within(limit.burst.unwrap_or(per_second), 1, 10_000_000)
+                .map_err(|m| err(&limit_key(".burst"), m.to_string()))?;
+            rate_limits.push((
+                endpoint,
+                RateLimit {
+                    per_second: u32::try_from(per_second).unwrap_or(u32::MAX),
+                    burst: u32::try_from(burst).unwrap_or(u32::MAX),
+                },
+            ));
+        }
+        let max_visitors = match account.max_visitors {
+            None => max_visitors,
+            Some(n) => within(n, 100, 1_000_000_000)
+                .map_err(|m| err(&key("max_visitors"), m.to_string()))?
+                as usize,
+        };
+        let mut models = ModelSettings::default();
+        if let Some(file) = &account.models {
+            if let Some(n) = file.partners {
+                models.partners = within(n, 8, 1024)
+                    .map_err(|m| err(&key("models.partners"), m.to_string()))?
+                    as usize;
+            }
+            models.neighbours = match file.neighbours {
+                Some(n) => within(n, 1, models.partners as u64)
+                    .map_err(|m| err(&key("models.neighbours"), m.to_string()))?
+                    as usize,
+                None => models.neighbours.min(models.partners),
+            };
+            if let Some(power) = file.partner_damping {
+                models.partner_damping = fraction(power, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.partner_damping"), m.to_string()))?;
+            }
+            if let Some(power) = file.seed_damping {
+                models.seed_damping = fraction(power, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.seed_damping"), m.to_string()))?;
+            }
+        }
+        let attribution_days = match account.attribution_days {
+            None => vitrine_engine::analytics::DEFAULT_ATTRIBUTION_DAYS,
+            Some(n) => {
+                within(n, 1, 90).map_err(|m| err(&key("attribution_days"), m.to_string()))? as u32
+            }
+        };
+        let experiments = experiments(account, &zones, i).map_err(|e| err(&e.key, e.message))?;
+        accounts.push(AccountConfig {
+            models,
+            attribution_days,
+            experiments,
+            zone_analytics: account.zone_analytics.unwrap_or(true),
+            max_visitors,
+            access_key: account.access_key.clone(),
+            secret_key: account.secret_key.clone(),
+            region: account_region,
+            default_currency,
+            demo_catalogue: account.demo_catalogue,
+            zones,
+            content,
+            rate_limits,
+        });
+    }
+    Ok(accounts)
+}

@@ -1,0 +1,201 @@
+//! The TOML file's schema: what `serde` reads, before any value is checked. Every table
+//! refuses unknown keys, so a misspelt key is an error rather than a silent default.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileConfig {
+    pub(super) listen: Option<String>,
+    pub(super) metrics_listen: Option<String>,
+    pub(super) data_dir: Option<PathBuf>,
+    pub(super) region: Option<String>,
+    #[serde(default)]
+    pub(super) durability: FileDurability,
+    #[serde(default)]
+    pub(super) limits: FileLimits,
+    #[serde(default)]
+    pub(super) deltas: FileDeltas,
+    #[serde(default)]
+    pub(super) feeds: FileFeeds,
+    #[serde(default)]
+    pub(super) memory: FileMemory,
+    #[serde(default)]
+    pub(super) accounts: Vec<FileAccount>,
+    #[serde(default)]
+    pub(super) admin: FileAdmin,
+    pub(super) cluster: Option<FileCluster>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileCluster {
+    #[serde(default)]
+    pub(super) servers: Vec<String>,
+    pub(super) node: Option<String>,
+    pub(super) replicas: Option<u64>,
+    #[serde(default)]
+    pub(super) accounts: Vec<String>,
+    pub(super) ready_lag: Option<u64>,
+    pub(super) join_timeout_secs: Option<u64>,
+    pub(super) snapshot_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileAdmin {
+    #[serde(default)]
+    pub(super) tokens: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileMemory {
+    pub(super) max_visitors: Option<u64>,
+    pub(super) visitor_retention_days: Option<u64>,
+    pub(super) max_order_ids: Option<u64>,
+    pub(super) max_rss_mb: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileDurability {
+    pub(super) events_fsync: Option<String>,
+    pub(super) fsync_interval_ms: Option<u64>,
+    pub(super) wal_segment_bytes: Option<u64>,
+    pub(super) state_snapshot_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileDeltas {
+    pub(super) compact_after_changes: Option<usize>,
+    pub(super) compact_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileLimits {
+    pub(super) max_body_bytes: Option<usize>,
+    pub(super) max_delta_bytes: Option<usize>,
+    pub(super) max_events: Option<usize>,
+    pub(super) max_zones: Option<usize>,
+    pub(super) max_tokens: Option<usize>,
+    pub(super) max_connections: Option<usize>,
+    pub(super) header_read_timeout_ms: Option<u64>,
+    pub(super) max_log_backlog: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileFeeds {
+    #[serde(default)]
+    pub(super) allow_private_addresses: bool,
+    pub(super) max_bytes: Option<u64>,
+    pub(super) fetch_timeout_secs: Option<u64>,
+    pub(super) connect_timeout_secs: Option<u64>,
+    pub(super) max_redirects: Option<usize>,
+    pub(super) ingest_threads: Option<usize>,
+    pub(super) stream_listen: Option<String>,
+    pub(super) stream_idle_secs: Option<u64>,
+    pub(super) background_priority: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileAccount {
+    pub(super) access_key: String,
+    pub(super) secret_key: String,
+    pub(super) region: Option<String>,
+    pub(super) default_currency: String,
+    #[serde(default)]
+    pub(super) demo_catalogue: bool,
+    pub(super) max_visitors: Option<u64>,
+    #[serde(default)]
+    pub(super) rate_limits: BTreeMap<String, FileRateLimit>,
+    #[serde(default)]
+    pub(super) zones: Vec<FileZone>,
+    pub(super) models: Option<FileModels>,
+    pub(super) attribution_days: Option<u64>,
+    pub(super) zone_analytics: Option<bool>,
+    #[serde(default)]
+    pub(super) experiments: Vec<FileExperiment>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileExperiment {
+    pub(super) id: String,
+    pub(super) zone: String,
+    pub(super) start: Option<String>,
+    pub(super) end: Option<String>,
+    #[serde(default)]
+    pub(super) variants: Vec<FileVariant>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileVariant {
+    pub(super) name: String,
+    pub(super) weight: Option<i64>,
+    pub(super) strategy: Option<String>,
+    pub(super) fallback: Option<Vec<String>>,
+    pub(super) count: Option<i64>,
+    pub(super) history: Option<i64>,
+    pub(super) recency: Option<f64>,
+    pub(super) long_term: Option<f64>,
+    pub(super) context: Option<i64>,
+    pub(super) content: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileModels {
+    pub(super) partners: Option<u64>,
+    pub(super) neighbours: Option<u64>,
+    pub(super) partner_damping: Option<f64>,
+    pub(super) seed_damping: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileRateLimit {
+    pub(super) per_second: u64,
+    pub(super) burst: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileZone {
+    pub(super) id: String,
+    pub(super) title: String,
+    #[serde(rename = "type")]
+    pub(super) kind: String,
+    pub(super) strategy: Option<String>,
+    #[serde(default)]
+    pub(super) fallback: Vec<String>,
+    pub(super) count: Option<i64>,
+    #[serde(default)]
+    pub(super) page_types: Vec<String>,
+    #[serde(default)]
+    pub(super) images: Vec<FileImage>,
+    pub(super) template: Option<String>,
+    pub(super) history: Option<i64>,
+    pub(super) recency: Option<f64>,
+    pub(super) long_term: Option<f64>,
+    pub(super) context: Option<i64>,
+    pub(super) content: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileImage {
+    pub(super) url: String,
+    #[serde(default)]
+    pub(super) link: String,
+    #[serde(default)]
+    pub(super) alt: String,
+}

@@ -1,0 +1,295 @@
+//! Server configuration: a TOML file (or the embedded demo), environment overrides, and
+//! validation into [`Config`].
+//!
+//! Precedence for `listen` and `data_dir`: command line, then `VITRINE_LISTEN` /
+//! `VITRINE_DATA_DIR`, then the file, then the defaults. Every error names the file,
+//! the key and what is wrong, e.g.
+//! `vitrine.toml: accounts[0].zones[1].count: must be between 1 and 100, got 0`.
+
+//!
+//! Files: `file.rs` (the TOML schema), `server.rs` (the server's own sections),
+//! `accounts.rs`, `zones.rs` and `experiments.rs` (the account domain), `cluster.rs`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+mod accounts;
+mod cluster;
+mod experiments;
+mod file;
+mod server;
+mod zones;
+
+pub use accounts::{AccountConfig, RateLimit};
+pub use cluster::ClusterConfig;
+pub use server::{
+    DeltaConfig, EventsFsync, FeedConfig, Limits, MIN_ADMIN_TOKEN_LEN, MemoryConfig, Region,
+};
+pub use zones::{ZoneContent, ZoneImage};
+
+use accounts::accounts;
+use cluster::cluster_config;
+use file::FileConfig;
+use server::{admin_tokens, delta_config, durability, feed_config, limits, memory_config};
+
+/// The demo configuration used when no `--config` is given.
+pub const DEMO_CONFIG: &str = include_str!("../demo.toml");
+/// Name under which errors in the demo configuration are reported.
+pub const DEMO_CONFIG_NAME: &str = "<embedded demo config>";
+/// Default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7480";
+/// Default data directory.
+pub const DEFAULT_DATA_DIR: &str = "data";
+
+/// A configuration error: the source, the key and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or other source) the value came from.
+    pub source: String,
+    /// The key, e.g. `accounts[0].zones[1].strategy`; empty for the whole file.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.source, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.source, self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the configuration came from (a path, or the demo marker).
+    pub source: String,
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// A second address serving only `/metrics` (and `/healthz`), if set; `/metrics` is
+    /// then not on `listen`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Region this process serves.
+    pub region: Region,
+    /// Events fsync policy.
+    pub events_fsync: EventsFsync,
+    /// Interval of the `interval` policy.
+    pub fsync_interval_ms: u64,
+    /// Size at which the write-ahead log starts a new segment file.
+    pub wal_segment_bytes: u64,
+    /// Seconds between state snapshots (visitors, sessions, orders, model counters).
+    pub state_snapshot_interval_secs: u64,
+    /// Overlay compaction.
+    pub deltas: DeltaConfig,
+    /// Limits.
+    pub limits: Limits,
+    /// Whether feed URLs may point at private and loopback addresses.
+    pub allow_private_feed_addresses: bool,
+    /// Feed download and ingest settings.
+    pub feeds: FeedConfig,
+    /// Bounds on per-visitor state.
+    pub memory: MemoryConfig,
+    /// Accounts.
+    pub accounts: Vec<AccountConfig>,
+    /// `[admin] tokens`: the bearer tokens that open `/admin/` (none: it is closed).
+    pub admin_tokens: Vec<String>,
+    /// `[cluster]`: this server is a node of a cluster (none: one server on its own).
+    pub cluster: Option<ClusterConfig>,
+}
+
+/// Values that override the file: from the command line or the environment.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--listen` / `VITRINE_LISTEN`.
+    pub listen: Option<String>,
+    /// `--data-dir` / `VITRINE_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Reads and validates a configuration file.
+pub fn load_file(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        source: source.clone(),
+        key: String::new(),
+        message: format!("cannot read the file: {e}"),
+    })?;
+    parse(&text, &source, overrides)
+}
+
+/// Validates the embedded demo configuration.
+pub fn demo(overrides: &Overrides) -> Result<Config, ConfigError> {
+    parse(DEMO_CONFIG, DEMO_CONFIG_NAME, overrides)
+}
+
+/// Parses and validates configuration text from `source`.
+pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
+    let err = |key: &str, message: String| ConfigError {
+        source: source.to_owned(),
+        key: key.to_owned(),
+        message,
+    };
+    let file: FileConfig = toml::from_str(text).map_err(|e| {
+        let message = e.message().to_owned();
+        let location = e
+            .span()
+            .map(|span| {
+                let line = text
+                    .get(..span.start)
+                    .map_or(1, |t| t.lines().count().max(1));
+                format!(" (line {line})")
+            })
+            .unwrap_or_default();
+        err("", format!("{message}{location}"))
+    })?;
+
+    let (listen_text, listen_key) = match &overrides.listen {
+        Some(l) => (l.clone(), "--listen / VITRINE_LISTEN"),
+        None => (
+            file.listen
+                .clone()
+                .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
+            "listen",
+        ),
+    };
+    let listen: SocketAddr = listen_text.parse().map_err(|_| {
+        err(
+            listen_key,
+            format!("expected an address such as 127.0.0.1:7480, got {listen_text:?}"),
+        )
+    })?;
+    let metrics_listen = match &file.metrics_listen {
+        None => None,
+        Some(text) => Some(text.parse().map_err(|_| {
+            err(
+                "metrics_listen",
+                format!("expected an address such as 127.0.0.1:9480, got {text:?}"),
+            )
+        })?),
+    };
+    let data_dir = overrides
+        .data_dir
+        .clone()
+        .or(file.data_dir)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    if data_dir.as_os_str().is_empty() {
+        return Err(err("data_dir", "must not be empty".to_owned()));
+    }
+    let region = match &file.region {
+        None => Region::Eu,
+        Some(r) => Region::parse(r)
+            .ok_or_else(|| err("region", format!("expected \"eu\" or \"us\", got {r:?}")))?,
+    };
+    let durability = durability(&file.durability, &err)?;
+    let deltas = delta_config(&file.deltas, &err)?;
+    let limits = limits(&file.limits, &err)?;
+    let feeds = feed_config(&file.feeds, &err)?;
+    let memory = memory_config(&file.memory, &err)?;
+
+    let accounts = accounts(&file.accounts, region, memory.max_visitors, &err)?;
+    if accounts.is_empty() {
+        return Err(err(
+            "accounts",
+            "at least one [[accounts]] entry is required".to_owned(),
+        ));
+    }
+    let admin_tokens = admin_tokens(&file.admin, &accounts, &err)?;
+    let cluster = match &file.cluster {
+        None => None,
+        Some(cluster) => Some(cluster_config(cluster, &accounts, &err)?),
+    };
+    Ok(Config {
+        source: source.to_owned(),
+        listen,
+        metrics_listen,
+        data_dir,
+        region,
+        events_fsync: durability.events_fsync,
+        fsync_interval_ms: durability.fsync_interval_ms,
+        wal_segment_bytes: durability.wal_segment_bytes,
+        state_snapshot_interval_secs: durability.state_snapshot_interval_secs,
+        deltas,
+        limits,
+        allow_private_feed_addresses: file.feeds.allow_private_addresses,
+        feeds,
+        memory,
+        accounts,
+        admin_tokens,
+        cluster,
+    })
+}
+
+/// `value` when it lies in `min..=max`, else the message saying it does not.
+/// `value` as an `f32` if it lies in `min..=max`.
+pub(super) fn fraction(value: f64, min: f64, max: f64) -> Result<f32, OutOfRange<f64>> {
+    if (min..=max).contains(&value) {
+        Ok(value as f32)
+    } else {
+        Err(OutOfRange {
+            min,
+            max,
+            got: value,
+        })
+    }
+}
+
+pub(super) fn within(value: u64, min: u64, max: u64) -> Result<u64, OutOfRange<u64>> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(OutOfRange {
+            min,
+            max,
+            got: value,
+        })
+    }
+}
+
+/// What is wrong with one key of the file, before the file's name is attached (a
+/// [`ConfigError`] then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Invalid {
+    /// The key, e.g. `accounts[0].zones[1].count`.
+    pub(super) key: String,
+    /// What is wrong.
+    pub(super) message: String,
+}
+
+impl Invalid {
+    /// `message` about `key`.
+    pub(super) fn at(key: String, message: impl fmt::Display) -> Invalid {
+        Invalid {
+            key,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// A number outside the range its key allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct OutOfRange<T> {
+    min: T,
+    max: T,
+    got: T,
+}
+
+impl<T: fmt::Display> fmt::Display for OutOfRange<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "must be between {} and {}, got {}",
+            self.min, self.max, self.got
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
