@@ -202,7 +202,7 @@ pub const LONG_TERM_HISTORY: usize = 50;
 
 /// [`ZoneSpec::recency`] by default: the best of 1/(1 + age), 0.6, 0.7 and 0.8 on the
 /// validation round of `vitrine-loadtest quality` on MovieLens 100K and The Complete
-/// Journey (README, "Recommendation quality").
+/// Journey (`docs/quality.md`).
 pub const DEFAULT_RECENCY: f64 = 0.8;
 
 /// [`ZoneSpec::long_term`] by default (chosen as [`DEFAULT_RECENCY`] is).
