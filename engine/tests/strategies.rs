@@ -875,3 +875,83 @@ fn explain_names_the_filter_that_removed_each_candidate_and_records_nothing() {
     assert_eq!(account.visitor_count(), visitors);
     assert_eq!(account.session_count(), sessions);
 }
+
+/// Explaining a zone is filling it with a trace that keeps what each strategy recorded:
+/// for every product strategy (and the blends with `context` and `content`), the
+/// explained items are the served items in the served order, the scores of the
+/// strategies ranked by a score (popularity, units sold, blends) never rise down the list
+/// (they are the keys it was ranked by; a single product's pair list keeps the order of
+/// the counts space-saving is sure of, its score is the damped pair weight), and every
+/// item has the facts it was found from.
+#[test]
+fn explain_gives_exactly_what_serving_gives_with_the_scores_it_ranked_by() {
+    let mut zones: Vec<(String, vitrine_engine::zone::ZoneSpec)> = Strategy::AVAILABLE
+        .iter()
+        .filter(|(_, s)| s.kind() == vitrine_engine::zone::ZoneKind::RecommenderProduct)
+        .map(|(name, s)| ((*name).to_owned(), testkit::zone("Z", *s, 10)))
+        .collect();
+    for strategy in [Strategy::ViewedTogether, Strategy::BoughtTogether] {
+        let mut spec = testkit::zone("Z", strategy, 10);
+        spec.context = 3;
+        spec.content = 0.5;
+        zones.push((
+            format!("{} with context and content", strategy.name()),
+            spec,
+        ));
+    }
+    let mut spec = testkit::zone("Z", Strategy::Personalized, 10);
+    spec.content = 0.5;
+    zones.push(("personalized with content".to_owned(), spec));
+    for (name, spec) in zones {
+        let account = testkit::account(vec![spec], catalogue());
+        for v in 0..4 {
+            let visitor = format!("v{v}");
+            track(
+                &account,
+                &visitor,
+                vec![view("a"), view("b"), view("c")],
+                T0,
+            );
+            track(&account, &visitor, vec![view("d"), view("e")], T0);
+            track(&account, &visitor, vec![order(&visitor, &["a", "f"])], T0);
+        }
+        track(&account, "me", vec![view("e"), view("c")], T0);
+        account.rebuild_models();
+        for page in [None, Some("a"), Some("d")] {
+            let events = page.map(product_page).into_iter().collect();
+            let served = zone(&account, "me", events, "GBP");
+            let e = explain(&account, Some("me"), page);
+            let explained: Vec<String> = e
+                .items
+                .iter()
+                .map(|item| id_of(&e, item.item.product))
+                .collect();
+            assert_eq!(explained, served, "{name} on {page:?}");
+            let main = e.spec.strategy.unwrap();
+            let ranked_by_score = matches!(
+                main,
+                Strategy::Trending
+                    | Strategy::TopSellers
+                    | Strategy::Personalized
+                    | Strategy::BasketCrossSell
+            ) || e.spec.context > 0;
+            let scores: Vec<f64> = e
+                .items
+                .iter()
+                .filter(|item| ranked_by_score && item.strategy == main)
+                .filter_map(|item| item.score)
+                .collect();
+            assert!(
+                scores.windows(2).all(|w| w[0] >= w[1]),
+                "{name} on {page:?}: scores {scores:?}"
+            );
+            for item in &e.items {
+                assert!(
+                    !item.facts.is_empty() || item.strategy == Strategy::Associated,
+                    "{name} on {page:?}: {} without facts",
+                    id_of(&e, item.item.product)
+                );
+            }
+        }
+    }
+}

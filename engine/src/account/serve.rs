@@ -19,7 +19,7 @@ use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{
-    Context, Fact, Rejection, Trace, ZoneItems, evidence, fill_zone, fill_zone_traced,
+    Context, Evidence, Fact, Rejection, Trace, ZoneItems, fill_zone, fill_zone_traced,
 };
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
@@ -321,13 +321,21 @@ pub struct ExplainedItem {
 /// Records what filling a zone did, for an explanation.
 #[derive(Debug, Default)]
 struct Recorder {
-    chosen: Vec<(ProductIdx, Strategy)>,
+    chosen: Vec<(ProductIdx, Strategy, Evidence)>,
     rejected: Vec<(ProductIdx, Strategy, Rejection)>,
 }
 
 impl Trace for Recorder {
-    fn chosen(&mut self, idx: ProductIdx, strategy: Strategy, _search: bool) {
-        self.chosen.push((idx, strategy));
+    const EVIDENCE: bool = true;
+
+    fn chosen(
+        &mut self,
+        idx: ProductIdx,
+        strategy: Strategy,
+        _search: bool,
+        evidence: &dyn Fn() -> Evidence,
+    ) {
+        self.chosen.push((idx, strategy, evidence()));
     }
 
     fn rejected(&mut self, idx: ProductIdx, strategy: Strategy, why: Rejection) {
@@ -376,22 +384,17 @@ impl Account {
         );
         let mut recorder = Recorder::default();
         let items = fill_zone_traced(filled, &ctx, &mut recorder);
+        // The items in the order served, each with what the strategy recorded choosing
+        // it: the evidence is the reason it was served, not a second computation.
         let items = items
             .into_iter()
-            .map(|item| {
-                let strategy = recorder
-                    .chosen
-                    .iter()
-                    .find(|(idx, _)| *idx == item.product)
-                    .map_or(Strategy::Trending, |(_, s)| *s);
-                let (score, facts) = evidence(strategy, item.product, filled, &ctx);
-                ExplainedItem {
-                    item,
-                    strategy,
-                    fallback: filled.strategy != Some(strategy),
-                    score,
-                    facts,
-                }
+            .zip(recorder.chosen.drain(..))
+            .map(|(item, (_, strategy, evidence))| ExplainedItem {
+                item,
+                strategy,
+                fallback: filled.strategy != Some(strategy),
+                score: evidence.score,
+                facts: evidence.facts,
             })
             .collect();
         let history = (

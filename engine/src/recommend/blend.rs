@@ -1,0 +1,249 @@
+//! Seeds and blends: the products `personalized`, `viewed_together`/`bought_together`
+//! (with `context`) and `basket_cross_sell` start from, with their weights, and the
+//! blend that ranks the products their neighbour lists (and, with `content`, their
+//! similar lists) hold.
+
+use rustc_hash::FxHashMap;
+
+use crate::catalogue::{Catalogue, ProductIdx};
+use crate::models::{Neighbours, ProductLists};
+use crate::zone::{LONG_TERM_HISTORY, ZoneSpec};
+
+use super::Context;
+use super::candidates::anchor;
+use super::evidence::Fact;
+
+/// Seeds of a blend, inline up to 32.
+pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
+
+/// The products `personalized` starts from, with their weights: the latest views
+/// (the latest 1, the one before `recency`, ... for the `history` latest, plus
+/// `long_term / n` each for the latest `n` up to [`LONG_TERM_HISTORY`]), basket lines
+/// (the same from the latest added) and purchases (half that from the latest bought).
+pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
+    let mut seeds = Seeds::new();
+    for_each_history_list(ctx, |latest_first, top| {
+        let read = if zone.long_term > 0.0 {
+            latest_first.len().min(LONG_TERM_HISTORY.max(zone.history))
+        } else {
+            latest_first.len().min(zone.history)
+        };
+        let long_term = zone.long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
+        let mut recent = top;
+        for (i, idx) in latest_first.take(read).enumerate() {
+            let mut weight = 0.0;
+            if i < zone.history {
+                weight += recent;
+                recent *= zone.recency;
+            }
+            if i < LONG_TERM_HISTORY {
+                weight += top * long_term;
+            }
+            seeds.push((*idx, weight));
+        }
+    });
+    seeds
+}
+
+/// The products `viewed_together` and `bought_together` start from: the page's product
+/// (else the visitor's latest view) weighing 1, then the zone's `context` latest views,
+/// as many basket lines (from the latest added) and purchases (from the latest bought,
+/// at half weight), other than it, each `recency` times the one after it.
+pub(super) fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
+    let Some(anchor) = anchor(ctx) else {
+        return Seeds::new();
+    };
+    let mut seeds = Seeds::new();
+    seeds.push((anchor, 1.0));
+    for_each_history_list(ctx, |latest_first, top| {
+        let mut weight = top;
+        for idx in latest_first
+            .filter(|idx| **idx != anchor)
+            .take(zone.context)
+        {
+            weight *= zone.recency;
+            seeds.push((*idx, weight));
+        }
+    });
+    seeds
+}
+
+/// Calls `read` with each list of the visitor's history, latest first, and the weight
+/// its latest counts at: the views and the basket lines 1, the purchases 1/2.
+fn for_each_history_list(
+    ctx: &Context<'_>,
+    mut read: impl FnMut(&mut dyn ExactSizeIterator<Item = &ProductIdx>, f64),
+) {
+    read(&mut ctx.recent_views.iter(), 1.0);
+    read(&mut ctx.basket.iter().rev(), 1.0);
+    read(&mut ctx.purchased.iter().rev(), 0.5);
+}
+
+/// The products `basket_cross_sell` starts from: the basket's, in id order, each once.
+pub(super) fn basket_seeds(ctx: &Context<'_>) -> Vec<ProductIdx> {
+    let catalogue = ctx.catalogue;
+    let mut seeds: Vec<ProductIdx> = ctx.basket.to_vec();
+    seeds.sort_unstable_by(|a, b| id_of(catalogue, *a).cmp(id_of(catalogue, *b)));
+    seeds.dedup();
+    seeds
+}
+
+/// Which pairs a blend reads: a product's co-view list or its co-purchase list.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Pairs<'a> {
+    /// Viewed together.
+    Viewed(&'a ProductLists),
+    /// Bought together.
+    Bought(&'a ProductLists),
+}
+
+impl<'a> Pairs<'a> {
+    /// The lists.
+    pub(super) fn lists(self) -> &'a ProductLists {
+        match self {
+            Pairs::Viewed(lists) | Pairs::Bought(lists) => lists,
+        }
+    }
+
+    /// The fact that a product is in `seed`'s list at `strength`, the seed weighing
+    /// `weight`.
+    pub(super) fn fact(self, seed: ProductIdx, strength: f32, weight: f64) -> Fact {
+        match self {
+            Pairs::Viewed(_) => Fact::ViewedWith {
+                with: seed,
+                strength,
+                weight,
+            },
+            Pairs::Bought(_) => Fact::BoughtWith {
+                with: seed,
+                strength,
+                weight,
+            },
+        }
+    }
+}
+
+/// How a blend adds up its candidates.
+#[derive(Debug)]
+pub(super) struct Blend<'a> {
+    /// The lists read, in order.
+    pub(super) lists: &'a [Pairs<'a>],
+    /// Products left out.
+    pub(super) skip: &'a [ProductIdx],
+    /// The zone's `content` (see [`ZoneSpec::content`]).
+    pub(super) content: f64,
+    /// Whether each product keeps the parts it was added up from, as facts.
+    pub(super) record: bool,
+}
+
+/// Candidates scored by neighbour lists of several seed products: each scores the sum,
+/// over the seeds whose lists hold it, of the seed's weight times the pair's weight,
+/// and with `content` above 0 the content part of each seed (see
+/// [`ZoneSpec::content`]). Products in `skip` are left out; ties go to the smaller
+/// product id. Ranked as they are taken: a zone takes its first few of a blend of
+/// thousands, so only the next [`BLEND_STEP`] are sorted at a time. Each comes with its
+/// score and, when the blend records, the parts of it as facts (pairs in seed order,
+/// then content parts in seed order).
+pub(super) fn blended<'c>(
+    seeds: impl Iterator<Item = (ProductIdx, f64)>,
+    blend: &Blend<'_>,
+    catalogue: &'c Catalogue,
+) -> impl Iterator<Item = (ProductIdx, f64, Vec<Fact>)> + 'c {
+    // Each product's parts are added in the order found (seeds in order, lists in
+    // order), so the sums are the same whatever the order of products.
+    let mut sums: FxHashMap<ProductIdx, f64> = FxHashMap::default();
+    let mut parts: FxHashMap<ProductIdx, Vec<Fact>> = FxHashMap::default();
+    // With content: each seed, its weight and its strongest pair weight.
+    let mut strongest: Vec<(ProductIdx, f64, f64)> = Vec::new();
+    for (seed, weight) in seeds {
+        let mut top = 0.0f64;
+        for pairs in blend.lists {
+            let listed = Neighbours::list(pairs.lists(), seed);
+            for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
+                *sums.entry(*idx).or_default() += weight * f64::from(*strength);
+                top = top.max(f64::from(*strength));
+                if blend.record {
+                    let fact = pairs.fact(seed, *strength, weight);
+                    parts.entry(*idx).or_default().push(fact);
+                }
+            }
+        }
+        if blend.content > 0.0 {
+            strongest.push((seed, weight, top));
+        }
+    }
+    let overall = strongest.iter().map(|(.., top)| *top).fold(0.0, f64::max);
+    for (seed, weight, top) in strongest {
+        let scale = content_scale(top, overall);
+        for (place, idx) in catalogue.similar_to(seed).enumerate() {
+            *sums.entry(idx).or_default() += content_part(blend.content, place) * weight * scale;
+            if blend.record {
+                parts.entry(idx).or_default().push(Fact::SimilarTo(seed));
+            }
+        }
+    }
+    let ranked: Vec<(ProductIdx, f64)> = sums
+        .into_iter()
+        .filter(|(idx, _)| !blend.skip.contains(idx))
+        .collect();
+    let order = move |a: &(ProductIdx, f64), b: &(ProductIdx, f64)| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| id_of(catalogue, a.0).cmp(id_of(catalogue, b.0)))
+    };
+    sorted_lazily(ranked, order, BLEND_STEP)
+        .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()))
+}
+
+/// `items` in `order`, sorting only the next `step` items (at least 1) whenever the
+/// sorted ones run out: the first few of many cost a selection, not a sort.
+pub(super) fn sorted_lazily<T: Copy>(
+    mut items: Vec<T>,
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+    step: usize,
+) -> impl Iterator<Item = T> {
+    // `items[..sorted]` is in order; `items[next..sorted]` not yet given.
+    let (mut next, mut sorted) = (0, 0);
+    std::iter::from_fn(move || {
+        if next == sorted {
+            let rest = items.get_mut(sorted..)?;
+            let step = step.max(1).min(rest.len());
+            if step == 0 {
+                return None;
+            }
+            if step < rest.len() {
+                rest.select_nth_unstable_by(step - 1, &order);
+            }
+            rest.get_mut(..step)?.sort_unstable_by(&order);
+            sorted += step;
+        }
+        let item = items.get(next).copied();
+        next += 1;
+        item
+    })
+}
+
+/// What the product at `place` (from 0) of a seed's `similar` list adds to a blend, per
+/// unit of the seed's weight and strongest pair weight (see [`ZoneSpec::content`]).
+fn content_part(content: f64, place: usize) -> f64 {
+    content / (place as f64 + 1.0)
+}
+
+/// The pair weight a seed's content part is scaled by: the seed's strongest (`top`),
+/// else the strongest of all the blend's seeds (`overall`), else 1.
+fn content_scale(top: f64, overall: f64) -> f64 {
+    if top > 0.0 {
+        top
+    } else if overall > 0.0 {
+        overall
+    } else {
+        1.0
+    }
+}
+
+/// Candidates of a blend sorted at a time (see [`blended`]).
+const BLEND_STEP: usize = 32;
+
+/// A product's id, empty for an index the catalogue does not have.
+pub(super) fn id_of(catalogue: &Catalogue, idx: ProductIdx) -> &str {
+    catalogue.product(idx).map_or("", |p| p.id.as_str())
+}

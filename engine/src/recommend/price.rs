@@ -1,0 +1,76 @@
+//! The price an item shows a visitor: account > group > product precedence, and a sale
+//! price only below the regular one.
+
+use crate::catalogue::{ArchivedProduct, ProductIdx};
+use crate::money::{Money, saving_percent};
+
+use super::Context;
+
+/// The price an item shows, after account > group > product precedence and sale rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemPrice {
+    /// Current price: the sale price when one applies.
+    pub price: Money,
+    /// The regular price, present only when a sale price applies.
+    pub was: Option<Money>,
+}
+
+impl ItemPrice {
+    /// Amount saved, when on sale.
+    pub fn saving(&self) -> Option<Money> {
+        self.was.map(|was| Money {
+            minor: was.minor - self.price.minor,
+            ..was
+        })
+    }
+
+    /// `SavingPercent`, e.g. `"29%"`, when on sale.
+    pub fn saving_percent(&self) -> Option<String> {
+        self.was.map(|was| saving_percent(was, self.price))
+    }
+}
+
+/// The price of a product for a visitor, or `None` when it has none in the currency.
+pub fn item_price(
+    idx: ProductIdx,
+    product: &ArchivedProduct,
+    ctx: &Context<'_>,
+) -> Option<ItemPrice> {
+    priced(idx, product, ctx).map(|(price, _)| price)
+}
+
+/// [`item_price`], and whether it is the product's own price in the currency (the same
+/// for every visitor, so its rendering can be shared) rather than an account or group
+/// price.
+pub fn priced(
+    idx: ProductIdx,
+    product: &ArchivedProduct,
+    ctx: &Context<'_>,
+) -> Option<(ItemPrice, bool)> {
+    let account_set = ctx
+        .account_id
+        .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
+    let group_set = ctx.group_id.and_then(|group| product.group_prices(group));
+    let chosen = [account_set, group_set]
+        .into_iter()
+        .flatten()
+        .find(|set| set.price_in(ctx.currency).is_some());
+    let (regular, sale) = match chosen {
+        Some(set) => (set.price_in(ctx.currency), set.sale_in(ctx.currency)),
+        None => ctx.catalogue.own_prices(idx, ctx.currency),
+    };
+    Some((price_from(regular?, sale)?, chosen.is_none()))
+}
+
+fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {
+    Some(match sale {
+        Some(sale) if sale.minor < regular.minor => ItemPrice {
+            price: sale,
+            was: Some(regular),
+        },
+        _ => ItemPrice {
+            price: regular,
+            was: None,
+        },
+    })
+}

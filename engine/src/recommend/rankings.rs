@@ -1,0 +1,229 @@
+//! Popularity orderings of one catalogue version (`trending`, `top_sellers`, each
+//! category's members in trending order) and their incremental update.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx};
+
+/// Popularity orderings of one catalogue version, rebuilt from the account's counters.
+#[derive(Debug, Default)]
+pub struct Rankings {
+    /// Every product, most interacted-with first (ties in catalogue order).
+    pub trending: Vec<ProductIdx>,
+    /// Products with at least one ordered unit, most units first.
+    pub top_sellers: Vec<ProductIdx>,
+    /// Rank of each product in `trending`, indexed by dense id.
+    pub trending_rank: Vec<u32>,
+    /// Each product's trending key and units sold, indexed by dense id (see
+    /// [`Rankings::build`]).
+    scores: Vec<(f64, u64)>,
+    /// Members of a category in trending order, sorted on first use (categories the
+    /// catalogue has only; for the catalogue version the rankings were built from).
+    category_tops: DashMap<String, Arc<[ProductIdx]>>,
+}
+
+impl Rankings {
+    /// Orders a catalogue's products by trending key (greater first: a decayed score
+    /// compared at one time, or a [`crate::models::Decaying::rank_key`], which orders
+    /// the same at every time) and units sold.
+    pub fn build(
+        catalogue: &Catalogue,
+        score: impl Fn(&ArchivedProduct) -> (f64, u64),
+    ) -> Rankings {
+        let bound = catalogue.idx_bound() as usize;
+        let mut scores: Vec<(f64, u64)> = vec![(f64::NEG_INFINITY, 0); bound];
+        let mut trending: Vec<ProductIdx> = Vec::with_capacity(catalogue.len());
+        for (idx, product) in catalogue.iter() {
+            if let Some(slot) = scores.get_mut(idx as usize) {
+                *slot = score(product);
+            }
+            trending.push(idx);
+        }
+        let score_of = |idx: &ProductIdx| scores.get(*idx as usize).copied().unwrap_or_default();
+        trending.sort_by(|a, b| score_of(b).0.total_cmp(&score_of(a).0).then(a.cmp(b)));
+        let mut top_sellers: Vec<ProductIdx> = trending
+            .iter()
+            .copied()
+            .filter(|i| score_of(i).1 > 0)
+            .collect();
+        top_sellers.sort_by(|a, b| score_of(b).1.cmp(&score_of(a).1).then(a.cmp(b)));
+        Rankings::from_orders(trending, top_sellers, scores)
+    }
+
+    fn from_orders(
+        trending: Vec<ProductIdx>,
+        top_sellers: Vec<ProductIdx>,
+        scores: Vec<(f64, u64)>,
+    ) -> Rankings {
+        let mut trending_rank = vec![u32::MAX; scores.len()];
+        for (rank, idx) in trending.iter().enumerate() {
+            if let Some(slot) = trending_rank.get_mut(*idx as usize) {
+                *slot = rank as u32;
+            }
+        }
+        Rankings {
+            trending,
+            top_sellers,
+            trending_rank,
+            scores,
+            category_tops: DashMap::new(),
+        }
+    }
+
+    /// A product's trending key and units sold (`None` for an index these rankings do
+    /// not have).
+    pub fn score_of(&self, idx: ProductIdx) -> Option<(f64, u64)> {
+        self.scores.get(idx as usize).copied()
+    }
+
+    /// The members of `category` in `catalogue`, in trending order; kept for later
+    /// requests when `catalogue` is the version these rankings were built from
+    /// (`exact`) and the category has members.
+    pub fn category_top(
+        &self,
+        catalogue: &Catalogue,
+        category: &str,
+        exact: bool,
+    ) -> Arc<[ProductIdx]> {
+        if exact && let Some(members) = self.category_tops.get(category) {
+            return Arc::clone(&members);
+        }
+        let mut members = catalogue.in_category(category);
+        members.sort_by_key(|idx| {
+            self.trending_rank
+                .get(*idx as usize)
+                .copied()
+                .unwrap_or(u32::MAX)
+        });
+        let members: Arc<[ProductIdx]> = members.into();
+        if exact && !members.is_empty() {
+            self.category_tops
+                .insert(category.to_owned(), Arc::clone(&members));
+        }
+        members
+    }
+
+    /// The same orders with the products in `changed` (dense id, trending key, units)
+    /// moved to their new places: the others keep their order, as decay scales every
+    /// product alike. Linear in the products plus `changed` log `changed`, against a
+    /// full sort's products log products; the result is what [`Rankings::build`] gives.
+    pub fn update(&self, changed: &[(ProductIdx, f64, u64)]) -> Rankings {
+        let mut scores = self.scores.clone();
+        let mut moved = vec![false; scores.len()];
+        let mut fresh: Vec<ProductIdx> = Vec::with_capacity(changed.len());
+        for &(idx, key, units) in changed {
+            let (Some(slot), Some(flag)) =
+                (scores.get_mut(idx as usize), moved.get_mut(idx as usize))
+            else {
+                continue;
+            };
+            *slot = (key, units);
+            if !*flag {
+                *flag = true;
+                fresh.push(idx);
+            }
+        }
+        let score_of = |idx: &ProductIdx| scores.get(*idx as usize).copied().unwrap_or_default();
+        let is_moved = |idx: &ProductIdx| moved.get(*idx as usize).copied().unwrap_or(false);
+        let trending_order =
+            |a: &ProductIdx, b: &ProductIdx| score_of(b).0.total_cmp(&score_of(a).0).then(a.cmp(b));
+        let sellers_order =
+            |a: &ProductIdx, b: &ProductIdx| score_of(b).1.cmp(&score_of(a).1).then(a.cmp(b));
+        fresh.sort_by(trending_order);
+        let kept = self.trending.iter().copied().filter(|i| !is_moved(i));
+        let trending = merge(kept, &fresh, trending_order);
+        let mut sellers: Vec<ProductIdx> = fresh
+            .iter()
+            .copied()
+            .filter(|i| score_of(i).1 > 0)
+            .collect();
+        sellers.sort_by(sellers_order);
+        let kept = self.top_sellers.iter().copied().filter(|i| !is_moved(i));
+        let top_sellers = merge(kept, &sellers, sellers_order);
+        Rankings::from_orders(trending, top_sellers, scores)
+    }
+}
+
+/// Merges two lists sorted by `order` into one.
+fn merge(
+    kept: impl Iterator<Item = ProductIdx>,
+    fresh: &[ProductIdx],
+    order: impl Fn(&ProductIdx, &ProductIdx) -> std::cmp::Ordering,
+) -> Vec<ProductIdx> {
+    let mut out = Vec::with_capacity(fresh.len());
+    let mut fresh = fresh.iter().copied().peekable();
+    for idx in kept {
+        while let Some(next) = fresh.next_if(|f| order(f, &idx).is_lt()) {
+            out.push(next);
+        }
+        out.push(idx);
+    }
+    out.extend(fresh);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalogue::Product;
+
+    /// Moving changed products gives the orders a full build gives, round after round,
+    /// with ties, zero scores, products never sold and repeated changes.
+    #[test]
+    fn an_update_orders_as_a_full_build() {
+        let catalogue = crate::testing::catalogue(
+            (0..300).map(|i| crate::testing::product(&format!("p{i:03}"))),
+        );
+        let mut scores: Vec<(f64, u64)> = vec![(f64::NEG_INFINITY, 0); 300];
+        let score_of = |scores: &[(f64, u64)], p: &ArchivedProduct| {
+            let i: usize = p.id.as_str()[1..].parse().unwrap();
+            scores[i]
+        };
+        let mut rankings = Rankings::build(&catalogue, |p| score_of(&scores, p));
+        let mut sequence = crate::demo::Sequence::new(7);
+        let mut next = move |n: u64| sequence.next_u64() % n;
+        for _ in 0..50 {
+            let mut changed = Vec::new();
+            for _ in 0..next(20) {
+                let i = next(300) as usize;
+                // Few distinct keys, so ties are common.
+                let key = if next(4) == 0 {
+                    f64::NEG_INFINITY
+                } else {
+                    next(6) as f64
+                };
+                scores[i] = (key, next(3));
+                let idx = catalogue.idx_of(&format!("p{i:03}")).unwrap();
+                changed.push((idx, scores[i].0, scores[i].1));
+            }
+            rankings = rankings.update(&changed);
+            let full = Rankings::build(&catalogue, |p| score_of(&scores, p));
+            assert_eq!(rankings.trending, full.trending);
+            assert_eq!(rankings.top_sellers, full.top_sellers);
+            assert_eq!(rankings.trending_rank, full.trending_rank);
+        }
+    }
+
+    /// A category's order is kept only for the version the rankings were built from,
+    /// and only for categories with members.
+    #[test]
+    fn category_tops_are_kept_for_the_ranked_version_only() {
+        let catalogue = crate::testing::catalogue((0..5).map(|i| Product {
+            categories: vec!["c".into()],
+            ..crate::testing::product(&format!("p{i}"))
+        }));
+        let rankings = Rankings::build(&catalogue, |p| {
+            let i: f64 = p.id.as_str()[1..].parse().unwrap();
+            (i, 0)
+        });
+        let top = rankings.category_top(&catalogue, "c", false);
+        assert_eq!(top.len(), 5);
+        assert_eq!(catalogue.product(top[0]).unwrap().id.as_str(), "p4");
+        assert!(rankings.category_tops.is_empty());
+        assert_eq!(rankings.category_top(&catalogue, "c", true), top);
+        assert!(rankings.category_top(&catalogue, "none", true).is_empty());
+        assert_eq!(rankings.category_tops.len(), 1);
+    }
+}
