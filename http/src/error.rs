@@ -287,7 +287,11 @@ mod tests {
     #[test]
     fn a_log_that_cannot_be_written_is_a_500_without_retry_after() {
         let error = ApiError::from(SubmitError::Journal(vitrine_snapshots::Error::Wal(
-            "disk full".into(),
+            vitrine_snapshots::wal::WalError::Io {
+                action: "writing",
+                path: "wal/00000000000000000001.wal".into(),
+                reason: "disk full".into(),
+            },
         )));
         assert_eq!(
             error.status(Endpoint::Delta),

@@ -64,7 +64,7 @@ pub enum Error {
     },
     /// The write-ahead log refused or failed an append.
     #[error("write-ahead log: {0}")]
-    Wal(String),
+    Wal(wal::WalError),
     /// Another process holds the data directory.
     #[error("data directory {0} is in use by another process (its LOCK file is held)")]
     Locked(PathBuf),

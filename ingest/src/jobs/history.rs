@@ -71,8 +71,8 @@ impl AccountJobs {
                 now,
                 events: events.into(),
             };
-            let payload = log::encode_tracked(&tracked)
-                .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+            let payload =
+                log::encode_tracked(&tracked).map_err(|e| SubmitError::Journal(e.into()))?;
             let published = self.is_replicated().then(|| payload.clone());
             self.shared
                 .wal

@@ -1,12 +1,50 @@
 //! The records of an account's write-ahead log: which kinds there are, and how each
 //! is written and read. One log per account carries, in one order, the deltas, every
 //! request's tracking events and the erasures (framing, checksums and segments are
-//! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`).
+//! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`). The one codec of
+//! the records, a cluster's [`RecordKind::Replicated`] wrapping included.
 
 use vitrine_engine::state::{Served, Tracked};
+use vitrine_fields::{Errors, Fields, KeyMatch};
+use vitrine_snapshots::wal::{Record, WalError};
 
 use crate::delta::{self, Delta};
-use vitrine_fields::{Errors, Fields, KeyMatch};
+
+/// Why a record could not be written or read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    /// A delta record without the newline after its token.
+    #[error("no token")]
+    NoToken,
+    /// A delta record whose token is not UTF-8.
+    #[error("token is not UTF-8")]
+    TokenNotUtf8,
+    /// A delta record whose parts do not read as a delta (the reader's messages).
+    #[error("{0}")]
+    Delta(String),
+    /// An rkyv archive could not be written.
+    #[error("the {what} could not be archived: {reason}")]
+    Archive {
+        /// What was being archived.
+        what: &'static str,
+        /// rkyv's reason.
+        reason: String,
+    },
+    /// An rkyv archive does not read as the record it should be.
+    #[error("not a {what} record: {reason}")]
+    NotA {
+        /// The record expected.
+        what: &'static str,
+        /// rkyv's reason.
+        reason: String,
+    },
+}
+
+impl From<CodecError> for vitrine_snapshots::Error {
+    fn from(error: CodecError) -> vitrine_snapshots::Error {
+        vitrine_snapshots::Error::Wal(WalError::Unencodable(error.to_string()))
+    }
+}
 
 /// What a log record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +132,7 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             Err(_) => Logged::Other,
         },
         Some(RecordKind::Forget) => Logged::Forget,
-        Some(RecordKind::Replicated) => match super::replica::decode(payload) {
+        Some(RecordKind::Replicated) => match decode_replicated(payload) {
             Some((_, kind, record)) => inspect(kind.code(), record),
             None => Logged::Other,
         },
@@ -113,31 +151,34 @@ pub(crate) fn encode_delta(token: &str, record: &[u8]) -> Vec<u8> {
 }
 
 /// Splits a delta record into its token and parsed parts.
-pub(crate) fn decode_delta(payload: &[u8]) -> (Option<String>, Result<Delta, String>) {
+pub(crate) fn decode_delta(payload: &[u8]) -> (Option<String>, Result<Delta, CodecError>) {
     let Some(newline) = payload.iter().position(|b| *b == b'\n') else {
-        return (None, Err("no token".to_owned()));
+        return (None, Err(CodecError::NoToken));
     };
     let (token, rest) = payload.split_at(newline);
     let Ok(token) = std::str::from_utf8(token) else {
-        return (None, Err("token is not UTF-8".to_owned()));
+        return (None, Err(CodecError::TokenNotUtf8));
     };
-    let parse = || -> Result<Delta, String> {
-        let value: serde_json::Value =
-            serde_json::from_slice(rest.get(1..).unwrap_or_default()).map_err(|e| e.to_string())?;
+    let parse = || -> Result<Delta, CodecError> {
+        let value: serde_json::Value = serde_json::from_slice(rest.get(1..).unwrap_or_default())
+            .map_err(|e| CodecError::Delta(e.to_string()))?;
         let mut errors = Errors::default();
-        let fields =
-            Fields::of(&value, "", KeyMatch::Exact, &mut errors).ok_or_else(|| errors.joined())?;
-        delta::parse(&fields).map_err(|e| e.joined())
+        let fields = Fields::of(&value, "", KeyMatch::Exact, &mut errors)
+            .ok_or_else(|| CodecError::Delta(errors.joined()))?;
+        delta::parse(&fields).map_err(|e| CodecError::Delta(e.joined()))
     };
     (Some(token.to_owned()), parse())
 }
 
 /// The payload of an events record.
-pub(crate) fn encode_tracked(tracked: &Tracked) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_tracked(tracked: &Tracked) -> Result<Vec<u8>, CodecError> {
     // Written straight into the record's buffer (alignment matters only when reading,
     // which copies into an aligned one), sized for a typical request's events.
     rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(tracked, Vec::with_capacity(512))
-        .map_err(|e| format!("the events could not be archived: {e}"))
+        .map_err(|e| CodecError::Archive {
+            what: "events",
+            reason: e.to_string(),
+        })
 }
 
 /// A record's payload copied where an archive may be read (payloads are read from the
@@ -149,19 +190,105 @@ fn aligned(payload: &[u8]) -> rkyv::util::AlignedVec<16> {
 }
 
 /// Reads a logged request's events.
-pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, String> {
-    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned(payload))
-        .map_err(|e| format!("not a tracking record: {e}"))
+pub(crate) fn decode_tracked(payload: &[u8]) -> Result<Tracked, CodecError> {
+    rkyv::from_bytes::<Tracked, rkyv::rancor::Error>(&aligned(payload)).map_err(|e| {
+        CodecError::NotA {
+            what: "tracking",
+            reason: e.to_string(),
+        }
+    })
 }
 
 /// The payload of a served-request record.
-pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, String> {
+pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, CodecError> {
     rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(served, Vec::with_capacity(1024))
-        .map_err(|e| format!("the request could not be archived: {e}"))
+        .map_err(|e| CodecError::Archive {
+            what: "request",
+            reason: e.to_string(),
+        })
 }
 
 /// Reads a logged request.
-pub(crate) fn decode_served(payload: &[u8]) -> Result<Served, String> {
-    rkyv::from_bytes::<Served, rkyv::rancor::Error>(&aligned(payload))
-        .map_err(|e| format!("not a served-request record: {e}"))
+pub(crate) fn decode_served(payload: &[u8]) -> Result<Served, CodecError> {
+    rkyv::from_bytes::<Served, rkyv::rancor::Error>(&aligned(payload)).map_err(|e| {
+        CodecError::NotA {
+            what: "served-request",
+            reason: e.to_string(),
+        }
+    })
+}
+
+/// A [`RecordKind::Replicated`] record: the replicated log's sequence (8 bytes, little
+/// endian), the record's kind byte, the record.
+pub(super) fn encode_replicated(sequence: u64, kind: RecordKind, payload: &[u8]) -> Vec<u8> {
+    let mut logged = Vec::with_capacity(9 + payload.len());
+    logged.extend_from_slice(&sequence.to_le_bytes());
+    logged.push(kind.code());
+    logged.extend_from_slice(payload);
+    logged
+}
+
+/// The replicated log's sequence, the kind and the record of a
+/// [`RecordKind::Replicated`] record.
+pub(super) fn decode_replicated(payload: &[u8]) -> Option<(u64, RecordKind, &[u8])> {
+    let (sequence, rest) = payload.split_first_chunk::<8>()?;
+    let (kind, record) = rest.split_first()?;
+    let kind = RecordKind::of_code(*kind).filter(|k| *k != RecordKind::Replicated)?;
+    Some((u64::from_le_bytes(*sequence), kind, record))
+}
+
+/// The local log's records with every replicated record in place of the record it
+/// wraps (same local sequence), and the highest replicated sequence among them.
+pub(super) fn unwrap_records(records: Vec<Record>) -> (Vec<Record>, u64) {
+    let mut highest = 0;
+    let records = records
+        .into_iter()
+        .map(|record| {
+            if RecordKind::of_code(record.kind) != Some(RecordKind::Replicated) {
+                return record;
+            }
+            match decode_replicated(&record.payload) {
+                Some((sequence, kind, inner)) => {
+                    highest = highest.max(sequence);
+                    Record {
+                        sequence: record.sequence,
+                        kind: kind.code(),
+                        payload: inner.to_vec(),
+                    }
+                }
+                None => record,
+            }
+        })
+        .collect();
+    (records, highest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replicated_record_reads_back_as_the_record_it_wraps() {
+        let wrapped = encode_replicated(42, RecordKind::Forget, b"shopper@example.com");
+        let (records, highest) = unwrap_records(vec![
+            Record {
+                sequence: 7,
+                kind: RecordKind::Replicated.code(),
+                payload: wrapped,
+            },
+            Record {
+                sequence: 8,
+                kind: RecordKind::Forget.code(),
+                payload: b"other".to_vec(),
+            },
+        ]);
+        assert_eq!(highest, 42);
+        assert_eq!(records[0].sequence, 7);
+        assert_eq!(records[0].kind, RecordKind::Forget.code());
+        assert_eq!(records[0].payload, b"shopper@example.com");
+        assert_eq!(records[1].payload, b"other");
+        // Too short, or wrapping a wrapped record: not read.
+        assert!(decode_replicated(&[1, 2, 3]).is_none());
+        assert!(decode_replicated(&encode_replicated(1, RecordKind::Replicated, b"")).is_none());
+    }
 }

@@ -307,8 +307,7 @@ impl AccountJobs {
         let outcome = self.shared.account.serve(request);
         let served = &outcome.served;
         if !served.tracked.events.is_empty() {
-            let payload = log::encode_served(served)
-                .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
+            let payload = log::encode_served(served).map_err(|e| SubmitError::Journal(e.into()))?;
             let published = self.is_replicated().then(|| payload.clone());
             self.shared
                 .wal
@@ -321,7 +320,7 @@ impl AccountJobs {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.
             let logged = log::encode_served(served)
-                .map_err(vitrine_snapshots::Error::Wal)
+                .map_err(vitrine_snapshots::Error::from)
                 .and_then(|payload| {
                     self.shared
                         .wal

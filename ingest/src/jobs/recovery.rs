@@ -60,7 +60,7 @@ impl AccountJobs {
             ..Recovery::default()
         };
 
-        let (records, replicated) = replica::unwrap_records(log.records);
+        let (records, replicated) = log::unwrap_records(log.records);
         let stream_position = replicated.max(replica::saved_position(dir));
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);

@@ -27,8 +27,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use vitrine_snapshots::wal::Record;
-
 use super::log::{self, RecordKind};
 use super::status::DeltaStatus;
 use super::worker::Queued;
@@ -321,7 +319,7 @@ impl AccountJobs {
             shared.stream_position.store(sequence, Ordering::Release);
             return Ok(Applied::Own);
         }
-        let logged = encode(sequence, kind, payload);
+        let logged = log::encode_replicated(sequence, kind, payload);
         match kind {
             RecordKind::Delta => {
                 let (token, parsed) = log::decode_delta(payload);
@@ -450,51 +448,6 @@ pub(super) fn apply_tracking(account: &vitrine_engine::Account, kind: RecordKind
     }
 }
 
-/// A [`RecordKind::Replicated`] record: the replicated log's sequence (8 bytes, little
-/// endian), the record's kind byte, the record.
-fn encode(sequence: u64, kind: RecordKind, payload: &[u8]) -> Vec<u8> {
-    let mut logged = Vec::with_capacity(9 + payload.len());
-    logged.extend_from_slice(&sequence.to_le_bytes());
-    logged.push(kind.code());
-    logged.extend_from_slice(payload);
-    logged
-}
-
-/// The replicated log's sequence, the kind and the record of a
-/// [`RecordKind::Replicated`] record.
-pub(super) fn decode(payload: &[u8]) -> Option<(u64, RecordKind, &[u8])> {
-    let (sequence, rest) = payload.split_first_chunk::<8>()?;
-    let (kind, record) = rest.split_first()?;
-    let kind = RecordKind::of_code(*kind).filter(|k| *k != RecordKind::Replicated)?;
-    Some((u64::from_le_bytes(*sequence), kind, record))
-}
-
-/// The local log's records with every replicated record in place of the record it
-/// wraps (same local sequence), and the highest replicated sequence among them.
-pub(super) fn unwrap_records(records: Vec<Record>) -> (Vec<Record>, u64) {
-    let mut highest = 0;
-    let records = records
-        .into_iter()
-        .map(|record| {
-            if RecordKind::of_code(record.kind) != Some(RecordKind::Replicated) {
-                return record;
-            }
-            match decode(&record.payload) {
-                Some((sequence, kind, inner)) => {
-                    highest = highest.max(sequence);
-                    Record {
-                        sequence: record.sequence,
-                        kind: kind.code(),
-                        payload: inner.to_vec(),
-                    }
-                }
-                None => record,
-            }
-        })
-        .collect();
-    (records, highest)
-}
-
 /// The replicated sequence saved in the account's directory (0 when none is).
 pub(super) fn saved_position(dir: &Path) -> u64 {
     fs::read_to_string(dir.join(POSITION_FILE))
@@ -518,35 +471,5 @@ impl Shared {
             POSITION_FILE,
             format!("{position}\n").as_bytes(),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_replicated_record_reads_back_as_the_record_it_wraps() {
-        let wrapped = encode(42, RecordKind::Forget, b"shopper@example.com");
-        let (records, highest) = unwrap_records(vec![
-            Record {
-                sequence: 7,
-                kind: RecordKind::Replicated.code(),
-                payload: wrapped,
-            },
-            Record {
-                sequence: 8,
-                kind: RecordKind::Forget.code(),
-                payload: b"other".to_vec(),
-            },
-        ]);
-        assert_eq!(highest, 42);
-        assert_eq!(records[0].sequence, 7);
-        assert_eq!(records[0].kind, RecordKind::Forget.code());
-        assert_eq!(records[0].payload, b"shopper@example.com");
-        assert_eq!(records[1].payload, b"other");
-        // Too short, or wrapping a wrapped record: not read.
-        assert!(decode(&[1, 2, 3]).is_none());
-        assert!(decode(&encode(1, RecordKind::Replicated, b"")).is_none());
     }
 }

@@ -1,0 +1,434 @@
+//! The write-ahead log: CRC32C-framed records in segment files, appended by one writer
+//! thread with group commit, recovered on open up to the first bad or torn record.
+//!
+//! Layout (see `FORMAT.md`): segment files `<first sequence, 20 digits>.wal` in one
+//! directory; each record is `length u32 | crc32c u32 | sequence u64 | kind u8 | payload`
+//! (little-endian; `length` counts sequence, kind and payload; the CRC covers the same
+//! bytes). Sequences start at 1 and increase by one per record across segments.
+//!
+//! Threads: [`Wal::append`] may be called from any thread; it hands the record to the
+//! writer thread and waits for its acknowledgement. The writer takes every record
+//! waiting, writes them in one go, and fsyncs once for the whole batch when the policy
+//! (or one record of the batch) asks for it: many appends, one fsync.
+//!
+//! Files: `format.rs` (the bytes: segment names, record framing, reading and recovery),
+//! `writer.rs` (the writer thread: batches, group commit, rotation, the first failure),
+//! `stats.rs` (its counters); this file is the log's API, whose appends travel to the
+//! writer as a [`Request`].
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
+use std::thread;
+use std::time::Duration;
+
+use crate::{Error, Result, io_error};
+
+mod format;
+mod stats;
+mod writer;
+
+pub use format::{SegmentEnd, decode_segment, read_segment_file, recover, segments};
+pub use stats::WalStats;
+
+use format::write_gap;
+use writer::{Failure, Writer};
+
+/// Bytes before the payload: length, crc, sequence, kind.
+pub const RECORD_HEADER: usize = 4 + 4 + 8 + 1;
+
+/// Largest payload accepted (a sanity bound for recovery, too).
+pub const MAX_PAYLOAD: usize = 256 << 20;
+
+/// Under `interval` and `never`, how long the writer lets records gather after a batch
+/// before it writes the next: under load one write (and one wake-up) covers every
+/// record of that time instead of one each. Appends that wait for their outcome do not
+/// wait for it.
+pub const LINGER: Duration = Duration::from_millis(1);
+
+/// When appended records reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// fsync before an append returns.
+    Always,
+    /// An append returns once written; an fsync follows at most this long after.
+    Interval(Duration),
+    /// The operating system decides.
+    Never,
+}
+
+/// Settings of a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalConfig {
+    /// Directory of the segment files.
+    pub dir: PathBuf,
+    /// A new segment is started once the current one reaches this size.
+    pub segment_bytes: u64,
+    /// Sync policy for ordinary appends.
+    pub policy: SyncPolicy,
+    /// The lowest sequence the next record may take: the position of the newest
+    /// snapshot. A log that ends before it (its tail lost, or wholly covered) goes on
+    /// there after a [`KIND_GAP`] record, so that no new record takes a sequence a
+    /// snapshot already covers; the records it has are kept for the consumers that
+    /// replay from an older position.
+    pub first_sequence: u64,
+}
+
+/// Kind of the record that opens a segment continuing the log after a gap: its
+/// payload is the sequence the log had reached before (u64, little-endian); the
+/// sequences in between were never written. Reserved: callers' kinds start at 1.
+pub const KIND_GAP: u8 = 0;
+
+/// One record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its position in the log.
+    pub sequence: u64,
+    /// What the payload is (the caller's code).
+    pub kind: u8,
+    /// The bytes.
+    pub payload: Vec<u8>,
+}
+
+/// What recovery found and did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Every intact record, in order.
+    pub records: Vec<Record>,
+    /// Where the log was cut, and why, when a bad or torn record was found.
+    pub truncated: Option<String>,
+    /// Segment files removed because they came after the cut.
+    pub removed_segments: usize,
+    /// When the log ended before `first_sequence`: (where it ended, where it goes on).
+    /// Nothing was removed; a [`KIND_GAP`] record marks the jump.
+    pub resumed: Option<(u64, u64)>,
+    /// The sequence the next record takes.
+    pub next_sequence: u64,
+}
+
+/// Why the log refused or failed an append (inside [`Error::Wal`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WalError {
+    /// The record is larger than [`MAX_PAYLOAD`].
+    #[error("record of {size} bytes is over the limit of {MAX_PAYLOAD}")]
+    TooLarge {
+        /// Its payload's size.
+        size: usize,
+    },
+    /// The log was closed (the server is stopping).
+    #[error("the log is closed")]
+    Closed,
+    /// The writer thread stopped before answering.
+    #[error("the log writer stopped")]
+    WriterStopped,
+    /// Writing, syncing or creating a segment failed (what, where, the system's
+    /// reason).
+    #[error("{action} {path}: {reason}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// An earlier write or sync failed: the file's tail is unknown, so the log takes
+    /// nothing more rather than risk a gap in the sequence.
+    #[error("the log stopped taking records after an earlier failure: {0}")]
+    Stopped(Box<WalError>),
+    /// The caller's record could not be made (its encoder's reason).
+    #[error("{0}")]
+    Unencodable(String),
+}
+
+/// What an append asks of the writer.
+#[derive(Debug)]
+enum Request {
+    /// Write a record; with [`Durability::Synced`], fsync before answering whatever
+    /// the policy.
+    Record {
+        /// The caller's kind.
+        kind: u8,
+        /// Its bytes.
+        payload: Vec<u8>,
+        /// When the answer may come.
+        durability: Durability,
+    },
+    /// Fsync what is written.
+    Sync,
+    /// Close the current segment (fsynced) and start the next one.
+    Rotate,
+}
+
+/// When a record's append is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// As the log's [`SyncPolicy`] says.
+    Policy,
+    /// Once fsynced.
+    Synced,
+}
+
+/// A request on its way to the writer, with where its outcome goes (`None` for
+/// appends that do not wait for it).
+#[derive(Debug)]
+struct Append {
+    request: Request,
+    reply: Option<mpsc::Sender<std::result::Result<u64, WalError>>>,
+}
+
+/// An open log.
+pub struct Wal {
+    sender: RwLock<Option<mpsc::Sender<Append>>>,
+    worker: Mutex<Option<thread::JoinHandle<()>>>,
+    dir: PathBuf,
+    stats: Arc<WalStats>,
+    /// The sequence the next record will get: every record before it is written.
+    next: Arc<AtomicU64>,
+    /// The writer's first failure, once there was one: later appends are refused here.
+    failed: Arc<Failure>,
+    policy: SyncPolicy,
+    /// The writer thread, woken by appends that wait for their outcome (it lingers
+    /// between batches under `interval` and `never`).
+    writer_thread: thread::Thread,
+    /// Records that may wait for the writer before an append that does not wait for its
+    /// outcome is refused ([`Wal::set_max_backlog`]; unbounded by default).
+    max_backlog: AtomicU64,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Wal {
+    /// Recovers the log in `config.dir` and starts its writer after the last intact
+    /// record.
+    pub fn open(config: WalConfig) -> Result<(Wal, Recovery)> {
+        let mut recovery = recover(&config.dir)?;
+        // After the last intact record (a gap record included), or 1 for a new log.
+        let mut next = recovery.next_sequence.max(1);
+        if next < config.first_sequence {
+            // The log ends before a snapshot's position (its unsynced tail was lost, or
+            // a snapshot covers all of it): go on at that position after a gap record.
+            // Every record is kept: a consumer with an older position still replays
+            // from its own, and no sequence a snapshot covers is taken again.
+            write_gap(&config.dir, next, config.first_sequence)?;
+            recovery.resumed = Some((next, config.first_sequence));
+            next = config.first_sequence + 1;
+        }
+        recovery.next_sequence = next;
+        let stats = Arc::new(WalStats::default());
+        let (sender, receiver) = mpsc::channel::<Append>();
+        let mut writer = Writer::start(&config, next)?;
+        let shared_next = Arc::clone(&writer.shared_next);
+        let failed = Arc::clone(&writer.failed);
+        let worker_stats = Arc::clone(&stats);
+        let worker = thread::Builder::new()
+            .name("wal-writer".to_owned())
+            .spawn(move || writer.run(&receiver, &worker_stats))
+            .map_err(io_error("starting the writer for", &config.dir))?;
+        let writer_thread = worker.thread().clone();
+        let wal = Wal {
+            sender: RwLock::new(Some(sender)),
+            worker: Mutex::new(Some(worker)),
+            dir: config.dir.clone(),
+            stats,
+            next: shared_next,
+            failed,
+            policy: config.policy,
+            writer_thread,
+            max_backlog: AtomicU64::new(u64::MAX),
+        };
+        Ok((wal, recovery))
+    }
+
+    /// Appends a record under the log's policy; returns its sequence.
+    pub fn append(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
+        self.submit(record(kind, payload, Durability::Policy)?)
+    }
+
+    /// Appends a record under the log's policy and returns as soon as the policy
+    /// allows: with `always` once it is fsynced, otherwise once it is handed to the
+    /// writer (written next, in order; `interval` fsyncs it within the interval). A log
+    /// that failed earlier refuses it.
+    pub fn append_under_policy(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+        if self.policy == SyncPolicy::Always {
+            return self.append(kind, payload).map(|_| ());
+        }
+        self.append_unwaited(kind, payload)
+    }
+
+    /// Hands a record to the writer and returns without waiting, whatever the policy
+    /// (written next, in order, and fsynced with what follows it): for records whose
+    /// loss in a crash costs nothing acknowledged. A log that failed earlier refuses it.
+    pub fn append_unwaited(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+        self.send_append(Append {
+            request: record(kind, payload, Durability::Policy)?,
+            reply: None,
+        })
+    }
+
+    /// Appends a record and returns only once it is fsynced, whatever the policy.
+    pub fn append_durable(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
+        self.submit(record(kind, payload, Durability::Synced)?)
+    }
+
+    /// Waits until every record written so far is fsynced; returns the sequence the
+    /// next record will take (every record before it is then durable).
+    pub fn sync(&self) -> Result<u64> {
+        self.submit(Request::Sync)
+    }
+
+    /// Closes the current segment (fsynced) and starts a new one at the next sequence,
+    /// unless the current one is empty; returns that sequence. Every segment before it
+    /// is then sealed: no record is ever added to it again.
+    pub fn rotate(&self) -> Result<u64> {
+        self.submit(Request::Rotate)
+    }
+
+    /// The sequence the next record will get; every record before it is written (not
+    /// necessarily fsynced).
+    pub fn next_sequence(&self) -> u64 {
+        self.next.load(Ordering::Acquire)
+    }
+
+    /// Hands `request` to the writer and waits for its outcome.
+    fn submit(&self, request: Request) -> Result<u64> {
+        let (reply, answer) = mpsc::channel();
+        self.send_append(Append {
+            request,
+            reply: Some(reply),
+        })?;
+        answer
+            .recv()
+            .map_err(|_| Error::Wal(WalError::WriterStopped))?
+            .map_err(Error::Wal)
+    }
+
+    /// Bounds the records waiting for the writer: beyond `limit`, an append that does
+    /// not wait for its outcome ([`Wal::append_under_policy`] under `interval` and
+    /// `never`) is refused with [`Error::Backlog`] instead of queueing behind a slow
+    /// disk. Appends that wait (deltas, `always`) are bounded by their callers.
+    pub fn set_max_backlog(&self, limit: u64) {
+        self.max_backlog.store(limit, Ordering::Relaxed);
+    }
+
+    /// Fails with [`Error::Backlog`] when an append that does not wait would be refused
+    /// now.
+    pub fn check_backlog(&self) -> Result<()> {
+        if self.policy == SyncPolicy::Always {
+            return Ok(());
+        }
+        self.backlog_room()
+    }
+
+    /// [`Error::Backlog`] when the records waiting for the writer are at the bound.
+    fn backlog_room(&self) -> Result<()> {
+        let waiting = self.stats.waiting.load(Ordering::Relaxed);
+        let limit = self.max_backlog.load(Ordering::Relaxed);
+        if waiting >= limit {
+            return Err(Error::Backlog { waiting, limit });
+        }
+        Ok(())
+    }
+
+    /// Hands `append` to the writer. Every request after a failed write is refused
+    /// here, and one that does not wait while the backlog is at its bound.
+    fn send_append(&self, append: Append) -> Result<()> {
+        if let Some(failure) = self.failed.get() {
+            return Err(Error::Wal(WalError::Stopped(Box::new(failure))));
+        }
+        let waits = append.reply.is_some();
+        if !waits {
+            self.backlog_room()?;
+        }
+        self.stats.waiting.fetch_add(1, Ordering::Relaxed);
+        let sent = match self.sender.read() {
+            Ok(guard) => guard.as_ref().is_some_and(|s| s.send(append).is_ok()),
+            Err(_) => false,
+        };
+        if !sent {
+            self.stats.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(Error::Wal(WalError::Closed));
+        }
+        if waits {
+            self.writer_thread.unpark();
+        }
+        Ok(())
+    }
+
+    /// Deletes segments whose records all come before `sequence` (a snapshot covers
+    /// them); returns how many were deleted. The current segment is never deleted.
+    pub fn remove_before(&self, sequence: u64) -> Result<usize> {
+        let segments = segments(&self.dir)?;
+        let mut removed = 0;
+        for pair in segments.windows(2) {
+            let (Some((_, path)), Some((next_first, _))) = (pair.first(), pair.get(1)) else {
+                continue;
+            };
+            if *next_first <= sequence {
+                fs::remove_file(path).map_err(io_error("removing", path))?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Bytes of the segment files on disk now (what a backup of the log copies, and
+    /// what the next cut may free).
+    pub fn disk_bytes(&self) -> u64 {
+        segments(&self.dir).map_or(0, |segments| {
+            segments
+                .iter()
+                .filter_map(|(_, path)| fs::metadata(path).ok())
+                .map(|meta| meta.len())
+                .sum()
+        })
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &WalStats {
+        &self.stats
+    }
+
+    /// Stops the writer after it has written (and synced) everything appended.
+    pub fn close(&self) {
+        if let Ok(mut sender) = self.sender.write() {
+            sender.take();
+        }
+        self.writer_thread.unpark();
+        if let Ok(mut worker) = self.worker.lock()
+            && let Some(worker) = worker.take()
+        {
+            let _ = worker.join();
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A record's request, refused here when it is over [`MAX_PAYLOAD`].
+fn record(kind: u8, payload: Vec<u8>, durability: Durability) -> Result<Request> {
+    if payload.len() > MAX_PAYLOAD {
+        return Err(Error::Wal(WalError::TooLarge {
+            size: payload.len(),
+        }));
+    }
+    Ok(Request::Record {
+        kind,
+        payload,
+        durability,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,342 @@
+//! Recovery, group commit, the interval policy, rotation and the backlog bound.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use super::format::segment_name;
+use super::*;
+
+fn config(dir: &Path, policy: SyncPolicy) -> WalConfig {
+    WalConfig {
+        dir: dir.join("wal"),
+        segment_bytes: 4096,
+        policy,
+        first_sequence: 1,
+    }
+}
+
+fn payloads(recovery: &Recovery) -> Vec<Vec<u8>> {
+    recovery.records.iter().map(|r| r.payload.clone()).collect()
+}
+
+#[test]
+fn appends_survive_reopening_across_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        assert!(recovery.records.is_empty());
+        for i in 0..200u32 {
+            let seq = wal
+                .append(7, format!("record {i:03} {}", "x".repeat(50)).into_bytes())
+                .unwrap();
+            assert_eq!(seq, u64::from(i) + 1);
+        }
+    }
+    assert!(
+        segments(&tmp.path().join("wal")).unwrap().len() > 2,
+        "rotated into several segments"
+    );
+    let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(recovery.records.len(), 200);
+    assert_eq!(recovery.truncated, None);
+    assert!(recovery.records.iter().all(|r| r.kind == 7));
+    assert_eq!(wal.append(1, b"next".to_vec()).unwrap(), 201);
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_earlier_records_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        for i in 0..5u8 {
+            wal.append(1, vec![i; 10]).unwrap();
+        }
+    }
+    let (_, path) = segments(&tmp.path().join("wal")).unwrap().pop().unwrap();
+    let len = fs::metadata(&path).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 4)
+        .unwrap();
+    let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(
+        payloads(&recovery),
+        (0..4u8).map(|i| vec![i; 10]).collect::<Vec<_>>()
+    );
+    assert!(
+        recovery
+            .truncated
+            .as_deref()
+            .unwrap()
+            .contains("torn record"),
+        "{:?}",
+        recovery.truncated
+    );
+    assert_eq!(
+        wal.append(1, b"after".to_vec()).unwrap(),
+        5,
+        "the cut record's sequence is reused"
+    );
+    drop(wal);
+    let (_, again) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(again.records.len(), 5);
+    assert_eq!(again.records.last().unwrap().payload, b"after");
+}
+
+#[test]
+fn a_bad_crc_cuts_the_log_there_and_drops_later_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        for i in 0..150u32 {
+            wal.append(2, format!("{i:04}{}", "y".repeat(60)).into_bytes())
+                .unwrap();
+        }
+    }
+    let dir = tmp.path().join("wal");
+    let all = segments(&dir).unwrap();
+    assert!(all.len() >= 3);
+    let (first_of_second, second) = all.get(1).cloned().unwrap();
+    let mut bytes = fs::read(&second).unwrap();
+    let at = RECORD_HEADER + 20;
+    bytes[at] ^= 0xff;
+    fs::write(&second, bytes).unwrap();
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(
+        recovery.records.len() as u64,
+        first_of_second - 1,
+        "everything before the bad record"
+    );
+    assert!(
+        recovery
+            .truncated
+            .as_deref()
+            .unwrap()
+            .contains("checksum mismatch")
+    );
+    assert_eq!(recovery.removed_segments, all.len() - 2);
+    let kept: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(
+        kept,
+        (1..first_of_second).collect::<Vec<_>>(),
+        "a prefix, never garbage"
+    );
+}
+
+#[test]
+fn empty_and_partial_segments_recover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wal");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(segment_name(1)), b"").unwrap();
+    let (wal, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert!(recovery.records.is_empty() && recovery.truncated.is_none());
+    assert_eq!(wal.append(3, b"one".to_vec()).unwrap(), 1);
+    drop(wal);
+    // A partial header at the end (3 bytes of a length).
+    let (_, path) = segments(&dir).unwrap().pop().unwrap();
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(&[9, 0, 0]).unwrap();
+    drop(file);
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(payloads(&recovery), vec![b"one".to_vec()]);
+    assert!(
+        recovery
+            .truncated
+            .as_deref()
+            .unwrap()
+            .contains("torn record header")
+    );
+}
+
+#[test]
+fn a_log_behind_the_snapshot_position_goes_on_there_and_keeps_its_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        for i in 0..3u8 {
+            wal.append(1, vec![i]).unwrap();
+        }
+    }
+    let covered = WalConfig {
+        first_sequence: 10,
+        ..config(tmp.path(), SyncPolicy::Always)
+    };
+    let (wal, recovery) = Wal::open(covered).unwrap();
+    assert_eq!(payloads(&recovery), [[0], [1], [2]], "nothing is deleted");
+    assert_eq!(recovery.resumed, Some((4, 10)));
+    assert_eq!(recovery.next_sequence, 11, "10 is the gap record");
+    assert_eq!(wal.append(1, b"eleven".to_vec()).unwrap(), 11);
+    drop(wal);
+    // Reopened, the gap is part of the log: nothing is cut, nothing resumed.
+    let (wal, recovery) = Wal::open(WalConfig {
+        first_sequence: 5,
+        ..config(tmp.path(), SyncPolicy::Always)
+    })
+    .unwrap();
+    assert_eq!(
+        payloads(&recovery),
+        [
+            b"\x00".to_vec(),
+            b"\x01".to_vec(),
+            b"\x02".to_vec(),
+            b"eleven".to_vec()
+        ]
+    );
+    let sequences: Vec<u64> = recovery.records.iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3, 11]);
+    assert_eq!(
+        (recovery.truncated.as_deref(), recovery.resumed),
+        (None, None)
+    );
+    assert_eq!(wal.append(1, b"twelve".to_vec()).unwrap(), 12);
+    // `sync` returns the next sequence once everything before it is on disk.
+    assert_eq!(wal.sync().unwrap(), 13);
+}
+
+#[test]
+fn a_segment_lost_before_a_gap_is_still_a_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let small = || WalConfig {
+        segment_bytes: 1024,
+        ..config(tmp.path(), SyncPolicy::Always)
+    };
+    {
+        let (wal, _) = Wal::open(small()).unwrap();
+        for i in 0..40u8 {
+            wal.append(1, vec![i; 100]).unwrap();
+        }
+    }
+    {
+        let (wal, recovery) = Wal::open(WalConfig {
+            first_sequence: 100,
+            ..small()
+        })
+        .unwrap();
+        assert_eq!(recovery.resumed, Some((41, 100)));
+        wal.append(1, b"after".to_vec()).unwrap();
+    }
+    let dir = tmp.path().join("wal");
+    let all = segments(&dir).unwrap();
+    assert!(all.len() >= 4, "{all:?}");
+    // Lose a segment in the middle: the gap record names an end that no longer
+    // matches, so recovery cuts there instead of accepting the hole.
+    fs::remove_file(&all[1].1).unwrap();
+    let recovery = recover(&dir).unwrap();
+    assert!(recovery.truncated.is_some(), "{recovery:?}");
+    assert!(recovery.records.iter().all(|r| r.sequence < all[1].0));
+}
+
+#[test]
+fn group_commit_shares_fsyncs_between_concurrent_writers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(WalConfig {
+        segment_bytes: 64 << 20,
+        ..config(tmp.path(), SyncPolicy::Always)
+    })
+    .unwrap();
+    let wal = Arc::new(wal);
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let wal = Arc::clone(&wal);
+            thread::spawn(move || {
+                for i in 0..50 {
+                    wal.append(1, format!("{t}-{i}").into_bytes()).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stats = wal.stats();
+    assert_eq!(stats.records.load(Ordering::Relaxed), 400);
+    assert_eq!(
+        stats.synced_records.load(Ordering::Relaxed),
+        400,
+        "always: every record synced before its ack"
+    );
+    assert!(stats.syncs.load(Ordering::Relaxed) <= 400);
+    assert!(
+        stats.records_per_sync_at(1.0) > 1,
+        "some fsync covered several records"
+    );
+}
+
+#[test]
+fn interval_policy_syncs_within_the_interval_without_further_appends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(config(
+        tmp.path(),
+        SyncPolicy::Interval(Duration::from_millis(20)),
+    ))
+    .unwrap();
+    wal.append(1, b"a".to_vec()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while wal.stats().synced_records.load(Ordering::Relaxed) < 1 {
+        assert!(Instant::now() < deadline, "never synced");
+        thread::sleep(Duration::from_millis(5));
+    }
+    wal.append_durable(1, b"b".to_vec()).unwrap();
+    assert_eq!(
+        wal.stats().synced_records.load(Ordering::Relaxed),
+        2,
+        "a durable append is synced before it returns"
+    );
+}
+
+#[test]
+fn remove_before_keeps_segments_with_later_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+    for _ in 0..150 {
+        wal.append(1, vec![0; 60]).unwrap();
+    }
+    let before = segments(&tmp.path().join("wal")).unwrap();
+    let (second_first, _) = before.get(1).cloned().unwrap();
+    assert_eq!(wal.remove_before(second_first).unwrap(), 1);
+    assert_eq!(
+        wal.remove_before(u64::MAX).unwrap(),
+        before.len() - 2,
+        "the current segment stays"
+    );
+    drop(wal);
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+    assert_eq!(recovery.records.last().unwrap().sequence, 150);
+}
+
+#[test]
+fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+    wal.set_max_backlog(3);
+    // The writer lingers after each batch, so appends made in a tight loop pile up
+    // behind it: some are refused, none waits.
+    let mut accepted = 0u64;
+    let mut refused = 0u64;
+    for i in 0..10_000u32 {
+        match wal.append_under_policy(1, i.to_le_bytes().to_vec()) {
+            Ok(()) => accepted += 1,
+            Err(Error::Backlog { waiting, limit }) => {
+                assert_eq!(limit, 3);
+                assert!(waiting >= 3);
+                refused += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(refused > 0, "no append was refused");
+    // Appends that wait for their outcome are not refused, and everything accepted
+    // is in the log.
+    wal.append_durable(1, b"durable".to_vec()).unwrap();
+    let next = wal.sync().unwrap();
+    assert_eq!(next, 1 + accepted + 1);
+    assert_eq!(wal.stats().waiting.load(Ordering::Relaxed), 0);
+    drop(wal);
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+    assert_eq!(recovery.next_sequence, 1 + accepted + 1);
+}

@@ -1,0 +1,267 @@
+//! The writer thread: takes every request waiting, writes the records in one go,
+//! fsyncs once for the batch when the policy (or a request) asks for it, starts a new
+//! segment when the current one is full; after a failed write or sync it takes nothing
+//! more.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::format::{encode, segment_name, segments};
+use super::{Append, Durability, LINGER, Request, SyncPolicy, WalConfig, WalError, WalStats};
+use crate::{Result, io_error};
+
+/// Each request's outcome: the sequence it took (or the next, for a sync or rotation).
+type Outcomes = Vec<std::result::Result<u64, WalError>>;
+
+/// A failed operation on `path`.
+fn io(action: &'static str, path: &Path, error: &std::io::Error) -> WalError {
+    WalError::Io {
+        action,
+        path: path.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
+pub(super) struct Writer {
+    dir: PathBuf,
+    segment_bytes: u64,
+    policy: SyncPolicy,
+    file: BufWriter<File>,
+    path: PathBuf,
+    written: u64,
+    next: u64,
+    unsynced: u64,
+    last_sync: Instant,
+
+    /// `next`, published after each batch is written.
+    pub(super) shared_next: Arc<AtomicU64>,
+    /// Set by the first failed write or sync: the file's tail is then unknown, so every
+    /// later append is refused (by the writer, and up front by [`Wal::send`]) rather
+    /// than risk a gap in the sequence.
+    pub(super) failed: Arc<Failure>,
+}
+
+impl Writer {
+    pub(super) fn start(config: &WalConfig, next: u64) -> Result<Writer> {
+        // Continue the last segment if there is one, else start a new one.
+        let (path, written) = match segments(&config.dir)?.last() {
+            Some((_, path)) => (
+                path.clone(),
+                fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            ),
+            None => (config.dir.join(segment_name(next)), 0),
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_error("opening", &path))?;
+        file.seek(SeekFrom::End(0))
+            .map_err(io_error("seeking", &path))?;
+        sync_dir(&config.dir)?;
+        Ok(Writer {
+            dir: config.dir.clone(),
+            segment_bytes: config.segment_bytes.max(1024),
+            policy: config.policy,
+            file: BufWriter::with_capacity(1 << 20, file),
+            path,
+            written,
+            next,
+            unsynced: 0,
+            last_sync: Instant::now(),
+            shared_next: Arc::new(AtomicU64::new(next)),
+            failed: Arc::new(Failure::default()),
+        })
+    }
+
+    pub(super) fn run(&mut self, receiver: &mpsc::Receiver<Append>, stats: &WalStats) {
+        let tick = match self.policy {
+            SyncPolicy::Interval(every) => every,
+            SyncPolicy::Always | SyncPolicy::Never => Duration::from_secs(3600),
+        };
+        loop {
+            let first = match receiver.recv_timeout(tick) {
+                Ok(first) => first,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if self.unsynced > 0 {
+                        let _ = self.sync(stats);
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let mut batch = vec![first];
+            while let Ok(more) = receiver.try_recv() {
+                batch.push(more);
+            }
+            let outcome = self.write_batch(&batch, stats);
+            stats
+                .waiting
+                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
+            for (append, result) in batch.into_iter().zip(outcome) {
+                if let Some(reply) = &append.reply {
+                    let _ = reply.send(result);
+                }
+            }
+            if self.policy != SyncPolicy::Always {
+                // Let the next records gather instead of waking for each one; an append
+                // that waits for its outcome (or closing the log) unparks at once.
+                thread::park_timeout(LINGER);
+            }
+        }
+        if self.unsynced > 0 || self.policy != SyncPolicy::Never {
+            let _ = self.sync(stats);
+        }
+    }
+
+    fn write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Outcomes {
+        if let Some(failure) = self.failed.get() {
+            let refused = WalError::Stopped(Box::new(failure));
+            return batch.iter().map(|_| Err(refused.clone())).collect();
+        }
+        let outcome = self.try_write_batch(batch, stats);
+        if let Some(Err(error)) = outcome.first() {
+            self.failed.set(error.clone());
+        }
+        outcome
+    }
+
+    fn try_write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Outcomes {
+        let mut sequences = Vec::with_capacity(batch.len());
+        let mut bytes = Vec::new();
+        let mut records = 0u64;
+        let mut must_sync = self.policy == SyncPolicy::Always;
+        for append in batch {
+            let (kind, payload) = match &append.request {
+                Request::Sync => {
+                    must_sync = true;
+                    sequences.push(self.next);
+                    continue;
+                }
+                Request::Rotate => {
+                    must_sync = true;
+                    if self.written + bytes.len() as u64 > 0
+                        && let Err(e) = self.write_and_rotate(&mut bytes, stats)
+                    {
+                        return batch.iter().map(|_| Err(e.clone())).collect();
+                    }
+                    sequences.push(self.next);
+                    continue;
+                }
+                Request::Record {
+                    kind,
+                    payload,
+                    durability,
+                } => {
+                    must_sync |= *durability == Durability::Synced;
+                    (*kind, payload)
+                }
+            };
+            if self.written + bytes.len() as u64 >= self.segment_bytes
+                && self.written + (bytes.len() as u64) > 0
+                && let Err(e) = self.write_and_rotate(&mut bytes, stats)
+            {
+                return batch.iter().map(|_| Err(e.clone())).collect();
+            }
+            encode(self.next, kind, payload, &mut bytes);
+            sequences.push(self.next);
+            self.next += 1;
+            records += 1;
+        }
+        let written = self.file.write_all(&bytes).and_then(|()| self.file.flush());
+        if let Err(e) = written {
+            let failed = io("writing", &self.path, &e);
+            return batch.iter().map(|_| Err(failed.clone())).collect();
+        }
+        self.written += bytes.len() as u64;
+        self.unsynced += records;
+        self.shared_next.store(self.next, Ordering::Release);
+        stats.records.fetch_add(records, Ordering::Relaxed);
+        stats.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        let must_sync = must_sync
+            || matches!(self.policy, SyncPolicy::Interval(every) if self.last_sync.elapsed() >= every);
+        if must_sync && let Err(e) = self.sync(stats) {
+            return batch.iter().map(|_| Err(e.clone())).collect();
+        }
+        sequences.into_iter().map(Ok).collect()
+    }
+
+    fn sync(&mut self, stats: &WalStats) -> Result<(), WalError> {
+        self.file
+            .flush()
+            .map_err(|e| io("writing", &self.path, &e))?;
+        let started = Instant::now();
+        self.file
+            .get_ref()
+            .sync_data()
+            .map_err(|e| io("syncing", &self.path, &e))?;
+        stats.record_sync(self.unsynced, started.elapsed());
+        self.unsynced = 0;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+
+    /// Writes the records gathered in `bytes` to the current segment, then starts the
+    /// next one; `bytes` is emptied once written.
+    fn write_and_rotate(&mut self, bytes: &mut Vec<u8>, stats: &WalStats) -> Result<(), WalError> {
+        self.file
+            .write_all(bytes)
+            .map_err(|e| io("writing", &self.path, &e))?;
+        bytes.clear();
+        self.rotate(stats)
+    }
+
+    fn rotate(&mut self, stats: &WalStats) -> Result<(), WalError> {
+        self.sync(stats)?;
+        let path = self.dir.join(segment_name(self.next));
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io("creating", &path, &e))?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io("syncing directory", &self.dir, &e))?;
+        self.file = BufWriter::with_capacity(1 << 20, file);
+        self.path = path;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+/// The log's first failure, once there was one. The flag keeps the lock off the path of
+/// every append.
+#[derive(Debug, Default)]
+pub(super) struct Failure {
+    flag: AtomicBool,
+    error: Mutex<Option<WalError>>,
+}
+
+impl Failure {
+    pub(super) fn get(&self) -> Option<WalError> {
+        if !self.flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
+
+    fn set(&self, error: WalError) {
+        if let Ok(mut slot) = self.error.lock()
+            && slot.is_none()
+        {
+            *slot = Some(error);
+        }
+        self.flag.store(true, Ordering::Release);
+    }
+}
+
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error("syncing directory", dir))
+}
