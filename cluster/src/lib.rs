@@ -18,8 +18,8 @@
 //!
 //! Files: `membership.rs` (connect, restore, join), `publish.rs` (the jobs'
 //! [`vitrine_ingest::jobs::Replication`] and the publisher task), `claims.rs` (job claims
-//! and leases), `objects.rs` (snapshot sets in the object store), `scrub.rs` (the
-//! erasure scrub), `replay.rs` (reading and applying the stream). Errors below the
+//! and leases), `objects.rs` (the object store), `snapshots.rs` (snapshot sets for
+//! joining nodes), `scrub.rs` (the erasure scrub), `replay.rs` (reading and applying the stream). Errors below the
 //! edge are [`vitrine_ingest::jobs::ReplicationError`]; [`ClusterError`] is what
 //! joining reports to the server.
 
@@ -36,10 +36,11 @@ mod objects;
 mod publish;
 mod replay;
 mod scrub;
+mod snapshots;
 
 pub use membership::{Membership, incarnation};
-pub use objects::SNAPSHOTS_KEPT;
 pub use scrub::SCRUB_WAIT;
+pub use snapshots::SNAPSHOTS_KEPT;
 
 /// The header naming a message's record kind.
 pub const KIND_HEADER: &str = "Vitrine-Kind";
@@ -52,6 +53,10 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// Records waiting to be published per account at most; beyond it a request that does
 /// not wait for its publish is refused (the cluster is unreachable or slow).
 pub const PUBLISH_QUEUE: usize = 65_536;
+
+/// A request for a snapshot set now, answered with its manifest's object name.
+type SnapshotNow =
+    tokio::sync::oneshot::Sender<Result<String, vitrine_ingest::jobs::ReplicationError>>;
 
 /// `[cluster]`: the NATS servers and this node's part.
 #[derive(Debug, Clone, PartialEq, Eq)]

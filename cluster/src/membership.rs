@@ -13,9 +13,11 @@ use async_nats::jetstream::{self, object_store, stream};
 use tokio::sync::mpsc;
 use vitrine_ingest::jobs::{AccountJobs, Incarnation, Replication, ReplicationError};
 
-use crate::objects::{download_object, load_manifest, manifest_objects, snapshots};
-use crate::publish::{SnapshotNow, StreamLog, publisher};
+use crate::SnapshotNow;
+use crate::objects::{download_object, load_manifest, manifest_objects};
+use crate::publish::{StreamLog, publisher};
 use crate::replay::{apply, bounds, read};
+use crate::snapshots::snapshots;
 use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, PUBLISH_QUEUE, names};
 
 impl Cluster {

@@ -15,7 +15,7 @@ use vitrine_ingest::jobs::{Claim, Incarnation, RecordKind, Replication, Replicat
 use crate::objects::{download_object, object_names};
 use crate::replay::read_range;
 use crate::scrub::scrub_storage;
-use crate::{KIND_HEADER, ORIGIN_HEADER};
+use crate::{KIND_HEADER, ORIGIN_HEADER, SnapshotNow};
 
 /// A record on its way to the stream, with where to say it is stored.
 #[derive(Debug)]
@@ -39,9 +39,6 @@ pub(crate) struct StreamLog {
     /// Asks the account's snapshot thread for a snapshot set now (after an erasure).
     pub(crate) snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
 }
-
-/// A request for a snapshot set now, answered with its manifest's object name.
-pub(crate) type SnapshotNow = oneshot::Sender<Result<String, ReplicationError>>;
 
 impl std::fmt::Debug for StreamLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

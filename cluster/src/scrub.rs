@@ -8,8 +8,8 @@ use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use vitrine_ingest::jobs::{ReplicationError, Scrub};
 
+use crate::SnapshotNow;
 use crate::objects::{load_manifest, manifest_objects, object_names, read_object};
-use crate::publish::SnapshotNow;
 use crate::replay::{bounds, read_range};
 
 /// How long a scrub waits for every node reading the stream to be past the erasure.

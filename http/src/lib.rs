@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod api;
 pub mod auth;
+pub mod clock;
 pub mod config;
 pub mod control;
 pub mod error;

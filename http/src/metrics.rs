@@ -22,7 +22,28 @@ use prometheus::{Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec,
 use vitrine_snapshots::metrics::{doubling, histogram, short_buckets};
 
 use crate::routes::Endpoint;
-use crate::state::{AccountEntry, AppState};
+use vitrine_engine::Account;
+use vitrine_ingest::jobs::AccountJobs;
+
+use crate::config::RateLimit;
+
+/// What `/metrics` reads of one account when scraped: its engine's and jobs' own
+/// counters, and the figures the server keeps of it.
+#[derive(Debug, Clone, Copy)]
+pub struct AccountFigures<'a> {
+    /// Its access key (the `account` label).
+    pub key: &'a str,
+    /// Its engine state.
+    pub engine: &'a Account,
+    /// Its jobs and log.
+    pub jobs: &'a AccountJobs,
+    /// Bytes of product text kept for its answers.
+    pub text_cache_bytes: usize,
+    /// What the server measures of it.
+    pub metrics: &'a AccountMetrics,
+    /// Its rate limits (an endpoint with one is listed even before a refusal).
+    pub rate_limits: &'a [(Endpoint, RateLimit)],
+}
 
 /// The content type of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -282,9 +303,9 @@ impl Metrics {
     }
 
     /// Every metric, in the text format.
-    pub fn render(&self, state: &AppState) -> Vec<u8> {
+    pub fn render<'a>(&self, accounts: impl IntoIterator<Item = AccountFigures<'a>>) -> Vec<u8> {
         let mut families = self.registry.gather();
-        families.extend(account_families(state));
+        families.extend(account_families(accounts));
         families.sort_by(|a, b| a.name().cmp(b.name()));
         let mut text = Vec::new();
         if let Err(error) = prometheus::TextEncoder::new().encode(&families, &mut text) {
@@ -397,9 +418,11 @@ fn labelled(labels: &[(&str, &str)]) -> proto::Metric {
     metric
 }
 
-fn account_families(state: &AppState) -> Vec<MetricFamily> {
+fn account_families<'a>(
+    accounts: impl IntoIterator<Item = AccountFigures<'a>>,
+) -> Vec<MetricFamily> {
     let mut families = Families::default();
-    for entry in state.accounts() {
+    for entry in accounts {
         account_metrics(&mut families, &entry);
     }
     families.by_name.into_values().collect()
@@ -409,11 +432,11 @@ fn account_families(state: &AppState) -> Vec<MetricFamily> {
     clippy::cast_precision_loss,
     reason = "counts far below 2^53 are exact in an f64, as the format carries them"
 )]
-fn account_metrics(f: &mut Families, entry: &AccountEntry) {
-    let key = entry.config.access_key.as_str();
+fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
+    let key = entry.key;
     let account = [("account", key)];
-    let engine = &entry.account;
-    let jobs = &entry.jobs;
+    let engine = entry.engine;
+    let jobs = entry.jobs;
     let catalogue = engine.catalogue();
     f.gauge(
         "vitrine_visitors",
@@ -449,7 +472,7 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
         "vitrine_text_cache_bytes",
         "Bytes of pre-rendered product text kept for answers.",
         &account,
-        entry.product_texts.kept_bytes() as f64,
+        entry.text_cache_bytes as f64,
     );
     let wal = jobs.wal_stats();
     f.gauge(
@@ -560,7 +583,7 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
     );
     for (endpoint, count) in Endpoint::ALL.iter().zip(&entry.metrics.rate_limited) {
         let count = count.load(Ordering::Relaxed);
-        if count > 0 || entry.config.rate_limits.iter().any(|(e, _)| e == endpoint) {
+        if count > 0 || entry.rate_limits.iter().any(|(e, _)| e == endpoint) {
             f.counter(
                 "vitrine_rate_limited_total",
                 "Requests refused (429) by the account's rate limit of the endpoint.",
@@ -577,7 +600,7 @@ fn account_metrics(f: &mut Families, entry: &AccountEntry) {
             count.load(Ordering::Relaxed) as f64,
         );
     }
-    let activity = engine.activity(crate::server::now_millis());
+    let activity = engine.activity(crate::clock::now_millis());
     f.counter(
         "vitrine_zone_items_shown_total",
         "Items shown in zones by /api/serverside answers.",

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -26,6 +26,7 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::{Evicted, MemoryBounds};
 
 use crate::api::{self, Reply};
+use crate::clock::now_millis;
 use crate::config::EventsFsync;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
@@ -364,13 +365,6 @@ pub fn resident_bytes() -> Option<u64> {
     Some(pages * rustix::param::page_size() as u64)
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_millis() -> UnixMillis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 async fn handle(
     state: Arc<AppState>,
     routes: Routes,
@@ -433,7 +427,13 @@ async fn route(
         Endpoint::Admin => return crate::admin::handle(state, &request, now_millis()),
         Endpoint::Metrics => {
             let state = Arc::clone(state);
-            let text = tokio::task::spawn_blocking(move || state.metrics.render(&state)).await?;
+            let text = tokio::task::spawn_blocking(move || {
+                let accounts = state.accounts();
+                state
+                    .metrics
+                    .render(accounts.iter().map(|entry| entry.figures()))
+            })
+            .await?;
             return Ok(Reply {
                 content_type: crate::metrics::CONTENT_TYPE,
                 ..Reply::json(text)

@@ -22,10 +22,10 @@ use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
-use crate::api::render::TextCache;
+use crate::api::render::{Rendering, TextCache};
 use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
 use crate::error::ApiError;
-use crate::metrics::{AccountMetrics, Metrics};
+use crate::metrics::{AccountFigures, AccountMetrics, Metrics};
 use crate::routes::Endpoint;
 
 /// One account as the server holds it.
@@ -51,6 +51,27 @@ pub struct AccountEntry {
 type Limiter = governor::DefaultDirectRateLimiter;
 
 impl AccountEntry {
+    /// What `/metrics` reads of it.
+    pub fn figures(&self) -> AccountFigures<'_> {
+        AccountFigures {
+            key: &self.config.access_key,
+            engine: &self.account,
+            jobs: &self.jobs,
+            text_cache_bytes: self.product_texts.kept_bytes(),
+            metrics: &self.metrics,
+            rate_limits: &self.config.rate_limits,
+        }
+    }
+
+    /// What its zones are rendered with.
+    pub fn rendering(&self) -> Rendering<'_> {
+        Rendering {
+            texts: &self.product_texts,
+            templates: &self.templates,
+            content: &self.config.content,
+        }
+    }
+
     /// Takes one request to `endpoint` out of its rate limit: refused with the seconds
     /// until one is allowed (at least 1) when the bucket is empty; counted.
     pub fn admit(&self, endpoint: Endpoint) -> Result<(), ApiError> {

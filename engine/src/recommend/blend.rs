@@ -9,9 +9,8 @@ use crate::catalogue::{Catalogue, ProductIdx};
 use crate::models::{Neighbours, ProductLists};
 use crate::zone::{LONG_TERM_HISTORY, ZoneSpec};
 
-use super::Context;
-use super::candidates::anchor;
 use super::evidence::Fact;
+use super::{Context, anchor};
 
 /// Seeds of a blend, inline up to 32.
 pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;

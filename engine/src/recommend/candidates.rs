@@ -12,7 +12,7 @@ use crate::zone::{Strategy, ZoneSpec};
 
 use super::blend::{Blend, Pairs, anchor_seeds, basket_seeds, blended, personalized_seeds};
 use super::evidence::{Evidence, Fact};
-use super::{Context, item_price};
+use super::{Context, anchor, item_price};
 
 /// How a candidate's [`Evidence`] is built, when someone asks for it.
 pub(super) type Found<'f> = &'f dyn Fn() -> Evidence;
@@ -277,10 +277,4 @@ fn related<'a>(
         .related_products
         .iter()
         .map(|sku| catalogue.idx_of_sku(sku))
-}
-
-/// The product recommendations are about: the page's product, else the visitor's latest
-/// view.
-pub(super) fn anchor(ctx: &Context<'_>) -> Option<ProductIdx> {
-    ctx.product.or_else(|| ctx.recent_views.first().copied())
 }

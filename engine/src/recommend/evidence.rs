@@ -1,5 +1,5 @@
 //! The evidence behind an item of a zone: the score its strategy ranked it by and the
-//! facts it found it from, recorded by [`super::candidates`] as it hands the item over.
+//! facts it found it from, recorded by the strategy (`candidates.rs`) as it hands the item over.
 
 use crate::catalogue::ProductIdx;
 

@@ -207,5 +207,11 @@ fn contains_lowercase(text: &str, term: &str) -> bool {
             .any(|window| window.eq_ignore_ascii_case(term))
 }
 
+/// The product recommendations are about: the page's product, else the visitor's latest
+/// view.
+fn anchor(ctx: &Context<'_>) -> Option<ProductIdx> {
+    ctx.product.or_else(|| ctx.recent_views.first().copied())
+}
+
 #[cfg(test)]
 mod tests;

@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use crate::api::Reply;
 use crate::auth::authenticated;
+use crate::clock::now_millis;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
-use crate::server::now_millis;
 use crate::state::AppState;
 
 /// Longest uninstall feedback kept in the log.

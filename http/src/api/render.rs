@@ -22,7 +22,19 @@ use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
 use vitrine_engine::shards::Graveyard;
 
-use crate::state::AccountEntry;
+use crate::config::ZoneContent;
+
+/// What an account renders its zones with: its product texts, the templates of its
+/// html zones (by zone id) and the content of its image zones (by zone id).
+#[derive(Debug, Clone, Copy)]
+pub struct Rendering<'a> {
+    /// Product text of the catalogue versions served.
+    pub texts: &'a TextCache,
+    /// The templates of its html zones.
+    pub templates: &'a minijinja::Environment<'static>,
+    /// The images of its image zones.
+    pub content: &'a std::collections::HashMap<String, ZoneContent>,
+}
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
 /// bytes per product with its prices: some 380,000 products); beyond it, the text of
@@ -259,10 +271,10 @@ pub fn response(
     outcome: &ServeOutcome,
     mut errors: Vec<String>,
     currency: Currency,
-    entry: &AccountEntry,
+    rendering: Rendering<'_>,
 ) -> Vec<u8> {
     let catalogue = &outcome.catalogue;
-    let texts = entry.product_texts.of(catalogue);
+    let texts = rendering.texts.of(catalogue);
     let any_html = outcome.zones.iter().any(|z| {
         outcome
             .spec(z)
@@ -276,12 +288,12 @@ pub fn response(
         .map(|zone| {
             let spec = outcome.spec(zone)?;
             (spec.kind == ZoneKind::Html).then(|| {
-                let items = entries(outcome, zone, symbol, entry);
+                let items = entries(outcome, zone, symbol, rendering);
                 let context = minijinja::context! {
                     title => spec.title.as_str(),
                     items => minijinja::Value::from_serialize(&items),
                 };
-                entry
+                rendering
                     .templates
                     .get_template(&spec.id)
                     .and_then(|template| template.render(context))
@@ -329,7 +341,7 @@ pub fn response(
                 write_product(&mut out, text, item);
             });
         }
-        for other in other_entries(catalogue, spec, zone, entry) {
+        for other in other_entries(catalogue, spec, zone, rendering) {
             separate(&mut out);
             write_json(&mut out, &other);
         }
@@ -380,7 +392,7 @@ fn entries<'a>(
     outcome: &'a ServeOutcome,
     zone: &'a RenderedZone,
     symbol: &'a str,
-    entry: &'a AccountEntry,
+    rendering: Rendering<'a>,
 ) -> Vec<WireEntry<'a>> {
     let catalogue = &outcome.catalogue;
     let mut items: Vec<WireEntry<'a>> = zone
@@ -390,7 +402,7 @@ fn entries<'a>(
         .map(|item| WireEntry::Product(Box::new(item)))
         .collect();
     if let Some(spec) = outcome.spec(zone) {
-        items.extend(other_entries(catalogue, spec, zone, entry));
+        items.extend(other_entries(catalogue, spec, zone, rendering));
     }
     items
 }
@@ -401,14 +413,14 @@ fn other_entries<'a>(
     catalogue: &'a Catalogue,
     spec: &'a ZoneSpec,
     zone: &'a RenderedZone,
-    entry: &'a AccountEntry,
+    rendering: Rendering<'a>,
 ) -> impl Iterator<Item = WireEntry<'a>> {
     let kind = spec.kind;
     let named = zone
         .names
         .iter()
         .map(move |id| WireEntry::Named(named_json(catalogue, kind, id)));
-    let content = entry.config.content.get(&spec.id);
+    let content = rendering.content.get(&spec.id);
     let images = content.into_iter().flat_map(|c| &c.images).map(|image| {
         WireEntry::Image(WireImage {
             image: &image.url,

@@ -11,9 +11,9 @@ use vitrine_fields::Errors;
 
 use crate::api::Reply;
 use crate::auth::authenticated;
+use crate::clock::now_millis;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
-use crate::server::now_millis;
 use crate::state::AppState;
 
 /// Handles one piece of a streamed feed.

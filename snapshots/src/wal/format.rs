@@ -6,7 +6,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::writer::sync_dir;
 use super::{KIND_GAP, MAX_PAYLOAD, Record, Recovery};
 use crate::{Result, io_error};
 
@@ -204,4 +203,10 @@ pub fn recover(dir: &Path) -> Result<Recovery> {
     }
     recovery.next_sequence = expected.unwrap_or(0);
     Ok(recovery)
+}
+
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error("syncing directory", dir))
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::format::{encode, segment_name, segments};
+use super::format::{encode, segment_name, segments, sync_dir};
 use super::{Append, Durability, LINGER, Request, SyncPolicy, WalConfig, WalError, WalStats};
 use crate::{Result, io_error};
 
@@ -258,10 +258,4 @@ impl Failure {
         }
         self.flag.store(true, Ordering::Release);
     }
-}
-
-pub(super) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error("syncing directory", dir))
 }

@@ -104,7 +104,10 @@ pub fn handle<V: JsonValue>(
         .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
     let errors = outcome.notices.iter().map(notice_message).collect();
     Ok(Reply::json(render::response(
-        &outcome, errors, currency, &entry,
+        &outcome,
+        errors,
+        currency,
+        entry.rendering(),
     )))
 }
 

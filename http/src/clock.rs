@@ -1,0 +1,12 @@
+//! The wall clock, read in one place: milliseconds since the Unix epoch.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use vitrine_engine::catalogue::UnixMillis;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_millis() -> UnixMillis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
