@@ -25,37 +25,18 @@
 //!
 //! # Threads and locks
 //!
-//! Every catalogue version is swapped in through the account's writer lock
-//! ([`vitrine_engine::account::Writer`]): whoever holds it loads the current version,
-//! edits it and swaps the result in, so no change is lost between load and swap.
-//!
-//! | thread | what it owns | what it may lock, in this order |
-//! |---|---|---|
-//! | the caller of [`AccountJobs::start`] (server startup) | replaying the log into the account | writer |
-//! | request handlers (`http`, off the async workers when they fsync) | appends to the log: deltas (fsynced), events (under `events_fsync`), erasures (fsynced); feed submissions; streamed-feed pieces | `intake` (held from a delta's append to its queueing, so log order is apply order); feed `queue`; `streams` (held for a whole piece, then the feed `queue` at close) |
-//! | delta worker `delta-<key>` | applying queued deltas in batches; their statuses | writer → `since_base` |
-//! | compactor `compact-<key>` | compactions; state snapshots on `state_interval` | `rebuild` → writer → `since_base`; then `checkpointing` |
-//! | feed runner `feed-runner` (`runner.rs`) | downloads (or streamed spools), parses and builds of queued feeds; order-history imports (log appends, fsynced) | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
-//! | session sweep (`http`, on the blocking pool) | removing abandoned streamed feeds | `streams` |
-//! | erasure flush `erasure-flush` | sealing the log and rewriting the snapshots after a forget | `rebuild` → writer → `since_base`; then `checkpointing` |
-//! | cluster applier `replica-<key>` (`vitrine-cluster`; only in a cluster) | applying the replicated log's records in order; swapping in feeds built by the cluster | `intake`; `rebuild` → writer → `since_base`; then `checkpointing` |
-//! | cluster snapshots `snapshots-<key>` (only in a cluster) | snapshot sets for joining nodes | writer (briefly, to take the catalogue) |
-//! | ingest pool `ingest-N` | the parallel parts of builds; model rebuilds | none of these |
-//! | log writer (`vitrine_snapshots::wal`) | writes, fsyncs and rotation of the log | the log's own state only |
-//!
-//! Locks are taken in the order of the table's last column and never the other way
-//! round: `rebuild` before the writer, the writer before `since_base`; `checkpointing`
-//! is only taken with neither the writer nor `since_base` held; `intake` and the feed
-//! `queue` are never held while another of these is taken.
+//! The table of threads and the locks each may take, and the guard types that keep
+//! the order, are in `locks.rs`.
 //!
 //! Modules: `status` (delta and feed statuses, the status file, the feed-job codec),
 //! `log` (record kinds and payloads), `recovery` (start: state, log, feeds), `worker`
-//! (delta intake and the delta worker), `rebuild` (rebuilds, the compactor thread,
+//! (delta intake and the delta worker), `locks` (the lock order), `rebuild` (rebuilds, the compactor thread,
 //! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
 //! and thread priority).
 
 mod feeds;
 mod history;
+mod locks;
 mod log;
 mod metrics;
 mod pool;
@@ -258,10 +239,8 @@ struct Shared {
     streams: self::streams::Streams,
     /// Hashes of the identifiers erased.
     forgotten: Forgotten,
-    /// Held for a whole rebuild: one feed or compaction per account at a time.
-    rebuild: Mutex<()>,
-    /// Held while a state snapshot is written and the log cut.
-    checkpointing: Mutex<()>,
+    /// `rebuild` and `checkpointing` (see `locks.rs`).
+    locks: self::locks::Locks,
     /// Set while a compaction asked for by the worker has not run yet.
     compaction_asked: AtomicBool,
     /// Counts and durations for `/metrics`.

@@ -13,6 +13,7 @@ use vitrine_engine::account::{UserRecord, Writer};
 use vitrine_engine::catalogue::Catalogue;
 use vitrine_snapshots::snapshot;
 
+use super::locks::Checkpointing;
 use super::{
     CheckpointReport, RebuildError, RebuildKind, RebuildReport, Rebuilt, Shared, SnapshotKind,
 };
@@ -92,11 +93,11 @@ impl Shared {
         kind: RebuildKind,
         build: impl FnOnce(&Catalogue) -> Result<Rebuilt, RebuildError> + Send,
     ) -> Result<RebuildReport, RebuildError> {
-        let _rebuilding = self.rebuild.lock();
+        let mut rebuilding = self.locks.rebuild();
         let (start, position) = {
-            let _writer = self.account.writer();
+            let writer = rebuilding.writer(&self.account);
             let position = self
-                .catalogue_position(&_writer)
+                .catalogue_position(&writer)
                 .map_err(store::StoreError::from)?;
             (self.account.catalogue(), position)
         };
@@ -104,7 +105,7 @@ impl Shared {
         drop(start);
         // A feed holds the writer lock from before the statuses are saved until the swap;
         // a compaction (same content) only for the swap.
-        let early = (kind == RebuildKind::Feed).then(|| self.account.writer());
+        let early = (kind == RebuildKind::Feed).then(|| rebuilding.writer(&self.account));
         self.deltas.statuses.save(&self.dir)?;
         let writing = Instant::now();
         let (base, saved) = store::write_snapshot(&self.dir, &rebuilt.catalogue, position)?;
@@ -113,13 +114,13 @@ impl Shared {
             writing.elapsed(),
             saved.bytes as u64,
         );
-        let writer = early.unwrap_or_else(|| self.account.writer());
+        let writer = early.unwrap_or_else(|| rebuilding.writer(&self.account));
         let reapplied = self.swap_base(&writer, base, position, rebuilt.users);
         store::save_users(&self.dir, &self.account.users())?;
         store::prune(&self.dir)?;
         drop(writer);
         // The tracking state too, so that the log can be cut behind both.
-        let checkpoint = self.write_state()?;
+        let checkpoint = self.write_state(&rebuilding.checkpointing())?;
         Ok(RebuildReport {
             saved,
             reapplied,
@@ -154,12 +155,14 @@ impl Shared {
             // A rebuild ends with a state snapshot.
             return Ok(self.rebuild_compacted()?.checkpoint);
         }
-        Ok(self.write_state()?)
+        Ok(self.write_state(&self.locks.checkpointing())?)
     }
 
     /// Writes a state snapshot at the log's current position and cuts the log.
-    fn write_state(&self) -> Result<CheckpointReport, store::StoreError> {
-        let _checkpointing = self.checkpointing.lock();
+    fn write_state(
+        &self,
+        _checkpointing: &Checkpointing<'_>,
+    ) -> Result<CheckpointReport, store::StoreError> {
         // Read before the export: every event before it is applied (events are applied
         // before they are logged), and durable (the log is fsynced up to it first), so
         // the snapshot never claims a position a power loss could take from the log.
@@ -184,7 +187,7 @@ impl Shared {
         }
         self.wal.rotate().map_err(store::StoreError::from)?;
         self.rebuild_compacted()?;
-        let _checkpointing = self.checkpointing.lock();
+        let _checkpointing = self.locks.checkpointing();
         for prefix in [store::PREFIX, state::PREFIX] {
             snapshot::prune(&self.dir, prefix, 1).map_err(store::StoreError::from)?;
         }
@@ -220,7 +223,7 @@ impl Shared {
         position: u64,
         users: Option<Vec<UserRecord>>,
     ) -> usize {
-        let mut since_base = self.deltas.since_base.lock();
+        let mut since_base = self.deltas.since_base.lock(writer);
         since_base.retain(|logged| logged.sequence >= position);
         let mut edit = base.edit();
         for logged in since_base.iter() {

@@ -16,6 +16,7 @@ use vitrine_engine::Account;
 use vitrine_snapshots::wal::{Record, Wal, WalConfig};
 
 use super::feeds::Feeds;
+use super::locks::{Locks, SinceBase};
 use super::log::{self, RecordKind};
 use super::replica;
 use super::status::{DeltaStatus, DeltaStatuses};
@@ -79,13 +80,12 @@ impl AccountJobs {
                 statuses,
                 applied_through: AtomicU64::new(log.next_sequence.max(base_position)),
                 pending: AtomicU64::new(0),
-                since_base: Mutex::new(since_base),
+                since_base: SinceBase::new(since_base),
             },
             feeds,
             streams,
             forgotten,
-            rebuild: Mutex::new(()),
-            checkpointing: Mutex::new(()),
+            locks: Locks::default(),
             compaction_asked: AtomicBool::new(false),
             metrics: JobsMetrics::default(),
             replica: std::sync::OnceLock::new(),

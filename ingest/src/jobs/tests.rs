@@ -260,7 +260,7 @@ fn a_large_overlay_is_compacted_and_the_log_truncated_behind_it() {
             thread::sleep(Duration::from_millis(10));
         }
         // Wait for the compactor to finish its last round.
-        drop(jobs.shared.rebuild.lock());
+        drop(jobs.shared.locks.rebuild());
         assert_eq!(jobs.account().catalogue().len(), 60);
         let snapshots = vitrine_snapshots::snapshot::list(dir.path(), store::PREFIX).unwrap();
         assert!(!snapshots.is_empty() && snapshots.len() <= store::KEEP);

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use parking_lot::Mutex;
-
+use super::locks::SinceBase;
 use super::log::{self, RecordKind};
 use super::status::{DeltaStatus, DeltaStatuses, UNKNOWN_TOKEN};
 use super::{AccountJobs, Shared, SubmitError};
@@ -45,9 +44,9 @@ pub(super) struct Deltas {
     /// Deltas counted in before their log append and out once applied: when none is
     /// pending, the catalogue includes every delta before the log's next sequence.
     pub(super) pending: AtomicU64,
-    /// Deltas applied since the current base (they make up its overlay), in order.
-    /// Locked after the account's writer lock, never before it.
-    pub(super) since_base: Mutex<Vec<Logged>>,
+    /// Deltas applied since the current base (they make up its overlay), in order;
+    /// reachable only with the account's writer held.
+    pub(super) since_base: SinceBase<Logged>,
 }
 
 impl Queued {
@@ -161,7 +160,7 @@ impl Shared {
                 Err(error) => DeltaStatus::Failed(error.to_string()),
             };
             if status == DeltaStatus::Applied {
-                self.deltas.since_base.lock().push(Logged {
+                self.deltas.since_base.lock(&writer).push(Logged {
                     sequence: queued.sequence,
                     delta: Arc::clone(&queued.delta),
                 });
