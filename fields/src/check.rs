@@ -7,9 +7,38 @@ use time::{Date, OffsetDateTime, PrimitiveDateTime};
 /// Milliseconds since the Unix epoch, UTC.
 pub type UnixMillis = i64;
 
+/// Why a value failed its check: what a 400 says after the field's path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejected {
+    /// An empty string.
+    #[error("must not be empty")]
+    Empty,
+    /// Longer than [`MAX_ID_LEN`] bytes (its length).
+    #[error("must be at most {MAX_ID_LEN} bytes, got {0}")]
+    TooLong(usize),
+    /// A control character.
+    #[error("must not contain control characters")]
+    ControlCharacter,
+}
+
+impl From<Rejected> for String {
+    fn from(rejected: Rejected) -> String {
+        rejected.to_string()
+    }
+}
+
 /// Accepts any string.
-pub fn any_string(_: &str) -> Result<(), String> {
+pub fn any_string(_: &str) -> Result<(), Rejected> {
     Ok(())
+}
+
+/// Accepts any string but an empty one.
+pub fn not_empty(text: &str) -> Result<(), Rejected> {
+    if text.is_empty() {
+        Err(Rejected::Empty)
+    } else {
+        Ok(())
+    }
 }
 
 /// Maximum length of an id (product, category, brand, order, user, account).
@@ -17,18 +46,15 @@ pub const MAX_ID_LEN: usize = 256;
 
 /// Checks an id of the store's: not empty, at most [`MAX_ID_LEN`] bytes, no control
 /// characters.
-pub fn check_id(id: &str) -> Result<(), String> {
+pub fn check_id(id: &str) -> Result<(), Rejected> {
     if id.is_empty() {
-        return Err("must not be empty".to_owned());
+        return Err(Rejected::Empty);
     }
     if id.len() > MAX_ID_LEN {
-        return Err(format!(
-            "must be at most {MAX_ID_LEN} bytes, got {}",
-            id.len()
-        ));
+        return Err(Rejected::TooLong(id.len()));
     }
     if id.chars().any(char::is_control) {
-        return Err("must not contain control characters".to_owned());
+        return Err(Rejected::ControlCharacter);
     }
     Ok(())
 }

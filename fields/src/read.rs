@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::check::Rejected;
+
 /// What the readers need of a parsed JSON value.
 pub trait JsonValue: Sized {
     /// The JSON type in words ("a string", "an object", ...).
@@ -479,7 +481,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         &self,
         key: &str,
         errors: &mut Errors,
-        check: impl Fn(&str) -> Result<(), String>,
+        check: impl Fn(&str) -> Result<(), Rejected>,
     ) -> Option<Vec<String>> {
         let items = self.opt_array(key, errors)?;
         self.strings_of(key, items, errors, check)
@@ -490,7 +492,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         &self,
         key: &str,
         errors: &mut Errors,
-        check: impl Fn(&str) -> Result<(), String>,
+        check: impl Fn(&str) -> Result<(), Rejected>,
     ) -> Option<Vec<String>> {
         let items = self.req_array(key, errors)?;
         self.strings_of(key, items, errors, check)
@@ -503,7 +505,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         &self,
         key: &str,
         errors: &mut Errors,
-        check: impl Fn(&str) -> Result<(), String>,
+        check: impl Fn(&str) -> Result<(), Rejected>,
     ) -> Option<Vec<String>> {
         let items = self.opt_array(key, errors)?;
         self.texts_of(key, items, errors, check, id_text)
@@ -514,7 +516,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         key: &str,
         items: &[V],
         errors: &mut Errors,
-        check: impl Fn(&str) -> Result<(), String>,
+        check: impl Fn(&str) -> Result<(), Rejected>,
     ) -> Option<Vec<String>> {
         self.texts_of(key, items, errors, check, |item| {
             item.as_text().map(Cow::Borrowed)
@@ -527,7 +529,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         key: &str,
         items: &'i [V],
         errors: &mut Errors,
-        check: impl Fn(&str) -> Result<(), String>,
+        check: impl Fn(&str) -> Result<(), Rejected>,
         text: impl Fn(&'i V) -> Option<Cow<'i, str>>,
     ) -> Option<Vec<String>> {
         let mut out = Vec::with_capacity(items.len());
@@ -536,7 +538,9 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
             match text(item) {
                 Some(s) => match check(&s) {
                     Ok(()) => out.push(s.into_owned()),
-                    Err(message) => errors.push(index_path(&self.path_of(key), i), message),
+                    Err(rejected) => {
+                        errors.push(index_path(&self.path_of(key), i), rejected.to_string());
+                    }
                 },
                 None => errors.push(
                     index_path(&self.path_of(key), i),

@@ -201,16 +201,46 @@ pub async fn on_hangup(
     }
 }
 
+/// Why a running server could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The data directory's lock or request file could not be read or written.
+    #[error("{0}")]
+    DataDir(vitrine_snapshots::Error),
+    /// No server holds the data directory.
+    #[error("no server is running on {}", .0.display())]
+    NotRunning(std::path::PathBuf),
+    /// The lock names no process that can be signalled.
+    #[error("the data directory's lock names no process ({0})")]
+    NoProcess(u32),
+    /// The signal could not be sent.
+    #[error("signalling process {pid}: {reason}")]
+    Signal {
+        /// The server's process.
+        pid: i32,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The server did not write its answer in time.
+    #[error("the server (process {pid}) did not answer within {seconds} s; see its log")]
+    NoAnswer {
+        /// The server's process.
+        pid: i32,
+        /// The time waited.
+        seconds: u64,
+    },
+}
+
 /// Asks the server running on `data_dir` for `control` and waits (up to `timeout`) for
 /// the outcome.
 pub fn request(
     data_dir: &Path,
     control: Control,
     timeout: Duration,
-) -> Result<ControlStatus, String> {
+) -> Result<ControlStatus, ControlError> {
     let pid = vitrine_snapshots::datadir::holder(data_dir)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no server is running on {}", data_dir.display()))?;
+        .map_err(ControlError::DataDir)?
+        .ok_or_else(|| ControlError::NotRunning(data_dir.to_owned()))?;
     let id = format!(
         "{}-{}",
         std::process::id(),
@@ -219,13 +249,15 @@ pub fn request(
             .map_or(0, |d| d.as_nanos())
     );
     vitrine_snapshots::atomic_write(data_dir, control.request_file, id.as_bytes())
-        .map_err(|e| e.to_string())?;
+        .map_err(ControlError::DataDir)?;
     let pid = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
-        .ok_or_else(|| format!("the data directory's lock names no process ({pid})"))?;
-    rustix::process::kill_process(pid, control.signal)
-        .map_err(|e| format!("signalling process {}: {e}", pid.as_raw_nonzero()))?;
+        .ok_or(ControlError::NoProcess(pid))?;
+    rustix::process::kill_process(pid, control.signal).map_err(|e| ControlError::Signal {
+        pid: pid.as_raw_nonzero().get(),
+        reason: e.to_string(),
+    })?;
     let deadline = Instant::now() + timeout;
     let path = data_dir.join(control.status_file);
     loop {
@@ -236,11 +268,10 @@ pub fn request(
             return Ok(status);
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "the server (process {}) did not answer within {} s; see its log",
-                pid.as_raw_nonzero(),
-                timeout.as_secs()
-            ));
+            return Err(ControlError::NoAnswer {
+                pid: pid.as_raw_nonzero().get(),
+                seconds: timeout.as_secs(),
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -255,8 +255,7 @@ fn backup(
         .with_context(|| format!("reading the lock of {}", data_dir.display()))?
     {
         Some(_) => {
-            let status =
-                control::request(data_dir, control::FLUSH, timeout).map_err(anyhow::Error::msg)?;
+            let status = control::request(data_dir, control::FLUSH, timeout)?;
             anyhow::ensure!(status.ok, "{}", status.message);
             None
         }

@@ -172,23 +172,32 @@ impl Columns {
         })
     }
 
-    fn row(&self, line: &str, now: UnixMillis) -> Result<Row, String> {
+    fn row(&self, line: &str, now: UnixMillis) -> Result<Row, RowError> {
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         let cell = |at: usize| cells.get(at).copied().unwrap_or_default();
         let optional = |at: Option<usize>| at.map(cell).filter(|c| !c.is_empty());
         let id = |name: &str, value: &str| {
             check_id(value)
                 .map(|()| value.to_owned())
-                .map_err(|e| format!("{name}: {e}"))
+                .map_err(|e| RowError::Cell {
+                    column: name.to_owned(),
+                    problem: e.to_string(),
+                })
         };
         let number = |name: &str, value: &str| {
-            number_text(value).ok_or_else(|| format!("{name}: expected a number, got {value:?}"))
+            number_text(value).ok_or_else(|| RowError::Cell {
+                column: name.to_owned(),
+                problem: format!("expected a number, got {value:?}"),
+            })
         };
         let order_id = id("OrderId", cell(self.order_id))?;
         let product = id("ProdCode", cell(self.product))?;
         let qty = number("Quantity", cell(self.quantity))?;
         if qty <= 0.0 {
-            return Err(format!("Quantity: must be greater than 0, got {qty}"));
+            return Err(RowError::Cell {
+                column: "Quantity".to_owned(),
+                problem: format!("must be greater than 0, got {qty}"),
+            });
         }
         let unit_price = match optional(self.unit_price) {
             Some(text) => number("UnityPrice", text)?,
@@ -198,21 +207,27 @@ impl Columns {
             .map(|text| number("LinePrice", text))
             .transpose()?;
         if unit_price < 0.0 || line_price.is_some_and(|p| p < 0.0) {
-            return Err("prices must not be negative".to_owned());
+            return Err(RowError::NegativePrice);
         }
         let user_id = optional(self.user_id)
             .map(|text| id("UserId", text))
             .transpose()?;
         let email = match optional(self.email) {
             Some(text) if looks_like_email(text) => Some(text.to_owned()),
-            Some(text) => return Err(format!("Email: {text:?} is not an email address")),
+            Some(text) => {
+                return Err(RowError::Cell {
+                    column: "Email".to_owned(),
+                    problem: format!("{text:?} is not an email address"),
+                });
+            }
             None => None,
         };
         let at = match optional(self.time) {
             Some(text) => parse_instant(text)
                 .or_else(|| parse_instant(&text.replacen(' ', "T", 1)))
-                .ok_or_else(|| {
-                    format!("DateTimeStamp: expected YYYY-MM-DD HH:MM:SS, got {text:?}")
+                .ok_or_else(|| RowError::Cell {
+                    column: "DateTimeStamp".to_owned(),
+                    problem: format!("expected YYYY-MM-DD HH:MM:SS, got {text:?}"),
                 })?,
             None => now,
         };
@@ -232,6 +247,17 @@ impl Columns {
             line_price,
         })
     }
+}
+
+/// Why a row of the order CSV was skipped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RowError {
+    /// A cell that does not read (its column, and what is wrong).
+    #[error("{column}: {problem}")]
+    Cell { column: String, problem: String },
+    /// A negative unit or line price.
+    #[error("prices must not be negative")]
+    NegativePrice,
 }
 
 #[cfg(test)]

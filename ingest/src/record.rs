@@ -550,7 +550,7 @@ fn valid_id<'v, V: JsonValue>(
     match check_id(&id) {
         Ok(()) => Some(id),
         Err(message) => {
-            errors.push(fields.path_of(key), message);
+            errors.push(fields.path_of(key), message.to_string());
             None
         }
     }

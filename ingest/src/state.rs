@@ -74,7 +74,10 @@ pub fn restore(
     for (_, path) in snapshot::list(dir, PREFIX)? {
         let read = snapshot::read_checked(&path, Kind::State)
             .map_err(|e| e.to_string())
-            .and_then(|(payload, header)| Ok((decode(&payload)?, header)));
+            .and_then(|(payload, header)| {
+                let entries = decode(&payload).map_err(|e| e.to_string())?;
+                Ok((entries, header))
+            });
         match read {
             Ok((entries, header)) => {
                 let count = entries.len();
@@ -103,24 +106,43 @@ pub fn restore(
     Ok((None, skipped))
 }
 
+/// Why a state snapshot's payload does not read: the frame (counted from 0) that is not
+/// a whole, valid entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// The frame ends before its length says.
+    #[error("frame {0} is cut short")]
+    CutShort(usize),
+    /// The frame is not an rkyv archive of a state entry (rkyv's reason).
+    #[error("frame {frame} is not a state entry: {reason}")]
+    NotAnEntry {
+        /// The frame.
+        frame: usize,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// Reads the frames of a state snapshot's payload; any frame that is not a whole, valid
 /// entry makes the snapshot unusable.
-pub fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, String> {
+pub fn decode(payload: &[u8]) -> Result<Vec<StateEntry>, FrameError> {
     let mut entries = Vec::new();
     let mut rest = payload;
     let mut aligned = AlignedVec::<16>::new();
     while !rest.is_empty() {
         let (len, body) = rest
             .split_first_chunk::<4>()
-            .ok_or_else(|| format!("frame {} is cut short", entries.len()))?;
+            .ok_or(FrameError::CutShort(entries.len()))?;
         let len = u32::from_le_bytes(*len) as usize;
-        let frame = body
-            .get(..len)
-            .ok_or_else(|| format!("frame {} is cut short", entries.len()))?;
+        let frame = body.get(..len).ok_or(FrameError::CutShort(entries.len()))?;
         aligned.clear();
         aligned.extend_from_slice(frame);
-        let entry = rkyv::from_bytes::<StateEntry, rancor::Error>(&aligned)
-            .map_err(|e| format!("frame {} is not a state entry: {e}", entries.len()))?;
+        let entry = rkyv::from_bytes::<StateEntry, rancor::Error>(&aligned).map_err(|e| {
+            FrameError::NotAnEntry {
+                frame: entries.len(),
+                reason: e.to_string(),
+            }
+        })?;
         entries.push(entry);
         rest = body.get(len..).unwrap_or_default();
     }

@@ -66,33 +66,30 @@ impl Header {
         out
     }
 
-    fn decode(bytes: &[u8]) -> std::result::Result<Header, String> {
-        let field =
-            |range: std::ops::Range<usize>| bytes.get(range).ok_or("file shorter than the header");
-        let u32_at = |at: usize| -> std::result::Result<u32, String> {
+    fn decode(bytes: &[u8]) -> std::result::Result<Header, HeaderError> {
+        let field = |range: std::ops::Range<usize>| bytes.get(range).ok_or(HeaderError::Short);
+        let u32_at = |at: usize| -> std::result::Result<u32, HeaderError> {
             let b: [u8; 4] = field(at..at + 4)?
                 .try_into()
-                .map_err(|_| "file shorter than the header")?;
+                .map_err(|_| HeaderError::Short)?;
             Ok(u32::from_le_bytes(b))
         };
-        let u64_at = |at: usize| -> std::result::Result<u64, String> {
+        let u64_at = |at: usize| -> std::result::Result<u64, HeaderError> {
             let b = field(at..at + 8)?;
             let mut a = [0u8; 8];
             a.copy_from_slice(b);
             Ok(u64::from_le_bytes(a))
         };
         if field(0..8)? != MAGIC {
-            return Err("not a snapshot (bad magic)".to_owned());
+            return Err(HeaderError::Magic);
         }
         let stored_crc = u32_at(36)?;
         if crc32c::crc32c(field(0..36)?) ^ crc32c::crc32c(field(40..48)?) != stored_crc {
-            return Err("header checksum mismatch".to_owned());
+            return Err(HeaderError::Checksum);
         }
         let version = u32_at(8)?;
         if version != FORMAT_VERSION {
-            return Err(format!(
-                "format version {version}, this build reads {FORMAT_VERSION}"
-            ));
+            return Err(HeaderError::Version(version));
         }
         Ok(Header {
             kind: u32_at(12)?,
@@ -102,6 +99,23 @@ impl Header {
             position: u64_at(40)?,
         })
     }
+}
+
+/// Why a snapshot's header does not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// Fewer bytes than a header.
+    #[error("file shorter than the header")]
+    Short,
+    /// Not the snapshot magic.
+    #[error("not a snapshot (bad magic)")]
+    Magic,
+    /// The header's own checksum does not match.
+    #[error("header checksum mismatch")]
+    Checksum,
+    /// Another format version (the one found).
+    #[error("format version {0}, this build reads {FORMAT_VERSION}")]
+    Version(u32),
 }
 
 /// The file name of a snapshot.
@@ -167,7 +181,7 @@ pub fn read_header(path: &Path) -> Result<Header> {
         .map_err(io_error("reading the header of", path))?;
     Header::decode(&bytes).map_err(|reason| Error::Corrupt {
         path: path.to_path_buf(),
-        reason,
+        reason: reason.to_string(),
     })
 }
 
@@ -214,7 +228,7 @@ fn check(bytes: &[u8], path: &Path, kind: Kind) -> Result<Header> {
         path: path.to_path_buf(),
         reason,
     };
-    let header = Header::decode(bytes).map_err(corrupt)?;
+    let header = Header::decode(bytes).map_err(|e| corrupt(e.to_string()))?;
     if header.kind != kind as u32 {
         return Err(corrupt(format!(
             "holds kind {}, expected {}",

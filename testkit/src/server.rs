@@ -122,7 +122,7 @@ impl TestServer {
                 drop(process);
                 Err(SpawnError::NotReady {
                     binary: binary.to_path_buf(),
-                    reason,
+                    reason: reason.to_string(),
                     log: std::fs::read_to_string(&log_path).unwrap_or_default(),
                 })
             }
@@ -175,10 +175,24 @@ pub fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, SpawnError> {
         })
 }
 
+/// Why no ready line was read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoReadyLine {
+    /// The child's stdout is not a pipe.
+    #[error("its stdout is not piped")]
+    NotPiped,
+    /// Nothing came within the time allowed (in seconds).
+    #[error("nothing within {0} s")]
+    Timeout(u64),
+    /// Its first line was something else.
+    #[error("its first line was {0:?}")]
+    Other(String),
+}
+
 /// Reads `listening on http://ADDR` from the child's stdout within `timeout`.
-pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAddr, String> {
+pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAddr, NoReadyLine> {
     let Some(stdout) = child.stdout.take() else {
-        return Err("its stdout is not piped".to_owned());
+        return Err(NoReadyLine::NotPiped);
     };
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -188,9 +202,9 @@ pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAdd
     });
     let line = rx
         .recv_timeout(timeout)
-        .map_err(|_| format!("nothing within {} s", timeout.as_secs()))?;
+        .map_err(|_| NoReadyLine::Timeout(timeout.as_secs()))?;
     line.trim()
         .strip_prefix(READY_PREFIX)
         .and_then(|addr| addr.parse().ok())
-        .ok_or_else(|| format!("its first line was {line:?}"))
+        .ok_or(NoReadyLine::Other(line))
 }

@@ -28,7 +28,7 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     if let Some(url) = url
         && let Err(message) = check_feed_url(url, state.config().allow_private_feed_addresses)
     {
-        errors.push("url", message);
+        errors.push("url", message.to_string());
     }
     let url = errors.into_result(url.unwrap_or_default())?;
     let token = entry.jobs.submit_feed(url, now)?;
@@ -39,47 +39,65 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     Ok(reply)
 }
 
+/// Why a feed URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeedUrlError {
+    /// Longer than [`MAX_FEED_URL_LEN`].
+    #[error("must be at most {MAX_FEED_URL_LEN} bytes")]
+    TooLong,
+    /// Not a URL at all.
+    #[error("{0:?} is not a valid URL")]
+    Invalid(String),
+    /// A scheme other than http or https.
+    #[error("scheme {0:?} is not allowed; use http or https")]
+    Scheme(String),
+    /// No scheme.
+    #[error("{0:?} is not an absolute URL; use http:// or https://")]
+    NotAbsolute(String),
+    /// No host.
+    #[error("{0:?} has no host")]
+    NoHost(String),
+    /// `user:password@` in the URL.
+    #[error("must not carry credentials (user:password@)")]
+    Credentials,
+    /// A literal private or loopback address, or `localhost`.
+    #[error(
+        "host {0:?} is a private or loopback address; such feeds are refused unless \
+         feeds.allow_private_addresses = true"
+    )]
+    Private(String),
+}
+
 /// Checks a feed URL: http or https, a host, no credentials; a literal private or
 /// loopback address (or `localhost`) only when the configuration allows it. Host names
 /// are checked again when they are resolved for the download.
-pub fn check_feed_url(url: &str, allow_private: bool) -> Result<(), String> {
+pub fn check_feed_url(url: &str, allow_private: bool) -> Result<(), FeedUrlError> {
     if url.len() > MAX_FEED_URL_LEN {
-        return Err(format!("must be at most {MAX_FEED_URL_LEN} bytes"));
+        return Err(FeedUrlError::TooLong);
     }
     let uri: http::Uri = url
         .parse()
-        .map_err(|_| format!("{url:?} is not a valid URL"))?;
+        .map_err(|_| FeedUrlError::Invalid(url.to_owned()))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        Some(other) => {
-            return Err(format!(
-                "scheme {other:?} is not allowed; use http or https"
-            ));
-        }
-        None => {
-            return Err(format!(
-                "{url:?} is not an absolute URL; use http:// or https://"
-            ));
-        }
+        Some(other) => return Err(FeedUrlError::Scheme(other.to_owned())),
+        None => return Err(FeedUrlError::NotAbsolute(url.to_owned())),
     }
     let Some(authority) = uri.authority() else {
-        return Err(format!("{url:?} has no host"));
+        return Err(FeedUrlError::NoHost(url.to_owned()));
     };
     if authority.as_str().contains('@') {
-        return Err("must not carry credentials (user:password@)".to_owned());
+        return Err(FeedUrlError::Credentials);
     }
     let host = authority
         .host()
         .trim_start_matches('[')
         .trim_end_matches(']');
     if host.is_empty() {
-        return Err(format!("{url:?} has no host"));
+        return Err(FeedUrlError::NoHost(url.to_owned()));
     }
     if !allow_private && is_private_host(host) {
-        return Err(format!(
-            "host {host:?} is a private or loopback address; such feeds are refused unless \
-             feeds.allow_private_addresses = true"
-        ));
+        return Err(FeedUrlError::Private(host.to_owned()));
     }
     Ok(())
 }
@@ -132,12 +150,14 @@ mod tests {
         assert!(
             check_feed_url("ftp://shop.example/feed.json", false)
                 .unwrap_err()
+                .to_string()
                 .contains("scheme \"ftp\"")
         );
         assert!(check_feed_url("shop.example/feed.json", false).is_err());
         assert!(
             check_feed_url("https://user:pw@shop.example/f", false)
                 .unwrap_err()
+                .to_string()
                 .contains("credentials")
         );
         for private in [
@@ -150,6 +170,7 @@ mod tests {
             assert!(
                 check_feed_url(private, false)
                     .unwrap_err()
+                    .to_string()
                     .contains("allow_private_addresses"),
                 "{private}"
             );

@@ -59,13 +59,7 @@ pub fn parse_json(body: &[u8]) -> Result<serde_json::Value, ApiError> {
 /// `Tokens`: a required, non-empty array of strings, at most `max` of them.
 pub fn tokens(fields: &Fields<'_, '_>, max: usize) -> Result<Vec<String>, ApiError> {
     let mut errors = Errors::default();
-    let tokens = fields.req_string_array("Tokens", &mut errors, |t| {
-        if t.is_empty() {
-            Err("must not be empty".to_owned())
-        } else {
-            Ok(())
-        }
-    });
+    let tokens = fields.req_string_array("Tokens", &mut errors, vitrine_fields::not_empty);
     if let Some(tokens) = &tokens {
         if tokens.is_empty() {
             errors.push("Tokens", "must hold at least one token");
