@@ -1,0 +1,434 @@
+//! Pair counts between products: a bounded partner list per product counted by
+//! space-saving (each partner with what it inherited when it came in), the products'
+//! totals, and the changed lists a rebuild ranks.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError};
+
+use crossbeam_queue::SegQueue;
+use rayon::prelude::*;
+
+use super::{
+    MAX_PARTNERS, ModelSettings, NEIGHBOURS, Neighbour, PARTNER_DAMPING, ProductKeys, SEED_DAMPING,
+};
+use crate::catalogue::{Catalogue, ProductIdx};
+use crate::shards::{IntMap, int_map};
+
+/// Symmetric pair counts between products (by [`ProductKeys`] key).
+///
+/// Every product whose partners change is queued once until the next
+/// [`CoCounts::changed_lists`], so a rebuild sorts only the lists that changed.
+#[derive(Debug)]
+pub struct CoCounts {
+    pub(super) pairs: IntMap<u32, Partners>,
+    /// Products whose partners changed since the last rebuild, each once.
+    changed: SegQueue<u32>,
+    /// [`ModelSettings::partners`] (replaced by a configuration reload: a list longer
+    /// than a lowered bound stops growing and is cut at the next restart).
+    partners: AtomicUsize,
+    /// [`ModelSettings::neighbours`].
+    neighbours: AtomicUsize,
+    /// [`ModelSettings::partner_damping`] and [`ModelSettings::seed_damping`], as `f32`
+    /// bits.
+    damping: [AtomicU32; 2],
+}
+
+impl Default for CoCounts {
+    fn default() -> CoCounts {
+        CoCounts {
+            pairs: int_map(),
+            changed: SegQueue::new(),
+            partners: AtomicUsize::new(MAX_PARTNERS),
+            neighbours: AtomicUsize::new(NEIGHBOURS),
+            damping: [
+                AtomicU32::new(PARTNER_DAMPING.to_bits()),
+                AtomicU32::new(SEED_DAMPING.to_bits()),
+            ],
+        }
+    }
+}
+
+/// One product's partners, counts and inherited counts (in three parallel vectors, by
+/// ascending key), their total, and whether it is queued in `changed`.
+#[derive(Debug, Default)]
+pub(super) struct Partners {
+    pub(super) keys: Vec<u32>,
+    pub(super) counts: Vec<f32>,
+    /// What each partner's count started from: the count it inherited when it took a
+    /// full list's weakest place (0 for one that found room). Space-saving may
+    /// overestimate a count by that much at most, so `count - inherited` is what the
+    /// pair was surely seen.
+    pub(super) inherited: Vec<f32>,
+    /// Everything counted for the product. Space-saving keeps the counts' sum equal to
+    /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
+    /// of `counts`, kept here to be read without summing.
+    pub(super) total: f32,
+    pub(super) queued: bool,
+}
+
+impl Partners {
+    /// Adds `weight` to the partner `to`, making room by space-saving when `capacity`
+    /// partners are counted. Keys are kept in ascending order, so a partner is found by
+    /// binary search (a view looks up each of its window's partners: a scan of 256 keys
+    /// would cost more than the rest of counting it).
+    fn add(&mut self, to: u32, weight: f32, capacity: usize) {
+        self.total += weight;
+        let at = match self.keys.binary_search(&to) {
+            Ok(at) => {
+                if let Some(count) = self.counts.get_mut(at) {
+                    *count += weight;
+                }
+                return;
+            }
+            Err(at) => at,
+        };
+        let mut inherited = 0.0;
+        let mut at = at;
+        if self.keys.len() >= capacity {
+            // Space-saving (Metwally et al., 2005): the weakest partner makes room and
+            // the newcomer inherits its count, so a pair seen often enough is never
+            // pushed out by a stream of rare ones. What it inherited is kept: its count
+            // may be overestimated by that much at most.
+            let weakest = self
+                .counts
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(at, count)| (at, *count));
+            if let Some((weakest, count)) = weakest {
+                self.keys.remove(weakest);
+                self.counts.remove(weakest);
+                self.inherited.remove(weakest);
+                inherited = count;
+                if weakest < at {
+                    at -= 1;
+                }
+            }
+        }
+        self.keys.insert(at, to);
+        self.counts.insert(at, inherited + weight);
+        self.inherited.insert(at, inherited);
+    }
+
+    /// (partner, count, inherited) triples.
+    fn pairs(&self) -> Vec<CountedPartner> {
+        self.keys
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.inherited)
+            .map(|((key, count), inherited)| (*key, *count, *inherited))
+            .collect()
+    }
+}
+
+impl CoCounts {
+    /// Counts `a` and `b` together once (in both directions).
+    pub fn add(&self, a: u32, b: u32, weight: f32) {
+        if a == b {
+            return;
+        }
+        self.add_one(a, b, weight);
+        self.add_one(b, a, weight);
+    }
+
+    /// Counts `product` together with each of `others` once (in both directions), each
+    /// pairing with its own weight: `product`'s partners are updated under one lock.
+    pub fn add_all(&self, product: u32, others: &[(u32, f32)]) {
+        let capacity = self.partners.load(Ordering::Relaxed);
+        {
+            let mut partners = self.queued_entry(product);
+            for &(other, weight) in others {
+                if other != product {
+                    partners.add(other, weight, capacity);
+                }
+            }
+        }
+        for &(other, weight) in others {
+            if other != product {
+                self.queued_entry(other).add(product, weight, capacity);
+            }
+        }
+    }
+
+    fn add_one(&self, from: u32, to: u32, weight: f32) {
+        let capacity = self.partners.load(Ordering::Relaxed);
+        self.queued_entry(from).add(to, weight, capacity);
+    }
+
+    /// Empty counts kept within `settings`.
+    pub fn configured(settings: ModelSettings) -> CoCounts {
+        let counts = CoCounts::default();
+        counts.configure(settings);
+        counts
+    }
+
+    /// Applies an account's model settings (at start and on a configuration reload).
+    pub fn configure(&self, settings: ModelSettings) {
+        self.partners.store(settings.partners, Ordering::Relaxed);
+        self.neighbours
+            .store(settings.neighbours, Ordering::Relaxed);
+        let [partner, seed] = &self.damping;
+        partner.store(settings.partner_damping.to_bits(), Ordering::Relaxed);
+        seed.store(settings.seed_damping.to_bits(), Ordering::Relaxed);
+    }
+
+    /// A product's list from its partners' counts (`total` its own): the `keep`
+    /// partners it is surest of, strongest first (ties by id), with their weights.
+    fn list<'a>(
+        &self,
+        total: f32,
+        partners: Vec<CountedPartner>,
+        name: &impl Fn(u32) -> Option<&'a str>,
+        keep: usize,
+    ) -> impl Iterator<Item = (u32, f32)> {
+        let mut sure = self.sure_counts(partners);
+        rank_partners(&mut sure, name, keep);
+        self.damp(total, sure)
+    }
+
+    /// A product's partners with the counts it is sure of and their own totals;
+    /// partners with nothing sure are left out.
+    ///
+    /// Space-saving may overestimate a count by what the partner inherited when it came
+    /// in, so that is taken off its count; a pair is not counted more than the
+    /// partner's total either. Without that, a product seen once that took a full
+    /// list's last place would rank with pairs seen many times, while a pair counted
+    /// since the list had room keeps its whole count.
+    fn sure_counts(&self, partners: Vec<CountedPartner>) -> Vec<SurePartner> {
+        partners
+            .into_iter()
+            .filter_map(|(key, count, inherited)| {
+                let total = self.pairs.get(&key).map_or(count, |p| p.total);
+                let sure = (count - inherited).min(total);
+                (sure > 0.0).then_some((key, sure, total))
+            })
+            .collect()
+    }
+
+    /// The weights of a product's list, from its ranked sure counts: each divided by
+    /// the partner's total to the partner damping and by the product's own total
+    /// (`own_total`) to the seed damping. The list keeps its order (by count): a single
+    /// product's zone shows its strongest pairs, and a blend of several lists sums
+    /// weights that do not favour popular products.
+    fn damp(&self, own_total: f32, ranked: Vec<SurePartner>) -> impl Iterator<Item = (u32, f32)> {
+        let [partner, seed] = &self.damping;
+        let partner_damping = f32::from_bits(partner.load(Ordering::Relaxed));
+        let seed_damping = f32::from_bits(seed.load(Ordering::Relaxed));
+        let damped = |total: f32, power: f32| {
+            if power == 0.0 || total <= 0.0 {
+                1.0
+            } else {
+                total.powf(-power)
+            }
+        };
+        let own = damped(own_total, seed_damping);
+        ranked
+            .into_iter()
+            .map(move |(key, sure, total)| (key, sure * damped(total, partner_damping) * own))
+    }
+
+    /// `product`'s entry, queued for the next rebuild.
+    fn queued_entry(&self, product: u32) -> dashmap::mapref::one::RefMut<'_, u32, Partners> {
+        let mut partners = self.pairs.entry(product).or_default();
+        if !partners.queued {
+            partners.queued = true;
+            self.changed.push(product);
+        }
+        partners
+    }
+
+    /// Number of products with partners.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// Every product's partners, counts and inherited counts by id, unordered (for a
+    /// state snapshot).
+    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<PairCount>)> {
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
+        self.pairs
+            .iter()
+            .map(|entry| {
+                let partners = entry
+                    .pairs()
+                    .into_iter()
+                    .map(|(key, count, inherited)| PairCount {
+                        partner: name(key),
+                        count,
+                        inherited,
+                    })
+                    .collect();
+                (name(*entry.key()), partners)
+            })
+            .collect()
+    }
+
+    /// Sets a product's partners and counts (restoring a state snapshot); at most
+    /// [`ModelSettings::partners`] are kept.
+    pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[PairCount]) {
+        let mut restored: Vec<CountedPartner> = partners
+            .iter()
+            .take(self.partners.load(Ordering::Relaxed))
+            .map(|pair| (keys.key(&pair.partner), pair.count, pair.inherited))
+            .collect();
+        // In key order, as `Partners::add` keeps them (a snapshot names a partner once).
+        restored.sort_unstable_by_key(|(key, ..)| *key);
+        restored.dedup_by_key(|(key, ..)| *key);
+        let key = keys.key(product);
+        let mut entry = self.pairs.entry(key).or_default();
+        entry.keys = restored.iter().map(|(key, ..)| *key).collect();
+        entry.counts = restored.iter().map(|(_, count, _)| *count).collect();
+        entry.inherited = restored.iter().map(|(.., inherited)| *inherited).collect();
+        entry.total = entry.counts.iter().sum();
+        if !entry.queued {
+            entry.queued = true;
+            self.changed.push(key);
+        }
+    }
+
+    /// [`CoCounts::restore`] from a snapshot written before inherited counts were
+    /// kept: each pair of a full list is taken to have inherited the list's weakest
+    /// count (the most any of them can have), as lists were then read.
+    pub fn restore_counts(&self, keys: &ProductKeys, product: &str, partners: &[(String, f32)]) {
+        let full = partners.len() >= self.partners.load(Ordering::Relaxed);
+        let weakest = partners
+            .iter()
+            .map(|(_, count)| *count)
+            .min_by(f32::total_cmp)
+            .filter(|_| full)
+            .unwrap_or(0.0);
+        let pairs: Vec<PairCount> = partners
+            .iter()
+            .map(|(partner, count)| PairCount {
+                partner: partner.clone(),
+                count: *count,
+                inherited: weakest.min(*count),
+            })
+            .collect();
+        self.restore(keys, product, &pairs);
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// Queues every product, so that the next [`CoCounts::changed_lists`] gives all
+    /// lists (for lists in a new catalogue base).
+    pub fn queue_all(&self) {
+        for mut entry in self.pairs.iter_mut() {
+            if !entry.queued {
+                entry.queued = true;
+                self.changed.push(*entry.key());
+            }
+        }
+    }
+
+    /// The lists of the products whose partners changed since the last call (each
+    /// partner list strongest first, ties by id, at most [`ModelSettings::neighbours`]), in the dense
+    /// ids of `catalogue` (products it lacks are left out); sorted in parallel on the
+    /// current rayon pool. The work is proportional to the products that changed.
+    pub fn changed_lists(
+        &self,
+        keys: &ProductKeys,
+        catalogue: &Catalogue,
+    ) -> Vec<(ProductIdx, Arc<[Neighbour]>)> {
+        let keep = self.neighbours.load(Ordering::Relaxed);
+        let mut changed: Vec<ChangedList> = Vec::new();
+        while let Some(key) = self.changed.pop() {
+            if let Some(mut entry) = self.pairs.get_mut(&key) {
+                entry.queued = false;
+                changed.push((key, entry.total, entry.pairs()));
+            }
+        }
+        changed
+            .into_par_iter()
+            .filter_map(|(product, total, partners)| {
+                // One read of the names per list: the sort compares ids only on ties,
+                // and no id is copied or counted.
+                let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
+                let name = |key: u32| names.get(key as usize).map(|name| &**name);
+                let idx = catalogue.idx_of(name(product)?)?;
+                let list = self
+                    .list(total, partners, &name, keep)
+                    .filter_map(|(key, weight)| Some((catalogue.idx_of(name(key)?)?, weight)))
+                    .collect();
+                Some((idx, list))
+            })
+            .collect()
+    }
+
+    /// Every product's partners by id, strongest first (ties by id), at most
+    /// [`ModelSettings::neighbours`] (the tests' view of what [`CoCounts::changed_lists`]
+    /// sorts).
+    #[cfg(test)]
+    pub fn neighbours(&self, keys: &ProductKeys) -> std::collections::HashMap<String, Vec<String>> {
+        self.weighted_lists(keys)
+            .into_iter()
+            .map(|(product, list)| (product, list.into_iter().map(|(id, _)| id).collect()))
+            .collect()
+    }
+
+    /// [`CoCounts::neighbours`] with each pair's weight in the list.
+    #[cfg(test)]
+    pub fn weighted_lists(
+        &self,
+        keys: &ProductKeys,
+    ) -> std::collections::HashMap<String, Vec<(String, f32)>> {
+        let snapshot: Vec<ChangedList> = self
+            .pairs
+            .iter()
+            .map(|entry| (*entry.key(), entry.total, entry.pairs()))
+            .collect();
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map(|name| &**name);
+        let keep = self.neighbours.load(Ordering::Relaxed);
+        snapshot
+            .into_iter()
+            .filter_map(|(product, total, partners)| {
+                let list = self
+                    .list(total, partners, &name, keep)
+                    .filter_map(|(key, weight)| Some((name(key)?.to_owned(), weight)))
+                    .collect();
+                Some((name(product)?.to_owned(), list))
+            })
+            .collect()
+    }
+}
+
+/// A partner, the pair's count, and what the count inherited (see [`Partners`]).
+type CountedPartner = (u32, f32, f32);
+
+/// A queued product, its total and its partners' counts.
+type ChangedList = (u32, f32, Vec<CountedPartner>);
+
+/// One pair of a product's partners as a state snapshot keeps it.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct PairCount {
+    /// The partner's product id.
+    pub partner: String,
+    /// The pair's count.
+    pub count: f32,
+    /// What the count inherited when the partner took a full list's weakest place.
+    pub inherited: f32,
+}
+
+/// A partner, the count of the pair its product is sure of, and the partner's total.
+type SurePartner = (u32, f32, f32);
+
+/// Sorts a product's partners strongest first, ties by id (partners without an id left
+/// out), and keeps the first `keep`.
+fn rank_partners<'a>(
+    partners: &mut Vec<SurePartner>,
+    name: &impl Fn(u32) -> Option<&'a str>,
+    keep: usize,
+) {
+    partners.retain(|(key, ..)| name(*key).is_some());
+    partners.sort_unstable_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| name(a.0).cmp(&name(b.0)))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    partners.truncate(keep);
+}

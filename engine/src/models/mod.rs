@@ -1,0 +1,84 @@
+//! Online models counted on every event: co-view and co-purchase pair counts, and
+//! popularity with time decay.
+//!
+//! Counting is cheap and concurrent (one `DashMap` entry per product, bounded; a product
+//! whose pairs change is queued once). A rebuild (the server runs one per account every
+//! second, on the ingest pool) sorts the lists of the queued products only
+//! ([`CoCounts::changed_lists`]) into [`Neighbours`], in dense catalogue ids, written in
+//! place one list at a time: serving reads finished lists and never waits for a rebuild.
+
+//!
+//! Files: `keys.rs` (product ids as small numbers), `co_counts.rs` (the pair counts and
+//! the lists a rebuild sorts), `neighbours.rs` (the published lists, in dense ids),
+//! `popularity.rs` (decaying counters and the most popular names).
+
+use crate::catalogue::UnixMillis;
+
+mod co_counts;
+mod keys;
+mod neighbours;
+mod popularity;
+
+pub use co_counts::{CoCounts, PairCount};
+pub use keys::ProductKeys;
+pub use neighbours::{Neighbour, Neighbours, ProductLists};
+pub use popularity::{Decaying, TopNames, most_popular};
+
+/// Partners counted per product at most by default ([`ModelSettings::partners`]);
+/// when full, the weakest partner makes room.
+pub const MAX_PARTNERS: usize = 256;
+/// Neighbours kept per product in a rebuilt list by default
+/// ([`ModelSettings::neighbours`]).
+pub const NEIGHBOURS: usize = 100;
+
+/// How much of the co-view and co-purchase models an account keeps and how their
+/// lists weigh a pair: more partners and neighbours find more (MovieLens 100K,
+/// `vitrine-loadtest quality`: `personalized` HR@10 0.218 at 128/50, 0.231 at 256/100,
+/// the defaults) at a cost in handler time and memory (see the README).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelSettings {
+    /// Partners counted per product.
+    pub partners: usize,
+    /// Neighbours per product in a rebuilt list (at most `partners`).
+    pub neighbours: usize,
+    /// A pair's weight in a product's list is its count divided by the partner's total
+    /// count to this power: 0 ranks partners by count (popular products lead every
+    /// list), 1 by the share of the partner's pairings that are with this product.
+    pub partner_damping: f32,
+    /// ... and by the product's own total count to this power: in a blend of several
+    /// products' lists, 0 lets a popular product's list outweigh the others, 1 weighs
+    /// every list alike.
+    pub seed_damping: f32,
+}
+
+/// [`ModelSettings::partner_damping`] by default (chosen by `vitrine-loadtest quality`,
+/// see the README).
+pub const PARTNER_DAMPING: f32 = 0.5;
+/// [`ModelSettings::seed_damping`] by default.
+pub const SEED_DAMPING: f32 = 0.5;
+
+impl Default for ModelSettings {
+    fn default() -> ModelSettings {
+        ModelSettings {
+            partners: MAX_PARTNERS,
+            neighbours: NEIGHBOURS,
+            partner_damping: PARTNER_DAMPING,
+            seed_damping: SEED_DAMPING,
+        }
+    }
+}
+/// A product view pairs with this many of the visitor's previous views.
+pub const CO_VIEW_WINDOW: usize = 10;
+/// Order lines paired with each other at most (the first ones of an order).
+pub const MAX_ORDER_LINES_PAIRED: usize = 20;
+/// Product ids outside the catalogue whose interactions are counted at most, beyond the
+/// catalogue's own products (a product a delta may still bring, or an id made up by a
+/// client): made-up ids cannot grow the counters and pair tables without bound.
+pub const UNCATALOGUED_KEYS: usize = 100_000;
+/// The key of a view that is not counted (see [`UNCATALOGUED_KEYS`]).
+pub const NO_KEY: u32 = u32::MAX;
+/// Half-life of the popularity behind `trending`: a view a day old counts half.
+pub const TRENDING_HALF_LIFE_MILLIS: UnixMillis = 24 * 60 * 60 * 1000;
+
+#[cfg(test)]
+mod tests;

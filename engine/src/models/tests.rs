@@ -1,0 +1,297 @@
+//! Pair counts, space-saving, rebuilt lists and decay.
+
+use super::*;
+
+#[test]
+fn pairs_are_symmetric_ordered_and_bounded() {
+    let keys = ProductKeys::default();
+    let counts = CoCounts::default();
+    let add = |a: &str, b: &str, weight: f32| counts.add(keys.key(a), keys.key(b), weight);
+    for _ in 0..3 {
+        add("a", "b", 1.0);
+    }
+    add("a", "c", 1.0);
+    add("a", "a", 5.0);
+    let lists = counts.neighbours(&keys);
+    assert_eq!(lists["a"], ["b", "c"]);
+    assert_eq!(lists["b"], ["a"]);
+    assert!(!lists["a"].contains(&"a".to_owned()));
+
+    for i in 0..(MAX_PARTNERS * 2) {
+        add("hub", &format!("p{i:03}"), 1.0);
+    }
+    add("hub", "strong", 10.0);
+    let kept = counts.pairs.get(&keys.key("hub")).map(|e| e.keys.len());
+    assert_eq!(kept, Some(MAX_PARTNERS));
+    // The strong partner leads; every other place went to a partner that came into
+    // the full list (p256 on) and is sure of its one pairing, no more.
+    let lists = counts.weighted_lists(&keys);
+    let hub = &lists["hub"];
+    assert_eq!(hub.len(), NEIGHBOURS);
+    assert_eq!(hub[0].0, "strong");
+    for (partner, _) in hub.iter().skip(1) {
+        assert!(partner.as_str() >= "p256", "{partner} was evicted");
+    }
+    let damped = |count: f32, partner_total: f32| {
+        count / partner_total.sqrt() / (MAX_PARTNERS as f32 * 2.0 + 10.0).sqrt()
+    };
+    assert!((hub[0].1 - damped(10.0, 10.0)).abs() < 1e-6, "{hub:?}");
+    assert!((hub[1].1 - damped(1.0, 1.0)).abs() < 1e-6, "{hub:?}");
+    for i in 0..(NEIGHBOURS * 2) {
+        add("other", &format!("q{i:03}"), 1.0);
+    }
+    assert_eq!(counts.neighbours(&keys)["other"].len(), NEIGHBOURS);
+}
+
+#[test]
+fn an_accounts_model_settings_bound_partners_and_lists() {
+    let keys = ProductKeys::default();
+    let counts = CoCounts::default();
+    counts.configure(ModelSettings {
+        partners: 16,
+        neighbours: 4,
+        ..ModelSettings::default()
+    });
+    for i in 0..40u32 {
+        // Later partners are stronger: each counted i + 1 times.
+        for _ in 0..=i {
+            counts.add(keys.key("hub"), keys.key(&format!("p{i:02}")), 1.0);
+        }
+    }
+    let entry = counts.pairs.get(&keys.key("hub")).map(|e| e.keys.len());
+    assert_eq!(entry, Some(16));
+    let lists = counts.neighbours(&keys);
+    assert_eq!(lists["hub"], ["p39", "p38", "p37", "p36"]);
+}
+
+#[test]
+fn a_decaying_score_does_not_depend_on_the_order_of_additions() {
+    let hour = 3_600_000;
+    let additions = [
+        (1.0, 10 * hour),
+        (2.0, 11 * hour),
+        (1.0, 13 * hour),
+        (3.0, 12 * hour),
+    ];
+    let mut in_order = Decaying::default();
+    let mut sorted = additions;
+    sorted.sort_by_key(|&(_, at)| at);
+    for (amount, at) in sorted {
+        in_order.add(amount, at);
+    }
+    let mut reversed = Decaying::default();
+    for (amount, at) in sorted.iter().rev() {
+        reversed.add(*amount, *at);
+    }
+    let mut shuffled = Decaying::default();
+    for (amount, at) in additions {
+        shuffled.add(amount, at);
+    }
+    for other in [reversed, shuffled] {
+        assert_eq!(other.at(), in_order.at());
+        let (a, b) = (other.value_at(14 * hour), in_order.value_at(14 * hour));
+        assert!((a - b).abs() < 1e-12 * b, "{a} vs {b}");
+    }
+    // A late addition counts at its own time, not as a fresh one.
+    let mut late = Decaying::default();
+    late.add(1.0, 13 * hour);
+    late.add(1.0, 13 * hour - TRENDING_HALF_LIFE_MILLIS);
+    assert!((late.value_at(13 * hour) - 1.5).abs() < 1e-12);
+}
+
+#[test]
+fn a_frequent_partner_is_kept_through_a_stream_of_rare_ones() {
+    let keys = ProductKeys::default();
+    let counts = CoCounts::default();
+    let add = |a: &str, b: &str| counts.add(keys.key(a), keys.key(b), 1.0);
+    // A full list of partners seen twice each.
+    for i in 0..MAX_PARTNERS {
+        add("hub", &format!("old{i}"));
+        add("hub", &format!("old{i}"));
+    }
+    // Then "steady" once in every three pairings, each other one new. Dropping the
+    // weakest partner for a newcomer that starts from its own count would drop
+    // "steady" (weakest at 1) at each newcomer; counted from the weakest's count,
+    // it stays and leads.
+    for round in 0..100 {
+        add("hub", "steady");
+        add("hub", &format!("new{round}a"));
+        add("hub", &format!("new{round}b"));
+    }
+    let lists = counts.neighbours(&keys);
+    assert_eq!(lists["hub"][0], "steady");
+}
+
+/// Counts keeping `partners` partners and as many neighbours, weights undamped (a
+/// list's weights are its sure counts).
+fn undamped(partners: usize) -> CoCounts {
+    CoCounts::configured(ModelSettings {
+        partners,
+        neighbours: partners,
+        partner_damping: 0.0,
+        seed_damping: 0.0,
+    })
+}
+
+#[test]
+fn a_newcomer_that_inherited_a_count_does_not_rank_with_pairs_seen_often() {
+    let keys = ProductKeys::default();
+    let counts = undamped(8);
+    let add = |a: &str, b: &str| counts.add(keys.key(a), keys.key(b), 1.0);
+    // A full list of partners each seen three times, the first one five times.
+    for i in 0..8 {
+        for _ in 0..3 {
+            add("hub", &format!("old{i}"));
+        }
+    }
+    add("hub", "old0");
+    add("hub", "old0");
+    // A product seen once takes the weakest place ("old1", the first of the
+    // partners seen three times) and inherits its count (3 + 1): counted as it is,
+    // it would lead the pairs seen three times. What is sure of its count is what
+    // it gained since it came in, and no more than the partner's own total (1);
+    // the pairs counted since the list had room keep their whole counts.
+    add("hub", "once");
+    let lists = counts.weighted_lists(&keys);
+    let mut expected = vec![("old0".to_owned(), 5.0)];
+    expected.extend((2..8).map(|i| (format!("old{i}"), 3.0)));
+    expected.push(("once".to_owned(), 1.0));
+    assert_eq!(lists["hub"], expected);
+
+    // Seen twice more, "once" is sure of those (3: its count 6 less the 3 it
+    // inherited) and ranks with the pairs seen three times.
+    add("hub", "once");
+    add("hub", "once");
+    let lists = counts.weighted_lists(&keys);
+    assert_eq!(lists["hub"].get(1), Some(&("old2".to_owned(), 3.0)));
+    assert_eq!(lists["hub"].last(), Some(&("once".to_owned(), 3.0)));
+}
+
+#[test]
+fn a_snapshot_written_before_inherited_counts_reads_as_it_did() {
+    let keys = ProductKeys::default();
+    let counts = undamped(3);
+    let pairs = |list: &[(&str, f32)]| -> Vec<(String, f32)> {
+        list.iter().map(|(id, c)| ((*id).to_owned(), *c)).collect()
+    };
+    for (id, total) in [("a", 9.0), ("b", 9.0), ("c", 9.0), ("d", 9.0)] {
+        counts.restore_counts(&keys, id, &pairs(&[("z", total)]));
+    }
+    // A full list: each count is read above the weakest (2), as lists were then.
+    counts.restore_counts(&keys, "full", &pairs(&[("a", 6.0), ("b", 2.0), ("c", 3.0)]));
+    // A list with room: every count is sure.
+    counts.restore_counts(&keys, "room", &pairs(&[("a", 6.0), ("d", 2.0)]));
+    let lists = counts.weighted_lists(&keys);
+    assert_eq!(
+        lists["full"],
+        [("a".to_owned(), 4.0), ("c".to_owned(), 1.0)]
+    );
+    assert_eq!(
+        lists["room"],
+        [("a".to_owned(), 6.0), ("d".to_owned(), 2.0)]
+    );
+}
+
+#[test]
+fn list_weights_are_damped_by_totals_and_keep_the_order_by_count() {
+    let keys = ProductKeys::default();
+    let settings = |partner_damping, seed_damping| ModelSettings {
+        partner_damping,
+        seed_damping,
+        ..ModelSettings::default()
+    };
+    let counts = CoCounts::configured(settings(0.5, 0.5));
+    let add = |a: &str, b: &str, n: usize| {
+        for _ in 0..n {
+            counts.add(keys.key(a), keys.key(b), 1.0);
+        }
+    };
+    // "popular" is paired 4 times with "a" and 96 times elsewhere; "niche" twice
+    // with "a" only.
+    add("a", "popular", 4);
+    add("popular", "elsewhere", 96);
+    add("a", "niche", 2);
+    let lists = counts.weighted_lists(&keys);
+    let a = &lists["a"];
+    // Ordered by count (a zone about "a" shows its strongest pair first) ...
+    assert_eq!(a[0].0, "popular");
+    assert_eq!(a[1].0, "niche");
+    // ... weighed by count / partner total^0.5 / own total^0.5 (a's total: 6).
+    let expected = |count: f32, partner_total: f32| count / partner_total.sqrt() / 6f32.sqrt();
+    assert!((a[0].1 - expected(4.0, 100.0)).abs() < 1e-6, "{a:?}");
+    assert!((a[1].1 - expected(2.0, 2.0)).abs() < 1e-6, "{a:?}");
+    assert!(
+        a[1].1 > a[0].1,
+        "in a blend the niche pair weighs more: {a:?}"
+    );
+
+    // Without damping the weights are the counts.
+    counts.configure(settings(0.0, 0.0));
+    let lists = counts.weighted_lists(&keys);
+    assert_eq!(
+        lists["a"],
+        [("popular".to_owned(), 4.0), ("niche".to_owned(), 2.0)]
+    );
+}
+
+#[test]
+fn a_restored_snapshot_gives_the_same_weighted_lists() {
+    let keys = ProductKeys::default();
+    let settings = ModelSettings {
+        partners: 8,
+        neighbours: 6,
+        ..ModelSettings::default()
+    };
+    let counts = CoCounts::configured(settings);
+    // Enough partners, at uneven weights, for lists to fill and evict.
+    for i in 0..200u32 {
+        let a = format!("p{}", i % 7);
+        let b = format!("p{}", (i * 13 + 5) % 23);
+        counts.add(
+            keys.key(&a),
+            keys.key(&b),
+            1.0 / f32::from(1 + (i % 4) as u8),
+        );
+    }
+    // The total a weight divides by is the sum of the kept counts (space-saving
+    // hands the weakest count on), so a state snapshot, which stores the counts,
+    // restores it.
+    for entry in counts.pairs.iter() {
+        let sum: f32 = entry.counts.iter().sum();
+        assert!((entry.total - sum).abs() < 1e-3, "{} vs {sum}", entry.total);
+    }
+    let restored = CoCounts::configured(settings);
+    let entries = counts.entries(&keys);
+    // The snapshot keeps what counts inherited (lists filled and evicted).
+    assert!(
+        entries
+            .iter()
+            .any(|(_, pairs)| pairs.iter().any(|pair| pair.inherited > 0.0)),
+        "no count inherited anything"
+    );
+    for (product, partners) in entries {
+        restored.restore(&keys, &product, &partners);
+    }
+    let (live, again) = (counts.weighted_lists(&keys), restored.weighted_lists(&keys));
+    assert_eq!(live.len(), again.len());
+    for (product, list) in &live {
+        let other = &again[product];
+        assert_eq!(list.len(), other.len(), "{product}");
+        for ((a, x), (b, y)) in list.iter().zip(other) {
+            assert_eq!(a, b, "{product}");
+            assert!((x - y).abs() < 1e-4, "{product}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn popularity_halves_every_half_life() {
+    let mut counter = Decaying::default();
+    counter.add(8.0, 0);
+    assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 4.0);
+    counter.add(1.0, TRENDING_HALF_LIFE_MILLIS);
+    assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS * 2), 2.5);
+    // An older addition counts as of its own time: halved once by now.
+    counter.add(1.0, 0);
+    assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 5.5);
+}
