@@ -1,0 +1,357 @@
+//! The published methods Vitrine's zones are measured against, fitted on the same
+//! interactions: most popular, item-kNN (cosine), EASE, implicit ALS, a Markov
+//! last-item model, sequential rules and V-SKNN (session kNN). Each is a
+//! [`Recommender`] that scores every product for a visitor's history; all of them
+//! treat every interaction (view, basket, order, rating) as one implicit signal.
+//! Beside them, as a reference and never taken as the best baseline, Vitrine's own
+//! co-view model computed exactly, without its bounds ([`Method::CoViewExact`]).
+//!
+//! The dense methods keep products × products matrices: datasets are limited to
+//! [`MAX_DENSE_ITEMS`] products.
+//!
+//! Files: `matrix.rs` (the square matrices and counts the methods share), `dense.rs`
+//! (most popular, item-kNN, EASE, ALS), `sequential.rs` (Markov, sequential rules,
+//! V-SKNN), `reference.rs` (the co-view references).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::bail;
+
+mod dense;
+mod matrix;
+mod reference;
+mod sequential;
+
+use dense::{Als, Ease, ItemKnn, MostPopular};
+use reference::{CoViewEase, CoViewExact};
+use sequential::{Markov, SequentialRules, Vsknn};
+use vitrine_engine::models::CO_VIEW_WINDOW;
+use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
+
+/// Largest catalogue the dense methods take (a matrix of this many squared `f32`s is
+/// 144 MB).
+pub(crate) const MAX_DENSE_ITEMS: usize = 6_000;
+
+/// What every method is fitted on: each visitor's products in time order.
+pub(crate) struct Training {
+    pub(crate) sequences: Vec<Vec<u32>>,
+    pub(crate) items: usize,
+    /// Fixed seed for methods with random starts.
+    pub(crate) seed: u64,
+    /// EASE fitted on these interactions, by λ: EASE and the blends with it share
+    /// one fit per λ instead of inverting the same matrix for each weight.
+    ease: Mutex<HashMap<u64, Arc<Ease>>>,
+    /// The exact co-view model at the server's settings, which every blend with EASE
+    /// shares.
+    co_view: OnceLock<Arc<CoViewExact>>,
+}
+
+impl Training {
+    pub(crate) fn new(sequences: Vec<Vec<u32>>, items: usize, seed: u64) -> Training {
+        Training {
+            sequences,
+            items,
+            seed,
+            ease: Mutex::new(HashMap::new()),
+            co_view: OnceLock::new(),
+        }
+    }
+
+    /// The exact co-view model at the server's settings, fitted once.
+    fn server_co_view(&self) -> Arc<CoViewExact> {
+        let fitted = self.co_view.get_or_init(|| {
+            Arc::new(CoViewExact::fit(
+                self,
+                CO_VIEW_WINDOW,
+                1.0,
+                DEFAULT_RECENCY as f32,
+                DEFAULT_LONG_TERM as f32,
+            ))
+        });
+        Arc::clone(fitted)
+    }
+
+    /// EASE with `lambda` fitted on these interactions, fitted once.
+    fn ease(&self, lambda: f64) -> anyhow::Result<Arc<Ease>> {
+        let mut fits = self
+            .ease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(fitted) = fits.get(&lambda.to_bits()) {
+            return Ok(Arc::clone(fitted));
+        }
+        let fitted = Arc::new(Ease::fit(self, lambda)?);
+        fits.insert(lambda.to_bits(), Arc::clone(&fitted));
+        Ok(fitted)
+    }
+
+    /// Each visitor's distinct products.
+    fn distinct(&self) -> Vec<Vec<u32>> {
+        self.sequences
+            .iter()
+            .map(|s| {
+                let mut d = s.clone();
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect()
+    }
+}
+
+/// A fitted method.
+pub(crate) trait Recommender: Send + Sync {
+    /// Adds a score for every product to `scores` (products.len() long), for the
+    /// visitor `visitor` whose history is `history` (oldest first).
+    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]);
+}
+
+impl<R: Recommender> Recommender for Arc<R> {
+    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
+        R::score(self, visitor, history, scores);
+    }
+}
+
+/// A method with one setting of its hyper-parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Method {
+    MostPopular,
+    ItemKnn {
+        neighbours: usize,
+    },
+    Ease {
+        lambda: f64,
+    },
+    Als {
+        factors: usize,
+        regularization: f64,
+        alpha: f64,
+        iterations: usize,
+    },
+    Markov,
+    SequentialRules {
+        window: usize,
+        symmetric: bool,
+        steps: usize,
+    },
+    Vsknn {
+        neighbours: usize,
+        steps: usize,
+    },
+    /// Not a baseline but a reference: Vitrine's co-view model and `personalized` blend
+    /// computed exactly, without its bounds on partners and neighbours; `window` and
+    /// `backward` (the weight of a pair read against the order it was viewed in) are
+    /// the server's fixed choices ([`CO_VIEW_WINDOW`], both ways alike) among others
+    /// the validation round compares.
+    CoViewExact {
+        window: usize,
+        backward: f32,
+        recency: f32,
+        long_term: f32,
+    },
+    /// A second reference: the exact co-view model at the server's settings blended
+    /// with EASE, each question's scores of either scaled to a maximum of 1 and EASE's
+    /// weighed `weight`. It measures how far a model beyond co-occurrence counts (EASE
+    /// is refitted offline, not learnt event by event) would take the approach.
+    CoViewEase {
+        lambda: f64,
+        weight: f32,
+    },
+}
+
+impl Method {
+    /// The method's name in reports.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Method::MostPopular => "most_popular",
+            Method::ItemKnn { .. } => "item_knn",
+            Method::Ease { .. } => "ease",
+            Method::Als { .. } => "als",
+            Method::Markov => "markov",
+            Method::SequentialRules { .. } => "sequential_rules",
+            Method::Vsknn { .. } => "v_sknn",
+            Method::CoViewExact { .. } => "co_view_exact",
+            Method::CoViewEase { .. } => "co_view_ease",
+        }
+    }
+
+    /// Whether the method is a reference for Vitrine's own model rather than a
+    /// published baseline (it is reported, never taken as the best baseline).
+    pub(crate) fn is_reference(&self) -> bool {
+        matches!(self, Method::CoViewExact { .. } | Method::CoViewEase { .. })
+    }
+
+    /// Its hyper-parameters, for reports.
+    pub(crate) fn params(&self) -> String {
+        match self {
+            Method::MostPopular | Method::Markov => String::new(),
+            Method::ItemKnn { neighbours } => format!("neighbours={neighbours}"),
+            Method::Ease { lambda } => format!("lambda={lambda}"),
+            Method::Als {
+                factors,
+                regularization,
+                alpha,
+                iterations,
+            } => format!(
+                "factors={factors} regularization={regularization} alpha={alpha} iterations={iterations}"
+            ),
+            Method::SequentialRules {
+                window,
+                symmetric,
+                steps,
+            } => format!("window={window} symmetric={symmetric} steps={steps}"),
+            Method::Vsknn { neighbours, steps } => format!("neighbours={neighbours} steps={steps}"),
+            Method::CoViewExact {
+                window,
+                backward,
+                recency,
+                long_term,
+            } => format!(
+                "window={window} backward={backward} recency={recency} long_term={long_term}"
+            ),
+            Method::CoViewEase { lambda, weight } => format!("lambda={lambda} weight={weight}"),
+        }
+    }
+
+    /// Every method with the settings tried on the validation round, grouped by method.
+    pub(crate) fn grid() -> Vec<Vec<Method>> {
+        let mut grid = vec![vec![Method::MostPopular], vec![Method::Markov]];
+        grid.push(
+            [20, 50, 100, 200, 0]
+                .into_iter()
+                .map(|neighbours| Method::ItemKnn { neighbours })
+                .collect(),
+        );
+        grid.push(
+            [50.0, 200.0, 500.0, 1000.0]
+                .into_iter()
+                .map(|lambda| Method::Ease { lambda })
+                .collect(),
+        );
+        let mut als = Vec::new();
+        for regularization in [0.1, 1.0] {
+            for alpha in [2.0, 10.0, 40.0] {
+                als.push(Method::Als {
+                    factors: 64,
+                    regularization,
+                    alpha,
+                    iterations: 10,
+                });
+            }
+        }
+        grid.push(als);
+        let mut rules = Vec::new();
+        for window in [3, 10, 20, 40] {
+            for symmetric in [false, true] {
+                for steps in [1, 5, 10, 20] {
+                    rules.push(Method::SequentialRules {
+                        window,
+                        symmetric,
+                        steps,
+                    });
+                }
+            }
+        }
+        grid.push(rules);
+        let mut sknn = Vec::new();
+        for neighbours in [25, 50, 100, 200] {
+            for steps in [5, 10, 20, 50] {
+                sknn.push(Method::Vsknn { neighbours, steps });
+            }
+        }
+        grid.push(sknn);
+        // The zone's own settings at the server's window, then the window and the
+        // backward weight the server fixes, each at the zone's defaults.
+        let exact = |window, backward, recency, long_term| Method::CoViewExact {
+            window,
+            backward,
+            recency,
+            long_term,
+        };
+        let (zone_recency, zone_long_term) = (DEFAULT_RECENCY as f32, DEFAULT_LONG_TERM as f32);
+        let mut references = Vec::new();
+        for recency in [0.7, 0.8, 0.9] {
+            for long_term in [0.0, 1.0, 2.0] {
+                references.push(exact(CO_VIEW_WINDOW, 1.0, recency, long_term));
+            }
+        }
+        for window in [5, 20, 30] {
+            references.push(exact(window, 1.0, zone_recency, zone_long_term));
+        }
+        for backward in [0.0, 0.5] {
+            references.push(exact(
+                CO_VIEW_WINDOW,
+                backward,
+                zone_recency,
+                zone_long_term,
+            ));
+        }
+        grid.push(references);
+        let mut blends = Vec::new();
+        for lambda in [200.0, 1000.0] {
+            for weight in [0.25, 0.5, 1.0] {
+                blends.push(Method::CoViewEase { lambda, weight });
+            }
+        }
+        grid.push(blends);
+        grid
+    }
+
+    /// Fits the method on `training`.
+    pub(crate) fn fit(&self, training: &Training) -> anyhow::Result<Box<dyn Recommender>> {
+        let dense = !matches!(
+            self,
+            Method::MostPopular | Method::Als { .. } | Method::Vsknn { .. }
+        );
+        if dense && training.items > MAX_DENSE_ITEMS {
+            bail!(
+                "{}: {} products is more than the {MAX_DENSE_ITEMS} the dense baselines take",
+                self.name(),
+                training.items
+            );
+        }
+        Ok(match *self {
+            Method::MostPopular => Box::new(MostPopular::fit(training)),
+            Method::ItemKnn { neighbours } => Box::new(ItemKnn::fit(training, neighbours)),
+            Method::Ease { lambda } => Box::new(training.ease(lambda)?),
+            Method::Als {
+                factors,
+                regularization,
+                alpha,
+                iterations,
+            } => Box::new(Als::fit(
+                training,
+                factors,
+                regularization,
+                alpha,
+                iterations,
+            )?),
+            Method::Markov => Box::new(Markov::fit(training)),
+            Method::SequentialRules {
+                window,
+                symmetric,
+                steps,
+            } => Box::new(SequentialRules::fit(training, window, symmetric, steps)),
+            Method::Vsknn { neighbours, steps } => {
+                Box::new(Vsknn::fit(training, neighbours, steps))
+            }
+            Method::CoViewExact {
+                window,
+                backward,
+                recency,
+                long_term,
+            } => Box::new(CoViewExact::fit(
+                training, window, backward, recency, long_term,
+            )),
+            Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
+                co_view: training.server_co_view(),
+                ease: training.ease(lambda)?,
+                weight,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
