@@ -23,17 +23,10 @@ use vitrine_http::state::AppState;
 fn engine_serve(c: &mut Criterion) {
     let config = config::demo(&Overrides::default()).unwrap();
     let account_config = &config.accounts[0];
-    let settings = vitrine_engine::AccountSettings {
-        access_key: account_config.access_key.clone(),
-        default_currency: account_config.default_currency,
-        zones: account_config.zones.clone(),
-        models: account_config.models,
-        attribution_days: account_config.attribution_days,
-        experiments: account_config.experiments.clone(),
-        zone_analytics: account_config.zone_analytics,
-    };
-    let account =
-        vitrine_engine::Account::new(settings, vitrine_engine::demo::catalogue().unwrap());
+    let account = vitrine_engine::Account::new(
+        account_config.settings(),
+        vitrine_engine::demo::catalogue().unwrap(),
+    );
     let mut n = 0u64;
     c.bench_function("engine_serve_product_page_2_zones", |b| {
         b.iter(|| {

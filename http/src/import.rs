@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use vitrine_engine::Account;
 use vitrine_engine::catalogue::CatalogueBuilder;
-use vitrine_engine::{Account, AccountSettings};
 use vitrine_http::config::Config;
 use vitrine_http::state::{account_dir, jobs_config};
 use vitrine_ingest::jobs::{AccountJobs, FeedStatus, ingest_pool};
@@ -36,16 +36,7 @@ fn open(config: &Config, access_key: &str) -> anyhow::Result<Opened> {
         None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
         None => (CatalogueBuilder::new().build()?, 0),
     };
-    let settings = AccountSettings {
-        access_key: access_key.to_owned(),
-        default_currency: account_config.default_currency,
-        zones: account_config.zones.clone(),
-        models: account_config.models,
-        attribution_days: account_config.attribution_days,
-        experiments: account_config.experiments.clone(),
-        zone_analytics: account_config.zone_analytics,
-    };
-    let account = Arc::new(Account::new(settings, catalogue));
+    let account = Arc::new(Account::new(account_config.settings(), catalogue));
     let (users, problems) = store::restore_users(&dir);
     for problem in problems {
         eprintln!("warning: users: {problem}");

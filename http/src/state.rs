@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwap, Guard};
 
+use vitrine_engine::Account;
 use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
-use vitrine_engine::{Account, AccountSettings};
 use vitrine_ingest::fetch::FetchLimits;
 use vitrine_ingest::jobs::{AccountJobs, JobsConfig, SubmitError, ingest_pool_at};
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
@@ -342,7 +342,7 @@ impl AppState {
         // Engine settings first: a request that reads the new entry serves its zones.
         for key in &report.changed {
             if let Some(entry) = accounts.get(key) {
-                entry.account.replace_settings(settings_of(&entry.config));
+                entry.account.replace_settings(entry.config.settings());
             }
         }
         for entry in accounts.values() {
@@ -477,19 +477,6 @@ fn changed_account(
     })
 }
 
-/// The engine's settings of an account.
-fn settings_of(config: &AccountConfig) -> AccountSettings {
-    AccountSettings {
-        access_key: config.access_key.clone(),
-        default_currency: config.default_currency,
-        zones: config.zones.clone(),
-        models: config.models,
-        attribution_days: config.attribution_days,
-        experiments: config.experiments.clone(),
-        zone_analytics: config.zone_analytics,
-    }
-}
-
 /// Restores one account from its files (or its starting catalogue), starts its jobs and
 /// queues its unfinished feeds.
 fn open_account(
@@ -513,7 +500,7 @@ fn open_account(
         None if account_config.demo_catalogue => (vitrine_engine::demo::catalogue()?, 0),
         None => (CatalogueBuilder::new().build()?, 0),
     };
-    let account = Arc::new(Account::new(settings_of(account_config), catalogue));
+    let account = Arc::new(Account::new(account_config.settings(), catalogue));
     let (users, problems) = store::restore_users(&dir);
     for problem in &problems {
         tracing::warn!(account = %key, "users: {problem}");

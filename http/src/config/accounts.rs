@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use vitrine_engine::AccountSettings;
 use vitrine_engine::experiment::Experiment;
 use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
@@ -54,6 +55,21 @@ pub struct RateLimit {
     pub per_second: u32,
     /// Requests allowed at once after a quiet spell (the bucket's size).
     pub burst: u32,
+}
+
+impl AccountConfig {
+    /// The engine's settings of the account (what a reload may replace in place).
+    pub fn settings(&self) -> AccountSettings {
+        AccountSettings {
+            access_key: self.access_key.clone(),
+            default_currency: self.default_currency,
+            zones: self.zones.clone(),
+            models: self.models,
+            attribution_days: self.attribution_days,
+            experiments: self.experiments.clone(),
+            zone_analytics: self.zone_analytics,
+        }
+    }
 }
 
 /// The `[[accounts]]`, validated: keys unique, secrets long enough, zones well-formed.
