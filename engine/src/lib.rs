@@ -12,16 +12,21 @@
 //! rebuilds (feeds, compactions, erasure flushes) each take it to swap, one at a time.
 //!
 //! Modules:
-//! - [`models`]: online models (co-view, co-purchase, decayed popularity).
-//! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`catalogue`]: products under dense ids, categories, brands, account prices.
+//! - [`overlay`]: changes made by deltas since the base archive, and the edits that make them.
+//! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
 //! - [`visitor`]: bounded per-visitor state.
 //! - [`zone`]: zone definitions and strategies.
-//! - [`overlay`]: changes made by deltas since the base archive, and the edits that make them.
 //! - [`similar`]: content-similarity neighbours, computed at build time.
-//! - [`recommend`]: candidate generation, filters, fallback chains, item prices.
-//! - [`account`]: one account's state, the server-side call, erasure.
+//! - [`models`]: online models (co-view, co-purchase, decayed popularity).
+//! - [`recommend`]: candidates per strategy with their evidence, filters, fallback
+//!   chains, item prices, popularity rankings.
+//! - [`analytics`]: a visitor's impressions and the zone counters they are credited to.
+//! - [`experiment`]: A/B experiments and the variant of a visitor.
+//! - [`state`]: what the log and state snapshots hold (`Tracked`, `Served`, `StateEntry`).
+//! - [`shards`]: sharded maps, counted maps, striped counters and the graveyard.
+//! - [`account`]: one account's state, the server-side call, explain, erasure, eviction.
 //! - [`demo`]: the generated demo catalogue.
 //! - `testing` (tests and the `testing` feature only): builders of test data.
 

@@ -14,14 +14,19 @@
 //! `vitrine-ingest` (see its `jobs` module for the table of threads and locks).
 //!
 //! Modules:
-//! - [`config`]: TOML configuration, the embedded demo, environment overrides.
+//! - [`config`]: TOML configuration, the embedded demo, environment overrides (the file
+//!   schema, the server's sections, accounts, zones, experiments, cluster).
+//! - [`routes`]: the routing table ([`routes::Endpoint`]).
 //! - [`state`]: accounts, their engine state and job queues, the data directory.
-//! - [`server`]: accept loop, routing, body limits, graceful shutdown.
+//! - [`server`]: accept loop, routing, body limits, graceful shutdown, background tasks.
 //! - [`auth`]: per-endpoint credential fields, constant-time secret check.
 //! - [`error`]: the error enum, status codes, error bodies.
-//! - [`api`]: one module per endpoint of the contract.
-//! - [`metrics`]: `GET /metrics`, the Prometheus text format.
+//! - [`api`]: one module per endpoint of the contract; `api::render` writes the
+//!   serverside 200.
+//! - [`admin`]: the dashboard and the admin API.
+//! - [`metrics`]: `GET /metrics`, the Prometheus text format, from each account's figures.
 //! - [`control`]: what `vitrine reload` (SIGHUP) and `vitrine backup` (SIGUSR1) ask a running server.
+//! - [`clock`]: the wall clock.
 
 #![forbid(unsafe_code)]
 
