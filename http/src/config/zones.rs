@@ -113,11 +113,47 @@ pub(super) fn zone_spec(
         ));
     }
     let page_types = page_types(zone, key)?;
-    let uses = |wanted: &[Strategy]| {
-        main.into_iter()
-            .chain(fallback.iter().copied())
-            .any(|s| wanted.contains(&s))
-    };
+    let strategies: Vec<Strategy> = main.into_iter().chain(fallback.iter().copied()).collect();
+    let HistorySettings {
+        history,
+        recency,
+        long_term,
+        context,
+        content,
+    } = history_settings(zone, key, &strategies)?;
+    Ok(ZoneSpec {
+        id: zone.id.clone(),
+        title: zone.title.clone(),
+        kind,
+        strategy: main,
+        fallback,
+        count: count as usize,
+        page_types,
+        history,
+        recency,
+        long_term,
+        context,
+        content,
+    })
+}
+
+/// A zone's settings of how it reads the visitor's history.
+struct HistorySettings {
+    history: usize,
+    recency: f64,
+    long_term: f64,
+    context: usize,
+    content: f64,
+}
+
+/// `history`, `recency`, `long_term`, `context` and `content`, each refused where none
+/// of the zone's `strategies` (its strategy and fallbacks) reads it.
+fn history_settings(
+    zone: &FileZone,
+    key: &impl Fn(&str) -> String,
+    strategies: &[Strategy],
+) -> Result<HistorySettings, Invalid> {
+    let uses = |wanted: &[Strategy]| strategies.iter().any(|s| wanted.contains(s));
     let personal = uses(&[Strategy::Personalized]);
     let recency_read = personal || uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]);
     let only_personal = |name: &str| {
@@ -212,14 +248,7 @@ pub(super) fn zone_spec(
             ));
         }
     };
-    Ok(ZoneSpec {
-        id: zone.id.clone(),
-        title: zone.title.clone(),
-        kind,
-        strategy: main,
-        fallback,
-        count: count as usize,
-        page_types,
+    Ok(HistorySettings {
         history,
         recency,
         long_term,
