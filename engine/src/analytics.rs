@@ -189,6 +189,11 @@ pub struct ZoneCounts {
     /// visitor's attributed revenue that day, in minor units (for the variance of
     /// revenue per visitor).
     pub revenue_squares: Vec<(Currency, f64)>,
+    /// Clicks on shown products, reported by the browser script. Kept in state snapshots
+    /// as their own entries ([`crate::state::StateEntry::Clicks`]): skipped here so that
+    /// the archived counters keep the layout older snapshots have.
+    #[rkyv(with = rkyv::with::Skip)]
+    pub clicked: u64,
 }
 
 impl ZoneCounts {
@@ -202,6 +207,7 @@ impl ZoneCounts {
         self.ordered_lines += other.ordered_lines;
         self.ordered_units += other.ordered_units;
         self.ordering_visitors += other.ordering_visitors;
+        self.clicked += other.clicked;
         for (currency, minor) in &other.revenue {
             self.add_revenue(*currency, *minor);
         }

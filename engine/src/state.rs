@@ -146,4 +146,23 @@ pub enum StateEntry {
         /// Its pairs.
         partners: Vec<PairCount>,
     },
+    /// A zone's clicks for one variant and day (the one counter [`ZoneDay`] entries do
+    /// not carry).
+    Clicks {
+        /// Zone, variant and day.
+        key: Box<ZoneDay>,
+        /// Clicks.
+        clicked: u64,
+    },
+}
+
+/// A click on a product a zone showed, as the log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct Clicked {
+    /// The visitor who clicked (for the variant the zone showed them).
+    pub visitor_id: String,
+    /// The zone id.
+    pub zone: String,
+    /// When.
+    pub now: UnixMillis,
 }

@@ -4,8 +4,11 @@
 
 use super::Account;
 use super::track::EventAt;
-use crate::analytics::{ShownZone, Tally, Touch, ZoneCounts, ZoneDay, session_key};
+use compact_str::CompactString;
+
+use crate::analytics::{ShownZone, Tally, Touch, ZoneCounts, ZoneDay, day_of, session_key};
 use crate::catalogue::UnixMillis;
+use crate::state::Clicked;
 use crate::visitor::LiveVisitor;
 
 impl Account {
@@ -87,8 +90,40 @@ impl Account {
         self.zone_analytics(i32::MIN, i32::MAX)
     }
 
-    /// Restores one day's counters.
+    /// Restores one day's counters (keeping clicks restored before them).
     pub(super) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
-        self.analytics.insert(key, counts);
+        let mut entry = self.analytics.entry(key).or_default();
+        let clicked = entry.clicked;
+        *entry = ZoneCounts { clicked, ..counts };
+    }
+
+    /// Restores one day's clicks.
+    pub(super) fn restore_clicks(&self, key: ZoneDay, clicked: u64) {
+        self.analytics.entry(key).or_default().clicked = clicked;
+    }
+
+    /// Counts a click on a product the zone `zone` showed `visitor_id`, on the day of
+    /// `now`, for the experiment variant the zone shows that visitor. False (nothing
+    /// counted) when the account has no such zone or zone analytics are off.
+    pub fn record_click(&self, clicked: &Clicked) -> bool {
+        let settings = self.settings.load();
+        if !settings.zone_analytics {
+            return false;
+        }
+        let Some(spec) = settings.zones.iter().find(|z| z.id == clicked.zone) else {
+            return false;
+        };
+        let variant = settings
+            .variant(spec, &clicked.visitor_id, clicked.now)
+            .map_or_else(CompactString::default, |(_, v)| {
+                CompactString::from(v.name.as_str())
+            });
+        let key = ZoneDay {
+            zone: CompactString::from(spec.id.as_str()),
+            variant,
+            day: day_of(clicked.now),
+        };
+        self.analytics.entry(key).or_default().clicked += 1;
+        true
     }
 }

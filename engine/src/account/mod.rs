@@ -18,6 +18,7 @@
 //! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
 
 mod analytics;
+mod explain;
 mod identity;
 mod serve;
 mod snapshot;
@@ -34,11 +35,12 @@ use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
+pub use explain::{ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED};
 use identity::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use serve::{
-    ExplainRequest, ExplainedItem, Explanation, MAX_DEVICES, MAX_REJECTED, Notice, RenderedItem,
-    RenderedZone, RenderedZones, ServeOutcome, ServeRequest, ZoneIds,
+    MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome, ServeRequest,
+    ZoneIds,
 };
 pub use track::customer_visitor_id;
 

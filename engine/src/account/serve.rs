@@ -13,17 +13,14 @@ use super::track::PageContext;
 use super::{Account, AccountSettings, RankingsVersion, new_id};
 use crate::analytics::{ShownZone, ShownZones};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::{Events, Identity, PageType};
+use crate::event::{Event, Events, Identity, PageType};
 use crate::experiment::{Experiment, Variant};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
-use crate::recommend::{
-    Context, Evidence, Fact, Rejection, Trace, ZoneItems, fill_zone, fill_zone_traced,
-};
+use crate::recommend::{Context, ZoneItems, fill_zone};
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
-use crate::zone::Strategy;
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// A server-side call, validated.
@@ -187,46 +184,14 @@ impl Account {
             search.as_deref(),
         );
 
-        let mut zones = RenderedZones::with_capacity(request.zones.len());
-        for (index, zone_id) in request.zones.iter().enumerate() {
-            let Some((position, spec)) = settings
-                .zones
-                .iter()
-                .enumerate()
-                .find(|(_, z)| z.id == zone_id.as_str())
-            else {
-                notices.push(Notice::UnknownZone {
-                    zone: index,
-                    id: zone_id.to_string(),
-                });
-                continue;
-            };
-            if let Some(page_type) = page.page_type
-                && !spec.page_types.is_empty()
-                && !spec.page_types.contains(&page_type)
-            {
-                notices.push(Notice::ZoneNotOnPage {
-                    zone: index,
-                    id: zone_id.to_string(),
-                    page_type,
-                });
-                continue;
-            }
-            // A running experiment on the zone fills it as the visitor's variant says.
-            let variant = settings.variant(spec, &visitor_id, now).map(|(_, v)| v);
-            let mut filled = fill(
-                position,
-                variant.map_or(spec, |v| &v.spec),
-                &ctx,
-                &snapshot,
-                &page,
-                &top_names,
-            );
-            if let Some(variant) = variant {
-                filled.variant = CompactString::from(variant.name.as_str());
-            }
-            zones.push(filled);
-        }
+        let zones = fill_zones(
+            &settings,
+            &request.zones,
+            &visitor_id,
+            now,
+            (&ctx, &snapshot, &page, &top_names),
+            &mut notices,
+        );
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, items);
@@ -258,161 +223,80 @@ impl Account {
             },
         }
     }
-}
 
-/// What to explain: a zone for a visitor (or none: a new shopper) on a product's page
-/// (or none).
-#[derive(Debug, Clone)]
-pub struct ExplainRequest {
-    /// The zone id.
-    pub zone: String,
-    /// A visitor id; `None` or an unknown id: a shopper with no history.
-    pub visitor_id: Option<String>,
-    /// The page's product id.
-    pub product: Option<String>,
-    /// The currency (else the account's default).
-    pub currency: Option<Currency>,
-    /// The time to explain at.
-    pub now: UnixMillis,
-}
-
-/// A zone as it would be filled for a visitor, and why: each item with the strategy
-/// that found it and its evidence, and the candidates the filters removed.
-#[derive(Debug)]
-pub struct Explanation {
-    /// The zone as filled (an experiment's variant's strategy, fallback and count).
-    pub spec: ZoneSpec,
-    /// The experiment variant the visitor would see, if the zone is in one.
-    pub variant: Option<(String, String)>,
-    /// The catalogue version the items index into.
-    pub catalogue: Arc<Catalogue>,
-    /// The currency of the prices.
-    pub currency: Currency,
-    /// Whether the visitor id names a visitor the account knows.
-    pub visitor_known: bool,
-    /// What the visitor's history holds: recent views, basket, purchases (products of
-    /// the catalogue).
-    pub history: (Vec<ProductIdx>, Vec<ProductIdx>, Vec<ProductIdx>),
-    /// The items, in display order.
-    pub items: Vec<ExplainedItem>,
-    /// Candidates filtered out, in the order they were met, with the strategy that
-    /// found them (at most [`MAX_REJECTED`]).
-    pub rejected: Vec<(ProductIdx, Strategy, Rejection)>,
-}
-
-/// Filtered candidates an explanation lists at most.
-pub const MAX_REJECTED: usize = 100;
-
-/// One item of an explained zone.
-#[derive(Debug)]
-pub struct ExplainedItem {
-    /// The item and its price.
-    pub item: RenderedItem,
-    /// The strategy that found it.
-    pub strategy: Strategy,
-    /// Whether that is a fallback of the zone.
-    pub fallback: bool,
-    /// Its score under that strategy, where it has one.
-    pub score: Option<f64>,
-    /// The facts behind it.
-    pub facts: Vec<Fact>,
-}
-
-/// Records what filling a zone did, for an explanation.
-#[derive(Debug, Default)]
-struct Recorder {
-    chosen: Vec<(ProductIdx, Strategy, Evidence)>,
-    rejected: Vec<(ProductIdx, Strategy, Rejection)>,
-}
-
-impl Trace for Recorder {
-    const EVIDENCE: bool = true;
-
-    fn chosen(
-        &mut self,
-        idx: ProductIdx,
-        strategy: Strategy,
-        _search: bool,
-        evidence: &dyn Fn() -> Evidence,
-    ) {
-        self.chosen.push((idx, strategy, evidence()));
-    }
-
-    fn rejected(&mut self, idx: ProductIdx, strategy: Strategy, why: Rejection) {
-        let known = self.rejected.iter().any(|(i, _, _)| *i == idx);
-        if !known && self.rejected.len() < MAX_REJECTED {
-            self.rejected.push((idx, strategy, why));
-        }
-    }
-}
-
-impl Account {
-    /// Fills a zone as [`Account::serve`] would for the visitor on the product's page,
-    /// and says why: read-only (no event, session or visitor is recorded). `None` when
-    /// the account has no such zone.
-    pub fn explain(&self, request: &ExplainRequest) -> Option<Explanation> {
+    /// Fills the zones of a request for a shopper who is not tracked (a crawler, or a
+    /// browser without consent): the page's type, product and category are read from
+    /// its events, the zones are filled as for a new shopper, and nothing is recorded:
+    /// no visitor, session, counter, model or impression, and no log record (the
+    /// outcome's `served` holds no events and nothing shown). The visitor and session
+    /// ids answered are empty.
+    pub fn serve_anonymous(&self, request: &ServeRequest) -> ServeOutcome {
+        let now = request.now;
         let settings = self.settings.load_full();
-        let spec = settings.zones.iter().find(|z| z.id == request.zone)?;
-        let catalogue = self.catalogue();
         let currency = request.currency.unwrap_or(settings.default_currency);
-        let visitor_id = request.visitor_id.as_deref().unwrap_or("");
-        let mut snapshot = self
-            .visitors
-            .read()
-            .get_mut(visitor_id)
-            .map(|mut live| VisitorSnapshot::of(&mut live, &catalogue, false));
-        let visitor_known = snapshot.is_some();
-        if let Some(snapshot) = snapshot.as_mut() {
-            self.absorb_other_devices(visitor_id, snapshot, &catalogue);
+        let mut page = PageContext {
+            visitor_id: "",
+            currency: Some(currency),
+            ..PageContext::default()
+        };
+        for event in request.events.iter() {
+            match event {
+                Event::PageView {
+                    page_type,
+                    product_id,
+                    category_id,
+                    brand_id,
+                } => {
+                    page.page_type = Some(*page_type);
+                    page.product = product_id.as_deref().or(page.product);
+                    page.category = category_id.as_deref().or(page.category);
+                    page.brand = brand_id.as_deref().or(page.brand);
+                }
+                Event::ProductView { id } => page.product = Some(id),
+                _ => {}
+            }
         }
-        let snapshot = snapshot.unwrap_or_default();
-        let variant = settings.variant(spec, visitor_id, request.now);
-        let filled = variant.map_or(spec, |(_, v)| &v.spec);
+        let catalogue = self.catalogue();
+        let snapshot = VisitorSnapshot::default();
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();
+        let top_names = self.top_names.load();
+        let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = snapshot.context(
             &catalogue,
             &rankings,
             &published,
-            (currency, request.now),
-            request
-                .product
-                .as_deref()
-                .and_then(|id| catalogue.idx_of(id)),
-            None,
-            None,
+            (currency, now),
+            page.product.and_then(|id| catalogue.idx_of(id)),
+            page.category,
+            search.as_deref(),
         );
-        let mut recorder = Recorder::default();
-        let items = fill_zone_traced(filled, &ctx, &mut recorder);
-        // The items in the order served, each with what the strategy recorded choosing
-        // it: the evidence is the reason it was served, not a second computation.
-        let items = items
-            .into_iter()
-            .zip(recorder.chosen.drain(..))
-            .map(|(item, (_, strategy, evidence))| ExplainedItem {
-                item,
-                strategy,
-                fallback: filled.strategy != Some(strategy),
-                score: evidence.score,
-                facts: evidence.facts,
-            })
-            .collect();
-        let history = (
-            snapshot.recent_views.to_vec(),
-            snapshot.basket.to_vec(),
-            snapshot.purchased.to_vec(),
+        let mut notices = Vec::new();
+        let zones = fill_zones(
+            &settings,
+            &request.zones,
+            "",
+            now,
+            (&ctx, &snapshot, &page, &top_names),
+            &mut notices,
         );
         drop(rankings);
-        Some(Explanation {
-            spec: filled.clone(),
-            variant: variant.map(|(e, v)| (e.id.clone(), v.name.clone())),
-            catalogue: Arc::clone(&catalogue),
-            currency,
-            visitor_known,
-            history,
-            items,
-            rejected: recorder.rejected,
-        })
+        ServeOutcome {
+            notices,
+            settings,
+            zones,
+            catalogue,
+            served: Served {
+                tracked: Tracked {
+                    visitor_id: String::new(),
+                    session_id: String::new(),
+                    now,
+                    events: Events::new(),
+                },
+                currency,
+                shown: ShownZones::new(),
+            },
+        }
     }
 }
 
@@ -420,7 +304,7 @@ impl Account {
     /// Adds the history of the same shopper on other devices (linked by user id or
     /// email) to `snapshot`. Read with the visitor's own entry released, one entry at a
     /// time.
-    fn absorb_other_devices(
+    pub(super) fn absorb_other_devices(
         &self,
         visitor_id: &str,
         snapshot: &mut VisitorSnapshot,
@@ -436,7 +320,7 @@ impl Account {
 
 impl AccountSettings {
     /// The experiment running on `zone` at `now` and the variant `visitor_id` sees.
-    fn variant(
+    pub(super) fn variant(
         &self,
         zone: &ZoneSpec,
         visitor_id: &str,
@@ -473,6 +357,68 @@ fn shown_products(
             })
         })
         .collect()
+}
+
+/// What zones are filled from: the recommenders' context, the visitor's history, the
+/// page and the most popular names.
+type FillFrom<'a, 'c> = (
+    &'a Context<'c>,
+    &'a VisitorSnapshot,
+    &'a PageContext<'a>,
+    &'a TopNames,
+);
+
+/// Fills the zones asked for, in order; a zone the account does not have, or that is
+/// not shown on the page's type, becomes a notice.
+fn fill_zones(
+    settings: &AccountSettings,
+    requested: &ZoneIds,
+    visitor_id: &str,
+    now: UnixMillis,
+    (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
+    notices: &mut Vec<Notice>,
+) -> RenderedZones {
+    let mut zones = RenderedZones::with_capacity(requested.len());
+    for (index, zone_id) in requested.iter().enumerate() {
+        let Some((position, spec)) = settings
+            .zones
+            .iter()
+            .enumerate()
+            .find(|(_, z)| z.id == zone_id.as_str())
+        else {
+            notices.push(Notice::UnknownZone {
+                zone: index,
+                id: zone_id.to_string(),
+            });
+            continue;
+        };
+        if let Some(page_type) = page.page_type
+            && !spec.page_types.is_empty()
+            && !spec.page_types.contains(&page_type)
+        {
+            notices.push(Notice::ZoneNotOnPage {
+                zone: index,
+                id: zone_id.to_string(),
+                page_type,
+            });
+            continue;
+        }
+        // A running experiment on the zone fills it as the visitor's variant says.
+        let variant = settings.variant(spec, visitor_id, now).map(|(_, v)| v);
+        let mut filled = fill(
+            position,
+            variant.map_or(spec, |v| &v.spec),
+            ctx,
+            snapshot,
+            page,
+            top_names,
+        );
+        if let Some(variant) = variant {
+            filled.variant = CompactString::from(variant.name.as_str());
+        }
+        zones.push(filled);
+    }
+    zones
 }
 
 /// Fills one zone of the account for the request in `ctx`: products with their prices
@@ -525,17 +471,17 @@ fn fill(
 /// before rendering; products as dense ids of the request's catalogue (those it lacks
 /// cannot be shown, so they are left out).
 #[derive(Debug, Default)]
-struct VisitorSnapshot {
-    identity: Identity,
+pub(super) struct VisitorSnapshot {
+    pub(super) identity: Identity,
     /// In basket order.
-    basket: SmallVec<[ProductIdx; 16]>,
-    purchased: SmallVec<[ProductIdx; 32]>,
+    pub(super) basket: SmallVec<[ProductIdx; 16]>,
+    pub(super) purchased: SmallVec<[ProductIdx; 32]>,
     /// Newest first (all of them fit inline: at most [`MAX_RECENT_VIEWS`]).
-    recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
+    pub(super) recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
     /// Whether `categories` and `brands` are filled.
-    affinities: bool,
-    categories: Vec<String>,
-    brands: Vec<String>,
+    pub(super) affinities: bool,
+    pub(super) categories: Vec<String>,
+    pub(super) brands: Vec<String>,
 }
 
 /// Names for a category or brand zone: the visitor's strongest first, then the most
@@ -571,7 +517,7 @@ impl VisitorSnapshot {
         clippy::too_many_arguments,
         reason = "the request's page and the account's current versions, each borrowed from its owner"
     )]
-    fn context<'a>(
+    pub(super) fn context<'a>(
         &'a self,
         catalogue: &'a Catalogue,
         rankings: &'a RankingsVersion,
@@ -633,7 +579,11 @@ impl VisitorSnapshot {
 
     /// What a request reads of a visitor; the category and brand affinities (sorted,
     /// so not free) only when a category or brand zone asks for them.
-    fn of(live: &mut LiveVisitor, catalogue: &Catalogue, affinities: bool) -> VisitorSnapshot {
+    pub(super) fn of(
+        live: &mut LiveVisitor,
+        catalogue: &Catalogue,
+        affinities: bool,
+    ) -> VisitorSnapshot {
         // Recent views from the dense ids kept in step with them (no id lookups).
         let recent_views = live.recent_idx(catalogue);
         let purchased = SmallVec::from_slice(live.purchased_idx(catalogue));

@@ -110,6 +110,13 @@ impl Account {
             sink(StateEntry::CoPurchasePairs { product, partners });
         }
         for (key, counts) in self.analytics_entries() {
+            let clicked = counts.clicked;
+            if clicked > 0 {
+                sink(StateEntry::Clicks {
+                    key: Box::new(key.clone()),
+                    clicked,
+                });
+            }
             sink(StateEntry::ZoneDay {
                 key: Box::new(key),
                 counts: Box::new(counts),
@@ -142,6 +149,7 @@ impl Account {
                     .impressions_mut() = restored;
             }
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
+            StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);
             }

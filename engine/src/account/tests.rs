@@ -467,3 +467,64 @@ fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
         Some("c")
     );
 }
+
+#[test]
+fn an_anonymous_request_fills_zones_from_its_page_and_records_nothing() {
+    let products = ["a", "b", "c"].map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        categories: vec!["shoes".into()],
+        ..testing::product(id)
+    });
+    let zone = testing::zone("SIM", Strategy::Similar, 5);
+    let account = testing::account(vec![zone], testing::catalogue(products));
+    let page = Event::PageView {
+        page_type: crate::event::PageType::ProductPage,
+        product_id: Some("a".into()),
+        category_id: None,
+        brand_id: None,
+    };
+    let mut anonymous = request(
+        "",
+        None,
+        vec![page, Event::ProductView { id: "a".into() }],
+        T0,
+    );
+    anonymous.zones = vec!["SIM".into(), "NOPE".into()].into();
+    let outcome = account.serve_anonymous(&anonymous);
+    let ids: Vec<&str> = outcome.zones[0]
+        .items
+        .iter()
+        .map(|item| outcome.catalogue.product(item.product).unwrap().id.as_str())
+        .collect();
+    assert_eq!(ids, ["b", "c"], "similar to the page's product, not itself");
+    assert!(matches!(
+        outcome.notices[..],
+        [Notice::UnknownZone { zone: 1, .. }]
+    ));
+    assert_eq!((account.visitor_count(), account.session_count()), (0, 0));
+    assert!(outcome.served.tracked.events.is_empty() && outcome.served.shown.is_empty());
+    assert_eq!(outcome.visitor_id(), "");
+}
+
+#[test]
+fn a_click_counts_for_the_zone_and_day_and_survives_a_state_snapshot() {
+    let account = account();
+    let click = crate::state::Clicked {
+        visitor_id: "v".into(),
+        zone: "RV".into(),
+        now: T0,
+    };
+    assert!(account.record_click(&click));
+    assert!(account.record_click(&click));
+    assert!(!account.record_click(&crate::state::Clicked {
+        zone: "NOPE".into(),
+        ..click.clone()
+    }));
+    let day = crate::analytics::day_of(T0);
+    let counted = account.zone_analytics(day, day);
+    assert_eq!(counted.len(), 1);
+    assert_eq!(counted[0].1.clicked, 2);
+    let restored = self::account();
+    account.export_state(&mut |entry| restored.restore_entry(entry));
+    assert_eq!(restored.zone_analytics(day, day)[0].1.clicked, 2);
+}

@@ -1,0 +1,168 @@
+//! Explaining a zone: the fill serving would give a visitor on a page, read-only, with
+//! the evidence each strategy recorded for its items and the candidates the filters
+//! removed.
+
+use std::sync::Arc;
+
+use super::Account;
+use super::serve::VisitorSnapshot;
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::money::Currency;
+use crate::recommend::{Evidence, Fact, Rejection, RenderedItem, Trace, fill_zone_traced};
+use crate::zone::{Strategy, ZoneSpec};
+
+/// What to explain: a zone for a visitor (or none: a new shopper) on a product's page
+/// (or none).
+#[derive(Debug, Clone)]
+pub struct ExplainRequest {
+    /// The zone id.
+    pub zone: String,
+    /// A visitor id; `None` or an unknown id: a shopper with no history.
+    pub visitor_id: Option<String>,
+    /// The page's product id.
+    pub product: Option<String>,
+    /// The currency (else the account's default).
+    pub currency: Option<Currency>,
+    /// The time to explain at.
+    pub now: UnixMillis,
+}
+
+/// A zone as it would be filled for a visitor, and why: each item with the strategy
+/// that found it and its evidence, and the candidates the filters removed.
+#[derive(Debug)]
+pub struct Explanation {
+    /// The zone as filled (an experiment's variant's strategy, fallback and count).
+    pub spec: ZoneSpec,
+    /// The experiment variant the visitor would see, if the zone is in one.
+    pub variant: Option<(String, String)>,
+    /// The catalogue version the items index into.
+    pub catalogue: Arc<Catalogue>,
+    /// The currency of the prices.
+    pub currency: Currency,
+    /// Whether the visitor id names a visitor the account knows.
+    pub visitor_known: bool,
+    /// What the visitor's history holds: recent views, basket, purchases (products of
+    /// the catalogue).
+    pub history: (Vec<ProductIdx>, Vec<ProductIdx>, Vec<ProductIdx>),
+    /// The items, in display order.
+    pub items: Vec<ExplainedItem>,
+    /// Candidates filtered out, in the order they were met, with the strategy that
+    /// found them (at most [`MAX_REJECTED`]).
+    pub rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+}
+
+/// Filtered candidates an explanation lists at most.
+pub const MAX_REJECTED: usize = 100;
+
+/// One item of an explained zone.
+#[derive(Debug)]
+pub struct ExplainedItem {
+    /// The item and its price.
+    pub item: RenderedItem,
+    /// The strategy that found it.
+    pub strategy: Strategy,
+    /// Whether that is a fallback of the zone.
+    pub fallback: bool,
+    /// Its score under that strategy, where it has one.
+    pub score: Option<f64>,
+    /// The facts behind it.
+    pub facts: Vec<Fact>,
+}
+
+/// Records what filling a zone did, for an explanation.
+#[derive(Debug, Default)]
+struct Recorder {
+    chosen: Vec<(ProductIdx, Strategy, Evidence)>,
+    rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+}
+
+impl Trace for Recorder {
+    const EVIDENCE: bool = true;
+
+    fn chosen(
+        &mut self,
+        idx: ProductIdx,
+        strategy: Strategy,
+        _search: bool,
+        evidence: &dyn Fn() -> Evidence,
+    ) {
+        self.chosen.push((idx, strategy, evidence()));
+    }
+
+    fn rejected(&mut self, idx: ProductIdx, strategy: Strategy, why: Rejection) {
+        let known = self.rejected.iter().any(|(i, _, _)| *i == idx);
+        if !known && self.rejected.len() < MAX_REJECTED {
+            self.rejected.push((idx, strategy, why));
+        }
+    }
+}
+
+impl Account {
+    /// Fills a zone as [`Account::serve`] would for the visitor on the product's page,
+    /// and says why: read-only (no event, session or visitor is recorded). `None` when
+    /// the account has no such zone.
+    pub fn explain(&self, request: &ExplainRequest) -> Option<Explanation> {
+        let settings = self.settings.load_full();
+        let spec = settings.zones.iter().find(|z| z.id == request.zone)?;
+        let catalogue = self.catalogue();
+        let currency = request.currency.unwrap_or(settings.default_currency);
+        let visitor_id = request.visitor_id.as_deref().unwrap_or("");
+        let mut snapshot = self
+            .visitors
+            .read()
+            .get_mut(visitor_id)
+            .map(|mut live| VisitorSnapshot::of(&mut live, &catalogue, false));
+        let visitor_known = snapshot.is_some();
+        if let Some(snapshot) = snapshot.as_mut() {
+            self.absorb_other_devices(visitor_id, snapshot, &catalogue);
+        }
+        let snapshot = snapshot.unwrap_or_default();
+        let variant = settings.variant(spec, visitor_id, request.now);
+        let filled = variant.map_or(spec, |(_, v)| &v.spec);
+        let rankings = self.rankings_for(&catalogue);
+        let published = self.neighbours.load();
+        let ctx = snapshot.context(
+            &catalogue,
+            &rankings,
+            &published,
+            (currency, request.now),
+            request
+                .product
+                .as_deref()
+                .and_then(|id| catalogue.idx_of(id)),
+            None,
+            None,
+        );
+        let mut recorder = Recorder::default();
+        let items = fill_zone_traced(filled, &ctx, &mut recorder);
+        // The items in the order served, each with what the strategy recorded choosing
+        // it: the evidence is the reason it was served, not a second computation.
+        let items = items
+            .into_iter()
+            .zip(recorder.chosen.drain(..))
+            .map(|(item, (_, strategy, evidence))| ExplainedItem {
+                item,
+                strategy,
+                fallback: filled.strategy != Some(strategy),
+                score: evidence.score,
+                facts: evidence.facts,
+            })
+            .collect();
+        let history = (
+            snapshot.recent_views.to_vec(),
+            snapshot.basket.to_vec(),
+            snapshot.purchased.to_vec(),
+        );
+        drop(rankings);
+        Some(Explanation {
+            spec: filled.clone(),
+            variant: variant.map(|(e, v)| (e.id.clone(), v.name.clone())),
+            catalogue: Arc::clone(&catalogue),
+            currency,
+            visitor_known,
+            history,
+            items,
+            rejected: recorder.rejected,
+        })
+    }
+}
