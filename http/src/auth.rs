@@ -37,6 +37,11 @@ impl CredentialFields {
             Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
                 ("AccessKey", Some("SecretKey"))
             }
+            // The browser script's: the access key alone, from the path; a secret key
+            // never reaches a browser.
+            Endpoint::ClientScript | Endpoint::ClientSide | Endpoint::ClientClick => {
+                ("appId", None)
+            }
             // The admin API takes bearer admin tokens, never a store's keys.
             Endpoint::Health
             | Endpoint::Metrics
@@ -79,6 +84,16 @@ pub fn read<'v, V: JsonValue>(
             secret_key: Some(secret),
         }),
         _ => None,
+    }
+}
+
+impl<'v> Presented<'v> {
+    /// An access key alone (the browser script's endpoints, where it is in the path).
+    pub fn access_key(access_key: &'v str) -> Presented<'v> {
+        Presented {
+            access_key,
+            secret_key: None,
+        }
     }
 }
 

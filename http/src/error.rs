@@ -139,7 +139,11 @@ impl ApiError {
         use Endpoint as E;
         match (self, endpoint) {
             (ApiError::Invalid(_), _) => StatusCode::BAD_REQUEST,
-            (ApiError::Credentials(_), E::Serverside | E::Forget) => StatusCode::FORBIDDEN,
+            (
+                ApiError::Credentials(_),
+                E::Serverside | E::Forget | E::ClientSide | E::ClientClick,
+            ) => StatusCode::FORBIDDEN,
+            (ApiError::Credentials(_), E::ClientScript) => StatusCode::NOT_FOUND,
             (
                 ApiError::Credentials(_),
                 E::ProductFeed
@@ -192,7 +196,9 @@ impl ApiError {
     pub fn body(&self, endpoint: Endpoint) -> Vec<u8> {
         let messages = self.messages();
         let value = match endpoint {
-            Endpoint::Serverside => serde_json::json!({ "errors": messages }),
+            Endpoint::Serverside | Endpoint::ClientSide | Endpoint::ClientClick => {
+                serde_json::json!({ "errors": messages })
+            }
             Endpoint::Admin => serde_json::json!({ "error": messages.join("; ") }),
             Endpoint::ProductFeed
             | Endpoint::Delta
@@ -209,6 +215,7 @@ impl ApiError {
             | Endpoint::Health
             | Endpoint::Metrics
             | Endpoint::OpenApi
+            | Endpoint::ClientScript
             | Endpoint::Unrouted => serde_json::json!({ "Error": messages.join("; ") }),
         };
         serde_json::to_vec(&value).unwrap_or_default()

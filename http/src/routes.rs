@@ -38,6 +38,14 @@ pub enum Endpoint {
     OpenApi,
     /// `GET /admin/...`: the admin API and dashboard (bearer admin tokens).
     Admin,
+    /// `GET /<accessKey>/cs.js`: the browser script of an account.
+    ClientScript,
+    /// `POST /api/clientside/<accessKey>` (and its CORS preflight): a page's events and
+    /// zones, from the browser script.
+    ClientSide,
+    /// `POST /api/clientside/<accessKey>/click` (and its preflight): a click on a zone's
+    /// item, sent as a beacon by the browser script.
+    ClientClick,
     /// Any other path.
     Unrouted,
 }
@@ -48,14 +56,33 @@ impl Endpoint {
         if path == "/admin" || path.starts_with("/admin/") {
             return Endpoint::Admin;
         }
+        if let Some(rest) = path.strip_prefix("/api/clientside/") {
+            return match rest.split_once('/') {
+                None if !rest.is_empty() => Endpoint::ClientSide,
+                Some((key, "click")) if !key.is_empty() => Endpoint::ClientClick,
+                _ => Endpoint::Unrouted,
+            };
+        }
+        if let Some(key) = path
+            .strip_prefix('/')
+            .and_then(|p| p.strip_suffix("/cs.js"))
+            && !key.is_empty()
+            && !key.contains('/')
+        {
+            return Endpoint::ClientScript;
+        }
         Endpoint::ALL
             .into_iter()
-            .find(|endpoint| *endpoint != Endpoint::Unrouted && endpoint.name() == path)
+            .find(|endpoint| {
+                *endpoint != Endpoint::Unrouted
+                    && !endpoint.is_clientside()
+                    && endpoint.name() == path
+            })
             .unwrap_or(Endpoint::Unrouted)
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 18] = [
+    pub const ALL: [Endpoint; 21] = [
         Endpoint::Serverside,
         Endpoint::ProductFeed,
         Endpoint::Delta,
@@ -73,6 +100,9 @@ impl Endpoint {
         Endpoint::Metrics,
         Endpoint::OpenApi,
         Endpoint::Admin,
+        Endpoint::ClientScript,
+        Endpoint::ClientSide,
+        Endpoint::ClientClick,
         Endpoint::Unrouted,
     ];
 
@@ -97,6 +127,9 @@ impl Endpoint {
             Endpoint::Metrics => "/metrics",
             Endpoint::OpenApi => "/openapi.json",
             Endpoint::Admin => "/admin",
+            Endpoint::ClientScript => "/{accessKey}/cs.js",
+            Endpoint::ClientSide => "/api/clientside/{accessKey}",
+            Endpoint::ClientClick => "/api/clientside/{accessKey}/click",
             Endpoint::Unrouted => "other",
         }
     }
@@ -118,7 +151,10 @@ impl Endpoint {
             Endpoint::PluginValidate => "plugin_validate",
             Endpoint::PluginDashboard => "plugin_dashboard",
             Endpoint::PluginDelete => "plugin_delete",
-            Endpoint::Health
+            Endpoint::ClientSide => "clientside",
+            Endpoint::ClientClick => "clientside_click",
+            Endpoint::ClientScript
+            | Endpoint::Health
             | Endpoint::Metrics
             | Endpoint::OpenApi
             | Endpoint::Admin
@@ -148,12 +184,22 @@ impl Endpoint {
         )
     }
 
+    /// Whether the endpoint is the browser script's (its path names the account).
+    pub fn is_clientside(self) -> bool {
+        matches!(
+            self,
+            Endpoint::ClientScript | Endpoint::ClientSide | Endpoint::ClientClick
+        )
+    }
+
     /// The method the endpoint answers.
     pub fn method(self) -> http::Method {
         match self {
-            Endpoint::Health | Endpoint::Metrics | Endpoint::OpenApi | Endpoint::Admin => {
-                http::Method::GET
-            }
+            Endpoint::Health
+            | Endpoint::Metrics
+            | Endpoint::OpenApi
+            | Endpoint::Admin
+            | Endpoint::ClientScript => http::Method::GET,
             _ => http::Method::POST,
         }
     }

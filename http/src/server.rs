@@ -187,11 +187,11 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         match accepted {
-            Ok((stream, _peer)) => {
+            Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
                 let state = Arc::clone(&state);
                 let service =
-                    service_fn(move |request| handle(Arc::clone(&state), routes, request));
+                    service_fn(move |request| handle(Arc::clone(&state), routes, peer, request));
                 let connection =
                     graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
                 tokio::spawn(async move {
@@ -228,6 +228,7 @@ async fn sweep_sessions(state: Arc<AppState>) {
         let now = now_millis();
         for entry in state.accounts() {
             entry.account.expire_sessions(now);
+            entry.clientside.sweep();
         }
         let idle = Duration::from_secs(state.config().feeds.stream_idle_secs);
         let streams = Arc::clone(&state);
@@ -368,6 +369,7 @@ pub fn resident_bytes() -> Option<u64> {
 async fn handle(
     state: Arc<AppState>,
     routes: Routes,
+    peer: std::net::SocketAddr,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
@@ -375,7 +377,7 @@ async fn handle(
         endpoint if routes.answers(endpoint) => endpoint,
         _ => Endpoint::Unrouted,
     };
-    let mut response = match route(&state, endpoint, request).await {
+    let mut response = match route(&state, endpoint, peer, request).await {
         Ok(reply) => reply_response(reply),
         Err(error) => {
             let response = error_response(endpoint, &error);
@@ -408,11 +410,16 @@ async fn handle(
 async fn route(
     state: &Arc<AppState>,
     endpoint: Endpoint,
+    peer: std::net::SocketAddr,
     request: Request<Incoming>,
 ) -> Result<Reply, ApiError> {
     let path = request.uri().path().to_owned();
     if endpoint == Endpoint::Unrouted {
         return Err(ApiError::NoRoute(format!("no endpoint at {path}")));
+    }
+    // The browser's: their own methods (CORS preflights) and headers.
+    if endpoint.is_clientside() {
+        return api::clientside::route(state, endpoint, peer, request).await;
     }
     if request.method() != endpoint.method() {
         return Err(ApiError::WrongMethod(format!(
@@ -464,7 +471,7 @@ async fn route(
 /// the connections it drives, waits on the disk. Deltas (fsynced, and parsed bodies
 /// up to `max_delta_bytes`), feed submissions (a journal file), erasures (fsynced) and,
 /// under `events_fsync = "always"`, serverside calls that log events.
-fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
+pub(crate) fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
     match endpoint {
         Endpoint::Delta
         | Endpoint::ProductDelta
@@ -473,7 +480,10 @@ fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::FeedCreate
         | Endpoint::FeedAppend
         | Endpoint::FeedClose => true,
-        Endpoint::Serverside => state.config().events_fsync == EventsFsync::Always,
+        Endpoint::Serverside | Endpoint::ClientSide => {
+            state.config().events_fsync == EventsFsync::Always
+        }
+        Endpoint::ClientScript | Endpoint::ClientClick => false,
         Endpoint::DeltaStatus
         | Endpoint::ProductFeedStatus
         | Endpoint::PluginValidate
@@ -514,6 +524,9 @@ fn dispatch(
         | Endpoint::Metrics
         | Endpoint::OpenApi
         | Endpoint::Admin
+        | Endpoint::ClientScript
+        | Endpoint::ClientSide
+        | Endpoint::ClientClick
         | Endpoint::Unrouted => Err(ApiError::NoRoute(format!(
             "no request body handler for {endpoint:?}"
         ))),
@@ -522,7 +535,7 @@ fn dispatch(
 
 /// Reads the whole body, refusing (413) anything over `limit` bytes: at once when
 /// `Content-Length` says so, otherwise as soon as the stream passes the limit.
-async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::TooLarge(format!(
             "request body is larger than the limit of {limit} bytes"

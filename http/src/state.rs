@@ -22,6 +22,7 @@ use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
+use crate::api::clientside::ClientsideState;
 use crate::api::render::{Rendering, TextCache};
 use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
 use crate::error::ApiError;
@@ -43,6 +44,8 @@ pub struct AccountEntry {
     pub product_texts: Arc<TextCache>,
     /// What the server measures of it (the engine and jobs keep their own).
     pub metrics: Arc<AccountMetrics>,
+    /// Its browser requests' limits and zone templates.
+    pub clientside: ClientsideState,
     /// Its rate limiters, by [`Endpoint::index`] (`None`: not limited).
     limiters: Vec<Option<Limiter>>,
 }
@@ -471,6 +474,7 @@ fn changed_account(
         account: Arc::clone(&entry.account),
         jobs: Arc::clone(&entry.jobs),
         templates: templates(config)?,
+        clientside: ClientsideState::new(&config.clientside)?,
         product_texts: Arc::clone(&entry.product_texts),
         metrics: Arc::clone(&entry.metrics),
         limiters: limiters(config),
@@ -545,6 +549,7 @@ fn open_account(
         config: account_config.clone(),
         jobs,
         templates: templates(account_config)?,
+        clientside: ClientsideState::new(&account_config.clientside)?,
         product_texts: Arc::new(TextCache::new(account.catalogue())),
         metrics: Arc::new(AccountMetrics::default()),
         limiters: limiters(account_config),

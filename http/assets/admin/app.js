@@ -115,12 +115,14 @@ async function showAnalytics() {
       el("td", { className: "number visitors" }, t.visitors),
       el("td", { className: "number viewed" }, t.viewed),
       el("td", { className: "number view-through" }, percent(t.viewThroughRate)),
+      el("td", { className: "number clicked" }, t.clicked),
+      el("td", { className: "number click-through" }, percent(t.clickThroughRate)),
       el("td", { className: "number basketed" }, t.basketed),
       el("td", { className: "number ordered" }, t.orderedLines),
       el("td", { className: "number revenue" }, revenueText(t.revenue)),
     );
   });
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 11 }, "No zone answers in this range yet.")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 13 }, "No zone answers in this range yet.")));
   $("zones-table").tBodies[0].replaceChildren(...rows);
   drawCharts(analytics);
 }
@@ -191,13 +193,14 @@ async function showExperiments() {
         el("td", { className: "number visitors" }, v.counts.visitors),
         el("td", { className: "number impressions" }, v.counts.impressions),
         el("td", { className: "number view-through" }, percent(v.counts.viewThroughRate)),
+        el("td", { className: "number click-through" }, percent(v.counts.clickThroughRate)),
         el("td", { className: "number conversion" }, percent(v.conversion)),
         el("td", { className: "number rpv" }, v.revenuePerVisitor === null ? "–" : v.revenuePerVisitor + " " + results.currency),
         el(
           "td",
           {},
           (v.verdicts || []).map((text, i) => {
-            const metric = ["viewThrough", "conversion", "revenuePerVisitor"][i];
+            const metric = ["viewThrough", "conversion", "revenuePerVisitor", "clickThrough"][i];
             const significant = v.againstControl && v.againstControl[metric] && v.againstControl[metric].significant;
             return el("div", { className: "verdict" + (significant ? " significant" : "") }, text);
           }),
@@ -217,7 +220,7 @@ async function showExperiments() {
           el(
             "tr",
             {},
-            ["Variant", "Strategy", "Visitors", "Impressions", "View-through", "Conversion", "Revenue/visitor", "Against the control"].map(
+            ["Variant", "Strategy", "Visitors", "Impressions", "View-through", "Click-through", "Conversion", "Revenue/visitor", "Against the control"].map(
               (h) => el("th", {}, h),
             ),
           ),

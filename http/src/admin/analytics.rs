@@ -129,7 +129,8 @@ pub(super) fn zones(
     }))
 }
 
-/// A zone's counters as JSON, with the view-through rate (views per impression).
+/// A zone's counters as JSON, with the view-through and click-through rates (views and
+/// clicks per impression).
 pub(super) fn counts_json(counts: &ZoneCounts) -> Value {
     let revenue: Vec<Value> = counts
         .revenue
@@ -142,7 +143,8 @@ pub(super) fn counts_json(counts: &ZoneCounts) -> Value {
             json!({"currency": currency.code(), "amount": money.decimal()})
         })
         .collect();
-    let rate = (counts.impressions > 0).then(|| counts.viewed as f64 / counts.impressions as f64);
+    let per_impression =
+        |n: u64| (counts.impressions > 0).then(|| n as f64 / counts.impressions as f64);
     json!({
         "answers": counts.answers,
         "impressions": counts.impressions,
@@ -153,7 +155,9 @@ pub(super) fn counts_json(counts: &ZoneCounts) -> Value {
         "orderedUnits": counts.ordered_units,
         "orderingVisitors": counts.ordering_visitors,
         "revenue": revenue,
-        "viewThroughRate": rate,
+        "viewThroughRate": per_impression(counts.viewed),
+        "clicked": counts.clicked,
+        "clickThroughRate": per_impression(counts.clicked),
     })
 }
 

@@ -109,6 +109,14 @@ fn experiment_json(
                         "revenue per visitor",
                         means(&control, counts, currency),
                     ),
+                    (
+                        "clickThrough",
+                        "click-through",
+                        proportions(
+                            (control.clicked, control.impressions),
+                            (counts.clicked, counts.impressions),
+                        ),
+                    ),
                 ];
                 let mut against = serde_json::Map::new();
                 let mut verdicts = Vec::new();

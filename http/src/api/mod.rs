@@ -1,6 +1,7 @@
 //! The six endpoints of the contract, one module each. A handler takes the shared state
 //! and the parsed JSON body and returns a [`Reply`] or an [`crate::error::ApiError`].
 
+pub mod clientside;
 pub mod delta;
 pub mod feed;
 pub mod forget;

@@ -9,6 +9,9 @@ use vitrine_engine::models::ModelSettings;
 use vitrine_engine::money::Currency;
 use vitrine_engine::zone::ZoneSpec;
 
+use std::path::Path;
+
+use super::clientside::{ClientsideConfig, clientside};
 use super::experiments::experiments;
 use super::file::FileAccount;
 use super::zones::{ZoneContent, zone_content, zone_spec};
@@ -46,6 +49,8 @@ pub struct AccountConfig {
     pub experiments: Vec<Experiment>,
     /// Whether zone answers are recorded for analytics.
     pub zone_analytics: bool,
+    /// `[accounts.clientside]`: the browser script and its endpoint.
+    pub clientside: ClientsideConfig,
 }
 
 /// A token bucket: `per_second` requests a second on average, `burst` at once.
@@ -77,6 +82,7 @@ pub(super) fn accounts(
     file: &[FileAccount],
     region: Region,
     max_visitors: usize,
+    base: &Path,
     err: &impl Fn(&str, String) -> ConfigError,
 ) -> Result<Vec<AccountConfig>, ConfigError> {
     let mut accounts = Vec::with_capacity(file.len());
@@ -193,6 +199,10 @@ pub(super) fn accounts(
             attribution_days,
             experiments,
             zone_analytics: account.zone_analytics.unwrap_or(true),
+            clientside: clientside(&account.clientside, base, &|field| {
+                key(&format!("clientside.{field}"))
+            })
+            .map_err(|e| err(&e.key, e.message))?,
             max_visitors,
             access_key: account.access_key.clone(),
             secret_key: account.secret_key.clone(),

@@ -123,6 +123,21 @@ pub(super) struct FileAccount {
     pub(super) zone_analytics: Option<bool>,
     #[serde(default)]
     pub(super) experiments: Vec<FileExperiment>,
+    #[serde(default)]
+    pub(super) clientside: FileClientside,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileClientside {
+    #[serde(default)]
+    pub(super) allowed_origins: Vec<String>,
+    pub(super) consent: Option<String>,
+    pub(super) card_template: Option<String>,
+    pub(super) per_ip: Option<FileRateLimit>,
+    pub(super) per_visitor: Option<FileRateLimit>,
+    pub(super) max_events: Option<u64>,
+    pub(super) max_zones: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 mod accounts;
+mod clientside;
 mod cluster;
 mod experiments;
 mod file;
@@ -22,6 +23,7 @@ mod server;
 mod zones;
 
 pub use accounts::{AccountConfig, RateLimit};
+pub use clientside::ClientsideConfig;
 pub use cluster::ClusterConfig;
 pub use server::{
     DeltaConfig, EventsFsync, FeedConfig, Limits, MIN_ADMIN_TOKEN_LEN, MemoryConfig, Region,
@@ -194,7 +196,10 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
     let feeds = feed_config(&file.feeds, &err)?;
     let memory = memory_config(&file.memory, &err)?;
 
-    let accounts = accounts(&file.accounts, region, memory.max_visitors, &err)?;
+    // Files an account names (its card template) are read relative to the configuration
+    // file's directory.
+    let base = Path::new(source).parent().unwrap_or(Path::new("."));
+    let accounts = accounts(&file.accounts, region, memory.max_visitors, base, &err)?;
     if accounts.is_empty() {
         return Err(err(
             "accounts",

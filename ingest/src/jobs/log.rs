@@ -4,7 +4,7 @@
 //! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`). The one codec of
 //! the records, a cluster's [`RecordKind::Replicated`] wrapping included.
 
-use vitrine_engine::state::{Served, Tracked};
+use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_snapshots::wal::{Record, WalError};
 
@@ -69,6 +69,9 @@ pub enum RecordKind {
     /// In a cluster's replicated log only: a submitted feed's outcome, and where its
     /// catalogue is in the cluster's object store (JSON, see `replica_feeds`).
     FeedBuilt,
+    /// A click on a product a zone showed, reported by the browser script: an rkyv
+    /// archive of [`Clicked`].
+    Click,
 }
 
 impl RecordKind {
@@ -82,6 +85,7 @@ impl RecordKind {
             RecordKind::Replicated => 5,
             RecordKind::FeedSubmitted => 6,
             RecordKind::FeedBuilt => 7,
+            RecordKind::Click => 8,
         }
     }
 
@@ -95,6 +99,7 @@ impl RecordKind {
             5 => Some(RecordKind::Replicated),
             6 => Some(RecordKind::FeedSubmitted),
             7 => Some(RecordKind::FeedBuilt),
+            8 => Some(RecordKind::Click),
             _ => None,
         }
     }
@@ -136,7 +141,9 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             Some((_, kind, record)) => inspect(kind.code(), record),
             None => Logged::Other,
         },
-        Some(RecordKind::FeedSubmitted | RecordKind::FeedBuilt) => Logged::Other,
+        Some(RecordKind::FeedSubmitted | RecordKind::FeedBuilt | RecordKind::Click) => {
+            Logged::Other
+        }
         None => Logged::Other,
     }
 }
@@ -206,6 +213,26 @@ pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, CodecError> {
             what: "request",
             reason: e.to_string(),
         })
+}
+
+/// The payload of a click record.
+pub(crate) fn encode_click(clicked: &Clicked) -> Result<Vec<u8>, CodecError> {
+    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(clicked, Vec::with_capacity(64)).map_err(
+        |e| CodecError::Archive {
+            what: "click",
+            reason: e.to_string(),
+        },
+    )
+}
+
+/// Reads a logged click.
+pub(crate) fn decode_click(payload: &[u8]) -> Result<Clicked, CodecError> {
+    rkyv::from_bytes::<Clicked, rkyv::rancor::Error>(&aligned(payload)).map_err(|e| {
+        CodecError::NotA {
+            what: "click",
+            reason: e.to_string(),
+        }
+    })
 }
 
 /// Reads a logged request.

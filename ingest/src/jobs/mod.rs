@@ -62,6 +62,7 @@ use parking_lot::Mutex;
 use vitrine_engine::Account;
 use vitrine_engine::account::{ServeOutcome, ServeRequest, UserRecord};
 use vitrine_engine::catalogue::Catalogue;
+use vitrine_engine::state::Clicked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
 pub use self::feeds::FEED_JOBS_KEPT;
@@ -272,6 +273,32 @@ pub struct AccountJobs {
 }
 
 impl AccountJobs {
+    /// Fills the zones of a request for a shopper who is not tracked (a crawler, or a
+    /// browser without consent): nothing is recorded, applied or logged (see
+    /// [`Account::serve_anonymous`]).
+    pub fn serve_anonymous(&self, request: &ServeRequest) -> ServeOutcome {
+        self.shared.account.serve_anonymous(request)
+    }
+
+    /// Counts a click reported by the browser script on a product a zone showed, and
+    /// logs it without waiting for the disk (as a request that only shows zones is:
+    /// analytics only, never an acknowledged event). False when the account has no
+    /// such zone or zone analytics are off (nothing is logged then).
+    pub fn record_click(&self, clicked: &Clicked) -> Result<bool, SubmitError> {
+        if !self.shared.account.record_click(clicked) {
+            return Ok(false);
+        }
+        let payload = log::encode_click(clicked).map_err(|e| SubmitError::Journal(e.into()))?;
+        let published = self.is_replicated().then(|| payload.clone());
+        self.shared
+            .wal
+            .append_unwaited(RecordKind::Click.code(), payload)?;
+        if let Some(published) = published {
+            self.publish(RecordKind::Click, || published, false)?;
+        }
+        Ok(true)
+    }
+
     /// Serves a validated server-side call, durably: strips personal data from events
     /// naming a forgotten email or user id, tracks the events and fills the zones
     /// ([`Account::serve`]), then logs the events as applied under the log's policy

@@ -222,6 +222,14 @@ fn replay_tracking(
                     .problems
                     .push(format!("log record {}: {reason}", record.sequence)),
             },
+            Some(RecordKind::Click) => match log::decode_click(&record.payload) {
+                Ok(clicked) => {
+                    account.record_click(&clicked);
+                }
+                Err(reason) => recovery
+                    .problems
+                    .push(format!("log record {}: {reason}", record.sequence)),
+            },
             Some(
                 RecordKind::Delta
                 | RecordKind::Replicated

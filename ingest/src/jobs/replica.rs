@@ -197,6 +197,7 @@ impl Scrub {
                 .ok()
                 .map(|s| s.tracked.visitor_id),
             RecordKind::Events => log::decode_tracked(payload).ok().map(|t| t.visitor_id),
+            RecordKind::Click => log::decode_click(payload).ok().map(|c| c.visitor_id),
             RecordKind::Forget | RecordKind::Delta => None,
             _ => return false,
         };
@@ -297,7 +298,9 @@ impl AccountJobs {
             RecordKind::Delta | RecordKind::FeedSubmitted | RecordKind::FeedBuilt => {
                 shared.floors.catalogue
             }
-            RecordKind::Served | RecordKind::Events | RecordKind::Forget => shared.floors.state,
+            RecordKind::Served | RecordKind::Events | RecordKind::Forget | RecordKind::Click => {
+                shared.floors.state
+            }
             RecordKind::Replicated => 0,
         };
         if sequence <= floor {
@@ -370,7 +373,7 @@ impl AccountJobs {
                     return Err(SubmitError::Closed);
                 }
             }
-            RecordKind::Served | RecordKind::Events => {
+            RecordKind::Served | RecordKind::Events | RecordKind::Click => {
                 apply_tracking(&shared.account, kind, payload);
                 shared
                     .wal
@@ -442,6 +445,11 @@ pub(super) fn apply_tracking(account: &vitrine_engine::Account, kind: RecordKind
         RecordKind::Events => {
             if let Ok(tracked) = log::decode_tracked(payload) {
                 account.replay(&tracked);
+            }
+        }
+        RecordKind::Click => {
+            if let Ok(clicked) = log::decode_click(payload) {
+                account.record_click(&clicked);
             }
         }
         _ => {}

@@ -309,7 +309,7 @@ fn client_id<V: JsonValue>(
     Some(id.into())
 }
 
-fn notice_message(notice: &Notice) -> String {
+pub fn notice_message(notice: &Notice) -> String {
     match notice {
         Notice::DuplicateOrder { event, order_id } => format!(
             "events[{event}].data.orderid: order {order_id:?} was already recorded; it was not counted again"

@@ -1,0 +1,177 @@
+//! The HTML the browser script puts into a page's zone elements: a product zone's items
+//! as cards (the built-in card template, or the account's `clientside.card_template`),
+//! an html zone's own template output, an image zone's images, a category or brand
+//! zone's names as links.
+//!
+//! Every template is auto-escaped as HTML, and sees only the zone (`zone.id`,
+//! `zone.title`, `zone.type`), its `items` (the item fields of the serverside answer)
+//! and the `page` (`page.url`, `page.currency`): no file, global or function beyond
+//! minijinja's built-in filters. Links and image addresses other than `http(s)://` or
+//! site-relative ones are emptied first, so that a catalogue cannot put a `javascript:`
+//! link into a store's page.
+
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
+use serde_json::Value;
+
+/// The built-in product card: image, title, price (`DisplayPrice`, in the request's
+/// currency), the was-price when on sale, the link. A grid that fits the width it is
+/// given, with a style of its own (no CSS needed from the store). Each item carries
+/// `data-pc-item` (clicks) and `pureclarity-data-item` (the plugins' swatch hooks).
+pub const DEFAULT_CARD: &str = r#"<div class="vitrine-zone" data-vitrine-zone="{{ zone.id }}"><style>.vitrine-zone{margin:1em 0;font:inherit}.vitrine-zone h3{font-size:1.15em;margin:0 0 .6em}.vitrine-items{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5em,1fr));gap:1em;list-style:none;margin:0;padding:0}.vitrine-item a{display:block;color:inherit;text-decoration:none}.vitrine-item img{display:block;width:100%;aspect-ratio:1/1;object-fit:cover;border-radius:6px;background:#f2f2f2}.vitrine-name{display:block;margin:.45em 0 .2em;line-height:1.3}.vitrine-price{font-weight:600}.vitrine-was{margin-left:.4em;color:#777;font-size:.9em}</style>{% if zone.title %}<h3>{{ zone.title }}</h3>{% endif %}<ul class="vitrine-items">{% for item in items %}<li class="vitrine-item" data-pc-item="{{ item.Id }}" pureclarity-data-item="{{ item.Id }}"><a href="{{ item.Link }}">{% if item.Image %}<img src="{{ item.Image }}" alt="{{ item.Title }}" loading="lazy">{% endif %}<span class="vitrine-name">{{ item.Title }}</span><span class="vitrine-price">{{ item.DisplayPrice }}</span>{% if item.DisplayWasPrice %}<s class="vitrine-was">{{ item.DisplayWasPrice }}</s>{% endif %}</a></li>{% endfor %}</ul></div>"#;
+
+/// An image or image-carousel zone.
+const IMAGES: &str = r#"<div class="vitrine-zone vitrine-images" data-vitrine-zone="{{ zone.id }}">{% for item in items %}<a href="{{ item.Link }}" data-pc-item="{{ loop.index }}"><img src="{{ item.Image }}" alt="{{ item.Alt }}" style="max-width:100%;height:auto"></a>{% endfor %}</div>"#;
+
+/// A category or brand zone.
+const NAMES: &str = r#"<div class="vitrine-zone" data-vitrine-zone="{{ zone.id }}">{% if zone.title %}<h3>{{ zone.title }}</h3>{% endif %}<ul class="vitrine-names">{% for item in items %}<li data-pc-item="{{ item.Id }}"><a href="{{ item.Link }}">{{ item.DisplayName or item.Title }}</a></li>{% endfor %}</ul></div>"#;
+
+/// The templates of one account's zones in the browser.
+#[derive(Debug)]
+pub struct Cards {
+    env: Environment<'static>,
+}
+
+/// The page a zone is rendered for.
+#[derive(Debug, Clone, Copy)]
+pub struct Page<'a> {
+    /// `currentUrl`.
+    pub url: &'a str,
+    /// The currency of the prices.
+    pub currency: &'a str,
+}
+
+impl Cards {
+    /// The built-in templates, with `card` (checked when the configuration was read)
+    /// in place of the built-in card.
+    pub fn new(card: Option<&str>) -> Result<Cards, minijinja::Error> {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::Html);
+        env.set_undefined_behavior(UndefinedBehavior::Chainable);
+        env.add_template_owned("card", card.unwrap_or(DEFAULT_CARD).to_owned())?;
+        env.add_template("images", IMAGES)?;
+        env.add_template("names", NAMES)?;
+        Ok(Cards { env })
+    }
+
+    /// The HTML of a zone of the serverside answer (`zone`: its `title`, `type`,
+    /// `items` and, for html zones, `html`); `None` when it shows nothing (the page
+    /// keeps the element's fallback content).
+    pub fn zone_html(
+        &self,
+        id: &str,
+        zone: &Value,
+        page: Page<'_>,
+    ) -> Result<Option<String>, minijinja::Error> {
+        let kind = zone.get("type").and_then(Value::as_str).unwrap_or_default();
+        let items: Vec<Value> = zone
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().map(safe_links).collect())
+            .unwrap_or_default();
+        if items.is_empty() {
+            return Ok(None);
+        }
+        let template = match kind {
+            "html" => {
+                return Ok(zone
+                    .get("html")
+                    .and_then(Value::as_str)
+                    .filter(|html| !html.is_empty())
+                    .map(str::to_owned));
+            }
+            "image" | "image-carousel" => "images",
+            "recommender-category" | "recommender-brand" => "names",
+            _ => "card",
+        };
+        let title = zone
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let html = self.env.get_template(template)?.render(context! {
+            zone => context! { id => id, title => title, type => kind },
+            items => items,
+            page => context! { url => page.url, currency => page.currency },
+        })?;
+        Ok(Some(html))
+    }
+}
+
+/// Whether an address may be a link or an image in a store's page: `http://`,
+/// `https://`, or site-relative (`/path`, not `//host`).
+fn is_safe_address(text: &str) -> bool {
+    let lower = text.trim_start().to_ascii_lowercase();
+    lower.starts_with("https://")
+        || lower.starts_with("http://")
+        || (lower.starts_with('/') && !lower.starts_with("//"))
+}
+
+/// An item with its `Link` and `Image` emptied where they are not safe addresses.
+fn safe_links(item: &Value) -> Value {
+    let mut item = item.clone();
+    if let Some(object) = item.as_object_mut() {
+        for field in ["Link", "Image"] {
+            if let Some(Value::String(address)) = object.get_mut(field)
+                && !is_safe_address(address)
+            {
+                address.clear();
+            }
+        }
+    }
+    item
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn page() -> Page<'static> {
+        Page {
+            url: "https://shop.example/p/1",
+            currency: "GBP",
+        }
+    }
+
+    #[test]
+    fn a_card_escapes_product_text_and_keeps_only_safe_links() {
+        let zone = json!({"title": "You <b>may</b> like", "type": "recommender-product", "items": [
+            {"Id": "p\"1", "Title": "<script>alert(1)</script>", "Link": "javascript:alert(1)",
+             "Image": "https://img.example/1.png", "DisplayPrice": "£9.50", "DisplayWasPrice": "£12.00"}
+        ]});
+        let html = Cards::new(None)
+            .unwrap()
+            .zone_html("PP-01", &zone, page())
+            .unwrap()
+            .unwrap();
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(
+            html.contains("You &lt;b&gt;may&lt;&#x2f;b&gt; like"),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"href="""#) && !html.contains("javascript:"),
+            "{html}"
+        );
+        assert!(html.contains(r#"data-pc-item="p&quot;1""#), "{html}");
+        assert!(html.contains("£9.50") && html.contains("<s class=\"vitrine-was\">£12.00</s>"));
+    }
+
+    #[test]
+    fn an_empty_zone_shows_nothing_and_an_account_template_replaces_the_card() {
+        let empty = json!({"title": "T", "type": "recommender-product", "items": []});
+        let cards = Cards::new(Some(
+            "{% for item in items %}[{{ item.Title }} in {{ page.currency }}]{% endfor %}",
+        ))
+        .unwrap();
+        assert_eq!(cards.zone_html("Z", &empty, page()).unwrap(), None);
+        let zone = json!({"type": "recommender-product", "items": [{"Title": "A&B"}]});
+        assert_eq!(
+            cards.zone_html("Z", &zone, page()).unwrap().unwrap(),
+            "[A&amp;B in GBP]"
+        );
+    }
+}
