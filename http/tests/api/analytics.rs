@@ -152,7 +152,7 @@ fn zone_answers_views_baskets_and_orders_are_counted_and_survive_a_kill() {
         "answers": 2, "impressions": 8, "visitors": 2, "viewed": 1, "basketed": 2,
         "orderedLines": 2, "orderedUnits": 3, "orderingVisitors": 2,
         "revenue": [{"currency": "GBP", "amount": "19.98"}, {"currency": "USD", "amount": "5.50"}],
-        "viewThroughRate": 0.125,
+        "viewThroughRate": 0.125, "clicked": 0, "clickThroughRate": 0.0,
     });
     assert_eq!(totals(&server), expected);
 
