@@ -94,9 +94,11 @@
     request.onload = function () {
       var answer = null;
       try { answer = JSON.parse(request.responseText); } catch (e) { answer = null; }
-      if (request.status === 200 && answer) then(answer);
-      else if (w.console && answer && answer.errors) w.console.warn('vitrine:', answer.errors.join('; '));
+      if (request.status === 200 && answer) return then(answer);
+      failed();
+      if (w.console && answer && answer.errors) w.console.warn('vitrine:', answer.errors.join('; '));
     };
+    request.onerror = failed;
     request.send(JSON.stringify(body));
   }
 
@@ -136,6 +138,19 @@
     timer = setTimeout(send, sent ? DEBOUNCE : 0);
   }
 
+  /* Each zone element says how it went (`data-vitrine-state`: filled, empty or failed),
+     for the store's CSS; the fallback content stays where nothing was filled. */
+  function mark(state) {
+    if (!zones) return;
+    for (var i = 0; i < zones.ids.length; i++) {
+      var elements = zones.elements[zones.ids[i]];
+      for (var j = 0; j < elements.length; j++) {
+        if (!elements[j].getAttribute('data-vitrine-state')) elements[j].setAttribute('data-vitrine-state', state);
+      }
+    }
+  }
+  function failed() { mark('failed'); }
+
   function fill(answered) {
     for (var i = 0; i < zones.ids.length; i++) {
       var id = zones.ids[i], zone = answered[id];
@@ -145,10 +160,12 @@
         var el = elements[j];
         el.innerHTML = zone.html;
         if (el.style.display === 'none') el.style.display = '';
-        el.setAttribute('data-vitrine-filled', id);
+        el.setAttribute('data-vitrine-state', 'filled');
         el.addEventListener('click', clicked(id));
       }
     }
+    mark('empty');
+    if (w.performance && w.performance.mark) w.performance.mark('vitrine:zones-filled');
     for (var k = 0; k < callbacks.length; k++) {
       try { callbacks[k]('bmz'); } catch (e) { if (w.console) w.console.error(e); }
     }

@@ -16,13 +16,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::{Value, json};
-use vitrine_testkit::{TestServer, client};
+use vitrine_testkit::{TestServer, browser, client};
 
 const ADMIN_TOKEN: &str = "dashboard-test-admin-token";
 const KEY: &str = "dash-shop";
@@ -199,55 +199,14 @@ fn shopped_store(dir: &Path) -> TestServer {
     server
 }
 
-/// chromedriver on a free loopback port, until dropped.
-struct Driver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn chromedriver() -> Driver {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromedriver (Debian chromium-driver; .ci/run installs it)");
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    wait_until("chromedriver to listen", Duration::from_secs(60), || {
-        client::request(addr, "GET", "/status", b"", &[]).filter(|r| r.status == 200)
-    });
-    Driver {
-        child,
-        url: format!("http://{addr}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
     let server = tokio::task::block_in_place(|| shopped_store(dir.path()));
     let addr = server.addr();
-    let driver = tokio::task::block_in_place(chromedriver);
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".to_owned(),
-        json!({"binary": "/usr/bin/chromium", "args": [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1400,2400"
-        ]}),
-    );
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let capabilities = browser::chromium(1400, 2400);
     let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(capabilities)
         .connect(&driver.url)

@@ -5,6 +5,7 @@
 //!   prices, zones, catalogues and accounts in a line each.
 //! - [`records`]: the same products as feed and delta JSON records.
 //! - [`config`]: server configuration files ([`ConfigToml`]) and the demo account's keys.
+//! - [`browser`]: chromedriver and the capabilities of a headless Chromium.
 //! - [`client`]: a blocking HTTP/1.1 client that tells a gone server from an answer.
 //! - [`nats`]: [`nats::NatsCluster`], real clustered `nats-server` processes on loopback.
 //! - [`server`]: [`TestServer`], the real `vitrine` binary on `127.0.0.1:0` in a
@@ -13,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod browser;
 pub mod client;
 pub mod config;
 pub mod nats;
