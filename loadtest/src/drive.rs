@@ -64,7 +64,28 @@ pub(crate) struct Traffic {
     pub(crate) clicks: Option<Clicks>,
     /// Closed loop: each connection stops after this many sessions (`--sessions`).
     pub(crate) sessions: Option<u64>,
+    /// Where the requests go: the serverside call, or the browser endpoint (`--clientside`).
+    pub(crate) endpoint: TrafficEndpoint,
 }
+
+/// Where the shoppers' requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TrafficEndpoint {
+    /// `POST /api/serverside`, as a store's server sends it.
+    Serverside,
+    /// `POST /api/clientside/<key>`, as the browser script sends it: from a store
+    /// origin, with a browser's user agent, no secret key.
+    Clientside {
+        /// The account's access key.
+        access_key: String,
+    },
+}
+
+/// The store origin the harness's browser requests come from (allowed by the store it
+/// spawns).
+pub(crate) const HARNESS_ORIGIN: &str = vitrine_benches::traffic::HARNESS_ORIGIN;
+/// The user agent of the harness's browser requests.
+const BROWSER_AGENT: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36";
 
 impl Traffic {
     /// The shopper's next request body.
@@ -201,13 +222,23 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// One keep-alive connection that reconnects after a failure.
 struct Connection {
     authority: String,
+    path: String,
+    browser: bool,
     sender: Option<SendRequest<Full<Bytes>>>,
 }
 
 impl Connection {
-    fn new(authority: &str) -> Connection {
+    fn new(authority: &str, endpoint: &TrafficEndpoint) -> Connection {
+        let (path, browser) = match endpoint {
+            TrafficEndpoint::Serverside => ("/api/serverside".to_owned(), false),
+            TrafficEndpoint::Clientside { access_key } => {
+                (format!("/api/clientside/{access_key}"), true)
+            }
+        };
         Connection {
             authority: authority.to_owned(),
+            path,
+            browser,
             sender: None,
         }
     }
@@ -231,10 +262,15 @@ impl Connection {
         let Some(sender) = self.sender.as_mut() else {
             return Outcome::Failed;
         };
-        let request = Request::post("/api/serverside")
+        let mut request = Request::post(self.path.as_str())
             .header("host", &self.authority)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body)));
+            .header("content-type", "application/json");
+        if self.browser {
+            request = request
+                .header("origin", HARNESS_ORIGIN)
+                .header("user-agent", BROWSER_AGENT);
+        }
+        let request = request.body(Full::new(Bytes::from(body)));
         let Ok(request) = request else {
             return Outcome::Failed;
         };
@@ -330,8 +366,13 @@ fn record(
 struct Connections(Vec<Connection>);
 
 impl Connections {
-    fn new(authorities: &[String]) -> Connections {
-        Connections(authorities.iter().map(|a| Connection::new(a)).collect())
+    fn new(authorities: &[String], endpoint: &TrafficEndpoint) -> Connections {
+        Connections(
+            authorities
+                .iter()
+                .map(|a| Connection::new(a, endpoint))
+                .collect(),
+        )
     }
 
     /// The server of the shopper's visitor.
@@ -371,7 +412,7 @@ pub(crate) async fn drive(
         Pacing::Closed { connections } => {
             for worker in 0..connections {
                 let (traffic, control) = (Arc::clone(&traffic), Arc::clone(&control));
-                let connection = Connections::new(&authorities);
+                let connection = Connections::new(&authorities, &traffic.endpoint);
                 tasks.push(tokio::spawn(closed_worker(
                     traffic, connection, control, worker,
                 )));
@@ -385,9 +426,10 @@ pub(crate) async fn drive(
                 .spawn(move || dispatch(rate, &dispatcher_control, &slots))?;
             for worker in 0..connections {
                 let (traffic, control) = (Arc::clone(&traffic), Arc::clone(&control));
+                let connections = Connections::new(&authorities, &traffic.endpoint);
                 tasks.push(tokio::spawn(open_worker(
                     traffic,
-                    Connections::new(&authorities),
+                    connections,
                     control,
                     queue.clone(),
                     worker,

@@ -131,6 +131,45 @@ fn closed_loop_against_a_spawned_store_and_the_baseline() {
     assert!((ratio - expected).abs() < 0.002, "{ratio} vs {expected}");
 }
 
+/// `--clientside`: the shoppers' requests go to the browser endpoint, as the script
+/// sends them (a store origin, a browser's user agent, no secret key), and each is
+/// answered 200 with the zones' HTML.
+#[test]
+fn the_browser_endpoint_answers_the_harness_shoppers() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run(
+        &[
+            "--spawn",
+            "--products",
+            "2000",
+            "--connections",
+            "2",
+            "--warmup",
+            "1",
+            "--seconds",
+            "2",
+            "--visitors",
+            "300",
+            "--clientside",
+        ],
+        &dir.path().join("clientside.json"),
+    );
+    let idle = &report["vitrine"]["idle"];
+    let requests = idle["requests"].as_u64().unwrap();
+    assert!(requests > 50, "{idle}");
+    assert_eq!(
+        idle["statuses"]["200"].as_u64().unwrap(),
+        requests,
+        "{idle}"
+    );
+    assert_eq!(idle["answers_with_errors"], 0, "{idle}");
+    // The zones' HTML comes with their items.
+    assert!(
+        idle["mean_response_bytes"].as_u64().unwrap() > 4000,
+        "{idle}"
+    );
+}
+
 #[test]
 fn open_loop_during_a_feed_ingest_reports_both_phases() {
     let dir = tempfile::tempdir().unwrap();

@@ -110,6 +110,8 @@ pub struct AccountToml {
     pub experiments: Vec<ExperimentToml>,
     /// `zone_analytics`; `None` leaves it out (on).
     pub zone_analytics: Option<bool>,
+    /// `[accounts.clientside]` keys as `(key, TOML value)`; empty leaves the table out.
+    pub clientside: Vec<(String, String)>,
 }
 
 impl AccountToml {
@@ -124,7 +126,14 @@ impl AccountToml {
             models: Vec::new(),
             experiments: Vec::new(),
             zone_analytics: None,
+            clientside: Vec::new(),
         }
+    }
+
+    /// The same account with `key = value` (a TOML value) in `[accounts.clientside]`.
+    pub fn clientside(mut self, key: &str, value: &str) -> AccountToml {
+        self.clientside.push((key.to_owned(), value.to_owned()));
+        self
     }
 
     /// The same account with `zone_analytics` set.
@@ -205,6 +214,12 @@ impl ConfigToml {
             if !account.models.is_empty() {
                 out.push_str("\n  [accounts.models]\n");
                 for (key, value) in &account.models {
+                    let _ = writeln!(out, "  {key} = {value}");
+                }
+            }
+            if !account.clientside.is_empty() {
+                out.push_str("\n  [accounts.clientside]\n");
+                for (key, value) in &account.clientside {
                     let _ = writeln!(out, "  {key} = {value}");
                 }
             }

@@ -85,6 +85,11 @@ pub const STORE_ZONES: [(&str, &str, &str, &[&str], usize); 7] = [
     ),
 ];
 
+/// The store origin the harness's browser requests come from; the store it spawns
+/// allows it (`clientside.allowed_origins`), with limits per client address and per
+/// visitor that a load from one machine does not reach.
+pub const HARNESS_ORIGIN: &str = "https://shop.example";
+
 /// The admin token of the store the harness spawns (it reads experiment results).
 pub const HARNESS_ADMIN_TOKEN: &str = "vitrine-loadtest-admin-token";
 
@@ -102,7 +107,10 @@ pub fn store_config_with(
     experiments: &[ExperimentToml],
     zone_analytics: bool,
 ) -> String {
-    let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue);
+    let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
+        .clientside("allowed_origins", &format!("[\"{HARNESS_ORIGIN}\"]"))
+        .clientside("per_ip", "{ per_second = 100000, burst = 1000000 }")
+        .clientside("per_visitor", "{ per_second = 100000, burst = 1000000 }");
     if !zone_analytics {
         account = account.zone_analytics(false);
     }
@@ -249,6 +257,14 @@ pub struct Credentials {
 }
 
 impl Credentials {
+    /// A browser's: no credentials in the body (the access key is in the path), the
+    /// user agent and address come from the connection.
+    pub fn browser() -> Credentials {
+        Credentials {
+            prefix: "{".to_owned(),
+        }
+    }
+
     pub fn new(access_key: &str, secret_key: &str) -> Credentials {
         let quote = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
         Credentials {

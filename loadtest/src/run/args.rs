@@ -127,6 +127,12 @@ pub(crate) struct RunArgs {
     /// measure what recording impressions costs.
     #[arg(long, requires = "spawn", conflicts_with = "experiment")]
     pub(crate) no_zone_analytics: bool,
+    /// Send the shoppers' requests as the browser script does (`POST
+    /// /api/clientside/<key>` from a store origin, no secret key) instead of as a
+    /// store's server (`/api/serverside`). A server not spawned by the harness must allow
+    /// the origin `https://shop.example` (`clientside.allowed_origins`).
+    #[arg(long)]
+    pub(crate) clientside: bool,
 }
 
 /// `ZONE=STRATEGY,STRATEGY` as an experiment of the spawned store.

@@ -14,7 +14,9 @@ use serde::Serialize;
 
 use crate::Target;
 use crate::baseline::Baseline;
-use crate::drive::{Control, Pacing, Phase, Recording, Recordings, Traffic, drive};
+use crate::drive::{
+    Control, Pacing, Phase, Recording, Recordings, Traffic, TrafficEndpoint, drive,
+};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
 use vitrine_benches::traffic::{Clicks, Credentials, Mix, STORE_ZONES, Shelf, ZoneMap};
 use vitrine_testkit::ExperimentToml;
@@ -177,11 +179,22 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             shelf,
             mix,
             zones,
-            credentials: Credentials::new(&args.target.access_key, &args.target.secret_key),
+            credentials: if args.clientside {
+                Credentials::browser()
+            } else {
+                Credentials::new(&args.target.access_key, &args.target.secret_key)
+            },
             seed: args.seed,
             run: started_unix_secs,
             clicks,
             sessions: args.sessions,
+            endpoint: if args.clientside {
+                TrafficEndpoint::Clientside {
+                    access_key: args.target.access_key.clone(),
+                }
+            } else {
+                TrafficEndpoint::Serverside
+            },
         });
         let ingest_during = ingest.filter(|_| args.ingest_during);
         let vitrine = measure(
