@@ -424,3 +424,121 @@ fn clicks_are_counted_for_the_zone_and_reach_the_admin_api() {
     assert_eq!(trending["totals"]["clicked"], 1, "{trending}");
     assert!(trending["totals"]["clickThroughRate"].as_f64().unwrap() > 0.0);
 }
+
+/// The browser endpoint reads a page's fields by the serverside rules: every field of
+/// every event of the fuzzing seeds (the contract's body and the Magento module's),
+/// removed, retyped or made too long, gets the same status and the same messages from
+/// both endpoints (the browser's `ip` and `userAgent` come from the connection, so the
+/// serverside bodies carry the same ones).
+#[test]
+fn every_serverside_400_is_the_browser_endpoints_400() {
+    let server = Server::demo();
+    let seeds = std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fuzz/corpus/serverside"
+    ))
+    .unwrap()
+    .map(|entry| {
+        serde_json::from_slice::<Value>(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap()
+    });
+    let mut compared = 0;
+    let mut refused = 0;
+    for (s, seed) in seeds.enumerate() {
+        let mut variants = Vec::new();
+        let events = seed["events"].as_array().cloned().unwrap_or_default();
+        for (e, event) in events.iter().enumerate() {
+            let Some(data) = event["data"].as_object() else {
+                continue;
+            };
+            for key in data.keys() {
+                for replacement in [
+                    None,
+                    Some(json!([])),
+                    Some(json!("x".repeat(300))),
+                    Some(json!(-1)),
+                ] {
+                    let mut variant = seed.clone();
+                    let target = variant["events"][e]["data"].as_object_mut().unwrap();
+                    match replacement {
+                        None => {
+                            target.remove(key);
+                        }
+                        Some(value) => {
+                            target.insert(key.clone(), value);
+                        }
+                    }
+                    variants.push(variant);
+                }
+            }
+        }
+        // And the page's own fields.
+        for key in [
+            "currentUrl",
+            "referer",
+            "sessionId",
+            "currency",
+            "events",
+            "zones",
+        ] {
+            for replacement in [None, Some(json!(7)), Some(json!("x y".repeat(3000)))] {
+                let mut variant = seed.clone();
+                let object = variant.as_object_mut().unwrap();
+                match replacement {
+                    None => {
+                        object.remove(key);
+                    }
+                    Some(value) => {
+                        object.insert(key.to_owned(), value);
+                    }
+                }
+                variants.push(variant);
+            }
+        }
+        variants.push(seed.clone());
+        for (v, mut body) in variants.into_iter().enumerate() {
+            // Distinct visitors and orders, so that one variant's events do not change
+            // what the next is answered.
+            body["visitorId"] = json!(format!("same-rules-{s}-{v}"));
+            body["ip"] = json!("127.0.0.1");
+            body["userAgent"] = json!(BROWSER);
+            body["appId"] = json!(crate::common::DEMO_KEY);
+            body["secretKey"] = json!(crate::common::DEMO_SECRET);
+            let serverside = server.post_json("/api/serverside", &body);
+            let object = body.as_object_mut().unwrap();
+            for field in ["appId", "secretKey", "ip", "userAgent"] {
+                object.remove(field);
+            }
+            object.insert(
+                "visitorId".to_owned(),
+                json!(format!("same-rules-browser-{s}-{v}")),
+            );
+            // A client address each (the demo's limits per address are a browser's).
+            let client = format!("10.{s}.{}.{}", v / 250, v % 250);
+            let browser = request(
+                server.addr,
+                "POST",
+                "/api/clientside/demo-access-key",
+                body.to_string().as_bytes(),
+                &[("User-Agent", BROWSER), ("X-Forwarded-For", &client)],
+            );
+            assert_eq!(
+                browser.status, serverside.status,
+                "{body}\n{}\n{}",
+                serverside.body, browser.body
+            );
+            if serverside.status == 400 {
+                assert_eq!(
+                    browser.json()["errors"],
+                    serverside.json()["errors"],
+                    "{body}"
+                );
+                refused += 1;
+            }
+            compared += 1;
+        }
+    }
+    assert!(
+        compared > 100 && refused > 50,
+        "{compared} bodies, {refused} refused"
+    );
+}

@@ -165,27 +165,27 @@ pub async fn route(
         Ok(entry) => entry,
         Err(error) => return Ok(failed(endpoint, &error, None)),
     };
-    let allowed = allowed_origin(&entry.config.clientside, browser.origin.as_deref());
-    let Ok(cors) = allowed else {
+    let cors = Cors::of(&entry.config.clientside, browser.origin.as_deref());
+    if cors == Cors::Refused {
         let origin = browser.origin.unwrap_or_default();
         let error = ApiError::Forbidden(format!(
             "Origin: {origin:?} is not one of the account's clientside.allowed_origins"
         ));
         return Ok(failed(endpoint, &error, None));
-    };
+    }
     if method == Method::OPTIONS {
-        return Ok(preflight(cors));
+        return Ok(preflight(cors.origin()));
     }
     if method != Method::POST {
         let error = ApiError::WrongMethod(format!(
             "method {method} is not allowed on {path}; use POST"
         ));
-        return Ok(failed(endpoint, &error, cors.as_deref()));
+        return Ok(failed(endpoint, &error, cors.origin()));
     }
     let limit = state.config().limits.max_body_bytes;
     let body = match crate::server::read_body(request, limit).await {
         Ok(body) => body,
-        Err(error) => return Ok(failed(endpoint, &error, cors.as_deref())),
+        Err(error) => return Ok(failed(endpoint, &error, cors.origin())),
     };
     let now = crate::clock::now_millis();
     let answered = if endpoint == Endpoint::ClientClick {
@@ -201,8 +201,8 @@ pub async fn route(
         page(state, &entry, &browser, &body, now)
     };
     Ok(match answered {
-        Ok(reply) => with_cors(reply, cors.as_deref()),
-        Err(error) => failed(endpoint, &error, cors.as_deref()),
+        Ok(reply) => with_cors(reply, cors.origin()),
+        Err(error) => failed(endpoint, &error, cors.origin()),
     })
 }
 
@@ -214,16 +214,36 @@ fn percent_decoded(segment: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The origin to allow in CORS headers: `Some` for an allowed origin, `None` for a
-/// request without `Origin` (not a cross-origin browser request); an error for any
-/// other origin.
-fn allowed_origin(config: &ClientsideConfig, origin: Option<&str>) -> Result<Option<String>, ()> {
-    match origin {
-        None => Ok(None),
-        Some(origin) if config.allowed_origins.iter().any(|o| o == origin) => {
-            Ok(Some(origin.to_owned()))
+/// What a request's `Origin` allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cors {
+    /// No `Origin`: not a cross-origin browser request (a tool, a server); served, with
+    /// no CORS headers.
+    NotCrossOrigin,
+    /// One of the account's `clientside.allowed_origins`: served, and named in
+    /// `Access-Control-Allow-Origin`.
+    Allowed(String),
+    /// Any other origin: refused.
+    Refused,
+}
+
+impl Cors {
+    fn of(config: &ClientsideConfig, origin: Option<&str>) -> Cors {
+        match origin {
+            None => Cors::NotCrossOrigin,
+            Some(origin) if config.allowed_origins.iter().any(|o| o == origin) => {
+                Cors::Allowed(origin.to_owned())
+            }
+            Some(_) => Cors::Refused,
         }
-        Some(_) => Err(()),
+    }
+
+    /// The origin to name in `Access-Control-Allow-Origin`.
+    fn origin(&self) -> Option<&str> {
+        match self {
+            Cors::Allowed(origin) => Some(origin),
+            Cors::NotCrossOrigin | Cors::Refused => None,
+        }
     }
 }
 
@@ -238,7 +258,7 @@ fn with_cors(mut reply: Reply, origin: Option<&str>) -> Reply {
 }
 
 /// A 204 to an allowed preflight: POST with a JSON body, for two hours.
-fn preflight(origin: Option<String>) -> Reply {
+fn preflight(origin: Option<&str>) -> Reply {
     let mut reply = with_cors(
         Reply {
             status: StatusCode::NO_CONTENT,
@@ -246,7 +266,7 @@ fn preflight(origin: Option<String>) -> Reply {
             headers: Vec::new(),
             body: Vec::new(),
         },
-        origin.as_deref(),
+        origin,
     );
     reply
         .headers
