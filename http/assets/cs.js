@@ -129,7 +129,7 @@
     sent = true;
     post(body, function (answer) {
       if (consent) keep(answer);
-      if (first) fill(answer.zones || {});
+      if (first) fill(answer.zones || {}, answer.html || {});
     });
   }
   function schedule() {
@@ -151,14 +151,14 @@
   }
   function failed() { mark('failed'); }
 
-  function fill(answered) {
+  function fill(answered, html) {
     for (var i = 0; i < zones.ids.length; i++) {
       var id = zones.ids[i], zone = answered[id];
-      if (!zone || !zone.html || !(zone.items && zone.items.length)) continue;
+      if (!zone || !html[id] || !(zone.items && zone.items.length)) continue;
       var elements = zones.elements[id];
       for (var j = 0; j < elements.length; j++) {
         var el = elements[j];
-        el.innerHTML = zone.html;
+        el.innerHTML = html[id];
         if (el.style.display === 'none') el.style.display = '';
         el.setAttribute('data-vitrine-state', 'filled');
         el.addEventListener('click', clicked(id));

@@ -158,7 +158,7 @@ fn a_page_request_tracks_like_serverside_and_answers_zone_html() {
     assert!(answer["sessionId"].as_str().is_some_and(|s| !s.is_empty()));
     let trending = zone_ids(&answer, "TR");
     assert_eq!(trending.len(), 4);
-    let html = answer["zones"]["TR"]["html"].as_str().unwrap();
+    let html = answer["html"]["TR"].as_str().unwrap();
     for id in &trending {
         assert!(html.contains(&format!(r#"data-pc-item="{id}""#)), "{html}");
     }
@@ -381,7 +381,7 @@ fn product_text_is_escaped_in_the_zone_html() {
         answer["zones"]["RV"]["items"][0]["Title"],
         "<script>alert('x')</script> Lamp"
     );
-    let html = answer["zones"]["RV"]["html"].as_str().unwrap();
+    let html = answer["html"]["RV"].as_str().unwrap();
     assert!(!html.contains("<script>"), "{html}");
     assert!(html.contains("&lt;script&gt;"), "{html}");
     assert!(!html.contains("javascript:"), "{html}");

@@ -13,11 +13,87 @@
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
 use serde_json::Value;
 
-/// The built-in product card: image, title, price (`DisplayPrice`, in the request's
-/// currency), the was-price when on sale, the link. A grid that fits the width it is
-/// given, with a style of its own (no CSS needed from the store). Each item carries
-/// `data-pc-item` (clicks) and `pureclarity-data-item` (the plugins' swatch hooks).
-pub const DEFAULT_CARD: &str = r#"<div class="vitrine-zone" data-vitrine-zone="{{ zone.id }}"><style>.vitrine-zone{margin:1em 0;font:inherit}.vitrine-zone h3{font-size:1.15em;margin:0 0 .6em}.vitrine-items{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5em,1fr));gap:1em;list-style:none;margin:0;padding:0}.vitrine-item a{display:block;color:inherit;text-decoration:none}.vitrine-item img{display:block;width:100%;aspect-ratio:1/1;object-fit:cover;border-radius:6px;background:#f2f2f2}.vitrine-name{display:block;margin:.45em 0 .2em;line-height:1.3}.vitrine-price{font-weight:600}.vitrine-was{margin-left:.4em;color:#777;font-size:.9em}</style>{% if zone.title %}<h3>{{ zone.title }}</h3>{% endif %}<ul class="vitrine-items">{% for item in items %}<li class="vitrine-item" data-pc-item="{{ item.Id }}" pureclarity-data-item="{{ item.Id }}"><a href="{{ item.Link }}">{% if item.Image %}<img src="{{ item.Image }}" alt="{{ item.Title }}" loading="lazy">{% endif %}<span class="vitrine-name">{{ item.Title }}</span><span class="vitrine-price">{{ item.DisplayPrice }}</span>{% if item.DisplayWasPrice %}<s class="vitrine-was">{{ item.DisplayWasPrice }}</s>{% endif %}</a></li>{% endfor %}</ul></div>"#;
+/// The style of the built-in product card: a grid that fits the width it is given, with
+/// no CSS needed from the store.
+const CARD_STYLE: &str = "<style>.vitrine-zone{margin:1em 0;font:inherit}.vitrine-zone h3{font-size:1.15em;margin:0 0 .6em}.vitrine-items{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5em,1fr));gap:1em;list-style:none;margin:0;padding:0}.vitrine-item a{display:block;color:inherit;text-decoration:none}.vitrine-item img{display:block;width:100%;aspect-ratio:1/1;object-fit:cover;border-radius:6px;background:#f2f2f2}.vitrine-name{display:block;margin:.45em 0 .2em;line-height:1.3}.vitrine-price{font-weight:600}.vitrine-was{margin-left:.4em;color:#777;font-size:.9em}</style>";
+
+/// One product of the built-in card.
+#[derive(Debug, Clone)]
+pub struct Card<'a> {
+    /// Its id (`data-pc-item`, for clicks; `pureclarity-data-item`, the plugins' hook).
+    pub id: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// Its link (emptied unless a safe address).
+    pub link: &'a str,
+    /// Its image (left out unless a safe address).
+    pub image: &'a str,
+    /// `DisplayPrice` in the request's currency.
+    pub price: String,
+    /// `DisplayWasPrice`, when on sale.
+    pub was: Option<String>,
+}
+
+/// `text` HTML-escaped onto `out`.
+fn escape(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            other => out.push(other),
+        }
+    }
+}
+
+/// The built-in product card of a zone: image, title, price, the was-price when on
+/// sale, the link; written directly (the hot path of every browser request).
+pub fn write_cards<'a>(zone: &str, title: &str, cards: impl Iterator<Item = Card<'a>>) -> String {
+    let mut out = String::with_capacity(4096);
+    out.push_str("<div class=\"vitrine-zone\" data-vitrine-zone=\"");
+    escape(&mut out, zone);
+    out.push_str("\">");
+    out.push_str(CARD_STYLE);
+    if !title.is_empty() {
+        out.push_str("<h3>");
+        escape(&mut out, title);
+        out.push_str("</h3>");
+    }
+    out.push_str("<ul class=\"vitrine-items\">");
+    for card in cards {
+        out.push_str("<li class=\"vitrine-item\" data-pc-item=\"");
+        escape(&mut out, card.id);
+        out.push_str("\" pureclarity-data-item=\"");
+        escape(&mut out, card.id);
+        out.push_str("\"><a href=\"");
+        if is_safe_address(card.link) {
+            escape(&mut out, card.link);
+        }
+        out.push_str("\">");
+        if !card.image.is_empty() && is_safe_address(card.image) {
+            out.push_str("<img src=\"");
+            escape(&mut out, card.image);
+            out.push_str("\" alt=\"");
+            escape(&mut out, card.title);
+            out.push_str("\" loading=\"lazy\">");
+        }
+        out.push_str("<span class=\"vitrine-name\">");
+        escape(&mut out, card.title);
+        out.push_str("</span><span class=\"vitrine-price\">");
+        escape(&mut out, &card.price);
+        out.push_str("</span>");
+        if let Some(was) = &card.was {
+            out.push_str("<s class=\"vitrine-was\">");
+            escape(&mut out, was);
+            out.push_str("</s>");
+        }
+        out.push_str("</a></li>");
+    }
+    out.push_str("</ul></div>");
+    out
+}
 
 /// An image or image-carousel zone.
 const IMAGES: &str = r#"<div class="vitrine-zone vitrine-images" data-vitrine-zone="{{ zone.id }}">{% for item in items %}<a href="{{ item.Link }}" data-pc-item="{{ loop.index }}"><img src="{{ item.Image }}" alt="{{ item.Alt }}" style="max-width:100%;height:auto"></a>{% endfor %}</div>"#;
@@ -29,6 +105,8 @@ const NAMES: &str = r#"<div class="vitrine-zone" data-vitrine-zone="{{ zone.id }
 #[derive(Debug)]
 pub struct Cards {
     env: Environment<'static>,
+    /// Whether the account has its own card template (`card` in `env`).
+    own_card: bool,
 }
 
 /// The page a zone is rendered for.
@@ -47,10 +125,21 @@ impl Cards {
         let mut env = Environment::new();
         env.set_auto_escape_callback(|_| AutoEscape::Html);
         env.set_undefined_behavior(UndefinedBehavior::Chainable);
-        env.add_template_owned("card", card.unwrap_or(DEFAULT_CARD).to_owned())?;
+        if let Some(card) = card {
+            env.add_template_owned("card", card.to_owned())?;
+        }
         env.add_template("images", IMAGES)?;
         env.add_template("names", NAMES)?;
-        Ok(Cards { env })
+        Ok(Cards {
+            env,
+            own_card: card.is_some(),
+        })
+    }
+
+    /// Whether product zones use the account's own card template (else the built-in
+    /// card, written by [`write_cards`]).
+    pub fn has_own_card(&self) -> bool {
+        self.own_card
     }
 
     /// The HTML of a zone of the serverside answer (`zone`: its `title`, `type`,
@@ -72,6 +161,28 @@ impl Cards {
             return Ok(None);
         }
         let template = match kind {
+            "recommender-product" if !self.own_card => {
+                let cards = items.iter().map(|item| {
+                    let text =
+                        |field: &str| item.get(field).and_then(Value::as_str).unwrap_or_default();
+                    Card {
+                        id: text("Id"),
+                        title: text("Title"),
+                        link: text("Link"),
+                        image: text("Image"),
+                        price: text("DisplayPrice").to_owned(),
+                        was: item
+                            .get("DisplayWasPrice")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    }
+                });
+                let title = zone
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Ok(Some(write_cards(id, title, cards)));
+            }
             "html" => {
                 return Ok(zone
                     .get("html")
@@ -144,12 +255,12 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(
-            html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
             "{html}"
         );
         assert!(!html.contains("<script>"), "{html}");
         assert!(
-            html.contains("You &lt;b&gt;may&lt;&#x2f;b&gt; like"),
+            html.contains("You &lt;b&gt;may&lt;/b&gt; like"),
             "{html}"
         );
         assert!(

@@ -25,8 +25,10 @@ use http::{HeaderMap, Method, StatusCode, header};
 use hyper::Request;
 use hyper::body::Incoming;
 use serde_json::{Map, Value};
+use vitrine_engine::account::ServeOutcome;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::state::Clicked;
+use vitrine_engine::zone::ZoneKind;
 use vitrine_fields::{Errors, Fields, KeyMatch};
 
 pub mod bots;
@@ -463,27 +465,87 @@ fn page(
         .map(serverside::notice_message)
         .collect();
     let answer = render::response(&outcome, notices, currency, entry.rendering());
-    let mut answer: Value = serde_json::from_slice(&answer)
-        .map_err(|e| ApiError::Internal(format!("the answer could not be read back: {e}")))?;
     let page = html::Page {
         url: &url,
         currency: currency.code(),
     };
-    if let Some(zones) = answer.get_mut("zones").and_then(Value::as_object_mut) {
-        for (id, zone) in zones.iter_mut() {
-            let html = entry
-                .clientside
-                .cards
-                .zone_html(id, zone, page)
-                .map_err(|e| {
-                    ApiError::Internal(format!("zone {id:?}: the template failed: {e}"))
-                })?;
-            if let Some(zone) = zone.as_object_mut() {
-                zone.insert("html".to_owned(), html.map_or(Value::Null, Value::from));
+    let fast = !entry.clientside.cards.has_own_card()
+        && outcome.zones.iter().all(|zone| {
+            outcome
+                .spec(zone)
+                .is_some_and(|spec| spec.kind == ZoneKind::RecommenderProduct)
+        });
+    let zones_html = if fast {
+        built_in_cards(&outcome)
+    } else {
+        templated(&entry.clientside.cards, &answer, page)?
+    };
+    Ok(Reply::json(with_html(answer, &zones_html)))
+}
+
+/// Each product zone of the outcome as the built-in card, straight from the catalogue
+/// version it was filled from (no template, no JSON read back).
+fn built_in_cards(outcome: &ServeOutcome) -> Vec<(String, Option<String>)> {
+    outcome
+        .zones
+        .iter()
+        .filter_map(|zone| {
+            let spec = outcome.spec(zone)?;
+            if zone.items.is_empty() {
+                return Some((spec.id.clone(), None));
             }
+            let cards = zone.items.iter().filter_map(|item| {
+                let product = outcome.catalogue.product(item.product)?;
+                Some(html::Card {
+                    id: product.id.as_str(),
+                    title: product.title.as_str(),
+                    link: product.link.as_str(),
+                    image: product.image.as_str(),
+                    price: item.price.price.display(),
+                    was: item.price.was.map(|was| was.display()),
+                })
+            });
+            Some((
+                spec.id.clone(),
+                Some(html::write_cards(&spec.id, &spec.title, cards)),
+            ))
+        })
+        .collect()
+}
+
+/// Each zone of the serverside answer rendered by the account's templates.
+fn templated(
+    cards: &html::Cards,
+    answer: &[u8],
+    page: html::Page<'_>,
+) -> Result<Vec<(String, Option<String>)>, ApiError> {
+    let answer: Value = serde_json::from_slice(answer)
+        .map_err(|e| ApiError::Internal(format!("the answer could not be read back: {e}")))?;
+    let mut rendered = Vec::new();
+    if let Some(zones) = answer.get("zones").and_then(Value::as_object) {
+        for (id, zone) in zones {
+            let html = cards.zone_html(id, zone, page).map_err(|e| {
+                ApiError::Internal(format!("zone {id:?}: the template failed: {e}"))
+            })?;
+            rendered.push((id.clone(), html));
         }
     }
-    Ok(Reply::json(answer.to_string().into_bytes()))
+    Ok(rendered)
+}
+
+/// The serverside answer with `"html": {zone id: its HTML, or null}` added.
+fn with_html(mut answer: Vec<u8>, zones: &[(String, Option<String>)]) -> Vec<u8> {
+    let html: Map<String, Value> = zones
+        .iter()
+        .map(|(id, html)| (id.clone(), html.clone().map_or(Value::Null, Value::from)))
+        .collect();
+    if answer.last() == Some(&b'}') {
+        answer.pop();
+        answer.extend_from_slice(b",\"html\":");
+        answer.extend_from_slice(Value::Object(html).to_string().as_bytes());
+        answer.push(b'}');
+    }
+    answer
 }
 
 /// `POST /api/clientside/<key>/click`: a click on an item of a zone, counted for the
