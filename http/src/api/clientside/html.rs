@@ -259,10 +259,7 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("<script>"), "{html}");
-        assert!(
-            html.contains("You &lt;b&gt;may&lt;/b&gt; like"),
-            "{html}"
-        );
+        assert!(html.contains("You &lt;b&gt;may&lt;/b&gt; like"), "{html}");
         assert!(
             html.contains(r#"href="""#) && !html.contains("javascript:"),
             "{html}"
