@@ -91,8 +91,9 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
         associated_skus: fields
             .opt_string_array("AssociatedSkus", errors, check_id)
             .unwrap_or_default(),
+        // Ids as strings, or as whole numbers (the WooCommerce plugin's `[1041, 1042]`).
         associated_ids: fields
-            .opt_string_array("AssociatedIds", errors, check_id)
+            .opt_id_array("AssociatedIds", errors, check_id)
             .unwrap_or_default(),
         related_products: fields
             .opt_string_array("RelatedProducts", errors, check_id)
@@ -132,15 +133,14 @@ fn price_list<V: JsonValue>(
     for (i, item) in items.iter().enumerate() {
         let item_path = index_path(path, i);
         match item.as_text() {
+            // Several prices in one currency (a product with variants): equal ones are
+            // one price, and of different ones the lowest is kept, the "from" price.
             Some(text) => match Money::parse(text) {
-                Ok(money) if prices.iter().any(|p| p.currency == money.currency) => errors.push(
-                    item_path,
-                    format!(
-                        "a second price in {}; one price per currency",
-                        money.currency
-                    ),
-                ),
-                Ok(money) => prices.push(money),
+                Ok(money) => match prices.iter_mut().find(|p| p.currency == money.currency) {
+                    Some(kept) if money.minor < kept.minor => *kept = money,
+                    Some(_) => {}
+                    None => prices.push(money),
+                },
                 Err(e) => errors.push(item_path, e.to_string()),
             },
             None => errors.push(item_path, format!("expected a string, got {}", item.kind())),
@@ -625,11 +625,47 @@ mod tests {
         let mut errors = Errors::default();
         assert!(product(&record, "p", &mut errors).is_none());
         let all = errors.joined();
-        assert!(all.contains("p.Prices[1]: a second price in GBP"), "{all}");
+        assert!(!all.contains("p.Prices[1]"), "{all}");
         assert!(
             all.contains("p.Prices[2]: expected \"<amount> <ISO 4217 code>\""),
             "{all}"
         );
+    }
+
+    /// A product with variants: several prices in one currency. Equal ones collapse,
+    /// different ones keep the lowest (the "from" price), in regular and sale prices.
+    #[test]
+    fn several_prices_in_one_currency_keep_the_lowest() {
+        let mut record = valid();
+        record["Prices"] = json!([
+            "9.50 GBP",
+            "9.50 GBP",
+            "12.00 EUR",
+            "11.00 EUR",
+            "13.00 EUR"
+        ]);
+        record["SalePrices"] = json!(["8.00 GBP", "7.50 GBP"]);
+        let mut errors = Errors::default();
+        let read = product(&record, "p", &mut errors).unwrap();
+        assert!(errors.is_empty(), "{}", errors.joined());
+        let text = |prices: &[vitrine_engine::Money]| -> Vec<String> {
+            prices
+                .iter()
+                .map(|m| format!("{} {}", m.decimal(), m.currency.code()))
+                .collect()
+        };
+        assert_eq!(text(&read.prices.prices), ["9.50 GBP", "11.00 EUR"]);
+        assert_eq!(text(&read.prices.sale_prices), ["7.50 GBP"]);
+    }
+
+    /// The WooCommerce plugin's associated products are numbers.
+    #[test]
+    fn associated_ids_may_be_whole_numbers() {
+        let mut record = valid();
+        record["AssociatedIds"] = json!([1041, "1042"]);
+        let mut errors = Errors::default();
+        let read = product(&record, "p", &mut errors).unwrap();
+        assert_eq!(read.associated_ids, ["1041", "1042"]);
     }
 
     #[test]
