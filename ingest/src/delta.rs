@@ -190,6 +190,21 @@ pub fn apply_to(
     let upserted: HashSet<&str> = delta.products.iter().map(|p| p.id.as_str()).collect();
     let known =
         |id: &str| upserted.contains(id) || (!deleted.contains(id) && edit.contains_product(id));
+    // An account price by `Sku`: a product with that id, else one with that SKU (in this
+    // delta, or in the catalogue and not deleted by it).
+    let known_price = |price: &AccountPrice| {
+        known(&price.product_id)
+            || (price.by_sku
+                && (delta
+                    .products
+                    .iter()
+                    .any(|p| p.sku.as_deref() == Some(price.product_id.as_str()))
+                    || edit
+                        .view()
+                        .idx_of_sku(&price.product_id)
+                        .and_then(|idx| edit.view().product(idx))
+                        .is_some_and(|p| !deleted.contains(p.id.as_str()))))
+    };
     if mode == Mode::Strict {
         let parts: [(&'static str, Vec<&str>); 4] = [
             (
@@ -205,6 +220,7 @@ pub fn apply_to(
                 delta
                     .delete_account_prices
                     .iter()
+                    .filter(|p| !known_price(p))
                     .map(|p| p.product_id.as_str())
                     .collect(),
             ),
@@ -213,6 +229,7 @@ pub fn apply_to(
                 delta
                     .account_prices
                     .iter()
+                    .filter(|p| !known_price(p))
                     .map(|p| p.product_id.as_str())
                     .collect(),
             ),
@@ -283,16 +300,33 @@ pub fn apply_to(
         edit.upsert_product(product).map_err(failed)?;
     }
     for price in &delta.delete_account_prices {
-        edit.remove_account_prices(&price.account_id, &price.product_id);
+        if let Some(id) = product_of(edit, price) {
+            edit.remove_account_prices(&price.account_id, &id);
+        }
     }
     for price in &delta.account_prices {
-        if edit.contains_product(&price.product_id) {
-            edit.set_account_prices(&price.account_id, &price.product_id, &price.prices)
+        if let Some(id) = product_of(edit, price) {
+            edit.set_account_prices(&price.account_id, &id, &price.prices)
                 .map_err(failed)?;
         }
     }
     applied.users = delta.users.len();
     Ok(applied)
+}
+
+/// The id of the product an account price names: by `Id`; by `Sku`, the product with
+/// that id if there is one (stores whose SKU is their id), else the product with that
+/// SKU.
+fn product_of(edit: &CatalogueEdit, price: &AccountPrice) -> Option<String> {
+    if edit.contains_product(&price.product_id) {
+        return Some(price.product_id.clone());
+    }
+    if !price.by_sku {
+        return None;
+    }
+    let catalogue = edit.view();
+    let idx = catalogue.idx_of_sku(&price.product_id)?;
+    catalogue.product(idx).map(|p| p.id.to_string())
 }
 
 fn assignment_ids(assignments: &[CategoryAssignment]) -> impl Iterator<Item = &str> {
@@ -352,6 +386,42 @@ mod tests {
         let mut errors = Errors::default();
         let fields = Fields::of(&body, "", KeyMatch::Exact, &mut errors).unwrap();
         parse(&fields)
+    }
+
+    /// The .NET SDK names the product of an account price by `Sku`: a product with that
+    /// id, else the product with that SKU; an unknown one fails the delta.
+    #[test]
+    fn account_prices_by_sku_name_the_product_by_id_or_sku() {
+        let account = account();
+        let priced = |id: &str| {
+            let catalogue = account.catalogue();
+            catalogue
+                .account_prices("acc", id)
+                .and_then(|set| set.price_in(testkit::currency("GBP")))
+                .map(|m| m.minor)
+        };
+        let delta1 = delta(json!({
+            "Products": [{"Id": "c", "Sku": "SKU-C", "Title": "c", "Link": "/", "Image": "/i",
+                "Prices": ["2.00 GBP"], "Categories": []}],
+            "AccountPrices": [
+                {"AccountId": "acc", "Sku": "SKU-C", "Prices": ["1.50 GBP"]},
+                {"AccountId": "acc", "Sku": "a", "Prices": ["0.75 GBP"]}
+            ]
+        }))
+        .unwrap();
+        apply(&account, &delta1).unwrap();
+        assert_eq!(priced("c"), Some(150));
+        assert_eq!(priced("a"), Some(75));
+        let removal =
+            delta(json!({"DeleteAccountPrices": [{"AccountId": "acc", "Sku": "SKU-C"}]})).unwrap();
+        apply(&account, &removal).unwrap();
+        assert_eq!(priced("c"), None);
+        let unknown = delta(
+            json!({"AccountPrices": [{"AccountId": "acc", "Sku": "NOPE", "Prices": ["1.00 GBP"]}]}),
+        )
+        .unwrap();
+        let error = apply(&account, &unknown).unwrap_err().to_string();
+        assert!(error.contains("NOPE"), "{error}");
     }
 
     #[test]

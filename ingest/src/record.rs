@@ -361,8 +361,11 @@ pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<
 pub struct AccountPrice {
     /// `AccountId`.
     pub account_id: String,
-    /// `Id`: the product.
+    /// `Id`: the product; or, with `by_sku`, the `Sku` the .NET SDK names it by.
     pub product_id: String,
+    /// Whether `product_id` is a `Sku`: read as a product's id when one has it, else as
+    /// the `Sku` of a product (see [`crate::delta`]).
+    pub by_sku: bool,
     /// `Prices` and `SalePrices`.
     pub prices: PriceSet,
 }
@@ -378,7 +381,9 @@ pub fn account_price<V: JsonValue>(
     let before = errors.total();
     let fields = Fields::of(value, path, KeyMatch::FirstLetterEitherCase, errors)?;
     let account_id = required_id(&fields, "AccountId", errors);
-    let product_id = required_id(&fields, "Id", errors);
+    // The product by `Id`, or by `Sku` as the .NET SDK names it.
+    let by_sku = fields.get("Id").is_none() && fields.get("Sku").is_some();
+    let product_id = required_id(&fields, if by_sku { "Sku" } else { "Id" }, errors);
     let prices = if prices_required {
         fields
             .req_array("Prices", errors)
@@ -399,6 +404,7 @@ pub fn account_price<V: JsonValue>(
     let record = AccountPrice {
         account_id: account_id.unwrap_or_default().into_owned(),
         product_id: product_id.unwrap_or_default().into_owned(),
+        by_sku,
         prices: PriceSet {
             prices,
             sale_prices: sales,
