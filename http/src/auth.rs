@@ -30,7 +30,7 @@ impl CredentialFields {
             Endpoint::ProductFeedStatus => ("AppKey", None),
             Endpoint::Forget => ("AccessKey", Some("SecretKey")),
             // The vendor's plugins.
-            Endpoint::ProductDelta => ("AppKey", Some("Secret")),
+            Endpoint::ProductDelta | Endpoint::ProductDeltaStatus => ("AppKey", Some("Secret")),
             Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose => {
                 ("accessKey", Some("secretKey"))
             }
@@ -132,6 +132,41 @@ pub fn authenticate(
     }
     entry.admit(endpoint)?;
     Ok(entry)
+}
+
+/// [`authenticated`], except that a body without its secret key field is let in when
+/// its sender's address is in one of the account's `deltas_without_secret` networks
+/// (the vendor's .NET SDK sends deltas with the access key alone; an explicit opt-in
+/// per account, by network). Everything else still needs the secret.
+pub fn authenticated_or_trusted<'v>(
+    state: &AppState,
+    body: &'v Value,
+    endpoint: Endpoint,
+    sender: std::net::IpAddr,
+) -> Result<(Arc<AccountEntry>, Fields<'v, 'static>), ApiError> {
+    let names = CredentialFields::of(endpoint);
+    let without_secret = names
+        .secret_key
+        .is_some_and(|field| body.get(field).is_none());
+    if without_secret {
+        let mut errors = Errors::default();
+        let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
+            return Err(errors.into());
+        };
+        let access_key = fields.req_nonempty_str(names.access_key, &mut errors);
+        if let Some(access_key) = access_key
+            && let Some(entry) = state.account(access_key)
+            && entry
+                .config
+                .deltas_without_secret
+                .iter()
+                .any(|network| network.contains(&sender))
+        {
+            let entry = authenticate(state, endpoint, Presented::access_key(access_key))?;
+            return Ok((entry, fields));
+        }
+    }
+    authenticated(state, body, endpoint)
 }
 
 /// Reads and checks the credentials of a body, reporting other missing credential

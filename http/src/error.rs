@@ -149,6 +149,7 @@ impl ApiError {
                 E::ProductFeed
                 | E::Delta
                 | E::DeltaStatus
+                | E::ProductDeltaStatus
                 | E::ProductFeedStatus
                 | E::ProductDelta
                 | E::PluginValidate
@@ -203,6 +204,7 @@ impl ApiError {
             Endpoint::ProductFeed
             | Endpoint::Delta
             | Endpoint::DeltaStatus
+            | Endpoint::ProductDeltaStatus
             | Endpoint::ProductFeedStatus
             | Endpoint::Forget
             | Endpoint::ProductDelta

@@ -18,6 +18,8 @@ pub enum Endpoint {
     Forget,
     /// `POST /api/productdelta`: a delta as the vendor's PHP SDK sends it.
     ProductDelta,
+    /// `POST /api/productdeltastatus`: delta statuses as the vendor's .NET SDK asks.
+    ProductDeltaStatus,
     /// `POST /feed-create`: a feed streamed by the vendor's plugins opens.
     FeedCreate,
     /// `POST /feed-append`: the next part of a streamed feed.
@@ -82,7 +84,7 @@ impl Endpoint {
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 21] = [
+    pub const ALL: [Endpoint; 22] = [
         Endpoint::Serverside,
         Endpoint::ProductFeed,
         Endpoint::Delta,
@@ -90,6 +92,7 @@ impl Endpoint {
         Endpoint::ProductFeedStatus,
         Endpoint::Forget,
         Endpoint::ProductDelta,
+        Endpoint::ProductDeltaStatus,
         Endpoint::FeedCreate,
         Endpoint::FeedAppend,
         Endpoint::FeedClose,
@@ -117,6 +120,7 @@ impl Endpoint {
             Endpoint::ProductFeedStatus => "/api/productfeedstatus",
             Endpoint::Forget => "/api/user/forget",
             Endpoint::ProductDelta => "/api/productdelta",
+            Endpoint::ProductDeltaStatus => "/api/productdeltastatus",
             Endpoint::FeedCreate => "/feed-create",
             Endpoint::FeedAppend => "/feed-append",
             Endpoint::FeedClose => "/feed-close",
@@ -145,6 +149,7 @@ impl Endpoint {
             Endpoint::ProductFeedStatus => "productfeedstatus",
             Endpoint::Forget => "forget",
             Endpoint::ProductDelta => "productdelta",
+            Endpoint::ProductDeltaStatus => "productdeltastatus",
             Endpoint::FeedCreate => "feed_create",
             Endpoint::FeedAppend => "feed_append",
             Endpoint::FeedClose => "feed_close",

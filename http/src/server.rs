@@ -460,9 +460,10 @@ async fn route(
     let now = now_millis();
     if may_fsync(state, endpoint) {
         let state = Arc::clone(state);
-        tokio::task::spawn_blocking(move || dispatch(&state, endpoint, &body, now)).await?
+        tokio::task::spawn_blocking(move || dispatch(&state, endpoint, &body, now, peer.ip()))
+            .await?
     } else {
-        dispatch(state, endpoint, &body, now)
+        dispatch(state, endpoint, &body, now, peer.ip())
     }
 }
 
@@ -485,6 +486,7 @@ pub(crate) fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         }
         Endpoint::ClientScript | Endpoint::ClientClick => false,
         Endpoint::DeltaStatus
+        | Endpoint::ProductDeltaStatus
         | Endpoint::ProductFeedStatus
         | Endpoint::PluginValidate
         | Endpoint::PluginDashboard
@@ -503,11 +505,15 @@ fn dispatch(
     endpoint: Endpoint,
     body: &[u8],
     now: UnixMillis,
+    peer: std::net::IpAddr,
 ) -> Result<Reply, ApiError> {
     use api::parse_json;
     match endpoint {
         Endpoint::Delta | Endpoint::ProductDelta => {
-            api::delta::handle_delta(state, &parse_json(body)?, endpoint)
+            api::delta::handle_delta(state, &parse_json(body)?, endpoint, peer)
+        }
+        Endpoint::ProductDeltaStatus => {
+            api::delta::handle_status(state, &parse_json(body)?, endpoint, peer)
         }
         Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose => {
             api::stream::handle(state, endpoint, body)
@@ -517,7 +523,9 @@ fn dispatch(
         Endpoint::PluginDelete => api::plugin::handle_delete(state, &parse_json(body)?),
         Endpoint::Serverside => api::serverside::handle_bytes(state, body, now),
         Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(body)?, now),
-        Endpoint::DeltaStatus => api::delta::handle_status(state, &parse_json(body)?),
+        Endpoint::DeltaStatus => {
+            api::delta::handle_status(state, &parse_json(body)?, endpoint, peer)
+        }
         Endpoint::ProductFeedStatus => api::feed::handle_status(state, &parse_json(body)?),
         Endpoint::Forget => api::forget::handle(state, &parse_json(body)?),
         Endpoint::Health

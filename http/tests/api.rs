@@ -25,6 +25,8 @@ mod crash;
 mod delta;
 #[path = "api/deltas.rs"]
 mod deltas;
+#[path = "api/dotnet.rs"]
+mod dotnet;
 #[path = "api/feeds.rs"]
 mod feeds;
 #[path = "api/forget.rs"]

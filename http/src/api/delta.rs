@@ -10,7 +10,7 @@ use vitrine_ingest::delta;
 use vitrine_ingest::jobs::DeltaStatus;
 
 use crate::api::{Reply, tokens};
-use crate::auth::{CredentialFields, authenticated};
+use crate::auth::{CredentialFields, authenticated, authenticated_or_trusted};
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
@@ -20,8 +20,16 @@ use crate::state::AppState;
 /// `endpoint` is [`Endpoint::Delta`], or [`Endpoint::ProductDelta`] for the same delta
 /// as the vendor's PHP SDK sends it (`Secret` for the secret key, a `Format` that is
 /// ignored).
-pub fn handle_delta(state: &AppState, body: &Value, endpoint: Endpoint) -> Result<Reply, ApiError> {
-    let (entry, fields) = authenticated(state, body, endpoint)?;
+pub fn handle_delta(
+    state: &AppState,
+    body: &Value,
+    endpoint: Endpoint,
+    sender: std::net::IpAddr,
+) -> Result<Reply, ApiError> {
+    let (entry, fields) = match endpoint {
+        Endpoint::ProductDelta => authenticated_or_trusted(state, body, endpoint, sender)?,
+        _ => authenticated(state, body, endpoint)?,
+    };
     let delta = delta::parse(&fields)?;
     // The journal keeps the parts, never the credentials.
     let mut record = body.clone();
@@ -51,8 +59,19 @@ struct WireDeltaStatus<'a> {
 }
 
 /// Handles `/api/deltastatus`: one item per token, in request order.
-pub fn handle_status(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
-    let (entry, fields) = authenticated(state, body, Endpoint::DeltaStatus)?;
+///
+/// `endpoint` is [`Endpoint::DeltaStatus`], or [`Endpoint::ProductDeltaStatus`] as the
+/// vendor's .NET SDK asks (`AppKey` and `Tokens`; the secret as for its deltas).
+pub fn handle_status(
+    state: &AppState,
+    body: &Value,
+    endpoint: Endpoint,
+    sender: std::net::IpAddr,
+) -> Result<Reply, ApiError> {
+    let (entry, fields) = match endpoint {
+        Endpoint::ProductDeltaStatus => authenticated_or_trusted(state, body, endpoint, sender)?,
+        _ => authenticated(state, body, endpoint)?,
+    };
     let tokens = tokens(&fields, state.config().limits.max_tokens)?;
     let items: Vec<WireDeltaStatus<'_>> = tokens
         .iter()

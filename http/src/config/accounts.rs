@@ -15,7 +15,7 @@ use super::clientside::{ClientsideConfig, clientside};
 use super::experiments::experiments;
 use super::file::FileAccount;
 use super::zones::{ZoneContent, zone_content, zone_spec};
-use super::{ConfigError, Region, fraction, within};
+use super::{ConfigError, Invalid, Region, fraction, within};
 use crate::routes::Endpoint;
 
 /// One configured store account.
@@ -51,6 +51,9 @@ pub struct AccountConfig {
     pub zone_analytics: bool,
     /// `[accounts.clientside]`: the browser script and its endpoint.
     pub clientside: ClientsideConfig,
+    /// `deltas_without_secret.networks`: senders whose `/api/productdelta` and
+    /// `/api/productdeltastatus` calls need no secret key (none by default).
+    pub deltas_without_secret: Vec<ipnet::IpNet>,
 }
 
 /// A token bucket: `per_second` requests a second on average, `burst` at once.
@@ -199,6 +202,8 @@ pub(super) fn accounts(
             attribution_days,
             experiments,
             zone_analytics: account.zone_analytics.unwrap_or(true),
+            deltas_without_secret: trusted_networks(account, &key)
+                .map_err(|e| err(&e.key, e.message))?,
             clientside: clientside(&account.clientside, base, &|field| {
                 key(&format!("clientside.{field}"))
             })
@@ -215,4 +220,38 @@ pub(super) fn accounts(
         });
     }
     Ok(accounts)
+}
+
+/// `deltas_without_secret = { networks = ["10.0.0.0/8", "192.0.2.7/32"] }`: networks in
+/// CIDR form (a bare address is one host).
+fn trusted_networks(
+    account: &FileAccount,
+    key: &impl Fn(&str) -> String,
+) -> Result<Vec<ipnet::IpNet>, Invalid> {
+    let Some(trusted) = &account.deltas_without_secret else {
+        return Ok(Vec::new());
+    };
+    if trusted.networks.is_empty() {
+        return Err(Invalid::at(
+            key("deltas_without_secret.networks"),
+            "give at least one network, such as \"10.0.0.0/8\" (or leave the key out)",
+        ));
+    }
+    trusted
+        .networks
+        .iter()
+        .enumerate()
+        .map(|(n, text)| {
+            text.parse::<ipnet::IpNet>()
+                .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| {
+                    Invalid::at(
+                        format!("{}[{n}]", key("deltas_without_secret.networks")),
+                        format!(
+                            "expected a network such as \"10.0.0.0/8\" or an address, got {text:?}"
+                        ),
+                    )
+                })
+        })
+        .collect()
 }

@@ -125,6 +125,14 @@ pub(super) struct FileAccount {
     pub(super) experiments: Vec<FileExperiment>,
     #[serde(default)]
     pub(super) clientside: FileClientside,
+    pub(super) deltas_without_secret: Option<FileTrusted>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileTrusted {
+    #[serde(default)]
+    pub(super) networks: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
