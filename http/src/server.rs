@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -27,7 +27,6 @@ use vitrine_engine::{Evicted, MemoryBounds};
 
 use crate::api::{self, Reply};
 use crate::clock::now_millis;
-use crate::config::EventsFsync;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
@@ -456,46 +455,14 @@ async fn route(
         | Endpoint::FeedClose => state.config().limits.max_delta_bytes,
         _ => state.config().limits.max_body_bytes,
     };
-    let body = read_body(request, limit).await?;
+    let body = api::read_body(request, limit).await?;
     let now = now_millis();
-    if may_fsync(state, endpoint) {
+    if api::may_fsync(state, endpoint) {
         let state = Arc::clone(state);
         tokio::task::spawn_blocking(move || dispatch(&state, endpoint, &body, now, peer.ip()))
             .await?
     } else {
         dispatch(state, endpoint, &body, now, peer.ip())
-    }
-}
-
-/// Whether a request to `endpoint` may wait for an fsync (or parse a large body): such
-/// requests run on tokio's blocking pool, so that no async worker thread, and none of
-/// the connections it drives, waits on the disk. Deltas (fsynced, and parsed bodies
-/// up to `max_delta_bytes`), feed submissions (a journal file), erasures (fsynced) and,
-/// under `events_fsync = "always"`, serverside calls that log events.
-pub(crate) fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
-    match endpoint {
-        Endpoint::Delta
-        | Endpoint::ProductDelta
-        | Endpoint::ProductFeed
-        | Endpoint::Forget
-        | Endpoint::FeedCreate
-        | Endpoint::FeedAppend
-        | Endpoint::FeedClose => true,
-        Endpoint::Serverside | Endpoint::ClientSide => {
-            state.config().events_fsync == EventsFsync::Always
-        }
-        Endpoint::ClientScript | Endpoint::ClientClick => false,
-        Endpoint::DeltaStatus
-        | Endpoint::ProductDeltaStatus
-        | Endpoint::ProductFeedStatus
-        | Endpoint::PluginValidate
-        | Endpoint::PluginDashboard
-        | Endpoint::PluginDelete
-        | Endpoint::Health
-        | Endpoint::Metrics
-        | Endpoint::OpenApi
-        | Endpoint::Admin
-        | Endpoint::Unrouted => false,
     }
 }
 
@@ -538,31 +505,6 @@ fn dispatch(
         | Endpoint::Unrouted => Err(ApiError::NoRoute(format!(
             "no request body handler for {endpoint:?}"
         ))),
-    }
-}
-
-/// Reads the whole body, refusing (413) anything over `limit` bytes: at once when
-/// `Content-Length` says so, otherwise as soon as the stream passes the limit.
-pub(crate) async fn read_body(request: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
-    let too_large = || {
-        ApiError::TooLarge(format!(
-            "request body is larger than the limit of {limit} bytes"
-        ))
-    };
-    let declared = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > limit as u64) {
-        return Err(too_large());
-    }
-    match Limited::new(request.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(error) => Err(ApiError::Invalid(vec![format!(
-            "body: could not be read: {error}"
-        )])),
     }
 }
 

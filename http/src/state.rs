@@ -22,7 +22,7 @@ use vitrine_ingest::store;
 use vitrine_snapshots::DataDir;
 use vitrine_snapshots::wal::SyncPolicy;
 
-use crate::api::clientside::ClientsideState;
+use crate::api::clientside::limits::ClientsideState;
 use crate::api::render::{Rendering, TextCache};
 use crate::config::{AccountConfig, Config, EventsFsync, FeedConfig};
 use crate::error::ApiError;

@@ -364,7 +364,7 @@ pub struct AccountPrice {
     /// `Id`: the product; or, with `by_sku`, the `Sku` the .NET SDK names it by.
     pub product_id: String,
     /// Whether `product_id` is a `Sku`: read as a product's id when one has it, else as
-    /// the `Sku` of a product (see [`crate::delta`]).
+    /// the `Sku` of a product (the delta resolves it when applied).
     pub by_sku: bool,
     /// `Prices` and `SalePrices`.
     pub prices: PriceSet,

@@ -17,7 +17,6 @@
 //! Files: `script.rs` (the script), `html.rs` (zone HTML), `bots.rs` (crawlers).
 
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
 
 use bytes::Bytes;
 use governor::clock::Clock;
@@ -33,7 +32,11 @@ use vitrine_fields::{Errors, Fields, KeyMatch};
 
 pub mod bots;
 pub mod html;
+pub mod limits;
 pub mod script;
+
+pub use limits::ClientsideState;
+use limits::Keyed;
 
 use crate::api::serverside::MAX_CLIENT_ID_LEN;
 use crate::api::{Reply, render, serverside};
@@ -42,44 +45,6 @@ use crate::config::{ClientsideConfig, Limits, RateLimit};
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::{AccountEntry, AppState};
-
-/// A rate limit per key (client address, visitor id).
-type Keyed<K> = governor::DefaultKeyedRateLimiter<K>;
-
-/// What an account keeps for its browser requests: its limits per client address and
-/// per visitor, and its zone templates.
-#[derive(Debug)]
-pub struct ClientsideState {
-    per_ip: Keyed<IpAddr>,
-    per_visitor: Keyed<String>,
-    cards: html::Cards,
-}
-
-fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
-    let per_second = NonZeroU32::new(limit.per_second).unwrap_or(NonZeroU32::MIN);
-    let burst = NonZeroU32::new(limit.burst).unwrap_or(per_second);
-    governor::RateLimiter::keyed(governor::Quota::per_second(per_second).allow_burst(burst))
-}
-
-impl ClientsideState {
-    /// The state of an account configured with `config`.
-    pub fn new(config: &ClientsideConfig) -> Result<ClientsideState, minijinja::Error> {
-        Ok(ClientsideState {
-            per_ip: keyed(config.per_ip),
-            per_visitor: keyed(config.per_visitor),
-            cards: html::Cards::new(config.card_template.as_deref())?,
-        })
-    }
-
-    /// Forgets the clients and visitors whose limits are full again (the session sweep
-    /// calls it, so that the tables hold only recent clients).
-    pub fn sweep(&self) {
-        self.per_ip.retain_recent();
-        self.per_visitor.retain_recent();
-        self.per_ip.shrink_to_fit();
-        self.per_visitor.shrink_to_fit();
-    }
-}
 
 /// Headers of the browser request that the handlers read.
 #[derive(Debug)]
@@ -185,14 +150,14 @@ pub async fn route(
         return Ok(failed(endpoint, &error, cors.origin()));
     }
     let limit = state.config().limits.max_body_bytes;
-    let body = match crate::server::read_body(request, limit).await {
+    let body = match crate::api::read_body(request, limit).await {
         Ok(body) => body,
         Err(error) => return Ok(failed(endpoint, &error, cors.origin())),
     };
     let now = crate::clock::now_millis();
     let answered = if endpoint == Endpoint::ClientClick {
         click(&entry, &browser, &body, now)
-    } else if crate::server::may_fsync(state, endpoint) {
+    } else if crate::api::may_fsync(state, endpoint) {
         let state = std::sync::Arc::clone(state);
         let entry = std::sync::Arc::clone(&entry);
         tokio::task::spawn_blocking(move || page(&state, &entry, &browser, &body, now))

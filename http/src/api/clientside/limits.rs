@@ -1,0 +1,47 @@
+//! What an account keeps for its browser requests: its limits per client address and
+//! per visitor (keyed token buckets, pruned by the session sweep) and its zone
+//! templates.
+
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+
+use super::html;
+use crate::config::{ClientsideConfig, RateLimit};
+
+/// A rate limit per key (client address, visitor id).
+pub(super) type Keyed<K> = governor::DefaultKeyedRateLimiter<K>;
+
+/// What an account keeps for its browser requests: its limits per client address and
+/// per visitor, and its zone templates.
+#[derive(Debug)]
+pub struct ClientsideState {
+    pub(super) per_ip: Keyed<IpAddr>,
+    pub(super) per_visitor: Keyed<String>,
+    pub(super) cards: html::Cards,
+}
+
+fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
+    let per_second = NonZeroU32::new(limit.per_second).unwrap_or(NonZeroU32::MIN);
+    let burst = NonZeroU32::new(limit.burst).unwrap_or(per_second);
+    governor::RateLimiter::keyed(governor::Quota::per_second(per_second).allow_burst(burst))
+}
+
+impl ClientsideState {
+    /// The state of an account configured with `config`.
+    pub fn new(config: &ClientsideConfig) -> Result<ClientsideState, minijinja::Error> {
+        Ok(ClientsideState {
+            per_ip: keyed(config.per_ip),
+            per_visitor: keyed(config.per_visitor),
+            cards: html::Cards::new(config.card_template.as_deref())?,
+        })
+    }
+
+    /// Forgets the clients and visitors whose limits are full again (the session sweep
+    /// calls it, so that the tables hold only recent clients).
+    pub fn sweep(&self) {
+        self.per_ip.retain_recent();
+        self.per_visitor.retain_recent();
+        self.per_ip.shrink_to_fit();
+        self.per_visitor.shrink_to_fit();
+    }
+}
