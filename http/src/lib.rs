@@ -9,7 +9,7 @@
 //! never wait on the disk (serverside under `events_fsync` `interval` or `never`,
 //! status queries, health) run inline on the async worker (microseconds); those that
 //! may fsync or parse a large body (deltas, feed submissions, erasures, serverside
-//! under `always`) run on tokio's blocking pool (`server::may_fsync`). Each account's
+//! under `always`) run on tokio's blocking pool (`api::may_fsync`). Each account's
 //! delta worker and compactor, and the feed runner, are plain threads owned by
 //! `vitrine-ingest` (see its `jobs` module for the table of threads and locks).
 //!
