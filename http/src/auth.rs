@@ -134,10 +134,11 @@ pub fn authenticate(
     Ok(entry)
 }
 
-/// [`authenticated`], except that a body without its secret key field is let in when
-/// its sender's address is in one of the account's `deltas_without_secret` networks
-/// (the vendor's .NET SDK sends deltas with the access key alone; an explicit opt-in
-/// per account, by network). Everything else still needs the secret.
+/// [`authenticated`], except that on the .NET SDK's endpoints
+/// ([`Endpoint::ProductDelta`], [`Endpoint::ProductDeltaStatus`]) a body without its
+/// secret key field is let in when its sender's address is in one of the account's
+/// `deltas_without_secret` networks (an explicit opt-in per account, by network).
+/// Everything else still needs the secret.
 pub fn authenticated_or_trusted<'v>(
     state: &AppState,
     body: &'v Value,
@@ -145,9 +146,14 @@ pub fn authenticated_or_trusted<'v>(
     sender: std::net::IpAddr,
 ) -> Result<(Arc<AccountEntry>, Fields<'v, 'static>), ApiError> {
     let names = CredentialFields::of(endpoint);
-    let without_secret = names
-        .secret_key
-        .is_some_and(|field| body.get(field).is_none());
+    let sdk = matches!(
+        endpoint,
+        Endpoint::ProductDelta | Endpoint::ProductDeltaStatus
+    );
+    let without_secret = sdk
+        && names
+            .secret_key
+            .is_some_and(|field| body.get(field).is_none());
     if without_secret {
         let mut errors = Errors::default();
         let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {

@@ -84,13 +84,8 @@ impl AccountEntry {
         match limiter.check() {
             Ok(()) => Ok(()),
             Err(not_until) => {
-                use governor::clock::Clock;
                 self.metrics.rate_limited(endpoint);
-                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-                let seconds = u32::try_from(wait.as_secs())
-                    .unwrap_or(u32::MAX)
-                    .saturating_add(u32::from(wait.subsec_nanos() > 0))
-                    .max(1);
+                let seconds = retry_seconds(&not_until);
                 let limit = self
                     .config
                     .rate_limits
@@ -115,13 +110,24 @@ fn limiters(config: &AccountConfig) -> Vec<Option<Limiter>> {
         .iter()
         .map(|endpoint| {
             let (_, limit) = config.rate_limits.iter().find(|(e, _)| e == endpoint)?;
-            let per_second = std::num::NonZeroU32::new(limit.per_second)?;
-            let burst = std::num::NonZeroU32::new(limit.burst)?;
-            Some(governor::RateLimiter::direct(
-                governor::Quota::per_second(per_second).allow_burst(burst),
-            ))
+            Some(governor::RateLimiter::direct(limit.quota()))
         })
         .collect()
+}
+
+/// Whole seconds until a rate limit lets a request in again (at least 1), for
+/// `Retry-After`.
+pub fn retry_seconds(
+    not_until: &governor::NotUntil<
+        <governor::clock::DefaultClock as governor::clock::Clock>::Instant,
+    >,
+) -> u32 {
+    use governor::clock::Clock;
+    let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+    u32::try_from(wait.as_secs())
+        .unwrap_or(u32::MAX)
+        .saturating_add(u32::from(wait.subsec_nanos() > 0))
+        .max(1)
 }
 
 /// The accounts served, by access key.

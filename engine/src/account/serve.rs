@@ -13,7 +13,7 @@ use super::track::PageContext;
 use super::{Account, AccountSettings, RankingsVersion, new_id};
 use crate::analytics::{ShownZone, ShownZones};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::{Event, Events, Identity, PageType};
+use crate::event::{Events, Identity, PageType};
 use crate::experiment::{Experiment, Variant};
 use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
@@ -240,21 +240,7 @@ impl Account {
             ..PageContext::default()
         };
         for event in request.events.iter() {
-            match event {
-                Event::PageView {
-                    page_type,
-                    product_id,
-                    category_id,
-                    brand_id,
-                } => {
-                    page.page_type = Some(*page_type);
-                    page.product = product_id.as_deref().or(page.product);
-                    page.category = category_id.as_deref().or(page.category);
-                    page.brand = brand_id.as_deref().or(page.brand);
-                }
-                Event::ProductView { id } => page.product = Some(id),
-                _ => {}
-            }
+            page.see(event);
         }
         let catalogue = self.catalogue();
         let snapshot = VisitorSnapshot::default();

@@ -163,21 +163,15 @@ impl Account {
         let visitor = live.state_mut();
         match event {
             Event::PageView {
-                page_type,
-                product_id,
                 category_id,
                 brand_id,
+                ..
             } => {
-                page.page_type = Some(*page_type);
-                if product_id.is_some() {
-                    page.product = product_id.as_deref();
-                }
+                page.see(event);
                 if let Some(category) = category_id {
-                    page.category = Some(category);
                     self.browse_category(visitor, category, now);
                 }
                 if let Some(brand) = brand_id {
-                    page.brand = Some(brand);
                     self.browse_brand(visitor, brand, now);
                 }
             }
@@ -281,7 +275,7 @@ impl Account {
         };
         // The view's key is known: no second lookup of the id.
         self.attribute_key(live, key, view, at);
-        page.product = Some(id);
+        page.see_product(id);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
             for category in catalogue.categories_of(product) {
@@ -435,6 +429,33 @@ pub(super) struct PageContext<'a> {
     pub(super) customer_orders: Vec<Order>,
     /// The currency of the request's orders (`None`: the account's default).
     pub(super) currency: Option<Currency>,
+}
+
+impl<'a> PageContext<'a> {
+    /// What an event says of the page: a page view its type, product, category and
+    /// brand (each when given), a product view its product.
+    pub(super) fn see(&mut self, event: &'a Event) {
+        match event {
+            Event::PageView {
+                page_type,
+                product_id,
+                category_id,
+                brand_id,
+            } => {
+                self.page_type = Some(*page_type);
+                self.product = product_id.as_deref().or(self.product);
+                self.category = category_id.as_deref().or(self.category);
+                self.brand = brand_id.as_deref().or(self.brand);
+            }
+            Event::ProductView { id } => self.see_product(id),
+            _ => {}
+        }
+    }
+
+    /// The page shows the product `id`.
+    pub(super) fn see_product(&mut self, id: &'a str) {
+        self.product = Some(id);
+    }
 }
 
 /// The visitor id under which a customer's own record is kept, from the order's

@@ -10,7 +10,7 @@ use vitrine_ingest::delta;
 use vitrine_ingest::jobs::DeltaStatus;
 
 use crate::api::{Reply, tokens};
-use crate::auth::{CredentialFields, authenticated, authenticated_or_trusted};
+use crate::auth::{CredentialFields, authenticated_or_trusted};
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
@@ -26,10 +26,7 @@ pub fn handle_delta(
     endpoint: Endpoint,
     sender: std::net::IpAddr,
 ) -> Result<Reply, ApiError> {
-    let (entry, fields) = match endpoint {
-        Endpoint::ProductDelta => authenticated_or_trusted(state, body, endpoint, sender)?,
-        _ => authenticated(state, body, endpoint)?,
-    };
+    let (entry, fields) = authenticated_or_trusted(state, body, endpoint, sender)?;
     let delta = delta::parse(&fields)?;
     // The journal keeps the parts, never the credentials.
     let mut record = body.clone();
@@ -68,10 +65,7 @@ pub fn handle_status(
     endpoint: Endpoint,
     sender: std::net::IpAddr,
 ) -> Result<Reply, ApiError> {
-    let (entry, fields) = match endpoint {
-        Endpoint::ProductDeltaStatus => authenticated_or_trusted(state, body, endpoint, sender)?,
-        _ => authenticated(state, body, endpoint)?,
-    };
+    let (entry, fields) = authenticated_or_trusted(state, body, endpoint, sender)?;
     let tokens = tokens(&fields, state.config().limits.max_tokens)?;
     let items: Vec<WireDeltaStatus<'_>> = tokens
         .iter()

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::clientside::{ClientsideConfig, clientside};
 use super::experiments::experiments;
-use super::file::FileAccount;
+use super::file::{FileAccount, FileRateLimit};
 use super::zones::{ZoneContent, zone_content, zone_spec};
 use super::{ConfigError, Invalid, Region, fraction, within};
 use crate::routes::Endpoint;
@@ -63,6 +63,32 @@ pub struct RateLimit {
     pub per_second: u32,
     /// Requests allowed at once after a quiet spell (the bucket's size).
     pub burst: u32,
+}
+
+impl RateLimit {
+    /// The limit as a `governor` quota (both values are at least 1 once validated).
+    pub fn quota(self) -> governor::Quota {
+        let per_second =
+            std::num::NonZeroU32::new(self.per_second).unwrap_or(std::num::NonZeroU32::MIN);
+        let burst = std::num::NonZeroU32::new(self.burst).unwrap_or(per_second);
+        governor::Quota::per_second(per_second).allow_burst(burst)
+    }
+}
+
+/// A `{ per_second, burst }` table (`burst` defaults to `per_second`), validated; `key`
+/// names its fields.
+pub(super) fn rate_limit(
+    file: &FileRateLimit,
+    key: &impl Fn(&str) -> String,
+) -> Result<RateLimit, Invalid> {
+    let per_second =
+        within(file.per_second, 1, 1_000_000).map_err(|m| Invalid::at(key(".per_second"), m))?;
+    let burst = within(file.burst.unwrap_or(per_second), 1, 10_000_000)
+        .map_err(|m| Invalid::at(key(".burst"), m))?;
+    Ok(RateLimit {
+        per_second: u32::try_from(per_second).unwrap_or(u32::MAX),
+        burst: u32::try_from(burst).unwrap_or(u32::MAX),
+    })
 }
 
 impl AccountConfig {
@@ -150,17 +176,8 @@ pub(super) fn accounts(
                     format!("unknown endpoint; expected one of {}", names.join(", ")),
                 )
             })?;
-            let per_second = within(limit.per_second, 1, 1_000_000)
-                .map_err(|m| err(&limit_key(".per_second"), m.to_string()))?;
-            let burst = within(limit.burst.unwrap_or(per_second), 1, 10_000_000)
-                .map_err(|m| err(&limit_key(".burst"), m.to_string()))?;
-            rate_limits.push((
-                endpoint,
-                RateLimit {
-                    per_second: u32::try_from(per_second).unwrap_or(u32::MAX),
-                    burst: u32::try_from(burst).unwrap_or(u32::MAX),
-                },
-            ));
+            let limit = rate_limit(limit, &limit_key).map_err(|e| err(&e.key, e.message))?;
+            rate_limits.push((endpoint, limit));
         }
         let max_visitors = match account.max_visitors {
             None => max_visitors,

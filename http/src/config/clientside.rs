@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::accounts::rate_limit;
 use super::file::{FileClientside, FileRateLimit};
 use super::{Invalid, RateLimit, within};
 
@@ -115,18 +116,9 @@ pub(super) fn clientside(
             Some(text)
         }
     };
-    let limit = |file: &Option<FileRateLimit>, name: &str, default: RateLimit| {
-        let Some(file) = file else {
-            return Ok(default);
-        };
-        let per_second = within(file.per_second, 1, 100_000)
-            .map_err(|m| Invalid::at(key(&format!("{name}.per_second")), m))?;
-        let burst = within(file.burst.unwrap_or(per_second), 1, 1_000_000)
-            .map_err(|m| Invalid::at(key(&format!("{name}.burst")), m))?;
-        Ok(RateLimit {
-            per_second: u32::try_from(per_second).unwrap_or(u32::MAX),
-            burst: u32::try_from(burst).unwrap_or(u32::MAX),
-        })
+    let limit = |file: &Option<FileRateLimit>, name: &str, default: RateLimit| match file {
+        None => Ok(default),
+        Some(file) => rate_limit(file, &|field: &str| key(&format!("{name}{field}"))),
     };
     Ok(ClientsideConfig {
         allowed_origins: origins,

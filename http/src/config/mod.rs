@@ -8,7 +8,8 @@
 
 //!
 //! Files: `file.rs` (the TOML schema), `server.rs` (the server's own sections),
-//! `accounts.rs`, `zones.rs` and `experiments.rs` (the account domain), `cluster.rs`.
+//! `accounts.rs`, `zones.rs` and `experiments.rs` (the account domain), `clientside.rs`
+//! (the browser integration), `cluster.rs`.
 
 use std::fmt;
 use std::net::SocketAddr;

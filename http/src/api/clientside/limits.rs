@@ -3,7 +3,6 @@
 //! templates.
 
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 
 use super::html;
 use crate::config::{ClientsideConfig, RateLimit};
@@ -21,9 +20,7 @@ pub struct ClientsideState {
 }
 
 fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
-    let per_second = NonZeroU32::new(limit.per_second).unwrap_or(NonZeroU32::MIN);
-    let burst = NonZeroU32::new(limit.burst).unwrap_or(per_second);
-    governor::RateLimiter::keyed(governor::Quota::per_second(per_second).allow_burst(burst))
+    governor::RateLimiter::keyed(limit.quota())
 }
 
 impl ClientsideState {

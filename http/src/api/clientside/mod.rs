@@ -19,7 +19,6 @@
 use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
-use governor::clock::Clock;
 use http::{HeaderMap, Method, StatusCode, header};
 use hyper::Request;
 use hyper::body::Incoming;
@@ -44,7 +43,7 @@ use crate::auth::{self, Presented};
 use crate::config::{ClientsideConfig, Limits, RateLimit};
 use crate::error::ApiError;
 use crate::routes::Endpoint;
-use crate::state::{AccountEntry, AppState};
+use crate::state::{AccountEntry, AppState, retry_seconds};
 
 /// Headers of the browser request that the handlers read.
 #[derive(Debug)]
@@ -315,11 +314,7 @@ fn admit<K: std::hash::Hash + Eq + Clone>(
     limit: RateLimit,
 ) -> Result<(), ApiError> {
     limiter.check_key(key).map_err(|not_until| {
-        let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
-        let seconds = u32::try_from(wait.as_secs())
-            .unwrap_or(u32::MAX)
-            .saturating_add(u32::from(wait.subsec_nanos() > 0))
-            .max(1);
+        let seconds = retry_seconds(&not_until);
         ApiError::RateLimited(
             format!(
                 "rate limit of {} requests per second per {what} exceeded; retry after {seconds} s",
@@ -328,6 +323,25 @@ fn admit<K: std::hash::Hash + Eq + Clone>(
             seconds,
         )
     })
+}
+
+/// A browser's body, once its client address is within its limit: a JSON object
+/// without a secret key.
+fn browser_body(
+    entry: &AccountEntry,
+    browser: &Browser,
+    body: &Bytes,
+) -> Result<Map<String, Value>, ApiError> {
+    let config = &entry.config.clientside;
+    admit(
+        &entry.clientside.per_ip,
+        &browser.client,
+        "client address",
+        config.per_ip,
+    )?;
+    let object = object(body)?;
+    refuse_secrets(&object)?;
+    Ok(object)
 }
 
 /// The body as a JSON object, or the 400 a serverside body gets.
@@ -366,14 +380,7 @@ fn page(
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
     let config = &entry.config.clientside;
-    admit(
-        &entry.clientside.per_ip,
-        &browser.client,
-        "client address",
-        config.per_ip,
-    )?;
-    let mut object = object(body)?;
-    refuse_secrets(&object)?;
+    let mut object = browser_body(entry, browser, body)?;
     let tracking = match object.remove("tracking") {
         None | Some(Value::Bool(true)) => true,
         Some(Value::Bool(false)) => false,
@@ -522,15 +529,7 @@ fn click(
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
     let config = &entry.config.clientside;
-    admit(
-        &entry.clientside.per_ip,
-        &browser.client,
-        "client address",
-        config.per_ip,
-    )?;
-    let object = object(body)?;
-    refuse_secrets(&object)?;
-    let body = Value::Object(object);
+    let body = Value::Object(browser_body(entry, browser, body)?);
     let mut errors = Errors::default();
     let Some(fields) = Fields::of(&body, "", KeyMatch::Exact, &mut errors) else {
         return Err(errors.into());
