@@ -1,6 +1,7 @@
-//! [`NatsCluster`]: real `nats-server` processes (Debian's package `nats-server`) with
-//! JetStream, clustered on loopback ports, each with its own storage directory: what
-//! Vitrine's cluster tests and the load harness run Vitrine nodes against.
+//! [`NatsCluster`]: real `nats-server` processes (the pinned one `scripts/nats-server`
+//! installs, named by `$NATS_SERVER`) with JetStream, clustered on loopback ports, each
+//! with its own storage directory: what Vitrine's cluster tests and the load harness
+//! run Vitrine nodes against.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -106,7 +107,8 @@ impl NatsCluster {
     fn start_on_free_ports(size: usize) -> Result<NatsCluster, SpawnError> {
         let binary = nats_server_binary().ok_or_else(|| SpawnError::NotReady {
             binary: PathBuf::from("nats-server"),
-            reason: "not installed (Debian package nats-server; or set NATS_SERVER)".to_owned(),
+            reason: "not installed (run scripts/nats-server and set NATS_SERVER to its path)"
+                .to_owned(),
             log: String::new(),
         })?;
         let dir = temp_dir("vitrine-nats-")?;
