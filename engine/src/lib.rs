@@ -23,6 +23,7 @@
 //! - [`recommend`]: candidates per strategy with their evidence, filters, fallback
 //!   chains, item prices, popularity rankings.
 //! - [`analytics`]: a visitor's impressions and the zone counters they are credited to.
+//! - [`site`]: store-wide figures per day (sessions, conversions, orders, revenue).
 //! - [`experiment`]: A/B experiments and the variant of a visitor.
 //! - [`state`]: what the log and state snapshots hold (`Tracked`, `Served`, `StateEntry`).
 //! - [`shards`]: sharded maps, counted maps, striped counters and the graveyard.
@@ -44,6 +45,7 @@ pub mod overlay;
 pub mod recommend;
 pub mod shards;
 pub mod similar;
+pub mod site;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

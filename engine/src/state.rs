@@ -154,6 +154,8 @@ pub enum StateEntry {
         /// Clicks.
         clicked: u64,
     },
+    /// A day's store-wide figures (see [`crate::site`]).
+    SiteDay(Box<crate::site::StoredSiteDay>),
 }
 
 /// A click on a product a zone showed, as the log keeps it.

@@ -34,16 +34,22 @@ impl CredentialFields {
             Endpoint::FeedCreate | Endpoint::FeedAppend | Endpoint::FeedClose => {
                 ("accessKey", Some("secretKey"))
             }
-            Endpoint::PluginValidate | Endpoint::PluginDashboard | Endpoint::PluginDelete => {
-                ("AccessKey", Some("SecretKey"))
-            }
+            Endpoint::PluginValidate
+            | Endpoint::PluginDashboard
+            | Endpoint::PluginDelete
+            | Endpoint::PluginFeedback => ("AccessKey", Some("SecretKey")),
+            Endpoint::NextStepsComplete => ("appkey", None),
             // The browser script's: the access key alone, from the path; a secret key
             // never reaches a browser.
             Endpoint::ClientScript | Endpoint::ClientSide | Endpoint::ClientClick => {
                 ("appId", None)
             }
             // The admin API takes bearer admin tokens, never a store's keys.
-            Endpoint::Health
+            // Sign-up calls carry no account.
+            Endpoint::PluginSignupRequest
+            | Endpoint::PluginSignupStatus
+            | Endpoint::PluginAddStore
+            | Endpoint::Health
             | Endpoint::Metrics
             | Endpoint::OpenApi
             | Endpoint::Admin

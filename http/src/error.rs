@@ -155,6 +155,11 @@ impl ApiError {
                 | E::PluginValidate
                 | E::PluginDashboard
                 | E::PluginDelete
+                | E::PluginFeedback
+                | E::PluginSignupRequest
+                | E::PluginSignupStatus
+                | E::PluginAddStore
+                | E::NextStepsComplete
                 | E::Health
                 | E::Metrics
                 | E::OpenApi
@@ -197,9 +202,13 @@ impl ApiError {
     pub fn body(&self, endpoint: Endpoint) -> Vec<u8> {
         let messages = self.messages();
         let value = match endpoint {
-            Endpoint::Serverside | Endpoint::ClientSide | Endpoint::ClientClick => {
-                serde_json::json!({ "errors": messages })
-            }
+            // The plugins' sign-up calls are read by the same key.
+            Endpoint::Serverside
+            | Endpoint::ClientSide
+            | Endpoint::ClientClick
+            | Endpoint::PluginSignupRequest
+            | Endpoint::PluginSignupStatus
+            | Endpoint::PluginAddStore => serde_json::json!({ "errors": messages }),
             Endpoint::Admin => serde_json::json!({ "error": messages.join("; ") }),
             Endpoint::ProductFeed
             | Endpoint::Delta
@@ -214,6 +223,8 @@ impl ApiError {
             | Endpoint::PluginValidate
             | Endpoint::PluginDashboard
             | Endpoint::PluginDelete
+            | Endpoint::PluginFeedback
+            | Endpoint::NextStepsComplete
             | Endpoint::Health
             | Endpoint::Metrics
             | Endpoint::OpenApi

@@ -32,6 +32,16 @@ pub enum Endpoint {
     PluginDashboard,
     /// `POST /api/plugin/delete`: the plugin was uninstalled.
     PluginDelete,
+    /// `POST /api/plugin/feedback`: the plugin was deactivated, with the admin's reason.
+    PluginFeedback,
+    /// `POST /api/plugin/signuprequest`: a sign-up, refused (nothing to sign up for).
+    PluginSignupRequest,
+    /// `POST /api/plugin/signupstatus`: a sign-up's progress, refused likewise.
+    PluginSignupStatus,
+    /// `POST /api/plugin/add-store`: a store added to a vendor account, refused likewise.
+    PluginAddStore,
+    /// `POST /api/next-steps/complete`: a step of the plugin's dashboard done.
+    NextStepsComplete,
     /// `GET /healthz`
     Health,
     /// `GET /metrics`: Prometheus metrics (on `metrics_listen` instead, when set).
@@ -84,7 +94,7 @@ impl Endpoint {
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 22] = [
+    pub const ALL: [Endpoint; 27] = [
         Endpoint::Serverside,
         Endpoint::ProductFeed,
         Endpoint::Delta,
@@ -99,6 +109,11 @@ impl Endpoint {
         Endpoint::PluginValidate,
         Endpoint::PluginDashboard,
         Endpoint::PluginDelete,
+        Endpoint::PluginFeedback,
+        Endpoint::PluginSignupRequest,
+        Endpoint::PluginSignupStatus,
+        Endpoint::PluginAddStore,
+        Endpoint::NextStepsComplete,
         Endpoint::Health,
         Endpoint::Metrics,
         Endpoint::OpenApi,
@@ -127,6 +142,11 @@ impl Endpoint {
             Endpoint::PluginValidate => "/api/plugin/validate-account",
             Endpoint::PluginDashboard => "/api/plugin/dashboard",
             Endpoint::PluginDelete => "/api/plugin/delete",
+            Endpoint::PluginFeedback => "/api/plugin/feedback",
+            Endpoint::PluginSignupRequest => "/api/plugin/signuprequest",
+            Endpoint::PluginSignupStatus => "/api/plugin/signupstatus",
+            Endpoint::PluginAddStore => "/api/plugin/add-store",
+            Endpoint::NextStepsComplete => "/api/next-steps/complete",
             Endpoint::Health => "/healthz",
             Endpoint::Metrics => "/metrics",
             Endpoint::OpenApi => "/openapi.json",
@@ -156,9 +176,14 @@ impl Endpoint {
             Endpoint::PluginValidate => "plugin_validate",
             Endpoint::PluginDashboard => "plugin_dashboard",
             Endpoint::PluginDelete => "plugin_delete",
+            Endpoint::PluginFeedback => "plugin_feedback",
+            Endpoint::NextStepsComplete => "next_steps_complete",
             Endpoint::ClientSide => "clientside",
             Endpoint::ClientClick => "clientside_click",
             Endpoint::ClientScript
+            | Endpoint::PluginSignupRequest
+            | Endpoint::PluginSignupStatus
+            | Endpoint::PluginAddStore
             | Endpoint::Health
             | Endpoint::Metrics
             | Endpoint::OpenApi

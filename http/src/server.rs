@@ -486,8 +486,17 @@ fn dispatch(
             api::stream::handle(state, endpoint, body)
         }
         Endpoint::PluginValidate => api::plugin::handle_validate(state, &parse_json(body)?),
-        Endpoint::PluginDashboard => api::plugin::handle_dashboard(state, &parse_json(body)?),
+        Endpoint::PluginDashboard => {
+            api::plugin::dashboard::handle_dashboard(state, &parse_json(body)?)
+        }
         Endpoint::PluginDelete => api::plugin::handle_delete(state, &parse_json(body)?),
+        Endpoint::PluginFeedback => api::plugin::handle_feedback(state, &parse_json(body)?),
+        Endpoint::PluginSignupRequest | Endpoint::PluginSignupStatus | Endpoint::PluginAddStore => {
+            api::plugin::signup::handle_signup(body)
+        }
+        Endpoint::NextStepsComplete => {
+            api::plugin::signup::handle_next_step(state, &parse_json(body)?)
+        }
         Endpoint::Serverside => api::serverside::handle_bytes(state, body, now),
         Endpoint::ProductFeed => api::feed::handle_submit(state, &parse_json(body)?, now),
         Endpoint::DeltaStatus => {

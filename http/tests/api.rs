@@ -43,6 +43,8 @@ mod openapi;
 mod operations;
 #[path = "api/operator.rs"]
 mod operator;
+#[path = "api/plugin_calls.rs"]
+mod plugin_calls;
 #[path = "api/plugins.rs"]
 mod plugins;
 #[path = "api/productfeed.rs"]

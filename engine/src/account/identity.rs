@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::Account;
 use super::serve::MAX_DEVICES;
+use crate::analytics::session_key;
 use crate::event::Identity;
 
 /// What [`Account::erasure_names`] found.
@@ -148,6 +149,7 @@ impl Account {
                 erasure.visitors += 1;
                 if let Some(session) = &visitor.session_id {
                     self.sessions.remove(session);
+                    self.site.forget_session(session_key(session));
                 }
                 if let Some(user_id) = &visitor.identity.user_id {
                     user_ids.insert(user_id.clone());

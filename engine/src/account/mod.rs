@@ -53,6 +53,7 @@ use crate::models::{
 use crate::money::Currency;
 use crate::recommend::Rankings;
 use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
+use crate::site::{SiteDay, SiteFigures};
 use crate::visitor::{LiveVisitor, SESSION_IDLE_MILLIS, Visitor};
 use crate::zone::ZoneSpec;
 
@@ -149,6 +150,8 @@ pub struct Account {
     top_names: ArcSwap<TopNames>,
     /// Zone analytics: counters per zone, variant and day.
     analytics: DashMap<ZoneDay, ZoneCounts>,
+    /// Store-wide figures per day.
+    site: SiteFigures,
     /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
     graveyard: Graveyard,
     /// Held while neighbour lists are written: by a rebuild, and by a swap to a new
@@ -195,6 +198,7 @@ impl Account {
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
             analytics: sharded(),
+            site: SiteFigures::default(),
             lists_lock: parking_lot::Mutex::new(()),
             graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),
@@ -397,6 +401,12 @@ impl Account {
     /// Number of live sessions.
     pub fn session_count(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// The store-wide figures of the UTC days `from..=to` ([`crate::analytics::day_of`]),
+    /// added up.
+    pub fn site_figures(&self, from: i32, to: i32) -> SiteDay {
+        self.site.total(from, to)
     }
 
     /// Number of order ids recorded.

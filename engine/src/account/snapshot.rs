@@ -109,6 +109,9 @@ impl Account {
         for (product, partners) in self.copurchase.entries(&self.product_keys) {
             sink(StateEntry::CoPurchasePairs { product, partners });
         }
+        for day in self.site.entries() {
+            sink(StateEntry::SiteDay(Box::new(day)));
+        }
         for (key, counts) in self.analytics_entries() {
             let clicked = counts.clicked;
             if clicked > 0 {
@@ -150,6 +153,7 @@ impl Account {
             }
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
+            StateEntry::SiteDay(day) => self.site.restore(*day),
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);
             }

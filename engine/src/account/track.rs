@@ -53,11 +53,18 @@ impl Account {
             return;
         }
         self.advance_clock(now);
+        let mut started = false;
         let mut last = self
             .sessions
-            .get_or_insert_with(tracked.session_id.clone(), || now);
+            .get_or_insert_with(tracked.session_id.clone(), || {
+                started = true;
+                now
+            });
         *last = (*last).max(now);
         drop(last);
+        if started {
+            self.site.session_started(now);
+        }
         let catalogue = self.catalogue();
         let mut page = PageContext {
             visitor_id: &tracked.visitor_id,
@@ -148,6 +155,7 @@ impl Account {
         }
         let id = new_id();
         self.sessions.insert(id.clone(), now);
+        self.site.session_started(now);
         id
     }
 
@@ -215,6 +223,13 @@ impl Account {
                     details: order.details.clone(),
                     at: now,
                 });
+                let revenue = order
+                    .items
+                    .iter()
+                    .map(|line| minor_units(line.qty * line.unit_price, at.currency))
+                    .fold(0_i64, i64::saturating_add);
+                self.site
+                    .order_placed(at.session, now, at.currency, revenue);
                 for line in &order.items {
                     let touch = |product| Touch::Order {
                         product,

@@ -109,6 +109,11 @@ pub fn may_fsync(state: &AppState, endpoint: Endpoint) -> bool {
         | Endpoint::PluginValidate
         | Endpoint::PluginDashboard
         | Endpoint::PluginDelete
+        | Endpoint::PluginFeedback
+        | Endpoint::PluginSignupRequest
+        | Endpoint::PluginSignupStatus
+        | Endpoint::PluginAddStore
+        | Endpoint::NextStepsComplete
         | Endpoint::Health
         | Endpoint::Metrics
         | Endpoint::OpenApi

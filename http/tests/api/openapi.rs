@@ -389,6 +389,35 @@ fn every_answer_matches_the_openapi_document() {
         200
     );
 
+    assert_eq!(
+        post(
+            "/api/plugin/feedback",
+            json!({"AccessKey": DEMO_KEY, "SecretKey": DEMO_SECRET,
+                "Feedback": "Reason Chosen: other | Additional Comments: none", "Platform": "WooCommerce"})
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        post(
+            "/api/next-steps/complete",
+            json!({"appkey": DEMO_KEY, "id": "step-1"})
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        post("/api/next-steps/complete", json!({"appkey": DEMO_KEY})).status,
+        400
+    );
+    for path in [
+        "/api/plugin/signuprequest",
+        "/api/plugin/signupstatus",
+        "/api/plugin/add-store",
+    ] {
+        assert_eq!(post(path, json!({"Id": "a1b2c3d4e5"})).status, 400);
+    }
+
     // Operations.
     assert_eq!(check("get", "/healthz", server.get("/healthz")).status, 200);
     assert_eq!(check("get", "/metrics", server.get("/metrics")).status, 200);

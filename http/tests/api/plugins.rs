@@ -758,11 +758,11 @@ fn the_plugin_account_calls() {
     assert_eq!(body["Account"]["Name"], DEMO_KEY);
     assert_eq!(body["Account"]["Region"], "eu");
     assert_eq!(body["Account"]["Currency"], "GBP");
-    assert_eq!(body["Stats"]["Products"], 3000);
-    assert_eq!(body["Stats"]["Orders"], 1);
-    assert!(body["Stats"]["Visitors"].as_u64().unwrap() >= 1);
-    assert!(body["Stats"]["RequestsToday"].as_u64().unwrap() >= 1);
-    assert!(body["Stats"]["ZoneImpressions"].as_u64().unwrap() >= 1);
+    assert_eq!(body["Store"]["Products"], 3000);
+    assert_eq!(body["Store"]["Orders"], 1);
+    assert!(body["Store"]["Visitors"].as_u64().unwrap() >= 1);
+    assert!(body["Store"]["RequestsToday"].as_u64().unwrap() >= 1);
+    assert!(body["Store"]["ZoneImpressions"].as_u64().unwrap() >= 1);
     assert_eq!(body["NextSteps"], json!([]));
     call(
         "/api/plugin/dashboard",
@@ -787,7 +787,7 @@ fn the_plugin_account_calls() {
         "/api/plugin/dashboard",
         json!({"AccessKey": DEMO_KEY, "SecretKey": DEMO_SECRET}),
     );
-    assert_eq!(after.json()["Stats"]["Orders"], 1);
+    assert_eq!(after.json()["Store"]["Orders"], 1);
 }
 
 #[test]

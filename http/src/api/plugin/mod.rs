@@ -1,17 +1,20 @@
-//! The account calls of the vendor's store plugins (Magento module, PHP SDK), beyond the
-//! contract: `POST /api/plugin/validate-account`, `/api/plugin/dashboard` and
-//! `/api/plugin/delete`, with `{"AccessKey", "SecretKey"}` bodies.
+//! The account calls of the vendor's store plugins (Magento module, WooCommerce plugin,
+//! PHP SDK), beyond the contract: `POST /api/plugin/validate-account`, `/delete` and
+//! `/feedback` here, with `{"AccessKey", "SecretKey"}` bodies; the admin page's
+//! figures in [`dashboard`]; sign-up, add-store and next steps in [`signup`].
+
+pub mod dashboard;
+pub mod signup;
 
 use serde_json::{Value, json};
 
 use crate::api::Reply;
 use crate::auth::authenticated;
-use crate::clock::now_millis;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
 
-/// Longest uninstall feedback kept in the log.
+/// Longest uninstall or deactivation feedback kept in the log.
 pub const MAX_FEEDBACK_LEN: usize = 2_000;
 
 /// `validate-account`: `{"IsValid": true}` for credentials of an account of this
@@ -24,30 +27,6 @@ pub fn handle_validate(state: &AppState, body: &Value) -> Result<Reply, ApiError
         Err(other) => return Err(other),
     };
     Ok(json_reply(&json!({ "IsValid": valid })))
-}
-
-/// `dashboard`: the account and the figures Vitrine has for it.
-pub fn handle_dashboard(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
-    let (entry, _) = authenticated(state, body, Endpoint::PluginDashboard)?;
-    let account = &entry.account;
-    let activity = account.activity(now_millis());
-    let reply = json!({
-        "Account": {
-            "Name": entry.config.access_key,
-            "Region": entry.config.region.name(),
-            "Currency": entry.config.default_currency.code(),
-        },
-        "Stats": {
-            "Products": account.catalogue().len(),
-            "Visitors": account.visitor_count(),
-            "Orders": account.order_count(),
-            "RequestsToday": activity.requests_today,
-            "Requests": activity.requests,
-            "ZoneImpressions": activity.items_shown,
-        },
-        "NextSteps": [],
-    });
-    Ok(json_reply(&reply))
 }
 
 /// `delete`: the plugin was uninstalled. Logged with the store's feedback; the
@@ -66,6 +45,25 @@ pub fn handle_delete(state: &AppState, body: &Value) -> Result<Reply, ApiError> 
     Ok(json_reply(&json!({})))
 }
 
-fn json_reply(value: &Value) -> Reply {
+/// `feedback` (WooCommerce, on deactivation): `{"AccessKey", "SecretKey", "Feedback",
+/// "Platform"}`, logged with its text; `{}`.
+pub fn handle_feedback(state: &AppState, body: &Value) -> Result<Reply, ApiError> {
+    let (entry, fields) = authenticated(state, body, Endpoint::PluginFeedback)?;
+    let mut errors = vitrine_fields::Errors::default();
+    let feedback = fields.opt_str("Feedback", &mut errors).unwrap_or_default();
+    let platform = fields.opt_str("Platform", &mut errors).unwrap_or_default();
+    errors.into_result(())?;
+    let feedback: String = feedback.chars().take(MAX_FEEDBACK_LEN).collect();
+    let platform: String = platform.chars().take(64).collect();
+    tracing::warn!(
+        account = %entry.config.access_key,
+        %platform,
+        %feedback,
+        "the store deactivated the plugin, with feedback"
+    );
+    Ok(json_reply(&json!({})))
+}
+
+pub(crate) fn json_reply(value: &Value) -> Reply {
     Reply::json(serde_json::to_vec(value).unwrap_or_default())
 }
