@@ -109,11 +109,21 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
         new_arrival: fields.opt_bool("NewArrival", errors).unwrap_or(false),
         available_from: instant(&fields, "StartDate", errors),
         available_until: instant(&fields, "EndDate", errors),
+        sale_from: instant(&fields, "SalePriceStartDate", errors),
+        sale_until: instant(&fields, "SalePriceEndDate", errors),
     };
     if let (Some(from), Some(until)) = (product.available_from, product.available_until)
         && until < from
     {
         errors.push(fields.path_of("EndDate"), "is before StartDate");
+    }
+    if let (Some(from), Some(until)) = (product.sale_from, product.sale_until)
+        && until < from
+    {
+        errors.push(
+            fields.path_of("SalePriceEndDate"),
+            "is before SalePriceStartDate",
+        );
     }
     (errors.total() == before).then_some(product)
 }
@@ -291,7 +301,7 @@ fn in_stock<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Op
     }
 }
 
-/// `StartDate` / `EndDate`: RFC 3339 (`2016-12-25T09:00:00Z`), a date-time without offset
+/// `StartDate` / `EndDate` (and the sale window's dates): RFC 3339 (`2016-12-25T09:00:00Z`), a date-time without offset
 /// (taken as UTC), or a bare `YYYY-MM-DD` (midnight UTC).
 fn instant<V: JsonValue>(
     fields: &Fields<'_, '_, V>,

@@ -206,6 +206,10 @@ product_fields! {
         available_from: Option<UnixMillis>,
         /// `EndDate`: hidden after this instant.
         available_until: Option<UnixMillis>,
+        /// `SalePriceStartDate`: its sale prices (own and group) apply from this instant.
+        sale_from: Option<UnixMillis>,
+        /// `SalePriceEndDate`: its sale prices apply until this instant (inclusive).
+        sale_until: Option<UnixMillis>,
     }
 }
 

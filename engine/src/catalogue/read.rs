@@ -352,6 +352,25 @@ impl ArchivedProduct {
                 .is_none_or(|until| now <= until.to_native())
     }
 
+    /// Whether the product's sale prices apply at `now`: inside its
+    /// `SalePriceStartDate`..`SalePriceEndDate` window (bounds included), or always when
+    /// it has none.
+    pub fn sale_applies_at(&self, now: UnixMillis) -> bool {
+        self.sale_from
+            .as_ref()
+            .is_none_or(|from| now >= from.to_native())
+            && self
+                .sale_until
+                .as_ref()
+                .is_none_or(|until| now <= until.to_native())
+    }
+
+    /// Whether the product's sale prices are limited to a window (so that its price
+    /// depends on the time of the request).
+    pub fn has_sale_window(&self) -> bool {
+        self.sale_from.is_some() || self.sale_until.is_some()
+    }
+
     /// Whether a visitor with this B2B account id (if any) may see the product.
     pub fn visible_to(&self, account: Option<&str>) -> bool {
         match &self.visibility {

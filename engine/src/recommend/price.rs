@@ -1,5 +1,7 @@
-//! The price an item shows a visitor: account > group > product precedence, and a sale
-//! price only below the regular one.
+//! The price an item shows a visitor: account > group > product precedence, a sale
+//! price only below the regular one, and the product's own and group sale prices only
+//! inside its sale window (`SalePriceStartDate`..`SalePriceEndDate`) at the time of the
+//! request: a window opens or closes with no rebuild.
 
 use crate::catalogue::{ArchivedProduct, ProductIdx};
 use crate::money::{Money, saving_percent};
@@ -51,15 +53,28 @@ pub fn priced(
         .account_id
         .and_then(|acc| ctx.catalogue.account_prices(acc, &product.id));
     let group_set = ctx.group_id.and_then(|group| product.group_prices(group));
-    let chosen = [account_set, group_set]
+    // Account prices are records of their own, with no sale window.
+    let chosen = [(account_set, false), (group_set, true)]
         .into_iter()
-        .flatten()
-        .find(|set| set.price_in(ctx.currency).is_some());
-    let (regular, sale) = match chosen {
-        Some(set) => (set.price_in(ctx.currency), set.sale_in(ctx.currency)),
-        None => ctx.catalogue.own_prices(idx, ctx.currency),
+        .find_map(|(set, windowed)| {
+            set.filter(|set| set.price_in(ctx.currency).is_some())
+                .map(|set| (set, windowed))
+        });
+    let (regular, sale, windowed) = match chosen {
+        Some((set, windowed)) => (
+            set.price_in(ctx.currency),
+            set.sale_in(ctx.currency),
+            windowed,
+        ),
+        None => {
+            let (regular, sale) = ctx.catalogue.own_prices(idx, ctx.currency);
+            (regular, sale, true)
+        }
     };
-    Some((price_from(regular?, sale)?, chosen.is_none()))
+    let sale = sale.filter(|_| !windowed || product.sale_applies_at(ctx.now));
+    // A product whose price depends on the time is rendered per request.
+    let shared = chosen.is_none() && !product.has_sale_window();
+    Some((price_from(regular?, sale)?, shared))
 }
 
 fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {

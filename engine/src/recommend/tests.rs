@@ -272,3 +272,71 @@ fn prices_prefer_account_then_group_then_product_and_show_sales() {
     );
     assert_eq!(price(Some("other"), None).price, money(800, "GBP"));
 }
+
+#[test]
+fn sale_prices_apply_only_inside_their_window_and_account_prices_keep_theirs() {
+    let (start, end) = (1_000_000, 2_000_000);
+    let mut b = CatalogueBuilder::new();
+    b.upsert_product(Product {
+        id: "p".into(),
+        prices: PriceSet {
+            prices: vec![money(1000, "GBP")],
+            sale_prices: vec![money(800, "GBP")],
+        },
+        group_prices: vec![GroupPrice {
+            group: "trade".into(),
+            prices: PriceSet {
+                prices: vec![money(900, "GBP")],
+                sale_prices: vec![money(850, "GBP")],
+            },
+        }],
+        sale_from: Some(start),
+        sale_until: Some(end),
+        ..Product::default()
+    });
+    b.set_account_prices(
+        "acme",
+        "p",
+        PriceSet {
+            prices: vec![money(700, "GBP")],
+            sale_prices: vec![money(650, "GBP")],
+        },
+    );
+    let catalogue = b.build().unwrap();
+    let rankings = Rankings::default();
+    let neighbours = Neighbours::default();
+    let price = |now, account: Option<&str>, group: Option<&str>| {
+        let ctx = Context {
+            catalogue: &catalogue,
+            rankings: &rankings,
+            rankings_exact: true,
+            neighbours: &neighbours,
+            currency: Currency::from_code("GBP").unwrap(),
+            now,
+            account_id: account,
+            group_id: group,
+            product: None,
+            category: None,
+            basket: &[],
+            purchased: &[],
+            recent_views: &[],
+            search: None,
+        };
+        let product = catalogue.product(0).unwrap();
+        let (price, shared) = priced(0, product, &ctx).unwrap();
+        // The product's own price depends on the time: never a shared rendering.
+        assert!(!shared);
+        (price.price.minor, price.was.map(|w| w.minor))
+    };
+    for (now, own, group) in [
+        (start - 1, (1000, None), (900, None)),
+        (start, (800, Some(1000)), (850, Some(900))),
+        (end, (800, Some(1000)), (850, Some(900))),
+        (end + 1, (1000, None), (900, None)),
+    ] {
+        assert_eq!(price(now, None, None), own, "at {now}");
+        assert_eq!(price(now, None, Some("trade")), group, "at {now}");
+        // Account prices are records of their own: their sale always applies.
+        assert_eq!(price(now, Some("acme"), None), (650, Some(700)), "at {now}");
+    }
+}

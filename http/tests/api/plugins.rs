@@ -499,34 +499,6 @@ fn productdelta_takes_secret_numbers_and_deleteusers() {
     assert!(!logged, "the secret was journaled");
 }
 
-/// The WooCommerce plugin's variable product: its variations' prices in one currency
-/// (equal ones collapse, the lowest is the price shown) and its associated products as
-/// numbers.
-#[test]
-fn a_woocommerce_variable_product_is_served_at_its_from_price() {
-    let server = Server::demo();
-    let resp = server.post_json(
-        "/api/productdelta",
-        &json!({"AppKey": DEMO_KEY, "Secret": DEMO_SECRET, "Products": [{
-            "Id": "1040", "Sku": "tee-var", "Title": "Variable tee", "Link": "/product/tee",
-            "Image": "https://shop.example/tee.png", "Categories": ["15"],
-            "Prices": ["12.00 GBP", "9.50 GBP", "9.50 GBP"], "AssociatedIds": [1041, 1042]
-        }], "DeleteProducts": []}),
-    );
-    assert_eq!(resp.status, 200, "{}", resp.body);
-    let token = resp.json()["Token"].as_str().unwrap().to_owned();
-    wait_for("the variable product", Duration::from_secs(240), || {
-        let status = server.post_json(
-            "/api/deltastatus",
-            &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": [token]}),
-        );
-        (status.json()[0]["Status"] == 1).then_some(())
-    });
-    let item = viewed_item(&server, "tee-shopper", vec![], "1040");
-    assert_eq!(item["DisplayPrice"], "£9.50", "{item}");
-    assert!(item.get("WasPrice").is_none_or(Value::is_null), "{item}");
-}
-
 /// A form body as PHP's `http_build_query` writes it.
 fn form(pairs: &[(&str, &str)]) -> String {
     form_urlencoded::Serializer::new(String::new())
