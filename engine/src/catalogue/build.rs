@@ -206,6 +206,11 @@ impl CatalogueBuilder {
         removed
     }
 
+    /// Drops every account price (a feed that carries them replaces them all).
+    pub fn clear_account_prices(&mut self) {
+        self.account_prices.clear();
+    }
+
     /// Drops account prices of products the builder does not hold.
     pub fn retain_account_prices_of_products(&mut self) {
         let index = &self.index;

@@ -8,7 +8,7 @@
 //! feed whose products are all invalid, or more than half invalid (or any other
 //! collection more than half invalid), is refused as a whole.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use rayon::prelude::*;
@@ -17,7 +17,7 @@ use vitrine_engine::catalogue::{
     Brand, Catalogue, CatalogueBuilder, CatalogueError, Category, Product,
 };
 
-use crate::record;
+use crate::record::{self, AccountPrice};
 use vitrine_fields::{Errors, JsonValue, index_path};
 
 /// Most record problems kept in a report (the counts are always complete).
@@ -34,6 +34,9 @@ pub struct FeedDocument {
     pub brands: Option<Vec<Brand>>,
     /// `Users`.
     pub users: Option<Vec<UserRecord>>,
+    /// `AccountPrices` beside `Products`: the B2B prices of the feed's products, each
+    /// naming its product by id (a `Sku` is resolved to its product's id when read).
+    pub account_prices: Option<Vec<AccountPrice>>,
 }
 
 /// Counts of one collection.
@@ -56,6 +59,8 @@ pub struct FeedReport {
     pub brands: Counts,
     /// Users.
     pub users: Counts,
+    /// Account prices.
+    pub account_prices: Counts,
     /// One line per invalid record (first [`MAX_REPORTED_RECORDS`]), e.g.
     /// `Products[2] (id "P18316"): Prices: required`.
     pub problems: Vec<String>,
@@ -63,7 +68,11 @@ pub struct FeedReport {
 
 impl FeedReport {
     fn invalid(&self) -> usize {
-        self.products.invalid + self.categories.invalid + self.brands.invalid + self.users.invalid
+        self.products.invalid
+            + self.categories.invalid
+            + self.brands.invalid
+            + self.users.invalid
+            + self.account_prices.invalid
     }
 
     /// A one-paragraph summary for the feed status: counts, then the problems.
@@ -74,6 +83,7 @@ impl FeedReport {
             ("categories", self.categories),
             ("brands", self.brands),
             ("users", self.users),
+            ("account prices", self.account_prices),
         ] {
             if counts.total > 0 {
                 parts.push(format!(
@@ -166,6 +176,7 @@ pub fn validate<V: JsonValue + Sync>(
             .or_else(|| value.member(&format!("{}{}", name[..1].to_lowercase(), &name[1..])))
             .filter(|v| !v.is_null())
     };
+    let mut account_prices: Option<&[V]> = None;
     let (products, categories, brands, users) = if let Some(items) = value.as_list() {
         (Some(items), None, None, None)
     } else if value.is_object() {
@@ -177,6 +188,7 @@ pub fn validate<V: JsonValue + Sync>(
                 }),
             }
         };
+        account_prices = list("AccountPrices")?;
         let collections = (
             list("Products")?,
             list("Categories")?,
@@ -276,6 +288,23 @@ pub fn validate<V: JsonValue + Sync>(
         ));
     }
 
+    if let Some(items) = account_prices {
+        let Some(products) = &document.products else {
+            return Err(FeedError::Shape(
+                "AccountPrices: only in a product feed, beside Products".to_owned(),
+            ));
+        };
+        let (valid, counts) = read_all(
+            items,
+            progress,
+            "AccountPrices",
+            &mut report.problems,
+            |v, p, e| record::account_price(v, p, true, e),
+        );
+        report.account_prices = counts;
+        document.account_prices = Some(resolve_account_prices(valid, products, &mut report));
+    }
+
     if let Some(products) = &document.products
         && products.is_empty()
     {
@@ -294,6 +323,7 @@ pub fn validate<V: JsonValue + Sync>(
         ("categories", report.categories),
         ("brands", report.brands),
         ("users", report.users),
+        ("account prices", report.account_prices),
     ] {
         if counts.invalid * 2 > counts.total {
             return Err(FeedError::Rejected {
@@ -306,6 +336,64 @@ pub fn validate<V: JsonValue + Sync>(
         }
     }
     Ok((document, report))
+}
+
+/// Names each account price's product by its id: an `Id` (or a `Sku` that is some
+/// product's id) as it is; else the `Sku` of a product of the feed. A price whose
+/// product is not in the feed is skipped and reported, as is a second price for the
+/// same account and product.
+fn resolve_account_prices(
+    valid: Vec<(usize, AccountPrice)>,
+    products: &[Product],
+    report: &mut FeedReport,
+) -> Vec<AccountPrice> {
+    let ids: HashSet<&str> = products.iter().map(|p| p.id.as_str()).collect();
+    let by_sku: HashMap<&str, &str> = products
+        .iter()
+        .filter_map(|p| p.sku.as_deref().map(|sku| (sku, p.id.as_str())))
+        .collect();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    let mut kept = Vec::with_capacity(valid.len());
+    for (index, mut price) in valid {
+        let id = if ids.contains(price.product_id.as_str()) {
+            Some(price.product_id.clone())
+        } else if price.by_sku {
+            by_sku
+                .get(price.product_id.as_str())
+                .map(|id| (*id).to_owned())
+        } else {
+            None
+        };
+        let Some(id) = id else {
+            report.account_prices.invalid += 1;
+            let key = if price.by_sku { "Sku" } else { "Id" };
+            note(
+                &mut report.problems,
+                format!(
+                    "AccountPrices[{index}] (account {:?}): {key}: no product {:?} in the feed",
+                    price.account_id, price.product_id
+                ),
+            );
+            continue;
+        };
+        let key = (price.account_id.clone(), id.clone());
+        if let Some(first) = seen.get(&key) {
+            report.account_prices.invalid += 1;
+            note(
+                &mut report.problems,
+                format!(
+                    "AccountPrices[{index}] (account {:?}): already priced by AccountPrices[{first}]",
+                    price.account_id
+                ),
+            );
+            continue;
+        }
+        seen.insert(key, index);
+        price.product_id = id;
+        price.by_sku = false;
+        kept.push(price);
+    }
+    kept
 }
 
 /// Validates every record of a collection on the current rayon pool, in order.
@@ -404,7 +492,8 @@ fn record_id<V: JsonValue>(item: &V) -> String {
 }
 
 /// Builds the next catalogue version: the feed's collections replace the current ones;
-/// collections the feed does not carry are kept. Account prices of products that remain
+/// collections the feed does not carry are kept. A product feed's `AccountPrices`
+/// replace every account price; without them, account prices of products that remain
 /// are kept.
 pub fn build(current: &Catalogue, document: &FeedDocument) -> Result<Catalogue, CatalogueError> {
     let mut builder = match &document.products {
@@ -413,7 +502,20 @@ pub fn build(current: &Catalogue, document: &FeedDocument) -> Result<Catalogue, 
             for product in products {
                 builder.upsert_product(product.clone());
             }
-            builder.retain_account_prices_of_products();
+            match &document.account_prices {
+                // The feed's account prices are all of them.
+                Some(prices) => {
+                    builder.clear_account_prices();
+                    for price in prices {
+                        builder.set_account_prices(
+                            &price.account_id,
+                            &price.product_id,
+                            price.prices.clone(),
+                        );
+                    }
+                }
+                None => builder.retain_account_prices_of_products(),
+            }
             builder
         }
         None => current.to_builder()?,
@@ -433,152 +535,4 @@ pub fn build_new(document: &FeedDocument) -> Result<Catalogue, CatalogueError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/fixtures/vendor-examples/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
-    #[test]
-    fn vendor_product_feed_loads_all_but_the_record_without_prices() {
-        let (document, report) = parse(&mut fixture("ExampleProductFeed.json")).unwrap();
-        let products = document.products.unwrap();
-        let ids: Vec<&str> = products.iter().map(|p| p.id.as_str()).collect();
-        assert_eq!(ids, ["1", "P31175"]);
-        assert_eq!(
-            report.products,
-            Counts {
-                total: 3,
-                invalid: 1
-            }
-        );
-        assert_eq!(
-            report.problems,
-            vec!["Products[2] (Sku \"P18316\"): Prices: required".to_owned()]
-        );
-        assert!(
-            products[0].new_arrival,
-            "newArrival is read case-insensitively"
-        );
-        assert!(products[0].available_from.is_some());
-        assert!(products[1].available_until.is_some());
-        assert!(document.categories.is_none() && document.brands.is_none());
-        assert_eq!(
-            report.summary(),
-            "2 of 3 products valid; skipped: Products[2] (Sku \"P18316\"): Prices: required"
-        );
-    }
-
-    #[test]
-    fn vendor_group_price_feed_loads_every_product() {
-        let (document, report) = parse(&mut fixture("ProductFeedWithGroupPrices.json")).unwrap();
-        let products = document.products.unwrap();
-        assert_eq!(products.len(), 3, "{report:?}");
-        assert_eq!(products[2].group_prices.len(), 2);
-        assert!(
-            matches!(&products[2].visibility, vitrine_engine::catalogue::Visibility::OnlyAccounts(a) if a == &["acc2"])
-        );
-    }
-
-    #[test]
-    fn vendor_category_brand_and_user_feeds_load() {
-        let (document, _) = parse(&mut fixture("ExampleCategoryFeed.json")).unwrap();
-        let categories = document.categories.unwrap();
-        assert_eq!(categories.len(), 2);
-        assert_eq!(categories[0].parent_ids, ["1111"]);
-        assert!(document.products.is_none());
-        let (document, _) = parse(&mut fixture("ExampleBrandFeed.json")).unwrap();
-        assert_eq!(document.brands.unwrap()[1].display_name, "Kilner");
-        let (document, report) = parse(&mut fixture("ExampleUserFeed.json")).unwrap();
-        let users = document.users.unwrap();
-        assert_eq!(users.len(), 3, "{report:?}");
-        assert_eq!(
-            users[0].dob.map(|d| d.to_string()).as_deref(),
-            Some("1996-01-17")
-        );
-    }
-
-    #[test]
-    fn bare_arrays_duplicates_and_reject_rules() {
-        let product = |id: &str| {
-            format!(
-                r#"{{"Id":"{id}","Title":"t","Link":"/","Image":"/i","Prices":["1 GBP"],"Categories":[]}}"#
-            )
-        };
-        let mut bare = format!("[{},{},{}]", product("a"), product("b"), product("a")).into_bytes();
-        let (document, report) = parse(&mut bare).unwrap();
-        assert_eq!(document.products.unwrap().len(), 2);
-        assert_eq!(
-            report.problems,
-            vec!["Products[2] (id \"a\"): Id: already used by Products[0]".to_owned()]
-        );
-
-        let mut half_bad = format!(
-            r#"{{"Products":[{},{{"Id":"x"}},{{"Id":"y"}}]}}"#,
-            product("a")
-        )
-        .into_bytes();
-        let error = parse(&mut half_bad).unwrap_err().to_string();
-        assert!(error.starts_with("more than half of the products are invalid (2 of 3): 1 of 3 products valid; skipped: Products[1] (id \"x\"): Title: required"), "{error}");
-
-        let error = parse(&mut br#"{"Products":[]}"#.to_vec())
-            .unwrap_err()
-            .to_string();
-        assert!(error.starts_with("the feed holds no products"), "{error}");
-        let error = parse(&mut br#"{"Products":[{"Id":"x"}]}"#.to_vec())
-            .unwrap_err()
-            .to_string();
-        assert!(error.starts_with("no product record is valid"), "{error}");
-        let error = parse(&mut br#"{"Version":2}"#.to_vec())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("none of Products, Categories, Brands, Users"),
-            "{error}"
-        );
-        let error = parse(&mut br#"{"Products":"nope"}"#.to_vec())
-            .unwrap_err()
-            .to_string();
-        assert_eq!(error, "Products: expected an array, got a string");
-        let error = parse(&mut b"[{\"Id\": }]".to_vec()).unwrap_err();
-        assert!(
-            matches!(error, FeedError::Parse { offset, .. } if offset > 0 && offset < 12),
-            "{error:?}"
-        );
-    }
-
-    #[test]
-    fn report_keeps_the_first_hundred_problems_and_counts_all() {
-        let good =
-            r#"{"Id":"g","Title":"t","Link":"/","Image":"/i","Prices":["1 GBP"],"Categories":[]}"#;
-        let mut items: Vec<String> = (0..300)
-            .map(|i| good.replace("\"g\"", &format!("\"g{i}\"")))
-            .collect();
-        items.extend((0..150).map(|i| format!(r#"{{"Id":"b{i}"}}"#)));
-        let mut bytes = format!("[{}]", items.join(",")).into_bytes();
-        let (document, report) = parse(&mut bytes).unwrap();
-        assert_eq!(document.products.unwrap().len(), 300);
-        assert_eq!(report.products.invalid, 150);
-        assert_eq!(report.problems.len(), MAX_REPORTED_RECORDS);
-        assert!(report.summary().ends_with("; and 50 more"));
-    }
-
-    #[test]
-    fn build_replaces_only_the_collections_present() {
-        let (document, _) = parse(&mut fixture("ExampleProductFeed.json")).unwrap();
-        let first = build_new(&document).unwrap();
-        assert_eq!(first.len(), 2);
-        let (categories, _) = parse(&mut fixture("ExampleCategoryFeed.json")).unwrap();
-        let second = build(&first, &categories).unwrap();
-        assert_eq!(second.len(), 2, "products kept");
-        assert_eq!(
-            second.category("4822").unwrap().display_name,
-            "Beds and Bedspreads"
-        );
-    }
-}
+mod tests;
