@@ -123,7 +123,7 @@ pub enum FeedError {
         /// Why.
         reason: String,
         /// The validation report.
-        report: FeedReport,
+        report: Box<FeedReport>,
     },
 }
 
@@ -315,7 +315,7 @@ pub fn validate<V: JsonValue + Sync>(
         };
         return Err(FeedError::Rejected {
             reason: reason.to_owned(),
-            report,
+            report: Box::new(report),
         });
     }
     for (name, counts) in [
@@ -331,7 +331,7 @@ pub fn validate<V: JsonValue + Sync>(
                     "more than half of the {name} are invalid ({} of {})",
                     counts.invalid, counts.total
                 ),
-                report,
+                report: Box::new(report),
             });
         }
     }
