@@ -116,16 +116,12 @@ pub fn authenticate(
             names.access_key
         )));
     };
-    if let (Some(secret), Some(field)) = (presented.secret_key, names.secret_key) {
-        let matches: bool = secret
-            .as_bytes()
-            .ct_eq(entry.config.secret_key.as_bytes())
-            .into();
-        if !matches {
-            return Err(ApiError::Credentials(format!(
-                "{field}: does not match the access key"
-            )));
-        }
+    if let (Some(secret), Some(field)) = (presented.secret_key, names.secret_key)
+        && !secret_matches(&entry, secret)
+    {
+        return Err(ApiError::Credentials(format!(
+            "{field}: does not match the access key"
+        )));
     }
     let region = state.config().region;
     if entry.config.region != region {
@@ -138,6 +134,14 @@ pub fn authenticate(
     }
     entry.admit(endpoint)?;
     Ok(entry)
+}
+
+/// Whether `secret` is the account's secret key (compared in constant time).
+pub fn secret_matches(entry: &AccountEntry, secret: &str) -> bool {
+    secret
+        .as_bytes()
+        .ct_eq(entry.config.secret_key.as_bytes())
+        .into()
 }
 
 /// [`authenticated`], except that on the .NET SDK's endpoints

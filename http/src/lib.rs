@@ -40,6 +40,7 @@ pub mod error;
 pub mod metrics;
 pub mod routes;
 pub mod server;
+pub mod sftp;
 pub mod state;
 
 /// The line printed on stdout once the server is ready: `listening on http://ADDR`.

@@ -349,6 +349,18 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
             }
             None => None,
         };
+        let sftp = match state.config().sftp.clone() {
+            Some(sftp_config) => {
+                let (sftp_listener, _, host_key) = vitrine_http::sftp::bind(&sftp_config).await?;
+                Some(tokio::spawn(vitrine_http::sftp::serve(
+                    sftp_listener,
+                    Arc::clone(&state),
+                    sftp_config,
+                    host_key,
+                )))
+            }
+            None => None,
+        };
         let shutdown = shutdown_signal()?;
         let hangups = control::hangups().context("listening for SIGHUP")?;
         tokio::spawn(control::on_hangup(Arc::clone(&state), source, hangups));
@@ -366,6 +378,10 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
             metrics,
         };
         vitrine_http::server::serve(listeners, Arc::clone(&state), shutdown).await;
+        if let Some(sftp) = sftp {
+            // Uploads still open are abandoned, never applied.
+            sftp.abort();
+        }
         state.shutdown();
         tracing::info!("stopped");
         Ok(())

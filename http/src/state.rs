@@ -431,6 +431,8 @@ fn restart_only_changes(old: &Config, new: &Config) -> Vec<String> {
     };
     check("listen", old.listen == new.listen);
     check("metrics_listen", old.metrics_listen == new.metrics_listen);
+    check("sftp", old.sftp == new.sftp);
+    check("tls", old.tls == new.tls);
     check("data_dir", old.data_dir == new.data_dir);
     check(
         "durability.events_fsync",

@@ -53,6 +53,8 @@ mod productfeed;
 mod readme;
 #[path = "api/serverside.rs"]
 mod serverside;
+#[path = "api/sftp.rs"]
+mod sftp;
 #[path = "api/woocommerce.rs"]
 mod woocommerce;
 #[path = "api/zones.rs"]

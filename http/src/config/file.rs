@@ -28,6 +28,23 @@ pub(super) struct FileConfig {
     #[serde(default)]
     pub(super) admin: FileAdmin,
     pub(super) cluster: Option<FileCluster>,
+    pub(super) sftp: Option<FileSftp>,
+    pub(super) tls: Option<FileTls>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileSftp {
+    pub(super) listen: Option<String>,
+    pub(super) host_key: Option<PathBuf>,
+    pub(super) max_failed_logins_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileTls {
+    pub(super) cert: Option<PathBuf>,
+    pub(super) key: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -9,7 +9,7 @@
 //!
 //! Files: `file.rs` (the TOML schema), `server.rs` (the server's own sections),
 //! `accounts.rs`, `zones.rs` and `experiments.rs` (the account domain), `clientside.rs`
-//! (the browser integration), `cluster.rs`.
+//! (the browser integration), `cluster.rs`, `listeners.rs` (`[sftp]` and `[tls]`).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -20,12 +20,14 @@ mod clientside;
 mod cluster;
 mod experiments;
 mod file;
+mod listeners;
 mod server;
 mod zones;
 
 pub use accounts::{AccountConfig, RateLimit};
 pub use clientside::ClientsideConfig;
 pub use cluster::ClusterConfig;
+pub use listeners::{SftpConfig, TlsConfig};
 pub use server::{
     DeltaConfig, EventsFsync, FeedConfig, Limits, MIN_ADMIN_TOKEN_LEN, MemoryConfig, Region,
 };
@@ -34,6 +36,7 @@ pub use zones::{ZoneContent, ZoneImage};
 use accounts::accounts;
 use cluster::cluster_config;
 use file::FileConfig;
+use listeners::{sftp_config, tls_config};
 use server::{admin_tokens, delta_config, durability, feed_config, limits, memory_config};
 
 /// The demo configuration used when no `--config` is given.
@@ -106,6 +109,10 @@ pub struct Config {
     pub admin_tokens: Vec<String>,
     /// `[cluster]`: this server is a node of a cluster (none: one server on its own).
     pub cluster: Option<ClusterConfig>,
+    /// `[sftp]`: the SFTP server for feed uploads (none: off).
+    pub sftp: Option<SftpConfig>,
+    /// `[tls]`: HTTPS on the HTTP listeners (none: plain HTTP).
+    pub tls: Option<TlsConfig>,
 }
 
 /// Values that override the file: from the command line or the environment.
@@ -208,6 +215,8 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         ));
     }
     let admin_tokens = admin_tokens(&file.admin, &accounts, &err)?;
+    let sftp = sftp_config(file.sftp.as_ref(), &data_dir, base, &err)?;
+    let tls = tls_config(file.tls.as_ref(), base, &err)?;
     let cluster = match &file.cluster {
         None => None,
         Some(cluster) => Some(cluster_config(cluster, &accounts, &err)?),
@@ -230,6 +239,8 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         accounts,
         admin_tokens,
         cluster,
+        sftp,
+        tls,
     })
 }
 

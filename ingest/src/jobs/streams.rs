@@ -5,7 +5,9 @@
 //! fsynced before its answer, bounded by the feed size limit); at close the spool
 //! becomes `feeds/<name>.stream` and a feed job with the feed's name as its token, run by
 //! the feed runner like a downloaded feed. A feed left open longer than the idle limit
-//! is removed ([`AccountJobs::expire_streams`]). Open spools survive a restart.
+//! is removed ([`AccountJobs::expire_streams`]). Open spools survive a restart. A feed
+//! uploaded whole by SFTP joins the same path at its close
+//! ([`AccountJobs::submit_uploaded_feed`]).
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -153,14 +155,44 @@ impl AccountJobs {
         let mut open = self.shared.streams.open.lock();
         self.append_piece(&mut open, name, piece.unwrap_or_default(), limit)?;
         let spooled = self.spool_path(name);
+        let closed = self.move_into_feeds(name, &spooled)?;
+        open.remove(name);
+        drop(open);
+        self.journal_streamed(name, &closed, now)
+    }
+
+    /// A feed uploaded whole (by SFTP) as the file `uploaded`, fsynced by the caller:
+    /// moved into the account's feeds and journaled as a job whose token is `token`,
+    /// like a closed streamed feed (its kind is read from its contents). `uploaded`
+    /// must be on the data directory's file system.
+    pub fn submit_uploaded_feed(
+        &self,
+        token: &str,
+        uploaded: &Path,
+        now: UnixMillis,
+    ) -> Result<String, StreamError> {
+        let closed = self.move_into_feeds(token, uploaded)?;
+        self.journal_streamed(token, &closed, now)
+    }
+
+    /// Renames a complete feed body to `feeds/<token>.stream` and syncs the directory.
+    fn move_into_feeds(&self, token: &str, from: &Path) -> Result<PathBuf, StreamError> {
         let feeds = self.shared.dir.join("feeds");
-        let closed = feeds.join(format!("{name}.stream"));
-        fs::rename(&spooled, &closed).map_err(io("moving into place", &closed))?;
+        let closed = feeds.join(format!("{token}.stream"));
+        fs::rename(from, &closed).map_err(io("moving into place", &closed))?;
         File::open(&feeds)
             .and_then(|d| d.sync_all())
             .map_err(io("syncing directory", &feeds))?;
-        open.remove(name);
-        drop(open);
+        Ok(closed)
+    }
+
+    /// Journals the feed job of a complete body at `closed` and announces it.
+    fn journal_streamed(
+        &self,
+        name: &str,
+        closed: &Path,
+        now: UnixMillis,
+    ) -> Result<String, StreamError> {
         let job = FeedJob {
             token: name.to_owned(),
             url: String::new(),
@@ -171,7 +203,7 @@ impl AccountJobs {
             shared_body: None,
         };
         self.journal_feed(job.clone())?;
-        self.announce_feed(&job, Some(&closed))
+        self.announce_feed(&job, Some(closed))
             .map_err(|error| match error {
                 SubmitError::Journal(error) => StreamError::Journal(error),
                 other => StreamError::Replication(other.to_string()),
