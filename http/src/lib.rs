@@ -42,8 +42,11 @@ pub mod routes;
 pub mod server;
 pub mod sftp;
 pub mod state;
+pub mod tls;
 
-/// The line printed on stdout once the server is ready: `listening on http://ADDR`.
-pub fn ready_line(addr: std::net::SocketAddr) -> String {
-    format!("listening on http://{addr}")
+/// The line printed on stdout once the server is ready: `listening on http://ADDR`, or
+/// `https://` when `[tls]` is set.
+pub fn ready_line(addr: std::net::SocketAddr, https: bool) -> String {
+    let scheme = if https { "https" } else { "http" };
+    format!("listening on {scheme}://{addr}")
 }

@@ -323,6 +323,10 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 state.share_feeds(&entry);
             }
         }
+        let tls = match &state.config().tls {
+            Some(tls) => Some(vitrine_http::tls::acceptor(tls)?),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
@@ -333,7 +337,8 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                     .await
                     .with_context(|| format!("binding feeds.stream_listen {stream_addr}"))?;
                 let bound = streams.local_addr().context("reading the bound address")?;
-                tracing::info!("streamed feeds also listening on http://{bound}");
+                let scheme = if state.config().tls.is_some() { "https" } else { "http" };
+                tracing::info!("streamed feeds also listening on {scheme}://{bound}");
                 Some(streams)
             }
             None => None,
@@ -368,7 +373,7 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         tokio::spawn(control::on_flush_request(Arc::clone(&state), flushes));
         {
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{}", vitrine_http::ready_line(addr))
+            writeln!(stdout, "{}", vitrine_http::ready_line(addr, state.config().tls.is_some()))
                 .context("writing the ready line")?;
             stdout.flush().context("writing the ready line")?;
         }
@@ -376,6 +381,7 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
             main: listener,
             feed_streams,
             metrics,
+            tls,
         };
         vitrine_http::server::serve(listeners, Arc::clone(&state), shutdown).await;
         if let Some(sftp) = sftp {

@@ -43,7 +43,6 @@ pub const SESSION_SWEEP: Duration = Duration::from_secs(30);
 pub const MODELS_REBUILD: Duration = Duration::from_secs(1);
 
 /// The sockets a server answers on.
-#[derive(Debug)]
 pub struct Listeners {
     /// Every endpoint.
     pub main: TcpListener,
@@ -52,6 +51,19 @@ pub struct Listeners {
     /// Only `/metrics` and `/healthz` (`metrics_listen`), if configured; `/metrics` is
     /// then not on the main socket.
     pub metrics: Option<TcpListener>,
+    /// `[tls]`: HTTPS on `main` and `feed_streams` (the metrics socket stays HTTP).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Listeners {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listeners")
+            .field("main", &self.main)
+            .field("feed_streams", &self.feed_streams)
+            .field("metrics", &self.metrics)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 impl From<TcpListener> for Listeners {
@@ -60,6 +72,7 @@ impl From<TcpListener> for Listeners {
             main,
             feed_streams: None,
             metrics: None,
+            tls: None,
         }
     }
 }
@@ -144,6 +157,7 @@ pub async fn serve(
         main: listener,
         feed_streams,
         metrics,
+        tls,
     } = listeners.into();
     let main_routes = if metrics.is_some() {
         Routes::AllButMetrics
@@ -191,14 +205,43 @@ pub async fn serve(
                 let state = Arc::clone(&state);
                 let service =
                     service_fn(move |request| handle(Arc::clone(&state), routes, peer, request));
-                let connection =
-                    graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    if let Err(error) = connection.await {
-                        tracing::debug!(%error, "connection ended with an error");
+                match (&tls, routes) {
+                    (Some(tls), Routes::All | Routes::AllButMetrics | Routes::FeedStreams) => {
+                        let (tls, builder, watcher) =
+                            (tls.clone(), builder.clone(), graceful.watcher());
+                        let handshake = Duration::from_millis(limits.header_read_timeout_ms);
+                        tokio::spawn(async move {
+                            let _permit = permit;
+                            let stream =
+                                match tokio::time::timeout(handshake, tls.accept(stream)).await {
+                                    Ok(Ok(stream)) => stream,
+                                    Ok(Err(error)) => {
+                                        tracing::debug!(%peer, %error, "TLS handshake failed");
+                                        return;
+                                    }
+                                    Err(_) => {
+                                        tracing::debug!(%peer, "TLS handshake timed out");
+                                        return;
+                                    }
+                                };
+                            let connection = watcher
+                                .watch(builder.serve_connection(TokioIo::new(stream), service));
+                            if let Err(error) = connection.await {
+                                tracing::debug!(%error, "connection ended with an error");
+                            }
+                        });
                     }
-                });
+                    _ => {
+                        let connection =
+                            graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+                        tokio::spawn(async move {
+                            let _permit = permit;
+                            if let Err(error) = connection.await {
+                                tracing::debug!(%error, "connection ended with an error");
+                            }
+                        });
+                    }
+                }
             }
             Err(error) => {
                 // Usually EMFILE: back off instead of spinning; the connections already

@@ -55,6 +55,8 @@ mod readme;
 mod serverside;
 #[path = "api/sftp.rs"]
 mod sftp;
+#[path = "api/tls.rs"]
+mod tls;
 #[path = "api/woocommerce.rs"]
 mod woocommerce;
 #[path = "api/zones.rs"]

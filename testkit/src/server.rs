@@ -1,6 +1,6 @@
 //! [`TestServer`]: the real `vitrine` binary, started on `127.0.0.1:0` in a temporary
 //! directory (`data/` for its data, `server.log` for its stderr, `vitrine.toml` for its
-//! configuration), and read up to its ready line `listening on http://ADDR`.
+//! configuration), and read up to its ready line `listening on http://ADDR` (or `https://`).
 //!
 //! Used by the integration tests, the benches and the load harness alike; it never
 //! panics, so a tool can report why a server did not start.
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The prefix of the ready line.
-const READY_PREFIX: &str = "listening on http://";
+const READY_PREFIXES: [&str; 2] = ["listening on http://", "listening on https://"];
 
 /// Why a server could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -203,8 +203,10 @@ pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAdd
     let line = rx
         .recv_timeout(timeout)
         .map_err(|_| NoReadyLine::Timeout(timeout.as_secs()))?;
-    line.trim()
-        .strip_prefix(READY_PREFIX)
+    let line_text = line.trim();
+    READY_PREFIXES
+        .iter()
+        .find_map(|prefix| line_text.strip_prefix(prefix))
         .and_then(|addr| addr.parse().ok())
         .ok_or(NoReadyLine::Other(line))
 }
