@@ -161,3 +161,32 @@ fn a_sale_window_that_ends_before_it_starts_is_refused() {
     );
     resp.assert_error(400, "Products[0].SalePriceStartDate: expected a date");
 }
+
+/// A product exactly as the plugin's `get_product_data` builds it, every optional key
+/// present: the fields Vitrine does not use are accepted and ignored.
+#[test]
+fn a_woocommerce_product_with_every_field_the_plugin_sends_is_served() {
+    let server = Server::demo();
+    send_product(
+        &server,
+        json!({
+            "Id": "3001", "Title": "Hoodie", "Description": "Warm hoodie Short text",
+            "Categories": ["15", "16"], "InStock": true, "Link": "//shop.example/product/hoodie/",
+            "Image": "//shop.example/wp-content/uploads/hoodie.jpg", "ProductType": "variable",
+            "Sku": "woo-hoodie", "AllImages": ["//shop.example/wp-content/uploads/hoodie-2.jpg"],
+            "StockQty": 12, "ExcludeFromSearch": true,
+            "SalePriceStartDate": "2026-01-01T00:00:00+00:00",
+            "SalePriceEndDate": "2099-01-01T23:59:59+00:00",
+            "SearchTags": ["winter"], "Weight": ["1.5"], "Length": ["30"], "Width": ["20"], "Height": ["5"],
+            "Prices": ["45.00 GBP", "42.00 GBP", "45.00 GBP"], "SalePrices": ["40.00 GBP"],
+            "AssociatedIds": [3002, 3003], "AssociatedSkus": ["woo-hoodie-blue", "woo-hoodie-red"],
+            "AssociatedTitles": ["Hoodie - Blue", "Hoodie - Red"],
+            "pa_color": ["blue", "red"]
+        }),
+    );
+    let item = viewed_item(&server, "hoodie-shopper", "3001");
+    assert_eq!(
+        prices(&item),
+        ("£40.00".to_owned(), Some("£42.00".to_owned()))
+    );
+}
