@@ -499,6 +499,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         &account,
         wal.syncs.load(Ordering::Relaxed) as f64,
     );
+    f.counter(
+        "vitrine_wal_window_waits_total",
+        "Answers that waited for an fsync because the log writer was behind the interval window.",
+        &account,
+        wal.window_waits.load(Ordering::Relaxed) as f64,
+    );
     f.histogram(
         "vitrine_wal_fsync_duration_seconds",
         "How long an fsync of the write-ahead log took.",

@@ -419,7 +419,16 @@ async fn handle(
         endpoint if routes.answers(endpoint) => endpoint,
         _ => Endpoint::Unrouted,
     };
-    let mut response = match route(&state, endpoint, peer, request).await {
+    let answered = match route(&state, endpoint, peer, request).await {
+        // An answer acknowledging events logged under `interval` waits, if the log is
+        // behind its window, until it is not.
+        Ok(mut reply) => match reply.window.take() {
+            Some(window) => window.kept().await.map(|()| reply),
+            None => Ok(reply),
+        },
+        Err(error) => Err(error),
+    };
+    let mut response = match answered {
         Ok(reply) => reply_response(reply),
         Err(error) => {
             let response = error_response(endpoint, &error);

@@ -14,6 +14,8 @@
 mod analytics;
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/busy.rs"]
+mod busy;
 #[path = "api/clientside.rs"]
 mod clientside;
 #[path = "api/cluster.rs"]

@@ -8,6 +8,7 @@
 //! - [`browser`]: chromedriver and the capabilities of a headless Chromium.
 //! - [`client`]: a blocking HTTP/1.1 client that tells a gone server from an answer.
 //! - [`nats`]: [`nats::NatsCluster`], real clustered `nats-server` processes on loopback.
+//! - [`pressure`]: CPU pressure a test creates and bounds itself, and starved threads.
 //! - [`server`]: [`TestServer`], the real `vitrine` binary on `127.0.0.1:0` in a
 //!   temporary directory, started and read up to its ready line. The load harness
 //!   spawns its server with it too, so it returns errors rather than panicking.
@@ -18,6 +19,7 @@ pub mod browser;
 pub mod client;
 pub mod config;
 pub mod nats;
+pub mod pressure;
 pub mod records;
 pub mod server;
 

@@ -126,6 +126,7 @@ fn page(path: &str) -> Result<Reply, ApiError> {
             ("cache-control", "no-cache".to_owned()),
         ],
         body: body.to_vec(),
+        window: None,
     })
 }
 

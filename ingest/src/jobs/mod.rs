@@ -299,6 +299,19 @@ impl AccountJobs {
         Ok(true)
     }
 
+    /// Whether an answer acknowledging events logged under `interval` must wait for
+    /// the log ([`vitrine_snapshots::wal::Wal::behind_window`]).
+    pub fn behind_window(&self) -> bool {
+        self.shared.wal.behind_window()
+    }
+
+    /// Blocks until the log is within its `interval` window again: every event handed
+    /// to it more than `fsync_interval_ms` ago is on disk
+    /// ([`vitrine_snapshots::wal::Wal::keep_window`]).
+    pub fn keep_window(&self) -> Result<(), SubmitError> {
+        Ok(self.shared.wal.keep_window()?)
+    }
+
     /// Serves a validated server-side call, durably: strips personal data from events
     /// naming a forgotten email or user id, tracks the events and fills the zones
     /// ([`Account::serve`]), then logs the events as applied under the log's policy

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::{Error, Result, io_error};
 
@@ -178,6 +178,42 @@ struct Append {
     reply: Option<mpsc::Sender<std::result::Result<u64, WalError>>>,
 }
 
+/// How far the log is on disk, in time: every record handed to the writer before
+/// `durable_as_of` (nanoseconds after `epoch`) is fsynced. Written by the writer after
+/// each fsync (and when it finds nothing pending), read by [`Wal::behind_window`].
+#[derive(Debug)]
+pub(super) struct Progress {
+    epoch: Instant,
+    durable_as_of: AtomicU64,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            epoch: Instant::now(),
+            durable_as_of: AtomicU64::new(0),
+        }
+    }
+
+    /// Now, in nanoseconds after the epoch.
+    pub(super) fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Everything handed over before `at` (from [`Progress::now`]) is durable.
+    pub(super) fn durable_at(&self, at: u64) {
+        self.durable_as_of.fetch_max(at, Ordering::AcqRel);
+    }
+
+    /// How long ago the newest instant is before which everything is durable.
+    pub(super) fn durable_age(&self) -> Duration {
+        Duration::from_nanos(
+            self.now()
+                .saturating_sub(self.durable_as_of.load(Ordering::Acquire)),
+        )
+    }
+}
+
 /// An open log.
 pub struct Wal {
     sender: RwLock<Option<mpsc::Sender<Append>>>,
@@ -195,6 +231,8 @@ pub struct Wal {
     /// Records that may wait for the writer before an append that does not wait for its
     /// outcome is refused ([`Wal::set_max_backlog`]; unbounded by default).
     max_backlog: AtomicU64,
+    /// How far the log is on disk.
+    progress: Arc<Progress>,
 }
 
 impl std::fmt::Debug for Wal {
@@ -224,7 +262,8 @@ impl Wal {
         recovery.next_sequence = next;
         let stats = Arc::new(WalStats::default());
         let (sender, receiver) = mpsc::channel::<Append>();
-        let mut writer = Writer::start(&config, next)?;
+        let progress = Arc::new(Progress::new());
+        let mut writer = Writer::start(&config, next, Arc::clone(&progress))?;
         let shared_next = Arc::clone(&writer.shared_next);
         let failed = Arc::clone(&writer.failed);
         let worker_stats = Arc::clone(&stats);
@@ -243,6 +282,7 @@ impl Wal {
             policy: config.policy,
             writer_thread,
             max_backlog: AtomicU64::new(u64::MAX),
+            progress,
         };
         Ok((wal, recovery))
     }
@@ -316,6 +356,30 @@ impl Wal {
     /// disk. Appends that wait (deltas, `always`) are bounded by their callers.
     pub fn set_max_backlog(&self, limit: u64) {
         self.max_backlog.store(limit, Ordering::Relaxed);
+    }
+
+    /// Whether an answer acknowledging records appended under `interval` must wait:
+    /// some record handed to the writer more than the interval ago is not on disk yet
+    /// (the writer is behind, e.g. starved of CPU). Always false under `always` and
+    /// `never`. A clock read and an atomic load.
+    pub fn behind_window(&self) -> bool {
+        match self.policy {
+            SyncPolicy::Interval(every) => self.progress.durable_age() > every,
+            SyncPolicy::Always | SyncPolicy::Never => false,
+        }
+    }
+
+    /// Blocks until the log is within its `interval` window again (an fsync covering
+    /// everything handed over so far): called before an answer that acknowledges
+    /// records appended under `interval` goes out, so that the answer never comes
+    /// before the records the window promises are on disk. Returns at once when the
+    /// log is within the window.
+    pub fn keep_window(&self) -> Result<()> {
+        if !self.behind_window() {
+            return Ok(());
+        }
+        self.stats.window_waits.fetch_add(1, Ordering::Relaxed);
+        self.sync().map(|_| ())
     }
 
     /// Fails with [`Error::Backlog`] when an append that does not wait would be refused

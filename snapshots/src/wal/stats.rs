@@ -15,6 +15,9 @@ pub struct WalStats {
     pub waiting: AtomicU64,
     /// fsyncs done.
     pub syncs: AtomicU64,
+    /// Answers that waited for an fsync because the writer was behind the `interval`
+    /// window ([`super::Wal::keep_window`]).
+    pub window_waits: AtomicU64,
     /// Records covered by those fsyncs.
     pub synced_records: AtomicU64,
     /// How long each fsync took, in seconds.
@@ -30,6 +33,7 @@ impl Default for WalStats {
             bytes: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            window_waits: AtomicU64::new(0),
             synced_records: AtomicU64::new(0),
             sync_seconds: crate::metrics::histogram(
                 "vitrine_wal_fsync_duration_seconds",

@@ -12,7 +12,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::format::{encode, segment_name, segments, sync_dir};
-use super::{Append, Durability, LINGER, Request, SyncPolicy, WalConfig, WalError, WalStats};
+use super::{
+    Append, Durability, LINGER, Progress, Request, SyncPolicy, WalConfig, WalError, WalStats,
+};
 use crate::{Result, io_error};
 
 /// Each request's outcome: the sequence it took (or the next, for a sync or rotation).
@@ -36,7 +38,10 @@ pub(super) struct Writer {
     written: u64,
     next: u64,
     unsynced: u64,
-    last_sync: Instant,
+    /// Every record handed over before this instant ([`Progress::now`]) is written.
+    written_as_of: u64,
+    /// Published after each fsync: how far, in time, the log is on disk.
+    progress: Arc<Progress>,
 
     /// `next`, published after each batch is written.
     pub(super) shared_next: Arc<AtomicU64>,
@@ -47,7 +52,7 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn start(config: &WalConfig, next: u64) -> Result<Writer> {
+    pub(super) fn start(config: &WalConfig, next: u64, progress: Arc<Progress>) -> Result<Writer> {
         // Continue the last segment if there is one, else start a new one.
         let (path, written) = match segments(&config.dir)?.last() {
             Some((_, path)) => (
@@ -73,33 +78,54 @@ impl Writer {
             written,
             next,
             unsynced: 0,
-            last_sync: Instant::now(),
+            written_as_of: 0,
+            progress,
             shared_next: Arc::new(AtomicU64::new(next)),
             failed: Arc::new(Failure::default()),
         })
     }
 
     pub(super) fn run(&mut self, receiver: &mpsc::Receiver<Append>, stats: &WalStats) {
+        // Under `interval` the writer syncs at half the interval, so that an fsync's own
+        // time and a late wake-up rarely make an answer wait ([`Wal::keep_window`]).
         let tick = match self.policy {
-            SyncPolicy::Interval(every) => every,
+            SyncPolicy::Interval(every) => (every / 2).max(Duration::from_millis(1)),
             SyncPolicy::Always | SyncPolicy::Never => Duration::from_secs(3600),
         };
         loop {
             let first = match receiver.recv_timeout(tick) {
                 Ok(first) => first,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if self.unsynced > 0 {
-                        let _ = self.sync(stats);
+                    // Nothing handed over before `now` is left to write once the queue
+                    // reads empty after it.
+                    let now = self.progress.now();
+                    match receiver.try_recv() {
+                        Ok(first) => first,
+                        Err(mpsc::TryRecvError::Empty) => {
+                            self.written_as_of = now;
+                            if self.unsynced > 0 {
+                                let _ = self.sync(stats);
+                            } else if self.failed.get().is_none() {
+                                self.progress.durable_at(now);
+                            }
+                            continue;
+                        }
+                        Err(mpsc::TryRecvError::Disconnected) => break,
                     }
-                    continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             };
             let mut batch = vec![first];
-            while let Ok(more) = receiver.try_recv() {
-                batch.push(more);
-            }
-            let outcome = self.write_batch(&batch, stats);
+            // The instant before the read that found the queue empty: every append
+            // handed over before it is in this batch or an earlier one.
+            let drained_at = loop {
+                let now = self.progress.now();
+                match receiver.try_recv() {
+                    Ok(more) => batch.push(more),
+                    Err(_) => break now,
+                }
+            };
+            let outcome = self.write_batch(&batch, drained_at, stats);
             stats
                 .waiting
                 .fetch_sub(batch.len() as u64, Ordering::Relaxed);
@@ -119,19 +145,19 @@ impl Writer {
         }
     }
 
-    fn write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Outcomes {
+    fn write_batch(&mut self, batch: &[Append], drained_at: u64, stats: &WalStats) -> Outcomes {
         if let Some(failure) = self.failed.get() {
             let refused = WalError::Stopped(Box::new(failure));
             return batch.iter().map(|_| Err(refused.clone())).collect();
         }
-        let outcome = self.try_write_batch(batch, stats);
+        let outcome = self.try_write_batch(batch, drained_at, stats);
         if let Some(Err(error)) = outcome.first() {
             self.failed.set(error.clone());
         }
         outcome
     }
 
-    fn try_write_batch(&mut self, batch: &[Append], stats: &WalStats) -> Outcomes {
+    fn try_write_batch(&mut self, batch: &[Append], drained_at: u64, stats: &WalStats) -> Outcomes {
         let mut sequences = Vec::with_capacity(batch.len());
         let mut bytes = Vec::new();
         let mut records = 0u64;
@@ -180,11 +206,12 @@ impl Writer {
         }
         self.written += bytes.len() as u64;
         self.unsynced += records;
+        self.written_as_of = drained_at;
         self.shared_next.store(self.next, Ordering::Release);
         stats.records.fetch_add(records, Ordering::Relaxed);
         stats.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         let must_sync = must_sync
-            || matches!(self.policy, SyncPolicy::Interval(every) if self.last_sync.elapsed() >= every);
+            || matches!(self.policy, SyncPolicy::Interval(every) if self.progress.durable_age() >= every / 2);
         if must_sync && let Err(e) = self.sync(stats) {
             return batch.iter().map(|_| Err(e.clone())).collect();
         }
@@ -202,7 +229,7 @@ impl Writer {
             .map_err(|e| io("syncing", &self.path, &e))?;
         stats.record_sync(self.unsynced, started.elapsed());
         self.unsynced = 0;
-        self.last_sync = Instant::now();
+        self.progress.durable_at(self.written_as_of);
         Ok(())
     }
 

@@ -38,7 +38,7 @@ pub use limits::ClientsideState;
 use limits::Keyed;
 
 use crate::api::serverside::MAX_CLIENT_ID_LEN;
-use crate::api::{Reply, render, serverside};
+use crate::api::{LossWindow, Reply, render, serverside};
 use crate::auth::{self, Presented};
 use crate::config::{ClientsideConfig, Limits, RateLimit};
 use crate::error::ApiError;
@@ -231,6 +231,7 @@ fn preflight(origin: Option<&str>) -> Reply {
             content_type: "text/plain",
             headers: Vec::new(),
             body: Vec::new(),
+            window: None,
         },
         origin,
     );
@@ -258,6 +259,7 @@ fn failed(endpoint: Endpoint, error: &ApiError, origin: Option<&str>) -> Reply {
             content_type: "application/json",
             headers,
             body: error.body(endpoint),
+            window: None,
         },
         origin,
     )
@@ -270,6 +272,7 @@ fn serve_script(state: &AppState, key: &str, browser: &Browser) -> Reply {
         content_type: script::CONTENT_TYPE,
         headers,
         body: text.into_bytes(),
+        window: None,
     };
     let entry = state
         .account(key)
@@ -423,7 +426,8 @@ fn page(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let outcome = if tracking && !bots::is_crawler(&browser.user_agent) {
+    let tracked = tracking && !bots::is_crawler(&browser.user_agent);
+    let outcome = if tracked {
         entry
             .jobs
             .serve(request)
@@ -431,6 +435,7 @@ fn page(
     } else {
         entry.jobs.serve_anonymous(&request)
     };
+    let logged = tracked && !outcome.served.tracked.events.is_empty();
     let notices = outcome
         .notices
         .iter()
@@ -452,7 +457,10 @@ fn page(
     } else {
         templated(&entry.clientside.cards, &answer, page)?
     };
-    Ok(Reply::json(with_html(answer, &zones_html)))
+    Ok(Reply {
+        window: logged.then(|| LossWindow(std::sync::Arc::clone(&entry.jobs))),
+        ..Reply::json(with_html(answer, &zones_html))
+    })
 }
 
 /// Each product zone of the outcome as the built-in card, straight from the catalogue
@@ -584,5 +592,6 @@ fn click(
         content_type: "text/plain",
         headers: Vec::new(),
         body: Vec::new(),
+        window: None,
     })
 }

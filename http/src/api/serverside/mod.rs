@@ -17,7 +17,7 @@ mod events;
 
 pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
 
-use crate::api::{Reply, render};
+use crate::api::{LossWindow, Reply, render};
 use crate::auth;
 use crate::config::Limits;
 use crate::error::ApiError;
@@ -103,12 +103,16 @@ pub fn handle<V: JsonValue>(
         .serve(request)
         .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
     let errors = outcome.notices.iter().map(notice_message).collect();
-    Ok(Reply::json(render::response(
-        &outcome,
-        errors,
-        currency,
-        entry.rendering(),
-    )))
+    let logged = !outcome.served.tracked.events.is_empty();
+    Ok(Reply {
+        window: logged.then(|| LossWindow(std::sync::Arc::clone(&entry.jobs))),
+        ..Reply::json(render::response(
+            &outcome,
+            errors,
+            currency,
+            entry.rendering(),
+        ))
+    })
 }
 
 /// Validates everything but the credentials.

@@ -1,0 +1,152 @@
+//! Promises that must hold on a busy machine, checked under CPU pressure the test makes
+//! itself (`vitrine_testkit::pressure`: busy loops on every core, bounded, killed at
+//! the end) and with the background thread in question starved (`SCHED_IDLE`): the
+//! `interval` loss window with real SIGKILLs.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use vitrine_testkit::pressure::{CpuBurner, starve_threads};
+
+use crate::common::{self, DEMO_KEY, DEMO_SECRET, Server, serverside_body, try_post};
+
+const FSYNC_INTERVAL_MS: u64 = 10;
+
+fn config() -> String {
+    format!(
+        r#"
+[durability]
+events_fsync = "interval"
+fsync_interval_ms = {FSYNC_INTERVAL_MS}
+[[accounts]]
+access_key = "{DEMO_KEY}"
+secret_key = "{DEMO_SECRET}"
+default_currency = "GBP"
+demo_catalogue = true
+"#
+    )
+}
+
+fn order_event(order_id: &str) -> Value {
+    json!({"name": "order", "data": {"orderid": order_id, "userid": "busy-user",
+        "items": [{"id": "P00001", "qty": 1, "unitprice": 9.99}]}})
+}
+
+/// An acknowledged order: its id, when its request was sent and when its 200 came.
+#[derive(Debug, Clone)]
+struct Ack {
+    id: String,
+    sent: Instant,
+    answered: Instant,
+}
+
+/// Writers send orders until the server is killed `run_for` after the start.
+/// Also returns how many answers waited for the starved log writer (the server's own
+/// count, read just before the kill).
+fn write_until_killed(
+    server: Server,
+    round: usize,
+    run_for: Duration,
+) -> (Vec<Ack>, f64, tempfile::TempDir) {
+    let acked = Mutex::new(Vec::new());
+    let addr = server.addr;
+    let dir = std::thread::scope(|scope| {
+        for writer in 0..3 {
+            let acked = &acked;
+            scope.spawn(move || {
+                for n in 0.. {
+                    let id = format!("r{round}-w{writer}-{n}");
+                    let body = serverside_body(json!({
+                        "visitorId": format!("busy-visitor-{writer}"),
+                        "events": [order_event(&id)],
+                    }));
+                    let sent = Instant::now();
+                    match try_post(addr, "/api/serverside", &body) {
+                        Some(resp) if resp.status == 200 => {
+                            let answered = Instant::now();
+                            acked.lock().unwrap().push(Ack { id, sent, answered });
+                        }
+                        // A full log answers 503: not acknowledged.
+                        Some(resp) if resp.status == 503 => {}
+                        Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
+                        None => return,
+                    }
+                }
+            });
+        }
+        std::thread::sleep(run_for);
+        let metrics = server.get("/metrics").body;
+        let waits = metrics
+            .lines()
+            .find(|l| l.starts_with("vitrine_wal_window_waits_total"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        (waits, server.kill9())
+    });
+    let (waits, dir) = dir;
+    (acked.into_inner().unwrap(), waits, dir)
+}
+
+/// The README's promise under `interval`: a kill loses only events answered less than
+/// `fsync_interval_ms` before the last answer the server gave. Checked from the
+/// client's clocks, which can only widen the gap: an order lost although its 200
+/// arrived more than the interval before the *sending* of the last answered request
+/// breaks the promise.
+#[test]
+fn the_interval_loss_window_holds_with_the_log_writer_starved_on_busy_cores() {
+    let config = config();
+    let _burner = CpuBurner::start().expect("burning the cores");
+    let mut dir = tempfile::tempdir().unwrap();
+    let window = Duration::from_millis(FSYNC_INTERVAL_MS);
+    let mut acknowledged = 0;
+    for round in 0..3 {
+        let mut server = Server::start_in(dir, Some(&config));
+        let starved = starve_threads(server.child().id(), "wal-writer").expect("chrt --idle");
+        assert!(starved >= 1, "no wal-writer thread found");
+        let (acks, waits, back) = write_until_killed(server, round, Duration::from_millis(1_500));
+        acknowledged += acks.len();
+        eprintln!(
+            "round {round}: {} orders acknowledged, {waits} answers waited for the log",
+            acks.len()
+        );
+        // The answers waited for the starved writer rather than going out on credit.
+        assert!(
+            waits > 0.0,
+            "round {round}: no answer waited for the starved log writer"
+        );
+        let last_sent = acks.iter().map(|a| a.sent).max();
+        let server = Server::start_in(back, Some(&config));
+        let ids: Vec<String> = acks.iter().map(|a| a.id.clone()).collect();
+        let present = common::present_orders(&ids, order_event, |events| {
+            let resp = server.serverside(json!({"visitorId": "checker", "events": events}));
+            assert_eq!(resp.status, 200, "{}", resp.body);
+            resp.json()
+        });
+        let broken: Vec<String> = acks
+            .iter()
+            .filter(|a| !present.contains(&a.id))
+            .filter_map(|a| {
+                let last = last_sent?;
+                (a.answered + window < last).then(|| {
+                    format!(
+                        "{} answered {:?} before the last answered request was sent",
+                        a.id,
+                        last - a.answered
+                    )
+                })
+            })
+            .collect();
+        assert!(
+            broken.is_empty(),
+            "round {round}: {} of {} acknowledged orders lost outside the window: {:?}",
+            broken.len(),
+            acks.len(),
+            &broken[..broken.len().min(5)]
+        );
+        dir = server.kill9();
+    }
+    assert!(acknowledged > 0, "no order was acknowledged at all");
+    drop(dir);
+}
