@@ -23,8 +23,10 @@ pub enum Json<'a> {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number, as `serde_json::Value::as_f64` would read it.
+    /// A number with a fraction or an exponent, as `serde_json::Value::as_f64` reads it.
     Number(f64),
+    /// A number written as an integer literal (within 64 bits).
+    Integer(i128),
     /// A string.
     String(&'a str),
     /// An array.
@@ -48,7 +50,7 @@ impl JsonValue for Json<'_> {
         match self {
             Json::Null => "null",
             Json::Bool(_) => "a boolean",
-            Json::Number(_) => "a number",
+            Json::Number(_) | Json::Integer(_) => "a number",
             Json::String(_) => "a string",
             Json::Array(_) => "an array",
             Json::Object(_) => "an object",
@@ -99,6 +101,13 @@ impl JsonValue for Json<'_> {
     fn as_number(&self) -> Option<f64> {
         match self {
             Json::Number(n) => Some(*n),
+            Json::Integer(n) => Some(*n as f64),
+            _ => None,
+        }
+    }
+    fn as_integer(&self) -> Option<i128> {
+        match self {
+            Json::Integer(n) => Some(*n),
             _ => None,
         }
     }
@@ -135,10 +144,10 @@ impl<'de: 'a, 'a> Visitor<'de> for Seed<'a> {
         Ok(Json::Bool(value))
     }
     fn visit_i64<E>(self, value: i64) -> Result<Json<'a>, E> {
-        Ok(Json::Number(value as f64))
+        Ok(Json::Integer(i128::from(value)))
     }
     fn visit_u64<E>(self, value: u64) -> Result<Json<'a>, E> {
-        Ok(Json::Number(value as f64))
+        Ok(Json::Integer(i128::from(value)))
     }
     fn visit_f64<E>(self, value: f64) -> Result<Json<'a>, E> {
         Ok(Json::Number(value))
@@ -236,6 +245,7 @@ mod tests {
         assert_eq!(json.as_text(), value.as_str());
         assert_eq!(json.as_boolean(), value.as_bool());
         assert_eq!(json.as_number(), JsonValue::as_number(value));
+        assert_eq!(json.as_integer(), JsonValue::as_integer(value));
         assert_eq!(json.is_null(), value.is_null());
         let members = json.members();
         let value_members = JsonValue::members(value);

@@ -26,6 +26,10 @@ pub trait JsonValue: Sized {
     fn as_boolean(&self) -> Option<bool>;
     /// A number.
     fn as_number(&self) -> Option<f64>;
+    /// A number written as an integer literal: an optional minus sign and digits, no
+    /// fraction and no exponent (`5`, `-12`; not `5.0`, `1E+2` or `1e-400`), within
+    /// 64 bits.
+    fn as_integer(&self) -> Option<i128>;
     /// An array.
     fn as_list(&self) -> Option<&[Self]>;
     /// An empty object (what PHP's `[]` for an empty associative array stands for).
@@ -66,6 +70,16 @@ impl JsonValue for Value {
     fn as_number(&self) -> Option<f64> {
         match self {
             Value::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+    fn as_integer(&self) -> Option<i128> {
+        // serde_json keeps a literal with a fraction or an exponent as a float.
+        match self {
+            Value::Number(n) => n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from)),
             _ => None,
         }
     }
@@ -128,6 +142,15 @@ impl JsonValue for simd_json::BorrowedValue<'_> {
             V::Static(S::I64(n)) => Some(*n as f64),
             V::Static(S::U64(n)) => Some(*n as f64),
             V::Static(S::F64(n)) => Some(*n),
+            _ => None,
+        }
+    }
+    fn as_integer(&self) -> Option<i128> {
+        // simd-json keeps a literal with a fraction or an exponent as a float.
+        use simd_json::{BorrowedValue as V, StaticNode as S};
+        match self {
+            V::Static(S::I64(n)) => Some(i128::from(*n)),
+            V::Static(S::U64(n)) => Some(i128::from(*n)),
             _ => None,
         }
     }
@@ -383,16 +406,13 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
         }
     }
 
-    /// An optional id: a string, or a whole JSON number read as its decimal text.
+    /// An optional id: a string, or a JSON integer literal read as its decimal text.
     pub fn opt_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
         let value = self.get(key)?;
         match id_text(value) {
             Some(text) => Some(text),
             None => {
-                errors.push(
-                    self.path_of(key),
-                    format!("expected a string, got {}", kind_of(value)),
-                );
+                errors.push(self.path_of(key), not_an_id(value));
                 None
             }
         }
@@ -542,31 +562,30 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
                         errors.push(index_path(&self.path_of(key), i), rejected.to_string());
                     }
                 },
-                None => errors.push(
-                    index_path(&self.path_of(key), i),
-                    format!("expected a string, got {}", item.kind()),
-                ),
+                None => errors.push(index_path(&self.path_of(key), i), not_an_id(item)),
             }
         }
         (errors.total() == before).then_some(out)
     }
 }
 
-/// An id as text: a string, or a whole number's decimal text.
+/// An id as text: a string, or an integer literal's decimal text (never a number with
+/// a fraction or an exponent, whose value is not what was written: `1e-400` reads as 0).
 fn id_text<V: JsonValue>(value: &V) -> Option<Cow<'_, str>> {
     match value.as_text() {
         Some(text) => Some(Cow::Borrowed(text)),
-        None => value
-            .as_number()
-            .and_then(whole_number_text)
-            .map(Cow::Owned),
+        None => value.as_integer().map(|n| Cow::Owned(n.to_string())),
     }
 }
 
-/// The decimal text of a whole number that an `f64` holds exactly (|n| < 2^53).
-fn whole_number_text(number: f64) -> Option<String> {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    (number.fract() == 0.0 && number.abs() < EXACT).then(|| format!("{}", number as i64))
+/// Why a value is not an id.
+fn not_an_id<V: JsonValue>(value: &V) -> String {
+    if value.as_number().is_some() {
+        "expected a string, or a number written as digits only (no fraction, no exponent)"
+            .to_owned()
+    } else {
+        format!("expected a string, got {}", value.kind())
+    }
 }
 
 /// A decimal number written as text: optional sign, digits, optional `.` and digits,
@@ -648,13 +667,78 @@ mod tests {
         assert_eq!(
             errors.messages(),
             [
-                "d.big: expected a string, got a number",
+                "d.big: expected a string, or a number written as digits only (no fraction, no exponent)",
                 "d.flag: expected a string, got a boolean",
                 "d.bad: expected a number, got the string \"1e3\"",
                 "d.words: expected a number, got the string \"one\"",
                 "d.missing: required",
             ]
         );
+    }
+
+    /// Only integer literals are ids: a fraction or an exponent is refused whatever the
+    /// value it stands for, by every parser the server reads bodies with.
+    #[test]
+    fn only_integer_literals_are_read_as_ids() {
+        let text = r#"{"a": 5, "b": -12, "c": 18446744073709551615, "d": 1e-400, "e": 1E+2,
+            "f": 100.0, "g": 1.5, "h": 123456789012345678901234567890, "l": [7, 7.0, 7e0]}"#;
+        let accepted = ["5", "-12", "18446744073709551615"];
+        let check = |errors: &mut Errors, ids: Vec<Option<String>>, list: Option<Vec<String>>| {
+            assert_eq!(
+                ids,
+                accepted
+                    .iter()
+                    .map(|s| Some((*s).to_owned()))
+                    .chain([None, None, None, None, None])
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(list, None);
+            let messages = errors.messages();
+            assert_eq!(messages.len(), 7, "{messages:?}");
+            for key in ["t.d", "t.e", "t.f", "t.g", "t.h", "t.l[1]", "t.l[2]"] {
+                assert!(
+                    messages.iter().any(|m| m.starts_with(&format!(
+                        "{key}: expected a string, or a number written as digits only"
+                    ))),
+                    "{key}: {messages:?}"
+                );
+            }
+        };
+        let keys = ["a", "b", "c", "d", "e", "f", "g", "h"];
+        // serde_json::Value
+        let value: Value = serde_json::from_str(text).unwrap();
+        let mut errors = Errors::default();
+        let f = Fields::of(&value, "t", KeyMatch::Exact, &mut errors).unwrap();
+        let ids = keys
+            .iter()
+            .map(|k| f.opt_id_text(k, &mut errors).map(Cow::into_owned))
+            .collect();
+        let list = f.opt_id_array("l", &mut errors, |_| Ok(()));
+        check(&mut errors, ids, list);
+        // The server's own in-place reader.
+        let arena = bumpalo::Bump::new();
+        let json = crate::Json::parse(text.as_bytes(), &arena).unwrap();
+        let mut errors = Errors::default();
+        let f = Fields::of(&json, "t", KeyMatch::Exact, &mut errors).unwrap();
+        let ids = keys
+            .iter()
+            .map(|k| f.opt_id_text(k, &mut errors).map(Cow::into_owned))
+            .collect();
+        let list = f.opt_id_array("l", &mut errors, |_| Ok(()));
+        check(&mut errors, ids, list);
+        // simd-json, the feed reader (which refuses an integer beyond 64 bits outright).
+        let mut bytes = text
+            .replace("123456789012345678901234567890", "2.5e3")
+            .into_bytes();
+        let borrowed = simd_json::to_borrowed_value(&mut bytes).unwrap();
+        let mut errors = Errors::default();
+        let f = Fields::of(&borrowed, "t", KeyMatch::Exact, &mut errors).unwrap();
+        let ids = keys
+            .iter()
+            .map(|k| f.opt_id_text(k, &mut errors).map(Cow::into_owned))
+            .collect();
+        let list = f.opt_id_array("l", &mut errors, |_| Ok(()));
+        check(&mut errors, ids, list);
     }
 
     #[test]

@@ -451,3 +451,52 @@ fn serverside_rejects_bodies_that_are_not_json_objects() {
         .post("/api/serverside", "[1,2]")
         .assert_errors(400, "body: expected an object, got an array");
 }
+
+/// Ids may be JSON numbers only as integer literals: a number with a fraction or an
+/// exponent is a 400 naming the field, whatever value it stands for (`1e-400` is 0,
+/// `1E+2` is 100), and nothing is recorded.
+#[test]
+fn ids_written_as_numbers_must_be_integer_literals() {
+    let server = Server::demo();
+    for (events, field) in [
+        (
+            r#"[{"name": "product_view", "data": {"id": 1E+2}}]"#,
+            "events[0].data.id",
+        ),
+        (
+            r#"[{"name": "customer_details", "data": {"userid": "u-1", "accid": 1e-400}}]"#,
+            "events[0].data.accid",
+        ),
+        (
+            r#"[{"name": "order", "data": {"orderid": 7.0, "userid": "u-1", "items": [{"id": "P00001", "qty": 1, "unitprice": 1}]}}]"#,
+            "events[0].data.orderid",
+        ),
+    ] {
+        let body = format!(
+            r#"{{"appId": "{DEMO_KEY}", "secretKey": "{DEMO_SECRET}", "currentUrl": "https://shop.example/",
+                "userAgent": "test", "ip": "198.51.100.1", "visitorId": "numbers", "events": {events}}}"#
+        );
+        let resp = server.post("/api/serverside", &body);
+        resp.assert_errors(
+            400,
+            &format!("{field}: expected a string, or a number written as digits only"),
+        );
+    }
+    // A plain integer is an id, as the plugins send them.
+    let resp = server.serverside(json!({"visitorId": "numbers",
+        "events": [{"name": "product_view", "data": {"id": 1}}]}));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["errors"], json!([]));
+    // The delta's account price as well.
+    let resp = server.post(
+        "/api/delta",
+        &format!(
+            r#"{{"AppKey": "{DEMO_KEY}", "SecretKey": "{DEMO_SECRET}",
+                "AccountPrices": [{{"AccountId": 1e-400, "Id": "P00001", "Prices": ["1.00 GBP"]}}]}}"#
+        ),
+    );
+    resp.assert_error(
+        400,
+        "AccountPrices[0].AccountId: expected a string, or a number written as digits only",
+    );
+}
