@@ -111,6 +111,17 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr);
+    let json_logs = std::env::var("VITRINE_LOG_FORMAT").as_deref() == Ok("json");
+    // An error that stops the command: one JSON log line under `VITRINE_LOG_FORMAT=json`
+    // (so that a log shipper keeps it), else `error: …` on stderr.
+    let fail = |error: &dyn std::fmt::Display, code: u8| {
+        if json_logs {
+            tracing::error!(exit_status = code, "{error}");
+        } else {
+            eprintln!("error: {error}");
+        }
+        ExitCode::from(code)
+    };
     match std::env::var("VITRINE_LOG_FORMAT").as_deref() {
         // One JSON object per line: timestamp, level, target, message and the event's
         // fields (account, endpoint, token where they apply) at the top level.
@@ -138,10 +149,7 @@ fn main() -> ExitCode {
             };
             let config = match config::load_file(&config, &overrides) {
                 Ok(config) => config,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
+                Err(error) => return fail(&error, 2),
             };
             let imported = match (feed, orders) {
                 (_, Some(orders)) => import::run_orders(&config, &account, &orders),
@@ -150,10 +158,7 @@ fn main() -> ExitCode {
             };
             match imported {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: {error:#}");
-                    ExitCode::FAILURE
-                }
+                Err(error) => fail(&format!("{error:#}"), 1),
             }
         }
         Command::CheckConfig { file } => match config::load_file(&file, &Overrides::default()) {
@@ -161,10 +166,7 @@ fn main() -> ExitCode {
                 println!("{}: ok", file.display());
                 ExitCode::SUCCESS
             }
-            Err(error) => {
-                eprintln!("error: {error}");
-                ExitCode::from(2)
-            }
+            Err(error) => fail(&error, 2),
         },
         Command::Reload { data_dir, timeout } => {
             match control::request(
@@ -180,10 +182,7 @@ fn main() -> ExitCode {
                     eprintln!("{}", status.message);
                     ExitCode::FAILURE
                 }
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::from(2)
-                }
+                Err(error) => fail(&error, 2),
             }
         }
         Command::Backup {
@@ -195,10 +194,7 @@ fn main() -> ExitCode {
                 println!("{summary}");
                 ExitCode::SUCCESS
             }
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                ExitCode::FAILURE
-            }
+            Err(error) => fail(&format!("{error:#}"), 1),
         },
         Command::Restore { backup, data_dir } => {
             match vitrine_ingest::backup::restore(&backup, &data_dir) {
@@ -210,10 +206,7 @@ fn main() -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    ExitCode::FAILURE
-                }
+                Err(error) => fail(&error, 1),
             }
         }
         Command::Serve {
@@ -227,17 +220,11 @@ fn main() -> ExitCode {
             };
             let config = match source.load() {
                 Ok(config) => config,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
+                Err(error) => return fail(&error, 2),
             };
             match run(config, source) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    eprintln!("error: {error:#}");
-                    ExitCode::FAILURE
-                }
+                Err(error) => fail(&format!("{error:#}"), 1),
             }
         }
     }

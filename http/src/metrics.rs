@@ -598,14 +598,27 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
             );
         }
     }
+    let inline = engine.evicted_inline();
     for (kind, count) in EvictionKind::ALL.iter().zip(&entry.metrics.evictions) {
+        // Requests that evict inline count as the background pass would.
+        let by_requests = match kind {
+            EvictionKind::VisitorCapacity => inline.visitors,
+            EvictionKind::Session => inline.sessions,
+            EvictionKind::VisitorIdle | EvictionKind::VisitorMemory | EvictionKind::OrderId => 0,
+        };
         f.counter(
             "vitrine_evictions_total",
             "Per-visitor state evicted to stay within the memory bounds, by reason (visitor_idle: past the retention; visitor_capacity: over max_visitors; visitor_memory: over memory.max_rss_mb; session; order_id).",
             &[("account", key), ("reason", kind.name())],
-            count.load(Ordering::Relaxed) as f64,
+            (count.load(Ordering::Relaxed) + by_requests as u64) as f64,
         );
     }
+    f.counter(
+        "vitrine_evicted_inline_total",
+        "Visitors and sessions evicted by requests that found the account more than 1 % over max_visitors (the background pass was late); also in vitrine_evictions_total.",
+        &account,
+        (inline.visitors + inline.sessions) as f64,
+    );
     let activity = engine.activity(crate::clock::now_millis());
     f.counter(
         "vitrine_zone_items_shown_total",

@@ -250,7 +250,10 @@ impl AppState {
 
     /// Every account served now.
     pub fn accounts(&self) -> Vec<Arc<AccountEntry>> {
-        self.accounts.load().values().cloned().collect()
+        // By access key: the same order on every run (the dashboard opens on the first).
+        let mut accounts: Vec<Arc<AccountEntry>> = self.accounts.load().values().cloned().collect();
+        accounts.sort_by(|a, b| a.config.access_key.cmp(&b.config.access_key));
+        accounts
     }
 
     /// Hands a journaled feed job to the feed runner.

@@ -196,6 +196,26 @@ fn shopped_store(dir: &Path) -> TestServer {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    // One big order of a product a zone showed: revenue in the thousands, whose axis
+    // labels must fit.
+    let page = |events: Value| {
+        post(
+            addr,
+            "/api/serverside",
+            &json!({"appId": KEY, "secretKey": SECRET, "visitorId": "big-spender",
+                "currentUrl": "https://shop.example/", "userAgent": "test", "ip": "198.51.100.20",
+                "events": events, "zones": ["HP-01"]}),
+        )
+    };
+    let shown = page(json!([{"name": "page_view", "data": {"page_type": "homepage"}}]));
+    let first = shown["zones"]["HP-01"]["items"][0]["Id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    page(
+        json!([{"name": "order", "data": {"orderid": "big-1", "userid": "big-spender",
+        "items": [{"id": first, "qty": 1, "unitprice": 12345.67}]}}]),
+    );
     server
 }
 
@@ -309,6 +329,29 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         chart.attr("data-series").await.unwrap().unwrap(),
         zones.len().to_string()
     );
+    // The revenue axis is as wide as its longest label (thousands, with decimals).
+    let fit = browser
+        .execute(
+            r#"const chart = state.charts[2];
+               const axis = chart.axes[1];
+               const ctx = document.createElement("canvas").getContext("2d");
+               ctx.font = axis.font[0];
+               const labels = (axis._values || []).map(String);
+               const widest = Math.max(...labels.map((l) => ctx.measureText(l).width)) / devicePixelRatio;
+               return { labels, widest, size: axis._size, room: axis._size - axis.ticks.size - axis.gap };"#,
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let labels = fit["labels"].as_array().unwrap();
+    assert!(
+        labels.iter().any(|l| l.as_str().unwrap().len() >= 8),
+        "revenue labels in the thousands expected: {fit}"
+    );
+    assert!(
+        fit["widest"].as_f64().unwrap() <= fit["room"].as_f64().unwrap() + 0.5,
+        "the revenue axis cuts its labels: {fit}"
+    );
 
     // The experiment table shows the API's verdicts.
     let experiments = tokio::task::block_in_place(|| {
@@ -339,15 +382,35 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         variant_b["counts"]["visitors"].to_string()
     );
 
-    // Live figures arrive.
-    browser
+    // Live figures arrive: each poll covers the requests since the one before, so
+    // requests keep coming while the page polls (a slow machine polls more than once
+    // before the check).
+    let traffic = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sender = {
+        let traffic = std::sync::Arc::clone(&traffic);
+        std::thread::spawn(move || {
+            while traffic.load(std::sync::atomic::Ordering::Relaxed) {
+                post(
+                    addr,
+                    "/api/serverside",
+                    &json!({"appId": KEY, "secretKey": SECRET, "visitorId": "live-traffic",
+                        "currentUrl": "https://shop.example/", "userAgent": "test",
+                        "ip": "198.51.100.21", "zones": ["HP-01"]}),
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let live = browser
         .wait()
         .at_most(limit)
         .for_element(Locator::XPath(
             "//dd[@id='live-p50' and contains(text(), 'ms')]",
         ))
-        .await
-        .expect("live latency");
+        .await;
+    traffic.store(false, std::sync::atomic::Ordering::Relaxed);
+    sender.join().unwrap();
+    live.expect("live latency");
 
     // The zone preview: PP-01 on a product's page, items with loaded images and reasons.
     let product = product_id(3);

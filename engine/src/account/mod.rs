@@ -28,7 +28,7 @@ mod track;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::SegQueue;
@@ -75,6 +75,11 @@ pub struct AccountSettings {
     pub experiments: Vec<Experiment>,
     /// Whether zone answers are recorded for analytics (impressions and attribution).
     pub zone_analytics: bool,
+    /// Visitors (and live sessions) kept at most; `None`: unbounded. The background
+    /// pass keeps them under it; a request that finds the account more than
+    /// [`INLINE_SLACK`] over it evicts inline ([`Account::keep_bound`]), so that the bound
+    /// holds whatever the scheduling.
+    pub max_visitors: Option<usize>,
 }
 
 /// A user record from a delta's `Users` (or a user feed).
@@ -159,6 +164,10 @@ pub struct Account {
     lists_lock: parking_lot::Mutex<()>,
     /// Held by the one [`Writer`] at a time.
     writer: parking_lot::Mutex<()>,
+    /// Held by the request evicting inline (others over the limit wait for it).
+    inline_eviction: parking_lot::Mutex<()>,
+    /// Visitors, then sessions, evicted inline by requests, since the process started.
+    evicted_inline: [AtomicU64; 2],
     /// Requests served and items shown, since the process started.
     activity: Activity,
     /// The latest request time seen: the reference time of decayed popularity.
@@ -202,6 +211,8 @@ impl Account {
             lists_lock: parking_lot::Mutex::new(()),
             graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),
+            inline_eviction: parking_lot::Mutex::new(()),
+            evicted_inline: [AtomicU64::new(0), AtomicU64::new(0)],
             activity: Activity::default(),
             clock: AtomicI64::new(0),
             models_stale: AtomicBool::new(false),
@@ -484,6 +495,47 @@ impl Account {
         self.identities.len()
     }
 
+    /// Keeps the visitor bound when the background pass is late: if the account holds
+    /// more than [`INLINE_SLACK`] over `max_visitors` visitors or sessions, the caller
+    /// runs an eviction pass (least recently seen first, down to [`INLINE_EVICT_TO`] of
+    /// the bound) on its own thread; a caller that finds another one doing so waits for it
+    /// and looks again, so the account never holds more than the limit plus one
+    /// visitor per request in flight. The pass walks the map, but it comes once per
+    /// tenth of the bound in new visitors: about ten entries walked per new visitor.
+    /// Called with no map entry held.
+    pub fn keep_bound(&self) {
+        let Some(bound) = self.settings.load().max_visitors else {
+            return;
+        };
+        let limit = bound + ((bound as f64 * INLINE_SLACK) as usize).max(1);
+        if self.visitors.len() <= limit && self.sessions.len() <= limit {
+            return;
+        }
+        // One request evicts at a time; the others over the limit wait for it (rather
+        // than adding more while it may be descheduled), then look again.
+        let _turn = self.inline_eviction.lock();
+        if self.visitors.len() <= limit && self.sessions.len() <= limit {
+            return;
+        }
+        let visitors = evict_oldest_to(&self.visitors, bound, INLINE_EVICT_TO, |v| {
+            v.state().last_seen
+        });
+        let sessions = evict_oldest_to(&self.sessions, bound, INLINE_EVICT_TO, |last| *last);
+        for (counter, evicted) in self.evicted_inline.iter().zip([visitors, sessions]) {
+            counter.fetch_add(evicted as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Visitors and sessions evicted inline by requests ([`Account::keep_bound`]).
+    pub fn evicted_inline(&self) -> Evicted {
+        let [visitors, sessions] = &self.evicted_inline;
+        Evicted {
+            visitors: visitors.load(Ordering::Relaxed) as usize,
+            sessions: sessions.load(Ordering::Relaxed) as usize,
+            ..Evicted::default()
+        }
+    }
+
     /// Whether a bound of `bounds` is exceeded now (cheap: the maps' counts).
     pub fn over_bounds(&self, bounds: &MemoryBounds) -> bool {
         self.visitors.len() > bounds.max_visitors
@@ -514,6 +566,15 @@ const DAY_MILLIS: UnixMillis = 86_400_000;
 
 /// What an eviction pass takes an over-full map back to: this share of its bound.
 pub const EVICT_TO: f64 = 0.99;
+
+/// How far over its visitor bound an account may go before a request evicts inline
+/// rather than leaving it to the background pass: this share of the bound.
+pub const INLINE_SLACK: f64 = 0.01;
+
+/// What an inline pass ([`Account::keep_bound`]) takes the account back to: this share
+/// of the bound, lower than [`EVICT_TO`] so that a flood of new visitors on a machine
+/// too busy for the background pass walks the map once per tenth of the bound.
+pub const INLINE_EVICT_TO: f64 = 0.9;
 
 /// How much per-visitor state an account keeps ([`Account::evict`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -551,10 +612,20 @@ fn evict_oldest<V>(
     bound: usize,
     age_of: impl Fn(&V) -> UnixMillis,
 ) -> usize {
+    evict_oldest_to(map, bound, EVICT_TO, age_of)
+}
+
+/// [`evict_oldest`] down to `share` of `bound`.
+fn evict_oldest_to<V>(
+    map: &CountedMap<String, V>,
+    bound: usize,
+    share: f64,
+    age_of: impl Fn(&V) -> UnixMillis,
+) -> usize {
     if map.len() <= bound {
         return 0;
     }
-    let target = ((bound as f64) * EVICT_TO) as usize;
+    let target = ((bound as f64) * share) as usize;
     let mut ages: Vec<UnixMillis> = map.read().iter().map(|e| age_of(e.value())).collect();
     let excess = ages.len().saturating_sub(target);
     if excess == 0 {

@@ -369,6 +369,40 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
     assert_eq!((viewed, bought), lists(&at_once));
 }
 
+/// The visitor bound holds with no background pass at all: a request that finds the
+/// account more than 1 % over it evicts the least recently seen, inline.
+#[test]
+fn the_visitor_bound_holds_without_the_background_pass() {
+    let account = account();
+    let settings = (*account.settings.load_full()).clone();
+    account.replace_settings(AccountSettings {
+        max_visitors: Some(100),
+        ..settings
+    });
+    let view = |id: &str| Event::ProductView { id: id.into() };
+    let mut most = 0;
+    for i in 0..1_000i64 {
+        account.serve(request(
+            &format!("n{i:04}"),
+            None,
+            vec![view("a")],
+            T0 + i * 1_000,
+        ));
+        most = most
+            .max(account.visitor_count())
+            .max(account.session_count());
+    }
+    assert!(most <= 101, "{most} visitors or sessions held, over 101");
+    let inline = account.evicted_inline();
+    assert!(
+        inline.visitors >= 899 && inline.sessions >= 899,
+        "{inline:?}"
+    );
+    // The most recent visitors are the ones kept.
+    assert!(account.visitor("n0999").is_some());
+    assert!(account.visitor("n0000").is_none());
+}
+
 #[test]
 fn eviction_drops_idle_then_least_recently_seen_visitors_and_keeps_aggregates() {
     let account = account();

@@ -127,6 +127,21 @@ async function showAnalytics() {
   drawCharts(analytics);
 }
 
+/** The width a y axis needs for its longest label (uPlot keeps 50 px otherwise, and
+ * cuts longer labels such as "12,345.00" to "45.00"). */
+function axisSize(self, values, axisIdx, cycleNum) {
+  const axis = self.axes[axisIdx];
+  // uPlot sizes axes in a loop until they settle; keep the first answer.
+  if (cycleNum > 1) return axis._size;
+  let size = axis.ticks.size + axis.gap;
+  const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+  if (longest) {
+    self.ctx.font = axis.font[0];
+    size += self.ctx.measureText(longest).width / devicePixelRatio;
+  }
+  return Math.ceil(size);
+}
+
 /** Days of the range as UTC midnights in seconds, and each zone's series over them. */
 function drawCharts(analytics) {
   for (const chart of state.charts) chart.destroy();
@@ -162,16 +177,23 @@ function drawCharts(analytics) {
     const opts = {
       width: 420,
       height: 220,
-      scales: { x: { time: true } },
+      // Half a day of margin either side, so that every day (a single one too) stands
+      // clear of the edges.
+      scales: { x: { time: true, range: (_, min, max) => [min - DAY_MS / 2000, max + DAY_MS / 2000] } },
       series: [{}].concat(
         labels.map((label, i) => ({
           label,
           stroke: COLOURS[i % COLOURS.length],
+          fill: COLOURS[i % COLOURS.length],
           width: 2,
+          // Days are counts of their own: drawn as points, not joined by lines (which
+          // would draw one day of data as a ramp from zero).
+          paths: () => null,
+          points: { show: true, size: 8 },
           value: (_, v) => (v === null ? "–" : format(v)),
         })),
       ),
-      axes: [{}, { values: (_, ticks) => ticks.map(format) }],
+      axes: [{}, { values: (_, ticks) => ticks.map(format), size: axisSize }],
     };
     state.charts.push(new uPlot(opts, [xs].concat(ys), target));
     target.dataset.series = String(labels.length);

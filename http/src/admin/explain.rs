@@ -98,7 +98,9 @@ fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> V
         "visitorKnown": e.visitor_known,
         "variant": e.variant.as_ref().map(|(experiment, name)| json!({"experiment": experiment, "name": name})),
         "strategy": e.spec.strategy.map(|s| s.name()),
-        "fallback": e.spec.fallback.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        // The chain after the strategy, each strategy once: a variant whose strategy is
+        // also a fallback does not read "trending then trending".
+        "fallback": fallback_names(e.spec.strategy.map(|s| s.name()), e.spec.fallback.iter().map(|s| s.name())),
         "count": e.spec.count,
         "currency": e.currency.code(),
         "history": {
@@ -159,5 +161,37 @@ fn fact_json(fact: &Fact, id: &impl Fn(ProductIdx) -> String) -> Value {
             "kind": "matchesSearch", "term": term,
             "text": format!("matches the search {term:?}"),
         }),
+    }
+}
+
+/// The names of a zone's fallback chain, without its own strategy and without repeats.
+fn fallback_names<'a>(
+    strategy: Option<&'a str>,
+    fallback: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for name in fallback {
+        if Some(name) != strategy && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fallback_that_repeats_the_strategy_is_named_once() {
+        let chain = ["trending", "top_sellers", "trending"];
+        assert_eq!(
+            fallback_names(Some("trending"), chain.into_iter()),
+            ["top_sellers"]
+        );
+        assert_eq!(
+            fallback_names(None, chain.into_iter()),
+            ["trending", "top_sellers"]
+        );
     }
 }

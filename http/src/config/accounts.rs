@@ -102,6 +102,7 @@ impl AccountConfig {
             attribution_days: self.attribution_days,
             experiments: self.experiments.clone(),
             zone_analytics: self.zone_analytics,
+            max_visitors: Some(self.max_visitors),
         }
     }
 }

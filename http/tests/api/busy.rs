@@ -150,3 +150,65 @@ fn the_interval_loss_window_holds_with_the_log_writer_starved_on_busy_cores() {
     assert!(acknowledged > 0, "no order was acknowledged at all");
     drop(dir);
 }
+
+/// The gauge `name` of the demo account, from `/metrics`.
+fn gauge(server: &Server, name: &str) -> f64 {
+    server
+        .get("/metrics")
+        .body
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `max_visitors` holds on busy cores: new visitors arriving as fast as the server
+/// answers never take the account more than 1 % over the bound (plus the requests in
+/// flight while one of them evicts), however late the background pass runs.
+#[test]
+fn the_visitor_bound_holds_on_busy_cores() {
+    let config = format!(
+        r#"
+[memory]
+max_visitors = 500
+[[accounts]]
+access_key = "{DEMO_KEY}"
+secret_key = "{DEMO_SECRET}"
+default_currency = "GBP"
+demo_catalogue = true
+"#
+    );
+    let server = Server::with_config(&config);
+    let _burner = CpuBurner::start().expect("burning the cores");
+    let writers = 4;
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let most = std::thread::scope(|scope| {
+        for writer in 0..writers {
+            let (server, done) = (&server, &done);
+            scope.spawn(move || {
+                for n in 0..1_500 {
+                    let resp = server.serverside(json!({
+                        "visitorId": format!("new-{writer}-{n}"),
+                        "events": [{"name": "product_view", "data": {"id": "P00001"}}],
+                    }));
+                    assert_eq!(resp.status, 200, "{}", resp.body);
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        let mut most: f64 = 0.0;
+        while done.load(std::sync::atomic::Ordering::Relaxed) < writers {
+            most = most
+                .max(gauge(&server, "vitrine_visitors"))
+                .max(gauge(&server, "vitrine_sessions"));
+        }
+        most
+    });
+    let allowed = 505.0 + writers as f64;
+    assert!(
+        most <= allowed,
+        "{most} visitors or sessions held, over {allowed}"
+    );
+    assert!(gauge(&server, "vitrine_visitors") <= allowed);
+}

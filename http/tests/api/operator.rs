@@ -87,6 +87,29 @@ fn config_errors_name_file_and_key_and_exit_non_zero() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml: cannot read the file"));
+
+    // Under VITRINE_LOG_FORMAT=json the error is one JSON log line, still exit status 2.
+    let out = std::process::Command::new(common::binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .env("VITRINE_LOG_FORMAT", "json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    let entry: Value = serde_json::from_str(lines[0]).expect("a JSON line");
+    assert_eq!(entry["level"], "ERROR", "{entry}");
+    assert_eq!(entry["exit_status"], 2, "{entry}");
+    assert!(
+        entry["message"]
+            .as_str()
+            .unwrap()
+            .contains("bad.toml: accounts[0].zones[1].strategy: unknown strategy \"mystery\""),
+        "{entry}"
+    );
+    assert!(entry["timestamp"].is_string(), "{entry}");
 }
 
 #[test]
