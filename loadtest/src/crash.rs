@@ -94,6 +94,9 @@ struct Report {
     /// Each lost order's age: from its 200 to the sending of the last request answered
     /// in its round, in ms (0 when it came after), sorted.
     lost_order_ages_ms: Vec<f64>,
+    /// From each delta's 200 to its Status 1 (or 2), for those decided before their
+    /// round's kill, in ms, sorted.
+    delta_settle_ms: Vec<f64>,
     deltas_lost: usize,
     destroyed_by_faults: usize,
     faults: HashMap<String, usize>,
@@ -190,6 +193,9 @@ pub(crate) fn crash(args: CrashArgs) -> anyhow::Result<()> {
         let run_for = Duration::from_millis(150 + rng.random_range(0..500));
         let acked = write(addr, round, run_for);
         let round_last_sent = acked.orders.iter().map(|a| a.sent).max();
+        report
+            .delta_settle_ms
+            .extend(acked.settled_ms.iter().copied());
         for mut ack in acked.orders {
             ack.round_last_sent = round_last_sent;
             ack.index = orders.len();
@@ -230,6 +236,7 @@ pub(crate) fn crash(args: CrashArgs) -> anyhow::Result<()> {
         }
     }
     report.lost_order_ages_ms.sort_by(f64::total_cmp);
+    report.delta_settle_ms.sort_by(f64::total_cmp);
     report.orders_acknowledged = orders.len();
     report.deltas_acknowledged = deltas.len();
     restarts.sort_by(f64::total_cmp);
@@ -265,6 +272,9 @@ fn config(policy: &str) -> String {
 struct Acked {
     orders: Vec<Ack>,
     deltas: Vec<Ack>,
+    /// For each delta decided before the kill: from its 200 to its status leaving
+    /// Pending (`/api/deltastatus` polled every 2 ms), in ms.
+    settled_ms: Vec<f64>,
 }
 
 fn serverside(body: Value) -> Value {
@@ -334,21 +344,48 @@ fn write(addr: SocketAddr, round: usize, run_for: Duration) -> Acked {
                     .and_then(|resp| resp.json())
                     .and_then(|json| json["Token"].as_str().map(str::to_owned));
                 let Some(token) = token else { return };
+                let at = Instant::now();
+                let settled = settle(addr, &token, at, stop_at);
                 if let Ok(mut acked) = acked.lock() {
                     acked.deltas.push(Ack {
                         id: token,
                         product,
                         sent,
-                        at: Instant::now(),
+                        at,
                         round_last_sent: None,
                         index: 0,
                     });
+                    if let Some(settled) = settled {
+                        acked.settled_ms.push(settled.as_secs_f64() * 1000.0);
+                    }
                 }
                 n += 1;
             }
         });
     });
     acked.into_inner().unwrap_or_default()
+}
+
+/// How long after its 200 (at `at`) the delta `token` left Pending, polling its status
+/// every 2 ms; `None` when the server went away (or the round ended) first.
+fn settle(addr: SocketAddr, token: &str, at: Instant, stop_at: Instant) -> Option<Duration> {
+    loop {
+        let status = post_json(
+            addr,
+            "/api/deltastatus",
+            &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": [token]}),
+        )
+        .filter(|resp| resp.status == 200)
+        .and_then(|resp| resp.json())
+        .and_then(|json| json[0]["Status"].as_i64())?;
+        if status != 0 {
+            return Some(at.elapsed());
+        }
+        if Instant::now() > stop_at + Duration::from_secs(30) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// Checks the acknowledged writes not yet checked, and a sample of older ones; returns
@@ -632,6 +669,23 @@ fn print_report(report: &Report) {
         FSYNC_INTERVAL_MS,
         report.destroyed_by_faults
     );
+    let settle = &report.delta_settle_ms;
+    if !settle.is_empty() {
+        let at = |q: f64| {
+            settle
+                .get(((settle.len() - 1) as f64 * q) as usize)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        println!(
+            "delta 200 → Status 1 ({} deltas decided before their round's kill): median {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} over 1 s",
+            settle.len(),
+            at(0.5),
+            at(0.99),
+            at(1.0),
+            settle.iter().filter(|ms| **ms > 1000.0).count()
+        );
+    }
     let ages = &report.lost_order_ages_ms;
     if !ages.is_empty() {
         let at = |q: f64| {

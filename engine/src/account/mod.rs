@@ -319,24 +319,38 @@ impl Account {
     /// Sorts the neighbour lists of the products whose pairs changed, in the dense ids
     /// of `catalogue`, into the published lists (new ones, every product's, when the
     /// published lists are of another base).
+    ///
+    /// The sorting runs on the ingest pool, at the lowest priority, and holds no lock:
+    /// a swap to a new base (which moves the lists under `lists_lock`, with the account's
+    /// writer held, so that deltas wait for it) never waits for a starved model round.
+    /// Lists sorted for a base that was replaced meanwhile are dropped, and every list is
+    /// sorted again next round.
     fn rebuild_lists(&self, catalogue: &Arc<Catalogue>) {
-        let _lock = self.lists_lock.lock();
-        if !self.catalogue.load().same_base(catalogue) {
-            // A new base was swapped in since this round loaded its catalogue (and the
-            // lists moved to it): the next round sorts them in its dense ids.
-            return;
-        }
-        let mut published = self.neighbours.load_full();
-        if !published.indexes(catalogue) {
-            self.coview.queue_all();
-            self.copurchase.queue_all();
-            published = Arc::new(Neighbours::of(catalogue));
-            self.neighbours.store(Arc::clone(&published));
+        {
+            let _lock = self.lists_lock.lock();
+            if !self.catalogue.load().same_base(catalogue) {
+                // A new base was swapped in since this round loaded its catalogue (and
+                // the lists moved to it): the next round sorts them in its dense ids.
+                return;
+            }
+            if !self.neighbours.load().indexes(catalogue) {
+                self.coview.queue_all();
+                self.copurchase.queue_all();
+                self.neighbours.store(Arc::new(Neighbours::of(catalogue)));
+            }
         }
         let (viewed, bought) = rayon::join(
             || self.coview.changed_lists(&self.product_keys, catalogue),
             || self.copurchase.changed_lists(&self.product_keys, catalogue),
         );
+        let _lock = self.lists_lock.lock();
+        let published = self.neighbours.load_full();
+        if !self.catalogue.load().same_base(catalogue) || !published.indexes(catalogue) {
+            self.coview.queue_all();
+            self.copurchase.queue_all();
+            self.models_stale.store(true, Ordering::Release);
+            return;
+        }
         for (idx, list) in viewed {
             published.viewed_together.insert(idx, list);
         }
