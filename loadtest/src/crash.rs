@@ -2,8 +2,9 @@
 //!
 //! Each round restarts `vitrine` on the same data directory, checks that everything
 //! acknowledged so far is there, runs writers (three order-and-view writers, one delta
-//! writer) for a random 150–650 ms and SIGKILLs the server. With `--faults`, damage is
-//! done between some kills while the server is down: a torn tail (1–12 bytes cut off
+//! writer) for a random 150–650 ms and SIGKILLs the server; with `--burn`, beside busy
+//! loops on every core. With `--faults`, damage is done between some kills while the
+//! server is down: a torn tail (1–12 bytes cut off
 //! the newest log segment), a torn tail after a quiet period (writers stopped until two
 //! state snapshots cover the log), a flipped byte in the newest catalogue or state
 //! snapshot, or the newest snapshot of a kind deleted (the last two only when an older
@@ -61,6 +62,10 @@ pub(crate) struct CrashArgs {
     /// Write the report as JSON here too.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Keep every core busy for the whole loop (one busy-loop child process per core,
+    /// killed at the end): the promises must hold on a machine busy with other work.
+    #[arg(long)]
+    burn: bool,
 }
 
 /// One acknowledged write.
@@ -119,6 +124,11 @@ pub(crate) fn crash(args: CrashArgs) -> anyhow::Result<()> {
             .map_or(1, |d| d.as_nanos() as u64)
     });
     let mut rng = StdRng::seed_from_u64(seed);
+    let _burner = if args.burn {
+        Some(vitrine_testkit::pressure::CpuBurner::start().context("burning the cores")?)
+    } else {
+        None
+    };
     let config = config(&args.policy);
     let window = Duration::from_millis(FSYNC_INTERVAL_MS);
     let mut report = Report {
