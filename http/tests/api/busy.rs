@@ -212,3 +212,75 @@ demo_catalogue = true
     );
     assert!(gauge(&server, "vitrine_visitors") <= allowed);
 }
+
+/// Deltas keep being applied while the lowest-priority ingest pool gets no CPU: a
+/// compaction's swap (which holds the account's writer, that the delta worker needs)
+/// never waits for a model round starved on that pool. Measured from each delta's 200
+/// to its Status 1.
+#[test]
+fn deltas_are_applied_promptly_with_the_ingest_pool_starved() {
+    let config = format!(
+        r#"
+[deltas]
+compact_after_changes = 20
+[[accounts]]
+access_key = "{DEMO_KEY}"
+secret_key = "{DEMO_SECRET}"
+default_currency = "GBP"
+demo_catalogue = true
+"#
+    );
+    let mut server = Server::with_config(&config);
+    let pid = server.child().id();
+    let starved: usize = (0..64)
+        .map(|i| starve_threads(pid, &format!("ingest-{i}")).expect("chrt --idle"))
+        .sum();
+    assert!(starved >= 1, "no ingest thread found");
+    let _burner = CpuBurner::start().expect("burning the cores");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let slowest = std::thread::scope(|scope| {
+        // Views keep the co-view model changing, so that every model round has lists
+        // to sort on the starved pool.
+        for viewer in 0..2 {
+            let (server, stop) = (&server, &stop);
+            scope.spawn(move || {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    server.serverside(json!({"visitorId": format!("viewer-{viewer}-{}", n / 5),
+                        "events": [{"name": "product_view", "data": {"id": format!("P{:05}", 1 + (n * 7 + viewer) % 3000)}}]}));
+                    n += 1;
+                }
+            });
+        }
+        let started = Instant::now();
+        let mut slowest = Duration::ZERO;
+        let mut n = 0;
+        while started.elapsed() < Duration::from_secs(8) {
+            let resp = server.post_json(
+                "/api/delta",
+                &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Products": [{
+                    "Id": format!("BUSY-{n}"), "Title": "Busy", "Link": "/p/busy",
+                    "Image": "//img/busy.jpg", "Prices": ["5 GBP"], "Categories": ["cat-01"]}]}),
+            );
+            assert_eq!(resp.status, 200, "{}", resp.body);
+            let answered = Instant::now();
+            let token = resp.json()["Token"].as_str().unwrap().to_owned();
+            common::wait_for("the delta applied", Duration::from_secs(240), || {
+                let status = server.post_json(
+                    "/api/deltastatus",
+                    &json!({"AppKey": DEMO_KEY, "SecretKey": DEMO_SECRET, "Tokens": [token]}),
+                );
+                (status.json()[0]["Status"] == 1).then_some(())
+            });
+            slowest = slowest.max(answered.elapsed());
+            n += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        eprintln!("{n} deltas, slowest 200 → Status 1: {slowest:?}");
+        slowest
+    });
+    assert!(
+        slowest < Duration::from_secs(2),
+        "a delta waited {slowest:?} for Status 1"
+    );
+}
