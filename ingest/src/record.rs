@@ -743,7 +743,7 @@ mod tests {
         assert_eq!(
             errors.messages(),
             [
-                "P.Id: expected a string, got a number",
+                "P.Id: expected a string, or a number written as digits only (no fraction, no exponent)",
                 "P.GroupPrices[0].Prices: must hold at least one price",
                 "P.Description[0]: expected a string, got a number",
                 "P.InStock: expected true or false, got \"maybe\"",

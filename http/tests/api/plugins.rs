@@ -190,7 +190,7 @@ fn plugin_shapes_that_are_wrong_under_both_readings_are_still_400() {
         ),
         (
             json!({"events": [{"name": "product_view", "data": {"id": 4.5}}]}),
-            "events[0].data.id: expected a string, got a number",
+            "events[0].data.id: expected a string, or a number written as digits only (no fraction, no exponent)",
         ),
         (
             json!({"events": [{"name": "order_track", "data": {"orderid": "o", "email": "a@b.co", "productcount": 2, "id1": "P1", "qty1": 1, "unitprice1": 1}}]}),
