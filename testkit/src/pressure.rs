@@ -63,11 +63,18 @@ impl CpuBurner {
 
 impl Drop for CpuBurner {
     fn drop(&mut self) {
-        for child in &mut self.children {
-            // `timeout` passes the signal on to its child.
+        for child in &self.children {
+            // `timeout` passes SIGTERM on to its busy loop and exits once it has gone; a
+            // SIGKILL would leave the loop running, orphaned.
             let _ = Command::new("kill")
                 .args(["-TERM", &child.id().to_string()])
                 .status();
+        }
+        for child in &mut self.children {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
