@@ -517,8 +517,8 @@ impl Account {
     /// visitor per request in flight. The pass walks the map, but it comes once per
     /// tenth of the bound in new visitors: about ten entries walked per new visitor.
     /// Called with no map entry held.
-    pub fn keep_bound(&self) {
-        let Some(bound) = self.settings.load().max_visitors else {
+    pub fn keep_bound(&self, max_visitors: Option<usize>) {
+        let Some(bound) = max_visitors else {
             return;
         };
         let limit = bound + ((bound as f64 * INLINE_SLACK) as usize).max(1);

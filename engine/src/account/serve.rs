@@ -167,7 +167,7 @@ impl Account {
         });
         let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, affinities);
         drop(visitor);
-        self.keep_bound();
+        self.keep_bound(settings.max_visitors);
         self.record_customer_orders(&page.customer_orders, now);
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
 

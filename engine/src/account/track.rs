@@ -86,7 +86,7 @@ impl Account {
         self.record_shown(&mut visitor, shown, &tracked.session_id, now);
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
-        self.keep_bound();
+        self.keep_bound(self.settings.load().max_visitors);
     }
 
     /// Records orders placed for customers outside any visitor's request (the store's
