@@ -12,12 +12,14 @@
 //! record's kind byte) and `Vitrine-Origin` (the publishing data directory's
 //! incarnation, 16 hex digits).
 //!
-//! Publishes of one account go through one task, in order; a waited publish returns
-//! once JetStream acknowledged it (stored on a quorum of the stream's replicas).
+//! Publishes of one account go through its outbox (`outbox.rs`): one task publishes
+//! them in order, pipelined, each with a message id (so a record published again is
+//! stored once), and keeps every record JetStream has not acknowledged (stored on a
+//! quorum of the stream's replicas), trying it again in order until it is stored.
 
 //!
 //! Files: `membership.rs` (connect, restore, join), `publish.rs` (the jobs'
-//! [`vitrine_ingest::jobs::Replication`] and the publisher task), `claims.rs` (job claims
+//! [`vitrine_ingest::jobs::Replication`]), `outbox.rs` (records until stored), `claims.rs` (job claims
 //! and leases), `objects.rs` (the object store), `snapshots.rs` (snapshot sets for
 //! joining nodes), `scrub.rs` (the erasure scrub), `replay.rs` (reading and applying the stream). Errors below the
 //! edge are [`vitrine_ingest::jobs::ReplicationError`]; [`ClusterError`] is what
@@ -33,6 +35,7 @@ use vitrine_ingest::jobs::Incarnation;
 mod claims;
 mod membership;
 mod objects;
+mod outbox;
 mod publish;
 mod replay;
 mod scrub;
@@ -50,9 +53,10 @@ pub const ORIGIN_HEADER: &str = "Vitrine-Origin";
 pub const INCARNATION_FILE: &str = "cluster-incarnation";
 /// A job claimed by a node that stopped renewing it for this long is taken over.
 pub const LEASE: Duration = Duration::from_secs(10);
-/// Records waiting to be published per account at most; beyond it a request that does
-/// not wait for its publish is refused (the cluster is unreachable or slow).
-pub const PUBLISH_QUEUE: usize = 65_536;
+/// Records not yet stored by the cluster per account at most (the outbox's bound);
+/// at it, a write is refused before anything is applied (the cluster is unreachable or
+/// slow).
+pub const OUTBOX: usize = 65_536;
 
 /// A request for a snapshot set now, answered with its manifest's object name.
 type SnapshotNow =

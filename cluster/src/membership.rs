@@ -10,15 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, object_store, stream};
-use tokio::sync::mpsc;
 use vitrine_ingest::jobs::{AccountJobs, Incarnation, Replication, ReplicationError};
 
 use crate::SnapshotNow;
 use crate::objects::{download_object, load_manifest, manifest_objects};
-use crate::publish::{StreamLog, publisher};
+use crate::outbox::{ACK_TIMEOUT, Outbox};
+use crate::publish::StreamLog;
 use crate::replay::{apply, bounds, read};
 use crate::snapshots::snapshots;
-use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, PUBLISH_QUEUE, names};
+use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, OUTBOX, names};
 
 impl Cluster {
     /// Connects to the NATS servers (waiting until one answers, up to `timeout`) and
@@ -160,16 +160,20 @@ impl Cluster {
                 start - 1
             )));
         }
-        let (sender, receiver) = mpsc::channel(PUBLISH_QUEUE);
-        tokio::spawn(publisher(
-            self.jetstream.clone(),
-            subject.clone(),
-            self.incarnation,
-            receiver,
-        ));
+        let (outbox, receiver) = Outbox::new(OUTBOX);
+        let outbox = Arc::new(outbox);
+        let mut publishing = self.jetstream.clone();
+        publishing.set_timeout(ACK_TIMEOUT);
+        let publisher = Arc::clone(&outbox);
+        let (publish_subject, incarnation) = (subject.clone(), self.incarnation);
+        tokio::spawn(async move {
+            publisher
+                .run(publishing, publish_subject, incarnation, receiver)
+                .await;
+        });
         let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
         let log = Arc::new(StreamLog {
-            sender,
+            outbox,
             runtime: tokio::runtime::Handle::current(),
             stream: stream.clone(),
             subject: subject.clone(),

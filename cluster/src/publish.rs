@@ -1,33 +1,26 @@
 //! Publishing: the jobs' side of an account's stream ([`StreamLog`], the jobs'
-//! [`Replication`]) and the one task per account that publishes its records in order,
-//! awaiting each acknowledgement on a task of its own.
+//! [`Replication`]): records go through the account's outbox (`outbox.rs`), claims,
+//! shared objects, the scrub and reads of a range.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::HeaderMap;
-use async_nats::jetstream::{self, kv, object_store, stream};
-use tokio::sync::{mpsc, oneshot};
-use vitrine_ingest::jobs::{Claim, Incarnation, RecordKind, Replication, ReplicationError, Scrub};
+use async_nats::jetstream::{kv, object_store, stream};
+use vitrine_ingest::jobs::{
+    Claim, Incarnation, OutboxFigures, RecordKind, Replication, ReplicationError, Scrub, Wait,
+};
 
+use crate::SnapshotNow;
 use crate::objects::{download_object, object_names};
+use crate::outbox::{ANSWER_WAIT, Outbox};
 use crate::replay::read_range;
 use crate::scrub::scrub_storage;
-use crate::{KIND_HEADER, ORIGIN_HEADER, SnapshotNow};
-
-/// A record on its way to the stream, with where to say it is stored.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    pub(crate) kind: RecordKind,
-    pub(crate) payload: Vec<u8>,
-    pub(crate) stored: Option<oneshot::Sender<Result<(), ReplicationError>>>,
-}
 
 /// The jobs' side of an account's stream, its job claims and its shared objects.
 pub(crate) struct StreamLog {
-    pub(crate) sender: mpsc::Sender<Outgoing>,
+    pub(crate) outbox: Arc<Outbox>,
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) stream: stream::Stream,
     pub(crate) subject: String,
@@ -53,38 +46,32 @@ impl Replication for StreamLog {
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
-        wait: bool,
+        wait: Wait,
     ) -> Result<(), ReplicationError> {
-        if !wait {
-            return self
-                .sender
-                .try_send(Outgoing {
-                    kind,
-                    payload,
-                    stored: None,
-                })
-                .map_err(|e| match e {
-                    mpsc::error::TrySendError::Full(_) => ReplicationError::QueueFull,
-                    mpsc::error::TrySendError::Closed(_) => ReplicationError::Stopped("publisher"),
-                });
-        }
-        let (stored, answer) = oneshot::channel();
-        let outgoing = Outgoing {
-            kind,
-            payload,
-            stored: Some(stored),
+        let Some(answer) = self.outbox.push(kind, payload, wait)? else {
+            return Ok(());
         };
-        // Called off the async workers (the request waits for a quorum).
-        let sender = self.sender.clone();
+        // Called off the async workers (a request, or background work).
         self.runtime.block_on(async move {
-            sender
-                .send(outgoing)
-                .await
-                .map_err(|_| ReplicationError::Stopped("publisher"))?;
-            answer
-                .await
-                .map_err(|_| ReplicationError::Stopped("publisher"))?
+            if wait == Wait::Stored {
+                return answer
+                    .await
+                    .map_err(|_| ReplicationError::Stopped("publisher"));
+            }
+            match tokio::time::timeout(ANSWER_WAIT, answer).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(_)) => Err(ReplicationError::Stopped("publisher")),
+                Err(_) => Err(ReplicationError::Unconfirmed(ANSWER_WAIT)),
+            }
         })
+    }
+
+    fn admit(&self, wait: Wait) -> Result<(), ReplicationError> {
+        self.outbox.admit(wait)
+    }
+
+    fn outbox(&self) -> OutboxFigures {
+        self.outbox.figures()
     }
 
     fn claim(&self, job: u64) -> Result<Claim, ReplicationError> {
@@ -165,52 +152,6 @@ impl Replication for StreamLog {
             .await?;
             Ok(deltas)
         })
-    }
-}
-
-/// Publishes an account's records in order; each acknowledgement is awaited on its own
-/// task, so that publishes are pipelined.
-pub(crate) async fn publisher(
-    jetstream: jetstream::Context,
-    subject: String,
-    incarnation: Incarnation,
-    mut receiver: mpsc::Receiver<Outgoing>,
-) {
-    let origin = format!("{incarnation:016x}");
-    while let Some(outgoing) = receiver.recv().await {
-        let mut headers = HeaderMap::new();
-        headers.insert(KIND_HEADER, outgoing.kind.code().to_string().as_str());
-        headers.insert(ORIGIN_HEADER, origin.as_str());
-        let sent = jetstream
-            .publish_with_headers(subject.clone(), headers, outgoing.payload.into())
-            .await;
-        let stored = outgoing.stored;
-        match sent {
-            Ok(ack) => {
-                tokio::spawn(async move {
-                    let result = ack
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| ReplicationError::nats("", e));
-                    match stored {
-                        Some(stored) => {
-                            let _ = stored.send(result);
-                        }
-                        None => {
-                            if let Err(error) = result {
-                                tracing::warn!(%error, "an unwaited record was not stored by the cluster");
-                            }
-                        }
-                    }
-                });
-            }
-            Err(error) => match stored {
-                Some(stored) => {
-                    let _ = stored.send(Err(ReplicationError::nats("", error)));
-                }
-                None => tracing::warn!(%error, "an unwaited record was not published"),
-            },
-        }
     }
 }
 

@@ -505,6 +505,26 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         &account,
         wal.window_waits.load(Ordering::Relaxed) as f64,
     );
+    if let Some(outbox) = jobs.outbox() {
+        f.gauge(
+            "vitrine_cluster_outbox_records",
+            "Records taken by this node and not yet stored by the cluster's stream (kept and retried in order).",
+            &account,
+            outbox.records as f64,
+        );
+        f.gauge(
+            "vitrine_cluster_outbox_oldest_seconds",
+            "How long the oldest record not yet stored by the cluster's stream has waited (0 when none waits).",
+            &account,
+            outbox.oldest_seconds,
+        );
+        f.counter(
+            "vitrine_cluster_publish_retries_total",
+            "Records published to the cluster's stream again after a failed attempt.",
+            &account,
+            outbox.retries as f64,
+        );
+    }
     f.histogram(
         "vitrine_wal_fsync_duration_seconds",
         "How long an fsync of the write-ahead log took.",

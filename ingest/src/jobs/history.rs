@@ -8,6 +8,7 @@ use vitrine_engine::event::{Event, Order};
 use vitrine_engine::state::Tracked;
 
 use super::log::{self, RecordKind};
+use super::replica::Wait;
 use super::{AccountJobs, SubmitError};
 
 /// Orders applied and logged together at most (one log record, one fsync).
@@ -79,7 +80,7 @@ impl AccountJobs {
                 .append_durable(RecordKind::Events.code(), payload)?;
             // In a cluster the other nodes apply the imported orders too.
             if let Some(payload) = published {
-                self.publish(RecordKind::Events, || payload, true)?;
+                self.publish(RecordKind::Events, || payload, Wait::Stored)?;
             }
         }
         Ok(report)

@@ -73,7 +73,8 @@ pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
 pub use self::replica::{
-    Applied, Claim, Incarnation, Lease, POSITION_FILE, Replication, ReplicationError, Scrub,
+    Applied, Claim, Incarnation, Lease, OutboxFigures, POSITION_FILE, Replication,
+    ReplicationError, Scrub, Wait,
 };
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::status::{
@@ -285,6 +286,7 @@ impl AccountJobs {
     /// analytics only, never an acknowledged event). False when the account has no
     /// such zone or zone analytics are off (nothing is logged then).
     pub fn record_click(&self, clicked: &Clicked) -> Result<bool, SubmitError> {
+        self.admit(Wait::No)?;
         if !self.shared.account.record_click(clicked) {
             return Ok(false);
         }
@@ -294,7 +296,7 @@ impl AccountJobs {
             .wal
             .append_unwaited(RecordKind::Click.code(), payload)?;
         if let Some(published) = published {
-            self.publish(RecordKind::Click, || published, false)?;
+            self.publish(RecordKind::Click, || published, Wait::No)?;
         }
         Ok(true)
     }
@@ -322,6 +324,15 @@ impl AccountJobs {
     pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome, SubmitError> {
         // Refused before anything is applied when the log could not take the events.
         self.shared.wal.check_backlog()?;
+        // In a cluster, and when the replicated log cannot take them either.
+        let wait = if self.shared.config.sync == SyncPolicy::Always {
+            Wait::Answer
+        } else {
+            Wait::No
+        };
+        if !request.events.is_empty() {
+            self.admit(wait)?;
+        }
         self.shared.forgotten.strip(&mut request.events);
         let outcome = self.shared.account.serve(request);
         let served = &outcome.served;
@@ -332,7 +343,6 @@ impl AccountJobs {
                 .wal
                 .append_under_policy(RecordKind::Served.code(), payload)?;
             if let Some(published) = published {
-                let wait = self.shared.config.sync == SyncPolicy::Always;
                 self.publish(RecordKind::Served, || published, wait)?;
             }
         } else if !served.shown.is_empty() {
@@ -361,6 +371,7 @@ impl AccountJobs {
         &self,
         identifier: &str,
     ) -> Result<vitrine_engine::account::Erasure, SubmitError> {
+        self.admit(Wait::Answer)?;
         let names = self
             .is_replicated()
             .then(|| self.shared.account.erasure_names(identifier));
@@ -371,7 +382,11 @@ impl AccountJobs {
         self.shared
             .wal
             .append_durable(RecordKind::Forget.code(), identifier.as_bytes().to_vec())?;
-        self.publish(RecordKind::Forget, || identifier.as_bytes().to_vec(), true)?;
+        self.publish(
+            RecordKind::Forget,
+            || identifier.as_bytes().to_vec(),
+            Wait::Answer,
+        )?;
         self.after_forget(identifier)?;
         // In a cluster, the node that took the erasure removes the person from the
         // cluster's storage too.

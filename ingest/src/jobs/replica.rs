@@ -51,9 +51,18 @@ pub enum ReplicationError {
     /// The cluster did not answer within the time allowed.
     #[error("no answer from the cluster within {0:?}")]
     Timeout(std::time::Duration),
-    /// The records waiting to be published are at their bound.
-    #[error("the publish queue is full")]
-    QueueFull,
+    /// The records not yet stored by the cluster are at their bound (the cluster has
+    /// not been storing records for a while): nothing was recorded.
+    #[error("{0} records wait for the cluster to store them, the bound: nothing was recorded; try again once the cluster answers")]
+    QueueFull(usize),
+    /// The cluster is not storing records now (its last attempt failed for the reason
+    /// given), and the write would have to wait for it: nothing was recorded.
+    #[error("the cluster is not storing records now ({0}): nothing was recorded; try again shortly")]
+    Unavailable(String),
+    /// The cluster did not confirm storing the record within the time a request
+    /// waits. The record is kept and stored once the cluster answers, on every node.
+    #[error("the cluster did not confirm storing the record within {0:?}; it is kept and will be stored on every node once the cluster answers: do not send it again")]
+    Unconfirmed(std::time::Duration),
     /// A task or thread the work needs has stopped (named).
     #[error("the {0} stopped")]
     Stopped(&'static str),
@@ -111,17 +120,55 @@ impl ReplicationError {
     }
 }
 
+/// How long a publish waits for the replicated log to store its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not at all: handed to the outbox, which retries it in order until it is stored.
+    No,
+    /// As a request waits: [`Replication::publish`] returns once the record is stored,
+    /// or with [`ReplicationError::Unconfirmed`] after about a second (the record stays
+    /// in the outbox), or at once with [`ReplicationError::Unavailable`] while the
+    /// cluster is known not to be storing records (nothing kept).
+    Answer,
+    /// Until it is stored, however long that takes (background work: a feed's
+    /// outcome, an imported order history).
+    Stored,
+}
+
+/// The records of an account not yet stored by the replicated log.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OutboxFigures {
+    /// Records waiting (published and not acknowledged, or not yet published).
+    pub records: usize,
+    /// Seconds the oldest of them has waited (0 when none waits).
+    pub oldest_seconds: f64,
+    /// Publishes attempted again after a failure, since the process started.
+    pub retries: u64,
+}
+
 /// A replicated log the account's records are published to.
 pub trait Replication: Send + Sync + std::fmt::Debug {
-    /// Publishes a record. With `wait`, returns once the replicated log has stored it
-    /// (on a quorum); otherwise once it is handed over (published in order, its
-    /// acknowledgement awaited in the background).
+    /// Publishes a record through the account's outbox: records are stored in the
+    /// order they were handed over, each retried until the replicated log stored it
+    /// (on a quorum). `wait` says how long this call waits for that. Never refused for
+    /// the outbox's bound or a failing log (the write may be applied already): ask
+    /// [`Replication::admit`] before applying anything.
     fn publish(
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
-        wait: bool,
+        wait: Wait,
     ) -> Result<(), ReplicationError>;
+
+    /// Whether a write that will publish with `wait` may be applied now: refused
+    /// ([`ReplicationError::QueueFull`]) when the outbox is at its bound, and, for
+    /// [`Wait::Answer`], ([`ReplicationError::Unavailable`]) while the replicated log is
+    /// failing to store records. Checked before anything is applied, so that a refused
+    /// write changes nothing.
+    fn admit(&self, wait: Wait) -> Result<(), ReplicationError>;
+
+    /// The outbox's figures, for `/metrics`.
+    fn outbox(&self) -> OutboxFigures;
 
     /// Claims the job submitted at `job` in the replicated log for this node (see
     /// [`Claim`]).
@@ -397,13 +444,12 @@ impl AccountJobs {
         Ok(Applied::Applied)
     }
 
-    /// Publishes a record when the account is replicated. `wait`: until the replicated
-    /// log has stored it.
+    /// Publishes a record when the account is replicated (see [`Wait`]).
     pub(super) fn publish(
         &self,
         kind: RecordKind,
         payload: impl FnOnce() -> Vec<u8>,
-        wait: bool,
+        wait: Wait,
     ) -> Result<bool, SubmitError> {
         let Some(replica) = self.shared.replica.get() else {
             return Ok(false);
@@ -413,6 +459,20 @@ impl AccountJobs {
             .publish(kind, payload(), wait)
             .map_err(SubmitError::Replication)?;
         Ok(true)
+    }
+
+    /// Refuses a write that would publish with `wait` when the replicated log cannot
+    /// take it now ([`Replication::admit`]); nothing when the account is not replicated.
+    pub(super) fn admit(&self, wait: Wait) -> Result<(), SubmitError> {
+        match self.shared.replica.get() {
+            Some(replica) => replica.log.admit(wait).map_err(SubmitError::Replication),
+            None => Ok(()),
+        }
+    }
+
+    /// The replicated log's outbox figures (`None` when the account is not replicated).
+    pub fn outbox(&self) -> Option<OutboxFigures> {
+        self.shared.replica.get().map(|replica| replica.log.outbox())
     }
 
     /// Whether the account's writes go to a replicated log.

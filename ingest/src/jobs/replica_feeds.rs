@@ -37,7 +37,7 @@ use vitrine_engine::catalogue::{Catalogue, CatalogueData};
 use vitrine_snapshots::snapshot::{self, Kind};
 
 use super::log::{self, RecordKind};
-use super::replica::{Applied, Claim, ReplicationError};
+use super::replica::{Applied, Claim, ReplicationError, Wait};
 use super::status::{FeedJob, FeedStatus};
 use super::{AccountJobs, RebuildError, RebuildKind, Rebuilt, SubmitError};
 use crate::delta::{self, Mode};
@@ -138,7 +138,7 @@ impl AccountJobs {
             };
             let payload = serde_json::to_vec(&record)
                 .map_err(|e| ReplicationError::failed("the submission record", e))?;
-            replication.publish(RecordKind::FeedSubmitted, payload, true)
+            replication.publish(RecordKind::FeedSubmitted, payload, Wait::Answer)
         })();
         if let Err(reason) = announced {
             let failed = FeedStatus::Failed(format!(
@@ -380,7 +380,7 @@ impl AccountJobs {
         }
         let payload = serde_json::to_vec(&built)
             .map_err(|e| ReplicationError::failed("the built feed record", e))?;
-        replication.publish(RecordKind::FeedBuilt, payload, true)?;
+        replication.publish(RecordKind::FeedBuilt, payload, Wait::Stored)?;
         // Tidying: a failure only leaves objects behind.
         let tidy = || -> Result<(), ReplicationError> {
             if let Some(body) = self.feed_job(&job.token).and_then(|job| job.shared_body) {

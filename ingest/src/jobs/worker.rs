@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use super::locks::SinceBase;
 use super::log::{self, RecordKind};
 use super::status::{DeltaStatus, DeltaStatuses, UNKNOWN_TOKEN};
+use super::replica::{ReplicationError, Wait};
 use super::{AccountJobs, Shared, SubmitError};
 use crate::delta::{self, Delta, Mode};
 
@@ -67,14 +68,21 @@ impl AccountJobs {
         if self.is_replicated() {
             // Logged and applied when it comes back from the replicated log, on every
             // node in the same order (see `replica`).
+            self.admit(Wait::Answer)?;
             let payload = log::encode_delta(&token, record);
             self.shared
                 .deltas
                 .statuses
                 .set(token.clone(), u64::MAX, DeltaStatus::Pending);
-            if let Err(error) = self.publish(RecordKind::Delta, || payload, true) {
-                let failed = DeltaStatus::Failed(error.to_string());
-                self.shared.deltas.statuses.set(token, u64::MAX, failed);
+            if let Err(error) = self.publish(RecordKind::Delta, || payload, Wait::Answer) {
+                // Unconfirmed: kept, and Pending until it comes back from the log.
+                if !matches!(
+                    error,
+                    SubmitError::Replication(ReplicationError::Unconfirmed(_))
+                ) {
+                    let failed = DeltaStatus::Failed(error.to_string());
+                    self.shared.deltas.statuses.set(token, u64::MAX, failed);
+                }
                 return Err(error);
             }
             return Ok(token);

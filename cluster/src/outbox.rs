@@ -1,0 +1,330 @@
+//! The outbox: an account's records on their way to its stream, kept until JetStream
+//! has stored them.
+//!
+//! One task per account publishes the records in the order they were handed over,
+//! pipelined (up to [`WINDOW`] acknowledgements awaited at once, in order). Each
+//! message carries a `Nats-Msg-Id` made of the data directory's incarnation, a number
+//! drawn when the process starts and the record's number, so a record published again
+//! (its acknowledgement lost when a NATS server died, or timed out) is stored once:
+//! JetStream drops a repeated id within the stream's duplicate window (two minutes).
+//!
+//! When a publish fails (no stream leader while JetStream elects one, a NATS server
+//! gone, an acknowledgement not received within [`ACK_TIMEOUT`]), the outbox stops
+//! taking new records into the pipeline, lets the publishes in flight finish, and tries
+//! the failed ones again, in order, alone, every [`RETRY`] until one is stored; then the
+//! pipeline opens again. No record is ever dropped: the bound ([`crate::OUTBOX`]) is
+//! enforced before a write is applied ([`Outbox::admit`]).
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, context::PublishAckFuture};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesOrdered;
+use tokio::sync::{mpsc, oneshot};
+use vitrine_ingest::jobs::{Incarnation, OutboxFigures, RecordKind, ReplicationError, Wait};
+
+use crate::{KIND_HEADER, ORIGIN_HEADER};
+
+/// Acknowledgements awaited at once.
+pub(crate) const WINDOW: usize = 1024;
+/// How long an acknowledgement is awaited before the record is published again (to
+/// the stream's leader of then: a new one after a failover).
+pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(400);
+/// How long a request waits for its record to be stored ([`Wait::Answer`]).
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(1);
+/// Wait between attempts at a record that failed.
+pub(crate) const RETRY: Duration = Duration::from_millis(100);
+
+/// A record in the outbox.
+#[derive(Debug)]
+struct Entry {
+    number: u64,
+    kind: RecordKind,
+    payload: Bytes,
+    handed: Instant,
+    stored: Option<oneshot::Sender<()>>,
+}
+
+/// An account's outbox: the side the jobs hand records to, and its figures.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    sender: mpsc::UnboundedSender<Entry>,
+    /// Records handed over and not yet stored.
+    depth: AtomicUsize,
+    bound: usize,
+    next_number: AtomicU64,
+    /// Whether the last attempt failed (and no record has been stored since).
+    failing: AtomicBool,
+    /// Why it failed.
+    reason: Mutex<String>,
+    /// When the oldest record the publisher holds was handed over, in microseconds
+    /// after `base` (0: it holds none).
+    oldest: AtomicU64,
+    base: Instant,
+    retries: AtomicU64,
+}
+
+impl Outbox {
+    /// A new outbox holding at most `bound` records, and the receiving end for its
+    /// publisher ([`Outbox::run`]).
+    pub(crate) fn new(bound: usize) -> (Outbox, Receiver) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let outbox = Outbox {
+            sender,
+            depth: AtomicUsize::new(0),
+            bound,
+            next_number: AtomicU64::new(1),
+            failing: AtomicBool::new(false),
+            reason: Mutex::new(String::new()),
+            oldest: AtomicU64::new(0),
+            base: Instant::now(),
+            retries: AtomicU64::new(0),
+        };
+        (outbox, Receiver(receiver))
+    }
+
+    /// Refuses a write when the outbox is full, or, for one that waits for its answer,
+    /// while the stream is failing to store records.
+    pub(crate) fn admit(&self, wait: Wait) -> Result<(), ReplicationError> {
+        let depth = self.depth.load(Ordering::Acquire);
+        if depth >= self.bound {
+            return Err(ReplicationError::QueueFull(depth));
+        }
+        if wait == Wait::Answer && self.failing.load(Ordering::Acquire) {
+            let reason = self.reason.lock().map(|r| r.clone()).unwrap_or_default();
+            return Err(ReplicationError::Unavailable(reason));
+        }
+        Ok(())
+    }
+
+    /// Hands a record over; with a receiver for its "stored" unless `wait` is
+    /// [`Wait::No`]. Never refused for the bound or a failing stream (the write may
+    /// already be applied): callers ask [`Outbox::admit`] before they apply anything.
+    pub(crate) fn push(
+        &self,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: Wait,
+    ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
+        let (stored, answer) = if wait == Wait::No {
+            (None, None)
+        } else {
+            let (stored, answer) = oneshot::channel();
+            (Some(stored), Some(answer))
+        };
+        let entry = Entry {
+            number: self.next_number.fetch_add(1, Ordering::AcqRel),
+            kind,
+            payload: Bytes::from(payload),
+            handed: Instant::now(),
+            stored,
+        };
+        self.depth.fetch_add(1, Ordering::AcqRel);
+        if self.sender.send(entry).is_err() {
+            self.depth.fetch_sub(1, Ordering::AcqRel);
+            return Err(ReplicationError::Stopped("publisher"));
+        }
+        Ok(answer)
+    }
+
+    /// The figures for `/metrics`.
+    pub(crate) fn figures(&self) -> OutboxFigures {
+        let oldest = self.oldest.load(Ordering::Acquire);
+        let oldest_seconds = if oldest == 0 {
+            0.0
+        } else {
+            let since = Duration::from_micros(oldest - 1);
+            self.base
+                .elapsed()
+                .saturating_sub(since)
+                .as_secs_f64()
+        };
+        OutboxFigures {
+            records: self.depth.load(Ordering::Acquire),
+            oldest_seconds,
+            retries: self.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Notes the oldest of the records held (the first kept one, the first in flight).
+    fn note_oldest(&self, kept: Option<Instant>, in_flight: Option<Instant>) {
+        let oldest = match (kept, in_flight) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let micros = oldest.map_or(0, |handed| {
+            let since = handed.saturating_duration_since(self.base);
+            u64::try_from(since.as_micros()).unwrap_or(u64::MAX - 1) + 1
+        });
+        self.oldest.store(micros, Ordering::Release);
+    }
+
+    fn stored(&self, entry: Entry) {
+        self.depth.fetch_sub(1, Ordering::AcqRel);
+        if let Some(stored) = entry.stored {
+            let _ = stored.send(());
+        }
+    }
+
+    fn failed(&self, reason: &str) {
+        if let Ok(mut kept) = self.reason.lock() {
+            reason.clone_into(&mut kept);
+        }
+        if !self.failing.swap(true, Ordering::AcqRel) {
+            tracing::warn!(%reason, "the cluster did not store a record; the outbox keeps it and tries again");
+        }
+    }
+
+    fn recovered(&self) {
+        if self.failing.swap(false, Ordering::AcqRel) {
+            tracing::info!("the cluster stores records again; the outbox goes on");
+        }
+    }
+
+    /// Publishes the records handed over, in order, until the outbox's sender is gone
+    /// and every record is stored.
+    pub(crate) async fn run(
+        &self,
+        jetstream: jetstream::Context,
+        subject: String,
+        incarnation: Incarnation,
+        Receiver(mut receiver): Receiver,
+    ) {
+        let publish = Publish {
+            jetstream,
+            subject,
+            origin: format!("{incarnation:016x}"),
+            run: rand::random::<u32>(),
+        };
+        // Records that failed, oldest first: tried again before any new one.
+        let mut again: VecDeque<Entry> = VecDeque::new();
+        let mut in_flight = FuturesOrdered::new();
+        // When each record in flight was handed over, in flight order.
+        let mut handed: VecDeque<Instant> = VecDeque::new();
+        let mut open = true;
+        loop {
+            let failing = self.failing.load(Ordering::Acquire);
+            if failing && in_flight.is_empty() && !again.is_empty() {
+                // Failing: the oldest failed record alone, until it is stored.
+                tokio::time::sleep(RETRY).await;
+                self.retries.fetch_add(1, Ordering::Relaxed);
+                if let Some(entry) = again.pop_front() {
+                    match publish.send(&entry).await {
+                        Ok(ack) => {
+                            handed.push_back(entry.handed);
+                            in_flight.push_back(acknowledged(entry, ack));
+                        }
+                        Err(reason) => {
+                            self.failed(&reason);
+                            again.push_front(entry);
+                            continue;
+                        }
+                    }
+                }
+            } else if !failing {
+                // Stored again: the kept records go first, pipelined, in order.
+                while in_flight.len() < WINDOW {
+                    let Some(entry) = again.pop_front() else {
+                        break;
+                    };
+                    match publish.send(&entry).await {
+                        Ok(ack) => {
+                            handed.push_back(entry.handed);
+                            in_flight.push_back(acknowledged(entry, ack));
+                        }
+                        Err(reason) => {
+                            self.failed(&reason);
+                            again.push_front(entry);
+                            break;
+                        }
+                    }
+                }
+            }
+            if in_flight.is_empty() {
+                if !again.is_empty() {
+                    continue;
+                }
+                if !open {
+                    return;
+                }
+            }
+            self.note_oldest(again.front().map(|e| e.handed), handed.front().copied());
+            let taking = open && again.is_empty() && in_flight.len() < WINDOW;
+            tokio::select! {
+                biased;
+                Some((entry, outcome)) = in_flight.next() => {
+                    handed.pop_front();
+                    match outcome {
+                        Ok(()) => {
+                            self.recovered();
+                            self.stored(entry);
+                        }
+                        Err(reason) => {
+                            self.failed(&reason);
+                            again.push_back(entry);
+                        }
+                    }
+                    self.note_oldest(again.front().map(|e| e.handed), handed.front().copied());
+                }
+                received = receiver.recv(), if taking => {
+                    let Some(entry) = received else {
+                        open = false;
+                        continue;
+                    };
+                    match publish.send(&entry).await {
+                        Ok(ack) => {
+                            handed.push_back(entry.handed);
+                            in_flight.push_back(acknowledged(entry, ack));
+                        }
+                        Err(reason) => {
+                            self.failed(&reason);
+                            again.push_back(entry);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The publisher's end of an outbox.
+#[derive(Debug)]
+pub(crate) struct Receiver(mpsc::UnboundedReceiver<Entry>);
+
+/// What publishing a record needs.
+struct Publish {
+    jetstream: jetstream::Context,
+    subject: String,
+    origin: String,
+    run: u32,
+}
+
+impl Publish {
+    /// Sends `entry` to the stream; the acknowledgement is awaited apart.
+    async fn send(&self, entry: &Entry) -> Result<PublishAckFuture, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(KIND_HEADER, entry.kind.code().to_string().as_str());
+        headers.insert(ORIGIN_HEADER, self.origin.as_str());
+        let id = format!("{}-{:08x}-{}", self.origin, self.run, entry.number);
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+        self.jetstream
+            .publish_with_headers(self.subject.clone(), headers, entry.payload.clone())
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Awaits a record's acknowledgement (within [`ACK_TIMEOUT`], the context's timeout).
+async fn acknowledged(entry: Entry, ack: PublishAckFuture) -> (Entry, Result<(), String>) {
+    let outcome = match tokio::time::timeout(ACK_TIMEOUT, ack).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(_) => Err(format!("no acknowledgement within {ACK_TIMEOUT:?}")),
+    };
+    (entry, outcome)
+}
