@@ -68,7 +68,29 @@ impl Cluster {
     /// [`vitrine_ingest::jobs::is_fresh`]) from the newest snapshot set in the account's
     /// object store, so that the node reads only the stream after it. False when there
     /// is none (or the directory is not fresh).
-    pub async fn restore(&self, access_key: &str, dir: &Path) -> Result<bool, ClusterError> {
+    ///
+    /// Snapshot sets that exist but cannot be read (NATS servers still recovering after
+    /// a restart) are tried again every second until `timeout`; then the error says
+    /// so, with advice (unlike "none", which lets the node read the whole stream).
+    pub async fn restore(
+        &self,
+        access_key: &str,
+        dir: &Path,
+        timeout: Duration,
+    ) -> Result<bool, ClusterError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match self.restore_once(access_key, dir).await {
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    tracing::warn!(account = %access_key, %error, "the cluster's snapshots could not be read; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
+    async fn restore_once(&self, access_key: &str, dir: &Path) -> Result<bool, ClusterError> {
         let (name, _) = names(access_key);
         if !vitrine_ingest::jobs::is_fresh(dir) {
             return Ok(false);
@@ -77,16 +99,32 @@ impl Cluster {
             stream: name.clone(),
             reason,
         };
-        let Ok(objects) = self.jetstream.get_object_store(name.as_str()).await else {
-            return Ok(false);
+        // "No snapshot sets" (a new account: the node starts from the whole stream) is
+        // not "snapshot sets that cannot be read" (NATS servers still recovering, or
+        // that lost their object store): the second is an error with its own advice.
+        let unreadable = |what: String| {
+            failed(format!(
+                "the cluster's snapshot sets for this account (object store {name}) could not be read: {what}. This node's data directory is empty and cannot start without them once the stream is trimmed. Check every NATS server (`/healthz?js-enabled-only=true`, and that the object store {name} is present with its replicas), then start this node again; do not delete anything"
+            ))
+        };
+        let objects = match self.jetstream.get_object_store(name.as_str()).await {
+            Ok(objects) => objects,
+            Err(error) if store_missing(&error) => return Ok(false),
+            Err(error) => return Err(unreadable(error.to_string())),
         };
         // The newest set whose files are all there.
         let manifests = manifest_objects(&objects)
             .await
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| unreadable(e.to_string()))?;
+        let mut problems = Vec::new();
         for name in manifests.iter().rev() {
-            let Ok(Some(manifest)) = load_manifest(&objects, name).await else {
-                continue;
+            let manifest = match load_manifest(&objects, name).await {
+                Ok(Some(manifest)) => manifest,
+                Ok(None) => continue,
+                Err(error) => {
+                    problems.push(format!("{name}: {error}"));
+                    continue;
+                }
             };
             let restored = async {
                 for file in &manifest.files {
@@ -110,13 +148,19 @@ impl Cluster {
                 }
                 Err(error) => {
                     tracing::warn!(account = %access_key, snapshot = %name, %error, "a cluster snapshot could not be restored; trying an older one");
+                    problems.push(format!("{name}: {error}"));
                     for file in &manifest.files {
                         let _ = tokio::fs::remove_file(dir.join(file)).await;
                     }
                 }
             }
         }
-        Ok(false)
+        if problems.is_empty() {
+            // No snapshot set at all: a node of a new account reads the whole stream.
+            Ok(false)
+        } else {
+            Err(unreadable(problems.join("; ")))
+        }
     }
 
     /// Whether this node serves the account.
@@ -155,8 +199,14 @@ impl Cluster {
         // Trimmed past this node's files: it cannot catch up from the stream.
         let start = jobs.stream_position() + 1;
         if first > 1 && start < first {
+            let advice = if start <= 1 {
+                // Nothing here, and restore found no snapshot set: the sets are gone.
+                "this node's data directory is empty and the cluster holds no snapshot set to start from (the object store has none): a node can join only after a node that serves the account has published one; check that one runs, then start this node again".to_owned()
+            } else {
+                "start the node with an empty data directory (it then restores the newest snapshots)".to_owned()
+            };
             return Err(failed(format!(
-                "the stream was trimmed behind the cluster's snapshots: it starts at {first}, and this node's data directory ends at {}; start the node with an empty data directory (it then restores the newest snapshots)",
+                "the stream was trimmed behind the cluster's snapshots: it starts at {first}, and this node's data directory ends at {}; {advice}",
                 start - 1
             )));
         }
@@ -352,4 +402,16 @@ pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
         }
         Err(error) => Err(failed(error.to_string())),
     }
+}
+
+/// Whether an object store could not be had because it does not exist (JetStream's
+/// "stream not found"), as opposed to a store that exists but cannot be read now.
+fn store_missing(error: &async_nats::jetstream::context::ObjectStoreError) -> bool {
+    use async_nats::jetstream::context::{GetStreamError, GetStreamErrorKind};
+    use async_nats::jetstream::ErrorCode;
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<GetStreamError>())
+        .is_some_and(|error| {
+            matches!(error.kind(), GetStreamErrorKind::JetStream(e) if e.error_code() == ErrorCode::STREAM_NOT_FOUND)
+        })
 }

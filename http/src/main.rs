@@ -291,7 +291,7 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 for account in &config.accounts {
                     let dir = vitrine_http::state::account_dir(&config.data_dir, &account.access_key);
                     joined
-                        .restore(&account.access_key, &dir)
+                        .restore(&account.access_key, &dir, timeout)
                         .await
                         .with_context(|| format!("restoring account {} from the cluster's snapshots", account.access_key))?;
                 }
