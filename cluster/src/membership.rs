@@ -407,8 +407,8 @@ pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
 /// Whether an object store could not be had because it does not exist (JetStream's
 /// "stream not found"), as opposed to a store that exists but cannot be read now.
 fn store_missing(error: &async_nats::jetstream::context::ObjectStoreError) -> bool {
-    use async_nats::jetstream::context::{GetStreamError, GetStreamErrorKind};
     use async_nats::jetstream::ErrorCode;
+    use async_nats::jetstream::context::{GetStreamError, GetStreamErrorKind};
     std::error::Error::source(error)
         .and_then(|source| source.downcast_ref::<GetStreamError>())
         .is_some_and(|error| {

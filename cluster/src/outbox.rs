@@ -139,10 +139,7 @@ impl Outbox {
             0.0
         } else {
             let since = Duration::from_micros(oldest - 1);
-            self.base
-                .elapsed()
-                .saturating_sub(since)
-                .as_secs_f64()
+            self.base.elapsed().saturating_sub(since).as_secs_f64()
         };
         OutboxFigures {
             records: self.depth.load(Ordering::Acquire),

@@ -20,6 +20,8 @@ mod busy;
 mod clientside;
 #[path = "api/cluster.rs"]
 mod cluster;
+#[path = "api/cluster_faults.rs"]
+mod cluster_faults;
 mod common;
 #[path = "api/crash.rs"]
 mod crash;

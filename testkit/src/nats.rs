@@ -235,6 +235,37 @@ impl NatsCluster {
         self.dir.path()
     }
 
+    /// The index of the server leading the JetStream stream `stream`, as a running
+    /// server's `/jsz` reports it (`None` while no server leads it, or none answers).
+    pub fn stream_leader(&self, stream: &str) -> Option<usize> {
+        let leader = self
+            .nodes
+            .iter()
+            .filter(|node| node.process.is_some())
+            .find_map(|node| {
+                let addr = SocketAddr::from(([127, 0, 0, 1], node.monitor));
+                let body = monitor_get(addr, "/jsz?accounts=true&streams=true")?;
+                let jsz: serde_json::Value = serde_json::from_str(&body).ok()?;
+                jsz["account_details"]
+                    .as_array()?
+                    .iter()
+                    .flat_map(|account| {
+                        account["stream_detail"]
+                            .as_array()
+                            .cloned()
+                            .unwrap_or_default()
+                    })
+                    .find(|detail| detail["name"] == stream)
+                    .and_then(|detail| detail["cluster"]["leader"].as_str().map(str::to_owned))
+            })?;
+        self.nodes.iter().position(|node| node.name == leader)
+    }
+
+    /// Whether server `i` runs (started and not killed).
+    pub fn is_running(&self, i: usize) -> bool {
+        self.nodes.get(i).is_some_and(|node| node.process.is_some())
+    }
+
     /// SIGKILLs server `i`.
     pub fn kill9(&mut self, i: usize) {
         if let Some(mut child) = self.nodes.get_mut(i).and_then(|n| n.process.take()) {
@@ -262,17 +293,23 @@ impl Drop for NatsCluster {
 
 /// Whether the monitoring endpoint at `addr` answers `GET /healthz` with 200.
 fn healthz(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
-        return false;
-    };
+    monitor_get(addr, "/healthz").is_some()
+}
+
+/// The body of a monitoring endpoint's answer to `GET path`, when it is a 200.
+fn monitor_get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let request = format!("GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+    if !(answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")) {
+        return None;
+    }
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
 }
 
 #[cfg(test)]

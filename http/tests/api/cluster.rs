@@ -12,18 +12,18 @@ use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 use vitrine_testkit::records;
 
-const KEY: &str = "cluster-shop";
-const SECRET: &str = "cluster-shop-secret";
+pub(super) const KEY: &str = "cluster-shop";
+pub(super) const SECRET: &str = "cluster-shop-secret";
 /// How long a write through one node may take to show on another (a loaded machine).
-const REPLICATED: Duration = Duration::from_secs(120);
+pub(super) const REPLICATED: Duration = Duration::from_secs(120);
 
-fn config(nats: &NatsCluster, node: &str) -> String {
+pub(super) fn config(nats: &NatsCluster, node: &str) -> String {
     config_with(nats, node, "")
 }
 
 /// `config` with the account's snapshots stored in the object store every second (and
 /// the stream trimmed behind them).
-fn with_snapshots(config: String) -> String {
+pub(super) fn with_snapshots(config: String) -> String {
     config.replace(
         "replicas = 3\n",
         "replicas = 3\nsnapshot_interval_secs = 1\n",
@@ -31,7 +31,7 @@ fn with_snapshots(config: String) -> String {
 }
 
 /// [`config`] with more `[durability]` lines.
-fn config_with(nats: &NatsCluster, node: &str, durability: &str) -> String {
+pub(super) fn config_with(nats: &NatsCluster, node: &str, durability: &str) -> String {
     let servers: Vec<String> = nats.urls().iter().map(|u| format!("{u:?}")).collect();
     format!(
         r#"
@@ -71,14 +71,14 @@ default_currency = "GBP"
     )
 }
 
-fn product(id: &str) -> Value {
+pub(super) fn product(id: &str) -> Value {
     let extra =
         json!({"Title": format!("Product {id}"), "Image": "//img/x.jpg", "Categories": ["c1"]});
     records::with(records::product(id, "10.00 GBP"), extra)
 }
 
 /// Posts a delta adding `ids`; its token.
-fn add_products(server: &Server, ids: &[&str]) -> String {
+pub(super) fn add_products(server: &Server, ids: &[&str]) -> String {
     let products: Vec<Value> = ids.iter().map(|id| product(id)).collect();
     let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Products": products});
     let resp = server.post_json("/api/delta", &body);
@@ -86,7 +86,7 @@ fn add_products(server: &Server, ids: &[&str]) -> String {
     resp.json()["Token"].as_str().unwrap().to_owned()
 }
 
-fn status(server: &Server, token: &str) -> Value {
+pub(super) fn status(server: &Server, token: &str) -> Value {
     let body = json!({"AppKey": KEY, "SecretKey": SECRET, "Tokens": [token]});
     let resp = server.post_json("/api/deltastatus", &body);
     assert_eq!(resp.status, 200, "{}", resp.body);
@@ -94,7 +94,7 @@ fn status(server: &Server, token: &str) -> Value {
 }
 
 /// Waits until `server` reports the delta `token` applied.
-fn applied_on(server: &Server, token: &str) {
+pub(super) fn applied_on(server: &Server, token: &str) {
     let item = wait_for("the delta applied", REPLICATED, || {
         let item = status(server, token);
         (item["Status"] == 1).then_some(item)
@@ -102,7 +102,7 @@ fn applied_on(server: &Server, token: &str) {
     assert_eq!(item["Status"], 1, "{item}");
 }
 
-fn serverside(server: &Server, visitor: &str, events: Value, zones: &[&str]) -> Value {
+pub(super) fn serverside(server: &Server, visitor: &str, events: Value, zones: &[&str]) -> Value {
     let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
         "visitorId": visitor, "events": events, "zones": zones}));
     let resp = server.post_json("/api/serverside", &body);
@@ -110,7 +110,7 @@ fn serverside(server: &Server, visitor: &str, events: Value, zones: &[&str]) -> 
     resp.json()
 }
 
-fn ids(resp: &Value, zone: &str) -> Vec<String> {
+pub(super) fn ids(resp: &Value, zone: &str) -> Vec<String> {
     resp["zones"][zone]["items"]
         .as_array()
         .unwrap_or_else(|| panic!("{zone} in {resp}"))
@@ -128,12 +128,12 @@ fn views(server: &Server, visitor: &str, products: &[&str]) {
 }
 
 /// What `visitor` sees in a zone of `server` (a page view that changes nothing).
-fn zone(server: &Server, visitor: &str, zone: &str) -> Vec<String> {
+pub(super) fn zone(server: &Server, visitor: &str, zone: &str) -> Vec<String> {
     let events = json!([{"name": "page_view", "data": {"page_type": "homepage"}}]);
     ids(&serverside(server, visitor, events, &[zone]), zone)
 }
 
-fn category(server: &Server) -> Vec<String> {
+pub(super) fn category(server: &Server) -> Vec<String> {
     let events = json!([{"name": "page_view", "data": {"page_type": "category_listing_page", "category_id": "c1"}}]);
     ids(&serverside(server, "browser", events, &["CAT"]), "CAT")
 }
@@ -277,14 +277,14 @@ fn a_nats_server_killed_under_writes_loses_nothing_acknowledged() {
     applied_on(&b, &token);
 }
 
-fn order_event(order_id: &str) -> Value {
+pub(super) fn order_event(order_id: &str) -> Value {
     json!({"name": "order", "data": {"orderid": order_id, "userid": "cluster-user",
         "items": [{"id": "p1", "qty": 1, "unitprice": 10.0}]}})
 }
 
 /// Order ids of `ids` that `server` holds (each expected there: a missing one is
 /// recorded by the check).
-fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
+pub(super) fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
     common::present_orders(ids, order_event, |events| {
         serverside(server, "checker", Value::Array(events), &[])
     })
@@ -357,7 +357,7 @@ fn write_until_killed(
 /// comes back from the stream after every earlier message.
 /// (Through a node's one ordered publish queue, so also after everything it took
 /// before; the marker is in no category.)
-fn settled(server: &Server) {
+pub(super) fn settled(server: &Server) {
     let marker = records::with(
         records::product("marker", "1.00 GBP"),
         json!({"Title": "Marker", "Image": "//img/m.jpg"}),
@@ -369,7 +369,7 @@ fn settled(server: &Server) {
 }
 
 /// Everything acknowledged is on `server`: every delta applied, every order recorded.
-fn holds_everything(server: &Server, orders: &[String], deltas: &[String], what: &str) {
+pub(super) fn holds_everything(server: &Server, orders: &[String], deltas: &[String], what: &str) {
     for token in deltas {
         assert_eq!(status(server, token)["Status"], 1, "{what}: delta {token}");
     }

@@ -324,8 +324,16 @@ impl AccountJobs {
     pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome, SubmitError> {
         // Refused before anything is applied when the log could not take the events.
         self.shared.wal.check_backlog()?;
-        // In a cluster, and when the replicated log cannot take them either.
-        let wait = if self.shared.config.sync == SyncPolicy::Always {
+        // In a cluster, and when the replicated log cannot take them either. Under
+        // `always` the answer waits for the cluster's log too, except for a request that
+        // only views pages: it changes only session and site counts, so it is answered
+        // on credit (through the outbox) and shop pages keep answering while the
+        // cluster has no quorum.
+        let page_views_only = request
+            .events
+            .iter()
+            .all(|event| matches!(event, vitrine_engine::event::Event::PageView { .. }));
+        let wait = if self.shared.config.sync == SyncPolicy::Always && !page_views_only {
             Wait::Answer
         } else {
             Wait::No

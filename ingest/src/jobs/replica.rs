@@ -53,15 +53,21 @@ pub enum ReplicationError {
     Timeout(std::time::Duration),
     /// The records not yet stored by the cluster are at their bound (the cluster has
     /// not been storing records for a while): nothing was recorded.
-    #[error("{0} records wait for the cluster to store them, the bound: nothing was recorded; try again once the cluster answers")]
+    #[error(
+        "{0} records wait for the cluster to store them, the bound: nothing was recorded; try again once the cluster answers"
+    )]
     QueueFull(usize),
     /// The cluster is not storing records now (its last attempt failed for the reason
     /// given), and the write would have to wait for it: nothing was recorded.
-    #[error("the cluster is not storing records now ({0}): nothing was recorded; try again shortly")]
+    #[error(
+        "the cluster is not storing records now ({0}): nothing was recorded; try again shortly"
+    )]
     Unavailable(String),
     /// The cluster did not confirm storing the record within the time a request
     /// waits. The record is kept and stored once the cluster answers, on every node.
-    #[error("the cluster did not confirm storing the record within {0:?}; it is kept and will be stored on every node once the cluster answers: do not send it again")]
+    #[error(
+        "the cluster did not confirm storing the record within {0:?}; it is kept and will be stored on every node once the cluster answers: do not send it again"
+    )]
     Unconfirmed(std::time::Duration),
     /// A task or thread the work needs has stopped (named).
     #[error("the {0} stopped")]
@@ -472,7 +478,10 @@ impl AccountJobs {
 
     /// The replicated log's outbox figures (`None` when the account is not replicated).
     pub fn outbox(&self) -> Option<OutboxFigures> {
-        self.shared.replica.get().map(|replica| replica.log.outbox())
+        self.shared
+            .replica
+            .get()
+            .map(|replica| replica.log.outbox())
     }
 
     /// Whether the account's writes go to a replicated log.

@@ -1,0 +1,355 @@
+//! The cluster through NATS faults: three real `nats-server` processes, two or three
+//! `vitrine` nodes, shoppers ordering on both nodes while the stream's leader (or a
+//! follower, or two servers at once) is SIGKILLed and restarted. Afterwards every write
+//! answered 200, and every write answered 503 "kept", is on every node; no write
+//! answered 503 "nothing was recorded" is anywhere; the nodes' zones are the same.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use vitrine_testkit::nats::NatsCluster;
+
+use super::cluster::{
+    KEY, REPLICATED, SECRET, add_products, applied_on, category, config_with, order_event,
+    present_orders, settled, with_snapshots, zone,
+};
+use crate::common::{Server, serverside_body, try_post, wait_for};
+
+/// The products the shoppers order.
+const PRODUCTS: [&str; 8] = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"];
+
+/// The account's stream.
+fn stream() -> String {
+    let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("VITRINE_{hex}")
+}
+
+/// A gauge of the account from `server`'s `/metrics`.
+fn gauge(server: &Server, name: &str) -> f64 {
+    let prefix = format!("{name}{{account=\"{KEY}\"}} ");
+    server
+        .get("/metrics")
+        .body
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Waits until `server`'s outbox is empty: everything it took is in the stream.
+fn drained(server: &Server) {
+    wait_for("the outbox drained", REPLICATED, || {
+        (gauge(server, "vitrine_cluster_outbox_records") == 0.0).then_some(())
+    });
+}
+
+/// What the shoppers were answered.
+#[derive(Default, Debug)]
+struct Outcomes {
+    /// Orders answered 200.
+    acked: Vec<String>,
+    /// Orders answered 503 and kept (to be stored on every node).
+    kept: Vec<String>,
+    /// Orders answered 503 with nothing recorded, and when.
+    refused: Vec<(String, Instant)>,
+    /// The longest a request waited for its answer.
+    slowest: Duration,
+}
+
+impl Outcomes {
+    /// Every order that must be on every node.
+    fn recorded(&self) -> Vec<String> {
+        self.acked.iter().chain(&self.kept).cloned().collect()
+    }
+}
+
+/// A shopper on `server` (visitor `name`) viewing and ordering one product a request
+/// until `stop`; what it was answered goes to `outcomes`.
+fn shop(server: &Server, name: &str, stop: &AtomicBool, outcomes: &Mutex<Outcomes>) {
+    for n in 0usize.. {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let order_id = format!("{name}-{n}");
+        // Unequal popularity, so that the category zone has an order to agree on.
+        let product = PRODUCTS[(n * n + n / 3) % PRODUCTS.len()];
+        let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+            "visitorId": format!("shopper-{name}"),
+            "events": [{"name": "product_view", "data": {"id": product}},
+                       {"name": "order", "data": {"orderid": order_id, "userid": name,
+                        "items": [{"id": product, "qty": 1, "unitprice": 10.0}]}}]}));
+        let sent = Instant::now();
+        let answer = try_post(server.addr, "/api/serverside", &body);
+        let waited = sent.elapsed();
+        let mut outcomes = outcomes.lock().unwrap();
+        outcomes.slowest = outcomes.slowest.max(waited);
+        match answer {
+            Some(resp) if resp.status == 200 => outcomes.acked.push(order_id),
+            Some(resp) if resp.status == 503 && resp.body.contains("it is kept") => {
+                outcomes.kept.push(order_id);
+            }
+            Some(resp) if resp.status == 503 && resp.body.contains("nothing was recorded") => {
+                outcomes.refused.push((order_id, Instant::now()));
+            }
+            Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
+            None => return,
+        }
+    }
+}
+
+/// Which NATS server a fault kills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Victim {
+    /// The server leading the account's stream.
+    Leader,
+    /// A server holding a replica of it without leading it.
+    Follower,
+}
+
+/// Every write recorded (answered 200 or kept) is on both nodes, nothing refused is on
+/// either (the nodes count exactly the recorded orders), and their zones agree.
+fn agree(a: &Server, b: &Server, outcomes: &Outcomes) {
+    drained(a);
+    drained(b);
+    settled(a);
+    settled(b);
+    let recorded = outcomes.recorded();
+    for (node, server) in [("a", a), ("b", b)] {
+        // Counted before the presence check below (which records a missing order).
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "a few thousand orders are exact in an f64"
+        )]
+        let expected = recorded.len() as f64;
+        assert_eq!(
+            gauge(server, "vitrine_orders_known"),
+            expected,
+            "node {node} counts exactly the orders answered 200 or kept (a refused one is nowhere): {} refused",
+            outcomes.refused.len()
+        );
+        let present = present_orders(server, &recorded);
+        let missing: Vec<&String> = recorded.iter().filter(|o| !present.contains(o)).collect();
+        assert!(missing.is_empty(), "node {node} lost {missing:?}");
+    }
+    // Rankings are rebuilt every second on each node.
+    wait_for("the nodes' zones agree", REPLICATED, || {
+        let same =
+            category(a) == category(b) && zone(a, "browser", "TR") == zone(b, "browser", "TR");
+        same.then_some(())
+    });
+}
+
+/// Shoppers on both nodes; the `victim` NATS server SIGKILLed once 200 orders are in,
+/// restarted once 200 more are answered (and at least 12 s later, past JetStream's
+/// election); then everything is checked. Returns the nodes, the NATS servers and what
+/// the shoppers were answered.
+fn kill_under_orders(
+    durability: &str,
+    snapshots: bool,
+    victim: Victim,
+) -> (Server, Server, NatsCluster, Outcomes) {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let config = |node: &str| {
+        let config = config_with(&nats, node, durability);
+        if snapshots {
+            with_snapshots(config)
+        } else {
+            config
+        }
+    };
+    let a = Server::with_config(&config("a"));
+    let b = Server::with_config(&config("b"));
+    let token = add_products(&a, &PRODUCTS);
+    applied_on(&b, &token);
+
+    let outcomes = Mutex::new(Outcomes::default());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for (name, server) in [("a", &a), ("b", &b)] {
+            let (stop, outcomes) = (&stop, &outcomes);
+            scope.spawn(move || shop(server, name, stop, outcomes));
+        }
+        let answered = || {
+            let outcomes = outcomes.lock().unwrap();
+            outcomes.acked.len() + outcomes.kept.len() + outcomes.refused.len()
+        };
+        wait_for("orders before the fault", REPLICATED, || {
+            (answered() >= 200).then_some(())
+        });
+        let leader = wait_for("the stream's leader", REPLICATED, || {
+            nats.stream_leader(&stream())
+        });
+        let killed = match victim {
+            Victim::Leader => leader,
+            Victim::Follower => (leader + 1) % 3,
+        };
+        let before = answered();
+        let at = Instant::now();
+        nats.kill9(killed);
+        wait_for("orders answered through the fault", REPLICATED, || {
+            (answered() >= before + 200 && at.elapsed() >= Duration::from_secs(12)).then_some(())
+        });
+        nats.restart(killed).expect("the NATS server restarts");
+        let restarted = answered();
+        wait_for("orders after the restart", REPLICATED, || {
+            (answered() >= restarted + 50).then_some(())
+        });
+        stop.store(true, Ordering::Release);
+        let outcomes = outcomes.lock().unwrap();
+        let refused: Vec<u128> = outcomes
+            .refused
+            .iter()
+            .map(|(_, when)| when.saturating_duration_since(at).as_millis())
+            .collect();
+        eprintln!(
+            "{victim:?} killed ({durability:?}): {} answered 200, {} kept, {} refused (from {:?} to {:?} ms after the kill); slowest answer {:?}",
+            outcomes.acked.len(),
+            outcomes.kept.len(),
+            refused.len(),
+            refused.first(),
+            refused.last(),
+            outcomes.slowest
+        );
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    agree(&a, &b, &outcomes);
+    (a, b, nats, outcomes)
+}
+
+#[test]
+fn the_stream_leader_killed_under_interval_loses_no_order_answered_200_and_a_joining_node_agrees() {
+    let (a, b, nats, outcomes) = kill_under_orders("", true, Victim::Leader);
+    // Under `interval` the outbox takes the records while JetStream elects a leader.
+    assert!(
+        outcomes.kept.is_empty() && outcomes.refused.is_empty(),
+        "nothing refused under interval: {outcomes:?}"
+    );
+    // A node joining after the NATS server's kill and restart holds everything.
+    let c = Server::with_config(&with_snapshots(config_with(&nats, "c", "")));
+    let recorded = outcomes.recorded();
+    let present = present_orders(&c, &recorded);
+    assert_eq!(
+        present.len(),
+        recorded.len(),
+        "the joining node holds every order"
+    );
+    wait_for("the joining node's zones agree", REPLICATED, || {
+        (category(&c) == category(&b) && category(&a) == category(&b)).then_some(())
+    });
+}
+
+#[test]
+fn the_stream_leader_killed_under_always_records_every_write_everywhere_or_nowhere() {
+    let (_a, _b, _nats, outcomes) =
+        kill_under_orders("events_fsync = \"always\"\n", false, Victim::Leader);
+    assert!(!outcomes.acked.is_empty(), "{outcomes:?}");
+}
+
+#[test]
+fn a_follower_killed_under_always_records_every_write_everywhere_or_nowhere() {
+    let (_a, _b, _nats, outcomes) =
+        kill_under_orders("events_fsync = \"always\"\n", false, Victim::Follower);
+    assert!(!outcomes.acked.is_empty(), "{outcomes:?}");
+}
+
+/// One order through `server`: its status and body.
+fn order(server: &Server, visitor: &str, order_id: &str) -> (u16, String) {
+    let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+        "visitorId": visitor, "events": [order_event(order_id)]}));
+    let resp = try_post(server.addr, "/api/serverside", &body).expect("an answer");
+    (resp.status, resp.body)
+}
+
+/// A shop page: one page view and a zone.
+fn page(server: &Server) -> (u16, String) {
+    let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+        "visitorId": "browser", "zones": ["TR"],
+        "events": [{"name": "page_view", "data": {"page_type": "homepage"}}]}));
+    let resp = try_post(server.addr, "/api/serverside", &body).expect("an answer");
+    (resp.status, resp.body)
+}
+
+#[test]
+fn a_quorum_loss_under_interval_keeps_every_order_in_the_outbox_until_the_cluster_stores_it() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config_with(&nats, "a", ""));
+    let b = Server::with_config(&config_with(&nats, "b", ""));
+    let token = add_products(&a, &["p1"]);
+    applied_on(&b, &token);
+
+    nats.kill9(1);
+    nats.kill9(2);
+    let mut acked = Vec::new();
+    // Answered on credit: the outbox holds them until the cluster has a quorum again.
+    wait_for("orders held in the outbox", REPLICATED, || {
+        let order_id = format!("q-{}", acked.len());
+        let (status, body) = order(&a, "quorum-shopper", &order_id);
+        assert_eq!(status, 200, "{body}");
+        acked.push(order_id);
+        (acked.len() >= 50 && gauge(&a, "vitrine_cluster_outbox_records") >= 1.0).then_some(())
+    });
+    assert!(gauge(&a, "vitrine_cluster_outbox_oldest_seconds") > 0.0);
+    let (status, body) = page(&a);
+    assert_eq!(status, 200, "{body}");
+
+    nats.restart(1).expect("a NATS server restarts");
+    nats.restart(2).expect("a NATS server restarts");
+    let outcomes = Outcomes {
+        acked,
+        ..Outcomes::default()
+    };
+    agree(&a, &b, &outcomes);
+    let metrics = a.get("/metrics").body;
+    assert!(
+        metrics.contains(&format!(
+            "vitrine_cluster_publish_retries_total{{account=\"{KEY}\"}}"
+        )),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_quorum_loss_under_always_refuses_orders_with_nothing_applied_and_still_answers_shop_pages() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let always = "events_fsync = \"always\"\n";
+    let a = Server::with_config(&config_with(&nats, "a", always));
+    let b = Server::with_config(&config_with(&nats, "b", always));
+    let token = add_products(&a, &["p1"]);
+    applied_on(&b, &token);
+    let mut outcomes = Outcomes::default();
+    let (status, body) = order(&a, "quorum-shopper", "before");
+    assert_eq!(status, 200, "{body}");
+    outcomes.acked.push("before".to_owned());
+
+    nats.kill9(1);
+    nats.kill9(2);
+    // The first orders may be taken before the outbox knows the cluster fails (kept);
+    // once it knows, an order is refused at once, with nothing applied.
+    let mut n = 0;
+    wait_for("an order refused with nothing recorded", REPLICATED, || {
+        n += 1;
+        let order_id = format!("q-{n}");
+        let (status, body) = order(&a, "quorum-shopper", &order_id);
+        match status {
+            200 => outcomes.acked.push(order_id),
+            503 if body.contains("it is kept") => outcomes.kept.push(order_id),
+            503 if body.contains("nothing was recorded") => {
+                outcomes.refused.push((order_id, Instant::now()));
+                return Some(());
+            }
+            _ => panic!("unexpected answer: {status} {body}"),
+        }
+        None
+    });
+    // Shop pages go on: a request that only views a page does not wait for the cluster.
+    let (status, body) = page(&a);
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert!(answer["zones"]["TR"].is_object(), "{answer}");
+
+    nats.restart(1).expect("a NATS server restarts");
+    nats.restart(2).expect("a NATS server restarts");
+    agree(&a, &b, &outcomes);
+}
