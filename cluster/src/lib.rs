@@ -51,6 +51,8 @@ pub const KIND_HEADER: &str = "Vitrine-Kind";
 pub const ORIGIN_HEADER: &str = "Vitrine-Origin";
 /// The file in the data directory holding its incarnation.
 pub const INCARNATION_FILE: &str = "cluster-incarnation";
+/// The file in the data directory counting its starts in the cluster (outbox ids).
+pub const STARTS_FILE: &str = "cluster-starts";
 /// A job claimed by a node that stopped renewing it for this long is taken over.
 pub const LEASE: Duration = Duration::from_secs(10);
 /// Records not yet stored by the cluster per account at most (the outbox's bound);
@@ -115,6 +117,8 @@ pub struct Cluster {
     settings: ClusterSettings,
     jetstream: jetstream::Context,
     incarnation: Incarnation,
+    /// This start's count ([`STARTS_FILE`]).
+    start: u32,
 }
 
 /// Whether `url` reads as a NATS server's address (`nats://host:port`, `host:port`).

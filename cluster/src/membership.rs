@@ -18,7 +18,7 @@ use crate::outbox::{ACK_TIMEOUT, Outbox};
 use crate::publish::StreamLog;
 use crate::replay::{apply, bounds, read};
 use crate::snapshots::snapshots;
-use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, OUTBOX, names};
+use crate::{Cluster, ClusterError, ClusterSettings, INCARNATION_FILE, OUTBOX, STARTS_FILE, names};
 
 impl Cluster {
     /// Connects to the NATS servers (waiting until one answers, up to `timeout`) and
@@ -29,6 +29,7 @@ impl Cluster {
         timeout: Duration,
     ) -> Result<Cluster, ClusterError> {
         let incarnation = incarnation(data_dir)?;
+        let start = count_start(data_dir)?;
         let failed = |reason: String| ClusterError::Connect {
             servers: settings.servers.clone(),
             reason,
@@ -56,6 +57,7 @@ impl Cluster {
             settings,
             jetstream,
             incarnation,
+            start,
         })
     }
 
@@ -210,7 +212,12 @@ impl Cluster {
                 start - 1
             )));
         }
-        let (outbox, receiver) = Outbox::new(OUTBOX);
+        let unstored = jobs.take_unstored();
+        if !unstored.is_empty() {
+            tracing::info!(account = %access_key, records = unstored.len(), "records taken before the restart and not known to be in the stream: published again (stored once)");
+        }
+        let (outbox, receiver) =
+            Outbox::new(OUTBOX, self.start, unstored, jobs.dir().to_path_buf());
         let outbox = Arc::new(outbox);
         let mut publishing = self.jetstream.clone();
         publishing.set_timeout(ACK_TIMEOUT);
@@ -402,6 +409,41 @@ pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
         }
         Err(error) => Err(failed(error.to_string())),
     }
+}
+
+/// Counts a start of the data directory in the cluster (the file [`STARTS_FILE`]) and
+/// returns the count: the first part of the outbox ids of this start's records. Made
+/// durable before it is used, so that no two starts number records alike (JetStream
+/// would drop the later one as a repeat).
+pub(crate) fn count_start(data_dir: &Path) -> Result<u32, ClusterError> {
+    use std::io::Write;
+    let path = data_dir.join(STARTS_FILE);
+    let failed = |reason: String| ClusterError::Incarnation {
+        path: path.display().to_string(),
+        reason,
+    };
+    let previous = match std::fs::read_to_string(&path) {
+        Ok(text) => text
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| failed(format!("not a count: {:?}", text.trim())))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(error) => return Err(failed(error.to_string())),
+    };
+    let start = previous
+        .checked_add(1)
+        .ok_or_else(|| failed("the count is at its end".to_owned()))?;
+    std::fs::create_dir_all(data_dir).map_err(|e| failed(e.to_string()))?;
+    let temp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&temp).map_err(|e| failed(e.to_string()))?;
+    file.write_all(format!("{start}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| failed(e.to_string()))?;
+    std::fs::rename(&temp, &path).map_err(|e| failed(e.to_string()))?;
+    std::fs::File::open(data_dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| failed(e.to_string()))?;
+    Ok(start)
 }
 
 /// Whether an object store could not be had because it does not exist (JetStream's

@@ -3,10 +3,17 @@
 //!
 //! One task per account publishes the records in the order they were handed over,
 //! pipelined (up to [`WINDOW`] acknowledgements awaited at once, in order). Each
-//! message carries a `Nats-Msg-Id` made of the data directory's incarnation, a number
-//! drawn when the process starts and the record's number, so a record published again
-//! (its acknowledgement lost when a NATS server died, or timed out) is stored once:
-//! JetStream drops a repeated id within the stream's duplicate window (two minutes).
+//! message carries a `Nats-Msg-Id` made of the data directory's incarnation and the
+//! record's [`OutboxId`] (the data directory's start count and the record's number),
+//! so a record published again (its acknowledgement lost when a NATS server died or
+//! timed out, or published again by a restart) is stored once: JetStream drops a
+//! repeated id within the stream's duplicate window (two minutes).
+//!
+//! Durable: a record a request adds is logged locally as `Outboxed` with its id first
+//! (`AccountJobs::log_and_publish`). The publisher saves the outbox mark (every id up
+//! to it is stored) at most every [`MARK_EVERY`]; a restart hands the outbox the
+//! logged records past the mark, first, with their ids. The local log is not cut past
+//! a record not yet stored ([`Outbox::unstored_from`]).
 //!
 //! When a publish fails (no stream leader while JetStream elects one, a NATS server
 //! gone, an acknowledgement not received within [`ACK_TIMEOUT`]), the outbox stops
@@ -15,7 +22,8 @@
 //! pipeline opens again. No record is ever dropped: the bound ([`crate::OUTBOX`]) is
 //! enforced before a write is applied ([`Outbox::admit`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -26,7 +34,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
-use vitrine_ingest::jobs::{Incarnation, OutboxFigures, RecordKind, ReplicationError, Wait};
+use vitrine_ingest::jobs::{
+    Incarnation, OutboxFigures, OutboxId, RecordKind, ReplicationError, Reserved, Unstored, Wait,
+};
 
 use crate::{KIND_HEADER, ORIGIN_HEADER};
 
@@ -39,11 +49,17 @@ pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(400);
 pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// Wait between attempts at a record that failed.
 pub(crate) const RETRY: Duration = Duration::from_millis(100);
+/// How often the outbox mark is saved at most (when it moved).
+pub(crate) const MARK_EVERY: Duration = Duration::from_secs(1);
 
 /// A record in the outbox.
 #[derive(Debug)]
 struct Entry {
-    number: u64,
+    id: OutboxId,
+    /// Where its record is in the local log (a record a request added).
+    reserved: Option<Reserved>,
+    /// Whether it is being tried again after a failure.
+    retry: bool,
     kind: RecordKind,
     payload: Bytes,
     handed: Instant,
@@ -57,7 +73,13 @@ pub(crate) struct Outbox {
     /// Records handed over and not yet stored.
     depth: AtomicUsize,
     bound: usize,
+    /// The data directory's start count: the first part of every new id.
+    start: u32,
     next_number: AtomicU64,
+    /// Records logged locally and not yet stored, by their lowest local log sequence.
+    reserved: Mutex<BTreeSet<Reserved>>,
+    /// The account directory, where the outbox mark is saved.
+    dir: PathBuf,
     /// Whether the last attempt failed (and no record has been stored since).
     failing: AtomicBool,
     /// Why it failed.
@@ -70,22 +92,90 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// A new outbox holding at most `bound` records, and the receiving end for its
-    /// publisher ([`Outbox::run`]).
-    pub(crate) fn new(bound: usize) -> (Outbox, Receiver) {
+    /// A new outbox holding at most `bound` records, for the account in `dir`, numbering
+    /// the records of the data directory's `start`; first in it, `unstored` (records an
+    /// earlier start logged and may not have published). With the receiving end for
+    /// its publisher ([`Outbox::run`]).
+    pub(crate) fn new(
+        bound: usize,
+        start: u32,
+        unstored: Vec<Unstored>,
+        dir: PathBuf,
+    ) -> (Outbox, Receiver) {
         let (sender, receiver) = mpsc::unbounded_channel();
+        let now = Instant::now();
+        let mut reserved = BTreeSet::new();
+        for record in &unstored {
+            // Somewhere in the local log: it is not cut until they are stored.
+            reserved.insert(Reserved {
+                logged_from: 0,
+                id: record.id,
+            });
+        }
         let outbox = Outbox {
             sender,
-            depth: AtomicUsize::new(0),
+            depth: AtomicUsize::new(unstored.len()),
             bound,
+            start,
             next_number: AtomicU64::new(1),
+            reserved: Mutex::new(reserved),
+            dir,
             failing: AtomicBool::new(false),
             reason: Mutex::new(String::new()),
             oldest: AtomicU64::new(0),
-            base: Instant::now(),
+            base: now,
             retries: AtomicU64::new(0),
         };
+        for record in unstored {
+            let entry = Entry {
+                id: record.id,
+                reserved: Some(Reserved {
+                    logged_from: 0,
+                    id: record.id,
+                }),
+                retry: false,
+                kind: record.kind,
+                payload: Bytes::from(record.payload),
+                handed: now,
+                stored: None,
+            };
+            let _ = outbox.sender.send(entry);
+        }
         (outbox, Receiver(receiver))
+    }
+
+    fn next_id(&self) -> OutboxId {
+        OutboxId {
+            start: self.start,
+            number: self.next_number.fetch_add(1, Ordering::AcqRel),
+        }
+    }
+
+    /// Reserves an id for a record about to be logged at `logged_from` or later.
+    pub(crate) fn reserve(&self, logged_from: u64) -> Reserved {
+        let reserved = Reserved {
+            logged_from,
+            id: self.next_id(),
+        };
+        self.depth.fetch_add(1, Ordering::AcqRel);
+        if let Ok(mut set) = self.reserved.lock() {
+            set.insert(reserved);
+        }
+        reserved
+    }
+
+    /// Gives back a reservation whose record was not logged.
+    pub(crate) fn release(&self, reserved: Reserved) {
+        if let Ok(mut set) = self.reserved.lock() {
+            set.remove(&reserved);
+        }
+        self.depth.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The lowest local log sequence of a logged record not yet stored.
+    pub(crate) fn unstored_from(&self) -> Option<u64> {
+        let set = self.reserved.lock().ok()?;
+        set.first().map(|reserved| reserved.logged_from)
     }
 
     /// Refuses a write when the outbox is full, or, for one that waits for its answer,
@@ -111,6 +201,29 @@ impl Outbox {
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
+        self.depth.fetch_add(1, Ordering::AcqRel);
+        self.send(self.next_id(), None, kind, payload, wait)
+    }
+
+    /// [`Outbox::push`] of a record logged under `reserved`.
+    pub(crate) fn push_reserved(
+        &self,
+        reserved: Reserved,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: Wait,
+    ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
+        self.send(reserved.id, Some(reserved), kind, payload, wait)
+    }
+
+    fn send(
+        &self,
+        id: OutboxId,
+        reserved: Option<Reserved>,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: Wait,
+    ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
         let (stored, answer) = if wait == Wait::No {
             (None, None)
         } else {
@@ -118,13 +231,14 @@ impl Outbox {
             (Some(stored), Some(answer))
         };
         let entry = Entry {
-            number: self.next_number.fetch_add(1, Ordering::AcqRel),
+            id,
+            reserved,
+            retry: false,
             kind,
             payload: Bytes::from(payload),
             handed: Instant::now(),
             stored,
         };
-        self.depth.fetch_add(1, Ordering::AcqRel);
         if self.sender.send(entry).is_err() {
             self.depth.fetch_sub(1, Ordering::AcqRel);
             return Err(ReplicationError::Stopped("publisher"));
@@ -162,6 +276,11 @@ impl Outbox {
     }
 
     fn stored(&self, entry: Entry) {
+        if let Some(reserved) = entry.reserved
+            && let Ok(mut set) = self.reserved.lock()
+        {
+            set.remove(&reserved);
+        }
         self.depth.fetch_sub(1, Ordering::AcqRel);
         if let Some(stored) = entry.stored {
             let _ = stored.send(());
@@ -196,8 +315,8 @@ impl Outbox {
             jetstream,
             subject,
             origin: format!("{incarnation:016x}"),
-            run: rand::random::<u32>(),
         };
+        let mut mark = Mark::default();
         // Records that failed, oldest first: tried again before any new one.
         let mut again: VecDeque<Entry> = VecDeque::new();
         let mut in_flight = FuturesOrdered::new();
@@ -210,9 +329,11 @@ impl Outbox {
                 // Failing: the oldest failed record alone, until it is stored.
                 tokio::time::sleep(RETRY).await;
                 self.retries.fetch_add(1, Ordering::Relaxed);
-                if let Some(entry) = again.pop_front() {
+                if let Some(mut entry) = again.pop_front() {
                     match publish.send(&entry).await {
                         Ok(ack) => {
+                            entry.retry = true;
+                            mark.retrying += 1;
                             handed.push_back(entry.handed);
                             in_flight.push_back(acknowledged(entry, ack));
                         }
@@ -226,11 +347,13 @@ impl Outbox {
             } else if !failing {
                 // Stored again: the kept records go first, pipelined, in order.
                 while in_flight.len() < WINDOW {
-                    let Some(entry) = again.pop_front() else {
+                    let Some(mut entry) = again.pop_front() else {
                         break;
                     };
                     match publish.send(&entry).await {
                         Ok(ack) => {
+                            entry.retry = true;
+                            mark.retrying += 1;
                             handed.push_back(entry.handed);
                             in_flight.push_back(acknowledged(entry, ack));
                         }
@@ -252,13 +375,22 @@ impl Outbox {
             }
             self.note_oldest(again.front().map(|e| e.handed), handed.front().copied());
             let taking = open && again.is_empty() && in_flight.len() < WINDOW;
+            if mark.due() {
+                mark.save(&self.dir);
+            }
+            let save_at = mark.save_at();
             tokio::select! {
                 biased;
-                Some((entry, outcome)) = in_flight.next() => {
+                Some((mut entry, outcome)) = in_flight.next() => {
                     handed.pop_front();
+                    if entry.retry {
+                        entry.retry = false;
+                        mark.retrying -= 1;
+                    }
                     match outcome {
                         Ok(()) => {
                             self.recovered();
+                            mark.stored(entry.id, again.is_empty());
                             self.stored(entry);
                         }
                         Err(reason) => {
@@ -267,6 +399,9 @@ impl Outbox {
                         }
                     }
                     self.note_oldest(again.front().map(|e| e.handed), handed.front().copied());
+                }
+                () = tokio::time::sleep_until(save_at.unwrap_or_else(tokio::time::Instant::now)), if save_at.is_some() => {
+                    mark.save(&self.dir);
                 }
                 received = receiver.recv(), if taking => {
                     let Some(entry) = received else {
@@ -289,6 +424,63 @@ impl Outbox {
     }
 }
 
+/// Which records the publisher knows to be stored, and the mark it saved.
+#[derive(Debug, Default)]
+struct Mark {
+    /// The highest id stored.
+    highest: Option<OutboxId>,
+    /// Records in flight that failed before.
+    retrying: usize,
+    /// Every id up to it is stored.
+    through: Option<OutboxId>,
+    /// The mark saved last, and when.
+    saved: Option<OutboxId>,
+    saved_at: Option<tokio::time::Instant>,
+}
+
+impl Mark {
+    /// Notes `id` stored. In order unless a failed record is still to be stored: with
+    /// none kept and none of them in flight, every id up to the highest is stored.
+    fn stored(&mut self, id: OutboxId, none_kept: bool) {
+        self.highest = self.highest.max(Some(id));
+        if none_kept && self.retrying == 0 {
+            self.through = self.highest;
+        }
+    }
+
+    /// When the moved mark is to be saved (`None`: it has not moved).
+    fn save_at(&self) -> Option<tokio::time::Instant> {
+        if self.through <= self.saved {
+            return None;
+        }
+        Some(
+            self.saved_at
+                .map_or_else(tokio::time::Instant::now, |at| at + MARK_EVERY),
+        )
+    }
+
+    fn due(&self) -> bool {
+        self.save_at()
+            .is_some_and(|at| at <= tokio::time::Instant::now())
+    }
+
+    /// Saves the mark in the background (a failure is logged; the older mark only
+    /// makes a restart publish more again, which the message ids make harmless).
+    fn save(&mut self, dir: &std::path::Path) {
+        let Some(through) = self.through else {
+            return;
+        };
+        self.saved = Some(through);
+        self.saved_at = Some(tokio::time::Instant::now());
+        let dir = dir.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            if let Err(error) = vitrine_ingest::jobs::save_outbox_mark(&dir, through) {
+                tracing::warn!(%error, "the outbox mark could not be saved");
+            }
+        });
+    }
+}
+
 /// The publisher's end of an outbox.
 #[derive(Debug)]
 pub(crate) struct Receiver(mpsc::UnboundedReceiver<Entry>);
@@ -298,7 +490,6 @@ struct Publish {
     jetstream: jetstream::Context,
     subject: String,
     origin: String,
-    run: u32,
 }
 
 impl Publish {
@@ -307,7 +498,7 @@ impl Publish {
         let mut headers = HeaderMap::new();
         headers.insert(KIND_HEADER, entry.kind.code().to_string().as_str());
         headers.insert(ORIGIN_HEADER, self.origin.as_str());
-        let id = format!("{}-{:08x}-{}", self.origin, self.run, entry.number);
+        let id = format!("{}-{}", self.origin, entry.id);
         headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
         self.jetstream
             .publish_with_headers(self.subject.clone(), headers, entry.payload.clone())

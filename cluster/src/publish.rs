@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{kv, object_store, stream};
 use vitrine_ingest::jobs::{
-    Claim, Incarnation, OutboxFigures, RecordKind, Replication, ReplicationError, Scrub, Wait,
+    Claim, Incarnation, OutboxFigures, RecordKind, Replication, ReplicationError, Reserved, Scrub,
+    Wait,
 };
 
 use crate::SnapshotNow;
@@ -48,22 +49,31 @@ impl Replication for StreamLog {
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<(), ReplicationError> {
-        let Some(answer) = self.outbox.push(kind, payload, wait)? else {
-            return Ok(());
-        };
-        // Called off the async workers (a request, or background work).
-        self.runtime.block_on(async move {
-            if wait == Wait::Stored {
-                return answer
-                    .await
-                    .map_err(|_| ReplicationError::Stopped("publisher"));
-            }
-            match tokio::time::timeout(ANSWER_WAIT, answer).await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(_)) => Err(ReplicationError::Stopped("publisher")),
-                Err(_) => Err(ReplicationError::Unconfirmed(ANSWER_WAIT)),
-            }
-        })
+        let answer = self.outbox.push(kind, payload, wait)?;
+        self.wait_for(answer, wait)
+    }
+
+    fn reserve(&self, logged_from: u64) -> Reserved {
+        self.outbox.reserve(logged_from)
+    }
+
+    fn publish_reserved(
+        &self,
+        reserved: Reserved,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: Wait,
+    ) -> Result<(), ReplicationError> {
+        let answer = self.outbox.push_reserved(reserved, kind, payload, wait)?;
+        self.wait_for(answer, wait)
+    }
+
+    fn release(&self, reserved: Reserved) {
+        self.outbox.release(reserved);
+    }
+
+    fn unstored_from(&self) -> Option<u64> {
+        self.outbox.unstored_from()
     }
 
     fn admit(&self, wait: Wait) -> Result<(), ReplicationError> {
@@ -156,6 +166,30 @@ impl Replication for StreamLog {
 }
 
 impl StreamLog {
+    /// Waits for a published record as `wait` says (`answer`: its "stored").
+    fn wait_for(
+        &self,
+        answer: Option<tokio::sync::oneshot::Receiver<()>>,
+        wait: Wait,
+    ) -> Result<(), ReplicationError> {
+        let Some(answer) = answer else {
+            return Ok(());
+        };
+        // Called off the async workers (a request, or background work).
+        self.runtime.block_on(async move {
+            if wait == Wait::Stored {
+                return answer
+                    .await
+                    .map_err(|_| ReplicationError::Stopped("publisher"));
+            }
+            match tokio::time::timeout(ANSWER_WAIT, answer).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(_)) => Err(ReplicationError::Stopped("publisher")),
+                Err(_) => Err(ReplicationError::Unconfirmed(ANSWER_WAIT)),
+            }
+        })
+    }
+
     /// Runs `work` on the runtime from a thread outside it (the applier, the feed
     /// runner), within `limit`.
     pub(crate) fn block_on<T>(

@@ -246,17 +246,14 @@ impl NatsCluster {
                 let addr = SocketAddr::from(([127, 0, 0, 1], node.monitor));
                 let body = monitor_get(addr, "/jsz?accounts=true&streams=true")?;
                 let jsz: serde_json::Value = serde_json::from_str(&body).ok()?;
-                jsz["account_details"]
+                jsz.get("account_details")?
                     .as_array()?
                     .iter()
-                    .flat_map(|account| {
-                        account["stream_detail"]
-                            .as_array()
-                            .cloned()
-                            .unwrap_or_default()
-                    })
-                    .find(|detail| detail["name"] == stream)
-                    .and_then(|detail| detail["cluster"]["leader"].as_str().map(str::to_owned))
+                    .filter_map(|account| account.get("stream_detail")?.as_array())
+                    .flatten()
+                    .find(|detail| detail.get("name").and_then(|n| n.as_str()) == Some(stream))
+                    .and_then(|detail| detail.get("cluster")?.get("leader")?.as_str())
+                    .map(str::to_owned)
             })?;
         self.nodes.iter().position(|node| node.name == leader)
     }

@@ -353,3 +353,43 @@ fn a_quorum_loss_under_always_refuses_orders_with_nothing_applied_and_still_answ
     nats.restart(2).expect("a NATS server restarts");
     agree(&a, &b, &outcomes);
 }
+
+#[test]
+fn orders_answered_during_a_quorum_loss_reach_the_other_node_after_their_node_is_sigkilled() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let config = config_with(&nats, "a", "");
+    let a = Server::with_config(&config);
+    let b = Server::with_config(&config_with(&nats, "b", ""));
+    let token = add_products(&a, &["p1"]);
+    applied_on(&b, &token);
+
+    nats.kill9(1);
+    nats.kill9(2);
+    let orders: Vec<String> = (0..30).map(|n| format!("kept-{n}")).collect();
+    for order_id in &orders {
+        let (status, body) = order(&a, "quorum-shopper", order_id);
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(gauge(&a, "vitrine_cluster_outbox_records") >= 30.0);
+    // Past the `interval` window: two fsyncs after the last answer.
+    let fsyncs = gauge(&a, "vitrine_wal_fsyncs_total");
+    wait_for("two fsyncs", REPLICATED, || {
+        (gauge(&a, "vitrine_wal_fsyncs_total") >= fsyncs + 2.0).then_some(())
+    });
+    let dir = a.kill9();
+    nats.restart(1).expect("a NATS server restarts");
+    nats.restart(2).expect("a NATS server restarts");
+
+    // Restarted, the node publishes again what its log holds past its outbox mark.
+    let a = Server::start_in(dir, Some(&config));
+    assert!(
+        a.log().contains("published again"),
+        "the restart says it publishes the kept records again: {}",
+        a.log()
+    );
+    let outcomes = Outcomes {
+        acked: orders,
+        ..Outcomes::default()
+    };
+    agree(&a, &b, &outcomes);
+}

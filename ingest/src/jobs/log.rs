@@ -8,6 +8,7 @@ use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_snapshots::wal::{Record, WalError};
 
+use super::replica::OutboxId;
 use crate::delta::{self, Delta};
 
 /// Why a record could not be written or read.
@@ -72,6 +73,11 @@ pub enum RecordKind {
     /// A click on a product a zone showed, reported by the browser script: an rkyv
     /// archive of [`Clicked`].
     Click,
+    /// In a cluster, a record this node took and publishes through its outbox: the
+    /// outbox id (the node's start count, 4 bytes, and the record's number in that
+    /// start, 8 bytes, little endian), the record's kind byte and the record. A restart
+    /// publishes again those past the outbox mark (see `replica`).
+    Outboxed,
 }
 
 impl RecordKind {
@@ -86,6 +92,7 @@ impl RecordKind {
             RecordKind::FeedSubmitted => 6,
             RecordKind::FeedBuilt => 7,
             RecordKind::Click => 8,
+            RecordKind::Outboxed => 9,
         }
     }
 
@@ -100,6 +107,7 @@ impl RecordKind {
             6 => Some(RecordKind::FeedSubmitted),
             7 => Some(RecordKind::FeedBuilt),
             8 => Some(RecordKind::Click),
+            9 => Some(RecordKind::Outboxed),
             _ => None,
         }
     }
@@ -138,6 +146,10 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
         },
         Some(RecordKind::Forget) => Logged::Forget,
         Some(RecordKind::Replicated) => match decode_replicated(payload) {
+            Some((_, kind, record)) => inspect(kind.code(), record),
+            None => Logged::Other,
+        },
+        Some(RecordKind::Outboxed) => match decode_outboxed(payload) {
             Some((_, kind, record)) => inspect(kind.code(), record),
             None => Logged::Other,
         },
@@ -264,19 +276,51 @@ pub(super) fn decode_replicated(payload: &[u8]) -> Option<(u64, RecordKind, &[u8
     Some((u64::from_le_bytes(*sequence), kind, record))
 }
 
-/// The local log's records with every replicated record in place of the record it
-/// wraps (same local sequence), and the highest replicated sequence among them.
-pub(super) fn unwrap_records(records: Vec<Record>) -> (Vec<Record>, u64) {
-    let mut highest = 0;
-    let records = records
+/// Wraps a record this node publishes through its outbox as `id`
+/// ([`RecordKind::Outboxed`]).
+pub(super) fn encode_outboxed(id: OutboxId, kind: RecordKind, payload: &[u8]) -> Vec<u8> {
+    let mut logged = Vec::with_capacity(13 + payload.len());
+    logged.extend_from_slice(&id.start.to_le_bytes());
+    logged.extend_from_slice(&id.number.to_le_bytes());
+    logged.push(kind.code());
+    logged.extend_from_slice(payload);
+    logged
+}
+
+/// The outbox id, the kind and the record of a [`RecordKind::Outboxed`] record.
+pub(super) fn decode_outboxed(payload: &[u8]) -> Option<(OutboxId, RecordKind, &[u8])> {
+    let (start, rest) = payload.split_first_chunk::<4>()?;
+    let (number, rest) = rest.split_first_chunk::<8>()?;
+    let (kind, record) = rest.split_first()?;
+    let kind = RecordKind::of_code(*kind)
+        .filter(|k| !matches!(k, RecordKind::Replicated | RecordKind::Outboxed))?;
+    let id = OutboxId {
+        start: u32::from_le_bytes(*start),
+        number: u64::from_le_bytes(*number),
+    };
+    Some((id, kind, record))
+}
+
+/// The local log read back for recovery: every wrapping record in place of the record
+/// it wraps (same local sequence).
+#[derive(Debug, Default)]
+pub(super) struct Unwrapped {
+    pub(super) records: Vec<Record>,
+    /// The highest replicated sequence among the replicated records.
+    pub(super) replicated: u64,
+    /// The records this node took for its outbox, in log order.
+    pub(super) outboxed: Vec<(OutboxId, RecordKind, Vec<u8>)>,
+}
+
+/// Unwraps the local log's replicated and outboxed records.
+pub(super) fn unwrap_records(records: Vec<Record>) -> Unwrapped {
+    let mut unwrapped = Unwrapped::default();
+    unwrapped.records = records
         .into_iter()
-        .map(|record| {
-            if RecordKind::of_code(record.kind) != Some(RecordKind::Replicated) {
-                return record;
-            }
-            match decode_replicated(&record.payload) {
+        .map(|record| match RecordKind::of_code(record.kind) {
+            Some(RecordKind::Replicated) => match decode_replicated(&record.payload) {
                 Some((sequence, kind, inner)) => {
-                    highest = highest.max(sequence);
+                    unwrapped.replicated = unwrapped.replicated.max(sequence);
                     Record {
                         sequence: record.sequence,
                         kind: kind.code(),
@@ -284,10 +328,22 @@ pub(super) fn unwrap_records(records: Vec<Record>) -> (Vec<Record>, u64) {
                     }
                 }
                 None => record,
-            }
+            },
+            Some(RecordKind::Outboxed) => match decode_outboxed(&record.payload) {
+                Some((id, kind, inner)) => {
+                    unwrapped.outboxed.push((id, kind, inner.to_vec()));
+                    Record {
+                        sequence: record.sequence,
+                        kind: kind.code(),
+                        payload: inner.to_vec(),
+                    }
+                }
+                None => record,
+            },
+            _ => record,
         })
         .collect();
-    (records, highest)
+    unwrapped
 }
 
 #[cfg(test)]
@@ -295,9 +351,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_replicated_record_reads_back_as_the_record_it_wraps() {
+    fn a_replicated_or_outboxed_record_reads_back_as_the_record_it_wraps() {
         let wrapped = encode_replicated(42, RecordKind::Forget, b"shopper@example.com");
-        let (records, highest) = unwrap_records(vec![
+        let outboxed = encode_outboxed(
+            OutboxId {
+                start: 3,
+                number: 9,
+            },
+            RecordKind::Click,
+            b"click",
+        );
+        let Unwrapped {
+            records,
+            replicated: highest,
+            outboxed: taken,
+        } = unwrap_records(vec![
             Record {
                 sequence: 7,
                 kind: RecordKind::Replicated.code(),
@@ -308,7 +376,26 @@ mod tests {
                 kind: RecordKind::Forget.code(),
                 payload: b"other".to_vec(),
             },
+            Record {
+                sequence: 9,
+                kind: RecordKind::Outboxed.code(),
+                payload: outboxed,
+            },
         ]);
+        assert_eq!(records[2].kind, RecordKind::Click.code());
+        assert_eq!(records[2].payload, b"click");
+        assert_eq!(
+            taken,
+            vec![(
+                OutboxId {
+                    start: 3,
+                    number: 9
+                },
+                RecordKind::Click,
+                b"click".to_vec()
+            )]
+        );
+        assert!(decode_outboxed(&[0; 12]).is_none());
         assert_eq!(highest, 42);
         assert_eq!(records[0].sequence, 7);
         assert_eq!(records[0].kind, RecordKind::Forget.code());

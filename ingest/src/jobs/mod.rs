@@ -73,8 +73,8 @@ pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
 pub use self::replica::{
-    Applied, Claim, Incarnation, Lease, OutboxFigures, POSITION_FILE, Replication,
-    ReplicationError, Scrub, Wait,
+    Applied, Claim, Incarnation, Lease, OUTBOX_MARK_FILE, OutboxFigures, OutboxId, POSITION_FILE,
+    Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
 };
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::status::{
@@ -260,6 +260,9 @@ struct Shared {
     feed_hook: std::sync::OnceLock<self::replica_feeds::FeedHook>,
     /// Restored from a cluster's snapshots: what they include of the replicated log.
     floors: Floors,
+    /// Records this node took before it stopped, past the outbox mark: for the outbox
+    /// (see `replica`).
+    unstored: Mutex<Vec<Unstored>>,
 }
 
 /// One account's jobs, its log and its threads.
@@ -291,13 +294,7 @@ impl AccountJobs {
             return Ok(false);
         }
         let payload = log::encode_click(clicked).map_err(|e| SubmitError::Journal(e.into()))?;
-        let published = self.is_replicated().then(|| payload.clone());
-        self.shared
-            .wal
-            .append_unwaited(RecordKind::Click.code(), payload)?;
-        if let Some(published) = published {
-            self.publish(RecordKind::Click, || published, Wait::No)?;
-        }
+        self.log_and_publish(RecordKind::Click, payload, false, Wait::No)?;
         Ok(true)
     }
 
@@ -346,13 +343,7 @@ impl AccountJobs {
         let served = &outcome.served;
         if !served.tracked.events.is_empty() {
             let payload = log::encode_served(served).map_err(|e| SubmitError::Journal(e.into()))?;
-            let published = self.is_replicated().then(|| payload.clone());
-            self.shared
-                .wal
-                .append_under_policy(RecordKind::Served.code(), payload)?;
-            if let Some(published) = published {
-                self.publish(RecordKind::Served, || published, wait)?;
-            }
+            self.log_and_publish(RecordKind::Served, payload, true, wait)?;
         } else if !served.shown.is_empty() {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.

@@ -208,7 +208,14 @@ impl Shared {
                     self.wal.sync()?;
                     self.save_stream_position(position)?;
                 }
-                Ok(self.wal.remove_before(c.min(t))?)
+                // Nor past a record the cluster has not stored yet: a restart
+                // publishes it again from the local log.
+                let unstored = self
+                    .replica
+                    .get()
+                    .and_then(|replica| replica.log.unstored_from())
+                    .unwrap_or(u64::MAX);
+                Ok(self.wal.remove_before(c.min(t).min(unstored))?)
             }
             _ => Ok(0),
         }

@@ -61,8 +61,18 @@ impl AccountJobs {
             ..Recovery::default()
         };
 
-        let (records, replicated) = log::unwrap_records(log.records);
+        let log::Unwrapped {
+            records,
+            replicated,
+            outboxed,
+        } = log::unwrap_records(log.records);
         let stream_position = replicated.max(replica::saved_position(dir));
+        let mark = replica::outbox_mark(dir);
+        let unstored: Vec<replica::Unstored> = outboxed
+            .into_iter()
+            .filter(|(id, _, _)| mark.is_none_or(|mark| *id > mark))
+            .map(|(id, kind, payload)| replica::Unstored { id, kind, payload })
+            .collect();
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);
         replay_tracking(&account, &records, state_position, &mut recovery);
@@ -93,6 +103,7 @@ impl AccountJobs {
             stream_deltas_queued: AtomicU64::new(0),
             feed_hook: std::sync::OnceLock::new(),
             floors: super::Floors::load(dir),
+            unstored: Mutex::new(unstored),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }
@@ -233,6 +244,7 @@ fn replay_tracking(
             Some(
                 RecordKind::Delta
                 | RecordKind::Replicated
+                | RecordKind::Outboxed
                 | RecordKind::FeedSubmitted
                 | RecordKind::FeedBuilt,
             )

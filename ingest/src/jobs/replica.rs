@@ -40,6 +40,68 @@ pub const POSITION_FILE: &str = "stream-position";
 /// node that published it.
 pub type Incarnation = u64;
 
+/// The file in an account's directory holding its outbox mark: every record this node
+/// took with an [`OutboxId`] up to it is stored in the replicated log.
+pub const OUTBOX_MARK_FILE: &str = "cluster-outbox";
+
+/// A record's place in this node's outbox: the count of the data directory's starts in
+/// the cluster when it was taken, and its number among that start's records. Ordered
+/// as the outbox publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OutboxId {
+    /// The start it was taken in.
+    pub start: u32,
+    /// Its number in that start, from 1.
+    pub number: u64,
+}
+
+impl std::fmt::Display for OutboxId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.start, self.number)
+    }
+}
+
+/// An outbox id reserved for a record about to be logged, and the lowest local log
+/// sequence the record can have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Reserved {
+    /// The lowest local log sequence of the record.
+    pub logged_from: u64,
+    /// Its outbox id.
+    pub id: OutboxId,
+}
+
+/// A record taken for the outbox and not known to be stored (read back from the local
+/// log past the outbox mark when the account opens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unstored {
+    /// Its outbox id.
+    pub id: OutboxId,
+    /// Its kind.
+    pub kind: RecordKind,
+    /// The record.
+    pub payload: Vec<u8>,
+}
+
+/// Saves the outbox mark of the account in `dir` (atomically, durably).
+pub fn save_outbox_mark(dir: &Path, mark: OutboxId) -> Result<(), vitrine_snapshots::Error> {
+    vitrine_snapshots::atomic::atomic_write(
+        dir,
+        OUTBOX_MARK_FILE,
+        format!("{} {}\n", mark.start, mark.number).as_bytes(),
+    )
+}
+
+/// The outbox mark saved in `dir` (`None` when none is).
+pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
+    let text = fs::read_to_string(dir.join(OUTBOX_MARK_FILE)).ok()?;
+    let (start, number) = text.trim().split_once(' ')?;
+    Some(OutboxId {
+        start: start.parse().ok()?,
+        number: number.parse().ok()?,
+    })
+}
+
 /// Why the replicated log, the job claims or the shared objects did not do what was
 /// asked. The NATS client's and the file system's reasons are kept as their text: they
 /// end in a log line or an error message, never in a decision.
@@ -165,6 +227,31 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<(), ReplicationError>;
+
+    /// Takes the outbox's next id for a record about to be logged locally as
+    /// [`RecordKind::Outboxed`] at `logged_from` or later (the local log's next
+    /// sequence now); it counts in the outbox's depth from now on. Then
+    /// [`Replication::publish_reserved`], or [`Replication::release`] when the record
+    /// could not be logged.
+    fn reserve(&self, logged_from: u64) -> Reserved;
+
+    /// [`Replication::publish`] of a record logged under a reserved id (published with
+    /// it, so that a restart publishing it again stores it once).
+    fn publish_reserved(
+        &self,
+        reserved: Reserved,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        wait: Wait,
+    ) -> Result<(), ReplicationError>;
+
+    /// Gives back a reservation whose record was not logged.
+    fn release(&self, reserved: Reserved);
+
+    /// The lowest local log sequence a record of the outbox not yet stored may have
+    /// (`None` when every reserved record is stored): the local log is never cut past
+    /// it, so that a restart finds every such record to publish again.
+    fn unstored_from(&self) -> Option<u64>;
 
     /// Whether a write that will publish with `wait` may be applied now: refused
     /// ([`ReplicationError::QueueFull`]) when the outbox is at its bound, and, for
@@ -354,7 +441,7 @@ impl AccountJobs {
             RecordKind::Served | RecordKind::Events | RecordKind::Forget | RecordKind::Click => {
                 shared.floors.state
             }
-            RecordKind::Replicated => 0,
+            RecordKind::Replicated | RecordKind::Outboxed => 0,
         };
         if sequence <= floor {
             shared.stream_position.store(sequence, Ordering::Release);
@@ -442,7 +529,10 @@ impl AccountJobs {
                 shared.stream_position.store(sequence, Ordering::Release);
                 self.after_forget(&identifier)?;
             }
-            RecordKind::Replicated | RecordKind::FeedSubmitted | RecordKind::FeedBuilt => {
+            RecordKind::Replicated
+            | RecordKind::Outboxed
+            | RecordKind::FeedSubmitted
+            | RecordKind::FeedBuilt => {
                 shared.stream_position.store(sequence, Ordering::Release);
                 return Ok(Applied::Seen);
             }
@@ -474,6 +564,48 @@ impl AccountJobs {
             Some(replica) => replica.log.admit(wait).map_err(SubmitError::Replication),
             None => Ok(()),
         }
+    }
+
+    /// Logs a record this node took, and publishes it when the account is replicated:
+    /// then logged as [`RecordKind::Outboxed`] under a reserved outbox id (so that a
+    /// restart publishes again what the replicated log had not stored). `durable`:
+    /// logged under the log's policy; otherwise without waiting for the disk.
+    pub(super) fn log_and_publish(
+        &self,
+        kind: RecordKind,
+        payload: Vec<u8>,
+        durable: bool,
+        wait: Wait,
+    ) -> Result<(), SubmitError> {
+        let wal = &self.shared.wal;
+        let append = |kind: RecordKind, payload: Vec<u8>| {
+            if durable {
+                wal.append_under_policy(kind.code(), payload)
+            } else {
+                wal.append_unwaited(kind.code(), payload)
+            }
+        };
+        let Some(replica) = self.shared.replica.get() else {
+            return Ok(append(kind, payload)?);
+        };
+        let reserved = replica.log.reserve(wal.next_sequence());
+        if let Err(error) = append(
+            RecordKind::Outboxed,
+            log::encode_outboxed(reserved.id, kind, &payload),
+        ) {
+            replica.log.release(reserved);
+            return Err(error.into());
+        }
+        replica
+            .log
+            .publish_reserved(reserved, kind, payload, wait)
+            .map_err(SubmitError::Replication)
+    }
+
+    /// The records this node took before it stopped and the replicated log may not
+    /// have stored, in order (once: the outbox takes them when the account joins).
+    pub fn take_unstored(&self) -> Vec<Unstored> {
+        std::mem::take(&mut *self.shared.unstored.lock())
     }
 
     /// The replicated log's outbox figures (`None` when the account is not replicated).
