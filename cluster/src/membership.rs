@@ -51,6 +51,12 @@ impl Cluster {
         .await
         .map_err(|_| failed(format!("no answer within {timeout:?}")))?
         .map_err(|e| failed(e.to_string()))?;
+        let version = client.server_info().version;
+        if !supported_version(&version) {
+            return Err(failed(format!(
+                "nats-server {version} is older than {MIN_NATS_TEXT}, which a Vitrine cluster requires (2.9 does not reliably come back from SIGKILL: its stream replicas can disagree); scripts/nats-server installs the tested version"
+            )));
+        }
         let mut jetstream = jetstream::new(client);
         jetstream.set_timeout(Duration::from_secs(10));
         Ok(Cluster {
@@ -411,6 +417,22 @@ pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
     }
 }
 
+/// The oldest nats-server a cluster runs on.
+const MIN_NATS: (u32, u32) = (2, 10);
+const MIN_NATS_TEXT: &str = "2.10";
+
+/// Whether a nats-server's version (`2.12.8`, `v2.10.0-beta`) is at least [`MIN_NATS`];
+/// a version that does not read is let through (the server says nothing useful).
+fn supported_version(version: &str) -> bool {
+    let mut parts = version.trim_start_matches('v').split(['.', '-']);
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => (major, minor) >= MIN_NATS,
+        _ => true,
+    }
+}
+
 /// Counts a start of the data directory in the cluster (the file [`STARTS_FILE`]) and
 /// returns the count: the first part of the outbox ids of this start's records. Made
 /// durable before it is used, so that no two starts number records alike (JetStream
@@ -456,4 +478,20 @@ fn store_missing(error: &async_nats::jetstream::context::ObjectStoreError) -> bo
         .is_some_and(|error| {
             matches!(error.kind(), GetStreamErrorKind::JetStream(e) if e.error_code() == ErrorCode::STREAM_NOT_FOUND)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::supported_version;
+
+    #[test]
+    fn nats_servers_before_2_10_are_refused() {
+        assert!(supported_version("2.12.8"));
+        assert!(supported_version("2.10.0"));
+        assert!(supported_version("v2.11.0-RC.1"));
+        assert!(supported_version("3.0.0"));
+        assert!(!supported_version("2.9.10"));
+        assert!(!supported_version("2.8.4"));
+        assert!(supported_version("unknown"));
+    }
 }
