@@ -715,7 +715,7 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
 }
 
 /// A log's text without its colours.
-fn plain(log: &str) -> String {
+pub(super) fn plain(log: &str) -> String {
     let mut out = String::with_capacity(log.len());
     let mut chars = log.chars();
     while let Some(c) = chars.next() {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 
 use super::cluster::{
-    KEY, REPLICATED, SECRET, add_products, applied_on, category, config_with, order_event,
+    KEY, REPLICATED, SECRET, add_products, applied_on, category, config_with, order_event, plain,
     present_orders, settled, with_snapshots, zone,
 };
 use crate::common::{Server, serverside_body, try_post, wait_for};
@@ -392,4 +392,38 @@ fn orders_answered_during_a_quorum_loss_reach_the_other_node_after_their_node_is
         ..Outcomes::default()
     };
     agree(&a, &b, &outcomes);
+}
+
+#[test]
+fn an_empty_node_refuses_to_start_when_the_snapshot_sets_exist_but_cannot_be_read() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&with_snapshots(config_with(&nats, "a", "")));
+    add_products(&a, &["p1"]);
+    wait_for("a snapshot set stored", REPLICATED, || {
+        plain(&a.log())
+            .contains("cluster snapshot stored")
+            .then_some(())
+    });
+    // No quorum: the object store exists, and nothing of it can be read.
+    nats.kill9(1);
+    nats.kill9(2);
+    let config = config_with(&nats, "c", "")
+        .replace("replicas = 3\n", "replicas = 3\njoin_timeout_secs = 3\n");
+    let refused = vitrine_testkit::TestServer::start_in(
+        std::path::Path::new(crate::common::binary()),
+        tempfile::tempdir().expect("a data directory"),
+        Some(&config),
+    );
+    let Err(error) = refused else {
+        panic!("C started without the snapshot sets it could not read");
+    };
+    let error = plain(&error.to_string());
+    assert!(
+        error.contains("could not be read") && error.contains("do not delete anything"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("start the node with an empty data directory"),
+        "{error}"
+    );
 }
