@@ -47,8 +47,13 @@ pub(crate) const WINDOW: usize = 1024;
 pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(400);
 /// How long a request waits for its record to be stored ([`Wait::Answer`]).
 pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(1);
+/// How long background work waits for its record to be stored ([`Wait::Stored`]).
+pub(crate) const STORED_WAIT: Duration = Duration::from_secs(600);
 /// Wait between attempts at a record that failed.
 pub(crate) const RETRY: Duration = Duration::from_millis(100);
+/// How long the stream must have been failing before a write that waits for it is
+/// refused at once (one slow acknowledgement on a busy machine does not refuse writes).
+pub(crate) const REFUSE_AFTER: Duration = Duration::from_millis(300);
 /// How often the outbox mark is saved at most (when it moved).
 pub(crate) const MARK_EVERY: Duration = Duration::from_secs(1);
 
@@ -82,6 +87,8 @@ pub(crate) struct Outbox {
     dir: PathBuf,
     /// Whether the last attempt failed (and no record has been stored since).
     failing: AtomicBool,
+    /// Since when, in microseconds after `base`.
+    failing_since: AtomicU64,
     /// Why it failed.
     reason: Mutex<String>,
     /// When the oldest record the publisher holds was handed over, in microseconds
@@ -121,6 +128,7 @@ impl Outbox {
             reserved: Mutex::new(reserved),
             dir,
             failing: AtomicBool::new(false),
+            failing_since: AtomicU64::new(0),
             reason: Mutex::new(String::new()),
             oldest: AtomicU64::new(0),
             base: now,
@@ -179,13 +187,13 @@ impl Outbox {
     }
 
     /// Refuses a write when the outbox is full, or, for one that waits for its answer,
-    /// while the stream is failing to store records.
+    /// while the stream has been failing to store records for [`REFUSE_AFTER`].
     pub(crate) fn admit(&self, wait: Wait) -> Result<(), ReplicationError> {
         let depth = self.depth.load(Ordering::Acquire);
         if depth >= self.bound {
             return Err(ReplicationError::QueueFull(depth));
         }
-        if wait == Wait::Answer && self.failing.load(Ordering::Acquire) {
+        if wait == Wait::Answer && self.failing_for() >= Some(REFUSE_AFTER) {
             let reason = self.reason.lock().map(|r| r.clone()).unwrap_or_default();
             return Err(ReplicationError::Unavailable(reason));
         }
@@ -292,8 +300,19 @@ impl Outbox {
             reason.clone_into(&mut kept);
         }
         if !self.failing.swap(true, Ordering::AcqRel) {
+            self.failing_since
+                .store(micros_since(self.base, Instant::now()), Ordering::Release);
             tracing::warn!(%reason, "the cluster did not store a record; the outbox keeps it and tries again");
         }
+    }
+
+    /// How long the stream has been failing (`None`: it stores records).
+    fn failing_for(&self) -> Option<Duration> {
+        if !self.failing.load(Ordering::Acquire) {
+            return None;
+        }
+        let since = Duration::from_micros(self.failing_since.load(Ordering::Acquire));
+        Some(self.base.elapsed().saturating_sub(since))
     }
 
     fn recovered(&self) {
@@ -424,6 +443,11 @@ impl Outbox {
     }
 }
 
+/// Microseconds from `base` to `at`.
+fn micros_since(base: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(base).as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Which records the publisher knows to be stored, and the mark it saved.
 #[derive(Debug, Default)]
 struct Mark {
@@ -515,4 +539,92 @@ async fn acknowledged(entry: Entry, ack: PublishAckFuture) -> (Entry, Result<(),
         Err(_) => Err(format!("no acknowledgement within {ACK_TIMEOUT:?}")),
     };
     (entry, outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(number: u64) -> OutboxId {
+        OutboxId { start: 2, number }
+    }
+
+    #[test]
+    fn the_mark_moves_only_past_records_all_stored() {
+        let mut mark = Mark::default();
+        mark.stored(id(1), true);
+        mark.stored(id(2), true);
+        assert_eq!(mark.through, Some(id(2)));
+        // 3 failed and is kept: 4 stored does not move the mark past 3.
+        mark.stored(id(4), false);
+        assert_eq!(mark.through, Some(id(2)));
+        // 3 tried again while 5 is stored: still not.
+        mark.retrying = 1;
+        mark.stored(id(5), true);
+        assert_eq!(mark.through, Some(id(2)));
+        // 3 stored, nothing kept or retried: everything through 5 is stored.
+        mark.retrying = 0;
+        mark.stored(id(3), true);
+        assert_eq!(mark.through, Some(id(5)));
+    }
+
+    #[test]
+    fn a_moved_mark_is_due_at_once_then_at_most_once_a_second() {
+        let mut mark = Mark::default();
+        assert_eq!(mark.save_at(), None);
+        mark.stored(id(1), true);
+        assert!(mark.save_at().is_some());
+        mark.saved = mark.through;
+        mark.saved_at = Some(tokio::time::Instant::now());
+        assert_eq!(mark.save_at(), None);
+        mark.stored(id(2), true);
+        let at = mark.save_at().expect("due again");
+        assert!(at > tokio::time::Instant::now());
+    }
+
+    #[tokio::test]
+    async fn reserved_records_hold_the_log_until_stored_or_released() {
+        let dir = std::env::temp_dir();
+        let (outbox, _receiver) = Outbox::new(4, 2, Vec::new(), dir);
+        let first = outbox.reserve(10);
+        let second = outbox.reserve(7);
+        assert_eq!(outbox.unstored_from(), Some(7));
+        assert_eq!(outbox.figures().records, 2);
+        outbox.release(second);
+        assert_eq!(outbox.unstored_from(), Some(10));
+        outbox.release(first);
+        assert_eq!(outbox.unstored_from(), None);
+        // At the bound, a write is refused before it is applied.
+        let held: Vec<Reserved> = (0..4).map(|n| outbox.reserve(n)).collect();
+        assert_eq!(outbox.admit(Wait::No), Err(ReplicationError::QueueFull(4)));
+        for reserved in held {
+            outbox.release(reserved);
+        }
+        assert_eq!(outbox.admit(Wait::Answer), Ok(()));
+    }
+
+    #[test]
+    fn a_failing_stream_refuses_waiting_writes_only_once_it_has_failed_for_a_while() {
+        let (mut outbox, _receiver) = Outbox::new(4, 1, Vec::new(), std::env::temp_dir());
+        // The outbox's clock started ten seconds ago.
+        outbox.base = Instant::now()
+            .checked_sub(Duration::from_secs(10))
+            .expect("an instant ten seconds back");
+        outbox.failed("no stream found");
+        // Failing since just now: one slow acknowledgement does not refuse writes.
+        outbox
+            .failing_since
+            .store(micros_since(outbox.base, Instant::now()), Ordering::Release);
+        assert_eq!(outbox.admit(Wait::Answer), Ok(()));
+        // Failing for ten seconds: refused, naming the reason; a write that does not
+        // wait is still taken.
+        outbox.failing_since.store(0, Ordering::Release);
+        assert_eq!(
+            outbox.admit(Wait::Answer),
+            Err(ReplicationError::Unavailable("no stream found".to_owned()))
+        );
+        assert_eq!(outbox.admit(Wait::No), Ok(()));
+        outbox.recovered();
+        assert_eq!(outbox.admit(Wait::Answer), Ok(()));
+    }
 }

@@ -15,7 +15,7 @@ use vitrine_ingest::jobs::{
 
 use crate::SnapshotNow;
 use crate::objects::{download_object, object_names};
-use crate::outbox::{ANSWER_WAIT, Outbox};
+use crate::outbox::{ANSWER_WAIT, Outbox, STORED_WAIT};
 use crate::replay::read_range;
 use crate::scrub::scrub_storage;
 
@@ -177,15 +177,15 @@ impl StreamLog {
         };
         // Called off the async workers (a request, or background work).
         self.runtime.block_on(async move {
-            if wait == Wait::Stored {
-                return answer
-                    .await
-                    .map_err(|_| ReplicationError::Stopped("publisher"));
-            }
-            match tokio::time::timeout(ANSWER_WAIT, answer).await {
+            let limit = if wait == Wait::Stored {
+                STORED_WAIT
+            } else {
+                ANSWER_WAIT
+            };
+            match tokio::time::timeout(limit, answer).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(_)) => Err(ReplicationError::Stopped("publisher")),
-                Err(_) => Err(ReplicationError::Unconfirmed(ANSWER_WAIT)),
+                Err(_) => Err(ReplicationError::Unconfirmed(limit)),
             }
         })
     }

@@ -198,8 +198,9 @@ pub enum Wait {
     /// in the outbox), or at once with [`ReplicationError::Unavailable`] while the
     /// cluster is known not to be storing records (nothing kept).
     Answer,
-    /// Until it is stored, however long that takes (background work: a feed's
-    /// outcome, an imported order history).
+    /// Until it is stored, up to ten minutes (background work: a feed's outcome, an
+    /// imported order history); then [`ReplicationError::Unconfirmed`], the record
+    /// still in the outbox.
     Stored,
 }
 
