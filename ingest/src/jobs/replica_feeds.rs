@@ -121,6 +121,7 @@ impl AccountJobs {
             return Ok(());
         };
         let announced = (|| {
+            replication.admit(Wait::Answer)?;
             let body = match body {
                 Some(path) => {
                     let name = body_object(self.incarnation(), &job.token);
@@ -140,6 +141,11 @@ impl AccountJobs {
                 .map_err(|e| ReplicationError::failed("the submission record", e))?;
             replication.publish(RecordKind::FeedSubmitted, payload, Wait::Answer)
         })();
+        // Not confirmed in time: kept, so built by the cluster (the job stays
+        // Processing here until its outcome is read).
+        if let Err(reason @ ReplicationError::Unconfirmed(_)) = announced {
+            return Err(SubmitError::Replication(reason));
+        }
         if let Err(reason) = announced {
             let failed = FeedStatus::Failed(format!(
                 "the cluster's log did not store the submission: {reason}"
