@@ -343,44 +343,33 @@ impl Outbox {
         let mut handed: VecDeque<Instant> = VecDeque::new();
         let mut open = true;
         loop {
+            // The kept records go first, in order: while the stream fails, the oldest
+            // alone every RETRY until it is stored; then all of them, pipelined.
             let failing = self.failing.load(Ordering::Acquire);
-            if failing && in_flight.is_empty() && !again.is_empty() {
-                // Failing: the oldest failed record alone, until it is stored.
+            let resend = if !failing {
+                WINDOW.saturating_sub(in_flight.len())
+            } else if in_flight.is_empty() && !again.is_empty() {
                 tokio::time::sleep(RETRY).await;
                 self.retries.fetch_add(1, Ordering::Relaxed);
-                if let Some(mut entry) = again.pop_front() {
-                    match publish.send(&entry).await {
-                        Ok(ack) => {
-                            entry.retry = true;
-                            mark.retrying += 1;
-                            handed.push_back(entry.handed);
-                            in_flight.push_back(acknowledged(entry, ack));
-                        }
-                        Err(reason) => {
-                            self.failed(&reason);
-                            again.push_front(entry);
-                            continue;
-                        }
+                1
+            } else {
+                0
+            };
+            for _ in 0..resend {
+                let Some(mut entry) = again.pop_front() else {
+                    break;
+                };
+                match publish.send(&entry).await {
+                    Ok(ack) => {
+                        entry.retry = true;
+                        mark.retrying += 1;
+                        handed.push_back(entry.handed);
+                        in_flight.push_back(acknowledged(entry, ack));
                     }
-                }
-            } else if !failing {
-                // Stored again: the kept records go first, pipelined, in order.
-                while in_flight.len() < WINDOW {
-                    let Some(mut entry) = again.pop_front() else {
+                    Err(reason) => {
+                        self.failed(&reason);
+                        again.push_front(entry);
                         break;
-                    };
-                    match publish.send(&entry).await {
-                        Ok(ack) => {
-                            entry.retry = true;
-                            mark.retrying += 1;
-                            handed.push_back(entry.handed);
-                            in_flight.push_back(acknowledged(entry, ack));
-                        }
-                        Err(reason) => {
-                            self.failed(&reason);
-                            again.push_front(entry);
-                            break;
-                        }
                     }
                 }
             }
