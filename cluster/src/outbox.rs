@@ -45,8 +45,9 @@ pub(crate) const WINDOW: usize = 1024;
 /// How long an acknowledgement is awaited before the record is published again (to
 /// the stream's leader of then: a new one after a failover).
 pub(crate) const ACK_TIMEOUT: Duration = Duration::from_millis(400);
-/// How long a request waits for its record to be stored ([`Wait::Answer`]).
-pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(1);
+/// How long a request waits for its record to be stored ([`Wait::Answer`]): its answer
+/// leaves within a second of its arrival, stored or not.
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_millis(900);
 /// How long background work waits for its record to be stored ([`Wait::Stored`]).
 pub(crate) const STORED_WAIT: Duration = Duration::from_secs(600);
 /// Wait between attempts at a record that failed.

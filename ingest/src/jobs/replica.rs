@@ -194,7 +194,7 @@ pub enum Wait {
     /// Not at all: handed to the outbox, which retries it in order until it is stored.
     No,
     /// As a request waits: [`Replication::publish`] returns once the record is stored,
-    /// or with [`ReplicationError::Unconfirmed`] after about a second (the record stays
+    /// or with [`ReplicationError::Unconfirmed`] after 0.9 s (the record stays
     /// in the outbox), or at once with [`ReplicationError::Unavailable`] while the
     /// cluster is known not to be storing records (nothing kept).
     Answer,
