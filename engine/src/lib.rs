@@ -42,6 +42,7 @@ pub mod experiment;
 pub mod models;
 pub mod money;
 pub mod overlay;
+pub mod prequential;
 pub mod recommend;
 pub mod shards;
 pub mod similar;

@@ -20,6 +20,7 @@
 mod analytics;
 mod explain;
 mod identity;
+mod judge;
 mod serve;
 mod snapshot;
 #[cfg(test)]
@@ -170,6 +171,8 @@ pub struct Account {
     evicted_inline: [AtomicU64; 2],
     /// Requests served and items shown, since the process started.
     activity: Activity,
+    /// How well each product zone predicts what sampled shoppers do next.
+    prequential: crate::prequential::Prequential,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
@@ -214,6 +217,7 @@ impl Account {
             inline_eviction: parking_lot::Mutex::new(()),
             evicted_inline: [AtomicU64::new(0), AtomicU64::new(0)],
             activity: Activity::default(),
+            prequential: crate::prequential::Prequential::default(),
             clock: AtomicI64::new(0),
             models_stale: AtomicBool::new(false),
         }

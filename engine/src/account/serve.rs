@@ -150,6 +150,17 @@ impl Account {
                 .visitors
                 .get_or_insert_with(visitor_id.clone(), LiveVisitor::default),
         };
+        // A sampled visitor's request first judges the zones (what it brings, before
+        // it is applied).
+        if crate::prequential::sampled(&visitor_id) {
+            self.judge_zones(
+                &mut visitor,
+                &request.events,
+                &catalogue,
+                &settings.zones,
+                (currency, now),
+            );
+        }
         self.track(
             &mut visitor,
             &session_id,

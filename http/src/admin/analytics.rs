@@ -61,6 +61,35 @@ pub(super) fn date(day: i32) -> String {
         .unwrap_or_default()
 }
 
+/// How well each product zone predicts what sampled shoppers do next (see
+/// `vitrine_engine::prequential`): per zone, the sliding window's trials, hit rate and
+/// mean reciprocal rank, and the totals since the process started.
+pub(super) fn predictions(entry: &AccountEntry) -> Value {
+    use vitrine_engine::prequential::{BUCKET_TRIALS, BUCKETS, SAMPLE_ONE_IN, TOP_K};
+    let zones: Vec<Value> = entry
+        .account
+        .zone_predictions()
+        .into_iter()
+        .map(|zone| {
+            serde_json::json!({
+                "zone": zone.zone,
+                "trials": zone.trials,
+                "hitRate": zone.hit_rate,
+                "mrr": zone.mrr,
+                "trialsTotal": zone.trials_total,
+                "hitsTotal": zone.hits_total,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "accessKey": entry.config.access_key,
+        "sampledOneIn": SAMPLE_ONE_IN,
+        "top": TOP_K,
+        "windowTrials": BUCKET_TRIALS * BUCKETS as u64,
+        "zones": zones,
+    })
+}
+
 /// The analytics answer.
 pub(super) fn zones(
     entry: &AccountEntry,

@@ -58,6 +58,10 @@ pub fn handle(
             query.only(&["from", "to"])?;
             analytics::zones(&*account(state, key)?, &query, now)?
         }
+        ["accounts", key, "predictions"] => {
+            query.only(&[])?;
+            analytics::predictions(&*account(state, key)?)
+        }
         ["accounts", key, "experiments"] => {
             query.only(&[])?;
             experiments::results(&*account(state, key)?, now)

@@ -334,3 +334,55 @@ fn a_visitors_variant_is_the_hash_of_the_experiment_and_visitor_and_survives_a_r
     let after: Vec<String> = visitors.iter().map(|v| variant_of(&server, v)).collect();
     assert_eq!(before, after);
 }
+
+/// Online self-evaluation: a sampled shopper's next view is looked up in every product
+/// zone just before it is applied, and the admin API and `/metrics` say how it went.
+#[test]
+fn a_sampled_shoppers_next_view_is_judged_and_reported() {
+    let server = Server::with_config(&config());
+    let sampled = |n: &usize| vitrine_engine::prequential::sampled(&format!("judged-{n}"));
+    let judged = format!("judged-{}", (0..).find(sampled).expect("a sampled visitor"));
+    let others: Vec<String> = (0..)
+        .filter(|n| !vitrine_engine::prequential::sampled(&format!("trainer-{n}")))
+        .take(5)
+        .map(|n| format!("trainer-{n}"))
+        .collect();
+    for other in &others {
+        let resp = server.serverside(json!({"visitorId": other,
+            "events": [{"name": "product_view", "data": {"id": "P00007"}}]}));
+        assert_eq!(resp.status, 200, "{}", resp.body);
+    }
+    // Once the models are rebuilt (every second), P00007 leads the trending zone.
+    crate::common::wait_for(
+        "P00007 trending",
+        std::time::Duration::from_secs(60),
+        || {
+            let (ids, _) = shown(&server, "onlooker", "GBP");
+            (ids.first().map(String::as_str) == Some("P00007")).then_some(())
+        },
+    );
+    let path = format!("/admin/api/accounts/{DEMO_KEY}/predictions");
+    let before = admin_get(&server, &path, Some(ADMIN_TOKEN)).json();
+    assert!(
+        before["zones"].as_array().is_some_and(Vec::is_empty),
+        "nobody sampled yet: {before}"
+    );
+    let resp = server.serverside(json!({"visitorId": judged,
+        "events": [{"name": "product_view", "data": {"id": "P00007"}}]}));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+
+    let answer = admin_get(&server, &path, Some(ADMIN_TOKEN));
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let body = answer.json();
+    assert_eq!(body["sampledOneIn"], 20, "{body}");
+    assert_eq!(body["top"], 10, "{body}");
+    let zone = &body["zones"][0];
+    assert_eq!(zone["zone"], "TR-01", "{body}");
+    assert_eq!(zone["trials"], 1, "{body}");
+    assert_eq!(zone["hitsTotal"], 1, "{body}");
+    assert_eq!(zone["mrr"], 1.0, "{body}");
+    let metrics = server.get("/metrics").body;
+    let line =
+        format!("vitrine_zone_prediction_hits_total{{account=\"{DEMO_KEY}\",zone=\"TR-01\"}} 1");
+    assert!(metrics.contains(&line), "{line} in {metrics}");
+}

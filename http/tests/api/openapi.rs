@@ -465,12 +465,13 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 5] = [
+const ADMIN_PATHS: [&str; 6] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
     "/admin/api/accounts/{accessKey}/experiments",
     "/admin/api/accounts/{accessKey}/explain",
+    "/admin/api/accounts/{accessKey}/predictions",
 ];
 
 #[test]
@@ -501,6 +502,7 @@ fn admin_answers_match_the_openapi_document() {
     let analytics = format!("/admin/api/accounts/{DEMO_KEY}/analytics");
     let experiments = format!("/admin/api/accounts/{DEMO_KEY}/experiments");
     let explain = format!("/admin/api/accounts/{DEMO_KEY}/explain");
+    let predictions = format!("/admin/api/accounts/{DEMO_KEY}/predictions");
     let template = ADMIN_PATHS[2];
     for (path, documented, auth, status) in [
         ("/admin/api/accounts", ADMIN_PATHS[1], Some(token), 200),
@@ -543,6 +545,13 @@ fn admin_answers_match_the_openapi_document() {
         (
             "/admin/api/accounts/nobody/experiments",
             ADMIN_PATHS[3],
+            Some(token),
+            404,
+        ),
+        (predictions.as_str(), ADMIN_PATHS[5], Some(token), 200),
+        (
+            "/admin/api/accounts/nobody/predictions",
+            ADMIN_PATHS[5],
             Some(token),
             404,
         ),

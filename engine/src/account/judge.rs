@@ -1,0 +1,168 @@
+//! Judging the account's product zones against what a sampled visitor does next (see
+//! [`crate::prequential`]), before the request is applied.
+
+use smallvec::SmallVec;
+
+use super::Account;
+use super::serve::VisitorSnapshot;
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::Event;
+use crate::money::Currency;
+use crate::prequential::{TOP_K, ZoneQuality, rank_of};
+use crate::recommend::fill_zone;
+use crate::visitor::LiveVisitor;
+use crate::zone::{ZoneKind, ZoneSpec};
+
+impl Account {
+    /// Judges each product zone of `zones` on the products `events` bring that are new
+    /// to the visitor (not among their recent views, basket or purchases): filled as
+    /// the zone would have been for the visitor before these events, on the page of
+    /// their latest view, is each product in its top [`TOP_K`], and where.
+    pub(super) fn judge_zones(
+        &self,
+        live: &mut LiveVisitor,
+        events: &[Event],
+        catalogue: &std::sync::Arc<Catalogue>,
+        zones: &[ZoneSpec],
+        (currency, now): (Currency, UnixMillis),
+    ) {
+        let mut brought: SmallVec<[ProductIdx; 8]> = SmallVec::new();
+        for event in events {
+            let mut bring = |id: &str| {
+                if let Some(product) = catalogue.idx_of(id)
+                    && !brought.contains(&product)
+                {
+                    brought.push(product);
+                }
+            };
+            match event {
+                Event::ProductView { id } => bring(id),
+                Event::SetBasket { items } => items.iter().for_each(|line| bring(&line.id)),
+                Event::Order(order) => order.items.iter().for_each(|line| bring(&line.id)),
+                _ => {}
+            }
+        }
+        if brought.is_empty() {
+            return;
+        }
+        let snapshot = VisitorSnapshot::of(live, catalogue, false);
+        brought.retain(|product| {
+            !snapshot.recent_views.contains(product)
+                && !snapshot.basket.contains(product)
+                && !snapshot.purchased.contains(product)
+        });
+        if brought.is_empty() {
+            return;
+        }
+        let rankings = self.rankings_for(catalogue);
+        let published = self.neighbours.load();
+        let page = snapshot.recent_views.first().copied();
+        let ctx = snapshot.context(
+            catalogue,
+            &rankings,
+            &published,
+            (currency, now),
+            page,
+            None,
+            None,
+        );
+        for spec in zones
+            .iter()
+            .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)
+        {
+            let shown = if spec.count == TOP_K {
+                fill_zone(spec, &ctx)
+            } else {
+                let mut judged = spec.clone();
+                judged.count = TOP_K;
+                fill_zone(&judged, &ctx)
+            };
+            for &product in &brought {
+                let rank = rank_of(shown.iter().map(|item| item.product), product);
+                self.prequential.record(&spec.id, rank);
+            }
+        }
+    }
+
+    /// How well each judged product zone predicts what shoppers do next (see
+    /// [`crate::prequential`]).
+    pub fn zone_predictions(&self) -> Vec<ZoneQuality> {
+        self.prequential.figures()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::account::ServeRequest;
+    use crate::catalogue::{Product, UnixMillis};
+    use crate::event::Event;
+    use crate::prequential::sampled;
+    use crate::testing;
+    use crate::zone::Strategy;
+
+    const T0: UnixMillis = 1_800_000_000_000;
+
+    fn view(visitor: &str, product: &str, now: UnixMillis) -> ServeRequest {
+        ServeRequest {
+            search: None,
+            visitor_id: Some(visitor.into()),
+            session_id: None,
+            currency: None,
+            events: vec![Event::ProductView { id: product.into() }].into(),
+            zones: Vec::new().into(),
+            now,
+        }
+    }
+
+    #[test]
+    fn a_sampled_visitors_next_product_is_looked_up_in_every_product_zone() {
+        let products = ["a", "b", "c", "d"].map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        });
+        let account = testing::account(
+            vec![
+                testing::zone("TR", Strategy::Trending, 4),
+                testing::zone("RV", Strategy::RecentlyViewed, 4),
+            ],
+            testing::catalogue(products),
+        );
+        let judged = (0..).map(|n| format!("shopper-{n}")).find(|v| sampled(v));
+        let judged = judged.expect("a sampled visitor id");
+        let others: Vec<String> = (0..)
+            .map(|n| format!("trainer-{n}"))
+            .filter(|v| !sampled(v))
+            .take(5)
+            .collect();
+        // "a" trends; requests of visitors who are not sampled are not judged.
+        for (i, other) in others.iter().enumerate() {
+            account.serve(view(other, "a", T0 + i64::try_from(i).unwrap_or(0)));
+        }
+        account.rebuild_models();
+        assert!(account.zone_predictions().is_empty());
+
+        // The judged visitor's first view: "a" is first in trending, and recently
+        // viewed (which shows only what they viewed) cannot have predicted it.
+        account.serve(view(&judged, "a", T0 + 100));
+        // Viewing it again brings nothing new: no trial.
+        account.serve(view(&judged, "a", T0 + 200));
+        let figures = account.zone_predictions();
+        let zone = |id: &str| {
+            figures
+                .iter()
+                .find(|f| f.zone == id)
+                .unwrap_or_else(|| panic!("{id} judged: {figures:?}"))
+                .clone()
+        };
+        let trending = zone("TR");
+        assert_eq!(
+            (trending.trials, trending.hits_total),
+            (1, 1),
+            "{trending:?}"
+        );
+        assert!((trending.mrr - 1.0).abs() < 1e-12, "{trending:?}");
+        let recent = zone("RV");
+        assert_eq!((recent.trials, recent.hits_total), (1, 0), "{recent:?}");
+        assert!(recent.hit_rate.abs() < f64::EPSILON, "{recent:?}");
+    }
+}
