@@ -37,12 +37,14 @@ pub struct HarnessStore {
 impl HarnessStore {
     /// Opens the store and loads the synthetic feed through the server's pipeline.
     /// `VITRINE_BENCH_ZONE_ANALYTICS=off` opens it with zone analytics off (to measure
-    /// what recording impressions costs).
+    /// what recording impressions costs), `VITRINE_BENCH_SELF_EVALUATION=off` with the
+    /// zones' self-evaluation off.
     pub fn open(products: usize) -> HarnessStore {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("vitrine.toml");
         let analytics = std::env::var("VITRINE_BENCH_ZONE_ANALYTICS").map_or(true, |v| v != "off");
-        std::fs::write(&path, store_config_with(false, &[], analytics))
+        let judged = std::env::var("VITRINE_BENCH_SELF_EVALUATION").map_or(true, |v| v != "off");
+        std::fs::write(&path, store_config_with(false, &[], analytics, judged))
             .expect("the config written");
         let overrides = Overrides {
             listen: None,

@@ -107,6 +107,7 @@ pub fn account_with_models(
         attribution_days: crate::analytics::DEFAULT_ATTRIBUTION_DAYS,
         experiments: Vec::new(),
         zone_analytics: true,
+        self_evaluation: true,
         max_visitors: None,
     };
     Account::new(settings, catalogue)

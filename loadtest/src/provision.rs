@@ -38,7 +38,7 @@ impl Spawned {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let config = store_config_with(demo_catalogue, experiments, zone_analytics);
+        let config = store_config_with(demo_catalogue, experiments, zone_analytics, true);
         let server = TestServer::start(&binary, Some(&config))?;
         Ok(Spawned {
             addr: server.addr(),

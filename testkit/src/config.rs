@@ -110,6 +110,8 @@ pub struct AccountToml {
     pub experiments: Vec<ExperimentToml>,
     /// `zone_analytics`; `None` leaves it out (on).
     pub zone_analytics: Option<bool>,
+    /// `self_evaluation`; `None` leaves it out (on).
+    pub self_evaluation: Option<bool>,
     /// `[accounts.clientside]` keys as `(key, TOML value)`; empty leaves the table out.
     pub clientside: Vec<(String, String)>,
 }
@@ -126,6 +128,7 @@ impl AccountToml {
             models: Vec::new(),
             experiments: Vec::new(),
             zone_analytics: None,
+            self_evaluation: None,
             clientside: Vec::new(),
         }
     }
@@ -140,6 +143,14 @@ impl AccountToml {
     pub fn zone_analytics(self, on: bool) -> AccountToml {
         AccountToml {
             zone_analytics: Some(on),
+            ..self
+        }
+    }
+
+    /// The same account with `self_evaluation` set.
+    pub fn self_evaluation(self, on: bool) -> AccountToml {
+        AccountToml {
+            self_evaluation: Some(on),
             ..self
         }
     }
@@ -208,6 +219,9 @@ impl ConfigToml {
                 quoted(&account.default_currency),
                 account.demo_catalogue,
             );
+            if let Some(on) = account.self_evaluation {
+                let _ = writeln!(out, "self_evaluation = {on}");
+            }
             if let Some(on) = account.zone_analytics {
                 let _ = writeln!(out, "zone_analytics = {on}");
             }

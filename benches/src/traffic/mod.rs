@@ -97,15 +97,16 @@ pub const HARNESS_ADMIN_TOKEN: &str = "vitrine-loadtest-admin-token";
 /// store would put on each page, and loopback feed URLs allowed (the feed comes from
 /// the harness).
 pub fn store_config(demo_catalogue: bool) -> String {
-    store_config_with(demo_catalogue, &[], true)
+    store_config_with(demo_catalogue, &[], true, true)
 }
 
-/// [`store_config`] with experiments on its zones, zone analytics on or off, and
-/// [`HARNESS_ADMIN_TOKEN`].
+/// [`store_config`] with experiments on its zones, zone analytics and self-evaluation
+/// on or off, and [`HARNESS_ADMIN_TOKEN`].
 pub fn store_config_with(
     demo_catalogue: bool,
     experiments: &[ExperimentToml],
     zone_analytics: bool,
+    self_evaluation: bool,
 ) -> String {
     let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
         .clientside("allowed_origins", &format!("[\"{HARNESS_ORIGIN}\"]"))
@@ -113,6 +114,9 @@ pub fn store_config_with(
         .clientside("per_visitor", "{ per_second = 100000, burst = 1000000 }");
     if !zone_analytics {
         account = account.zone_analytics(false);
+    }
+    if !self_evaluation {
+        account = account.self_evaluation(false);
     }
     for (id, title, strategy, fallback, count) in STORE_ZONES {
         account = account.zone(

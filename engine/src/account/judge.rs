@@ -165,4 +165,25 @@ mod tests {
         assert_eq!((recent.trials, recent.hits_total), (1, 0), "{recent:?}");
         assert!(recent.hit_rate.abs() < f64::EPSILON, "{recent:?}");
     }
+
+    #[test]
+    fn an_account_with_self_evaluation_off_judges_nothing() {
+        let products = ["a", "b"].map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        });
+        let account = testing::account(
+            vec![testing::zone("TR", Strategy::Trending, 4)],
+            testing::catalogue(products),
+        );
+        let settings = (*account.settings()).clone();
+        account.replace_settings(crate::account::AccountSettings {
+            self_evaluation: false,
+            ..settings
+        });
+        let judged = (0..).map(|n| format!("shopper-{n}")).find(|v| sampled(v));
+        let judged = judged.expect("a sampled visitor id");
+        account.serve(view(&judged, "a", T0));
+        assert!(account.zone_predictions().is_empty());
+    }
 }

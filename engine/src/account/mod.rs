@@ -76,6 +76,9 @@ pub struct AccountSettings {
     pub experiments: Vec<Experiment>,
     /// Whether zone answers are recorded for analytics (impressions and attribution).
     pub zone_analytics: bool,
+    /// Whether the product zones are judged against what sampled shoppers do next
+    /// ([`crate::prequential`]).
+    pub self_evaluation: bool,
     /// Visitors (and live sessions) kept at most; `None`: unbounded. The background
     /// pass keeps them under it; a request that finds the account more than
     /// [`INLINE_SLACK`] over it evicts inline ([`Account::keep_bound`]), so that the bound

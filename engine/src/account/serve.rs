@@ -152,7 +152,7 @@ impl Account {
         };
         // A sampled visitor's request first judges the zones (what it brings, before
         // it is applied).
-        if crate::prequential::sampled(&visitor_id) {
+        if settings.self_evaluation && crate::prequential::sampled(&visitor_id) {
             self.judge_zones(
                 &mut visitor,
                 &request.events,

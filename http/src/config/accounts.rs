@@ -49,6 +49,8 @@ pub struct AccountConfig {
     pub experiments: Vec<Experiment>,
     /// Whether zone answers are recorded for analytics.
     pub zone_analytics: bool,
+    /// Whether product zones are judged against what sampled shoppers do next.
+    pub self_evaluation: bool,
     /// `[accounts.clientside]`: the browser script and its endpoint.
     pub clientside: ClientsideConfig,
     /// `deltas_without_secret.networks`: senders whose `/api/productdelta` and
@@ -102,6 +104,7 @@ impl AccountConfig {
             attribution_days: self.attribution_days,
             experiments: self.experiments.clone(),
             zone_analytics: self.zone_analytics,
+            self_evaluation: self.self_evaluation,
             max_visitors: Some(self.max_visitors),
         }
     }
@@ -220,6 +223,7 @@ pub(super) fn accounts(
             attribution_days,
             experiments,
             zone_analytics: account.zone_analytics.unwrap_or(true),
+            self_evaluation: account.self_evaluation.unwrap_or(true),
             deltas_without_secret: trusted_networks(account, &key)
                 .map_err(|e| err(&e.key, e.message))?,
             clientside: clientside(&account.clientside, base, &|field| {

@@ -138,6 +138,7 @@ pub(super) struct FileAccount {
     pub(super) models: Option<FileModels>,
     pub(super) attribution_days: Option<u64>,
     pub(super) zone_analytics: Option<bool>,
+    pub(super) self_evaluation: Option<bool>,
     #[serde(default)]
     pub(super) experiments: Vec<FileExperiment>,
     #[serde(default)]
