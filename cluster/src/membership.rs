@@ -88,7 +88,25 @@ impl Cluster {
     ) -> Result<bool, ClusterError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.restore_once(access_key, dir).await {
+            // An attempt that gets no answer (a listing or download stalled on a NATS
+            // server still recovering) is given up and made again with new consumers.
+            let written = Mutex::new(Vec::new());
+            let attempt = tokio::time::timeout(
+                RESTORE_ATTEMPT,
+                self.restore_once(access_key, dir, &written),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                // Given up: what it wrote goes, so that the directory is fresh again.
+                for path in written.lock().map(|w| w.clone()).unwrap_or_default() {
+                    let _ = std::fs::remove_file(path);
+                }
+                Err(unreadable(
+                    &names(access_key).0,
+                    &format!("no answer within {RESTORE_ATTEMPT:?}"),
+                ))
+            });
+            match attempt {
                 Err(error) if tokio::time::Instant::now() < deadline => {
                     tracing::warn!(account = %access_key, %error, "the cluster's snapshots could not be read; trying again");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -98,23 +116,21 @@ impl Cluster {
         }
     }
 
-    async fn restore_once(&self, access_key: &str, dir: &Path) -> Result<bool, ClusterError> {
+    /// One attempt at [`Cluster::restore`]; the files it writes are noted in `written`.
+    async fn restore_once(
+        &self,
+        access_key: &str,
+        dir: &Path,
+        written: &Mutex<Vec<std::path::PathBuf>>,
+    ) -> Result<bool, ClusterError> {
         let (name, _) = names(access_key);
         if !vitrine_ingest::jobs::is_fresh(dir) {
             return Ok(false);
         }
-        let failed = |reason: String| ClusterError::Stream {
-            stream: name.clone(),
-            reason,
-        };
         // "No snapshot sets" (a new account: the node starts from the whole stream) is
         // not "snapshot sets that cannot be read" (NATS servers still recovering, or
         // that lost their object store): the second is an error with its own advice.
-        let unreadable = |what: String| {
-            failed(format!(
-                "the cluster's snapshot sets for this account (object store {name}) could not be read: {what}. This node's data directory is empty and cannot start without them once the stream is trimmed. Check every NATS server (`/healthz?js-enabled-only=true`, and that the object store {name} is present with its replicas), then start this node again; do not delete anything"
-            ))
-        };
+        let unreadable = |what: String| unreadable(&name, &what);
         let objects = match self.jetstream.get_object_store(name.as_str()).await {
             Ok(objects) => objects,
             Err(error) if store_missing(&error) => return Ok(false),
@@ -137,6 +153,9 @@ impl Cluster {
             let restored = async {
                 for file in &manifest.files {
                     let path = dir.join(file);
+                    if let Ok(mut written) = written.lock() {
+                        written.push(path.clone());
+                    }
                     if let Some(parent) = path.parent() {
                         tokio::fs::create_dir_all(parent)
                             .await
@@ -416,6 +435,20 @@ pub fn incarnation(data_dir: &Path) -> Result<Incarnation, ClusterError> {
         Err(error) => Err(failed(error.to_string())),
     }
 }
+
+/// The error for snapshot sets that exist but cannot be read (`what`: why), with the
+/// advice that fits it.
+fn unreadable(name: &str, what: &str) -> ClusterError {
+    ClusterError::Stream {
+        stream: name.to_owned(),
+        reason: format!(
+            "the cluster's snapshot sets for this account (object store {name}) could not be read: {what}. This node's data directory is empty and cannot start without them once the stream is trimmed. Check every NATS server (`/healthz?js-enabled-only=true`, and that the object store {name} is present with its replicas), then start this node again; do not delete anything"
+        ),
+    }
+}
+
+/// How long one attempt at restoring from the cluster's snapshot sets may take.
+const RESTORE_ATTEMPT: Duration = Duration::from_secs(15);
 
 /// The oldest nats-server a cluster runs on.
 const MIN_NATS: (u32, u32) = (2, 10);
