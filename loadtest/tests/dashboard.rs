@@ -216,6 +216,18 @@ fn shopped_store(dir: &Path) -> TestServer {
         json!([{"name": "order", "data": {"orderid": "big-1", "userid": "big-spender",
         "items": [{"id": first, "qty": 1, "unitprice": 12345.67}]}}]),
     );
+    // A shopper judged by the zones' self-evaluation views what HP-01 showed.
+    let judged = (0..)
+        .map(|n| format!("judged-{n}"))
+        .find(|v| vitrine_engine::prequential::sampled(v))
+        .unwrap();
+    post(
+        addr,
+        "/api/serverside",
+        &json!({"appId": KEY, "secretKey": SECRET, "visitorId": judged,
+            "currentUrl": "https://shop.example/", "userAgent": "test", "ip": "198.51.100.22",
+            "events": [{"name": "product_view", "data": {"id": first}}]}),
+    );
     server
 }
 
@@ -381,6 +393,30 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
             .unwrap(),
         variant_b["counts"]["visitors"].to_string()
     );
+
+    // The predictions table shows what the API gives for each judged zone.
+    let predictions = tokio::task::block_in_place(|| {
+        admin(addr, &format!("/admin/api/accounts/{KEY}/predictions"))
+    });
+    let judged = predictions["zones"].as_array().unwrap();
+    assert!(!judged.is_empty(), "a judged shopper: {predictions}");
+    for zone in judged {
+        let selector = format!(
+            "#predictions-table tr[data-zone=\"{}\"]",
+            zone["zone"].as_str().unwrap()
+        );
+        let row = browser.find(Locator::Css(&selector)).await.unwrap();
+        for (cell, key) in [("trials", "trials"), ("hits-total", "hitsTotal")] {
+            let shown = row
+                .find(Locator::Css(&format!(".{cell}")))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert_eq!(shown, zone[key].to_string(), "{selector} .{cell}");
+        }
+    }
 
     // Live figures arrive: each poll covers the requests since the one before, so
     // requests keep coming while the page polls (a slow machine polls more than once

@@ -95,7 +95,7 @@ async function showAccount(key) {
   if (!state.account) return;
   const zones = state.account.zones.filter((z) => z.strategy);
   $("preview-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
-  await Promise.all([showAnalytics(), showExperiments()]);
+  await Promise.all([showAnalytics(), showExperiments(), showPredictions()]);
 }
 
 async function showAnalytics() {
@@ -199,6 +199,28 @@ function drawCharts(analytics) {
     target.dataset.series = String(labels.length);
     target.dataset.total = String(ys.flat().reduce((a, b) => a + b, 0));
   }
+}
+
+async function showPredictions() {
+  const key = encodeURIComponent(state.account.accessKey);
+  const predictions = await api("accounts/" + key + "/predictions");
+  $("predictions-sample").textContent = predictions.sampledOneIn;
+  $("predictions-top").textContent = predictions.top;
+  $("predictions-window").textContent = predictions.windowTrials.toLocaleString("en");
+  const rows = predictions.zones.map((z) =>
+    el(
+      "tr",
+      { dataset: { zone: z.zone } },
+      el("td", {}, z.zone),
+      el("td", { className: "number trials" }, z.trials),
+      el("td", { className: "number hit-rate" }, percent(z.hitRate)),
+      el("td", { className: "number mrr" }, z.mrr.toFixed(3)),
+      el("td", { className: "number trials-total" }, z.trialsTotal),
+      el("td", { className: "number hits-total" }, z.hitsTotal),
+    ),
+  );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 6 }, "No shopper judged yet.")));
+  $("predictions-table").tBodies[0].replaceChildren(...rows);
 }
 
 async function showExperiments() {
