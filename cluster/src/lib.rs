@@ -101,8 +101,9 @@ pub enum ClusterError {
         /// JetStream's reason.
         reason: String,
     },
-    /// The data directory's incarnation could not be read or saved.
-    #[error("the cluster incarnation file {path}: {reason}")]
+    /// A cluster file of the data directory (its incarnation, its start count) could
+    /// not be read or saved.
+    #[error("the cluster file {path}: {reason}")]
     Incarnation {
         /// The file.
         path: String,

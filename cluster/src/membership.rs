@@ -471,7 +471,6 @@ fn supported_version(version: &str) -> bool {
 /// durable before it is used, so that no two starts number records alike (JetStream
 /// would drop the later one as a repeat).
 pub(crate) fn count_start(data_dir: &Path) -> Result<u32, ClusterError> {
-    use std::io::Write;
     let path = data_dir.join(STARTS_FILE);
     let failed = |reason: String| ClusterError::Incarnation {
         path: path.display().to_string(),
@@ -489,14 +488,7 @@ pub(crate) fn count_start(data_dir: &Path) -> Result<u32, ClusterError> {
         .checked_add(1)
         .ok_or_else(|| failed("the count is at its end".to_owned()))?;
     std::fs::create_dir_all(data_dir).map_err(|e| failed(e.to_string()))?;
-    let temp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&temp).map_err(|e| failed(e.to_string()))?;
-    file.write_all(format!("{start}\n").as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| failed(e.to_string()))?;
-    std::fs::rename(&temp, &path).map_err(|e| failed(e.to_string()))?;
-    std::fs::File::open(data_dir)
-        .and_then(|dir| dir.sync_all())
+    vitrine_snapshots::atomic::atomic_write(data_dir, STARTS_FILE, format!("{start}\n").as_bytes())
         .map_err(|e| failed(e.to_string()))?;
     Ok(start)
 }

@@ -25,7 +25,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
@@ -72,6 +72,21 @@ struct Entry {
     stored: Option<oneshot::Sender<()>>,
 }
 
+impl Entry {
+    /// A record handed over now, nobody waiting for it yet.
+    fn new(id: OutboxId, reserved: Option<Reserved>, kind: RecordKind, payload: Vec<u8>) -> Entry {
+        Entry {
+            id,
+            reserved,
+            retry: false,
+            kind,
+            payload: Bytes::from(payload),
+            handed: Instant::now(),
+            stored: None,
+        }
+    }
+}
+
 /// An account's outbox: the side the jobs hand records to, and its figures.
 #[derive(Debug)]
 pub(crate) struct Outbox {
@@ -86,14 +101,13 @@ pub(crate) struct Outbox {
     reserved: Mutex<BTreeSet<Reserved>>,
     /// The account directory, where the outbox mark is saved.
     dir: PathBuf,
-    /// Whether the last attempt failed (and no record has been stored since).
-    failing: AtomicBool,
-    /// Since when, in microseconds after `base`.
+    /// Since when the attempts fail (no record stored since the first failure), as a
+    /// [`stamp`]; 0 while records are stored.
     failing_since: AtomicU64,
     /// Why it failed.
     reason: Mutex<String>,
-    /// When the oldest record the publisher holds was handed over, in microseconds
-    /// after `base` (0: it holds none).
+    /// When the oldest record the publisher holds was handed over, as a [`stamp`] (0: it
+    /// holds none).
     oldest: AtomicU64,
     base: Instant,
     retries: AtomicU64,
@@ -111,15 +125,9 @@ impl Outbox {
         dir: PathBuf,
     ) -> (Outbox, Receiver) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let now = Instant::now();
-        let mut reserved = BTreeSet::new();
-        for record in &unstored {
-            // Somewhere in the local log: it is not cut until they are stored.
-            reserved.insert(Reserved {
-                logged_from: 0,
-                id: record.id,
-            });
-        }
+        // Somewhere in the local log: it is not cut until they are stored.
+        let kept = |id| Reserved { logged_from: 0, id };
+        let reserved = unstored.iter().map(|record| kept(record.id)).collect();
         let outbox = Outbox {
             sender,
             depth: AtomicUsize::new(unstored.len()),
@@ -128,26 +136,19 @@ impl Outbox {
             next_number: AtomicU64::new(1),
             reserved: Mutex::new(reserved),
             dir,
-            failing: AtomicBool::new(false),
             failing_since: AtomicU64::new(0),
             reason: Mutex::new(String::new()),
             oldest: AtomicU64::new(0),
-            base: now,
+            base: Instant::now(),
             retries: AtomicU64::new(0),
         };
         for record in unstored {
-            let entry = Entry {
-                id: record.id,
-                reserved: Some(Reserved {
-                    logged_from: 0,
-                    id: record.id,
-                }),
-                retry: false,
-                kind: record.kind,
-                payload: Bytes::from(record.payload),
-                handed: now,
-                stored: None,
-            };
+            let entry = Entry::new(
+                record.id,
+                Some(kept(record.id)),
+                record.kind,
+                record.payload,
+            );
             let _ = outbox.sender.send(entry);
         }
         (outbox, Receiver(receiver))
@@ -233,21 +234,12 @@ impl Outbox {
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
-        let (stored, answer) = if wait == Wait::No {
-            (None, None)
-        } else {
+        let mut entry = Entry::new(id, reserved, kind, payload);
+        let answer = (wait != Wait::No).then(|| {
             let (stored, answer) = oneshot::channel();
-            (Some(stored), Some(answer))
-        };
-        let entry = Entry {
-            id,
-            reserved,
-            retry: false,
-            kind,
-            payload: Bytes::from(payload),
-            handed: Instant::now(),
-            stored,
-        };
+            entry.stored = Some(stored);
+            answer
+        });
         if self.sender.send(entry).is_err() {
             self.depth.fetch_sub(1, Ordering::AcqRel);
             return Err(ReplicationError::Stopped("publisher"));
@@ -257,16 +249,10 @@ impl Outbox {
 
     /// The figures for `/metrics`.
     pub(crate) fn figures(&self) -> OutboxFigures {
-        let oldest = self.oldest.load(Ordering::Acquire);
-        let oldest_seconds = if oldest == 0 {
-            0.0
-        } else {
-            let since = Duration::from_micros(oldest - 1);
-            self.base.elapsed().saturating_sub(since).as_secs_f64()
-        };
+        let oldest = age(self.base, self.oldest.load(Ordering::Acquire));
         OutboxFigures {
             records: self.depth.load(Ordering::Acquire),
-            oldest_seconds,
+            oldest_seconds: oldest.unwrap_or_default().as_secs_f64(),
             retries: self.retries.load(Ordering::Relaxed),
         }
     }
@@ -277,11 +263,8 @@ impl Outbox {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let micros = oldest.map_or(0, |handed| {
-            let since = handed.saturating_duration_since(self.base);
-            u64::try_from(since.as_micros()).unwrap_or(u64::MAX - 1) + 1
-        });
-        self.oldest.store(micros, Ordering::Release);
+        let stamped = oldest.map_or(0, |handed| stamp(self.base, handed));
+        self.oldest.store(stamped, Ordering::Release);
     }
 
     fn stored(&self, entry: Entry) {
@@ -300,24 +283,23 @@ impl Outbox {
         if let Ok(mut kept) = self.reason.lock() {
             reason.clone_into(&mut kept);
         }
-        if !self.failing.swap(true, Ordering::AcqRel) {
-            self.failing_since
-                .store(micros_since(self.base, Instant::now()), Ordering::Release);
+        let now = stamp(self.base, Instant::now());
+        let first = self
+            .failing_since
+            .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if first {
             tracing::warn!(%reason, "the cluster did not store a record; the outbox keeps it and tries again");
         }
     }
 
     /// How long the stream has been failing (`None`: it stores records).
     fn failing_for(&self) -> Option<Duration> {
-        if !self.failing.load(Ordering::Acquire) {
-            return None;
-        }
-        let since = Duration::from_micros(self.failing_since.load(Ordering::Acquire));
-        Some(self.base.elapsed().saturating_sub(since))
+        age(self.base, self.failing_since.load(Ordering::Acquire))
     }
 
     fn recovered(&self) {
-        if self.failing.swap(false, Ordering::AcqRel) {
+        if self.failing_since.swap(0, Ordering::AcqRel) != 0 {
             tracing::info!("the cluster stores records again; the outbox goes on");
         }
     }
@@ -346,7 +328,7 @@ impl Outbox {
         loop {
             // The kept records go first, in order: while the stream fails, the oldest
             // alone every RETRY until it is stored; then all of them, pipelined.
-            let failing = self.failing.load(Ordering::Acquire);
+            let failing = self.failing_for().is_some();
             let resend = if !failing {
                 WINDOW.saturating_sub(in_flight.len())
             } else if in_flight.is_empty() && !again.is_empty() {
@@ -433,9 +415,17 @@ impl Outbox {
     }
 }
 
-/// Microseconds from `base` to `at`.
-fn micros_since(base: Instant, at: Instant) -> u64 {
-    u64::try_from(at.saturating_duration_since(base).as_micros()).unwrap_or(u64::MAX)
+/// An instant kept in an atomic: microseconds from `base` to `at`, plus one (0 is
+/// "none").
+fn stamp(base: Instant, at: Instant) -> u64 {
+    let micros = at.saturating_duration_since(base).as_micros();
+    u64::try_from(micros).unwrap_or(u64::MAX - 1) + 1
+}
+
+/// How long ago a [`stamp`] was (`None` for 0).
+fn age(base: Instant, stamped: u64) -> Option<Duration> {
+    let since = Duration::from_micros(stamped.checked_sub(1)?);
+    Some(base.elapsed().saturating_sub(since))
 }
 
 /// Which records the publisher knows to be stored, and the mark it saved.
@@ -521,13 +511,10 @@ impl Publish {
     }
 }
 
-/// Awaits a record's acknowledgement (within [`ACK_TIMEOUT`], the context's timeout).
+/// Awaits a record's acknowledgement (within [`ACK_TIMEOUT`]: the publishing context's
+/// timeout, see `Cluster::join`).
 async fn acknowledged(entry: Entry, ack: PublishAckFuture) -> (Entry, Result<(), String>) {
-    let outcome = match tokio::time::timeout(ACK_TIMEOUT, ack).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err(format!("no acknowledgement within {ACK_TIMEOUT:?}")),
-    };
+    let outcome = ack.await.map(|_| ()).map_err(|error| error.to_string());
     (entry, outcome)
 }
 
@@ -604,11 +591,11 @@ mod tests {
         // Failing since just now: one slow acknowledgement does not refuse writes.
         outbox
             .failing_since
-            .store(micros_since(outbox.base, Instant::now()), Ordering::Release);
+            .store(stamp(outbox.base, Instant::now()), Ordering::Release);
         assert_eq!(outbox.admit(Wait::Answer), Ok(()));
         // Failing for ten seconds: refused, naming the reason; a write that does not
         // wait is still taken.
-        outbox.failing_since.store(0, Ordering::Release);
+        outbox.failing_since.store(1, Ordering::Release);
         assert_eq!(
             outbox.admit(Wait::Answer),
             Err(ReplicationError::Unavailable("no stream found".to_owned()))

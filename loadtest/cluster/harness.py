@@ -34,33 +34,89 @@ def nats_binary():
     sys.exit("nats-server not found (Debian package nats-server, or set NATS_SERVER)")
 
 
-def start_nats(tmp, size=3):
-    nodes = [{"name": f"n{i + 1}", "client": free_port(), "route": free_port(),
-              "monitor": free_port()} for i in range(size)]
-    routes = ", ".join(f"nats-route://127.0.0.1:{n['route']}" for n in nodes)
-    processes = []
-    for n in nodes:
-        conf = os.path.join(tmp, n["name"] + ".conf")
-        with open(conf, "w") as f:
-            f.write(f"server_name: {n['name']}\nlisten: 127.0.0.1:{n['client']}\n"
-                    f"http: 127.0.0.1:{n['monitor']}\n"
-                    f"jetstream {{ store_dir: \"{os.path.join(tmp, n['name'])}\" }}\n"
-                    f"cluster {{ name: latency, listen: 127.0.0.1:{n['route']}, "
-                    f"routes: [{routes}] }}\n")
-        log = open(os.path.join(tmp, n["name"] + ".log"), "w")
-        processes.append(subprocess.Popen([nats_binary(), "-c", conf], stdout=log, stderr=log))
-    for n in nodes:
-        deadline = time.time() + 60
+class Nats:
+    """Three clustered NATS servers that can be killed and restarted one by one."""
+
+    def __init__(self, tmp, size=3):
+        self.tmp = tmp
+        self.nodes = [{"name": f"n{i + 1}", "client": free_port(),
+                       "route": free_port(), "monitor": free_port()}
+                      for i in range(size)]
+        routes = ", ".join(f"nats-route://127.0.0.1:{n['route']}" for n in self.nodes)
+        for n in self.nodes:
+            n["conf"] = os.path.join(tmp, n["name"] + ".conf")
+            with open(n["conf"], "w") as f:
+                f.write(f"server_name: {n['name']}\nlisten: 127.0.0.1:{n['client']}\n"
+                        f"http: 127.0.0.1:{n['monitor']}\n"
+                        f"jetstream {{ store_dir: \"{os.path.join(tmp, n['name'])}\" }}\n"
+                        f"cluster {{ name: vitrine, listen: 127.0.0.1:{n['route']}, "
+                        f"routes: [{routes}] }}\n")
+            n["process"] = None
+        for i in range(size):
+            self.start(i)
+        for i in range(size):
+            self.wait_healthy(i)
+
+    def urls(self):
+        return [f"nats://127.0.0.1:{n['client']}" for n in self.nodes]
+
+    def start(self, i):
+        n = self.nodes[i]
+        log = open(os.path.join(self.tmp, n["name"] + ".log"), "a")
+        n["process"] = subprocess.Popen([nats_binary(), "-c", n["conf"]],
+                                        stdout=log, stderr=log)
+
+    def monitor(self, i, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.nodes[i]["monitor"], timeout=2)
+        c.request("GET", path)
+        response = c.getresponse()
+        return response.status, response.read()
+
+    def wait_healthy(self, i, limit=600):
+        deadline = time.time() + limit
         while time.time() < deadline:
             try:
-                c = http.client.HTTPConnection("127.0.0.1", n["monitor"], timeout=2)
-                c.request("GET", "/healthz")
-                if c.getresponse().status == 200:
-                    break
+                if self.monitor(i, "/healthz")[0] == 200:
+                    return
             except OSError:
                 pass
             time.sleep(0.1)
-    return processes, [f"nats://127.0.0.1:{n['client']}" for n in nodes]
+        sys.exit(f"NATS server {self.nodes[i]['name']} not healthy within {limit} s")
+
+    def kill(self, i):
+        self.nodes[i]["process"].kill()
+        self.nodes[i]["process"].wait()
+        self.nodes[i]["process"] = None
+
+    def leader(self, stream):
+        for i, n in enumerate(self.nodes):
+            if n["process"] is None:
+                continue
+            try:
+                status, body = self.monitor(i, "/jsz?accounts=true&streams=true")
+            except OSError:
+                continue
+            if status != 200:
+                continue
+            for account in json.loads(body).get("account_details", []):
+                for detail in account.get("stream_detail", []):
+                    if detail.get("name") == stream:
+                        leader = detail.get("cluster", {}).get("leader")
+                        for j, m in enumerate(self.nodes):
+                            if m["name"] == leader:
+                                return j
+        return None
+
+    def stop(self):
+        for i, n in enumerate(self.nodes):
+            if n["process"] is not None:
+                self.kill(i)
+
+
+def start_nats(tmp, size=3):
+    """Starts `size` clustered NATS servers; their processes and client URLs."""
+    nats = Nats(tmp, size)
+    return [n["process"] for n in nats.nodes], nats.urls()
 
 
 ACCOUNT = """

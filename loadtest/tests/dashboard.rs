@@ -307,13 +307,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
             ("impressions", "impressions"),
             ("viewed", "viewed"),
         ] {
-            let shown = row
-                .find(Locator::Css(&format!(".{cell}")))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let shown = cell_text(&row, &format!(".{cell}")).await;
             assert_eq!(shown, zone["totals"][key].to_string(), "{selector} {cell}");
         }
         let strategy = row
@@ -385,12 +379,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         .collect();
     assert_eq!(verdicts, expected);
     assert_eq!(
-        row.find(Locator::Css(".visitors"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
+        cell_text(&row, ".visitors").await,
         variant_b["counts"]["visitors"].to_string()
     );
 
@@ -407,13 +396,7 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
         );
         let row = browser.find(Locator::Css(&selector)).await.unwrap();
         for (cell, key) in [("trials", "trials"), ("hits-total", "hitsTotal")] {
-            let shown = row
-                .find(Locator::Css(&format!(".{cell}")))
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let shown = cell_text(&row, &format!(".{cell}")).await;
             assert_eq!(shown, zone[key].to_string(), "{selector} .{cell}");
         }
     }
@@ -538,6 +521,16 @@ async fn click(browser: &fantoccini::Client, id: &str) {
         .click()
         .await
         .unwrap();
+}
+
+/// The text of the first element under `row` matching `css`.
+async fn cell_text(row: &fantoccini::elements::Element, css: &str) -> String {
+    row.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 /// The text of every element under `parent` matching `css`.

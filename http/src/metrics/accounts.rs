@@ -327,29 +327,33 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
 fn zone_predictions(f: &mut Families, key: &str, engine: &vitrine_engine::Account) {
     for zone in engine.zone_predictions() {
         let labels = [("account", key), ("zone", zone.zone.as_str())];
-        f.gauge(
-            "vitrine_zone_prediction_hit_rate",
-            "Share of the products sampled shoppers viewed, basketed or ordered next that the zone would have shown in its top 10 just before (the last 10,000 trials).",
-            &labels,
-            zone.hit_rate,
-        );
-        f.gauge(
-            "vitrine_zone_prediction_mrr",
-            "Mean reciprocal rank of those products in the zone's top 10 (the last 10,000 trials).",
-            &labels,
-            zone.mrr,
-        );
-        f.counter(
-            "vitrine_zone_prediction_trials_total",
-            "Products sampled shoppers brought next that the zone was judged on.",
-            &labels,
-            zone.trials_total as f64,
-        );
-        f.counter(
-            "vitrine_zone_prediction_hits_total",
-            "Of those, the products the zone would have shown in its top 10.",
-            &labels,
-            zone.hits_total as f64,
-        );
+        for (name, help, value) in [
+            (
+                "vitrine_zone_prediction_hit_rate",
+                "Share of the products sampled shoppers viewed, basketed or ordered next that the zone would have shown in its top 10 just before (the last 10,000 trials).",
+                zone.hit_rate,
+            ),
+            (
+                "vitrine_zone_prediction_mrr",
+                "Mean reciprocal rank of those products in the zone's top 10 (the last 10,000 trials).",
+                zone.mrr,
+            ),
+        ] {
+            f.gauge(name, help, &labels, value);
+        }
+        for (name, help, count) in [
+            (
+                "vitrine_zone_prediction_trials_total",
+                "Products sampled shoppers brought next that the zone was judged on.",
+                zone.trials_total,
+            ),
+            (
+                "vitrine_zone_prediction_hits_total",
+                "Of those, the products the zone would have shown in its top 10.",
+                zone.hits_total,
+            ),
+        ] {
+            f.counter(name, help, &labels, count as f64);
+        }
     }
 }

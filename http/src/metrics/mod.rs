@@ -9,7 +9,7 @@
 //!   `vitrine_snapshots::metrics`), each labelled with its account. Nothing is copied
 //!   on the request path for them.
 //!
-//! Every metric is listed in the README ("Metrics").
+//! Every metric is listed, with its type and labels, in `docs/metrics.md`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -8,7 +8,7 @@ use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_snapshots::wal::{Record, WalError};
 
-use super::replica::OutboxId;
+use super::replica::{OutboxId, Unstored};
 use crate::delta::{self, Delta};
 
 /// Why a record could not be written or read.
@@ -308,12 +308,14 @@ pub(super) struct Unwrapped {
     pub(super) records: Vec<Record>,
     /// The highest replicated sequence among the replicated records.
     pub(super) replicated: u64,
-    /// The records this node took for its outbox, in log order.
-    pub(super) outboxed: Vec<(OutboxId, RecordKind, Vec<u8>)>,
+    /// The records this node took for its outbox past `mark` (not known to be in the
+    /// replicated log), in log order.
+    pub(super) unstored: Vec<Unstored>,
 }
 
-/// Unwraps the local log's replicated and outboxed records.
-pub(super) fn unwrap_records(records: Vec<Record>) -> Unwrapped {
+/// Unwraps the local log's replicated and outboxed records; the outboxed ones past the
+/// outbox `mark` (all of them without one) are kept apart too.
+pub(super) fn unwrap_records(records: Vec<Record>, mark: Option<OutboxId>) -> Unwrapped {
     let mut unwrapped = Unwrapped::default();
     unwrapped.records = records
         .into_iter()
@@ -331,7 +333,10 @@ pub(super) fn unwrap_records(records: Vec<Record>) -> Unwrapped {
             },
             Some(RecordKind::Outboxed) => match decode_outboxed(&record.payload) {
                 Some((id, kind, inner)) => {
-                    unwrapped.outboxed.push((id, kind, inner.to_vec()));
+                    if mark.is_none_or(|mark| id > mark) {
+                        let payload = inner.to_vec();
+                        unwrapped.unstored.push(Unstored { id, kind, payload });
+                    }
                     Record {
                         sequence: record.sequence,
                         kind: kind.code(),
@@ -364,36 +369,39 @@ mod tests {
         let Unwrapped {
             records,
             replicated: highest,
-            outboxed: taken,
-        } = unwrap_records(vec![
-            Record {
-                sequence: 7,
-                kind: RecordKind::Replicated.code(),
-                payload: wrapped,
-            },
-            Record {
-                sequence: 8,
-                kind: RecordKind::Forget.code(),
-                payload: b"other".to_vec(),
-            },
-            Record {
-                sequence: 9,
-                kind: RecordKind::Outboxed.code(),
-                payload: outboxed,
-            },
-        ]);
+            unstored: taken,
+        } = unwrap_records(
+            vec![
+                Record {
+                    sequence: 7,
+                    kind: RecordKind::Replicated.code(),
+                    payload: wrapped,
+                },
+                Record {
+                    sequence: 8,
+                    kind: RecordKind::Forget.code(),
+                    payload: b"other".to_vec(),
+                },
+                Record {
+                    sequence: 9,
+                    kind: RecordKind::Outboxed.code(),
+                    payload: outboxed,
+                },
+            ],
+            None,
+        );
         assert_eq!(records[2].kind, RecordKind::Click.code());
         assert_eq!(records[2].payload, b"click");
         assert_eq!(
             taken,
-            vec![(
-                OutboxId {
+            vec![Unstored {
+                id: OutboxId {
                     start: 3,
                     number: 9
                 },
-                RecordKind::Click,
-                b"click".to_vec()
-            )]
+                kind: RecordKind::Click,
+                payload: b"click".to_vec()
+            }]
         );
         assert!(decode_outboxed(&[0; 12]).is_none());
         assert_eq!(highest, 42);

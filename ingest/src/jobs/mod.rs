@@ -326,11 +326,13 @@ impl AccountJobs {
         // only views pages: it changes only session and site counts, so it is answered
         // on credit (through the outbox) and shop pages keep answering while the
         // cluster has no quorum.
-        let page_views_only = request
-            .events
-            .iter()
-            .all(|event| matches!(event, vitrine_engine::event::Event::PageView { .. }));
-        let wait = if self.shared.config.sync == SyncPolicy::Always && !page_views_only {
+        let page_views_only = || {
+            request
+                .events
+                .iter()
+                .all(|event| matches!(event, vitrine_engine::event::Event::PageView { .. }))
+        };
+        let wait = if self.shared.config.sync == SyncPolicy::Always && !page_views_only() {
             Wait::Answer
         } else {
             Wait::No

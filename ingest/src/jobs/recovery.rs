@@ -64,15 +64,9 @@ impl AccountJobs {
         let log::Unwrapped {
             records,
             replicated,
-            outboxed,
-        } = log::unwrap_records(log.records);
+            unstored,
+        } = log::unwrap_records(log.records, replica::outbox_mark(dir));
         let stream_position = replicated.max(replica::saved_position(dir));
-        let mark = replica::outbox_mark(dir);
-        let unstored: Vec<replica::Unstored> = outboxed
-            .into_iter()
-            .filter(|(id, _, _)| mark.is_none_or(|mark| *id > mark))
-            .map(|(id, kind, payload)| replica::Unstored { id, kind, payload })
-            .collect();
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);
         replay_tracking(&account, &records, state_position, &mut recovery);
