@@ -50,6 +50,7 @@ pub mod site;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod tuning;
 pub mod visitor;
 pub mod zone;
 

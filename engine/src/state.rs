@@ -156,6 +156,21 @@ pub enum StateEntry {
     },
     /// A day's store-wide figures (see [`crate::site`]).
     SiteDay(Box<crate::site::StoredSiteDay>),
+    /// A product's co-view partners, counts, inherited counts and counts by distance
+    /// (written instead of [`StateEntry::CoViewPairs`], which is still read; boxed).
+    CoViewPairsByDistance(Box<PairsByDistance>),
+}
+
+/// A product's co-view partners, counts, inherited counts and counts by distance.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct PairsByDistance {
+    /// Product id.
+    pub product: String,
+    /// Its pairs.
+    pub partners: Vec<PairCount>,
+    /// Each pair's counts at distance 1 and at distance 3 at most, in the order of
+    /// `partners` (see [`crate::models::Reach`]).
+    pub reach: Vec<[f32; 2]>,
 }
 
 /// A click on a product a zone showed, as the log keeps it.

@@ -108,6 +108,7 @@ pub fn account_with_models(
         experiments: Vec::new(),
         zone_analytics: true,
         self_evaluation: true,
+        tuning: crate::tuning::Tuning::default(),
         max_visitors: None,
     };
     Account::new(settings, catalogue)

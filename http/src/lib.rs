@@ -43,6 +43,7 @@ pub mod server;
 pub mod sftp;
 pub mod state;
 pub mod tls;
+pub mod tuned;
 
 /// The line printed on stdout once the server is ready: `listening on http://ADDR`, or
 /// `https://` when `[tls]` is set.

@@ -310,6 +310,7 @@ async fn rebuild_models(state: Arc<AppState>) {
                             .model_rebuild_seconds
                             .observe(started.elapsed().as_secs_f64());
                     }
+                    entry.tuned.keep(&entry.account);
                     entry.product_texts.sweep();
                 }
             });

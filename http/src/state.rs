@@ -48,6 +48,8 @@ pub struct AccountEntry {
     pub clientside: ClientsideState,
     /// Its rate limiters, by [`Endpoint::index`] (`None`: not limited).
     limiters: Vec<Option<Limiter>>,
+    /// Where the co-view list setting self-tuning chose is kept.
+    pub tuned: Arc<crate::tuned::TunedFile>,
 }
 
 /// A token bucket of one endpoint of an account.
@@ -489,6 +491,7 @@ fn changed_account(
         product_texts: Arc::clone(&entry.product_texts),
         metrics: Arc::clone(&entry.metrics),
         limiters: limiters(config),
+        tuned: Arc::clone(&entry.tuned),
     })
 }
 
@@ -516,6 +519,7 @@ fn open_account(
         None => (CatalogueBuilder::new().build()?, 0),
     };
     let account = Arc::new(Account::new(account_config.settings(), catalogue));
+    let tuned = Arc::new(crate::tuned::TunedFile::restore(dir.clone(), &account));
     let (users, problems) = store::restore_users(&dir);
     for problem in &problems {
         tracing::warn!(account = %key, "users: {problem}");
@@ -564,6 +568,7 @@ fn open_account(
         product_texts: Arc::new(TextCache::new(account.catalogue())),
         metrics: Arc::new(AccountMetrics::default()),
         limiters: limiters(account_config),
+        tuned,
         account,
     })
 }

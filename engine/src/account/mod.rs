@@ -26,6 +26,7 @@ mod snapshot;
 #[cfg(test)]
 mod tests;
 mod track;
+mod tune;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -79,6 +80,9 @@ pub struct AccountSettings {
     /// Whether the product zones are judged against what sampled shoppers do next
     /// ([`crate::prequential`]).
     pub self_evaluation: bool,
+    /// Whether the co-view lists' setting tunes itself on the sampled shoppers
+    /// ([`crate::tuning`]; needs `self_evaluation`), and what is pinned.
+    pub tuning: crate::tuning::Tuning,
     /// Visitors (and live sessions) kept at most; `None`: unbounded. The background
     /// pass keeps them under it; a request that finds the account more than
     /// [`INLINE_SLACK`] over it evicts inline ([`Account::keep_bound`]), so that the bound
@@ -176,6 +180,8 @@ pub struct Account {
     activity: Activity,
     /// How well each product zone predicts what sampled shoppers do next.
     prequential: crate::prequential::Prequential,
+    /// Self-tuning of the co-view lists.
+    tuner: crate::tuning::Tuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
@@ -187,6 +193,7 @@ impl Account {
     /// A new account serving `catalogue`.
     pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
         let models = settings.models;
+        let tuning = settings.tuning;
         let catalogue = Arc::new(catalogue);
         let rankings = RankingsVersion {
             rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
@@ -208,7 +215,7 @@ impl Account {
             brand_popularity: sharded(),
             product_keys: ProductKeys::default(),
             coview: CoCounts::configured(models),
-            copurchase: CoCounts::configured(models),
+            copurchase: CoCounts::configured(tune::for_purchases(&models)),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
@@ -221,6 +228,7 @@ impl Account {
             evicted_inline: [AtomicU64::new(0), AtomicU64::new(0)],
             activity: Activity::default(),
             prequential: crate::prequential::Prequential::default(),
+            tuner: crate::tuning::Tuner::new(tuning, &models),
             clock: AtomicI64::new(0),
             models_stale: AtomicBool::new(false),
         }
@@ -240,8 +248,15 @@ impl Account {
     /// requests from now on are served with them, those being served finish with the
     /// old ones. The access key does not change.
     pub fn replace_settings(&self, settings: AccountSettings) {
-        self.coview.configure(settings.models);
-        self.copurchase.configure(settings.models);
+        let before = self.coview.window();
+        let active = self.tuner.reconfigure(settings.tuning, &settings.models);
+        self.coview
+            .configure(tune::with_lists(&settings.models, active));
+        if self.coview.window() != before {
+            self.coview.queue_all();
+        }
+        self.copurchase
+            .configure(tune::for_purchases(&settings.models));
         self.settings.store(Arc::new(AccountSettings {
             access_key: self.access_key.clone(),
             ..settings

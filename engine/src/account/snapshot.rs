@@ -103,10 +103,16 @@ impl Account {
         for (name, popularity) in popularity(&self.brand_popularity) {
             sink(StateEntry::BrandPopularity { name, popularity });
         }
-        for (product, partners) in self.coview.entries(&self.product_keys) {
-            sink(StateEntry::CoViewPairs { product, partners });
+        for (product, partners, reach) in self.coview.entries(&self.product_keys) {
+            sink(StateEntry::CoViewPairsByDistance(Box::new(
+                crate::state::PairsByDistance {
+                    product,
+                    partners,
+                    reach,
+                },
+            )));
         }
-        for (product, partners) in self.copurchase.entries(&self.product_keys) {
+        for (product, partners, _) in self.copurchase.entries(&self.product_keys) {
             sink(StateEntry::CoPurchasePairs { product, partners });
         }
         for day in self.site.entries() {
@@ -205,11 +211,20 @@ impl Account {
                     .restore_counts(&self.product_keys, &product, &partners);
             }
             StateEntry::CoViewPairs { product, partners } => {
-                self.coview.restore(&self.product_keys, &product, &partners);
+                self.coview
+                    .restore(&self.product_keys, &product, &partners, None);
+            }
+            StateEntry::CoViewPairsByDistance(pairs) => {
+                self.coview.restore(
+                    &self.product_keys,
+                    &pairs.product,
+                    &pairs.partners,
+                    Some(&pairs.reach),
+                );
             }
             StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase
-                    .restore(&self.product_keys, &product, &partners);
+                    .restore(&self.product_keys, &product, &partners, None);
             }
         }
         self.models_stale.store(true, Ordering::Release);

@@ -12,7 +12,9 @@ use super::{Account, new_id};
 use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
-use crate::models::{CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, UNCATALOGUED_KEYS};
+use crate::models::{
+    CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach, UNCATALOGUED_KEYS, reach_of,
+};
 use crate::money::Currency;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
@@ -271,15 +273,19 @@ impl Account {
         let key = self.countable(id, idx.is_some(), catalogue);
         if let Some(key) = key {
             // The pairing weakens with the distance in the visitor's views: 1 for the
-            // previous product, 1/2 for the one before, and so on.
-            let earlier: SmallVec<[(u32, f32); CO_VIEW_WINDOW]> = live
+            // previous product, 1/2 for the one before, and so on; counted by distance
+            // too, for the shorter windows.
+            let earlier: SmallVec<[(u32, f32, Reach); CO_VIEW_WINDOW]> = live
                 .recent_keys(&self.product_keys, catalogue)
                 .iter()
                 .rev()
                 .filter(|k| **k != key && **k != NO_KEY)
                 .take(CO_VIEW_WINDOW)
                 .enumerate()
-                .map(|(distance, earlier)| (*earlier, 1.0 / (distance as f32 + 1.0)))
+                .map(|(before, earlier)| {
+                    let weight = 1.0 / (before as f32 + 1.0);
+                    (*earlier, weight, reach_of(before + 1, weight))
+                })
                 .collect();
             self.coview.add_all(key, &earlier);
             self.count(id, VIEW_SCORE, 0, now);

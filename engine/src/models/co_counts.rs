@@ -9,7 +9,8 @@ use crossbeam_queue::SegQueue;
 use rayon::prelude::*;
 
 use super::{
-    MAX_PARTNERS, ModelSettings, NEIGHBOURS, Neighbour, PARTNER_DAMPING, ProductKeys, SEED_DAMPING,
+    CoViewWindow, MAX_PARTNERS, ModelSettings, NEIGHBOURS, Neighbour, PARTNER_DAMPING, ProductKeys,
+    Reach, SEED_DAMPING,
 };
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::shards::{IntMap, int_map};
@@ -31,6 +32,8 @@ pub struct CoCounts {
     /// [`ModelSettings::partner_damping`] and [`ModelSettings::seed_damping`], as `f32`
     /// bits.
     damping: [AtomicU32; 2],
+    /// [`ModelSettings::co_view_window`], as its place in [`CoViewWindow::ALL`].
+    window: AtomicUsize,
 }
 
 impl Default for CoCounts {
@@ -44,12 +47,14 @@ impl Default for CoCounts {
                 AtomicU32::new(PARTNER_DAMPING.to_bits()),
                 AtomicU32::new(SEED_DAMPING.to_bits()),
             ],
+            window: AtomicUsize::new(CoViewWindow::ALL.len() - 1),
         }
     }
 }
 
-/// One product's partners, counts and inherited counts (in three parallel vectors, by
-/// ascending key), their total, and whether it is queued in `changed`.
+/// One product's partners, counts, inherited counts and counts by distance (in four
+/// parallel vectors, by ascending key), their totals, and whether it is queued in
+/// `changed`.
 #[derive(Debug, Default)]
 pub(super) struct Partners {
     pub(super) keys: Vec<u32>,
@@ -63,6 +68,11 @@ pub(super) struct Partners {
     /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
     /// of `counts`, kept here to be read without summing.
     pub(super) total: f32,
+    /// Each partner's count at the shorter windows' distances ([`Reach`]), since it
+    /// came in (what it inherited is not among them: they are surely seen).
+    pub(super) reach: Vec<Reach>,
+    /// The sums of `reach`.
+    pub(super) reach_total: Reach,
     pub(super) queued: bool,
 }
 
@@ -71,12 +81,16 @@ impl Partners {
     /// partners are counted. Keys are kept in ascending order, so a partner is found by
     /// binary search (a view looks up each of its window's partners: a scan of 256 keys
     /// would cost more than the rest of counting it).
-    fn add(&mut self, to: u32, weight: f32, capacity: usize) {
+    fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
         self.total += weight;
+        add_reach(&mut self.reach_total, reach);
         let at = match self.keys.binary_search(&to) {
             Ok(at) => {
                 if let Some(count) = self.counts.get_mut(at) {
                     *count += weight;
+                }
+                if let Some(counted) = self.reach.get_mut(at) {
+                    add_reach(counted, reach);
                 }
                 return;
             }
@@ -99,6 +113,8 @@ impl Partners {
                 self.keys.remove(weakest);
                 self.counts.remove(weakest);
                 self.inherited.remove(weakest);
+                let gone = self.reach.remove(weakest);
+                add_reach(&mut self.reach_total, gone.map(|count| -count));
                 inherited = count;
                 if weakest < at {
                     at -= 1;
@@ -108,51 +124,77 @@ impl Partners {
         self.keys.insert(at, to);
         self.counts.insert(at, inherited + weight);
         self.inherited.insert(at, inherited);
+        self.reach.insert(at, reach);
     }
 
-    /// (partner, count, inherited) triples.
-    fn pairs(&self) -> Vec<CountedPartner> {
+    /// Each partner with its counts.
+    pub(super) fn pairs(&self) -> Vec<CountedPartner> {
         self.keys
             .iter()
             .zip(&self.counts)
             .zip(&self.inherited)
-            .map(|((key, count), inherited)| (*key, *count, *inherited))
+            .zip(&self.reach)
+            .map(|(((key, count), inherited), reach)| CountedPartner {
+                key: *key,
+                count: *count,
+                inherited: *inherited,
+                reach: *reach,
+            })
             .collect()
+    }
+
+    /// The product's totals.
+    pub(super) fn totals(&self) -> Totals {
+        Totals {
+            all: self.total,
+            reach: self.reach_total,
+        }
+    }
+}
+
+/// Adds `more` to `counts`, place by place.
+fn add_reach(counts: &mut Reach, more: Reach) {
+    for (count, more) in counts.iter_mut().zip(more) {
+        *count += more;
     }
 }
 
 impl CoCounts {
-    /// Counts `a` and `b` together once (in both directions).
+    /// Counts `a` and `b` together once (in both directions), as close as can be (two
+    /// lines of one order).
     pub fn add(&self, a: u32, b: u32, weight: f32) {
         if a == b {
             return;
         }
-        self.add_one(a, b, weight);
-        self.add_one(b, a, weight);
+        let reach = [weight, weight];
+        self.add_one(a, b, weight, reach);
+        self.add_one(b, a, weight, reach);
     }
 
     /// Counts `product` together with each of `others` once (in both directions), each
-    /// pairing with its own weight: `product`'s partners are updated under one lock.
-    pub fn add_all(&self, product: u32, others: &[(u32, f32)]) {
+    /// pairing with its own weight and its counts by distance: `product`'s partners are
+    /// updated under one lock.
+    pub fn add_all(&self, product: u32, others: &[(u32, f32, Reach)]) {
         let capacity = self.partners.load(Ordering::Relaxed);
         {
             let mut partners = self.queued_entry(product);
-            for &(other, weight) in others {
+            for &(other, weight, reach) in others {
                 if other != product {
-                    partners.add(other, weight, capacity);
+                    partners.add(other, weight, reach, capacity);
                 }
             }
         }
-        for &(other, weight) in others {
+        for &(other, weight, reach) in others {
             if other != product {
-                self.queued_entry(other).add(product, weight, capacity);
+                self.queued_entry(other)
+                    .add(product, weight, reach, capacity);
             }
         }
     }
 
-    fn add_one(&self, from: u32, to: u32, weight: f32) {
+    fn add_one(&self, from: u32, to: u32, weight: f32, reach: Reach) {
         let capacity = self.partners.load(Ordering::Relaxed);
-        self.queued_entry(from).add(to, weight, capacity);
+        self.queued_entry(from).add(to, weight, reach, capacity);
     }
 
     /// Empty counts kept within `settings`.
@@ -170,20 +212,44 @@ impl CoCounts {
         let [partner, seed] = &self.damping;
         partner.store(settings.partner_damping.to_bits(), Ordering::Relaxed);
         seed.store(settings.seed_damping.to_bits(), Ordering::Relaxed);
+        let window = CoViewWindow::ALL
+            .iter()
+            .position(|w| *w == settings.co_view_window)
+            .unwrap_or(CoViewWindow::ALL.len() - 1);
+        self.window.store(window, Ordering::Relaxed);
+    }
+
+    /// The window the lists are read at.
+    pub fn window(&self) -> CoViewWindow {
+        let at = self.window.load(Ordering::Relaxed);
+        CoViewWindow::ALL
+            .get(at)
+            .copied()
+            .unwrap_or(CoViewWindow::Ten)
+    }
+
+    /// [`ModelSettings::partner_damping`] and [`ModelSettings::seed_damping`] now.
+    pub(super) fn dampings(&self) -> (f32, f32) {
+        let [partner, seed] = &self.damping;
+        (
+            f32::from_bits(partner.load(Ordering::Relaxed)),
+            f32::from_bits(seed.load(Ordering::Relaxed)),
+        )
     }
 
     /// A product's list from its partners' counts (`total` its own): the `keep`
     /// partners it is surest of, strongest first (ties by id), with their weights.
     fn list<'a>(
         &self,
-        total: f32,
+        totals: Totals,
         partners: Vec<CountedPartner>,
         name: &impl Fn(u32) -> Option<&'a str>,
         keep: usize,
     ) -> impl Iterator<Item = (u32, f32)> {
-        let mut sure = self.sure_counts(partners);
+        let window = self.window();
+        let mut sure = self.sure_counts(partners, window);
         rank_partners(&mut sure, name, keep);
-        self.damp(total, sure)
+        self.damp(totals.at(window), sure)
     }
 
     /// A product's partners with the counts it is sure of and their own totals;
@@ -193,14 +259,22 @@ impl CoCounts {
     /// in, so that is taken off its count; a pair is not counted more than the
     /// partner's total either. Without that, a product seen once that took a full
     /// list's last place would rank with pairs seen many times, while a pair counted
-    /// since the list had room keeps its whole count.
-    fn sure_counts(&self, partners: Vec<CountedPartner>) -> Vec<SurePartner> {
+    /// since the list had room keeps its whole count. At a shorter `window`, the
+    /// counts by distance are sure already (counted since the partner came in).
+    fn sure_counts(&self, partners: Vec<CountedPartner>, window: CoViewWindow) -> Vec<SurePartner> {
         partners
             .into_iter()
-            .filter_map(|(key, count, inherited)| {
-                let total = self.pairs.get(&key).map_or(count, |p| p.total);
-                let sure = (count - inherited).min(total);
-                (sure > 0.0).then_some((key, sure, total))
+            .filter_map(|partner| {
+                let count = partner.at(window);
+                let total = self
+                    .pairs
+                    .get(&partner.key)
+                    .map_or(count, |p| p.totals().at(window));
+                let sure = match window.reach() {
+                    Some(_) => count.min(total),
+                    None => (count - partner.inherited).min(total),
+                };
+                (sure > 0.0).then_some((partner.key, sure, total))
             })
             .collect()
     }
@@ -211,16 +285,7 @@ impl CoCounts {
     /// product's zone shows its strongest pairs, and a blend of several lists sums
     /// weights that do not favour popular products.
     fn damp(&self, own_total: f32, ranked: Vec<SurePartner>) -> impl Iterator<Item = (u32, f32)> {
-        let [partner, seed] = &self.damping;
-        let partner_damping = f32::from_bits(partner.load(Ordering::Relaxed));
-        let seed_damping = f32::from_bits(seed.load(Ordering::Relaxed));
-        let damped = |total: f32, power: f32| {
-            if power == 0.0 || total <= 0.0 {
-                1.0
-            } else {
-                total.powf(-power)
-            }
-        };
+        let (partner_damping, seed_damping) = self.dampings();
         let own = damped(own_total, seed_damping);
         ranked
             .into_iter()
@@ -242,45 +307,68 @@ impl CoCounts {
         self.pairs.len()
     }
 
-    /// Every product's partners, counts and inherited counts by id, unordered (for a
-    /// state snapshot).
-    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<PairCount>)> {
+    /// Every product's partners, counts, inherited counts and counts by distance (in
+    /// the order of the partners) by id, unordered (for a state snapshot).
+    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<PairCount>, Vec<Reach>)> {
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
         self.pairs
             .iter()
             .map(|entry| {
-                let partners = entry
-                    .pairs()
+                let pairs = entry.pairs();
+                let reach = pairs.iter().map(|pair| pair.reach).collect();
+                let partners = pairs
                     .into_iter()
-                    .map(|(key, count, inherited)| PairCount {
-                        partner: name(key),
-                        count,
-                        inherited,
+                    .map(|pair| PairCount {
+                        partner: name(pair.key),
+                        count: pair.count,
+                        inherited: pair.inherited,
                     })
                     .collect();
-                (name(*entry.key()), partners)
+                (name(*entry.key()), partners, reach)
             })
             .collect()
     }
 
     /// Sets a product's partners and counts (restoring a state snapshot); at most
-    /// [`ModelSettings::partners`] are kept.
-    pub fn restore(&self, keys: &ProductKeys, product: &str, partners: &[PairCount]) {
+    /// [`ModelSettings::partners`] are kept. `reach`: each pair's counts by distance, in
+    /// the order of `partners`; a snapshot written before they were kept has none, and
+    /// every window then reads a pair's whole count.
+    pub fn restore(
+        &self,
+        keys: &ProductKeys,
+        product: &str,
+        partners: &[PairCount],
+        reach: Option<&[Reach]>,
+    ) {
         let mut restored: Vec<CountedPartner> = partners
             .iter()
+            .enumerate()
             .take(self.partners.load(Ordering::Relaxed))
-            .map(|pair| (keys.key(&pair.partner), pair.count, pair.inherited))
+            .map(|(at, pair)| CountedPartner {
+                key: keys.key(&pair.partner),
+                count: pair.count,
+                inherited: pair.inherited,
+                reach: reach
+                    .and_then(|reach| reach.get(at).copied())
+                    .unwrap_or([pair.count; 2]),
+            })
             .collect();
         // In key order, as `Partners::add` keeps them (a snapshot names a partner once).
-        restored.sort_unstable_by_key(|(key, ..)| *key);
-        restored.dedup_by_key(|(key, ..)| *key);
+        restored.sort_unstable_by_key(|pair| pair.key);
+        restored.dedup_by_key(|pair| pair.key);
         let key = keys.key(product);
         let mut entry = self.pairs.entry(key).or_default();
-        entry.keys = restored.iter().map(|(key, ..)| *key).collect();
-        entry.counts = restored.iter().map(|(_, count, _)| *count).collect();
-        entry.inherited = restored.iter().map(|(.., inherited)| *inherited).collect();
+        entry.keys = restored.iter().map(|pair| pair.key).collect();
+        entry.counts = restored.iter().map(|pair| pair.count).collect();
+        entry.inherited = restored.iter().map(|pair| pair.inherited).collect();
+        entry.reach = restored.iter().map(|pair| pair.reach).collect();
         entry.total = entry.counts.iter().sum();
+        let mut reach_total = [0.0; 2];
+        for reach in &entry.reach {
+            add_reach(&mut reach_total, *reach);
+        }
+        entry.reach_total = reach_total;
         if !entry.queued {
             entry.queued = true;
             self.changed.push(key);
@@ -306,7 +394,7 @@ impl CoCounts {
                 inherited: weakest.min(*count),
             })
             .collect();
-        self.restore(keys, product, &pairs);
+        self.restore(keys, product, &pairs, None);
     }
 
     /// Whether nothing was counted.
@@ -339,7 +427,7 @@ impl CoCounts {
         while let Some(key) = self.changed.pop() {
             if let Some(mut entry) = self.pairs.get_mut(&key) {
                 entry.queued = false;
-                changed.push((key, entry.total, entry.pairs()));
+                changed.push((key, entry.totals(), entry.pairs()));
             }
         }
         changed
@@ -379,7 +467,7 @@ impl CoCounts {
         let snapshot: Vec<ChangedList> = self
             .pairs
             .iter()
-            .map(|entry| (*entry.key(), entry.total, entry.pairs()))
+            .map(|entry| (*entry.key(), entry.totals(), entry.pairs()))
             .collect();
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map(|name| &**name);
@@ -397,11 +485,55 @@ impl CoCounts {
     }
 }
 
-/// A partner, the pair's count, and what the count inherited (see [`Partners`]).
-type CountedPartner = (u32, f32, f32);
+/// A partner and the pair's counts (see [`Partners`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CountedPartner {
+    pub(super) key: u32,
+    pub(super) count: f32,
+    /// What the count inherited.
+    pub(super) inherited: f32,
+    /// The counts by distance.
+    pub(super) reach: Reach,
+}
 
-/// A queued product, its total and its partners' counts.
-type ChangedList = (u32, f32, Vec<CountedPartner>);
+impl CountedPartner {
+    /// The pair's count at `window` (inherited part included at the longest).
+    pub(super) fn at(&self, window: CoViewWindow) -> f32 {
+        match window.reach() {
+            Some(at) => self.reach.get(at).copied().unwrap_or(0.0),
+            None => self.count,
+        }
+    }
+}
+
+/// A product's total count, and its totals by distance.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Totals {
+    all: f32,
+    reach: Reach,
+}
+
+impl Totals {
+    /// The total at `window`.
+    pub(super) fn at(&self, window: CoViewWindow) -> f32 {
+        match window.reach() {
+            Some(at) => self.reach.get(at).copied().unwrap_or(0.0),
+            None => self.all,
+        }
+    }
+}
+
+/// A count divided by `total` to `power` (1 when either is 0).
+pub(super) fn damped(total: f32, power: f32) -> f32 {
+    if power == 0.0 || total <= 0.0 {
+        1.0
+    } else {
+        total.powf(-power)
+    }
+}
+
+/// A queued product, its totals and its partners' counts.
+type ChangedList = (u32, Totals, Vec<CountedPartner>);
 
 /// One pair of a product's partners as a state snapshot keeps it.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]

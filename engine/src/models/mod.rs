@@ -10,7 +10,8 @@
 //!
 //! Files: `keys.rs` (product ids as small numbers), `co_counts.rs` (the pair counts and
 //! the lists a rebuild sorts), `neighbours.rs` (the published lists, in dense ids),
-//! `popularity.rs` (decaying counters and the most popular names).
+//! `popularity.rs` (decaying counters and the most popular names), `shadow.rs` (a
+//! blend's ranking under other list settings, for self-tuning).
 
 use crate::catalogue::UnixMillis;
 
@@ -18,11 +19,13 @@ mod co_counts;
 mod keys;
 mod neighbours;
 mod popularity;
+mod shadow;
 
 pub use co_counts::{CoCounts, PairCount};
 pub use keys::ProductKeys;
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
+pub use shadow::{ListSetting, Ranks};
 
 /// Partners counted per product at most by default ([`ModelSettings::partners`]);
 /// when full, the weakest partner makes room.
@@ -49,6 +52,66 @@ pub struct ModelSettings {
     /// products' lists, 0 lets a popular product's list outweigh the others, 1 weighs
     /// every list alike.
     pub seed_damping: f32,
+    /// How far apart in a visitor's views two products pair in the co-view lists.
+    pub co_view_window: CoViewWindow,
+}
+
+/// How far apart in a visitor's views two product views pair in the co-view lists
+/// (the one before weighing 1, the one before that ½, and so on). Every view is counted
+/// with each of its [`CO_VIEW_WINDOW`] previous ones, by distance, so that the lists of
+/// any window can be read from the same counts (self-tuning compares them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CoViewWindow {
+    /// The view just before only: the next step of a visit.
+    One,
+    /// The 3 views before.
+    Three,
+    /// The [`CO_VIEW_WINDOW`] views before: what a visit is about.
+    Ten,
+}
+
+impl CoViewWindow {
+    /// Every window, shortest first.
+    pub const ALL: [CoViewWindow; 3] = [CoViewWindow::One, CoViewWindow::Three, CoViewWindow::Ten];
+
+    /// Views before that pair.
+    pub fn steps(self) -> usize {
+        match self {
+            CoViewWindow::One => 1,
+            CoViewWindow::Three => 3,
+            CoViewWindow::Ten => CO_VIEW_WINDOW,
+        }
+    }
+
+    /// The window of `steps` views, if it is one of [`CoViewWindow::ALL`].
+    pub fn of_steps(steps: usize) -> Option<CoViewWindow> {
+        CoViewWindow::ALL
+            .into_iter()
+            .find(|window| window.steps() == steps)
+    }
+
+    /// Which of a pair's counts by distance ([`Reach`]) the window reads: `None` for all
+    /// of them.
+    pub(crate) fn reach(self) -> Option<usize> {
+        match self {
+            CoViewWindow::One => Some(0),
+            CoViewWindow::Three => Some(1),
+            CoViewWindow::Ten => None,
+        }
+    }
+}
+
+/// A pair's weighted counts at distance 1, and at distance 3 at most (the shorter
+/// [`CoViewWindow`]s); its whole count is the longest window's.
+pub type Reach = [f32; 2];
+
+/// The [`Reach`] of a pairing at `distance` (1 for the view just before) weighing
+/// `weight`.
+pub fn reach_of(distance: usize, weight: f32) -> Reach {
+    [
+        if distance <= 1 { weight } else { 0.0 },
+        if distance <= 3 { weight } else { 0.0 },
+    ]
 }
 
 /// [`ModelSettings::partner_damping`] by default (chosen by `vitrine-loadtest quality`,
@@ -64,6 +127,7 @@ impl Default for ModelSettings {
             neighbours: NEIGHBOURS,
             partner_damping: PARTNER_DAMPING,
             seed_damping: SEED_DAMPING,
+            co_view_window: CoViewWindow::Ten,
         }
     }
 }

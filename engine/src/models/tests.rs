@@ -130,6 +130,7 @@ fn undamped(partners: usize) -> CoCounts {
         neighbours: partners,
         partner_damping: 0.0,
         seed_damping: 0.0,
+        ..ModelSettings::default()
     })
 }
 
@@ -266,22 +267,76 @@ fn a_restored_snapshot_gives_the_same_weighted_lists() {
     assert!(
         entries
             .iter()
-            .any(|(_, pairs)| pairs.iter().any(|pair| pair.inherited > 0.0)),
+            .any(|(_, pairs, _)| pairs.iter().any(|pair| pair.inherited > 0.0)),
         "no count inherited anything"
     );
-    for (product, partners) in entries {
-        restored.restore(&keys, &product, &partners);
+    for (product, partners, reach) in entries {
+        restored.restore(&keys, &product, &partners, Some(&reach));
     }
-    let (live, again) = (counts.weighted_lists(&keys), restored.weighted_lists(&keys));
-    assert_eq!(live.len(), again.len());
-    for (product, list) in &live {
-        let other = &again[product];
-        assert_eq!(list.len(), other.len(), "{product}");
-        for ((a, x), (b, y)) in list.iter().zip(other) {
-            assert_eq!(a, b, "{product}");
-            assert!((x - y).abs() < 1e-4, "{product}: {x} vs {y}");
+    // The same at every window (the counts by distance are restored too).
+    for window in CoViewWindow::ALL {
+        let at = ModelSettings {
+            co_view_window: window,
+            ..settings
+        };
+        counts.configure(at);
+        restored.configure(at);
+        let (live, again) = (counts.weighted_lists(&keys), restored.weighted_lists(&keys));
+        assert_eq!(live.len(), again.len());
+        for (product, list) in &live {
+            let other = &again[product];
+            assert_eq!(list.len(), other.len(), "{product} at {window:?}");
+            for ((a, x), (b, y)) in list.iter().zip(other) {
+                assert_eq!(a, b, "{product} at {window:?}");
+                assert!((x - y).abs() < 1e-4, "{product} at {window:?}: {x} vs {y}");
+            }
         }
     }
+}
+
+#[test]
+fn each_window_reads_the_pairs_within_its_distance() {
+    let keys = ProductKeys::default();
+    let counts = undamped(16);
+    // A visitor views a, b, c, d, e: "e" pairs with d at distance 1, c at 2, b at 3
+    // and a at 4 (weights 1, 1/2, 1/3, 1/4), as tracking counts a view.
+    let key = |id: &str| keys.key(id);
+    let earlier: Vec<(u32, f32, crate::models::Reach)> = ["d", "c", "b", "a"]
+        .iter()
+        .enumerate()
+        .map(|(before, id)| {
+            let weight = 1.0 / (before as f32 + 1.0);
+            (key(id), weight, crate::models::reach_of(before + 1, weight))
+        })
+        .collect();
+    counts.add_all(key("e"), &earlier);
+    let list_of_e = |window| {
+        counts.configure(ModelSettings {
+            partners: 16,
+            neighbours: 16,
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+            co_view_window: window,
+        });
+        counts.weighted_lists(&keys).remove("e").unwrap_or_default()
+    };
+    let names = |list: &[(String, f32)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&list_of_e(CoViewWindow::One)), ["d"]);
+    assert_eq!(names(&list_of_e(CoViewWindow::Three)), ["d", "c", "b"]);
+    let ten = list_of_e(CoViewWindow::Ten);
+    assert_eq!(names(&ten), ["d", "c", "b", "a"]);
+    let weights: Vec<f32> = ten.iter().map(|(_, w)| *w).collect();
+    for (got, want) in weights.iter().zip([1.0, 0.5, 1.0 / 3.0, 0.25]) {
+        assert!((got - want).abs() < 1e-6, "{weights:?}");
+    }
+    // The partners' lists read the same pairs from their side.
+    counts.configure(ModelSettings {
+        co_view_window: CoViewWindow::One,
+        ..ModelSettings::default()
+    });
+    let lists = counts.neighbours(&keys);
+    assert_eq!(lists["d"], ["e"]);
+    assert!(lists.get("a").is_none_or(Vec::is_empty), "{lists:?}");
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod analytics;
 mod experiments;
 mod explain;
 mod live;
+mod models;
 
 use http::Request;
 use http::header::{self, HeaderMap};
@@ -61,6 +62,10 @@ pub fn handle(
         ["accounts", key, "predictions"] => {
             query.only(&[])?;
             analytics::predictions(&*account(state, key)?)
+        }
+        ["accounts", key, "models"] => {
+            query.only(&[])?;
+            models::tuning(&*account(state, key)?)
         }
         ["accounts", key, "experiments"] => {
             query.only(&[])?;

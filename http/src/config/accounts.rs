@@ -5,8 +5,9 @@ use std::collections::{HashMap, HashSet};
 
 use vitrine_engine::AccountSettings;
 use vitrine_engine::experiment::Experiment;
-use vitrine_engine::models::ModelSettings;
+use vitrine_engine::models::{CoViewWindow, ModelSettings};
 use vitrine_engine::money::Currency;
+use vitrine_engine::tuning::{Pins, Tuning};
 use vitrine_engine::zone::ZoneSpec;
 
 use std::path::Path;
@@ -51,6 +52,9 @@ pub struct AccountConfig {
     pub zone_analytics: bool,
     /// Whether product zones are judged against what sampled shoppers do next.
     pub self_evaluation: bool,
+    /// `[accounts.models] tuning` and the values it pins: whether the co-view lists'
+    /// window and partner damping tune themselves.
+    pub tuning: Tuning,
     /// `[accounts.clientside]`: the browser script and its endpoint.
     pub clientside: ClientsideConfig,
     /// `deltas_without_secret.networks`: senders whose `/api/productdelta` and
@@ -105,6 +109,12 @@ impl AccountConfig {
             experiments: self.experiments.clone(),
             zone_analytics: self.zone_analytics,
             self_evaluation: self.self_evaluation,
+            // Self-tuning is scored on the visitors self-evaluation samples.
+            tuning: if self.self_evaluation {
+                self.tuning
+            } else {
+                Tuning::Off
+            },
             max_visitors: Some(self.max_visitors),
         }
     }
@@ -190,6 +200,8 @@ pub(super) fn accounts(
                 as usize,
         };
         let mut models = ModelSettings::default();
+        let mut pins = Pins::default();
+        let mut tuning_on = true;
         if let Some(file) = &account.models {
             if let Some(n) = file.partners {
                 models.partners = within(n, 8, 1024)
@@ -205,6 +217,30 @@ pub(super) fn accounts(
             if let Some(power) = file.partner_damping {
                 models.partner_damping = fraction(power, 0.0, 1.0)
                     .map_err(|m| err(&key("models.partner_damping"), m.to_string()))?;
+                pins.partner_damping = Some(models.partner_damping);
+            }
+            if let Some(steps) = file.co_view_window {
+                let window = usize::try_from(steps)
+                    .ok()
+                    .and_then(CoViewWindow::of_steps)
+                    .ok_or_else(|| {
+                        err(
+                            &key("models.co_view_window"),
+                            format!("must be 1, 3 or 10, got {steps}"),
+                        )
+                    })?;
+                models.co_view_window = window;
+                pins.co_view_window = Some(window);
+            }
+            match file.tuning.as_deref() {
+                None | Some("auto") => {}
+                Some("off") => tuning_on = false,
+                Some(other) => {
+                    return Err(err(
+                        &key("models.tuning"),
+                        format!("must be \"auto\" or \"off\", got \"{other}\""),
+                    ));
+                }
             }
             if let Some(power) = file.seed_damping {
                 models.seed_damping = fraction(power, 0.0, 1.0)
@@ -224,6 +260,11 @@ pub(super) fn accounts(
             experiments,
             zone_analytics: account.zone_analytics.unwrap_or(true),
             self_evaluation: account.self_evaluation.unwrap_or(true),
+            tuning: if tuning_on {
+                Tuning::Auto(pins)
+            } else {
+                Tuning::Off
+            },
             deltas_without_secret: trusted_networks(account, &key)
                 .map_err(|e| err(&e.key, e.message))?,
             clientside: clientside(&account.clientside, base, &|field| {

@@ -199,6 +199,8 @@ pub(super) struct FileModels {
     pub(super) neighbours: Option<u64>,
     pub(super) partner_damping: Option<f64>,
     pub(super) seed_damping: Option<f64>,
+    pub(super) co_view_window: Option<u64>,
+    pub(super) tuning: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

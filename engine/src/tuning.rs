@@ -1,0 +1,400 @@
+//! Per-account self-tuning of the co-view lists: which window and partner damping fit
+//! the store's shoppers, found from what they do.
+//!
+//! Every setting of a small grid ([`Tuning::grid`]: the [`CoViewWindow`]s by
+//! [`PARTNER_DAMPINGS`], less what is pinned) is scored on the visitors that
+//! self-evaluation samples ([`crate::prequential`]), at most [`TRIALS_PER_SECOND`] per
+//! account: before a request that brings a product new to the visitor is applied, a
+//! blend of the co-view lists of their latest views (as `personalized` reads them) is
+//! ranked under each setting from the one table of counts ([`CoCounts::shadow_ranks`],
+//! every pair being counted by distance), and each setting is a hit when the product is
+//! in its top [`TOP_K`].
+//!
+//! A setting replaces the active one when it wins the trials on which the two disagree
+//! significantly more often than it loses them: the paired outcomes' discordant pairs
+//! are tested against a fair coin with an always-valid sequential test (the likelihood
+//! ratio of a uniform mixture over win rates above ½, so looking after every trial does
+//! not inflate it), at [`ALPHA`] over the grid (Bonferroni), after at least
+//! [`MIN_DISCORDANT`] of them. The counts start again from each switch.
+//!
+//! [`CoCounts::shadow_ranks`]: crate::models::CoCounts::shadow_ranks
+//! [`TOP_K`]: crate::prequential::TOP_K
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::catalogue::UnixMillis;
+use crate::models::{CoViewWindow, ListSetting, ModelSettings};
+
+/// The partner dampings compared (with every window).
+pub const PARTNER_DAMPINGS: [f32; 3] = [0.25, 0.5, 0.75];
+/// The test's level over the whole grid.
+pub const ALPHA: f64 = 0.01;
+/// Trials on which a setting and the active one disagree, at least, before it may
+/// replace it.
+pub const MIN_DISCORDANT: u64 = 20;
+/// Trials scored per account and second at most: the bound on self-tuning's work.
+pub const TRIALS_PER_SECOND: i64 = 50;
+/// Switches remembered.
+pub const SWITCHES_KEPT: usize = 20;
+
+/// What an account's configuration asks of self-tuning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tuning {
+    /// The configured settings, always.
+    Off,
+    /// Tuned, but for what is pinned.
+    Auto(Pins),
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning::Auto(Pins::default())
+    }
+}
+
+/// Settings the configuration fixes while the rest is tuned.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Pins {
+    /// A pinned co-view window.
+    pub co_view_window: Option<CoViewWindow>,
+    /// A pinned partner damping.
+    pub partner_damping: Option<f32>,
+}
+
+impl Tuning {
+    /// The settings compared, starting from the configured `models`: one only when
+    /// tuning is off or everything is pinned.
+    pub fn grid(&self, models: &ModelSettings) -> Vec<ListSetting> {
+        let configured = configured(models);
+        let Tuning::Auto(pins) = self else {
+            return vec![configured];
+        };
+        let windows: Vec<CoViewWindow> = match pins.co_view_window {
+            Some(window) => vec![window],
+            None => CoViewWindow::ALL.to_vec(),
+        };
+        let dampings: Vec<f32> = match pins.partner_damping {
+            Some(damping) => vec![damping],
+            None => PARTNER_DAMPINGS.to_vec(),
+        };
+        let mut grid: Vec<ListSetting> = windows
+            .iter()
+            .flat_map(|window| {
+                dampings.iter().map(|damping| ListSetting {
+                    window: *window,
+                    partner_damping: *damping,
+                })
+            })
+            .collect();
+        if !grid.contains(&configured) {
+            grid.insert(0, configured);
+        }
+        grid
+    }
+}
+
+/// The list setting `models` configures.
+pub fn configured(models: &ModelSettings) -> ListSetting {
+    ListSetting {
+        window: models.co_view_window,
+        partner_damping: models.partner_damping,
+    }
+}
+
+/// The natural log of the evidence that a setting beats the active one, from the
+/// trials on which they disagree: `wins` where only it hit, `losses` where only the
+/// active one did. The likelihood ratio of a uniform mixture over win rates in [½, 1]
+/// against ½: under "no better" its chance of ever reaching `1/α` is at most `α`,
+/// however often it is looked at.
+pub fn evidence(wins: u64, losses: u64) -> f64 {
+    use statrs::function::beta::{beta_reg, ln_beta};
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "trial counts far below 2^53 are exact in an f64"
+    )]
+    let (a, b) = (wins as f64 + 1.0, losses as f64 + 1.0);
+    // ∫_{½}^{1} 2 p^w (1-p)^l dp / ½^(w+l) = 2^(w+l+1) B(a, b) (1 − I_½(a, b)).
+    let upper = (1.0 - beta_reg(a, b, 0.5)).max(f64::MIN_POSITIVE);
+    (a + b - 1.0) * std::f64::consts::LN_2 + ln_beta(a, b) + upper.ln()
+}
+
+/// The evidence a setting needs to replace the active one in a grid of `settings`.
+pub fn threshold(settings: usize) -> f64 {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a grid of a few settings is exact in an f64"
+    )]
+    let others = settings.saturating_sub(1).max(1) as f64;
+    (others / ALPHA).ln()
+}
+
+/// One setting's trials since the last switch.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tally {
+    /// Trials.
+    pub trials: u64,
+    /// Hits.
+    pub hits: u64,
+    /// The sum of the hits' reciprocal ranks.
+    pub reciprocal_ranks: f64,
+    /// Trials it hit and the active setting missed.
+    pub wins: u64,
+    /// Trials the active setting hit and it missed.
+    pub losses: u64,
+}
+
+/// A change of the active setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Switch {
+    /// When (the request's time).
+    pub at: UnixMillis,
+    /// The setting replaced.
+    pub from: ListSetting,
+    /// The new one.
+    pub to: ListSetting,
+    /// Trials since the previous switch.
+    pub trials: u64,
+    /// The new setting's wins and losses against the old one.
+    pub wins: u64,
+    /// See `wins`.
+    pub losses: u64,
+    /// Its evidence then ([`evidence`]).
+    pub evidence: f64,
+}
+
+/// What self-tuning knows: the grid, the active setting, each setting's trials since the
+/// last switch, and the latest switches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuningReport {
+    /// Whether it tunes (`false`: tuning is off, or everything is pinned).
+    pub tuning: bool,
+    /// The pinned settings.
+    pub pins: Pins,
+    /// The setting the lists are read at.
+    pub active: ListSetting,
+    /// Each setting of the grid with its trials.
+    pub settings: Vec<(ListSetting, Tally)>,
+    /// The evidence a setting needs to replace the active one.
+    pub threshold: f64,
+    /// The latest switches, oldest first.
+    pub switches: Vec<Switch>,
+}
+
+#[derive(Debug)]
+struct State {
+    tuning: Tuning,
+    grid: Vec<ListSetting>,
+    active: usize,
+    tallies: Vec<Tally>,
+    switches: VecDeque<Switch>,
+}
+
+/// An account's self-tuning (see the module).
+#[derive(Debug)]
+pub struct Tuner {
+    state: Mutex<State>,
+    /// Bumped by every change of the active setting (a switch, a restore): whoever
+    /// keeps it reads it again.
+    generation: AtomicU64,
+    /// The latest trial's time, for [`TRIALS_PER_SECOND`].
+    last_trial: AtomicI64,
+}
+
+impl Tuner {
+    /// Self-tuning as `tuning` asks, starting from the configured `models`.
+    pub fn new(tuning: Tuning, models: &ModelSettings) -> Tuner {
+        let grid = tuning.grid(models);
+        let active = active_in(&grid, configured(models));
+        Tuner {
+            state: Mutex::new(State {
+                tuning,
+                tallies: vec![Tally::default(); grid.len()],
+                grid,
+                active,
+                switches: VecDeque::new(),
+            }),
+            generation: AtomicU64::new(0),
+            last_trial: AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// The settings to score, if a trial at `now` is due (one grid of several
+    /// settings, at most [`TRIALS_PER_SECOND`]).
+    pub fn due(&self, now: UnixMillis) -> Option<Vec<ListSetting>> {
+        let last = self.last_trial.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < 1_000 / TRIALS_PER_SECOND {
+            return None;
+        }
+        let grid = {
+            let state = self.state.lock();
+            (state.grid.len() > 1).then(|| state.grid.clone())?
+        };
+        self.last_trial
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .ok()?;
+        Some(grid)
+    }
+
+    /// Counts one trial: `ranks`, where each setting of `grid` (as [`Tuner::due`] gave
+    /// it) ranked the product. Returns the new active setting when one replaced it.
+    pub fn record(
+        &self,
+        grid: &[ListSetting],
+        ranks: &[Option<usize>],
+        now: UnixMillis,
+    ) -> Option<ListSetting> {
+        let mut state = self.state.lock();
+        if state.grid != grid || ranks.len() != grid.len() {
+            // The configuration was reloaded meanwhile.
+            return None;
+        }
+        let active_hit = ranks.get(state.active).copied().flatten().is_some();
+        for (tally, rank) in state.tallies.iter_mut().zip(ranks) {
+            tally.trials += 1;
+            if let Some(rank) = rank {
+                tally.hits += 1;
+                #[expect(
+                    clippy::cast_precision_loss,
+                    reason = "a rank below TOP_K is exact in an f64"
+                )]
+                let place = (*rank + 1) as f64;
+                tally.reciprocal_ranks += 1.0 / place;
+            }
+            match (rank.is_some(), active_hit) {
+                (true, false) => tally.wins += 1,
+                (false, true) => tally.losses += 1,
+                _ => {}
+            }
+        }
+        let needed = threshold(state.grid.len());
+        let best = state
+            .tallies
+            .iter()
+            .enumerate()
+            .filter(|(at, tally)| {
+                *at != state.active
+                    && tally.wins > tally.losses
+                    && tally.wins + tally.losses >= MIN_DISCORDANT
+            })
+            .map(|(at, tally)| (at, evidence(tally.wins, tally.losses)))
+            .filter(|(_, evidence)| *evidence >= needed)
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let (to, evidence) = best;
+        let from = state.active;
+        let tally = state.tallies.get(to).copied().unwrap_or_default();
+        let switch = Switch {
+            at: now,
+            from: *state.grid.get(from)?,
+            to: *state.grid.get(to)?,
+            trials: tally.trials,
+            wins: tally.wins,
+            losses: tally.losses,
+            evidence,
+        };
+        state.active = to;
+        state.tallies.iter_mut().for_each(|t| *t = Tally::default());
+        if state.switches.len() == SWITCHES_KEPT {
+            state.switches.pop_front();
+        }
+        state.switches.push_back(switch);
+        self.generation.fetch_add(1, Ordering::Release);
+        Some(switch.to)
+    }
+
+    /// The setting the lists are read at.
+    pub fn active(&self) -> ListSetting {
+        let state = self.state.lock();
+        state
+            .grid
+            .get(state.active)
+            .copied()
+            .unwrap_or(ListSetting {
+                window: CoViewWindow::Ten,
+                partner_damping: crate::models::PARTNER_DAMPING,
+            })
+    }
+
+    /// A new configuration (a reload): the grid it makes; the active setting stays if
+    /// it is still in it, else the configured one is. Returns the active setting.
+    pub fn reconfigure(&self, tuning: Tuning, models: &ModelSettings) -> ListSetting {
+        let grid = tuning.grid(models);
+        let mut state = self.state.lock();
+        let before = state.grid.get(state.active).copied();
+        let kept = before.filter(|a| grid.contains(a) && tuning != Tuning::Off);
+        let active = active_in(&grid, kept.unwrap_or_else(|| configured(models)));
+        if state.grid != grid || state.tuning != tuning {
+            state.tallies = vec![Tally::default(); grid.len()];
+        }
+        state.tuning = tuning;
+        state.grid = grid;
+        state.active = active;
+        let after = state
+            .grid
+            .get(active)
+            .copied()
+            .unwrap_or_else(|| configured(models));
+        if before != Some(after) {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+        after
+    }
+
+    /// Makes `setting` (chosen before a restart) the active one, if the grid has it.
+    /// Returns whether it did.
+    pub fn restore(&self, setting: ListSetting) -> bool {
+        let mut state = self.state.lock();
+        if state.tuning == Tuning::Off {
+            return false;
+        }
+        let Some(at) = state.grid.iter().position(|s| *s == setting) else {
+            return false;
+        };
+        state.active = at;
+        true
+    }
+
+    /// Bumped by every switch.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// What self-tuning knows now.
+    pub fn report(&self) -> TuningReport {
+        let state = self.state.lock();
+        let pins = match state.tuning {
+            Tuning::Auto(pins) => pins,
+            Tuning::Off => Pins::default(),
+        };
+        TuningReport {
+            tuning: state.grid.len() > 1,
+            pins,
+            active: state
+                .grid
+                .get(state.active)
+                .copied()
+                .unwrap_or(ListSetting {
+                    window: CoViewWindow::Ten,
+                    partner_damping: crate::models::PARTNER_DAMPING,
+                }),
+            settings: state
+                .grid
+                .iter()
+                .copied()
+                .zip(state.tallies.iter().copied())
+                .collect(),
+            threshold: threshold(state.grid.len()),
+            switches: state.switches.iter().copied().collect(),
+        }
+    }
+}
+
+/// Where `setting` is in `grid` (the first place when it is not).
+fn active_in(grid: &[ListSetting], setting: ListSetting) -> usize {
+    grid.iter().position(|s| *s == setting).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+fn setting(window: CoViewWindow, partner_damping: f32) -> ListSetting {
+    ListSetting {
+        window,
+        partner_damping,
+    }
+}
+
+#[test]
+fn the_evidence_is_the_mixtures_likelihood_ratio() {
+    // ∫_{½}^{1} 2 p^w (1-p)^l dp / ½^(w+l), by the midpoint rule.
+    let integrated = |wins: i32, losses: i32| {
+        let steps = 200_000;
+        let width = 0.5 / f64::from(steps);
+        let sum: f64 = (0..steps)
+            .map(|i| {
+                let p = 0.5 + (f64::from(i) + 0.5) * width;
+                2.0 * p.powi(wins) * (1.0 - p).powi(losses) * width
+            })
+            .sum();
+        (sum / 0.5f64.powi(wins + losses)).ln()
+    };
+    for (wins, losses) in [(0, 0), (1, 0), (0, 1), (5, 5), (30, 10), (10, 30), (60, 35)] {
+        let got = evidence(wins as u64, losses as u64);
+        let want = integrated(wins, losses);
+        assert!(
+            (got - want).abs() < 1e-4,
+            "{wins}/{losses}: {got} vs {want}"
+        );
+    }
+    // More wins, more evidence; a grid of 9 needs ln(8 / 0.01).
+    assert!(evidence(40, 10) > evidence(30, 10));
+    assert!((threshold(9) - (800f64).ln()).abs() < 1e-12);
+}
+
+#[test]
+fn a_setting_no_better_than_the_active_one_rarely_passes_however_often_it_is_looked_at() {
+    // A fair coin for each discordant trial, looked at after every one: the test must
+    // pass in at most about α of the runs.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let (runs, trials, level) = (300, 600, 0.05f64);
+    let mut passed = 0;
+    for _ in 0..runs {
+        let (mut wins, mut losses) = (0u64, 0u64);
+        for _ in 0..trials {
+            if rng.random_bool(0.5) {
+                wins += 1;
+            } else {
+                losses += 1;
+            }
+            if evidence(wins, losses) >= (1.0 / level).ln() {
+                passed += 1;
+                break;
+            }
+        }
+    }
+    assert!(passed <= runs * 7 / 100, "{passed} of {runs} passed");
+}
+
+#[test]
+fn a_setting_that_wins_significantly_becomes_the_active_one_and_the_counts_start_again() {
+    let models = ModelSettings::default();
+    let tuner = Tuner::new(Tuning::default(), &models);
+    let grid = Tuning::default().grid(&models);
+    assert_eq!(grid.len(), 9);
+    assert_eq!(tuner.active(), setting(CoViewWindow::Ten, 0.5));
+    let better = setting(CoViewWindow::One, 0.5);
+    let at = grid.iter().position(|s| *s == better).unwrap();
+    let active = grid.iter().position(|s| *s == tuner.active()).unwrap();
+    let mut switched = None;
+    for trial in 0..400u64 {
+        // The active setting hits one trial in three; `better` two in three; the
+        // others never.
+        let ranks: Vec<Option<usize>> = (0..grid.len())
+            .map(|i| match i {
+                i if i == at => (trial % 3 != 0).then_some(1),
+                i if i == active => (trial % 3 == 0).then_some(0),
+                _ => None,
+            })
+            .collect();
+        if let Some(new) = tuner.record(&grid, &ranks, 1_000 + trial as i64) {
+            switched = Some((trial, new));
+            break;
+        }
+    }
+    let (trial, new) = switched.expect("a switch");
+    assert_eq!(new, better);
+    assert_eq!(tuner.active(), better);
+    assert_eq!(tuner.generation(), 1);
+    let report = tuner.report();
+    assert_eq!(report.switches.len(), 1);
+    let switch = report.switches[0];
+    assert_eq!(
+        (switch.from, switch.to),
+        (setting(CoViewWindow::Ten, 0.5), better)
+    );
+    assert!(switch.evidence >= report.threshold, "{switch:?}");
+    assert!(switch.wins + switch.losses >= MIN_DISCORDANT);
+    assert_eq!(switch.trials, trial + 1);
+    assert!(report.settings.iter().all(|(_, tally)| tally.trials == 0));
+}
+
+#[test]
+fn a_setting_as_good_as_the_active_one_does_not_replace_it() {
+    let models = ModelSettings::default();
+    let tuner = Tuner::new(Tuning::default(), &models);
+    let grid = Tuning::default().grid(&models);
+    for trial in 0..2_000u64 {
+        // Every setting hits the same trials.
+        let ranks: Vec<Option<usize>> =
+            grid.iter().map(|_| (trial % 2 == 0).then_some(0)).collect();
+        assert_eq!(tuner.record(&grid, &ranks, trial as i64), None);
+    }
+    let report = tuner.report();
+    assert!(
+        report
+            .settings
+            .iter()
+            .all(|(_, t)| t.trials == 2_000 && t.hits == 1_000)
+    );
+}
+
+#[test]
+fn pinned_values_narrow_the_grid_and_tuning_off_leaves_nothing_to_tune() {
+    let models = ModelSettings {
+        co_view_window: CoViewWindow::Three,
+        ..ModelSettings::default()
+    };
+    let pinned = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::Three),
+        partner_damping: None,
+    });
+    let grid = pinned.grid(&models);
+    assert_eq!(grid.len(), PARTNER_DAMPINGS.len());
+    assert!(grid.iter().all(|s| s.window == CoViewWindow::Three));
+    let both = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::Three),
+        partner_damping: Some(0.5),
+    });
+    assert_eq!(both.grid(&models), [setting(CoViewWindow::Three, 0.5)]);
+    let off = Tuner::new(Tuning::Off, &models);
+    assert_eq!(off.due(1_000_000), None);
+    assert!(!off.report().tuning);
+    assert_eq!(off.active(), setting(CoViewWindow::Three, 0.5));
+    // Nor is a setting chosen before restored once tuning is off.
+    assert!(!off.restore(setting(CoViewWindow::One, 0.5)));
+    assert_eq!(off.active(), setting(CoViewWindow::Three, 0.5));
+}
+
+#[test]
+fn trials_are_bounded_per_second() {
+    let tuner = Tuner::new(Tuning::default(), &ModelSettings::default());
+    let step = 1_000 / TRIALS_PER_SECOND;
+    assert!(tuner.due(10_000).is_some());
+    assert!(tuner.due(10_000 + step - 1).is_none());
+    assert!(tuner.due(10_000 + step).is_some());
+}
+
+#[test]
+fn a_reload_keeps_a_tuned_setting_the_new_grid_has_and_drops_one_it_has_not() {
+    let models = ModelSettings::default();
+    let tuner = Tuner::new(Tuning::default(), &models);
+    assert!(tuner.restore(setting(CoViewWindow::One, 0.25)));
+    assert_eq!(
+        tuner.reconfigure(Tuning::default(), &models),
+        setting(CoViewWindow::One, 0.25)
+    );
+    let pinned = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::Ten),
+        partner_damping: None,
+    });
+    assert_eq!(
+        tuner.reconfigure(pinned, &models),
+        setting(CoViewWindow::Ten, 0.5)
+    );
+}

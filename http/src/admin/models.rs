@@ -1,0 +1,89 @@
+//! The account's model settings and their self-tuning (`vitrine_engine::tuning`): the
+//! setting the co-view lists are read at, what is pinned, each setting of the grid with
+//! its trials since the last switch, and the latest switches.
+
+use serde_json::{Value, json};
+use vitrine_engine::models::ListSetting;
+use vitrine_engine::tuning::{TRIALS_PER_SECOND, evidence};
+
+use crate::state::AccountEntry;
+
+/// The answer of `GET /admin/api/accounts/{key}/models`.
+pub(super) fn tuning(entry: &AccountEntry) -> Value {
+    let report = entry.account.model_tuning();
+    let setting = |s: &ListSetting| {
+        json!({
+            "coViewWindow": s.window.steps(),
+            "partnerDamping": s.partner_damping,
+        })
+    };
+    let rate = |n: u64, of: u64| {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "trial counts far below 2^53 are exact in an f64"
+        )]
+        let rate = if of == 0 { 0.0 } else { n as f64 / of as f64 };
+        rate
+    };
+    let settings: Vec<Value> = report
+        .settings
+        .iter()
+        .map(|(s, tally)| {
+            let mut value = setting(s);
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("active".into(), json!(*s == report.active));
+                fields.insert("trials".into(), json!(tally.trials));
+                fields.insert("hits".into(), json!(tally.hits));
+                fields.insert("hitRate".into(), json!(rate(tally.hits, tally.trials)));
+                #[expect(
+                    clippy::cast_precision_loss,
+                    reason = "trial counts far below 2^53 are exact in an f64"
+                )]
+                let mrr = if tally.trials == 0 {
+                    0.0
+                } else {
+                    tally.reciprocal_ranks / tally.trials as f64
+                };
+                fields.insert("mrr".into(), json!(mrr));
+                fields.insert("wins".into(), json!(tally.wins));
+                fields.insert("losses".into(), json!(tally.losses));
+                fields.insert("evidence".into(), json!(evidence(tally.wins, tally.losses)));
+            }
+            value
+        })
+        .collect();
+    let switches: Vec<Value> = report
+        .switches
+        .iter()
+        .map(|switch| {
+            json!({
+                "atUnixMillis": switch.at,
+                "from": setting(&switch.from),
+                "to": setting(&switch.to),
+                "trials": switch.trials,
+                "wins": switch.wins,
+                "losses": switch.losses,
+                "evidence": switch.evidence,
+            })
+        })
+        .collect();
+    let models = &entry.config.models;
+    json!({
+        "accessKey": entry.config.access_key,
+        "tuning": if report.tuning { "auto" } else { "off" },
+        "pinned": {
+            "coViewWindow": report.pins.co_view_window.map(|w| w.steps()),
+            "partnerDamping": report.pins.partner_damping,
+        },
+        "active": setting(&report.active),
+        "configured": {
+            "partners": models.partners,
+            "neighbours": models.neighbours,
+            "seedDamping": models.seed_damping,
+        },
+        "threshold": report.threshold,
+        "trialsPerSecond": TRIALS_PER_SECOND,
+        "settings": settings,
+        "switches": switches,
+    })
+}
