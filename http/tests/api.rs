@@ -61,6 +61,8 @@ mod serverside;
 mod sftp;
 #[path = "api/tls.rs"]
 mod tls;
+#[path = "api/tuning.rs"]
+mod tuning;
 #[path = "api/woocommerce.rs"]
 mod woocommerce;
 #[path = "api/zones.rs"]

@@ -14,7 +14,9 @@
 //!
 //! Modules: `serve` (the request: track, then fill zones), `track` (events applied to
 //! visitors, counters and models; replay), `identity` (linking devices, erasure),
-//! `snapshot` (export and restore of the tracking state). This file holds the account
+//! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
+//! sampled visitor's request, before it is applied: how each product zone would have
+//! predicted it, and self-tuning of the co-view lists). This file holds the account
 //! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
 
 mod analytics;

@@ -413,6 +413,41 @@ fn errors_name_file_key_and_problem() {
     .unwrap();
     assert_eq!(config.accounts[0].models.partner_damping, 0.0);
     assert_eq!(config.accounts[0].models.seed_damping, 1.0);
+    // A value given is pinned; the rest is tuned, unless tuning is off.
+    use vitrine_engine::models::CoViewWindow;
+    use vitrine_engine::tuning::{Pins, Tuning};
+    assert_eq!(
+        config.accounts[0].tuning,
+        Tuning::Auto(Pins {
+            co_view_window: None,
+            partner_damping: Some(0.0),
+        })
+    );
+    let config = parse(&models("co_view_window = 3"), "t", &Overrides::default()).unwrap();
+    assert_eq!(
+        config.accounts[0].models.co_view_window,
+        CoViewWindow::Three
+    );
+    assert_eq!(
+        config.accounts[0].tuning,
+        Tuning::Auto(Pins {
+            co_view_window: Some(CoViewWindow::Three),
+            partner_damping: None,
+        })
+    );
+    let config = parse(&models("tuning = \"off\""), "t", &Overrides::default()).unwrap();
+    assert_eq!(config.accounts[0].tuning, Tuning::Off);
+    assert_eq!(config.accounts[0].settings().tuning, Tuning::Off);
+    let config = parse(&models("tuning = \"auto\""), "t", &Overrides::default()).unwrap();
+    assert_eq!(config.accounts[0].tuning, Tuning::default());
+    assert!(
+        fails(&models("co_view_window = 5"))
+            .contains("accounts[0].models.co_view_window: must be 1, 3 or 10, got 5")
+    );
+    assert!(
+        fails(&models("tuning = \"sometimes\""))
+            .contains("accounts[0].models.tuning: must be \"auto\" or \"off\", got \"sometimes\"")
+    );
     assert!(
         fails(&models("partner_damping = 1.5"))
             .contains("accounts[0].models.partner_damping: must be between 0 and 1, got 1.5")

@@ -465,13 +465,14 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 6] = [
+const ADMIN_PATHS: [&str; 7] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
     "/admin/api/accounts/{accessKey}/experiments",
     "/admin/api/accounts/{accessKey}/explain",
     "/admin/api/accounts/{accessKey}/predictions",
+    "/admin/api/accounts/{accessKey}/models",
 ];
 
 #[test]
@@ -503,6 +504,7 @@ fn admin_answers_match_the_openapi_document() {
     let experiments = format!("/admin/api/accounts/{DEMO_KEY}/experiments");
     let explain = format!("/admin/api/accounts/{DEMO_KEY}/explain");
     let predictions = format!("/admin/api/accounts/{DEMO_KEY}/predictions");
+    let models = format!("/admin/api/accounts/{DEMO_KEY}/models");
     let template = ADMIN_PATHS[2];
     for (path, documented, auth, status) in [
         ("/admin/api/accounts", ADMIN_PATHS[1], Some(token), 200),
@@ -552,6 +554,14 @@ fn admin_answers_match_the_openapi_document() {
         (
             "/admin/api/accounts/nobody/predictions",
             ADMIN_PATHS[5],
+            Some(token),
+            404,
+        ),
+        (models.as_str(), ADMIN_PATHS[6], Some(token), 200),
+        (&format!("{models}?x=1"), ADMIN_PATHS[6], Some(token), 400),
+        (
+            "/admin/api/accounts/nobody/models",
+            ADMIN_PATHS[6],
             Some(token),
             404,
         ),

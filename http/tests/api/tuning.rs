@@ -1,0 +1,164 @@
+//! Self-tuning of the co-view lists end to end, with the real server: shoppers whose
+//! next step follows a view 5 steps back move the lists from a window of 1 to 10; the
+//! choice is kept in `tuned-models.json` and survives a SIGKILL; pinned values and
+//! `tuning = "off"` win over it.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, account_dir, request, wait_for};
+
+const ADMIN_TOKEN: &str = "admin-token-0123456789abcdef";
+
+fn config(models: &str) -> String {
+    format!(
+        r#"
+[admin]
+tokens = ["{ADMIN_TOKEN}"]
+[[accounts]]
+access_key = "{DEMO_KEY}"
+secret_key = "{DEMO_SECRET}"
+default_currency = "GBP"
+demo_catalogue = true
+  [accounts.models]
+  {models}
+"#
+    )
+}
+
+fn models(server: &Server) -> Value {
+    let header = format!("Bearer {ADMIN_TOKEN}");
+    let path = format!("/admin/api/accounts/{DEMO_KEY}/models");
+    let resp: Resp = request(
+        server.addr,
+        "GET",
+        &path,
+        b"",
+        &[("authorization", header.as_str())],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()
+}
+
+fn views(server: &Server, visitor: &str, ids: &[String]) {
+    let events: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"name": "product_view", "data": {"id": id}}))
+        .collect();
+    let resp = server.serverside(json!({"visitorId": visitor, "events": events}));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+}
+
+/// A unit of the planted shopping: a product of a chain of 40, 4 of 200 others, then
+/// the chain's next product.
+fn unit(n: usize) -> Vec<String> {
+    let id = |i: usize| format!("P{:05}", i + 1);
+    let link = (n * 7) % 40;
+    let mut unit = vec![id(link)];
+    unit.extend((0..4).map(|k| id(100 + (n * 31 + k * 53) % 200)));
+    unit.push(id((link + 1) % 40));
+    unit
+}
+
+#[test]
+fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
+    let dir = tempfile::Builder::new()
+        .prefix("vitrine-test-")
+        .tempdir()
+        .unwrap();
+    // Start from a window of 1, as a setting chosen before would.
+    let account = account_dir(&dir.path().join("data"), DEMO_KEY);
+    std::fs::create_dir_all(&account).unwrap();
+    std::fs::write(
+        account.join("tuned-models.json"),
+        r#"{"coViewWindow":1,"partnerDamping":0.5}"#,
+    )
+    .unwrap();
+    let auto = config("");
+    let server = Server::start_in(dir, Some(&auto));
+    let before = models(&server);
+    assert_eq!(before["tuning"], "auto", "{before}");
+    assert_eq!(
+        before["active"],
+        json!({"coViewWindow": 1, "partnerDamping": 0.5})
+    );
+    assert_eq!(
+        before["settings"].as_array().map(Vec::len),
+        Some(9),
+        "{before}"
+    );
+
+    // Shoppers who are not sampled teach the counts, a whole visit per request.
+    let trainers = (0..)
+        .map(|n| format!("trainer-{n}"))
+        .filter(|v| !vitrine_engine::prequential::sampled(v));
+    for (n, trainer) in trainers.take(400).enumerate() {
+        let visit: Vec<String> = (0..4).flat_map(|k| unit(n * 4 + k)).collect();
+        views(&server, &trainer, &visit);
+    }
+    // Sampled shoppers view one product per request: each view new to them is a trial
+    // (at most 50 a second), until a setting wins.
+    let mut judged = (0..)
+        .map(|n| format!("judged-{n}"))
+        .filter(|v| vitrine_engine::prequential::sampled(v));
+    let mut n = 10_000;
+    let switched = wait_for("a switch", Duration::from_secs(240), || {
+        let visitor = judged.next()?;
+        for _ in 0..4 {
+            for id in unit(n) {
+                views(&server, &visitor, &[id]);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            n += 1;
+        }
+        let now = models(&server);
+        (now["switches"].as_array().is_some_and(|s| !s.is_empty())).then_some(now)
+    });
+    let active = switched["active"].clone();
+    assert_eq!(active["coViewWindow"], 10, "{switched}");
+    let switch = &switched["switches"][0];
+    assert_eq!(
+        switch["from"],
+        json!({"coViewWindow": 1, "partnerDamping": 0.5})
+    );
+    assert!(
+        switch["evidence"].as_f64() >= switched["threshold"].as_f64(),
+        "{switched}"
+    );
+    // Kept once the next rebuild round has run (every second).
+    let file = account.join("tuned-models.json");
+    let kept = wait_for("the choice kept", Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&file).ok()?;
+        let kept: Value = serde_json::from_str(&text).ok()?;
+        (kept == active).then_some(kept)
+    });
+    assert_eq!(kept, active);
+
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&auto));
+    assert_eq!(models(&server)["active"], active);
+
+    // A pinned window wins over the file; the damping is still tuned.
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&config("co_view_window = 3")));
+    let pinned = models(&server);
+    assert_eq!(pinned["active"]["coViewWindow"], 3, "{pinned}");
+    assert_eq!(pinned["pinned"]["coViewWindow"], 3, "{pinned}");
+    assert_eq!(
+        pinned["settings"].as_array().map(Vec::len),
+        Some(3),
+        "{pinned}"
+    );
+
+    // Off: the configured setting, nothing scored.
+    let dir = server.kill9();
+    let server = Server::start_in(dir, Some(&config("tuning = \"off\"")));
+    let off = models(&server);
+    assert_eq!(off["tuning"], "off", "{off}");
+    assert_eq!(
+        off["active"],
+        json!({"coViewWindow": 10, "partnerDamping": 0.5})
+    );
+    assert_eq!(off["settings"].as_array().map(Vec::len), Some(1), "{off}");
+}
