@@ -69,21 +69,39 @@ pub struct NatsCluster {
     dir: tempfile::TempDir,
 }
 
-/// A free loopback port (bound, read, released).
+/// The ports [`free_port`] picks from: below the kernel's ephemeral range (32768 and
+/// up by default), so that no server or client binding port 0 beside the tests (the
+/// Vitrine servers of other tests do) is handed one of them between the pick and the
+/// NATS server's bind.
+const PORTS: std::ops::Range<u32> = 20_000..32_000;
+
+/// A free loopback port from [`PORTS`] (bound, read, released).
 fn free_port() -> Result<u16, SpawnError> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|source| SpawnError::Io {
+    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 32);
+    let mut last = None;
+    for _ in 0..100 {
+        // SplitMix64 over a per-process counter: a different port each draw.
+        let draw = DRAWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut z = seed.wrapping_add(draw.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let span = u64::from(PORTS.end - PORTS.start);
+        let port = u16::try_from(u64::from(PORTS.start) + z % span).unwrap_or(20_000);
+        match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(SpawnError::Io {
         action: "binding a port on",
         path: PathBuf::from("127.0.0.1"),
-        source,
-    })?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(|source| SpawnError::Io {
-            action: "reading the port of",
-            path: PathBuf::from("127.0.0.1"),
-            source,
-        })
+        source: last.unwrap_or_else(|| std::io::Error::other("no free port")),
+    })
 }
 
 impl NatsCluster {

@@ -1,0 +1,90 @@
+//! What one self-tuning trial costs at most: `CoCounts::shadow_ranks` over a visitor's
+//! 10 latest views, each with a full list of partners (256, the default bound), for
+//! the whole grid (9 settings). An account scores at most
+//! `vitrine_engine::tuning::TRIALS_PER_SECOND` trials a second, so this times that is
+//! the most CPU self-tuning takes per account. Prints the median and the slowest of
+//! 2,000 trials.
+
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    reason = "a bench fails loudly where its setup does not hold"
+)]
+
+use std::time::Instant;
+
+use vitrine_benches::feedgen::Rng;
+use vitrine_engine::models::{
+    CO_VIEW_WINDOW, CoCounts, MAX_PARTNERS, ModelSettings, ProductKeys, reach_of,
+};
+use vitrine_engine::tuning::Tuning;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    let products = 100_000u64;
+    let keys = ProductKeys::default();
+    let counts = CoCounts::configured(ModelSettings::default());
+    let mut rng = Rng::new(9);
+    let key = |i: u64| keys.key(&format!("p{i:06}"));
+    // Visits of 11 views: each view pairs with the 10 before, as tracking counts them.
+    for _ in 0..200_000 {
+        let visit: Vec<u32> = (0..=CO_VIEW_WINDOW)
+            .map(|_| key(rng.below(products)))
+            .collect();
+        for (at, product) in visit.iter().enumerate() {
+            let earlier: Vec<(u32, f32, [f32; 2])> = visit[..at]
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(before, k)| {
+                    let weight = 1.0 / (before as f32 + 1.0);
+                    (*k, weight, reach_of(before + 1, weight))
+                })
+                .collect();
+            counts.add_all(*product, &earlier);
+        }
+    }
+    // Ten seeds with full lists.
+    let seeds: Vec<(u32, f64)> = (0..10)
+        .map(|s| {
+            let seed = key(1_000_000 + s);
+            for p in 0..MAX_PARTNERS as u64 {
+                let partner = key(rng.below(products));
+                counts.add_all(
+                    seed,
+                    &[(partner, 1.0, reach_of((p % 10 + 1) as usize, 1.0))],
+                );
+            }
+            (seed, 0.8f64.powi(s as i32))
+        })
+        .collect();
+    let skip: Vec<u32> = seeds.iter().map(|(k, _)| *k).collect();
+    let grid = Tuning::default().grid(&ModelSettings::default());
+    let mut times: Vec<f64> = (0..2_000)
+        .map(|i| {
+            let target = key(rng.below(products));
+            let started = Instant::now();
+            let ranks = counts.shadow_ranks(&seeds, &skip, target, &grid, 10);
+            let took = started.elapsed().as_secs_f64() * 1e6;
+            assert_eq!(ranks.len(), grid.len(), "trial {i}");
+            took
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let pairs: usize = seeds.len() * MAX_PARTNERS;
+    println!(
+        "one trial ({} settings, {} seeds, about {pairs} pairs read): median {:.1} µs, p99 {:.1} µs, slowest {:.1} µs",
+        grid.len(),
+        seeds.len(),
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        times[times.len() - 1],
+    );
+    println!(
+        "at most {} trials a second per account: {:.2} % of a core at the median",
+        vitrine_engine::tuning::TRIALS_PER_SECOND,
+        times[times.len() / 2] * vitrine_engine::tuning::TRIALS_PER_SECOND as f64 / 1e4
+    );
+}
