@@ -4,11 +4,12 @@
 //! Every setting of a small grid ([`Tuning::grid`]: the [`CoViewWindow`]s by
 //! [`PARTNER_DAMPINGS`], less what is pinned) is scored on the visitors that
 //! self-evaluation samples ([`crate::prequential`]), at most [`TRIALS_PER_SECOND`] per
-//! account: before a request that brings a product new to the visitor is applied, a
-//! blend of the co-view lists of their latest views (as `personalized` reads them) is
-//! ranked under each setting from the one table of counts ([`CoCounts::shadow_ranks`],
-//! every pair being counted by distance), and each setting is a hit when the product is
-//! in its top [`TOP_K`].
+//! account: before a request that brings a product new to the visitor is applied, the
+//! co-view counts of their latest views are copied (a [`Trial`]); off the request path
+//! (each models' rebuild round), a blend of those views' lists (as `personalized` reads
+//! them) is ranked under each setting from the one table of counts
+//! ([`CoCounts::shadow_ranks`], every pair being counted by distance), and each setting
+//! is a hit when the product is in its top [`TOP_K`].
 //!
 //! A setting replaces the active one when it wins the trials on which the two disagree
 //! significantly more often than it loses them: the paired outcomes' discordant pairs
@@ -39,6 +40,24 @@ pub const MIN_DISCORDANT: u64 = 20;
 pub const TRIALS_PER_SECOND: i64 = 50;
 /// Switches remembered.
 pub const SWITCHES_KEPT: usize = 20;
+/// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted).
+pub const PENDING_TRIALS: usize = 256;
+
+/// A trial taken on a request, before it was applied, to be scored off the request
+/// path ([`Tuner::take`]).
+#[derive(Debug)]
+pub struct Trial {
+    /// The grid when it was taken.
+    pub grid: Vec<ListSetting>,
+    /// The co-view counts of the visitor's latest views.
+    pub seeds: crate::models::ShadowSeeds,
+    /// The products left out (the visitor's recent views).
+    pub skip: Vec<u32>,
+    /// The products the request brought (`None`: never counted).
+    pub targets: smallvec::SmallVec<[Option<u32>; 4]>,
+    /// The request's time.
+    pub now: UnixMillis,
+}
 
 /// What an account's configuration asks of self-tuning.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -181,6 +200,8 @@ pub struct TuningReport {
     pub threshold: f64,
     /// The latest switches, oldest first.
     pub switches: Vec<Switch>,
+    /// Trials dropped because too many waited to be scored.
+    pub dropped: u64,
 }
 
 #[derive(Debug)]
@@ -201,6 +222,10 @@ pub struct Tuner {
     generation: AtomicU64,
     /// The latest trial's time, for [`TRIALS_PER_SECOND`].
     last_trial: AtomicI64,
+    /// Trials taken, not yet scored.
+    pending: crossbeam_queue::ArrayQueue<Trial>,
+    /// Trials dropped because [`PENDING_TRIALS`] were waiting.
+    dropped: AtomicU64,
 }
 
 impl Tuner {
@@ -218,7 +243,21 @@ impl Tuner {
             }),
             generation: AtomicU64::new(0),
             last_trial: AtomicI64::new(i64::MIN),
+            pending: crossbeam_queue::ArrayQueue::new(PENDING_TRIALS),
+            dropped: AtomicU64::new(0),
         }
+    }
+
+    /// Queues a trial to be scored; dropped (and counted) when [`PENDING_TRIALS`] wait.
+    pub fn queue(&self, trial: Trial) {
+        if self.pending.push(trial).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The oldest trial waiting to be scored.
+    pub fn take(&self) -> Option<Trial> {
+        self.pending.pop()
     }
 
     /// The settings to score, if a trial at `now` is due (one grid of several
@@ -387,6 +426,7 @@ impl Tuner {
                 .collect(),
             threshold: threshold(state.grid.len()),
             switches: state.switches.iter().copied().collect(),
+            dropped: self.dropped.load(Ordering::Relaxed),
         }
     }
 }

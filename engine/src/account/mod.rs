@@ -299,6 +299,8 @@ impl Account {
     /// interaction was counted and the current catalogue version is already ranked.
     pub fn rebuild_models(&self) -> bool {
         self.graveyard.sweep();
+        // A switch of the co-view lists makes the models stale: rebuilt below.
+        self.score_trials();
         let catalogue = self.catalogue();
         let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
         if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {

@@ -8,14 +8,14 @@ use super::Account;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
-use crate::tuning::TuningReport;
+use crate::tuning::{Trial, TuningReport};
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_RECENCY};
 
 impl Account {
-    /// One trial of self-tuning, if one is due: where each setting of the grid would
-    /// rank each of `brought` (products new to the visitor) in a blend of the co-view
-    /// lists of their latest views (`recent`, keys newest first), weighed as
-    /// `personalized` weighs them by default. Switches the lists when a setting wins.
+    /// Takes a trial of self-tuning, if one is due: the co-view counts of the visitor's
+    /// latest views (`recent`, keys newest first; weighed as `personalized` weighs them
+    /// by default) and the products the request brings that are new to them
+    /// (`brought`), before it is applied. Scored by [`Account::score_trials`].
     pub(super) fn tune(
         &self,
         recent: &[u32],
@@ -40,20 +40,43 @@ impl Account {
         let Some(grid) = self.tuner.due(now) else {
             return;
         };
-        for &product in brought {
-            let key = catalogue
-                .product(product)
-                .and_then(|p| self.product_keys.existing(p.id.as_str()));
-            let ranks = match key {
-                Some(target) => self
-                    .coview
-                    .shadow_ranks(&seeds, recent, target, &grid, TOP_K),
-                // Never counted: no setting can rank it.
-                None => grid.iter().map(|_| None).collect(),
-            };
-            if let Some(setting) = self.tuner.record(&grid, &ranks, now) {
-                self.read_lists_at(setting);
-                return;
+        let targets = brought
+            .iter()
+            .map(|product| {
+                catalogue
+                    .product(*product)
+                    .and_then(|p| self.product_keys.existing(p.id.as_str()))
+            })
+            .collect();
+        self.tuner.queue(Trial {
+            grid,
+            seeds: self.coview.shadow_seeds(&seeds),
+            skip: recent.to_vec(),
+            targets,
+            now,
+        });
+    }
+
+    /// Scores the trials taken since the last call (on the models' rebuild round, off
+    /// the request path): where each setting of the grid ranks each product a trial's
+    /// request brought. Switches the lists when a setting wins.
+    pub(super) fn score_trials(&self) {
+        while let Some(trial) = self.tuner.take() {
+            for target in &trial.targets {
+                let ranks = match target {
+                    Some(target) => self.coview.shadow_ranks(
+                        &trial.seeds,
+                        &trial.skip,
+                        *target,
+                        &trial.grid,
+                        TOP_K,
+                    ),
+                    // Never counted: no setting can rank it.
+                    None => trial.grid.iter().map(|_| None).collect(),
+                };
+                if let Some(setting) = self.tuner.record(&trial.grid, &ranks, trial.now) {
+                    self.read_lists_at(setting);
+                }
             }
         }
     }

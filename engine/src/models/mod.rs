@@ -25,7 +25,7 @@ pub use co_counts::{CoCounts, PairCount};
 pub use keys::ProductKeys;
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
-pub use shadow::{ListSetting, Ranks};
+pub use shadow::{ListSetting, Ranks, ShadowSeeds};
 
 /// Partners counted per product at most by default ([`ModelSettings::partners`]);
 /// when full, the weakest partner makes room.

@@ -83,6 +83,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
         },
         "threshold": report.threshold,
         "trialsPerSecond": TRIALS_PER_SECOND,
+        "trialsDropped": report.dropped,
         "settings": settings,
         "switches": switches,
     })

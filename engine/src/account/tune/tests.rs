@@ -34,6 +34,7 @@ fn replay(
     );
     let mut rng = StdRng::seed_from_u64(11);
     let mut now = T0;
+    let mut served = 0u64;
     for visitor in 0..visitors {
         let visitor = format!("v{visitor}");
         for _ in 0..units {
@@ -51,10 +52,18 @@ fn replay(
                     now,
                 });
                 now += 25;
+                served += 1;
+                if served.is_multiple_of(100) {
+                    // The server's rebuild round, which scores the trials taken.
+                    account.rebuild_models();
+                }
             }
         }
     }
-    account.model_tuning()
+    account.rebuild_models();
+    let report = account.model_tuning();
+    assert_eq!(report.dropped, 0);
+    report
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
