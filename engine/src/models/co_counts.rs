@@ -34,6 +34,9 @@ pub struct CoCounts {
     damping: [AtomicU32; 2],
     /// [`ModelSettings::co_view_window`], as its place in [`CoViewWindow::ALL`].
     window: AtomicUsize,
+    /// Whether pairs are counted by distance too ([`Reach`]): co-views are, an order's
+    /// lines (all as close) are not.
+    by_distance: bool,
 }
 
 impl Default for CoCounts {
@@ -48,6 +51,7 @@ impl Default for CoCounts {
                 AtomicU32::new(SEED_DAMPING.to_bits()),
             ],
             window: AtomicUsize::new(CoViewWindow::ALL.len() - 1),
+            by_distance: true,
         }
     }
 }
@@ -81,15 +85,17 @@ impl Partners {
     /// partners are counted. Keys are kept in ascending order, so a partner is found by
     /// binary search (a view looks up each of its window's partners: a scan of 256 keys
     /// would cost more than the rest of counting it).
-    fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
+    fn add(&mut self, to: u32, weight: f32, reach: Option<Reach>, capacity: usize) {
         self.total += weight;
-        add_reach(&mut self.reach_total, reach);
+        if let Some(reach) = reach {
+            add_reach(&mut self.reach_total, reach);
+        }
         let at = match self.keys.binary_search(&to) {
             Ok(at) => {
                 if let Some(count) = self.counts.get_mut(at) {
                     *count += weight;
                 }
-                if let Some(counted) = self.reach.get_mut(at) {
+                if let (Some(reach), Some(counted)) = (reach, self.reach.get_mut(at)) {
                     add_reach(counted, reach);
                 }
                 return;
@@ -113,8 +119,10 @@ impl Partners {
                 self.keys.remove(weakest);
                 self.counts.remove(weakest);
                 self.inherited.remove(weakest);
-                let gone = self.reach.remove(weakest);
-                add_reach(&mut self.reach_total, gone.map(|count| -count));
+                if weakest < self.reach.len() {
+                    let gone = self.reach.remove(weakest);
+                    add_reach(&mut self.reach_total, gone.map(|count| -count));
+                }
                 inherited = count;
                 if weakest < at {
                     at -= 1;
@@ -124,21 +132,24 @@ impl Partners {
         self.keys.insert(at, to);
         self.counts.insert(at, inherited + weight);
         self.inherited.insert(at, inherited);
-        self.reach.insert(at, reach);
+        if let Some(reach) = reach {
+            self.reach.insert(at, reach);
+        }
     }
 
-    /// Each partner with its counts.
+    /// Each partner with its counts (counted without distances, every count is as
+    /// close as can be).
     pub(super) fn pairs(&self) -> Vec<CountedPartner> {
         self.keys
             .iter()
             .zip(&self.counts)
             .zip(&self.inherited)
-            .zip(&self.reach)
-            .map(|(((key, count), inherited), reach)| CountedPartner {
+            .enumerate()
+            .map(|(at, ((key, count), inherited))| CountedPartner {
                 key: *key,
                 count: *count,
                 inherited: *inherited,
-                reach: *reach,
+                reach: self.reach.get(at).copied().unwrap_or([*count; 2]),
             })
             .collect()
     }
@@ -166,7 +177,7 @@ impl CoCounts {
         if a == b {
             return;
         }
-        let reach = [weight, weight];
+        let reach = self.by_distance.then_some([weight, weight]);
         self.add_one(a, b, weight, reach);
         self.add_one(b, a, weight, reach);
     }
@@ -180,19 +191,19 @@ impl CoCounts {
             let mut partners = self.queued_entry(product);
             for &(other, weight, reach) in others {
                 if other != product {
-                    partners.add(other, weight, reach, capacity);
+                    partners.add(other, weight, self.by_distance.then_some(reach), capacity);
                 }
             }
         }
         for &(other, weight, reach) in others {
             if other != product {
                 self.queued_entry(other)
-                    .add(product, weight, reach, capacity);
+                    .add(product, weight, self.by_distance.then_some(reach), capacity);
             }
         }
     }
 
-    fn add_one(&self, from: u32, to: u32, weight: f32, reach: Reach) {
+    fn add_one(&self, from: u32, to: u32, weight: f32, reach: Option<Reach>) {
         let capacity = self.partners.load(Ordering::Relaxed);
         self.queued_entry(from).add(to, weight, reach, capacity);
     }
@@ -202,6 +213,15 @@ impl CoCounts {
         let counts = CoCounts::default();
         counts.configure(settings);
         counts
+    }
+
+    /// [`CoCounts::configured`] for pairs that are all as close as can be (an order's
+    /// lines): no counts by distance are kept, and every window reads the whole count.
+    pub fn without_distances(settings: ModelSettings) -> CoCounts {
+        CoCounts {
+            by_distance: false,
+            ..CoCounts::configured(settings)
+        }
     }
 
     /// Applies an account's model settings (at start and on a configuration reload).
@@ -362,7 +382,11 @@ impl CoCounts {
         entry.keys = restored.iter().map(|pair| pair.key).collect();
         entry.counts = restored.iter().map(|pair| pair.count).collect();
         entry.inherited = restored.iter().map(|pair| pair.inherited).collect();
-        entry.reach = restored.iter().map(|pair| pair.reach).collect();
+        entry.reach = if self.by_distance {
+            restored.iter().map(|pair| pair.reach).collect()
+        } else {
+            Vec::new()
+        };
         entry.total = entry.counts.iter().sum();
         let mut reach_total = [0.0; 2];
         for reach in &entry.reach {
