@@ -224,9 +224,20 @@ impl Client {
 
     /// GETs `path`: the body as text.
     pub(crate) async fn get_text(&mut self, path: &str) -> anyhow::Result<String> {
-        let request = Request::get(path)
-            .header("host", &self.authority)
-            .body(Full::new(Bytes::new()))?;
+        self.get_with(path, &[]).await
+    }
+
+    /// GETs `path` with `headers`: the body as text.
+    pub(crate) async fn get_with(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<String> {
+        let mut request = Request::get(path).header("host", &self.authority);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(Bytes::new()))?;
         let response = self.sender.send_request(request).await?;
         let bytes = response.into_body().collect().await?.to_bytes();
         Ok(String::from_utf8_lossy(&bytes).into_owned())

@@ -135,6 +135,27 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     // Trending is most-popular by another name: about the same hit rate.
     let trending = hr(&report["vitrine"]["trending"]);
     assert!((trending - popular).abs() < 0.1, "{trending} vs {popular}");
+    // The server's self-tuning after the replay and after each round: its active
+    // setting (one of the grid's), and the switches so far.
+    let tuning = report["tuning"].as_array().unwrap();
+    let phases: Vec<&str> = tuning.iter().map(|t| t["after"].as_str().unwrap()).collect();
+    assert_eq!(
+        phases,
+        ["replay", "validation round", "test round 1", "test round 2"],
+        "{report}"
+    );
+    for phase in tuning {
+        let window = phase["active"]["coViewWindow"].as_u64().unwrap();
+        assert!([1, 3, 10].contains(&window), "{phase}");
+        assert_eq!(phase["settings"].as_array().unwrap().len(), 9, "{phase}");
+        assert!(phase["switches"].is_array(), "{phase}");
+    }
+    let sent: Vec<u64> = tuning
+        .iter()
+        .map(|t| t["interactions_sent"].as_u64().unwrap())
+        .collect();
+    assert!(sent.windows(2).all(|w| w[0] < w[1]), "{sent:?}");
+    assert!(printed.contains("vitrine self-tuning after the replay"), "{printed}");
 }
 
 #[test]

@@ -197,8 +197,12 @@ impl CoCounts {
         }
         for &(other, weight, reach) in others {
             if other != product {
-                self.queued_entry(other)
-                    .add(product, weight, self.by_distance.then_some(reach), capacity);
+                self.queued_entry(other).add(
+                    product,
+                    weight,
+                    self.by_distance.then_some(reach),
+                    capacity,
+                );
             }
         }
     }

@@ -71,6 +71,15 @@ pub(crate) struct QualityArgs {
     /// `[accounts.models] seed_damping` of the spawned server (default: the server's).
     #[arg(long)]
     seed_damping: Option<f64>,
+    /// `[accounts.models] co_view_window` of the spawned server: pins the window
+    /// (default: tuned).
+    #[arg(long)]
+    co_view_window: Option<usize>,
+    /// `[accounts.models] tuning` of the spawned server: `auto` (the default: the
+    /// co-view window and the partner damping not pinned tune themselves on the
+    /// replay, and the report says what was chosen and when) or `off`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
+    tuning: String,
     /// Baselines compared (default: all of them).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
@@ -86,6 +95,14 @@ pub(crate) struct QualityArgs {
     /// Where the JSON report is written.
     #[arg(long, default_value = "quality-report.json")]
     out: PathBuf,
+}
+
+/// Vitrine's zones and what its self-tuning did.
+struct VitrineRun {
+    /// (`--strategies` entry, validation hit rate, test results).
+    zones: Vec<(String, f64, Results)>,
+    /// The active setting and the switches so far after each phase of the run.
+    tuning: Vec<Value>,
 }
 
 /// One baseline's validation and test results.
@@ -158,7 +175,7 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         baselines.push(evaluated);
     }
 
-    let zones = evaluate_vitrine(&data, &args)?;
+    let VitrineRun { zones, tuning } = evaluate_vitrine(&data, &args)?;
 
     let best = baselines
         .iter()
@@ -237,6 +254,8 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "neighbours": args.neighbours,
             "partner_damping": args.partner_damping,
             "seed_damping": args.seed_damping,
+            "co_view_window": args.co_view_window,
+            "tuning": args.tuning,
         },
         "dataset": {
             "interactions": data.interaction_count(),
@@ -247,6 +266,7 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
         "best_baseline": best.chosen.name(),
         "baselines": report_baselines,
         "vitrine": report_zones,
+        "tuning": tuning,
         "seconds": started.elapsed().as_secs_f64(),
     });
     std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)
@@ -337,11 +357,9 @@ fn evaluate_baseline(
     })
 }
 
-/// Vitrine's zones: (`--strategies` entry, validation hit rate, test results).
-fn evaluate_vitrine(
-    data: &Dataset,
-    args: &QualityArgs,
-) -> anyhow::Result<Vec<(String, f64, Results)>> {
+/// Vitrine's zones, and its self-tuning after each phase: the replay of the training
+/// interactions, then each round.
+fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<VitrineRun> {
     let binary = match &args.vitrine {
         Some(path) => path.clone(),
         None => crate::provision::sibling_binary()?,
@@ -375,8 +393,13 @@ fn evaluate_vitrine(
         if let Some(power) = args.seed_damping {
             models.push(("seed_damping", power.to_string()));
         }
+        if let Some(window) = args.co_view_window {
+            models.push(("co_view_window", window.to_string()));
+        }
+        models.push(("tuning", format!("\"{}\"", args.tuning)));
         let mut server =
             vitrine::Vitrine::start(&binary, data, &args.strategies, count, &models).await?;
+        let mut tuning = Vec::new();
         let outcome = async {
             let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
             let started = Instant::now();
@@ -395,6 +418,7 @@ fn evaluate_vitrine(
                 "  vitrine: {sent} interactions replayed and the models rebuilt in {:.1} s",
                 started.elapsed().as_secs_f64()
             );
+            tuning.push(tuned(&mut server, "replay", sent).await?);
             let zones = server.zones.len();
             let mut validation: Vec<Results> = (0..zones).map(|_| Results::new(args.k)).collect();
             let mut results: Vec<Results> = (0..zones).map(|_| Results::new(args.k)).collect();
@@ -424,8 +448,15 @@ fn evaluate_vitrine(
                     server
                         .send(data, query.visitor, step, basket, orders)
                         .await?;
+                    sent += 1;
                 }
                 server.await_models().await?;
+                let phase = if round == 0 {
+                    "validation round".to_owned()
+                } else {
+                    format!("test round {round}")
+                };
+                tuning.push(tuned(&mut server, &phase, sent).await?);
             }
             let results: Vec<(f64, Results)> = validation
                 .iter()
@@ -441,11 +472,52 @@ fn evaluate_vitrine(
                 return Err(error.context(format!("vitrine's log:\n{}", server.log())));
             }
         };
-        Ok(server
-            .zones
-            .iter()
-            .zip(results)
-            .map(|((_, spec), (validation, test))| (spec.clone(), validation, test))
-            .collect())
+        Ok(VitrineRun {
+            zones: server
+                .zones
+                .iter()
+                .zip(results)
+                .map(|((_, spec), (validation, test))| (spec.clone(), validation, test))
+                .collect(),
+            tuning,
+        })
     })
+}
+
+/// The server's self-tuning after a phase of the run (`sent`: interactions sent so
+/// far), printed and as the report keeps it.
+async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyhow::Result<Value> {
+    let models = server.tuning().await?;
+    let setting = |s: &Value| {
+        format!(
+            "window {}, partner damping {}",
+            s["coViewWindow"], s["partnerDamping"]
+        )
+    };
+    let switches = models["switches"].as_array().cloned().unwrap_or_default();
+    println!(
+        "  vitrine self-tuning after the {phase} ({sent} interactions sent): {} ({}), {} switch(es)",
+        setting(&models["active"]),
+        models["tuning"].as_str().unwrap_or("?"),
+        switches.len()
+    );
+    for switch in &switches {
+        println!(
+            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            setting(&switch["from"]),
+            setting(&switch["to"]),
+            switch["trials"],
+            switch["wins"],
+            switch["losses"],
+            switch["evidence"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(json!({
+        "after": phase,
+        "interactions_sent": sent,
+        "active": models["active"],
+        "settings": models["settings"],
+        "switches": switches,
+        "trials_dropped": models["trialsDropped"],
+    }))
 }

@@ -18,6 +18,8 @@ use crate::provision::{FeedServer, FeedSubmission};
 
 const ACCESS_KEY: &str = "quality-access-key";
 const SECRET_KEY: &str = "quality-secret-key";
+/// The spawned server's admin token (for its self-tuning's report).
+const ADMIN_TOKEN: &str = "quality-admin-token-0123456789";
 /// A product outside the catalogue that the run views to make the models stale while
 /// it waits for a rebuild (it can never be recommended).
 const TICK_PRODUCT: &str = "quality-tick";
@@ -60,9 +62,11 @@ impl Vitrine {
             zones.push((id, spec.clone()));
         }
         // The feed comes from this tool's own loopback server.
-        let config = ConfigToml::new("[feeds]\nallow_private_addresses = true")
-            .account(account)
-            .to_toml();
+        let config = ConfigToml::new(&format!(
+            "[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{ADMIN_TOKEN}\"]"
+        ))
+        .account(account)
+        .to_toml();
         let server = TestServer::start(binary, Some(&config))?;
         let authority = server.addr().to_string();
         let feed = FeedServer::start(Bytes::from(feed(data)))?;
@@ -211,6 +215,20 @@ impl Vitrine {
                 bail!("the models were not rebuilt within 5 minutes");
             }
         }
+    }
+
+    /// What the server's self-tuning of the co-view lists knows
+    /// (`GET /admin/api/accounts/{key}/models`).
+    pub(crate) async fn tuning(&mut self) -> anyhow::Result<Value> {
+        let header = format!("Bearer {ADMIN_TOKEN}");
+        let text = self
+            .client
+            .get_with(
+                &format!("/admin/api/accounts/{ACCESS_KEY}/models"),
+                &[("authorization", &header)],
+            )
+            .await?;
+        serde_json::from_str(&text).with_context(|| format!("the models answer: {text}"))
     }
 
     /// Model rebuilds of the account so far, from `/metrics`.
