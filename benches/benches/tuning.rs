@@ -96,6 +96,6 @@ fn main() {
     println!(
         "at most {} trials a second per account: {:.2} % of a core at the median",
         vitrine_engine::tuning::TRIALS_PER_SECOND,
-        times[times.len() / 2] * vitrine_engine::tuning::TRIALS_PER_SECOND as f64 / 1e4
+        times[times.len() / 2] * f64::from(vitrine_engine::tuning::TRIALS_PER_SECOND) / 1e4
     );
 }

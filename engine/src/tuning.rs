@@ -3,8 +3,8 @@
 //!
 //! Every setting of a small grid ([`Tuning::grid`]: the [`CoViewWindow`]s by
 //! [`PARTNER_DAMPINGS`], less what is pinned) is scored on the visitors that
-//! self-evaluation samples ([`crate::prequential`]), at most [`TRIALS_PER_SECOND`] per
-//! account: before a request that brings a product new to the visitor is applied, the
+//! self-evaluation samples ([`crate::prequential`]), at most [`TRIALS_PER_SECOND`] a
+//! second per account by default: before a request that brings a product new to the visitor is applied, the
 //! co-view counts of their latest views are copied (a [`Trial`]); off the request path
 //! (each models' rebuild round), a blend of those views' lists (as `personalized` reads
 //! them) is ranked under each setting from the one table of counts
@@ -22,7 +22,7 @@
 //! [`TOP_K`]: crate::prequential::TOP_K
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -36,12 +36,14 @@ pub const ALPHA: f64 = 0.01;
 /// Trials on which a setting and the active one disagree, at least, before it may
 /// replace it.
 pub const MIN_DISCORDANT: u64 = 20;
-/// Trials scored per account and second at most: the bound on self-tuning's work.
-pub const TRIALS_PER_SECOND: i64 = 50;
+/// Trials scored per account and second at most by default
+/// ([`ModelSettings::tuning_trials_per_second`]): the bound on self-tuning's work, a
+/// second's worth of them at once at most.
+pub const TRIALS_PER_SECOND: u32 = 50;
 /// Switches remembered.
 pub const SWITCHES_KEPT: usize = 20;
 /// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted).
-pub const PENDING_TRIALS: usize = 256;
+pub const PENDING_TRIALS: usize = 1024;
 
 /// A trial taken on a request, before it was applied, to be scored off the request
 /// path ([`Tuner::take`]).
@@ -211,6 +213,11 @@ struct State {
     active: usize,
     tallies: Vec<Tally>,
     switches: VecDeque<Switch>,
+    /// Trials a second at most, and the bucket of them: tokens left and when it was
+    /// last filled.
+    rate: u32,
+    tokens: f64,
+    filled: Option<UnixMillis>,
 }
 
 /// An account's self-tuning (see the module).
@@ -220,8 +227,6 @@ pub struct Tuner {
     /// Bumped by every change of the active setting (a switch, a restore): whoever
     /// keeps it reads it again.
     generation: AtomicU64,
-    /// The latest trial's time, for [`TRIALS_PER_SECOND`].
-    last_trial: AtomicI64,
     /// Trials taken, not yet scored.
     pending: crossbeam_queue::ArrayQueue<Trial>,
     /// Trials dropped because [`PENDING_TRIALS`] were waiting.
@@ -240,9 +245,11 @@ impl Tuner {
                 grid,
                 active,
                 switches: VecDeque::new(),
+                rate: models.tuning_trials_per_second,
+                tokens: f64::from(models.tuning_trials_per_second),
+                filled: None,
             }),
             generation: AtomicU64::new(0),
-            last_trial: AtomicI64::new(i64::MIN),
             pending: crossbeam_queue::ArrayQueue::new(PENDING_TRIALS),
             dropped: AtomicU64::new(0),
         }
@@ -261,20 +268,29 @@ impl Tuner {
     }
 
     /// The settings to score, if a trial at `now` is due (one grid of several
-    /// settings, at most [`TRIALS_PER_SECOND`]).
+    /// settings; at most [`ModelSettings::tuning_trials_per_second`], a second's worth
+    /// at once).
     pub fn due(&self, now: UnixMillis) -> Option<Vec<ListSetting>> {
-        let last = self.last_trial.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < 1_000 / TRIALS_PER_SECOND {
+        let mut state = self.state.lock();
+        if state.grid.len() <= 1 {
             return None;
         }
-        let grid = {
-            let state = self.state.lock();
-            (state.grid.len() > 1).then(|| state.grid.clone())?
-        };
-        self.last_trial
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .ok()?;
-        Some(grid)
+        let rate = f64::from(state.rate);
+        let since = state.filled.map_or(0, |filled| now.saturating_sub(filled).max(0));
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "milliseconds far below 2^53 are exact in an f64"
+        )]
+        let refill = since as f64 / 1_000.0 * rate;
+        state.tokens = (state.tokens + refill).min(rate);
+        if state.filled.is_none_or(|filled| now > filled) {
+            state.filled = Some(now);
+        }
+        if state.tokens < 1.0 {
+            return None;
+        }
+        state.tokens -= 1.0;
+        Some(state.grid.clone())
     }
 
     /// Counts one trial: `ranks`, where each setting of `grid` (as [`Tuner::due`] gave
@@ -361,6 +377,8 @@ impl Tuner {
     pub fn reconfigure(&self, tuning: Tuning, models: &ModelSettings) -> ListSetting {
         let grid = tuning.grid(models);
         let mut state = self.state.lock();
+        state.rate = models.tuning_trials_per_second;
+        state.tokens = state.tokens.min(f64::from(state.rate));
         let before = state.grid.get(state.active).copied();
         let kept = before.filter(|a| grid.contains(a) && tuning != Tuning::Off);
         let active = active_in(&grid, kept.unwrap_or_else(|| configured(models)));

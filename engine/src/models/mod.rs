@@ -54,6 +54,8 @@ pub struct ModelSettings {
     pub seed_damping: f32,
     /// How far apart in a visitor's views two products pair in the co-view lists.
     pub co_view_window: CoViewWindow,
+    /// Self-tuning's trials a second at most ([`crate::tuning`]): the bound on its work.
+    pub tuning_trials_per_second: u32,
 }
 
 /// How far apart in a visitor's views two product views pair in the co-view lists
@@ -128,6 +130,7 @@ impl Default for ModelSettings {
             partner_damping: PARTNER_DAMPING,
             seed_damping: SEED_DAMPING,
             co_view_window: CoViewWindow::Ten,
+            tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
         }
     }
 }

@@ -317,6 +317,7 @@ fn each_window_reads_the_pairs_within_its_distance() {
             partner_damping: 0.0,
             seed_damping: 0.0,
             co_view_window: window,
+            ..ModelSettings::default()
         });
         counts.weighted_lists(&keys).remove("e").unwrap_or_default()
     };

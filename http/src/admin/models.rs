@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
-use vitrine_engine::tuning::{TRIALS_PER_SECOND, evidence};
+use vitrine_engine::tuning::evidence;
 
 use crate::state::AccountEntry;
 
@@ -82,7 +82,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "seedDamping": models.seed_damping,
         },
         "threshold": report.threshold,
-        "trialsPerSecond": TRIALS_PER_SECOND,
+        "trialsPerSecond": models.tuning_trials_per_second,
         "trialsDropped": report.dropped,
         "settings": settings,
         "switches": switches,

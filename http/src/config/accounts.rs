@@ -232,6 +232,11 @@ pub(super) fn accounts(
                 models.co_view_window = window;
                 pins.co_view_window = Some(window);
             }
+            if let Some(rate) = file.tuning_trials_per_second {
+                models.tuning_trials_per_second = within(rate, 1, 100_000)
+                    .map_err(|m| err(&key("models.tuning_trials_per_second"), m.to_string()))?
+                    as u32;
+            }
             match file.tuning.as_deref() {
                 None | Some("auto") => {}
                 Some("off") => tuning_on = false,

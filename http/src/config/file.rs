@@ -201,6 +201,7 @@ pub(super) struct FileModels {
     pub(super) seed_damping: Option<f64>,
     pub(super) co_view_window: Option<u64>,
     pub(super) tuning: Option<String>,
+    pub(super) tuning_trials_per_second: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -440,6 +440,17 @@ fn errors_name_file_key_and_problem() {
     assert_eq!(config.accounts[0].settings().tuning, Tuning::Off);
     let config = parse(&models("tuning = \"auto\""), "t", &Overrides::default()).unwrap();
     assert_eq!(config.accounts[0].tuning, Tuning::default());
+    let config = parse(
+        &models("tuning_trials_per_second = 500"),
+        "t",
+        &Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(config.accounts[0].models.tuning_trials_per_second, 500);
+    assert!(
+        fails(&models("tuning_trials_per_second = 0"))
+            .contains("accounts[0].models.tuning_trials_per_second: must be between 1 and 100000")
+    );
     assert!(
         fails(&models("co_view_window = 5"))
             .contains("accounts[0].models.co_view_window: must be 1, 3 or 10, got 5")

@@ -80,6 +80,11 @@ pub(crate) struct QualityArgs {
     /// replay, and the report says what was chosen and when) or `off`.
     #[arg(long, default_value = "auto", value_parser = ["auto", "off"])]
     tuning: String,
+    /// `[accounts.models] tuning_trials_per_second` of the spawned server. The replay
+    /// sends a store's history in seconds: the default lifts the bound, so that the
+    /// server scores every sampled request, as it does at a store's own pace.
+    #[arg(long, default_value_t = 100_000)]
+    tuning_trials_per_second: u32,
     /// Baselines compared (default: all of them).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
@@ -256,6 +261,7 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "seed_damping": args.seed_damping,
             "co_view_window": args.co_view_window,
             "tuning": args.tuning,
+            "tuning_trials_per_second": args.tuning_trials_per_second,
         },
         "dataset": {
             "interactions": data.interaction_count(),
@@ -397,6 +403,10 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
             models.push(("co_view_window", window.to_string()));
         }
         models.push(("tuning", format!("\"{}\"", args.tuning)));
+        models.push((
+            "tuning_trials_per_second",
+            args.tuning_trials_per_second.to_string(),
+        ));
         let mut server =
             vitrine::Vitrine::start(&binary, data, &args.strategies, count, &models).await?;
         let mut tuning = Vec::new();
