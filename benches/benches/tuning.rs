@@ -1,9 +1,11 @@
-//! What one self-tuning trial costs at most: on the request path, copying the counts of
-//! a visitor's 10 latest views (`CoCounts::shadow_seeds`); off it, `CoCounts::shadow_ranks` over them, each with a full list of partners (256, the default bound), for
-//! the whole grid (9 settings). An account scores at most
-//! `vitrine_engine::tuning::TRIALS_PER_SECOND` trials a second, so this times that is
-//! the most CPU self-tuning takes per account. Prints the median and the slowest of
-//! 2,000 trials.
+//! What one self-tuning trial costs at most: on the request path, copying the pairs of
+//! a visitor's 50 latest views (what `personalized` reads by default;
+//! `CoCounts::shadow_seeds`); off it, `CoCounts::shadow_ranks` over them, each view
+//! with a full list of partners (256, the default bound), for the whole grid (9
+//! settings). An account scores at most `vitrine_engine::tuning::TRIALS_PER_SECOND`
+//! trials a second by default, so that times the off-path cost is the most CPU
+//! self-tuning takes per account. Prints medians and tails of 2,000 trials
+//! (`VITRINE_BENCH_TRIALS`).
 
 #![expect(
     clippy::indexing_slicing,
@@ -46,8 +48,8 @@ fn main() {
             counts.add_all(*product, &earlier);
         }
     }
-    // Ten seeds with full lists.
-    let seeds: Vec<(u32, f64)> = (0..10)
+    // Fifty seeds (what `personalized` reads by default) with full lists.
+    let seeds: Vec<(u32, f64)> = (0..50)
         .map(|s| {
             let seed = key(1_000_000 + s);
             for p in 0..MAX_PARTNERS as u64 {

@@ -39,11 +39,12 @@ pub const MIN_DISCORDANT: u64 = 20;
 /// Trials scored per account and second at most by default
 /// ([`ModelSettings::tuning_trials_per_second`]): the bound on self-tuning's work, a
 /// second's worth of them at once at most.
-pub const TRIALS_PER_SECOND: u32 = 50;
+pub const TRIALS_PER_SECOND: u32 = 20;
 /// Switches remembered.
 pub const SWITCHES_KEPT: usize = 20;
-/// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted).
-pub const PENDING_TRIALS: usize = 1024;
+/// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted):
+/// two seconds' worth at the rate the account starts with, within these bounds.
+pub const PENDING_TRIALS: std::ops::RangeInclusive<usize> = 64..=1024;
 
 /// A trial taken on a request, before it was applied, to be scored off the request
 /// path ([`Tuner::take`]).
@@ -229,7 +230,7 @@ pub struct Tuner {
     generation: AtomicU64,
     /// Trials taken, not yet scored.
     pending: crossbeam_queue::ArrayQueue<Trial>,
-    /// Trials dropped because [`PENDING_TRIALS`] were waiting.
+    /// Trials dropped because the queue was full ([`PENDING_TRIALS`]).
     dropped: AtomicU64,
 }
 
@@ -250,12 +251,16 @@ impl Tuner {
                 filled: None,
             }),
             generation: AtomicU64::new(0),
-            pending: crossbeam_queue::ArrayQueue::new(PENDING_TRIALS),
+            pending: crossbeam_queue::ArrayQueue::new(
+                (models.tuning_trials_per_second as usize * 2)
+                    .clamp(*PENDING_TRIALS.start(), *PENDING_TRIALS.end()),
+            ),
             dropped: AtomicU64::new(0),
         }
     }
 
-    /// Queues a trial to be scored; dropped (and counted) when [`PENDING_TRIALS`] wait.
+    /// Queues a trial to be scored; dropped (and counted) when the queue is full
+    /// ([`PENDING_TRIALS`]).
     pub fn queue(&self, trial: Trial) {
         if self.pending.push(trial).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -276,7 +281,9 @@ impl Tuner {
             return None;
         }
         let rate = f64::from(state.rate);
-        let since = state.filled.map_or(0, |filled| now.saturating_sub(filled).max(0));
+        let since = state
+            .filled
+            .map_or(0, |filled| now.saturating_sub(filled).max(0));
         #[expect(
             clippy::cast_precision_loss,
             reason = "milliseconds far below 2^53 are exact in an f64"

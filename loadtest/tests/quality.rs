@@ -138,7 +138,10 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     // The server's self-tuning after the replay and after each round: its active
     // setting (one of the grid's), and the switches so far.
     let tuning = report["tuning"].as_array().unwrap();
-    let phases: Vec<&str> = tuning.iter().map(|t| t["after"].as_str().unwrap()).collect();
+    let phases: Vec<&str> = tuning
+        .iter()
+        .map(|t| t["after"].as_str().unwrap())
+        .collect();
     assert_eq!(
         phases,
         ["replay", "validation round", "test round 1", "test round 2"],
@@ -155,7 +158,10 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
         .map(|t| t["interactions_sent"].as_u64().unwrap())
         .collect();
     assert!(sent.windows(2).all(|w| w[0] < w[1]), "{sent:?}");
-    assert!(printed.contains("vitrine self-tuning after the replay"), "{printed}");
+    assert!(
+        printed.contains("vitrine self-tuning after the replay"),
+        "{printed}"
+    );
 }
 
 #[test]

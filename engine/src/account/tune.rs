@@ -9,12 +9,14 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::tuning::{Trial, TuningReport};
-use crate::zone::{DEFAULT_HISTORY, DEFAULT_RECENCY};
+use crate::zone::{
+    DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, LONG_TERM_HISTORY, Strategy,
+};
 
 impl Account {
     /// Takes a trial of self-tuning, if one is due: the co-view counts of the visitor's
-    /// latest views (`recent`, keys newest first; weighed as `personalized` weighs them
-    /// by default) and the products the request brings that are new to them
+    /// latest views (`recent`, keys newest first; weighed as `personalized` weighs them,
+    /// [`Account::shadow_seed_weights`]) and the products the request brings that are new to them
     /// (`brought`), before it is applied. Scored by [`Account::score_trials`].
     pub(super) fn tune(
         &self,
@@ -23,17 +25,7 @@ impl Account {
         catalogue: &Catalogue,
         now: UnixMillis,
     ) {
-        let mut weight = 1.0;
-        let seeds: smallvec::SmallVec<[(u32, f64); DEFAULT_HISTORY]> = recent
-            .iter()
-            .filter(|key| **key != NO_KEY)
-            .take(DEFAULT_HISTORY)
-            .map(|key| {
-                let seed = (*key, weight);
-                weight *= DEFAULT_RECENCY;
-                seed
-            })
-            .collect();
+        let seeds = self.shadow_seed_weights(recent);
         if seeds.is_empty() {
             return;
         }
@@ -55,6 +47,50 @@ impl Account {
             targets,
             now,
         });
+    }
+
+    /// The visitor's latest views (`recent`, newest first) as the seeds of a trial,
+    /// weighed as the account's first `personalized` zone weighs its views (the
+    /// defaults without one): the latest `history` each `recency` times the one after
+    /// it, and the latest [`LONG_TERM_HISTORY`] sharing `long_term` on top.
+    fn shadow_seed_weights(&self, recent: &[u32]) -> Vec<(u32, f64)> {
+        let settings = self.settings.load();
+        let spec = settings
+            .zones
+            .iter()
+            .find(|zone| zone.strategy == Some(Strategy::Personalized));
+        let (history, recency, long_term) = spec.map_or(
+            (DEFAULT_HISTORY, DEFAULT_RECENCY, DEFAULT_LONG_TERM),
+            |zone| (zone.history, zone.recency, zone.long_term),
+        );
+        let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
+        let read = if long_term > 0.0 {
+            views.len().min(LONG_TERM_HISTORY.max(history))
+        } else {
+            views.len().min(history)
+        };
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "at most LONG_TERM_HISTORY views, exact in an f64"
+        )]
+        let share = long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
+        let mut latest = 1.0;
+        views
+            .into_iter()
+            .take(read)
+            .enumerate()
+            .map(|(i, key)| {
+                let mut weight = 0.0;
+                if i < history {
+                    weight += latest;
+                    latest *= recency;
+                }
+                if i < LONG_TERM_HISTORY {
+                    weight += share;
+                }
+                (key, weight)
+            })
+            .collect()
     }
 
     /// Scores the trials taken since the last call (on the models' rebuild round, off

@@ -243,6 +243,11 @@ impl CoCounts {
         self.window.store(window, Ordering::Relaxed);
     }
 
+    /// [`ModelSettings::neighbours`] now.
+    pub(super) fn neighbours_kept(&self) -> usize {
+        self.neighbours.load(Ordering::Relaxed)
+    }
+
     /// The window the lists are read at.
     pub fn window(&self) -> CoViewWindow {
         let at = self.window.load(Ordering::Relaxed);

@@ -23,11 +23,19 @@ pub type Ranks = SmallVec<[Option<usize>; 9]>;
 /// The co-view counts of a trial's seeds, copied when the trial is taken (before the
 /// request is applied), so that it can be scored later off the request path: the pairs
 /// the request adds are not among them. Only the partners' totals are read when it is
-/// scored (they move by the request's own views at most).
+/// scored (they move by the request's own views at most). Each seed keeps the partners
+/// a rebuilt list would keep at some window (its strongest
+/// [`super::ModelSettings::neighbours`] at that window), each marked with the windows
+/// it is kept at.
 #[derive(Debug, Clone, Default)]
 pub struct ShadowSeeds {
     seeds: Vec<(f64, Totals, Vec<CountedPartner>)>,
+    /// [`super::ModelSettings::neighbours`] when copied.
+    keep: usize,
 }
+
+/// A partner kept, with the bits of the windows it is kept at ([`window_bit`]).
+type KeptPartner = (CountedPartner, u8);
 
 impl CoCounts {
     /// Copies the counts of `seeds` (keys with their weights in the blend).
@@ -40,6 +48,7 @@ impl CoCounts {
                     Some((weight, entry.totals(), entry.pairs()))
                 })
                 .collect(),
+            keep: self.neighbours_kept(),
         }
     }
 
@@ -47,13 +56,12 @@ impl CoCounts {
     /// of the `seeds`' co-view lists scores, each list read at that setting: a partner
     /// weighs its sure count at the window, divided by the partner's total to the
     /// setting's partner damping and by the seed's total to the seed damping, times the
-    /// seed's weight, as a rebuilt list would weigh it. Every partner of a seed is read
-    /// (a rebuilt list keeps its strongest [`super::ModelSettings::neighbours`]), so
-    /// every setting is scored alike. `None` when `target` is not among the first `top`
+    /// seed's weight, as a rebuilt list would weigh it, among the partners the list
+    /// keeps at that window. `None` when `target` is not among the first `top`
     /// (a product scoring as much as it counts below it) or scores nothing. Products in
     /// `skip` are left out.
     ///
-    /// Costs a lookup per partner of each seed (at most
+    /// Costs a lookup per partner kept of each seed (at most
     /// [`super::ModelSettings::partners`] each), whatever the number of settings:
     /// `benches/benches/tuning.rs`.
     pub fn shadow_ranks(
@@ -68,18 +76,24 @@ impl CoCounts {
         let mut skipped: SmallVec<[u32; 64]> = skip.iter().copied().collect();
         skipped.sort_unstable();
         let mut scores: FxHashMap<u32, SmallVec<[f64; 9]>> = FxHashMap::default();
+        // Partners' totals, looked up once each (seeds share many partners).
+        let mut totals_of: FxHashMap<u32, Option<Totals>> = FxHashMap::default();
         for (weight, own, partners) in &seeds.seeds {
+            let partners = kept_at_each_window(partners, seeds.keep);
             scores.reserve(partners.len());
             // The seed's weight and damping at each setting's window.
             let seed_parts: SmallVec<[f64; 9]> = settings
                 .iter()
                 .map(|s| weight * f64::from(damped(own.at(s.window), seed_damping)))
                 .collect();
-            for partner in partners {
+            for (partner, kept) in partners {
                 if skipped.binary_search(&partner.key).is_ok() {
                     continue;
                 }
-                let Some(totals) = self.pairs.get(&partner.key).map(|p| p.totals()) else {
+                let totals = *totals_of
+                    .entry(partner.key)
+                    .or_insert_with(|| self.pairs.get(&partner.key).map(|p| p.totals()));
+                let Some(totals) = totals else {
                     continue;
                 };
                 let sums = scores
@@ -89,6 +103,9 @@ impl CoCounts {
                     settings.iter().zip(sums.iter_mut()).zip(&seed_parts)
                 {
                     let window = setting.window;
+                    if kept & window_bit(window) == 0 {
+                        continue;
+                    }
                     let total = totals.at(window);
                     let count = match window.reach() {
                         Some(_) => partner.at(window),
@@ -119,6 +136,49 @@ impl CoCounts {
             })
             .collect()
     }
+}
+
+/// A window's bit in the marks of [`ShadowSeeds`].
+fn window_bit(window: CoViewWindow) -> u8 {
+    match window {
+        CoViewWindow::One => 1,
+        CoViewWindow::Three => 2,
+        CoViewWindow::Ten => 4,
+    }
+}
+
+/// The partners kept among a list's `keep` strongest at some window (by the count at
+/// that window, as a rebuild ranks them; ties by key), each with the windows' bits.
+fn kept_at_each_window(partners: &[CountedPartner], keep: usize) -> Vec<KeptPartner> {
+    let mut marks = vec![0u8; partners.len()];
+    if partners.len() <= keep {
+        marks.iter_mut().for_each(|m| *m = 7);
+    } else {
+        let mut order: Vec<usize> = (0..partners.len()).collect();
+        for window in CoViewWindow::ALL {
+            let counts: Vec<f32> = partners
+                .iter()
+                .map(|p| match window.reach() {
+                    Some(_) => p.at(window),
+                    None => p.count - p.inherited,
+                })
+                .collect();
+            let count = |at: usize| counts.get(at).copied().unwrap_or(0.0);
+            let strongest = |a: &usize, b: &usize| count(*b).total_cmp(&count(*a)).then(a.cmp(b));
+            order.select_nth_unstable_by(keep.saturating_sub(1), strongest);
+            for at in order.iter().take(keep) {
+                if let Some(mark) = marks.get_mut(*at) {
+                    *mark |= window_bit(window);
+                }
+            }
+        }
+    }
+    partners
+        .iter()
+        .copied()
+        .zip(marks)
+        .filter(|(_, mark)| *mark != 0)
+        .collect()
 }
 
 /// [`damped`] for the grid's dampings by square roots (a trial computes one per partner

@@ -154,7 +154,9 @@ fn pinned_values_narrow_the_grid_and_tuning_off_leaves_nothing_to_tune() {
 fn trials_are_bounded_per_second_a_seconds_worth_at_once() {
     let tuner = Tuner::new(Tuning::default(), &ModelSettings::default());
     let rate = TRIALS_PER_SECOND as usize;
-    let due = (0..rate * 2).filter(|_| tuner.due(10_000).is_some()).count();
+    let due = (0..rate * 2)
+        .filter(|_| tuner.due(10_000).is_some())
+        .count();
     assert_eq!(due, rate);
     // One more every 1/rate of a second.
     let step = 1_000 / i64::from(TRIALS_PER_SECOND);

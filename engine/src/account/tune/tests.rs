@@ -84,9 +84,8 @@ fn summary(report: &TuningReport) -> String {
 #[test]
 fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1() {
     // A walk: each product is followed by one of its 6 successors, drawn at random.
-    // Pairs further apart add products the walk may reach later: the lists of the
-    // shorter window rank the next step better (70 trials won against 30 by the
-    // switch, at a damping of 0.25).
+    // Pairs further apart add products the walk may reach later, not next: the lists
+    // of the shortest window rank the next step best.
     let size = 300;
     let products = names("p", size);
     let mut rng = StdRng::seed_from_u64(3);
