@@ -35,6 +35,14 @@ pub fn sampled(visitor_id: &str) -> bool {
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).is_multiple_of(SAMPLE_ONE_IN)
 }
 
+/// Whether `visitor_id`'s view of `product` is a self-tuning trial
+/// ([`crate::tuning`]): one view in [`SAMPLE_ONE_IN`] of every visitor, so that a
+/// store's every kind of shopper is heard, not a twentieth of them.
+pub fn sampled_view(visitor_id: &str, product: &str) -> bool {
+    let key = crate::analytics::session_key(visitor_id) ^ crate::analytics::session_key(product);
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).is_multiple_of(SAMPLE_ONE_IN)
+}
+
 /// Where `target` is among the first [`TOP_K`] of `shown` (0 for the first).
 pub fn rank_of(shown: impl IntoIterator<Item = ProductIdx>, target: ProductIdx) -> Option<usize> {
     shown

@@ -10,7 +10,7 @@ use crate::event::Event;
 use crate::money::Currency;
 use crate::prequential::{TOP_K, ZoneQuality, rank_of};
 use crate::recommend::fill_zone;
-use crate::visitor::{LiveVisitor, MAX_RECENT_VIEWS};
+use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
 
 impl Account {
@@ -45,12 +45,6 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        let recent: SmallVec<[u32; MAX_RECENT_VIEWS]> = live
-            .recent_keys(&self.product_keys, catalogue)
-            .iter()
-            .rev()
-            .copied()
-            .collect();
         let snapshot = VisitorSnapshot::of(live, catalogue, false);
         brought.retain(|product| {
             !snapshot.recent_views.contains(product)
@@ -60,7 +54,6 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        self.tune(&recent, &brought, catalogue, now);
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();
         let page = snapshot.recent_views.first().copied();

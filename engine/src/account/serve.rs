@@ -161,6 +161,10 @@ impl Account {
                 (currency, now),
             );
         }
+        // And self-tuning takes one view in 20 of every visitor as a trial.
+        if settings.self_evaluation {
+            self.take_trial(&visitor_id, &mut visitor, &request.events, &catalogue, now);
+        }
         self.track(
             &mut visitor,
             &session_id,

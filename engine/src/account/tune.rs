@@ -6,25 +6,59 @@ use std::sync::atomic::Ordering;
 
 use super::Account;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::Event;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::tuning::{Trial, TuningReport};
+use crate::visitor::LiveVisitor;
 use crate::zone::{
     DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, LONG_TERM_HISTORY, Strategy,
 };
 
 impl Account {
-    /// Takes a trial of self-tuning, if one is due: the co-view counts of the visitor's
-    /// latest views (`recent`, keys newest first; weighed as `personalized` weighs them,
-    /// [`Account::shadow_seed_weights`]) and the products the request brings that are new to them
-    /// (`brought`), before it is applied. Scored by [`Account::score_trials`].
-    pub(super) fn tune(
+    /// Takes a trial of self-tuning, if one is due and the request's first product view
+    /// is sampled ([`crate::prequential::sampled_view`]) and new to the visitor: the
+    /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
+    /// them, [`Account::shadow_seed_weights`]) and that product, before the request is
+    /// applied. Scored by [`Account::score_trials`].
+    pub(super) fn take_trial(
         &self,
-        recent: &[u32],
-        brought: &[ProductIdx],
+        visitor_id: &str,
+        live: &mut LiveVisitor,
+        events: &[Event],
         catalogue: &Catalogue,
         now: UnixMillis,
     ) {
+        let Some(first) = events.iter().find_map(|event| match event {
+            Event::ProductView { id } => Some(id.as_str()),
+            _ => None,
+        }) else {
+            return;
+        };
+        if !crate::prequential::sampled_view(visitor_id, first) {
+            return;
+        }
+        let Some(product) = catalogue.idx_of(first) else {
+            return;
+        };
+        let recent: Vec<u32> = live
+            .recent_keys(&self.product_keys, catalogue)
+            .iter()
+            .rev()
+            .copied()
+            .collect();
+        let seen = self
+            .product_keys
+            .existing(first)
+            .is_some_and(|key| recent.contains(&key));
+        if !seen {
+            self.tune(&recent, &[product], catalogue, now);
+        }
+    }
+
+    /// A trial of `brought` against the seeds of `recent` (keys newest first), if one is
+    /// due.
+    fn tune(&self, recent: &[u32], brought: &[ProductIdx], catalogue: &Catalogue, now: UnixMillis) {
         let seeds = self.shadow_seed_weights(recent);
         if seeds.is_empty() {
             return;

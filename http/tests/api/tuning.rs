@@ -22,6 +22,7 @@ secret_key = "{DEMO_SECRET}"
 default_currency = "GBP"
 demo_catalogue = true
   [accounts.models]
+  tuning_trials_per_second = 1000
   {models}
 "#
     )
@@ -51,12 +52,19 @@ fn views(server: &Server, visitor: &str, ids: &[String]) {
 }
 
 /// A unit of the planted shopping: a product of a chain of 40, 4 of 200 others, then
-/// the chain's next product.
+/// the chain's next product; which ones, drawn from `n` by a hash (no order among
+/// units, nor among the others, for a window to learn).
 fn unit(n: usize) -> Vec<String> {
     let id = |i: usize| format!("P{:05}", i + 1);
-    let link = (n * 7) % 40;
+    let draw = |k: usize| {
+        let mut z = (n as u64) << 8 | k as u64;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) as usize
+    };
+    let link = draw(0) % 40;
     let mut unit = vec![id(link)];
-    unit.extend((0..4).map(|k| id(100 + (n * 31 + k * 53) % 200)));
+    unit.extend((1..=4).map(|k| id(100 + draw(k) % 200)));
     unit.push(id((link + 1) % 40));
     unit
 }
@@ -97,18 +105,15 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         let visit: Vec<String> = (0..4).flat_map(|k| unit(n * 4 + k)).collect();
         views(&server, &trainer, &visit);
     }
-    // Sampled shoppers view one product per request: each view new to them is a trial
-    // (at most 50 a second), until a setting wins.
-    let mut judged = (0..)
-        .map(|n| format!("judged-{n}"))
-        .filter(|v| vitrine_engine::prequential::sampled(v));
+    // Shoppers view one product per request: one view in 20 new to them is a trial,
+    // scored on the next rebuild round, until a setting wins.
+    let mut shoppers = (0..).map(|n| format!("shopper-{n}"));
     let mut n = 10_000;
     let switched = wait_for("a switch", Duration::from_secs(240), || {
-        let visitor = judged.next()?;
+        let visitor = shoppers.next()?;
         for _ in 0..4 {
             for id in unit(n) {
                 views(&server, &visitor, &[id]);
-                std::thread::sleep(Duration::from_millis(20));
             }
             n += 1;
         }

@@ -4,12 +4,13 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
+use crate::account::AccountSettings;
 use crate::account::ServeRequest;
 use crate::catalogue::{Product, UnixMillis};
 use crate::event::Event;
 use crate::models::{CoViewWindow, ModelSettings};
 use crate::testing;
-use crate::tuning::TuningReport;
+use crate::tuning::{Pins, Tuning, TuningReport};
 use crate::zone::Strategy;
 
 const T0: UnixMillis = 1_800_000_000_000;
@@ -18,6 +19,7 @@ const T0: UnixMillis = 1_800_000_000_000;
 /// the account's lists at `models` and tuning on; what tuning knows after.
 fn replay(
     models: ModelSettings,
+    tuning: Tuning,
     products: &[String],
     visitors: usize,
     units: usize,
@@ -32,6 +34,8 @@ fn replay(
         catalogue,
         models,
     );
+    let settings = (*account.settings()).clone();
+    account.replace_settings(AccountSettings { tuning, ..settings });
     let mut rng = StdRng::seed_from_u64(11);
     let mut now = T0;
     let mut served = 0u64;
@@ -83,23 +87,33 @@ fn summary(report: &TuningReport) -> String {
 
 #[test]
 fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1() {
-    // A walk: each product is followed by one of its 6 successors, drawn at random.
-    // Pairs further apart add products the walk may reach later, not next: the lists
-    // of the shortest window rank the next step best.
-    let size = 300;
-    let products = names("p", size);
-    let mut rng = StdRng::seed_from_u64(3);
-    let successors: Vec<Vec<usize>> = (0..size)
-        .map(|_| (0..6).map(|_| rng.random_range(0..size)).collect())
-        .collect();
-    let report = replay(ModelSettings::default(), &products, 1_500, 1, |rng| {
-        let mut at = rng.random_range(0..size);
-        let mut walk = vec![format!("p{at}")];
-        for _ in 0..19 {
-            at = *successors[at].choose(rng).unwrap_or(&0);
-            walk.push(format!("p{at}"));
-        }
-        walk
+    // A product of 300 is followed by one of 20 popular ones (its own), and rare
+    // products (a pool of 20,000) come before and after: the popular product is what a
+    // shopper views next, but a longer window pairs the product with more rare ones,
+    // whose small totals weigh them above the popular product (damped by its large
+    // total) in its list. At the damping this store pinned (0.75), only the window of
+    // 1 keeps the popular product in its top 10.
+    let (anchors, popular, rare) = (300, 20, 20_000);
+    let mut products = names("a", anchors);
+    products.extend(names("s", popular));
+    products.extend(names("r", rare));
+    let pinned = Tuning::Auto(Pins {
+        co_view_window: None,
+        partner_damping: Some(0.75),
+    });
+    let models = ModelSettings {
+        partner_damping: 0.75,
+        ..ModelSettings::default()
+    };
+    let report = replay(models, pinned, &products, 2_000, 3, |rng| {
+        let anchor = rng.random_range(0..anchors);
+        let mut unit = vec![
+            format!("r{}", rng.random_range(0..rare)),
+            format!("a{anchor}"),
+            format!("s{}", anchor % popular),
+        ];
+        unit.extend((0..3).map(|_| format!("r{}", rng.random_range(0..rare))));
+        unit
     });
     assert_eq!(
         report.active.window,
@@ -107,6 +121,13 @@ fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1(
         "{}",
         summary(&report)
     );
+    assert_eq!(
+        report.active.partner_damping,
+        0.75,
+        "pinned: {}",
+        summary(&report)
+    );
+    assert_eq!(report.settings.len(), CoViewWindow::ALL.len());
 }
 
 #[test]
@@ -122,7 +143,7 @@ fn on_shopping_whose_next_step_follows_a_view_5_steps_back_tuning_picks_a_window
         co_view_window: CoViewWindow::One,
         ..ModelSettings::default()
     };
-    let report = replay(start, &products, 2_000, 4, |rng| {
+    let report = replay(start, Tuning::default(), &products, 2_000, 4, |rng| {
         let link = rng.random_range(0..chain);
         let mut unit = vec![format!("c{link}")];
         unit.extend(fillers.choose_multiple(rng, 4).cloned());
