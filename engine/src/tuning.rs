@@ -221,6 +221,17 @@ struct State {
     filled: Option<UnixMillis>,
 }
 
+impl State {
+    /// The active setting (the defaults' should the grid not have it, which it always
+    /// does).
+    fn active(&self) -> ListSetting {
+        self.grid.get(self.active).copied().unwrap_or(ListSetting {
+            window: CoViewWindow::Ten,
+            partner_damping: crate::models::PARTNER_DAMPING,
+        })
+    }
+}
+
 /// An account's self-tuning (see the module).
 #[derive(Debug)]
 pub struct Tuner {
@@ -368,15 +379,7 @@ impl Tuner {
 
     /// The setting the lists are read at.
     pub fn active(&self) -> ListSetting {
-        let state = self.state.lock();
-        state
-            .grid
-            .get(state.active)
-            .copied()
-            .unwrap_or(ListSetting {
-                window: CoViewWindow::Ten,
-                partner_damping: crate::models::PARTNER_DAMPING,
-            })
+        self.state.lock().active()
     }
 
     /// A new configuration (a reload): the grid it makes; the active setting stays if
@@ -435,14 +438,7 @@ impl Tuner {
         TuningReport {
             tuning: state.grid.len() > 1,
             pins,
-            active: state
-                .grid
-                .get(state.active)
-                .copied()
-                .unwrap_or(ListSetting {
-                    window: CoViewWindow::Ten,
-                    partner_damping: crate::models::PARTNER_DAMPING,
-                }),
+            active: state.active(),
             settings: state
                 .grid
                 .iter()
