@@ -39,7 +39,7 @@ pub const MIN_DISCORDANT: u64 = 20;
 /// Trials scored per account and second at most by default
 /// ([`ModelSettings::tuning_trials_per_second`]): the bound on self-tuning's work, a
 /// second's worth of them at once at most.
-pub const TRIALS_PER_SECOND: u32 = 20;
+pub const TRIALS_PER_SECOND: u32 = 5;
 /// Switches remembered.
 pub const SWITCHES_KEPT: usize = 20;
 /// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted):

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use super::Account;
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
@@ -38,47 +38,30 @@ impl Account {
         if !crate::prequential::sampled_view(visitor_id, first) {
             return;
         }
-        let Some(product) = catalogue.idx_of(first) else {
+        if catalogue.idx_of(first).is_none() {
             return;
-        };
-        let recent: Vec<u32> = live
-            .recent_keys(&self.product_keys, catalogue)
-            .iter()
-            .rev()
-            .copied()
-            .collect();
-        let seen = self
-            .product_keys
-            .existing(first)
-            .is_some_and(|key| recent.contains(&key));
-        if !seen {
-            self.tune(&recent, &[product], catalogue, now);
         }
-    }
-
-    /// A trial of `brought` against the seeds of `recent` (keys newest first), if one is
-    /// due.
-    fn tune(&self, recent: &[u32], brought: &[ProductIdx], catalogue: &Catalogue, now: UnixMillis) {
-        let seeds = self.shadow_seed_weights(recent);
-        if seeds.is_empty() {
+        // What is cheap first: a visitor with views, a product new to them, a trial due
+        // (the bound); then the copy.
+        let recent_keys = live.recent_keys(&self.product_keys, catalogue);
+        if recent_keys.is_empty() {
+            return;
+        }
+        let target = self.product_keys.existing(first);
+        if target.is_some_and(|key| recent_keys.contains(&key)) {
             return;
         }
         let Some(grid) = self.tuner.due(now) else {
             return;
         };
-        let targets = brought
-            .iter()
-            .map(|product| {
-                catalogue
-                    .product(*product)
-                    .and_then(|p| self.product_keys.existing(p.id.as_str()))
-            })
-            .collect();
+        let recent: Vec<u32> = recent_keys.iter().rev().copied().collect();
+        let seeds = self.shadow_seed_weights(&recent);
         self.tuner.queue(Trial {
             grid,
             seeds: self.coview.shadow_seeds(&seeds),
-            skip: recent.to_vec(),
-            targets,
+            skip: recent,
+            // Never counted: no setting can rank it (a miss for every one).
+            targets: smallvec::smallvec![target],
             now,
         });
     }
