@@ -10,7 +10,7 @@ use vitrine_engine::Account;
 use vitrine_engine::models::{CoViewWindow, ListSetting};
 
 /// The file's name in the account's directory.
-pub const FILE: &str = "tuned-models.json";
+pub const FILE: &str = vitrine_ingest::store::TUNED_MODELS_FILE;
 
 /// What the file holds.
 #[derive(Debug, Serialize, Deserialize)]

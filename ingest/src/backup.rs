@@ -198,11 +198,13 @@ fn try_copy_account(
             needed_from = needed_from.min(position);
         }
     }
-    // Whole files written by rename: users, statuses, erased identifiers, feed jobs.
+    // Whole files written by rename: users, statuses, erased identifiers, the tuned
+    // model setting, feed jobs.
     for name in [
         store::USERS_FILE,
         crate::jobs::STATUS_FILE,
         crate::erasure::FORGOTTEN_FILE,
+        store::TUNED_MODELS_FILE,
     ] {
         if let Some(entry) = copy_if_present(data_dir, target, &relative.join(name))? {
             files.push(entry);
@@ -382,6 +384,7 @@ mod tests {
         fs::create_dir_all(account.join("feeds")).unwrap();
         fs::write(data.join(crate::erasure::KEY_FILE), [7u8; 32]).unwrap();
         fs::write(account.join("users.json"), b"[]").unwrap();
+        fs::write(account.join("tuned-models.json"), b"{}").unwrap();
         fs::write(account.join("feeds").join("t1.job"), b"{}").unwrap();
         fs::write(account.join("feeds").join("t1.download"), b"partial").unwrap();
         fs::write(account.join("wal").join("00000000000000000001.wal"), b"log").unwrap();
@@ -393,6 +396,7 @@ mod tests {
             [
                 "erasure.key",
                 "accounts/6162/users.json",
+                "accounts/6162/tuned-models.json",
                 "accounts/6162/feeds/t1.job",
                 "accounts/6162/wal/00000000000000000001.wal"
             ]

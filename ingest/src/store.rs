@@ -69,6 +69,10 @@ pub fn prune(dir: &Path) -> Result<(), StoreError> {
 /// File of an account's user records.
 pub const USERS_FILE: &str = "users.json";
 
+/// The co-view lists' setting self-tuning chose (written by the server; kept by
+/// backups).
+pub const TUNED_MODELS_FILE: &str = "tuned-models.json";
+
 /// Saves the account's user records (fsynced).
 pub fn save_users(dir: &Path, users: &[UserRecord]) -> Result<(), StoreError> {
     vitrine_snapshots::atomic_write(dir, USERS_FILE, &users_json(users))?;
