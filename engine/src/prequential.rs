@@ -30,16 +30,19 @@ pub const BUCKETS: usize = 10;
 
 /// Whether `visitor_id`'s requests are judged (the same answer in every process).
 pub fn sampled(visitor_id: &str) -> bool {
-    let key = crate::analytics::session_key(visitor_id);
-    // Fx hashes leave the low bits weak: mix before taking the remainder.
-    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).is_multiple_of(SAMPLE_ONE_IN)
+    one_in(crate::analytics::session_key(visitor_id))
 }
 
 /// Whether `visitor_id`'s view of `product` is a self-tuning trial
 /// ([`crate::tuning`]): one view in [`SAMPLE_ONE_IN`] of every visitor, so that a
 /// store's every kind of shopper is heard, not a twentieth of them.
 pub fn sampled_view(visitor_id: &str, product: &str) -> bool {
-    let key = crate::analytics::session_key(visitor_id) ^ crate::analytics::session_key(product);
+    one_in(crate::analytics::session_key(visitor_id) ^ crate::analytics::session_key(product))
+}
+
+/// Whether a hashed `key` is among one in [`SAMPLE_ONE_IN`].
+fn one_in(key: u64) -> bool {
+    // Fx hashes leave the low bits weak: mix before taking the remainder.
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).is_multiple_of(SAMPLE_ONE_IN)
 }
 
@@ -51,16 +54,21 @@ pub fn rank_of(shown: impl IntoIterator<Item = ProductIdx>, target: ProductIdx) 
         .position(|product| product == target)
 }
 
-/// Trials, hits and the sum of reciprocal ranks.
+/// Trials, hits and the sum of reciprocal ranks (of zones here, of self-tuning's
+/// settings in [`crate::tuning`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Tally {
-    trials: u64,
-    hits: u64,
-    reciprocal_ranks: f64,
+pub struct Tally {
+    /// Trials.
+    pub trials: u64,
+    /// Hits (the product among the first [`TOP_K`]).
+    pub hits: u64,
+    /// The sum of the hits' reciprocal ranks.
+    pub reciprocal_ranks: f64,
 }
 
 impl Tally {
-    fn add(&mut self, rank: Option<usize>) {
+    /// Counts a trial whose product ranked at `rank` (from 0; `None`: a miss).
+    pub fn add(&mut self, rank: Option<usize>) {
         self.trials += 1;
         if let Some(rank) = rank {
             self.hits += 1;
@@ -83,7 +91,8 @@ impl Tally {
         clippy::cast_precision_loss,
         reason = "trial counts far below 2^53 are exact in an f64"
     )]
-    fn rates(&self) -> (f64, f64) {
+    /// The hit rate and the mean reciprocal rank (0 without trials).
+    pub fn rates(&self) -> (f64, f64) {
         if self.trials == 0 {
             return (0.0, 0.0);
         }

@@ -156,12 +156,8 @@ pub fn threshold(settings: usize) -> f64 {
 /// One setting's trials since the last switch.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Tally {
-    /// Trials.
-    pub trials: u64,
-    /// Hits.
-    pub hits: u64,
-    /// The sum of the hits' reciprocal ranks.
-    pub reciprocal_ranks: f64,
+    /// Its trials, hits and reciprocal ranks.
+    pub scored: crate::prequential::Tally,
     /// Trials it hit and the active setting missed.
     pub wins: u64,
     /// Trials the active setting hit and it missed.
@@ -326,16 +322,7 @@ impl Tuner {
         }
         let active_hit = ranks.get(state.active).copied().flatten().is_some();
         for (tally, rank) in state.tallies.iter_mut().zip(ranks) {
-            tally.trials += 1;
-            if let Some(rank) = rank {
-                tally.hits += 1;
-                #[expect(
-                    clippy::cast_precision_loss,
-                    reason = "a rank below TOP_K is exact in an f64"
-                )]
-                let place = (*rank + 1) as f64;
-                tally.reciprocal_ranks += 1.0 / place;
-            }
+            tally.scored.add(*rank);
             match (rank.is_some(), active_hit) {
                 (true, false) => tally.wins += 1,
                 (false, true) => tally.losses += 1,
@@ -362,7 +349,7 @@ impl Tuner {
             at: now,
             from: *state.grid.get(from)?,
             to: *state.grid.get(to)?,
-            trials: tally.trials,
+            trials: tally.scored.trials,
             wins: tally.wins,
             losses: tally.losses,
             evidence,

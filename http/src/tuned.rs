@@ -33,32 +33,18 @@ impl TunedFile {
     /// is left for a later configuration).
     pub fn restore(dir: PathBuf, account: &Account) -> TunedFile {
         let key = account.access_key();
-        match std::fs::read(dir.join(FILE)) {
-            Ok(bytes) => match serde_json::from_slice::<Stored>(&bytes) {
-                Ok(stored) => match CoViewWindow::of_steps(stored.co_view_window) {
-                    Some(window) => {
-                        let setting = ListSetting {
-                            window,
-                            partner_damping: stored.partner_damping,
-                        };
-                        if account.restore_list_setting(setting) {
-                            tracing::info!(account = %key, co_view_window = stored.co_view_window, partner_damping = stored.partner_damping, "co-view lists read at the setting self-tuning chose");
-                        } else {
-                            tracing::info!(account = %key, co_view_window = stored.co_view_window, partner_damping = stored.partner_damping, "the setting self-tuning chose is not tuned by this configuration: the configured one is used");
-                        }
-                    }
-                    None => {
-                        tracing::warn!(account = %key, file = FILE, "not a co-view window: {}; ignored", stored.co_view_window);
-                    }
-                },
-                Err(error) => {
-                    tracing::warn!(account = %key, file = FILE, %error, "unreadable; ignored")
+        match read(&dir) {
+            Ok(None) => {}
+            Ok(Some(setting)) => {
+                let (co_view_window, partner_damping) =
+                    (setting.window.steps(), setting.partner_damping);
+                if account.restore_list_setting(setting) {
+                    tracing::info!(account = %key, co_view_window, partner_damping, "co-view lists read at the setting self-tuning chose");
+                } else {
+                    tracing::info!(account = %key, co_view_window, partner_damping, "the setting self-tuning chose is not tuned by this configuration: the configured one is used");
                 }
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                tracing::warn!(account = %key, file = FILE, %error, "unreadable; ignored")
             }
+            Err(error) => tracing::warn!(account = %key, file = FILE, %error, "ignored"),
         }
         TunedFile {
             written: AtomicU64::new(account.tuning_generation()),
@@ -103,4 +89,31 @@ impl TunedFile {
             }
         }
     }
+}
+
+/// Why a kept setting was not read.
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error("unreadable: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a setting: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("not a co-view window: {0}")]
+    Window(usize),
+}
+
+/// The setting kept in `dir`, if there is one.
+fn read(dir: &std::path::Path) -> Result<Option<ListSetting>, Unreadable> {
+    let bytes = match std::fs::read(dir.join(FILE)) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let stored: Stored = serde_json::from_slice(&bytes)?;
+    let window = CoViewWindow::of_steps(stored.co_view_window)
+        .ok_or(Unreadable::Window(stored.co_view_window))?;
+    Ok(Some(ListSetting {
+        window,
+        partner_damping: stored.partner_damping,
+    }))
 }

@@ -163,7 +163,13 @@ impl Account {
         }
         // And self-tuning takes one view in 20 of every visitor as a trial.
         if settings.self_evaluation {
-            self.take_trial(&visitor_id, &mut visitor, &request.events, &catalogue, now);
+            self.take_trial(
+                &visitor_id,
+                &mut visitor,
+                &request.events,
+                (&catalogue, &settings.zones),
+                now,
+            );
         }
         self.track(
             &mut visitor,

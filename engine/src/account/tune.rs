@@ -9,24 +9,23 @@ use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
+use crate::recommend::history_weights;
 use crate::tuning::{Trial, TuningReport};
 use crate::visitor::LiveVisitor;
-use crate::zone::{
-    DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, LONG_TERM_HISTORY, Strategy,
-};
+use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
 
 impl Account {
     /// Takes a trial of self-tuning, if one is due and the request's first product view
     /// is sampled ([`crate::prequential::sampled_view`]) and new to the visitor: the
     /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
-    /// them, [`Account::shadow_seed_weights`]) and that product, before the request is
+    /// them, [`shadow_seed_weights`]) and that product, before the request is
     /// applied. Scored by [`Account::score_trials`].
     pub(super) fn take_trial(
         &self,
         visitor_id: &str,
         live: &mut LiveVisitor,
         events: &[Event],
-        catalogue: &Catalogue,
+        (catalogue, zones): (&Catalogue, &[ZoneSpec]),
         now: UnixMillis,
     ) {
         let Some(first) = events.iter().find_map(|event| match event {
@@ -55,7 +54,7 @@ impl Account {
             return;
         };
         let recent: Vec<u32> = recent_keys.iter().rev().copied().collect();
-        let seeds = self.shadow_seed_weights(&recent);
+        let seeds = shadow_seed_weights(zones, &recent);
         self.tuner.queue(Trial {
             grid,
             seeds: self.coview.shadow_seeds(&seeds),
@@ -64,50 +63,6 @@ impl Account {
             targets: smallvec::smallvec![target],
             now,
         });
-    }
-
-    /// The visitor's latest views (`recent`, newest first) as the seeds of a trial,
-    /// weighed as the account's first `personalized` zone weighs its views (the
-    /// defaults without one): the latest `history` each `recency` times the one after
-    /// it, and the latest [`LONG_TERM_HISTORY`] sharing `long_term` on top.
-    fn shadow_seed_weights(&self, recent: &[u32]) -> Vec<(u32, f64)> {
-        let settings = self.settings.load();
-        let spec = settings
-            .zones
-            .iter()
-            .find(|zone| zone.strategy == Some(Strategy::Personalized));
-        let (history, recency, long_term) = spec.map_or(
-            (DEFAULT_HISTORY, DEFAULT_RECENCY, DEFAULT_LONG_TERM),
-            |zone| (zone.history, zone.recency, zone.long_term),
-        );
-        let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
-        let read = if long_term > 0.0 {
-            views.len().min(LONG_TERM_HISTORY.max(history))
-        } else {
-            views.len().min(history)
-        };
-        #[expect(
-            clippy::cast_precision_loss,
-            reason = "at most LONG_TERM_HISTORY views, exact in an f64"
-        )]
-        let share = long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
-        let mut latest = 1.0;
-        views
-            .into_iter()
-            .take(read)
-            .enumerate()
-            .map(|(i, key)| {
-                let mut weight = 0.0;
-                if i < history {
-                    weight += latest;
-                    latest *= recency;
-                }
-                if i < LONG_TERM_HISTORY {
-                    weight += share;
-                }
-                (key, weight)
-            })
-            .collect()
     }
 
     /// Scores the trials taken since the last call (on the models' rebuild round, off
@@ -162,6 +117,23 @@ impl Account {
     pub fn tuning_generation(&self) -> u64 {
         self.tuner.generation()
     }
+}
+
+/// The visitor's latest views (`recent`, newest first) as the seeds of a trial,
+/// weighed as the first `personalized` zone of `zones` weighs its views (the
+/// defaults without one): the latest `history` each `recency` times the one after
+/// it, and the latest [`crate::zone::LONG_TERM_HISTORY`] sharing `long_term` on top.
+fn shadow_seed_weights(zones: &[ZoneSpec], recent: &[u32]) -> Vec<(u32, f64)> {
+    let spec = zones
+        .iter()
+        .find(|zone| zone.strategy == Some(Strategy::Personalized));
+    let settings = spec.map_or(
+        (DEFAULT_HISTORY, DEFAULT_RECENCY, DEFAULT_LONG_TERM),
+        |zone| (zone.history, zone.recency, zone.long_term),
+    );
+    let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
+    let weights = history_weights(settings, views.len(), 1.0);
+    views.into_iter().zip(weights).collect()
 }
 
 /// `models` with the co-view lists read at `setting`.

@@ -294,15 +294,11 @@ impl CoCounts {
         partners
             .into_iter()
             .filter_map(|partner| {
-                let count = partner.at(window);
                 let total = self
                     .pairs
                     .get(&partner.key)
-                    .map_or(count, |p| p.totals().at(window));
-                let sure = match window.reach() {
-                    Some(_) => count.min(total),
-                    None => (count - partner.inherited).min(total),
-                };
+                    .map_or(partner.at(window), |p| p.totals().at(window));
+                let sure = partner.sure_at(window).min(total);
                 (sure > 0.0).then_some((partner.key, sure, total))
             })
             .collect()
@@ -532,10 +528,13 @@ pub(super) struct CountedPartner {
 impl CountedPartner {
     /// The pair's count at `window` (inherited part included at the longest).
     pub(super) fn at(&self, window: CoViewWindow) -> f32 {
-        match window.reach() {
-            Some(at) => self.reach.get(at).copied().unwrap_or(0.0),
-            None => self.count,
-        }
+        window.read(&self.reach, self.count)
+    }
+
+    /// The count at `window` the pair was surely seen: at the longest, less what it
+    /// inherited; the counts by distance are sure already (counted since it came in).
+    pub(super) fn sure_at(&self, window: CoViewWindow) -> f32 {
+        window.read(&self.reach, self.count - self.inherited)
     }
 }
 
@@ -549,10 +548,7 @@ pub(super) struct Totals {
 impl Totals {
     /// The total at `window`.
     pub(super) fn at(&self, window: CoViewWindow) -> f32 {
-        match window.reach() {
-            Some(at) => self.reach.get(at).copied().unwrap_or(0.0),
-            None => self.all,
-        }
+        window.read(&self.reach, self.all)
     }
 }
 

@@ -101,6 +101,15 @@ impl CoViewWindow {
             CoViewWindow::Ten => None,
         }
     }
+
+    /// The count the window reads: the one of `reach` at its distance, else `whole`
+    /// (the longest window's).
+    pub(crate) fn read(self, reach: &Reach, whole: f32) -> f32 {
+        match self.reach() {
+            Some(at) => reach.get(at).copied().unwrap_or(0.0),
+            None => whole,
+        }
+    }
 }
 
 /// A pair's weighted counts at distance 1, and at distance 3 at most (the shorter

@@ -107,11 +107,7 @@ impl CoCounts {
                         continue;
                     }
                     let total = totals.at(window);
-                    let count = match window.reach() {
-                        Some(_) => partner.at(window),
-                        None => partner.count - partner.inherited,
-                    };
-                    let sure = count.min(total);
+                    let sure = partner.sure_at(window).min(total);
                     if sure > 0.0 {
                         let pair = sure * root_damped(total, setting.partner_damping);
                         *sum += seed_part * f64::from(pair);
@@ -152,17 +148,14 @@ fn window_bit(window: CoViewWindow) -> u8 {
 fn kept_at_each_window(partners: &[CountedPartner], keep: usize) -> Vec<KeptPartner> {
     let mut marks = vec![0u8; partners.len()];
     if partners.len() <= keep {
-        marks.iter_mut().for_each(|m| *m = 7);
+        let every = CoViewWindow::ALL
+            .into_iter()
+            .fold(0, |bits, window| bits | window_bit(window));
+        marks.iter_mut().for_each(|m| *m = every);
     } else {
         let mut order: Vec<usize> = (0..partners.len()).collect();
         for window in CoViewWindow::ALL {
-            let counts: Vec<f32> = partners
-                .iter()
-                .map(|p| match window.reach() {
-                    Some(_) => p.at(window),
-                    None => p.count - p.inherited,
-                })
-                .collect();
+            let counts: Vec<f32> = partners.iter().map(|p| p.sure_at(window)).collect();
             let count = |at: usize| counts.get(at).copied().unwrap_or(0.0);
             let strongest = |a: &usize, b: &usize| count(*b).total_cmp(&count(*a)).then(a.cmp(b));
             order.select_nth_unstable_by(keep.saturating_sub(1), strongest);

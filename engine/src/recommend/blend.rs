@@ -22,26 +22,47 @@ pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = Seeds::new();
     for_each_history_list(ctx, |latest_first, top| {
-        let read = if zone.long_term > 0.0 {
-            latest_first.len().min(LONG_TERM_HISTORY.max(zone.history))
-        } else {
-            latest_first.len().min(zone.history)
-        };
-        let long_term = zone.long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
-        let mut recent = top;
-        for (i, idx) in latest_first.take(read).enumerate() {
-            let mut weight = 0.0;
-            if i < zone.history {
-                weight += recent;
-                recent *= zone.recency;
-            }
-            if i < LONG_TERM_HISTORY {
-                weight += top * long_term;
-            }
-            seeds.push((*idx, weight));
-        }
+        let weights = history_weights(
+            (zone.history, zone.recency, zone.long_term),
+            latest_first.len(),
+            top,
+        );
+        seeds.extend(
+            latest_first
+                .zip(weights)
+                .map(|(idx, weight)| (*idx, weight)),
+        );
     });
     seeds
+}
+
+/// The weights `personalized` gives the entries of a history list of `len`, latest
+/// first, with its `(history, recency, long_term)`: the latest `history` weigh `top`,
+/// `top · recency`, …, and the latest [`LONG_TERM_HISTORY`] share `top · long_term` on
+/// top; entries beyond both are not read (the iterator ends).
+pub(crate) fn history_weights(
+    (history, recency, long_term): (usize, f64, f64),
+    len: usize,
+    top: f64,
+) -> impl Iterator<Item = f64> {
+    let read = if long_term > 0.0 {
+        len.min(LONG_TERM_HISTORY.max(history))
+    } else {
+        len.min(history)
+    };
+    let share = long_term / read.clamp(1, LONG_TERM_HISTORY) as f64;
+    let mut recent = top;
+    (0..read).map(move |i| {
+        let mut weight = 0.0;
+        if i < history {
+            weight += recent;
+            recent *= recency;
+        }
+        if i < LONG_TERM_HISTORY {
+            weight += top * share;
+        }
+        weight
+    })
 }
 
 /// The products `viewed_together` and `bought_together` start from: the page's product

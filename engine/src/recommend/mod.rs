@@ -20,6 +20,7 @@ mod filters;
 mod price;
 mod rankings;
 
+pub(crate) use blend::history_weights;
 pub use evidence::{Evidence, Fact};
 pub use filters::Rejection;
 pub use price::{ItemPrice, item_price, priced};

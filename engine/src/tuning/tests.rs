@@ -100,7 +100,12 @@ fn a_setting_that_wins_significantly_becomes_the_active_one_and_the_counts_start
     assert!(switch.evidence >= report.threshold, "{switch:?}");
     assert!(switch.wins + switch.losses >= MIN_DISCORDANT);
     assert_eq!(switch.trials, trial + 1);
-    assert!(report.settings.iter().all(|(_, tally)| tally.trials == 0));
+    assert!(
+        report
+            .settings
+            .iter()
+            .all(|(_, tally)| tally.scored.trials == 0)
+    );
 }
 
 #[test]
@@ -119,7 +124,7 @@ fn a_setting_as_good_as_the_active_one_does_not_replace_it() {
         report
             .settings
             .iter()
-            .all(|(_, t)| t.trials == 2_000 && t.hits == 1_000)
+            .all(|(_, t)| t.scored.trials == 2_000 && t.scored.hits == 1_000)
     );
 }
 

@@ -17,33 +17,17 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "partnerDamping": s.partner_damping,
         })
     };
-    let rate = |n: u64, of: u64| {
-        #[expect(
-            clippy::cast_precision_loss,
-            reason = "trial counts far below 2^53 are exact in an f64"
-        )]
-        let rate = if of == 0 { 0.0 } else { n as f64 / of as f64 };
-        rate
-    };
     let settings: Vec<Value> = report
         .settings
         .iter()
         .map(|(s, tally)| {
+            let (hit_rate, mrr) = tally.scored.rates();
             let mut value = setting(s);
             if let Some(fields) = value.as_object_mut() {
                 fields.insert("active".into(), json!(*s == report.active));
-                fields.insert("trials".into(), json!(tally.trials));
-                fields.insert("hits".into(), json!(tally.hits));
-                fields.insert("hitRate".into(), json!(rate(tally.hits, tally.trials)));
-                #[expect(
-                    clippy::cast_precision_loss,
-                    reason = "trial counts far below 2^53 are exact in an f64"
-                )]
-                let mrr = if tally.trials == 0 {
-                    0.0
-                } else {
-                    tally.reciprocal_ranks / tally.trials as f64
-                };
+                fields.insert("trials".into(), json!(tally.scored.trials));
+                fields.insert("hits".into(), json!(tally.scored.hits));
+                fields.insert("hitRate".into(), json!(hit_rate));
                 fields.insert("mrr".into(), json!(mrr));
                 fields.insert("wins".into(), json!(tally.wins));
                 fields.insert("losses".into(), json!(tally.losses));

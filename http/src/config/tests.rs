@@ -405,6 +405,7 @@ fn errors_name_file_key_and_problem() {
             ..ModelSettings::default()
         }
     );
+    let parsed = |table: &str| parse(&models(table), "t", &Overrides::default()).unwrap();
     let config = parse(
         &models("partner_damping = 0\nseed_damping = 1"),
         "t",
@@ -423,7 +424,7 @@ fn errors_name_file_key_and_problem() {
             partner_damping: Some(0.0),
         })
     );
-    let config = parse(&models("co_view_window = 3"), "t", &Overrides::default()).unwrap();
+    let config = parsed("co_view_window = 3");
     assert_eq!(
         config.accounts[0].models.co_view_window,
         CoViewWindow::Three
@@ -435,17 +436,12 @@ fn errors_name_file_key_and_problem() {
             partner_damping: None,
         })
     );
-    let config = parse(&models("tuning = \"off\""), "t", &Overrides::default()).unwrap();
+    let config = parsed("tuning = \"off\"");
     assert_eq!(config.accounts[0].tuning, Tuning::Off);
     assert_eq!(config.accounts[0].settings().tuning, Tuning::Off);
-    let config = parse(&models("tuning = \"auto\""), "t", &Overrides::default()).unwrap();
+    let config = parsed("tuning = \"auto\"");
     assert_eq!(config.accounts[0].tuning, Tuning::default());
-    let config = parse(
-        &models("tuning_trials_per_second = 500"),
-        "t",
-        &Overrides::default(),
-    )
-    .unwrap();
+    let config = parsed("tuning_trials_per_second = 500");
     assert_eq!(config.accounts[0].models.tuning_trials_per_second, 500);
     assert!(
         fails(&models("tuning_trials_per_second = 0"))
