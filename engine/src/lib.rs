@@ -17,6 +17,7 @@
 //! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
 //! - [`visitor`]: bounded per-visitor state.
+//! - [`repurchases`]: what a visitor bought in how many orders, for `buy_again`.
 //! - [`zone`]: zone definitions and strategies.
 //! - [`similar`]: content-similarity neighbours, computed at build time.
 //! - [`models`]: online models (co-view, co-purchase, decayed popularity).
@@ -44,6 +45,7 @@ pub mod money;
 pub mod overlay;
 pub mod prequential;
 pub mod recommend;
+pub mod repurchases;
 pub mod shards;
 pub mod similar;
 pub mod site;

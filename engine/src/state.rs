@@ -7,6 +7,7 @@ use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::{Decaying, PairCount};
 use crate::money::Currency;
+use crate::repurchases::Repurchases;
 use crate::visitor::Visitor;
 
 /// The events of one `/api/serverside` request as logged: replaying it gives the same
@@ -159,6 +160,14 @@ pub enum StateEntry {
     /// A product's co-view partners, counts, inherited counts and counts by distance
     /// (written instead of [`StateEntry::CoViewPairs`], which is still read; boxed).
     CoViewPairsByDistance(Box<PairsByDistance>),
+    /// The products a visitor bought, in how many orders and when last (see
+    /// [`crate::repurchases`]; written after the visitor's [`StateEntry::Visitor`]).
+    Repurchases {
+        /// Visitor id.
+        visitor: String,
+        /// What it bought.
+        bought: Box<Repurchases>,
+    },
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

@@ -29,8 +29,10 @@ use parking_lot::Mutex;
 use crate::catalogue::UnixMillis;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings};
 
-/// The partner dampings compared (with every window).
-pub const PARTNER_DAMPINGS: [f32; 3] = [0.25, 0.5, 0.75];
+/// The partner dampings compared (with every window). 0 (pairs ranked by their counts
+/// alone) wins on sparse purchase data, where a pair seen once among rare products is
+/// noise that damping would rank first.
+pub const PARTNER_DAMPINGS: [f32; 4] = [0.0, 0.25, 0.5, 0.75];
 /// The test's level over the whole grid.
 pub const ALPHA: f64 = 0.01;
 /// Trials on which a setting and the active one disagree, at least, before it may
@@ -87,6 +89,18 @@ pub struct Pins {
 }
 
 impl Tuning {
+    /// What it asks of the co-purchase lists: their window is always
+    /// [`CoViewWindow::Ten`] (an order's lines are read whole), the damping as asked.
+    pub fn for_purchases(self) -> Tuning {
+        match self {
+            Tuning::Off => Tuning::Off,
+            Tuning::Auto(pins) => Tuning::Auto(Pins {
+                co_view_window: Some(CoViewWindow::Ten),
+                ..pins
+            }),
+        }
+    }
+
     /// The settings compared, starting from the configured `models`: one only when
     /// tuning is off or everything is pinned.
     pub fn grid(&self, models: &ModelSettings) -> Vec<ListSetting> {

@@ -10,6 +10,7 @@ use crate::analytics::Impressions;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
 use crate::models::ProductKeys;
+use crate::repurchases::Repurchases;
 
 /// Most recent product views kept per visitor.
 pub const MAX_RECENT_VIEWS: usize = 50;
@@ -143,6 +144,8 @@ pub struct LiveVisitor {
     purchases: Option<Purchases>,
     /// What zones showed the visitor lately (none until a zone shows something).
     impressions: Option<Box<Impressions>>,
+    /// The products bought, in how many orders (none until an order).
+    repurchases: Option<Box<Repurchases>>,
 }
 
 /// A visitor's purchases as dense ids of one catalogue version.
@@ -170,13 +173,39 @@ impl LiveVisitor {
         &self.state
     }
 
-    /// Replaces its state, keeping its impressions.
+    /// Replaces its state, keeping its impressions and repurchases.
     pub fn replace_state(&mut self, state: Visitor) {
         *self = LiveVisitor {
             state,
             impressions: self.impressions.take(),
+            repurchases: self.repurchases.take(),
             ..LiveVisitor::default()
         };
+    }
+
+    /// What it bought, in how many orders.
+    pub fn repurchases(&self) -> Option<&Repurchases> {
+        self.repurchases.as_deref()
+    }
+
+    /// Replaces what it bought (a restored snapshot's).
+    pub fn restore_repurchases(&mut self, repurchases: Repurchases) {
+        self.repurchases = (!repurchases.is_empty()).then(|| Box::new(repurchases));
+    }
+
+    /// Records an order of `products` at `at`: its purchases ([`Visitor::record_purchase`])
+    /// and its repurchases.
+    pub fn record_order_lines<'a>(
+        &mut self,
+        products: impl IntoIterator<Item = &'a str> + Clone,
+        at: UnixMillis,
+    ) {
+        for product in products.clone() {
+            self.state.record_purchase(product);
+        }
+        self.repurchases
+            .get_or_insert_with(Box::default)
+            .record_order(products, at);
     }
 
     /// What zones showed it lately.

@@ -82,6 +82,10 @@ pub enum Strategy {
     /// `basket_cross_sell`: products bought together with the basket's products, then
     /// their `RelatedProducts`.
     BasketCrossSell,
+    /// `buy_again`: the products the visitor bought, those bought in the most orders
+    /// first, then the latest bought (see [`crate::repurchases`]); the one zone that
+    /// shows bought products (not those in the basket).
+    BuyAgain,
     /// `category_affinity` (recommender-category zones): the categories the visitor
     /// browsed most, then the most popular ones.
     CategoryAffinity,
@@ -92,7 +96,7 @@ pub enum Strategy {
 
 impl Strategy {
     /// Strategies this version fills, by config name.
-    pub const AVAILABLE: [(&'static str, Strategy); 15] = [
+    pub const AVAILABLE: [(&'static str, Strategy); 16] = [
         ("trending", Strategy::Trending),
         ("top_sellers", Strategy::TopSellers),
         ("recently_viewed", Strategy::RecentlyViewed),
@@ -106,6 +110,7 @@ impl Strategy {
         ("associated", Strategy::Associated),
         ("personalized", Strategy::Personalized),
         ("basket_cross_sell", Strategy::BasketCrossSell),
+        ("buy_again", Strategy::BuyAgain),
         ("category_affinity", Strategy::CategoryAffinity),
         ("brand_affinity", Strategy::BrandAffinity),
     ];
@@ -191,6 +196,17 @@ pub struct ZoneSpec {
     /// included. [`DEFAULT_CONTENT`] unless configured; 0 leaves content to fill the
     /// zone only after the pairs run out.
     pub content: f64,
+}
+
+impl ZoneSpec {
+    /// Whether filling the zone reads the visitor's repurchases (`buy_again` as its
+    /// strategy or a fallback).
+    pub fn reads_repurchases(&self) -> bool {
+        self.strategy
+            .into_iter()
+            .chain(self.fallback.iter().copied())
+            .any(|s| s == Strategy::BuyAgain)
+    }
 }
 
 /// [`ZoneSpec::content`] by default: no content in the blends (README,

@@ -1,6 +1,7 @@
-//! The co-view list setting self-tuning chose for an account
-//! (`vitrine_engine::tuning`), kept in the account's directory as `tuned-models.json`, so
-//! that a restart reads the lists as before it and tuning goes on from there.
+//! The list settings self-tuning chose for an account (`vitrine_engine::tuning`): the
+//! co-view lists' window and partner damping, the co-purchase lists' partner damping;
+//! kept in the account's directory as `tuned-models.json`, so that a restart reads the
+//! lists as before it and tuning goes on from there.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,9 @@ pub const FILE: &str = vitrine_ingest::store::TUNED_MODELS_FILE;
 struct Stored {
     co_view_window: usize,
     partner_damping: f32,
+    /// Absent from files written before the co-purchase lists were tuned.
+    #[serde(default)]
+    purchase_partner_damping: Option<f32>,
 }
 
 /// An account's file, and the tuning generation it holds.
@@ -35,7 +39,13 @@ impl TunedFile {
         let key = account.access_key();
         match read(&dir) {
             Ok(None) => {}
-            Ok(Some(setting)) => {
+            Ok(Some((setting, purchases))) => {
+                if let Some(purchases) = purchases {
+                    let partner_damping = purchases.partner_damping;
+                    if account.restore_purchase_list_setting(purchases) {
+                        tracing::info!(account = %key, partner_damping, "co-purchase lists read at the setting self-tuning chose");
+                    }
+                }
                 let (co_view_window, partner_damping) =
                     (setting.window.steps(), setting.partner_damping);
                 if account.restore_list_setting(setting) {
@@ -61,14 +71,27 @@ impl TunedFile {
         }
         let report = account.model_tuning();
         let active = report.active;
+        let purchases = account.purchase_model_tuning();
         let stored = Stored {
             co_view_window: active.window.steps(),
             partner_damping: active.partner_damping,
+            purchase_partner_damping: Some(purchases.active.partner_damping),
         };
         let bytes = serde_json::to_vec(&stored).unwrap_or_default();
         match vitrine_snapshots::atomic_write(&self.dir, FILE, &bytes) {
             Ok(()) => {
                 self.written.store(generation, Ordering::Release);
+                if let Some(switch) = purchases.switches.last() {
+                    tracing::info!(
+                        account = %account.access_key(),
+                        partner_damping = purchases.active.partner_damping,
+                        from_partner_damping = switch.from.partner_damping,
+                        trials = switch.trials,
+                        wins = switch.wins,
+                        losses = switch.losses,
+                        "self-tuning chose the co-purchase lists' damping"
+                    );
+                }
                 if let Some(switch) = report.switches.last() {
                     tracing::info!(
                         account = %account.access_key(),
@@ -102,8 +125,9 @@ enum Unreadable {
     Window(usize),
 }
 
-/// The setting kept in `dir`, if there is one.
-fn read(dir: &std::path::Path) -> Result<Option<ListSetting>, Unreadable> {
+/// The settings kept in `dir`, if there are: the co-view lists', and the co-purchase
+/// lists' when kept.
+fn read(dir: &std::path::Path) -> Result<Option<(ListSetting, Option<ListSetting>)>, Unreadable> {
     let bytes = match std::fs::read(dir.join(FILE)) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -112,8 +136,17 @@ fn read(dir: &std::path::Path) -> Result<Option<ListSetting>, Unreadable> {
     let stored: Stored = serde_json::from_slice(&bytes)?;
     let window = CoViewWindow::of_steps(stored.co_view_window)
         .ok_or(Unreadable::Window(stored.co_view_window))?;
-    Ok(Some(ListSetting {
-        window,
-        partner_damping: stored.partner_damping,
-    }))
+    let purchases = stored
+        .purchase_partner_damping
+        .map(|partner_damping| ListSetting {
+            window: CoViewWindow::Ten,
+            partner_damping,
+        });
+    Ok(Some((
+        ListSetting {
+            window,
+            partner_damping: stored.partner_damping,
+        },
+        purchases,
+    )))
 }

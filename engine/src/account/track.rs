@@ -213,9 +213,8 @@ impl Account {
                 if !self.count_order(order, index, now, notices) {
                     return;
                 }
-                for line in &order.items {
-                    visitor.record_purchase(&line.id);
-                }
+                live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
+                let visitor = live.state_mut();
                 visitor.basket.clear();
                 self.link_visitor(page.visitor_id, &order.identity);
                 visitor.link_identity(&order.identity);
@@ -366,10 +365,8 @@ impl Account {
             };
             self.link_visitor(&id, &order.identity);
             let mut live = self.visitors.get_or_insert_with(id, LiveVisitor::default);
+            live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
             let customer = live.state_mut();
-            for line in &order.items {
-                customer.record_purchase(&line.id);
-            }
             customer.link_identity(&order.identity);
             customer.merge_details(&order.details);
             customer.last_seen = customer.last_seen.max(now);

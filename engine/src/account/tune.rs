@@ -1,6 +1,8 @@
-//! Self-tuning of the account's co-view lists (see [`crate::tuning`]): scoring the grid
-//! on a sampled visitor's request before it is applied, and switching the lists to the
-//! setting that wins.
+//! Self-tuning of the account's co-view and co-purchase lists (see [`crate::tuning`]):
+//! scoring the grid on a sampled visitor's request before it is applied, and switching
+//! the lists to the setting that wins. The co-view lists are tried on product views
+//! (window and partner damping), the co-purchase lists on products put in the basket or
+//! ordered (partner damping).
 
 use std::sync::atomic::Ordering;
 
@@ -65,10 +67,82 @@ impl Account {
         });
     }
 
+    /// Takes a trial of the co-purchase lists' self-tuning, if one is due and the
+    /// request's first product put in the basket or ordered is sampled
+    /// ([`crate::prequential::sampled_view`]) and new to the visitor (neither bought
+    /// nor in the basket): the co-purchase pairs of the visitor's basket lines and
+    /// purchases (latest first, weighed as `personalized` weighs its views) and that
+    /// product, before the request is applied. Scored by [`Account::score_trials`].
+    pub(super) fn take_purchase_trial(
+        &self,
+        visitor_id: &str,
+        live: &LiveVisitor,
+        events: &[Event],
+        (catalogue, zones): (&Catalogue, &[ZoneSpec]),
+        now: UnixMillis,
+    ) {
+        let owned = |id: &str| {
+            live.basket.iter().any(|line| line.id == id) || live.purchased.iter().any(|p| p == id)
+        };
+        let Some(first) = events.iter().find_map(|event| match event {
+            Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| !owned(id)),
+            Event::Order(order) => order
+                .items
+                .iter()
+                .map(|l| l.id.as_str())
+                .find(|id| !owned(id)),
+            _ => None,
+        }) else {
+            return;
+        };
+        if !crate::prequential::sampled_view(visitor_id, first)
+            || catalogue.idx_of(first).is_none()
+            || (live.basket.is_empty() && live.purchased.is_empty())
+        {
+            return;
+        }
+        let Some(grid) = self.purchase_tuner.due(now) else {
+            return;
+        };
+        let history: Vec<u32> = live
+            .basket
+            .iter()
+            .rev()
+            .map(|line| line.id.as_str())
+            .chain(live.purchased.iter().rev().map(|p| p.as_str()))
+            .filter_map(|id| self.product_keys.existing(id))
+            .collect();
+        let seeds = shadow_seed_weights(zones, &history);
+        self.purchase_tuner.queue(Trial {
+            grid,
+            seeds: self.copurchase.shadow_seeds(&seeds),
+            skip: history,
+            targets: smallvec::smallvec![self.product_keys.existing(first)],
+            now,
+        });
+    }
+
     /// Scores the trials taken since the last call (on the models' rebuild round, off
     /// the request path): where each setting of the grid ranks each product a trial's
     /// request brought. Switches the lists when a setting wins.
     pub(super) fn score_trials(&self) {
+        while let Some(trial) = self.purchase_tuner.take() {
+            for target in &trial.targets {
+                let ranks = match target {
+                    Some(target) => self.copurchase.shadow_ranks(
+                        &trial.seeds,
+                        &trial.skip,
+                        *target,
+                        &trial.grid,
+                        TOP_K,
+                    ),
+                    None => trial.grid.iter().map(|_| None).collect(),
+                };
+                if let Some(setting) = self.purchase_tuner.record(&trial.grid, &ranks, trial.now) {
+                    self.read_purchase_lists_at(setting);
+                }
+            }
+        }
         while let Some(trial) = self.tuner.take() {
             for target in &trial.targets {
                 let ranks = match target {
@@ -98,6 +172,15 @@ impl Account {
         self.models_stale.store(true, Ordering::Release);
     }
 
+    /// Reads the co-purchase lists at `setting` from the next rebuild on, every list
+    /// sorted again.
+    fn read_purchase_lists_at(&self, setting: ListSetting) {
+        let models = for_purchases(&self.settings.load().models);
+        self.copurchase.configure(with_lists(&models, setting));
+        self.copurchase.queue_all();
+        self.models_stale.store(true, Ordering::Release);
+    }
+
     /// Makes `setting`, chosen by self-tuning before a restart, the active one, if
     /// tuning is on and its grid has it. Returns whether it did.
     pub fn restore_list_setting(&self, setting: ListSetting) -> bool {
@@ -108,14 +191,30 @@ impl Account {
         true
     }
 
-    /// What self-tuning knows now.
+    /// [`Account::restore_list_setting`] for the co-purchase lists.
+    pub fn restore_purchase_list_setting(&self, setting: ListSetting) -> bool {
+        if !self.purchase_tuner.restore(setting) {
+            return false;
+        }
+        self.read_purchase_lists_at(setting);
+        true
+    }
+
+    /// What self-tuning of the co-view lists knows now.
     pub fn model_tuning(&self) -> TuningReport {
         self.tuner.report()
     }
 
-    /// Bumped by every change of the active list setting.
+    /// What self-tuning of the co-purchase lists knows now.
+    pub fn purchase_model_tuning(&self) -> TuningReport {
+        self.purchase_tuner.report()
+    }
+
+    /// Bumped by every change of an active list setting (co-view or co-purchase).
     pub fn tuning_generation(&self) -> u64 {
-        self.tuner.generation()
+        self.tuner
+            .generation()
+            .wrapping_add(self.purchase_tuner.generation())
     }
 }
 

@@ -258,7 +258,7 @@ impl CoCounts {
     }
 
     /// [`ModelSettings::partner_damping`] and [`ModelSettings::seed_damping`] now.
-    pub(super) fn dampings(&self) -> (f32, f32) {
+    pub(crate) fn dampings(&self) -> (f32, f32) {
         let [partner, seed] = &self.damping;
         (
             f32::from_bits(partner.load(Ordering::Relaxed)),

@@ -68,6 +68,13 @@ pub(super) fn candidates(
                 }
             }
         }
+        Strategy::BuyAgain => {
+            for &(idx, orders) in ctx.bought_again {
+                if !take(idx, &|| Evidence::facts(vec![Fact::BoughtBefore(orders)])) {
+                    return;
+                }
+            }
+        }
         Strategy::NewArrivals | Strategy::OnOffer => {
             for (rank, &idx) in ctx.rankings.trending.iter().enumerate() {
                 let Some(product) = catalogue.product(idx) else {

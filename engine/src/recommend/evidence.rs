@@ -62,6 +62,8 @@ pub enum Fact {
     },
     /// Its place among the visitor's recent views (0 the latest).
     RecentlyViewed(usize),
+    /// Bought by the visitor before, in this many orders.
+    BoughtBefore(u32),
     /// Shares categories, brand or search tags with this product.
     SimilarTo(ProductIdx),
     /// Among the most popular of this category.

@@ -1,6 +1,7 @@
 //! The filters every recommender applies, and why a candidate did not pass them.
 
 use crate::catalogue::ProductIdx;
+use crate::zone::Strategy;
 
 use super::{Context, RenderedItem, priced};
 
@@ -43,9 +44,14 @@ impl Rejection {
 
 /// Whether a product may be shown to this visitor at all: the filters of every
 /// recommender (currency, `ExcludeFromRecommenders`, date window, B2B visibility, not the
-/// page's own product, not already in the basket or bought).
+/// page's own product, not already in the basket or bought, but for `buy_again`, the
+/// strategy that found it, whose products are the bought ones).
 /// The item to show when it may be, with its price; else why not.
-pub(super) fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> Result<RenderedItem, Rejection> {
+pub(super) fn admissible(
+    idx: ProductIdx,
+    strategy: Strategy,
+    ctx: &Context<'_>,
+) -> Result<RenderedItem, Rejection> {
     let product = ctx
         .catalogue
         .product(idx)
@@ -60,7 +66,7 @@ pub(super) fn admissible(idx: ProductIdx, ctx: &Context<'_>) -> Result<RenderedI
         Some(Rejection::PageProduct)
     } else if ctx.basket.contains(&idx) {
         Some(Rejection::InBasket)
-    } else if ctx.purchased.contains(&idx) {
+    } else if strategy != Strategy::BuyAgain && ctx.purchased.contains(&idx) {
         Some(Rejection::Bought)
     } else {
         None

@@ -57,6 +57,9 @@ pub struct Context<'a> {
     pub basket: &'a [ProductIdx],
     /// Products bought by the visitor (those in the catalogue).
     pub purchased: &'a [ProductIdx],
+    /// Products bought by the visitor (those in the catalogue) in `buy_again`'s order,
+    /// with the orders each was in; empty unless a `buy_again` zone was asked for.
+    pub bought_again: &'a [(ProductIdx, u32)],
     /// Products viewed by the visitor (those in the catalogue), newest first.
     pub recent_views: &'a [ProductIdx],
     /// What the shopper searched for, lower-cased: products whose title or search tags
@@ -133,7 +136,7 @@ pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mu
             candidates(strategy, zone, ctx, T::EVIDENCE, &mut |idx, found| {
                 looked += 1;
                 if !taken(&chosen, idx) && matches_search(idx, term, ctx) {
-                    match admissible(idx, ctx) {
+                    match admissible(idx, strategy, ctx) {
                         Ok(item) => {
                             trace.chosen(idx, strategy, true, &|| searched(found(), idx, ctx));
                             chosen.push(item);
@@ -156,7 +159,7 @@ pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mu
             if taken(&chosen, idx) {
                 return true;
             }
-            match admissible(idx, ctx) {
+            match admissible(idx, strategy, ctx) {
                 Ok(item) => {
                     trace.chosen(idx, strategy, false, &|| searched(found(), idx, ctx));
                     chosen.push(item);

@@ -88,6 +88,7 @@ fn context<'a>(
         category: None,
         basket: &[],
         purchased: &[],
+        bought_again: &[],
         recent_views: &[],
         search: None,
     }
@@ -243,6 +244,7 @@ fn prices_prefer_account_then_group_then_product_and_show_sales() {
             category: None,
             basket: &[],
             purchased: &[],
+            bought_again: &[],
             recent_views: &[],
             search: None,
         };
@@ -319,6 +321,7 @@ fn sale_prices_apply_only_inside_their_window_and_account_prices_keep_theirs() {
             category: None,
             basket: &[],
             purchased: &[],
+            bought_again: &[],
             recent_views: &[],
             search: None,
         };

@@ -65,7 +65,7 @@ fn a_setting_that_wins_significantly_becomes_the_active_one_and_the_counts_start
     let models = ModelSettings::default();
     let tuner = Tuner::new(Tuning::default(), &models);
     let grid = Tuning::default().grid(&models);
-    assert_eq!(grid.len(), 9);
+    assert_eq!(grid.len(), 12);
     assert_eq!(tuner.active(), setting(CoViewWindow::Ten, 0.5));
     let better = setting(CoViewWindow::One, 0.5);
     let at = grid.iter().position(|s| *s == better).unwrap();
@@ -191,4 +191,27 @@ fn a_reload_keeps_a_tuned_setting_the_new_grid_has_and_drops_one_it_has_not() {
         tuner.reconfigure(pinned, &models),
         setting(CoViewWindow::Ten, 0.5)
     );
+}
+
+#[test]
+fn the_co_purchase_lists_tune_their_damping_alone_at_the_whole_order() {
+    let models = ModelSettings {
+        co_view_window: CoViewWindow::Ten,
+        ..ModelSettings::default()
+    };
+    let grid = Tuning::default().for_purchases().grid(&models);
+    assert_eq!(
+        grid,
+        PARTNER_DAMPINGS
+            .iter()
+            .map(|d| setting(CoViewWindow::Ten, *d))
+            .collect::<Vec<_>>()
+    );
+    let pinned = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::One),
+        partner_damping: Some(0.25),
+    })
+    .for_purchases();
+    assert_eq!(pinned.grid(&models), vec![setting(CoViewWindow::Ten, 0.5), setting(CoViewWindow::Ten, 0.25)]);
+    assert_eq!(Tuning::Off.for_purchases().grid(&models).len(), 1);
 }

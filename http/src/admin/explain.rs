@@ -143,6 +143,10 @@ fn fact_json(fact: &Fact, id: &impl Fn(ProductIdx) -> String) -> Value {
             "kind": "recentlyViewed", "position": at,
             "text": format!("viewed by the visitor ({} back)", at + 1),
         }),
+        Fact::BoughtBefore(orders) => json!({
+            "kind": "boughtBefore", "orders": orders,
+            "text": format!("bought by the visitor before (in {orders} order{})", if *orders == 1 { "" } else { "s" }),
+        }),
         Fact::SimilarTo(with) => json!({
             "kind": "similarTo", "product": id(*with),
             "text": format!("shares categories, brand or tags with {}", id(*with)),

@@ -1,22 +1,62 @@
 //! The account's model settings and their self-tuning (`vitrine_engine::tuning`): the
 //! setting the co-view lists are read at, what is pinned, each setting of the grid with
-//! its trials since the last switch, and the latest switches.
+//! its trials since the last switch, and the latest switches; the same for the
+//! co-purchase lists' partner damping (`purchases`).
 
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
-use vitrine_engine::tuning::evidence;
+use vitrine_engine::tuning::{TuningReport, evidence};
 
 use crate::state::AccountEntry;
 
 /// The answer of `GET /admin/api/accounts/{key}/models`.
 pub(super) fn tuning(entry: &AccountEntry) -> Value {
     let report = entry.account.model_tuning();
-    let setting = |s: &ListSetting| {
+    let co_view = |s: &ListSetting| {
         json!({
             "coViewWindow": s.window.steps(),
             "partnerDamping": s.partner_damping,
         })
     };
+    let (settings, switches) = tallies(&report, co_view);
+    let purchases = entry.account.purchase_model_tuning();
+    let co_purchase = |s: &ListSetting| json!({"partnerDamping": s.partner_damping});
+    let (purchase_settings, purchase_switches) = tallies(&purchases, co_purchase);
+    let models = &entry.config.models;
+    json!({
+        "accessKey": entry.config.access_key,
+        "tuning": if report.tuning { "auto" } else { "off" },
+        "pinned": {
+            "coViewWindow": report.pins.co_view_window.map(|w| w.steps()),
+            "partnerDamping": report.pins.partner_damping,
+        },
+        "active": co_view(&report.active),
+        "configured": {
+            "partners": models.partners,
+            "neighbours": models.neighbours,
+            "seedDamping": models.seed_damping,
+        },
+        "threshold": report.threshold,
+        "trialsPerSecond": models.tuning_trials_per_second,
+        "trialsDropped": report.dropped,
+        "settings": settings,
+        "switches": switches,
+        "purchases": {
+            "active": co_purchase(&purchases.active),
+            "threshold": purchases.threshold,
+            "trialsDropped": purchases.dropped,
+            "settings": purchase_settings,
+            "switches": purchase_switches,
+        },
+    })
+}
+
+/// Each setting of a report's grid with its tallies, and the report's switches, each
+/// setting written by `setting`.
+fn tallies(
+    report: &TuningReport,
+    setting: impl Fn(&ListSetting) -> Value,
+) -> (Vec<Value>, Vec<Value>) {
     let settings: Vec<Value> = report
         .settings
         .iter()
@@ -51,24 +91,5 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             })
         })
         .collect();
-    let models = &entry.config.models;
-    json!({
-        "accessKey": entry.config.access_key,
-        "tuning": if report.tuning { "auto" } else { "off" },
-        "pinned": {
-            "coViewWindow": report.pins.co_view_window.map(|w| w.steps()),
-            "partnerDamping": report.pins.partner_damping,
-        },
-        "active": setting(&report.active),
-        "configured": {
-            "partners": models.partners,
-            "neighbours": models.neighbours,
-            "seedDamping": models.seed_damping,
-        },
-        "threshold": report.threshold,
-        "trialsPerSecond": models.tuning_trials_per_second,
-        "trialsDropped": report.dropped,
-        "settings": settings,
-        "switches": switches,
-    })
+    (settings, switches)
 }

@@ -261,7 +261,7 @@ fn errors_name_file_key_and_problem() {
         "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
              trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar, \
              viewed_together, bought_together, complete_the_look, associated, personalized, \
-             basket_cross_sell, category_affinity, brand_affinity"
+             basket_cross_sell, buy_again, category_affinity, brand_affinity"
     );
     assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
         "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"

@@ -522,6 +522,24 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
             switch["evidence"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    let purchases = &models["purchases"];
+    let purchase_switches = purchases["switches"].as_array().cloned().unwrap_or_default();
+    println!(
+        "  vitrine self-tuning of the co-purchase lists: partner damping {}, {} switch(es)",
+        purchases["active"]["partnerDamping"],
+        purchase_switches.len()
+    );
+    for switch in &purchase_switches {
+        println!(
+            "    switched from partner damping {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            switch["from"]["partnerDamping"],
+            switch["to"]["partnerDamping"],
+            switch["trials"],
+            switch["wins"],
+            switch["losses"],
+            switch["evidence"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
     Ok(json!({
         "after": phase,
         "interactions_sent": sent,
@@ -529,5 +547,6 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         "settings": models["settings"],
         "switches": switches,
         "trials_dropped": models["trialsDropped"],
+        "purchases": purchases,
     }))
 }

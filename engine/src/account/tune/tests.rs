@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use crate::account::AccountSettings;
 use crate::account::ServeRequest;
 use crate::catalogue::{Product, UnixMillis};
-use crate::event::Event;
+use crate::event::{BasketLine, Event, Identity, Order, PersonalDetails};
 use crate::models::{CoViewWindow, ModelSettings};
 use crate::testing;
 use crate::tuning::{Pins, Tuning, TuningReport};
@@ -156,4 +156,84 @@ fn on_shopping_whose_next_step_follows_a_view_5_steps_back_tuning_picks_a_window
         "{}",
         summary(&report)
     );
+}
+
+#[test]
+fn on_orders_whose_next_product_is_a_popular_partner_the_co_purchase_lists_stop_damping_it() {
+    // Each order puts an anchor (one of 300) in the basket, then three rare products (a
+    // pool of 20,000), then the anchor's partner, one of 5 popular products. The
+    // partner is what a shopper puts in the basket next, but its large total damps it
+    // below the rare products an anchor was bought with once: at the default damping
+    // (0.5) the partner leaves the anchor's top 10; less damping keeps it.
+    let (anchors, popular, rare) = (300, 5, 20_000);
+    let mut products = names("a", anchors);
+    products.extend(names("s", popular));
+    products.extend(names("r", rare));
+    let catalogue = testing::catalogue(products.iter().map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(id)
+    }));
+    let account = testing::account_with_models(
+        vec![testing::zone("P", Strategy::Personalized, 10)],
+        catalogue,
+        ModelSettings::default(),
+    );
+    let line = |id: &str| BasketLine {
+        id: id.into(),
+        qty: 1.0,
+        unit_price: 1.0,
+    };
+    let mut rng = StdRng::seed_from_u64(5);
+    let (mut now, mut served, mut orders) = (T0, 0u64, 0u64);
+    for visitor in 0..2_000 {
+        let visitor = format!("v{visitor}");
+        for _ in 0..3 {
+            let anchor = rng.random_range(0..anchors);
+            let mut lines = vec![line(&format!("a{anchor}"))];
+            lines.extend((0..3).map(|_| line(&format!("r{}", rng.random_range(0..rare)))));
+            lines.push(line(&format!("s{}", anchor % popular)));
+            let mut events: Vec<Event> = (1..=lines.len())
+                .map(|n| Event::SetBasket {
+                    items: lines[..n].to_vec(),
+                })
+                .collect();
+            orders += 1;
+            events.push(Event::Order(Order {
+                order_id: format!("o{orders}").into(),
+                items: lines,
+                total: None,
+                identity: Identity::default(),
+                details: PersonalDetails::default(),
+            }));
+            for event in events {
+                account.serve(ServeRequest {
+                    search: None,
+                    visitor_id: Some(visitor.clone()),
+                    session_id: None,
+                    currency: None,
+                    events: vec![event].into(),
+                    zones: Vec::new().into(),
+                    now,
+                });
+                now += 25;
+                served += 1;
+                if served.is_multiple_of(100) {
+                    account.rebuild_models();
+                }
+            }
+        }
+    }
+    account.rebuild_models();
+    let report = account.purchase_model_tuning();
+    assert_eq!(report.dropped, 0);
+    assert!(
+        report.active.partner_damping <= 0.25 && !report.switches.is_empty(),
+        "{}",
+        summary(&report)
+    );
+    assert_eq!(report.active.window, CoViewWindow::Ten);
+    // The co-view lists had no views to tune on.
+    let views = account.model_tuning();
+    assert!(views.switches.is_empty());
+    assert!(views.settings.iter().all(|(_, t)| t.scored.trials == 0));
 }

@@ -7,7 +7,8 @@
 //! co-view model computed exactly, without its bounds ([`Method::CoViewExact`]).
 //!
 //! The dense methods keep products × products matrices: datasets are limited to
-//! [`MAX_DENSE_ITEMS`] products.
+//! [`MAX_DENSE_ITEMS`] products, and to [`MAX_INVERTED_ITEMS`] for the methods that
+//! invert one (EASE and its blend).
 //!
 //! Files: `matrix.rs` (the square matrices and counts the methods share), `dense.rs`
 //! (most popular, item-kNN, EASE, ALS), `sequential.rs` (Markov, sequential rules,
@@ -30,8 +31,12 @@ use vitrine_engine::models::CO_VIEW_WINDOW;
 use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
 
 /// Largest catalogue the dense methods take (a matrix of this many squared `f32`s is
-/// 144 MB).
-pub(crate) const MAX_DENSE_ITEMS: usize = 6_000;
+/// 1 GB).
+pub(crate) const MAX_DENSE_ITEMS: usize = 16_000;
+
+/// Largest catalogue the methods that invert a products × products matrix take (EASE:
+/// its cubic cost is minutes at this size on two cores).
+pub(crate) const MAX_INVERTED_ITEMS: usize = 6_000;
 
 /// What every method is fitted on: each visitor's products in time order.
 pub(crate) struct Training {
@@ -307,6 +312,15 @@ impl Method {
         if dense && training.items > MAX_DENSE_ITEMS {
             bail!(
                 "{}: {} products is more than the {MAX_DENSE_ITEMS} the dense baselines take",
+                self.name(),
+                training.items
+            );
+        }
+        let inverted = matches!(self, Method::Ease { .. } | Method::CoViewEase { .. });
+        if inverted && training.items > MAX_INVERTED_ITEMS {
+            bail!(
+                "{}: {} products is more than the {MAX_INVERTED_ITEMS} the inverted baselines \
+                 take (leave it out with --methods)",
                 self.name(),
                 training.items
             );

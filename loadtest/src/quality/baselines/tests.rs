@@ -197,10 +197,13 @@ fn the_ease_blends_of_one_training_share_one_co_view_fit() {
 #[test]
 fn dense_methods_refuse_catalogues_beyond_their_bound() {
     let t = training(vec![vec![0]], MAX_DENSE_ITEMS + 1);
+    let error = Method::Markov.fit(&t).err().unwrap().to_string();
+    assert!(error.contains("dense"), "{error}");
+    let t = training(vec![vec![0]], MAX_INVERTED_ITEMS + 1);
     let error = Method::Ease { lambda: 1.0 }
         .fit(&t)
         .err()
         .unwrap()
         .to_string();
-    assert!(error.contains("dense"), "{error}");
+    assert!(error.contains("inverted"), "{error}");
 }
