@@ -16,6 +16,8 @@ mod analytics;
 mod auth;
 #[path = "api/busy.rs"]
 mod busy;
+#[path = "api/buy_again.rs"]
+mod buy_again;
 #[path = "api/clientside.rs"]
 mod clientside;
 #[path = "api/cluster.rs"]

@@ -212,6 +212,12 @@ fn the_co_purchase_lists_tune_their_damping_alone_at_the_whole_order() {
         partner_damping: Some(0.25),
     })
     .for_purchases();
-    assert_eq!(pinned.grid(&models), vec![setting(CoViewWindow::Ten, 0.5), setting(CoViewWindow::Ten, 0.25)]);
+    assert_eq!(
+        pinned.grid(&models),
+        vec![
+            setting(CoViewWindow::Ten, 0.5),
+            setting(CoViewWindow::Ten, 0.25)
+        ]
+    );
     assert_eq!(Tuning::Off.for_purchases().grid(&models).len(), 1);
 }

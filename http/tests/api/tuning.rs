@@ -93,8 +93,18 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     );
     assert_eq!(
         before["settings"].as_array().map(Vec::len),
-        Some(9),
+        Some(12),
         "{before}"
+    );
+    // The co-purchase lists tune their damping alone.
+    assert_eq!(
+        before["purchases"]["settings"].as_array().map(Vec::len),
+        Some(4),
+        "{before}"
+    );
+    assert_eq!(
+        before["purchases"]["active"],
+        json!({"partnerDamping": 0.5})
     );
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
@@ -136,13 +146,26 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let kept = wait_for("the choice kept", Duration::from_secs(60), || {
         let text = std::fs::read_to_string(&file).ok()?;
         let kept: Value = serde_json::from_str(&text).ok()?;
-        (kept == active).then_some(kept)
+        (kept["coViewWindow"] == active["coViewWindow"]
+            && kept["partnerDamping"] == active["partnerDamping"])
+            .then_some(kept)
     });
-    assert_eq!(kept, active);
+    assert_eq!(kept["purchasePartnerDamping"], 0.5, "{kept}");
 
+    // A restart reads both lists' settings back (the co-purchase one edited here, as
+    // if tuning had chosen it).
     let dir = server.kill9();
+    let mut edited = kept.clone();
+    edited["purchasePartnerDamping"] = json!(0.25);
+    std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
-    assert_eq!(models(&server)["active"], active);
+    let restarted = models(&server);
+    assert_eq!(restarted["active"], active);
+    assert_eq!(
+        restarted["purchases"]["active"],
+        json!({"partnerDamping": 0.25}),
+        "{restarted}"
+    );
 
     // A pinned window wins over the file; the damping is still tuned.
     let dir = server.kill9();
@@ -152,7 +175,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(pinned["pinned"]["coViewWindow"], 3, "{pinned}");
     assert_eq!(
         pinned["settings"].as_array().map(Vec::len),
-        Some(3),
+        Some(4),
         "{pinned}"
     );
 
@@ -166,4 +189,9 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         json!({"coViewWindow": 10, "partnerDamping": 0.5})
     );
     assert_eq!(off["settings"].as_array().map(Vec::len), Some(1), "{off}");
+    assert_eq!(
+        off["purchases"]["settings"].as_array().map(Vec::len),
+        Some(1),
+        "{off}"
+    );
 }

@@ -523,7 +523,10 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         );
     }
     let purchases = &models["purchases"];
-    let purchase_switches = purchases["switches"].as_array().cloned().unwrap_or_default();
+    let purchase_switches = purchases["switches"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     println!(
         "  vitrine self-tuning of the co-purchase lists: partner damping {}, {} switch(es)",
         purchases["active"]["partnerDamping"],
