@@ -235,8 +235,8 @@ impl Account {
             activity: Activity::default(),
             prequential: crate::prequential::Prequential::default(),
             tuner: crate::tuning::Tuner::new(tuning, &models),
-            purchase_tuner: crate::tuning::Tuner::new(
-                tuning.for_purchases(),
+            purchase_tuner: crate::tuning::Tuner::for_purchases(
+                tuning,
                 &tune::for_purchases(&models),
             ),
             clock: AtomicI64::new(0),

@@ -65,7 +65,7 @@ fn a_setting_that_wins_significantly_becomes_the_active_one_and_the_counts_start
     let models = ModelSettings::default();
     let tuner = Tuner::new(Tuning::default(), &models);
     let grid = Tuning::default().grid(&models);
-    assert_eq!(grid.len(), 12);
+    assert_eq!(grid.len(), 9);
     assert_eq!(tuner.active(), setting(CoViewWindow::Ten, 0.5));
     let better = setting(CoViewWindow::One, 0.5);
     let at = grid.iter().position(|s| *s == better).unwrap();
@@ -199,10 +199,12 @@ fn the_co_purchase_lists_tune_their_damping_alone_at_the_whole_order() {
         co_view_window: CoViewWindow::Ten,
         ..ModelSettings::default()
     };
-    let grid = Tuning::default().for_purchases().grid(&models);
+    let grid = Tuning::default()
+        .for_purchases()
+        .grid_of(&models, &PURCHASE_PARTNER_DAMPINGS);
     assert_eq!(
         grid,
-        PARTNER_DAMPINGS
+        PURCHASE_PARTNER_DAMPINGS
             .iter()
             .map(|d| setting(CoViewWindow::Ten, *d))
             .collect::<Vec<_>>()
@@ -213,7 +215,7 @@ fn the_co_purchase_lists_tune_their_damping_alone_at_the_whole_order() {
     })
     .for_purchases();
     assert_eq!(
-        pinned.grid(&models),
+        pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
         vec![
             setting(CoViewWindow::Ten, 0.5),
             setting(CoViewWindow::Ten, 0.25)

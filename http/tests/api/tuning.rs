@@ -93,7 +93,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     );
     assert_eq!(
         before["settings"].as_array().map(Vec::len),
-        Some(12),
+        Some(9),
         "{before}"
     );
     // The co-purchase lists tune their damping alone.
@@ -175,7 +175,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(pinned["pinned"]["coViewWindow"], 3, "{pinned}");
     assert_eq!(
         pinned["settings"].as_array().map(Vec::len),
-        Some(4),
+        Some(3),
         "{pinned}"
     );
 
