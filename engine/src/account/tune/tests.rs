@@ -199,7 +199,7 @@ fn on_orders_whose_next_product_is_a_popular_partner_the_co_purchase_lists_stop_
                 .collect();
             orders += 1;
             events.push(Event::Order(Order {
-                order_id: format!("o{orders}").into(),
+                order_id: format!("o{orders}"),
                 items: lines,
                 total: None,
                 identity: Identity::default(),
