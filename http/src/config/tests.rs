@@ -500,7 +500,7 @@ fn errors_name_file_key_and_problem() {
         "test.toml: accounts[0].zones[0].strategy: strategy \"category_affinity\" does not \
              fill recommender-product zones; use one of trending, top_sellers, recently_viewed, \
              new_arrivals, on_offer, category_top, similar, viewed_together, bought_together, \
-             complete_the_look, associated, personalized, basket_cross_sell"
+             complete_the_look, associated, personalized, basket_cross_sell, buy_again"
     );
     assert!(
         fails(&MINIMAL.replace("\"recommender-product\"", "\"recommender-brand\"")).contains(
