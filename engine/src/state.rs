@@ -140,7 +140,8 @@ pub enum StateEntry {
         /// Its pairs.
         partners: Vec<PairCount>,
     },
-    /// A product's co-purchase partners, counts and inherited counts.
+    /// A product's co-purchase partners, counts and inherited counts (read, no longer
+    /// written: see [`StateEntry::CoPurchasePairsByDistance`]).
     CoPurchasePairs {
         /// Product id.
         product: String,
@@ -168,6 +169,11 @@ pub enum StateEntry {
         /// What it bought.
         bought: Box<Repurchases>,
     },
+    /// A product's co-purchase partners, counts, inherited counts and counts by
+    /// distance: 1 for the lines of one order, 2 and 3 for a shopper's purchases one
+    /// and two before it (written instead of [`StateEntry::CoPurchasePairs`], which is
+    /// still read, as if every count were of one order; boxed).
+    CoPurchasePairsByDistance(Box<PairsByDistance>),
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

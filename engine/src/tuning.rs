@@ -93,13 +93,13 @@ pub struct Pins {
 }
 
 impl Tuning {
-    /// What it asks of the co-purchase lists: their window is always
-    /// [`CoViewWindow::Ten`] (an order's lines are read whole), the damping as asked.
+    /// What it asks of the co-purchase lists: their window (a pinned co-view window is
+    /// the co-view lists' only) and the damping as asked.
     pub fn for_purchases(self) -> Tuning {
         match self {
             Tuning::Off => Tuning::Off,
             Tuning::Auto(pins) => Tuning::Auto(Pins {
-                co_view_window: Some(CoViewWindow::Ten),
+                co_view_window: None,
                 ..pins
             }),
         }

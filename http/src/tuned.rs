@@ -1,5 +1,6 @@
 //! The list settings self-tuning chose for an account (`vitrine_engine::tuning`): the
-//! co-view lists' window and partner damping, the co-purchase lists' partner damping;
+//! co-view lists' window and partner damping, the co-purchase lists' window and partner
+//! damping;
 //! kept in the account's directory as `tuned-models.json`, so that a restart reads the
 //! lists as before it and tuning goes on from there.
 
@@ -22,6 +23,9 @@ struct Stored {
     /// Absent from files written before the co-purchase lists were tuned.
     #[serde(default)]
     purchase_partner_damping: Option<f32>,
+    /// Absent from files written before the co-purchase lists' window was tuned (1).
+    #[serde(default)]
+    co_purchase_window: Option<usize>,
 }
 
 /// An account's file, and the tuning generation it holds.
@@ -41,9 +45,10 @@ impl TunedFile {
             Ok(None) => {}
             Ok(Some((setting, purchases))) => {
                 if let Some(purchases) = purchases {
-                    let partner_damping = purchases.partner_damping;
+                    let (co_purchase_window, partner_damping) =
+                        (purchases.window.steps(), purchases.partner_damping);
                     if account.restore_purchase_list_setting(purchases) {
-                        tracing::info!(account = %key, partner_damping, "co-purchase lists read at the setting self-tuning chose");
+                        tracing::info!(account = %key, co_purchase_window, partner_damping, "co-purchase lists read at the setting self-tuning chose");
                     }
                 }
                 let (co_view_window, partner_damping) =
@@ -76,6 +81,7 @@ impl TunedFile {
             co_view_window: active.window.steps(),
             partner_damping: active.partner_damping,
             purchase_partner_damping: Some(purchases.active.partner_damping),
+            co_purchase_window: Some(purchases.active.window.steps()),
         };
         let bytes = serde_json::to_vec(&stored).unwrap_or_default();
         match vitrine_snapshots::atomic_write(&self.dir, FILE, &bytes) {
@@ -84,12 +90,14 @@ impl TunedFile {
                 if let Some(switch) = purchases.switches.last() {
                     tracing::info!(
                         account = %account.access_key(),
+                        co_purchase_window = purchases.active.window.steps(),
                         partner_damping = purchases.active.partner_damping,
+                        from_co_purchase_window = switch.from.window.steps(),
                         from_partner_damping = switch.from.partner_damping,
                         trials = switch.trials,
                         wins = switch.wins,
                         losses = switch.losses,
-                        "self-tuning chose the co-purchase lists' damping"
+                        "self-tuning switched the co-purchase lists"
                     );
                 }
                 if let Some(switch) = report.switches.last() {
@@ -136,10 +144,14 @@ fn read(dir: &std::path::Path) -> Result<Option<(ListSetting, Option<ListSetting
     let stored: Stored = serde_json::from_slice(&bytes)?;
     let window = CoViewWindow::of_steps(stored.co_view_window)
         .ok_or(Unreadable::Window(stored.co_view_window))?;
+    let purchase_window = match stored.co_purchase_window {
+        Some(steps) => CoViewWindow::of_steps(steps).ok_or(Unreadable::Window(steps))?,
+        None => CoViewWindow::One,
+    };
     let purchases = stored
         .purchase_partner_damping
         .map(|partner_damping| ListSetting {
-            window: CoViewWindow::Ten,
+            window: purchase_window,
             partner_damping,
         });
     Ok(Some((

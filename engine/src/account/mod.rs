@@ -221,7 +221,7 @@ impl Account {
             brand_popularity: sharded(),
             product_keys: ProductKeys::default(),
             coview: CoCounts::configured(models),
-            copurchase: CoCounts::without_distances(tune::for_purchases(&models)),
+            copurchase: CoCounts::configured(tune::for_purchases(&models)),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),

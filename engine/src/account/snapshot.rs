@@ -119,8 +119,14 @@ impl Account {
                 },
             )));
         }
-        for (product, partners, _) in self.copurchase.entries(&self.product_keys) {
-            sink(StateEntry::CoPurchasePairs { product, partners });
+        for (product, partners, reach) in self.copurchase.entries(&self.product_keys) {
+            sink(StateEntry::CoPurchasePairsByDistance(Box::new(
+                crate::state::PairsByDistance {
+                    product,
+                    partners,
+                    reach,
+                },
+            )));
         }
         for day in self.site.entries() {
             sink(StateEntry::SiteDay(Box::new(day)));
@@ -237,6 +243,14 @@ impl Account {
             StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase
                     .restore(&self.product_keys, &product, &partners, None);
+            }
+            StateEntry::CoPurchasePairsByDistance(pairs) => {
+                self.copurchase.restore(
+                    &self.product_keys,
+                    &pairs.product,
+                    &pairs.partners,
+                    Some(&pairs.reach),
+                );
             }
         }
         self.models_stale.store(true, Ordering::Release);

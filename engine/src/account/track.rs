@@ -13,7 +13,8 @@ use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
 use crate::models::{
-    CO_VIEW_WINDOW, Decaying, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach, UNCATALOGUED_KEYS, reach_of,
+    CO_VIEW_WINDOW, Decaying, EARLIER_PURCHASES_PAIRED, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach,
+    UNCATALOGUED_KEYS, reach_of,
 };
 use crate::money::Currency;
 use crate::state::{Served, Tracked};
@@ -101,7 +102,7 @@ impl Account {
         let fresh: Vec<Order> = orders
             .iter()
             .enumerate()
-            .filter(|(index, order)| self.count_order(order, *index, now, &mut notices))
+            .filter(|(index, order)| self.count_order(order, *index, now, &mut notices, &[]))
             .map(|(_, order)| order.clone())
             .collect();
         self.record_customer_orders(&fresh, now);
@@ -210,7 +211,8 @@ impl Account {
                 }
             }
             Event::Order(order) => {
-                if !self.count_order(order, index, now, notices) {
+                let earlier = self.earlier_purchases(visitor);
+                if !self.count_order(order, index, now, notices, &earlier) {
                     return;
                 }
                 live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
@@ -251,7 +253,7 @@ impl Account {
                 // The customer's record is another entry of `visitors`, which cannot be
                 // locked while this visitor's entry is: it is written once that is
                 // released ([`Account::record_customer_orders`]).
-                if self.count_order(order, index, now, notices) {
+                if self.count_order(order, index, now, notices, &[]) {
                     page.customer_orders.push(order.clone());
                 }
             }
@@ -308,15 +310,30 @@ impl Account {
         }
     }
 
+    /// The keys of the visitor's latest distinct purchases, latest first, at most
+    /// [`EARLIER_PURCHASES_PAIRED`] (those never counted left out).
+    fn earlier_purchases(&self, visitor: &Visitor) -> SmallVec<[u32; EARLIER_PURCHASES_PAIRED]> {
+        visitor
+            .purchased
+            .iter()
+            .rev()
+            .filter_map(|id| self.product_keys.existing(id))
+            .take(EARLIER_PURCHASES_PAIRED)
+            .collect()
+    }
+
     /// Records an order id once per account and counts a first-seen order for the
-    /// product models: units sold, trending, co-purchase pairs. Returns whether it was
-    /// new; a repeated order id is a notice and counts nothing.
+    /// product models: units sold, trending, co-purchase pairs: the order's lines with
+    /// each other (at distance 1) and each with the shopper's `earlier` purchases
+    /// (latest first; see [`EARLIER_PURCHASES_PAIRED`]). Returns whether it was new; a
+    /// repeated order id is a notice and counts nothing.
     fn count_order(
         &self,
         order: &Order,
         index: usize,
         now: UnixMillis,
         notices: &mut Vec<Notice>,
+        earlier: &[u32],
     ) -> bool {
         let fresh = {
             let mut fresh = false;
@@ -349,6 +366,21 @@ impl Account {
         for (i, a) in lines.iter().enumerate() {
             for b in lines.iter().skip(i + 1) {
                 self.copurchase.add(*a, *b, 1.0);
+            }
+        }
+        let before: SmallVec<[(u32, f32, Reach); EARLIER_PURCHASES_PAIRED]> = earlier
+            .iter()
+            .filter(|key| !lines.contains(key))
+            .enumerate()
+            .map(|(back, key)| {
+                let distance = back + 2;
+                let weight = 1.0 / distance as f32;
+                (*key, weight, reach_of(distance, weight))
+            })
+            .collect();
+        if !before.is_empty() {
+            for line in &lines {
+                self.copurchase.add_all(*line, &before);
             }
         }
         true

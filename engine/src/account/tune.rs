@@ -244,11 +244,12 @@ pub(super) fn with_lists(models: &ModelSettings, setting: ListSetting) -> ModelS
     }
 }
 
-/// `models` for the co-purchase lists: an order's lines are all as close as can be, so
-/// they are read whole.
+/// `models` for the co-purchase lists as configured: read at a window of 1, an order's
+/// own lines (self-tuning may widen it to the shopper's purchases before the order, see
+/// [`crate::models::EARLIER_PURCHASES_PAIRED`]).
 pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
     ModelSettings {
-        co_view_window: CoViewWindow::Ten,
+        co_view_window: CoViewWindow::One,
         ..*models
     }
 }

@@ -147,6 +147,11 @@ impl Default for ModelSettings {
 pub const CO_VIEW_WINDOW: usize = 10;
 /// Order lines paired with each other at most (the first ones of an order).
 pub const MAX_ORDER_LINES_PAIRED: usize = 20;
+/// The shopper's previous purchases (latest first, distinct) each line of an order also
+/// pairs with in the co-purchase counts, the one before it at distance 2, the one
+/// before that 3, and so on, each weighing 1/distance: a co-purchase window of 1 reads
+/// the order's own lines, 3 the two purchases before it too, 10 all of these.
+pub const EARLIER_PURCHASES_PAIRED: usize = 9;
 /// Product ids outside the catalogue whose interactions are counted at most, beyond the
 /// catalogue's own products (a product a delta may still bring, or an id made up by a
 /// client): made-up ids cannot grow the counters and pair tables without bound.

@@ -194,31 +194,33 @@ fn a_reload_keeps_a_tuned_setting_the_new_grid_has_and_drops_one_it_has_not() {
 }
 
 #[test]
-fn the_co_purchase_lists_tune_their_damping_alone_at_the_whole_order() {
+fn the_co_purchase_lists_tune_their_window_and_damping_whatever_the_co_view_window_pinned() {
+    // The co-purchase lists as configured: a window of 1 (the order's own lines).
     let models = ModelSettings {
-        co_view_window: CoViewWindow::Ten,
+        co_view_window: CoViewWindow::One,
         ..ModelSettings::default()
     };
     let grid = Tuning::default()
         .for_purchases()
         .grid_of(&models, &PURCHASE_PARTNER_DAMPINGS);
     assert_eq!(
-        grid,
-        PURCHASE_PARTNER_DAMPINGS
-            .iter()
-            .map(|d| setting(CoViewWindow::Ten, *d))
-            .collect::<Vec<_>>()
+        grid.len(),
+        CoViewWindow::ALL.len() * PURCHASE_PARTNER_DAMPINGS.len()
     );
+    assert!(grid.contains(&setting(CoViewWindow::Ten, 0.0)));
     let pinned = Tuning::Auto(Pins {
-        co_view_window: Some(CoViewWindow::One),
+        co_view_window: Some(CoViewWindow::Three),
         partner_damping: Some(0.25),
     })
     .for_purchases();
+    // The configured setting first, then every window at the pinned damping.
     assert_eq!(
         pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
         vec![
-            setting(CoViewWindow::Ten, 0.5),
-            setting(CoViewWindow::Ten, 0.25)
+            setting(CoViewWindow::One, 0.5),
+            setting(CoViewWindow::One, 0.25),
+            setting(CoViewWindow::Three, 0.25),
+            setting(CoViewWindow::Ten, 0.25),
         ]
     );
     assert_eq!(Tuning::Off.for_purchases().grid(&models).len(), 1);

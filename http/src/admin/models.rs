@@ -1,7 +1,7 @@
 //! The account's model settings and their self-tuning (`vitrine_engine::tuning`): the
 //! setting the co-view lists are read at, what is pinned, each setting of the grid with
 //! its trials since the last switch, and the latest switches; the same for the
-//! co-purchase lists' partner damping (`purchases`).
+//! co-purchase lists' window and partner damping (`purchases`).
 
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
@@ -20,7 +20,12 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
     };
     let (settings, switches) = tallies(&report, co_view);
     let purchases = entry.account.purchase_model_tuning();
-    let co_purchase = |s: &ListSetting| json!({"partnerDamping": s.partner_damping});
+    let co_purchase = |s: &ListSetting| {
+        json!({
+            "coPurchaseWindow": s.window.steps(),
+            "partnerDamping": s.partner_damping,
+        })
+    };
     let (purchase_settings, purchase_switches) = tallies(&purchases, co_purchase);
     let models = &entry.config.models;
     json!({

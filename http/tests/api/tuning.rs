@@ -96,15 +96,16 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         Some(9),
         "{before}"
     );
-    // The co-purchase lists tune their damping alone.
+    // The co-purchase lists tune their window and damping, 3 by 4, read at a window
+    // of 1 (an order's own lines) until tuned.
     assert_eq!(
         before["purchases"]["settings"].as_array().map(Vec::len),
-        Some(4),
+        Some(12),
         "{before}"
     );
     assert_eq!(
         before["purchases"]["active"],
-        json!({"partnerDamping": 0.5})
+        json!({"coPurchaseWindow": 1, "partnerDamping": 0.5})
     );
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
@@ -151,19 +152,21 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
             .then_some(kept)
     });
     assert_eq!(kept["purchasePartnerDamping"], 0.5, "{kept}");
+    assert_eq!(kept["coPurchaseWindow"], 1, "{kept}");
 
     // A restart reads both lists' settings back (the co-purchase one edited here, as
     // if tuning had chosen it).
     let dir = server.kill9();
     let mut edited = kept.clone();
     edited["purchasePartnerDamping"] = json!(0.25);
+    edited["coPurchaseWindow"] = json!(10);
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
     assert_eq!(restarted["active"], active);
     assert_eq!(
         restarted["purchases"]["active"],
-        json!({"partnerDamping": 0.25}),
+        json!({"coPurchaseWindow": 10, "partnerDamping": 0.25}),
         "{restarted}"
     );
 

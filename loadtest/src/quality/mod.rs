@@ -528,14 +528,17 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         .cloned()
         .unwrap_or_default();
     println!(
-        "  vitrine self-tuning of the co-purchase lists: partner damping {}, {} switch(es)",
+        "  vitrine self-tuning of the co-purchase lists: window {}, partner damping {}, {} switch(es)",
+        purchases["active"]["coPurchaseWindow"],
         purchases["active"]["partnerDamping"],
         purchase_switches.len()
     );
     for switch in &purchase_switches {
         println!(
-            "    switched from partner damping {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            "    switched from window {}, partner damping {} to window {}, partner damping {} after {} trials ({} won, {} lost, evidence {:.2})",
+            switch["from"]["coPurchaseWindow"],
             switch["from"]["partnerDamping"],
+            switch["to"]["coPurchaseWindow"],
             switch["to"]["partnerDamping"],
             switch["trials"],
             switch["wins"],
