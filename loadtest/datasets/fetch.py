@@ -183,24 +183,51 @@ def extract(name, cache):
             for name, member in spec["members"].items()}
 
 
+def write(out, interactions, items):
+    """Writes interactions.csv and items.csv into `out` from rows of (visitor, product,
+    timestamp in milliseconds, event) and (product, title, categories)."""
+    os.makedirs(out, exist_ok=True)
+    counts = []
+    for name, header, rows in (
+        ("interactions.csv", ["visitor", "product", "timestamp", "event"], interactions),
+        ("items.csv", ["product", "title", "categories"], items),
+    ):
+        with open(os.path.join(out, name), "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(header)
+            n = 0
+            for row in rows:
+                w.writerow(row)
+                n += 1
+            counts.append(n)
+    print(f"{counts[0]} interactions and {counts[1]} products written to {out}")
+
+
+def first_purchases(lines, shopper, product):
+    """The lines (in order) whose product the shopper had not bought before."""
+    bought = set()
+    for line in lines:
+        key = (line[shopper], line[product])
+        if key not in bought:
+            bought.add(key)
+            yield line
+
+
+def basket_events(rows, order, visitor, product, millis):
+    """Each line as a `basket` event, the last line of each order as the `order`."""
+    for i, line in enumerate(rows):
+        last = i + 1 == len(rows) or rows[i + 1][order] != line[order]
+        yield [visitor(line), product(line), millis(line), "order" if last else "basket"]
+
+
 def movielens_100k(cache, out, _args):
     tables = extract("movielens-100k", cache)
-    ratings = tables["ratings"]
-    movies = tables["items"]
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["visitor", "product", "timestamp", "event"])
-        for r in ratings:
-            w.writerow([f"u{r['user_id']}", f"m{r['movie_id']}", r["timestamp"] * 1000, "view"])
-    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["product", "title", "categories"])
-        for m in movies:
-            title = (m["movie_title"] or "").replace(",", " ")
-            genres = "|".join(g for g in GENRES if m.get(g) == 1)
-            w.writerow([f"m{m['movie_id']}", title, genres])
-    print(f"{len(ratings)} interactions and {len(movies)} products written to {out}")
+    write(out,
+          ([f"u{r['user_id']}", f"m{r['movie_id']}", r["timestamp"] * 1000, "view"]
+           for r in tables["ratings"]),
+          ([f"m{m['movie_id']}", (m["movie_title"] or "").replace(",", " "),
+            "|".join(g for g in GENRES if m.get(g) == 1)]
+           for m in tables["items"]))
 
 
 def complete_journey(cache, out, args):
@@ -222,55 +249,32 @@ def complete_journey(cache, out, args):
     lines = sorted((l for l in lines if l["product_id"] in kept),
                    key=lambda l: (l["transaction_timestamp"], l["basket_id"],
                                   within_basket(l)))
-    bought = set()
-    rows = []
-    for line in lines:
-        key = (line["household_id"], line["product_id"])
-        if key in bought:
-            continue
-        bought.add(key)
-        rows.append(line)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["visitor", "product", "timestamp", "event"])
-        for i, line in enumerate(rows):
-            last = i + 1 == len(rows) or rows[i + 1]["basket_id"] != line["basket_id"]
-            millis = int(line["transaction_timestamp"].timestamp() * 1000)
-            w.writerow([f"h{line['household_id']}", f"p{line['product_id']}", millis,
-                        "order" if last else "basket"])
+    rows = list(first_purchases(lines, "household_id", "product_id"))
     products = {p["product_id"]: p for p in tables["products"]}
-    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["product", "title", "categories"])
-        for product_id in top:
-            p = products.get(product_id, {})
-            title = " ".join(str(p[k]) for k in ("brand", "product_type", "package_size")
-                             if p.get(k)).replace(",", " ")
-            categories = "|".join(str(p[k]).replace("|", " ")
-                                  for k in ("department", "product_category") if p.get(k))
-            w.writerow([f"p{product_id}", title, categories])
-    print(f"{len(rows)} interactions and {len(top)} products written to {out}")
+
+    def item(product_id):
+        p = products.get(product_id, {})
+        title = " ".join(str(p[k]) for k in ("brand", "product_type", "package_size")
+                         if p.get(k)).replace(",", " ")
+        categories = "|".join(str(p[k]).replace("|", " ")
+                              for k in ("department", "product_category") if p.get(k))
+        return [f"p{product_id}", title, categories]
+
+    write(out,
+          basket_events(rows, "basket_id", lambda l: f"h{l['household_id']}",
+                        lambda l: f"p{l['product_id']}",
+                        lambda l: int(l["transaction_timestamp"].timestamp() * 1000)),
+          (item(product_id) for product_id in top))
 
 
 def movielens_latest_small(cache, out, _args):
     tables = csv_members("movielens-latest-small", cache)
-    ratings = tables["ratings"]
-    movies = tables["movies"]
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["visitor", "product", "timestamp", "event"])
-        for r in ratings:
-            w.writerow([f"u{r['userId']}", f"m{r['movieId']}", int(r["timestamp"]) * 1000,
-                        "view"])
-    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["product", "title", "categories"])
-        for m in movies:
-            genres = m["genres"] if m["genres"] != "(no genres listed)" else ""
-            w.writerow([f"m{m['movieId']}", m["title"].replace(",", " "), genres])
-    print(f"{len(ratings)} interactions and {len(movies)} products written to {out}")
+    write(out,
+          ([f"u{r['userId']}", f"m{r['movieId']}", int(r["timestamp"]) * 1000, "view"]
+           for r in tables["ratings"]),
+          ([f"m{m['movieId']}", m["title"].replace(",", " "),
+            m["genres"] if m["genres"] != "(no genres listed)" else ""]
+           for m in tables["movies"]))
 
 
 # The instacart-sample's first day (2017-01-01, UTC), in seconds: the file gives days
@@ -291,36 +295,20 @@ def instacart_sample(cache, out, _args):
         before = days.get((user, number - 1), 0.0)
         days[(user, number)] = before + (float(since) if since else 0.0)
 
-    def seconds(line):
+    def millis(line):
         day = days[(line["user_id"], int(line["order_number"]))]
-        return (INSTACART_EPOCH + int(day * 86400) + int(line["order_hour_of_day"]) * 3600
-                + int(float(line["add_to_cart_order"])))
+        return 1000 * (INSTACART_EPOCH + int(day * 86400)
+                       + int(line["order_hour_of_day"]) * 3600
+                       + int(float(line["add_to_cart_order"])))
 
     lines.sort(key=lambda l: (int(l["user_id"]), int(l["order_number"]),
                               float(l["add_to_cart_order"])))
-    bought = set()
-    rows = []
-    for line in lines:
-        key = (line["user_id"], line["product_id"])
-        if key in bought:
-            continue
-        bought.add(key)
-        rows.append(line)
+    rows = list(first_purchases(lines, "user_id", "product_id"))
     products = sorted({line["product_id"] for line in lines}, key=int)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "interactions.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["visitor", "product", "timestamp", "event"])
-        for i, line in enumerate(rows):
-            last = i + 1 == len(rows) or rows[i + 1]["order_id"] != line["order_id"]
-            w.writerow([f"i{line['user_id']}", f"p{line['product_id']}",
-                        seconds(line) * 1000, "order" if last else "basket"])
-    with open(os.path.join(out, "items.csv"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["product", "title", "categories"])
-        for product_id in products:
-            w.writerow([f"p{product_id}", "", ""])
-    print(f"{len(rows)} interactions and {len(products)} products written to {out}")
+    write(out,
+          basket_events(rows, "order_id", lambda l: f"i{l['user_id']}",
+                        lambda l: f"p{l['product_id']}", millis),
+          ([f"p{product_id}", "", ""] for product_id in products))
 
 
 def main():

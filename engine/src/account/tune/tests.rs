@@ -15,6 +15,39 @@ use crate::zone::Strategy;
 
 const T0: UnixMillis = 1_800_000_000_000;
 
+/// The replays' requests: one every 25 ms from [`T0`], the server's rebuild round (which
+/// scores the trials taken) after every 100.
+#[derive(Debug)]
+struct Clock {
+    now: UnixMillis,
+    served: u64,
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock { now: T0, served: 0 }
+    }
+}
+
+impl Clock {
+    fn serve(&mut self, account: &crate::account::Account, visitor: &str, event: Event) {
+        account.serve(ServeRequest {
+            search: None,
+            visitor_id: Some(visitor.to_owned()),
+            session_id: None,
+            currency: None,
+            events: vec![event].into(),
+            zones: Vec::new().into(),
+            now: self.now,
+        });
+        self.now += 25;
+        self.served += 1;
+        if self.served.is_multiple_of(100) {
+            account.rebuild_models();
+        }
+    }
+}
+
 /// Visitors each viewing `units` units that `unit` draws, one view every 25 ms, with
 /// the account's lists at `models` and tuning on; what tuning knows after.
 fn replay(
@@ -37,30 +70,15 @@ fn replay(
     let settings = (*account.settings()).clone();
     account.replace_settings(AccountSettings { tuning, ..settings });
     let mut rng = StdRng::seed_from_u64(11);
-    let mut now = T0;
-    let mut served = 0u64;
+    let mut clock = Clock::default();
     for visitor in 0..visitors {
         let visitor = format!("v{visitor}");
         for _ in 0..units {
             for id in unit(&mut rng) {
-                account.serve(ServeRequest {
-                    search: None,
-                    visitor_id: Some(visitor.clone()),
-                    session_id: None,
-                    currency: None,
-                    events: vec![Event::ProductView {
-                        id: id.as_str().into(),
-                    }]
-                    .into(),
-                    zones: Vec::new().into(),
-                    now,
-                });
-                now += 25;
-                served += 1;
-                if served.is_multiple_of(100) {
-                    // The server's rebuild round, which scores the trials taken.
-                    account.rebuild_models();
-                }
+                let view = Event::ProductView {
+                    id: id.as_str().into(),
+                };
+                clock.serve(&account, &visitor, view);
             }
         }
     }
@@ -183,7 +201,8 @@ fn replay_orders(
         unit_price: 1.0,
     };
     let mut rng = StdRng::seed_from_u64(5);
-    let (mut now, mut served, mut placed) = (T0, 0u64, 0u64);
+    let mut clock = Clock::default();
+    let mut placed = 0u64;
     for n in 0..visitors {
         let visitor = format!("v{n}");
         for number in 0..orders {
@@ -205,20 +224,7 @@ fn replay_orders(
                 details: PersonalDetails::default(),
             }));
             for event in events {
-                account.serve(ServeRequest {
-                    search: None,
-                    visitor_id: Some(visitor.clone()),
-                    session_id: None,
-                    currency: None,
-                    events: vec![event].into(),
-                    zones: Vec::new().into(),
-                    now,
-                });
-                now += 25;
-                served += 1;
-                if served.is_multiple_of(100) {
-                    account.rebuild_models();
-                }
+                clock.serve(&account, &visitor, event);
             }
         }
     }
