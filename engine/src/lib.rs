@@ -27,6 +27,7 @@
 //! - [`site`]: store-wide figures per day (sessions, conversions, orders, revenue).
 //! - [`experiment`]: A/B experiments and the variant of a visitor.
 //! - [`state`]: what the log and state snapshots hold (`Tracked`, `Served`, `StateEntry`).
+//! - [`bucket`]: the token bucket bounding the work requests start in the background.
 //! - [`shards`]: sharded maps, counted maps, striped counters and the graveyard.
 //! - [`account`]: one account's state, the server-side call, explain, erasure, eviction.
 //! - [`demo`]: the generated demo catalogue.
@@ -36,6 +37,7 @@
 
 pub mod account;
 pub mod analytics;
+pub mod bucket;
 pub mod catalogue;
 pub mod demo;
 pub mod event;

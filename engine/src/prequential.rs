@@ -11,13 +11,18 @@
 //! Counted per zone over the last [`BUCKETS`] × [`BUCKET_TRIALS`] trials (sliding) and
 //! since the process started.
 //!
+//! At most [`JUDGED_PER_SECOND`] requests are judged a second per account (a token
+//! bucket over request time, a second's worth at once): a judged request fills every
+//! product zone once more, so a busy store pays it on a bounded share of its requests.
+//!
 //! This is not click-through: a zone is judged whether the store shows it or not.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use parking_lot::Mutex;
 
-use crate::catalogue::ProductIdx;
+use crate::bucket::TokenBucket;
+use crate::catalogue::{ProductIdx, UnixMillis};
 
 /// One visitor in this many is judged.
 pub const SAMPLE_ONE_IN: u64 = 20;
@@ -27,6 +32,8 @@ pub const TOP_K: usize = 10;
 pub const BUCKET_TRIALS: u64 = 1_000;
 /// Buckets in the sliding window.
 pub const BUCKETS: usize = 10;
+/// Requests judged a second per account at most.
+pub const JUDGED_PER_SECOND: u32 = 10;
 
 /// Whether `visitor_id`'s requests are judged (the same answer in every process).
 pub fn sampled(visitor_id: &str) -> bool {
@@ -126,12 +133,28 @@ pub struct ZoneQuality {
 }
 
 /// The account's prequential scores, per zone.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Prequential {
     zones: Mutex<BTreeMap<String, ZoneScore>>,
+    /// The bound on judged requests ([`JUDGED_PER_SECOND`]).
+    judged: Mutex<TokenBucket>,
+}
+
+impl Default for Prequential {
+    fn default() -> Prequential {
+        Prequential {
+            zones: Mutex::default(),
+            judged: Mutex::new(TokenBucket::new(JUDGED_PER_SECOND)),
+        }
+    }
 }
 
 impl Prequential {
+    /// Whether a request at `now` may be judged ([`JUDGED_PER_SECOND`]).
+    pub fn due(&self, now: UnixMillis) -> bool {
+        self.judged.lock().take(now)
+    }
+
     /// Records a trial of `zone`: where the product was in its top [`TOP_K`], if there.
     pub fn record(&self, zone: &str, rank: Option<usize>) {
         let mut zones = self.zones.lock();

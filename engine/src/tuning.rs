@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings};
 
@@ -233,11 +234,8 @@ struct State {
     active: usize,
     tallies: Vec<Tally>,
     switches: VecDeque<Switch>,
-    /// Trials a second at most, and the bucket of them: tokens left and when it was
-    /// last filled.
-    rate: u32,
-    tokens: f64,
-    filled: Option<UnixMillis>,
+    /// Trials a second at most.
+    bucket: TokenBucket,
 }
 
 impl State {
@@ -291,9 +289,7 @@ impl Tuner {
                 grid,
                 active,
                 switches: VecDeque::new(),
-                rate: models.tuning_trials_per_second,
-                tokens: f64::from(models.tuning_trials_per_second),
-                filled: None,
+                bucket: TokenBucket::new(models.tuning_trials_per_second),
             }),
             generation: AtomicU64::new(0),
             pending: crossbeam_queue::ArrayQueue::new(
@@ -326,24 +322,7 @@ impl Tuner {
         if state.grid.len() <= 1 {
             return None;
         }
-        let rate = f64::from(state.rate);
-        let since = state
-            .filled
-            .map_or(0, |filled| now.saturating_sub(filled).max(0));
-        #[expect(
-            clippy::cast_precision_loss,
-            reason = "milliseconds far below 2^53 are exact in an f64"
-        )]
-        let refill = since as f64 / 1_000.0 * rate;
-        state.tokens = (state.tokens + refill).min(rate);
-        if state.filled.is_none_or(|filled| now > filled) {
-            state.filled = Some(now);
-        }
-        if state.tokens < 1.0 {
-            return None;
-        }
-        state.tokens -= 1.0;
-        Some(state.grid.clone())
+        state.bucket.take(now).then(|| state.grid.clone())
     }
 
     /// Counts one trial: `ranks`, where each setting of `grid` (as [`Tuner::due`] gave
@@ -413,8 +392,7 @@ impl Tuner {
     pub fn reconfigure(&self, tuning: Tuning, models: &ModelSettings) -> ListSetting {
         let grid = tuning.grid_of(models, self.dampings);
         let mut state = self.state.lock();
-        state.rate = models.tuning_trials_per_second;
-        state.tokens = state.tokens.min(f64::from(state.rate));
+        state.bucket.set_rate(models.tuning_trials_per_second);
         let before = state.grid.get(state.active).copied();
         let kept = before.filter(|a| grid.contains(a) && tuning != Tuning::Off);
         let active = active_in(&grid, kept.unwrap_or_else(|| configured(models)));

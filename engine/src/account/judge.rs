@@ -51,7 +51,7 @@ impl Account {
                 && !snapshot.basket.contains(product)
                 && !snapshot.purchased.contains(product)
         });
-        if brought.is_empty() {
+        if brought.is_empty() || !self.prequential.due(now) {
             return;
         }
         let rankings = self.rankings_for(catalogue);
@@ -185,5 +185,46 @@ mod tests {
         let judged = judged.expect("a sampled visitor id");
         account.serve(view(&judged, "a", T0));
         assert!(account.zone_predictions().is_empty());
+    }
+
+    #[test]
+    fn at_most_a_seconds_worth_of_requests_is_judged() {
+        let ids: Vec<String> = (0..60).map(|n| format!("p{n}")).collect();
+        let products = ids.iter().map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        });
+        let account = testing::account(
+            vec![testing::zone("TR", Strategy::Trending, 4)],
+            testing::catalogue(products),
+        );
+        let judged: Vec<String> = (0..)
+            .map(|n| format!("shopper-{n}"))
+            .filter(|v| sampled(v))
+            .take(3)
+            .collect();
+        // 30 new products viewed by sampled visitors within one millisecond: a
+        // second's worth is judged.
+        for (n, id) in ids.iter().take(30).enumerate() {
+            account.serve(view(&judged[n % 3], id, T0));
+        }
+        let trials = |account: &crate::account::Account| {
+            account
+                .zone_predictions()
+                .first()
+                .map_or(0, |zone| zone.trials)
+        };
+        assert_eq!(
+            trials(&account),
+            u64::from(crate::prequential::JUDGED_PER_SECOND)
+        );
+        // Half a second later, half a second's worth more.
+        for (n, id) in ids.iter().skip(30).enumerate() {
+            account.serve(view(&judged[n % 3], id, T0 + 500));
+        }
+        assert_eq!(
+            trials(&account),
+            u64::from(crate::prequential::JUDGED_PER_SECOND * 3 / 2)
+        );
     }
 }
