@@ -260,27 +260,54 @@ pub struct Tuner {
     pending: crossbeam_queue::ArrayQueue<Trial>,
     /// Trials dropped because the queue was full ([`PENDING_TRIALS`]).
     dropped: AtomicU64,
-    /// The dampings its grid compares where the damping is not pinned.
-    dampings: &'static [f32],
+    /// The lists it tunes.
+    lists: Lists,
 }
 
-impl Tuner {
-    /// Self-tuning of the co-purchase lists as `tuning` asks ([`Tuning::for_purchases`],
-    /// [`PURCHASE_PARTNER_DAMPINGS`]), starting from the configured `models`.
-    pub fn for_purchases(tuning: Tuning, models: &ModelSettings) -> Tuner {
-        Tuner {
-            dampings: &PURCHASE_PARTNER_DAMPINGS,
-            ..Tuner::with_grid(tuning.for_purchases(), models, &PURCHASE_PARTNER_DAMPINGS)
+/// The lists a [`Tuner`] tunes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lists {
+    /// The co-view lists: window and [`PARTNER_DAMPINGS`].
+    CoView,
+    /// The co-purchase lists: window and [`PURCHASE_PARTNER_DAMPINGS`], whatever
+    /// co-view window is pinned ([`Tuning::for_purchases`]).
+    CoPurchase,
+}
+
+impl Lists {
+    /// The dampings its grid compares where the damping is not pinned.
+    pub fn dampings(self) -> &'static [f32] {
+        match self {
+            Lists::CoView => &PARTNER_DAMPINGS,
+            Lists::CoPurchase => &PURCHASE_PARTNER_DAMPINGS,
         }
     }
 
-    /// Self-tuning as `tuning` asks, starting from the configured `models`.
-    pub fn new(tuning: Tuning, models: &ModelSettings) -> Tuner {
-        Tuner::with_grid(tuning, models, &PARTNER_DAMPINGS)
+    /// What an account's `tuning` asks of these lists.
+    pub fn tuning(self, tuning: Tuning) -> Tuning {
+        match self {
+            Lists::CoView => tuning,
+            Lists::CoPurchase => tuning.for_purchases(),
+        }
+    }
+}
+
+impl Tuner {
+    /// Self-tuning of the co-purchase lists as `tuning` asks ([`Lists::CoPurchase`]),
+    /// starting from the configured `models`.
+    pub fn for_purchases(tuning: Tuning, models: &ModelSettings) -> Tuner {
+        Tuner::of(Lists::CoPurchase, tuning, models)
     }
 
-    fn with_grid(tuning: Tuning, models: &ModelSettings, dampings: &'static [f32]) -> Tuner {
-        let grid = tuning.grid_of(models, dampings);
+    /// Self-tuning of the co-view lists as `tuning` asks, starting from the configured
+    /// `models`.
+    pub fn new(tuning: Tuning, models: &ModelSettings) -> Tuner {
+        Tuner::of(Lists::CoView, tuning, models)
+    }
+
+    fn of(lists: Lists, tuning: Tuning, models: &ModelSettings) -> Tuner {
+        let tuning = lists.tuning(tuning);
+        let grid = tuning.grid_of(models, lists.dampings());
         let active = active_in(&grid, configured(models));
         Tuner {
             state: Mutex::new(State {
@@ -297,7 +324,7 @@ impl Tuner {
                     .clamp(*PENDING_TRIALS.start(), *PENDING_TRIALS.end()),
             ),
             dropped: AtomicU64::new(0),
-            dampings,
+            lists,
         }
     }
 
@@ -387,10 +414,12 @@ impl Tuner {
         self.state.lock().active()
     }
 
-    /// A new configuration (a reload): the grid it makes; the active setting stays if
-    /// it is still in it, else the configured one is. Returns the active setting.
+    /// A new configuration (a reload): the grid the account's `tuning` makes for these
+    /// lists; the active setting stays if it is still in it, else the configured one
+    /// is. Returns the active setting.
     pub fn reconfigure(&self, tuning: Tuning, models: &ModelSettings) -> ListSetting {
-        let grid = tuning.grid_of(models, self.dampings);
+        let tuning = self.lists.tuning(tuning);
+        let grid = tuning.grid_of(models, self.lists.dampings());
         let mut state = self.state.lock();
         state.bucket.set_rate(models.tuning_trials_per_second);
         let before = state.grid.get(state.active).copied();

@@ -4,6 +4,7 @@ use crate::catalogue::ProductIdx;
 use crate::event::{BasketLine, Order, PersonalDetails};
 use crate::event::{Event, Identity};
 use crate::testing;
+use crate::visitor::SESSION_IDLE_MILLIS;
 use crate::zone::Strategy;
 
 const T0: UnixMillis = 1_800_000_000_000;

@@ -6,13 +6,14 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Account;
+use super::{Account, AccountSettings};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
+use crate::models::CoCounts;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::recommend::history_weights;
-use crate::tuning::{Trial, TuningReport};
+use crate::tuning::{Lists, Trial, Tuner, TuningReport};
 use crate::visitor::LiveVisitor;
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
 
@@ -126,78 +127,81 @@ impl Account {
     /// the request path): where each setting of the grid ranks each product a trial's
     /// request brought. Switches the lists when a setting wins.
     pub(super) fn score_trials(&self) {
-        while let Some(trial) = self.purchase_tuner.take() {
-            for target in &trial.targets {
-                let ranks = match target {
-                    Some(target) => self.copurchase.shadow_ranks(
-                        &trial.seeds,
-                        &trial.skip,
-                        *target,
-                        &trial.grid,
-                        TOP_K,
-                    ),
-                    None => trial.grid.iter().map(|_| None).collect(),
-                };
-                if let Some(setting) = self.purchase_tuner.record(&trial.grid, &ranks, trial.now) {
-                    self.read_purchase_lists_at(setting);
-                }
-            }
-        }
-        while let Some(trial) = self.tuner.take() {
-            for target in &trial.targets {
-                let ranks = match target {
-                    Some(target) => self.coview.shadow_ranks(
-                        &trial.seeds,
-                        &trial.skip,
-                        *target,
-                        &trial.grid,
-                        TOP_K,
-                    ),
-                    // Never counted: no setting can rank it.
-                    None => trial.grid.iter().map(|_| None).collect(),
-                };
-                if let Some(setting) = self.tuner.record(&trial.grid, &ranks, trial.now) {
-                    self.read_lists_at(setting);
+        for lists in [Lists::CoPurchase, Lists::CoView] {
+            let (tuner, counts) = self.tuned(lists);
+            while let Some(trial) = tuner.take() {
+                for target in &trial.targets {
+                    let ranks = match target {
+                        Some(target) => counts.shadow_ranks(
+                            &trial.seeds,
+                            &trial.skip,
+                            *target,
+                            &trial.grid,
+                            TOP_K,
+                        ),
+                        // Never counted: no setting can rank it.
+                        None => trial.grid.iter().map(|_| None).collect(),
+                    };
+                    if let Some(setting) = tuner.record(&trial.grid, &ranks, trial.now) {
+                        self.read_lists_at(lists, setting);
+                    }
                 }
             }
         }
     }
 
-    /// Reads the co-view lists at `setting` from the next rebuild on, every list
-    /// sorted again.
-    fn read_lists_at(&self, setting: ListSetting) {
-        let models = self.settings.load().models;
-        self.coview.configure(with_lists(&models, setting));
-        self.coview.queue_all();
+    /// The tuner of `lists` and the counts they are read from.
+    fn tuned(&self, lists: Lists) -> (&Tuner, &CoCounts) {
+        match lists {
+            Lists::CoView => (&self.tuner, &self.coview),
+            Lists::CoPurchase => (&self.purchase_tuner, &self.copurchase),
+        }
+    }
+
+    /// Reads `lists` at `setting` from the next rebuild on, every list sorted again.
+    fn read_lists_at(&self, lists: Lists, setting: ListSetting) {
+        let (_, counts) = self.tuned(lists);
+        counts.configure(with_lists(
+            &list_models(lists, &self.settings.load().models),
+            setting,
+        ));
+        counts.queue_all();
         self.models_stale.store(true, Ordering::Release);
     }
 
-    /// Reads the co-purchase lists at `setting` from the next rebuild on, every list
-    /// sorted again.
-    fn read_purchase_lists_at(&self, setting: ListSetting) {
-        let models = for_purchases(&self.settings.load().models);
-        self.copurchase.configure(with_lists(&models, setting));
-        self.copurchase.queue_all();
-        self.models_stale.store(true, Ordering::Release);
+    /// A new configuration for `lists` (a reload): their tuner's grid, and the lists
+    /// read at its active setting, sorted again when that setting changed.
+    pub(super) fn reconfigure_lists(&self, lists: Lists, settings: &AccountSettings) {
+        let (tuner, counts) = self.tuned(lists);
+        let models = list_models(lists, &settings.models);
+        let before = (counts.window(), counts.dampings().0);
+        let active = tuner.reconfigure(settings.tuning, &models);
+        counts.configure(with_lists(&models, active));
+        if (counts.window(), counts.dampings().0) != before {
+            counts.queue_all();
+        }
     }
 
-    /// Makes `setting`, chosen by self-tuning before a restart, the active one, if
-    /// tuning is on and its grid has it. Returns whether it did.
-    pub fn restore_list_setting(&self, setting: ListSetting) -> bool {
-        if !self.tuner.restore(setting) {
+    /// Makes `setting`, chosen by self-tuning before a restart, the active one of
+    /// `lists`, if tuning is on and its grid has it. Returns whether it did.
+    fn restore_setting(&self, lists: Lists, setting: ListSetting) -> bool {
+        let (tuner, _) = self.tuned(lists);
+        if !tuner.restore(setting) {
             return false;
         }
-        self.read_lists_at(setting);
+        self.read_lists_at(lists, setting);
         true
+    }
+
+    /// Makes `setting`, chosen by self-tuning before a restart, the co-view lists'
+    /// active one, if tuning is on and its grid has it. Returns whether it did.
+    pub fn restore_list_setting(&self, setting: ListSetting) -> bool {
+        self.restore_setting(Lists::CoView, setting)
     }
 
     /// [`Account::restore_list_setting`] for the co-purchase lists.
     pub fn restore_purchase_list_setting(&self, setting: ListSetting) -> bool {
-        if !self.purchase_tuner.restore(setting) {
-            return false;
-        }
-        self.read_purchase_lists_at(setting);
-        true
+        self.restore_setting(Lists::CoPurchase, setting)
     }
 
     /// What self-tuning of the co-view lists knows now.
@@ -233,6 +237,14 @@ fn shadow_seed_weights(zones: &[ZoneSpec], recent: &[u32]) -> Vec<(u32, f64)> {
     let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
     let weights = history_weights(settings, views.len(), 1.0);
     views.into_iter().zip(weights).collect()
+}
+
+/// `models` as `lists` read them: the co-purchase lists as [`for_purchases`].
+fn list_models(lists: Lists, models: &ModelSettings) -> ModelSettings {
+    match lists {
+        Lists::CoView => *models,
+        Lists::CoPurchase => for_purchases(models),
+    }
 }
 
 /// `models` with the co-view lists read at `setting`.

@@ -34,9 +34,6 @@ pub struct CoCounts {
     damping: [AtomicU32; 2],
     /// [`ModelSettings::co_view_window`], as its place in [`CoViewWindow::ALL`].
     window: AtomicUsize,
-    /// Whether pairs are counted by distance too ([`Reach`]): co-views are, an order's
-    /// lines (all as close) are not.
-    by_distance: bool,
 }
 
 impl Default for CoCounts {
@@ -51,7 +48,6 @@ impl Default for CoCounts {
                 AtomicU32::new(SEED_DAMPING.to_bits()),
             ],
             window: AtomicUsize::new(CoViewWindow::ALL.len() - 1),
-            by_distance: true,
         }
     }
 }
@@ -85,17 +81,15 @@ impl Partners {
     /// partners are counted. Keys are kept in ascending order, so a partner is found by
     /// binary search (a view looks up each of its window's partners: a scan of 256 keys
     /// would cost more than the rest of counting it).
-    fn add(&mut self, to: u32, weight: f32, reach: Option<Reach>, capacity: usize) {
+    fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
         self.total += weight;
-        if let Some(reach) = reach {
-            add_reach(&mut self.reach_total, reach);
-        }
+        add_reach(&mut self.reach_total, reach);
         let at = match self.keys.binary_search(&to) {
             Ok(at) => {
                 if let Some(count) = self.counts.get_mut(at) {
                     *count += weight;
                 }
-                if let (Some(reach), Some(counted)) = (reach, self.reach.get_mut(at)) {
+                if let Some(counted) = self.reach.get_mut(at) {
                     add_reach(counted, reach);
                 }
                 return;
@@ -132,9 +126,7 @@ impl Partners {
         self.keys.insert(at, to);
         self.counts.insert(at, inherited + weight);
         self.inherited.insert(at, inherited);
-        if let Some(reach) = reach {
-            self.reach.insert(at, reach);
-        }
+        self.reach.insert(at, reach);
     }
 
     /// Each partner with its counts (counted without distances, every count is as
@@ -177,7 +169,7 @@ impl CoCounts {
         if a == b {
             return;
         }
-        let reach = self.by_distance.then_some([weight, weight]);
+        let reach = [weight, weight];
         self.add_one(a, b, weight, reach);
         self.add_one(b, a, weight, reach);
     }
@@ -191,23 +183,19 @@ impl CoCounts {
             let mut partners = self.queued_entry(product);
             for &(other, weight, reach) in others {
                 if other != product {
-                    partners.add(other, weight, self.by_distance.then_some(reach), capacity);
+                    partners.add(other, weight, reach, capacity);
                 }
             }
         }
         for &(other, weight, reach) in others {
             if other != product {
-                self.queued_entry(other).add(
-                    product,
-                    weight,
-                    self.by_distance.then_some(reach),
-                    capacity,
-                );
+                self.queued_entry(other)
+                    .add(product, weight, reach, capacity);
             }
         }
     }
 
-    fn add_one(&self, from: u32, to: u32, weight: f32, reach: Option<Reach>) {
+    fn add_one(&self, from: u32, to: u32, weight: f32, reach: Reach) {
         let capacity = self.partners.load(Ordering::Relaxed);
         self.queued_entry(from).add(to, weight, reach, capacity);
     }
@@ -217,15 +205,6 @@ impl CoCounts {
         let counts = CoCounts::default();
         counts.configure(settings);
         counts
-    }
-
-    /// [`CoCounts::configured`] for pairs that are all as close as can be (an order's
-    /// lines): no counts by distance are kept, and every window reads the whole count.
-    pub fn without_distances(settings: ModelSettings) -> CoCounts {
-        CoCounts {
-            by_distance: false,
-            ..CoCounts::configured(settings)
-        }
     }
 
     /// Applies an account's model settings (at start and on a configuration reload).
@@ -387,11 +366,7 @@ impl CoCounts {
         entry.keys = restored.iter().map(|pair| pair.key).collect();
         entry.counts = restored.iter().map(|pair| pair.count).collect();
         entry.inherited = restored.iter().map(|pair| pair.inherited).collect();
-        entry.reach = if self.by_distance {
-            restored.iter().map(|pair| pair.reach).collect()
-        } else {
-            Vec::new()
-        };
+        entry.reach = restored.iter().map(|pair| pair.reach).collect();
         entry.total = entry.counts.iter().sum();
         let mut reach_total = [0.0; 2];
         for reach in &entry.reach {

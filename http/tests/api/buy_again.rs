@@ -4,32 +4,17 @@
 
 use serde_json::{Value, json};
 
+use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+
 use crate::common::{DEMO_KEY, DEMO_SECRET, Server};
 
 fn config() -> String {
-    format!(
-        r#"
-[durability]
-events_fsync = "always"
-[[accounts]]
-access_key = "{DEMO_KEY}"
-secret_key = "{DEMO_SECRET}"
-default_currency = "GBP"
-demo_catalogue = true
-  [[accounts.zones]]
-  id = "AGAIN"
-  title = "Buy it again"
-  type = "recommender-product"
-  strategy = "buy_again"
-  count = 5
-  [[accounts.zones]]
-  id = "TREND"
-  title = "Trending"
-  type = "recommender-product"
-  strategy = "trending"
-  count = 50
-"#
-    )
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+        .zone(ZoneToml::new("AGAIN", "buy_again", 5).titled("Buy it again"))
+        .zone(ZoneToml::new("TREND", "trending", 50).titled("Trending"));
+    ConfigToml::new("[durability]\nevents_fsync = \"always\"")
+        .account(account)
+        .to_toml()
 }
 
 fn order(server: &Server, id: &str, products: &[&str]) {

@@ -58,15 +58,7 @@ fn replay(
     units: usize,
     unit: impl Fn(&mut StdRng) -> Vec<String>,
 ) -> TuningReport {
-    let catalogue = testing::catalogue(products.iter().map(|id| Product {
-        prices: testing::priced(100, "GBP"),
-        ..testing::product(id)
-    }));
-    let account = testing::account_with_models(
-        vec![testing::zone("P", Strategy::Personalized, 10)],
-        catalogue,
-        models,
-    );
+    let account = planted_account(products, models);
     let settings = (*account.settings()).clone();
     account.replace_settings(AccountSettings { tuning, ..settings });
     let mut rng = StdRng::seed_from_u64(11);
@@ -86,6 +78,20 @@ fn replay(
     let report = account.model_tuning();
     assert_eq!(report.dropped, 0);
     report
+}
+
+/// An account of `products`, priced, with one `personalized` zone and its lists at
+/// `models`.
+fn planted_account(products: &[String], models: ModelSettings) -> crate::account::Account {
+    let catalogue = testing::catalogue(products.iter().map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(id)
+    }));
+    testing::account_with_models(
+        vec![testing::zone("P", Strategy::Personalized, 10)],
+        catalogue,
+        models,
+    )
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
@@ -186,15 +192,7 @@ fn replay_orders(
     products: &[String],
     order: impl Fn(&mut StdRng, usize, usize) -> Vec<String>,
 ) -> (TuningReport, TuningReport) {
-    let catalogue = testing::catalogue(products.iter().map(|id| Product {
-        prices: testing::priced(100, "GBP"),
-        ..testing::product(id)
-    }));
-    let account = testing::account_with_models(
-        vec![testing::zone("P", Strategy::Personalized, 10)],
-        catalogue,
-        ModelSettings::default(),
-    );
+    let account = planted_account(products, ModelSettings::default());
     let line = |id: &str| BasketLine {
         id: id.into(),
         qty: 1.0,
