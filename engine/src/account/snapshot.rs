@@ -110,23 +110,18 @@ impl Account {
         for (name, popularity) in popularity(&self.brand_popularity) {
             sink(StateEntry::BrandPopularity { name, popularity });
         }
-        for (product, partners, reach) in self.coview.entries(&self.product_keys) {
-            sink(StateEntry::CoViewPairsByDistance(Box::new(
-                crate::state::PairsByDistance {
+        let tables: [(_, fn(_) -> StateEntry); 2] = [
+            (&self.coview, StateEntry::CoViewPairsByDistance),
+            (&self.copurchase, StateEntry::CoPurchasePairsByDistance),
+        ];
+        for (counts, entry) in tables {
+            for (product, partners, reach) in counts.entries(&self.product_keys) {
+                sink(entry(Box::new(crate::state::PairsByDistance {
                     product,
                     partners,
                     reach,
-                },
-            )));
-        }
-        for (product, partners, reach) in self.copurchase.entries(&self.product_keys) {
-            sink(StateEntry::CoPurchasePairsByDistance(Box::new(
-                crate::state::PairsByDistance {
-                    product,
-                    partners,
-                    reach,
-                },
-            )));
+                })));
+            }
         }
         for day in self.site.entries() {
             sink(StateEntry::SiteDay(Box::new(day)));
