@@ -35,7 +35,7 @@ mod tune;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering, fence};
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::SegQueue;
@@ -306,7 +306,11 @@ impl Account {
         self.score_trials();
         let catalogue = self.catalogue();
         let ranked = Arc::ptr_eq(&self.rankings.load().catalogue, &catalogue);
-        if !self.models_stale.swap(false, Ordering::AcqRel) && ranked {
+        let stale = self.models_stale.swap(false, Ordering::SeqCst);
+        // Pairs with the fence of `mark_models_stale`: what was written before a mark
+        // this swap cleared is read below.
+        fence(Ordering::SeqCst);
+        if !stale && ranked {
             return false;
         }
         self.rankings.store(Arc::new(self.rerank(&catalogue)));

@@ -370,6 +370,55 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
     assert_eq!((viewed, bought), lists(&at_once));
 }
 
+/// Rounds running while requests are tracked miss nothing: after the last request,
+/// one more round publishes what a single round after everything does. (A round that
+/// cleared the stale flag between a request's mark and its counting left that count
+/// unranked until some later event.)
+#[test]
+fn rounds_racing_requests_miss_no_count() {
+    let ids: Vec<String> = (0..12).map(|i| format!("p{i:02}")).collect();
+    let catalogue = || {
+        testing::catalogue(ids.iter().map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        }))
+    };
+    let raced = testing::account(vec![], catalogue());
+    let serial = testing::account(vec![], catalogue());
+    let mut sequence = crate::demo::Sequence::new(11);
+    for burst in 0..1000_i64 {
+        let views: Vec<(String, UnixMillis)> = (0..8)
+            .map(|n| {
+                let id = ids[(sequence.next_u64() % 12) as usize].clone();
+                (id, T0 + burst * 100 + n)
+            })
+            .collect();
+        let serve = |account: &Account| {
+            for (id, now) in &views {
+                let events = vec![Event::ProductView {
+                    id: id.as_str().into(),
+                }];
+                account.serve(request("v", None, events, *now));
+            }
+        };
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                serve(&raced);
+                done.store(true, Ordering::Release);
+            });
+            while !done.load(Ordering::Acquire) {
+                raced.rebuild_models();
+            }
+        });
+        raced.rebuild_models();
+        serve(&serial);
+        serial.rebuild_models();
+        let (a, b) = (raced.rankings.load(), serial.rankings.load());
+        assert_eq!(a.rankings.trending, b.rankings.trending, "burst {burst}");
+    }
+}
+
 /// The visitor bound holds with no background pass at all: a request that finds the
 /// account more than 1 % over it evicts the least recently seen, inline.
 #[test]

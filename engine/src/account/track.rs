@@ -2,7 +2,7 @@
 //! and online models, on serving ([`Account::serve`]) and on recovery
 //! ([`Account::replay`]), and session resolution.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{Ordering, fence};
 
 use dashmap::DashMap;
 use smallvec::SmallVec;
@@ -203,6 +203,7 @@ impl Account {
                         .is_some()
                     {
                         self.count(&item.id, BASKET_SCORE, 0, now);
+                        self.mark_models_stale();
                     }
                 }
                 visitor.basket = items.clone();
@@ -290,6 +291,7 @@ impl Account {
                 .collect();
             self.coview.add_all(key, &earlier);
             self.count(id, VIEW_SCORE, 0, now);
+            self.mark_models_stale();
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
         let view = |product| Touch::View {
@@ -383,6 +385,7 @@ impl Account {
                 self.copurchase.add_all(*line, &before);
             }
         }
+        self.mark_models_stale();
         true
     }
 
@@ -434,10 +437,16 @@ impl Account {
         (in_catalogue || self.product_keys.len() < room).then(|| self.product_keys.key(id))
     }
 
-    /// Tells the next rebuild round that there is something to rebuild. Read before it
-    /// is written: under load it is already set, and a store on every event would move
-    /// its cache line between the cores on every request.
+    /// Tells the next rebuild round that there is something to rebuild: called after
+    /// the counters and queues are written. Read before it is written: under load it is
+    /// already set, and a store on every event would move its cache line between the
+    /// cores on every request. The fence pairs with the one after the round's swap
+    /// ([`Account::rebuild_models`]): either the round reads what was just written, or
+    /// this reads the flag the round cleared and sets it for the next round. Without it
+    /// (or with the mark before the write) a round could clear the flag, miss the
+    /// write, and leave it unranked until some later event.
     fn mark_models_stale(&self) {
+        fence(Ordering::SeqCst);
         if !self.models_stale.load(Ordering::Relaxed) {
             self.models_stale.store(true, Ordering::Release);
         }
@@ -452,8 +461,9 @@ impl Account {
         self.mark_models_stale();
     }
 
+    /// Counts an interaction with a product in its counter (queued for the next round);
+    /// the caller marks the models stale once its pairs are counted too.
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
-        self.mark_models_stale();
         let mut counter = match self.counters.get_mut(product_id) {
             Some(counter) => counter,
             None => self.counters.entry(product_id.to_owned()).or_default(),
