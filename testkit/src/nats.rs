@@ -148,11 +148,15 @@ impl NatsCluster {
             .iter()
             .map(|n| format!("nats-route://127.0.0.1:{}", n.route))
             .collect();
+        // A name of its own (its first client port is its own while it runs): a route
+        // to a port that another test's cluster took over (a killed server's, reused) is
+        // refused, so two tests' clusters never merge.
+        let cluster_name = format!("vitrine-test-{}", nodes.first().map_or(0, |n| n.client));
         for node in &nodes {
             let text = format!(
                 "server_name: {name}\nlisten: 127.0.0.1:{client}\nhttp: 127.0.0.1:{monitor}\n\
                  jetstream {{\n  store_dir: {store:?}\n}}\n\
-                 cluster {{\n  name: vitrine-test\n  listen: 127.0.0.1:{route}\n  routes: [{routes}]\n}}\n",
+                 cluster {{\n  name: {cluster_name}\n  listen: 127.0.0.1:{route}\n  routes: [{routes}]\n}}\n",
                 name = node.name,
                 client = node.client,
                 monitor = node.monitor,

@@ -516,9 +516,11 @@ impl AccountJobs {
             }
             RecordKind::Served | RecordKind::Events | RecordKind::Click => {
                 apply_tracking(&shared.account, kind, payload);
+                // Not refused while the log writer is behind (serving is, with a 503):
+                // a refusal here would stop the account's replication.
                 shared
                     .wal
-                    .append_under_policy(RecordKind::Replicated.code(), logged)?;
+                    .append_under_policy_waiting(RecordKind::Replicated.code(), logged)?;
                 shared.stream_position.store(sequence, Ordering::Release);
             }
             RecordKind::Forget => {

@@ -456,3 +456,40 @@ fn finished_feed_jobs_are_bounded_and_the_oldest_forgotten_with_their_files() {
     assert_eq!(kept, 10);
     jobs.shutdown();
 }
+
+/// A record read from the replicated log is applied and logged while the log writer's
+/// backlog is at its bound (serving is refused then): a refusal would stop the
+/// account's replication for good.
+#[test]
+fn a_replicated_record_is_applied_while_serving_is_refused_for_the_backlog() {
+    use vitrine_engine::event::Event;
+    use vitrine_engine::state::Tracked;
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(tmp.path(), 0, config());
+    jobs.set_max_log_backlog(0);
+    let tracked = Tracked {
+        visitor_id: "elsewhere".to_owned(),
+        session_id: "s".to_owned(),
+        now: 1_800_000_000_000,
+        events: vec![Event::ProductView { id: "p1".into() }].into(),
+    };
+    let payload = log::encode_tracked(&tracked).unwrap();
+    assert!(matches!(
+        jobs.shared
+            .wal
+            .append_under_policy(RecordKind::Events.code(), payload.clone()),
+        Err(vitrine_snapshots::Error::Backlog { .. })
+    ));
+    let applied = jobs
+        .apply_replicated(1, 7, RecordKind::Events, &payload)
+        .unwrap();
+    assert!(matches!(applied, replica::Applied::Applied), "{applied:?}");
+    assert_eq!(jobs.stream_position(), 1);
+    assert_eq!(jobs.account().visitor_count(), 1);
+    // Logged: a restart replays it.
+    jobs.shared.wal.sync().unwrap();
+    drop(jobs);
+    let (restarted, _) = restart(tmp.path());
+    assert_eq!(restarted.account().visitor_count(), 1);
+    assert_eq!(restarted.stream_position(), 1);
+}

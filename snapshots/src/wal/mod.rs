@@ -313,6 +313,35 @@ impl Wal {
         })
     }
 
+    /// [`Wal::append_under_policy`] for a record that must be logged whatever the load
+    /// (one applied from a replicated log, whose refusal would stop the replication):
+    /// while the backlog is at its bound it waits for the writer to drain it, instead
+    /// of being refused. A log that failed earlier refuses it.
+    pub fn append_under_policy_waiting(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+        if self.policy == SyncPolicy::Always {
+            return self.append(kind, payload).map(|_| ());
+        }
+        let request = record(kind, payload, Durability::Policy)?;
+        loop {
+            let waiting = self.stats.waiting.load(Ordering::Relaxed);
+            if waiting == 0 || waiting < self.max_backlog.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some(failure) = self.failed.get() {
+                return Err(Error::Wal(WalError::Stopped(Box::new(failure))));
+            }
+            self.writer_thread.unpark();
+            thread::sleep(LINGER);
+        }
+        self.send(
+            Append {
+                request,
+                reply: None,
+            },
+            false,
+        )
+    }
+
     /// Appends a record and returns only once it is fsynced, whatever the policy.
     pub fn append_durable(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
         self.submit(record(kind, payload, Durability::Synced)?)
@@ -404,11 +433,17 @@ impl Wal {
     /// Hands `append` to the writer. Every request after a failed write is refused
     /// here, and one that does not wait while the backlog is at its bound.
     fn send_append(&self, append: Append) -> Result<()> {
+        let bounded = append.reply.is_none();
+        self.send(append, bounded)
+    }
+
+    /// [`Wal::send_append`], refused at the backlog's bound only when `bounded`.
+    fn send(&self, append: Append, bounded: bool) -> Result<()> {
         if let Some(failure) = self.failed.get() {
             return Err(Error::Wal(WalError::Stopped(Box::new(failure))));
         }
         let waits = append.reply.is_some();
-        if !waits {
+        if bounded {
             self.backlog_room()?;
         }
         self.stats.waiting.fetch_add(1, Ordering::Relaxed);

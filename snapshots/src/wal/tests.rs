@@ -330,6 +330,18 @@ fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
         }
     }
     assert!(refused > 0, "no append was refused");
+    // An append that must be logged waits for room instead (a bound of 0: it waits
+    // for an empty backlog).
+    wal.set_max_backlog(0);
+    assert!(matches!(
+        wal.append_under_policy(1, b"refused".to_vec()),
+        Err(Error::Backlog { .. })
+    ));
+    for i in 0..100u32 {
+        wal.append_under_policy_waiting(1, i.to_le_bytes().to_vec())
+            .unwrap();
+    }
+    accepted += 100;
     // Appends that wait for their outcome are not refused, and everything accepted
     // is in the log.
     wal.append_durable(1, b"durable".to_vec()).unwrap();
