@@ -81,7 +81,7 @@ impl Partners {
     /// partners are counted. Keys are kept in ascending order, so a partner is found by
     /// binary search (a view looks up each of its window's partners: a scan of 256 keys
     /// would cost more than the rest of counting it).
-    fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
+    pub(super) fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
         self.total += weight;
         add_reach(&mut self.reach_total, reach);
         let at = match self.keys.binary_search(&to) {
@@ -110,16 +110,28 @@ impl Partners {
                 .min_by(|a, b| a.1.total_cmp(b.1))
                 .map(|(at, count)| (at, *count));
             if let Some((weakest, count)) = weakest {
+                inherited = count;
+                if weakest < at {
+                    at -= 1;
+                }
+                if self.reach.len() == self.keys.len() {
+                    // The newcomer takes the weakest's entry, moved to its own place:
+                    // only the entries between the two places shift (a removal and an
+                    // insertion would each shift the whole tail).
+                    let gone = self.reach.get(weakest).copied().unwrap_or_default();
+                    add_reach(&mut self.reach_total, gone.map(|count| -count));
+                    replace_moved(&mut self.keys, weakest, at, to);
+                    replace_moved(&mut self.counts, weakest, at, inherited + weight);
+                    replace_moved(&mut self.inherited, weakest, at, inherited);
+                    replace_moved(&mut self.reach, weakest, at, reach);
+                    return;
+                }
                 self.keys.remove(weakest);
                 self.counts.remove(weakest);
                 self.inherited.remove(weakest);
                 if weakest < self.reach.len() {
                     let gone = self.reach.remove(weakest);
                     add_reach(&mut self.reach_total, gone.map(|count| -count));
-                }
-                inherited = count;
-                if weakest < at {
-                    at -= 1;
                 }
             }
         }
@@ -152,6 +164,21 @@ impl Partners {
             all: self.total,
             reach: self.reach_total,
         }
+    }
+}
+
+/// What `entries.remove(from)` and then `entries.insert(to, value)` give, shifting only
+/// the entries between the two places.
+fn replace_moved<T>(entries: &mut [T], from: usize, to: usize, value: T) {
+    if from < to {
+        if let Some(between) = entries.get_mut(from..=to) {
+            between.rotate_left(1);
+        }
+    } else if let Some(between) = entries.get_mut(to..=from) {
+        between.rotate_right(1);
+    }
+    if let Some(slot) = entries.get_mut(to) {
+        *slot = value;
     }
 }
 

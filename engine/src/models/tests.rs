@@ -351,3 +351,56 @@ fn popularity_halves_every_half_life() {
     counter.add(1.0, 0);
     assert_eq!(counter.value_at(TRENDING_HALF_LIFE_MILLIS), 5.5);
 }
+
+/// Space-saving's replacement in place gives what removing the weakest partner and
+/// inserting the newcomer gives, with full lists and a stream of new partners.
+#[test]
+fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
+    let mut fast = co_counts::Partners::default();
+    let mut sequence = crate::demo::Sequence::new(5);
+    let capacity = 16;
+    // The reference: the same counts kept by removals and insertions.
+    let mut reference: Vec<(u32, f32, f32, Reach)> = Vec::new();
+    for _ in 0..5_000 {
+        let to = (sequence.next_u64() % 60) as u32;
+        let weight = 1.0 / (1 + sequence.next_u64() % 4) as f32;
+        let reach = [weight, 0.0];
+        fast.add(to, weight, reach, capacity);
+        match reference.binary_search_by_key(&to, |e| e.0) {
+            Ok(at) => {
+                reference[at].1 += weight;
+                reference[at].3[0] += weight;
+            }
+            Err(mut at) => {
+                let mut inherited = 0.0;
+                if reference.len() >= capacity {
+                    let (weakest, count) = reference
+                        .iter()
+                        .enumerate()
+                        .min_by(|a, b| a.1.1.total_cmp(&b.1.1))
+                        .map(|(at, e)| (at, e.1))
+                        .unwrap();
+                    reference.remove(weakest);
+                    inherited = count;
+                    if weakest < at {
+                        at -= 1;
+                    }
+                }
+                reference.insert(at, (to, inherited + weight, inherited, reach));
+            }
+        }
+        let kept: Vec<(u32, f32, f32, Reach)> = (0..fast.keys.len())
+            .map(|at| {
+                (
+                    fast.keys[at],
+                    fast.counts[at],
+                    fast.inherited[at],
+                    fast.reach[at],
+                )
+            })
+            .collect();
+        assert_eq!(kept, reference);
+        let reach_total: f32 = reference.iter().map(|e| e.3[0]).sum();
+        assert!((fast.reach_total[0] - reach_total).abs() < 1e-2);
+    }
+}
