@@ -15,6 +15,9 @@ use vitrine_testkit::records;
 pub(super) const KEY: &str = "cluster-shop";
 pub(super) const SECRET: &str = "cluster-shop-secret";
 /// How long a write through one node may take to show on another (a loaded machine).
+/// The admin API's token on every node.
+pub(super) const ADMIN: &str = "cluster-admin-token-0123456789";
+
 pub(super) const REPLICATED: Duration = Duration::from_secs(120);
 
 pub(super) fn config(nats: &NatsCluster, node: &str) -> String {
@@ -38,6 +41,9 @@ pub(super) fn config_with(nats: &NatsCluster, node: &str, durability: &str) -> S
 [durability]
 state_snapshot_interval_secs = 1
 {durability}
+
+[admin]
+tokens = ["{ADMIN}"]
 
 [cluster]
 servers = [{servers}]
@@ -701,6 +707,13 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
                 .collect();
             if n.is_multiple_of(60) {
                 eprintln!("still holding the person: {left:?}");
+            }
+            if n == 240 {
+                eprintln!(
+                    "A's log:\n{}\nB's log:\n{}",
+                    plain(&a.log()),
+                    plain(&b.log())
+                );
             }
             // Looked for twice a second: a grep of every directory is not free.
             if !left.is_empty() {

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 
 use super::cluster::{
-    KEY, REPLICATED, SECRET, add_products, applied_on, category, config_with, order_event, plain,
-    present_orders, settled, with_snapshots, zone,
+    ADMIN, KEY, REPLICATED, SECRET, add_products, applied_on, category, config_with, order_event,
+    plain, present_orders, settled, with_snapshots, zone,
 };
-use crate::common::{Server, serverside_body, try_post, wait_for};
+use crate::common::{Server, request, serverside_body, try_post, wait_for};
 
 /// The products the shoppers order.
 const PRODUCTS: [&str; 8] = ["f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7"];
@@ -36,6 +36,20 @@ fn gauge(server: &Server, name: &str) -> f64 {
         .find_map(|line| line.strip_prefix(prefix.as_str()))
         .and_then(|value| value.trim().parse().ok())
         .unwrap_or(f64::NAN)
+}
+
+/// What `server` says of the trending zone's items (scores and facts), and its
+/// metrics of the account (histograms left out): what a failed agreement shows.
+fn model_lines(server: &Server) -> String {
+    let path = format!("/admin/api/accounts/{KEY}/explain?zone=TR&visitor=browser");
+    let auth = format!("Bearer {ADMIN}");
+    let explained = request(server.addr, "GET", &path, b"", &[("authorization", &auth)]).body;
+    let body = server.get("/metrics").body;
+    let lines: Vec<&str> = body
+        .lines()
+        .filter(|line| line.contains(KEY) && !line.contains("_bucket"))
+        .collect();
+    format!("{explained}\n{}", lines.join("\n"))
 }
 
 /// Waits until `server`'s outbox is empty: everything it took is in the stream.
@@ -134,11 +148,27 @@ fn agree(a: &Server, b: &Server, outcomes: &Outcomes) {
         assert!(missing.is_empty(), "node {node} lost {missing:?}");
     }
     // Rankings are rebuilt every second on each node.
-    wait_for("the nodes' zones agree", REPLICATED, || {
-        let same =
-            category(a) == category(b) && zone(a, "browser", "TR") == zone(b, "browser", "TR");
-        same.then_some(())
-    });
+    let mut last = Vec::new();
+    let deadline = Instant::now() + REPLICATED;
+    loop {
+        let seen = [
+            category(a),
+            category(b),
+            zone(a, "browser", "TR"),
+            zone(b, "browser", "TR"),
+        ];
+        if seen[0] == seen[1] && seen[2] == seen[3] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the nodes' zones still differ after {REPLICATED:?} (category on a, b; trending on a, b): {seen:?}, before: {last:?}\n{}\n{}",
+            model_lines(a),
+            model_lines(b)
+        );
+        last = seen.to_vec();
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Shoppers on both nodes; the `victim` NATS server SIGKILLed once 200 orders are in,
