@@ -302,6 +302,11 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         let state = Arc::new(AppState::open(config).context("opening the data directory")?);
         if let Some((cluster, timeout)) = &cluster {
             for entry in state.accounts() {
+                // Erasures travel between the nodes as hashes keyed by the account's
+                // secret key, which every node has and the NATS servers do not.
+                entry
+                    .jobs
+                    .set_cluster_erasure_key(entry.config.secret_key.as_bytes());
                 let membership = cluster
                     .join(Arc::clone(&entry.jobs), *timeout)
                     .await

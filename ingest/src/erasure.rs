@@ -31,6 +31,16 @@ pub fn key(data_dir: &Path) -> Result<[u8; 32], vitrine_snapshots::Error> {
     Ok(key)
 }
 
+/// The keyed hash of an identifier (HMAC-SHA256 under `key`; emails and ids compared
+/// case-insensitively, surrounding spaces ignored).
+pub fn keyed_hash(key: &[u8], identifier: &str) -> [u8; 32] {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(key) else {
+        return [0; 32];
+    };
+    mac.update(identifier.trim().to_lowercase().as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
 /// Keyed hashes of an account's forgotten identifiers.
 #[derive(Debug)]
 pub struct Forgotten {
@@ -56,11 +66,7 @@ impl Forgotten {
 
     /// The hash of an identifier (emails and ids compared case-insensitively).
     fn hash(&self, identifier: &str) -> [u8; 32] {
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.key) else {
-            return [0; 32];
-        };
-        mac.update(identifier.trim().to_lowercase().as_bytes());
-        mac.finalize().into_bytes().into()
+        keyed_hash(&self.key, identifier)
     }
 
     /// Remembers `identifier` as forgotten and saves the set (fsynced).

@@ -136,6 +136,37 @@ impl Account {
 
     /// Removes every record tied to `identifier`: matched by email (case-insensitive),
     /// user id, B2B account id or visitor id. Aggregate counters stay.
+    /// The identifiers this account knows a person by (visitor ids, user ids, emails,
+    /// account ids) for which `matches` holds: how an erasure known only by a keyed hash
+    /// (a cluster's) finds its person. A scan of every visitor: for erasures only.
+    pub fn identifiers_matching(&self, matches: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut found: HashSet<String> = HashSet::new();
+        let mut consider = |id: &str| {
+            if !found.contains(id) && matches(id) {
+                found.insert(id.to_owned());
+            }
+        };
+        for visitor in self.visitors.read().iter() {
+            consider(visitor.key());
+        }
+        for user in self.users.iter() {
+            consider(&user.user_id);
+            if let Some(email) = &user.email {
+                consider(email);
+            }
+        }
+        for entry in self.identities.iter() {
+            match entry.key() {
+                IdentityKey::User(id) | IdentityKey::Email(id) | IdentityKey::Account(id) => {
+                    consider(id);
+                }
+            }
+        }
+        let mut found: Vec<String> = found.into_iter().collect();
+        found.sort();
+        found
+    }
+
     pub fn forget(&self, identifier: &str) -> Erasure {
         let email = identifier.to_lowercase();
         let Linked {

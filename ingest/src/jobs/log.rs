@@ -73,6 +73,12 @@ pub enum RecordKind {
     /// A click on a product a zone showed, reported by the browser script: an rkyv
     /// archive of [`Clicked`].
     Click,
+    /// In a cluster's replicated log only: an erasure, as the keyed hash of the
+    /// identifier (32 bytes, [`crate::erasure::keyed_hash`] under the account's cluster
+    /// erasure key): no personal data, so the erasure's scrub keeps it, and a node that
+    /// reads the log after the scrub still erases the person. Each node logs the
+    /// identifiers it finds for it as [`RecordKind::Forget`] records.
+    ForgetHashed,
     /// In a cluster, a record this node took and publishes through its outbox: the
     /// outbox id (the node's start count, 4 bytes, and the record's number in that
     /// start, 8 bytes, little endian), the record's kind byte and the record. A restart
@@ -93,6 +99,7 @@ impl RecordKind {
             RecordKind::FeedBuilt => 7,
             RecordKind::Click => 8,
             RecordKind::Outboxed => 9,
+            RecordKind::ForgetHashed => 10,
         }
     }
 
@@ -108,6 +115,7 @@ impl RecordKind {
             7 => Some(RecordKind::FeedBuilt),
             8 => Some(RecordKind::Click),
             9 => Some(RecordKind::Outboxed),
+            10 => Some(RecordKind::ForgetHashed),
             _ => None,
         }
     }
@@ -153,9 +161,12 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             Some((_, kind, record)) => inspect(kind.code(), record),
             None => Logged::Other,
         },
-        Some(RecordKind::FeedSubmitted | RecordKind::FeedBuilt | RecordKind::Click) => {
-            Logged::Other
-        }
+        Some(
+            RecordKind::FeedSubmitted
+            | RecordKind::FeedBuilt
+            | RecordKind::Click
+            | RecordKind::ForgetHashed,
+        ) => Logged::Other,
         None => Logged::Other,
     }
 }

@@ -241,6 +241,9 @@ struct Shared {
     streams: self::streams::Streams,
     /// Hashes of the identifiers erased.
     forgotten: Forgotten,
+    /// The key of the erasures published to a cluster's replicated log (see
+    /// [`AccountJobs::set_cluster_erasure_key`]).
+    cluster_erasure_key: std::sync::OnceLock<Vec<u8>>,
     /// `rebuild` and `checkpointing` (see `locks.rs`).
     locks: self::locks::Locks,
     /// Set while a compaction asked for by the worker has not run yet.
@@ -383,9 +386,11 @@ impl AccountJobs {
         self.shared
             .wal
             .append_durable(RecordKind::Forget.code(), identifier.as_bytes().to_vec())?;
+        // The other nodes find the person by the identifier's keyed hash: the replicated
+        // log never holds the identifier itself.
         self.publish(
-            RecordKind::Forget,
-            || identifier.as_bytes().to_vec(),
+            RecordKind::ForgetHashed,
+            || self.cluster_erasure_hash(identifier).to_vec(),
             Wait::Answer,
         )?;
         self.after_forget(identifier)?;

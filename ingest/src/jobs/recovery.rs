@@ -89,6 +89,7 @@ impl AccountJobs {
             feeds,
             streams,
             forgotten,
+            cluster_erasure_key: std::sync::OnceLock::new(),
             locks: Locks::default(),
             compaction_asked: AtomicBool::new(false),
             metrics: JobsMetrics::default(),
@@ -240,7 +241,8 @@ fn replay_tracking(
                 | RecordKind::Replicated
                 | RecordKind::Outboxed
                 | RecordKind::FeedSubmitted
-                | RecordKind::FeedBuilt,
+                | RecordKind::FeedBuilt
+                | RecordKind::ForgetHashed,
             )
             | None => {}
         }

@@ -439,9 +439,11 @@ impl AccountJobs {
             RecordKind::Delta | RecordKind::FeedSubmitted | RecordKind::FeedBuilt => {
                 shared.floors.catalogue
             }
-            RecordKind::Served | RecordKind::Events | RecordKind::Forget | RecordKind::Click => {
-                shared.floors.state
-            }
+            RecordKind::Served
+            | RecordKind::Events
+            | RecordKind::Forget
+            | RecordKind::ForgetHashed
+            | RecordKind::Click => shared.floors.state,
             RecordKind::Replicated | RecordKind::Outboxed => 0,
         };
         if sequence <= floor {
@@ -532,6 +534,34 @@ impl AccountJobs {
                 shared.stream_position.store(sequence, Ordering::Release);
                 self.after_forget(&identifier)?;
             }
+            RecordKind::ForgetHashed => {
+                // Every identifier of this node whose keyed hash it is (none when the
+                // person never reached this node), erased and logged as an erasure.
+                let found = <[u8; 32]>::try_from(payload).map_or_else(
+                    |_| Vec::new(),
+                    |hash| {
+                        let key = self.cluster_erasure_key();
+                        shared
+                            .account
+                            .identifiers_matching(|id| crate::erasure::keyed_hash(&key, id) == hash)
+                    },
+                );
+                for identifier in &found {
+                    shared.account.forget(identifier);
+                    let logged =
+                        log::encode_replicated(sequence, RecordKind::Forget, identifier.as_bytes());
+                    shared
+                        .wal
+                        .append_durable(RecordKind::Replicated.code(), logged)?;
+                }
+                shared.stream_position.store(sequence, Ordering::Release);
+                for identifier in &found {
+                    self.after_forget(identifier)?;
+                }
+                if found.is_empty() {
+                    return Ok(Applied::Seen);
+                }
+            }
             RecordKind::Replicated
             | RecordKind::Outboxed
             | RecordKind::FeedSubmitted
@@ -541,6 +571,27 @@ impl AccountJobs {
             }
         }
         Ok(Applied::Applied)
+    }
+
+    /// Sets the key of the erasures this account publishes to a cluster's replicated log
+    /// and reads from it: the same on every node (the server derives it from the
+    /// account's secret key). Once; without it, the access key is used.
+    pub fn set_cluster_erasure_key(&self, key: &[u8]) {
+        let _ = self.shared.cluster_erasure_key.set(key.to_vec());
+    }
+
+    /// The key of the cluster's erasures (see [`AccountJobs::set_cluster_erasure_key`]).
+    fn cluster_erasure_key(&self) -> Vec<u8> {
+        self.shared
+            .cluster_erasure_key
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.shared.account.access_key().as_bytes().to_vec())
+    }
+
+    /// The keyed hash an erasure of `identifier` is published as.
+    pub(super) fn cluster_erasure_hash(&self, identifier: &str) -> [u8; 32] {
+        crate::erasure::keyed_hash(&self.cluster_erasure_key(), identifier)
     }
 
     /// Publishes a record when the account is replicated (see [`Wait`]).

@@ -493,3 +493,52 @@ fn a_replicated_record_is_applied_while_serving_is_refused_for_the_backlog() {
     assert_eq!(restarted.account().visitor_count(), 1);
     assert_eq!(restarted.stream_position(), 1);
 }
+
+/// An erasure read from a cluster's replicated log carries only the identifier's keyed
+/// hash: the node finds the person by it, erases them, and logs the erasure as one of
+/// its own, which a restart applies again.
+#[test]
+fn a_hashed_erasure_from_the_replicated_log_finds_and_erases_the_person() {
+    use vitrine_engine::event::Event;
+    use vitrine_engine::state::Tracked;
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(tmp.path(), 0, config());
+    jobs.set_cluster_erasure_key(b"the account's secret");
+    let customer = Event::CustomerDetails {
+        identity: vitrine_engine::event::Identity {
+            email: Some("Erase.Me@Example.com".to_owned()),
+            ..Default::default()
+        },
+        details: Default::default(),
+    };
+    let tracked = Tracked {
+        visitor_id: "visitor-to-erase".to_owned(),
+        session_id: "s".to_owned(),
+        now: 1_800_000_000_000,
+        events: vec![customer, Event::ProductView { id: "p1".into() }].into(),
+    };
+    let payload = log::encode_tracked(&tracked).unwrap();
+    jobs.apply_replicated(1, 7, RecordKind::Events, &payload)
+        .unwrap();
+    assert_eq!(jobs.account().visitor_count(), 1);
+
+    // Another key finds nobody; the account's finds the person by their email.
+    let elsewhere = crate::erasure::keyed_hash(b"another account", "erase.me@example.com");
+    let applied = jobs
+        .apply_replicated(2, 7, RecordKind::ForgetHashed, &elsewhere)
+        .unwrap();
+    assert!(matches!(applied, replica::Applied::Seen), "{applied:?}");
+    assert_eq!(jobs.account().visitor_count(), 1);
+    let hash = jobs.cluster_erasure_hash(" ERASE.me@example.com ");
+    let applied = jobs
+        .apply_replicated(3, 7, RecordKind::ForgetHashed, &hash)
+        .unwrap();
+    assert!(matches!(applied, replica::Applied::Applied), "{applied:?}");
+    assert_eq!(jobs.account().visitor_count(), 0);
+    assert_eq!(jobs.stream_position(), 3);
+    drop(jobs);
+    // The restart replays the events and then the erasure logged for them.
+    let (restarted, _) = restart(tmp.path());
+    assert_eq!(restarted.account().visitor_count(), 0);
+    assert_eq!(restarted.stream_position(), 3);
+}
