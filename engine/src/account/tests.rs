@@ -302,17 +302,20 @@ fn first_zone_ids(outcome: &ServeOutcome) -> Vec<String> {
         .collect()
 }
 
+/// A catalogue of `ids`, each priced 1.00 GBP.
+fn priced_catalogue(ids: &[String]) -> Catalogue {
+    testing::catalogue(ids.iter().map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        ..testing::product(id)
+    }))
+}
+
 /// Rebuilding round by round (only what changed each time) publishes the same
 /// rankings and neighbour lists as one rebuild after everything.
 #[test]
 fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
     let ids: Vec<String> = (0..40).map(|i| format!("p{i:02}")).collect();
-    let catalogue = || {
-        testing::catalogue(ids.iter().map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        }))
-    };
+    let catalogue = || priced_catalogue(&ids);
     let stepwise = testing::account(vec![], catalogue());
     let at_once = testing::account(vec![], catalogue());
     let mut sequence = crate::demo::Sequence::new(3);
@@ -377,12 +380,7 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
 #[test]
 fn rounds_racing_requests_miss_no_count() {
     let ids: Vec<String> = (0..12).map(|i| format!("p{i:02}")).collect();
-    let catalogue = || {
-        testing::catalogue(ids.iter().map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        }))
-    };
+    let catalogue = || priced_catalogue(&ids);
     let raced = testing::account(vec![], catalogue());
     let serial = testing::account(vec![], catalogue());
     let mut sequence = crate::demo::Sequence::new(11);

@@ -105,6 +105,9 @@ impl Account {
             .filter(|(index, order)| self.count_order(order, *index, now, &mut notices, &[]))
             .map(|(_, order)| order.clone())
             .collect();
+        if !fresh.is_empty() {
+            self.mark_models_stale();
+        }
         self.record_customer_orders(&fresh, now);
         fresh.len()
     }
@@ -146,6 +149,10 @@ impl Account {
                 Event::ProductView { id } => self.view_product(live, &at, id, page),
                 other => self.apply_event(live, &at, other, page, notices),
             }
+        }
+        // Once, after every counter, pair and queue the events wrote.
+        if events.iter().any(counts_for_models) {
+            self.mark_models_stale();
         }
     }
 
@@ -203,7 +210,6 @@ impl Account {
                         .is_some()
                     {
                         self.count(&item.id, BASKET_SCORE, 0, now);
-                        self.mark_models_stale();
                     }
                 }
                 visitor.basket = items.clone();
@@ -291,7 +297,6 @@ impl Account {
                 .collect();
             self.coview.add_all(key, &earlier);
             self.count(id, VIEW_SCORE, 0, now);
-            self.mark_models_stale();
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
         let view = |product| Touch::View {
@@ -385,7 +390,6 @@ impl Account {
                 self.copurchase.add_all(*line, &before);
             }
         }
-        self.mark_models_stale();
         true
     }
 
@@ -437,8 +441,8 @@ impl Account {
         (in_catalogue || self.product_keys.len() < room).then(|| self.product_keys.key(id))
     }
 
-    /// Tells the next rebuild round that there is something to rebuild: called after
-    /// the counters and queues are written. Read before it is written: under load it is
+    /// Tells the next rebuild round that there is something to rebuild: called once
+    /// after a request's (or an import's) counters, pairs and queues are written. Read before it is written: under load it is
     /// already set, and a store on every event would move its cache line between the
     /// cores on every request. The fence pairs with the one after the round's swap
     /// ([`Account::rebuild_models`]): either the round reads what was just written, or
@@ -458,11 +462,9 @@ impl Account {
             Some(mut counter) => counter.add(1.0, now),
             None => counters.entry(name.to_owned()).or_default().add(1.0, now),
         }
-        self.mark_models_stale();
     }
 
-    /// Counts an interaction with a product in its counter (queued for the next round);
-    /// the caller marks the models stale once its pairs are counted too.
+    /// Counts an interaction with a product in its counter (queued for the next round).
     fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
         let mut counter = match self.counters.get_mut(product_id) {
             Some(counter) => counter,
@@ -474,6 +476,23 @@ impl Account {
             counter.queued = true;
             self.changed_counters.push(product_id.to_owned());
         }
+    }
+}
+
+/// Whether `event` may change what the model rounds rebuild from: product, basket
+/// and order counts, pairs, and category or brand popularity.
+fn counts_for_models(event: &Event) -> bool {
+    match event {
+        Event::PageView {
+            category_id,
+            brand_id,
+            ..
+        } => category_id.is_some() || brand_id.is_some(),
+        Event::ProductView { .. }
+        | Event::SetBasket { .. }
+        | Event::Order(_)
+        | Event::CustomerOrder(_) => true,
+        Event::ProductRate { .. } | Event::CustomerDetails { .. } => false,
     }
 }
 
