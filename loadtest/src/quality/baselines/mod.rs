@@ -27,7 +27,7 @@ mod sequential;
 use dense::{Als, Ease, ItemKnn, MostPopular};
 use reference::{CoViewEase, CoViewExact};
 use sequential::{Markov, SequentialRules, Vsknn};
-use vitrine_engine::models::CO_VIEW_WINDOW;
+use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING};
 use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
 
 /// Largest catalogue the dense methods take (a matrix of this many squared `f32`s is
@@ -72,6 +72,7 @@ impl Training {
                 1.0,
                 DEFAULT_RECENCY as f32,
                 DEFAULT_LONG_TERM as f32,
+                PARTNER_DAMPING,
             ))
         });
         Arc::clone(fitted)
@@ -154,6 +155,7 @@ pub(crate) enum Method {
         backward: f32,
         recency: f32,
         long_term: f32,
+        damping: f32,
     },
     /// A second reference: the exact co-view model at the server's settings blended
     /// with EASE, each question's scores of either scaled to a maximum of 1 and EASE's
@@ -212,8 +214,10 @@ impl Method {
                 backward,
                 recency,
                 long_term,
+                damping,
             } => format!(
-                "window={window} backward={backward} recency={recency} long_term={long_term}"
+                "window={window} backward={backward} recency={recency} long_term={long_term} \
+                 damping={damping}"
             ),
             Method::CoViewEase { lambda, weight } => format!("lambda={lambda} weight={weight}"),
         }
@@ -273,6 +277,7 @@ impl Method {
             backward,
             recency,
             long_term,
+            damping: PARTNER_DAMPING,
         };
         let (zone_recency, zone_long_term) = (DEFAULT_RECENCY as f32, DEFAULT_LONG_TERM as f32);
         let mut references = Vec::new();
@@ -291,6 +296,22 @@ impl Method {
                 zone_recency,
                 zone_long_term,
             ));
+        }
+        // The partner damping self-tuning chooses among, at the windows and blends the
+        // undamped counts favour: what the approach reaches on data where damping
+        // does not pay.
+        for damping in [0.0, 0.25] {
+            for window in [3, 10] {
+                for (recency, long_term) in [(0.8, 2.0), (0.9, 0.0), (0.8, 0.0), (0.9, 2.0)] {
+                    references.push(Method::CoViewExact {
+                        window,
+                        backward: 1.0,
+                        recency,
+                        long_term,
+                        damping,
+                    });
+                }
+            }
         }
         grid.push(references);
         let mut blends = Vec::new();
@@ -355,8 +376,9 @@ impl Method {
                 backward,
                 recency,
                 long_term,
+                damping,
             } => Box::new(CoViewExact::fit(
-                training, window, backward, recency, long_term,
+                training, window, backward, recency, long_term, damping,
             )),
             Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
                 co_view: training.server_co_view(),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use vitrine_engine::models::{PARTNER_DAMPING, SEED_DAMPING};
+use vitrine_engine::models::SEED_DAMPING;
 use vitrine_engine::zone::{DEFAULT_HISTORY, LONG_TERM_HISTORY};
 
 use super::dense::Ease;
@@ -14,7 +14,8 @@ use super::{Recommender, Training};
 /// Vitrine's co-view model without its bounds: every view paired with the previous
 /// `window` ([`CO_VIEW_WINDOW`] in the server) at weight 1/distance, read the other way
 /// at `backward` times that (1 in the server); a pair weighs its count divided
-/// by both products' totals to the default dampings; a history's latest
+/// by the partner's total to `partner_damping` (which the server tunes) and by the
+/// seed's total to the default seed damping; a history's latest
 /// [`DEFAULT_HISTORY`] products weigh `recency` to the power of their age and the
 /// latest [`LONG_TERM_HISTORY`] share `long_term`, as `personalized` weighs its seeds.
 /// What it scores above the zone is what the bounds on partners and neighbours cost.
@@ -31,6 +32,7 @@ impl CoViewExact {
         backward: f32,
         recency: f32,
         long_term: f32,
+        partner_damping: f32,
     ) -> CoViewExact {
         let counts = SequentialRules::count(training, window, backward);
         let n = training.items;
@@ -46,7 +48,7 @@ impl CoViewExact {
                 .zip(counts.row(i as u32))
                 .zip(&totals)
             {
-                *cell = count * seed * damped(partner, PARTNER_DAMPING);
+                *cell = count * seed * damped(partner, partner_damping);
             }
         }
         CoViewExact {

@@ -1,6 +1,7 @@
 //! Each method on small data, and the tuning grids.
 
 use super::*;
+use vitrine_engine::models::SEED_DAMPING;
 
 fn training(sequences: Vec<Vec<u32>>, items: usize) -> Training {
     Training::new(sequences, items, 1)
@@ -89,6 +90,7 @@ fn the_exact_co_view_model_weighs_pairs_as_the_zones_lists_do() {
         backward: 1.0,
         recency: 0.5,
         long_term: 0.0,
+        damping: PARTNER_DAMPING,
     };
     let fitted = exact.fit(&t).unwrap();
     let mut scores = vec![0.0; 3];
@@ -144,10 +146,51 @@ fn the_exact_co_view_models_window_and_backward_weight_shape_its_pairs() {
                 backward,
                 recency: DEFAULT_RECENCY as f32,
                 long_term: DEFAULT_LONG_TERM as f32,
+                damping: PARTNER_DAMPING,
             }),
             "{window} {backward}"
         );
     }
+    // And undamped partners, as self-tuning may choose.
+    assert!(references.contains(&Method::CoViewExact {
+        window: CO_VIEW_WINDOW,
+        backward: 1.0,
+        recency: DEFAULT_RECENCY as f32,
+        long_term: DEFAULT_LONG_TERM as f32,
+        damping: 0.0,
+    }));
+}
+
+#[test]
+fn the_exact_co_view_models_partner_damping_divides_by_the_partners_total() {
+    // 0, 1, 2 as above: from 0, partner 1 (total 2) counts 1 and partner 2 (total 1.5)
+    // a half. Undamped, only the seed's own total (1.5) divides them.
+    let t = training(vec![vec![0, 1, 2]], 3);
+    let scores = |damping: f32| {
+        let exact = Method::CoViewExact {
+            window: CO_VIEW_WINDOW,
+            backward: 1.0,
+            recency: 0.5,
+            long_term: 0.0,
+            damping,
+        };
+        let mut scores = vec![0.0; 3];
+        exact.fit(&t).unwrap().score(0, &[0], &mut scores);
+        scores
+    };
+    let seed = 1.5f32.powf(-SEED_DAMPING);
+    let undamped = scores(0.0);
+    assert!((undamped[1] - seed).abs() < 1e-6, "{undamped:?}");
+    assert!((undamped[2] - 0.5 * seed).abs() < 1e-6, "{undamped:?}");
+    let damped = scores(0.25);
+    assert!(
+        (damped[1] - seed * 2f32.powf(-0.25)).abs() < 1e-6,
+        "{damped:?}"
+    );
+    assert!(
+        (damped[2] - 0.5 * seed * 1.5f32.powf(-0.25)).abs() < 1e-6,
+        "{damped:?}"
+    );
 }
 
 #[test]
@@ -165,6 +208,7 @@ fn the_ease_blend_adds_eases_scores_at_its_weight_to_the_co_view_models() {
         backward: 1.0,
         recency: DEFAULT_RECENCY as f32,
         long_term: DEFAULT_LONG_TERM as f32,
+        damping: PARTNER_DAMPING,
     });
     let ease = scaled(Method::Ease { lambda: 1.0 });
     let blend = Method::CoViewEase {
