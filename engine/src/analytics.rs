@@ -371,19 +371,19 @@ impl Impressions {
         self.answers.is_empty() && self.counted.is_empty()
     }
 
-    /// Remembers the zones one request showed at `now` in `session` (products by
-    /// `key`); the counts to add.
+    /// Remembers the zones one request showed at `now` in `session` (`key(z, i)`: the
+    /// key of the `i`th product of the `z`th zone); the counts to add.
     pub fn record(
         &mut self,
         shown: &[ShownZone],
-        key: impl Fn(&str) -> u32,
+        key: impl Fn(usize, usize) -> Option<u32>,
         session: u64,
         now: UnixMillis,
     ) -> Tallies {
         let day = day_of(now);
         self.counted.retain(|c| c.day >= day);
         let mut tallies = Tallies::new();
-        for zone in shown {
+        for (z, zone) in shown.iter().enumerate() {
             let mut counts = ZoneCounts {
                 answers: 1,
                 impressions: zone.products.len() as u64,
@@ -406,12 +406,15 @@ impl Impressions {
             }
             let number = self.next;
             self.next = self.next.wrapping_add(1);
-            self.shown
-                .extend(zone.products.iter().take(MAX_ANSWER_ITEMS).map(|p| Shown {
-                    answer: number,
-                    product: key(p),
-                    credited: 0,
-                }));
+            self.shown.extend(
+                (0..zone.products.len().min(MAX_ANSWER_ITEMS)).filter_map(|i| {
+                    Some(Shown {
+                        answer: number,
+                        product: key(z, i)?,
+                        credited: 0,
+                    })
+                }),
+            );
             self.answers.push_back(Answer {
                 zone: zone.zone.clone(),
                 variant: zone.variant.clone(),
@@ -555,7 +558,8 @@ mod tests {
 
     impl Impressions {
         fn record_test(&mut self, shown: &[ShownZone], session: u64, now: UnixMillis) -> Tallies {
-            self.record(shown, key, session, now)
+            let by_id = |z: usize, i: usize| Some(key(shown.get(z)?.products.get(i)?));
+            self.record(shown, by_id, session, now)
         }
     }
 

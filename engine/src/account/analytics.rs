@@ -12,24 +12,32 @@ use crate::state::Clicked;
 use crate::visitor::LiveVisitor;
 
 impl Account {
-    /// Remembers what the zones of a request showed the visitor and counts the answers.
+    /// Remembers what the zones of a request showed the visitor and counts the answers
+    /// (`key(z, i)`: the key of the `i`th product of the `z`th zone, see
+    /// [`Account::shown_key_by_id`]).
     pub(super) fn record_shown(
         &self,
         live: &mut LiveVisitor,
         shown: &[ShownZone],
+        key: impl Fn(usize, usize) -> Option<u32>,
         session_id: &str,
         now: UnixMillis,
     ) {
         if shown.is_empty() {
             return;
         }
-        let key = |id: &str| self.product_keys.key(id);
         let tallies = live
             .impressions_mut()
             .record(shown, key, session_key(session_id), now);
         for tally in tallies {
             self.tally(tally);
         }
+    }
+
+    /// The key of the `i`th product of the `z`th zone of `shown`, looked up by id: for a
+    /// record replayed from the log, whose products are ids only.
+    pub(super) fn shown_key_by_id(&self, shown: &[ShownZone], z: usize, i: usize) -> Option<u32> {
+        Some(self.product_keys.key(shown.get(z)?.products.get(i)?))
     }
 
     /// Credits what the visitor did with `product` (`touch` of its key) to the zone

@@ -11,11 +11,11 @@ use std::sync::{Arc, LazyLock};
 
 use super::track::PageContext;
 use super::{Account, AccountSettings, RankingsVersion, new_id};
-use crate::analytics::{ShownZone, ShownZones};
+use crate::analytics::{ShownProducts, ShownZone, ShownZones};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Events, Identity, PageType};
 use crate::experiment::{Experiment, Variant};
-use crate::models::{Neighbours, TopNames};
+use crate::models::{Neighbours, ProductKeys, TopNames};
 use crate::money::Currency;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems, fill_zone};
@@ -234,15 +234,16 @@ impl Account {
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, items);
-        let shown = if settings.zone_analytics {
-            shown_products(&zones, &settings, &catalogue)
+        let (shown, shown_keys) = if settings.zone_analytics {
+            shown_products(&zones, &settings, &catalogue, &self.product_keys)
         } else {
-            ShownZones::new()
+            (ShownZones::new(), ShownKeys::new())
         };
         if !shown.is_empty()
             && let Some(mut visitor) = self.visitors.read().get_mut(&visitor_id)
         {
-            self.record_shown(&mut visitor, &shown, &session_id, now);
+            let key = |z: usize, i: usize| shown_keys.get(z)?.get(i).copied();
+            self.record_shown(&mut visitor, &shown, key, &session_id, now);
         }
         let tracked = Tracked {
             visitor_id,
@@ -360,29 +361,40 @@ impl AccountSettings {
     }
 }
 
-/// The products each filled zone shows, by id, for the zones that show any.
+/// The keys of each shown zone's products, in the order of [`ShownZones`].
+type ShownKeys = SmallVec<[SmallVec<[u32; 12]>; 2]>;
+
+/// The products each filled zone shows, by id (as logged) and by key (as the
+/// visitor's impressions keep them, read by dense index), for the zones that show any.
 fn shown_products(
     zones: &[RenderedZone],
     settings: &AccountSettings,
     catalogue: &Catalogue,
-) -> ShownZones {
-    zones
-        .iter()
-        .filter(|zone| !zone.items.is_empty())
-        .filter_map(|zone| {
-            let spec = settings.zones.get(zone.spec)?;
-            Some(ShownZone {
-                zone: CompactString::from(spec.id.as_str()),
-                variant: zone.variant.clone(),
-                products: zone
-                    .items
-                    .iter()
-                    .filter_map(|item| catalogue.product(item.product))
-                    .map(|product| CompactString::from(product.id.as_str()))
-                    .collect(),
-            })
-        })
-        .collect()
+    product_keys: &ProductKeys,
+) -> (ShownZones, ShownKeys) {
+    let mut shown = ShownZones::new();
+    let mut keys = ShownKeys::new();
+    for zone in zones.iter().filter(|zone| !zone.items.is_empty()) {
+        let Some(spec) = settings.zones.get(zone.spec) else {
+            continue;
+        };
+        let mut products = ShownProducts::new();
+        let mut product_keys_shown = SmallVec::new();
+        for item in &zone.items {
+            if let Some(product) = catalogue.product(item.product) {
+                let id = product.id.as_str();
+                products.push(CompactString::from(id));
+                product_keys_shown.push(product_keys.key_at(catalogue, item.product, id));
+            }
+        }
+        shown.push(ShownZone {
+            zone: CompactString::from(spec.id.as_str()),
+            variant: zone.variant.clone(),
+            products,
+        });
+        keys.push(product_keys_shown);
+    }
+    (shown, keys)
 }
 
 /// What zones are filled from: the recommenders' context, the visitor's history, the

@@ -610,3 +610,69 @@ fn a_click_counts_for_the_zone_and_day_and_survives_a_state_snapshot() {
     account.export_state(&mut |entry| restored.restore_entry(entry));
     assert_eq!(restored.zone_analytics(day, day)[0].1.clicked, 2);
 }
+
+#[test]
+fn a_product_shown_again_is_credited_to_the_zone_when_viewed() {
+    // The second answer reads the shown products' keys by index, not by id: a view of
+    // one of them is credited to the zone all the same.
+    let products = ["a", "b", "c"].map(|id| Product {
+        prices: testing::priced(100, "GBP"),
+        categories: vec!["shoes".into()],
+        ..testing::product(id)
+    });
+    let zone = testing::zone("SIM", Strategy::Similar, 5);
+    let account = testing::account(vec![zone], testing::catalogue(products));
+    let page = || Event::PageView {
+        page_type: crate::event::PageType::ProductPage,
+        product_id: Some("a".into()),
+        category_id: None,
+        brand_id: None,
+    };
+    let mut shown = Vec::new();
+    let mut sessions = std::collections::HashMap::new();
+    for (visitor, at) in [("v", T0), ("v", T0 + 1_000), ("w", T0 + 2_000)] {
+        let session = sessions.get(visitor).map(String::as_str);
+        let mut asked = request(visitor, session, vec![page()], at);
+        asked.zones = vec!["SIM".into()].into();
+        let outcome = account.serve(asked);
+        sessions.insert(visitor, outcome.session_id().to_owned());
+        shown.push(
+            outcome.zones[0]
+                .items
+                .iter()
+                .map(|item| {
+                    outcome
+                        .catalogue
+                        .product(item.product)
+                        .unwrap()
+                        .id
+                        .to_string()
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert!(shown.iter().all(|ids| ids == &["b", "c"]), "{shown:?}");
+    for visitor in ["v", "w"] {
+        let view = request(
+            visitor,
+            Some(&sessions[visitor]),
+            vec![Event::ProductView { id: "c".into() }],
+            T0 + 3_000,
+        );
+        account.serve(ServeRequest {
+            zones: Vec::new().into(),
+            ..view
+        });
+    }
+    let day = crate::analytics::day_of(T0);
+    let counted = account.zone_analytics(day, day);
+    assert_eq!(counted.len(), 1);
+    assert_eq!(
+        (
+            counted[0].1.answers,
+            counted[0].1.impressions,
+            counted[0].1.viewed
+        ),
+        (3, 6, 2)
+    );
+}

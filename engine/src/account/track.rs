@@ -86,7 +86,13 @@ impl Account {
             &mut page,
             &mut Vec::new(),
         );
-        self.record_shown(&mut visitor, shown, &tracked.session_id, now);
+        self.record_shown(
+            &mut visitor,
+            shown,
+            |z, i| self.shown_key_by_id(shown, z, i),
+            &tracked.session_id,
+            now,
+        );
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
         self.keep_bound(self.settings.load().max_visitors);

@@ -36,7 +36,7 @@ pub use model::{
     ArchivedVisibility, Brand, Category, GroupPrice, PriceSet, Product, StoredProduct, Visibility,
 };
 pub use read::Catalogue;
-pub(crate) use read::next_version;
+pub(crate) use read::{BaseHandle, next_version};
 
 /// Dense index of a product inside one catalogue version.
 pub type ProductIdx = u32;

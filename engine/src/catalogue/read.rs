@@ -29,6 +29,9 @@ pub struct Catalogue {
     pub(crate) version: u64,
 }
 
+/// A version's base archive, held without keeping it (see [`Catalogue::base_handle`]).
+pub(crate) type BaseHandle = std::sync::Weak<Frozen<CatalogueData>>;
+
 /// The number of the next catalogue version made in this process (0 names none).
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
 
@@ -85,6 +88,18 @@ impl Catalogue {
     /// Whether two versions share their base archive (they differ at most by overlay).
     pub fn same_base(&self, other: &Catalogue) -> bool {
         Arc::ptr_eq(&self.frozen, &other.frozen)
+    }
+
+    /// A handle on the base archive that does not keep it in memory. It keeps the
+    /// archive's address from being reused, so [`Catalogue::has_base`] never mistakes
+    /// another base for it.
+    pub(crate) fn base_handle(&self) -> BaseHandle {
+        Arc::downgrade(&self.frozen)
+    }
+
+    /// Whether this version's base is the one `handle` was taken of.
+    pub(crate) fn has_base(&self, handle: &BaseHandle) -> bool {
+        std::ptr::eq(handle.as_ptr(), Arc::as_ptr(&self.frozen))
     }
 
     /// Whether the base archive is read from a memory-mapped snapshot.

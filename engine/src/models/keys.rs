@@ -1,9 +1,12 @@
 //! Product ids as small numbers for the pair counts.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 
+use crate::catalogue::{BaseHandle, Catalogue, ProductIdx};
 use crate::shards::sharded;
 
 /// Product ids as small numbers for the pair counts: a key is handed out on first sight
@@ -13,6 +16,19 @@ use crate::shards::sharded;
 pub struct ProductKeys {
     pub(super) keys: DashMap<Arc<str>, u32>,
     pub(super) names: RwLock<Vec<Arc<str>>>,
+    /// The keys of one catalogue base's products by dense index, as they are looked up.
+    by_idx: ArcSwap<KeysByIdx>,
+}
+
+/// Keys by the dense indexes of one catalogue base: an index names the same product
+/// id in every version of a base (an added product takes a new index, a deleted one's
+/// is not reused), so a key found once for an index holds for the base's life.
+#[derive(Debug, Default)]
+struct KeysByIdx {
+    /// The base the indexes are of (`None`: none yet).
+    base: Option<BaseHandle>,
+    /// Each index's key plus 1; 0 while it has not been looked up.
+    keys: Box<[AtomicU32]>,
 }
 
 impl ProductKeys {
@@ -30,6 +46,41 @@ impl ProductKeys {
                 slot.insert(key);
                 key
             }
+        }
+    }
+
+    /// The key of the product at `idx` in `catalogue`, whose id is `id`, handed out now
+    /// if it has none. After the first time, it is read by index, without hashing the
+    /// id: what every shown product costs zone analytics.
+    pub fn key_at(&self, catalogue: &Catalogue, idx: ProductIdx, id: &str) -> u32 {
+        let mut by_idx = self.by_idx.load();
+        if !by_idx
+            .base
+            .as_ref()
+            .is_some_and(|base| catalogue.has_base(base))
+        {
+            // The first request on a new base indexes it; the bound grows with the
+            // next base (products added since look their ids up).
+            self.by_idx.store(Arc::new(KeysByIdx {
+                base: Some(catalogue.base_handle()),
+                keys: (0..catalogue.idx_bound())
+                    .map(|_| AtomicU32::new(0))
+                    .collect(),
+            }));
+            by_idx = self.by_idx.load();
+        }
+        let Some(slot) = by_idx.keys.get(idx as usize) else {
+            return self.key(id);
+        };
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                let key = self.key(id);
+                if let Some(stored) = key.checked_add(1) {
+                    slot.store(stored, Ordering::Relaxed);
+                }
+                key
+            }
+            stored => stored - 1,
         }
     }
 
@@ -71,6 +122,7 @@ impl Default for ProductKeys {
         ProductKeys {
             keys: sharded(),
             names: RwLock::default(),
+            by_idx: ArcSwap::default(),
         }
     }
 }

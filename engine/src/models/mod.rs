@@ -8,7 +8,8 @@
 //! place one list at a time: serving reads finished lists and never waits for a rebuild.
 
 //!
-//! Files: `keys.rs` (product ids as small numbers), `co_counts.rs` (the pair counts and
+//! Files: `keys.rs` (product ids as small numbers, also read by the dense index of the
+//! catalogue base for the products a zone shows), `co_counts.rs` (the pair counts and
 //! the lists a rebuild sorts), `neighbours.rs` (the published lists, in dense ids),
 //! `popularity.rs` (decaying counters and the most popular names), `shadow.rs` (a
 //! blend's ranking under other list settings, for self-tuning).

@@ -404,3 +404,27 @@ fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
         assert!((fast.reach_total[0] - reach_total).abs() < 1e-2);
     }
 }
+
+#[test]
+fn a_key_read_by_index_is_the_ids_key_and_a_new_base_is_indexed_afresh() {
+    let keys = ProductKeys::default();
+    let first =
+        crate::testing::catalogue([crate::testing::product("a"), crate::testing::product("b")]);
+    let (a, b) = (first.idx_of("a").unwrap(), first.idx_of("b").unwrap());
+    let key_b = keys.key("b");
+    assert_eq!(keys.key_at(&first, b, "b"), key_b);
+    // Once found, the index alone gives the key.
+    assert_eq!(keys.key_at(&first, b, "not read"), key_b);
+    let key_a = keys.key_at(&first, a, "a");
+    assert_eq!(keys.existing("a"), Some(key_a));
+    assert_eq!(keys.len(), 2);
+    // Another base numbers its products afresh: "c" takes an index "a" or "b" had.
+    let second =
+        crate::testing::catalogue([crate::testing::product("c"), crate::testing::product("d")]);
+    let c = second.idx_of("c").unwrap();
+    let key_c = keys.key_at(&second, c, "c");
+    assert_eq!(keys.existing("c"), Some(key_c));
+    assert!(key_c != key_a && key_c != key_b);
+    // A clone of a version shares its base.
+    assert_eq!(keys.key_at(&second.clone(), c, "not read"), key_c);
+}
