@@ -4,7 +4,7 @@
 //! more.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -33,7 +33,9 @@ pub(super) struct Writer {
     dir: PathBuf,
     segment_bytes: u64,
     policy: SyncPolicy,
-    file: BufWriter<File>,
+    /// The current segment, written a whole batch at a time (from `scratch`: no buffer
+    /// of its own to copy the batch into).
+    file: File,
     path: PathBuf,
     written: u64,
     next: u64,
@@ -49,7 +51,17 @@ pub(super) struct Writer {
     /// later append is refused (by the writer, and up front by [`Wal::send`]) rather
     /// than risk a gap in the sequence.
     pub(super) failed: Arc<Failure>,
+    /// The encoded records of a batch, kept from one batch to the next (up to
+    /// [`SCRATCH_KEPT`]) so that a batch does not grow a fresh buffer from nothing.
+    scratch: Vec<u8>,
 }
+
+/// The most of a batch's buffer kept for the next batch: what a burst grew beyond it is
+/// given back.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+/// The most appends a batch's list keeps room for from one batch to the next.
+const BATCH_KEPT: usize = 4096;
 
 impl Writer {
     pub(super) fn start(config: &WalConfig, next: u64, progress: Arc<Progress>) -> Result<Writer> {
@@ -73,7 +85,7 @@ impl Writer {
             dir: config.dir.clone(),
             segment_bytes: config.segment_bytes.max(1024),
             policy: config.policy,
-            file: BufWriter::with_capacity(1 << 20, file),
+            file,
             path,
             written,
             next,
@@ -82,6 +94,7 @@ impl Writer {
             progress,
             shared_next: Arc::new(AtomicU64::new(next)),
             failed: Arc::new(Failure::default()),
+            scratch: Vec::new(),
         })
     }
 
@@ -92,6 +105,7 @@ impl Writer {
             SyncPolicy::Interval(every) => (every / 2).max(Duration::from_millis(1)),
             SyncPolicy::Always | SyncPolicy::Never => Duration::from_secs(3600),
         };
+        let mut batch: Vec<Append> = Vec::new();
         loop {
             let first = match receiver.recv_timeout(tick) {
                 Ok(first) => first,
@@ -115,7 +129,7 @@ impl Writer {
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             };
-            let mut batch = vec![first];
+            batch.push(first);
             // The instant before the read that found the queue empty: every append
             // handed over before it is in this batch or an earlier one.
             let drained_at = loop {
@@ -129,11 +143,12 @@ impl Writer {
             stats
                 .waiting
                 .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-            for (append, result) in batch.into_iter().zip(outcome) {
+            for (append, result) in batch.drain(..).zip(outcome) {
                 if let Some(reply) = &append.reply {
                     let _ = reply.send(result);
                 }
             }
+            batch.shrink_to(BATCH_KEPT);
             if self.policy != SyncPolicy::Always {
                 // Let the next records gather instead of waking for each one; an append
                 // that waits for its outcome (or closing the log) unparks at once.
@@ -158,8 +173,24 @@ impl Writer {
     }
 
     fn try_write_batch(&mut self, batch: &[Append], drained_at: u64, stats: &WalStats) -> Outcomes {
+        let mut bytes = std::mem::take(&mut self.scratch);
+        bytes.clear();
+        let outcomes = self.encode_and_write(batch, drained_at, stats, &mut bytes);
+        bytes.clear();
+        bytes.shrink_to(SCRATCH_KEPT);
+        self.scratch = bytes;
+        outcomes
+    }
+
+    /// [`Writer::try_write_batch`], the records encoded into `bytes`.
+    fn encode_and_write(
+        &mut self,
+        batch: &[Append],
+        drained_at: u64,
+        stats: &WalStats,
+        bytes: &mut Vec<u8>,
+    ) -> Outcomes {
         let mut sequences = Vec::with_capacity(batch.len());
-        let mut bytes = Vec::new();
         let mut records = 0u64;
         let mut must_sync = self.policy == SyncPolicy::Always;
         for append in batch {
@@ -172,7 +203,7 @@ impl Writer {
                 Request::Rotate => {
                     must_sync = true;
                     if self.written + bytes.len() as u64 > 0
-                        && let Err(e) = self.write_and_rotate(&mut bytes, stats)
+                        && let Err(e) = self.write_and_rotate(bytes, stats)
                     {
                         return batch.iter().map(|_| Err(e.clone())).collect();
                     }
@@ -190,16 +221,16 @@ impl Writer {
             };
             if self.written + bytes.len() as u64 >= self.segment_bytes
                 && self.written + (bytes.len() as u64) > 0
-                && let Err(e) = self.write_and_rotate(&mut bytes, stats)
+                && let Err(e) = self.write_and_rotate(bytes, stats)
             {
                 return batch.iter().map(|_| Err(e.clone())).collect();
             }
-            encode(self.next, kind, payload, &mut bytes);
+            encode(self.next, kind, payload, bytes);
             sequences.push(self.next);
             self.next += 1;
             records += 1;
         }
-        let written = self.file.write_all(&bytes).and_then(|()| self.file.flush());
+        let written = self.file.write_all(bytes);
         if let Err(e) = written {
             let failed = io("writing", &self.path, &e);
             return batch.iter().map(|_| Err(failed.clone())).collect();
@@ -219,12 +250,8 @@ impl Writer {
     }
 
     fn sync(&mut self, stats: &WalStats) -> Result<(), WalError> {
-        self.file
-            .flush()
-            .map_err(|e| io("writing", &self.path, &e))?;
         let started = Instant::now();
         self.file
-            .get_ref()
             .sync_data()
             .map_err(|e| io("syncing", &self.path, &e))?;
         stats.record_sync(self.unsynced, started.elapsed());
@@ -254,7 +281,7 @@ impl Writer {
         File::open(&self.dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| io("syncing directory", &self.dir, &e))?;
-        self.file = BufWriter::with_capacity(1 << 20, file);
+        self.file = file;
         self.path = path;
         self.written = 0;
         Ok(())
