@@ -527,12 +527,7 @@ impl AccountJobs {
             }
             RecordKind::Forget => {
                 let identifier = String::from_utf8_lossy(payload).into_owned();
-                shared.account.forget(&identifier);
-                shared
-                    .wal
-                    .append_durable(RecordKind::Replicated.code(), logged)?;
-                shared.stream_position.store(sequence, Ordering::Release);
-                self.after_forget(&identifier)?;
+                self.forget_replicated(sequence, &[identifier])?;
             }
             RecordKind::ForgetHashed => {
                 // Every identifier of this node whose keyed hash it is (none when the
@@ -546,18 +541,7 @@ impl AccountJobs {
                             .identifiers_matching(|id| crate::erasure::keyed_hash(&key, id) == hash)
                     },
                 );
-                for identifier in &found {
-                    shared.account.forget(identifier);
-                    let logged =
-                        log::encode_replicated(sequence, RecordKind::Forget, identifier.as_bytes());
-                    shared
-                        .wal
-                        .append_durable(RecordKind::Replicated.code(), logged)?;
-                }
-                shared.stream_position.store(sequence, Ordering::Release);
-                for identifier in &found {
-                    self.after_forget(identifier)?;
-                }
+                self.forget_replicated(sequence, &found)?;
                 if found.is_empty() {
                     return Ok(Applied::Seen);
                 }
@@ -571,6 +555,26 @@ impl AccountJobs {
             }
         }
         Ok(Applied::Applied)
+    }
+
+    /// Erases `identifiers`, read from the replicated record at `sequence`: each is
+    /// erased and logged as an erasure of its own, the stream position moves past the
+    /// record, then each erasure's flush runs.
+    fn forget_replicated(&self, sequence: u64, identifiers: &[String]) -> Result<(), SubmitError> {
+        let shared = &self.shared;
+        for identifier in identifiers {
+            shared.account.forget(identifier);
+            let logged =
+                log::encode_replicated(sequence, RecordKind::Forget, identifier.as_bytes());
+            shared
+                .wal
+                .append_durable(RecordKind::Replicated.code(), logged)?;
+        }
+        shared.stream_position.store(sequence, Ordering::Release);
+        for identifier in identifiers {
+            self.after_forget(identifier)?;
+        }
+        Ok(())
     }
 
     /// Sets the key of the erasures this account publishes to a cluster's replicated log

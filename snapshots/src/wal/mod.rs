@@ -322,11 +322,8 @@ impl Wal {
             return self.append(kind, payload).map(|_| ());
         }
         let request = record(kind, payload, Durability::Policy)?;
-        loop {
-            let waiting = self.stats.waiting.load(Ordering::Relaxed);
-            if waiting == 0 || waiting < self.max_backlog.load(Ordering::Relaxed) {
-                break;
-            }
+        // At a bound of 0 it goes through once nothing waits.
+        while self.backlog_room().is_err() && self.stats.waiting.load(Ordering::Relaxed) > 0 {
             if let Some(failure) = self.failed.get() {
                 return Err(Error::Wal(WalError::Stopped(Box::new(failure))));
             }
