@@ -550,15 +550,20 @@ fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
     );
 }
 
-#[test]
-fn an_anonymous_request_fills_zones_from_its_page_and_records_nothing() {
+/// Three shoes (a, b, c) priced in GBP, and a zone SIM of `similar` products.
+fn shoe_shop() -> Account {
     let products = ["a", "b", "c"].map(|id| Product {
         prices: testing::priced(100, "GBP"),
         categories: vec!["shoes".into()],
         ..testing::product(id)
     });
     let zone = testing::zone("SIM", Strategy::Similar, 5);
-    let account = testing::account(vec![zone], testing::catalogue(products));
+    testing::account(vec![zone], testing::catalogue(products))
+}
+
+#[test]
+fn an_anonymous_request_fills_zones_from_its_page_and_records_nothing() {
+    let account = shoe_shop();
     let page = Event::PageView {
         page_type: crate::event::PageType::ProductPage,
         product_id: Some("a".into()),
@@ -573,12 +578,11 @@ fn an_anonymous_request_fills_zones_from_its_page_and_records_nothing() {
     );
     anonymous.zones = vec!["SIM".into(), "NOPE".into()].into();
     let outcome = account.serve_anonymous(&anonymous);
-    let ids: Vec<&str> = outcome.zones[0]
-        .items
-        .iter()
-        .map(|item| outcome.catalogue.product(item.product).unwrap().id.as_str())
-        .collect();
-    assert_eq!(ids, ["b", "c"], "similar to the page's product, not itself");
+    assert_eq!(
+        first_zone_ids(&outcome),
+        ["b", "c"],
+        "similar to the page's product, not itself"
+    );
     assert!(matches!(
         outcome.notices[..],
         [Notice::UnknownZone { zone: 1, .. }]
@@ -615,13 +619,7 @@ fn a_click_counts_for_the_zone_and_day_and_survives_a_state_snapshot() {
 fn a_product_shown_again_is_credited_to_the_zone_when_viewed() {
     // The second answer reads the shown products' keys by index, not by id: a view of
     // one of them is credited to the zone all the same.
-    let products = ["a", "b", "c"].map(|id| Product {
-        prices: testing::priced(100, "GBP"),
-        categories: vec!["shoes".into()],
-        ..testing::product(id)
-    });
-    let zone = testing::zone("SIM", Strategy::Similar, 5);
-    let account = testing::account(vec![zone], testing::catalogue(products));
+    let account = shoe_shop();
     let page = || Event::PageView {
         page_type: crate::event::PageType::ProductPage,
         product_id: Some("a".into()),
@@ -636,20 +634,7 @@ fn a_product_shown_again_is_credited_to_the_zone_when_viewed() {
         asked.zones = vec!["SIM".into()].into();
         let outcome = account.serve(asked);
         sessions.insert(visitor, outcome.session_id().to_owned());
-        shown.push(
-            outcome.zones[0]
-                .items
-                .iter()
-                .map(|item| {
-                    outcome
-                        .catalogue
-                        .product(item.product)
-                        .unwrap()
-                        .id
-                        .to_string()
-                })
-                .collect::<Vec<_>>(),
-        );
+        shown.push(first_zone_ids(&outcome));
     }
     assert!(shown.iter().all(|ids| ids == &["b", "c"]), "{shown:?}");
     for visitor in ["v", "w"] {
