@@ -134,8 +134,6 @@ impl Account {
         }
     }
 
-    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
-    /// user id, B2B account id or visitor id. Aggregate counters stay.
     /// The identifiers this account knows a person by (visitor ids, user ids, emails,
     /// account ids) for which `matches` holds: how an erasure known only by a keyed hash
     /// (a cluster's) finds its person. A scan of every visitor: for erasures only.
@@ -167,6 +165,8 @@ impl Account {
         found
     }
 
+    /// Removes every record tied to `identifier`: matched by email (case-insensitive),
+    /// user id, B2B account id or visitor id. Aggregate counters stay.
     pub fn forget(&self, identifier: &str) -> Erasure {
         let email = identifier.to_lowercase();
         let Linked {

@@ -374,6 +374,7 @@ fn shown_products(
 ) -> (ShownZones, ShownKeys) {
     let mut shown = ShownZones::new();
     let mut keys = ShownKeys::new();
+    let indexed = product_keys.indexed(catalogue);
     for zone in zones.iter().filter(|zone| !zone.items.is_empty()) {
         let Some(spec) = settings.zones.get(zone.spec) else {
             continue;
@@ -384,7 +385,7 @@ fn shown_products(
             if let Some(product) = catalogue.product(item.product) {
                 let id = product.id.as_str();
                 products.push(CompactString::from(id));
-                product_keys_shown.push(product_keys.key_at(catalogue, item.product, id));
+                product_keys_shown.push(indexed.key(item.product, id));
             }
         }
         shown.push(ShownZone {

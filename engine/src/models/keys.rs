@@ -49,39 +49,28 @@ impl ProductKeys {
         }
     }
 
-    /// The key of the product at `idx` in `catalogue`, whose id is `id`, handed out now
-    /// if it has none. After the first time, it is read by index, without hashing the
-    /// id: what every shown product costs zone analytics.
-    pub fn key_at(&self, catalogue: &Catalogue, idx: ProductIdx, id: &str) -> u32 {
-        let mut by_idx = self.by_idx.load();
-        if !by_idx
+    /// The keys of `catalogue`'s products by dense index, loaded once for a request's
+    /// lookups ([`IndexedKeys::key`]). The first request on a new base indexes it; the
+    /// bound grows with the next base (products added since look their ids up).
+    pub fn indexed(&self, catalogue: &Catalogue) -> IndexedKeys<'_> {
+        let by_idx = self.by_idx.load_full();
+        let by_idx = if by_idx
             .base
             .as_ref()
             .is_some_and(|base| catalogue.has_base(base))
         {
-            // The first request on a new base indexes it; the bound grows with the
-            // next base (products added since look their ids up).
-            self.by_idx.store(Arc::new(KeysByIdx {
+            by_idx
+        } else {
+            let fresh = Arc::new(KeysByIdx {
                 base: Some(catalogue.base_handle()),
                 keys: (0..catalogue.idx_bound())
                     .map(|_| AtomicU32::new(0))
                     .collect(),
-            }));
-            by_idx = self.by_idx.load();
-        }
-        let Some(slot) = by_idx.keys.get(idx as usize) else {
-            return self.key(id);
+            });
+            self.by_idx.store(Arc::clone(&fresh));
+            fresh
         };
-        match slot.load(Ordering::Relaxed) {
-            0 => {
-                let key = self.key(id);
-                if let Some(stored) = key.checked_add(1) {
-                    slot.store(stored, Ordering::Relaxed);
-                }
-                key
-            }
-            stored => stored - 1,
-        }
+        IndexedKeys { keys: self, by_idx }
     }
 
     /// The key of `id` if it has one.
@@ -114,6 +103,35 @@ impl ProductKeys {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+}
+
+/// [`ProductKeys`] read by the dense indexes of one catalogue base (see
+/// [`ProductKeys::indexed`]).
+#[derive(Debug)]
+pub struct IndexedKeys<'a> {
+    keys: &'a ProductKeys,
+    by_idx: Arc<KeysByIdx>,
+}
+
+impl IndexedKeys<'_> {
+    /// The key of the product at `idx`, whose id is `id`, handed out now if it has none.
+    /// After the first time it is read by index, without hashing the id: what every
+    /// shown product costs zone analytics.
+    pub fn key(&self, idx: ProductIdx, id: &str) -> u32 {
+        let Some(slot) = self.by_idx.keys.get(idx as usize) else {
+            return self.keys.key(id);
+        };
+        match slot.load(Ordering::Relaxed) {
+            0 => {
+                let key = self.keys.key(id);
+                if let Some(stored) = key.checked_add(1) {
+                    slot.store(stored, Ordering::Relaxed);
+                }
+                key
+            }
+            stored => stored - 1,
+        }
     }
 }
 

@@ -412,19 +412,19 @@ fn a_key_read_by_index_is_the_ids_key_and_a_new_base_is_indexed_afresh() {
         crate::testing::catalogue([crate::testing::product("a"), crate::testing::product("b")]);
     let (a, b) = (first.idx_of("a").unwrap(), first.idx_of("b").unwrap());
     let key_b = keys.key("b");
-    assert_eq!(keys.key_at(&first, b, "b"), key_b);
+    assert_eq!(keys.indexed(&first).key(b, "b"), key_b);
     // Once found, the index alone gives the key.
-    assert_eq!(keys.key_at(&first, b, "not read"), key_b);
-    let key_a = keys.key_at(&first, a, "a");
+    assert_eq!(keys.indexed(&first).key(b, "not read"), key_b);
+    let key_a = keys.indexed(&first).key(a, "a");
     assert_eq!(keys.existing("a"), Some(key_a));
     assert_eq!(keys.len(), 2);
     // Another base numbers its products afresh: "c" takes an index "a" or "b" had.
     let second =
         crate::testing::catalogue([crate::testing::product("c"), crate::testing::product("d")]);
     let c = second.idx_of("c").unwrap();
-    let key_c = keys.key_at(&second, c, "c");
+    let key_c = keys.indexed(&second).key(c, "c");
     assert_eq!(keys.existing("c"), Some(key_c));
     assert!(key_c != key_a && key_c != key_b);
     // A clone of a version shares its base.
-    assert_eq!(keys.key_at(&second.clone(), c, "not read"), key_c);
+    assert_eq!(keys.indexed(&second.clone()).key(c, "not read"), key_c);
 }

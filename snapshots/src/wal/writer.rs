@@ -173,8 +173,8 @@ impl Writer {
     }
 
     fn try_write_batch(&mut self, batch: &[Append], drained_at: u64, stats: &WalStats) -> Outcomes {
+        // Always left empty below, so it starts empty.
         let mut bytes = std::mem::take(&mut self.scratch);
-        bytes.clear();
         let outcomes = self.encode_and_write(batch, drained_at, stats, &mut bytes);
         bytes.clear();
         bytes.shrink_to(SCRATCH_KEPT);

@@ -272,22 +272,34 @@ impl Method {
         grid.push(sknn);
         // The zone's own settings at the server's window, then the window and the
         // backward weight the server fixes, each at the zone's defaults.
-        let exact = |window, backward, recency, long_term| Method::CoViewExact {
+        let exact = |window, backward, recency, long_term, damping| Method::CoViewExact {
             window,
             backward,
             recency,
             long_term,
-            damping: PARTNER_DAMPING,
+            damping,
         };
         let (zone_recency, zone_long_term) = (DEFAULT_RECENCY as f32, DEFAULT_LONG_TERM as f32);
         let mut references = Vec::new();
         for recency in [0.7, 0.8, 0.9] {
             for long_term in [0.0, 1.0, 2.0] {
-                references.push(exact(CO_VIEW_WINDOW, 1.0, recency, long_term));
+                references.push(exact(
+                    CO_VIEW_WINDOW,
+                    1.0,
+                    recency,
+                    long_term,
+                    PARTNER_DAMPING,
+                ));
             }
         }
         for window in [5, 20, 30] {
-            references.push(exact(window, 1.0, zone_recency, zone_long_term));
+            references.push(exact(
+                window,
+                1.0,
+                zone_recency,
+                zone_long_term,
+                PARTNER_DAMPING,
+            ));
         }
         for backward in [0.0, 0.5] {
             references.push(exact(
@@ -295,6 +307,7 @@ impl Method {
                 backward,
                 zone_recency,
                 zone_long_term,
+                PARTNER_DAMPING,
             ));
         }
         // The partner damping self-tuning chooses among, at the windows and blends the
@@ -303,13 +316,7 @@ impl Method {
         for damping in [0.0, 0.25] {
             for window in [3, 10] {
                 for (recency, long_term) in [(0.8, 2.0), (0.9, 0.0), (0.8, 0.0), (0.9, 2.0)] {
-                    references.push(Method::CoViewExact {
-                        window,
-                        backward: 1.0,
-                        recency,
-                        long_term,
-                        damping,
-                    });
+                    references.push(exact(window, 1.0, recency, long_term, damping));
                 }
             }
         }
