@@ -24,10 +24,12 @@ pub(crate) struct Baseline {
 impl Baseline {
     /// Starts the server answering `answer_bytes` bytes of fixed JSON, shaped like a
     /// server-side answer (visitor id, session id, errors, zones).
+    /// Each request first costs `work_us` microseconds of CPU (a busy loop; 0 for none).
     /// With `cpus`, its threads run on those CPUs only (as `--server-cpus` pins
     /// `vitrine`).
     pub(crate) fn start(
         answer_bytes: usize,
+        work_us: u64,
         cpus: Option<rustix::thread::CpuSet>,
     ) -> anyhow::Result<Baseline> {
         let threads = match &cpus {
@@ -66,6 +68,7 @@ impl Baseline {
                     async move {
                         // Read the whole body, as a real handler must.
                         let _ = request.into_body().collect().await;
+                        work(work_us);
                         Response::builder()
                             .header("content-type", "application/json")
                             .body(Full::new(answer))
@@ -87,6 +90,17 @@ impl Drop for Baseline {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
+    }
+}
+
+/// Spins for `us` microseconds by the clock.
+fn work(us: u64) {
+    if us == 0 {
+        return;
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_micros(us);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
     }
 }
 

@@ -60,6 +60,10 @@ pub(crate) struct RunArgs {
     /// in this run).
     #[arg(long)]
     pub(crate) baseline_bytes: Option<usize>,
+    /// Microseconds of CPU the baseline spends on each request before it answers (a
+    /// busy loop), to see what the HTTP stack costs a server that works per request.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) baseline_work_us: u64,
     /// Visitors (a session picks one at random; they come back).
     #[arg(long, default_value_t = 50_000)]
     pub(crate) visitors: u64,

@@ -228,7 +228,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             let bytes = args
                 .baseline_bytes
                 .unwrap_or(vitrine.total.idle.mean_response_bytes as usize);
-            let server = Baseline::start(bytes, server_cpus)?;
+            let server = Baseline::start(bytes, args.baseline_work_us, server_cpus)?;
             // The same shoppers with the same seed: the same requests.
             let report = measure(
                 &traffic,
