@@ -32,6 +32,16 @@ impl Baseline {
         work_us: u64,
         cpus: Option<rustix::thread::CpuSet>,
     ) -> anyhow::Result<Baseline> {
+        Baseline::start_on("127.0.0.1:0".parse()?, answer_bytes, work_us, cpus)
+    }
+
+    /// [`Baseline::start`] on `listen`.
+    pub(crate) fn start_on(
+        listen: SocketAddr,
+        answer_bytes: usize,
+        work_us: u64,
+        cpus: Option<rustix::thread::CpuSet>,
+    ) -> anyhow::Result<Baseline> {
         let threads = match &cpus {
             Some(cpus) => cpus.count().max(1) as usize,
             None => std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -51,7 +61,7 @@ impl Baseline {
         let runtime = builder.build().context("starting the baseline runtime")?;
         let answer = fixed_answer(answer_bytes);
         let listener =
-            std::net::TcpListener::bind("127.0.0.1:0").context("binding the baseline server")?;
+            std::net::TcpListener::bind(listen).context("binding the baseline server")?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         runtime.spawn(async move {

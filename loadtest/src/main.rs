@@ -78,6 +78,22 @@ enum Command {
         #[arg(long)]
         out: std::path::PathBuf,
     },
+    /// The bare hyper server of `run --baseline` on its own, until interrupted: to hold
+    /// another load generator (e.g. `wrk`) against it and against Vitrine alike.
+    Baseline {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7481")]
+        listen: std::net::SocketAddr,
+        /// Size of the fixed answer, in bytes.
+        #[arg(long, default_value_t = 10_000)]
+        bytes: usize,
+        /// Microseconds of CPU spent on each request before answering (a busy loop).
+        #[arg(long, default_value_t = 0)]
+        work_us: u64,
+        /// CPUs the server's threads run on, e.g. `0` or `0-1` (default: all).
+        #[arg(long)]
+        cpus: Option<String>,
+    },
     /// Print the configuration of the store `run --spawn` starts (the demo's account,
     /// the store's zones, feeds from loopback allowed), to start servers of one's own
     /// with, e.g. the nodes of a cluster.
@@ -149,6 +165,25 @@ fn main() -> anyhow::Result<()> {
                 feed.len() as f64 / 1e6,
                 out.display()
             );
+            Ok(())
+        }
+        Command::Baseline {
+            listen,
+            bytes,
+            work_us,
+            cpus,
+        } => {
+            let cpus = cpus.as_deref().map(cpus::parse).transpose()?;
+            let server = baseline::Baseline::start_on(listen, bytes, work_us, cpus)?;
+            println!(
+                "bare hyper server at http://{} (Ctrl-C stops it)",
+                server.addr
+            );
+            let signals = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            signals.block_on(tokio::signal::ctrl_c())?;
+            drop(server);
             Ok(())
         }
         Command::StoreConfig => {
