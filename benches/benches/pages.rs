@@ -7,6 +7,10 @@
 //! (as the server's one per second would at about that rate). After a warm-up, prints
 //! the median, p99, p99.9 and slowest handler time of each page type (read from the
 //! request's page view) and of all requests.
+//!
+//! `VITRINE_BENCH_DELTA_EVERY=N` applies a 10-product delta every N requests (not
+//! timed), as a store sending stock and price changes does: each makes a new catalogue
+//! version, which the requests after it are served from.
 
 #![expect(
     clippy::unwrap_used,
@@ -47,6 +51,10 @@ fn main() {
     let mut store = HarnessStore::open(products);
     let mut times: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut now = 1_800_000_000_000;
+    let delta_every: usize = std::env::var("VITRINE_BENCH_DELTA_EVERY")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     for n in 0..WARMUP_REQUESTS + TIMED_REQUESTS {
         let body = store.next_body(n);
         now += 1;
@@ -60,6 +68,9 @@ fn main() {
         }
         if n % 5_000 == 0 {
             store.rebuild_models();
+        }
+        if delta_every > 0 && n % delta_every == 0 {
+            store.apply_delta(10, n / delta_every);
         }
     }
     let us = |d: Duration| d.as_secs_f64() * 1e6;

@@ -360,6 +360,41 @@ mod tests {
         builder.build().unwrap()
     }
 
+    /// Versions of one base read a product alike until an edit changes it; a product
+    /// changed once reads alike in the versions after that change; another base never
+    /// reads alike.
+    #[test]
+    fn same_product_is_true_exactly_for_what_no_edit_changed_between_two_versions() {
+        let first = base();
+        let mut edit = first.edit();
+        edit.upsert_product(product("b", &["c3"], Some("b2"), 250))
+            .unwrap();
+        edit.upsert_product(product("d", &["c1"], None, 400))
+            .unwrap();
+        let second = edit.finish();
+        let mut edit = second.edit();
+        assert!(edit.remove_product("a"));
+        let third = edit.finish();
+
+        let (a, b, c, d) = (0, 1, 2, 3);
+        assert!(second.same_product(&first, a));
+        assert!(second.same_product(&first, c));
+        assert!(!second.same_product(&first, b), "b was replaced");
+        assert!(!second.same_product(&first, d), "d was added");
+        assert!(third.same_product(&second, b), "the same change of b");
+        assert!(third.same_product(&second, d));
+        assert!(third.same_product(&first, c));
+        assert!(!third.same_product(&second, a), "a was removed");
+        assert!(first.same_product(&first.clone(), b));
+        let other_base = base();
+        assert!(!other_base.same_product(&first, c), "another base archive");
+        let compacted = third.compact().unwrap();
+        assert!(
+            !compacted.same_product(&third, c),
+            "compaction makes a new base"
+        );
+    }
+
     #[test]
     fn an_edit_reads_as_one_catalogue_and_leaves_the_old_version_alone() {
         let first = base();

@@ -15,7 +15,7 @@ use super::model::{
 };
 use super::{ProductIdx, UnixMillis};
 use crate::money::{ArchivedMoney, Currency, Money};
-use crate::overlay::Overlay;
+use crate::overlay::{Changed, Overlay};
 
 /// One immutable version of an account's catalogue; cloning is cheap.
 ///
@@ -141,6 +141,28 @@ impl Catalogue {
                 .map(|changed| changed.stored.get());
         }
         self.data().products.get(idx as usize)
+    }
+
+    /// Whether `self` and `other` read product `idx` alike: two versions of one base
+    /// archive in which the product is the base's in both, or the same change of the
+    /// overlay. Its record, its own prices and the names and brand record it refers to
+    /// are then the same (names are only ever added after a base's, and brand records
+    /// are the base's).
+    pub fn same_product(&self, other: &Catalogue, idx: ProductIdx) -> bool {
+        if !Arc::ptr_eq(&self.frozen, &other.frozen) {
+            return false;
+        }
+        fn change(catalogue: &Catalogue, idx: ProductIdx) -> Option<Option<&Option<Arc<Changed>>>> {
+            catalogue
+                .changes()
+                .filter(|overlay| overlay.covers(idx, catalogue.base_len()))
+                .map(|overlay| overlay.changed.get(&idx))
+        }
+        match (change(self, idx), change(other, idx)) {
+            (None, None) => true,
+            (Some(Some(Some(a))), Some(Some(Some(b)))) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 
     /// The dense index of an external product id.

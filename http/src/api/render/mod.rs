@@ -6,13 +6,10 @@
 //! account in [`ProductTexts`]) and copied into each response; only the prices, which
 //! depend on the visitor and the currency, are written per request. The text is exactly
 //! what serializing [`WireItem`] gives (a test holds the two together); html zones hand
-//! [`WireItem`]s to their templates.
+//! [`WireItem`]s to their templates. The texts and their cache are in `texts`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+mod texts;
 
-use arc_swap::ArcSwap;
-use parking_lot::RwLock;
 use serde::Serialize;
 use vitrine_engine::account::{RenderedItem, RenderedZone, ServeOutcome};
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
@@ -20,9 +17,11 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
-use vitrine_engine::shards::Graveyard;
-
 use crate::config::ZoneContent;
+use texts::PriceText;
+pub use texts::{
+    CARRY_ROUNDS, MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache,
+};
 
 /// What an account renders its zones with: its product texts, the templates of its
 /// html zones (by zone id) and the content of its image zones (by zone id).
@@ -36,235 +35,8 @@ pub struct Rendering<'a> {
     pub content: &'a std::collections::HashMap<String, ZoneContent>,
 }
 
-/// Bytes of product text kept per account and catalogue version at most (about 700
-/// bytes per product with its prices: some 380,000 products); beyond it, the text of
-/// products not kept yet is written per request.
-pub const MAX_CACHED_BYTES: usize = 256 << 20;
-
-/// Bytes counted for one currency's rendered prices of a product (they are about 150
-/// to 250).
-const PRICE_TEXT_BYTES: usize = 256;
-
-/// Currencies whose prices are kept rendered per product at most.
-pub const MAX_CACHED_CURRENCIES: usize = 8;
-
 /// Bytes reserved for a response body up front (two zones of ten products fit).
 const RESPONSE_CAPACITY: usize = 16 * 1024;
-
-/// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
-/// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
-/// Its own prices (those every visitor sees) are rendered once per currency too.
-#[derive(Debug)]
-pub struct ProductText {
-    text: Box<[u8]>,
-    split: usize,
-    /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
-    on_offer: bool,
-    new_arrival: bool,
-    /// The product's own prices, rendered per currency (see [`PriceText`]).
-    prices: RwLock<Vec<(Currency, Arc<PriceText>)>>,
-}
-
-/// The price fields of an item, `"Price":…,` through the last price field and its
-/// comma, and whether the price is a sale.
-#[derive(Debug)]
-struct PriceText {
-    text: Box<[u8]>,
-    sale: bool,
-}
-
-impl PriceText {
-    fn of(price: &ItemPrice) -> PriceText {
-        let symbol = price.price.currency.symbol_str();
-        let mut text = to_vec(&WirePrices::of(price, symbol));
-        // `{…}` → `…,`
-        text.pop();
-        text.push(b',');
-        if !text.is_empty() {
-            text.remove(0);
-        }
-        PriceText {
-            text: text.into_boxed_slice(),
-            sale: price.was.is_some(),
-        }
-    }
-}
-
-impl ProductText {
-    fn of(catalogue: &Catalogue, idx: ProductIdx) -> Option<ProductText> {
-        let Fixed {
-            head,
-            tail,
-            on_offer,
-            new_arrival,
-        } = fixed_parts(catalogue, idx)?;
-        let mut text = to_vec(&head);
-        // `{…}` → `{…,`
-        text.pop();
-        text.push(b',');
-        let split = text.len();
-        let tail = to_vec(&tail);
-        // `{…}` → `…,`
-        text.extend_from_slice(tail.get(1..tail.len() - 1).unwrap_or_default());
-        text.push(b',');
-        Some(ProductText {
-            text: text.into_boxed_slice(),
-            split,
-            on_offer,
-            new_arrival,
-            prices: RwLock::new(Vec::new()),
-        })
-    }
-
-    fn head(&self) -> &[u8] {
-        self.text.get(..self.split).unwrap_or_default()
-    }
-
-    fn tail(&self) -> &[u8] {
-        self.text.get(self.split..).unwrap_or_default()
-    }
-
-    /// The rendered own prices in `currency`: kept from an earlier request, else
-    /// rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`] currencies).
-    fn own_prices(&self, price: &ItemPrice) -> Arc<PriceText> {
-        let currency = price.price.currency;
-        let find = |prices: &[(Currency, Arc<PriceText>)]| {
-            prices
-                .iter()
-                .find(|(c, _)| *c == currency)
-                .map(|(_, text)| Arc::clone(text))
-        };
-        if let Some(text) = find(&self.prices.read()) {
-            return text;
-        }
-        let text = Arc::new(PriceText::of(price));
-        let mut prices = self.prices.write();
-        if let Some(text) = find(&prices) {
-            return text;
-        }
-        if prices.len() < MAX_CACHED_CURRENCIES {
-            prices.push((currency, Arc::clone(&text)));
-        }
-        text
-    }
-}
-
-/// Product slots per chunk of a [`ProductTexts`].
-const CHUNK: usize = 1024;
-
-/// [`CHUNK`] slots of a [`ProductTexts`].
-type Chunk = Box<[OnceLock<Option<Box<ProductText>>>]>;
-
-/// The product texts of an account: those of the latest catalogue version served, and
-/// earlier ones kept until no request uses them (a cache's texts are freed by the
-/// background [`TextCache::sweep`], not by the request that lets go of it last).
-#[derive(Debug)]
-pub struct TextCache {
-    current: ArcSwap<ProductTexts>,
-    replaced: Graveyard,
-}
-
-impl TextCache {
-    /// A cache for `catalogue`.
-    pub fn new(catalogue: Arc<Catalogue>) -> TextCache {
-        TextCache {
-            current: ArcSwap::from_pointee(ProductTexts::new(catalogue)),
-            replaced: Graveyard::default(),
-        }
-    }
-
-    /// The texts of `catalogue`: the current ones when they are for that version, else
-    /// new ones made current.
-    pub fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
-        let texts = self.current.load_full();
-        if Arc::ptr_eq(&texts.catalogue, catalogue) {
-            return texts;
-        }
-        let fresh = Arc::new(ProductTexts::new(Arc::clone(catalogue)));
-        let replaced = self.current.swap(Arc::clone(&fresh));
-        self.replaced.bury(replaced);
-        fresh
-    }
-
-    /// Frees the replaced texts no request uses any more, on the caller's thread;
-    /// returns how many caches were freed.
-    pub fn sweep(&self) -> usize {
-        self.replaced.sweep()
-    }
-
-    /// Bytes of text kept for the current version.
-    pub fn kept_bytes(&self) -> usize {
-        self.current.load().kept_bytes.load(Ordering::Relaxed)
-    }
-}
-
-/// The [`ProductText`]s of one catalogue version of an account, by dense id.
-#[derive(Debug)]
-pub struct ProductTexts {
-    /// The version the texts were written from (held, so its address is not reused).
-    catalogue: Arc<Catalogue>,
-    /// Chunks of [`CHUNK`] slots by dense id, each made when a product in it is first
-    /// written: a new version's cache costs a small table, not one slot per product.
-    chunks: Box<[OnceLock<Chunk>]>,
-    /// Texts kept so far.
-    kept: AtomicUsize,
-    /// Their bytes.
-    kept_bytes: AtomicUsize,
-    /// Bytes kept at most ([`MAX_CACHED_BYTES`]).
-    budget: usize,
-}
-
-impl ProductTexts {
-    /// An empty cache for `catalogue`.
-    pub fn new(catalogue: Arc<Catalogue>) -> ProductTexts {
-        ProductTexts::with_budget(catalogue, MAX_CACHED_BYTES)
-    }
-
-    /// An empty cache for `catalogue` that keeps about `budget` bytes of text at most.
-    pub fn with_budget(catalogue: Arc<Catalogue>, budget: usize) -> ProductTexts {
-        let slots = catalogue.idx_bound() as usize;
-        ProductTexts {
-            catalogue,
-            chunks: (0..slots.div_ceil(CHUNK))
-                .map(|_| OnceLock::new())
-                .collect(),
-            kept: AtomicUsize::new(0),
-            kept_bytes: AtomicUsize::new(0),
-            budget,
-        }
-    }
-
-    /// Calls `write` with the text of product `idx`: the kept one, else one written now
-    /// (and kept while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
-    fn with<R>(&self, idx: ProductIdx, write: impl FnOnce(&ProductText) -> R) -> Option<R> {
-        let idx_usize = idx as usize;
-        let chunk = self
-            .chunks
-            .get(idx_usize / CHUNK)?
-            .get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
-        let slot = chunk.get(idx_usize % CHUNK)?;
-        if let Some(text) = slot.get() {
-            return text.as_deref().map(write);
-        }
-        if self.kept_bytes.load(Ordering::Relaxed) >= self.budget {
-            return ProductText::of(&self.catalogue, idx).map(|text| write(&text));
-        }
-        let text = slot.get_or_init(|| {
-            let text = ProductText::of(&self.catalogue, idx)?;
-            self.kept.fetch_add(1, Ordering::Relaxed);
-            // With room for its prices in two currencies.
-            let bytes = text.text.len() + 2 * PRICE_TEXT_BYTES;
-            self.kept_bytes.fetch_add(bytes, Ordering::Relaxed);
-            Some(Box::new(text))
-        });
-        text.as_deref().map(write)
-    }
-
-    /// Number of product texts kept.
-    pub fn kept(&self) -> usize {
-        self.kept.load(Ordering::Relaxed)
-    }
-}
 
 /// The response body of a served request.
 pub fn response(
@@ -654,6 +426,7 @@ fn named_json<'a>(catalogue: &'a Catalogue, kind: ZoneKind, id: &'a str) -> Wire
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use vitrine_engine::money::Money;
 
     /// The cached text with this request's prices is, byte for byte, the serialized
@@ -700,90 +473,5 @@ mod tests {
             }
         }
         assert!(checked > 6000, "{checked}");
-        // Texts are cached up to the bound, with the shared prices of each currency, and
-        // a later version gets a cache of its own.
-        assert_eq!(texts.kept(), catalogue.len());
-        assert!(texts.kept_bytes.load(Ordering::Relaxed) < MAX_CACHED_BYTES);
-        let cached = texts
-            .chunks
-            .iter()
-            .filter_map(OnceLock::get)
-            .flat_map(|chunk| chunk.iter().filter_map(|slot| slot.get()?.as_deref()));
-        assert_eq!(cached.clone().count(), catalogue.len());
-        assert!(cached.clone().all(|text| text.prices.read().len() == 3));
-        // A later version gets texts of its own; the earlier ones are freed by a sweep
-        // once nobody holds them.
-        let cache = TextCache::new(Arc::clone(&catalogue));
-        let first = cache.of(&catalogue);
-        let next = Arc::new(catalogue.edit().finish());
-        assert_eq!(cache.of(&next).kept(), 0);
-        assert!(Arc::ptr_eq(&cache.current.load().catalogue, &next));
-        assert_eq!(cache.sweep(), 0);
-        drop(first);
-        assert_eq!(cache.sweep(), 1);
-    }
-
-    /// Past its byte budget the cache keeps no more products, and those it does not
-    /// keep are written the same.
-    #[test]
-    fn the_cache_keeps_texts_up_to_its_budget() {
-        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
-        let bounded = ProductTexts::with_budget(Arc::clone(&catalogue), 20_000);
-        let unbounded = ProductTexts::new(Arc::clone(&catalogue));
-        let currency = Currency::from_code("GBP").unwrap();
-        for (idx, _) in catalogue.iter() {
-            let item = RenderedItem {
-                product: idx,
-                price: ItemPrice {
-                    price: Money {
-                        minor: 999,
-                        currency,
-                    },
-                    was: None,
-                },
-                shared_price: true,
-            };
-            let render = |texts: &ProductTexts| {
-                texts.with(idx, |text| {
-                    let mut out = Vec::new();
-                    write_product(&mut out, text, &item);
-                    out
-                })
-            };
-            assert_eq!(render(&bounded), render(&unbounded));
-        }
-        let kept = bounded.kept_bytes.load(Ordering::Relaxed);
-        assert!((20_000..30_000).contains(&kept), "{kept}");
-        assert!(bounded.kept() < catalogue.len() / 10, "{}", bounded.kept());
-        assert_eq!(unbounded.kept(), catalogue.len());
-    }
-
-    /// A shared price cached for one currency is not served for another.
-    #[test]
-    fn shared_prices_are_kept_per_currency() {
-        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
-        let texts = ProductTexts::new(Arc::clone(&catalogue));
-        let (idx, _) = catalogue.iter().next().unwrap();
-        let render = |code: &str, minor: i64| {
-            let currency = Currency::from_code(code).unwrap();
-            let item = RenderedItem {
-                product: idx,
-                price: ItemPrice {
-                    price: Money { minor, currency },
-                    was: None,
-                },
-                shared_price: true,
-            };
-            texts
-                .with(idx, |text| {
-                    let mut out = Vec::new();
-                    write_product(&mut out, text, &item);
-                    String::from_utf8(out).unwrap()
-                })
-                .unwrap()
-        };
-        assert!(render("GBP", 4399).contains(r#""DisplayPrice":"£43.99""#));
-        assert!(render("USD", 5000).contains(r#""DisplayPrice":"$50.00""#));
-        assert!(render("GBP", 4399).contains(r#""CurrencySymbol":"£""#));
     }
 }

@@ -1,0 +1,495 @@
+//! The fixed text of each product, escaped once per catalogue version and kept per
+//! account, and carried over to the next version for the products it did not change.
+//!
+//! A delta makes a new catalogue version, and a version's texts start empty. Without
+//! carrying them over, every delta would have the next requests write again the text of
+//! every product they show. So the texts of the version before stay readable for
+//! [`CARRY_ROUNDS`] sweeps: a product missing from the new version's texts takes the
+//! earlier text when [`Catalogue::same_product`] says the two versions read it alike
+//! (one base archive, and the product the base's in both or the same change of the
+//! overlay). Only products the delta changed, and products not asked for meanwhile, are
+//! written again.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use parking_lot::RwLock;
+use vitrine_engine::catalogue::{Catalogue, ProductIdx};
+use vitrine_engine::money::Currency;
+use vitrine_engine::recommend::ItemPrice;
+use vitrine_engine::shards::Graveyard;
+
+use super::{Fixed, WirePrices, fixed_parts, to_vec};
+
+/// Bytes of product text kept per account and catalogue version at most (about 700
+/// bytes per product with its prices: some 380,000 products); beyond it, the text of
+/// products not kept yet is written per request.
+pub const MAX_CACHED_BYTES: usize = 256 << 20;
+
+/// Bytes counted for one currency's rendered prices of a product (they are about 150
+/// to 250).
+const PRICE_TEXT_BYTES: usize = 256;
+
+/// Currencies whose prices are kept rendered per product at most.
+pub const MAX_CACHED_CURRENCIES: usize = 8;
+
+/// Sweeps ([`TextCache::sweep`], one per models round: about a second each) during which
+/// the texts of the version before the current one are carried over; then they are
+/// let go.
+pub const CARRY_ROUNDS: u32 = 5;
+
+/// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
+/// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
+/// Its own prices (those every visitor sees) are rendered once per currency too.
+#[derive(Debug)]
+pub struct ProductText {
+    text: Box<[u8]>,
+    split: usize,
+    /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
+    pub(super) on_offer: bool,
+    pub(super) new_arrival: bool,
+    /// The product's own prices, rendered per currency (see [`PriceText`]).
+    prices: RwLock<Vec<(Currency, Arc<PriceText>)>>,
+}
+
+/// The price fields of an item, `"Price":…,` through the last price field and its
+/// comma, and whether the price is a sale.
+#[derive(Debug)]
+pub(super) struct PriceText {
+    pub(super) text: Box<[u8]>,
+    pub(super) sale: bool,
+}
+
+impl PriceText {
+    pub(super) fn of(price: &ItemPrice) -> PriceText {
+        let symbol = price.price.currency.symbol_str();
+        let mut text = to_vec(&WirePrices::of(price, symbol));
+        // `{…}` → `…,`
+        text.pop();
+        text.push(b',');
+        if !text.is_empty() {
+            text.remove(0);
+        }
+        PriceText {
+            text: text.into_boxed_slice(),
+            sale: price.was.is_some(),
+        }
+    }
+}
+
+impl ProductText {
+    fn of(catalogue: &Catalogue, idx: ProductIdx) -> Option<ProductText> {
+        let Fixed {
+            head,
+            tail,
+            on_offer,
+            new_arrival,
+        } = fixed_parts(catalogue, idx)?;
+        let mut text = to_vec(&head);
+        // `{…}` → `{…,`
+        text.pop();
+        text.push(b',');
+        let split = text.len();
+        let tail = to_vec(&tail);
+        // `{…}` → `…,`
+        text.extend_from_slice(tail.get(1..tail.len() - 1).unwrap_or_default());
+        text.push(b',');
+        Some(ProductText {
+            text: text.into_boxed_slice(),
+            split,
+            on_offer,
+            new_arrival,
+            prices: RwLock::new(Vec::new()),
+        })
+    }
+
+    pub(super) fn head(&self) -> &[u8] {
+        self.text.get(..self.split).unwrap_or_default()
+    }
+
+    pub(super) fn tail(&self) -> &[u8] {
+        self.text.get(self.split..).unwrap_or_default()
+    }
+
+    /// Bytes counted for it: its text, with room for its prices in two currencies.
+    fn counted_bytes(&self) -> usize {
+        self.text.len() + 2 * PRICE_TEXT_BYTES
+    }
+
+    /// The rendered own prices in `currency`: kept from an earlier request, else
+    /// rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`] currencies).
+    pub(super) fn own_prices(&self, price: &ItemPrice) -> Arc<PriceText> {
+        let currency = price.price.currency;
+        let find = |prices: &[(Currency, Arc<PriceText>)]| {
+            prices
+                .iter()
+                .find(|(c, _)| *c == currency)
+                .map(|(_, text)| Arc::clone(text))
+        };
+        if let Some(text) = find(&self.prices.read()) {
+            return text;
+        }
+        let text = Arc::new(PriceText::of(price));
+        let mut prices = self.prices.write();
+        if let Some(text) = find(&prices) {
+            return text;
+        }
+        if prices.len() < MAX_CACHED_CURRENCIES {
+            prices.push((currency, Arc::clone(&text)));
+        }
+        text
+    }
+}
+
+/// Product slots per chunk of a [`ProductTexts`].
+const CHUNK: usize = 1024;
+
+/// A product's slot: empty until asked for, then its text (`None`: not in the version).
+type Slot = OnceLock<Option<Arc<ProductText>>>;
+
+/// [`CHUNK`] slots of a [`ProductTexts`].
+type Chunk = Box<[Slot]>;
+
+/// The product texts of an account: those of the latest catalogue version served, and
+/// earlier ones kept until no request uses them (a cache's texts are freed by the
+/// background [`TextCache::sweep`], not by the request that lets go of it last).
+#[derive(Debug)]
+pub struct TextCache {
+    current: ArcSwap<ProductTexts>,
+    replaced: Graveyard,
+}
+
+impl TextCache {
+    /// A cache for `catalogue`.
+    pub fn new(catalogue: Arc<Catalogue>) -> TextCache {
+        TextCache {
+            current: ArcSwap::from_pointee(ProductTexts::new(catalogue)),
+            replaced: Graveyard::default(),
+        }
+    }
+
+    /// The texts of `catalogue`: the current ones when they are for that version, else
+    /// new ones made current, which carry over the current ones' texts of the products
+    /// the two versions read alike.
+    pub fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
+        let texts = self.current.load_full();
+        if Arc::ptr_eq(&texts.catalogue, catalogue) {
+            return texts;
+        }
+        let fresh = ProductTexts::new(Arc::clone(catalogue));
+        // Only the latest version's texts are carried over: no chain of versions.
+        texts.previous.store(None);
+        fresh.previous.store(Some(texts));
+        let fresh = Arc::new(fresh);
+        let replaced = self.current.swap(Arc::clone(&fresh));
+        self.replaced.bury(replaced);
+        fresh
+    }
+
+    /// Frees the replaced texts no request uses any more, on the caller's thread, and
+    /// after [`CARRY_ROUNDS`] sweeps lets go of the version before the current one;
+    /// returns how many caches were freed.
+    pub fn sweep(&self) -> usize {
+        let current = self.current.load();
+        if current.sweeps.fetch_add(1, Ordering::Relaxed) + 1 >= CARRY_ROUNDS {
+            // Still buried: freed by a sweep, here or later, not by a request.
+            current.previous.store(None);
+        }
+        self.replaced.sweep()
+    }
+
+    /// Bytes of text kept for the current version.
+    pub fn kept_bytes(&self) -> usize {
+        self.current.load().kept_bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// The [`ProductText`]s of one catalogue version of an account, by dense id.
+#[derive(Debug)]
+pub struct ProductTexts {
+    /// The version the texts were written from (held, so its address is not reused).
+    catalogue: Arc<Catalogue>,
+    /// Chunks of [`CHUNK`] slots by dense id, each made when a product in it is first
+    /// written: a new version's cache costs a small table, not one slot per product.
+    chunks: Box<[OnceLock<Chunk>]>,
+    /// The texts of the version this one replaced, carried over while they are here.
+    previous: ArcSwapOption<ProductTexts>,
+    /// Sweeps since these texts became current.
+    sweeps: AtomicU32,
+    /// Texts kept so far.
+    kept: AtomicUsize,
+    /// Of them, those carried over from the version before.
+    carried: AtomicUsize,
+    /// Their bytes.
+    kept_bytes: AtomicUsize,
+    /// Bytes kept at most ([`MAX_CACHED_BYTES`]).
+    budget: usize,
+}
+
+impl ProductTexts {
+    /// An empty cache for `catalogue`.
+    pub fn new(catalogue: Arc<Catalogue>) -> ProductTexts {
+        ProductTexts::with_budget(catalogue, MAX_CACHED_BYTES)
+    }
+
+    /// An empty cache for `catalogue` that keeps about `budget` bytes of text at most.
+    pub fn with_budget(catalogue: Arc<Catalogue>, budget: usize) -> ProductTexts {
+        let slots = catalogue.idx_bound() as usize;
+        ProductTexts {
+            catalogue,
+            chunks: (0..slots.div_ceil(CHUNK))
+                .map(|_| OnceLock::new())
+                .collect(),
+            previous: ArcSwapOption::empty(),
+            sweeps: AtomicU32::new(0),
+            kept: AtomicUsize::new(0),
+            carried: AtomicUsize::new(0),
+            kept_bytes: AtomicUsize::new(0),
+            budget,
+        }
+    }
+
+    /// The slot of `idx`, its chunk made if need be.
+    fn slot(&self, idx: ProductIdx) -> Option<&Slot> {
+        let idx = idx as usize;
+        self.chunks
+            .get(idx / CHUNK)?
+            .get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect())
+            .get(idx % CHUNK)
+    }
+
+    /// The text of `idx` kept already, without making a chunk.
+    fn kept_text(&self, idx: ProductIdx) -> Option<&Arc<ProductText>> {
+        let idx = idx as usize;
+        self.chunks
+            .get(idx / CHUNK)?
+            .get()?
+            .get(idx % CHUNK)?
+            .get()?
+            .as_ref()
+    }
+
+    /// The text of `idx` from the version before, if it is still here and reads the
+    /// product as this version does.
+    fn carried_text(&self, idx: ProductIdx) -> Option<Arc<ProductText>> {
+        let previous = self.previous.load();
+        let previous = previous.as_ref()?;
+        if !self.catalogue.same_product(&previous.catalogue, idx) {
+            return None;
+        }
+        previous.kept_text(idx).cloned()
+    }
+
+    /// Calls `write` with the text of product `idx`: the kept one, else the version
+    /// before's when the product is the same in both, else one written now (kept, either
+    /// way, while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
+    pub(super) fn with<R>(
+        &self,
+        idx: ProductIdx,
+        write: impl FnOnce(&ProductText) -> R,
+    ) -> Option<R> {
+        let slot = self.slot(idx)?;
+        if let Some(text) = slot.get() {
+            return text.as_deref().map(write);
+        }
+        if self.kept_bytes.load(Ordering::Relaxed) >= self.budget {
+            return match self.carried_text(idx) {
+                Some(text) => Some(write(&text)),
+                None => ProductText::of(&self.catalogue, idx).map(|text| write(&text)),
+            };
+        }
+        let text = slot.get_or_init(|| {
+            let text = match self.carried_text(idx) {
+                Some(text) => {
+                    self.carried.fetch_add(1, Ordering::Relaxed);
+                    text
+                }
+                None => Arc::new(ProductText::of(&self.catalogue, idx)?),
+            };
+            self.kept.fetch_add(1, Ordering::Relaxed);
+            self.kept_bytes
+                .fetch_add(text.counted_bytes(), Ordering::Relaxed);
+            Some(text)
+        });
+        text.as_deref().map(write)
+    }
+
+    /// Number of product texts kept.
+    pub fn kept(&self) -> usize {
+        self.kept.load(Ordering::Relaxed)
+    }
+
+    /// Number of product texts kept that were carried over from the version before.
+    pub fn carried(&self) -> usize {
+        self.carried.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::write_product;
+    use super::*;
+    use vitrine_engine::account::RenderedItem;
+    use vitrine_engine::money::Money;
+
+    fn item(idx: ProductIdx, code: &str, minor: i64) -> RenderedItem {
+        RenderedItem {
+            product: idx,
+            price: ItemPrice {
+                price: Money {
+                    minor,
+                    currency: Currency::from_code(code).unwrap(),
+                },
+                was: None,
+            },
+            shared_price: true,
+        }
+    }
+
+    fn render(texts: &ProductTexts, item: &RenderedItem) -> Option<String> {
+        texts.with(item.product, |text| {
+            let mut out = Vec::new();
+            write_product(&mut out, text, item);
+            String::from_utf8(out).unwrap()
+        })
+    }
+
+    /// Texts are kept up to the bound, with the shared prices of each currency; a later
+    /// version gets a cache of its own, and the earlier one is freed by a sweep once
+    /// nobody holds it.
+    #[test]
+    fn texts_are_kept_per_version_with_the_shared_prices_of_each_currency() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let texts = ProductTexts::new(Arc::clone(&catalogue));
+        for (idx, _) in catalogue.iter() {
+            for code in ["GBP", "USD", "JPY"] {
+                render(&texts, &item(idx, code, 1234)).unwrap();
+            }
+        }
+        assert_eq!(texts.kept(), catalogue.len());
+        assert!(texts.kept_bytes.load(Ordering::Relaxed) < MAX_CACHED_BYTES);
+        let cached = texts
+            .chunks
+            .iter()
+            .filter_map(OnceLock::get)
+            .flat_map(|chunk| chunk.iter().filter_map(|slot| slot.get()?.as_deref()));
+        assert_eq!(cached.clone().count(), catalogue.len());
+        assert!(cached.clone().all(|text| text.prices.read().len() == 3));
+
+        let cache = TextCache::new(Arc::clone(&catalogue));
+        let first = cache.of(&catalogue);
+        let next = Arc::new(catalogue.edit().finish());
+        assert_eq!(cache.of(&next).kept(), 0);
+        assert!(Arc::ptr_eq(&cache.current.load().catalogue, &next));
+        assert_eq!(cache.sweep(), 0);
+        drop(first);
+        // Carried over from until CARRY_ROUNDS sweeps, then freed.
+        let freed: usize = (0..CARRY_ROUNDS).map(|_| cache.sweep()).sum();
+        assert_eq!(freed, 1);
+    }
+
+    /// After a delta, a product it did not change is served the text of the version
+    /// before (the same text, not written again); the product it changed is written
+    /// anew; after CARRY_ROUNDS sweeps the version before is let go; and a new base
+    /// carries nothing over.
+    #[test]
+    fn a_delta_carries_over_the_texts_of_the_products_it_did_not_change() {
+        let first = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let id = |idx: ProductIdx| first.product(idx).unwrap().id.to_string();
+        let (kept, changed, later) = (0, 1, 2);
+        let cache = TextCache::new(Arc::clone(&first));
+        let texts = cache.of(&first);
+        let before_kept = render(&texts, &item(kept, "GBP", 500)).unwrap();
+        let before_changed = render(&texts, &item(changed, "GBP", 500)).unwrap();
+        assert!(before_changed.contains(&id(changed)));
+        drop(texts);
+
+        let mut edit = first.edit();
+        let mut product = edit.product(&id(changed)).unwrap().unwrap();
+        product.title = "Retitled by a delta".into();
+        edit.upsert_product(product).unwrap();
+        let second = Arc::new(edit.finish());
+        let texts = cache.of(&second);
+        assert_eq!(
+            render(&texts, &item(kept, "GBP", 500)).unwrap(),
+            before_kept
+        );
+        assert_eq!(texts.carried(), 1);
+        let previous = texts.previous.load_full().unwrap();
+        assert!(Arc::ptr_eq(
+            texts.kept_text(kept).unwrap(),
+            previous.kept_text(kept).unwrap()
+        ));
+        let after_changed = render(&texts, &item(changed, "GBP", 500)).unwrap();
+        assert!(
+            after_changed.contains("Retitled by a delta"),
+            "{after_changed}"
+        );
+        assert_ne!(after_changed, before_changed);
+        assert_eq!(texts.carried(), 1, "the changed product is written anew");
+        assert_eq!(texts.kept(), 2);
+        drop(previous);
+
+        // Not kept before: written now, not carried.
+        render(&texts, &item(later, "GBP", 500)).unwrap();
+        assert_eq!(texts.carried(), 1);
+        for _ in 0..CARRY_ROUNDS {
+            cache.sweep();
+        }
+        assert!(
+            texts.previous.load().is_none(),
+            "let go after CARRY_ROUNDS sweeps"
+        );
+        drop(texts);
+
+        // Another base archive (a full feed): nothing carried over.
+        let rebuilt = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let texts = cache.of(&rebuilt);
+        assert_eq!(
+            render(&texts, &item(kept, "GBP", 500)).unwrap(),
+            before_kept
+        );
+        assert_eq!(texts.carried(), 0);
+    }
+
+    /// Past its byte budget the cache keeps no more products, and those it does not
+    /// keep are written the same.
+    #[test]
+    fn the_cache_keeps_texts_up_to_its_budget() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let bounded = ProductTexts::with_budget(Arc::clone(&catalogue), 20_000);
+        let unbounded = ProductTexts::new(Arc::clone(&catalogue));
+        for (idx, _) in catalogue.iter() {
+            let item = item(idx, "GBP", 999);
+            assert_eq!(render(&bounded, &item), render(&unbounded, &item));
+        }
+        let kept = bounded.kept_bytes.load(Ordering::Relaxed);
+        assert!((20_000..30_000).contains(&kept), "{kept}");
+        assert!(bounded.kept() < catalogue.len() / 10, "{}", bounded.kept());
+        assert_eq!(unbounded.kept(), catalogue.len());
+    }
+
+    /// A shared price cached for one currency is not served for another.
+    #[test]
+    fn shared_prices_are_kept_per_currency() {
+        let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
+        let texts = ProductTexts::new(Arc::clone(&catalogue));
+        let (idx, _) = catalogue.iter().next().unwrap();
+        assert!(
+            render(&texts, &item(idx, "GBP", 4399))
+                .unwrap()
+                .contains(r#""DisplayPrice":"£43.99""#)
+        );
+        assert!(
+            render(&texts, &item(idx, "USD", 5000))
+                .unwrap()
+                .contains(r#""DisplayPrice":"$50.00""#)
+        );
+        assert!(
+            render(&texts, &item(idx, "GBP", 4399))
+                .unwrap()
+                .contains(r#""CurrencySymbol":"£""#)
+        );
+    }
+}
