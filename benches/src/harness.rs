@@ -108,6 +108,7 @@ impl HarnessStore {
                     "Id": product_id(index),
                     "Title": format!("Changed in round {round}"),
                     "Link": format!("/p/{index}"),
+                    "Image": format!("//cdn.shop.example/p/{index}.jpg"),
                     "Prices": [format!("{}.99 GBP", 10 + round % 50), "19.99 USD"],
                     "Categories": [format!("c{}", index as u64 % CATEGORIES)],
                 })
