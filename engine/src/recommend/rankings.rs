@@ -90,14 +90,23 @@ impl Rankings {
         if exact && let Some(members) = self.category_tops.get(category) {
             return Arc::clone(&members);
         }
-        let mut members = catalogue.in_category(category);
-        members.sort_by_key(|idx| {
-            self.trending_rank
-                .get(*idx as usize)
-                .copied()
-                .unwrap_or(u32::MAX)
-        });
-        let members: Arc<[ProductIdx]> = members.into();
+        // Each member's rank read once (a read from a table as long as the catalogue),
+        // then sorted as one integer, rank before dense id: the order of a stable sort
+        // by rank of the members in dense-id order.
+        let mut keyed: Vec<u64> = catalogue
+            .in_category(category)
+            .into_iter()
+            .map(|idx| {
+                let rank = self
+                    .trending_rank
+                    .get(idx as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX);
+                (u64::from(rank) << 32) | u64::from(idx)
+            })
+            .collect();
+        keyed.sort_unstable();
+        let members: Arc<[ProductIdx]> = keyed.iter().map(|key| *key as ProductIdx).collect();
         if exact && !members.is_empty() {
             self.category_tops
                 .insert(category.to_owned(), Arc::clone(&members));
@@ -204,6 +213,42 @@ mod tests {
             assert_eq!(rankings.top_sellers, full.top_sellers);
             assert_eq!(rankings.trending_rank, full.trending_rank);
         }
+    }
+
+    /// A category's order is its members by trending rank; members the rankings do not
+    /// know yet (added by a delta since) come last, in dense-id order.
+    #[test]
+    fn a_category_top_is_by_rank_then_unranked_members_by_dense_id() {
+        let catalogue = crate::testing::catalogue((0..6).map(|i| Product {
+            categories: vec![if i == 3 { "other".into() } else { "c".into() }],
+            ..crate::testing::product(&format!("p{i}"))
+        }));
+        // p2 trends most, then p0, p5, p4, p1.
+        let rankings = Rankings::build(&catalogue, |p| {
+            let score = match p.id.as_str() {
+                "p2" => 9.0,
+                "p0" => 7.0,
+                "p5" => 5.0,
+                "p4" => 3.0,
+                _ => 1.0,
+            };
+            (score, 0)
+        });
+        let mut edit = catalogue.edit();
+        for id in ["p7", "p6"] {
+            edit.upsert_product(Product {
+                categories: vec!["c".into()],
+                ..crate::testing::product(id)
+            })
+            .unwrap();
+        }
+        let next = edit.finish();
+        let ids: Vec<String> = rankings
+            .category_top(&next, "c", false)
+            .iter()
+            .map(|idx| next.product(*idx).unwrap().id.to_string())
+            .collect();
+        assert_eq!(ids, ["p2", "p0", "p5", "p4", "p1", "p7", "p6"]);
     }
 
     /// A category's order is kept only for the version the rankings were built from,
