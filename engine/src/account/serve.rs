@@ -584,7 +584,6 @@ impl VisitorSnapshot {
         Context {
             catalogue,
             rankings: &rankings.rankings,
-            rankings_exact: std::ptr::eq(&*rankings.catalogue, catalogue),
             neighbours: if published.indexes(catalogue) {
                 published
             } else {

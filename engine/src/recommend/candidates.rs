@@ -99,9 +99,7 @@ pub(super) fn candidates(
                 catalogue.categories_of(product).next()
             });
             let Some(category) = category else { return };
-            let members = ctx
-                .rankings
-                .category_top(catalogue, category, ctx.rankings_exact);
+            let members = ctx.rankings.category_top(catalogue, category);
             for &idx in members.iter() {
                 let found = || {
                     let rank = ctx

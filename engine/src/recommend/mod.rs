@@ -36,9 +36,6 @@ pub struct Context<'a> {
     pub catalogue: &'a Catalogue,
     /// Rankings of that version.
     pub rankings: &'a Rankings,
-    /// Whether `rankings` were built from this very version (not only the same base):
-    /// then what they keep per category holds for it.
-    pub rankings_exact: bool,
     /// Co-view and co-purchase neighbour lists.
     pub neighbours: &'a Neighbours,
     /// Currency of the request (else the account default).

@@ -19,9 +19,9 @@ pub struct Rankings {
     /// Each product's trending key and units sold, indexed by dense id (see
     /// [`Rankings::build`]).
     scores: Vec<(f64, u64)>,
-    /// Members of a category in trending order, sorted on first use (categories the
-    /// catalogue has only; for the catalogue version the rankings were built from).
-    category_tops: DashMap<String, Arc<[ProductIdx]>>,
+    /// Members of a category in trending order, sorted on first use, with the number
+    /// of the catalogue version whose members they are (categories with members only).
+    category_tops: DashMap<String, (u64, Arc<[ProductIdx]>)>,
 }
 
 impl Rankings {
@@ -79,16 +79,14 @@ impl Rankings {
     }
 
     /// The members of `category` in `catalogue`, in trending order; kept for later
-    /// requests when `catalogue` is the version these rankings were built from
-    /// (`exact`) and the category has members.
-    pub fn category_top(
-        &self,
-        catalogue: &Catalogue,
-        category: &str,
-        exact: bool,
-    ) -> Arc<[ProductIdx]> {
-        if exact && let Some(members) = self.category_tops.get(category) {
-            return Arc::clone(&members);
+    /// requests on the same catalogue version (a delta's new version sorts them again
+    /// once) when the category has members.
+    pub fn category_top(&self, catalogue: &Catalogue, category: &str) -> Arc<[ProductIdx]> {
+        let version = catalogue.version_id();
+        if let Some(kept) = self.category_tops.get(category)
+            && kept.0 == version
+        {
+            return Arc::clone(&kept.1);
         }
         // Each member's rank read once (a read from a table as long as the catalogue),
         // then sorted as one integer, rank before dense id: the order of a stable sort
@@ -107,9 +105,9 @@ impl Rankings {
             .collect();
         keyed.sort_unstable();
         let members: Arc<[ProductIdx]> = keyed.iter().map(|key| *key as ProductIdx).collect();
-        if exact && !members.is_empty() {
+        if !members.is_empty() {
             self.category_tops
-                .insert(category.to_owned(), Arc::clone(&members));
+                .insert(category.to_owned(), (version, Arc::clone(&members)));
         }
         members
     }
@@ -244,17 +242,18 @@ mod tests {
         }
         let next = edit.finish();
         let ids: Vec<String> = rankings
-            .category_top(&next, "c", false)
+            .category_top(&next, "c")
             .iter()
             .map(|idx| next.product(*idx).unwrap().id.to_string())
             .collect();
         assert_eq!(ids, ["p2", "p0", "p5", "p4", "p1", "p7", "p6"]);
     }
 
-    /// A category's order is kept only for the version the rankings were built from,
-    /// and only for categories with members.
+    /// A category's order is kept for the catalogue version it was sorted for, only for
+    /// categories with members: a new version (a delta) sorts it again once, with its
+    /// own members, and keeps that.
     #[test]
-    fn category_tops_are_kept_for_the_ranked_version_only() {
+    fn category_tops_are_kept_per_catalogue_version() {
         let catalogue = crate::testing::catalogue((0..5).map(|i| Product {
             categories: vec!["c".into()],
             ..crate::testing::product(&format!("p{i}"))
@@ -263,12 +262,33 @@ mod tests {
             let i: f64 = p.id.as_str()[1..].parse().unwrap();
             (i, 0)
         });
-        let top = rankings.category_top(&catalogue, "c", false);
+        let top = rankings.category_top(&catalogue, "c");
         assert_eq!(top.len(), 5);
         assert_eq!(catalogue.product(top[0]).unwrap().id.as_str(), "p4");
-        assert!(rankings.category_tops.is_empty());
-        assert_eq!(rankings.category_top(&catalogue, "c", true), top);
-        assert!(rankings.category_top(&catalogue, "none", true).is_empty());
-        assert_eq!(rankings.category_tops.len(), 1);
+        assert!(
+            Arc::ptr_eq(&rankings.category_top(&catalogue, "c"), &top),
+            "kept"
+        );
+        assert!(rankings.category_top(&catalogue, "none").is_empty());
+        assert_eq!(
+            rankings.category_tops.len(),
+            1,
+            "no entry for a category without members"
+        );
+
+        let mut edit = catalogue.edit();
+        assert!(edit.remove_product("p4"));
+        let next = edit.finish();
+        let after_delta = rankings.category_top(&next, "c");
+        assert_eq!(after_delta.len(), 4, "the new version's members");
+        assert_eq!(next.product(after_delta[0]).unwrap().id.as_str(), "p3");
+        assert!(
+            Arc::ptr_eq(&rankings.category_top(&next, "c"), &after_delta),
+            "kept"
+        );
+        assert_eq!(
+            rankings.category_tops.get("c").unwrap().0,
+            next.version_id()
+        );
     }
 }

@@ -78,7 +78,6 @@ fn context<'a>(
     Context {
         catalogue,
         rankings,
-        rankings_exact: true,
         neighbours,
         currency: Currency::from_code("GBP").unwrap(),
         now: 1_000,
@@ -234,7 +233,6 @@ fn prices_prefer_account_then_group_then_product_and_show_sales() {
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings,
-            rankings_exact: true,
             neighbours: &neighbours,
             currency: Currency::from_code("GBP").unwrap(),
             now: 0,
@@ -311,7 +309,6 @@ fn sale_prices_apply_only_inside_their_window_and_account_prices_keep_theirs() {
         let ctx = Context {
             catalogue: &catalogue,
             rankings: &rankings,
-            rankings_exact: true,
             neighbours: &neighbours,
             currency: Currency::from_code("GBP").unwrap(),
             now,
