@@ -364,7 +364,7 @@ mod tests {
     /// changed once reads alike in the versions after that change; another base never
     /// reads alike.
     #[test]
-    fn same_product_is_true_exactly_for_what_no_edit_changed_between_two_versions() {
+    fn same_product_and_changed_since_name_exactly_what_edits_changed_between_two_versions() {
         let first = base();
         let mut edit = first.edit();
         edit.upsert_product(product("b", &["c3"], Some("b2"), 250))
@@ -393,6 +393,13 @@ mod tests {
             !compacted.same_product(&third, c),
             "compaction makes a new base"
         );
+
+        assert_eq!(second.changed_since(&first), Some(vec![b, d]));
+        assert_eq!(third.changed_since(&second), Some(vec![a]));
+        assert_eq!(third.changed_since(&first), Some(vec![a, b, d]));
+        assert_eq!(first.changed_since(&third), Some(vec![a, b, d]));
+        assert_eq!(third.changed_since(&third), Some(vec![]));
+        assert_eq!(other_base.changed_since(&first), None);
     }
 
     #[test]

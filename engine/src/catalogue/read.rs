@@ -144,8 +144,8 @@ impl Catalogue {
     }
 
     /// Whether `self` and `other` read product `idx` alike: two versions of one base
-    /// archive in which the product is the base's in both, or the same change of the
-    /// overlay. Its record, its own prices and the names and brand record it refers to
+    /// archive in which the product is the base's in both, the same change of the
+    /// overlay, or deleted in both. Its record, its own prices and the names and brand record it refers to
     /// are then the same (names are only ever added after a base's, and brand records
     /// are the base's).
     pub fn same_product(&self, other: &Catalogue, idx: ProductIdx) -> bool {
@@ -160,9 +160,35 @@ impl Catalogue {
         }
         match (change(self, idx), change(other, idx)) {
             (None, None) => true,
-            (Some(Some(Some(a))), Some(Some(Some(b)))) => Arc::ptr_eq(a, b),
+            (Some(Some(a)), Some(Some(b))) => match (a, b) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                // Deleted in both.
+                (None, None) => true,
+                _ => false,
+            },
             _ => false,
         }
+    }
+
+    /// The products `self` reads differently from `other`, when the two are versions
+    /// of one base archive (`None` for another base): those a change of either's
+    /// overlay covers that [`Catalogue::same_product`] does not find alike. Every other
+    /// product reads the same in both. Linear in the two overlays' changes.
+    pub fn changed_since(&self, other: &Catalogue) -> Option<Vec<ProductIdx>> {
+        if !Arc::ptr_eq(&self.frozen, &other.frozen) {
+            return None;
+        }
+        let mut changed: Vec<ProductIdx> = self
+            .overlay
+            .changed
+            .keys()
+            .chain(other.overlay.changed.keys())
+            .copied()
+            .filter(|idx| !self.same_product(other, *idx))
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        Some(changed)
     }
 
     /// The dense index of an external product id.

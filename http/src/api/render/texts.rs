@@ -1,19 +1,18 @@
 //! The fixed text of each product, escaped once per catalogue version and kept per
-//! account, and carried over to the next version for the products it did not change.
+//! account, and taken over by the next version for the products it did not change.
 //!
-//! A delta makes a new catalogue version, and a version's texts start empty. Without
-//! carrying them over, every delta would have the next requests write again the text of
-//! every product they show. So the texts of the version before stay readable for
-//! [`CARRY_ROUNDS`] sweeps: a product missing from the new version's texts takes the
-//! earlier text when [`Catalogue::same_product`] says the two versions read it alike
-//! (one base archive, and the product the base's in both or the same change of the
-//! overlay). Only products the delta changed, and products not asked for meanwhile, are
-//! written again.
+//! A delta makes a new catalogue version. Its texts start as the version before's:
+//! the texts are kept in chunks of [`CHUNK`] products, and the new version shares every
+//! chunk in which no product changed ([`Catalogue::changed_since`]: the same base
+//! archive, and the product the base's in both, the same change of the overlay, or
+//! deleted in both), and copies the others without the changed products' texts. Only
+//! the products a delta changed are written again, however many deltas follow one
+//! another; a full feed (a new base) starts afresh.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use parking_lot::RwLock;
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
 use vitrine_engine::money::Currency;
@@ -33,11 +32,6 @@ const PRICE_TEXT_BYTES: usize = 256;
 
 /// Currencies whose prices are kept rendered per product at most.
 pub const MAX_CACHED_CURRENCIES: usize = 8;
-
-/// Sweeps ([`TextCache::sweep`], one per models round: about a second each) during which
-/// the texts of the version before the current one are carried over; then they are
-/// let go.
-pub const CARRY_ROUNDS: u32 = 5;
 
 /// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
 /// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
@@ -148,8 +142,9 @@ const CHUNK: usize = 1024;
 /// A product's slot: empty until asked for, then its text (`None`: not in the version).
 type Slot = OnceLock<Option<Arc<ProductText>>>;
 
-/// [`CHUNK`] slots of a [`ProductTexts`].
-type Chunk = Box<[Slot]>;
+/// [`CHUNK`] slots of a [`ProductTexts`], shared by the versions that read its products
+/// alike.
+type Chunk = Arc<[Slot]>;
 
 /// The product texts of an account: those of the latest catalogue version served, and
 /// earlier ones kept until no request uses them (a cache's texts are freed by the
@@ -170,32 +165,22 @@ impl TextCache {
     }
 
     /// The texts of `catalogue`: the current ones when they are for that version, else
-    /// new ones made current, which carry over the current ones' texts of the products
+    /// new ones made current, which start with the current ones' texts of the products
     /// the two versions read alike.
     pub fn of(&self, catalogue: &Arc<Catalogue>) -> Arc<ProductTexts> {
         let texts = self.current.load_full();
         if Arc::ptr_eq(&texts.catalogue, catalogue) {
             return texts;
         }
-        let fresh = ProductTexts::new(Arc::clone(catalogue));
-        // Only the latest version's texts are carried over: no chain of versions.
-        texts.previous.store(None);
-        fresh.previous.store(Some(texts));
-        let fresh = Arc::new(fresh);
+        let fresh = Arc::new(ProductTexts::after(Arc::clone(catalogue), &texts));
         let replaced = self.current.swap(Arc::clone(&fresh));
         self.replaced.bury(replaced);
         fresh
     }
 
-    /// Frees the replaced texts no request uses any more, on the caller's thread, and
-    /// after [`CARRY_ROUNDS`] sweeps lets go of the version before the current one;
-    /// returns how many caches were freed.
+    /// Frees the replaced texts no request uses any more, on the caller's thread (the
+    /// chunks a later version shares stay); returns how many caches were freed.
     pub fn sweep(&self) -> usize {
-        let current = self.current.load();
-        if current.sweeps.fetch_add(1, Ordering::Relaxed) + 1 >= CARRY_ROUNDS {
-            // Still buried: freed by a sweep, here or later, not by a request.
-            current.previous.store(None);
-        }
         self.replaced.sweep()
     }
 
@@ -213,14 +198,10 @@ pub struct ProductTexts {
     /// Chunks of [`CHUNK`] slots by dense id, each made when a product in it is first
     /// written: a new version's cache costs a small table, not one slot per product.
     chunks: Box<[OnceLock<Chunk>]>,
-    /// The texts of the version this one replaced, carried over while they are here.
-    previous: ArcSwapOption<ProductTexts>,
-    /// Sweeps since these texts became current.
-    sweeps: AtomicU32,
     /// Texts kept so far.
     kept: AtomicUsize,
-    /// Of them, those carried over from the version before.
-    carried: AtomicUsize,
+    /// Of them, those taken over from the version before when these were made.
+    carried: usize,
     /// Their bytes.
     kept_bytes: AtomicUsize,
     /// Bytes kept at most ([`MAX_CACHED_BYTES`]).
@@ -241,13 +222,55 @@ impl ProductTexts {
             chunks: (0..slots.div_ceil(CHUNK))
                 .map(|_| OnceLock::new())
                 .collect(),
-            previous: ArcSwapOption::empty(),
-            sweeps: AtomicU32::new(0),
             kept: AtomicUsize::new(0),
-            carried: AtomicUsize::new(0),
+            carried: 0,
             kept_bytes: AtomicUsize::new(0),
             budget,
         }
+    }
+
+    /// Texts for `catalogue` that start with `previous`'s (another version's) texts of
+    /// every product the two read alike: its chunks without a changed product shared,
+    /// the others copied without the changed products' texts. Nothing is taken from
+    /// another base.
+    fn after(catalogue: Arc<Catalogue>, previous: &ProductTexts) -> ProductTexts {
+        let mut texts = ProductTexts::with_budget(catalogue, previous.budget);
+        let Some(changed) = texts.catalogue.changed_since(&previous.catalogue) else {
+            return texts;
+        };
+        let mut kept = previous.kept();
+        let mut kept_bytes = previous.kept_bytes.load(Ordering::Relaxed);
+        let mut changed = changed.iter().map(|idx| *idx as usize).peekable();
+        for (n, (slot, old)) in texts
+            .chunks
+            .iter_mut()
+            .zip(previous.chunks.iter())
+            .enumerate()
+        {
+            let end = (n + 1) * CHUNK;
+            let mut in_chunk = Vec::new();
+            while let Some(idx) = changed.next_if(|idx| *idx < end) {
+                in_chunk.push(idx % CHUNK);
+            }
+            let Some(old) = old.get() else { continue };
+            let chunk = if in_chunk.is_empty() {
+                Arc::clone(old)
+            } else {
+                let mut copy: Vec<Slot> = old.iter().cloned().collect();
+                for at in in_chunk {
+                    if let Some(Some(stale)) = copy.get_mut(at).and_then(OnceLock::take) {
+                        kept = kept.saturating_sub(1);
+                        kept_bytes = kept_bytes.saturating_sub(stale.counted_bytes());
+                    }
+                }
+                copy.into()
+            };
+            let _ = slot.set(chunk);
+        }
+        texts.carried = kept;
+        texts.kept = AtomicUsize::new(kept);
+        texts.kept_bytes = AtomicUsize::new(kept_bytes);
+        texts
     }
 
     /// The slot of `idx`, its chunk made if need be.
@@ -260,6 +283,7 @@ impl ProductTexts {
     }
 
     /// The text of `idx` kept already, without making a chunk.
+    #[cfg(test)]
     fn kept_text(&self, idx: ProductIdx) -> Option<&Arc<ProductText>> {
         let idx = idx as usize;
         self.chunks
@@ -270,20 +294,8 @@ impl ProductTexts {
             .as_ref()
     }
 
-    /// The text of `idx` from the version before, if it is still here and reads the
-    /// product as this version does.
-    fn carried_text(&self, idx: ProductIdx) -> Option<Arc<ProductText>> {
-        let previous = self.previous.load();
-        let previous = previous.as_ref()?;
-        if !self.catalogue.same_product(&previous.catalogue, idx) {
-            return None;
-        }
-        previous.kept_text(idx).cloned()
-    }
-
-    /// Calls `write` with the text of product `idx`: the kept one, else the version
-    /// before's when the product is the same in both, else one written now (kept, either
-    /// way, while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
+    /// Calls `write` with the text of product `idx`: the kept one, else one written now
+    /// (and kept while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
     pub(super) fn with<R>(
         &self,
         idx: ProductIdx,
@@ -294,23 +306,14 @@ impl ProductTexts {
             return text.as_deref().map(write);
         }
         if self.kept_bytes.load(Ordering::Relaxed) >= self.budget {
-            return match self.carried_text(idx) {
-                Some(text) => Some(write(&text)),
-                None => ProductText::of(&self.catalogue, idx).map(|text| write(&text)),
-            };
+            return ProductText::of(&self.catalogue, idx).map(|text| write(&text));
         }
         let text = slot.get_or_init(|| {
-            let text = match self.carried_text(idx) {
-                Some(text) => {
-                    self.carried.fetch_add(1, Ordering::Relaxed);
-                    text
-                }
-                None => Arc::new(ProductText::of(&self.catalogue, idx)?),
-            };
+            let text = ProductText::of(&self.catalogue, idx)?;
             self.kept.fetch_add(1, Ordering::Relaxed);
             self.kept_bytes
                 .fetch_add(text.counted_bytes(), Ordering::Relaxed);
-            Some(text)
+            Some(Arc::new(text))
         });
         text.as_deref().map(write)
     }
@@ -320,9 +323,9 @@ impl ProductTexts {
         self.kept.load(Ordering::Relaxed)
     }
 
-    /// Number of product texts kept that were carried over from the version before.
+    /// Number of product texts taken over from the version before.
     pub fn carried(&self) -> usize {
-        self.carried.load(Ordering::Relaxed)
+        self.carried
     }
 }
 
@@ -384,73 +387,85 @@ mod tests {
         assert!(Arc::ptr_eq(&cache.current.load().catalogue, &next));
         assert_eq!(cache.sweep(), 0);
         drop(first);
-        // Carried over from until CARRY_ROUNDS sweeps, then freed.
-        let freed: usize = (0..CARRY_ROUNDS).map(|_| cache.sweep()).sum();
-        assert_eq!(freed, 1);
+        assert_eq!(cache.sweep(), 1);
     }
 
-    /// After a delta, a product it did not change is served the text of the version
-    /// before (the same text, not written again); the product it changed is written
-    /// anew; after CARRY_ROUNDS sweeps the version before is let go; and a new base
-    /// carries nothing over.
+    /// After a delta, the new version has the texts of the version before for every
+    /// product the delta did not change (the same texts, not written again, in chunks
+    /// shared where nothing changed), and writes the changed product's anew; texts
+    /// written after that are taken over by the next delta's version too; a new base
+    /// takes nothing over.
     #[test]
-    fn a_delta_carries_over_the_texts_of_the_products_it_did_not_change() {
+    fn a_delta_takes_over_the_texts_of_the_products_it_did_not_change() {
         let first = Arc::new(vitrine_engine::demo::catalogue().unwrap());
         let id = |idx: ProductIdx| first.product(idx).unwrap().id.to_string();
-        let (kept, changed, later) = (0, 1, 2);
+        // Two products in the first chunk, one in the second.
+        let (kept, changed, far) = (0, 1, CHUNK as ProductIdx + 5);
         let cache = TextCache::new(Arc::clone(&first));
         let texts = cache.of(&first);
         let before_kept = render(&texts, &item(kept, "GBP", 500)).unwrap();
         let before_changed = render(&texts, &item(changed, "GBP", 500)).unwrap();
-        assert!(before_changed.contains(&id(changed)));
-        drop(texts);
+        render(&texts, &item(far, "GBP", 500)).unwrap();
+        assert_eq!(texts.kept(), 3);
 
-        let mut edit = first.edit();
-        let mut product = edit.product(&id(changed)).unwrap().unwrap();
-        product.title = "Retitled by a delta".into();
-        edit.upsert_product(product).unwrap();
-        let second = Arc::new(edit.finish());
-        let texts = cache.of(&second);
-        assert_eq!(
-            render(&texts, &item(kept, "GBP", 500)).unwrap(),
-            before_kept
-        );
-        assert_eq!(texts.carried(), 1);
-        let previous = texts.previous.load_full().unwrap();
+        let retitle = |catalogue: &Catalogue, idx: ProductIdx, title: &str| {
+            let mut edit = catalogue.edit();
+            let mut product = edit.product(&id(idx)).unwrap().unwrap();
+            product.title = title.into();
+            edit.upsert_product(product).unwrap();
+            Arc::new(edit.finish())
+        };
+        let second = retitle(&first, changed, "Retitled by a delta");
+        let next = cache.of(&second);
+        assert_eq!(next.carried(), 2, "all but the changed product's");
+        assert_eq!(next.kept(), 2);
         assert!(Arc::ptr_eq(
-            texts.kept_text(kept).unwrap(),
-            previous.kept_text(kept).unwrap()
+            next.kept_text(kept).unwrap(),
+            texts.kept_text(kept).unwrap()
         ));
-        let after_changed = render(&texts, &item(changed, "GBP", 500)).unwrap();
+        assert!(next.kept_text(changed).is_none());
+        assert!(
+            Arc::ptr_eq(
+                next.chunks[1].get().unwrap(),
+                texts.chunks[1].get().unwrap()
+            ),
+            "a chunk without a changed product is shared"
+        );
+        assert!(!Arc::ptr_eq(
+            next.chunks[0].get().unwrap(),
+            texts.chunks[0].get().unwrap()
+        ));
+        assert_eq!(render(&next, &item(kept, "GBP", 500)).unwrap(), before_kept);
+        let after_changed = render(&next, &item(changed, "GBP", 500)).unwrap();
         assert!(
             after_changed.contains("Retitled by a delta"),
             "{after_changed}"
         );
         assert_ne!(after_changed, before_changed);
-        assert_eq!(texts.carried(), 1, "the changed product is written anew");
-        assert_eq!(texts.kept(), 2);
-        drop(previous);
-
-        // Not kept before: written now, not carried.
-        render(&texts, &item(later, "GBP", 500)).unwrap();
-        assert_eq!(texts.carried(), 1);
-        for _ in 0..CARRY_ROUNDS {
-            cache.sweep();
-        }
-        assert!(
-            texts.previous.load().is_none(),
-            "let go after CARRY_ROUNDS sweeps"
-        );
+        assert_eq!(next.kept(), 3);
         drop(texts);
+        assert_eq!(cache.sweep(), 1, "the first version's texts freed");
 
-        // Another base archive (a full feed): nothing carried over.
+        // The next delta takes over what the last version wrote, the changed text too.
+        let third = retitle(&second, far, "Another delta");
+        let last = cache.of(&third);
+        assert_eq!(last.carried(), 2);
+        assert!(Arc::ptr_eq(
+            last.kept_text(changed).unwrap(),
+            next.kept_text(changed).unwrap()
+        ));
+        assert!(last.kept_text(far).is_none());
+        drop((next, last));
+
+        // Another base archive (a full feed): nothing taken over.
         let rebuilt = Arc::new(vitrine_engine::demo::catalogue().unwrap());
         let texts = cache.of(&rebuilt);
+        assert_eq!(texts.carried(), 0);
+        assert_eq!(texts.kept(), 0);
         assert_eq!(
             render(&texts, &item(kept, "GBP", 500)).unwrap(),
             before_kept
         );
-        assert_eq!(texts.carried(), 0);
     }
 
     /// Past its byte budget the cache keeps no more products, and those it does not
