@@ -142,4 +142,29 @@ mod tests {
             }
         }
     }
+
+    /// The server on its own address answers the fixed answer, and with `work_us` it
+    /// takes at least that long over each request (a lower bound: the busy loop runs
+    /// until the clock has passed it).
+    #[test]
+    fn the_bare_server_answers_on_its_address_after_its_work() {
+        let server = Baseline::start_on("127.0.0.1:0".parse().unwrap(), 500, 20_000, None).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let took = runtime.block_on(async {
+            let mut sender = crate::connect(&server.addr.to_string()).await.unwrap();
+            let request = hyper::Request::post("/api/serverside")
+                .header("host", "127.0.0.1")
+                .body(Full::new(Bytes::from_static(b"{}")))
+                .unwrap();
+            let started = std::time::Instant::now();
+            let response = sender.send_request(request).await.unwrap();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body.len(), 500);
+            started.elapsed()
+        });
+        assert!(took >= std::time::Duration::from_millis(20), "{took:?}");
+    }
 }
