@@ -145,9 +145,9 @@ impl Catalogue {
 
     /// Whether `self` and `other` read product `idx` alike: two versions of one base
     /// archive in which the product is the base's in both, the same change of the
-    /// overlay, or deleted in both. Its record, its own prices and the names and brand record it refers to
-    /// are then the same (names are only ever added after a base's, and brand records
-    /// are the base's).
+    /// overlay, or deleted in both. Its record, its own prices and the names and brand
+    /// record it refers to are then the same (names are only ever added after a base's,
+    /// and brand records are the base's).
     pub fn same_product(&self, other: &Catalogue, idx: ProductIdx) -> bool {
         if !Arc::ptr_eq(&self.frozen, &other.frozen) {
             return false;
