@@ -21,6 +21,7 @@ mod cpus;
 mod crash;
 mod drive;
 mod eval;
+mod jitter;
 mod lag;
 mod provision;
 mod quality;
@@ -94,6 +95,9 @@ enum Command {
         #[arg(long)]
         cpus: Option<String>,
     },
+    /// Time a fixed piece of CPU work again and again: the machine's own latency floor
+    /// (interrupts, hypervisor, other threads) on the same cores as a server.
+    Jitter(jitter::JitterArgs),
     /// Print the configuration of the store `run --spawn` starts (the demo's account,
     /// the store's zones, feeds from loopback allowed), to start servers of one's own
     /// with, e.g. the nodes of a cluster.
@@ -186,6 +190,7 @@ fn main() -> anyhow::Result<()> {
             drop(server);
             Ok(())
         }
+        Command::Jitter(args) => jitter::jitter(args),
         Command::StoreConfig => {
             print!("{}", vitrine_benches::traffic::store_config(false));
             Ok(())
