@@ -22,7 +22,8 @@ use std::sync::Arc;
 use vitrine_snapshots::Frozen;
 
 use crate::catalogue::{
-    ArchivedCatalogueData, Catalogue, CatalogueError, PriceSet, Product, ProductIdx, StoredProduct,
+    ArchivedCatalogueData, Catalogue, CatalogueError, Edited, PriceSet, Product, ProductIdx,
+    StoredProduct,
 };
 
 /// A product added or replaced since the base.
@@ -147,6 +148,8 @@ fn intern(
 #[derive(Debug)]
 pub struct CatalogueEdit {
     catalogue: Catalogue,
+    /// The products added, replaced or removed so far.
+    touched: Vec<ProductIdx>,
 }
 
 impl Catalogue {
@@ -154,6 +157,7 @@ impl Catalogue {
     pub fn edit(&self) -> CatalogueEdit {
         CatalogueEdit {
             catalogue: self.clone(),
+            touched: Vec::new(),
         }
     }
 }
@@ -166,6 +170,13 @@ impl CatalogueEdit {
 
     /// The version with every change made.
     pub fn finish(mut self) -> Catalogue {
+        let mut products = std::mem::take(&mut self.touched);
+        products.sort_unstable();
+        products.dedup();
+        self.catalogue.edited = Some(Arc::new(Edited {
+            parent: self.catalogue.version,
+            products: products.into(),
+        }));
         self.catalogue.version = crate::catalogue::next_version();
         self.catalogue
     }
@@ -266,6 +277,7 @@ impl CatalogueEdit {
         overlay
             .changed
             .insert(idx, Some(Arc::new(Changed { stored, prices })));
+        self.touched.push(idx);
         Ok(())
     }
 
@@ -298,6 +310,7 @@ impl CatalogueEdit {
             .account_prices
             .retain(|_, prices| !prices.is_empty());
         overlay.cleared_prices.insert(id.to_owned());
+        self.touched.push(idx);
         true
     }
 
@@ -333,7 +346,7 @@ impl CatalogueEdit {
 
 #[cfg(test)]
 mod tests {
-    use crate::catalogue::CatalogueBuilder;
+    use crate::catalogue::{CatalogueBuilder, FULL_DIFF_LIMIT};
     use crate::money::Money;
 
     use super::*;
@@ -400,6 +413,62 @@ mod tests {
         assert_eq!(first.changed_since(&third), Some(vec![a, b, d]));
         assert_eq!(third.changed_since(&third), Some(vec![]));
         assert_eq!(other_base.changed_since(&first), None);
+        // An edit that writes a product again as it was still names it (a new change).
+        let mut edit = third.edit();
+        edit.upsert_product(product("c", &["c2"], Some("b1"), 300))
+            .unwrap();
+        let fourth = edit.finish();
+        assert_eq!(fourth.changed_since(&third), Some(vec![c]));
+    }
+
+    /// Versions that are not parent and child are compared change by change up to
+    /// FULL_DIFF_LIMIT changes between their overlays; past it, nothing is said.
+    #[test]
+    fn changed_since_gives_up_past_its_limit_for_versions_not_parent_and_child() {
+        let first = base();
+        let mut edit = first.edit();
+        for i in 0..FULL_DIFF_LIMIT / 2 - 2 {
+            edit.upsert_product(product(&format!("n{i}"), &["c1"], None, 100))
+                .unwrap();
+        }
+        let second = edit.finish();
+        assert_eq!(
+            second.changed_since(&first).map(|changed| changed.len()),
+            Some(FULL_DIFF_LIMIT / 2 - 2),
+            "parent and child: the edit's products"
+        );
+        let mut edit = second.edit();
+        edit.upsert_product(product("a", &["c1"], None, 150))
+            .unwrap();
+        let third = edit.finish();
+        let mut edit = third.edit();
+        edit.upsert_product(product("b", &["c1"], None, 150))
+            .unwrap();
+        let fourth = edit.finish();
+        // 2,046 and 2,048 changes.
+        assert_eq!(
+            fourth.changed_since(&second),
+            Some(vec![0, 1]),
+            "within the limit"
+        );
+        let mut edit = fourth.edit();
+        edit.upsert_product(product("c", &["c1"], None, 150))
+            .unwrap();
+        let fifth = edit.finish();
+        let mut edit = fifth.edit();
+        edit.upsert_product(product("n0", &["c2"], None, 150))
+            .unwrap();
+        let sixth = edit.finish();
+        // 2,046 and 2,049 changes.
+        assert_eq!(sixth.changed_since(&second).map(|c| c.len()), Some(4));
+        let mut edit = sixth.edit();
+        edit.upsert_product(product("z", &["c2"], None, 150))
+            .unwrap();
+        edit.upsert_product(product("y", &["c2"], None, 150))
+            .unwrap();
+        let seventh = edit.finish();
+        // 2,046 and 2,051 changes.
+        assert_eq!(seventh.changed_since(&second), None, "past the limit");
     }
 
     #[test]

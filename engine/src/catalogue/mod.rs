@@ -35,8 +35,8 @@ pub use model::{
     ArchivedBrand, ArchivedCategory, ArchivedGroupPrice, ArchivedPriceSet, ArchivedStoredProduct,
     ArchivedVisibility, Brand, Category, GroupPrice, PriceSet, Product, StoredProduct, Visibility,
 };
-pub use read::Catalogue;
-pub(crate) use read::{BaseHandle, next_version};
+pub(crate) use read::{BaseHandle, Edited, next_version};
+pub use read::{Catalogue, FULL_DIFF_LIMIT};
 
 /// Dense index of a product inside one catalogue version.
 pub type ProductIdx = u32;

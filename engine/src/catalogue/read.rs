@@ -27,7 +27,22 @@ pub struct Catalogue {
     pub(crate) overlay: Arc<Overlay>,
     /// This version's number (see [`Catalogue::version_id`]).
     pub(crate) version: u64,
+    /// The products the edit that made this version changed, and the version it
+    /// edited (`None` for a version read from an archive or built).
+    pub(crate) edited: Option<Arc<Edited>>,
 }
+
+/// What an edit changed: the products it touched (added, replaced or removed; sorted),
+/// and the number of the version it started from.
+#[derive(Debug)]
+pub(crate) struct Edited {
+    pub(crate) parent: u64,
+    pub(crate) products: Box<[ProductIdx]>,
+}
+
+/// Changes of the two overlays [`Catalogue::changed_since`] compares one by one at most,
+/// for versions that are not parent and child (a few milliseconds' work beyond it).
+pub const FULL_DIFF_LIMIT: usize = 4096;
 
 /// A version's base archive, held without keeping it (see [`Catalogue::base_handle`]).
 pub(crate) type BaseHandle = std::sync::Weak<Frozen<CatalogueData>>;
@@ -47,6 +62,7 @@ impl Catalogue {
             frozen: Arc::new(frozen),
             overlay: Arc::new(Overlay::default()),
             version: next_version(),
+            edited: None,
         }
     }
 
@@ -171,11 +187,27 @@ impl Catalogue {
     }
 
     /// The products `self` reads differently from `other`, when the two are versions
-    /// of one base archive (`None` for another base): those a change of either's
-    /// overlay covers that [`Catalogue::same_product`] does not find alike. Every other
-    /// product reads the same in both. Linear in the two overlays' changes.
+    /// of one base archive: sorted, possibly with some that read alike; every other
+    /// product reads the same in both. For a version and the one it was edited from,
+    /// the edit's products; for others, those a change of either overlay covers that
+    /// [`Catalogue::same_product`] does not find alike, when the overlays hold at most
+    /// [`FULL_DIFF_LIMIT`] changes between them. `None` for another base, or past that
+    /// limit.
     pub fn changed_since(&self, other: &Catalogue) -> Option<Vec<ProductIdx>> {
         if !Arc::ptr_eq(&self.frozen, &other.frozen) {
+            return None;
+        }
+        if self.version == other.version {
+            return Some(Vec::new());
+        }
+        for (child, parent) in [(self, other), (other, self)] {
+            if let Some(edited) = &child.edited
+                && edited.parent == parent.version
+            {
+                return Some(edited.products.to_vec());
+            }
+        }
+        if self.overlay.changed.len() + other.overlay.changed.len() > FULL_DIFF_LIMIT {
             return None;
         }
         let mut changed: Vec<ProductIdx> = self

@@ -7,7 +7,9 @@
 //! archive, and the product the base's in both, the same change of the overlay, or
 //! deleted in both), and copies the others without the changed products' texts. Only
 //! the products a delta changed are written again, however many deltas follow one
-//! another; a full feed (a new base) starts afresh.
+//! another. A full feed (a new base), a delta that changed products in more than
+//! [`MAX_COPIED_CHUNKS`] chunks, or versions too far apart to compare cheaply start
+//! afresh.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -139,6 +141,11 @@ impl ProductText {
 /// Product slots per chunk of a [`ProductTexts`].
 const CHUNK: usize = 1024;
 
+/// Chunks a new version copies at most (the request that first reads it does the
+/// copying: some 30,000 slots, about a tenth of a millisecond); a delta that changed
+/// products in more chunks starts with no texts.
+const MAX_COPIED_CHUNKS: usize = 32;
+
 /// A product's slot: empty until asked for, then its text (`None`: not in the version).
 type Slot = OnceLock<Option<Arc<ProductText>>>;
 
@@ -172,7 +179,11 @@ impl TextCache {
         if Arc::ptr_eq(&texts.catalogue, catalogue) {
             return texts;
         }
-        let fresh = Arc::new(ProductTexts::after(Arc::clone(catalogue), &texts));
+        let fresh = Arc::new(ProductTexts::after(
+            Arc::clone(catalogue),
+            &texts,
+            MAX_COPIED_CHUNKS,
+        ));
         let replaced = self.current.swap(Arc::clone(&fresh));
         self.replaced.bury(replaced);
         fresh
@@ -232,12 +243,26 @@ impl ProductTexts {
     /// Texts for `catalogue` that start with `previous`'s (another version's) texts of
     /// every product the two read alike: its chunks without a changed product shared,
     /// the others copied without the changed products' texts. Nothing is taken from
-    /// another base.
-    fn after(catalogue: Arc<Catalogue>, previous: &ProductTexts) -> ProductTexts {
+    /// another base, nor from a version whose changes are in more than `max_copied`
+    /// chunks.
+    fn after(
+        catalogue: Arc<Catalogue>,
+        previous: &ProductTexts,
+        max_copied: usize,
+    ) -> ProductTexts {
         let mut texts = ProductTexts::with_budget(catalogue, previous.budget);
         let Some(changed) = texts.catalogue.changed_since(&previous.catalogue) else {
             return texts;
         };
+        let mut chunks_changed = changed
+            .iter()
+            .map(|idx| *idx as usize / CHUNK)
+            .collect::<Vec<_>>();
+        chunks_changed.dedup();
+        if chunks_changed.len() > max_copied {
+            // A delta this wide: its texts are written again as requests ask for them.
+            return texts;
+        }
         let mut kept = previous.kept();
         let mut kept_bytes = previous.kept_bytes.load(Ordering::Relaxed);
         let mut changed = changed.iter().map(|idx| *idx as usize).peekable();
@@ -456,6 +481,19 @@ mod tests {
         ));
         assert!(last.kept_text(far).is_none());
         drop((next, last));
+
+        // A delta that changed products in more chunks than may be copied: nothing
+        // taken over.
+        let wide = retitle(&retitle(&third, kept, "Wide"), far, "Wide too");
+        // (Two edits from `third`: compared change by change.)
+        let copied = ProductTexts::after(Arc::clone(&wide), &cache.of(&third), 2);
+        assert_eq!(
+            copied.carried(),
+            1,
+            "the retitled product's text, not the two changed"
+        );
+        let wide_texts = ProductTexts::after(Arc::clone(&wide), &cache.of(&third), 1);
+        assert_eq!(wide_texts.carried(), 0);
 
         // Another base archive (a full feed): nothing taken over.
         let rebuilt = Arc::new(vitrine_engine::demo::catalogue().unwrap());
