@@ -15,7 +15,9 @@
 //! uses: `vitrine-http` for request bodies, `vitrine-ingest` for feeds and deltas.
 //!
 //! Modules:
-//! - `read`: [`Fields`], [`Errors`], [`JsonValue`], key matching and paths.
+//! - `read`: [`Fields`], key matching and paths.
+//! - `errors`: [`Errors`] and [`FieldError`].
+//! - `value`: [`JsonValue`], for `serde_json` and `simd_json` values.
 //! - `json`: [`Json`], a document whose strings borrow from the body (serverside).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
@@ -23,10 +25,14 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod errors;
 mod json;
 mod read;
+mod value;
 
 pub use bumpalo::Bump;
 pub use check::*;
+pub use errors::*;
 pub use json::Json;
 pub use read::*;
+pub use value::*;
