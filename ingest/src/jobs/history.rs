@@ -8,7 +8,7 @@ use vitrine_engine::event::{Event, Order};
 use vitrine_engine::state::Tracked;
 
 use super::log::{self, RecordKind};
-use super::replica::Wait;
+use super::replication::Wait;
 use super::{AccountJobs, SubmitError};
 
 /// Orders applied and logged together at most (one log record, one fsync).

@@ -8,7 +8,7 @@ use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_snapshots::wal::{Record, WalError};
 
-use super::replica::{OutboxId, Unstored};
+use super::replication::{OutboxId, Unstored};
 use crate::delta::{self, Delta};
 
 /// Why a record could not be written or read.

@@ -45,6 +45,7 @@ mod recovery;
 mod replica;
 mod replica_feeds;
 mod replica_snapshots;
+mod replication;
 mod status;
 mod streams;
 #[cfg(test)]
@@ -72,11 +73,12 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
-pub use self::replica::{
-    Applied, Claim, Incarnation, Lease, OUTBOX_MARK_FILE, OutboxFigures, OutboxId, POSITION_FILE,
-    Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
-};
+pub use self::replica::{Applied, POSITION_FILE};
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
+pub use self::replication::{
+    Claim, Incarnation, Lease, OUTBOX_MARK_FILE, OutboxFigures, OutboxId, Replication,
+    ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
+};
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };

@@ -18,11 +18,11 @@ use vitrine_snapshots::wal::{Record, Wal, WalConfig};
 use super::feeds::Feeds;
 use super::locks::{Locks, SinceBase};
 use super::log::{self, RecordKind};
-use super::replica;
 use super::status::{DeltaStatus, DeltaStatuses};
 use super::streams::Streams;
 use super::worker::{Deltas, Logged, Queued};
 use super::{AccountJobs, JobsConfig, JobsMetrics, Recovery, Shared, SubmitError, io};
+use super::{replica, replication};
 use crate::delta::{self, Mode};
 use crate::erasure::Forgotten;
 use crate::state;
@@ -65,7 +65,7 @@ impl AccountJobs {
             records,
             replicated,
             unstored,
-        } = log::unwrap_records(log.records, replica::outbox_mark(dir));
+        } = log::unwrap_records(log.records, replication::outbox_mark(dir));
         let stream_position = replicated.max(replica::saved_position(dir));
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);

@@ -37,7 +37,8 @@ use vitrine_engine::catalogue::{Catalogue, CatalogueData};
 use vitrine_snapshots::snapshot::{self, Kind};
 
 use super::log::{self, RecordKind};
-use super::replica::{Applied, Claim, ReplicationError, Wait};
+use super::replica::Applied;
+use super::replication::{Claim, ReplicationError, Wait};
 use super::status::{FeedJob, FeedStatus};
 use super::{AccountJobs, RebuildError, RebuildKind, Rebuilt, SubmitError};
 use crate::delta::{self, Mode};

@@ -25,7 +25,8 @@ use serde::{Deserialize, Serialize};
 use vitrine_snapshots::snapshot::{self, Kind};
 
 use super::AccountJobs;
-use super::replica::{POSITION_FILE, ReplicationError};
+use super::replica::POSITION_FILE;
+use super::replication::ReplicationError;
 use crate::{state, store};
 
 /// The file of a restored account directory naming what its snapshots include.

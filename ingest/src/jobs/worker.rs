@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use super::locks::SinceBase;
 use super::log::{self, RecordKind};
-use super::replica::{ReplicationError, Wait};
+use super::replication::{ReplicationError, Wait};
 use super::status::{DeltaStatus, DeltaStatuses, UNKNOWN_TOKEN};
 use super::{AccountJobs, Shared, SubmitError};
 use crate::delta::{self, Delta, Mode};
