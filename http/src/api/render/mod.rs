@@ -1,12 +1,14 @@
 //! The 200 body of `/api/serverside`.
 //!
 //! Most of a response is the fixed text of its products (ids, titles, descriptions,
-//! links, images, categories, brand, tags), which only changes with the catalogue. That
-//! text is escaped once per catalogue version and product ([`ProductText`], cached per
-//! account in [`ProductTexts`]) and copied into each response; only the prices, which
-//! depend on the visitor and the currency, are written per request. The text is exactly
-//! what serializing [`WireItem`] gives (a test holds the two together); html zones hand
-//! [`WireItem`]s to their templates. The texts and their cache are in `texts`.
+//! links, images, categories, brand, tags), which only changes with the product. That
+//! text is escaped once per product and kept until the product changes ([`ProductText`],
+//! cached per account and catalogue version in [`ProductTexts`], taken over by the next
+//! version for the products a delta did not change) and copied into each response;
+//! only the prices, which depend on the visitor and the currency, are written per
+//! request. The text is exactly what serializing [`WireItem`] gives (a test holds the
+//! two together); html zones hand [`WireItem`]s to their templates. The texts and their
+//! cache are in `texts`.
 
 mod texts;
 

@@ -1,5 +1,5 @@
-//! The fixed text of each product, escaped once per catalogue version and kept per
-//! account, and taken over by the next version for the products it did not change.
+//! The fixed text of each product, escaped once and kept per account: a catalogue
+//! version's texts, taken over by the next version for the products it did not change.
 //!
 //! A delta makes a new catalogue version. Its texts start as the version before's:
 //! the texts are kept in chunks of [`CHUNK`] products, and the new version shares every
