@@ -12,7 +12,6 @@
 
 #![expect(
     clippy::indexing_slicing,
-    clippy::panic,
     clippy::unwrap_used,
     reason = "a test or bench fails loudly where its setup does not hold"
 )]
@@ -24,48 +23,11 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
-use vitrine_benches::feedgen::{generate_feed, product_id};
-use vitrine_fields::{Errors, Fields, KeyMatch};
-use vitrine_ingest::delta;
-use vitrine_ingest::jobs::{AccountJobs, DeltaStatus, JobsConfig, ingest_pool};
+use serde_json::Value;
+use vitrine_benches::deltas::{Categories, delta_body, submit, wait_applied as wait};
+use vitrine_benches::feedgen::generate_feed;
+use vitrine_ingest::jobs::{AccountJobs, JobsConfig, ingest_pool};
 use vitrine_ingest::{feed, store};
-
-/// A delta replacing `size` existing products (new price, title and category).
-fn delta_body(catalogue_size: usize, size: usize, round: usize) -> Value {
-    let products: Vec<Value> = (0..size)
-        .map(|i| {
-            let index = (round * 7919 + i * 104_729) % catalogue_size;
-            json!({
-                "Id": product_id(index),
-                "Title": format!("Changed in round {round}"),
-                "Link": format!("/p/{index}"),
-                "Image": format!("//cdn.shop.example/p/{index}.jpg"),
-                "Prices": [format!("{}.99 GBP", 10 + round % 50), "19.99 USD"],
-                "Categories": [format!("c{}", (index + round) % 300)],
-            })
-        })
-        .collect();
-    json!({ "Products": products })
-}
-
-fn submit(jobs: &AccountJobs, body: &Value) -> String {
-    let mut errors = Errors::default();
-    let fields = Fields::of(body, "", KeyMatch::Exact, &mut errors).unwrap();
-    let parsed = delta::parse(&fields).unwrap();
-    jobs.submit_delta(parsed, body.to_string().as_bytes())
-        .unwrap()
-}
-
-fn wait(jobs: &AccountJobs, token: &str) {
-    loop {
-        match jobs.delta_status(token) {
-            DeltaStatus::Applied => return,
-            DeltaStatus::Pending => std::hint::spin_loop(),
-            DeltaStatus::Failed(reason) => panic!("{token}: {reason}"),
-        }
-    }
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -75,7 +37,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn measure(jobs: &Arc<AccountJobs>, n: usize, size: usize, sequential: usize, parallel: usize) {
     let mut latencies = Vec::with_capacity(sequential);
     for round in 0..sequential {
-        let body = delta_body(n, size, round);
+        let body = delta_body(n, size, round, Categories::Moved);
         let token = submit(jobs, &body);
         let acknowledged = Instant::now();
         wait(jobs, &token);
@@ -89,7 +51,7 @@ fn measure(jobs: &Arc<AccountJobs>, n: usize, size: usize, sequential: usize, pa
     );
 
     let bodies: Vec<Value> = (0..parallel)
-        .map(|round| delta_body(n, size, sequential + round))
+        .map(|round| delta_body(n, size, sequential + round, Categories::Moved))
         .collect();
     let started = Instant::now();
     let threads = 8;
@@ -167,7 +129,7 @@ fn deltas(c: &mut Criterion) {
     group.bench_function("submit_and_apply_10_products", |b| {
         b.iter(|| {
             round += 1;
-            let token = submit(&jobs, &delta_body(n, 10, round));
+            let token = submit(&jobs, &delta_body(n, 10, round, Categories::Moved));
             wait(&jobs, &token);
         })
     });

@@ -51,10 +51,7 @@ fn main() {
     let mut store = HarnessStore::open(products);
     let mut times: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut now = 1_800_000_000_000;
-    let delta_every: usize = std::env::var("VITRINE_BENCH_DELTA_EVERY")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let delta_every = vitrine_benches::env_count("VITRINE_BENCH_DELTA_EVERY", 0);
     for n in 0..WARMUP_REQUESTS + TIMED_REQUESTS {
         let body = store.next_body(n);
         now += 1;

@@ -5,14 +5,14 @@
 #![expect(
     clippy::expect_used,
     clippy::indexing_slicing,
-    clippy::panic,
     reason = "a bench fails loudly where its setup does not hold; shopper indexes are taken modulo their number"
 )]
 
 use vitrine_http::config::{self, Overrides};
 use vitrine_http::state::AppState;
-use vitrine_ingest::jobs::{DeltaStatus, FeedStatus};
+use vitrine_ingest::jobs::FeedStatus;
 
+use crate::deltas::{self, Categories, delta_body};
 use crate::feedgen::{CATEGORIES, generate_feed, product_id};
 use crate::traffic::{
     ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config_with,
@@ -100,37 +100,9 @@ impl HarnessStore {
             .state
             .account(ACCESS_KEY)
             .expect("the harness's account");
-        let products = self.shelf.len();
-        let changed: Vec<serde_json::Value> = (0..size)
-            .map(|i| {
-                let index = (round * 7919 + i * 104_729) % products;
-                serde_json::json!({
-                    "Id": product_id(index),
-                    "Title": format!("Changed in round {round}"),
-                    "Link": format!("/p/{index}"),
-                    "Image": format!("//cdn.shop.example/p/{index}.jpg"),
-                    "Prices": [format!("{}.99 GBP", 10 + round % 50), "19.99 USD"],
-                    "Categories": [format!("c{}", index as u64 % CATEGORIES)],
-                })
-            })
-            .collect();
-        let body = serde_json::json!({ "Products": changed });
-        let mut errors = vitrine_fields::Errors::default();
-        let fields =
-            vitrine_fields::Fields::of(&body, "", vitrine_fields::KeyMatch::Exact, &mut errors)
-                .expect("the delta's fields");
-        let parsed = vitrine_ingest::delta::parse(&fields).expect("a valid delta");
-        let token = entry
-            .jobs
-            .submit_delta(parsed, body.to_string().as_bytes())
-            .expect("the delta logged");
-        loop {
-            match entry.jobs.delta_status(&token) {
-                DeltaStatus::Applied => return,
-                DeltaStatus::Pending => std::thread::yield_now(),
-                DeltaStatus::Failed(reason) => panic!("{token}: {reason}"),
-            }
-        }
+        let body = delta_body(self.shelf.len(), size, round, Categories::Kept);
+        let token = deltas::submit(&entry.jobs, &body);
+        deltas::wait_applied(&entry.jobs, &token);
     }
 
     /// Rebuilds the account's models and sweeps its product texts, as the server does

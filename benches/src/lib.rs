@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod deltas;
 pub mod feedgen;
 pub mod harness;
 pub mod traffic;

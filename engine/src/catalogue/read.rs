@@ -168,22 +168,21 @@ impl Catalogue {
         if !Arc::ptr_eq(&self.frozen, &other.frozen) {
             return false;
         }
-        fn change(catalogue: &Catalogue, idx: ProductIdx) -> Option<Option<&Option<Arc<Changed>>>> {
+        // Not covered by the overlay: the base's; covered: the overlay's change, the
+        // same change being the same allocation (`None`: deleted).
+        fn change(catalogue: &Catalogue, idx: ProductIdx) -> Option<Option<*const Changed>> {
             catalogue
                 .changes()
                 .filter(|overlay| overlay.covers(idx, catalogue.base_len()))
-                .map(|overlay| overlay.changed.get(&idx))
+                .map(|overlay| {
+                    overlay
+                        .changed
+                        .get(&idx)
+                        .and_then(Option::as_ref)
+                        .map(Arc::as_ptr)
+                })
         }
-        match (change(self, idx), change(other, idx)) {
-            (None, None) => true,
-            (Some(Some(a)), Some(Some(b))) => match (a, b) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                // Deleted in both.
-                (None, None) => true,
-                _ => false,
-            },
-            _ => false,
-        }
+        change(self, idx) == change(other, idx)
     }
 
     /// The products `self` reads differently from `other`, when the two are versions
