@@ -25,7 +25,7 @@ mod reference;
 mod sequential;
 
 use dense::{Als, Ease, ItemKnn, MostPopular};
-use reference::{CoViewEase, CoViewExact};
+use reference::{CoViewEase, CoViewExact, CoViewLocalEase, LocalEase};
 use sequential::{Markov, SequentialRules, Vsknn};
 use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING};
 use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
@@ -47,6 +47,8 @@ pub(crate) struct Training {
     /// EASE fitted on these interactions, by λ: EASE and the blends with it share
     /// one fit per λ instead of inverting the same matrix for each weight.
     ease: Mutex<HashMap<u64, Arc<Ease>>>,
+    /// [`LocalEase`] fitted on these interactions, by λ and partners, shared likewise.
+    local_ease: Mutex<HashMap<(u64, usize), Arc<LocalEase>>>,
     /// The exact co-view model at the server's settings, which every blend with EASE
     /// shares.
     co_view: OnceLock<Arc<CoViewExact>>,
@@ -59,6 +61,7 @@ impl Training {
             items,
             seed,
             ease: Mutex::new(HashMap::new()),
+            local_ease: Mutex::new(HashMap::new()),
             co_view: OnceLock::new(),
         }
     }
@@ -90,6 +93,18 @@ impl Training {
         let fitted = Arc::new(Ease::fit(self, lambda)?);
         fits.insert(lambda.to_bits(), Arc::clone(&fitted));
         Ok(fitted)
+    }
+
+    /// [`LocalEase`] with `lambda` and `partners` fitted on these interactions, once.
+    fn local_ease(&self, lambda: f64, partners: usize) -> Arc<LocalEase> {
+        let mut fits = self
+            .local_ease
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(
+            fits.entry((lambda.to_bits(), partners))
+                .or_insert_with(|| Arc::new(LocalEase::fit(self, lambda, partners))),
+        )
     }
 
     /// Each visitor's distinct products.
@@ -165,6 +180,20 @@ pub(crate) enum Method {
         lambda: f64,
         weight: f32,
     },
+    /// A third reference: EASE with each product's regression bounded to its `partners`
+    /// strongest co-occurring products, which fits any catalogue and keeps what a
+    /// server could keep per product ([`reference::LocalEase`]).
+    LocalEase {
+        lambda: f64,
+        partners: usize,
+    },
+    /// The exact co-view model at the server's settings blended with [`Method::LocalEase`]
+    /// as [`Method::CoViewEase`] blends it with EASE.
+    CoViewLocalEase {
+        lambda: f64,
+        partners: usize,
+        weight: f32,
+    },
 }
 
 impl Method {
@@ -180,13 +209,21 @@ impl Method {
             Method::Vsknn { .. } => "v_sknn",
             Method::CoViewExact { .. } => "co_view_exact",
             Method::CoViewEase { .. } => "co_view_ease",
+            Method::LocalEase { .. } => "local_ease",
+            Method::CoViewLocalEase { .. } => "co_view_local_ease",
         }
     }
 
     /// Whether the method is a reference for Vitrine's own model rather than a
     /// published baseline (it is reported, never taken as the best baseline).
     pub(crate) fn is_reference(&self) -> bool {
-        matches!(self, Method::CoViewExact { .. } | Method::CoViewEase { .. })
+        matches!(
+            self,
+            Method::CoViewExact { .. }
+                | Method::CoViewEase { .. }
+                | Method::LocalEase { .. }
+                | Method::CoViewLocalEase { .. }
+        )
     }
 
     /// Its hyper-parameters, for reports.
@@ -220,6 +257,14 @@ impl Method {
                  damping={damping}"
             ),
             Method::CoViewEase { lambda, weight } => format!("lambda={lambda} weight={weight}"),
+            Method::LocalEase { lambda, partners } => {
+                format!("lambda={lambda} partners={partners}")
+            }
+            Method::CoViewLocalEase {
+                lambda,
+                partners,
+                weight,
+            } => format!("lambda={lambda} partners={partners} weight={weight}"),
         }
     }
 
@@ -328,6 +373,22 @@ impl Method {
             }
         }
         grid.push(blends);
+        let mut local = Vec::new();
+        let mut local_blends = Vec::new();
+        for lambda in [50.0, 200.0, 500.0] {
+            for partners in [100, 256] {
+                local.push(Method::LocalEase { lambda, partners });
+                for weight in [0.5, 1.0, 2.0] {
+                    local_blends.push(Method::CoViewLocalEase {
+                        lambda,
+                        partners,
+                        weight,
+                    });
+                }
+            }
+        }
+        grid.push(local);
+        grid.push(local_blends);
         grid
     }
 
@@ -390,6 +451,18 @@ impl Method {
             Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
                 co_view: training.server_co_view(),
                 ease: training.ease(lambda)?,
+                weight,
+            }),
+            Method::LocalEase { lambda, partners } => {
+                Box::new(training.local_ease(lambda, partners))
+            }
+            Method::CoViewLocalEase {
+                lambda,
+                partners,
+                weight,
+            } => Box::new(CoViewLocalEase {
+                co_view: training.server_co_view(),
+                local: training.local_ease(lambda, partners),
                 weight,
             }),
         })

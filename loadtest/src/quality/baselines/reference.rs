@@ -1,5 +1,6 @@
 //! The references beside the baselines, never taken as the best: Vitrine's co-view
-//! model computed exactly, without its bounds, and that model blended with EASE.
+//! model computed exactly, without its bounds, that model blended with EASE, and EASE
+//! bounded to each product's strongest partners, alone and blended.
 
 use std::sync::Arc;
 
@@ -7,7 +8,9 @@ use vitrine_engine::models::SEED_DAMPING;
 use vitrine_engine::zone::{DEFAULT_HISTORY, LONG_TERM_HISTORY};
 
 use super::dense::Ease;
-use super::matrix::{Square, add_row};
+use nalgebra::{DMatrix, DVector};
+
+use super::matrix::{Square, add_row, co_counts, counts};
 use super::sequential::SequentialRules;
 use super::{Recommender, Training};
 
@@ -85,19 +88,133 @@ pub(super) struct CoViewEase {
 
 impl Recommender for CoViewEase {
     fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
-        let scaled = |fitted: &dyn Recommender| {
-            let mut part = vec![0.0; scores.len()];
-            fitted.score(visitor, history, &mut part);
-            let most = part.iter().copied().fold(0.0f32, f32::max);
-            if most > 0.0 {
-                part.iter_mut().for_each(|s| *s /= most);
-            }
-            part
-        };
-        let co_view = scaled(self.co_view.as_ref());
-        let ease = scaled(self.ease.as_ref());
-        for ((score, c), e) in scores.iter_mut().zip(co_view).zip(ease) {
-            *score += c + self.weight * e;
+        blend_scaled(
+            (self.co_view.as_ref(), self.ease.as_ref(), self.weight),
+            visitor,
+            history,
+            scores,
+        );
+    }
+}
+
+/// Adds `first`'s and `second`'s scores, each scaled to a maximum of 1 for the question,
+/// the second weighed `weight`.
+fn blend_scaled(
+    (first, second, weight): (&dyn Recommender, &dyn Recommender, f32),
+    visitor: u32,
+    history: &[u32],
+    scores: &mut [f32],
+) {
+    let scaled = |fitted: &dyn Recommender| {
+        let mut part = vec![0.0; scores.len()];
+        fitted.score(visitor, history, &mut part);
+        let most = part.iter().copied().fold(0.0f32, f32::max);
+        if most > 0.0 {
+            part.iter_mut().for_each(|s| *s /= most);
         }
+        part
+    };
+    let first = scaled(first);
+    let second = scaled(second);
+    for ((score, a), b) in scores.iter_mut().zip(first).zip(second) {
+        *score += a + weight * b;
+    }
+}
+
+/// A third reference: EASE with each product's regression bounded to its `partners`
+/// products seen with it by the most visitors (the products a server could keep per
+/// product), so that it fits catalogues of any size: the weights of product `j` come
+/// from `(G_NN + λI) w = G_Nj` over its partners `N`, `G` the count of visitors who
+/// interacted with both (the products' own counts on the diagonal). A product scores
+/// the sum of its weights from the history's products, as EASE does. It measures what
+/// a regression on the counts Vitrine keeps would add to the co-occurrence lists.
+pub(super) struct LocalEase {
+    /// By product `i`, the products `j` it weighs, with `i`'s weight in `j`'s column.
+    rows: Vec<Vec<(u32, f32)>>,
+}
+
+impl LocalEase {
+    pub(super) fn fit(training: &Training, lambda: f64, partners: usize) -> LocalEase {
+        use rayon::prelude::*;
+        let distinct = training.distinct();
+        let n = training.items;
+        let counts = counts(&distinct, n);
+        let co = co_counts(&distinct, n);
+        // Each product's column, solved on its own: (partners, weights).
+        let columns: Vec<Vec<(u32, f32)>> = (0..n as u32)
+            .into_par_iter()
+            .map(|j| {
+                let mut strongest: Vec<u32> = (0..n as u32)
+                    .filter(|&i| i != j && co.row(j)[i as usize] > 0.0)
+                    .collect();
+                strongest.sort_unstable_by(|&a, &b| {
+                    co.row(j)[b as usize]
+                        .total_cmp(&co.row(j)[a as usize])
+                        .then(a.cmp(&b))
+                });
+                strongest.truncate(partners);
+                let m = strongest.len();
+                if m == 0 {
+                    return Vec::new();
+                }
+                let gram = DMatrix::<f64>::from_fn(m, m, |x, y| {
+                    let (a, b) = (strongest[x], strongest[y]);
+                    if x == y {
+                        f64::from(counts[a as usize]) + lambda
+                    } else {
+                        f64::from(co.row(a)[b as usize])
+                    }
+                });
+                let target =
+                    DVector::<f64>::from_fn(m, |x, _| f64::from(co.row(strongest[x])[j as usize]));
+                let Some(cholesky) = gram.cholesky() else {
+                    return Vec::new();
+                };
+                let solved = cholesky.solve(&target);
+                strongest
+                    .iter()
+                    .zip(solved.iter())
+                    .map(|(&i, &w)| (i, w as f32))
+                    .collect()
+            })
+            .collect();
+        let mut rows = vec![Vec::new(); n];
+        for (j, column) in columns.iter().enumerate() {
+            for &(i, w) in column {
+                rows[i as usize].push((j as u32, w));
+            }
+        }
+        LocalEase { rows }
+    }
+}
+
+impl Recommender for LocalEase {
+    fn score(&self, _: u32, history: &[u32], scores: &mut [f32]) {
+        let mut seen: Vec<u32> = history.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        for i in seen {
+            for &(j, w) in &self.rows[i as usize] {
+                scores[j as usize] += w;
+            }
+        }
+    }
+}
+
+/// [`Method::CoViewLocalEase`], fitted.
+pub(super) struct CoViewLocalEase {
+    pub(super) co_view: Arc<CoViewExact>,
+    pub(super) local: Arc<LocalEase>,
+    pub(super) weight: f32,
+}
+
+impl Recommender for CoViewLocalEase {
+    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
+        blend_scaled(
+            (self.co_view.as_ref(), self.local.as_ref(), self.weight),
+            visitor,
+            history,
+            scores,
+        );
     }
 }

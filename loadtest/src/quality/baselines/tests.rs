@@ -109,7 +109,15 @@ fn the_exact_co_view_model_weighs_pairs_as_the_zones_lists_do() {
             .iter()
             .flatten()
             .filter(|m| m.is_reference())
-            .all(|m| ["co_view_exact", "co_view_ease"].contains(&m.name()))
+            .all(|m| {
+                [
+                    "co_view_exact",
+                    "co_view_ease",
+                    "local_ease",
+                    "co_view_local_ease",
+                ]
+                .contains(&m.name())
+            })
     );
 }
 
@@ -250,4 +258,65 @@ fn dense_methods_refuse_catalogues_beyond_their_bound() {
         .unwrap()
         .to_string();
     assert!(error.contains("inverted"), "{error}");
+}
+
+/// Scores of `method` fitted on `t` for `history`.
+fn scores_of(method: &Method, t: &Training, history: &[u32]) -> Vec<f32> {
+    let mut scores = vec![0.0; t.items];
+    method.fit(t).unwrap().score(0, history, &mut scores);
+    scores
+}
+
+#[test]
+fn local_ease_with_every_partner_is_ease() {
+    // Every pair of the four products seen together at least once, so no product's
+    // partners leave any other out.
+    let t = training(
+        vec![
+            vec![0, 1, 2, 3],
+            vec![0, 1],
+            vec![1, 2],
+            vec![2, 3],
+            vec![0, 2],
+            vec![1, 3],
+            vec![3],
+        ],
+        4,
+    );
+    let local = Method::LocalEase {
+        lambda: 2.0,
+        partners: 3,
+    };
+    assert!(local.is_reference());
+    let ease = scores_of(&Method::Ease { lambda: 2.0 }, &t, &[0, 1]);
+    let bounded = scores_of(&local, &t, &[0, 1]);
+    for (i, (e, b)) in ease.iter().zip(&bounded).enumerate() {
+        assert!((e - b).abs() < 1e-5, "{i}: {ease:?} against {bounded:?}");
+    }
+}
+
+#[test]
+fn local_ease_weighs_a_product_only_from_its_strongest_partners() {
+    // Product 2 is seen with 0 by three visitors and with 1 by one: with one partner,
+    // its weight comes from 0 alone, so a history of 1 gives it nothing.
+    let t = training(vec![vec![0, 2], vec![0, 2], vec![0, 2], vec![1, 2]], 3);
+    let one = Method::LocalEase {
+        lambda: 1.0,
+        partners: 1,
+    };
+    assert_eq!(scores_of(&one, &t, &[1])[2], 0.0);
+    assert!(scores_of(&one, &t, &[0])[2] > 0.0);
+    let both = Method::LocalEase {
+        lambda: 1.0,
+        partners: 2,
+    };
+    assert!(scores_of(&both, &t, &[1])[2] > 0.0);
+}
+
+#[test]
+fn local_ease_is_fitted_once_per_setting_for_the_methods_of_one_training() {
+    let t = clustered();
+    let first = t.local_ease(1.0, 100);
+    assert!(Arc::ptr_eq(&first, &t.local_ease(1.0, 100)));
+    assert!(!Arc::ptr_eq(&first, &t.local_ease(1.0, 256)));
 }
