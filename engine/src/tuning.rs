@@ -91,17 +91,24 @@ pub struct Pins {
     pub co_view_window: Option<CoViewWindow>,
     /// A pinned partner damping.
     pub partner_damping: Option<f32>,
+    /// A pinned window of the co-purchase lists.
+    pub co_purchase_window: Option<CoViewWindow>,
+    /// A pinned partner damping of the co-purchase lists.
+    pub purchase_partner_damping: Option<f32>,
 }
 
 impl Tuning {
-    /// What it asks of the co-purchase lists: their window (a pinned co-view window is
-    /// the co-view lists' only) and the damping as asked.
+    /// What it asks of the co-purchase lists: their own pins (`co_purchase_window`,
+    /// `purchase_partner_damping`), read where [`Tuning::grid_of`] reads the co-view
+    /// lists' (which pin the co-view lists only).
     pub fn for_purchases(self) -> Tuning {
         match self {
             Tuning::Off => Tuning::Off,
             Tuning::Auto(pins) => Tuning::Auto(Pins {
-                co_view_window: None,
-                ..pins
+                co_view_window: pins.co_purchase_window,
+                partner_damping: pins.purchase_partner_damping,
+                co_purchase_window: None,
+                purchase_partner_damping: None,
             }),
         }
     }
@@ -269,8 +276,8 @@ pub struct Tuner {
 pub enum Lists {
     /// The co-view lists: window and [`PARTNER_DAMPINGS`].
     CoView,
-    /// The co-purchase lists: window and [`PURCHASE_PARTNER_DAMPINGS`], whatever
-    /// co-view window is pinned ([`Tuning::for_purchases`]).
+    /// The co-purchase lists: window and [`PURCHASE_PARTNER_DAMPINGS`], with their own
+    /// pins ([`Tuning::for_purchases`]).
     CoPurchase,
 }
 

@@ -10,7 +10,7 @@ use super::{Account, AccountSettings};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::CoCounts;
-use crate::models::{CoViewWindow, ListSetting, ModelSettings, NO_KEY};
+use crate::models::{ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::recommend::history_weights;
 use crate::tuning::{Lists, Trial, Tuner, TuningReport};
@@ -256,12 +256,13 @@ pub(super) fn with_lists(models: &ModelSettings, setting: ListSetting) -> ModelS
     }
 }
 
-/// `models` for the co-purchase lists as configured: read at a window of 1, an order's
-/// own lines (self-tuning may widen it to the shopper's purchases before the order, see
-/// [`crate::models::EARLIER_PURCHASES_PAIRED`]).
+/// `models` for the co-purchase lists as configured: read at their own window (by
+/// default 1, an order's own lines; self-tuning may widen it to the shopper's purchases
+/// before the order, see [`crate::models::EARLIER_PURCHASES_PAIRED`]) and damping.
 pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
     ModelSettings {
-        co_view_window: CoViewWindow::One,
+        co_view_window: models.co_purchase_window,
+        partner_damping: models.purchase_partner_damping,
         ..*models
     }
 }

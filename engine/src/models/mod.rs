@@ -55,6 +55,12 @@ pub struct ModelSettings {
     pub seed_damping: f32,
     /// How far apart in a visitor's views two products pair in the co-view lists.
     pub co_view_window: CoViewWindow,
+    /// The co-purchase lists as configured: how far back in a shopper's purchases an
+    /// order's lines pair (1: the order's own lines; see
+    /// [`EARLIER_PURCHASES_PAIRED`])...
+    pub co_purchase_window: CoViewWindow,
+    /// ... and their partner damping (as `partner_damping` is the co-view lists').
+    pub purchase_partner_damping: f32,
     /// Self-tuning's trials a second at most ([`crate::tuning`]): the bound on its work.
     pub tuning_trials_per_second: u32,
 }
@@ -140,6 +146,8 @@ impl Default for ModelSettings {
             partner_damping: PARTNER_DAMPING,
             seed_damping: SEED_DAMPING,
             co_view_window: CoViewWindow::Ten,
+            co_purchase_window: CoViewWindow::One,
+            purchase_partner_damping: PARTNER_DAMPING,
             tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
         }
     }

@@ -137,6 +137,7 @@ fn pinned_values_narrow_the_grid_and_tuning_off_leaves_nothing_to_tune() {
     let pinned = Tuning::Auto(Pins {
         co_view_window: Some(CoViewWindow::Three),
         partner_damping: None,
+        ..Pins::default()
     });
     let grid = pinned.grid(&models);
     assert_eq!(grid.len(), PARTNER_DAMPINGS.len());
@@ -144,6 +145,7 @@ fn pinned_values_narrow_the_grid_and_tuning_off_leaves_nothing_to_tune() {
     let both = Tuning::Auto(Pins {
         co_view_window: Some(CoViewWindow::Three),
         partner_damping: Some(0.5),
+        ..Pins::default()
     });
     assert_eq!(both.grid(&models), [setting(CoViewWindow::Three, 0.5)]);
     let off = Tuner::new(Tuning::Off, &models);
@@ -186,6 +188,7 @@ fn a_reload_keeps_a_tuned_setting_the_new_grid_has_and_drops_one_it_has_not() {
     let pinned = Tuning::Auto(Pins {
         co_view_window: Some(CoViewWindow::Ten),
         partner_damping: None,
+        ..Pins::default()
     });
     assert_eq!(
         tuner.reconfigure(pinned, &models),
@@ -194,7 +197,7 @@ fn a_reload_keeps_a_tuned_setting_the_new_grid_has_and_drops_one_it_has_not() {
 }
 
 #[test]
-fn the_co_purchase_lists_tune_their_window_and_damping_whatever_the_co_view_window_pinned() {
+fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
     // The co-purchase lists as configured: a window of 1 (the order's own lines).
     let models = ModelSettings {
         co_view_window: CoViewWindow::One,
@@ -208,20 +211,49 @@ fn the_co_purchase_lists_tune_their_window_and_damping_whatever_the_co_view_wind
         CoViewWindow::ALL.len() * PURCHASE_PARTNER_DAMPINGS.len()
     );
     assert!(grid.contains(&setting(CoViewWindow::Ten, 0.0)));
-    let pinned = Tuning::Auto(Pins {
+    // The co-view lists' pins leave the co-purchase lists' grid whole.
+    let co_view_pinned = Tuning::Auto(Pins {
         co_view_window: Some(CoViewWindow::Three),
         partner_damping: Some(0.25),
+        ..Pins::default()
     })
     .for_purchases();
-    // The configured setting first, then every window at the pinned damping.
     assert_eq!(
-        pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
+        co_view_pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
+        grid
+    );
+    // Their own damping pinned: the configured setting first, then every window at it.
+    let damping_pinned = Tuning::Auto(Pins {
+        purchase_partner_damping: Some(0.25),
+        ..Pins::default()
+    })
+    .for_purchases();
+    assert_eq!(
+        damping_pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
         vec![
             setting(CoViewWindow::One, 0.5),
             setting(CoViewWindow::One, 0.25),
             setting(CoViewWindow::Three, 0.25),
             setting(CoViewWindow::Ten, 0.25),
         ]
+    );
+    // Their own window pinned: every damping at it.
+    let window_pinned = Tuning::Auto(Pins {
+        co_purchase_window: Some(CoViewWindow::Ten),
+        ..Pins::default()
+    })
+    .for_purchases();
+    let grid = window_pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS);
+    assert!(grid.contains(&setting(CoViewWindow::Ten, 0.0)));
+    assert_eq!(
+        grid.iter()
+            .filter(|s| s.window == CoViewWindow::Ten)
+            .count(),
+        PURCHASE_PARTNER_DAMPINGS.len()
+    );
+    assert!(
+        grid.iter()
+            .all(|s| s.window == CoViewWindow::Ten || *s == setting(CoViewWindow::One, 0.5))
     );
     assert_eq!(Tuning::Off.for_purchases().grid(&models).len(), 1);
 }

@@ -34,6 +34,8 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
         "pinned": {
             "coViewWindow": report.pins.co_view_window.map(|w| w.steps()),
             "partnerDamping": report.pins.partner_damping,
+            "coPurchaseWindow": report.pins.co_purchase_window.map(|w| w.steps()),
+            "purchasePartnerDamping": report.pins.purchase_partner_damping,
         },
         "active": co_view(&report.active),
         "configured": {

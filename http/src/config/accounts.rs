@@ -219,18 +219,32 @@ pub(super) fn accounts(
                     .map_err(|m| err(&key("models.partner_damping"), m.to_string()))?;
                 pins.partner_damping = Some(models.partner_damping);
             }
-            if let Some(steps) = file.co_view_window {
-                let window = usize::try_from(steps)
+            // The co-purchase lists start from the co-view lists' damping unless
+            // given their own.
+            models.purchase_partner_damping = models.partner_damping;
+            if let Some(power) = file.purchase_partner_damping {
+                models.purchase_partner_damping = fraction(power, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.purchase_partner_damping"), m.to_string()))?;
+                pins.purchase_partner_damping = Some(models.purchase_partner_damping);
+            }
+            let window = |name: &str, steps: u64| {
+                usize::try_from(steps)
                     .ok()
                     .and_then(CoViewWindow::of_steps)
                     .ok_or_else(|| {
                         err(
-                            &key("models.co_view_window"),
+                            &key(&format!("models.{name}")),
                             format!("must be 1, 3 or 10, got {steps}"),
                         )
-                    })?;
-                models.co_view_window = window;
-                pins.co_view_window = Some(window);
+                    })
+            };
+            if let Some(steps) = file.co_view_window {
+                models.co_view_window = window("co_view_window", steps)?;
+                pins.co_view_window = Some(models.co_view_window);
+            }
+            if let Some(steps) = file.co_purchase_window {
+                models.co_purchase_window = window("co_purchase_window", steps)?;
+                pins.co_purchase_window = Some(models.co_purchase_window);
             }
             if let Some(rate) = file.tuning_trials_per_second {
                 models.tuning_trials_per_second = within(rate, 1, 100_000)

@@ -200,6 +200,8 @@ pub(super) struct FileModels {
     pub(super) partner_damping: Option<f64>,
     pub(super) seed_damping: Option<f64>,
     pub(super) co_view_window: Option<u64>,
+    pub(super) co_purchase_window: Option<u64>,
+    pub(super) purchase_partner_damping: Option<f64>,
     pub(super) tuning: Option<String>,
     pub(super) tuning_trials_per_second: Option<u64>,
 }

@@ -422,6 +422,27 @@ fn errors_name_file_key_and_problem() {
         Tuning::Auto(Pins {
             co_view_window: None,
             partner_damping: Some(0.0),
+            ..Pins::default()
+        })
+    );
+    // The co-purchase lists start from the co-view lists' damping, not pinned by it.
+    assert_eq!(config.accounts[0].models.purchase_partner_damping, 0.0);
+    let config = parsed(
+        "partner_damping = 0.25
+co_purchase_window = 10
+purchase_partner_damping = 0",
+    );
+    let models_read = config.accounts[0].models;
+    assert_eq!(models_read.co_purchase_window, CoViewWindow::Ten);
+    assert_eq!(models_read.purchase_partner_damping, 0.0);
+    assert_eq!(models_read.partner_damping, 0.25);
+    assert_eq!(
+        config.accounts[0].tuning,
+        Tuning::Auto(Pins {
+            co_view_window: None,
+            partner_damping: Some(0.25),
+            co_purchase_window: Some(CoViewWindow::Ten),
+            purchase_partner_damping: Some(0.0),
         })
     );
     let config = parsed("co_view_window = 3");
@@ -433,7 +454,7 @@ fn errors_name_file_key_and_problem() {
         config.accounts[0].tuning,
         Tuning::Auto(Pins {
             co_view_window: Some(CoViewWindow::Three),
-            partner_damping: None,
+            ..Pins::default()
         })
     );
     let config = parsed("tuning = \"off\"");
@@ -450,6 +471,15 @@ fn errors_name_file_key_and_problem() {
     assert!(
         fails(&models("co_view_window = 5"))
             .contains("accounts[0].models.co_view_window: must be 1, 3 or 10, got 5")
+    );
+    assert!(
+        fails(&models("co_purchase_window = 2"))
+            .contains("accounts[0].models.co_purchase_window: must be 1, 3 or 10, got 2")
+    );
+    assert!(
+        fails(&models("purchase_partner_damping = 2")).contains(
+            "accounts[0].models.purchase_partner_damping: must be between 0 and 1, got 2"
+        )
     );
     assert!(
         fails(&models("tuning = \"sometimes\""))

@@ -181,6 +181,39 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         Some(3),
         "{pinned}"
     );
+    // The co-view lists' pins leave the co-purchase lists' grid whole.
+    assert_eq!(
+        pinned["pinned"]["coPurchaseWindow"],
+        Value::Null,
+        "{pinned}"
+    );
+    assert_eq!(
+        pinned["purchases"]["settings"].as_array().map(Vec::len),
+        Some(12),
+        "{pinned}"
+    );
+
+    // The co-purchase lists' own pins win over the file's 10 and 0.25.
+    let dir = server.kill9();
+    let server = Server::start_in(
+        dir,
+        Some(&config(
+            "co_purchase_window = 1\npurchase_partner_damping = 0",
+        )),
+    );
+    let pinned = models(&server);
+    assert_eq!(
+        pinned["purchases"]["active"],
+        json!({"coPurchaseWindow": 1, "partnerDamping": 0.0}),
+        "{pinned}"
+    );
+    assert_eq!(pinned["pinned"]["coPurchaseWindow"], 1, "{pinned}");
+    assert_eq!(pinned["pinned"]["purchasePartnerDamping"], 0.0, "{pinned}");
+    assert_eq!(
+        pinned["purchases"]["settings"].as_array().map(Vec::len),
+        Some(1),
+        "{pinned}"
+    );
 
     // Off: the configured setting, nothing scored.
     let dir = server.kill9();

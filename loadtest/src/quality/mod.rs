@@ -75,6 +75,14 @@ pub(crate) struct QualityArgs {
     /// (default: tuned).
     #[arg(long)]
     co_view_window: Option<usize>,
+    /// `[accounts.models] co_purchase_window` of the spawned server: pins the
+    /// co-purchase lists' window (default: tuned).
+    #[arg(long)]
+    co_purchase_window: Option<usize>,
+    /// `[accounts.models] purchase_partner_damping` of the spawned server: pins the
+    /// co-purchase lists' partner damping (default: tuned).
+    #[arg(long)]
+    purchase_partner_damping: Option<f64>,
     /// `[accounts.models] tuning` of the spawned server: `auto` (the default: the
     /// co-view window and the partner damping not pinned tune themselves on the
     /// replay, and the report says what was chosen and when) or `off`.
@@ -260,6 +268,8 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "partner_damping": args.partner_damping,
             "seed_damping": args.seed_damping,
             "co_view_window": args.co_view_window,
+            "co_purchase_window": args.co_purchase_window,
+            "purchase_partner_damping": args.purchase_partner_damping,
             "tuning": args.tuning,
             "tuning_trials_per_second": args.tuning_trials_per_second,
         },
@@ -401,6 +411,12 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
         }
         if let Some(window) = args.co_view_window {
             models.push(("co_view_window", window.to_string()));
+        }
+        if let Some(window) = args.co_purchase_window {
+            models.push(("co_purchase_window", window.to_string()));
+        }
+        if let Some(power) = args.purchase_partner_damping {
+            models.push(("purchase_partner_damping", power.to_string()));
         }
         models.push(("tuning", format!("\"{}\"", args.tuning)));
         models.push((

@@ -124,6 +124,7 @@ fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1(
     let pinned = Tuning::Auto(Pins {
         co_view_window: None,
         partner_damping: Some(0.75),
+        ..Pins::default()
     });
     let models = ModelSettings {
         partner_damping: 0.75,
@@ -184,15 +185,18 @@ fn on_shopping_whose_next_step_follows_a_view_5_steps_back_tuning_picks_a_window
 
 /// Visitors each placing `orders` orders whose lines `order` draws (given the visitor
 /// and the order's number for them), each line put in the basket in turn and then the whole
-/// ordered, one request every 25 ms; what self-tuning of the co-purchase lists knows
-/// after, and of the co-view lists.
+/// ordered, one request every 25 ms, the account's lists at `models` and tuned as
+/// `tuning` says; what self-tuning of the co-purchase lists knows after, and of the
+/// co-view lists.
 fn replay_orders(
-    visitors: usize,
-    orders: usize,
+    (models, tuning): (ModelSettings, Tuning),
+    (visitors, orders): (usize, usize),
     products: &[String],
     order: impl Fn(&mut StdRng, usize, usize) -> Vec<String>,
 ) -> (TuningReport, TuningReport) {
-    let account = planted_account(products, ModelSettings::default());
+    let account = planted_account(products, models);
+    let settings = (*account.settings()).clone();
+    account.replace_settings(AccountSettings { tuning, ..settings });
     let line = |id: &str| BasketLine {
         id: id.into(),
         qty: 1.0,
@@ -241,7 +245,8 @@ fn on_orders_whose_next_product_is_a_popular_partner_the_co_purchase_lists_stop_
     let mut products = names("a", anchors);
     products.extend(names("s", popular));
     products.extend(names("r", rare));
-    let (report, views) = replay_orders(2_000, 3, &products, |rng, _, _| {
+    let defaults = (ModelSettings::default(), Tuning::default());
+    let (report, views) = replay_orders(defaults, (2_000, 3), &products, |rng, _, _| {
         let anchor = rng.random_range(0..anchors);
         let mut order = vec![format!("a{anchor}")];
         order.extend((0..3).map(|_| format!("r{}", rng.random_range(0..rare))));
@@ -259,26 +264,98 @@ fn on_orders_whose_next_product_is_a_popular_partner_the_co_purchase_lists_stop_
     assert!(views.settings.iter().all(|(_, t)| t.scored.trials == 0));
 }
 
-#[test]
-fn on_orders_whose_next_product_follows_the_last_order_the_co_purchase_window_widens() {
-    // A shopper's orders follow a chain of 40 products: each order ends with the
-    // successor of the one the shopper's order before ended with, after two rare
-    // products (a pool of 20,000). A product and its successor are never in one order:
-    // only a window reaching the purchases before an order pairs them.
+/// A shopper's orders following a chain of 40 products: each order ends with the
+/// successor of the one the shopper's order before ended with, after two rare products
+/// (a pool of 20,000). A product and its successor are never in one order: only a
+/// window reaching the purchases before an order pairs them.
+fn chained_orders(models: ModelSettings, tuning: Tuning) -> TuningReport {
     let (chain, rare) = (40, 20_000);
     let mut products = names("c", chain);
     products.extend(names("r", rare));
-    let (report, _) = replay_orders(1_500, 4, &products, |rng, visitor, number| {
-        let mut order: Vec<String> = (0..2)
-            .map(|_| format!("r{}", rng.random_range(0..rare)))
-            .collect();
-        order.push(format!("c{}", (visitor * 7 + number) % chain));
-        order
-    });
+    let (report, _) = replay_orders(
+        (models, tuning),
+        (1_500, 4),
+        &products,
+        |rng, visitor, number| {
+            let mut order: Vec<String> = (0..2)
+                .map(|_| format!("r{}", rng.random_range(0..rare)))
+                .collect();
+            order.push(format!("c{}", (visitor * 7 + number) % chain));
+            order
+        },
+    );
+    report
+}
+
+#[test]
+fn on_orders_whose_next_product_follows_the_last_order_the_co_purchase_window_widens() {
+    let report = chained_orders(ModelSettings::default(), Tuning::default());
     assert_ne!(
         report.active.window,
         CoViewWindow::One,
         "{}",
         summary(&report)
     );
+    // The co-view lists' pins leave the co-purchase lists tuning.
+    let co_view_pinned = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::One),
+        partner_damping: Some(0.5),
+        ..Pins::default()
+    });
+    let models = ModelSettings {
+        co_view_window: CoViewWindow::One,
+        ..ModelSettings::default()
+    };
+    let report = chained_orders(models, co_view_pinned);
+    assert_ne!(
+        report.active.window,
+        CoViewWindow::One,
+        "{}",
+        summary(&report)
+    );
+}
+
+#[test]
+fn a_pinned_co_purchase_window_and_damping_stay_whatever_the_orders_say() {
+    // The orders above, on which a wider window wins, with the co-purchase lists'
+    // window pinned at 1 as configured: only the damping may move.
+    let models = ModelSettings {
+        co_purchase_window: CoViewWindow::One,
+        ..ModelSettings::default()
+    };
+    let window_pinned = Tuning::Auto(Pins {
+        co_purchase_window: Some(CoViewWindow::One),
+        ..Pins::default()
+    });
+    let report = chained_orders(models, window_pinned);
+    assert_eq!(
+        report.active.window,
+        CoViewWindow::One,
+        "{}",
+        summary(&report)
+    );
+    assert!(
+        report
+            .settings
+            .iter()
+            .all(|(s, _)| s.window == CoViewWindow::One)
+    );
+    // Both pinned: one setting, no trial can move it.
+    let models = ModelSettings {
+        co_purchase_window: CoViewWindow::One,
+        purchase_partner_damping: 0.75,
+        ..ModelSettings::default()
+    };
+    let both_pinned = Tuning::Auto(Pins {
+        co_purchase_window: Some(CoViewWindow::One),
+        purchase_partner_damping: Some(0.75),
+        ..Pins::default()
+    });
+    let report = chained_orders(models, both_pinned);
+    assert_eq!(report.settings.len(), 1, "{}", summary(&report));
+    assert_eq!(
+        (report.active.window, report.active.partner_damping),
+        (CoViewWindow::One, 0.75)
+    );
+    assert!(report.switches.is_empty());
 }
