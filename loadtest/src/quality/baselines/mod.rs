@@ -25,7 +25,7 @@ mod reference;
 mod sequential;
 
 use dense::{Als, Ease, ItemKnn, MostPopular};
-use reference::{CoViewEase, CoViewExact, CoViewLocalEase, LocalEase};
+use reference::{CoViewBlend, CoViewExact, LocalEase};
 use sequential::{Markov, SequentialRules, Vsknn};
 use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING};
 use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
@@ -448,9 +448,9 @@ impl Method {
             } => Box::new(CoViewExact::fit(
                 training, window, backward, recency, long_term, damping,
             )),
-            Method::CoViewEase { lambda, weight } => Box::new(CoViewEase {
+            Method::CoViewEase { lambda, weight } => Box::new(CoViewBlend {
                 co_view: training.server_co_view(),
-                ease: training.ease(lambda)?,
+                other: training.ease(lambda)?,
                 weight,
             }),
             Method::LocalEase { lambda, partners } => {
@@ -460,9 +460,9 @@ impl Method {
                 lambda,
                 partners,
                 weight,
-            } => Box::new(CoViewLocalEase {
+            } => Box::new(CoViewBlend {
                 co_view: training.server_co_view(),
-                local: training.local_ease(lambda, partners),
+                other: training.local_ease(lambda, partners),
                 weight,
             }),
         })

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use vitrine_engine::models::SEED_DAMPING;
 use vitrine_engine::zone::{DEFAULT_HISTORY, LONG_TERM_HISTORY};
 
-use super::dense::Ease;
 use nalgebra::{DMatrix, DVector};
 
 use super::matrix::{Square, add_row, co_counts, counts};
@@ -79,17 +78,18 @@ impl Recommender for CoViewExact {
     }
 }
 
-/// [`Method::CoViewEase`], fitted.
-pub(super) struct CoViewEase {
+/// [`Method::CoViewEase`] and [`Method::CoViewLocalEase`], fitted: the exact co-view
+/// model blended with another.
+pub(super) struct CoViewBlend {
     pub(super) co_view: Arc<CoViewExact>,
-    pub(super) ease: Arc<Ease>,
+    pub(super) other: Arc<dyn Recommender>,
     pub(super) weight: f32,
 }
 
-impl Recommender for CoViewEase {
+impl Recommender for CoViewBlend {
     fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
         blend_scaled(
-            (self.co_view.as_ref(), self.ease.as_ref(), self.weight),
+            (self.co_view.as_ref(), self.other.as_ref(), self.weight),
             visitor,
             history,
             scores,
@@ -198,23 +198,5 @@ impl Recommender for LocalEase {
                 scores[j as usize] += w;
             }
         }
-    }
-}
-
-/// [`Method::CoViewLocalEase`], fitted.
-pub(super) struct CoViewLocalEase {
-    pub(super) co_view: Arc<CoViewExact>,
-    pub(super) local: Arc<LocalEase>,
-    pub(super) weight: f32,
-}
-
-impl Recommender for CoViewLocalEase {
-    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
-        blend_scaled(
-            (self.co_view.as_ref(), self.local.as_ref(), self.weight),
-            visitor,
-            history,
-            scores,
-        );
     }
 }
