@@ -14,6 +14,8 @@
 mod analytics;
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/backup.rs"]
+mod backup;
 #[path = "api/busy.rs"]
 mod busy;
 #[path = "api/buy_again.rs"]
@@ -24,6 +26,10 @@ mod clientside;
 mod cluster;
 #[path = "api/cluster_faults.rs"]
 mod cluster_faults;
+#[path = "api/cluster_feeds.rs"]
+mod cluster_feeds;
+#[path = "api/cluster_trim.rs"]
+mod cluster_trim;
 mod common;
 #[path = "api/crash.rs"]
 mod crash;
@@ -49,6 +55,8 @@ mod openapi;
 mod operations;
 #[path = "api/operator.rs"]
 mod operator;
+#[path = "api/php_sdk.rs"]
+mod php_sdk;
 #[path = "api/plugin_calls.rs"]
 mod plugin_calls;
 #[path = "api/plugins.rs"]
@@ -57,6 +65,8 @@ mod plugins;
 mod productfeed;
 #[path = "api/readme.rs"]
 mod readme;
+#[path = "api/reload.rs"]
+mod reload;
 #[path = "api/serverside.rs"]
 mod serverside;
 #[path = "api/sftp.rs"]
