@@ -32,7 +32,9 @@ movielens-latest-small: MovieLens "latest small" (GroupLens, its 2016 edition: 1
 ratings of 9,125 movies by 671 users, 1995-2016): a sparser catalogue than MovieLens 100K, as shipped in
 the `lenskit` 2025.8.1 source distribution on PyPI (its `data/ml-latest-small/` files;
 SHA-256 checked). Read as movielens-100k is: every rating a `view`, products
-`m<movie id>`, visitors `u<user id>`, categories the movie's genres.
+`m<movie id>`, visitors `u<user id>`, categories the movie's genres. With
+--top-products N only the N films with the most ratings are kept (ties in the order of
+their first rating), as EASE needs a catalogue it can invert.
 
 instacart-sample: the first 150,000 order lines of The Instacart Online Grocery Shopping
 Dataset 2017 (593 shoppers, 15,183 orders, 14,190 products, 250 lines a shopper), as
@@ -50,6 +52,7 @@ Only pip and Python 3 are needed; the downloads are kept in --cache.
 """
 
 import argparse
+import collections
 import csv
 import hashlib
 import os
@@ -232,11 +235,12 @@ def movielens_100k(cache, out, _args):
 
 def complete_journey(cache, out, args):
     tables = extract("complete-journey", cache)
+    top_products = 3000 if args.top_products is None else args.top_products
     lines = tables["transactions"]
     households = {}
     for line in lines:
         households.setdefault(line["product_id"], set()).add(line["household_id"])
-    top = sorted(households, key=lambda p: (-len(households[p]), p))[:args.top_products]
+    top = sorted(households, key=lambda p: (-len(households[p]), p))[:top_products]
     kept = set(top)
     # Time order. A basket's lines share one timestamp and the file lists them by
     # product id, an order no shopper puts products in the basket in: a sequence model
@@ -267,14 +271,22 @@ def complete_journey(cache, out, args):
           (item(product_id) for product_id in top))
 
 
-def movielens_latest_small(cache, out, _args):
+def movielens_latest_small(cache, out, args):
     tables = csv_members("movielens-latest-small", cache)
+    ratings = tables["ratings"]
+    movies = tables["movies"]
+    if args.top_products is not None:
+        # The films with the most ratings, ties in the order of their first rating.
+        counts = collections.Counter(r["movieId"] for r in ratings)
+        kept = {m for m, _ in counts.most_common(args.top_products)}
+        ratings = [r for r in ratings if r["movieId"] in kept]
+        movies = [m for m in movies if m["movieId"] in kept]
     write(out,
           ([f"u{r['userId']}", f"m{r['movieId']}", int(r["timestamp"]) * 1000, "view"]
-           for r in tables["ratings"]),
+           for r in ratings),
           ([f"m{m['movieId']}", m["title"].replace(",", " "),
             m["genres"] if m["genres"] != "(no genres listed)" else ""]
-           for m in tables["movies"]))
+           for m in movies))
 
 
 # The instacart-sample's first day (2017-01-01, UTC), in seconds: the file gives days
@@ -317,8 +329,10 @@ def main():
     parser.add_argument("--out", required=True, help="directory for the CSV files")
     parser.add_argument("--cache", default=os.path.join("target", "datasets"),
                         help="directory for downloads (default target/datasets)")
-    parser.add_argument("--top-products", type=int, default=3000,
-                        help="complete-journey: products kept, by households buying them")
+    parser.add_argument("--top-products", type=int, default=None,
+                        help="complete-journey: products kept, by households buying them "
+                             "(default 3,000); movielens-latest-small: films kept, by "
+                             "ratings (default all)")
     args = parser.parse_args()
     os.makedirs(args.cache, exist_ok=True)
     fetch = {
