@@ -174,10 +174,51 @@ impl NatsCluster {
         for i in 0..size {
             cluster.spawn(i)?;
         }
-        for i in 0..size {
-            cluster.wait_healthy(i)?;
-        }
+        cluster.wait_all_healthy()?;
         Ok(cluster)
+    }
+
+    /// Waits until every server answers `/healthz` with 200; fails at once when any
+    /// server logs a fatal error (a server that found its port taken stops, and the
+    /// others then never elect a leader), with every server's log, so that
+    /// [`NatsCluster::start`] sees which port was taken.
+    fn wait_all_healthy(&self) -> Result<(), SpawnError> {
+        let deadline = Instant::now() + NATS_READY_TIMEOUT;
+        loop {
+            let unhealthy = self
+                .nodes
+                .iter()
+                .find(|node| !healthz(SocketAddr::from(([127, 0, 0, 1], node.monitor))));
+            let Some(waiting) = unhealthy else {
+                return Ok(());
+            };
+            let logs: Vec<(String, String)> = self
+                .nodes
+                .iter()
+                .map(|node| {
+                    let log = std::fs::read_to_string(&node.log).unwrap_or_default();
+                    (node.name.clone(), log)
+                })
+                .collect();
+            let stopped = logs.iter().find(|(_, log)| log.contains(FATAL));
+            if stopped.is_some() || Instant::now() >= deadline {
+                let reason = match stopped {
+                    Some((name, _)) => format!("{name} stopped"),
+                    None => format!("{} did not become healthy", waiting.name),
+                };
+                let log = logs
+                    .iter()
+                    .map(|(name, log)| format!("--- {name} ---\n{log}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                return Err(SpawnError::NotReady {
+                    binary: self.binary.clone(),
+                    reason,
+                    log,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     fn spawn(&mut self, i: usize) -> Result<(), SpawnError> {
@@ -362,6 +403,56 @@ mod tests {
             Err(SpawnError::NotReady { reason, log, .. }) => {
                 assert_eq!(reason, "n1 stopped");
                 assert!(log.contains("address already in use"), "{log}");
+            }
+            other => panic!("expected NotReady, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cluster_whose_other_server_stopped_ends_the_wait_with_every_log() {
+        // n1 waits for a leader (its log has no fatal error); n2 found its port taken.
+        let dir = temp_dir("vitrine-nats-test-").unwrap();
+        let node = |name: &str, text: &str| {
+            let log = dir.path().join(format!("{name}.log"));
+            std::fs::write(&log, text).unwrap();
+            Node {
+                name: name.to_owned(),
+                client: 0,
+                route: 0,
+                monitor: free_port().unwrap(),
+                store: dir.path().join(name),
+                config: dir.path().join(format!("{name}.conf")),
+                log,
+                process: None,
+            }
+        };
+        let nodes = vec![
+            node(
+                "n1",
+                "[1] [WRN] JetStream has not established contact with a meta leader\n",
+            ),
+            node(
+                "n2",
+                "[2] [FTL] Error listening on port: 127.0.0.1:4222, \"listen tcp 127.0.0.1:4222: bind: address already in use\"\n",
+            ),
+        ];
+        let cluster = NatsCluster {
+            binary: PathBuf::from("nats-server"),
+            nodes,
+            dir,
+        };
+        // "n2 stopped", not the timeout's "n1 did not become healthy": at once.
+        match cluster.wait_all_healthy() {
+            Err(SpawnError::NotReady { reason, log, .. }) => {
+                assert_eq!(reason, "n2 stopped");
+                assert!(
+                    log.contains("--- n1 ---") && log.contains("meta leader"),
+                    "{log}"
+                );
+                assert!(
+                    log.contains("--- n2 ---") && log.contains("address already in use"),
+                    "{log}"
+                );
             }
             other => panic!("expected NotReady, got {other:?}"),
         }
