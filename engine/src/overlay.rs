@@ -361,6 +361,15 @@ mod tests {
         }
     }
 
+    /// `catalogue`'s next version with `products` written.
+    fn upserted(catalogue: &Catalogue, products: impl IntoIterator<Item = Product>) -> Catalogue {
+        let mut edit = catalogue.edit();
+        for product in products {
+            edit.upsert_product(product).unwrap();
+        }
+        edit.finish()
+    }
+
     fn base() -> Catalogue {
         let mut builder = CatalogueBuilder::new();
         builder.upsert_product(product("a", &["c1"], Some("b1"), 100));
@@ -414,10 +423,7 @@ mod tests {
         assert_eq!(third.changed_since(&third), Some(vec![]));
         assert_eq!(other_base.changed_since(&first), None);
         // An edit that writes a product again as it was still names it (a new change).
-        let mut edit = third.edit();
-        edit.upsert_product(product("c", &["c2"], Some("b1"), 300))
-            .unwrap();
-        let fourth = edit.finish();
+        let fourth = upserted(&third, [product("c", &["c2"], Some("b1"), 300)]);
         assert_eq!(fourth.changed_since(&third), Some(vec![c]));
     }
 
@@ -426,47 +432,34 @@ mod tests {
     #[test]
     fn changed_since_gives_up_past_its_limit_for_versions_not_parent_and_child() {
         let first = base();
-        let mut edit = first.edit();
-        for i in 0..FULL_DIFF_LIMIT / 2 - 2 {
-            edit.upsert_product(product(&format!("n{i}"), &["c1"], None, 100))
-                .unwrap();
-        }
-        let second = edit.finish();
+        let second = upserted(
+            &first,
+            (0..FULL_DIFF_LIMIT / 2 - 2).map(|i| product(&format!("n{i}"), &["c1"], None, 100)),
+        );
         assert_eq!(
             second.changed_since(&first).map(|changed| changed.len()),
             Some(FULL_DIFF_LIMIT / 2 - 2),
             "parent and child: the edit's products"
         );
-        let mut edit = second.edit();
-        edit.upsert_product(product("a", &["c1"], None, 150))
-            .unwrap();
-        let third = edit.finish();
-        let mut edit = third.edit();
-        edit.upsert_product(product("b", &["c1"], None, 150))
-            .unwrap();
-        let fourth = edit.finish();
+        let third = upserted(&second, [product("a", &["c1"], None, 150)]);
+        let fourth = upserted(&third, [product("b", &["c1"], None, 150)]);
         // 2,046 and 2,048 changes.
         assert_eq!(
             fourth.changed_since(&second),
             Some(vec![0, 1]),
             "within the limit"
         );
-        let mut edit = fourth.edit();
-        edit.upsert_product(product("c", &["c1"], None, 150))
-            .unwrap();
-        let fifth = edit.finish();
-        let mut edit = fifth.edit();
-        edit.upsert_product(product("n0", &["c2"], None, 150))
-            .unwrap();
-        let sixth = edit.finish();
+        let fifth = upserted(&fourth, [product("c", &["c1"], None, 150)]);
+        let sixth = upserted(&fifth, [product("n0", &["c2"], None, 150)]);
         // 2,046 and 2,049 changes.
         assert_eq!(sixth.changed_since(&second).map(|c| c.len()), Some(4));
-        let mut edit = sixth.edit();
-        edit.upsert_product(product("z", &["c2"], None, 150))
-            .unwrap();
-        edit.upsert_product(product("y", &["c2"], None, 150))
-            .unwrap();
-        let seventh = edit.finish();
+        let seventh = upserted(
+            &sixth,
+            [
+                product("z", &["c2"], None, 150),
+                product("y", &["c2"], None, 150),
+            ],
+        );
         // 2,046 and 2,051 changes.
         assert_eq!(seventh.changed_since(&second), None, "past the limit");
     }

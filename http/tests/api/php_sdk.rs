@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vitrine_testkit::ZoneToml;
 
-use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, wait_for};
+use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, viewed_item, wait_for};
 use crate::plugins::{demo_config, fixture, zone_ids};
 
 /// Sends one captured request as the client sent it; returns the answer.
@@ -41,25 +41,6 @@ fn feed_settled(server: &Server, token: &str) -> Value {
         let item = feed_status(server, token);
         (item["Status"] != "Processing").then_some(item)
     })
-}
-
-/// Items of a zone for a visitor who viewed `product` (recently viewed, on the home page).
-fn viewed_item(server: &Server, visitor: &str, extra: Vec<Value>, product: &str) -> Value {
-    let mut events = extra;
-    events.push(json!({"name": "product_view", "data": {"id": product}}));
-    server.serverside(json!({"visitorId": visitor, "events": events}));
-    let resp = server.serverside(json!({
-        "visitorId": visitor,
-        "events": [{"name": "page_view", "data": {"page_type": "homepage"}}],
-        "zones": ["PP-02"],
-    }));
-    resp.json()["zones"]["PP-02"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|item| item["Id"] == product)
-        .cloned()
-        .unwrap_or_else(|| panic!("{product} not in PP-02: {}", resp.body))
 }
 
 #[test]

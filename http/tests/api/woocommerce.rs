@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::common::{DEMO_KEY, DEMO_SECRET, Server, wait_for};
+use crate::common::{DEMO_KEY, DEMO_SECRET, Server, viewed_item, wait_for};
 
 /// Sends one product as the plugin's delta; waits until it is applied.
 fn send_product(server: &Server, product: Value) {
@@ -27,24 +27,6 @@ fn send_product(server: &Server, product: Value) {
     });
 }
 
-/// The item of `product` in the recently-viewed zone of a visitor who viewed it.
-fn viewed_item(server: &Server, visitor: &str, product: &str) -> Value {
-    server.serverside(json!({"visitorId": visitor,
-        "events": [{"name": "product_view", "data": {"id": product}}]}));
-    let resp = server.serverside(json!({
-        "visitorId": visitor,
-        "events": [{"name": "page_view", "data": {"page_type": "homepage"}}],
-        "zones": ["PP-02"],
-    }));
-    resp.json()["zones"]["PP-02"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|item| item["Id"] == product)
-        .cloned()
-        .unwrap_or_else(|| panic!("{product} not in PP-02: {}", resp.body))
-}
-
 /// The WooCommerce plugin's variable product: its variations' prices in one currency
 /// (equal ones collapse, the lowest is the price shown) and its associated products as
 /// numbers.
@@ -57,7 +39,7 @@ fn a_woocommerce_variable_product_is_served_at_its_from_price() {
             "Image": "https://shop.example/tee.png", "Categories": ["15"],
             "Prices": ["12.00 GBP", "9.50 GBP", "9.50 GBP"], "AssociatedIds": [1041, 1042]}),
     );
-    let item = viewed_item(&server, "tee-shopper", "1040");
+    let item = viewed_item(&server, "tee-shopper", vec![], "1040");
     assert_eq!(item["DisplayPrice"], "£9.50", "{item}");
     assert!(item.get("WasPrice").is_none_or(Value::is_null), "{item}");
 }
@@ -104,7 +86,10 @@ fn a_sale_price_shows_only_inside_its_window_from_the_moment_it_opens() {
     // A sale starting in 20 days is not shown now.
     let now = now_millis() / 1000;
     send_product(&server, tee(now + 20 * 86_400, now + 30 * 86_400));
-    assert_eq!(prices(&viewed_item(&server, "early", "2001")), regular);
+    assert_eq!(
+        prices(&viewed_item(&server, "early", vec![], "2001")),
+        regular
+    );
 
     // A window opening in a few seconds: every answer asked after it opened shows the
     // sale, every answer received before shows the regular price, and after it closes
@@ -118,7 +103,12 @@ fn a_sale_price_shows_only_inside_its_window_from_the_moment_it_opens() {
     while now_millis() <= end_ms + 1_000 {
         round += 1;
         let asked = now_millis();
-        let shown = prices(&viewed_item(&server, &format!("shopper-{round}"), "2001"));
+        let shown = prices(&viewed_item(
+            &server,
+            &format!("shopper-{round}"),
+            vec![],
+            "2001",
+        ));
         let answered = now_millis();
         if answered < start_ms {
             assert_eq!(shown, regular, "answered before the sale opened");
@@ -184,7 +174,7 @@ fn a_woocommerce_product_with_every_field_the_plugin_sends_is_served() {
             "pa_color": ["blue", "red"]
         }),
     );
-    let item = viewed_item(&server, "hoodie-shopper", "3001");
+    let item = viewed_item(&server, "hoodie-shopper", vec![], "3001");
     assert_eq!(
         prices(&item),
         ("£40.00".to_owned(), Some("£42.00".to_owned()))

@@ -211,6 +211,26 @@ impl Server {
     }
 }
 
+/// The item of `product` in the recently viewed zone `PP-02`, on the home page, of a
+/// visitor who sent `extra` events and then viewed it.
+pub fn viewed_item(server: &Server, visitor: &str, extra: Vec<Value>, product: &str) -> Value {
+    let mut events = extra;
+    events.push(serde_json::json!({"name": "product_view", "data": {"id": product}}));
+    server.serverside(serde_json::json!({"visitorId": visitor, "events": events}));
+    let resp = server.serverside(serde_json::json!({
+        "visitorId": visitor,
+        "events": [{"name": "page_view", "data": {"page_type": "homepage"}}],
+        "zones": ["PP-02"],
+    }));
+    resp.json()["zones"]["PP-02"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["Id"] == product)
+        .cloned()
+        .unwrap_or_else(|| panic!("{product} not in PP-02: {}", resp.body))
+}
+
 pub fn serverside_body(extra: Value) -> Value {
     let mut body = serde_json::json!({
         "appId": DEMO_KEY,
