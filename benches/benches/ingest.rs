@@ -107,6 +107,7 @@ fn ingest(c: &mut Criterion) {
                 events: vec![].into(),
                 zones: vec!["HP-01".into()].into(),
                 now: 1_800_000_000_000,
+                context: Default::default(),
             });
             assert_eq!(outcome.zones[0].items.len(), 8);
             black_box(outcome.zones.len())

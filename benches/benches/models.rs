@@ -61,6 +61,7 @@ fn visit(account: &Account, rng: &mut Rng, products: usize, visitor: usize, now:
         events: events.into(),
         zones: vec![].into(),
         now,
+        context: Default::default(),
     });
 }
 

@@ -114,6 +114,7 @@ fn scale(c: &mut Criterion) {
             events: events.into(),
             zones: vec![].into(),
             now: 1_800_000_000_000 + v as i64,
+            context: Default::default(),
         });
     }
     let grown = rss_anon().saturating_sub(before);

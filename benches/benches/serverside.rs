@@ -49,6 +49,7 @@ fn engine_serve(c: &mut Criterion) {
                 .into(),
                 zones: vec!["PP-01".into(), "PP-02".into()].into(),
                 now: 1_800_000_000_000 + n as i64,
+                context: Default::default(),
             };
             let outcome = account.serve(request);
             black_box(outcome.zones.len())

@@ -17,8 +17,11 @@
 //! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
 //! - [`visitor`]: bounded per-visitor state.
+//! - [`visits`]: a visitor's sessions, page views and orders, as segments read them.
 //! - [`repurchases`]: what a visitor bought in how many orders, for `buy_again`.
 //! - [`zone`]: zone definitions and strategies.
+//! - [`campaign`]: who sees what, where and when: segments, schedules, content, and the
+//!   choice of a zone's campaign.
 //! - [`similar`]: content-similarity neighbours, computed at build time.
 //! - [`models`]: online models (co-view, co-purchase, decayed popularity).
 //! - [`recommend`]: candidates per strategy with their evidence, filters, fallback
@@ -38,6 +41,7 @@
 pub mod account;
 pub mod analytics;
 pub mod bucket;
+pub mod campaign;
 pub mod catalogue;
 pub mod demo;
 pub mod event;
@@ -56,6 +60,7 @@ pub mod state;
 pub mod testing;
 pub mod tuning;
 pub mod visitor;
+pub mod visits;
 pub mod zone;
 
 pub use account::{Account, AccountSettings, Evicted, MemoryBounds};

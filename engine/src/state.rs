@@ -3,12 +3,14 @@
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
 use crate::analytics::{ShownZones, StoredImpressions, ZoneCounts, ZoneDay};
+use crate::campaign::CampaignHistory;
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::{Decaying, PairCount};
 use crate::money::Currency;
 use crate::repurchases::Repurchases;
 use crate::visitor::Visitor;
+use crate::visits::Visits;
 
 /// The events of one `/api/serverside` request as logged: replaying it gives the same
 /// visitor state and counts as serving it did.
@@ -174,6 +176,16 @@ pub enum StateEntry {
     /// and two before it (written instead of [`StateEntry::CoPurchasePairs`], which is
     /// still read, as if every count were of one order; boxed).
     CoPurchasePairsByDistance(Box<PairsByDistance>),
+    /// A visitor's sessions, page views and orders (see [`crate::visits`]; written
+    /// after the visitor's [`StateEntry::Visitor`]).
+    Visits {
+        /// Visitor id.
+        visitor: String,
+        /// Its visits.
+        visits: Box<Visits>,
+    },
+    /// The account's campaign documents, every version kept (see [`crate::campaign`]).
+    Campaigns(Box<CampaignHistory>),
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

@@ -11,6 +11,7 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PersonalDetails};
 use crate::models::ProductKeys;
 use crate::repurchases::Repurchases;
+use crate::visits::Visits;
 
 /// Most recent product views kept per visitor.
 pub const MAX_RECENT_VIEWS: usize = 50;
@@ -146,6 +147,8 @@ pub struct LiveVisitor {
     impressions: Option<Box<Impressions>>,
     /// The products bought, in how many orders (none until an order).
     repurchases: Option<Box<Repurchases>>,
+    /// Its sessions, page views and orders, as segments read them.
+    visits: Visits,
 }
 
 /// A visitor's purchases as dense ids of one catalogue version.
@@ -173,14 +176,25 @@ impl LiveVisitor {
         &self.state
     }
 
-    /// Replaces its state, keeping its impressions and repurchases.
+    /// Replaces its state, keeping its impressions, repurchases and visits.
     pub fn replace_state(&mut self, state: Visitor) {
         *self = LiveVisitor {
             state,
             impressions: self.impressions.take(),
             repurchases: self.repurchases.take(),
+            visits: std::mem::take(&mut self.visits),
             ..LiveVisitor::default()
         };
+    }
+
+    /// Its sessions, page views and orders.
+    pub fn visits(&self) -> &Visits {
+        &self.visits
+    }
+
+    /// Its sessions, page views and orders, to change.
+    pub fn visits_mut(&mut self) -> &mut Visits {
+        &mut self.visits
     }
 
     /// What it bought, in how many orders.

@@ -399,6 +399,7 @@ fn names(account: &Account, visitor: &str, events: Vec<Event>) -> Vec<String> {
         events: events.into(),
         zones: vec!["Z".into()].into(),
         now: T0 + 1_000,
+        context: Default::default(),
     });
     outcome.zones[0].names.clone()
 }

@@ -480,6 +480,7 @@ fn state_seed() -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
         zones: vec!["Z".into()].into(),
         now: 1_800_000_000_000,
         search: None,
+        context: Default::default(),
     });
     let dir = tempfile::tempdir()?;
     let saved = vitrine_ingest::state::write(dir.path(), &account, 3)?;

@@ -6,7 +6,11 @@ use std::sync::Arc;
 
 use super::Account;
 use super::serve::{Reads, VisitorSnapshot};
+use crate::campaign::content::Placement;
+use crate::campaign::segment::Reads as SegmentReads;
+use crate::campaign::{CampaignSet, CampaignTrace, RequestContext, Skipped, choose};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::PageType;
 use crate::money::Currency;
 use crate::recommend::{Evidence, Fact, Rejection, RenderedItem, Trace, fill_zone_traced};
 use crate::zone::{Strategy, ZoneSpec};
@@ -25,6 +29,8 @@ pub struct ExplainRequest {
     pub currency: Option<Currency>,
     /// The time to explain at.
     pub now: UnixMillis,
+    /// The page's type (for segments that read it).
+    pub page_type: Option<PageType>,
 }
 
 /// A zone as it would be filled for a visitor, and why: each item with the strategy
@@ -49,6 +55,20 @@ pub struct Explanation {
     /// Candidates filtered out, in the order they were met, with the strategy that
     /// found them (at most [`MAX_REJECTED`]).
     pub rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+    /// When the zone has a list of campaigns: the list, the one shown and why each of
+    /// the others was skipped.
+    pub campaigns: Option<CampaignsExplained>,
+}
+
+/// A zone's campaigns for one explained request.
+#[derive(Debug)]
+pub struct CampaignsExplained {
+    /// The campaigns, compiled.
+    pub set: Arc<CampaignSet>,
+    /// The position of the campaign shown in the zone's list (none: none qualified).
+    pub shown: Option<usize>,
+    /// The campaigns skipped: their position and why.
+    pub skipped: Vec<(usize, Skipped)>,
 }
 
 /// Filtered candidates an explanation lists at most.
@@ -67,6 +87,9 @@ pub struct ExplainedItem {
     pub score: Option<f64>,
     /// The facts behind it.
     pub facts: Vec<Fact>,
+    /// The rule of a custom recommender that placed it (pin, or its source with the
+    /// boosts it matched).
+    pub placement: Option<Placement>,
 }
 
 /// Records what filling a zone did, for an explanation.
@@ -74,6 +97,24 @@ pub struct ExplainedItem {
 struct Recorder {
     chosen: Vec<(ProductIdx, Strategy, Evidence)>,
     rejected: Vec<(ProductIdx, Strategy, Rejection)>,
+    placed: Vec<(ProductIdx, Placement)>,
+    skipped: Vec<(usize, Skipped)>,
+}
+
+impl CampaignTrace for Recorder {
+    fn skipped(&mut self, position: usize, why: Skipped) {
+        self.skipped.push((position, why));
+    }
+
+    fn placed(&mut self, idx: ProductIdx, how: Placement) {
+        self.placed.push((idx, how));
+    }
+
+    fn restart(&mut self) {
+        self.chosen.clear();
+        self.rejected.clear();
+        self.placed.clear();
+    }
 }
 
 impl Trace for Recorder {
@@ -114,6 +155,11 @@ impl Account {
                 Reads {
                     affinities: false,
                     repurchases: true,
+                    campaigns: Some(SegmentReads {
+                        user: true,
+                        affinities: true,
+                        request: true,
+                    }),
                 },
             )
         });
@@ -139,18 +185,67 @@ impl Account {
             None,
         );
         let mut recorder = Recorder::default();
-        let items = fill_zone_traced(filled, &ctx, &mut recorder);
+        let set = self.campaigns();
+        let list = set.zone(&spec.id).filter(|_| variant.is_none());
+        let (items, campaigns) = match list {
+            Some(list) => {
+                let user = snapshot
+                    .identity
+                    .user_id
+                    .as_deref()
+                    .and_then(|id| self.user_facts(id));
+                let page = super::track::PageContext {
+                    page_type: request.page_type,
+                    ..Default::default()
+                };
+                let context = RequestContext::default();
+                let shopper = snapshot.shopper(
+                    &ctx,
+                    (&page, &context),
+                    user.as_ref(),
+                    settings.default_currency,
+                );
+                let chosen = choose(&set, list, &shopper, &ctx, &mut recorder);
+                let explained = CampaignsExplained {
+                    set: Arc::clone(&set),
+                    shown: chosen.campaign,
+                    skipped: std::mem::take(&mut recorder.skipped),
+                };
+                (chosen.items, Some(explained))
+            }
+            None => (fill_zone_traced(filled, &ctx, &mut recorder), None),
+        };
+        let shown_spec = campaigns
+            .as_ref()
+            .and_then(|c| {
+                let list = c.set.zone(&spec.id)?;
+                list.campaigns.get(c.shown?)?.content.spec()
+            })
+            .unwrap_or(filled);
         // The items in the order served, each with what the strategy recorded choosing
         // it: the evidence is the reason it was served, not a second computation.
         let items = items
             .into_iter()
-            .zip(recorder.chosen.drain(..))
-            .map(|(item, (_, strategy, evidence))| ExplainedItem {
-                item,
-                strategy,
-                fallback: filled.strategy != Some(strategy),
-                score: evidence.score,
-                facts: evidence.facts,
+            .map(|item| {
+                let (strategy, evidence) = recorder
+                    .chosen
+                    .iter()
+                    .find(|(idx, _, _)| *idx == item.product)
+                    .map(|(_, strategy, evidence)| (*strategy, evidence.clone()))
+                    .unwrap_or((Strategy::Associated, Evidence::default()));
+                let placement = recorder
+                    .placed
+                    .iter()
+                    .find(|(idx, _)| *idx == item.product)
+                    .map(|(_, how)| how.clone());
+                ExplainedItem {
+                    item,
+                    strategy,
+                    fallback: shown_spec.strategy != Some(strategy),
+                    score: evidence.score,
+                    facts: evidence.facts,
+                    placement,
+                }
             })
             .collect();
         let history = (
@@ -168,6 +263,7 @@ impl Account {
             history,
             items,
             rejected: recorder.rejected,
+            campaigns,
         })
     }
 }

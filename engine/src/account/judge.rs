@@ -111,6 +111,7 @@ mod tests {
             events: vec![Event::ProductView { id: product.into() }].into(),
             zones: Vec::new().into(),
             now,
+            context: Default::default(),
         }
     }
 

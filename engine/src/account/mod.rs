@@ -12,7 +12,8 @@
 //! swaps it in. Serving reads the latest ones and never waits.
 
 //!
-//! Modules: `serve` (the request: track, then fill zones), `track` (events applied to
+//! Modules: `serve` (the request: track, then fill zones), `campaigns` (the compiled
+//! campaigns, their history, the segments' sizes), `track` (events applied to
 //! visitors, counters and models; replay), `identity` (linking devices, erasure),
 //! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
 //! sampled visitor's request, before it is applied: how each product zone would have
@@ -21,6 +22,7 @@
 
 mod analytics;
 mod bounds;
+mod campaigns;
 mod explain;
 mod identity;
 mod judge;
@@ -43,7 +45,8 @@ use dashmap::DashMap;
 use time::Date;
 
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
-pub use explain::{ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED};
+pub use campaigns::SegmentSize;
+pub use explain::{CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED};
 use identity::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use serve::{
@@ -53,6 +56,7 @@ pub use serve::{
 pub use track::customer_visitor_id;
 
 use crate::analytics::{ZoneCounts, ZoneDay};
+use crate::campaign::{CampaignHistory, CampaignSet};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::experiment::Experiment;
 use crate::models::{
@@ -192,6 +196,10 @@ pub struct Account {
     purchase_tuner: crate::tuning::Tuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
+    /// Its campaigns, compiled (the zones' lists and the segments).
+    campaigns: ArcSwap<CampaignSet>,
+    /// Its campaign documents, every version kept (the audit log).
+    campaign_history: parking_lot::Mutex<CampaignHistory>,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
     /// are counted with them, categories, brands); cleared by a rebuild.
     models_stale: AtomicBool,
@@ -242,6 +250,8 @@ impl Account {
                 &tune::for_purchases(&models),
             ),
             clock: AtomicI64::new(0),
+            campaigns: ArcSwap::from_pointee(CampaignSet::default()),
+            campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
             models_stale: AtomicBool::new(false),
         }
     }

@@ -63,6 +63,7 @@ fn serve(
         events: events.into(),
         zones: vec!["BA".into(), "BA-ONLY".into(), "TR".into()].into(),
         now,
+        context: Default::default(),
     });
     let catalogue = account.catalogue();
     outcome

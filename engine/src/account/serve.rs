@@ -12,16 +12,21 @@ use std::sync::{Arc, LazyLock};
 use super::track::PageContext;
 use super::{Account, AccountSettings, RankingsVersion, new_id};
 use crate::analytics::{ShownProducts, ShownZone, ShownZones};
+use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
+use crate::campaign::{Campaign, CampaignSet, RequestContext, choose};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::BasketLine;
 use crate::event::{Events, Identity, PageType};
 use crate::experiment::{Experiment, Variant};
 use crate::models::{Neighbours, ProductKeys, TopNames};
 use crate::money::Currency;
+use crate::recommend::NoTrace;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems, fill_zone};
 use crate::repurchases::Repurchases;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, strongest};
+use crate::visits::Visits;
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// A server-side call, validated.
@@ -41,6 +46,8 @@ pub struct ServeRequest {
     pub now: UnixMillis,
     /// What the shopper searched for (`searchterm`), on a search results page.
     pub search: Option<String>,
+    /// The device, referrer and UTM parameters, read when a segment needs them.
+    pub context: RequestContext,
 }
 
 /// Something a 200 reports in its `errors` array.
@@ -83,6 +90,10 @@ pub struct RenderedZone {
     pub names: Vec<String>,
     /// The experiment variant that filled it (empty: no experiment).
     pub variant: CompactString,
+    /// The campaign shown, its position in the zone's list of
+    /// [`ServeOutcome::campaigns`] (none: the zone has no list, or no campaign of it
+    /// qualified).
+    pub campaign: Option<usize>,
 }
 
 /// The zone ids a request asks for: four without a heap allocation.
@@ -106,6 +117,8 @@ pub struct ServeOutcome {
     /// The request's events as applied and what its zones showed, for the write-ahead
     /// log.
     pub served: Served,
+    /// The campaigns the zones were filled with, when a zone of the request has a list.
+    pub campaigns: Option<Arc<CampaignSet>>,
 }
 
 /// No neighbour lists (made once: an empty map still allocates its shards).
@@ -115,6 +128,13 @@ impl ServeOutcome {
     /// The definition of a filled zone.
     pub fn spec(&self, zone: &RenderedZone) -> Option<&ZoneSpec> {
         self.settings.zones.get(zone.spec)
+    }
+
+    /// The campaign a filled zone showed.
+    pub fn campaign(&self, zone: &RenderedZone) -> Option<&Campaign> {
+        let spec = self.spec(zone)?;
+        let list = self.campaigns.as_deref()?.zone(&spec.id)?;
+        list.campaigns.get(zone.campaign?)
     }
 
     /// The visitor id to return (given or new).
@@ -202,6 +222,14 @@ impl Account {
                 .iter()
                 .filter(asked)
                 .any(ZoneSpec::reads_repurchases),
+            campaigns: None,
+        };
+        let campaigns = self.campaigns_asked(&request.zones);
+        let reads = Reads {
+            campaigns: campaigns
+                .as_deref()
+                .and_then(|set| campaign_reads(set, &request.zones)),
+            ..reads
         };
         let mut snapshot = VisitorSnapshot::of(&mut visitor, &catalogue, reads);
         drop(visitor);
@@ -223,12 +251,20 @@ impl Account {
             search.as_deref(),
         );
 
+        let user = self.user_of(&snapshot, reads);
+        let shopper = snapshot.shopper(
+            &ctx,
+            (&page, &request.context),
+            user.as_ref(),
+            settings.default_currency,
+        );
         let zones = fill_zones(
             &settings,
             &request.zones,
             &visitor_id,
             now,
             (&ctx, &snapshot, &page, &top_names),
+            (campaigns.as_deref(), &shopper),
             &mut notices,
         );
         drop(rankings);
@@ -261,6 +297,7 @@ impl Account {
                 currency,
                 shown,
             },
+            campaigns,
         }
     }
 
@@ -298,12 +335,20 @@ impl Account {
             search.as_deref(),
         );
         let mut notices = Vec::new();
+        let campaigns = self.campaigns_asked(&request.zones);
+        let shopper = snapshot.shopper(
+            &ctx,
+            (&page, &request.context),
+            None,
+            settings.default_currency,
+        );
         let zones = fill_zones(
             &settings,
             &request.zones,
             "",
             now,
             (&ctx, &snapshot, &page, &top_names),
+            (campaigns.as_deref(), &shopper),
             &mut notices,
         );
         drop(rankings);
@@ -322,8 +367,37 @@ impl Account {
                 currency,
                 shown: ShownZones::new(),
             },
+            campaigns,
         }
     }
+
+    /// The campaigns, when a zone of `zones` has a list (one load of the set; none, and
+    /// nothing more done, for an account whose campaigns were never changed).
+    fn campaigns_asked(&self, zones: &ZoneIds) -> Option<Arc<CampaignSet>> {
+        let set = self.campaigns.load();
+        if set.zones.is_empty() || !zones.iter().any(|z| set.zone(z).is_some()) {
+            return None;
+        }
+        Some(arc_swap::Guard::into_inner(set))
+    }
+
+    /// The shopper's user record, when a segment of a requested zone reads it.
+    fn user_of(&self, snapshot: &VisitorSnapshot, reads: Reads) -> Option<UserFacts> {
+        if !reads.campaigns.is_some_and(|r| r.user) {
+            return None;
+        }
+        self.user_facts(snapshot.identity.user_id.as_deref()?)
+    }
+}
+
+/// What the segments of the requested zones' lists read; none when no requested zone
+/// has a list.
+fn campaign_reads(set: &CampaignSet, zones: &ZoneIds) -> Option<SegmentReads> {
+    let mut reads = None::<SegmentReads>;
+    for list in zones.iter().filter_map(|z| set.zone(z)) {
+        reads = Some(reads.unwrap_or_default().with(list.reads));
+    }
+    reads
 }
 
 impl Account {
@@ -415,6 +489,7 @@ fn fill_zones(
     visitor_id: &str,
     now: UnixMillis,
     (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
+    (campaigns, shopper): (Option<&CampaignSet>, &Shopper<'_>),
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
     let mut zones = RenderedZones::with_capacity(requested.len());
@@ -444,6 +519,22 @@ fn fill_zones(
         }
         // A running experiment on the zone fills it as the visitor's variant says.
         let variant = settings.variant(spec, visitor_id, now).map(|(_, v)| v);
+        // A zone with a list of campaigns (and no experiment) shows the first that
+        // qualifies.
+        if variant.is_none()
+            && let Some(set) = campaigns
+            && let Some(list) = set.zone(&spec.id)
+        {
+            let chosen = choose(set, list, shopper, ctx, &mut NoTrace);
+            zones.push(RenderedZone {
+                spec: position,
+                items: chosen.items,
+                names: Vec::new(),
+                variant: CompactString::default(),
+                campaign: chosen.campaign,
+            });
+            continue;
+        }
         let mut filled = fill(
             position,
             variant.map_or(spec, |v| &v.spec),
@@ -503,6 +594,7 @@ fn fill(
         items,
         names,
         variant: CompactString::default(),
+        campaign: None,
     }
 }
 
@@ -527,7 +619,23 @@ pub(super) struct VisitorSnapshot {
     pub(super) bought_again: Vec<(ProductIdx, u32)>,
     pub(super) categories: Vec<String>,
     pub(super) brands: Vec<String>,
+    /// What segments read, when a requested zone has a list of campaigns.
+    pub(super) segments: Option<Box<SegmentFacts>>,
 }
+
+/// What segments read of a visitor, copied with its history.
+#[derive(Debug, Default)]
+pub(super) struct SegmentFacts {
+    pub(super) visits: Visits,
+    pub(super) basket: Vec<BasketLine>,
+    pub(super) given_dob: Option<time::Date>,
+    pub(super) categories: Vec<(CompactString, f64)>,
+    pub(super) brands: Vec<(CompactString, f64)>,
+}
+
+/// Facts of a shopper no segment asked for (an account without campaigns on the
+/// requested zones, or an untracked shopper).
+static NO_FACTS: LazyLock<SegmentFacts> = LazyLock::new(SegmentFacts::default);
 
 /// Names for a category or brand zone: the visitor's strongest first, then the most
 /// popular; the page's own one and names the catalogue does not know are left out.
@@ -557,6 +665,9 @@ pub(super) struct Reads {
     pub(super) affinities: bool,
     /// The repurchases.
     pub(super) repurchases: bool,
+    /// What the segments of the requested zones' campaigns read (none: no requested
+    /// zone has a list).
+    pub(super) campaigns: Option<SegmentReads>,
 }
 
 /// Other devices of one shopper whose history is merged into a request's, at most.
@@ -603,6 +714,33 @@ impl VisitorSnapshot {
         }
     }
 
+    /// The shopper as segments see it: this visitor at the request's time, on its page.
+    pub(super) fn shopper<'a>(
+        &'a self,
+        ctx: &Context<'a>,
+        (page, request): (&PageContext<'_>, &'a RequestContext),
+        user: Option<&'a UserFacts>,
+        account_currency: Currency,
+    ) -> Shopper<'a> {
+        let facts = self.segments.as_deref().unwrap_or(&NO_FACTS);
+        Shopper {
+            now: ctx.now,
+            visits: &facts.visits,
+            identity: &self.identity,
+            user,
+            given_dob: facts.given_dob,
+            catalogue: ctx.catalogue,
+            purchased: &self.purchased,
+            basket: &facts.basket,
+            categories: &facts.categories,
+            brands: &facts.brands,
+            page_type: page.page_type,
+            request,
+            currency: ctx.currency,
+            account_currency,
+        }
+    }
+
     /// Adds another device's history after this one's own: its views (newest first)
     /// after this visitor's, its purchases, its categories and brands.
     fn absorb(&mut self, other: &LiveVisitor, catalogue: &Catalogue) {
@@ -618,6 +756,9 @@ impl VisitorSnapshot {
         }
         if let (Some(mine), Some(theirs)) = (&mut self.repurchases, other.repurchases()) {
             mine.absorb(theirs);
+        }
+        if let Some(facts) = &mut self.segments {
+            facts.visits.absorb(other.visits());
         }
         if !self.affinities {
             return;
@@ -655,6 +796,7 @@ impl VisitorSnapshot {
         Reads {
             affinities,
             repurchases,
+            campaigns,
         }: Reads,
     ) -> VisitorSnapshot {
         // Recent views from the dense ids kept in step with them (no id lookups).
@@ -671,6 +813,23 @@ impl VisitorSnapshot {
             purchased,
             recent_views,
             affinities,
+            segments: campaigns.map(|reads| {
+                Box::new(SegmentFacts {
+                    visits: live.visits().clone(),
+                    basket: visitor.basket.clone(),
+                    given_dob: visitor.details.dob.and_then(|d| d.date()),
+                    categories: if reads.affinities {
+                        visitor.categories.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    brands: if reads.affinities {
+                        visitor.brands.clone()
+                    } else {
+                        Vec::new()
+                    },
+                })
+            }),
             repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
             bought_again: Vec::new(),
             categories: if affinities {

@@ -14,6 +14,7 @@ use crate::catalogue::UnixMillis;
 use crate::models::Decaying;
 use crate::state::{IdentityKind, StateEntry};
 use crate::visitor::LiveVisitor;
+use crate::visits::Visits;
 
 impl Account {
     /// Hands every part of the tracking state to `sink`, one entry at a time (for a
@@ -21,6 +22,7 @@ impl Account {
     /// meanwhile, so an entry may include events of requests served during the export.
     pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
         sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
+        self.export_campaigns(sink);
         let ids: Vec<String> = self
             .visitors
             .read()
@@ -28,24 +30,34 @@ impl Account {
             .map(|e| e.key().clone())
             .collect();
         for id in ids {
-            let Some((visitor, impressions, bought)) = self.visitors.read().get(&id).map(|v| {
-                let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
-                    let name = |key| {
-                        self.product_keys
-                            .name(key)
-                            .map(|n| CompactString::from(&*n))
-                    };
-                    Box::new(i.to_stored(name))
-                });
-                let bought = v.repurchases().map(|r| Box::new(r.clone()));
-                (Box::new(v.state().clone()), impressions, bought)
-            }) else {
+            let Some((visitor, impressions, bought, visits)) =
+                self.visitors.read().get(&id).map(|v| {
+                    let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
+                        let name = |key| {
+                            self.product_keys
+                                .name(key)
+                                .map(|n| CompactString::from(&*n))
+                        };
+                        Box::new(i.to_stored(name))
+                    });
+                    let bought = v.repurchases().map(|r| Box::new(r.clone()));
+                    let visits =
+                        (v.visits() != &Visits::default()).then(|| Box::new(v.visits().clone()));
+                    (Box::new(v.state().clone()), impressions, bought, visits)
+                })
+            else {
                 continue;
             };
             sink(StateEntry::Visitor {
                 id: id.clone(),
                 visitor,
             });
+            if let Some(visits) = visits {
+                sink(StateEntry::Visits {
+                    visitor: id.clone(),
+                    visits,
+                });
+            }
             if let Some(bought) = bought {
                 sink(StateEntry::Repurchases {
                     visitor: id.clone(),
@@ -141,6 +153,15 @@ impl Account {
         }
     }
 
+    /// Hands the campaign documents to `sink` (for a state snapshot): written first, so
+    /// that a restore compiles them before anything is served.
+    fn export_campaigns(&self, sink: &mut dyn FnMut(StateEntry)) {
+        let history = self.campaign_history();
+        if !history.versions.is_empty() {
+            sink(StateEntry::Campaigns(Box::new(history)));
+        }
+    }
+
     /// Restores one entry of a state snapshot (into an account that has no tracking
     /// state yet).
     pub fn restore_entry(&self, entry: StateEntry) {
@@ -170,6 +191,13 @@ impl Account {
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .restore_repurchases(*bought);
             }
+            StateEntry::Visits { visitor, visits } => {
+                *self
+                    .visitors
+                    .get_or_insert_with(visitor, LiveVisitor::default)
+                    .visits_mut() = *visits;
+            }
+            StateEntry::Campaigns(history) => self.restore_campaign_history(*history),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
             StateEntry::SiteDay(day) => self.site.restore(*day),

@@ -32,6 +32,7 @@ fn request(
         events: events.into(),
         zones: vec!["RV".into()].into(),
         now,
+        context: Default::default(),
     }
 }
 

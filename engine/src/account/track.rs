@@ -133,12 +133,15 @@ impl Account {
         notices: &mut Vec<Notice>,
     ) {
         let visitor = live.state_mut();
-        if visitor.session_id.as_deref() != Some(session_id) {
+        let new_session = visitor.session_id.as_deref() != Some(session_id);
+        if new_session {
             visitor.session_id = Some(session_id.to_owned());
         }
         visitor.last_seen = now;
+        live.visits_mut().seen(now, new_session);
         let settings = self.settings.load();
-        let currency = page.currency.unwrap_or(settings.default_currency);
+        let default_currency = settings.default_currency;
+        let currency = page.currency.unwrap_or(default_currency);
         let window = UnixMillis::from(settings.attribution_days) * MILLIS_PER_DAY;
         drop(settings);
         let session = session_key(session_id);
@@ -150,6 +153,7 @@ impl Account {
                 session,
                 window,
                 currency,
+                default_currency,
             };
             match event {
                 Event::ProductView { id } => self.view_product(live, &at, id, page),
@@ -193,6 +197,8 @@ impl Account {
                 ..
             } => {
                 page.see(event);
+                live.visits_mut().page_viewed();
+                let visitor = live.state_mut();
                 if let Some(category) = category_id {
                     self.browse_category(visitor, category, now);
                 }
@@ -247,6 +253,15 @@ impl Account {
                     .fold(0_i64, i64::saturating_add);
                 self.site
                     .order_placed(at.session, now, at.currency, revenue);
+                // Segments count revenue in the account's currency: the order's total
+                // (which the contract gives in it), else its lines when in it.
+                let base = at.default_currency;
+                let in_base = match order.total {
+                    Some(total) => minor_units(total, base),
+                    None if at.currency == base => revenue,
+                    None => 0,
+                };
+                live.visits_mut().ordered(now, in_base);
                 for line in &order.items {
                     let touch = |product| Touch::Order {
                         product,
@@ -570,6 +585,8 @@ pub(super) struct EventAt<'a> {
     pub(super) window: UnixMillis,
     /// The currency of the request's orders.
     currency: Currency,
+    /// The account's currency.
+    default_currency: Currency,
 }
 
 /// An amount in minor units of `currency`, rounded (0 for one that is not finite or

@@ -4,7 +4,8 @@
 //!
 //! Files: `rankings.rs` (popularity orderings), `price.rs` (an item's price),
 //! `filters.rs` (what may be shown), `candidates.rs` (the one `match` over strategies),
-//! `blend.rs` (seeds and blends), `evidence.rs` (why an item was chosen). Filling a zone
+//! `blend.rs` (seeds and blends), `evidence.rs` (why an item was chosen), `custom.rs` (a
+//! campaign's custom recommender: its source through its filters, boosts and pins). Filling a zone
 //! (here) takes each strategy's candidates through the filters; an explanation is the
 //! same fill with a [`Trace`] that keeps the evidence.
 
@@ -15,12 +16,14 @@ use crate::zone::{Strategy, ZoneSpec};
 
 mod blend;
 mod candidates;
+mod custom;
 mod evidence;
 mod filters;
 mod price;
 mod rankings;
 
 pub(crate) use blend::history_weights;
+pub use custom::fill_custom;
 pub use evidence::{Evidence, Fact};
 pub use filters::Rejection;
 pub use price::{ItemPrice, item_price, priced};

@@ -103,6 +103,7 @@ pub(crate) fn track(account: &Account, visitor: &str, events: Vec<Event>, now: U
         events: events.into(),
         zones: vec![].into(),
         now,
+        context: Default::default(),
     });
 }
 
@@ -121,6 +122,7 @@ pub(crate) fn zone(
         events: events.into(),
         zones: vec!["Z".into()].into(),
         now: T0 + 1_000,
+        context: Default::default(),
     });
     outcome.zones[0]
         .items
@@ -148,6 +150,7 @@ pub(crate) fn explain(
             product: product.map(Into::into),
             currency: None,
             now: T0 + 1_000,
+            page_type: None,
         })
         .unwrap()
 }

@@ -4,8 +4,10 @@
 //! filters removed and why. Read-only: nothing is recorded.
 
 use serde_json::{Value, json};
-use vitrine_engine::account::{ExplainRequest, Explanation};
+use vitrine_engine::account::{CampaignsExplained, ExplainRequest, Explanation};
+use vitrine_engine::campaign::content::{Content, Placement};
 use vitrine_engine::catalogue::{ProductIdx, UnixMillis};
+use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::Fact;
 
@@ -31,11 +33,22 @@ pub(super) fn zone(
             Some(Currency::from_code(code).map_err(|e| invalid(format!("currency: {e}")))?)
         }
     };
+    let page_type = match query.get("pageType") {
+        None | Some("") => None,
+        Some(name) => Some(PageType::from_name(name).ok_or_else(|| {
+            invalid(format!(
+                "pageType: expected one of {}, got {name:?}",
+                PageType::ALL.map(PageType::name).join(", ")
+            ))
+        })?),
+    };
     let account = &entry.account;
+    let product = non_empty("product");
     let request = ExplainRequest {
         zone: zone.to_owned(),
         visitor_id: non_empty("visitor"),
-        product: non_empty("product"),
+        page_type: page_type.or(product.is_some().then_some(PageType::ProductPage)),
+        product,
         currency,
         now,
     };
@@ -80,6 +93,7 @@ fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> V
                 "fallback": item.fallback,
                 "score": item.score,
                 "evidence": facts,
+                "placedBy": item.placement.as_ref().map(|p| placement_json(p, e)),
             })
         })
         .collect();
@@ -110,7 +124,84 @@ fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> V
         },
         "items": items,
         "filtered": filtered,
+        "campaigns": e.campaigns.as_ref().map(|c| campaigns_json(&request.zone, c)),
     })
+}
+
+/// The zone's campaigns: which one was shown and why each other one was skipped.
+fn campaigns_json(zone: &str, explained: &CampaignsExplained) -> Value {
+    let Some(list) = explained.set.zone(zone) else {
+        return Value::Null;
+    };
+    let campaigns: Vec<Value> = list
+        .campaigns
+        .iter()
+        .enumerate()
+        .map(|(position, campaign)| {
+            let skipped = explained
+                .skipped
+                .iter()
+                .find(|(p, _)| *p == position)
+                .map(|(_, why)| why.reason());
+            let segment = campaign
+                .segment
+                .and_then(|s| explained.set.segments.get(s))
+                .map(|s| s.id.as_str());
+            json!({
+                "id": campaign.id,
+                "name": campaign.name,
+                "segment": segment,
+                "content": campaign.content.name(),
+                "shown": explained.shown == Some(position),
+                "skipped": skipped,
+            })
+        })
+        .collect();
+    let shown = explained
+        .shown
+        .and_then(|p| list.campaigns.get(p))
+        .map(|c| c.id.as_str());
+    json!({
+        "version": list.version,
+        "shown": shown,
+        "list": campaigns,
+    })
+}
+
+/// The rule of a custom recommender that placed an item.
+fn placement_json(placement: &Placement, e: &Explanation) -> Value {
+    match placement {
+        Placement::Pinned(place) => json!({
+            "kind": "pin", "place": place, "text": format!("pinned at place {place}"),
+        }),
+        Placement::Sourced { boosts, score } => {
+            let custom = e.campaigns.as_ref().and_then(|c| {
+                let list = c.set.zone(&e.spec.id)?;
+                match &list.campaigns.get(c.shown?)?.content {
+                    Content::Custom(custom) => Some(custom.clone()),
+                    _ => None,
+                }
+            });
+            let matched: Vec<Value> = boosts
+                .iter()
+                .filter_map(|at| {
+                    let boost = custom.as_ref()?.boosts.get(*at)?;
+                    Some(
+                        json!({"boost": at, "filter": boost.filter.name(), "factor": boost.factor}),
+                    )
+                })
+                .collect();
+            let text = if matched.is_empty() {
+                "found by the source; passed every filter".to_owned()
+            } else {
+                format!(
+                    "found by the source; passed every filter; boosted by {} rule(s)",
+                    matched.len()
+                )
+            };
+            json!({"kind": "source", "score": score, "boosts": matched, "text": text})
+        }
+    }
 }
 
 /// One fact as JSON: its kind, its figures, and a sentence.

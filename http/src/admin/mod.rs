@@ -72,7 +72,7 @@ pub fn handle(
             experiments::results(&*account(state, key)?, now)
         }
         ["accounts", key, "explain"] => {
-            query.only(&["zone", "visitor", "product", "currency"])?;
+            query.only(&["zone", "visitor", "product", "currency", "pageType"])?;
             explain::zone(&*account(state, key)?, &query, now)?
         }
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),

@@ -39,6 +39,7 @@ impl Clock {
             events: vec![event].into(),
             zones: Vec::new().into(),
             now: self.now,
+            context: Default::default(),
         });
         self.now += 25;
         self.served += 1;

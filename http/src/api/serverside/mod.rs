@@ -220,6 +220,7 @@ pub fn parse<V: JsonValue>(
         events,
         zones,
         now,
+        context: Default::default(),
     })
 }
 

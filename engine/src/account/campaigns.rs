@@ -1,0 +1,130 @@
+//! An account's campaigns: the compiled set requests read, swapped whole, and the
+//! history of documents it was compiled from; and the size of a segment, counted over
+//! the visitors in memory.
+
+use std::sync::Arc;
+
+use super::Account;
+use crate::campaign::segment::{Condition, Shopper, UserFacts};
+use crate::campaign::{CampaignHistory, CampaignSet, CampaignVersion, RequestContext};
+use crate::catalogue::UnixMillis;
+use crate::event::PageType;
+
+/// A segment's size: visitors matching now, and those of them active lately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SegmentSize {
+    /// Visitors in memory that match.
+    pub matching: u64,
+    /// Of those, the ones seen in the last 24 hours.
+    pub active: u64,
+    /// Visitors looked at.
+    pub visitors: u64,
+}
+
+/// Milliseconds in the window of [`SegmentSize::active`].
+const ACTIVE_MILLIS: UnixMillis = 86_400_000;
+
+impl Account {
+    /// The compiled campaigns now.
+    pub fn campaigns(&self) -> Arc<CampaignSet> {
+        self.campaigns.load_full()
+    }
+
+    /// The campaign documents, every version kept.
+    pub fn campaign_history(&self) -> CampaignHistory {
+        self.campaign_history.lock().clone()
+    }
+
+    /// Adds `version` to the history and swaps in `set`, compiled from it. A version not
+    /// after the latest one (a record applied twice) changes nothing: `false`.
+    pub fn install_campaigns(&self, version: CampaignVersion, set: CampaignSet) -> bool {
+        let mut history = self.campaign_history.lock();
+        if !history.push(version) {
+            return false;
+        }
+        self.campaigns.store(Arc::new(set));
+        true
+    }
+
+    /// Swaps in `set`, compiled again from the latest version (after a reload changed
+    /// the zones or the time zone it was compiled against).
+    pub fn recompiled_campaigns(&self, set: CampaignSet) {
+        let history = self.campaign_history.lock();
+        if history.latest().map_or(0, |v| v.version) == set.version {
+            self.campaigns.store(Arc::new(set));
+        }
+    }
+
+    /// Restores the history from a state snapshot (the set is compiled by the caller,
+    /// which reads documents, from [`CampaignHistory::latest`]).
+    pub(super) fn restore_campaign_history(&self, history: CampaignHistory) {
+        *self.campaign_history.lock() = history;
+    }
+
+    /// How many visitors in memory `rule` matches now, as if each made a request on a
+    /// page of no particular type in the account's currency; and how many of them were
+    /// seen in the last 24 hours. Walks the visitors one shard at a time, off the request
+    /// path (the admin API calls it on the blocking pool).
+    pub fn segment_size(&self, rule: &Condition, now: UnixMillis) -> SegmentSize {
+        let settings = self.settings.load_full();
+        let catalogue = self.catalogue();
+        let context = RequestContext::default();
+        let reads = rule.reads();
+        let mut size = SegmentSize::default();
+        for entry in self.visitors.read().iter() {
+            let live = entry.value();
+            size.visitors += 1;
+            let visitor = live.state();
+            let purchased: Vec<_> = visitor
+                .purchased
+                .iter()
+                .filter_map(|id| catalogue.idx_of(id))
+                .collect();
+            let user = if reads.user {
+                visitor
+                    .identity
+                    .user_id
+                    .as_deref()
+                    .and_then(|id| self.user_facts(id))
+            } else {
+                None
+            };
+            let shopper = Shopper {
+                now,
+                visits: live.visits(),
+                identity: &visitor.identity,
+                user: user.as_ref(),
+                given_dob: visitor.details.dob.and_then(|d| d.date()),
+                catalogue: &catalogue,
+                purchased: &purchased,
+                basket: &visitor.basket,
+                categories: &visitor.categories,
+                brands: &visitor.brands,
+                page_type: None::<PageType>,
+                request: &context,
+                currency: settings.default_currency,
+                account_currency: settings.default_currency,
+            };
+            if rule.holds(&shopper) {
+                size.matching += 1;
+                if now - visitor.last_seen <= ACTIVE_MILLIS {
+                    size.active += 1;
+                }
+            }
+        }
+        size
+    }
+
+    /// What segments read of a store's user record.
+    pub(super) fn user_facts(&self, user_id: &str) -> Option<UserFacts> {
+        let user = self.users.get(user_id)?;
+        Some(UserFacts {
+            country: user.country.clone(),
+            state: user.state.clone(),
+            city: user.city.clone(),
+            gender: user.gender.clone(),
+            group_id: user.group_id.clone(),
+            dob: user.dob,
+        })
+    }
+}

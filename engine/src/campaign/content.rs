@@ -1,0 +1,255 @@
+//! What a campaign shows: automated recommendations, a custom recommender (a source,
+//! then filters, boosts and pins, between a minimum and a maximum of items), or an
+//! image or html content. Custom content is filled by `recommend::custom`, with the
+//! filters applied while the zone is filled.
+
+use compact_str::CompactString;
+
+use crate::catalogue::{ArchivedProduct, Catalogue};
+use crate::recommend::ItemPrice;
+use crate::zone::{Strategy, ZoneSpec};
+
+use super::segment::Names;
+
+/// What a campaign shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// A strategy and its fallbacks, as zones of the configuration are filled: the
+    /// zone's definition with them (and its count) in place of its own.
+    Automated(ZoneSpec),
+    /// A custom recommender.
+    Custom(Box<Custom>),
+    /// Images (`image`, or `image-carousel` with more than one).
+    Image(Vec<Image>),
+    /// An html template, rendered with the zone's title and the products of its
+    /// strategy, if any (the zone's definition with them).
+    Html {
+        /// The template's source (minijinja).
+        template: String,
+        /// The products it shows.
+        spec: ZoneSpec,
+    },
+}
+
+impl Content {
+    /// The zone definition products are filled by, for automated and html content.
+    pub fn spec(&self) -> Option<&ZoneSpec> {
+        match self {
+            Content::Automated(spec) | Content::Html { spec, .. } => Some(spec),
+            Content::Custom(custom) => Some(&custom.spec),
+            Content::Image(_) => None,
+        }
+    }
+
+    /// Its type in the campaign document.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Content::Automated(_) => "automated",
+            Content::Custom(_) => "custom",
+            Content::Image(_) => "image",
+            Content::Html { .. } => "html",
+        }
+    }
+}
+
+/// An image of image content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// Its URL.
+    pub url: String,
+    /// Where it links to.
+    pub link: String,
+    /// Its alternative text.
+    pub alt: String,
+}
+
+/// A custom recommender.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Custom {
+    /// Where candidates come from.
+    pub source: Source,
+    /// Every filter must pass.
+    pub filters: Vec<Filter>,
+    /// Factors on the scores of the candidates that match a filter (below 1: buried).
+    pub boosts: Vec<Boost>,
+    /// Products at fixed places, in place order.
+    pub pins: Vec<Pin>,
+    /// The zone's definition with the source's strategies and the most items shown as
+    /// its count (the strategies' parameters are the zone's).
+    pub spec: ZoneSpec,
+}
+
+/// Where a custom recommender's candidates come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A product strategy, then its fallbacks (in the spec of [`Custom`]).
+    Strategy,
+    /// Listed products in their order, then the most popular products of the listed
+    /// categories, then of the listed brands.
+    Manual {
+        /// Product ids.
+        products: Vec<CompactString>,
+        /// Category ids.
+        categories: Vec<CompactString>,
+        /// Brand ids.
+        brands: Vec<CompactString>,
+    },
+}
+
+/// A pinned product.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// Its id.
+    pub product: CompactString,
+    /// Its place, from 1.
+    pub place: usize,
+}
+
+/// A boost (or, below 1, a bury).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Boost {
+    /// What the boosted candidates match.
+    pub filter: Filter,
+    /// The factor on their score.
+    pub factor: f64,
+}
+
+/// A condition on a candidate product.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// In one of these categories.
+    CategoryIn(Names),
+    /// In none of these categories.
+    CategoryNotIn(Names),
+    /// Of one of these brands.
+    BrandIn(Names),
+    /// Of none of these brands.
+    BrandNotIn(Names),
+    /// Its price for the shopper, in the request's currency (major units), in this
+    /// inclusive range.
+    Price {
+        /// Lowest price.
+        min: Option<f64>,
+        /// Highest price.
+        max: Option<f64>,
+    },
+    /// On offer (`OnOffer` or a sale price) or not.
+    OnOffer(bool),
+    /// A new arrival (`NewArrival`) or not.
+    NewArrival(bool),
+    /// Shares a category with the page's product (none on a page without one).
+    SameCategory,
+    /// Of the page's product's brand (none on a page without one).
+    SameBrand,
+    /// Its price within ± `percent` % of the page's product's price (none on a page
+    /// without one).
+    PriceWithin {
+        /// The percentage.
+        percent: f64,
+    },
+    /// Has one of these search tags.
+    SearchTag(Names),
+}
+
+impl Filter {
+    /// Its kind in the campaign document.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Filter::CategoryIn(_) => "categoryIn",
+            Filter::CategoryNotIn(_) => "categoryNotIn",
+            Filter::BrandIn(_) => "brandIn",
+            Filter::BrandNotIn(_) => "brandNotIn",
+            Filter::Price { .. } => "price",
+            Filter::OnOffer(_) => "onOffer",
+            Filter::NewArrival(_) => "newArrival",
+            Filter::SameCategory => "sameCategory",
+            Filter::SameBrand => "sameBrand",
+            Filter::PriceWithin { .. } => "priceWithin",
+            Filter::SearchTag(_) => "searchTag",
+        }
+    }
+}
+
+/// A candidate as filters see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// The catalogue version.
+    pub catalogue: &'a Catalogue,
+    /// The product.
+    pub product: &'a ArchivedProduct,
+    /// Its price for the shopper.
+    pub price: ItemPrice,
+    /// The page's product and its price for the shopper, when the page has one.
+    pub page: Option<(&'a ArchivedProduct, Option<ItemPrice>)>,
+}
+
+impl Filter {
+    /// Whether `candidate` passes.
+    pub fn passes(&self, candidate: &Candidate<'_>) -> bool {
+        let Candidate {
+            catalogue,
+            product,
+            price,
+            page,
+        } = *candidate;
+        let major = |p: &ItemPrice| {
+            p.price.minor as f64 / 10f64.powi(p.price.currency.minor_digits() as i32)
+        };
+        match self {
+            Filter::CategoryIn(names) => names.any(catalogue.categories_of(product)),
+            Filter::CategoryNotIn(names) => !names.any(catalogue.categories_of(product)),
+            Filter::BrandIn(names) => catalogue.brand_of(product).is_some_and(|b| names.has(b)),
+            Filter::BrandNotIn(names) => !catalogue.brand_of(product).is_some_and(|b| names.has(b)),
+            Filter::Price { min, max } => {
+                let amount = major(&price);
+                min.is_none_or(|min| amount >= min) && max.is_none_or(|max| amount <= max)
+            }
+            Filter::OnOffer(wanted) => (product.on_offer || price.was.is_some()) == *wanted,
+            Filter::NewArrival(wanted) => product.new_arrival == *wanted,
+            Filter::SameCategory => page.is_some_and(|(page, _)| {
+                let theirs: Vec<&str> = catalogue.categories_of(page).collect();
+                catalogue
+                    .categories_of(product)
+                    .any(|c| theirs.contains(&c))
+            }),
+            Filter::SameBrand => page.is_some_and(|(page, _)| {
+                catalogue
+                    .brand_of(page)
+                    .is_some_and(|b| catalogue.brand_of(product) == Some(b))
+            }),
+            Filter::PriceWithin { percent } => {
+                page.and_then(|(_, p)| p).is_some_and(|page_price| {
+                    let reference = major(&page_price);
+                    let amount = major(&price);
+                    (amount - reference).abs() <= reference.abs() * percent / 100.0 + 1e-9
+                })
+            }
+            Filter::SearchTag(names) => product
+                .search_tags
+                .iter()
+                .any(|tag| names.has(tag.as_str())),
+        }
+    }
+}
+
+/// Which rule of a custom recommender placed an item, for explain.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// Pinned at this place (from 1).
+    Pinned(usize),
+    /// Found by the source and passed every filter, with the boosts it matched (their
+    /// positions in the campaign's boosts) and its score after them.
+    Sourced {
+        /// The boosts it matched.
+        boosts: Vec<usize>,
+        /// Its score: 1 / (1 + its place in the source), times each boost's factor.
+        score: f64,
+    },
+}
+
+/// The strategies a custom recommender's spec lists, for explain.
+pub fn strategies(spec: &ZoneSpec) -> impl Iterator<Item = Strategy> + '_ {
+    spec.strategy
+        .into_iter()
+        .chain(spec.fallback.iter().copied())
+}

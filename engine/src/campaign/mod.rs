@@ -1,0 +1,347 @@
+//! Campaigns: who sees what, where and when. A zone holds an ordered list of
+//! [`Campaign`]s, each an audience (a [`segment`]), a [`schedule`] and [`content`]; for
+//! each request the first campaign the shopper qualifies for whose content has enough
+//! items is shown ([`choose`]).
+//!
+//! An account's campaigns are one [`CampaignSet`], compiled whole from the campaign
+//! document (by `vitrine-ingest`, which reads the JSON) and swapped in at once: a
+//! request loads one set and uses it throughout. A zone without a list of its own is
+//! filled as its configuration says, which is the same as one automated campaign for
+//! everyone. The set's versions as documents, with who changed what and when, are the
+//! [`CampaignHistory`]; it goes into state snapshots, the set is compiled from its
+//! latest version.
+//!
+//! Files: `segment.rs` (rules and what they read of the shopper), `schedule.rs` (time
+//! windows, days and hours in the account's time zone), `content.rs` (content types,
+//! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
+
+pub mod content;
+pub mod schedule;
+pub mod segment;
+
+use compact_str::CompactString;
+
+use crate::catalogue::UnixMillis;
+use crate::recommend::{Context, NoTrace, Trace, ZoneItems, fill_custom, fill_zone_traced};
+use content::{Content, Placement};
+use schedule::{Outside, Schedule};
+use segment::{Condition, Reads, Shopper};
+
+/// The device class of a request, from its user agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceClass {
+    /// A phone.
+    Mobile,
+    /// A tablet.
+    Tablet,
+    /// A desktop or laptop computer.
+    Desktop,
+}
+
+impl DeviceClass {
+    /// Every class with its name in the campaign document.
+    pub const ALL: [(&'static str, DeviceClass); 3] = [
+        ("mobile", DeviceClass::Mobile),
+        ("tablet", DeviceClass::Tablet),
+        ("desktop", DeviceClass::Desktop),
+    ];
+}
+
+/// A UTM parameter of the page's URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UtmParameter {
+    /// `utm_source`.
+    Source,
+    /// `utm_medium`.
+    Medium,
+    /// `utm_campaign`.
+    Campaign,
+    /// `utm_term`.
+    Term,
+    /// `utm_content`.
+    Content,
+}
+
+impl UtmParameter {
+    /// Every parameter with its name in the campaign document.
+    pub const ALL: [(&'static str, UtmParameter); 5] = [
+        ("source", UtmParameter::Source),
+        ("medium", UtmParameter::Medium),
+        ("campaign", UtmParameter::Campaign),
+        ("term", UtmParameter::Term),
+        ("content", UtmParameter::Content),
+    ];
+}
+
+/// What a request says of where it comes from: filled by the edge (which reads the
+/// user agent, referrer and URL) only when a segment of the account reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestContext {
+    /// The device class of the user agent (none: not read, or not a known class).
+    pub device: Option<DeviceClass>,
+    /// The referrer's host, lower-case.
+    pub referrer_host: Option<CompactString>,
+    /// The UTM parameters of the page's URL, in the order of [`UtmParameter::ALL`].
+    pub utm: [Option<CompactString>; 5],
+}
+
+impl RequestContext {
+    /// The value of a UTM parameter.
+    pub fn utm(&self, parameter: UtmParameter) -> Option<&str> {
+        let at = UtmParameter::ALL
+            .iter()
+            .position(|(_, p)| *p == parameter)?;
+        self.utm.get(at)?.as_deref()
+    }
+}
+
+/// A named segment of an account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Its id, which campaigns name.
+    pub id: String,
+    /// Its name for people.
+    pub name: String,
+    /// Its rule.
+    pub rule: Condition,
+}
+
+/// A campaign of a zone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Campaign {
+    /// Its id, unique in the zone.
+    pub id: String,
+    /// Its name for people.
+    pub name: String,
+    /// A paused campaign is skipped.
+    pub enabled: bool,
+    /// Its audience: a segment's position in [`CampaignSet::segments`]; none: everyone.
+    pub segment: Option<usize>,
+    /// When it runs; none: always.
+    pub schedule: Option<Schedule>,
+    /// What it shows.
+    pub content: Content,
+    /// Fewer product items than this and it is skipped (product content only).
+    pub min_items: usize,
+}
+
+/// A zone's ordered campaigns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneCampaigns {
+    /// The zone id.
+    pub zone: String,
+    /// The version of the document in which the list last changed.
+    pub version: u64,
+    /// The campaigns, in the order they are tried.
+    pub campaigns: Vec<Campaign>,
+    /// What its segments read.
+    pub reads: Reads,
+}
+
+/// An account's campaigns, compiled.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CampaignSet {
+    /// The document version it was compiled from (0: none was ever stored).
+    pub version: u64,
+    /// The account's segments.
+    pub segments: Vec<Segment>,
+    /// The zones that have a list of their own.
+    pub zones: Vec<ZoneCampaigns>,
+}
+
+impl CampaignSet {
+    /// The list of a zone, when it has one.
+    pub fn zone(&self, zone: &str) -> Option<&ZoneCampaigns> {
+        self.zones.iter().find(|z| z.zone == zone)
+    }
+
+    /// A segment by id.
+    pub fn segment(&self, id: &str) -> Option<(usize, &Segment)> {
+        self.segments.iter().enumerate().find(|(_, s)| s.id == id)
+    }
+}
+
+/// Why a campaign was not shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skipped {
+    /// It is paused.
+    Paused,
+    /// Outside its schedule.
+    Schedule(Outside),
+    /// The shopper is not in its segment.
+    Segment,
+    /// Its content had fewer items than its minimum.
+    TooFewItems {
+        /// Items it had.
+        had: usize,
+        /// Items it needs.
+        min: usize,
+    },
+    /// An earlier campaign was shown.
+    NotReached,
+}
+
+impl Skipped {
+    /// The reason in words.
+    pub fn reason(&self) -> String {
+        match self {
+            Skipped::Paused => "it is paused".to_owned(),
+            Skipped::Schedule(outside) => outside.reason().to_owned(),
+            Skipped::Segment => "the shopper is not in its segment".to_owned(),
+            Skipped::TooFewItems { had, min } => {
+                format!("too few items: {had}, at least {min} wanted")
+            }
+            Skipped::NotReached => "an earlier campaign was shown".to_owned(),
+        }
+    }
+}
+
+/// What a zone's campaigns came to for one request.
+#[derive(Debug)]
+pub struct Chosen {
+    /// The campaign shown (its position in the list); none: no campaign qualified, and
+    /// the zone is empty.
+    pub campaign: Option<usize>,
+    /// Its items (product content).
+    pub items: ZoneItems,
+}
+
+/// What explaining a zone's campaigns records besides each item's evidence.
+pub trait CampaignTrace: Trace {
+    /// The campaign at `position` was skipped.
+    fn skipped(&mut self, _position: usize, _why: Skipped) {}
+    /// An item of custom content was placed by this rule.
+    fn placed(&mut self, _idx: crate::catalogue::ProductIdx, _how: Placement) {}
+    /// A new campaign is being filled: what was recorded for the last one is dropped.
+    fn restart(&mut self) {}
+}
+
+impl CampaignTrace for NoTrace {}
+
+/// Tries a zone's campaigns in order for `shopper`, and fills the first it qualifies for
+/// whose content has enough items.
+pub fn choose<T: CampaignTrace>(
+    set: &CampaignSet,
+    list: &ZoneCampaigns,
+    shopper: &Shopper<'_>,
+    ctx: &Context<'_>,
+    trace: &mut T,
+) -> Chosen {
+    for (position, campaign) in list.campaigns.iter().enumerate() {
+        if let Err(why) = qualifies(set, campaign, shopper, ctx.now) {
+            trace.skipped(position, why);
+            continue;
+        }
+        trace.restart();
+        let items = match &campaign.content {
+            Content::Automated(spec) | Content::Html { spec, .. } => {
+                fill_zone_traced(spec, ctx, trace)
+            }
+            Content::Custom(custom) => fill_custom(custom, ctx, trace),
+            Content::Image(_) => ZoneItems::new(),
+        };
+        let min = match campaign.content {
+            Content::Image(_) => 0,
+            _ => campaign.min_items,
+        };
+        if items.len() < min {
+            trace.skipped(
+                position,
+                Skipped::TooFewItems {
+                    had: items.len(),
+                    min,
+                },
+            );
+            continue;
+        }
+        for later in position + 1..list.campaigns.len() {
+            trace.skipped(later, Skipped::NotReached);
+        }
+        return Chosen {
+            campaign: Some(position),
+            items,
+        };
+    }
+    trace.restart();
+    Chosen {
+        campaign: None,
+        items: ZoneItems::new(),
+    }
+}
+
+/// Whether `shopper` qualifies for `campaign` at `now`: enabled, in its schedule, in its
+/// segment.
+fn qualifies(
+    set: &CampaignSet,
+    campaign: &Campaign,
+    shopper: &Shopper<'_>,
+    now: UnixMillis,
+) -> Result<(), Skipped> {
+    if !campaign.enabled {
+        return Err(Skipped::Paused);
+    }
+    if let Some(schedule) = &campaign.schedule {
+        schedule.runs_at(now).map_err(Skipped::Schedule)?;
+    }
+    if let Some(segment) = campaign.segment.and_then(|s| set.segments.get(s))
+        && !segment.rule.holds(shopper)
+    {
+        return Err(Skipped::Segment);
+    }
+    Ok(())
+}
+
+/// One version of an account's campaign document, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CampaignVersion {
+    /// Its number (from 1).
+    pub version: u64,
+    /// When it was made.
+    pub at: UnixMillis,
+    /// The label of the admin token that made it.
+    pub author: String,
+    /// What changed, in words.
+    pub summary: String,
+    /// The whole document (JSON, as `vitrine-ingest` reads it).
+    pub document: String,
+}
+
+/// Versions kept in the audit log (the oldest are dropped).
+pub const MAX_VERSIONS_KEPT: usize = 1_000;
+
+/// An account's campaign documents, oldest first, at most [`MAX_VERSIONS_KEPT`].
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct CampaignHistory {
+    /// The versions, oldest first.
+    pub versions: Vec<CampaignVersion>,
+}
+
+impl CampaignHistory {
+    /// The latest version.
+    pub fn latest(&self) -> Option<&CampaignVersion> {
+        self.versions.last()
+    }
+
+    /// A version by number.
+    pub fn get(&self, version: u64) -> Option<&CampaignVersion> {
+        self.versions.iter().find(|v| v.version == version)
+    }
+
+    /// Adds a version (the oldest dropped past the bound). A version not after the
+    /// latest is not added (a record applied twice), and `false` is returned.
+    pub fn push(&mut self, version: CampaignVersion) -> bool {
+        if self
+            .latest()
+            .is_some_and(|latest| latest.version >= version.version)
+        {
+            return false;
+        }
+        if self.versions.len() >= MAX_VERSIONS_KEPT {
+            self.versions.remove(0);
+        }
+        self.versions.push(version);
+        true
+    }
+}
