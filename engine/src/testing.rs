@@ -110,6 +110,7 @@ pub fn account_with_models(
         self_evaluation: true,
         tuning: crate::tuning::Tuning::default(),
         max_visitors: None,
+        time_zone: jiff::tz::TimeZone::UTC,
     };
     Account::new(settings, catalogue)
 }

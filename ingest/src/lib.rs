@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backup;
+pub mod campaigns;
 pub mod delta;
 pub mod erasure;
 pub mod feed;

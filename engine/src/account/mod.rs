@@ -98,6 +98,8 @@ pub struct AccountSettings {
     /// [`INLINE_SLACK`] over it evicts inline ([`Account::keep_bound`]), so that the bound
     /// holds whatever the scheduling.
     pub max_visitors: Option<usize>,
+    /// The account's time zone (IANA), in which campaign schedules keep days and hours.
+    pub time_zone: jiff::tz::TimeZone,
 }
 
 /// A user record from a delta's `Users` (or a user feed).

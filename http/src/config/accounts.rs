@@ -30,6 +30,11 @@ pub struct AccountConfig {
     pub region: Region,
     /// Currency of requests that name none.
     pub default_currency: Currency,
+    /// `time_zone`: the IANA time zone campaign schedules keep days and hours in
+    /// (default UTC).
+    pub time_zone: jiff::tz::TimeZone,
+    /// Its name as configured.
+    pub time_zone_name: String,
     /// Whether the account starts with the generated demo catalogue.
     pub demo_catalogue: bool,
     /// Its zones.
@@ -116,6 +121,7 @@ impl AccountConfig {
                 Tuning::Off
             },
             max_visitors: Some(self.max_visitors),
+            time_zone: self.time_zone.clone(),
         }
     }
 }
@@ -158,6 +164,19 @@ pub(super) fn accounts(
         };
         let default_currency = Currency::from_code(&account.default_currency)
             .map_err(|e| err(&key("default_currency"), e.to_string()))?;
+        let time_zone_name = account
+            .time_zone
+            .clone()
+            .unwrap_or_else(|| "UTC".to_owned());
+        let time_zone =
+            vitrine_engine::campaign::schedule::time_zone(&time_zone_name).ok_or_else(|| {
+                err(
+                    &key("time_zone"),
+                    format!(
+                        "{time_zone_name:?} is not an IANA time zone (such as \"Europe/London\")"
+                    ),
+                )
+            })?;
         let mut zones = Vec::with_capacity(account.zones.len());
         let mut content = HashMap::new();
         let mut zone_ids = HashSet::new();
@@ -295,6 +314,8 @@ pub(super) fn accounts(
             secret_key: account.secret_key.clone(),
             region: account_region,
             default_currency,
+            time_zone,
+            time_zone_name,
             demo_catalogue: account.demo_catalogue,
             zones,
             content,

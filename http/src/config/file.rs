@@ -128,6 +128,7 @@ pub(super) struct FileAccount {
     pub(super) secret_key: String,
     pub(super) region: Option<String>,
     pub(super) default_currency: String,
+    pub(super) time_zone: Option<String>,
     #[serde(default)]
     pub(super) demo_catalogue: bool,
     pub(super) max_visitors: Option<u64>,

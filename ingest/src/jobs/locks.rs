@@ -12,6 +12,7 @@
 //! | delta worker `delta-<key>` | applying queued deltas in batches; their statuses | writer → `since_base` |
 //! | compactor `compact-<key>` | compactions; state snapshots on `state_interval` | `rebuild` → writer → `since_base`; then `checkpointing` |
 //! | feed runner `feed-runner` (`runner.rs`) | downloads (or streamed spools), parses and builds of queued feeds; order-history imports (log appends, fsynced) | `rebuild` → writer → `since_base`; then `checkpointing`; feed `queue` |
+//! | admin handlers changing campaigns (`http`, on the blocking pool) | a change of the campaign document: read, check, log append (fsynced), install | `campaigns` (alone; the account's campaign history is a leaf lock of the engine) |
 //! | session sweep (`http`, on the blocking pool) | removing abandoned streamed feeds | `streams` |
 //! | erasure flush `erasure-flush` | sealing the log and rewriting the snapshots after a forget | `rebuild` → writer → `since_base`; then `checkpointing` |
 //! | cluster applier `replica-<key>` (`vitrine-cluster`; only in a cluster) | applying the replicated log's records in order; swapping in feeds built by the cluster | `intake`; `rebuild` → writer → `since_base`; then `checkpointing` |
@@ -44,6 +45,9 @@ pub(super) struct Locks {
     rebuild: Mutex<()>,
     /// Held while a state snapshot is written and the log cut.
     checkpointing: Mutex<()>,
+    /// Held for a whole change of the campaigns (read, check, log, install): one
+    /// change per account at a time. Takes nothing else.
+    pub(super) campaigns: Mutex<()>,
 }
 
 impl Locks {

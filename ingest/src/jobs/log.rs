@@ -79,6 +79,10 @@ pub enum RecordKind {
     /// reads the log after the scrub still erases the person. Each node logs the
     /// identifiers it finds for it as [`RecordKind::Forget`] records.
     ForgetHashed,
+    /// A change of the account's campaigns: the new version of the whole campaign
+    /// document with who made it, when, the part it changed and that part's version
+    /// before (JSON, see `campaigns`).
+    Campaigns,
     /// In a cluster, a record this node took and publishes through its outbox: the
     /// outbox id (the node's start count, 4 bytes, and the record's number in that
     /// start, 8 bytes, little endian), the record's kind byte and the record. A restart
@@ -100,6 +104,7 @@ impl RecordKind {
             RecordKind::Click => 8,
             RecordKind::Outboxed => 9,
             RecordKind::ForgetHashed => 10,
+            RecordKind::Campaigns => 11,
         }
     }
 
@@ -116,6 +121,7 @@ impl RecordKind {
             8 => Some(RecordKind::Click),
             9 => Some(RecordKind::Outboxed),
             10 => Some(RecordKind::ForgetHashed),
+            11 => Some(RecordKind::Campaigns),
             _ => None,
         }
     }
@@ -165,7 +171,8 @@ pub fn inspect(kind: u8, payload: &[u8]) -> Logged {
             RecordKind::FeedSubmitted
             | RecordKind::FeedBuilt
             | RecordKind::Click
-            | RecordKind::ForgetHashed,
+            | RecordKind::ForgetHashed
+            | RecordKind::Campaigns,
         ) => Logged::Other,
         None => Logged::Other,
     }

@@ -34,6 +34,7 @@
 //! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
 //! and thread priority).
 
+mod campaigns;
 mod feeds;
 mod history;
 mod locks;
@@ -66,6 +67,9 @@ use vitrine_engine::catalogue::Catalogue;
 use vitrine_engine::state::Clicked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
+pub use self::campaigns::{
+    CampaignChange, CampaignError, ChangeRequest, Changed, recompile as recompile_campaigns,
+};
 pub use self::feeds::FEED_JOBS_KEPT;
 use self::feeds::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};

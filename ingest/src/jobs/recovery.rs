@@ -70,6 +70,9 @@ impl AccountJobs {
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);
         replay_tracking(&account, &records, state_position, &mut recovery);
+        // The campaigns of the restored history compiled against the zones now (the
+        // records replayed compiled their own).
+        super::campaigns::recompile(&account);
         let feeds = Feeds::load(&feed_dir, &mut recovery.problems)?;
         let streams = Streams::load(dir)?;
         recovery.feeds = feeds.len();
@@ -236,6 +239,9 @@ fn replay_tracking(
                     .problems
                     .push(format!("log record {}: {reason}", record.sequence)),
             },
+            Some(RecordKind::Campaigns) => {
+                super::campaigns::apply(account, &record.payload);
+            }
             Some(
                 RecordKind::Delta
                 | RecordKind::Replicated

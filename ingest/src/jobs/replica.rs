@@ -106,6 +106,7 @@ impl AccountJobs {
             | RecordKind::Events
             | RecordKind::Forget
             | RecordKind::ForgetHashed
+            | RecordKind::Campaigns
             | RecordKind::Click => shared.floors.state,
             RecordKind::Replicated | RecordKind::Outboxed => 0,
         };
@@ -183,6 +184,15 @@ impl AccountJobs {
                 apply_tracking(&shared.account, kind, payload);
                 // Not refused while the log writer is behind (serving is, with a 503):
                 // a refusal here would stop the account's replication.
+                shared
+                    .wal
+                    .append_under_policy_waiting(RecordKind::Replicated.code(), logged)?;
+                shared.stream_position.store(sequence, Ordering::Release);
+            }
+            RecordKind::Campaigns => {
+                // Applied in the log's order on every node: a change whose base is no
+                // longer current is refused the same way everywhere.
+                super::campaigns::apply(&shared.account, payload);
                 shared
                     .wal
                     .append_under_policy_waiting(RecordKind::Replicated.code(), logged)?;
