@@ -11,7 +11,7 @@
 //! 500, and a new variant of `SubmitError` or `RebuildError` forces a decision.
 
 use http::StatusCode;
-use vitrine_fields::Errors;
+use vitrine_fields::{Errors, FieldError};
 use vitrine_ingest::jobs::{RebuildError, StreamError, SubmitError};
 use vitrine_ingest::store::StoreError;
 
@@ -42,8 +42,13 @@ pub enum ApiError {
     Internal(String),
     /// `/admin/`: no bearer token was given.
     Unauthorized(String),
-    /// `/admin/`: the token given opens nothing.
+    /// `/admin/`: the token given opens nothing, or may not write.
     Forbidden(String),
+    /// A document is not valid: each problem with the JSON path of its field (the
+    /// admin API answers them as a list of `{path, message}`).
+    Fields(Vec<FieldError>),
+    /// `/admin/`: `If-Match` names a version that is no longer current; nothing changed.
+    PreconditionFailed(String),
 }
 
 /// Seconds a client is asked to wait before retrying a 503.
@@ -106,6 +111,8 @@ impl ApiError {
             ApiError::Internal(m) => ApiError::Internal(format!("{context}: {m}")),
             ApiError::Unavailable(m) => ApiError::Unavailable(format!("{context}: {m}")),
             other @ (ApiError::Invalid(_)
+            | ApiError::Fields(_)
+            | ApiError::PreconditionFailed(_)
             | ApiError::Unauthorized(_)
             | ApiError::Forbidden(_)
             | ApiError::RateLimited(..)
@@ -123,6 +130,8 @@ impl ApiError {
             ApiError::Unavailable(_) => Some(RETRY_AFTER_SECS),
             ApiError::RateLimited(_, seconds) => Some(*seconds),
             ApiError::Invalid(_)
+            | ApiError::Fields(_)
+            | ApiError::PreconditionFailed(_)
             | ApiError::Credentials(_)
             | ApiError::NotFound(_)
             | ApiError::TooLarge(_)
@@ -138,7 +147,8 @@ impl ApiError {
     pub fn status(&self, endpoint: Endpoint) -> StatusCode {
         use Endpoint as E;
         match (self, endpoint) {
-            (ApiError::Invalid(_), _) => StatusCode::BAD_REQUEST,
+            (ApiError::Invalid(_) | ApiError::Fields(_), _) => StatusCode::BAD_REQUEST,
+            (ApiError::PreconditionFailed(_), _) => StatusCode::PRECONDITION_FAILED,
             (
                 ApiError::Credentials(_),
                 E::Serverside | E::Forget | E::ClientSide | E::ClientClick,
@@ -185,7 +195,9 @@ impl ApiError {
     pub fn messages(&self) -> Vec<String> {
         match self {
             ApiError::Invalid(messages) => messages.clone(),
-            ApiError::Credentials(m)
+            ApiError::Fields(errors) => errors.iter().map(ToString::to_string).collect(),
+            ApiError::PreconditionFailed(m)
+            | ApiError::Credentials(m)
             | ApiError::NotFound(m)
             | ApiError::TooLarge(m)
             | ApiError::NoRoute(m)
@@ -209,7 +221,16 @@ impl ApiError {
             | Endpoint::PluginSignupRequest
             | Endpoint::PluginSignupStatus
             | Endpoint::PluginAddStore => serde_json::json!({ "errors": messages }),
-            Endpoint::Admin => serde_json::json!({ "error": messages.join("; ") }),
+            Endpoint::Admin => match self {
+                ApiError::Fields(errors) => serde_json::json!({
+                    "error": messages.join("; "),
+                    "errors": errors
+                        .iter()
+                        .map(|e| serde_json::json!({"path": e.path, "message": e.message}))
+                        .collect::<Vec<_>>(),
+                }),
+                _ => serde_json::json!({ "error": messages.join("; ") }),
+            },
             Endpoint::ProductFeed
             | Endpoint::Delta
             | Endpoint::DeltaStatus

@@ -473,6 +473,23 @@ async fn route(
     if endpoint.is_clientside() {
         return api::clientside::route(state, endpoint, peer, request).await;
     }
+    // The admin API reads with GET and changes campaigns with PUT and POST.
+    if endpoint == Endpoint::Admin && request.method() != http::Method::GET {
+        let method = request.method().clone();
+        if method != http::Method::PUT && method != http::Method::POST {
+            return Err(ApiError::WrongMethod(format!(
+                "method {method} is not allowed on {path}; use GET, PUT or POST"
+            )));
+        }
+        let uri = request.uri().clone();
+        let headers = request.headers().clone();
+        let body = api::read_body(request, state.config().limits.max_body_bytes).await?;
+        let state = Arc::clone(state);
+        return tokio::task::spawn_blocking(move || {
+            crate::admin::handle_write(&state, &method, &uri, &headers, &body, now_millis())
+        })
+        .await?;
+    }
     if request.method() != endpoint.method() {
         return Err(ApiError::WrongMethod(format!(
             "method {} is not allowed on {path}; use {}",

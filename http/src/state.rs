@@ -50,6 +50,8 @@ pub struct AccountEntry {
     limiters: Vec<Option<Limiter>>,
     /// Where the co-view list setting self-tuning chose is kept.
     pub tuned: Arc<crate::tuned::TunedFile>,
+    /// The html templates of its campaigns.
+    pub campaign_templates: crate::api::render::CampaignTemplates,
 }
 
 /// A token bucket of one endpoint of an account.
@@ -74,6 +76,7 @@ impl AccountEntry {
             texts: &self.product_texts,
             templates: &self.templates,
             content: &self.config.content,
+            campaign_templates: &self.campaign_templates,
         }
     }
 
@@ -357,6 +360,9 @@ impl AppState {
         for key in &report.changed {
             if let Some(entry) = accounts.get(key) {
                 entry.account.replace_settings(entry.config.settings());
+                // The live campaigns stay; compiled again against the new zones and
+                // time zone (a list of a zone the file no longer has goes inert).
+                vitrine_ingest::jobs::recompile_campaigns(&entry.account);
             }
         }
         for entry in accounts.values() {
@@ -492,6 +498,7 @@ fn changed_account(
         metrics: Arc::clone(&entry.metrics),
         limiters: limiters(config),
         tuned: Arc::clone(&entry.tuned),
+        campaign_templates: Default::default(),
     })
 }
 
@@ -570,6 +577,7 @@ fn open_account(
         limiters: limiters(account_config),
         tuned,
         account,
+        campaign_templates: Default::default(),
     })
 }
 

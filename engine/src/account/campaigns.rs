@@ -30,6 +30,12 @@ impl Account {
         self.campaigns.load_full()
     }
 
+    /// Whether a segment of a zone's list reads the request's user agent, referrer or
+    /// URL (the edge reads them only then).
+    pub fn campaigns_read_request(&self) -> bool {
+        self.campaigns.load().zones.iter().any(|z| z.reads.request)
+    }
+
     /// The campaign documents, every version kept.
     pub fn campaign_history(&self) -> CampaignHistory {
         self.campaign_history.lock().clone()

@@ -16,6 +16,7 @@
 //!   zone as a shopper would see it, with why each item is there.
 
 mod analytics;
+mod campaigns;
 mod experiments;
 mod explain;
 mod live;
@@ -29,6 +30,7 @@ use subtle::ConstantTimeEq;
 use vitrine_engine::catalogue::UnixMillis;
 
 use crate::api::Reply;
+use crate::config::AdminToken;
 use crate::error::ApiError;
 use crate::state::{AccountEntry, AppState};
 
@@ -71,6 +73,26 @@ pub fn handle(
             query.only(&[])?;
             experiments::results(&*account(state, key)?, now)
         }
+        ["accounts", key, "segments"] => {
+            campaigns::no_query(&query)?;
+            return Ok(campaigns::segments(&*account(state, key)?));
+        }
+        ["accounts", key, "segments", id, "size"] => {
+            campaigns::no_query(&query)?;
+            campaigns::named_size(&*account(state, key)?, id, now)?
+        }
+        ["accounts", key, "zones", zone, "campaigns"] => {
+            campaigns::no_query(&query)?;
+            return campaigns::zone_campaigns(&*account(state, key)?, zone);
+        }
+        ["accounts", key, "campaigns", "history"] => {
+            campaigns::no_query(&query)?;
+            campaigns::history(&*account(state, key)?)
+        }
+        ["accounts", key, "campaigns", "history", version] => {
+            campaigns::no_query(&query)?;
+            campaigns::version(&*account(state, key)?, version)?
+        }
         ["accounts", key, "explain"] => {
             query.only(&["zone", "visitor", "product", "currency", "pageType"])?;
             explain::zone(&*account(state, key)?, &query, now)?
@@ -78,6 +100,47 @@ pub fn handle(
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),
     };
     Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()))
+}
+
+/// Answers a `PUT` or `POST` under `/admin/api/` (on the blocking pool: a change is
+/// fsynced before its answer).
+pub fn handle_write(
+    state: &AppState,
+    method: &http::Method,
+    uri: &http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    let path = uri.path();
+    let Some(rest) = path.strip_prefix("/admin/api/") else {
+        return Err(ApiError::WrongMethod(format!(
+            "method {method} is not allowed on {path}; use GET"
+        )));
+    };
+    let caller = authorize(state, headers)?;
+    Query::parse(uri.query().unwrap_or("")).only(&[])?;
+    let segments: Vec<&str> = rest.split('/').collect();
+    let (write, expected) = match segments.as_slice() {
+        ["accounts", _, "segments"] => (campaigns::Write::Segments, http::Method::PUT),
+        ["accounts", _, "zones", zone, "campaigns"] => {
+            (campaigns::Write::Zone(zone), http::Method::PUT)
+        }
+        ["accounts", _, "campaigns", "restore"] => (campaigns::Write::Restore, http::Method::POST),
+        ["accounts", _, "segments", "size"] => (campaigns::Write::DraftSize, http::Method::POST),
+        _ => {
+            return Err(ApiError::WrongMethod(format!(
+                "method {method} is not allowed on {path}"
+            )));
+        }
+    };
+    if *method != expected {
+        return Err(ApiError::WrongMethod(format!(
+            "method {method} is not allowed on {path}; use {expected}"
+        )));
+    }
+    let key = segments.get(1).copied().unwrap_or_default();
+    campaigns::write(&*account(state, key)?, &caller, write, headers, body, now)
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
@@ -141,7 +204,7 @@ fn page(path: &str) -> Result<Reply, ApiError> {
 
 /// Checks the bearer token against every admin token (each compared in full, in
 /// constant time).
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<AdminToken, ApiError> {
     let config = state.config();
     let given = headers
         .get(header::AUTHORIZATION)
@@ -160,19 +223,18 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
             "the admin API is closed: no [admin] tokens are configured".to_owned(),
         ));
     }
-    let matched = config
-        .admin_tokens
-        .iter()
-        .fold(subtle::Choice::from(0), |found, token| {
-            found | token.as_bytes().ct_eq(given.as_bytes())
-        });
-    if bool::from(matched) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(
-            "Authorization: the bearer token is not an admin token of this server".to_owned(),
-        ))
+    // Every token compared in full, in constant time; the last that matches is kept.
+    let mut matched = None;
+    for token in &config.admin_tokens {
+        if bool::from(token.token.as_bytes().ct_eq(given.as_bytes())) {
+            matched = Some(token.clone());
+        }
     }
+    matched.ok_or_else(|| {
+        ApiError::Forbidden(
+            "Authorization: the bearer token is not an admin token of this server".to_owned(),
+        )
+    })
 }
 
 fn account(state: &AppState, key: &str) -> Result<std::sync::Arc<AccountEntry>, ApiError> {

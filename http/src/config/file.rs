@@ -65,7 +65,32 @@ pub(super) struct FileCluster {
 #[serde(deny_unknown_fields)]
 pub(super) struct FileAdmin {
     #[serde(default)]
-    pub(super) tokens: Vec<String>,
+    pub(super) tokens: Vec<FileAdminToken>,
+}
+
+/// An admin token: the token alone (an editor), or a table with its role and label.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum FileAdminToken {
+    Plain(String),
+    Table(FileAdminTokenTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileAdminTokenTable {
+    pub(super) token: String,
+    pub(super) role: Option<String>,
+    pub(super) label: Option<String>,
+}
+
+impl FileAdminToken {
+    pub(super) fn token(&self) -> &str {
+        match self {
+            FileAdminToken::Plain(token) => token,
+            FileAdminToken::Table(table) => &table.token,
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

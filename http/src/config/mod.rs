@@ -37,6 +37,7 @@ use accounts::accounts;
 use cluster::cluster_config;
 use file::FileConfig;
 use listeners::{sftp_config, tls_config};
+pub use server::{AdminRole, AdminToken};
 use server::{admin_tokens, delta_config, durability, feed_config, limits, memory_config};
 
 /// The demo configuration used when no `--config` is given.
@@ -106,7 +107,7 @@ pub struct Config {
     /// Accounts.
     pub accounts: Vec<AccountConfig>,
     /// `[admin] tokens`: the bearer tokens that open `/admin/` (none: it is closed).
-    pub admin_tokens: Vec<String>,
+    pub admin_tokens: Vec<AdminToken>,
     /// `[cluster]`: this server is a node of a cluster (none: one server on its own).
     pub cluster: Option<ClusterConfig>,
     /// `[sftp]`: the SFTP server for feed uploads (none: off).

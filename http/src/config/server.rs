@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use vitrine_ingest::jobs::BackgroundPriority;
 
 use super::ConfigError;
-use super::file::{FileAdmin, FileDeltas, FileDurability, FileFeeds, FileLimits, FileMemory};
+use super::file::{
+    FileAdmin, FileAdminToken, FileDeltas, FileDurability, FileFeeds, FileLimits, FileMemory,
+};
 use super::{AccountConfig, within};
 
 /// Which region this process serves.
@@ -150,18 +152,58 @@ impl Default for MemoryConfig {
 /// Shortest admin token accepted.
 pub const MIN_ADMIN_TOKEN_LEN: usize = 24;
 
+/// What an admin token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminRole {
+    /// Reads and changes (campaigns, segments, restores).
+    Editor,
+    /// Reads only: its writes are refused with 403.
+    Viewer,
+}
+
+impl AdminRole {
+    /// Its name in the configuration and the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdminRole::Editor => "editor",
+            AdminRole::Viewer => "viewer",
+        }
+    }
+}
+
+/// An admin token of `[admin] tokens`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminToken {
+    /// The bearer token.
+    pub token: String,
+    /// What it may do (a plain token is an editor).
+    pub role: AdminRole,
+    /// Who it is, as the audit log names it (default `tokens[i]`).
+    pub label: String,
+}
+
+/// Longest admin token label.
+pub(super) const MAX_LABEL_LEN: usize = 64;
+
 /// `[admin] tokens`, validated: long enough to be secret, printable, and none of them a
-/// store's key (the store keys must never open the admin API).
+/// store's key (the store keys must never open the admin API); a role of `editor` or
+/// `viewer`, a label of printable characters.
 pub(super) fn admin_tokens(
     file: &FileAdmin,
     accounts: &[AccountConfig],
     err: &impl Fn(&str, String) -> ConfigError,
-) -> Result<Vec<String>, ConfigError> {
-    for (i, token) in file.tokens.iter().enumerate() {
+) -> Result<Vec<AdminToken>, ConfigError> {
+    let mut tokens: Vec<AdminToken> = Vec::with_capacity(file.tokens.len());
+    for (i, entry) in file.tokens.iter().enumerate() {
         let key = format!("admin.tokens[{i}]");
+        let token = entry.token();
+        let token_key = match entry {
+            FileAdminToken::Plain(_) => key.clone(),
+            FileAdminToken::Table(_) => format!("{key}.token"),
+        };
         if token.len() < MIN_ADMIN_TOKEN_LEN {
             return Err(err(
-                &key,
+                &token_key,
                 format!(
                     "must be at least {MIN_ADMIN_TOKEN_LEN} characters, got {}",
                     token.len()
@@ -170,7 +212,7 @@ pub(super) fn admin_tokens(
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(err(
-                &key,
+                &token_key,
                 "must be printable ASCII without spaces".to_owned(),
             ));
         }
@@ -179,19 +221,43 @@ pub(super) fn admin_tokens(
             .any(|a| a.access_key == *token || a.secret_key == *token)
         {
             return Err(err(
-                &key,
+                &token_key,
                 "must not be an account's access key or secret key".to_owned(),
             ));
         }
-        if file
-            .tokens
-            .get(..i)
-            .is_some_and(|earlier| earlier.contains(token))
-        {
-            return Err(err(&key, "is given twice".to_owned()));
+        if tokens.iter().any(|t| t.token == token) {
+            return Err(err(&token_key, "is given twice".to_owned()));
         }
+        let (role, label) = match entry {
+            FileAdminToken::Plain(_) => (AdminRole::Editor, None),
+            FileAdminToken::Table(table) => {
+                let role = match table.role.as_deref() {
+                    None | Some("editor") => AdminRole::Editor,
+                    Some("viewer") => AdminRole::Viewer,
+                    Some(other) => {
+                        return Err(err(
+                            &format!("{key}.role"),
+                            format!("expected \"editor\" or \"viewer\", got {other:?}"),
+                        ));
+                    }
+                };
+                (role, table.label.clone())
+            }
+        };
+        let label = label.unwrap_or_else(|| format!("tokens[{i}]"));
+        if label.is_empty() || label.len() > MAX_LABEL_LEN || label.chars().any(char::is_control) {
+            return Err(err(
+                &format!("{key}.label"),
+                format!("expected 1 to {MAX_LABEL_LEN} printable characters"),
+            ));
+        }
+        tokens.push(AdminToken {
+            token: token.to_owned(),
+            role,
+            label,
+        });
     }
-    Ok(file.tokens.clone())
+    Ok(tokens)
 }
 
 /// The `[durability]` table, validated.

@@ -120,8 +120,38 @@ fn admin_tokens_and_the_attribution_window_are_checked() {
         &Overrides::default(),
     )
     .unwrap();
-    assert_eq!(config.admin_tokens, ["a-long-enough-admin-token-1"]);
+    assert_eq!(
+        config.admin_tokens,
+        [AdminToken {
+            token: "a-long-enough-admin-token-1".to_owned(),
+            role: AdminRole::Editor,
+            label: "tokens[0]".to_owned(),
+        }]
+    );
     assert_eq!(config.accounts[0].attribution_days, 7);
+    let roles = parse(
+        &admin(
+            "\"a-long-enough-admin-token-1\", { token = \"a-long-enough-admin-token-2\", role = \"viewer\", label = \"merchandising\" }",
+        ),
+        "t",
+        &Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(roles.admin_tokens[1].role, AdminRole::Viewer);
+    assert_eq!(roles.admin_tokens[1].label, "merchandising");
+    assert_eq!(
+        fails(&admin(
+            "{ token = \"a-long-enough-admin-token-2\", role = \"owner\" }"
+        )),
+        "test.toml: admin.tokens[0].role: expected \"editor\" or \"viewer\", got \"owner\""
+    );
+    assert_eq!(
+        fails(&MINIMAL.replace(
+            "default_currency = \"GBP\"",
+            "default_currency = \"GBP\"\ntime_zone = \"Mars/Olympus\""
+        )),
+        "test.toml: accounts[0].time_zone: \"Mars/Olympus\" is not an IANA time zone (such as \"Europe/London\")"
+    );
     assert_eq!(
         fails(&admin("\"short\"")),
         "test.toml: admin.tokens[0]: must be at least 24 characters, got 5"

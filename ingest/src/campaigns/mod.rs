@@ -1163,3 +1163,17 @@ fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<Filter> {
         }
     })
 }
+
+/// The rule of a draft segment, from a body `{"rule": {...}}` (for its size).
+pub fn read_rule(
+    body: &Value,
+    errors: &mut Errors,
+) -> Option<vitrine_engine::campaign::segment::Condition> {
+    let fields = Fields::of(body, "", KeyMatch::Exact, errors)?;
+    only(&fields, body, &["rule"], errors)?;
+    let Some(rule) = fields.get("rule") else {
+        errors.push("rule", "required");
+        return None;
+    };
+    rules::condition(rule, "rule", 1, &mut 0, errors)
+}

@@ -407,8 +407,13 @@ fn page(
         max_zones: config.max_zones,
         ..state.config().limits
     };
-    let request = Fields::of(&body, "", KeyMatch::Exact, &mut errors)
-        .and_then(|fields| serverside::parse(&fields, &limits, now, &mut errors));
+    let request = Fields::of(&body, "", KeyMatch::Exact, &mut errors).and_then(|fields| {
+        let mut request = serverside::parse(&fields, &limits, now, &mut errors)?;
+        if entry.account.campaigns_read_request() {
+            request.context = serverside::request_context(&fields);
+        }
+        Some(request)
+    });
     let (Some(request), true) = (request, errors.is_empty()) else {
         return Err(errors.into());
     };

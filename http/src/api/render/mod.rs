@@ -10,6 +10,7 @@
 //! two together); html zones hand [`WireItem`]s to their templates. The texts and their
 //! cache are in `texts`.
 
+mod campaigns;
 mod texts;
 
 use serde::Serialize;
@@ -20,6 +21,7 @@ use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
 use crate::config::ZoneContent;
+pub use campaigns::CampaignTemplates;
 use texts::PriceText;
 pub use texts::{MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache};
 
@@ -33,6 +35,8 @@ pub struct Rendering<'a> {
     pub templates: &'a minijinja::Environment<'static>,
     /// The images of its image zones.
     pub content: &'a std::collections::HashMap<String, ZoneContent>,
+    /// The html templates of its campaigns.
+    pub campaign_templates: &'a CampaignTemplates,
 }
 
 /// Bytes reserved for a response body up front (two zones of ten products fit).
@@ -50,7 +54,7 @@ pub fn response(
     let any_html = outcome.zones.iter().any(|z| {
         outcome
             .spec(z)
-            .is_some_and(|spec| spec.kind == ZoneKind::Html)
+            .is_some_and(|spec| campaigns::zone_type(outcome, z, spec) == ZoneKind::Html.name())
     });
     // The symbol is written into cached price texts: html zones only need it here.
     let symbol = if any_html { currency.symbol_str() } else { "" };
@@ -59,20 +63,34 @@ pub fn response(
     let html: Vec<Option<String>> = zones_with_html
         .map(|zone| {
             let spec = outcome.spec(zone)?;
-            (spec.kind == ZoneKind::Html).then(|| {
+            (campaigns::zone_type(outcome, zone, spec) == ZoneKind::Html.name()).then(|| {
                 let items = entries(outcome, zone, symbol, rendering);
                 let context = minijinja::context! {
                     title => spec.title.as_str(),
                     items => minijinja::Value::from_serialize(&items),
                 };
-                rendering
-                    .templates
-                    .get_template(&spec.id)
-                    .and_then(|template| template.render(context))
-                    .unwrap_or_else(|error| {
-                        errors.push(format!("zone {:?}: the template failed: {error}", spec.id));
-                        String::new()
-                    })
+                // A campaign's html content renders its own template.
+                let shown = outcome.campaign(zone).filter(|c| {
+                    matches!(
+                        c.content,
+                        vitrine_engine::campaign::content::Content::Html { .. }
+                    )
+                });
+                let rendered = match (shown, outcome.campaigns.as_deref()) {
+                    (Some(campaign), Some(set)) => rendering
+                        .campaign_templates
+                        .of(set)
+                        .get_template(&campaigns::template_name(&spec.id, &campaign.id))
+                        .and_then(|template| template.render(context)),
+                    _ => rendering
+                        .templates
+                        .get_template(&spec.id)
+                        .and_then(|template| template.render(context)),
+                };
+                rendered.unwrap_or_else(|error| {
+                    errors.push(format!("zone {:?}: the template failed: {error}", spec.id));
+                    String::new()
+                })
             })
         })
         .collect();
@@ -98,7 +116,7 @@ pub fn response(
         out.extend_from_slice(b":{\"title\":");
         write_json(&mut out, &spec.title);
         out.extend_from_slice(b",\"type\":");
-        write_json(&mut out, spec.kind.name());
+        write_json(&mut out, campaigns::zone_type(outcome, zone, spec));
         out.extend_from_slice(b",\"items\":[");
         let mut first = true;
         let mut separate = |out: &mut Vec<u8>| {
@@ -113,7 +131,7 @@ pub fn response(
                 write_product(&mut out, text, item);
             });
         }
-        for other in other_entries(catalogue, spec, zone, rendering) {
+        for other in other_entries(outcome, spec, zone, rendering) {
             separate(&mut out);
             write_json(&mut out, &other);
         }
@@ -174,7 +192,7 @@ fn entries<'a>(
         .map(|item| WireEntry::Product(Box::new(item)))
         .collect();
     if let Some(spec) = outcome.spec(zone) {
-        items.extend(other_entries(catalogue, spec, zone, rendering));
+        items.extend(other_entries(outcome, spec, zone, rendering));
     }
     items
 }
@@ -182,25 +200,41 @@ fn entries<'a>(
 /// A zone's items that are not products: its categories or brands, then its
 /// configured images.
 fn other_entries<'a>(
-    catalogue: &'a Catalogue,
+    outcome: &'a ServeOutcome,
     spec: &'a ZoneSpec,
     zone: &'a RenderedZone,
     rendering: Rendering<'a>,
 ) -> impl Iterator<Item = WireEntry<'a>> {
+    let catalogue: &'a Catalogue = &outcome.catalogue;
     let kind = spec.kind;
     let named = zone
         .names
         .iter()
         .map(move |id| WireEntry::Named(named_json(catalogue, kind, id)));
-    let content = rendering.content.get(&spec.id);
-    let images = content.into_iter().flat_map(|c| &c.images).map(|image| {
+    // A zone a campaign fills shows the campaign's images, never the configured ones.
+    let configured = if campaigns::by_campaign(outcome, zone) {
+        None
+    } else {
+        rendering.content.get(&spec.id)
+    };
+    let images = configured.into_iter().flat_map(|c| &c.images).map(|image| {
         WireEntry::Image(WireImage {
             image: &image.url,
             link: &image.link,
             alt: &image.alt,
         })
     });
-    named.chain(images)
+    let campaign_images = campaigns::images(outcome, zone)
+        .unwrap_or_default()
+        .iter()
+        .map(|image| {
+            WireEntry::Image(WireImage {
+                image: &image.url,
+                link: &image.link,
+                alt: &image.alt,
+            })
+        });
+    named.chain(images).chain(campaign_images)
 }
 
 /// An image of an image or image-carousel zone.

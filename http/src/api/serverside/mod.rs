@@ -13,8 +13,10 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Currency;
 use vitrine_fields::{Bump, Errors, Fields, Json, JsonValue, KeyMatch, index_path, kind_of};
 
+mod context;
 mod events;
 
+pub use context::{device_class, request_context};
 pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
 
 use crate::api::{LossWindow, Reply, render};
@@ -92,9 +94,12 @@ pub fn handle<V: JsonValue>(
         None => None,
     };
     let request = parse(&fields, &state.config().limits, now, &mut errors);
-    let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
+    let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
+    if entry.account.campaigns_read_request() {
+        request.context = request_context(&fields);
+    }
     let currency = request.currency.unwrap_or(entry.config.default_currency);
     // Erased identities stripped, events applied, zones filled, then the events logged
     // as `durability.events_fsync` says, all in ingest's one call.

@@ -1,0 +1,301 @@
+//! The campaigns of an account through the admin API: its segments, each zone's ordered
+//! campaign list, the history of versions and restores, and a segment's size.
+//!
+//! - `GET /admin/api/accounts/{key}/segments`, `PUT` the same to replace them all.
+//! - `GET /admin/api/accounts/{key}/zones/{zone}/campaigns`, `PUT` to replace the list.
+//! - `GET /admin/api/accounts/{key}/segments/{id}/size`; `POST
+//!   /admin/api/accounts/{key}/segments/size` with `{"rule": {...}}` for a draft rule.
+//! - `GET /admin/api/accounts/{key}/campaigns/history`, `GET
+//!   .../campaigns/history/{version}`, `POST .../campaigns/restore` with `{"version": n}`.
+//!
+//! Each part's version is its `ETag`; a write with an `If-Match` that is no longer
+//! current is refused with 412 and changes nothing. Validation errors are a 400 listing
+//! each problem with its JSON path; ids the catalogue does not know are `warnings` in
+//! the 200. Writes need an editor token and run on the blocking pool (they fsync).
+
+use http::HeaderMap;
+use serde_json::{Value, json};
+use vitrine_engine::catalogue::UnixMillis;
+use vitrine_ingest::campaigns;
+use vitrine_ingest::jobs::{CampaignChange, CampaignError, ChangeRequest};
+
+use super::Query;
+use crate::api::Reply;
+use crate::config::AdminToken;
+use crate::error::ApiError;
+use crate::state::AccountEntry;
+
+/// `GET .../segments`.
+pub(super) fn segments(entry: &AccountEntry) -> Reply {
+    let (document, _) = entry.jobs.campaign_document();
+    let version = campaigns::segments_version(&document);
+    let list = document
+        .pointer("/segments/list")
+        .cloned()
+        .unwrap_or(json!([]));
+    with_etag(json!({"version": version, "segments": list}), version)
+}
+
+/// `GET .../zones/{zone}/campaigns`: the live list, or for a zone that never had one,
+/// the automated campaign for everyone its configuration makes.
+pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, ApiError> {
+    let settings = entry.account.settings();
+    let spec = settings
+        .zones
+        .iter()
+        .find(|z| z.id == zone)
+        .ok_or_else(|| no_zone(entry, zone))?;
+    let (document, _) = entry.jobs.campaign_document();
+    let version = campaigns::zone_version(&document, zone);
+    let live = document
+        .get("zones")
+        .and_then(|z| z.get(zone))
+        .and_then(|p| p.get("campaigns"))
+        .cloned();
+    let (source, list) = match live {
+        Some(list) => ("live", list),
+        None => {
+            let content = match spec.strategy {
+                Some(strategy) => json!({
+                    "type": "automated",
+                    "strategy": strategy.name(),
+                    "fallback": spec.fallback.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                    "count": spec.count,
+                }),
+                None => Value::Null,
+            };
+            let list = if content.is_null() {
+                json!([])
+            } else {
+                json!([{"id": "configured", "name": format!("{} (from the configuration)", spec.title), "content": content}])
+            };
+            ("configuration", list)
+        }
+    };
+    let mut answer = json!({
+        "zone": zone,
+        "type": spec.kind.name(),
+        "version": version,
+        "source": source,
+        "campaigns": list,
+        "timeZone": entry.config.time_zone_name,
+    });
+    // What each campaign is now: live, scheduled, ended or paused.
+    if let Some(list) = entry.account.campaigns().zone(zone) {
+        let now = crate::clock::now_millis();
+        let status: Vec<Value> = list
+            .campaigns
+            .iter()
+            .map(|c| {
+                let status = if !c.enabled {
+                    "paused"
+                } else {
+                    match c.schedule.as_ref().map(|s| s.runs_at(now)) {
+                        None | Some(Ok(())) => "live",
+                        Some(Err(vitrine_engine::campaign::schedule::Outside::Ended)) => "ended",
+                        Some(Err(_)) => "scheduled",
+                    }
+                };
+                json!({"id": c.id, "status": status})
+            })
+            .collect();
+        answer["status"] = Value::Array(status);
+    }
+    Ok(with_etag(answer, version))
+}
+
+/// `GET .../segments/{id}/size`.
+pub(super) fn named_size(
+    entry: &AccountEntry,
+    id: &str,
+    now: UnixMillis,
+) -> Result<Value, ApiError> {
+    let set = entry.account.campaigns();
+    let (_, segment) = set
+        .segment(id)
+        .ok_or_else(|| ApiError::NotFound(format!("no segment {id:?}")))?;
+    let size = entry.account.segment_size(&segment.rule, now);
+    Ok(size_json(id, size))
+}
+
+fn size_json(id: &str, size: vitrine_engine::account::SegmentSize) -> Value {
+    json!({
+        "segment": id,
+        "matching": size.matching,
+        "activeLast24h": size.active,
+        "visitors": size.visitors,
+    })
+}
+
+/// `GET .../campaigns/history`: every version kept, newest first, without documents.
+pub(super) fn history(entry: &AccountEntry) -> Value {
+    let history = entry.account.campaign_history();
+    let versions: Vec<Value> = history
+        .versions
+        .iter()
+        .rev()
+        .map(|v| {
+            json!({
+                "version": v.version,
+                "at": crate::clock::rfc3339(v.at),
+                "author": v.author,
+                "summary": v.summary,
+            })
+        })
+        .collect();
+    json!({"versions": versions})
+}
+
+/// `GET .../campaigns/history/{version}`: one version with its document.
+pub(super) fn version(entry: &AccountEntry, version: &str) -> Result<Value, ApiError> {
+    let number: u64 = version.parse().map_err(|_| {
+        ApiError::Invalid(vec![format!(
+            "version: expected a whole number, got {version:?}"
+        )])
+    })?;
+    let history = entry.account.campaign_history();
+    let found = history
+        .get(number)
+        .ok_or_else(|| ApiError::NotFound(format!("no version {number} in the history")))?;
+    let document: Value = serde_json::from_str(&found.document).unwrap_or(Value::Null);
+    Ok(json!({
+        "version": found.version,
+        "at": crate::clock::rfc3339(found.at),
+        "author": found.author,
+        "summary": found.summary,
+        "document": document,
+    }))
+}
+
+/// What a write is.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Write<'a> {
+    Segments,
+    Zone(&'a str),
+    Restore,
+    DraftSize,
+}
+
+/// A `PUT` or `POST` of the campaigns.
+pub(super) fn write(
+    entry: &AccountEntry,
+    caller: &AdminToken,
+    write: Write<'_>,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    let body: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::Fields(vec![vitrine_fields::FieldError {
+            path: String::new(),
+            message: format!("invalid JSON: {e}"),
+        }])
+    })?;
+    if let Write::DraftSize = write {
+        // A read: any admin token may ask.
+        let mut errors = vitrine_fields::Errors::default();
+        let rule = campaigns::read_rule(&body, &mut errors);
+        let Some(rule) = rule.filter(|_| errors.is_empty()) else {
+            return Err(ApiError::Fields(errors.list().to_vec()));
+        };
+        let size = entry.account.segment_size(&rule, now);
+        return Ok(Reply::json(
+            serde_json::to_vec(&size_json("", size)).unwrap_or_default(),
+        ));
+    }
+    if caller.role != crate::config::AdminRole::Editor {
+        return Err(ApiError::Forbidden(format!(
+            "the token {:?} is a viewer's: it may read, not change",
+            caller.label
+        )));
+    }
+    let if_match = if_match(headers)?;
+    let change = match write {
+        Write::Segments => CampaignChange::Segments(&body),
+        Write::Zone(zone) => {
+            if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
+                return Err(no_zone(entry, zone));
+            }
+            CampaignChange::Zone { zone, body: &body }
+        }
+        Write::Restore => {
+            let version = body.get("version").and_then(Value::as_u64).ok_or_else(|| {
+                ApiError::Fields(vec![vitrine_fields::FieldError {
+                    path: "version".to_owned(),
+                    message: "required: the whole number of a version in the history".to_owned(),
+                }])
+            })?;
+            CampaignChange::Restore(version)
+        }
+        Write::DraftSize => return Err(ApiError::Internal("unreachable write".to_owned())),
+    };
+    let changed = entry
+        .jobs
+        .change_campaigns(ChangeRequest {
+            change,
+            if_match,
+            author: &caller.label,
+            now,
+        })
+        .map_err(|error| match error {
+            CampaignError::Invalid(errors) => ApiError::Fields(errors.list().to_vec()),
+            CampaignError::Conflict { .. } | CampaignError::Overtaken(_) => {
+                ApiError::PreconditionFailed(error.to_string())
+            }
+            CampaignError::NoVersion(_) => ApiError::NotFound(error.to_string()),
+            CampaignError::Submit(submit) => ApiError::from(submit),
+        })?;
+    let (document, _) = entry.jobs.campaign_document();
+    let etag = match write {
+        Write::Segments => campaigns::segments_version(&document),
+        Write::Zone(zone) => campaigns::zone_version(&document, zone),
+        Write::Restore | Write::DraftSize => changed.version,
+    };
+    Ok(with_etag(
+        json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),
+        etag,
+    ))
+}
+
+/// The version `If-Match` names: `"5"`, `W/"5"` or `5`; `*` or none: no check.
+fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(http::header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    if text == "*" {
+        return Ok(None);
+    }
+    let bare = text.trim_start_matches("W/").trim_matches('"');
+    bare.parse().map(Some).map_err(|_| {
+        ApiError::Invalid(vec![format!(
+            "If-Match: expected the ETag of the version loaded, such as \"3\", got {text:?}"
+        )])
+    })
+}
+
+fn with_etag(value: Value, version: u64) -> Reply {
+    let mut reply = Reply::json(serde_json::to_vec(&value).unwrap_or_default());
+    reply.headers.push(("etag", format!("\"{version}\"")));
+    reply.headers.push(("cache-control", "no-store".to_owned()));
+    reply
+}
+
+fn no_zone(entry: &AccountEntry, zone: &str) -> ApiError {
+    let ids: Vec<String> = entry
+        .account
+        .settings()
+        .zones
+        .iter()
+        .map(|z| z.id.clone())
+        .collect();
+    ApiError::NotFound(format!(
+        "no zone {zone:?}; the account's zones: {}",
+        ids.join(", ")
+    ))
+}
+
+/// Parameters a campaigns endpoint takes (none).
+pub(super) fn no_query(query: &Query) -> Result<(), ApiError> {
+    query.only(&[])
+}

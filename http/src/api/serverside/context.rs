@@ -1,0 +1,101 @@
+//! What a request says of where it comes from, for campaign segments: the device class
+//! of its user agent (woothee's categories), the host of its referrer, and the UTM
+//! parameters of its page's URL. Read only when a segment of the account reads them.
+
+use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
+use vitrine_fields::{Fields, JsonValue};
+
+/// The request's device, referrer host and UTM parameters, from `userAgent`, `referer`
+/// and `currentUrl` (each already validated by [`super::parse`]).
+pub fn request_context<V: JsonValue>(fields: &Fields<'_, '_, V>) -> RequestContext {
+    let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
+    let mut context = RequestContext {
+        device: text("userAgent").and_then(device_class),
+        referrer_host: text("referer").and_then(host),
+        ..RequestContext::default()
+    };
+    if let Some(query) = text("currentUrl")
+        .and_then(|url| url.parse::<http::Uri>().ok())
+        .and_then(|uri| uri.query().map(str::to_owned))
+    {
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            let Some(parameter) = name.strip_prefix("utm_") else {
+                continue;
+            };
+            let slot = UtmParameter::ALL
+                .iter()
+                .position(|(n, _)| *n == parameter)
+                .and_then(|at| context.utm.get_mut(at));
+            if let Some(slot) = slot
+                && slot.is_none()
+            {
+                *slot = Some(value.as_ref().into());
+            }
+        }
+    }
+    context
+}
+
+/// The device class of a user agent: woothee's `pc` is a desktop, `smartphone` and
+/// `mobilephone` a phone, except an iPad, or an Android device whose agent does not say
+/// `Mobile` (Android tablets leave it out), which are tablets; crawlers and other
+/// agents have none.
+pub fn device_class(agent: &str) -> Option<DeviceClass> {
+    let parsed = woothee::parser::Parser::new().parse(agent)?;
+    match parsed.category {
+        "pc" => Some(DeviceClass::Desktop),
+        "smartphone" | "mobilephone" => {
+            let tablet =
+                parsed.os == "iPad" || (parsed.os == "Android" && !agent.contains("Mobile"));
+            Some(if tablet {
+                DeviceClass::Tablet
+            } else {
+                DeviceClass::Mobile
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The host of a URL, lower-case.
+fn host(url: &str) -> Option<vitrine_engine::CompactString> {
+    let uri = url.parse::<http::Uri>().ok()?;
+    Some(uri.host()?.to_ascii_lowercase().into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_classes_of_common_agents() {
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+        let ipad = "Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.0 Mobile/15E148 Safari/604.1";
+        let android_phone = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36";
+        let android_tablet = "Mozilla/5.0 (Linux; Android 13; SM-X710) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+        let desktop = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+        let bot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+        assert_eq!(device_class(iphone), Some(DeviceClass::Mobile));
+        assert_eq!(device_class(ipad), Some(DeviceClass::Tablet));
+        assert_eq!(device_class(android_phone), Some(DeviceClass::Mobile));
+        assert_eq!(device_class(android_tablet), Some(DeviceClass::Tablet));
+        assert_eq!(device_class(desktop), Some(DeviceClass::Desktop));
+        assert_eq!(device_class(bot), None);
+    }
+
+    #[test]
+    fn referrer_host_and_utm_parameters() {
+        let body = serde_json::json!({
+            "referer": "https://WWW.Google.co.uk/search?q=x",
+            "currentUrl": "https://shop.example/?utm_source=newsletter&utm_medium=email&x=1",
+            "userAgent": "curl/8"
+        });
+        let mut errors = vitrine_fields::Errors::default();
+        let fields = Fields::of(&body, "", vitrine_fields::KeyMatch::Exact, &mut errors).unwrap();
+        let context = request_context(&fields);
+        assert_eq!(context.referrer_host.as_deref(), Some("www.google.co.uk"));
+        assert_eq!(context.utm(UtmParameter::Source), Some("newsletter"));
+        assert_eq!(context.utm(UtmParameter::Medium), Some("email"));
+        assert_eq!(context.utm(UtmParameter::Campaign), None);
+    }
+}
