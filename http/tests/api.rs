@@ -20,6 +20,12 @@ mod backup;
 mod busy;
 #[path = "api/buy_again.rs"]
 mod buy_again;
+#[path = "api/campaign_content.rs"]
+mod campaign_content;
+#[path = "api/campaign_segments.rs"]
+mod campaign_segments;
+#[path = "api/campaigns.rs"]
+mod campaigns;
 #[path = "api/clientside.rs"]
 mod clientside;
 #[path = "api/cluster.rs"]

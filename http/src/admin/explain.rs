@@ -1,4 +1,4 @@
-//! `GET /admin/api/accounts/{accessKey}/explain?zone=ZONE&visitor=ID&product=ID&currency=XXX`:
+//! `GET /admin/api/accounts/{accessKey}/explain?zone=ZONE&visitor=ID&product=ID&currency=XXX&pageType=TYPE&at=RFC3339`:
 //! a zone as the shopper would see it (items with title, image and price) with, beside
 //! each item, the strategy that found it and the evidence; then the candidates the
 //! filters removed and why. Read-only: nothing is recorded.
@@ -41,6 +41,18 @@ pub(super) fn zone(
                 PageType::ALL.map(PageType::name).join(", ")
             ))
         })?),
+    };
+    // A preview at another time (a schedule's start, next Saturday): `at` in RFC 3339.
+    let now = match query.get("at") {
+        None | Some("") => now,
+        Some(text) => text
+            .parse::<jiff::Timestamp>()
+            .map(|t| t.as_millisecond())
+            .map_err(|_| {
+                invalid(format!(
+                    "at: expected an RFC 3339 instant such as 2026-11-28T09:00:00Z, got {text:?}"
+                ))
+            })?,
     };
     let account = &entry.account;
     let product = non_empty("product");

@@ -94,7 +94,7 @@ pub fn handle(
             campaigns::version(&*account(state, key)?, version)?
         }
         ["accounts", key, "explain"] => {
-            query.only(&["zone", "visitor", "product", "currency", "pageType"])?;
+            query.only(&["zone", "visitor", "product", "currency", "pageType", "at"])?;
             explain::zone(&*account(state, key)?, &query, now)?
         }
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),

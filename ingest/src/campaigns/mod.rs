@@ -607,18 +607,22 @@ fn read_campaign(
         None => None,
         Some(value) => schedule(value, &fields.path_of("schedule"), target, errors),
     };
-    let min_items = match fields.get("minItems") {
-        None => 1,
-        Some(v) => {
-            whole(v, &fields.path_of("minItems"), 0, MAX_ITEMS as i64, errors).unwrap_or(1) as usize
-        }
-    };
     let content = match fields.get("content") {
         Some(value) => content(value, &fields.path_of("content"), spec, errors),
         None => {
             errors.push(fields.path_of("content"), "required");
             None
         }
+    };
+    // Product content wants one item by default; html and images show with none.
+    let default_min = match content {
+        Some(Content::Html { .. } | Content::Image(_)) => 0,
+        _ => 1,
+    };
+    let min_items = match fields.get("minItems") {
+        None => default_min,
+        Some(v) => whole(v, &fields.path_of("minItems"), 0, MAX_ITEMS as i64, errors)
+            .map_or(default_min, |n| n as usize),
     };
     if let Some(content) = &content
         && let Some(content_spec) = content.spec()

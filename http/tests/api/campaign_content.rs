@@ -1,0 +1,286 @@
+//! What campaigns show, through the real server: filters that leave exactly the eligible
+//! products (applied while the zone is filled, so never a short zone), pins at their
+//! places, boosts and buries that reorder, image and html content, and explain naming
+//! the rule that placed each item.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::campaigns::{EDITOR, admin, put_campaigns, shown, store};
+
+const EVERYTHING: [&str; 8] = ["S1", "S2", "S3", "S4", "S5", "B1", "B2", "B3"];
+
+fn custom(source: Value, filters: Value, extra: Value) -> Value {
+    let mut content =
+        json!({"type": "custom", "source": source, "filters": filters, "maxItems": 8});
+    crate::common::merge(&mut content, extra);
+    json!([{"id": "c", "minItems": 0, "content": content}])
+}
+
+fn all_products() -> Value {
+    json!({"manual": {"categories": ["shoes", "bags"]}})
+}
+
+fn set(ids: &[String]) -> BTreeSet<String> {
+    ids.iter().cloned().collect()
+}
+
+fn expected(ids: &[&str]) -> BTreeSet<String> {
+    ids.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn product_page(product: &str) -> Value {
+    json!([{"name": "page_view", "data": {"page_type": "product_page", "product_id": product}}])
+}
+
+#[test]
+fn filters_leave_exactly_the_eligible_products() {
+    let server = store(Vec::new());
+    let home = json!([]);
+    let cases: Vec<(Value, Value, Vec<&str>)> = vec![
+        (
+            json!([{"price": {"min": 5}}]),
+            home.clone(),
+            vec!["S2", "S3", "S4", "S5", "B2", "B3"],
+        ),
+        (
+            json!([{"price": {"min": 40, "max": 60}}]),
+            home.clone(),
+            vec!["S2", "S3", "S4", "B2"],
+        ),
+        (
+            json!([{"brandIn": ["acme"]}]),
+            home.clone(),
+            vec!["S1", "S2", "S4", "B1", "B3"],
+        ),
+        (
+            json!([{"brandNotIn": ["ACME"]}]),
+            home.clone(),
+            vec!["S3", "S5", "B2"],
+        ),
+        (
+            json!([{"categoryIn": ["bags"]}]),
+            home.clone(),
+            vec!["B1", "B2", "B3"],
+        ),
+        (
+            json!([{"categoryNotIn": ["bags"]}]),
+            home.clone(),
+            vec!["S1", "S2", "S3", "S4", "S5"],
+        ),
+        (json!([{"onOffer": true}]), home.clone(), vec!["S3"]),
+        (json!([{"newArrival": true}]), home.clone(), vec!["S2"]),
+        (
+            json!([{"searchTag": ["leather", "sale"]}]),
+            home.clone(),
+            vec!["S1", "B2"],
+        ),
+        (
+            json!([{"sameBrand": true}]),
+            product_page("S4"),
+            vec!["S1", "S2", "B1", "B3"],
+        ),
+        (
+            json!([{"sameCategory": true}]),
+            product_page("S4"),
+            vec!["S1", "S2", "S3", "S5"],
+        ),
+        (
+            json!([{"priceWithin": 20}]),
+            product_page("S4"),
+            vec!["S2", "S3", "B2"],
+        ),
+        // "Never recommend products under £5": and four more, as a merchandiser stacks them.
+        (
+            json!([{"price": {"min": 5}}, {"categoryIn": ["shoes"]}, {"brandIn": ["acme"]}, {"newArrival": false}, {"onOffer": false}]),
+            home.clone(),
+            vec!["S4"],
+        ),
+        // On a page without a product, product-relative filters hold for nothing.
+        (json!([{"sameBrand": true}]), home.clone(), vec![]),
+    ];
+    for (n, (filters, events, wanted)) in cases.into_iter().enumerate() {
+        put_campaigns(
+            &server,
+            "HP-01",
+            custom(all_products(), filters.clone(), json!({})),
+        );
+        let ids = shown(&server, &format!("f{n}"), "HP-01", events, json!({}));
+        assert_eq!(set(&ids), expected(&wanted), "{filters}");
+    }
+    // The prices compared are the shopper's, in the request's currency.
+    put_campaigns(
+        &server,
+        "HP-01",
+        custom(all_products(), json!([{"price": {"max": 5}}]), json!({})),
+    );
+    assert_eq!(
+        set(&shown(&server, "gbp", "HP-01", json!([]), json!({}))),
+        expected(&["S1", "B1"])
+    );
+    assert_eq!(
+        set(&shown(
+            &server,
+            "usd",
+            "HP-01",
+            json!([]),
+            json!({"currency": "USD"})
+        )),
+        expected(&["S1"])
+    );
+    let _ = EVERYTHING;
+}
+
+#[test]
+fn a_filter_never_leaves_the_zone_short_while_eligible_products_remain() {
+    let server = store(Vec::new());
+    // Trending lists every product; two zenith products wanted of it.
+    let list = custom(
+        json!({"strategy": "trending"}),
+        json!([{"brandIn": ["zenith"]}]),
+        json!({"maxItems": 2}),
+    );
+    put_campaigns(&server, "HP-01", list);
+    // Trending ranks a new catalogue on the models' next round.
+    let ids = crate::common::wait_for(
+        "trending ranked",
+        std::time::Duration::from_secs(120),
+        || {
+            let ids = shown(&server, "short", "HP-01", json!([]), json!({}));
+            (!ids.is_empty()).then_some(ids)
+        },
+    );
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids.iter()
+            .all(|id| ["S3", "S5", "B2"].contains(&id.as_str())),
+        "{ids:?}"
+    );
+}
+
+#[test]
+fn pins_take_their_places_when_eligible() {
+    let server = store(Vec::new());
+    let list = custom(
+        json!({"manual": {"products": ["S2", "S3", "S4", "S5", "S1"]}}),
+        json!([]),
+        json!({"maxItems": 4, "pins": [{"product": "B3", "place": 1}, {"product": "B1", "place": 3}]}),
+    );
+    put_campaigns(&server, "HP-01", list);
+    let ids = shown(&server, "pinned", "HP-01", json!([]), json!({}));
+    assert_eq!(ids, ["B3", "S2", "B1", "S3"]);
+    // A pinned product in the shopper's basket is not eligible: the others move up.
+    let basket = json!([{"name": "set_basket", "data": {"items": [{"id": "B3", "qty": 1, "unitprice": 80}]}}]);
+    let ids = shown(&server, "basket", "HP-01", basket, json!({}));
+    assert_eq!(ids, ["S2", "S3", "B1", "S4"]);
+    let explain = admin(
+        &server,
+        "GET",
+        "/explain?zone=HP-01&visitor=pinned",
+        EDITOR,
+        None,
+        &[],
+    );
+    let items = explain.json()["items"].clone();
+    assert_eq!(items[0]["placedBy"]["kind"], "pin", "{items}");
+    assert_eq!(items[0]["placedBy"]["place"], 1);
+    assert_eq!(items[1]["placedBy"]["kind"], "source");
+}
+
+#[test]
+fn boosts_and_buries_reorder() {
+    let server = store(Vec::new());
+    let source = json!({"manual": {"products": ["S2", "S3", "S4", "S5"]}});
+    put_campaigns(
+        &server,
+        "HP-01",
+        custom(source.clone(), json!([]), json!({})),
+    );
+    assert_eq!(
+        shown(&server, "plain", "HP-01", json!([]), json!({})),
+        ["S2", "S3", "S4", "S5"]
+    );
+    let boosted = json!({"boosts": [{"filter": {"brandIn": ["zenith"]}, "factor": 10}]});
+    put_campaigns(&server, "HP-01", custom(source.clone(), json!([]), boosted));
+    assert_eq!(
+        shown(&server, "boost", "HP-01", json!([]), json!({})),
+        ["S3", "S5", "S2", "S4"]
+    );
+    let buried = json!({"boosts": [{"filter": {"newArrival": true}, "factor": 0.01}]});
+    put_campaigns(&server, "HP-01", custom(source, json!([]), buried));
+    assert_eq!(
+        shown(&server, "bury", "HP-01", json!([]), json!({})),
+        ["S3", "S4", "S5", "S2"]
+    );
+    let explain = admin(
+        &server,
+        "GET",
+        "/explain?zone=HP-01&visitor=bury",
+        EDITOR,
+        None,
+        &[],
+    );
+    let items = explain.json()["items"].clone();
+    assert_eq!(items[3]["id"], "S2");
+    assert_eq!(items[3]["placedBy"]["boosts"][0]["factor"], 0.01, "{items}");
+    assert_eq!(items[3]["placedBy"]["boosts"][0]["filter"], "newArrival");
+}
+
+#[test]
+fn alternatives_within_a_price_band_same_brand_first() {
+    let server = store(Vec::new());
+    // "On a product page, show alternatives within 20 % of its price, same brand first."
+    let list = json!([{
+        "id": "alternatives",
+        "content": {"type": "custom", "source": {"manual": {"categories": ["shoes", "bags"]}},
+            "filters": [{"priceWithin": 20}],
+            "boosts": [{"filter": {"sameBrand": true}, "factor": 100}],
+            "maxItems": 4}
+    }]);
+    put_campaigns(&server, "PP-01", list);
+    let ids = shown(&server, "alt", "PP-01", product_page("S4"), json!({}));
+    // Within £40–£60 of S4's £50: S2 (acme) first, then S3 and B2 (zenith).
+    assert_eq!(ids.first().map(String::as_str), Some("S2"), "{ids:?}");
+    assert_eq!(set(&ids), expected(&["S2", "S3", "B2"]));
+}
+
+#[test]
+fn image_and_html_content_set_the_zones_type() {
+    let server = store(Vec::new());
+    let list = json!([
+        {"id": "banner", "segment": null, "content": {"type": "image", "images": [
+            {"url": "https://cdn.example/a.jpg", "link": "/sale", "alt": "Sale"},
+            {"url": "https://cdn.example/b.jpg", "link": "/new", "alt": "New"}]}},
+    ]);
+    put_campaigns(&server, "HP-01", list);
+    let body = crate::common::serverside_body(json!({
+        "appId": crate::campaigns::KEY, "secretKey": crate::campaigns::SECRET,
+        "visitorId": "img", "events": [], "zones": ["HP-01"],
+    }));
+    let resp = server.post_json("/api/serverside", &body).json();
+    assert_eq!(resp["zones"]["HP-01"]["type"], "image-carousel", "{resp}");
+    assert_eq!(
+        resp["zones"]["HP-01"]["items"][1]["Image"],
+        "https://cdn.example/b.jpg"
+    );
+    let html = json!([{"id": "html", "content": {"type": "html",
+        "template": "<ul>{% for item in items %}<li>{{ item.Id }}</li>{% endfor %}</ul>",
+        "strategy": "trending", "count": 2}}]);
+    put_campaigns(&server, "HP-01", html);
+    let resp = crate::common::wait_for(
+        "trending ranked",
+        std::time::Duration::from_secs(120),
+        || {
+            let resp = server.post_json("/api/serverside", &body).json();
+            (!resp["zones"]["HP-01"]["items"].as_array()?.is_empty()).then_some(resp)
+        },
+    );
+    let zone = &resp["zones"]["HP-01"];
+    assert_eq!(zone["type"], "html", "{resp}");
+    assert_eq!(zone["items"].as_array().unwrap().len(), 2);
+    assert!(
+        zone["html"].as_str().unwrap().starts_with("<ul><li>"),
+        "{zone}"
+    );
+}
