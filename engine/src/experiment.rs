@@ -34,6 +34,10 @@ pub struct Variant {
     /// The zone as this variant fills it (the zone's own spec with the variant's
     /// strategy, fallback and count).
     pub spec: ZoneSpec,
+    /// Whether this variant shows the zone's live campaign list (when it has one)
+    /// instead of `spec`: a list tested against the automated zone, or against another
+    /// variant.
+    pub campaigns: bool,
 }
 
 impl Experiment {
@@ -95,6 +99,7 @@ mod tests {
                     name: format!("v{i}"),
                     weight: *weight,
                     spec: zone("Z", Strategy::Trending, 4),
+                    campaigns: false,
                 })
                 .collect(),
         }

@@ -51,11 +51,14 @@ pub enum Target {
     Snapshot,
     /// State-snapshot payloads (framed rkyv entries).
     State,
+    /// Campaign documents: the admin API's segments and campaign-list bodies, and a
+    /// whole stored document, read and compiled against a store's zones.
+    Campaigns,
 }
 
 impl Target {
     /// Every target.
-    pub const ALL: [Target; 10] = [
+    pub const ALL: [Target; 11] = [
         Target::Serverside,
         Target::Delta,
         Target::Feed,
@@ -66,6 +69,7 @@ impl Target {
         Target::Wal,
         Target::Snapshot,
         Target::State,
+        Target::Campaigns,
     ];
 
     /// The target's name (and corpus directory).
@@ -81,6 +85,7 @@ impl Target {
             Target::Wal => "wal",
             Target::Snapshot => "snapshot",
             Target::State => "state",
+            Target::Campaigns => "campaigns",
         }
     }
 
@@ -155,8 +160,37 @@ impl Target {
             Target::State => {
                 let _ = vitrine_ingest::state::decode(input);
             }
+            Target::Campaigns => campaign_document(input),
         }
     }
+}
+
+/// A campaign document read every way the server reads one: as the segments' body, as
+/// a zone's list, as a stored document, and as a draft rule.
+fn campaign_document(input: &[u8]) {
+    use vitrine_ingest::campaigns::{self, Target as Zones};
+    let Ok(body) = serde_json::from_slice::<serde_json::Value>(input) else {
+        return;
+    };
+    let zones = [
+        vitrine_testkit::zone("HP-01", vitrine_engine::zone::Strategy::Trending, 8),
+        vitrine_testkit::zone("PP-01", vitrine_engine::zone::Strategy::Similar, 4),
+    ];
+    let time_zone = jiff::tz::TimeZone::UTC;
+    let target = Zones {
+        zones: &zones,
+        time_zone: &time_zone,
+    };
+    let empty = campaigns::empty_document();
+    if let Ok((document, _)) = campaigns::with_segments(&empty, &body, 1, target) {
+        let _ = campaigns::with_campaigns(&document, "HP-01", &body, 2, target);
+    }
+    let _ = campaigns::with_campaigns(&empty, "HP-01", &body, 1, target);
+    let _ = campaigns::compile(&body, 1, target);
+    let _ = campaigns::summary(&empty, &body);
+    let _ = campaigns::restored(&empty, &body, 3);
+    let mut errors = Errors::default();
+    let _ = campaigns::read_rule(&body, &mut errors);
 }
 
 /// A panic found, with the input that caused it.

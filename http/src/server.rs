@@ -476,9 +476,12 @@ async fn route(
     // The admin API reads with GET and changes campaigns with PUT and POST.
     if endpoint == Endpoint::Admin && request.method() != http::Method::GET {
         let method = request.method().clone();
-        if method != http::Method::PUT && method != http::Method::POST {
+        if method != http::Method::PUT
+            && method != http::Method::POST
+            && method != http::Method::DELETE
+        {
             return Err(ApiError::WrongMethod(format!(
-                "method {method} is not allowed on {path}; use GET, PUT or POST"
+                "method {method} is not allowed on {path}; use GET, PUT, POST or DELETE"
             )));
         }
         let uri = request.uri().clone();

@@ -20,6 +20,8 @@ mod backup;
 mod busy;
 #[path = "api/buy_again.rs"]
 mod buy_again;
+#[path = "api/campaign_analytics.rs"]
+mod campaign_analytics;
 #[path = "api/campaign_content.rs"]
 mod campaign_content;
 #[path = "api/campaign_segments.rs"]

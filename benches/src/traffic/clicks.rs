@@ -55,6 +55,7 @@ impl Clicks {
                     name: name.clone(),
                     weight: 1,
                     spec: vitrine_testkit::zone(&experiment.zone, strategy, 8),
+                    campaigns: false,
                 });
             }
             built.push(Experiment {

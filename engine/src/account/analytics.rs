@@ -121,11 +121,22 @@ impl Account {
         let Some(spec) = settings.zones.iter().find(|z| z.id == clicked.zone) else {
             return false;
         };
-        let variant = settings
-            .variant(spec, &clicked.visitor_id, clicked.now)
-            .map_or_else(CompactString::default, |(_, v)| {
-                CompactString::from(v.name.as_str())
-            });
+        let variant = match settings.variant(spec, &clicked.visitor_id, clicked.now) {
+            Some((_, v)) => CompactString::from(v.name.as_str()),
+            // A zone with campaigns: the campaign of the latest answer the zone gave
+            // the visitor.
+            None if self.campaigns.load().zone(&spec.id).is_some() => self
+                .visitors
+                .read()
+                .get(&clicked.visitor_id)
+                .and_then(|v| {
+                    let answers = &v.impressions()?.answers;
+                    let latest = answers.iter().rev().find(|a| a.zone == clicked.zone)?;
+                    Some(latest.variant.clone())
+                })
+                .unwrap_or_default(),
+            None => CompactString::default(),
+        };
         let key = ZoneDay {
             zone: CompactString::from(spec.id.as_str()),
             variant,

@@ -186,7 +186,9 @@ impl Account {
         );
         let mut recorder = Recorder::default();
         let set = self.campaigns();
-        let list = set.zone(&spec.id).filter(|_| variant.is_none());
+        let list = set
+            .zone(&spec.id)
+            .filter(|_| variant.is_none_or(|(_, v)| v.campaigns));
         let (items, campaigns) = match list {
             Some(list) => {
                 let user = snapshot

@@ -50,8 +50,8 @@ pub use explain::{CampaignsExplained, ExplainRequest, ExplainedItem, Explanation
 use identity::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use serve::{
-    MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome, ServeRequest,
-    ZoneIds,
+    CAMPAIGN_VARIANT_PREFIX, MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones,
+    ServeOutcome, ServeRequest, ZoneIds, campaign_variant,
 };
 pub use track::customer_visitor_id;
 

@@ -519,18 +519,27 @@ fn fill_zones(
         }
         // A running experiment on the zone fills it as the visitor's variant says.
         let variant = settings.variant(spec, visitor_id, now).map(|(_, v)| v);
-        // A zone with a list of campaigns (and no experiment) shows the first that
-        // qualifies.
-        if variant.is_none()
+        // A zone with a list of campaigns shows the first that qualifies (unless an
+        // experiment's variant fills it otherwise).
+        if variant.is_none_or(|v| v.campaigns)
             && let Some(set) = campaigns
             && let Some(list) = set.zone(&spec.id)
         {
             let chosen = choose(set, list, shopper, ctx, &mut NoTrace);
+            // Analytics count the campaign shown as the zone's variant (an experiment's
+            // variant keeps its own name).
+            let variant = match variant {
+                Some(v) => CompactString::from(v.name.as_str()),
+                None => chosen
+                    .campaign
+                    .and_then(|at| list.campaigns.get(at))
+                    .map_or_else(CompactString::default, |c| campaign_variant(&c.id)),
+            };
             zones.push(RenderedZone {
                 spec: position,
                 items: chosen.items,
                 names: Vec::new(),
-                variant: CompactString::default(),
+                variant,
                 campaign: chosen.campaign,
             });
             continue;
@@ -550,6 +559,16 @@ fn fill_zones(
     }
     zones
 }
+
+/// The variant name analytics count a campaign's answers under: `campaign:<id>`.
+pub fn campaign_variant(id: &str) -> CompactString {
+    let mut name = CompactString::const_new(CAMPAIGN_VARIANT_PREFIX);
+    name.push_str(id);
+    name
+}
+
+/// What begins the variant name of a campaign's answers.
+pub const CAMPAIGN_VARIANT_PREFIX: &str = "campaign:";
 
 /// Fills one zone of the account for the request in `ctx`: products with their prices
 /// for product and html zones, category or brand names for category and brand zones,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use compact_str::CompactString;
 use serde_json::{Value, json};
 use time::Date;
+use vitrine_engine::account::CAMPAIGN_VARIANT_PREFIX;
 use vitrine_engine::analytics::{ZoneCounts, day_of};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Money;
@@ -131,9 +132,11 @@ pub(super) fn zones(
                         .and_then(|z| z.strategy)
                 })
                 .map(|s| s.name());
+            let campaign = variant.strip_prefix(CAMPAIGN_VARIANT_PREFIX);
             json!({
                 "zone": zone.as_str(),
-                "variant": variant.as_str(),
+                "variant": if campaign.is_some() { "" } else { variant.as_str() },
+                "campaign": campaign,
                 "strategy": strategy,
                 "totals": counts_json(&totals),
                 "days": days

@@ -99,7 +99,9 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
                 json!({"id": c.id, "status": status})
             })
             .collect();
-        answer["status"] = Value::Array(status);
+        if let Some(fields) = answer.as_object_mut() {
+            fields.insert("status".to_owned(), Value::Array(status));
+        }
     }
     Ok(with_etag(answer, version))
 }
@@ -172,6 +174,7 @@ pub(super) fn version(entry: &AccountEntry, version: &str) -> Result<Value, ApiE
 pub(super) enum Write<'a> {
     Segments,
     Zone(&'a str),
+    RemoveZone(&'a str),
     Restore,
     DraftSize,
 }
@@ -185,12 +188,16 @@ pub(super) fn write(
     body: &[u8],
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::Fields(vec![vitrine_fields::FieldError {
-            path: String::new(),
-            message: format!("invalid JSON: {e}"),
-        }])
-    })?;
+    let body: Value = if body.is_empty() && matches!(write, Write::RemoveZone(_)) {
+        Value::Null
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::Fields(vec![vitrine_fields::FieldError {
+                path: String::new(),
+                message: format!("invalid JSON: {e}"),
+            }])
+        })?
+    };
     if let Write::DraftSize = write {
         // A read: any admin token may ask.
         let mut errors = vitrine_fields::Errors::default();
@@ -217,6 +224,12 @@ pub(super) fn write(
                 return Err(no_zone(entry, zone));
             }
             CampaignChange::Zone { zone, body: &body }
+        }
+        Write::RemoveZone(zone) => {
+            if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
+                return Err(no_zone(entry, zone));
+            }
+            CampaignChange::RemoveZone(zone)
         }
         Write::Restore => {
             let version = body.get("version").and_then(Value::as_u64).ok_or_else(|| {
@@ -248,7 +261,7 @@ pub(super) fn write(
     let (document, _) = entry.jobs.campaign_document();
     let etag = match write {
         Write::Segments => campaigns::segments_version(&document),
-        Write::Zone(zone) => campaigns::zone_version(&document, zone),
+        Write::Zone(zone) | Write::RemoveZone(zone) => campaigns::zone_version(&document, zone),
         Write::Restore | Write::DraftSize => changed.version,
     };
     Ok(with_etag(

@@ -123,6 +123,9 @@ pub fn handle_write(
     let segments: Vec<&str> = rest.split('/').collect();
     let (write, expected) = match segments.as_slice() {
         ["accounts", _, "segments"] => (campaigns::Write::Segments, http::Method::PUT),
+        ["accounts", _, "zones", zone, "campaigns"] if *method == http::Method::DELETE => {
+            (campaigns::Write::RemoveZone(zone), http::Method::DELETE)
+        }
         ["accounts", _, "zones", zone, "campaigns"] => {
             (campaigns::Write::Zone(zone), http::Method::PUT)
         }

@@ -170,6 +170,7 @@ pub(super) fn experiments(
                 name: variant.name.clone(),
                 weight: weight as u32,
                 spec,
+                campaigns: variant.campaigns.unwrap_or(false),
             });
         }
         let overlaps = |other: &Experiment| {

@@ -216,6 +216,7 @@ pub(super) struct FileVariant {
     pub(super) long_term: Option<f64>,
     pub(super) context: Option<i64>,
     pub(super) content: Option<f64>,
+    pub(super) campaigns: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -283,6 +283,31 @@ fn lists_carry_etags_and_a_stale_if_match_changes_nothing() {
     );
     assert_eq!(good.status, 200, "{}", good.body);
     assert_eq!(shown(&server, "v1", "HP-01", json!([]), json!({})), ["S4"]);
+
+    // The list removed (with a stale ETag first): the zone is its configuration again.
+    let third = etag(&good);
+    let stale_remove = admin(
+        &server,
+        "DELETE",
+        "/zones/HP-01/campaigns",
+        EDITOR,
+        None,
+        &[("if-match", &second)],
+    );
+    assert_eq!(stale_remove.status, 412, "{}", stale_remove.body);
+    let removed = admin(
+        &server,
+        "DELETE",
+        "/zones/HP-01/campaigns",
+        EDITOR,
+        None,
+        &[("if-match", &third)],
+    );
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    let read = admin(&server, "GET", "/zones/HP-01/campaigns", EDITOR, None, &[]);
+    assert_eq!(read.json()["source"], "configuration", "{}", read.body);
+    assert_eq!(etag(&read), etag(&removed));
+    assert_ne!(shown(&server, "v1", "HP-01", json!([]), json!({})), ["S4"]);
 }
 
 #[test]
@@ -307,6 +332,42 @@ fn a_viewer_reads_but_may_not_write() {
     // Any other method is refused on the admin API.
     let delete = admin(&server, "DELETE", "/segments", EDITOR, None, &[]);
     assert_eq!(delete.status, 405, "{}", delete.body);
+    let patch = admin(
+        &server,
+        "PATCH",
+        "/zones/HP-01/campaigns",
+        EDITOR,
+        None,
+        &[],
+    );
+    assert_eq!(patch.status, 405, "{}", patch.body);
+    let remove = admin(
+        &server,
+        "DELETE",
+        "/zones/HP-01/campaigns",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(remove.status, 403, "{}", remove.body);
+    let patch = admin(
+        &server,
+        "PATCH",
+        "/zones/HP-01/campaigns",
+        EDITOR,
+        None,
+        &[],
+    );
+    assert_eq!(patch.status, 405, "{}", patch.body);
+    let remove = admin(
+        &server,
+        "DELETE",
+        "/zones/HP-01/campaigns",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(remove.status, 403, "{}", remove.body);
 }
 
 #[test]

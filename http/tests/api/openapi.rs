@@ -457,15 +457,41 @@ fn the_document_lists_every_endpoint_the_server_routes() {
             "{path} is not in the document"
         );
     }
+    for (path, method) in ADMIN_WRITES {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} is not in the document"
+        );
+    }
+    let write_only = ADMIN_WRITES
+        .iter()
+        .filter(|(path, _)| !ADMIN_PATHS.contains(path))
+        .map(|(path, _)| *path)
+        .collect::<std::collections::BTreeSet<_>>();
     assert_eq!(
         listed.len(),
-        Endpoint::ALL.len() - 2 + ADMIN_PATHS.len(),
+        Endpoint::ALL.len() - 2 + ADMIN_PATHS.len() + write_only.len(),
         "{listed:?}"
     );
 }
 
+/// The admin API's changes, as the document gives them.
+const ADMIN_WRITES: [(&str, &str); 5] = [
+    ("/admin/api/accounts/{accessKey}/segments", "put"),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+        "put",
+    ),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+        "delete",
+    ),
+    ("/admin/api/accounts/{accessKey}/campaigns/restore", "post"),
+    ("/admin/api/accounts/{accessKey}/segments/size", "post"),
+];
+
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 7] = [
+const ADMIN_PATHS: [&str; 12] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -473,6 +499,11 @@ const ADMIN_PATHS: [&str; 7] = [
     "/admin/api/accounts/{accessKey}/explain",
     "/admin/api/accounts/{accessKey}/predictions",
     "/admin/api/accounts/{accessKey}/models",
+    "/admin/api/accounts/{accessKey}/segments",
+    "/admin/api/accounts/{accessKey}/segments/{segment}/size",
+    "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+    "/admin/api/accounts/{accessKey}/campaigns/history",
+    "/admin/api/accounts/{accessKey}/campaigns/history/{version}",
 ];
 
 #[test]
@@ -588,5 +619,155 @@ fn admin_answers_match_the_openapi_document() {
     assert_eq!(
         body["experiments"][0]["variants"][1]["strategy"], "trending",
         "{body}"
+    );
+
+    // Campaigns: changes, their answers and errors, then the reads, each against the
+    // document.
+    let send = |method: &str, path: &str, body: &Value, if_match: Option<&str>| {
+        let auth = format!("Bearer {token}");
+        let mut headers = vec![("authorization", auth.as_str())];
+        if let Some(tag) = if_match {
+            headers.push(("if-match", tag));
+        }
+        let bytes = serde_json::to_vec(body).unwrap();
+        crate::common::request(server.addr, method, path, &bytes, &headers)
+    };
+    let base = format!("/admin/api/accounts/{DEMO_KEY}");
+    let segments = json!({"segments": [{"id": "buyers", "rule": {"orders": {"min": 1}}}]});
+    let list = json!({"campaigns": [
+        {"id": "members", "segment": "buyers", "content": {"type": "automated", "strategy": "buy_again"}},
+        {"id": "pinned", "content": {"type": "custom", "source": {"strategy": "trending"},
+            "boosts": [{"filter": {"onOffer": true}, "factor": 2}], "pins": [{"product": "P00002", "place": 1}]}}]});
+    for (method, path, documented, body, if_match, status) in [
+        (
+            "PUT",
+            format!("{base}/segments"),
+            ("put", "/admin/api/accounts/{accessKey}/segments"),
+            segments.clone(),
+            None,
+            200,
+        ),
+        (
+            "PUT",
+            format!("{base}/segments"),
+            ("put", "/admin/api/accounts/{accessKey}/segments"),
+            json!({"segments": [{"id": 1}]}),
+            None,
+            400,
+        ),
+        (
+            "PUT",
+            format!("{base}/segments"),
+            ("put", "/admin/api/accounts/{accessKey}/segments"),
+            segments.clone(),
+            Some("\"0\""),
+            412,
+        ),
+        (
+            "PUT",
+            format!("{base}/zones/HP-01/campaigns"),
+            (
+                "put",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+            ),
+            list.clone(),
+            None,
+            200,
+        ),
+        (
+            "PUT",
+            format!("{base}/zones/NOPE/campaigns"),
+            (
+                "put",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+            ),
+            list.clone(),
+            None,
+            404,
+        ),
+        (
+            "POST",
+            format!("{base}/segments/size"),
+            ("post", "/admin/api/accounts/{accessKey}/segments/size"),
+            json!({"rule": {"visitor": "new"}}),
+            None,
+            200,
+        ),
+        (
+            "POST",
+            format!("{base}/campaigns/restore"),
+            ("post", "/admin/api/accounts/{accessKey}/campaigns/restore"),
+            json!({"version": 1}),
+            None,
+            200,
+        ),
+        (
+            "POST",
+            format!("{base}/campaigns/restore"),
+            ("post", "/admin/api/accounts/{accessKey}/campaigns/restore"),
+            json!({"version": 99}),
+            None,
+            404,
+        ),
+        (
+            "PUT",
+            format!("{base}/zones/HP-01/campaigns"),
+            (
+                "put",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+            ),
+            list.clone(),
+            None,
+            200,
+        ),
+    ] {
+        let resp = send(method, &path, &body, if_match);
+        assert_eq!(resp.status, status, "{method} {path}: {}", resp.body);
+        conforms(&doc, documented.0, documented.1, &resp);
+    }
+    for (path, documented, status) in [
+        (format!("{base}/segments"), ADMIN_PATHS[7], 200),
+        (format!("{base}/segments/buyers/size"), ADMIN_PATHS[8], 200),
+        (format!("{base}/segments/nobody/size"), ADMIN_PATHS[8], 404),
+        (format!("{base}/zones/HP-01/campaigns"), ADMIN_PATHS[9], 200),
+        (format!("{base}/zones/PP-01/campaigns"), ADMIN_PATHS[9], 200),
+        (format!("{base}/campaigns/history"), ADMIN_PATHS[10], 200),
+        (format!("{base}/campaigns/history/1"), ADMIN_PATHS[11], 200),
+        (format!("{base}/campaigns/history/x"), ADMIN_PATHS[11], 400),
+        (
+            format!("{explain}?zone=HP-01&visitor=doc-check"),
+            ADMIN_PATHS[4],
+            200,
+        ),
+        (
+            format!("{explain}?zone=HP-01&at=2026-11-28T09:00:00Z&pageType=homepage"),
+            ADMIN_PATHS[4],
+            200,
+        ),
+        (analytics.clone(), ADMIN_PATHS[2], 200),
+    ] {
+        let resp = get(&path, Some(token));
+        assert_eq!(resp.status, status, "{path}: {}", resp.body);
+        conforms(&doc, "get", documented, &resp);
+    }
+    let body = get(
+        &format!("{explain}?zone=HP-01&visitor=doc-check"),
+        Some(token),
+    )
+    .json();
+    assert_eq!(body["campaigns"]["shown"], "pinned", "{body}");
+    assert_eq!(body["items"][0]["placedBy"]["kind"], "pin", "{body}");
+    let removed = send(
+        "DELETE",
+        &format!("{base}/zones/HP-01/campaigns"),
+        &json!(null),
+        None,
+    );
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    conforms(
+        &doc,
+        "delete",
+        "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
+        &removed,
     );
 }

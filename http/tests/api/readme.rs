@@ -39,15 +39,31 @@ fn readme_examples_give_the_documented_answers() {
             .split(" -d '")
             .nth(1)
             .map(|rest| rest.split('\'').next().unwrap().to_owned());
+        // Headers in double quotes, or in single quotes (to hold a quoted ETag).
         let headers: Vec<(&str, &str)> = command
             .split(" -H \"")
             .skip(1)
             .filter_map(|rest| rest.split('"').next()?.split_once(": "))
+            .chain(
+                command
+                    .split(" -H '")
+                    .skip(1)
+                    .filter_map(|rest| rest.split('\'').next()?.split_once(": ")),
+            )
             .collect();
-        let resp = match &body {
-            Some(body) => request(server.addr, "POST", path, body.as_bytes(), &headers),
-            None => request(server.addr, "GET", path, b"", &headers),
-        };
+        // `-X PUT` (and the like) names the method; otherwise a body is a POST.
+        let method = command
+            .split(" -X ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or(if body.is_some() { "POST" } else { "GET" });
+        let resp = request(
+            server.addr,
+            method,
+            path,
+            body.as_deref().unwrap_or("").as_bytes(),
+            &headers,
+        );
         assert_eq!(
             resp.status, expected,
             "README example for {path}: {}",
@@ -66,6 +82,9 @@ fn readme_examples_give_the_documented_answers() {
         "/api/deltastatus",
         "/api/user/forget",
         "/healthz",
+        "/admin/api/accounts/demo-access-key/segments",
+        "/admin/api/accounts/demo-access-key/zones/HP-01/campaigns",
+        "/admin/api/accounts/demo-access-key/campaigns/history",
     ] {
         assert!(
             replayed.iter().any(|p| p == endpoint),

@@ -193,13 +193,9 @@ pub(super) fn condition(
         }
         "basketValue" => Condition::BasketValue(range(inner, at, errors)?),
         "basketCategory" => Condition::BasketCategory(names(inner, at, errors)?),
-        "pageType" => Condition::PageType(one_of(
-            inner,
-            at,
-            errors,
-            |n| PageType::from_name(n),
-            || PageType::ALL.map(PageType::name).join(", "),
-        )?),
+        "pageType" => Condition::PageType(one_of(inner, at, errors, PageType::from_name, || {
+            PageType::ALL.map(PageType::name).join(", ")
+        })?),
         "device" => Condition::Device(one_of(
             inner,
             at,
@@ -412,4 +408,15 @@ fn one_of<T>(
         }
     }
     (errors.total() == before).then_some(out)
+}
+
+/// The rule of a draft segment, from a body `{"rule": {...}}` (for its size).
+pub fn read_rule(body: &Value, errors: &mut Errors) -> Option<Condition> {
+    let fields = Fields::of(body, "", KeyMatch::Exact, errors)?;
+    only(&fields, body, &["rule"], errors)?;
+    let Some(rule) = fields.get("rule") else {
+        errors.push("rule", "required");
+        return None;
+    };
+    condition(rule, "rule", 1, &mut 0, errors)
 }

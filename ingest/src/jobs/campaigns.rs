@@ -37,6 +37,8 @@ pub enum CampaignChange<'a> {
         /// The body.
         body: &'a Value,
     },
+    /// A zone's list removed: the zone is filled as configured again.
+    RemoveZone(&'a str),
     /// An earlier version, restored as a new one.
     Restore(u64),
 }
@@ -131,6 +133,15 @@ impl AccountJobs {
             }
             CampaignChange::Zone { zone, body } => {
                 let (doc, _) = campaigns::with_campaigns(&document, zone, body, next, target)
+                    .map_err(CampaignError::Invalid)?;
+                (
+                    format!("zone:{zone}"),
+                    campaigns::zone_version(&document, zone),
+                    doc,
+                )
+            }
+            CampaignChange::RemoveZone(zone) => {
+                let (doc, _) = campaigns::without_campaigns(&document, zone, next, target)
                     .map_err(CampaignError::Invalid)?;
                 (
                     format!("zone:{zone}"),
@@ -324,7 +335,10 @@ fn compiled(account: &Account, document: &Value, version: u64) -> CampaignSet {
     }
     for zone in zones {
         let mut one = kept.clone();
-        one["zones"][zone.as_str()] = document["zones"][zone.as_str()].clone();
+        let part = campaigns::at(document, &["zones", &zone])
+            .cloned()
+            .unwrap_or_default();
+        campaigns::put(&mut one, &["zones", &zone], part);
         if campaigns::compile(&one, version, target).is_ok() {
             kept = one;
         }
