@@ -16,7 +16,7 @@ use vitrine_fuzz::{Target, fuzz, seeds};
 #[command(name = "vitrine-fuzz", version, about)]
 struct Cli {
     /// A target (serverside, delta, feed, orders, status, config, wal, snapshot,
-    /// state), or `all`.
+    /// state, campaigns), or `all`.
     #[arg(long, default_value = "all")]
     target: String,
     /// Inputs per target.

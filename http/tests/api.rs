@@ -32,6 +32,8 @@ mod campaigns;
 mod clientside;
 #[path = "api/cluster.rs"]
 mod cluster;
+#[path = "api/cluster_campaigns.rs"]
+mod cluster_campaigns;
 #[path = "api/cluster_faults.rs"]
 mod cluster_faults;
 #[path = "api/cluster_feeds.rs"]

@@ -18,6 +18,8 @@
 pub mod content;
 pub mod schedule;
 pub mod segment;
+#[cfg(test)]
+mod tests;
 
 use compact_str::CompactString;
 

@@ -191,6 +191,7 @@ impl AccountJobs {
             document: new_document,
         };
         let payload = encode(&record);
+        let document_text = record.document.to_string();
         if self.is_replicated() {
             // Applied when it comes back from the replicated log, as on every node.
             self.admit(Wait::Answer)?;
@@ -199,10 +200,12 @@ impl AccountJobs {
             loop {
                 let latest = current(account).1;
                 if latest >= next {
-                    let installed = account
-                        .campaign_history()
-                        .get(next)
-                        .is_some_and(|v| v.author == request.author && v.at == request.now);
+                    // Ours, or a rival's that came first in the log.
+                    let installed = account.campaign_history().get(next).is_some_and(|v| {
+                        v.author == request.author
+                            && v.at == request.now
+                            && v.document == document_text
+                    });
                     return if installed {
                         Ok(Changed {
                             version: next,

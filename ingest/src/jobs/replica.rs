@@ -123,9 +123,11 @@ impl AccountJobs {
             .replica
             .get()
             .is_some_and(|replica| replica.incarnation == origin);
-        // Deltas are applied from the replicated log on every node, the one that took
-        // them included; events and erasures were applied where they were taken.
-        if own && kind != RecordKind::Delta {
+        // Deltas and campaign changes are applied from the replicated log on every
+        // node, the one that took them included (in the log's order, so that every
+        // node refuses the same rival change); events and erasures were applied where
+        // they were taken.
+        if own && !matches!(kind, RecordKind::Delta | RecordKind::Campaigns) {
             shared.stream_position.store(sequence, Ordering::Release);
             return Ok(Applied::Own);
         }

@@ -1,0 +1,88 @@
+//! Campaigns in a cluster, on a real NATS JetStream cluster: a change made through one
+//! node is in force on the other (carried by the account's stream, applied in its
+//! order), and two editors who loaded the same version and change the same list through
+//! two nodes cannot both win: one gets the 200, the other a 412, and both nodes end on
+//! the same version.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use vitrine_testkit::nats::NatsCluster;
+
+use crate::cluster::{ADMIN, KEY, REPLICATED, add_products, applied_on, config, zone};
+use crate::common::{Resp, Server, request, wait_for};
+
+fn put(server: &Server, list: Value, if_match: Option<&str>) -> Resp {
+    let auth = format!("Bearer {ADMIN}");
+    let mut headers = vec![("authorization", auth.as_str())];
+    if let Some(tag) = if_match {
+        headers.push(("if-match", tag));
+    }
+    let body = serde_json::to_vec(&json!({"campaigns": list})).unwrap();
+    request(
+        server.addr,
+        "PUT",
+        &format!("/admin/api/accounts/{KEY}/zones/TR/campaigns"),
+        &body,
+        &headers,
+    )
+}
+
+fn version(server: &Server) -> Value {
+    let resp = request(
+        server.addr,
+        "GET",
+        &format!("/admin/api/accounts/{KEY}/campaigns/history"),
+        b"",
+        &[("authorization", &format!("Bearer {ADMIN}"))],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["versions"][0].clone()
+}
+
+fn manual(id: &str, products: &[&str]) -> Value {
+    json!([{"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}}])
+}
+
+#[test]
+fn a_change_through_one_node_is_in_force_on_the_other_and_one_of_two_rivals_wins() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, &["p1", "p2", "p3"]);
+    applied_on(&a, &token);
+    applied_on(&b, &token);
+
+    let resp = put(&a, manual("first", &["p3", "p1"]), None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let acknowledged = Instant::now();
+    // In force on A as soon as it answers; on B once B read it from the stream.
+    assert_eq!(zone(&a, "v", "TR"), ["p3", "p1"]);
+    wait_for("A's change in force on B", REPLICATED, || {
+        (zone(&b, "v", "TR") == ["p3", "p1"]).then_some(())
+    });
+    eprintln!(
+        "in force on B {} ms after A's 200",
+        acknowledged.elapsed().as_millis()
+    );
+    let etag = resp.header("etag").unwrap().to_owned();
+
+    // Two editors holding the same version, one through each node.
+    let from_a = std::thread::scope(|scope| {
+        let on_a = scope.spawn(|| put(&a, manual("from-a", &["p1"]), Some(&etag)));
+        let on_b = scope.spawn(|| put(&b, manual("from-b", &["p2"]), Some(&etag)));
+        let (on_a, on_b) = (on_a.join().unwrap(), on_b.join().unwrap());
+        let mut statuses = [on_a.status, on_b.status];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [200, 412], "{} / {}", on_a.body, on_b.body);
+        on_a.status == 200
+    });
+    let winner = if from_a { ["p1"] } else { ["p2"] };
+    for node in [&a, &b] {
+        wait_for("both nodes on the winner", REPLICATED, || {
+            (zone(node, "v", "TR") == winner).then_some(())
+        });
+    }
+    assert_eq!(version(&a), version(&b));
+    assert_eq!(version(&a)["version"], 2);
+}
