@@ -39,7 +39,8 @@ impl HarnessStore {
     /// Opens the store and loads the synthetic feed through the server's pipeline.
     /// `VITRINE_BENCH_ZONE_ANALYTICS=off` opens it with zone analytics off (to measure
     /// what recording impressions costs), `VITRINE_BENCH_SELF_EVALUATION=off` with the
-    /// zones' self-evaluation off.
+    /// zones' self-evaluation off. `VITRINE_BENCH_CAMPAIGNS=N` gives every product zone
+    /// a list of N campaigns ([`campaign_lists`]).
     pub fn open(products: usize) -> HarnessStore {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("vitrine.toml");
@@ -57,6 +58,10 @@ impl HarnessStore {
         let mut feed = generate_feed(products, 42);
         let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
         assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+        let campaigns = crate::env_count("VITRINE_BENCH_CAMPAIGNS", 0);
+        if campaigns > 0 {
+            campaign_lists(&entry.jobs, campaigns);
+        }
         let mix = Mix::default();
         let shelf = Shelf::new(
             (0..products).map(product_id).collect(),
@@ -114,3 +119,57 @@ impl HarnessStore {
         }
     }
 }
+
+/// Gives every product zone of the store a list of `n` campaigns through the admin
+/// API's change path: the first `n - 1` each for a segment of three conditions that the
+/// harness's shoppers meet but for the last (so every request judges them all), then one
+/// for everyone whose custom content is the zone's own strategy and fallbacks through
+/// five filters that nearly every product passes (so the zone shows about what it shows
+/// without campaigns, filtered while it is filled).
+pub fn campaign_lists(jobs: &vitrine_ingest::jobs::AccountJobs, n: usize) {
+    use serde_json::json;
+    use vitrine_ingest::jobs::{CampaignChange, ChangeRequest};
+    let segments = json!({"segments": [{"id": "big-spenders", "rule": {"all": [
+        {"sessions": {"min": 1}},
+        {"sessionPageViews": {"min": 0}},
+        {"basketValue": {"min": 1e9}},
+    ]}}]});
+    fn change(jobs: &vitrine_ingest::jobs::AccountJobs, change: CampaignChange<'_>) {
+        jobs.change_campaigns(ChangeRequest {
+            change,
+            if_match: None,
+            author: "bench",
+            now: 0,
+        })
+        .expect("the campaigns are accepted");
+    }
+    change(jobs, CampaignChange::Segments(&segments));
+    let filters = json!([
+        {"price": {"min": 0.01}},
+        {"price": {"max": 1e9}},
+        {"categoryNotIn": ["no-such-category"]},
+        {"brandNotIn": ["no-such-brand"]},
+        {"searchTag": ["no-such-tag"]},
+    ]);
+    for (zone, _, strategy, fallback, _) in crate::traffic::STORE_ZONES {
+        let mut list: Vec<serde_json::Value> = (1..n)
+            .map(|i| {
+                json!({"id": format!("segment-{i}"), "segment": "big-spenders",
+                    "content": {"type": "custom", "source": {"strategy": strategy, "fallback": fallback},
+                        "filters": filters}})
+            })
+            .collect();
+        // The segments' campaigns are never shown (their fifth filter would keep
+        // nothing); the one for everyone has a fifth that every product passes.
+        let mut kept = filters.clone();
+        if let Some(last) = kept.as_array_mut().and_then(|f| f.last_mut()) {
+            *last = json!({"brandNotIn": ["no-such-brand-either"]});
+        }
+        list.push(json!({"id": "everyone",
+            "content": {"type": "custom", "source": {"strategy": strategy, "fallback": fallback},
+                "filters": kept}}));
+        let body = json!({"campaigns": list});
+        change(jobs, CampaignChange::Zone { zone, body: &body });
+    }
+}
+
