@@ -172,4 +172,3 @@ pub fn campaign_lists(jobs: &vitrine_ingest::jobs::AccountJobs, n: usize) {
         change(jobs, CampaignChange::Zone { zone, body: &body });
     }
 }
-

@@ -503,7 +503,16 @@ async fn route(
     match endpoint {
         Endpoint::Health => return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec())),
         Endpoint::OpenApi => return Ok(Reply::json(OPENAPI.to_vec())),
-        Endpoint::Admin => return crate::admin::handle(state, &request, now_millis()),
+        // On the blocking pool: a segment's size walks every visitor, an explain fills a
+        // zone; the async workers go on serving meanwhile.
+        Endpoint::Admin => {
+            let state = Arc::clone(state);
+            let (uri, headers) = (request.uri().clone(), request.headers().clone());
+            return tokio::task::spawn_blocking(move || {
+                crate::admin::handle(&state, &uri, &headers, now_millis())
+            })
+            .await?;
+        }
         Endpoint::Metrics => {
             let state = Arc::clone(state);
             let text = tokio::task::spawn_blocking(move || {

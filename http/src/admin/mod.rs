@@ -22,9 +22,7 @@ mod explain;
 mod live;
 mod models;
 
-use http::Request;
 use http::header::{self, HeaderMap};
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use vitrine_engine::catalogue::UnixMillis;
@@ -37,16 +35,17 @@ use crate::state::{AccountEntry, AppState};
 /// Answers a request under `/admin`.
 pub fn handle(
     state: &AppState,
-    request: &Request<Incoming>,
+    uri: &http::Uri,
+    headers: &HeaderMap,
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
-    let path = request.uri().path();
+    let path = uri.path();
     let Some(rest) = path.strip_prefix("/admin/api/") else {
         // The dashboard's page and assets: no data in them, no token needed.
         return page(path);
     };
-    authorize(state, request.headers())?;
-    let query = Query::parse(request.uri().query().unwrap_or(""));
+    authorize(state, headers)?;
+    let query = Query::parse(uri.query().unwrap_or(""));
     let segments: Vec<&str> = rest.split('/').collect();
     let answer = match segments.as_slice() {
         ["accounts"] => {

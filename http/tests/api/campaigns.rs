@@ -691,3 +691,55 @@ fn an_account_without_campaigns_answers_as_its_configuration_says() {
         before
     );
 }
+
+#[test]
+fn campaigns_are_in_backups_and_stay_through_a_reload() {
+    let server = store(Vec::new());
+    put_campaigns(
+        &server,
+        "HP-01",
+        json!([manual("kept", None, &["B2", "S4"])]),
+    );
+    // A reload with the zone's count changed: the live list stays, compiled against the
+    // new zone (its count is the most items a campaign for it shows by default).
+    let reloaded = config().replacen("count = 4", "count = 1", 1);
+    std::fs::write(server.dir().join("vitrine.toml"), &reloaded).unwrap();
+    let data = server.data_path();
+    let (code, out, err) =
+        crate::reload::vitrine(&["reload", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    wait_for("the reloaded zone", Duration::from_secs(60), || {
+        (shown(&server, "v", "HP-01", json!([]), json!({})) == ["B2"]).then_some(())
+    });
+    let read = admin(&server, "GET", "/zones/HP-01/campaigns", VIEWER, None, &[]);
+    assert_eq!(read.json()["source"], "live", "{}", read.body);
+
+    // A backup holds the campaigns and their history; a restored server serves them.
+    let backup = tempfile::tempdir().unwrap();
+    let out_dir = backup.path().join("backup");
+    let (code, out, err) = crate::reload::vitrine(&[
+        "backup",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    drop(server);
+    let restored = tempfile::tempdir().unwrap();
+    let (code, out, err) = crate::reload::vitrine(&[
+        "restore",
+        out_dir.to_str().unwrap(),
+        "--data-dir",
+        restored.path().join("data").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let server = Server::start_in(restored, Some(&reloaded));
+    assert_eq!(shown(&server, "w", "HP-01", json!([]), json!({})), ["B2"]);
+    let history = admin(&server, "GET", "/campaigns/history", VIEWER, None, &[]).json();
+    assert_eq!(
+        history["versions"].as_array().unwrap().len(),
+        1,
+        "{history}"
+    );
+}
