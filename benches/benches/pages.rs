@@ -8,7 +8,8 @@
 //! the median, p99, p99.9 and slowest handler time of each page type (read from the
 //! request's page view) and of all requests.
 //!
-//! `VITRINE_BENCH_DELTA_EVERY=N` applies a 10-product delta every N requests (not
+//! `VITRINE_BENCH_CAMPAIGNS=N` gives every zone N campaigns (see
+//! `vitrine_benches::harness::campaign_lists`). `VITRINE_BENCH_DELTA_EVERY=N` applies a 10-product delta every N requests (not
 //! timed), as a store sending stock and price changes does: each makes a new catalogue
 //! version, which the requests after it are served from.
 
@@ -28,6 +29,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const WARMUP_REQUESTS: usize = 50_000;
 const TIMED_REQUESTS: usize = 200_000;
+/// `VITRINE_BENCH_REQUESTS` timed requests instead (a quarter as many for the warm-up),
+/// for a run under `valgrind --tool=callgrind`, which counts instructions.
 const PAGE_TYPES: [&str; 6] = [
     "homepage",
     "category_listing_page",
@@ -52,14 +55,20 @@ fn main() {
     let mut times: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
     let mut now = 1_800_000_000_000;
     let delta_every = vitrine_benches::env_count("VITRINE_BENCH_DELTA_EVERY", 0);
-    for n in 0..WARMUP_REQUESTS + TIMED_REQUESTS {
+    let timed = vitrine_benches::env_count("VITRINE_BENCH_REQUESTS", TIMED_REQUESTS);
+    let warmup = if timed == TIMED_REQUESTS {
+        WARMUP_REQUESTS
+    } else {
+        timed / 4
+    };
+    for n in 0..warmup + timed {
         let body = store.next_body(n);
         now += 1;
         let started = Instant::now();
         let reply = vitrine_http::api::serverside::handle_bytes(&store.state, &body, now).unwrap();
         let took = started.elapsed();
         store.observe(n, &reply.body);
-        if n >= WARMUP_REQUESTS {
+        if n >= warmup {
             times.entry(page_type(&body)).or_default().push(took);
             times.entry("all").or_default().push(took);
         }

@@ -66,6 +66,19 @@ impl Visits {
         self.recent_orders.push_back((at, revenue_minor));
     }
 
+    /// A copy for judging segments: the latest orders only when a segment reads revenue
+    /// over a number of days (`orders`), so that the copy allocates nothing otherwise.
+    pub fn for_segments(&self, orders: bool) -> Visits {
+        Visits {
+            recent_orders: if orders {
+                self.recent_orders.clone()
+            } else {
+                VecDeque::new()
+            },
+            ..*self
+        }
+    }
+
     /// Whether it had a session before the current one.
     pub fn returning(&self) -> bool {
         self.sessions > 1

@@ -86,6 +86,11 @@ impl Account {
                 .iter()
                 .filter_map(|id| catalogue.idx_of(id))
                 .collect();
+            let basket: Vec<_> = visitor
+                .basket
+                .iter()
+                .filter_map(|line| catalogue.idx_of(&line.id))
+                .collect();
             let user = if reads.user {
                 visitor
                     .identity
@@ -103,7 +108,8 @@ impl Account {
                 given_dob: visitor.details.dob.and_then(|d| d.date()),
                 catalogue: &catalogue,
                 purchased: &purchased,
-                basket: &visitor.basket,
+                basket: &basket,
+                basket_value: crate::campaign::segment::basket_value(&visitor.basket),
                 categories: &visitor.categories,
                 brands: &visitor.brands,
                 page_type: None::<PageType>,

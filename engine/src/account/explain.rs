@@ -159,6 +159,7 @@ impl Account {
                         user: true,
                         affinities: true,
                         request: true,
+                        orders: true,
                     }),
                 },
             )
@@ -207,7 +208,8 @@ impl Account {
                     user.as_ref(),
                     settings.default_currency,
                 );
-                let chosen = choose(&set, list, &shopper, &ctx, &mut recorder);
+                let judged = &mut crate::campaign::Judged::default();
+                let chosen = choose(&set, list, (&shopper, judged), &ctx, &mut recorder);
                 let explained = CampaignsExplained {
                     set: Arc::clone(&set),
                     shown: chosen.campaign,

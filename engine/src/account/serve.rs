@@ -13,9 +13,8 @@ use super::track::PageContext;
 use super::{Account, AccountSettings, RankingsVersion, new_id};
 use crate::analytics::{ShownProducts, ShownZone, ShownZones};
 use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
-use crate::campaign::{Campaign, CampaignSet, RequestContext, choose};
+use crate::campaign::{Campaign, CampaignSet, Judged, RequestContext, choose};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::BasketLine;
 use crate::event::{Events, Identity, PageType};
 use crate::experiment::{Experiment, Variant};
 use crate::models::{Neighbours, ProductKeys, TopNames};
@@ -94,6 +93,9 @@ pub struct RenderedZone {
     /// [`ServeOutcome::campaigns`] (none: the zone has no list, or no campaign of it
     /// qualified).
     pub campaign: Option<usize>,
+    /// The zone's list: its position in [`ServeOutcome::campaigns`]' zones (none: the
+    /// zone has no list and is filled as configured).
+    pub list: Option<usize>,
 }
 
 /// The zone ids a request asks for: four without a heap allocation.
@@ -132,8 +134,7 @@ impl ServeOutcome {
 
     /// The campaign a filled zone showed.
     pub fn campaign(&self, zone: &RenderedZone) -> Option<&Campaign> {
-        let spec = self.spec(zone)?;
-        let list = self.campaigns.as_deref()?.zone(&spec.id)?;
+        let list = self.campaigns.as_deref()?.zones.get(zone.list?)?;
         list.campaigns.get(zone.campaign?)
     }
 
@@ -493,6 +494,7 @@ fn fill_zones(
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
     let mut zones = RenderedZones::with_capacity(requested.len());
+    let mut judged = Judged::default();
     for (index, zone_id) in requested.iter().enumerate() {
         let Some((position, spec)) = settings
             .zones
@@ -523,9 +525,13 @@ fn fill_zones(
         // experiment's variant fills it otherwise).
         if variant.is_none_or(|v| v.campaigns)
             && let Some(set) = campaigns
-            && let Some(list) = set.zone(&spec.id)
+            && let Some((list_at, list)) = set
+                .zones
+                .iter()
+                .enumerate()
+                .find(|(_, z)| z.zone == spec.id)
         {
-            let chosen = choose(set, list, shopper, ctx, &mut NoTrace);
+            let chosen = choose(set, list, (shopper, &mut judged), ctx, &mut NoTrace);
             // Analytics count the campaign shown as the zone's variant (an experiment's
             // variant keeps its own name).
             let variant = match variant {
@@ -541,6 +547,7 @@ fn fill_zones(
                 names: Vec::new(),
                 variant,
                 campaign: chosen.campaign,
+                list: Some(list_at),
             });
             continue;
         }
@@ -614,6 +621,7 @@ fn fill(
         names,
         variant: CompactString::default(),
         campaign: None,
+        list: None,
     }
 }
 
@@ -639,14 +647,15 @@ pub(super) struct VisitorSnapshot {
     pub(super) categories: Vec<String>,
     pub(super) brands: Vec<String>,
     /// What segments read, when a requested zone has a list of campaigns.
-    pub(super) segments: Option<Box<SegmentFacts>>,
+    pub(super) segments: Option<SegmentFacts>,
 }
 
-/// What segments read of a visitor, copied with its history.
+/// What segments read of a visitor, copied with its history (no heap allocation but
+/// for what a segment of the request reads: the latest orders' revenue, affinities).
 #[derive(Debug, Default)]
 pub(super) struct SegmentFacts {
     pub(super) visits: Visits,
-    pub(super) basket: Vec<BasketLine>,
+    pub(super) basket_value: f64,
     pub(super) given_dob: Option<time::Date>,
     pub(super) categories: Vec<(CompactString, f64)>,
     pub(super) brands: Vec<(CompactString, f64)>,
@@ -741,7 +750,7 @@ impl VisitorSnapshot {
         user: Option<&'a UserFacts>,
         account_currency: Currency,
     ) -> Shopper<'a> {
-        let facts = self.segments.as_deref().unwrap_or(&NO_FACTS);
+        let facts = self.segments.as_ref().unwrap_or(&NO_FACTS);
         Shopper {
             now: ctx.now,
             visits: &facts.visits,
@@ -750,7 +759,8 @@ impl VisitorSnapshot {
             given_dob: facts.given_dob,
             catalogue: ctx.catalogue,
             purchased: &self.purchased,
-            basket: &facts.basket,
+            basket: &self.basket,
+            basket_value: facts.basket_value,
             categories: &facts.categories,
             brands: &facts.brands,
             page_type: page.page_type,
@@ -832,22 +842,20 @@ impl VisitorSnapshot {
             purchased,
             recent_views,
             affinities,
-            segments: campaigns.map(|reads| {
-                Box::new(SegmentFacts {
-                    visits: live.visits().clone(),
-                    basket: visitor.basket.clone(),
-                    given_dob: visitor.details.dob.and_then(|d| d.date()),
-                    categories: if reads.affinities {
-                        visitor.categories.clone()
-                    } else {
-                        Vec::new()
-                    },
-                    brands: if reads.affinities {
-                        visitor.brands.clone()
-                    } else {
-                        Vec::new()
-                    },
-                })
+            segments: campaigns.map(|reads| SegmentFacts {
+                visits: live.visits().for_segments(reads.orders),
+                basket_value: crate::campaign::segment::basket_value(&visitor.basket),
+                given_dob: visitor.details.dob.and_then(|d| d.date()),
+                categories: if reads.affinities {
+                    visitor.categories.clone()
+                } else {
+                    Vec::new()
+                },
+                brands: if reads.affinities {
+                    visitor.brands.clone()
+                } else {
+                    Vec::new()
+                },
             }),
             repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
             bought_again: Vec::new(),

@@ -4,6 +4,7 @@
 //! filters applied while the zone is filled.
 
 use compact_str::CompactString;
+use smallvec::SmallVec;
 
 use crate::catalogue::{ArchivedProduct, Catalogue};
 use crate::recommend::ItemPrice;
@@ -77,6 +78,64 @@ pub struct Custom {
     /// The zone's definition with the source's strategies and the most items shown as
     /// its count (the strategies' parameters are the zone's).
     pub spec: ZoneSpec,
+    /// The category and brand ids of its filters and boosts as the latest catalogue
+    /// version interns them (worked out once per version, by the first request).
+    pub interned: InternedCache,
+}
+
+/// The interned ids of a custom recommender's category and brand filters, for one
+/// catalogue version.
+#[derive(Debug)]
+pub struct Interned {
+    version: u64,
+    /// Per filter, then per boost, in order: the interned ids (empty for other kinds).
+    ids: Vec<SmallVec<[u32; 4]>>,
+}
+
+/// [`Interned`] for the latest catalogue version seen, swapped whole.
+#[derive(Debug, Default)]
+pub struct InternedCache(arc_swap::ArcSwapOption<Interned>);
+
+impl Clone for InternedCache {
+    /// A copy starts empty (it fills on first use).
+    fn clone(&self) -> InternedCache {
+        InternedCache::default()
+    }
+}
+
+impl PartialEq for InternedCache {
+    /// A cache is not part of what a campaign is.
+    fn eq(&self, _: &InternedCache) -> bool {
+        true
+    }
+}
+
+impl Custom {
+    /// Its filters' and boosts' category and brand ids interned by `catalogue`.
+    pub fn interned(&self, catalogue: &Catalogue) -> std::sync::Arc<Interned> {
+        let version = catalogue.version_id();
+        if let Some(kept) = self.interned.0.load_full()
+            && kept.version == version
+        {
+            return kept;
+        }
+        let ids = self
+            .filters
+            .iter()
+            .chain(self.boosts.iter().map(|b| &b.filter))
+            .map(|filter| filter.intern(catalogue))
+            .collect();
+        let fresh = std::sync::Arc::new(Interned { version, ids });
+        self.interned.0.store(Some(std::sync::Arc::clone(&fresh)));
+        fresh
+    }
+}
+
+impl Interned {
+    /// The interned ids of filter `at` (boosts after the filters).
+    pub fn ids(&self, at: usize) -> &[u32] {
+        self.ids.get(at).map_or(&[], |ids| ids.as_slice())
+    }
 }
 
 /// Where a custom recommender's candidates come from.
@@ -117,14 +176,14 @@ pub struct Boost {
 /// A condition on a candidate product.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Filter {
-    /// In one of these categories.
-    CategoryIn(Names),
+    /// In one of these categories (ids, matched exactly).
+    CategoryIn(Ids),
     /// In none of these categories.
-    CategoryNotIn(Names),
-    /// Of one of these brands.
-    BrandIn(Names),
+    CategoryNotIn(Ids),
+    /// Of one of these brands (ids, matched exactly).
+    BrandIn(Ids),
     /// Of none of these brands.
-    BrandNotIn(Names),
+    BrandNotIn(Ids),
     /// Its price for the shopper, in the request's currency (major units), in this
     /// inclusive range.
     Price {
@@ -170,6 +229,23 @@ impl Filter {
     }
 }
 
+/// Category or brand ids, as the catalogue names them (matched exactly, as product ids
+/// are).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ids(pub Box<[CompactString]>);
+
+impl Ids {
+    /// The ids given.
+    pub fn of<'a>(ids: impl IntoIterator<Item = &'a str>) -> Ids {
+        Ids(ids.into_iter().map(CompactString::from).collect())
+    }
+
+    /// The catalogue's interned ids of those it knows.
+    fn interned(&self, intern: impl Fn(&str) -> Option<u32>) -> SmallVec<[u32; 4]> {
+        self.0.iter().filter_map(|id| intern(id)).collect()
+    }
+}
+
 /// A candidate as filters see it.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate<'a> {
@@ -179,51 +255,103 @@ pub struct Candidate<'a> {
     pub product: &'a ArchivedProduct,
     /// Its price for the shopper.
     pub price: ItemPrice,
-    /// The page's product and its price for the shopper, when the page has one.
-    pub page: Option<(&'a ArchivedProduct, Option<ItemPrice>)>,
+    /// That price in major units.
+    pub amount: f64,
+    /// The page's product and its price in major units for the shopper, when the page
+    /// has one.
+    pub page: Option<(&'a ArchivedProduct, Option<f64>)>,
+}
+
+/// An amount in major units.
+pub fn major(price: &ItemPrice) -> f64 {
+    price.price.minor as f64 / 10f64.powi(price.price.currency.minor_digits() as i32)
+}
+
+/// A filter as one fill applies it: category and brand ids as the catalogue version
+/// interns them, so that a candidate is judged by comparing integers.
+#[derive(Debug)]
+pub enum Resolved<'f> {
+    /// In (`true`) or not in one of these interned categories.
+    Categories(&'f [u32], bool),
+    /// Of (`true`) or not of one of these interned brands.
+    Brands(&'f [u32], bool),
+    /// Any other filter, judged as it is.
+    Other(&'f Filter),
 }
 
 impl Filter {
+    /// Its category or brand ids as `catalogue` interns them (empty for other kinds).
+    fn intern(&self, catalogue: &Catalogue) -> SmallVec<[u32; 4]> {
+        match self {
+            Filter::CategoryIn(ids) | Filter::CategoryNotIn(ids) => {
+                ids.interned(|c| catalogue.category_id(c))
+            }
+            Filter::BrandIn(ids) | Filter::BrandNotIn(ids) => {
+                ids.interned(|b| catalogue.brand_id(b))
+            }
+            _ => SmallVec::new(),
+        }
+    }
+
+    /// The filter with its interned `ids` (see [`Custom::interned`]).
+    pub fn resolve<'f>(&'f self, ids: &'f [u32]) -> Resolved<'f> {
+        match self {
+            Filter::CategoryIn(_) => Resolved::Categories(ids, true),
+            Filter::CategoryNotIn(_) => Resolved::Categories(ids, false),
+            Filter::BrandIn(_) => Resolved::Brands(ids, true),
+            Filter::BrandNotIn(_) => Resolved::Brands(ids, false),
+            other => Resolved::Other(other),
+        }
+    }
+}
+
+impl Resolved<'_> {
     /// Whether `candidate` passes.
     pub fn passes(&self, candidate: &Candidate<'_>) -> bool {
         let Candidate {
             catalogue,
             product,
             price,
+            amount,
             page,
         } = *candidate;
-        let major = |p: &ItemPrice| {
-            p.price.minor as f64 / 10f64.powi(p.price.currency.minor_digits() as i32)
+        let filter = match self {
+            Resolved::Categories(ids, within) => {
+                let found = catalogue.category_ids(product).any(|c| ids.contains(&c));
+                return found == *within;
+            }
+            Resolved::Brands(ids, within) => {
+                let found = catalogue
+                    .brand_id_of(product)
+                    .is_some_and(|b| ids.contains(&b));
+                return found == *within;
+            }
+            Resolved::Other(filter) => filter,
         };
-        match self {
-            Filter::CategoryIn(names) => names.any(catalogue.categories_of(product)),
-            Filter::CategoryNotIn(names) => !names.any(catalogue.categories_of(product)),
-            Filter::BrandIn(names) => catalogue.brand_of(product).is_some_and(|b| names.has(b)),
-            Filter::BrandNotIn(names) => !catalogue.brand_of(product).is_some_and(|b| names.has(b)),
+        match filter {
+            // Resolved above.
+            Filter::CategoryIn(_)
+            | Filter::CategoryNotIn(_)
+            | Filter::BrandIn(_)
+            | Filter::BrandNotIn(_) => true,
             Filter::Price { min, max } => {
-                let amount = major(&price);
                 min.is_none_or(|min| amount >= min) && max.is_none_or(|max| amount <= max)
             }
             Filter::OnOffer(wanted) => (product.on_offer || price.was.is_some()) == *wanted,
             Filter::NewArrival(wanted) => product.new_arrival == *wanted,
             Filter::SameCategory => page.is_some_and(|(page, _)| {
-                let theirs: Vec<&str> = catalogue.categories_of(page).collect();
                 catalogue
-                    .categories_of(product)
-                    .any(|c| theirs.contains(&c))
+                    .category_ids(product)
+                    .any(|c| catalogue.category_ids(page).any(|p| p == c))
             }),
             Filter::SameBrand => page.is_some_and(|(page, _)| {
                 catalogue
-                    .brand_of(page)
-                    .is_some_and(|b| catalogue.brand_of(product) == Some(b))
+                    .brand_id_of(page)
+                    .is_some_and(|b| catalogue.brand_id_of(product) == Some(b))
             }),
-            Filter::PriceWithin { percent } => {
-                page.and_then(|(_, p)| p).is_some_and(|page_price| {
-                    let reference = major(&page_price);
-                    let amount = major(&price);
-                    (amount - reference).abs() <= reference.abs() * percent / 100.0 + 1e-9
-                })
-            }
+            Filter::PriceWithin { percent } => page.and_then(|(_, p)| p).is_some_and(|reference| {
+                (amount - reference).abs() <= reference.abs() * percent / 100.0 + 1e-9
+            }),
             Filter::SearchTag(names) => product
                 .search_tags
                 .iter()

@@ -225,12 +225,12 @@ impl CampaignTrace for NoTrace {}
 pub fn choose<T: CampaignTrace>(
     set: &CampaignSet,
     list: &ZoneCampaigns,
-    shopper: &Shopper<'_>,
+    (shopper, judged): (&Shopper<'_>, &mut Judged),
     ctx: &Context<'_>,
     trace: &mut T,
 ) -> Chosen {
     for (position, campaign) in list.campaigns.iter().enumerate() {
-        if let Err(why) = qualifies(set, campaign, shopper, ctx.now) {
+        if let Err(why) = qualifies(set, campaign, (shopper, judged), ctx.now) {
             trace.skipped(position, why);
             continue;
         }
@@ -276,7 +276,7 @@ pub fn choose<T: CampaignTrace>(
 fn qualifies(
     set: &CampaignSet,
     campaign: &Campaign,
-    shopper: &Shopper<'_>,
+    (shopper, judged): (&Shopper<'_>, &mut Judged),
     now: UnixMillis,
 ) -> Result<(), Skipped> {
     if !campaign.enabled {
@@ -285,12 +285,41 @@ fn qualifies(
     if let Some(schedule) = &campaign.schedule {
         schedule.runs_at(now).map_err(Skipped::Schedule)?;
     }
-    if let Some(segment) = campaign.segment.and_then(|s| set.segments.get(s))
-        && !segment.rule.holds(shopper)
+    if let Some(at) = campaign.segment
+        && !judged.holds(at, || {
+            set.segments
+                .get(at)
+                .is_some_and(|segment| segment.rule.holds(shopper))
+        })
     {
         return Err(Skipped::Segment);
     }
     Ok(())
+}
+
+/// The segments judged for one request, so that a segment several zones' campaigns
+/// name is judged once: two bits per segment (judged, holds), inline for 64 segments.
+#[derive(Debug, Default)]
+pub struct Judged {
+    bits: smallvec::SmallVec<[u128; 1]>,
+}
+
+impl Judged {
+    /// Whether segment `at` holds, judged by `judge` the first time it is asked.
+    fn holds(&mut self, at: usize, judge: impl FnOnce() -> bool) -> bool {
+        let (word, bit) = (at / 64, (at % 64) * 2);
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        let Some(slot) = self.bits.get_mut(word) else {
+            return judge();
+        };
+        if *slot & (1 << bit) == 0 {
+            let holds = judge();
+            *slot |= (1 << bit) | (u128::from(holds) << (bit + 1));
+        }
+        *slot & (1 << (bit + 1)) != 0
+    }
 }
 
 /// One version of an account's campaign document, as the audit log keeps it.

@@ -8,6 +8,15 @@ use compact_str::CompactString;
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{BasketLine, Identity, PageType};
+
+/// The value of basket lines (major units of the request's currency).
+pub fn basket_value(lines: &[BasketLine]) -> f64 {
+    lines
+        .iter()
+        .map(|line| line.qty * line.unit_price)
+        .filter(|v| v.is_finite())
+        .sum()
+}
 use crate::money::Currency;
 use crate::visits::Visits;
 
@@ -65,11 +74,15 @@ impl Names {
         Names(names.into_iter().map(|n| n.to_lowercase().into()).collect())
     }
 
-    /// Whether `name` is one of them, ignoring case.
+    /// Whether `name` is one of them, ignoring case (ASCII names without folding them;
+    /// others lower-cased as they are compared).
     pub fn has(&self, name: &str) -> bool {
-        self.0.iter().any(|n| {
-            n.eq_ignore_ascii_case(name) || n.chars().eq(name.chars().flat_map(char::to_lowercase))
-        })
+        if name.is_ascii() {
+            return self.0.iter().any(|n| n.eq_ignore_ascii_case(name));
+        }
+        self.0
+            .iter()
+            .any(|n| n.chars().eq(name.chars().flat_map(char::to_lowercase)))
     }
 
     /// Whether any of `names` is one of them.
@@ -178,6 +191,8 @@ pub struct Reads {
     pub affinities: bool,
     /// The request's user agent, referrer and URL.
     pub request: bool,
+    /// The latest orders' times (revenue over a number of days).
+    pub orders: bool,
 }
 
 impl Reads {
@@ -187,6 +202,7 @@ impl Reads {
             user: self.user || other.user,
             affinities: self.affinities || other.affinities,
             request: self.request || other.request,
+            orders: self.orders || other.orders,
         }
     }
 }
@@ -209,6 +225,10 @@ impl Condition {
             },
             Condition::Device(_) | Condition::ReferrerHost(_) | Condition::Utm { .. } => Reads {
                 request: true,
+                ..Reads::default()
+            },
+            Condition::Revenue { days: Some(_), .. } => Reads {
+                orders: true,
                 ..Reads::default()
             },
             _ => Reads::default(),
@@ -297,12 +317,11 @@ impl Condition {
             Condition::BrandAffinity { brand, min_views } => {
                 affinity(shopper.brands, brand) >= *min_views
             }
-            Condition::BasketValue(range) => range.holds(shopper.basket_value()),
-            Condition::BasketCategory(names) => shopper.basket.iter().any(|line| {
+            Condition::BasketValue(range) => range.holds(shopper.basket_value),
+            Condition::BasketCategory(names) => shopper.basket.iter().any(|&idx| {
                 let catalogue = shopper.catalogue;
                 catalogue
-                    .idx_of(&line.id)
-                    .and_then(|idx| catalogue.product(idx))
+                    .product(idx)
                     .is_some_and(|p| names.any(catalogue.categories_of(p)))
             }),
             Condition::PageType(types) => shopper.page_type.is_some_and(|t| types.contains(&t)),
@@ -388,8 +407,10 @@ pub struct Shopper<'a> {
     pub catalogue: &'a Catalogue,
     /// What it bought, as dense ids of `catalogue`.
     pub purchased: &'a [ProductIdx],
-    /// Its basket.
-    pub basket: &'a [BasketLine],
+    /// Its basket's products, as dense ids of `catalogue`.
+    pub basket: &'a [ProductIdx],
+    /// Its basket's value in the request's currency (major units).
+    pub basket_value: f64,
     /// Its category affinities (when a segment reads them).
     pub categories: &'a [(CompactString, f64)],
     /// Its brand affinities (when a segment reads them).
@@ -422,13 +443,5 @@ impl Shopper<'_> {
             years -= 1;
         }
         Some(f64::from(years))
-    }
-
-    fn basket_value(&self) -> f64 {
-        self.basket
-            .iter()
-            .map(|line| line.qty * line.unit_price)
-            .filter(|v| v.is_finite())
-            .sum()
     }
 }

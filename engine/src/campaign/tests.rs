@@ -43,6 +43,7 @@ fn manual(id: &str, segment: Option<usize>, products: &[&str], min_items: usize)
             filters: Vec::new(),
             boosts: Vec::new(),
             pins: Vec::new(),
+            interned: Default::default(),
             spec: crate::zone::ZoneSpec {
                 strategy: None,
                 ..spec

@@ -238,6 +238,35 @@ impl Catalogue {
         self.data().by_sku.get(sku).map(|i| i.to_native())
     }
 
+    /// The interned id of a category (as products' `categories` hold it), if any
+    /// product or record of this version names it.
+    pub fn category_id(&self, category: &str) -> Option<u32> {
+        let data = self.data();
+        data.category_index
+            .get(category)
+            .map(|c| c.to_native())
+            .or_else(|| self.changes()?.categories.index.get(category).copied())
+    }
+
+    /// The interned id of a brand (as products' `brand` holds it), if any.
+    pub fn brand_id(&self, brand: &str) -> Option<u32> {
+        let data = self.data();
+        data.brand_index
+            .get(brand)
+            .map(|b| b.to_native())
+            .or_else(|| self.changes()?.brands.index.get(brand).copied())
+    }
+
+    /// The interned category ids of a product.
+    pub fn category_ids<'a>(&self, product: &'a ArchivedProduct) -> impl Iterator<Item = u32> + 'a {
+        product.categories.iter().map(|c| c.to_native())
+    }
+
+    /// The interned brand id of a product.
+    pub fn brand_id_of(&self, product: &ArchivedProduct) -> Option<u32> {
+        Some(product.brand.as_ref()?.to_native())
+    }
+
     /// Products of a category, in dense-id order.
     pub fn in_category(&self, category: &str) -> Vec<ProductIdx> {
         let data = self.data();

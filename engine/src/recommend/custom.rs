@@ -7,12 +7,12 @@
 use smallvec::SmallVec;
 
 use crate::campaign::CampaignTrace;
-use crate::campaign::content::{Candidate, Custom, Placement, Source};
+use crate::campaign::content::{Candidate, Custom, Placement, Resolved, Source, major};
 use crate::catalogue::ProductIdx;
 use crate::zone::Strategy;
 
 use super::candidates::candidates;
-use super::filters::admissible;
+use super::filters::{admissible, admitted};
 use super::{Context, Evidence, RenderedItem, ZoneItems, item_price};
 
 /// Candidates gathered per item shown when boosts may reorder them.
@@ -44,8 +44,29 @@ pub fn fill_custom<T: CampaignTrace>(
     let catalogue = ctx.catalogue;
     let page = ctx.product.and_then(|idx| {
         let product = catalogue.product(idx)?;
-        Some((product, item_price(idx, product, ctx)))
+        Some((product, item_price(idx, product, ctx).map(|p| major(&p))))
     });
+    // Category and brand ids as this version interns them (worked out once per version).
+    let interned = custom.interned(catalogue);
+    let filters: SmallVec<[Resolved<'_>; 8]> = custom
+        .filters
+        .iter()
+        .enumerate()
+        .map(|(at, f)| f.resolve(interned.ids(at)))
+        .collect();
+    let boosts: SmallVec<[(Resolved<'_>, f64); 4]> = custom
+        .boosts
+        .iter()
+        .enumerate()
+        .map(|(at, b)| {
+            (
+                b.filter.resolve(interned.ids(custom.filters.len() + at)),
+                b.factor,
+            )
+        })
+        .collect();
+    // Item prices are in the request's currency: one scale for all.
+    let scale = 10f64.powi(ctx.currency.minor_digits() as i32);
     let pinned: SmallVec<[ProductIdx; 4]> = custom
         .pins
         .iter()
@@ -58,38 +79,36 @@ pub fn fill_custom<T: CampaignTrace>(
             return kept.len() < pool;
         }
         seen += 1;
-        let item = match admissible(idx, strategy, ctx) {
-            Ok(item) => item,
+        let (item, product) = match admitted(idx, strategy, ctx) {
+            Ok(admitted) => admitted,
             Err(why) => {
                 trace.rejected(idx, strategy, why);
                 return true;
             }
         };
-        let Some(product) = catalogue.product(idx) else {
-            return true;
-        };
         let candidate = Candidate {
             catalogue,
             product,
             price: item.price,
+            amount: item.price.price.minor as f64 / scale,
             page,
         };
-        if custom.filters.iter().any(|f| !f.passes(&candidate)) {
+        if filters.iter().any(|f| !f.passes(&candidate)) {
             return true;
         }
         let mut score = 1.0 / seen as f64;
-        let mut boosts = SmallVec::new();
-        for (at, boost) in custom.boosts.iter().enumerate() {
-            if boost.filter.passes(&candidate) {
-                score *= boost.factor;
-                boosts.push(at);
+        let mut matched = SmallVec::new();
+        for (at, (filter, factor)) in boosts.iter().enumerate() {
+            if filter.passes(&candidate) {
+                score *= factor;
+                matched.push(at);
             }
         }
         trace.chosen(idx, strategy, false, found);
         kept.push(Kept {
             item,
             score,
-            boosts,
+            boosts: matched,
         });
         kept.len() < pool
     };

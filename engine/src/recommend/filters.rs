@@ -1,6 +1,6 @@
 //! The filters every recommender applies, and why a candidate did not pass them.
 
-use crate::catalogue::ProductIdx;
+use crate::catalogue::{ArchivedProduct, ProductIdx};
 use crate::zone::Strategy;
 
 use super::{Context, RenderedItem, priced};
@@ -52,6 +52,15 @@ pub(super) fn admissible(
     strategy: Strategy,
     ctx: &Context<'_>,
 ) -> Result<RenderedItem, Rejection> {
+    admitted(idx, strategy, ctx).map(|(item, _)| item)
+}
+
+/// [`admissible`], with the product (for the filters a campaign adds).
+pub(super) fn admitted<'c>(
+    idx: ProductIdx,
+    strategy: Strategy,
+    ctx: &Context<'c>,
+) -> Result<(RenderedItem, &'c ArchivedProduct), Rejection> {
     let product = ctx
         .catalogue
         .product(idx)
@@ -75,9 +84,12 @@ pub(super) fn admissible(
         return Err(rejection);
     }
     let (price, shared_price) = priced(idx, product, ctx).ok_or(Rejection::NoPrice)?;
-    Ok(RenderedItem {
-        product: idx,
-        price,
-        shared_price,
-    })
+    Ok((
+        RenderedItem {
+            product: idx,
+            price,
+            shared_price,
+        },
+        product,
+    ))
 }

@@ -55,7 +55,7 @@ fn filters_leave_exactly_the_eligible_products() {
             vec!["S1", "S2", "S4", "B1", "B3"],
         ),
         (
-            json!([{"brandNotIn": ["ACME"]}]),
+            json!([{"brandNotIn": ["acme"]}]),
             home.clone(),
             vec!["S3", "S5", "B2"],
         ),

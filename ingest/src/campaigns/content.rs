@@ -3,7 +3,7 @@
 
 use compact_str::CompactString;
 use serde_json::Value;
-use vitrine_engine::campaign::content::{Boost, Content, Custom, Filter, Image, Pin, Source};
+use vitrine_engine::campaign::content::{Boost, Content, Custom, Filter, Ids, Image, Pin, Source};
 use vitrine_engine::campaign::schedule::{DAY_NAMES, EVERY_DAY, EVERY_HOUR, Schedule};
 use vitrine_engine::campaign::segment::Reads;
 use vitrine_engine::campaign::{Campaign, Segment, ZoneCampaigns};
@@ -576,6 +576,7 @@ fn custom(fields: &Fields<'_, '_>, zone: &ZoneSpec, errors: &mut Errors) -> Opti
         filters,
         boosts,
         pins,
+        interned: Default::default(),
         spec,
     })))
 }
@@ -639,10 +640,10 @@ fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<Filter> {
         b
     };
     Some(match kind.as_str() {
-        "categoryIn" => Filter::CategoryIn(names(inner, &at, errors)?),
-        "categoryNotIn" => Filter::CategoryNotIn(names(inner, &at, errors)?),
-        "brandIn" => Filter::BrandIn(names(inner, &at, errors)?),
-        "brandNotIn" => Filter::BrandNotIn(names(inner, &at, errors)?),
+        "categoryIn" => Filter::CategoryIn(ids(inner, &at, errors)?),
+        "categoryNotIn" => Filter::CategoryNotIn(ids(inner, &at, errors)?),
+        "brandIn" => Filter::BrandIn(ids(inner, &at, errors)?),
+        "brandNotIn" => Filter::BrandNotIn(ids(inner, &at, errors)?),
         "searchTag" => Filter::SearchTag(names(inner, &at, errors)?),
         "price" => {
             let range = Fields::of(inner, &at, KeyMatch::Exact, errors)?;
@@ -695,4 +696,10 @@ fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<Filter> {
             return None;
         }
     })
+}
+
+/// Category or brand ids, matched exactly.
+fn ids(value: &Value, path: &str, errors: &mut Errors) -> Option<Ids> {
+    let list = name_list(value, path, errors)?;
+    Some(Ids::of(list.iter().map(String::as_str)))
 }

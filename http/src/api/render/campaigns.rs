@@ -73,10 +73,6 @@ pub(super) fn images<'a>(outcome: &'a ServeOutcome, zone: &RenderedZone) -> Opti
 }
 
 /// Whether a campaign fills the zone (its images and template replace the zone's own).
-pub(super) fn by_campaign(outcome: &ServeOutcome, zone: &RenderedZone) -> bool {
-    outcome
-        .campaigns
-        .as_deref()
-        .zip(outcome.spec(zone))
-        .is_some_and(|(set, spec)| set.zone(&spec.id).is_some())
+pub(super) fn by_campaign(zone: &RenderedZone) -> bool {
+    zone.list.is_some()
 }

@@ -212,7 +212,7 @@ fn other_entries<'a>(
         .iter()
         .map(move |id| WireEntry::Named(named_json(catalogue, kind, id)));
     // A zone a campaign fills shows the campaign's images, never the configured ones.
-    let configured = if campaigns::by_campaign(outcome, zone) {
+    let configured = if campaigns::by_campaign(zone) {
         None
     } else {
         rendering.content.get(&spec.id)
