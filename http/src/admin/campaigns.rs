@@ -295,17 +295,7 @@ fn with_etag(value: Value, version: u64) -> Reply {
 }
 
 fn no_zone(entry: &AccountEntry, zone: &str) -> ApiError {
-    let ids: Vec<String> = entry
-        .account
-        .settings()
-        .zones
-        .iter()
-        .map(|z| z.id.clone())
-        .collect();
-    ApiError::NotFound(format!(
-        "no zone {zone:?}; the account's zones: {}",
-        ids.join(", ")
-    ))
+    ApiError::NotFound(super::no_zone(entry, zone))
 }
 
 /// Parameters a campaigns endpoint takes (none).

@@ -64,18 +64,9 @@ pub(super) fn zone(
         currency,
         now,
     };
-    let explanation = account.explain(&request).ok_or_else(|| {
-        let ids: Vec<String> = account
-            .settings()
-            .zones
-            .iter()
-            .map(|z| z.id.clone())
-            .collect();
-        ApiError::NotFound(format!(
-            "zone: no zone {zone:?}; the account's zones: {}",
-            ids.join(", ")
-        ))
-    })?;
+    let explanation = account
+        .explain(&request)
+        .ok_or_else(|| ApiError::NotFound(format!("zone: {}", super::no_zone(entry, zone))))?;
     Ok(to_json(entry, &request, &explanation))
 }
 

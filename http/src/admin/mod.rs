@@ -239,6 +239,18 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<AdminToken, ApiErr
     })
 }
 
+/// That the account has no zone `zone`, with the zones it has.
+fn no_zone(entry: &AccountEntry, zone: &str) -> String {
+    let ids: Vec<String> = entry
+        .account
+        .settings()
+        .zones
+        .iter()
+        .map(|z| z.id.clone())
+        .collect();
+    format!("no zone {zone:?}; the account's zones: {}", ids.join(", "))
+}
+
 fn account(state: &AppState, key: &str) -> Result<std::sync::Arc<AccountEntry>, ApiError> {
     state
         .account(key)

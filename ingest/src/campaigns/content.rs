@@ -13,8 +13,8 @@ use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
 use super::rules::{bounded, name_list, names, only, whole};
 use super::{
-    MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_NAME_LEN, MAX_PINS, MAX_TEMPLATE_LEN,
-    Target, identifier,
+    MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_PINS, MAX_TEMPLATE_LEN, Target,
+    display_name, identifier,
 };
 
 /// A zone's campaign list.
@@ -106,13 +106,7 @@ fn read_campaign(
     )?;
     let before = errors.total();
     let id = identifier(&fields, "id", errors);
-    let name = fields.opt_str("name", errors).unwrap_or_default();
-    if name.len() > MAX_NAME_LEN {
-        errors.push(
-            fields.path_of("name"),
-            format!("must be at most {MAX_NAME_LEN} bytes"),
-        );
-    }
+    let name = display_name(&fields, errors);
     let enabled = fields.opt_bool("enabled", errors).unwrap_or(true);
     let segment = match fields.opt_str("segment", errors) {
         None => None,

@@ -140,6 +140,36 @@ pub fn zone_version(document: &Value, zone: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The one member of a `PUT` body, `{"<key>": ...}`; the errors otherwise.
+fn member<'v>(body: &'v Value, key: &str, errors: &mut Errors) -> Result<&'v Value, Errors> {
+    let refused = |errors: &mut Errors| Err(std::mem::take(errors));
+    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, errors) else {
+        return refused(errors);
+    };
+    if only(&fields, body, &[key], errors).is_none() {
+        return refused(errors);
+    }
+    match fields.get(key) {
+        Some(value) => Ok(value),
+        None => {
+            errors.push(key, "required");
+            refused(errors)
+        }
+    }
+}
+
+/// A display name: `name` when given (at most [`MAX_NAME_LEN`] bytes), else empty.
+pub(super) fn display_name<'v>(fields: &Fields<'v, '_>, errors: &mut Errors) -> &'v str {
+    let name = fields.opt_str("name", errors).unwrap_or_default();
+    if name.len() > MAX_NAME_LEN {
+        errors.push(
+            fields.path_of("name"),
+            format!("must be at most {MAX_NAME_LEN} bytes"),
+        );
+    }
+    name
+}
+
 /// A new document with the segments of a `PUT` body (`{"segments": [...]}`) at
 /// `version`: validated whole, with every zone's list compiled against them (a segment
 /// still used cannot go). Errors name paths in the body.
@@ -150,16 +180,7 @@ pub fn with_segments(
     target: Target<'_>,
 ) -> Result<(Value, CampaignSet), Errors> {
     let mut errors = Errors::default();
-    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
-        return Err(errors);
-    };
-    if only(&fields, body, &["segments"], &mut errors).is_none() {
-        return Err(errors);
-    }
-    let Some(list) = fields.get("segments") else {
-        errors.push("segments", "required");
-        return Err(errors);
-    };
+    let list = member(body, "segments", &mut errors)?;
     let segments = read_segments(list, "segments", &mut errors);
     if !errors.is_empty() {
         return Err(errors);
@@ -206,16 +227,7 @@ pub fn with_campaigns(
     target: Target<'_>,
 ) -> Result<(Value, CampaignSet), Errors> {
     let mut errors = Errors::default();
-    let Some(fields) = Fields::of(body, "", KeyMatch::Exact, &mut errors) else {
-        return Err(errors);
-    };
-    if only(&fields, body, &["campaigns"], &mut errors).is_none() {
-        return Err(errors);
-    }
-    let Some(list) = fields.get("campaigns") else {
-        errors.push("campaigns", "required");
-        return Err(errors);
-    };
+    let list = member(body, "campaigns", &mut errors)?;
     let segments_list = current
         .pointer("/segments/list")
         .cloned()
@@ -504,13 +516,7 @@ fn read_segments(list: &Value, path: &str, errors: &mut Errors) -> Vec<Segment> 
             continue;
         }
         let id = identifier(&fields, "id", errors);
-        let name = fields.opt_str("name", errors).unwrap_or_default();
-        if name.len() > MAX_NAME_LEN {
-            errors.push(
-                fields.path_of("name"),
-                format!("must be at most {MAX_NAME_LEN} bytes"),
-            );
-        }
+        let name = display_name(&fields, errors);
         let rule = match fields.get("rule") {
             Some(rule) => rules::condition(rule, &fields.path_of("rule"), 1, &mut 0, errors),
             None => {
