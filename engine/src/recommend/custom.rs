@@ -72,7 +72,7 @@ pub fn fill_custom<T: CampaignTrace>(
         .iter()
         .filter_map(|pin| catalogue.idx_of(&pin.product))
         .collect();
-    let mut kept: Vec<Kept> = Vec::with_capacity(pool.min(64));
+    let mut kept: SmallVec<[Kept; 16]> = SmallVec::new();
     let mut seen = 0_usize;
     let mut consider = |idx: ProductIdx, strategy: Strategy, found: &dyn Fn() -> Evidence| {
         if pinned.contains(&idx) || kept.iter().any(|k| k.item.product == idx) {
