@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Account;
-use super::serve::{Reads, VisitorSnapshot};
+use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::campaign::content::Placement;
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, CampaignTrace, RequestContext, Skipped, choose};

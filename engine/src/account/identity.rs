@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::Account;
-use super::serve::MAX_DEVICES;
+use super::visitor_view::MAX_DEVICES;
 use crate::analytics::session_key;
 use crate::event::Identity;
 

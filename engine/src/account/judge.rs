@@ -4,7 +4,7 @@
 use smallvec::SmallVec;
 
 use super::Account;
-use super::serve::{Reads, VisitorSnapshot};
+use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
 use crate::money::Currency;

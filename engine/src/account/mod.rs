@@ -12,7 +12,8 @@
 //! swaps it in. Serving reads the latest ones and never waits.
 
 //!
-//! Modules: `serve` (the request: track, then fill zones), `campaigns` (the compiled
+//! Modules: `serve` (the request: track, then fill zones), `visitor_view` (what it reads
+//! of its visitor), `campaigns` (the compiled
 //! campaigns, their history, the segments' sizes), `track` (events applied to
 //! visitors, counters and models; replay), `identity` (linking devices, erasure),
 //! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
@@ -34,6 +35,7 @@ mod snapshot;
 mod tests;
 mod track;
 mod tune;
+mod visitor_view;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -50,10 +52,11 @@ pub use explain::{CampaignsExplained, ExplainRequest, ExplainedItem, Explanation
 use identity::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use serve::{
-    CAMPAIGN_VARIANT_PREFIX, MAX_DEVICES, Notice, RenderedItem, RenderedZone, RenderedZones,
-    ServeOutcome, ServeRequest, ZoneIds, campaign_variant,
+    CAMPAIGN_VARIANT_PREFIX, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome,
+    ServeRequest, ZoneIds, campaign_variant,
 };
 pub use track::customer_visitor_id;
+pub use visitor_view::MAX_DEVICES;
 
 use crate::analytics::{ZoneCounts, ZoneDay};
 use crate::campaign::{CampaignHistory, CampaignSet};

@@ -1,0 +1,273 @@
+//! What a request reads of its visitor: [`VisitorSnapshot`], the visitor's history and
+//! the facts segments read, copied so that the visitor's lock is released before zones
+//! are filled; the recommenders' [`Context`] and the segments' [`Shopper`] built from it.
+
+use std::sync::LazyLock;
+
+use compact_str::CompactString;
+use smallvec::SmallVec;
+
+use super::RankingsVersion;
+use crate::campaign::RequestContext;
+use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::Identity;
+use crate::models::Neighbours;
+use crate::money::Currency;
+use crate::recommend::Context;
+use crate::repurchases::Repurchases;
+use crate::visitor::{LiveVisitor, MAX_RECENT_VIEWS, strongest};
+use crate::visits::Visits;
+
+use super::track::PageContext;
+
+/// No neighbour lists (made once: an empty map still allocates its shards).
+static UNLISTED: LazyLock<Neighbours> = LazyLock::new(Neighbours::default);
+
+/// The parts of a visitor that zones consult, copied so the visitor's lock is released
+/// before rendering; products as dense ids of the request's catalogue (those it lacks
+/// cannot be shown, so they are left out).
+#[derive(Debug, Default)]
+pub(super) struct VisitorSnapshot {
+    pub(super) identity: Identity,
+    /// In basket order.
+    pub(super) basket: SmallVec<[ProductIdx; 16]>,
+    pub(super) purchased: SmallVec<[ProductIdx; 32]>,
+    /// Newest first (all of them fit inline: at most [`MAX_RECENT_VIEWS`]).
+    pub(super) recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
+    /// Whether `categories` and `brands` are filled.
+    pub(super) affinities: bool,
+    /// What the visitor (and its other devices) bought, when a `buy_again` zone reads
+    /// it.
+    pub(super) repurchases: Option<Repurchases>,
+    /// `repurchases` in `buy_again`'s order as dense ids, with the orders of each
+    /// (see [`VisitorSnapshot::rank_bought_again`]).
+    pub(super) bought_again: Vec<(ProductIdx, u32)>,
+    pub(super) categories: Vec<String>,
+    pub(super) brands: Vec<String>,
+    /// What segments read, when a requested zone has a list of campaigns.
+    pub(super) segments: Option<SegmentFacts>,
+}
+
+/// What segments read of a visitor, copied with its history (no heap allocation but
+/// for what a segment of the request reads: the latest orders' revenue, affinities).
+#[derive(Debug, Default)]
+pub(super) struct SegmentFacts {
+    pub(super) visits: Visits,
+    pub(super) basket_value: f64,
+    pub(super) given_dob: Option<time::Date>,
+    pub(super) categories: Vec<(CompactString, f64)>,
+    pub(super) brands: Vec<(CompactString, f64)>,
+}
+
+/// Facts of a shopper no segment asked for (an account without campaigns on the
+/// requested zones, or an untracked shopper).
+static NO_FACTS: LazyLock<SegmentFacts> = LazyLock::new(SegmentFacts::default);
+
+/// Names for a category or brand zone: the visitor's strongest first, then the most
+/// popular; the page's own one and names the catalogue does not know are left out.
+pub(super) fn affinity(
+    visitor: &[String],
+    popular: &[String],
+    page: Option<&str>,
+    count: usize,
+    known: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(count);
+    for name in visitor.iter().chain(popular) {
+        if names.len() >= count {
+            break;
+        }
+        if Some(name.as_str()) != page && !names.contains(name) && known(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
+/// What a request reads of a visitor beyond its history (see [`VisitorSnapshot::of`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Reads {
+    /// The category and brand affinities.
+    pub(super) affinities: bool,
+    /// The repurchases.
+    pub(super) repurchases: bool,
+    /// What the segments of the requested zones' campaigns read (none: no requested
+    /// zone has a list).
+    pub(super) campaigns: Option<SegmentReads>,
+}
+
+/// Other devices of one shopper whose history is merged into a request's, at most.
+pub const MAX_DEVICES: usize = 8;
+
+impl VisitorSnapshot {
+    /// What recommenders consult for this visitor: `catalogue` with its `rankings` and
+    /// the `published` neighbour lists (none when they index another base: a request
+    /// racing a feed's swap reads none until they are moved to this one), in a currency
+    /// at a time, on a page's product, category and search term.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the request's page and the account's current versions, each borrowed from its owner"
+    )]
+    pub(super) fn context<'a>(
+        &'a self,
+        catalogue: &'a Catalogue,
+        rankings: &'a RankingsVersion,
+        published: &'a Neighbours,
+        (currency, now): (Currency, UnixMillis),
+        product: Option<ProductIdx>,
+        category: Option<&'a str>,
+        search: Option<&'a str>,
+    ) -> Context<'a> {
+        Context {
+            catalogue,
+            rankings: &rankings.rankings,
+            neighbours: if published.indexes(catalogue) {
+                published
+            } else {
+                &UNLISTED
+            },
+            currency,
+            now,
+            account_id: self.identity.account_id.as_deref(),
+            group_id: self.identity.group_id.as_deref(),
+            product,
+            category,
+            basket: &self.basket,
+            purchased: &self.purchased,
+            bought_again: &self.bought_again,
+            recent_views: &self.recent_views,
+            search,
+        }
+    }
+
+    /// The shopper as segments see it: this visitor at the request's time, on its page.
+    pub(super) fn shopper<'a>(
+        &'a self,
+        ctx: &Context<'a>,
+        (page, request): (&PageContext<'_>, &'a RequestContext),
+        user: Option<&'a UserFacts>,
+        account_currency: Currency,
+    ) -> Shopper<'a> {
+        let facts = self.segments.as_ref().unwrap_or(&NO_FACTS);
+        Shopper {
+            now: ctx.now,
+            visits: &facts.visits,
+            identity: &self.identity,
+            user,
+            given_dob: facts.given_dob,
+            catalogue: ctx.catalogue,
+            purchased: &self.purchased,
+            basket: &self.basket,
+            basket_value: facts.basket_value,
+            categories: &facts.categories,
+            brands: &facts.brands,
+            page_type: page.page_type,
+            request,
+            currency: ctx.currency,
+            account_currency,
+        }
+    }
+
+    /// Adds another device's history after this one's own: its views (newest first)
+    /// after this visitor's, its purchases, its categories and brands.
+    pub(super) fn absorb(&mut self, other: &LiveVisitor, catalogue: &Catalogue) {
+        for idx in other.recent_idx_read(catalogue) {
+            if !self.recent_views.contains(&idx) {
+                self.recent_views.push(idx);
+            }
+        }
+        for idx in other.purchased.iter().filter_map(|id| catalogue.idx_of(id)) {
+            if !self.purchased.contains(&idx) {
+                self.purchased.push(idx);
+            }
+        }
+        if let (Some(mine), Some(theirs)) = (&mut self.repurchases, other.repurchases()) {
+            mine.absorb(theirs);
+        }
+        if let Some(facts) = &mut self.segments {
+            facts.visits.absorb(other.visits());
+        }
+        if !self.affinities {
+            return;
+        }
+        for name in strongest(&other.categories) {
+            if !self.categories.contains(&name) {
+                self.categories.push(name);
+            }
+        }
+        for name in strongest(&other.brands) {
+            if !self.brands.contains(&name) {
+                self.brands.push(name);
+            }
+        }
+    }
+
+    /// Ranks what the visitor bought for `buy_again`, as dense ids of `catalogue`
+    /// (products it lacks left out); after other devices are absorbed.
+    pub(super) fn rank_bought_again(&mut self, catalogue: &Catalogue) {
+        if let Some(repurchases) = &self.repurchases {
+            self.bought_again = repurchases
+                .ranked()
+                .into_iter()
+                .filter_map(|b| Some((catalogue.idx_of(&b.product)?, b.orders)))
+                .collect();
+        }
+    }
+
+    /// What a request reads of a visitor; the category and brand affinities (sorted,
+    /// so not free) only when a category or brand zone asks for them, the repurchases
+    /// only when a `buy_again` zone does.
+    pub(super) fn of(
+        live: &mut LiveVisitor,
+        catalogue: &Catalogue,
+        Reads {
+            affinities,
+            repurchases,
+            campaigns,
+        }: Reads,
+    ) -> VisitorSnapshot {
+        // Recent views from the dense ids kept in step with them (no id lookups).
+        let recent_views = live.recent_idx(catalogue);
+        let purchased = SmallVec::from_slice(live.purchased_idx(catalogue));
+        let visitor = live.state();
+        VisitorSnapshot {
+            identity: visitor.identity.clone(),
+            basket: visitor
+                .basket
+                .iter()
+                .filter_map(|b| catalogue.idx_of(&b.id))
+                .collect(),
+            purchased,
+            recent_views,
+            affinities,
+            segments: campaigns.map(|reads| SegmentFacts {
+                visits: live.visits().for_segments(reads.orders),
+                basket_value: crate::campaign::segment::basket_value(&visitor.basket),
+                given_dob: visitor.details.dob.and_then(|d| d.date()),
+                categories: if reads.affinities {
+                    visitor.categories.clone()
+                } else {
+                    Vec::new()
+                },
+                brands: if reads.affinities {
+                    visitor.brands.clone()
+                } else {
+                    Vec::new()
+                },
+            }),
+            repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
+            bought_again: Vec::new(),
+            categories: if affinities {
+                strongest(&visitor.categories)
+            } else {
+                Vec::new()
+            },
+            brands: if affinities {
+                strongest(&visitor.brands)
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
