@@ -520,11 +520,7 @@ fn fill_zones(
         // experiment's variant fills it otherwise).
         if variant.is_none_or(|v| v.campaigns)
             && let Some(set) = campaigns
-            && let Some((list_at, list)) = set
-                .zones
-                .iter()
-                .enumerate()
-                .find(|(_, z)| z.zone == spec.id)
+            && let Some((list_at, list)) = set.zone_at(&spec.id)
         {
             let chosen = choose(set, list, (shopper, &mut judged), ctx, &mut NoTrace);
             // Analytics count the campaign shown as the zone's variant (an experiment's
@@ -534,7 +530,7 @@ fn fill_zones(
                 None => chosen
                     .campaign
                     .and_then(|at| list.campaigns.get(at))
-                    .map_or_else(CompactString::default, |c| campaign_variant(&c.id)),
+                    .map_or_else(CompactString::default, |c| c.variant.clone()),
             };
             zones.push(RenderedZone {
                 spec: position,

@@ -83,13 +83,16 @@ pub struct Custom {
     pub interned: InternedCache,
 }
 
-/// The interned ids of a custom recommender's category and brand filters, for one
-/// catalogue version.
+/// A custom recommender's filters and boosts as one catalogue version judges them:
+/// category and brand ids interned, so that a candidate is judged by comparing
+/// integers, and the filters merged into one [`Plan`].
 #[derive(Debug)]
 pub struct Interned {
     version: u64,
-    /// Per filter, then per boost, in order: the interned ids (empty for other kinds).
-    ids: Vec<SmallVec<[u32; 4]>>,
+    /// Every filter, merged.
+    pub filters: Plan,
+    /// Each boost's filter, with its factor.
+    pub boosts: Vec<(Plan, f64)>,
 }
 
 /// [`Interned`] for the latest catalogue version seen, swapped whole.
@@ -119,22 +122,24 @@ impl Custom {
         {
             return kept;
         }
-        let ids = self
-            .filters
+        let filters = Plan::of(&self.filters, catalogue);
+        let boosts = self
+            .boosts
             .iter()
-            .chain(self.boosts.iter().map(|b| &b.filter))
-            .map(|filter| filter.intern(catalogue))
+            .map(|b| {
+                (
+                    Plan::of(std::slice::from_ref(&b.filter), catalogue),
+                    b.factor,
+                )
+            })
             .collect();
-        let fresh = std::sync::Arc::new(Interned { version, ids });
+        let fresh = std::sync::Arc::new(Interned {
+            version,
+            filters,
+            boosts,
+        });
         self.interned.0.store(Some(std::sync::Arc::clone(&fresh)));
         fresh
-    }
-}
-
-impl Interned {
-    /// The interned ids of filter `at` (boosts after the filters).
-    pub fn ids(&self, at: usize) -> &[u32] {
-        self.ids.get(at).map_or(&[], |ids| ids.as_slice())
     }
 }
 
@@ -267,47 +272,90 @@ pub fn major(price: &ItemPrice) -> f64 {
     price.price.minor as f64 / 10f64.powi(price.price.currency.minor_digits() as i32)
 }
 
-/// A filter as one fill applies it: category and brand ids as the catalogue version
-/// interns them, so that a candidate is judged by comparing integers.
+/// Filters as one catalogue version judges them, merged: the price filters into one
+/// range, the category and brand exclusions into one list each, the rest in turn.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// The range every price filter allows (major units), if any filter bounds it.
+    price: Option<(f64, f64)>,
+    /// Interned categories no candidate may be in.
+    not_categories: SmallVec<[u32; 4]>,
+    /// Interned brands no candidate may be of.
+    not_brands: SmallVec<[u32; 4]>,
+    /// The other filters, each judged in turn.
+    tests: Vec<Test>,
+}
+
+/// A filter of a [`Plan`] judged on its own.
 #[derive(Debug)]
-pub enum Resolved<'f> {
-    /// In (`true`) or not in one of these interned categories.
-    Categories(&'f [u32], bool),
-    /// Of (`true`) or not of one of these interned brands.
-    Brands(&'f [u32], bool),
+enum Test {
+    /// In one of these interned categories (none: no candidate passes).
+    Categories(SmallVec<[u32; 4]>),
+    /// Of one of these interned brands (none: no candidate passes).
+    Brands(SmallVec<[u32; 4]>),
     /// Any other filter, judged as it is.
-    Other(&'f Filter),
+    Other(Filter),
 }
 
-impl Filter {
-    /// Its category or brand ids as `catalogue` interns them (empty for other kinds).
-    fn intern(&self, catalogue: &Catalogue) -> SmallVec<[u32; 4]> {
-        match self {
-            Filter::CategoryIn(ids) | Filter::CategoryNotIn(ids) => {
-                ids.interned(|c| catalogue.category_id(c))
+impl Plan {
+    /// `filters` (all of which must pass) with their ids as `catalogue` interns them.
+    pub fn of(filters: &[Filter], catalogue: &Catalogue) -> Plan {
+        let mut plan = Plan::default();
+        let category = |c: &str| catalogue.category_id(c);
+        let brand = |b: &str| catalogue.brand_id(b);
+        for filter in filters {
+            match filter {
+                Filter::CategoryIn(ids) => {
+                    plan.tests.push(Test::Categories(ids.interned(category)))
+                }
+                Filter::BrandIn(ids) => plan.tests.push(Test::Brands(ids.interned(brand))),
+                Filter::CategoryNotIn(ids) => plan.not_categories.extend(ids.interned(category)),
+                Filter::BrandNotIn(ids) => plan.not_brands.extend(ids.interned(brand)),
+                Filter::Price { min, max } => {
+                    let (low, high) = plan.price.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+                    plan.price = Some((
+                        min.map_or(low, |min| low.max(min)),
+                        max.map_or(high, |max| high.min(max)),
+                    ));
+                }
+                other => plan.tests.push(Test::Other(other.clone())),
             }
-            Filter::BrandIn(ids) | Filter::BrandNotIn(ids) => {
-                ids.interned(|b| catalogue.brand_id(b))
-            }
-            _ => SmallVec::new(),
         }
+        plan
     }
 
-    /// The filter with its interned `ids` (see [`Custom::interned`]).
-    pub fn resolve<'f>(&'f self, ids: &'f [u32]) -> Resolved<'f> {
-        match self {
-            Filter::CategoryIn(_) => Resolved::Categories(ids, true),
-            Filter::CategoryNotIn(_) => Resolved::Categories(ids, false),
-            Filter::BrandIn(_) => Resolved::Brands(ids, true),
-            Filter::BrandNotIn(_) => Resolved::Brands(ids, false),
-            other => Resolved::Other(other),
-        }
-    }
-}
-
-impl Resolved<'_> {
-    /// Whether `candidate` passes.
+    /// Whether `candidate` passes every filter.
+    #[inline]
     pub fn passes(&self, candidate: &Candidate<'_>) -> bool {
+        if let Some((low, high)) = self.price
+            && !(candidate.amount >= low && candidate.amount <= high)
+        {
+            return false;
+        }
+        let product = candidate.product;
+        if !self.not_brands.is_empty()
+            && product
+                .brand
+                .as_ref()
+                .is_some_and(|b| self.not_brands.contains(&b.to_native()))
+        {
+            return false;
+        }
+        if !self.not_categories.is_empty()
+            && product
+                .categories
+                .iter()
+                .any(|c| self.not_categories.contains(&c.to_native()))
+        {
+            return false;
+        }
+        self.tests.is_empty() || self.tests.iter().all(|test| test.passes(candidate))
+    }
+}
+
+impl Test {
+    /// Whether `candidate` passes.
+    fn passes(&self, candidate: &Candidate<'_>) -> bool {
         let Candidate {
             catalogue,
             product,
@@ -316,27 +364,23 @@ impl Resolved<'_> {
             page,
         } = *candidate;
         let filter = match self {
-            Resolved::Categories(ids, within) => {
-                let found = catalogue.category_ids(product).any(|c| ids.contains(&c));
-                return found == *within;
+            Test::Categories(ids) => {
+                return catalogue.category_ids(product).any(|c| ids.contains(&c));
             }
-            Resolved::Brands(ids, within) => {
-                let found = catalogue
+            Test::Brands(ids) => {
+                return catalogue
                     .brand_id_of(product)
                     .is_some_and(|b| ids.contains(&b));
-                return found == *within;
             }
-            Resolved::Other(filter) => filter,
+            Test::Other(filter) => filter,
         };
         match filter {
-            // Resolved above.
+            // Merged into the plan.
             Filter::CategoryIn(_)
             | Filter::CategoryNotIn(_)
             | Filter::BrandIn(_)
-            | Filter::BrandNotIn(_) => true,
-            Filter::Price { min, max } => {
-                min.is_none_or(|min| amount >= min) && max.is_none_or(|max| amount <= max)
-            }
+            | Filter::BrandNotIn(_)
+            | Filter::Price { .. } => true,
             Filter::OnOffer(wanted) => (product.on_offer || price.was.is_some()) == *wanted,
             Filter::NewArrival(wanted) => product.new_arrival == *wanted,
             Filter::SameCategory => page.is_some_and(|(page, _)| {

@@ -113,6 +113,9 @@ pub struct Segment {
 pub struct Campaign {
     /// Its id, unique in the zone.
     pub id: String,
+    /// The variant name analytics count its answers under (`campaign:<id>`, see
+    /// `account::campaign_variant`), made once.
+    pub variant: CompactString,
     /// Its name for people.
     pub name: String,
     /// A paused campaign is skipped.
@@ -132,12 +135,22 @@ pub struct Campaign {
 pub struct ZoneCampaigns {
     /// The zone id.
     pub zone: String,
+    /// [`zone_key`] of the zone id, compared before the id itself.
+    pub key: u64,
     /// The version of the document in which the list last changed.
     pub version: u64,
     /// The campaigns, in the order they are tried.
     pub campaigns: Vec<Campaign>,
     /// What its segments read.
     pub reads: Reads,
+}
+
+/// A hash of a zone id (FNV-1a), so that finding a zone's list on the request path
+/// compares integers before it compares ids.
+pub fn zone_key(zone: &str) -> u64 {
+    zone.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// An account's campaigns, compiled.
@@ -154,7 +167,16 @@ pub struct CampaignSet {
 impl CampaignSet {
     /// The list of a zone, when it has one.
     pub fn zone(&self, zone: &str) -> Option<&ZoneCampaigns> {
-        self.zones.iter().find(|z| z.zone == zone)
+        self.zone_at(zone).map(|(_, list)| list)
+    }
+
+    /// The list of a zone with its position in [`CampaignSet::zones`], when it has one.
+    pub fn zone_at(&self, zone: &str) -> Option<(usize, &ZoneCampaigns)> {
+        let key = zone_key(zone);
+        self.zones
+            .iter()
+            .enumerate()
+            .find(|(_, z)| z.key == key && z.zone == zone)
     }
 
     /// A segment by id.
@@ -273,6 +295,7 @@ pub fn choose<T: CampaignTrace>(
 
 /// Whether `shopper` qualifies for `campaign` at `now`: enabled, in its schedule, in its
 /// segment.
+#[inline]
 fn qualifies(
     set: &CampaignSet,
     campaign: &Campaign,
@@ -298,27 +321,45 @@ fn qualifies(
 }
 
 /// The segments judged for one request, so that a segment several zones' campaigns
-/// name is judged once: two bits per segment (judged, holds), inline for 64 segments.
+/// name is judged once: a bit per segment judged, and one per segment matched, inline
+/// for 128 segments.
 #[derive(Debug, Default)]
 pub struct Judged {
-    bits: smallvec::SmallVec<[u128; 1]>,
+    /// One bit per segment: judged yet.
+    known: smallvec::SmallVec<[u64; 2]>,
+    /// One bit per segment: matched (when judged).
+    matched: smallvec::SmallVec<[u64; 2]>,
 }
 
 impl Judged {
     /// Whether segment `at` holds, judged by `judge` the first time it is asked.
+    #[inline]
     fn holds(&mut self, at: usize, judge: impl FnOnce() -> bool) -> bool {
-        let (word, bit) = (at / 64, (at % 64) * 2);
-        if self.bits.len() <= word {
-            self.bits.resize(word + 1, 0);
+        let (word, bit) = (at / 64, 1_u64 << (at % 64));
+        if let (Some(known), Some(matched)) = (self.known.get(word), self.matched.get(word))
+            && known & bit != 0
+        {
+            return matched & bit != 0;
         }
-        let Some(slot) = self.bits.get_mut(word) else {
-            return judge();
-        };
-        if *slot & (1 << bit) == 0 {
-            let holds = judge();
-            *slot |= (1 << bit) | (u128::from(holds) << (bit + 1));
+        let holds = judge();
+        self.remember(word, bit, holds);
+        holds
+    }
+
+    /// Records a segment's verdict.
+    #[cold]
+    fn remember(&mut self, word: usize, bit: u64, holds: bool) {
+        if self.known.len() <= word {
+            self.known.resize(word + 1, 0);
+            self.matched.resize(word + 1, 0);
         }
-        *slot & (1 << (bit + 1)) != 0
+        if let (Some(known), Some(matched)) = (self.known.get_mut(word), self.matched.get_mut(word))
+        {
+            *known |= bit;
+            if holds {
+                *matched |= bit;
+            }
+        }
     }
 }
 

@@ -30,6 +30,7 @@ fn manual(id: &str, segment: Option<usize>, products: &[&str], min_items: usize)
     let spec = testing::zone("Z", Strategy::Trending, 4);
     Campaign {
         id: id.to_owned(),
+        variant: crate::account::campaign_variant(id),
         name: id.to_owned(),
         enabled: true,
         segment,
@@ -62,6 +63,7 @@ fn set(campaigns: Vec<Campaign>, segments: Vec<Segment>) -> CampaignSet {
         segments,
         zones: vec![ZoneCampaigns {
             zone: "Z".to_owned(),
+            key: super::zone_key("Z"),
             version: 1,
             campaigns,
             reads,
@@ -207,4 +209,72 @@ fn names_compare_without_regard_to_case() {
     assert!(names.has("gb"));
     assert!(names.has("Gb"));
     assert!(!names.has("FR"));
+}
+
+#[test]
+fn merged_filters_keep_what_every_filter_alone_keeps() {
+    use super::content::Filter;
+    // a: 3.00 in shoes by Acme; b: 6.00 in shoes by Bolt; c: 9.00 in hats by Acme;
+    // d: 12.00 in hats by Cord; e: 7.00 in socks, no brand.
+    let product = |id: &str, minor: i64, category: &str, brand: Option<&str>| Product {
+        prices: testing::priced(minor, "GBP"),
+        categories: testing::names(&[category]),
+        brand: brand.map(str::to_owned),
+        ..testing::product(id)
+    };
+    let account = testing::account(
+        vec![testing::zone("Z", Strategy::Trending, 4)],
+        testing::catalogue([
+            product("a", 300, "shoes", Some("Acme")),
+            product("b", 600, "shoes", Some("Bolt")),
+            product("c", 900, "hats", Some("Acme")),
+            product("d", 1200, "hats", Some("Cord")),
+            product("e", 700, "socks", None),
+        ]),
+    );
+    let ids = |list: &[&str]| super::content::Ids::of(list.iter().copied());
+    let version = std::cell::Cell::new(0);
+    let with = |filters: Vec<Filter>| {
+        let mut campaign = manual("all", None, &["a", "b", "c", "d", "e"], 0);
+        if let Content::Custom(custom) = &mut campaign.content {
+            custom.filters = filters;
+            custom.spec.count = 5;
+        }
+        let mut next = set(vec![campaign], Vec::new());
+        version.set(version.get() + 1);
+        next.version = version.get();
+        install(&account, next);
+        shown(&account, "v", Vec::new()).0
+    };
+    let price = |min: Option<f64>, max: Option<f64>| Filter::Price { min, max };
+    // Two price filters: both bounds hold.
+    assert_eq!(
+        with(vec![price(Some(5.0), None), price(None, Some(9.0))]),
+        ["b", "c", "e"]
+    );
+    // Two brand exclusions and a category exclusion; a product without a brand passes
+    // a brand exclusion.
+    assert_eq!(
+        with(vec![
+            Filter::BrandNotIn(ids(&["Bolt"])),
+            Filter::BrandNotIn(ids(&["Cord"])),
+            Filter::CategoryNotIn(ids(&["shoes"])),
+        ]),
+        ["c", "e"]
+    );
+    // An exclusion of ids the catalogue does not know excludes nothing; an inclusion of
+    // them includes nothing.
+    assert_eq!(
+        with(vec![Filter::CategoryNotIn(ids(&["gloves"]))]),
+        ["a", "b", "c", "d", "e"]
+    );
+    assert!(with(vec![Filter::BrandIn(ids(&["Nobody"]))]).is_empty());
+    // Inclusions each hold: in hats and by Acme.
+    assert_eq!(
+        with(vec![
+            Filter::CategoryIn(ids(&["hats", "socks"])),
+            Filter::BrandIn(ids(&["Acme"])),
+        ]),
+        ["c"]
+    );
 }

@@ -7,7 +7,7 @@
 use smallvec::SmallVec;
 
 use crate::campaign::CampaignTrace;
-use crate::campaign::content::{Candidate, Custom, Placement, Resolved, Source, major};
+use crate::campaign::content::{Candidate, Custom, Placement, Source, major};
 use crate::catalogue::ProductIdx;
 use crate::zone::Strategy;
 
@@ -24,7 +24,8 @@ const MAX_BOOST_POOL: usize = 400;
 struct Kept {
     item: RenderedItem,
     score: f64,
-    boosts: SmallVec<[usize; 2]>,
+    /// The boosts it matched, one bit each (a campaign has at most 32).
+    boosts: u32,
 }
 
 /// Fills a custom recommender for the request in `ctx`.
@@ -46,25 +47,8 @@ pub fn fill_custom<T: CampaignTrace>(
         let product = catalogue.product(idx)?;
         Some((product, item_price(idx, product, ctx).map(|p| major(&p))))
     });
-    // Category and brand ids as this version interns them (worked out once per version).
+    // The filters and boosts as this version judges them (worked out once per version).
     let interned = custom.interned(catalogue);
-    let filters: SmallVec<[Resolved<'_>; 8]> = custom
-        .filters
-        .iter()
-        .enumerate()
-        .map(|(at, f)| f.resolve(interned.ids(at)))
-        .collect();
-    let boosts: SmallVec<[(Resolved<'_>, f64); 4]> = custom
-        .boosts
-        .iter()
-        .enumerate()
-        .map(|(at, b)| {
-            (
-                b.filter.resolve(interned.ids(custom.filters.len() + at)),
-                b.factor,
-            )
-        })
-        .collect();
     // Item prices are in the request's currency: one scale for all.
     let scale = 10f64.powi(ctx.currency.minor_digits() as i32);
     let pinned: SmallVec<[ProductIdx; 4]> = custom
@@ -93,15 +77,15 @@ pub fn fill_custom<T: CampaignTrace>(
             amount: item.price.price.minor as f64 / scale,
             page,
         };
-        if filters.iter().any(|f| !f.passes(&candidate)) {
+        if !interned.filters.passes(&candidate) {
             return true;
         }
         let mut score = 1.0 / seen as f64;
-        let mut matched = SmallVec::new();
-        for (at, (filter, factor)) in boosts.iter().enumerate() {
+        let mut matched = 0_u32;
+        for (at, (filter, factor)) in interned.boosts.iter().enumerate() {
             if filter.passes(&candidate) {
                 score *= factor;
-                matched.push(at);
+                matched |= 1_u32.checked_shl(at as u32).unwrap_or(0);
             }
         }
         trace.chosen(idx, strategy, false, found);
@@ -188,7 +172,7 @@ pub fn fill_custom<T: CampaignTrace>(
             trace.placed(
                 k.item.product,
                 Placement::Sourced {
-                    boosts: k.boosts.to_vec(),
+                    boosts: (0..32).filter(|at| k.boosts & (1 << at) != 0).collect(),
                     score: k.score,
                 },
             );

@@ -81,6 +81,7 @@ pub(super) fn read_list(
     }
     (errors.total() == before).then(|| ZoneCampaigns {
         zone: zone.to_owned(),
+        key: vitrine_engine::campaign::zone_key(zone),
         version: 0,
         campaigns,
         reads,
@@ -164,13 +165,15 @@ fn read_campaign(
     if errors.total() != before {
         return None;
     }
+    let id = id?;
     Some(Campaign {
         name: if name.is_empty() {
-            id.clone()?
+            id.clone()
         } else {
             name.to_owned()
         },
-        id: id?,
+        variant: vitrine_engine::account::campaign_variant(&id),
+        id,
         enabled,
         segment,
         schedule,
