@@ -41,6 +41,8 @@ mod cluster_feeds;
 #[path = "api/cluster_trim.rs"]
 mod cluster_trim;
 mod common;
+#[path = "api/console.rs"]
+mod console;
 #[path = "api/crash.rs"]
 mod crash;
 #[path = "api/delta.rs"]

@@ -16,6 +16,8 @@
 //! - `layout`: the archived content of a version ([`CatalogueData`]), price columns.
 //! - `read`: [`Catalogue`], the read API over base and overlay.
 //! - `build`: [`CatalogueBuilder`] and the way from a version back to a builder.
+//! - `search`: finding products, categories and brands by id or title, for the
+//!   console's pickers.
 
 mod build;
 mod layout;
@@ -25,6 +27,7 @@ mod layout;
 )]
 mod model;
 mod read;
+pub mod search;
 
 pub use build::CatalogueBuilder;
 pub use layout::{

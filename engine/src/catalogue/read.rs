@@ -312,6 +312,26 @@ impl Catalogue {
         found
     }
 
+    /// Every category id products of this version name, in interned order.
+    pub fn category_names(&self) -> impl Iterator<Item = &str> + '_ {
+        let added = self.changes().map(|o| o.categories.names.as_slice());
+        self.data()
+            .category_names
+            .iter()
+            .map(|n| n.as_str())
+            .chain(added.unwrap_or_default().iter().map(String::as_str))
+    }
+
+    /// Every brand id products of this version name, in interned order.
+    pub fn brand_names(&self) -> impl Iterator<Item = &str> + '_ {
+        let added = self.changes().map(|o| o.brands.names.as_slice());
+        self.data()
+            .brand_names
+            .iter()
+            .map(|n| n.as_str())
+            .chain(added.unwrap_or_default().iter().map(String::as_str))
+    }
+
     pub(super) fn category_name(&self, id: u32) -> Option<&str> {
         let names = &self.data().category_names;
         match names.get(id as usize) {

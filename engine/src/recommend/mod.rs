@@ -200,7 +200,7 @@ fn matches_search(idx: ProductIdx, term: &str, ctx: &Context<'_>) -> bool {
 
 /// Whether `text` contains `term` (lower-case) ignoring case; without allocating when
 /// `text` is ASCII, which product titles and tags mostly are.
-fn contains_lowercase(text: &str, term: &str) -> bool {
+pub(crate) fn contains_lowercase(text: &str, term: &str) -> bool {
     if !text.is_ascii() {
         return text.to_lowercase().contains(term);
     }

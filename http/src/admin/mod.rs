@@ -14,9 +14,13 @@
 //!   compared with its control.
 //! - `GET /admin/api/accounts/{accessKey}/explain?zone=&visitor=&product=&currency=`: a
 //!   zone as a shopper would see it, with why each item is there.
+//! - `GET /admin/api/accounts/{accessKey}/catalogue?q=&kind=&limit=`: products,
+//!   categories or brands found by id or title, for the console's pickers.
+//! - The campaign endpoints (segments, zones' campaign lists, history): `campaigns.rs`.
 
 mod analytics;
 mod campaigns;
+mod catalogue;
 mod experiments;
 mod explain;
 mod live;
@@ -91,6 +95,10 @@ pub fn handle(
         ["accounts", key, "campaigns", "history", version] => {
             campaigns::no_query(&query)?;
             campaigns::version(&*account(state, key)?, version)?
+        }
+        ["accounts", key, "catalogue"] => {
+            query.only(&["q", "kind", "limit"])?;
+            catalogue::find(&*account(state, key)?, &query)?
         }
         ["accounts", key, "explain"] => {
             query.only(&["zone", "visitor", "product", "currency", "pageType", "at"])?;

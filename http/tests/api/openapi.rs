@@ -491,7 +491,7 @@ const ADMIN_WRITES: [(&str, &str); 5] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 12] = [
+const ADMIN_PATHS: [&str; 13] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -504,6 +504,7 @@ const ADMIN_PATHS: [&str; 12] = [
     "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
     "/admin/api/accounts/{accessKey}/campaigns/history",
     "/admin/api/accounts/{accessKey}/campaigns/history/{version}",
+    "/admin/api/accounts/{accessKey}/catalogue",
 ];
 
 #[test]
@@ -589,6 +590,24 @@ fn admin_answers_match_the_openapi_document() {
             404,
         ),
         (models.as_str(), ADMIN_PATHS[6], Some(token), 200),
+        (
+            &format!("/admin/api/accounts/{DEMO_KEY}/catalogue?q=P0000&limit=3"),
+            ADMIN_PATHS[12],
+            Some(token),
+            200,
+        ),
+        (
+            &format!("/admin/api/accounts/{DEMO_KEY}/catalogue?q=a&kind=colours"),
+            ADMIN_PATHS[12],
+            Some(token),
+            400,
+        ),
+        (
+            "/admin/api/accounts/nobody/catalogue?q=a",
+            ADMIN_PATHS[12],
+            Some(token),
+            404,
+        ),
         (&format!("{models}?x=1"), ADMIN_PATHS[6], Some(token), 400),
         (
             "/admin/api/accounts/nobody/models",
