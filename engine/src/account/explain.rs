@@ -31,7 +31,26 @@ pub struct ExplainRequest {
     pub now: UnixMillis,
     /// The page's type (for segments that read it).
     pub page_type: Option<PageType>,
+    /// The page's category id.
+    pub category: Option<String>,
+    /// Campaigns to judge in place of the live ones (a draft, previewed before it is
+    /// published); none: the live ones.
+    pub campaigns: Option<Arc<CampaignSet>>,
+    /// A made-up shopper in place of a visitor of the account (`visitor_id` is then
+    /// not read).
+    pub made_up: Option<MadeUpShopper>,
 }
+
+/// A shopper made up for a preview: no history, new or returning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MadeUpShopper {
+    /// Returning: first seen 30 days ago, in a second session; else new: first seen
+    /// now, in a first session.
+    pub returning: bool,
+}
+
+/// How long ago a made-up returning shopper was first seen.
+const RETURNING_FIRST_SEEN_DAYS: i64 = 30;
 
 /// A zone as it would be filled for a visitor, and why: each item with the strategy
 /// that found it and its evidence, and the candidates the filters removed.
@@ -138,6 +157,22 @@ impl Trace for Recorder {
     }
 }
 
+impl MadeUpShopper {
+    /// What segments read of the shopper at `now`.
+    fn facts(self, now: UnixMillis) -> super::visitor_view::SegmentFacts {
+        let mut visits = crate::visits::Visits::default();
+        if self.returning {
+            visits.seen(now - RETURNING_FIRST_SEEN_DAYS * 86_400_000, true);
+        }
+        visits.seen(now, true);
+        visits.page_viewed();
+        super::visitor_view::SegmentFacts {
+            visits,
+            ..Default::default()
+        }
+    }
+}
+
 impl Account {
     /// Fills a zone as [`Account::serve`] would for the visitor on the product's page,
     /// and says why: read-only (no event, session or visitor is recorded). `None` when
@@ -147,7 +182,10 @@ impl Account {
         let spec = settings.zones.iter().find(|z| z.id == request.zone)?;
         let catalogue = self.catalogue();
         let currency = request.currency.unwrap_or(settings.default_currency);
-        let visitor_id = request.visitor_id.as_deref().unwrap_or("");
+        let visitor_id = match request.made_up {
+            Some(_) => "",
+            None => request.visitor_id.as_deref().unwrap_or(""),
+        };
         let mut snapshot = self.visitors.read().get_mut(visitor_id).map(|mut live| {
             VisitorSnapshot::of(
                 &mut live,
@@ -168,7 +206,10 @@ impl Account {
         if let Some(snapshot) = snapshot.as_mut() {
             self.absorb_other_devices(visitor_id, snapshot, &catalogue);
         }
-        let snapshot = snapshot.unwrap_or_default();
+        let mut snapshot = snapshot.unwrap_or_default();
+        if let Some(made_up) = request.made_up {
+            snapshot.segments = Some(made_up.facts(request.now));
+        }
         let variant = settings.variant(spec, visitor_id, request.now);
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
         let rankings = self.rankings_for(&catalogue);
@@ -182,11 +223,14 @@ impl Account {
                 .product
                 .as_deref()
                 .and_then(|id| catalogue.idx_of(id)),
-            None,
+            request.category.as_deref(),
             None,
         );
         let mut recorder = Recorder::default();
-        let set = self.campaigns();
+        let set = request
+            .campaigns
+            .as_ref()
+            .map_or_else(|| self.campaigns(), Arc::clone);
         let list = set
             .zone(&spec.id)
             .filter(|_| variant.is_none_or(|(_, v)| v.campaigns));
@@ -199,6 +243,8 @@ impl Account {
                     .and_then(|id| self.user_facts(id));
                 let page = super::track::PageContext {
                     page_type: request.page_type,
+                    product: request.product.as_deref(),
+                    category: request.category.as_deref(),
                     ..Default::default()
                 };
                 let context = RequestContext::default();

@@ -48,7 +48,9 @@ use time::Date;
 
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
 pub use campaigns::SegmentSize;
-pub use explain::{CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED};
+pub use explain::{
+    CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
+};
 use identity::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use serve::{

@@ -151,6 +151,9 @@ pub(crate) fn explain(
             currency: None,
             now: T0 + 1_000,
             page_type: None,
+            category: None,
+            campaigns: None,
+            made_up: None,
         })
         .unwrap()
 }

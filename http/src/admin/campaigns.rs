@@ -177,6 +177,7 @@ pub(super) enum Write<'a> {
     RemoveZone(&'a str),
     Restore,
     DraftSize,
+    Preview(&'a str),
 }
 
 /// A `PUT` or `POST` of the campaigns.
@@ -210,6 +211,11 @@ pub(super) fn write(
             serde_json::to_vec(&size_json("", size)).unwrap_or_default(),
         ));
     }
+    if let Write::Preview(zone) = write {
+        // A read: any admin token may ask.
+        let answer = super::preview::zone(entry, zone, &body, now)?;
+        return Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()));
+    }
     if caller.role != crate::config::AdminRole::Editor {
         return Err(ApiError::Forbidden(format!(
             "the token {:?} is a viewer's: it may read, not change",
@@ -240,7 +246,9 @@ pub(super) fn write(
             })?;
             CampaignChange::Restore(version)
         }
-        Write::DraftSize => return Err(ApiError::Internal("unreachable write".to_owned())),
+        Write::DraftSize | Write::Preview(_) => {
+            return Err(ApiError::Internal("unreachable write".to_owned()));
+        }
     };
     let changed = entry
         .jobs
@@ -262,7 +270,7 @@ pub(super) fn write(
     let etag = match write {
         Write::Segments => campaigns::segments_version(&document),
         Write::Zone(zone) | Write::RemoveZone(zone) => campaigns::zone_version(&document, zone),
-        Write::Restore | Write::DraftSize => changed.version,
+        Write::Restore | Write::DraftSize | Write::Preview(_) => changed.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),

@@ -63,6 +63,9 @@ pub(super) fn zone(
         product,
         currency,
         now,
+        category: None,
+        campaigns: None,
+        made_up: None,
     };
     let explanation = account
         .explain(&request)
@@ -70,7 +73,7 @@ pub(super) fn zone(
     Ok(to_json(entry, &request, &explanation))
 }
 
-fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> Value {
+pub(super) fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explanation) -> Value {
     let id = |idx: ProductIdx| {
         e.catalogue
             .product(idx)

@@ -16,7 +16,9 @@
 //!   zone as a shopper would see it, with why each item is there.
 //! - `GET /admin/api/accounts/{accessKey}/catalogue?q=&kind=&limit=`: products,
 //!   categories or brands found by id or title, for the console's pickers.
-//! - The campaign endpoints (segments, zones' campaign lists, history): `campaigns.rs`.
+//! - The campaign endpoints (segments, zones' campaign lists, history): `campaigns.rs`;
+//!   `POST /admin/api/accounts/{accessKey}/zones/{zone}/preview`, a zone shown as a
+//!   shopper would see it with a draft list: `preview.rs`.
 
 mod analytics;
 mod campaigns;
@@ -25,6 +27,7 @@ mod experiments;
 mod explain;
 mod live;
 mod models;
+mod preview;
 
 use http::header::{self, HeaderMap};
 use serde_json::{Value, json};
@@ -138,6 +141,9 @@ pub fn handle_write(
         }
         ["accounts", _, "campaigns", "restore"] => (campaigns::Write::Restore, http::Method::POST),
         ["accounts", _, "segments", "size"] => (campaigns::Write::DraftSize, http::Method::POST),
+        ["accounts", _, "zones", zone, "preview"] => {
+            (campaigns::Write::Preview(zone), http::Method::POST)
+        }
         _ => {
             return Err(ApiError::WrongMethod(format!(
                 "method {method} is not allowed on {path}"

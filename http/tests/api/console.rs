@@ -1,10 +1,13 @@
 //! What the merchandiser's console reads beside the campaign endpoints, with the real
 //! server: the catalogue search its pickers use (best matches first, every bad
-//! parameter named, a viewer may search).
+//! parameter named, a viewer may search), and the preview of a zone with a draft list
+//! for made-up shoppers (the campaign shown, why the others were skipped, the browser
+//! script's cards), which publishes nothing.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::campaigns::{EDITOR, VIEWER, admin, store};
+use crate::common::Resp;
 
 fn found(server: &crate::common::Server, query: &str, token: &str) -> Value {
     let resp = admin(
@@ -91,4 +94,152 @@ fn the_catalogue_search_finds_products_categories_and_brands_best_first() {
         "{}",
         resp.body
     );
+}
+
+fn preview(server: &crate::common::Server, zone: &str, body: &Value, token: &str) -> Resp {
+    admin(
+        server,
+        "POST",
+        &format!("/zones/{zone}/preview"),
+        token,
+        Some(body),
+        &[],
+    )
+}
+
+#[test]
+fn a_draft_list_is_previewed_for_made_up_shoppers_and_nothing_changes() {
+    let server = store(Vec::new());
+    let draft = json!({
+        "segments": [{"id": "returning", "rule": {"visitor": "returning"}}],
+        "campaigns": [
+            {"id": "welcome-back", "segment": "returning",
+             "content": {"type": "custom", "source": {"manual": {"products": ["S2", "S3"]}},
+                         "pins": [{"product": "B3", "place": 1}]}},
+            {"id": "everyone", "content": {"type": "custom",
+             "source": {"manual": {"categories": ["bags"]}},
+             "filters": [{"price": {"max": 70}}]}},
+        ],
+    });
+    let as_shopper = |returning: bool| {
+        let mut body = draft.clone();
+        body["shopper"] = json!({"returning": returning});
+        body["pageType"] = json!("homepage");
+        let resp = preview(&server, "HP-01", &body, VIEWER);
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        resp.json()
+    };
+    // A returning shopper is in the draft segment: the first campaign, its pin first.
+    let returning = as_shopper(true);
+    assert_eq!(returning["draft"], true, "{returning}");
+    assert_eq!(returning["madeUp"], true, "{returning}");
+    assert_eq!(
+        returning["campaigns"]["shown"], "welcome-back",
+        "{returning}"
+    );
+    let items: Vec<&str> = returning["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(items, ["B3", "S2", "S3"], "{returning}");
+    assert_eq!(
+        returning["items"][0]["placedBy"]["kind"], "pin",
+        "{returning}"
+    );
+    // The cards are the browser script's: one per item, in order.
+    let html = returning["html"].as_str().unwrap();
+    assert!(
+        html.starts_with("<div class=\"vitrine-zone\" data-vitrine-zone=\"HP-01\">"),
+        "{html}"
+    );
+    let cards: Vec<&str> = html
+        .split("data-pc-item=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert_eq!(cards, ["B3", "S2", "S3"], "{html}");
+    // A new shopper is not: the first campaign is skipped, with why, and the second
+    // shows the bags under 70.
+    let new = as_shopper(false);
+    assert_eq!(new["campaigns"]["shown"], "everyone", "{new}");
+    assert_eq!(
+        new["campaigns"]["list"][0]["skipped"], "the shopper is not in its segment",
+        "{new}"
+    );
+    let mut bags: Vec<&str> = new["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    bags.sort_unstable();
+    assert_eq!(bags, ["B1", "B2"], "{new}");
+
+    // Nothing was published: the zone is still filled as configured, and there are no
+    // segments.
+    let live = admin(&server, "GET", "/zones/HP-01/campaigns", EDITOR, None, &[]);
+    assert_eq!(live.json()["source"], "configuration", "{}", live.body);
+    let segments = admin(&server, "GET", "/segments", EDITOR, None, &[]);
+    assert_eq!(segments.json()["segments"], json!([]), "{}", segments.body);
+    // Without a draft, the live zone (no campaigns) for a visitor.
+    let live = preview(
+        &server,
+        "HP-01",
+        &json!({"shopper": {"visitor": "nobody-yet"}}),
+        EDITOR,
+    );
+    assert_eq!(live.status, 200, "{}", live.body);
+    let live = live.json();
+    assert_eq!(
+        (live["draft"].clone(), live["campaigns"].clone()),
+        (json!(false), Value::Null),
+        "{live}"
+    );
+    assert_eq!(live["strategy"], "trending", "{live}");
+}
+
+#[test]
+fn a_preview_names_every_problem_of_its_body() {
+    let server = store(Vec::new());
+    let resp = preview(
+        &server,
+        "HP-01",
+        &json!({
+            "colour": "red",
+            "pageType": "landing",
+            "currency": "XYZ",
+            "at": "tomorrow",
+            "shopper": {"visitor": "v", "returning": true},
+            "campaigns": [{"id": "x", "content": {"type": "custom",
+                "source": {"manual": {"products": ["S1"]}}, "filters": [{"price": {"min": "cheap"}}]}}],
+        }),
+        EDITOR,
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    let body = resp.json();
+    let paths: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    for path in [
+        "colour",
+        "pageType",
+        "currency",
+        "at",
+        "shopper",
+        "campaigns[0].content.filters[0].price.min",
+    ] {
+        assert!(paths.contains(&path), "{path} not named: {body}");
+    }
+    let resp = preview(&server, "NOPE", &json!({}), EDITOR);
+    assert_eq!(resp.status, 404, "{}", resp.body);
+    let resp = preview(&server, "HP-01", &json!([1]), EDITOR);
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    // A preview is a read: a GET is the wrong method.
+    let resp = admin(&server, "GET", "/zones/HP-01/preview", EDITOR, None, &[]);
+    assert_ne!(resp.status, 200, "{}", resp.body);
 }

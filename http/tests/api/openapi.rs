@@ -476,7 +476,7 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 5] = [
+const ADMIN_WRITES: [(&str, &str); 6] = [
     ("/admin/api/accounts/{accessKey}/segments", "put"),
     (
         "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
@@ -488,6 +488,10 @@ const ADMIN_WRITES: [(&str, &str); 5] = [
     ),
     ("/admin/api/accounts/{accessKey}/campaigns/restore", "post"),
     ("/admin/api/accounts/{accessKey}/segments/size", "post"),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/preview",
+        "post",
+    ),
 ];
 
 /// The admin API's paths, as the document gives them.
@@ -711,6 +715,30 @@ fn admin_answers_match_the_openapi_document() {
             json!({"rule": {"visitor": "new"}}),
             None,
             200,
+        ),
+        (
+            "POST",
+            format!("{base}/zones/HP-01/preview"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/preview",
+            ),
+            json!({"shopper": {"returning": true}, "pageType": "homepage",
+                "campaigns": [{"id": "draft", "content": {"type": "custom",
+                    "source": {"manual": {"products": ["P00001", "P00002"]}}}}]}),
+            None,
+            200,
+        ),
+        (
+            "POST",
+            format!("{base}/zones/HP-01/preview"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/preview",
+            ),
+            json!({"shopper": {"returning": "yes"}}),
+            None,
+            400,
         ),
         (
             "POST",

@@ -16,7 +16,7 @@ pub(super) type Keyed<K> = governor::DefaultKeyedRateLimiter<K>;
 pub struct ClientsideState {
     pub(super) per_ip: Keyed<IpAddr>,
     pub(super) per_visitor: Keyed<String>,
-    pub(super) cards: html::Cards,
+    pub(crate) cards: html::Cards,
 }
 
 fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
