@@ -21,6 +21,25 @@ pub struct SegmentSize {
     pub visitors: u64,
 }
 
+/// A visitor seen lately, for the console's "show this zone as…".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentVisitor {
+    /// The visitor id.
+    pub id: String,
+    /// Its last request.
+    pub last_seen: UnixMillis,
+    /// Its sessions, the current one included.
+    pub sessions: u32,
+    /// Products in its recent views.
+    pub viewed: usize,
+    /// Lines in its basket.
+    pub basket: usize,
+    /// Its orders.
+    pub orders: usize,
+    /// Whether the store identified it (a user id or email).
+    pub identified: bool,
+}
+
 /// Milliseconds in the window of [`SegmentSize::active`].
 const ACTIVE_MILLIS: UnixMillis = 86_400_000;
 
@@ -125,6 +144,39 @@ impl Account {
             }
         }
         size
+    }
+
+    /// The `limit` visitors in memory seen last, latest first. Walks the visitors one
+    /// shard at a time, off the request path.
+    pub fn recent_visitors(&self, limit: usize) -> Vec<RecentVisitor> {
+        // A min-heap of the latest `limit` (last seen, id) pairs met so far.
+        let mut latest = std::collections::BinaryHeap::new();
+        for entry in self.visitors.read().iter() {
+            let seen = entry.value().state().last_seen;
+            latest.push(std::cmp::Reverse((seen, entry.key().clone())));
+            if latest.len() > limit {
+                latest.pop();
+            }
+        }
+        let mut ids: Vec<(UnixMillis, String)> = latest.into_iter().map(|r| r.0).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        let visitors = self.visitors.read();
+        ids.into_iter()
+            .filter_map(|(_, id)| {
+                let live = visitors.get(&id)?;
+                let visitor = live.state();
+                Some(RecentVisitor {
+                    last_seen: visitor.last_seen,
+                    sessions: live.visits().sessions,
+                    viewed: visitor.recent_views.len(),
+                    basket: visitor.basket.len(),
+                    orders: visitor.orders.len(),
+                    identified: visitor.identity.user_id.is_some()
+                        || visitor.identity.email.is_some(),
+                    id,
+                })
+            })
+            .collect()
     }
 
     /// What segments read of a store's user record.

@@ -47,7 +47,7 @@ use dashmap::DashMap;
 use time::Date;
 
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
-pub use campaigns::SegmentSize;
+pub use campaigns::{RecentVisitor, SegmentSize};
 pub use explain::{
     CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
 };

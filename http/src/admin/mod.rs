@@ -18,7 +18,8 @@
 //!   categories or brands found by id or title, for the console's pickers.
 //! - The campaign endpoints (segments, zones' campaign lists, history): `campaigns.rs`;
 //!   `POST /admin/api/accounts/{accessKey}/zones/{zone}/preview`, a zone shown as a
-//!   shopper would see it with a draft list: `preview.rs`.
+//!   shopper would see it with a draft list, and `GET .../visitors/recent?limit=`, the
+//!   visitors seen last to preview as: `preview.rs`.
 
 mod analytics;
 mod campaigns;
@@ -102,6 +103,10 @@ pub fn handle(
         ["accounts", key, "catalogue"] => {
             query.only(&["q", "kind", "limit"])?;
             catalogue::find(&*account(state, key)?, &query)?
+        }
+        ["accounts", key, "visitors", "recent"] => {
+            query.only(&["limit"])?;
+            preview::recent_visitors(&*account(state, key)?, &query)?
         }
         ["accounts", key, "explain"] => {
             query.only(&["zone", "visitor", "product", "currency", "pageType", "at"])?;

@@ -6,6 +6,9 @@
 //! items with why each is there (the explain answer), and the zone's HTML as the
 //! browser script would put it into the page. Read-only: nothing is recorded.
 //!
+//! `GET /admin/api/accounts/{accessKey}/visitors/recent?limit=N`: the visitors seen
+//! last, to preview as.
+//!
 //! The body, every member optional: `{"campaigns": [...], "segments": [...],
 //! "shopper": {"visitor": "ID"} or {"returning": true}, "pageType", "product",
 //! "category", "currency", "at"}`.
@@ -45,6 +48,47 @@ impl Problems {
             message: message.into(),
         });
     }
+}
+
+/// Visitors answered when `limit` is not given.
+const DEFAULT_RECENT: usize = 20;
+/// Visitors answered at most.
+const MAX_RECENT: usize = 200;
+
+/// The recent visitors answer.
+pub(super) fn recent_visitors(
+    entry: &AccountEntry,
+    query: &super::Query,
+) -> Result<Value, ApiError> {
+    let limit = match query.get("limit") {
+        None | Some("") => DEFAULT_RECENT,
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_RECENT).contains(n))
+            .ok_or_else(|| {
+                ApiError::Invalid(vec![format!(
+                    "limit: expected 1 to {MAX_RECENT}, got {n:?}"
+                )])
+            })?,
+    };
+    let visitors: Vec<Value> = entry
+        .account
+        .recent_visitors(limit)
+        .into_iter()
+        .map(|v| {
+            json!({
+                "visitorId": v.id,
+                "lastSeen": crate::clock::rfc3339(v.last_seen),
+                "sessions": v.sessions,
+                "viewed": v.viewed,
+                "basket": v.basket,
+                "orders": v.orders,
+                "identified": v.identified,
+            })
+        })
+        .collect();
+    Ok(json!({ "visitors": visitors }))
 }
 
 /// The preview answer.

@@ -243,3 +243,70 @@ fn a_preview_names_every_problem_of_its_body() {
     let resp = admin(&server, "GET", "/zones/HP-01/preview", EDITOR, None, &[]);
     assert_ne!(resp.status, 200, "{}", resp.body);
 }
+
+#[test]
+fn the_visitors_seen_last_are_listed_to_preview_as() {
+    let server = store(Vec::new());
+    for (visitor, events) in [
+        ("visitor-1", json!([])),
+        (
+            "visitor-2",
+            json!([{"name": "product_view", "data": {"id": "S1"}}]),
+        ),
+        (
+            "visitor-3",
+            json!([{"name": "product_view", "data": {"id": "S2"}},
+                             {"name": "product_view", "data": {"id": "S3"}}]),
+        ),
+    ] {
+        crate::campaigns::shown(&server, visitor, "HP-01", events, json!({}));
+    }
+    let resp = admin(
+        &server,
+        "GET",
+        "/visitors/recent?limit=2",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let body = resp.json();
+    let listed: Vec<(&str, u64)> = body["visitors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["visitorId"].as_str().unwrap(),
+                v["viewed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("visitor-3", 2), ("visitor-2", 1)], "{body}");
+    assert_eq!(body["visitors"][0]["sessions"], 1, "{body}");
+    // Shown as one of them: their history is read.
+    let resp = preview(
+        &server,
+        "HP-01",
+        &json!({"shopper": {"visitor": "visitor-3"}}),
+        VIEWER,
+    );
+    let shown = resp.json();
+    assert_eq!(shown["visitorKnown"], true, "{shown}");
+    assert_eq!(
+        shown["history"]["recentViews"],
+        json!(["S3", "S2"]),
+        "{shown}"
+    );
+    for bad in ["limit=0", "limit=201", "limit=few", "since=1"] {
+        let resp = admin(
+            &server,
+            "GET",
+            &format!("/visitors/recent?{bad}"),
+            EDITOR,
+            None,
+            &[],
+        );
+        assert_eq!(resp.status, 400, "{bad}: {}", resp.body);
+    }
+}

@@ -495,7 +495,7 @@ const ADMIN_WRITES: [(&str, &str); 6] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 13] = [
+const ADMIN_PATHS: [&str; 14] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -509,6 +509,7 @@ const ADMIN_PATHS: [&str; 13] = [
     "/admin/api/accounts/{accessKey}/campaigns/history",
     "/admin/api/accounts/{accessKey}/campaigns/history/{version}",
     "/admin/api/accounts/{accessKey}/catalogue",
+    "/admin/api/accounts/{accessKey}/visitors/recent",
 ];
 
 #[test]
@@ -611,6 +612,18 @@ fn admin_answers_match_the_openapi_document() {
             ADMIN_PATHS[12],
             Some(token),
             404,
+        ),
+        (
+            &format!("/admin/api/accounts/{DEMO_KEY}/visitors/recent?limit=5"),
+            ADMIN_PATHS[13],
+            Some(token),
+            200,
+        ),
+        (
+            &format!("/admin/api/accounts/{DEMO_KEY}/visitors/recent?limit=0"),
+            ADMIN_PATHS[13],
+            Some(token),
+            400,
         ),
         (&format!("{models}?x=1"), ADMIN_PATHS[6], Some(token), 400),
         (
