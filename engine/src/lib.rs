@@ -52,6 +52,7 @@ pub mod overlay;
 pub mod prequential;
 pub mod recommend;
 pub mod repurchases;
+pub mod shadow;
 pub mod shards;
 pub mod similar;
 pub mod site;

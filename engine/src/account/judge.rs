@@ -54,6 +54,7 @@ impl Account {
         if brought.is_empty() || !self.prequential.due(now) {
             return;
         }
+        self.judge_shadows(live, &brought, catalogue, zones, (currency, now));
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();
         let page = snapshot.recent_views.first().copied();

@@ -18,7 +18,8 @@
 //! visitors, counters and models; replay), `identity` (linking devices, erasure),
 //! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
 //! sampled visitor's request, before it is applied: how each product zone would have
-//! predicted it, and self-tuning of the co-view lists). This file holds the account
+//! predicted it, and self-tuning of the co-view lists), `shadows` (draft campaign lists
+//! judged beside the live ones on the same requests). This file holds the account
 //! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
 
 mod analytics;
@@ -30,6 +31,7 @@ mod judge;
 #[cfg(test)]
 mod repurchase_tests;
 mod serve;
+mod shadows;
 mod snapshot;
 #[cfg(test)]
 mod tests;
@@ -57,6 +59,7 @@ pub use serve::{
     CAMPAIGN_VARIANT_PREFIX, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome,
     ServeRequest, ZoneIds, campaign_variant,
 };
+pub use shadows::ShadowError;
 pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
 
@@ -207,6 +210,8 @@ pub struct Account {
     campaigns: ArcSwap<CampaignSet>,
     /// Its campaign documents, every version kept (the audit log).
     campaign_history: parking_lot::Mutex<CampaignHistory>,
+    /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
+    shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
     /// are counted with them, categories, brands); cleared by a rebuild.
     models_stale: AtomicBool,
@@ -259,6 +264,7 @@ impl Account {
             clock: AtomicI64::new(0),
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
+            shadows: parking_lot::RwLock::default(),
             models_stale: AtomicBool::new(false),
         }
     }

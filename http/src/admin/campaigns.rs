@@ -178,6 +178,8 @@ pub(super) enum Write<'a> {
     Restore,
     DraftSize,
     Preview(&'a str),
+    StartShadow(&'a str),
+    StopShadow(&'a str),
 }
 
 /// A `PUT` or `POST` of the campaigns.
@@ -189,16 +191,17 @@ pub(super) fn write(
     body: &[u8],
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
-    let body: Value = if body.is_empty() && matches!(write, Write::RemoveZone(_)) {
-        Value::Null
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            ApiError::Fields(vec![vitrine_fields::FieldError {
-                path: String::new(),
-                message: format!("invalid JSON: {e}"),
-            }])
-        })?
-    };
+    let body: Value =
+        if body.is_empty() && matches!(write, Write::RemoveZone(_) | Write::StopShadow(_)) {
+            Value::Null
+        } else {
+            serde_json::from_slice(body).map_err(|e| {
+                ApiError::Fields(vec![vitrine_fields::FieldError {
+                    path: String::new(),
+                    message: format!("invalid JSON: {e}"),
+                }])
+            })?
+        };
     if let Write::DraftSize = write {
         // A read: any admin token may ask.
         let mut errors = vitrine_fields::Errors::default();
@@ -221,6 +224,13 @@ pub(super) fn write(
             "the token {:?} is a viewer's: it may read, not change",
             caller.label
         )));
+    }
+    if let Write::StartShadow(zone) | Write::StopShadow(zone) = write {
+        let answer = match write {
+            Write::StartShadow(_) => super::shadow::start(entry, zone, &body, now)?,
+            _ => super::shadow::stop(entry, zone)?,
+        };
+        return Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()));
     }
     let if_match = if_match(headers)?;
     let change = match write {
@@ -246,7 +256,7 @@ pub(super) fn write(
             })?;
             CampaignChange::Restore(version)
         }
-        Write::DraftSize | Write::Preview(_) => {
+        Write::DraftSize | Write::Preview(_) | Write::StartShadow(_) | Write::StopShadow(_) => {
             return Err(ApiError::Internal("unreachable write".to_owned()));
         }
     };
@@ -270,7 +280,11 @@ pub(super) fn write(
     let etag = match write {
         Write::Segments => campaigns::segments_version(&document),
         Write::Zone(zone) | Write::RemoveZone(zone) => campaigns::zone_version(&document, zone),
-        Write::Restore | Write::DraftSize | Write::Preview(_) => changed.version,
+        Write::Restore
+        | Write::DraftSize
+        | Write::Preview(_)
+        | Write::StartShadow(_)
+        | Write::StopShadow(_) => changed.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),

@@ -20,6 +20,8 @@
 //!   `POST /admin/api/accounts/{accessKey}/zones/{zone}/preview`, a zone shown as a
 //!   shopper would see it with a draft list, and `GET .../visitors/recent?limit=`, the
 //!   visitors seen last to preview as: `preview.rs`.
+//! - `POST`, `GET` and `DELETE /admin/api/accounts/{accessKey}/zones/{zone}/shadow`: a
+//!   draft list judged beside the live one on live traffic: `shadow.rs`.
 
 mod analytics;
 mod campaigns;
@@ -29,6 +31,7 @@ mod explain;
 mod live;
 mod models;
 mod preview;
+mod shadow;
 
 use http::header::{self, HeaderMap};
 use serde_json::{Value, json};
@@ -104,6 +107,10 @@ pub fn handle(
             query.only(&["q", "kind", "limit"])?;
             catalogue::find(&*account(state, key)?, &query)?
         }
+        ["accounts", key, "zones", zone, "shadow"] => {
+            query.only(&[])?;
+            shadow::read(&*account(state, key)?, zone)?
+        }
         ["accounts", key, "visitors", "recent"] => {
             query.only(&["limit"])?;
             preview::recent_visitors(&*account(state, key)?, &query)?
@@ -148,6 +155,12 @@ pub fn handle_write(
         ["accounts", _, "segments", "size"] => (campaigns::Write::DraftSize, http::Method::POST),
         ["accounts", _, "zones", zone, "preview"] => {
             (campaigns::Write::Preview(zone), http::Method::POST)
+        }
+        ["accounts", _, "zones", zone, "shadow"] if *method == http::Method::DELETE => {
+            (campaigns::Write::StopShadow(zone), http::Method::DELETE)
+        }
+        ["accounts", _, "zones", zone, "shadow"] => {
+            (campaigns::Write::StartShadow(zone), http::Method::POST)
         }
         _ => {
             return Err(ApiError::WrongMethod(format!(

@@ -39,14 +39,23 @@ const MEMBERS: [&str; 8] = [
 
 /// A body's problems, each with its path.
 #[derive(Default)]
-struct Problems(Vec<FieldError>);
+pub(super) struct Problems(Vec<FieldError>);
 
 impl Problems {
-    fn add(&mut self, path: &str, message: impl Into<String>) {
+    pub(super) fn add(&mut self, path: &str, message: impl Into<String>) {
         self.0.push(FieldError {
             path: path.to_owned(),
             message: message.into(),
         });
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `400` naming each problem.
+    pub(super) fn into_error(self) -> ApiError {
+        ApiError::Fields(self.0)
     }
 }
 
@@ -161,8 +170,8 @@ pub(super) fn zone(
     });
     let (visitor, made_up) = shopper(members.get("shopper"), &mut problems);
     let draft = draft(entry, zone, members, &mut problems);
-    if !problems.0.is_empty() {
-        return Err(ApiError::Fields(problems.0));
+    if !problems.is_empty() {
+        return Err(problems.into_error());
     }
     let request = ExplainRequest {
         zone: zone.to_owned(),
@@ -242,7 +251,7 @@ fn shopper(
 
 /// The campaigns compiled with the body's draft segments and draft list of `zone`, when
 /// it has either; errors name paths in the body.
-fn draft(
+pub(super) fn draft(
     entry: &AccountEntry,
     zone: &str,
     members: &Map<String, Value>,

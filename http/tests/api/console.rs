@@ -310,3 +310,107 @@ fn the_visitors_seen_last_are_listed_to_preview_as() {
         assert_eq!(resp.status, 400, "{bad}: {}", resp.body);
     }
 }
+
+#[test]
+fn a_shadow_test_counts_a_draft_that_holds_the_next_product_as_the_winner() {
+    let server = store(Vec::new());
+    // The live list never shows what the planted shoppers view; the draft shows S2
+    // and S3.
+    crate::campaigns::put_campaigns(
+        &server,
+        "HP-01",
+        json!([crate::campaigns::manual("live", None, &["B1"])]),
+    );
+    let draft = json!({"campaigns": [crate::campaigns::manual("draft", None, &["S2", "S3"])]});
+    let resp = admin(
+        &server,
+        "POST",
+        "/zones/HP-01/shadow",
+        VIEWER,
+        Some(&draft),
+        &[],
+    );
+    assert_eq!(
+        resp.status, 403,
+        "a viewer may not start one: {}",
+        resp.body
+    );
+    let resp = admin(
+        &server,
+        "POST",
+        "/zones/HP-01/shadow",
+        EDITOR,
+        Some(&draft),
+        &[],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["trials"], 0, "{}", resp.body);
+    assert_eq!(resp.json()["campaigns"], json!(["draft"]), "{}", resp.body);
+    // Three sampled shoppers each view S1, then S2: two trials each. S1 is in
+    // neither list; S2 is first in the draft's.
+    let sampled: Vec<String> = (0..)
+        .map(|n| format!("planted-{n}"))
+        .filter(|v| vitrine_engine::prequential::sampled(v))
+        .take(3)
+        .collect();
+    for visitor in &sampled {
+        for product in ["S1", "S2"] {
+            let shown = crate::campaigns::shown(
+                &server,
+                visitor,
+                "HP-01",
+                json!([{"name": "product_view", "data": {"id": product}}]),
+                json!({}),
+            );
+            // Shoppers still see the live list.
+            assert_eq!(shown, ["B1"], "{visitor} {product}");
+        }
+    }
+    let resp = admin(&server, "GET", "/zones/HP-01/shadow", VIEWER, None, &[]);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let figures = resp.json();
+    assert_eq!(figures["trials"], 6, "{figures}");
+    assert_eq!(figures["live"]["hits"], 0, "{figures}");
+    assert_eq!(figures["draft"]["hits"], 3, "{figures}");
+    assert_eq!(figures["draft"]["mrr"], 0.5, "{figures}");
+    let hit_rate = &figures["difference"]["hitRate"];
+    assert_eq!(hit_rate["estimate"], 0.5, "{figures}");
+    // Six differences, three of 0 and three of 1: standard deviation sqrt(0.3), and
+    // Student's t with 5 degrees of freedom (2.5706): 0.5 ± 0.5748.
+    let (low, high) = (
+        hit_rate["low"].as_f64().unwrap(),
+        hit_rate["high"].as_f64().unwrap(),
+    );
+    assert!(
+        (low + 0.0748).abs() < 1e-3 && (high - 1.0748).abs() < 1e-3,
+        "{figures}"
+    );
+    // Stopped, it is gone; nothing was published.
+    let resp = admin(&server, "DELETE", "/zones/HP-01/shadow", EDITOR, None, &[]);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let resp = admin(&server, "GET", "/zones/HP-01/shadow", EDITOR, None, &[]);
+    assert_eq!(resp.status, 404, "{}", resp.body);
+    let live = admin(&server, "GET", "/zones/HP-01/campaigns", EDITOR, None, &[]);
+    assert_eq!(live.json()["campaigns"][0]["id"], "live", "{}", live.body);
+    // A draft is required, and read as a PUT reads it.
+    for (body, path) in [
+        (json!({}), "campaigns"),
+        (json!({"campaigns": [{"id": "x"}]}), "campaigns[0].content"),
+        (json!({"campaigns": [], "colour": 1}), "colour"),
+    ] {
+        let resp = admin(
+            &server,
+            "POST",
+            "/zones/HP-01/shadow",
+            EDITOR,
+            Some(&body),
+            &[],
+        );
+        assert_eq!(resp.status, 400, "{body}: {}", resp.body);
+        assert!(
+            resp.body.contains(&format!("\"path\":\"{path}")),
+            "{body}: {}",
+            resp.body
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! An account's shadow tests ([`crate::shadow`]): started, read and stopped by the admin
+//! API, and judged on the requests self-evaluation judges.
+
+use std::sync::Arc;
+
+use super::Account;
+use super::track::PageContext;
+use super::visitor_view::{Reads, VisitorSnapshot};
+use crate::campaign::segment::Reads as SegmentReads;
+use crate::campaign::{CampaignSet, Judged, RequestContext, choose};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::PageType;
+use crate::money::Currency;
+use crate::prequential::rank_of;
+use crate::recommend::{NoTrace, ZoneItems, fill_zone};
+use crate::shadow::{MAX_SHADOWS, Shadow};
+use crate::visitor::LiveVisitor;
+use crate::zone::{ZoneKind, ZoneSpec};
+
+/// Why a shadow test was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShadowError {
+    /// The account has no such product zone.
+    #[error("no product zone {0:?} in the account")]
+    NoZone(String),
+    /// The account runs as many as it may.
+    #[error("at most {MAX_SHADOWS} shadow tests run at once; stop one first")]
+    TooMany,
+}
+
+impl Account {
+    /// Starts judging `set`'s list for `zone` beside the live one, in place of the
+    /// zone's running shadow test if it has one.
+    pub fn start_shadow(
+        &self,
+        zone: &str,
+        set: Arc<CampaignSet>,
+        now: UnixMillis,
+    ) -> Result<Arc<Shadow>, ShadowError> {
+        let settings = self.settings.load();
+        if !settings
+            .zones
+            .iter()
+            .any(|z| z.id == zone && z.kind == ZoneKind::RecommenderProduct)
+        {
+            return Err(ShadowError::NoZone(zone.to_owned()));
+        }
+        let mut shadows = self.shadows.write();
+        shadows.retain(|s| s.zone != zone);
+        if shadows.len() >= MAX_SHADOWS {
+            return Err(ShadowError::TooMany);
+        }
+        let shadow = Arc::new(Shadow::new(zone, set, now));
+        shadows.push(Arc::clone(&shadow));
+        Ok(shadow)
+    }
+
+    /// Stops the shadow test of `zone`; whether one ran.
+    pub fn stop_shadow(&self, zone: &str) -> bool {
+        let mut shadows = self.shadows.write();
+        let before = shadows.len();
+        shadows.retain(|s| s.zone != zone);
+        shadows.len() != before
+    }
+
+    /// The shadow test of `zone`, if one runs.
+    pub fn shadow(&self, zone: &str) -> Option<Arc<Shadow>> {
+        self.shadows.read().iter().find(|s| s.zone == zone).cloned()
+    }
+
+    /// Judges each running shadow test on `brought` (products new to the visitor that
+    /// the request brings): the zone filled as the live campaigns and as the draft
+    /// would show it to the visitor before the request, on the page of their latest
+    /// view. Called by `judge_zones` on the requests it judges.
+    pub(super) fn judge_shadows(
+        &self,
+        live: &mut LiveVisitor,
+        brought: &[ProductIdx],
+        catalogue: &Arc<Catalogue>,
+        zones: &[ZoneSpec],
+        (currency, now): (Currency, UnixMillis),
+    ) {
+        let shadows: Vec<Arc<Shadow>> = self.shadows.read().clone();
+        if shadows.is_empty() {
+            return;
+        }
+        let snapshot = VisitorSnapshot::of(
+            live,
+            catalogue,
+            Reads {
+                affinities: false,
+                repurchases: false,
+                campaigns: Some(SegmentReads {
+                    user: true,
+                    affinities: true,
+                    request: true,
+                    orders: true,
+                }),
+            },
+        );
+        let settings = self.settings.load();
+        let rankings = self.rankings_for(catalogue);
+        let published = self.neighbours.load();
+        let page = snapshot.recent_views.first().copied();
+        let ctx = snapshot.context(
+            catalogue,
+            &rankings,
+            &published,
+            (currency, now),
+            page,
+            None,
+            None,
+        );
+        let user = snapshot
+            .identity
+            .user_id
+            .as_deref()
+            .and_then(|id| self.user_facts(id));
+        let page_context = PageContext {
+            page_type: page.map(|_| PageType::ProductPage),
+            ..Default::default()
+        };
+        let request = RequestContext::default();
+        let shopper = snapshot.shopper(
+            &ctx,
+            (&page_context, &request),
+            user.as_ref(),
+            settings.default_currency,
+        );
+        let live_set = self.campaigns();
+        for shadow in &shadows {
+            let Some(spec) = zones.iter().find(|z| z.id == shadow.zone) else {
+                continue;
+            };
+            let shown = |set: &CampaignSet| -> ZoneItems {
+                match set.zone(&spec.id) {
+                    Some(list) => {
+                        let judged = &mut Judged::default();
+                        choose(set, list, (&shopper, judged), &ctx, &mut NoTrace).items
+                    }
+                    None => fill_zone(spec, &ctx),
+                }
+            };
+            let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));
+            for &product in brought {
+                shadow.record(
+                    rank_of(live_items.iter().map(|i| i.product), product),
+                    rank_of(draft_items.iter().map(|i| i.product), product),
+                );
+            }
+        }
+    }
+}
