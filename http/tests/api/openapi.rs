@@ -476,7 +476,7 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 6] = [
+const ADMIN_WRITES: [(&str, &str); 8] = [
     ("/admin/api/accounts/{accessKey}/segments", "put"),
     (
         "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
@@ -492,10 +492,18 @@ const ADMIN_WRITES: [(&str, &str); 6] = [
         "/admin/api/accounts/{accessKey}/zones/{zone}/preview",
         "post",
     ),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+        "post",
+    ),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+        "delete",
+    ),
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 14] = [
+const ADMIN_PATHS: [&str; 15] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -510,6 +518,7 @@ const ADMIN_PATHS: [&str; 14] = [
     "/admin/api/accounts/{accessKey}/campaigns/history/{version}",
     "/admin/api/accounts/{accessKey}/catalogue",
     "/admin/api/accounts/{accessKey}/visitors/recent",
+    "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
 ];
 
 #[test]
@@ -755,6 +764,29 @@ fn admin_answers_match_the_openapi_document() {
         ),
         (
             "POST",
+            format!("{base}/zones/HP-01/shadow"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+            ),
+            json!({"campaigns": [{"id": "draft", "content": {"type": "custom",
+                "source": {"manual": {"products": ["P00001"]}}}}]}),
+            None,
+            200,
+        ),
+        (
+            "POST",
+            format!("{base}/zones/HP-01/shadow"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+            ),
+            json!({}),
+            None,
+            400,
+        ),
+        (
+            "POST",
             format!("{base}/campaigns/restore"),
             ("post", "/admin/api/accounts/{accessKey}/campaigns/restore"),
             json!({"version": 1}),
@@ -792,6 +824,8 @@ fn admin_answers_match_the_openapi_document() {
         (format!("{base}/zones/HP-01/campaigns"), ADMIN_PATHS[9], 200),
         (format!("{base}/zones/PP-01/campaigns"), ADMIN_PATHS[9], 200),
         (format!("{base}/campaigns/history"), ADMIN_PATHS[10], 200),
+        (format!("{base}/zones/HP-01/shadow"), ADMIN_PATHS[14], 200),
+        (format!("{base}/zones/PP-01/shadow"), ADMIN_PATHS[14], 404),
         (format!("{base}/campaigns/history/1"), ADMIN_PATHS[11], 200),
         (format!("{base}/campaigns/history/x"), ADMIN_PATHS[11], 400),
         (
@@ -829,5 +863,18 @@ fn admin_answers_match_the_openapi_document() {
         "delete",
         "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
         &removed,
+    );
+    let stopped = send(
+        "DELETE",
+        &format!("{base}/zones/HP-01/shadow"),
+        &json!(null),
+        None,
+    );
+    assert_eq!(stopped.status, 200, "{}", stopped.body);
+    conforms(
+        &doc,
+        "delete",
+        "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+        &stopped,
     );
 }
