@@ -5,7 +5,8 @@
 //! one that is not an admin token or when no token is configured, 404 for an unknown
 //! path or account, 400 naming the query parameter that is wrong).
 //!
-//! - `GET /admin/api/accounts`: every account, its catalogue, visitors and zones.
+//! - `GET /admin/api/accounts`: every account, its catalogue, visitors and zones, and
+//!   the caller's token (its label and role).
 //! - `GET /admin/api/live`: serverside calls per second and latency now, deltas and
 //!   feeds in progress.
 //! - `GET /admin/api/accounts/{accessKey}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: each
@@ -55,13 +56,13 @@ pub fn handle(
         // The dashboard's page and assets: no data in them, no token needed.
         return page(path);
     };
-    authorize(state, headers)?;
+    let caller = authorize(state, headers)?;
     let query = Query::parse(uri.query().unwrap_or(""));
     let segments: Vec<&str> = rest.split('/').collect();
     let answer = match segments.as_slice() {
         ["accounts"] => {
             query.only(&[])?;
-            overview(state)
+            overview(state, &caller)
         }
         ["live"] => {
             query.only(&[])?;
@@ -289,8 +290,9 @@ fn account(state: &AppState, key: &str) -> Result<std::sync::Arc<AccountEntry>, 
         .ok_or_else(|| ApiError::NotFound(format!("no account with access key {key:?}")))
 }
 
-/// `GET /admin/api/accounts`.
-fn overview(state: &AppState) -> Value {
+/// `GET /admin/api/accounts`, with the caller's token's label and role (the console
+/// shows a viewer no edit controls).
+fn overview(state: &AppState, caller: &AdminToken) -> Value {
     let accounts: Vec<Value> = state
         .accounts()
         .iter()
@@ -323,7 +325,10 @@ fn overview(state: &AppState) -> Value {
             })
         })
         .collect();
-    json!({ "accounts": accounts })
+    json!({
+        "accounts": accounts,
+        "token": {"label": caller.label, "role": caller.role.name()},
+    })
 }
 
 /// A query string's parameters.
