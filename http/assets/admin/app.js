@@ -36,21 +36,32 @@ function el(tag, attrs, ...children) {
 
 /** GET an admin API path with the token; the JSON answer, or an Error with the server's message. */
 async function api(path) {
-  const response = await fetch("/admin/api/" + path, {
-    headers: { Authorization: "Bearer " + state.token },
-  });
-  let body = null;
+  return (await call("GET", path)).body;
+}
+
+/** A request to an admin API path with the token and a JSON body: `{status, body, etag}`
+ * when it succeeds, else an Error with the server's message, `status` and `body` (whose
+ * `errors` name each problem's JSON path). */
+async function call(method, path, body, headers) {
+  const init = { method, headers: Object.assign({ Authorization: "Bearer " + state.token }, headers || {}) };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch("/admin/api/" + path, init);
+  let answer = null;
   try {
-    body = await response.json();
+    answer = await response.json();
   } catch (_) {
-    body = null;
+    answer = null;
   }
   if (!response.ok) {
-    const error = new Error((body && body.error) || "HTTP " + response.status);
+    const error = new Error((answer && answer.error) || "HTTP " + response.status);
     error.status = response.status;
+    error.body = answer;
     throw error;
   }
-  return body;
+  return { status: response.status, body: answer, etag: response.headers.get("ETag") };
 }
 
 const isoDay = (ms) => new Date(ms).toISOString().slice(0, 10);
@@ -63,6 +74,8 @@ async function logIn(token) {
   const overview = await api("accounts");
   sessionStorage.setItem(TOKEN_KEY, token);
   state.accounts = overview.accounts;
+  state.role = overview.token.role;
+  document.body.classList.toggle("viewer", state.role !== "editor");
   const select = $("account");
   select.replaceChildren(...state.accounts.map((a) => el("option", { value: a.accessKey }, a.accessKey)));
   $("login").hidden = true;
@@ -95,7 +108,12 @@ async function showAccount(key) {
   if (!state.account) return;
   const zones = state.account.zones.filter((z) => z.strategy);
   $("preview-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
-  await Promise.all([showAnalytics(), showExperiments(), showPredictions()]);
+  await Promise.all([
+    showAnalytics(),
+    showExperiments(),
+    showPredictions(),
+    window.vitrineConsole ? window.vitrineConsole.show() : null,
+  ]);
 }
 
 async function showAnalytics() {

@@ -179,7 +179,7 @@ pub fn handle_write(
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 5] = [
+const PAGES: [(&str, &str, &[u8]); 7] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -189,6 +189,16 @@ const PAGES: [(&str, &str, &[u8]); 5] = [
         "/admin/assets/app.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/app.js"),
+    ),
+    (
+        "/admin/assets/console.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/console.js"),
+    ),
+    (
+        "/admin/assets/segments.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/segments.js"),
     ),
     (
         "/admin/assets/app.css",

@@ -1,0 +1,691 @@
+// Vitrine's console: a zone's campaign list (order, audience, schedule, content, status
+// and the last 7 days' figures), reordered with the mouse or the keyboard; the campaign
+// editor, whose pickers search the catalogue on the server and whose errors are shown
+// next to the field their JSON path names; the preview ("show this zone as…"); the
+// shadow test of the draft against live traffic; publishing with the ETag loaded (a
+// conflict shows what changed meanwhile); the audit log with restores. A viewer's token
+// gets no edit controls. Uses `$`, `el`, `call`, `state` and `segmentBuilder`.
+"use strict";
+
+const STRATEGIES = [
+  "trending", "top_sellers", "recently_viewed", "new_arrivals", "on_offer", "category_top", "similar",
+  "viewed_together", "bought_together", "complete_the_look", "associated", "personalized",
+  "basket_cross_sell", "buy_again",
+];
+const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+const FILTER_KINDS = {
+  categoryIn: "list", categoryNotIn: "list", brandIn: "list", brandNotIn: "list", price: "range",
+  onOffer: "flag", newArrival: "flag", sameCategory: "flag", sameBrand: "flag", priceWithin: "number",
+  searchTag: "list",
+};
+const PAGE_TYPES = [
+  "homepage", "search_results", "category_listing_page", "product_page", "basket_page", "order_complete_page", "other",
+];
+
+const campaigns = {
+  zone: null,
+  list: [],
+  published: "[]",
+  etag: null,
+  loadedVersion: 0,
+  status: {},
+  timeZone: "UTC",
+  stats: {},
+  editing: null,
+  shadowTimer: null,
+
+  key() {
+    return encodeURIComponent(state.account.accessKey);
+  },
+
+  editor() {
+    return state.role === "editor";
+  },
+
+  /** The account's product zones in the picker, and the first one's list. */
+  async show() {
+    const zones = state.account.zones.filter((z) => z.type === "recommender-product");
+    $("cz-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
+    $("pv-page-type").replaceChildren(el("option", { value: "" }, "any"), ...PAGE_TYPES.map((p) => el("option", { value: p }, p)));
+    await segmentBuilder.load();
+    if (zones.length) await this.load(zones[0].id);
+    await Promise.all([this.history(), this.recentVisitors()]);
+  },
+
+  async load(zone) {
+    this.zone = zone;
+    $("cz-zone").value = zone;
+    const answer = await call("GET", "accounts/" + this.key() + "/zones/" + encodeURIComponent(zone) + "/campaigns");
+    const body = answer.body;
+    this.list = body.campaigns || [];
+    this.published = JSON.stringify(this.list);
+    this.etag = answer.etag;
+    this.loadedVersion = body.version;
+    this.status = Object.fromEntries((body.status || []).map((s) => [s.id, s.status]));
+    this.timeZone = body.timeZone || "UTC";
+    $("cz-source").textContent =
+      (body.source === "live" ? "Live list, version " + body.version : "Filled as configured (no list yet)") +
+      " · time zone " + this.timeZone;
+    $("ce-time-zone").textContent = this.timeZone;
+    $("cz-conflict").hidden = true;
+    this.closeEditor();
+    await this.loadStats();
+    this.render();
+    await this.refreshShadow();
+  },
+
+  /** Impressions, click-through and revenue of each campaign over the last 7 days. */
+  async loadStats() {
+    const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+    const now = Date.now();
+    const range = "from=" + day(now - 6 * 86400000) + "&to=" + day(now);
+    const analytics = await call("GET", "accounts/" + this.key() + "/analytics?" + range);
+    this.stats = {};
+    for (const row of analytics.body.zones) {
+      if (row.zone === this.zone && row.campaign) this.stats[row.campaign] = row.totals;
+    }
+  },
+
+  dirty() {
+    return JSON.stringify(this.list) !== this.published;
+  },
+
+  statusOf(campaign) {
+    if (!JSON.parse(this.published).some((c) => JSON.stringify(c) === JSON.stringify(campaign))) return "draft";
+    return this.status[campaign.id] || "live";
+  },
+
+  /** The list as a table: one row per campaign, in the order they are tried. */
+  render() {
+    const segments = Object.fromEntries(segmentBuilder.segments.map((s) => [s.id, s.name || s.id]));
+    const rows = this.list.map((c, at) => {
+      const stats = this.stats[c.id];
+      const revenue = stats ? stats.revenue.map((r) => r.amount + " " + r.currency).join(", ") || "0" : "–";
+      const row = el(
+        "tr",
+        { dataset: { campaign: c.id }, tabindex: 0, draggable: this.editor() ? "true" : null, "aria-label": "Campaign " + c.id + ", place " + (at + 1) },
+        el("td", { className: "number" }, at + 1),
+        el("td", {}, c.name || c.id, el("br"), el("small", {}, c.id)),
+        el("td", {}, c.segment ? segments[c.segment] || c.segment : "Everyone"),
+        el("td", {}, scheduleText(c.schedule)),
+        el("td", {}, contentText(c.content)),
+        el("td", { className: "status" }, this.statusOf(c)),
+        el("td", { className: "number impressions" }, stats ? stats.impressions : "–"),
+        el("td", { className: "number ctr" }, stats ? percent(stats.clickThroughRate) : "–"),
+        el("td", { className: "number revenue" }, revenue),
+      );
+      if (this.editor()) {
+        const cell = el("td", { className: "actions" });
+        const button = (text, label, action) => {
+          const b = el("button", { type: "button", "aria-label": label, className: "small" }, text);
+          b.addEventListener("click", action);
+          cell.append(b);
+        };
+        button("↑", "Move " + c.id + " up", () => this.move(at, at - 1));
+        button("↓", "Move " + c.id + " down", () => this.move(at, at + 1));
+        button("Edit", "Edit " + c.id, () => this.openEditor(at));
+        button("Remove", "Remove " + c.id, () => {
+          this.list.splice(at, 1);
+          this.render();
+        });
+        row.append(cell);
+        row.addEventListener("keydown", (event) => {
+          if (event.altKey && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
+            event.preventDefault();
+            this.move(at, event.key === "ArrowUp" ? at - 1 : at + 1);
+          }
+        });
+        row.addEventListener("dragstart", (event) => event.dataTransfer.setData("text/plain", String(at)));
+        row.addEventListener("dragover", (event) => event.preventDefault());
+        row.addEventListener("drop", (event) => {
+          event.preventDefault();
+          this.move(Number(event.dataTransfer.getData("text/plain")), at);
+        });
+      }
+      return row;
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10 }, "No campaigns: the zone is filled as configured.")));
+    $("cz-table").tBodies[0].replaceChildren(...rows);
+    $("cz-dirty").textContent = this.dirty() ? "Unpublished changes." : "";
+  },
+
+  move(from, to) {
+    if (to < 0 || to >= this.list.length || from === to) return;
+    const [moved] = this.list.splice(from, 1);
+    this.list.splice(to, 0, moved);
+    this.render();
+    const row = $("cz-table").querySelector('tr[data-campaign="' + CSS.escape(moved.id) + '"]');
+    if (row) row.focus();
+    $("cz-message").textContent = moved.id + " moved to place " + (to + 1) + ".";
+  },
+
+  /** Publishes the list with the ETag it was loaded with. */
+  async publish() {
+    const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/campaigns";
+    try {
+      const answer = await call("PUT", path, { campaigns: this.list }, { "If-Match": this.etag || '"0"' });
+      const warnings = answer.body.warnings || [];
+      await this.load(this.zone);
+      $("cz-message").textContent =
+        "Published as version " + answer.body.version + "." + (warnings.length ? " Unknown ids: " + warnings.join(", ") : "");
+      await this.history();
+    } catch (error) {
+      if (error.status === 412) await this.showConflict();
+      else this.showErrors(error);
+    }
+  },
+
+  /** A stale ETag: what changed since the version loaded, and a way to load it. */
+  async showConflict() {
+    const log = await call("GET", "accounts/" + this.key() + "/campaigns/history");
+    const since = log.body.versions.filter((v) => v.version > this.loadedVersion);
+    const box = $("cz-conflict");
+    box.replaceChildren(
+      el("p", {}, "Someone published this zone's campaigns since you loaded them (version " + this.loadedVersion + "). Your changes are kept here, not published."),
+      el("ul", {}, since.map((v) => el("li", {}, "Version " + v.version + " by " + v.author + " at " + v.at + ": " + v.summary))),
+    );
+    const reload = el("button", { type: "button", id: "cz-reload" }, "Load the current list");
+    reload.addEventListener("click", () => this.load(this.zone));
+    box.append(reload);
+    box.hidden = false;
+  },
+
+  /** A 400 on the list: each problem next to the field its path names (the editor of
+   * the campaign it names is opened), or in the message line. */
+  showErrors(error) {
+    const listed = (error.body && error.body.errors) || [];
+    const first = listed.map((e) => /^campaigns\[(\d+)\]/.exec(e.path)).find(Boolean);
+    if (first) this.openEditor(Number(first[1]));
+    showFieldErrors(listed, this.editing);
+    $("cz-message").textContent = "Not published: " + problems(error);
+  },
+
+  // The editor.
+
+  openEditor(at) {
+    this.editing = at;
+    const campaign = at === null ? { id: "", content: { type: "custom", source: { strategy: "trending" } } } : this.list[at];
+    fillEditor(campaign, this.timeZone);
+    $("ce-form").hidden = false;
+    $("ce-id").focus();
+  },
+
+  closeEditor() {
+    this.editing = null;
+    $("ce-form").hidden = true;
+    clearFieldErrors();
+  },
+
+  /** The form's campaign into the list, checked by the server first (a preview of the
+   * list with it), so that each problem is shown next to its field. */
+  async apply() {
+    const campaign = readEditor();
+    const list = this.list.slice();
+    const at = this.editing === null ? list.length : this.editing;
+    list.splice(at, this.editing === null ? 0 : 1, campaign);
+    clearFieldErrors();
+    try {
+      await call("POST", "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/preview", {
+        campaigns: list,
+        segments: segmentBuilder.segments,
+      });
+    } catch (error) {
+      if (error.status === 400) {
+        showFieldErrors((error.body && error.body.errors) || [], at);
+        $("ce-error").textContent = problems(error);
+        return;
+      }
+      throw error;
+    }
+    this.list = list;
+    this.closeEditor();
+    this.render();
+    $("cz-message").textContent = campaign.id + " is in the draft; publish to put it live.";
+  },
+
+  // Preview and shadow test.
+
+  async preview() {
+    const body = { campaigns: this.list, segments: segmentBuilder.segments };
+    const who = $("pv-shopper").value;
+    if (who === "new" || who === "returning") body.shopper = { returning: who === "returning" };
+    else if (who) body.shopper = { visitor: who };
+    for (const [id, name] of [["pv-page-type", "pageType"], ["pv-product", "product"], ["pv-category", "category"], ["pv-currency", "currency"]]) {
+      if ($(id).value.trim()) body[name] = $(id).value.trim();
+    }
+    if ($("pv-at").value) body.at = $("pv-at").value + ":00Z";
+    $("pv-error").textContent = "";
+    try {
+      const answer = (await call("POST", "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/preview", body)).body;
+      const list = (answer.campaigns && answer.campaigns.list) || [];
+      $("pv-shown").textContent = answer.campaigns
+        ? answer.campaigns.shown
+          ? "Shows " + answer.campaigns.shown + "."
+          : "No campaign qualifies: the zone is empty."
+        : "No campaigns: filled as configured (" + answer.strategy + ").";
+      $("pv-shown").dataset.campaign = (answer.campaigns && answer.campaigns.shown) || "";
+      $("pv-skipped").replaceChildren(
+        ...list.filter((c) => c.skipped).map((c) => el("li", { dataset: { campaign: c.id } }, c.id + ": " + c.skipped)),
+      );
+      const frame = $("pv-cards");
+      frame.srcdoc = answer.html || "<p style='font:14px system-ui'>Nothing to show.</p>";
+      frame.dataset.items = answer.items.map((i) => i.id).join(",");
+    } catch (error) {
+      $("pv-error").textContent = problems(error);
+    }
+  },
+
+  async startShadow() {
+    const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/shadow";
+    try {
+      await call("POST", path, { campaigns: this.list, segments: segmentBuilder.segments });
+      $("sh-error").textContent = "";
+      await this.refreshShadow();
+    } catch (error) {
+      $("sh-error").textContent = problems(error);
+    }
+  },
+
+  async stopShadow() {
+    const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/shadow";
+    await call("DELETE", path).catch(() => {});
+    await this.refreshShadow();
+  },
+
+  /** The zone's shadow test, refreshed every 2 seconds while it runs. */
+  async refreshShadow() {
+    clearTimeout(this.shadowTimer);
+    const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/shadow";
+    let figures = null;
+    try {
+      figures = (await call("GET", path)).body;
+    } catch (error) {
+      if (error.status !== 404) throw error;
+    }
+    $("sh-running").hidden = !figures;
+    $("sh-idle").hidden = Boolean(figures);
+    if (!figures) return;
+    const interval = (d) =>
+      signed(d.estimate) + (d.low === null ? " (too few trials)" : " (95 %: " + signed(d.low) + " to " + signed(d.high) + ")");
+    $("sh-trials").textContent = figures.trials;
+    $("sh-campaigns").textContent = figures.campaigns.join(", ");
+    $("sh-live").textContent = percent(figures.live.hitRate) + " hits, MRR " + figures.live.mrr.toFixed(3);
+    $("sh-draft").textContent = percent(figures.draft.hitRate) + " hits, MRR " + figures.draft.mrr.toFixed(3);
+    $("sh-diff-hits").textContent = interval(figures.difference.hitRate);
+    $("sh-diff-mrr").textContent = interval(figures.difference.mrr);
+    this.shadowTimer = setTimeout(() => this.refreshShadow().catch(() => {}), 2000);
+  },
+
+  // The audit log and the visitors to preview as.
+
+  async history() {
+    const log = await call("GET", "accounts/" + this.key() + "/campaigns/history");
+    const rows = log.body.versions.map((v) => {
+      const row = el("tr", { dataset: { version: v.version } }, el("td", { className: "number" }, v.version), el("td", {}, v.at), el("td", {}, v.author), el("td", {}, v.summary));
+      if (this.editor()) {
+        const restore = el("button", { type: "button", className: "small", "aria-label": "Restore version " + v.version }, "Restore");
+        restore.addEventListener("click", async () => {
+          await call("POST", "accounts/" + this.key() + "/campaigns/restore", { version: v.version });
+          await segmentBuilder.load();
+          await this.load(this.zone);
+          await this.history();
+          $("cz-message").textContent = "Version " + v.version + " restored as a new version.";
+        });
+        row.append(el("td", {}, restore));
+      }
+      return row;
+    });
+    $("ch-table").tBodies[0].replaceChildren(...rows);
+  },
+
+  async recentVisitors() {
+    const recent = await call("GET", "accounts/" + this.key() + "/visitors/recent?limit=20");
+    $("pv-shopper").replaceChildren(
+      el("option", { value: "new" }, "A new shopper"),
+      el("option", { value: "returning" }, "A returning shopper"),
+      ...recent.body.visitors.map((v) =>
+        el("option", { value: v.visitorId }, v.visitorId + " (" + v.sessions + " sessions, " + v.viewed + " viewed, seen " + v.lastSeen + ")"),
+      ),
+    );
+  },
+};
+
+const signed = (x) => (x >= 0 ? "+" : "") + x.toFixed(3);
+
+function scheduleText(schedule) {
+  if (!schedule) return "Always";
+  const parts = [];
+  if (schedule.start) parts.push("from " + schedule.start);
+  if (schedule.end) parts.push("until " + schedule.end);
+  if (schedule.days) parts.push(schedule.days.join(", "));
+  if (schedule.hours) parts.push("hours " + schedule.hours[0] + "–" + schedule.hours[schedule.hours.length - 1]);
+  return parts.join(" · ") || "Always";
+}
+
+function contentText(content) {
+  if (!content) return "–";
+  if (content.type === "custom") {
+    const source = content.source || {};
+    const from = source.manual ? "manual picks" : source.strategy || "–";
+    const extras = [];
+    if (content.filters && content.filters.length) extras.push(content.filters.length + " filters");
+    if (content.boosts && content.boosts.length) extras.push(content.boosts.length + " boosts");
+    if (content.pins && content.pins.length) extras.push(content.pins.length + " pins");
+    return "Custom: " + from + (extras.length ? " (" + extras.join(", ") + ")" : "");
+  }
+  if (content.type === "automated") return "Automated: " + (content.strategy || "–");
+  if (content.type === "image") return "Image";
+  return "HTML";
+}
+
+// The editor's form: filled from a campaign document, read back into one.
+
+function fillEditor(c, timeZone) {
+  const content = c.content || { type: "custom" };
+  $("ce-id").value = c.id || "";
+  $("ce-name").value = c.name || "";
+  $("ce-enabled").checked = c.enabled !== false;
+  $("ce-segment").replaceChildren(
+    el("option", { value: "" }, "Everyone"),
+    ...segmentBuilder.segments.map((s) => el("option", { value: s.id, selected: s.id === c.segment }, s.name || s.id)),
+  );
+  $("ce-min").value = c.minItems ?? "";
+  const schedule = c.schedule || {};
+  $("ce-start").value = schedule.start ? schedule.start.slice(0, 16) : "";
+  $("ce-end").value = schedule.end ? schedule.end.slice(0, 16) : "";
+  for (const day of DAYS) $("ce-day-" + day).checked = (schedule.days || []).includes(day);
+  $("ce-hour-from").value = schedule.hours ? schedule.hours[0] : "";
+  $("ce-hour-to").value = schedule.hours ? schedule.hours[schedule.hours.length - 1] : "";
+  $("ce-time-zone").textContent = timeZone;
+  $("ce-type").value = content.type;
+  const source = content.source || {};
+  $("ce-source").value = source.manual ? "manual" : "strategy";
+  $("ce-strategy").value = content.strategy || source.strategy || "trending";
+  $("ce-fallback").value = (content.fallback || source.fallback || []).join(", ");
+  const manual = source.manual || {};
+  pickers.products.set(manual.products || []);
+  pickers.categories.set(manual.categories || []);
+  pickers.brands.set(manual.brands || []);
+  $("ce-filters").replaceChildren(...(content.filters || []).map((f) => filterRow(f, "filters")));
+  $("ce-boosts").replaceChildren(...(content.boosts || []).map((b) => filterRow(b.filter, "boosts", b.factor)));
+  $("ce-pins").replaceChildren(...(content.pins || []).map((p) => pinRow(p)));
+  $("ce-max").value = content.maxItems ?? content.count ?? "";
+  $("ce-template").value = content.template || "";
+  const image = (content.images || [])[0] || {};
+  $("ce-image-url").value = image.url || "";
+  $("ce-image-link").value = image.link || "";
+  $("ce-image-alt").value = image.alt || "";
+  $("ce-error").textContent = "";
+  showContentFields();
+}
+
+function readEditor() {
+  const list = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
+  const campaign = { id: $("ce-id").value.trim() };
+  if ($("ce-name").value.trim()) campaign.name = $("ce-name").value.trim();
+  if (!$("ce-enabled").checked) campaign.enabled = false;
+  if ($("ce-segment").value) campaign.segment = $("ce-segment").value;
+  if ($("ce-min").value !== "") campaign.minItems = Number($("ce-min").value);
+  const schedule = {};
+  if ($("ce-start").value) schedule.start = $("ce-start").value + ":00Z";
+  if ($("ce-end").value) schedule.end = $("ce-end").value + ":00Z";
+  const days = DAYS.filter((d) => $("ce-day-" + d).checked);
+  if (days.length) schedule.days = days;
+  if ($("ce-hour-from").value !== "" && $("ce-hour-to").value !== "") {
+    const hours = [];
+    for (let h = Number($("ce-hour-from").value); h <= Number($("ce-hour-to").value); h++) hours.push(h);
+    schedule.hours = hours;
+  }
+  if (Object.keys(schedule).length) campaign.schedule = schedule;
+  const type = $("ce-type").value;
+  const content = { type };
+  const max = $("ce-max").value;
+  if (type === "automated") {
+    content.strategy = $("ce-strategy").value;
+    if (list($("ce-fallback").value).length) content.fallback = list($("ce-fallback").value);
+    if (max !== "") content.count = Number(max);
+  } else if (type === "custom") {
+    if ($("ce-source").value === "manual") {
+      content.source = { manual: { products: pickers.products.ids, categories: pickers.categories.ids, brands: pickers.brands.ids } };
+    } else {
+      content.source = { strategy: $("ce-strategy").value };
+      if (list($("ce-fallback").value).length) content.source.fallback = list($("ce-fallback").value);
+    }
+    const filters = [...$("ce-filters").children].map((row) => row.read());
+    if (filters.length) content.filters = filters;
+    const boosts = [...$("ce-boosts").children].map((row) => row.read());
+    if (boosts.length) content.boosts = boosts;
+    const pins = [...$("ce-pins").children].map((row) => row.read());
+    if (pins.length) content.pins = pins;
+    if (max !== "") content.maxItems = Number(max);
+  } else if (type === "image") {
+    content.images = [{ url: $("ce-image-url").value, link: $("ce-image-link").value, alt: $("ce-image-alt").value }];
+  } else {
+    content.template = $("ce-template").value;
+  }
+  campaign.content = content;
+  return campaign;
+}
+
+function showContentFields() {
+  const type = $("ce-type").value;
+  const manual = $("ce-source").value === "manual";
+  const show = (id, visible) => ($(id).hidden = !visible);
+  show("ce-source-box", type === "custom");
+  show("ce-strategy-box", type === "automated" || (type === "custom" && !manual));
+  show("ce-manual-box", type === "custom" && manual);
+  show("ce-rules-box", type === "custom");
+  show("ce-image-box", type === "image");
+  show("ce-template-box", type === "html");
+  show("ce-max-box", type === "automated" || type === "custom");
+}
+
+/** A filter (or a boost's filter with its factor) as a row of the form; its inputs carry
+ * the JSON path of their value, for the server's errors. */
+function filterRow(filter, list, factor) {
+  const row = el("li", { className: "rule-row" });
+  const index = () => [...row.parentNode.children].indexOf(row);
+  let kind = Object.keys(filter || { price: {} })[0];
+  const value = (filter || {})[kind];
+  const select = el("select", { "aria-label": "Filter" }, Object.keys(FILTER_KINDS).map((k) => el("option", { value: k, selected: k === kind }, k)));
+  const fields = el("span", {});
+  const read = {};
+  const build = (v) => {
+    const shape = FILTER_KINDS[kind];
+    const path = (suffix) => () => "content." + list + "[" + index() + "]" + (list === "boosts" ? ".filter" : "") + "." + kind + suffix;
+    if (shape === "range") {
+      const min = el("input", { type: "number", step: "any", value: v && v.min !== undefined ? v.min : "", dataset: { path: "min" } });
+      const max = el("input", { type: "number", step: "any", value: v && v.max !== undefined ? v.max : "", dataset: { path: "max" } });
+      min.pathOf = path(".min");
+      max.pathOf = path(".max");
+      fields.replaceChildren(labelled("min", min), labelled("max", max));
+      read.value = () => {
+        const out = {};
+        if (min.value !== "") out.min = Number(min.value);
+        if (max.value !== "") out.max = Number(max.value);
+        return out;
+      };
+    } else if (shape === "list") {
+      const input = el("input", { type: "text", value: Array.isArray(v) ? v.join(", ") : "", placeholder: "comma-separated ids" });
+      input.pathOf = path("");
+      fields.replaceChildren(labelled("ids", input));
+      read.value = () => input.value.split(",").map((s) => s.trim()).filter(Boolean);
+    } else if (shape === "flag") {
+      const input = el("input", { type: "checkbox", checked: v !== false });
+      input.pathOf = path("");
+      fields.replaceChildren(labelled("yes", input));
+      read.value = () => input.checked;
+    } else {
+      const input = el("input", { type: "number", step: "any", value: typeof v === "number" ? v : "" });
+      input.pathOf = path("");
+      fields.replaceChildren(labelled("percent", input));
+      read.value = () => Number(input.value);
+    }
+  };
+  build(value);
+  select.addEventListener("change", () => {
+    kind = select.value;
+    build(null);
+  });
+  const parts = [select, fields];
+  let factorInput = null;
+  if (list === "boosts") {
+    factorInput = el("input", { type: "number", step: "any", value: factor ?? 2 });
+    factorInput.pathOf = () => "content.boosts[" + index() + "].factor";
+    parts.push(labelled("factor", factorInput));
+  }
+  const remove = el("button", { type: "button", className: "small" }, "Remove");
+  remove.addEventListener("click", () => row.remove());
+  row.append(...parts, remove);
+  row.read = () => {
+    const f = { [kind]: read.value() };
+    return list === "boosts" ? { filter: f, factor: Number(factorInput.value) } : f;
+  };
+  return row;
+}
+
+function pinRow(pin) {
+  const row = el("li", { className: "rule-row" });
+  const index = () => [...row.parentNode.children].indexOf(row);
+  const product = el("input", { type: "text", value: (pin && pin.product) || "", className: "pin-product", list: "ce-product-options" });
+  product.pathOf = () => "content.pins[" + index() + "].product";
+  const place = el("input", { type: "number", min: 1, value: (pin && pin.place) || 1, className: "pin-place" });
+  place.pathOf = () => "content.pins[" + index() + "].place";
+  product.addEventListener("input", () => pickers.products.suggest(product.value));
+  const remove = el("button", { type: "button", className: "small" }, "Remove");
+  remove.addEventListener("click", () => row.remove());
+  row.append(labelled("Product", product), labelled("Place", place), remove);
+  row.read = () => ({ product: product.value.trim(), place: Number(place.value) });
+  return row;
+}
+
+/** A picker of ids found by the server's catalogue search, shown as removable chips. */
+function picker(kind, box) {
+  const input = box.querySelector("input");
+  const results = box.querySelector(".results");
+  const chips = box.querySelector(".chips");
+  const self = {
+    ids: [],
+    timer: null,
+    set(ids) {
+      self.ids = ids.slice();
+      self.draw();
+    },
+    draw() {
+      chips.replaceChildren(
+        ...self.ids.map((id) => {
+          const remove = el("button", { type: "button", className: "small", "aria-label": "Remove " + id }, "×");
+          remove.addEventListener("click", () => {
+            self.ids = self.ids.filter((x) => x !== id);
+            self.draw();
+          });
+          return el("li", { dataset: { id } }, id, remove);
+        }),
+      );
+    },
+    suggest(text) {
+      clearTimeout(self.timer);
+      self.timer = setTimeout(() => self.search(text).catch(() => {}), 200);
+    },
+    async search(text) {
+      if (!text.trim()) {
+        results.replaceChildren();
+        return;
+      }
+      const answer = await call("GET", "accounts/" + campaigns.key() + "/catalogue?kind=" + kind + "&limit=8&q=" + encodeURIComponent(text));
+      results.replaceChildren(
+        ...answer.body.found.map((found) => {
+          const choose = el("button", { type: "button", className: "result", dataset: { id: found.id } }, found.id + " — " + found.title);
+          choose.addEventListener("click", () => {
+            if (!self.ids.includes(found.id)) self.ids.push(found.id);
+            self.draw();
+            input.value = "";
+            results.replaceChildren();
+            input.focus();
+          });
+          return el("li", {}, choose);
+        }),
+      );
+      if (kind === "products") {
+        $("ce-product-options").replaceChildren(...answer.body.found.map((f) => el("option", { value: f.id }, f.title)));
+      }
+    },
+  };
+  input.addEventListener("input", () => self.suggest(input.value));
+  return self;
+}
+
+const pickers = {
+  products: picker("products", $("ce-pick-products")),
+  categories: picker("categories", $("ce-pick-categories")),
+  brands: picker("brands", $("ce-pick-brands")),
+};
+
+/** The server's errors next to their fields: a field's JSON path in the list is
+ * `campaigns[at].` and the path its input carries. */
+function showFieldErrors(listed, at) {
+  clearFieldErrors();
+  const prefix = "campaigns[" + at + "].";
+  const fields = [...$("ce-form").querySelectorAll("input, select, textarea")];
+  for (const error of listed) {
+    if (!error.path.startsWith(prefix)) continue;
+    const path = error.path.slice(prefix.length);
+    const field =
+      fields.find((f) => f.pathOf && f.pathOf() === path) ||
+      fields.find((f) => f.dataset.field && path.startsWith(f.dataset.field)) ||
+      fields.find((f) => f.pathOf && path.startsWith(f.pathOf()));
+    if (!field) continue;
+    const message = el("span", { className: "field-error error", role: "alert", id: fieldId("err") }, error.message);
+    field.setAttribute("aria-invalid", "true");
+    field.setAttribute("aria-describedby", message.id);
+    (field.closest("label") || field).after(message);
+  }
+}
+
+function clearFieldErrors() {
+  document.querySelectorAll("#ce-form .field-error").forEach((node) => node.remove());
+  document.querySelectorAll("#ce-form [aria-invalid]").forEach((node) => {
+    node.removeAttribute("aria-invalid");
+    node.removeAttribute("aria-describedby");
+  });
+}
+
+// The form's fixed fields and their JSON paths.
+(() => {
+  for (const [id, path] of [
+    ["ce-id", "id"], ["ce-name", "name"], ["ce-segment", "segment"], ["ce-min", "minItems"],
+    ["ce-start", "schedule.start"], ["ce-end", "schedule.end"], ["ce-hour-from", "schedule.hours"],
+    ["ce-type", "content.type"], ["ce-strategy", "content.source.strategy"], ["ce-fallback", "content.source.fallback"],
+    ["ce-max", "content.maxItems"], ["ce-template", "content.template"], ["ce-image-url", "content.images"],
+  ]) {
+    $(id).dataset.field = path;
+  }
+  $("ce-strategy").replaceChildren(...STRATEGIES.map((s) => el("option", { value: s }, s)));
+  const hours = (id) => $(id).replaceChildren(el("option", { value: "" }, "–"), ...[...Array(24).keys()].map((h) => el("option", { value: h }, h + ":00")));
+  hours("ce-hour-from");
+  hours("ce-hour-to");
+})();
+
+$("cz-zone").addEventListener("change", (event) => campaigns.load(event.target.value).catch(showLoggedOut));
+$("cz-new").addEventListener("click", () => campaigns.openEditor(null));
+$("cz-publish").addEventListener("click", () => campaigns.publish());
+$("cz-discard").addEventListener("click", () => campaigns.load(campaigns.zone));
+$("ce-type").addEventListener("change", showContentFields);
+$("ce-source").addEventListener("change", showContentFields);
+$("ce-add-filter").addEventListener("click", () => $("ce-filters").append(filterRow(null, "filters")));
+$("ce-add-boost").addEventListener("click", () => $("ce-boosts").append(filterRow(null, "boosts")));
+$("ce-add-pin").addEventListener("click", () => $("ce-pins").append(pinRow(null)));
+$("ce-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  campaigns.apply().catch((error) => ($("ce-error").textContent = problems(error)));
+});
+$("ce-cancel").addEventListener("click", () => campaigns.closeEditor());
+$("pv-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  campaigns.preview();
+});
+$("sh-start").addEventListener("click", () => campaigns.startShadow());
+$("sh-stop").addEventListener("click", () => campaigns.stopShadow());
+document.addEventListener("vitrine-segments", () => campaigns.render());
+
+window.vitrineConsole = { show: () => campaigns.show() };
