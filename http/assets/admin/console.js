@@ -446,7 +446,11 @@ function readEditor() {
     if (max !== "") content.count = Number(max);
   } else if (type === "custom") {
     if ($("ce-source").value === "manual") {
-      content.source = { manual: { products: pickers.products.ids, categories: pickers.categories.ids, brands: pickers.brands.ids } };
+      const manual = {};
+      for (const kind of ["products", "categories", "brands"]) {
+        if (pickers[kind].ids.length) manual[kind] = pickers[kind].ids.slice();
+      }
+      content.source = { manual };
     } else {
       content.source = { strategy: $("ce-strategy").value };
       if (list($("ce-fallback").value).length) content.source.fallback = list($("ce-fallback").value);
@@ -687,5 +691,6 @@ $("pv-form").addEventListener("submit", (event) => {
 $("sh-start").addEventListener("click", () => campaigns.startShadow());
 $("sh-stop").addEventListener("click", () => campaigns.stopShadow());
 document.addEventListener("vitrine-segments", () => campaigns.render());
+document.addEventListener("vitrine-changed", () => campaigns.history().catch(() => {}));
 
 window.vitrineConsole = { show: () => campaigns.show() };

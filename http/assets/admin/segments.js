@@ -277,6 +277,7 @@ const segmentBuilder = {
       $("sb-message").textContent = "Segment " + id + " saved.";
       await this.load();
       this.edit(id);
+      document.dispatchEvent(new CustomEvent("vitrine-changed"));
     } catch (error) {
       $("sb-message").textContent = "";
       $("sb-error").textContent = problems(error);

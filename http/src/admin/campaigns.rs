@@ -55,15 +55,21 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
     let (source, list) = match live {
         Some(list) => ("live", list),
         None => {
-            let content = match spec.strategy {
+            // As a `PUT` takes it back: a zone without fallbacks has no `fallback`.
+            let mut content = match spec.strategy {
                 Some(strategy) => json!({
                     "type": "automated",
                     "strategy": strategy.name(),
-                    "fallback": spec.fallback.iter().map(|s| s.name()).collect::<Vec<_>>(),
                     "count": spec.count,
                 }),
                 None => Value::Null,
             };
+            if !spec.fallback.is_empty()
+                && let Some(fields) = content.as_object_mut()
+            {
+                let names: Vec<&str> = spec.fallback.iter().map(|s| s.name()).collect();
+                fields.insert("fallback".to_owned(), json!(names));
+            }
             let list = if content.is_null() {
                 json!([])
             } else {

@@ -1,0 +1,441 @@
+//! The merchandiser's console in a real browser (headless Chromium through WebDriver),
+//! through the real server: a segment is built and its size changes as the rule does; a
+//! campaign with a manual pick found by the catalogue search, a filter, a pin and a
+//! schedule is made and previewed as the browser script's cards; a shadow test of the
+//! draft counts trials; publishing puts it on `/api/serverside`; a second browser that
+//! publishes on a stale ETag is shown what changed meanwhile; a viewer's token gets no
+//! edit controls. Screenshots are written next to the test's temporary files.
+
+#![expect(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly where its setup does not hold"
+)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use vitrine_testkit::{TestServer, browser, client, records};
+
+const EDITOR: &str = "console-editor-token-0123456789";
+const VIEWER: &str = "console-viewer-token-0123456789";
+const KEY: &str = "console-shop";
+const SECRET: &str = "console-shop-secret";
+const WAIT: Duration = Duration::from_secs(60);
+
+fn config() -> String {
+    format!(
+        r#"
+[admin]
+tokens = [{{ token = "{EDITOR}", label = "merchandiser" }}, {{ token = "{VIEWER}", role = "viewer", label = "analyst" }}]
+[[accounts]]
+access_key = "{KEY}"
+secret_key = "{SECRET}"
+default_currency = "GBP"
+time_zone = "Europe/London"
+  [[accounts.zones]]
+  id = "HP-01"
+  title = "For you"
+  type = "recommender-product"
+  strategy = "trending"
+  count = 4
+"#
+    )
+}
+
+fn post(addr: SocketAddr, path: &str, body: &Value) -> Value {
+    let response = client::post_json(addr, path, body).expect("an answer");
+    assert_eq!(response.status, 200, "{path}: {}", response.body);
+    serde_json::from_str(&response.body).unwrap()
+}
+
+fn wait_until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(started.elapsed() < WAIT * 2, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A store of twelve products by delta, and three shoppers seen once.
+fn store() -> TestServer {
+    let server = TestServer::start(
+        Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
+            .with_file_name("vitrine")
+            .as_path(),
+        Some(&config()),
+    )
+    .unwrap();
+    let addr = server.addr();
+    let products: Vec<Value> = (1..=12)
+        .map(|i| {
+            records::with(
+                records::product(&format!("C{i:02}"), &format!("{}.00 GBP", 10 * i)),
+                json!({"Title": format!("Console product {i}"), "Categories": [format!("cat-{}", i % 3)]}),
+            )
+        })
+        .collect();
+    let delta = post(
+        addr,
+        "/api/delta",
+        &json!({"AppKey": KEY, "SecretKey": SECRET, "Products": products}),
+    );
+    let token = delta["Token"].as_str().unwrap().to_owned();
+    wait_until("the delta", || {
+        let status = post(
+            addr,
+            "/api/deltastatus",
+            &json!({"AppKey": KEY, "SecretKey": SECRET, "Tokens": [token]}),
+        );
+        (status[0]["Status"].as_i64().unwrap_or(0) != 0).then_some(())
+    });
+    for visitor in ["shopper-1", "shopper-2", "shopper-3"] {
+        serve(addr, visitor, json!([]));
+    }
+    server
+}
+
+/// A serverside request of `visitor` with `events`, for HP-01; the ids it shows.
+fn serve(addr: SocketAddr, visitor: &str, events: Value) -> Vec<String> {
+    let answer = post(
+        addr,
+        "/api/serverside",
+        &json!({"appId": KEY, "secretKey": SECRET, "visitorId": visitor,
+            "currentUrl": "https://shop.example/", "userAgent": "test", "ip": "198.51.100.30",
+            "events": events, "zones": ["HP-01"]}),
+    );
+    answer["zones"]["HP-01"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["Id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn session(driver: &browser::Driver) -> Client {
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(browser::chromium(1400, 3200))
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session")
+}
+
+/// Opens the dashboard and logs in with `token`, waiting for the campaign table.
+async fn log_in(browser: &Client, addr: SocketAddr, token: &str) {
+    browser
+        .goto(&format!("http://{addr}/admin/"))
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Id("token"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    click(browser, "#login-button").await;
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#cz-table tbody tr[data-campaign]"))
+        .await
+        .expect("the campaign table");
+}
+
+/// Clicks the element `css` selects, once it is there.
+async fn click(browser: &Client, css: &str) {
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"));
+}
+
+async fn type_into(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// Runs `script` until `done` holds of its value (within [`WAIT`]).
+async fn until(browser: &Client, script: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let value = browser.execute(script, Vec::new()).await.unwrap();
+        if done(&value) {
+            return value;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "never ready: {script} gave {value}"
+        );
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&shot, png).unwrap();
+    println!("screenshot: {}", shot.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_browser() {
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+    // A second editor loads the same version now, to publish later on a stale ETag.
+    let rival = session(&driver).await;
+    log_in(&rival, addr, EDITOR).await;
+
+    // A segment: everyone at first (three shoppers), then returning shoppers only
+    // (none: each had one session).
+    click(&editor, "#sb-new").await;
+    type_into(&editor, "#sb-id", "returning").await;
+    type_into(&editor, "#sb-name", "Returning shoppers").await;
+    until(
+        &editor,
+        "return document.getElementById('sb-size').dataset.matching",
+        |v| v == "3",
+    )
+    .await;
+    click(&editor, "#sb-rule .add-condition").await;
+    until(
+        &editor,
+        "return document.getElementById('sb-size').dataset.matching",
+        |v| v == "0",
+    )
+    .await;
+    click(&editor, "#sb-save").await;
+    until(
+        &editor,
+        "return document.getElementById('sb-message').textContent",
+        |v| v.as_str().is_some_and(|t| t.contains("saved")),
+    )
+    .await;
+
+    // A campaign: manual picks (C05 found by the catalogue search), a price filter that
+    // keeps C05, a pin of C02 at the first place, a schedule around now.
+    click(&editor, "#cz-new").await;
+    type_into(&editor, "#ce-id", "autumn").await;
+    type_into(&editor, "#ce-name", "Autumn picks").await;
+    editor
+        .find(Locator::Id("ce-source"))
+        .await
+        .unwrap()
+        .select_by_value("manual")
+        .await
+        .unwrap();
+    type_into(&editor, "#ce-pick-products input", "Console product 5").await;
+    click(&editor, "#ce-pick-products .results button[data-id='C05']").await;
+    click(&editor, "#ce-add-filter").await;
+    type_into(
+        &editor,
+        "#ce-filters li:first-child input[data-path='max']",
+        "80",
+    )
+    .await;
+    click(&editor, "#ce-add-pin").await;
+    type_into(&editor, "#ce-pins .pin-product", "C02").await;
+    for (id, days) in [("ce-start", -1), ("ce-end", 10)] {
+        // A datetime-local input takes its value from script (typing depends on locale).
+        editor
+            .execute(
+                "document.getElementById(arguments[0]).value = \
+                   new Date(Date.now() + arguments[1] * 86400000).toISOString().slice(0, 16);",
+                vec![json!(id), json!(days)],
+            )
+            .await
+            .unwrap();
+    }
+    // A bad value first: the server's 400 is shown next to the field its path names.
+    type_into(&editor, "#ce-min", "1000").await;
+    click(&editor, "#ce-apply").await;
+    let error = until(
+        &editor,
+        "const e = document.querySelector('#ce-form .field-error'); \
+         return e ? {text: e.textContent, after: e.previousElementSibling.textContent} : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert!(
+        error["after"].as_str().unwrap().contains("Minimum items"),
+        "{error}"
+    );
+    type_into(&editor, "#ce-min", "1").await;
+    click(&editor, "#ce-apply").await;
+    let status = until(
+        &editor,
+        "return document.querySelector('#cz-table tr[data-campaign=autumn] .status')?.textContent \
+           || document.getElementById('ce-error').textContent || null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert_eq!(status, "draft", "the campaign in the draft list");
+    // Ahead of the configured campaign, by keyboard.
+    editor
+        .execute(
+            "document.querySelector('#cz-table tr[data-campaign=autumn]').focus();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    editor
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&format!(
+            "{}{}",
+            fantoccini::key::Key::Alt,
+            fantoccini::key::Key::Up
+        ))
+        .await
+        .unwrap();
+    let order = until(
+        &editor,
+        "return [...document.querySelectorAll('#cz-table tr[data-campaign]')].map(r => r.dataset.campaign)",
+        |v| v[0] == "autumn",
+    )
+    .await;
+    assert_eq!(order, json!(["autumn", "configured"]));
+
+    // The preview, as a returning shopper: the campaign, and the browser script's cards
+    // with the pin first.
+    editor
+        .find(Locator::Id("pv-shopper"))
+        .await
+        .unwrap()
+        .select_by_value("returning")
+        .await
+        .unwrap();
+    click(&editor, "#pv-show").await;
+    let cards = until(
+        &editor,
+        "const f = document.getElementById('pv-cards'); \
+         return {shown: document.getElementById('pv-shown').dataset.campaign, items: f.dataset.items, \
+                 html: f.srcdoc};",
+        |v| v["shown"] == "autumn",
+    )
+    .await;
+    assert_eq!(cards["items"], "C02,C05", "{cards}");
+    let html = cards["html"].as_str().unwrap();
+    assert!(
+        html.contains("class=\"vitrine-items\"") && html.find("C02") < html.find("C05"),
+        "{html}"
+    );
+    screenshot(&editor, "console-campaign.png").await;
+
+    // A shadow test of the draft: sampled shoppers who view C05 count trials.
+    click(&editor, "#sh-start").await;
+    until(
+        &editor,
+        "return !document.getElementById('sh-running').hidden",
+        |v| v == true,
+    )
+    .await;
+    let sampled: Vec<String> = (0..)
+        .map(|n| format!("sampled-{n}"))
+        .filter(|v| vitrine_engine::prequential::sampled(v))
+        .take(2)
+        .collect();
+    tokio::task::block_in_place(|| {
+        for visitor in &sampled {
+            serve(
+                addr,
+                visitor,
+                json!([{"name": "product_view", "data": {"id": "C07"}}]),
+            );
+            serve(
+                addr,
+                visitor,
+                json!([{"name": "product_view", "data": {"id": "C05"}}]),
+            );
+        }
+    });
+    let trials = until(
+        &editor,
+        "return Number(document.getElementById('sh-trials').textContent)",
+        |v| v.as_u64() >= Some(4),
+    )
+    .await;
+    assert_eq!(trials, 4);
+    screenshot(&editor, "console-shadow.png").await;
+
+    // Published: the server serves it.
+    click(&editor, "#cz-publish").await;
+    until(
+        &editor,
+        "return document.getElementById('cz-message').textContent",
+        |v| v.as_str().is_some_and(|t| t.starts_with("Published")),
+    )
+    .await;
+    let shown = tokio::task::block_in_place(|| serve(addr, "after-publish", json!([])));
+    assert_eq!(shown, ["C02", "C05"]);
+
+    // The rival editor's list is stale: its publish shows the conflict and what changed.
+    click(&rival, "#cz-new").await;
+    type_into(&rival, "#ce-id", "late").await;
+    click(&rival, "#ce-apply").await;
+    until(
+        &rival,
+        "return !!document.querySelector('#cz-table tr[data-campaign=late]')",
+        |v| v == true,
+    )
+    .await;
+    click(&rival, "#cz-publish").await;
+    let conflict = until(
+        &rival,
+        "const c = document.getElementById('cz-conflict'); return c.hidden ? null : c.textContent",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert!(
+        conflict.as_str().unwrap().contains("by merchandiser"),
+        "{conflict}"
+    );
+    let still = tokio::task::block_in_place(|| serve(addr, "after-conflict", json!([])));
+    assert_eq!(still, ["C02", "C05"], "the stale publish changed nothing");
+    rival.close().await.unwrap();
+
+    // A viewer sees no edit controls, and the list as published.
+    editor.close().await.unwrap();
+    let viewer = session(&driver).await;
+    log_in(&viewer, addr, VIEWER).await;
+    let visible = viewer
+        .execute(
+            "return [...document.querySelectorAll('button, #ce-form')].filter(b => b.offsetParent !== null \
+               && (b.classList.contains('edit') || b.closest('.edit') || b.closest('td.actions') \
+               || ['cz-new', 'cz-publish', 'sb-save', 'sh-start'].includes(b.id))).map(b => b.id || b.textContent)",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(visible, json!([]), "edit controls a viewer sees");
+    let actions = viewer
+        .execute(
+            "return document.querySelectorAll('#cz-table td.actions, #ch-table button').length",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(actions, 0);
+    screenshot(&viewer, "console-viewer.png").await;
+    viewer.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}
