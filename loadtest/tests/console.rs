@@ -156,10 +156,10 @@ async fn click(browser: &Client, css: &str) {
         .at_most(WAIT)
         .for_element(Locator::Css(css))
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .expect(css)
         .click()
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
+        .expect(css);
 }
 
 async fn type_into(browser: &Client, css: &str, text: &str) {
