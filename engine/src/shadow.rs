@@ -131,10 +131,11 @@ fn difference(sum: f64, squares: f64, trials: u64) -> Difference {
         .map(|t| t.inverse_cdf(0.975))
         .unwrap_or(1.96);
     let half = quantile * (variance / n).sqrt();
+    // A difference of two rates lies within ±1: the interval is cut there.
     Difference {
         estimate: mean,
-        low: Some(mean - half),
-        high: Some(mean + half),
+        low: Some((mean - half).max(-1.0)),
+        high: Some((mean + half).min(1.0)),
     }
 }
 

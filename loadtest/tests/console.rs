@@ -184,8 +184,10 @@ async fn until(browser: &Client, script: &str, done: impl Fn(&Value) -> bool) ->
     }
 }
 
-async fn screenshot(browser: &Client, name: &str) {
-    let png = browser.screenshot().await.unwrap();
+/// A screenshot of the element `css` selects, written as `name`.
+async fn screenshot(browser: &Client, css: &str, name: &str) {
+    let element = browser.find(Locator::Css(css)).await.unwrap();
+    let png = element.screenshot().await.unwrap();
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&shot, png).unwrap();
     println!("screenshot: {}", shot.display());
@@ -338,7 +340,9 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
         html.contains("class=\"vitrine-items\"") && html.find("C02") < html.find("C05"),
         "{html}"
     );
-    screenshot(&editor, "console-campaign.png").await;
+    screenshot(&editor, "#campaigns", "console-campaigns.png").await;
+    screenshot(&editor, "#campaign-preview", "console-preview.png").await;
+    screenshot(&editor, "#segment-builder", "console-segment.png").await;
 
     // A shadow test of the draft: sampled shoppers who view C05 count trials.
     click(&editor, "#sh-start").await;
@@ -374,7 +378,7 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     )
     .await;
     assert_eq!(trials, 4);
-    screenshot(&editor, "console-shadow.png").await;
+    screenshot(&editor, "#shadow", "console-shadow.png").await;
 
     // Published: the server serves it.
     click(&editor, "#cz-publish").await;
@@ -434,7 +438,7 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
         .await
         .unwrap();
     assert_eq!(actions, 0);
-    screenshot(&viewer, "console-viewer.png").await;
+    screenshot(&viewer, "#campaigns", "console-viewer.png").await;
     viewer.close().await.unwrap();
     drop(driver);
     drop(server);
