@@ -229,4 +229,49 @@ mod tests {
             u64::from(crate::prequential::JUDGED_PER_SECOND * 3 / 2)
         );
     }
+
+    #[test]
+    fn a_shadow_test_is_judged_on_the_same_bounded_requests_and_changes_nothing_shown() {
+        use crate::campaign::CampaignSet;
+        let ids: Vec<String> = (0..40).map(|n| format!("p{n}")).collect();
+        let products = ids.iter().map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        });
+        let account = testing::account(
+            vec![testing::zone("TR", Strategy::Trending, 4)],
+            testing::catalogue(products),
+        );
+        // The draft: the zone as configured (no list of its own), judged twice.
+        let shadow = account
+            .start_shadow("TR", std::sync::Arc::new(CampaignSet::default()), T0)
+            .expect("a product zone");
+        let judged: Vec<String> = (0..)
+            .map(|n| format!("shopper-{n}"))
+            .filter(|v| sampled(v))
+            .take(3)
+            .collect();
+        // 30 new products viewed within one millisecond: the shadow test has the trials
+        // self-evaluation takes, a second's worth, no more.
+        for (n, id) in ids.iter().take(30).enumerate() {
+            let outcome = account.serve(ServeRequest {
+                zones: vec!["TR".into()].into(),
+                ..view(&judged[n % 3], id, T0)
+            });
+            assert!(outcome.zones.iter().all(|z| z.campaign.is_none()));
+        }
+        let paired = shadow.paired();
+        let bound = u64::from(crate::prequential::JUDGED_PER_SECOND);
+        assert_eq!(paired.live.trials, bound, "{paired:?}");
+        // The same fill on both sides: the same hits.
+        assert_eq!(paired.live, paired.draft, "{paired:?}");
+        assert_eq!(account.zone_predictions()[0].trials, bound);
+        // Stopped, it takes no more.
+        assert!(account.stop_shadow("TR"));
+        for (n, id) in ids.iter().skip(30).enumerate() {
+            account.serve(view(&judged[n % 3], id, T0 + 5_000));
+        }
+        assert_eq!(shadow.paired().live.trials, bound);
+        assert!(account.shadow("TR").is_none());
+    }
 }

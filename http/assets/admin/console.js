@@ -246,6 +246,7 @@ const campaigns = {
   // Preview and shadow test.
 
   async preview() {
+    const asked = (this.previewAsked = (this.previewAsked || 0) + 1);
     const body = { campaigns: this.list, segments: segmentBuilder.segments };
     const who = $("pv-shopper").value;
     if (who === "new" || who === "returning") body.shopper = { returning: who === "returning" };
@@ -257,6 +258,7 @@ const campaigns = {
     $("pv-error").textContent = "";
     try {
       const answer = (await call("POST", "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/preview", body)).body;
+      if (asked !== this.previewAsked) return;
       const list = (answer.campaigns && answer.campaigns.list) || [];
       $("pv-shown").textContent = answer.campaigns
         ? answer.campaigns.shown
@@ -592,11 +594,14 @@ function picker(kind, box) {
       self.timer = setTimeout(() => self.search(text).catch(() => {}), 200);
     },
     async search(text) {
+      // Answers may come back out of order: only the latest search's is shown.
+      const asked = (self.asked = (self.asked || 0) + 1);
       if (!text.trim()) {
         results.replaceChildren();
         return;
       }
       const answer = await call("GET", "accounts/" + campaigns.key() + "/catalogue?kind=" + kind + "&limit=8&q=" + encodeURIComponent(text));
+      if (asked !== self.asked) return;
       results.replaceChildren(
         ...answer.body.found.map((found) => {
           const choose = el("button", { type: "button", className: "result", dataset: { id: found.id } }, found.id + " — " + found.title);

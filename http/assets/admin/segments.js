@@ -248,8 +248,11 @@ const segmentBuilder = {
   async size(rule) {
     const key = encodeURIComponent(state.account.accessKey);
     const output = $("sb-size");
+    // Answers may come back out of order: only the latest question's is shown.
+    const asked = (this.asked = (this.asked || 0) + 1);
     try {
       const answer = await call("POST", "accounts/" + key + "/segments/size", { rule });
+      if (asked !== this.asked) return;
       const size = answer.body;
       output.dataset.matching = size.matching;
       output.dataset.active = size.activeLast24h;
@@ -257,6 +260,7 @@ const segmentBuilder = {
         size.matching + " of " + size.visitors + " visitors match now, " + size.activeLast24h + " of them active in the last 24 h";
       $("sb-error").textContent = "";
     } catch (error) {
+      if (asked !== this.asked) return;
       output.dataset.matching = "";
       output.textContent = "–";
       $("sb-error").textContent = problems(error);
