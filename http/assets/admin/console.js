@@ -219,6 +219,8 @@ const campaigns = {
   /** The form's campaign into the list, checked by the server first (a preview of the
    * list with it), so that each problem is shown next to its field. */
   async apply() {
+    $("ce-error").textContent = "";
+    clearFieldErrors();
     const campaign = readEditor();
     const list = this.list.slice();
     const at = this.editing === null ? list.length : this.editing;
