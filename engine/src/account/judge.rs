@@ -45,7 +45,13 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        let snapshot = VisitorSnapshot::of(live, catalogue, Reads::default());
+        // What segments read, when a shadow test's campaigns may judge them.
+        let reads = if self.has_shadows() {
+            super::shadows::SHADOW_READS
+        } else {
+            Reads::default()
+        };
+        let snapshot = VisitorSnapshot::of(live, catalogue, reads);
         brought.retain(|product| {
             !snapshot.recent_views.contains(product)
                 && !snapshot.basket.contains(product)
@@ -54,7 +60,6 @@ impl Account {
         if brought.is_empty() || !self.prequential.due(now) {
             return;
         }
-        self.judge_shadows(live, &brought, catalogue, zones, (currency, now));
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();
         let page = snapshot.recent_views.first().copied();
@@ -67,6 +72,7 @@ impl Account {
             None,
             None,
         );
+        self.judge_shadows(&snapshot, &ctx, &brought, zones);
         for spec in zones
             .iter()
             .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)

@@ -8,13 +8,12 @@ use super::track::PageContext;
 use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, Judged, RequestContext, choose};
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::{ProductIdx, UnixMillis};
 use crate::event::PageType;
-use crate::money::Currency;
 use crate::prequential::rank_of;
+use crate::recommend::Context;
 use crate::recommend::{NoTrace, ZoneItems, fill_zone};
 use crate::shadow::{MAX_SHADOWS, Shadow};
-use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
 
 /// Why a shadow test was not started.
@@ -27,6 +26,19 @@ pub enum ShadowError {
     #[error("at most {MAX_SHADOWS} shadow tests run at once; stop one first")]
     TooMany,
 }
+
+/// What a judged request reads of its visitor while a shadow test runs: everything
+/// segments may read.
+pub(super) const SHADOW_READS: Reads = Reads {
+    affinities: false,
+    repurchases: false,
+    campaigns: Some(SegmentReads {
+        user: true,
+        affinities: true,
+        request: true,
+        orders: true,
+    }),
+};
 
 impl Account {
     /// Starts judging `set`'s list for `zone` beside the live one, in place of the
@@ -68,49 +80,30 @@ impl Account {
         self.shadows.read().iter().find(|s| s.zone == zone).cloned()
     }
 
+    /// Whether a shadow test runs.
+    pub(super) fn has_shadows(&self) -> bool {
+        !self.shadows.read().is_empty()
+    }
+
     /// Judges each running shadow test on `brought` (products new to the visitor that
     /// the request brings): the zone filled as the live campaigns and as the draft
-    /// would show it to the visitor before the request, on the page of their latest
-    /// view. Called by `judge_zones` on the requests it judges.
+    /// would show it to the visitor in `snapshot` before the request, in `ctx` (the
+    /// page of their latest view). Called by `judge_zones` on the requests it judges.
     pub(super) fn judge_shadows(
         &self,
-        live: &mut LiveVisitor,
+        snapshot: &VisitorSnapshot,
+        ctx: &Context<'_>,
         brought: &[ProductIdx],
-        catalogue: &Arc<Catalogue>,
         zones: &[ZoneSpec],
-        (currency, now): (Currency, UnixMillis),
     ) {
         let shadows: Vec<Arc<Shadow>> = self.shadows.read().clone();
-        if shadows.is_empty() {
+        // A test started after the snapshot was taken (without what segments read)
+        // begins with the next judged request.
+        if shadows.is_empty() || snapshot.segments.is_none() {
             return;
         }
-        let snapshot = VisitorSnapshot::of(
-            live,
-            catalogue,
-            Reads {
-                affinities: false,
-                repurchases: false,
-                campaigns: Some(SegmentReads {
-                    user: true,
-                    affinities: true,
-                    request: true,
-                    orders: true,
-                }),
-            },
-        );
         let settings = self.settings.load();
-        let rankings = self.rankings_for(catalogue);
-        let published = self.neighbours.load();
-        let page = snapshot.recent_views.first().copied();
-        let ctx = snapshot.context(
-            catalogue,
-            &rankings,
-            &published,
-            (currency, now),
-            page,
-            None,
-            None,
-        );
+        let page = ctx.product;
         let user = snapshot
             .identity
             .user_id
@@ -122,7 +115,7 @@ impl Account {
         };
         let request = RequestContext::default();
         let shopper = snapshot.shopper(
-            &ctx,
+            ctx,
             (&page_context, &request),
             user.as_ref(),
             settings.default_currency,
@@ -136,9 +129,9 @@ impl Account {
                 match set.zone(&spec.id) {
                     Some(list) => {
                         let judged = &mut Judged::default();
-                        choose(set, list, (&shopper, judged), &ctx, &mut NoTrace).items
+                        choose(set, list, (&shopper, judged), ctx, &mut NoTrace).items
                     }
-                    None => fill_zone(spec, &ctx),
+                    None => fill_zone(spec, ctx),
                 }
             };
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));

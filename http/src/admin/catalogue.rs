@@ -43,14 +43,7 @@ pub(super) fn find(entry: &AccountEntry, query: &Query) -> Result<Value, ApiErro
             .map(|(_, kind)| *kind)
             .ok_or_else(|| invalid(format!("kind: expected one of {}, got {name:?}", kinds())))?,
     };
-    let limit = match query.get("limit") {
-        None | Some("") => DEFAULT_LIMIT,
-        Some(n) => n
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| invalid(format!("limit: expected 1 to {MAX_LIMIT}, got {n:?}")))?,
-    };
+    let limit = query.limit("limit", DEFAULT_LIMIT, MAX_LIMIT)?;
     let catalogue = entry.account.catalogue();
     let matches = search(&catalogue, kind, text, limit);
     let found: Vec<Value> = matches

@@ -373,6 +373,20 @@ impl Query {
         Ok(())
     }
 
+    /// The whole number `name` gives, from 1 to `max`; `default` when it is not given.
+    fn limit(&self, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
+        match self.get(name) {
+            None | Some("") => Ok(default),
+            Some(n) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ApiError::Invalid(vec![format!("{name}: expected 1 to {max}, got {n:?}")])
+                }),
+        }
+    }
+
     fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

@@ -69,18 +69,7 @@ pub(super) fn recent_visitors(
     entry: &AccountEntry,
     query: &super::Query,
 ) -> Result<Value, ApiError> {
-    let limit = match query.get("limit") {
-        None | Some("") => DEFAULT_RECENT,
-        Some(n) => n
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_RECENT).contains(n))
-            .ok_or_else(|| {
-                ApiError::Invalid(vec![format!(
-                    "limit: expected 1 to {MAX_RECENT}, got {n:?}"
-                )])
-            })?,
-    };
+    let limit = query.limit("limit", DEFAULT_RECENT, MAX_RECENT)?;
     let visitors: Vec<Value> = entry
         .account
         .recent_visitors(limit)
