@@ -44,7 +44,9 @@ const campaigns = {
 
   /** The account's product zones in the picker, and the first one's list. */
   async show() {
-    const zones = state.account.zones.filter((z) => z.type === "recommender-product");
+    // Campaigns fill product, image and html zones (category and brand zones keep
+    // their configuration).
+    const zones = state.account.zones.filter((z) => z.type !== "recommender-category" && z.type !== "recommender-brand");
     $("cz-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
     $("pv-page-type").replaceChildren(el("option", { value: "" }, "any"), ...PAGE_TYPES.map((p) => el("option", { value: p }, p)));
     await segmentBuilder.load();
