@@ -7,7 +7,9 @@
   var NAME = w.PureClarityObject || '_pc';
   var API = BASE + 'api/clientside/' + encodeURIComponent(KEY);
   var VISITOR = 'pc_v_' + KEY, SESSION = 'pc_sessid_' + KEY;
-  var SESSION_IDLE = 30 * 60 * 1000, YEAR = 365 * 24 * 3600, DEBOUNCE = 250;
+  // The session cookie lasts five minutes after the shopper's last request (the
+  // contract's limit), renewed by each answer.
+  var SESSION_IDLE = 5 * 60 * 1000, YEAR = 365 * 24 * 3600, DEBOUNCE = 250;
   var consent = !CONSENT_REQUIRED, loaded = false, sent = false, tracked = false, timer = null;
   var events = [], callbacks = [], currency = null, zones = null;
 
@@ -202,8 +204,13 @@
     schedule();
   }
 
+  // A theme that includes the loader twice runs the script twice: the second finds
+  // the first's command function and leaves the page to it (one request, the queue
+  // read once).
+  if (w[NAME] && w[NAME].vitrine) return;
   var queued = (w[NAME] && w[NAME].q) || [];
   w[NAME] = function () { command(arguments); };
+  w[NAME].vitrine = true;
   for (var i = 0; i < queued.length; i++) command(queued[i]);
   function start() { loaded = true; schedule(); }
   if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', start);

@@ -5,7 +5,9 @@
 //! from `vitrine` as the plugins load it (`PURECLARITY_SCRIPT_URL` + key + `/cs.js`).
 //! The test checks what reaches the visitor's state (through the admin API and a later
 //! serverside call), the filled zones against the admin explain endpoint, a counted
-//! click, `callback_event`, the visitor id across pages, consent, and a refused origin.
+//! click, `callback_event`, the visitor id across pages, consent, and a refused origin;
+//! and that a page with the loader twice sends one request and keeps a five-minute
+//! session cookie.
 //! It writes a screenshot of a filled page and prints the median time from
 //! `DOMContentLoaded` to zones filled over 20 loads (a figure, never asserted).
 
@@ -463,4 +465,111 @@ async fn store_pages_track_and_fill_their_zones_in_a_real_browser() {
         took[19]
     );
     browser.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_five_minutes() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let store = listener.local_addr().unwrap();
+    let server = TestServer::start(
+        Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
+            .with_file_name("vitrine")
+            .as_path(),
+        Some(&config(&format!("http://{store}"))),
+    )
+    .unwrap();
+    let addr = server.addr();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_page(stream, addr));
+        }
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(browser::chromium(1200, 1600))
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session");
+    browser
+        .goto(&format!("http://{store}/magento-home-twice.html"))
+        .await
+        .unwrap();
+    assert_eq!(
+        until(
+            &browser,
+            "HP-01 filled",
+            &state_of("[data-pureclarity-bmz-id='HP-01']")
+        )
+        .await,
+        "filled"
+    );
+    // Both script elements ran; one request left the page.
+    let scripts = run(
+        &browser,
+        "return document.querySelectorAll('script[src$=\"/cs.js\"]').length;",
+    )
+    .await;
+    assert_eq!(scripts, 2);
+    // Give a second request (had there been one) time to be sent: the page's own
+    // debounce is 250 ms, so wait until a full second has passed since the fill.
+    until(
+        &browser,
+        "a second after the fill",
+        "const m = performance.getEntriesByName('vitrine:zones-filled')[0]; \
+         return m && performance.now() - m.startTime > 1000;",
+    )
+    .await;
+    let requests = run(
+        &browser,
+        "return performance.getEntriesByType('resource')\
+           .filter(e => e.name.includes('/api/clientside/')).length;",
+    )
+    .await;
+    assert_eq!(requests, 1, "requests to the browser endpoint");
+    let callbacks = run(
+        &browser,
+        "return document.getElementById('callback-log').textContent;",
+    )
+    .await;
+    assert!(
+        callbacks.as_str().unwrap().starts_with("callback bmz"),
+        "{callbacks}"
+    );
+    // The server answered HP-01 once.
+    let answers = || {
+        let analytics = admin(addr, &format!("/admin/api/accounts/{KEY}/analytics"));
+        analytics["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|z| z["zone"] == "HP-01")
+            .map(|z| z["totals"]["answers"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    until_server("HP-01's answer counted", || (answers() > 0).then_some(())).await;
+    assert_eq!(tokio::task::block_in_place(answers), 1);
+
+    // The session cookie expires five minutes after the answer that set it.
+    let cookies = browser.get_all_cookies().await.unwrap();
+    let session = cookies
+        .iter()
+        .find(|c| c.name() == format!("pc_sessid_{KEY}"))
+        .expect("the session cookie");
+    let expires = session
+        .expires_datetime()
+        .expect("an expiry")
+        .unix_timestamp();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let left = expires - now;
+    assert!(
+        (240..=300).contains(&left),
+        "{left} s left of the session cookie"
+    );
+    browser.close().await.unwrap();
+    drop(driver);
+    drop(server);
 }
