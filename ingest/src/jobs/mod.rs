@@ -77,6 +77,7 @@ pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
+use self::replica::Durability;
 pub use self::replica::{Applied, POSITION_FILE};
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::replication::{
@@ -303,7 +304,7 @@ impl AccountJobs {
             return Ok(false);
         }
         let payload = log::encode_click(clicked).map_err(|e| SubmitError::Journal(e.into()))?;
-        self.log_and_publish(RecordKind::Click, payload, false, Wait::No)?;
+        self.log_and_publish(RecordKind::Click, payload, Durability::Unwaited, Wait::No)?;
         Ok(true)
     }
 
@@ -354,7 +355,7 @@ impl AccountJobs {
         let served = &outcome.served;
         if !served.tracked.events.is_empty() {
             let payload = log::encode_served(served).map_err(|e| SubmitError::Journal(e.into()))?;
-            self.log_and_publish(RecordKind::Served, payload, true, wait)?;
+            self.log_and_publish(RecordKind::Served, payload, Durability::UnderPolicy, wait)?;
         } else if !served.shown.is_empty() {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.

@@ -56,6 +56,16 @@ pub enum Applied {
     Seen,
 }
 
+/// How a record a node took is written to its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Durability {
+    /// Under the log's policy (`always`: fsynced before the answer; `interval`: within
+    /// the window).
+    UnderPolicy,
+    /// Without waiting for the disk (analytics and clicks: a lost one costs a count).
+    Unwaited,
+}
+
 impl AccountJobs {
     /// Makes this account's jobs a node of a cluster: from now on deltas, events and
     /// erasures are published to `log` too (see the module documentation). Once only:
@@ -301,22 +311,19 @@ impl AccountJobs {
 
     /// Logs a record this node took, and publishes it when the account is replicated:
     /// then logged as [`RecordKind::Outboxed`] under a reserved outbox id (so that a
-    /// restart publishes again what the replicated log had not stored). `durable`:
-    /// logged under the log's policy; otherwise without waiting for the disk.
+    /// restart publishes again what the replicated log had not stored), as `durability`
+    /// says.
     pub(super) fn log_and_publish(
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
-        durable: bool,
+        durability: Durability,
         wait: Wait,
     ) -> Result<(), SubmitError> {
         let wal = &self.shared.wal;
-        let append = |kind: RecordKind, payload: Vec<u8>| {
-            if durable {
-                wal.append_under_policy(kind.code(), payload)
-            } else {
-                wal.append_unwaited(kind.code(), payload)
-            }
+        let append = |kind: RecordKind, payload: Vec<u8>| match durability {
+            Durability::UnderPolicy => wal.append_under_policy(kind.code(), payload),
+            Durability::Unwaited => wal.append_unwaited(kind.code(), payload),
         };
         let Some(replica) = self.shared.replica.get() else {
             return Ok(append(kind, payload)?);
