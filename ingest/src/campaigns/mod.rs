@@ -17,6 +17,7 @@
 //! campaign's content; this file the document's operations.
 
 mod content;
+mod filters;
 mod rules;
 
 use std::collections::BTreeMap;
@@ -27,8 +28,8 @@ use vitrine_engine::catalogue::Catalogue;
 use vitrine_engine::zone::ZoneSpec;
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
-pub use content::FILTER_KINDS;
 use content::read_list;
+pub use filters::FILTER_KINDS;
 use rules::only;
 pub use rules::{KINDS, MAX_CONDITIONS, MAX_DEPTH, read_rule};
 
