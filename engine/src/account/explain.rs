@@ -193,12 +193,7 @@ impl Account {
                 Reads {
                     affinities: false,
                     repurchases: true,
-                    campaigns: Some(SegmentReads {
-                        user: true,
-                        affinities: true,
-                        request: true,
-                        orders: true,
-                    }),
+                    campaigns: Some(SegmentReads::ALL),
                 },
             )
         });

@@ -32,12 +32,7 @@ pub enum ShadowError {
 pub(super) const SHADOW_READS: Reads = Reads {
     affinities: false,
     repurchases: false,
-    campaigns: Some(SegmentReads {
-        user: true,
-        affinities: true,
-        request: true,
-        orders: true,
-    }),
+    campaigns: Some(SegmentReads::ALL),
 };
 
 impl Account {

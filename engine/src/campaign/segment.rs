@@ -196,6 +196,14 @@ pub struct Reads {
 }
 
 impl Reads {
+    /// Everything a segment may read (a preview, a shadow test).
+    pub const ALL: Reads = Reads {
+        user: true,
+        affinities: true,
+        request: true,
+        orders: true,
+    };
+
     /// Both.
     pub fn with(self, other: Reads) -> Reads {
         Reads {

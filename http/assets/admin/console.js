@@ -92,14 +92,17 @@ const campaigns = {
     return JSON.stringify(this.list) !== this.published;
   },
 
-  statusOf(campaign) {
-    if (!JSON.parse(this.published).some((c) => JSON.stringify(c) === JSON.stringify(campaign))) return "draft";
+  /** A campaign's status now; `draft` when it differs from every published one
+   * (`published` holds the published campaigns, each as its JSON text). */
+  statusOf(campaign, published) {
+    if (!published.has(JSON.stringify(campaign))) return "draft";
     return this.status[campaign.id] || "live";
   },
 
   /** The list as a table: one row per campaign, in the order they are tried. */
   render() {
     const segments = Object.fromEntries(segmentBuilder.segments.map((s) => [s.id, s.name || s.id]));
+    const published = new Set(JSON.parse(this.published).map((c) => JSON.stringify(c)));
     const rows = this.list.map((c, at) => {
       const stats = this.stats[c.id];
       const revenue = stats ? stats.revenue.map((r) => r.amount + " " + r.currency).join(", ") || "0" : "–";
@@ -111,7 +114,7 @@ const campaigns = {
         el("td", {}, c.segment ? segments[c.segment] || c.segment : "Everyone"),
         el("td", {}, scheduleText(c.schedule)),
         el("td", {}, contentText(c.content)),
-        el("td", { className: "status" }, this.statusOf(c)),
+        el("td", { className: "status" }, this.statusOf(c, published)),
         el("td", { className: "number impressions" }, stats ? stats.impressions : "–"),
         el("td", { className: "number ctr" }, stats ? percent(stats.clickThroughRate) : "–"),
         el("td", { className: "number revenue" }, revenue),
