@@ -577,7 +577,12 @@ fn read_serverside<V: vitrine_fields::JsonValue>(
     let endpoint = vitrine_http::routes::Endpoint::Serverside;
     let _ = vitrine_http::auth::read(&fields, endpoint, &mut errors);
     let limits = vitrine_http::config::Limits::default();
-    let request =
-        vitrine_http::api::serverside::parse(&fields, &limits, 1_800_000_000_000, &mut errors);
+    let request = vitrine_http::api::serverside::parse(
+        &fields,
+        &limits,
+        1_800_000_000_000,
+        vitrine_http::api::serverside::Sender::Store,
+        &mut errors,
+    );
     (errors.messages(), request)
 }

@@ -106,20 +106,25 @@
 
   function send() {
     timer = null;
-    var body = { currentUrl: location.href }, first = !sent;
-    if (d.referrer) body.referer = d.referrer;
+    var body = {}, first = !sent;
     if (currency) body.currency = currency;
     if (first) {
       zones = findZones();
       body.zones = zones.ids;
     }
     if (!consent) {
-      // Nothing is kept or tracked: the zones only, as for a new shopper; the events
-      // wait for consent.
+      // Before consent nothing leaves the page but what fills its zones: their ids,
+      // the page's product and category, the currency. No event, no visitor or
+      // session id, no address; the events wait for consent.
       if (!first) return;
-      body.events = withContext(events.slice(0), zones.page);
+      var page = {};
+      if (zones.page.product) page.product_id = zones.page.product;
+      if (zones.page.category) page.category_id = zones.page.category;
+      body.page = page;
       body.tracking = false;
     } else {
+      body.currentUrl = location.href;
+      if (d.referrer) body.referer = d.referrer;
       body.events = events.splice(0, events.length);
       if (!tracked) body.events = withContext(body.events, zones.page);
       if (!first && !body.events.length) return;

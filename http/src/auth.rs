@@ -62,11 +62,41 @@ impl CredentialFields {
     }
 }
 
-/// Credentials read from a body, not yet checked.
+/// Credentials presented for an endpoint, not yet checked.
 #[derive(Debug, Clone, Copy)]
 pub struct Presented<'v> {
+    endpoint: Endpoint,
     access_key: &'v str,
-    secret_key: Option<&'v str>,
+    secret: Secret<'v>,
+}
+
+/// Why a request may be let in, beyond its access key. A request without a secret is
+/// built only from a [`WithoutSecret`] (an endpoint whose contract has no secret field)
+/// or from its sender's address (checked against the account's opt-in networks), so a
+/// handler cannot skip the secret by leaving it out.
+#[derive(Debug, Clone, Copy)]
+enum Secret<'v> {
+    /// The secret key given, to be compared with the account's.
+    Given(&'v str),
+    /// None: the endpoint's contract has none.
+    NotInContract,
+    /// None: the sender's address, to be found in one of the account's
+    /// `deltas_without_secret` networks.
+    TrustedNetwork(std::net::IpAddr),
+}
+
+/// An endpoint whose contract has no secret field: the only kind a request may
+/// present an access key alone to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WithoutSecret(Endpoint);
+
+impl WithoutSecret {
+    /// The endpoint, when its contract has no secret field.
+    pub fn of(endpoint: Endpoint) -> Option<WithoutSecret> {
+        let fields = CredentialFields::of(endpoint);
+        (fields.secret_key.is_none() && !fields.access_key.is_empty())
+            .then_some(WithoutSecret(endpoint))
+    }
 }
 
 /// Reads the credential fields; missing or mistyped ones are recorded as validation errors.
@@ -77,38 +107,59 @@ pub fn read<'v, V: JsonValue>(
 ) -> Option<Presented<'v>> {
     let names = CredentialFields::of(endpoint);
     let access_key = body.req_nonempty_str(names.access_key, errors);
-    let secret_key = names
-        .secret_key
-        .map(|name| body.req_nonempty_str(name, errors));
-    match (access_key, secret_key) {
-        (Some(access_key), None) => Some(Presented {
-            access_key,
-            secret_key: None,
-        }),
-        (Some(access_key), Some(Some(secret))) => Some(Presented {
-            access_key,
-            secret_key: Some(secret),
-        }),
-        _ => None,
-    }
+    let secret = match names.secret_key {
+        Some(name) => Secret::Given(body.req_nonempty_str(name, errors)?),
+        None => Secret::NotInContract,
+    };
+    Some(Presented {
+        endpoint,
+        access_key: access_key?,
+        secret,
+    })
 }
 
 impl<'v> Presented<'v> {
-    /// An access key alone (the browser script's endpoints, where it is in the path).
-    pub fn access_key(access_key: &'v str) -> Presented<'v> {
+    /// An access key alone, on an endpoint whose contract has no secret (the browser
+    /// script's, where the key is in the path).
+    pub fn access_key(endpoint: WithoutSecret, access_key: &'v str) -> Presented<'v> {
         Presented {
+            endpoint: endpoint.0,
             access_key,
-            secret_key: None,
+            secret: Secret::NotInContract,
+        }
+    }
+
+    /// An access key and a secret key (a login with them, as SFTP's).
+    pub fn with_secret(endpoint: Endpoint, access_key: &'v str, secret: &'v str) -> Presented<'v> {
+        Presented {
+            endpoint,
+            access_key,
+            secret: Secret::Given(secret),
+        }
+    }
+
+    /// An access key alone from a sender whose address the account trusts instead of
+    /// its secret (`deltas_without_secret`, on the .NET SDK's delta endpoints).
+    fn from_network(
+        endpoint: Endpoint,
+        access_key: &'v str,
+        sender: std::net::IpAddr,
+    ) -> Presented<'v> {
+        Presented {
+            endpoint,
+            access_key,
+            secret: Secret::TrustedNetwork(sender),
         }
     }
 }
 
-/// Finds the account of the credentials and checks the secret and the region.
+/// Finds the account of the credentials and checks the secret (or what stands for it),
+/// the region and the endpoint's rate limit: the one check of every door.
 pub fn authenticate(
     state: &AppState,
-    endpoint: Endpoint,
     presented: Presented<'_>,
 ) -> Result<Arc<AccountEntry>, ApiError> {
+    let endpoint = presented.endpoint;
     let names = CredentialFields::of(endpoint);
     let Some(entry) = state.account(presented.access_key) else {
         return Err(ApiError::Credentials(format!(
@@ -116,11 +167,24 @@ pub fn authenticate(
             names.access_key
         )));
     };
-    if let (Some(secret), Some(field)) = (presented.secret_key, names.secret_key)
-        && !secret_matches(&entry, secret)
-    {
+    let secret_field = names.secret_key.unwrap_or("secretKey");
+    let let_in = match presented.secret {
+        Secret::Given(secret) => secret_matches(&entry, secret),
+        Secret::NotInContract => names.secret_key.is_none(),
+        Secret::TrustedNetwork(sender) => {
+            matches!(
+                endpoint,
+                Endpoint::ProductDelta | Endpoint::ProductDeltaStatus
+            ) && entry
+                .config
+                .deltas_without_secret
+                .iter()
+                .any(|network| network.contains(&sender))
+        }
+    };
+    if !let_in {
         return Err(ApiError::Credentials(format!(
-            "{field}: does not match the access key"
+            "{secret_field}: does not match the access key"
         )));
     }
     let region = state.config().region;
@@ -171,15 +235,16 @@ pub fn authenticated_or_trusted<'v>(
         };
         let access_key = fields.req_nonempty_str(names.access_key, &mut errors);
         if let Some(access_key) = access_key
-            && let Some(entry) = state.account(access_key)
-            && entry
-                .config
-                .deltas_without_secret
-                .iter()
-                .any(|network| network.contains(&sender))
+            && state.account(access_key).is_some_and(|entry| {
+                entry
+                    .config
+                    .deltas_without_secret
+                    .iter()
+                    .any(|network| network.contains(&sender))
+            })
         {
-            let entry = authenticate(state, endpoint, Presented::access_key(access_key))?;
-            return Ok((entry, fields));
+            let presented = Presented::from_network(endpoint, access_key, sender);
+            return Ok((authenticate(state, presented)?, fields));
         }
     }
     authenticated(state, body, endpoint)
@@ -199,6 +264,6 @@ pub fn authenticated<'v>(
     let Some(presented) = read(&fields, endpoint, &mut errors) else {
         return Err(errors.into());
     };
-    let entry = authenticate(state, endpoint, presented)?;
+    let entry = authenticate(state, presented)?;
     Ok((entry, fields))
 }

@@ -65,14 +65,20 @@ pub enum Endpoint {
 impl Endpoint {
     /// The endpoint of a path.
     pub fn of_path(path: &str) -> Endpoint {
+        Endpoint::route(path).0
+    }
+
+    /// The endpoint of a path, and the access key (still percent-encoded) in it for the
+    /// browser's endpoints, whose paths name their account.
+    pub fn route(path: &str) -> (Endpoint, Option<&str>) {
         if path == "/admin" || path.starts_with("/admin/") {
-            return Endpoint::Admin;
+            return (Endpoint::Admin, None);
         }
         if let Some(rest) = path.strip_prefix("/api/clientside/") {
             return match rest.split_once('/') {
-                None if !rest.is_empty() => Endpoint::ClientSide,
-                Some((key, "click")) if !key.is_empty() => Endpoint::ClientClick,
-                _ => Endpoint::Unrouted,
+                None if !rest.is_empty() => (Endpoint::ClientSide, Some(rest)),
+                Some((key, "click")) if !key.is_empty() => (Endpoint::ClientClick, Some(key)),
+                _ => (Endpoint::Unrouted, None),
             };
         }
         if let Some(key) = path
@@ -81,16 +87,17 @@ impl Endpoint {
             && !key.is_empty()
             && !key.contains('/')
         {
-            return Endpoint::ClientScript;
+            return (Endpoint::ClientScript, Some(key));
         }
-        Endpoint::ALL
+        let endpoint = Endpoint::ALL
             .into_iter()
             .find(|endpoint| {
                 *endpoint != Endpoint::Unrouted
                     && !endpoint.is_clientside()
                     && endpoint.name() == path
             })
-            .unwrap_or(Endpoint::Unrouted)
+            .unwrap_or(Endpoint::Unrouted);
+        (endpoint, None)
     }
 
     /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).

@@ -416,11 +416,24 @@ async fn handle(
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let started = Instant::now();
-    let endpoint = match Endpoint::of_path(request.uri().path()) {
-        endpoint if routes.answers(endpoint) => endpoint,
-        _ => Endpoint::Unrouted,
+    let (endpoint, key) = match Endpoint::route(request.uri().path()) {
+        (endpoint, key) if routes.answers(endpoint) => (endpoint, key.map(str::to_owned)),
+        _ => (Endpoint::Unrouted, None),
     };
-    let answered = match route(&state, endpoint, peer, request).await {
+    // A browser's request is let in (or not) by its account's door first: every answer
+    // to it, errors included, carries the CORS headers its origin is allowed.
+    let door = api::clientside::open(&state, endpoint, key.as_deref(), request.headers(), peer);
+    let cors = door.cors();
+    let routed = match door {
+        api::clientside::Door::Refused(error) => Err(error),
+        api::clientside::Door::Visit(visit) => {
+            route(&state, endpoint, key.as_deref(), peer, request, Some(visit)).await
+        }
+        api::clientside::Door::NotBrowser => {
+            route(&state, endpoint, key.as_deref(), peer, request, None).await
+        }
+    };
+    let answered = match routed {
         // An answer acknowledging events logged under `interval` waits, if the log is
         // behind its window, until it is not.
         Ok(mut reply) => match reply.window.take() {
@@ -444,6 +457,7 @@ async fn handle(
             response
         }
     };
+    cors.apply(response.headers_mut());
     let took = started.elapsed();
     state.metrics.observe(endpoint, response.status(), took);
     let millis = took.as_secs_f64() * 1000.0;
@@ -459,19 +473,25 @@ async fn handle(
     Ok(response)
 }
 
+/// Answers a request: its method checked, its body read within its endpoint's limit,
+/// then its handler run (on the blocking pool when it may wait on the disk). `key` is
+/// the access key in a browser endpoint's path; `visit`, a browser's request let in by
+/// its door.
 async fn route(
     state: &Arc<AppState>,
     endpoint: Endpoint,
+    key: Option<&str>,
     peer: std::net::SocketAddr,
     request: Request<Incoming>,
+    visit: Option<api::clientside::Visit>,
 ) -> Result<Reply, ApiError> {
     let path = request.uri().path().to_owned();
     if endpoint == Endpoint::Unrouted {
         return Err(ApiError::NoRoute(format!("no endpoint at {path}")));
     }
-    // The browser's: their own methods (CORS preflights) and headers.
-    if endpoint.is_clientside() {
-        return api::clientside::route(state, endpoint, peer, request).await;
+    // A browser's CORS preflight, once its door let it in.
+    if visit.is_some() && request.method() == http::Method::OPTIONS {
+        return Ok(api::clientside::preflight());
     }
     // The admin API reads with GET and changes campaigns with PUT and POST.
     if endpoint == Endpoint::Admin && request.method() != http::Method::GET {
@@ -502,6 +522,10 @@ async fn route(
     }
     match endpoint {
         Endpoint::Health => return Ok(Reply::json(br#"{"status":"ok"}"#.to_vec())),
+        Endpoint::ClientScript => {
+            let key = key.unwrap_or_default();
+            return Ok(api::clientside::serve_script(state, key, request.headers()));
+        }
         Endpoint::OpenApi => return Ok(Reply::json(OPENAPI.to_vec())),
         // On the blocking pool: a segment's size walks every visitor, an explain fills a
         // zone; the async workers go on serving meanwhile.
@@ -539,12 +563,15 @@ async fn route(
     };
     let body = api::read_body(request, limit).await?;
     let now = now_millis();
+    let run = move |state: &AppState| match &visit {
+        Some(visit) => api::clientside::dispatch(state, endpoint, visit, &body, now),
+        None => dispatch(state, endpoint, &body, now, peer.ip()),
+    };
     if api::may_fsync(state, endpoint) {
         let state = Arc::clone(state);
-        tokio::task::spawn_blocking(move || dispatch(&state, endpoint, &body, now, peer.ip()))
-            .await?
+        tokio::task::spawn_blocking(move || run(&state)).await?
     } else {
-        dispatch(state, endpoint, &body, now, peer.ip())
+        run(state)
     }
 }
 

@@ -30,6 +30,8 @@ mod campaign_segments;
 mod campaigns;
 #[path = "api/clientside.rs"]
 mod clientside;
+#[path = "api/clientside_doors.rs"]
+mod clientside_doors;
 #[path = "api/cluster.rs"]
 mod cluster;
 #[path = "api/cluster_campaigns.rs"]

@@ -573,3 +573,102 @@ async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_
     drop(driver);
     drop(server);
 }
+
+/// Consent required: before the shopper accepts, the one request the page sends holds
+/// only what fills its zones (their ids, the page's product, the currency); after, the
+/// page's events go, and tracking starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_consent_only_what_fills_the_zones_leaves_the_page() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let store = listener.local_addr().unwrap();
+    let server = TestServer::start(
+        Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
+            .with_file_name("vitrine")
+            .as_path(),
+        Some(&config(&format!("http://{store}"))),
+    )
+    .unwrap();
+    let addr = server.addr();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_page(stream, addr));
+        }
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(browser::chromium(1200, 1600))
+        .connect(&driver.url)
+        .await
+        .expect("a Chromium session");
+    let before = visitors(addr, CONSENT_KEY);
+    browser
+        .goto(&format!(
+            "http://{store}/woocommerce-product-consent.html?key={CONSENT_KEY}"
+        ))
+        .await
+        .unwrap();
+    let pp01 = ".pureclarity_bmz_PP-01";
+    assert_eq!(
+        until(&browser, "PP-01 filled without consent", &state_of(pp01)).await,
+        "filled"
+    );
+    let sent = || async {
+        let bodies = run(&browser, "return window.sentBodies;").await;
+        strings(&bodies)
+            .iter()
+            .map(|body| serde_json::from_str::<Value>(body).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    let bodies = sent().await;
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    let first = bodies[0].as_object().unwrap();
+    let mut fields: Vec<&str> = first.keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["page", "tracking", "zones"], "{first:?}");
+    assert_eq!(first["page"], json!({"product_id": "P00042"}));
+    assert_eq!(first["tracking"], false);
+    assert_eq!(first["zones"], json!(["PP-01", "PP-02"]));
+    assert_eq!(visitors(addr, CONSENT_KEY), before, "nothing tracked");
+
+    // The shopper accepts: the page's events go, with the page's address.
+    browser
+        .find(fantoccini::Locator::Id("accept"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let second = until(
+        &browser,
+        "the page's events after consent",
+        "return window.sentBodies.length > 1 ? window.sentBodies[1] : null;",
+    )
+    .await;
+    let second: Value = serde_json::from_str(second.as_str().unwrap()).unwrap();
+    let names: Vec<&str> = second["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "page_view",
+            "product_view",
+            "customer_details",
+            "set_basket"
+        ],
+        "{second}"
+    );
+    assert!(second["currentUrl"].as_str().unwrap().contains("consent"));
+    assert!(second.get("tracking").is_none(), "{second}");
+    until_server("the visitor tracked once consent is given", || {
+        (visitors(addr, CONSENT_KEY) == before + 1).then_some(())
+    })
+    .await;
+    browser.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}

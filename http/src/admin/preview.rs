@@ -21,7 +21,7 @@ use vitrine_engine::money::Currency;
 use vitrine_fields::FieldError;
 use vitrine_ingest::campaigns::{self, Target};
 
-use crate::api::clientside::html::Page;
+use crate::api::clientside::html;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
 
@@ -331,15 +331,16 @@ fn zone_html(entry: &AccountEntry, title: &str, zone: &str, e: &Explanation) -> 
             }))
         })
         .collect();
-    let answer = json!({"type": "recommender-product", "title": title, "items": items});
-    let page = Page {
+    let zone = html::Zone {
+        id: zone,
+        title,
+        kind: "recommender-product",
+        items,
+        html: None,
+    };
+    let page = html::Page {
         url: "",
         currency: e.currency.code(),
     };
-    entry
-        .clientside
-        .cards
-        .zone_html(zone, &answer, page)
-        .ok()
-        .flatten()
+    entry.clientside.cards.zone_html(&zone, page).ok().flatten()
 }

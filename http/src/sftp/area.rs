@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dashmap::DashMap;
-use parking_lot::Mutex;
 use russh_sftp::protocol::{
     Attrs, File, FileAttributes, Handle, Name, OpenFlags, Status, StatusCode,
 };
@@ -49,13 +48,10 @@ struct Completed {
     at: u32,
 }
 
-/// The areas of every account: their completed uploads, and the lock under which a
-/// closed file is given its token and submitted (two sessions closing files of the same
-/// name take turns).
+/// The areas of every account: their completed uploads.
 #[derive(Debug, Default)]
 pub struct Areas {
     recent: DashMap<String, VecDeque<Completed>>,
-    submitting: Mutex<()>,
 }
 
 impl Areas {
@@ -257,36 +253,19 @@ impl Area {
         let _ = std::fs::remove_file(&upload.part);
     }
 
-    /// The token of a completed upload: its name, or the name with `~2`, `~3`, … when
-    /// a feed job has that token already.
-    fn token_for(&self, name: &str) -> String {
-        let jobs = &self.entry.jobs;
-        if jobs.feed_job(name).is_none() {
-            return name.to_owned();
-        }
-        (2_u64..)
-            .map(|n| format!("{name}~{n}"))
-            .find(|token| jobs.feed_job(token).is_none())
-            .unwrap_or_else(|| name.to_owned())
-    }
-
     /// Syncs a closed upload and submits it as a feed; returns its token.
     async fn submit(&self, upload: Upload) -> Result<String, StatusReply> {
-        let shared = Arc::clone(&self.shared);
         let entry = Arc::clone(&self.entry);
-        let token = {
-            let _turn = shared.areas.submitting.lock();
-            self.token_for(&upload.name)
-        };
         let part = upload.part.clone();
+        let name = upload.name.clone();
         let file = Arc::clone(&upload.file);
         let submitted = tokio::task::spawn_blocking(move || {
-            let _turn = shared.areas.submitting.lock();
             file.sync_all()
                 .map_err(|e| format!("the upload could not be saved: {e}"))?;
+            // Its token is chosen and journaled by ingest, under one hold of its lock.
             entry
                 .jobs
-                .submit_uploaded_feed(&token, &part, now_millis())
+                .submit_uploaded_feed(&name, &part, now_millis())
                 .map_err(|e| e.to_string())
         })
         .await

@@ -10,7 +10,9 @@ use russh::{Channel, ChannelId, MethodKind, MethodSet};
 
 use super::Shared;
 use super::area::Area;
-use crate::auth::secret_matches;
+use crate::auth::{Presented, authenticate};
+use crate::error::ApiError;
+use crate::routes::Endpoint;
 use crate::state::AccountEntry;
 
 /// The handler of one SSH connection.
@@ -86,20 +88,20 @@ impl russh::server::Handler for Session {
             tracing::warn!(peer = %self.peer, user, "SFTP login refused: too many failed logins from this address");
             return Ok(Session::password_only());
         }
-        let entry = self
-            .shared
-            .state
-            .account(user)
-            .filter(|entry| secret_matches(entry, password));
-        match entry {
-            Some(entry) => {
+        // The one check of every door: the secret, the region, the feed endpoint's rate
+        // limit.
+        let presented = Presented::with_secret(Endpoint::ProductFeed, user, password);
+        match authenticate(&self.shared.state, presented) {
+            Ok(entry) => {
                 tracing::info!(peer = %self.peer, account = %entry.config.access_key, "SFTP login");
                 self.account = Some(entry);
                 Ok(Auth::Accept)
             }
-            None => {
-                let blocked = failures.fail(address);
-                tracing::warn!(peer = %self.peer, user, blocked, "SFTP login failed");
+            Err(error) => {
+                // A login over the account's rate limit is not a wrong password.
+                let blocked = !matches!(error, ApiError::RateLimited(..)) && failures.fail(address);
+                let error = error.messages().join("; ");
+                tracing::warn!(peer = %self.peer, user, blocked, %error, "SFTP login failed");
                 Ok(Session::password_only())
             }
         }

@@ -17,11 +17,15 @@ use crate::common::{DEMO_KEY, DEMO_SECRET, Server, wait_for};
 
 const OTHER_KEY: &str = "other-shop";
 const OTHER_SECRET: &str = "other-shop-secret";
+/// An account of the other region: this server does not serve it, by any door.
+const US_KEY: &str = "us-shop";
+const US_SECRET: &str = "us-shop-secret";
 const MAX_BYTES: usize = 200_000;
 
 fn config() -> String {
     format!(
         r#"
+region = "eu"
 [sftp]
 listen = "127.0.0.1:0"
 max_failed_logins_per_minute = 4
@@ -42,6 +46,12 @@ demo_catalogue = true
 access_key = "{OTHER_KEY}"
 secret_key = "{OTHER_SECRET}"
 default_currency = "GBP"
+demo_catalogue = true
+[[accounts]]
+access_key = "{US_KEY}"
+secret_key = "{US_SECRET}"
+region = "us"
+default_currency = "USD"
 demo_catalogue = true
 "#
     )
@@ -292,6 +302,94 @@ print(",".join(login(sys.argv[3], p) for p in ["bad-1", "bad-2", "bad-3", sys.ar
             .log()
             .contains("SFTP login refused: too many failed logins from this address")
     );
+}
+
+/// SFTP logins go through the account check every HTTP door uses: an account of the
+/// other region is refused with its right password, as `/api/serverside` refuses it.
+#[test]
+fn an_account_of_the_other_region_is_refused_as_on_every_door() {
+    let server = start(None);
+    let (addr, _) = sftp_of(&server);
+    let work = tempfile::tempdir().unwrap();
+    let refused = openssh(addr, US_KEY, US_SECRET, "ls\n", work.path(), false);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Permission denied"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        server.log().contains("serves region eu"),
+        "the log says why: {}",
+        server.log()
+    );
+    let http = server.post_json(
+        "/api/serverside",
+        &json!({"appId": US_KEY, "secretKey": US_SECRET, "currentUrl": "https://shop.example/",
+            "userAgent": "test"}),
+    );
+    assert_eq!(http.status, 403, "{}", http.body);
+    // This region's account logs in.
+    let out = openssh(addr, OTHER_KEY, OTHER_SECRET, "ls\n", work.path(), false);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// Eight sessions upload a file of the same name and close it at the same moment:
+/// each becomes a job of its own (the name, then `~2` … `~8`), and each completes.
+#[test]
+fn concurrent_uploads_of_one_name_all_become_jobs_and_all_complete() {
+    let server = start(None);
+    let (addr, _) = sftp_of(&server);
+    let work = tempfile::tempdir().unwrap();
+    let feed = work.path().join("feed.json");
+    std::fs::write(&feed, serde_json::to_vec(&product_feed("SAME-1")).unwrap()).unwrap();
+    let name = "PureClarityFeed-20261128000000.json";
+    // Each thread opens its session and writes the whole file, waits for the others at
+    // a barrier, then closes its file: the closes race.
+    let script = r#"
+import sys, threading, paramiko
+host, port, user, password, local, remote = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
+data = open(local, "rb").read()
+n = 8
+barrier = threading.Barrier(n)
+errors = []
+def upload():
+    try:
+        t = paramiko.Transport((host, port))
+        t.connect(username=user, password=password)
+        sftp = paramiko.SFTPClient.from_transport(t)
+        f = sftp.open(remote, "wb")
+        f.write(data)
+        f.flush()
+        barrier.wait(timeout=120)
+        f.close()
+        sftp.close()
+        t.close()
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=upload) for _ in range(n)]
+for th in threads: th.start()
+for th in threads: th.join()
+print("errors:" + ";".join(errors) if errors else "ok")
+"#;
+    let port = addr.port().to_string();
+    let local = feed.display().to_string();
+    let result = paramiko(
+        script,
+        &["127.0.0.1", &port, DEMO_KEY, DEMO_SECRET, &local, name],
+    );
+    assert_eq!(result.trim(), "ok");
+    let tokens: Vec<String> = std::iter::once(name.to_owned())
+        .chain((2..=8).map(|n| format!("{name}~{n}")))
+        .collect();
+    for token in &tokens {
+        let status = feed_settled(&server, token);
+        assert_eq!(status["Status"], "Complete", "{token}: {status}");
+    }
+    // No ninth: eight uploads, eight jobs.
+    let ninth = feed_status(&server, DEMO_KEY, &format!("{name}~9"));
+    assert_ne!(ninth["Status"], "Complete", "{ninth}");
+    assert_ne!(ninth["Status"], "Processing", "{ninth}");
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub const FEED_JOBS_KEPT: usize = 10_000;
 pub(super) struct Feeds {
     jobs: DashMap<String, FeedJob>,
     queue: Mutex<VecDeque<String>>,
+    /// Held while an uploaded feed is given its token and journaled, so that two
+    /// uploads of one name never take the same token.
+    pub(super) naming: Mutex<()>,
 }
 
 impl Feeds {
@@ -63,6 +66,7 @@ impl Feeds {
         Ok(Feeds {
             jobs,
             queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
+            naming: Mutex::new(()),
         })
     }
 

@@ -161,18 +161,30 @@ impl AccountJobs {
         self.journal_streamed(name, &closed, now)
     }
 
-    /// A feed uploaded whole (by SFTP) as the file `uploaded`, fsynced by the caller:
-    /// moved into the account's feeds and journaled as a job whose token is `token`,
-    /// like a closed streamed feed (its kind is read from its contents). `uploaded`
-    /// must be on the data directory's file system.
+    /// A feed uploaded whole (by SFTP) as the file `uploaded` named `name`, fsynced by
+    /// the caller: moved into the account's feeds and journaled as a job, like a closed
+    /// streamed feed (its kind is read from its contents); returns its token. The token
+    /// is the name, or the name with `~2`, `~3`, … when a job has that token already,
+    /// chosen and journaled under one hold of the feed table's naming lock: uploads of
+    /// one name closed at the same moment each get a token of their own. `uploaded` must
+    /// be on the data directory's file system.
     pub fn submit_uploaded_feed(
         &self,
-        token: &str,
+        name: &str,
         uploaded: &Path,
         now: UnixMillis,
     ) -> Result<String, StreamError> {
-        let closed = self.move_into_feeds(token, uploaded)?;
-        self.journal_streamed(token, &closed, now)
+        let _naming = self.shared.feeds.naming.lock();
+        let token = if self.feed_job(name).is_none() {
+            name.to_owned()
+        } else {
+            (2_u64..)
+                .map(|n| format!("{name}~{n}"))
+                .find(|token| self.feed_job(token).is_none())
+                .unwrap_or_else(|| name.to_owned())
+        };
+        let closed = self.move_into_feeds(&token, uploaded)?;
+        self.journal_streamed(&token, &closed, now)
     }
 
     /// Renames a complete feed body to `feeds/<token>.stream` and syncs the directory.

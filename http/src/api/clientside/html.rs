@@ -142,25 +142,18 @@ impl Cards {
         self.own_card
     }
 
-    /// The HTML of a zone of the serverside answer (`zone`: its `title`, `type`,
-    /// `items` and, for html zones, `html`); `None` when it shows nothing (the page
-    /// keeps the element's fallback content).
+    /// The HTML of a filled zone; `None` when it shows nothing (the page keeps the
+    /// element's fallback content).
     pub fn zone_html(
         &self,
-        id: &str,
-        zone: &Value,
+        zone: &Zone<'_>,
         page: Page<'_>,
     ) -> Result<Option<String>, minijinja::Error> {
-        let kind = zone.get("type").and_then(Value::as_str).unwrap_or_default();
-        let items: Vec<Value> = zone
-            .get("items")
-            .and_then(Value::as_array)
-            .map(|items| items.iter().map(safe_links).collect())
-            .unwrap_or_default();
+        let items: Vec<Value> = zone.items.iter().map(safe_links).collect();
         if items.is_empty() {
             return Ok(None);
         }
-        let template = match kind {
+        let template = match zone.kind {
             "recommender-product" if !self.own_card => {
                 let cards = items.iter().map(|item| {
                     let text =
@@ -177,34 +170,37 @@ impl Cards {
                             .map(str::to_owned),
                     }
                 });
-                let title = zone
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                return Ok(Some(write_cards(id, title, cards)));
+                return Ok(Some(write_cards(zone.id, zone.title, cards)));
             }
             "html" => {
-                return Ok(zone
-                    .get("html")
-                    .and_then(Value::as_str)
-                    .filter(|html| !html.is_empty())
-                    .map(str::to_owned));
+                return Ok(zone.html.filter(|html| !html.is_empty()).map(str::to_owned));
             }
             "image" | "image-carousel" => "images",
             "recommender-category" | "recommender-brand" => "names",
             _ => "card",
         };
-        let title = zone
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
         let html = self.env.get_template(template)?.render(context! {
-            zone => context! { id => id, title => title, type => kind },
+            zone => context! { id => zone.id, title => zone.title, type => zone.kind },
             items => items,
             page => context! { url => page.url, currency => page.currency },
         })?;
         Ok(Some(html))
     }
+}
+
+/// A filled zone, as its template sees it.
+#[derive(Debug, Clone)]
+pub struct Zone<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// Its type as the answer names it (`recommender-product`, `html`, `image`, ...).
+    pub kind: &'a str,
+    /// Its items, with the fields of the serverside answer's items.
+    pub items: Vec<Value>,
+    /// An html zone's rendered template.
+    pub html: Option<&'a str>,
 }
 
 /// Whether an address may be a link or an image in a store's page: `http://`,
@@ -245,13 +241,18 @@ mod tests {
 
     #[test]
     fn a_card_escapes_product_text_and_keeps_only_safe_links() {
-        let zone = json!({"title": "You <b>may</b> like", "type": "recommender-product", "items": [
-            {"Id": "p\"1", "Title": "<script>alert(1)</script>", "Link": "javascript:alert(1)",
-             "Image": "https://img.example/1.png", "DisplayPrice": "£9.50", "DisplayWasPrice": "£12.00"}
-        ]});
+        let zone = Zone {
+            id: "PP-01",
+            title: "You <b>may</b> like",
+            kind: "recommender-product",
+            items: vec![json!({"Id": "p\"1", "Title": "<script>alert(1)</script>",
+                "Link": "javascript:alert(1)", "Image": "https://img.example/1.png",
+                "DisplayPrice": "£9.50", "DisplayWasPrice": "£12.00"})],
+            html: None,
+        };
         let html = Cards::new(None)
             .unwrap()
-            .zone_html("PP-01", &zone, page())
+            .zone_html(&zone, page())
             .unwrap()
             .unwrap();
         assert!(
@@ -270,15 +271,24 @@ mod tests {
 
     #[test]
     fn an_empty_zone_shows_nothing_and_an_account_template_replaces_the_card() {
-        let empty = json!({"title": "T", "type": "recommender-product", "items": []});
+        let empty = Zone {
+            id: "Z",
+            title: "T",
+            kind: "recommender-product",
+            items: Vec::new(),
+            html: None,
+        };
         let cards = Cards::new(Some(
             "{% for item in items %}[{{ item.Title }} in {{ page.currency }}]{% endfor %}",
         ))
         .unwrap();
-        assert_eq!(cards.zone_html("Z", &empty, page()).unwrap(), None);
-        let zone = json!({"type": "recommender-product", "items": [{"Title": "A&B"}]});
+        assert_eq!(cards.zone_html(&empty, page()).unwrap(), None);
+        let zone = Zone {
+            items: vec![json!({"Title": "A&B"})],
+            ..empty
+        };
         assert_eq!(
-            cards.zone_html("Z", &zone, page()).unwrap().unwrap(),
+            cards.zone_html(&zone, page()).unwrap().unwrap(),
             "[A&amp;B in GBP]"
         );
     }

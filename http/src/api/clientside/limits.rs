@@ -1,10 +1,10 @@
 //! What an account keeps for its browser requests: its limits per client address and
-//! per visitor (keyed token buckets, pruned by the session sweep) and its zone
-//! templates.
+//! per visitor (keyed token buckets, pruned by the session sweep), its zone templates
+//! and its script, by host.
 
 use std::net::IpAddr;
 
-use super::html;
+use super::{html, script};
 use crate::config::{ClientsideConfig, RateLimit};
 
 /// A rate limit per key (client address, visitor id).
@@ -17,6 +17,8 @@ pub struct ClientsideState {
     pub(super) per_ip: Keyed<IpAddr>,
     pub(super) per_visitor: Keyed<String>,
     pub(crate) cards: html::Cards,
+    /// The script, by host its pages load it from.
+    pub(crate) scripts: script::Scripts,
 }
 
 fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
@@ -30,6 +32,7 @@ impl ClientsideState {
             per_ip: keyed(config.per_ip),
             per_visitor: keyed(config.per_visitor),
             cards: html::Cards::new(config.card_template.as_deref())?,
+            scripts: script::Scripts::default(),
         })
     }
 

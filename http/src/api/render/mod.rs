@@ -42,13 +42,33 @@ pub struct Rendering<'a> {
 /// Bytes reserved for a response body up front (two zones of ten products fit).
 const RESPONSE_CAPACITY: usize = 16 * 1024;
 
+/// A served request written: the response body, and the HTML its html zones rendered.
+#[derive(Debug)]
+pub struct Written {
+    /// The 200's body.
+    pub body: Vec<u8>,
+    /// The rendered template of each zone of the outcome that is an html zone, by its
+    /// place in `outcome.zones` (empty when none is).
+    pub html: Vec<Option<String>>,
+}
+
 /// The response body of a served request.
 pub fn response(
+    outcome: &ServeOutcome,
+    errors: Vec<String>,
+    currency: Currency,
+    rendering: Rendering<'_>,
+) -> Vec<u8> {
+    written(outcome, errors, currency, rendering).body
+}
+
+/// The response body of a served request, with its html zones' HTML.
+pub fn written(
     outcome: &ServeOutcome,
     mut errors: Vec<String>,
     currency: Currency,
     rendering: Rendering<'_>,
-) -> Vec<u8> {
+) -> Written {
     let catalogue = &outcome.catalogue;
     let texts = rendering.texts.of(catalogue);
     let any_html = outcome.zones.iter().any(|z| {
@@ -143,7 +163,27 @@ pub fn response(
         out.push(b'}');
     }
     out.extend_from_slice(b"}}");
-    out
+    Written { body: out, html }
+}
+
+/// The type a filled zone is shown as: its own, or `html` when a campaign shows html
+/// content in it.
+pub fn zone_type(outcome: &ServeOutcome, zone: &RenderedZone, spec: &ZoneSpec) -> &'static str {
+    campaigns::zone_type(outcome, zone, spec)
+}
+
+/// The items of a zone (products, categories or brands, images) as the answer writes
+/// them, as JSON values, for a browser template.
+pub fn item_values(
+    outcome: &ServeOutcome,
+    zone: &RenderedZone,
+    symbol: &str,
+    rendering: Rendering<'_>,
+) -> Vec<serde_json::Value> {
+    entries(outcome, zone, symbol, rendering)
+        .iter()
+        .filter_map(|entry| serde_json::to_value(entry).ok())
+        .collect()
 }
 
 /// One product item: its fixed text around this request's prices (the product's own

@@ -3,18 +3,20 @@
 //! parameters of its page's URL. Read only when a segment of the account reads them.
 
 use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
-use vitrine_fields::{Fields, JsonValue};
 
-/// The request's device, referrer host and UTM parameters, from `userAgent`, `referer`
-/// and `currentUrl` (each already validated by [`super::parse`]).
-pub fn request_context<V: JsonValue>(fields: &Fields<'_, '_, V>) -> RequestContext {
-    let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
+/// The request's device, referrer host and UTM parameters, from its user agent,
+/// `referer` and `currentUrl` (each already validated by [`super::parse`]).
+pub fn request_context(
+    user_agent: Option<&str>,
+    referer: Option<&str>,
+    current_url: Option<&str>,
+) -> RequestContext {
     let mut context = RequestContext {
-        device: text("userAgent").and_then(device_class),
-        referrer_host: text("referer").and_then(host),
+        device: user_agent.and_then(device_class),
+        referrer_host: referer.and_then(host),
         ..RequestContext::default()
     };
-    if let Some(query) = text("currentUrl")
+    if let Some(query) = current_url
         .and_then(|url| url.parse::<http::Uri>().ok())
         .and_then(|uri| uri.query().map(str::to_owned))
     {
@@ -85,14 +87,11 @@ mod tests {
 
     #[test]
     fn referrer_host_and_utm_parameters() {
-        let body = serde_json::json!({
-            "referer": "https://WWW.Google.co.uk/search?q=x",
-            "currentUrl": "https://shop.example/?utm_source=newsletter&utm_medium=email&x=1",
-            "userAgent": "curl/8"
-        });
-        let mut errors = vitrine_fields::Errors::default();
-        let fields = Fields::of(&body, "", vitrine_fields::KeyMatch::Exact, &mut errors).unwrap();
-        let context = request_context(&fields);
+        let context = request_context(
+            Some("curl/8"),
+            Some("https://WWW.Google.co.uk/search?q=x"),
+            Some("https://shop.example/?utm_source=newsletter&utm_medium=email&x=1"),
+        );
         assert_eq!(context.referrer_host.as_deref(), Some("www.google.co.uk"));
         assert_eq!(context.utm(UtmParameter::Source), Some("newsletter"));
         assert_eq!(context.utm(UtmParameter::Medium), Some("email"));

@@ -49,33 +49,117 @@ thread_local! {
     static EVENT_PATHS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
 }
 
-/// Handles one request body, as received: read in place ([`Json`]: strings borrowed
-/// from the body, the rest in this thread's arena), with the same syntax errors as
-/// every endpoint.
+/// Handles one request body, as received.
 pub fn handle_bytes(state: &AppState, body: &[u8], now: UnixMillis) -> Result<Reply, ApiError> {
+    in_place(body, |body| handle(state, body, now))
+}
+
+/// Reads a request body in place ([`Json`]: strings borrowed from the body, the rest in
+/// this thread's arena) and hands it to `then`; a body that is not JSON gets the same
+/// 400 as on every endpoint.
+pub fn in_place<R>(
+    body: &[u8],
+    then: impl FnOnce(&Json<'_>) -> Result<R, ApiError>,
+) -> Result<R, ApiError> {
+    let read = |arena: &Bump| {
+        let body = Json::parse(body, arena)
+            .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
+        then(&body)
+    };
     ARENA.with(|arena| match arena.try_borrow_mut() {
         Ok(mut arena) => {
             arena.reset();
-            let reply = handle_in(state, body, now, &arena);
+            let answer = read(&arena);
             if arena.allocated_bytes() > ARENA_KEPT_BYTES {
                 *arena = Bump::new();
             }
-            reply
+            answer
         }
         // Not reached (a handler does not call another), but never a panic.
-        Err(_) => handle_in(state, body, now, &Bump::new()),
+        Err(_) => read(&Bump::new()),
     })
 }
 
-fn handle_in(
-    state: &AppState,
-    body: &[u8],
-    now: UnixMillis,
-    arena: &Bump,
-) -> Result<Reply, ApiError> {
-    let body = Json::parse(body, arena)
-        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
-    handle(state, &body, now)
+/// Who sent a request to be served, as its parser reads it.
+#[derive(Debug, Clone, Copy)]
+pub enum Sender<'a> {
+    /// A store's server (`/api/serverside`): `currentUrl` and `userAgent` in the body,
+    /// `ip` optional.
+    Store,
+    /// A shopper's browser (the browser endpoint): the user agent from its header, the
+    /// address from the connection (the body's are not read); `currentUrl` may be left
+    /// out of a page the shopper has not consented to tracking on.
+    Browser {
+        /// The `User-Agent` header.
+        user_agent: &'a str,
+        /// Whether the page may be tracked.
+        consent: Consent,
+    },
+}
+
+/// Whether a browser page's shopper consented to tracking (`"tracking": false` says
+/// not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consent {
+    /// Tracked as a store's server call is.
+    Given,
+    /// Nothing recorded, and nothing needed beyond what fills the zones.
+    NotGiven,
+}
+
+/// Whether a served request's events are recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    /// Applied and logged under the account's durability.
+    Tracked,
+    /// Applied to a scratch copy only (a crawler's page, a page without consent).
+    Anonymous,
+}
+
+/// A valid request served and written: the 200 (waiting for the log's window when it
+/// acknowledges logged events), the outcome it was written from, and its html zones'
+/// HTML.
+#[derive(Debug)]
+pub struct Answered {
+    /// The answer.
+    pub reply: Reply,
+    /// What was served.
+    pub outcome: vitrine_engine::account::ServeOutcome,
+    /// The rendered template of each html zone, by place in `outcome.zones`.
+    pub html: Vec<Option<String>>,
+    /// The currency the prices are in.
+    pub currency: Currency,
+}
+
+/// Serves a valid request for an account and writes its answer: the tail every served
+/// request shares, from a store's server or a browser.
+pub fn serve_and_write(
+    entry: &std::sync::Arc<crate::state::AccountEntry>,
+    request: ServeRequest,
+    recording: Recording,
+) -> Result<Answered, ApiError> {
+    let currency = request.currency.unwrap_or(entry.config.default_currency);
+    // Erased identities stripped, events applied, zones filled, then the events logged
+    // as `durability.events_fsync` says, all in ingest's one call.
+    let outcome = match recording {
+        Recording::Tracked => entry
+            .jobs
+            .serve(request)
+            .map_err(|e| ApiError::from(e).context("the events could not be logged"))?,
+        Recording::Anonymous => entry.jobs.serve_anonymous(&request),
+    };
+    let notices = outcome.notices.iter().map(notice_message).collect();
+    let logged = recording == Recording::Tracked && !outcome.served.tracked.events.is_empty();
+    let written = render::written(&outcome, notices, currency, entry.rendering());
+    Ok(Answered {
+        reply: Reply {
+            window: logged.then(|| LossWindow(std::sync::Arc::clone(&entry.jobs))),
+            ..Reply::json(written.body)
+        },
+        outcome,
+        html: written.html,
+        currency,
+    })
 }
 
 /// Handles one parsed request body.
@@ -90,34 +174,24 @@ pub fn handle<V: JsonValue>(
     };
     let presented = auth::read(&fields, Endpoint::Serverside, &mut errors);
     let entry = match presented {
-        Some(presented) => Some(auth::authenticate(state, Endpoint::Serverside, presented)?),
+        Some(presented) => Some(auth::authenticate(state, presented)?),
         None => None,
     };
-    let request = parse(&fields, &state.config().limits, now, &mut errors);
+    let request = parse(
+        &fields,
+        &state.config().limits,
+        now,
+        Sender::Store,
+        &mut errors,
+    );
     let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
     if entry.account.campaigns_read_request() {
-        request.context = request_context(&fields);
+        let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
+        request.context = request_context(text("userAgent"), text("referer"), text("currentUrl"));
     }
-    let currency = request.currency.unwrap_or(entry.config.default_currency);
-    // Erased identities stripped, events applied, zones filled, then the events logged
-    // as `durability.events_fsync` says, all in ingest's one call.
-    let outcome = entry
-        .jobs
-        .serve(request)
-        .map_err(|e| ApiError::from(e).context("the events could not be logged"))?;
-    let errors = outcome.notices.iter().map(notice_message).collect();
-    let logged = !outcome.served.tracked.events.is_empty();
-    Ok(Reply {
-        window: logged.then(|| LossWindow(std::sync::Arc::clone(&entry.jobs))),
-        ..Reply::json(render::response(
-            &outcome,
-            errors,
-            currency,
-            entry.rendering(),
-        ))
-    })
+    Ok(serve_and_write(&entry, request, Recording::Tracked)?.reply)
 }
 
 /// Validates everything but the credentials.
@@ -125,23 +199,38 @@ pub fn parse<V: JsonValue>(
     fields: &Fields<'_, '_, V>,
     limits: &Limits,
     now: UnixMillis,
+    sender: Sender<'_>,
     errors: &mut Errors,
 ) -> Option<ServeRequest> {
     let before = errors.total();
-    if let Some(url) = fields.req_str("currentUrl", errors) {
+    let url = match sender {
+        Sender::Browser {
+            consent: Consent::NotGiven,
+            ..
+        } => fields.opt_str("currentUrl", errors),
+        Sender::Store
+        | Sender::Browser {
+            consent: Consent::Given,
+            ..
+        } => fields.req_str("currentUrl", errors),
+    };
+    if let Some(url) = url {
         check_page(url, errors);
     }
-    if let Some(agent) = fields.req_str("userAgent", errors)
-        && agent.len() > MAX_USER_AGENT_LEN
-    {
+    let agent = match sender {
+        Sender::Store => fields.req_str("userAgent", errors),
+        Sender::Browser { user_agent, .. } => Some(user_agent),
+    };
+    if agent.is_some_and(|agent| agent.len() > MAX_USER_AGENT_LEN) {
         errors.push(
             "userAgent",
             format!("must be at most {MAX_USER_AGENT_LEN} bytes"),
         );
     }
     // Absent or empty: the vendor's plugins leave it out of admin and some storefront
-    // calls, which know no shopper's address.
-    if let Some(ip) = fields.opt_nonempty_str("ip", errors)
+    // calls, which know no shopper's address. A browser's is its connection's.
+    if let Sender::Store = sender
+        && let Some(ip) = fields.opt_nonempty_str("ip", errors)
         && ip.parse::<IpAddr>().is_err()
     {
         errors.push(

@@ -1,0 +1,214 @@
+//! `POST /api/clientside/<key>`: a page's events and zones, answered with the
+//! serverside answer and each zone's HTML for the page.
+//!
+//! Besides the serverside fields, a browser's body may carry `tracking` (`false`: the
+//! shopper has not consented; nothing is recorded, and `currentUrl` may be left out)
+//! and `page` (`{"product_id", "category_id"}`: the page's context, which fills the
+//! zones as a `page_view` of that page would when the request has no `page_view`, so
+//! that a page without consent needs to send no event). `ip` and `userAgent` are the
+//! connection's, whatever the body says.
+
+use vitrine_engine::account::RenderedZone;
+use vitrine_engine::catalogue::UnixMillis;
+use vitrine_engine::event::{Event, PageType};
+use vitrine_engine::zone::ZoneKind;
+use vitrine_fields::{Errors, Fields, Json, JsonValue, KeyMatch};
+
+use super::{Visit, admit, bots, browser_fields, html};
+use crate::api::serverside::{self, Answered, Consent, Recording, Sender};
+use crate::api::{Reply, render};
+use crate::config::Limits;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub(super) fn page(
+    state: &AppState,
+    visit: &Visit,
+    body: &[u8],
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    serverside::in_place(body, |body| page_in(state, visit, body, now))
+}
+
+fn page_in(
+    state: &AppState,
+    visit: &Visit,
+    body: &Json<'_>,
+    now: UnixMillis,
+) -> Result<Reply, ApiError> {
+    let entry = &visit.entry;
+    let config = &entry.config.clientside;
+    let fields = browser_fields(visit, body)?;
+    let mut errors = Errors::default();
+    let consent = match fields.opt_bool("tracking", &mut errors) {
+        Some(false) => Consent::NotGiven,
+        Some(true) | None => Consent::Given,
+    };
+    let limits = Limits {
+        max_events: config.max_events,
+        max_zones: config.max_zones,
+        ..state.config().limits
+    };
+    let user_agent = visit.browser.user_agent.as_str();
+    let sender = Sender::Browser {
+        user_agent,
+        consent,
+    };
+    let request = serverside::parse(&fields, &limits, now, sender, &mut errors);
+    let context = page_context(&fields, &mut errors);
+    let (Some(mut request), true) = (request, errors.is_empty()) else {
+        return Err(errors.into());
+    };
+    let viewed = request
+        .events
+        .iter()
+        .any(|event| matches!(event, Event::PageView { .. }));
+    if let Some(view) = context
+        && !viewed
+    {
+        request.events.insert(0, view);
+    }
+    let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
+    if entry.account.campaigns_read_request() {
+        request.context =
+            serverside::request_context(Some(user_agent), text("referer"), text("currentUrl"));
+    }
+    if let Some(visitor) = &request.visitor_id {
+        admit(
+            &entry.clientside.per_visitor,
+            visitor,
+            "visitor",
+            config.per_visitor,
+        )?;
+    }
+    let recording = if consent == Consent::Given && !bots::is_crawler(user_agent) {
+        Recording::Tracked
+    } else {
+        Recording::Anonymous
+    };
+    let answered = serverside::serve_and_write(entry, request, recording)?;
+    let page = html::Page {
+        url: text("currentUrl").unwrap_or_default(),
+        currency: answered.currency.code(),
+    };
+    let html = zones_html(visit, &answered, page)?;
+    let Answered { mut reply, .. } = answered;
+    // The serverside answer with `"html": {zone id: its HTML, or null}` added.
+    if reply.body.last() == Some(&b'}') {
+        reply.body.pop();
+        reply.body.extend_from_slice(b",\"html\":");
+        reply.body.extend_from_slice(&html);
+        reply.body.push(b'}');
+    }
+    Ok(reply)
+}
+
+/// `page`: the page's product and category, as the `page_view` they stand for.
+fn page_context<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -> Option<Event> {
+    let page = fields.get("page")?;
+    let page = Fields::of(page, "page", KeyMatch::Exact, errors)?;
+    let id = |key: &str, errors: &mut Errors| {
+        let id = page.opt_id_text(key, errors)?;
+        match vitrine_fields::check_id(&id) {
+            Ok(()) => Some(vitrine_engine::CompactString::from(id.as_ref())),
+            Err(rejected) => {
+                errors.push(page.path_of(key), rejected);
+                None
+            }
+        }
+    };
+    let product_id = id("product_id", errors);
+    let category_id = id("category_id", errors);
+    let page_type = match (&product_id, &category_id) {
+        (Some(_), _) => PageType::ProductPage,
+        (None, Some(_)) => PageType::CategoryListingPage,
+        (None, None) => return None,
+    };
+    Some(Event::PageView {
+        page_type,
+        product_id,
+        category_id,
+        brand_id: None,
+    })
+}
+
+/// Each filled zone's HTML for the page, as a JSON object `{zone id: its HTML, or
+/// null}`, from what filled it: a product zone's built-in cards straight from the
+/// catalogue version it was filled from, other zones (and product zones with the
+/// account's own card template) by their templates.
+fn zones_html(
+    visit: &Visit,
+    answered: &Answered,
+    page: html::Page<'_>,
+) -> Result<Vec<u8>, ApiError> {
+    let entry = &visit.entry;
+    let cards = &entry.clientside.cards;
+    let outcome = &answered.outcome;
+    let mut out = Vec::with_capacity(8 * 1024);
+    out.push(b'{');
+    let mut written: Vec<&str> = Vec::with_capacity(outcome.zones.len());
+    for (z, zone) in outcome.zones.iter().enumerate() {
+        let Some(spec) = outcome.spec(zone) else {
+            continue;
+        };
+        // A zone asked for twice is written once (as a JSON object's key must be).
+        if written.contains(&spec.id.as_str()) {
+            continue;
+        }
+        let kind = render::zone_type(outcome, zone, spec);
+        let html = if kind == ZoneKind::RecommenderProduct.name() && !cards.has_own_card() {
+            built_in_cards(answered, zone, &spec.id, &spec.title)
+        } else {
+            let templated = html::Zone {
+                id: &spec.id,
+                title: &spec.title,
+                kind,
+                items: render::item_values(
+                    outcome,
+                    zone,
+                    answered.currency.symbol_str(),
+                    entry.rendering(),
+                ),
+                html: answered.html.get(z).and_then(Option::as_deref),
+            };
+            cards.zone_html(&templated, page).map_err(|e| {
+                ApiError::Internal(format!("zone {:?}: the template failed: {e}", spec.id))
+            })?
+        };
+        if !written.is_empty() {
+            out.push(b',');
+        }
+        written.push(&spec.id);
+        // Writing strings into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, &spec.id);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, &html);
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+/// A product zone as the built-in cards (none when it is empty).
+fn built_in_cards(
+    answered: &Answered,
+    zone: &RenderedZone,
+    id: &str,
+    title: &str,
+) -> Option<String> {
+    if zone.items.is_empty() {
+        return None;
+    }
+    let catalogue = &answered.outcome.catalogue;
+    let cards = zone.items.iter().filter_map(|item| {
+        let product = catalogue.product(item.product)?;
+        Some(html::Card {
+            id: product.id.as_str(),
+            title: product.title.as_str(),
+            link: product.link.as_str(),
+            image: product.image.as_str(),
+            price: item.price.price.display(),
+            was: item.price.was.map(|was| was.display()),
+        })
+    });
+    Some(html::write_cards(id, title, cards))
+}
