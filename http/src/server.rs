@@ -25,6 +25,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::{Evicted, MemoryBounds};
 
+use crate::api::clientside::Cors;
 use crate::api::{self, Reply};
 use crate::clock::now_millis;
 use crate::error::ApiError;
@@ -423,14 +424,15 @@ async fn handle(
     // A browser's request is let in (or not) by its account's door first: every answer
     // to it, errors included, carries the CORS headers its origin is allowed.
     let door = api::clientside::open(&state, endpoint, key.as_deref(), request.headers(), peer);
-    let cors = door.cors();
-    let routed = match door {
-        api::clientside::Door::Refused(error) => Err(error),
-        api::clientside::Door::Visit(visit) => {
-            route(&state, endpoint, key.as_deref(), peer, request, Some(visit)).await
+    let (routed, cors) = match door {
+        api::clientside::Door::Refused(error) => (Err(error), Cors::Browser { allow_origin: None }),
+        api::clientside::Door::Visit(visit, cors) => {
+            let routed = route(&state, endpoint, key.as_deref(), peer, request, Some(visit));
+            (routed.await, cors)
         }
         api::clientside::Door::NotBrowser => {
-            route(&state, endpoint, key.as_deref(), peer, request, None).await
+            let routed = route(&state, endpoint, key.as_deref(), peer, request, None);
+            (routed.await, Cors::NotBrowser)
         }
     };
     let answered = match routed {

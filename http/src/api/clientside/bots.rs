@@ -53,14 +53,30 @@ pub const CRAWLER_MARKS: &[&str] = &[
     "spider",
 ];
 
+/// The marks as one case-insensitive automaton (`aho-corasick`): a user agent is read
+/// once, whatever the number of marks, on every browser request.
+static MARKS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+    std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(CRAWLER_MARKS)
+            .ok()
+    });
+
 /// Whether a user agent is a known crawler's (case-insensitive); an empty one counts
 /// as a crawler too (browsers always send one).
 pub fn is_crawler(user_agent: &str) -> bool {
     if user_agent.trim().is_empty() {
         return true;
     }
-    let lower = user_agent.to_ascii_lowercase();
-    CRAWLER_MARKS.iter().any(|mark| lower.contains(mark))
+    match MARKS.as_ref() {
+        Some(marks) => marks.is_match(user_agent),
+        // Not reached (the marks are fixed and valid), but never a panic.
+        None => {
+            let lower = user_agent.to_ascii_lowercase();
+            CRAWLER_MARKS.iter().any(|mark| lower.contains(mark))
+        }
+    }
 }
 
 #[cfg(test)]

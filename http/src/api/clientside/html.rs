@@ -34,65 +34,207 @@ pub struct Card<'a> {
     pub was: Option<String>,
 }
 
-/// `text` HTML-escaped onto `out`.
-fn escape(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            other => out.push(other),
-        }
+/// How markup is written: as HTML, or as HTML inside a JSON string literal (each `"`
+/// and `\\` escaped once more, as the answer's `html` carries it), in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escaping {
+    /// HTML.
+    Html,
+    /// The contents of a JSON string holding the HTML.
+    HtmlInJson,
+}
+
+/// The zone a run of built-in cards is written for.
+#[derive(Debug, Clone, Copy)]
+pub struct CardZone<'a> {
+    /// Its id (`data-vitrine-zone`).
+    pub id: &'a str,
+    /// Its title (a heading when not empty).
+    pub title: &'a str,
+    /// Whether the cards' `<style>` goes with it (once per page is enough: a style
+    /// element applies to the whole page).
+    pub style: bool,
+}
+
+/// Fixed markup onto `out`.
+fn markup(out: &mut String, piece: &str, escaping: Escaping) {
+    match escaping {
+        Escaping::Html => out.push_str(piece),
+        Escaping::HtmlInJson => replace_bytes(out, piece, |b| (b == b'"').then_some("\\\"")),
     }
 }
 
-/// The built-in product card of a zone: image, title, price, the was-price when on
-/// sale, the link; written directly (the hot path of every browser request).
+/// `text` HTML-escaped (and JSON-escaped, for [`Escaping::HtmlInJson`]) onto `out`.
+fn escape(out: &mut String, text: &str, escaping: Escaping) {
+    let json = escaping == Escaping::HtmlInJson;
+    replace_bytes(out, text, |b| match b {
+        b'&' => Some("&amp;"),
+        b'<' => Some("&lt;"),
+        b'>' => Some("&gt;"),
+        b'"' => Some("&quot;"),
+        b'\'' => Some("&#x27;"),
+        b'\\' if json => Some("\\\\"),
+        0..=0x1f if json => CONTROLS.get(usize::from(b)).copied(),
+        _ => None,
+    });
+}
+
+/// The JSON escapes of the control characters.
+const CONTROLS: [&str; 32] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b",
+    "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012",
+    "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a",
+    "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f",
+];
+
+/// `text` onto `out` with each ASCII byte `replace` names replaced, the runs between
+/// copied whole.
+fn replace_bytes(out: &mut String, text: &str, replace: impl Fn(u8) -> Option<&'static str>) {
+    let mut copied = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        if let Some(replacement) = replace(byte) {
+            // `at` is an ASCII byte's place: a char boundary.
+            out.push_str(text.get(copied..at).unwrap_or_default());
+            out.push_str(replacement);
+            copied = at + 1;
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+}
+
+/// The built-in product cards of a zone as HTML: image, title, price, the was-price
+/// when on sale, the link, with the cards' style.
 pub fn write_cards<'a>(zone: &str, title: &str, cards: impl Iterator<Item = Card<'a>>) -> String {
     let mut out = String::with_capacity(4096);
-    out.push_str("<div class=\"vitrine-zone\" data-vitrine-zone=\"");
-    escape(&mut out, zone);
-    out.push_str("\">");
-    out.push_str(CARD_STYLE);
-    if !title.is_empty() {
-        out.push_str("<h3>");
-        escape(&mut out, title);
-        out.push_str("</h3>");
-    }
-    out.push_str("<ul class=\"vitrine-items\">");
-    for card in cards {
-        out.push_str("<li class=\"vitrine-item\" data-pc-item=\"");
-        escape(&mut out, card.id);
-        out.push_str("\" pureclarity-data-item=\"");
-        escape(&mut out, card.id);
-        out.push_str("\"><a href=\"");
-        if is_safe_address(card.link) {
-            escape(&mut out, card.link);
-        }
-        out.push_str("\">");
-        if !card.image.is_empty() && is_safe_address(card.image) {
-            out.push_str("<img src=\"");
-            escape(&mut out, card.image);
-            out.push_str("\" alt=\"");
-            escape(&mut out, card.title);
-            out.push_str("\" loading=\"lazy\">");
-        }
-        out.push_str("<span class=\"vitrine-name\">");
-        escape(&mut out, card.title);
-        out.push_str("</span><span class=\"vitrine-price\">");
-        escape(&mut out, &card.price);
-        out.push_str("</span>");
-        if let Some(was) = &card.was {
-            out.push_str("<s class=\"vitrine-was\">");
-            escape(&mut out, was);
-            out.push_str("</s>");
-        }
-        out.push_str("</a></li>");
-    }
-    out.push_str("</ul></div>");
+    let zone = CardZone {
+        id: zone,
+        title,
+        style: true,
+    };
+    write_cards_into(&mut out, Escaping::Html, zone, cards);
     out
+}
+
+/// The built-in product cards of a zone onto `out`, written directly (the hot path of
+/// every browser request).
+pub fn write_cards_into<'a>(
+    out: &mut String,
+    escaping: Escaping,
+    zone: CardZone<'_>,
+    cards: impl Iterator<Item = Card<'a>>,
+) {
+    open_zone(out, escaping, zone);
+    for card in cards {
+        card_head(out, escaping, card.id, card.title, card.link, card.image);
+        card_tail(out, escaping, &card.price, card.was.as_deref());
+    }
+    close_zone(out, escaping);
+}
+
+/// The start of a zone's cards: its element, the style, its title, the list.
+pub fn open_zone(out: &mut String, escaping: Escaping, zone: CardZone<'_>) {
+    markup(
+        out,
+        "<div class=\"vitrine-zone\" data-vitrine-zone=\"",
+        escaping,
+    );
+    escape(out, zone.id, escaping);
+    markup(out, "\">", escaping);
+    if zone.style {
+        out.push_str(CARD_STYLE);
+    }
+    if !zone.title.is_empty() {
+        markup(out, "<h3>", escaping);
+        escape(out, zone.title, escaping);
+        markup(out, "</h3>", escaping);
+    }
+    markup(out, "<ul class=\"vitrine-items\">", escaping);
+}
+
+/// What of a card is the product's alone (the same on every request until the product
+/// changes): up to its price.
+pub fn card_head(
+    out: &mut String,
+    escaping: Escaping,
+    id: &str,
+    title: &str,
+    link: &str,
+    image: &str,
+) {
+    markup(out, "<li class=\"vitrine-item\" data-pc-item=\"", escaping);
+    escape(out, id, escaping);
+    markup(out, "\" pureclarity-data-item=\"", escaping);
+    escape(out, id, escaping);
+    markup(out, "\"><a href=\"", escaping);
+    if is_safe_address(link) {
+        escape(out, link, escaping);
+    }
+    markup(out, "\">", escaping);
+    if !image.is_empty() && is_safe_address(image) {
+        markup(out, "<img src=\"", escaping);
+        escape(out, image, escaping);
+        markup(out, "\" alt=\"", escaping);
+        escape(out, title, escaping);
+        markup(out, "\" loading=\"lazy\">", escaping);
+    }
+    markup(out, "<span class=\"vitrine-name\">", escaping);
+    escape(out, title, escaping);
+    markup(out, "</span><span class=\"vitrine-price\">", escaping);
+}
+
+/// The rest of a card: its price in the request's currency, the was-price on sale.
+pub fn card_tail(out: &mut String, escaping: Escaping, price: &str, was: Option<&str>) {
+    escape(out, price, escaping);
+    markup(out, "</span>", escaping);
+    if let Some(was) = was {
+        markup(out, "<s class=\"vitrine-was\">", escaping);
+        escape(out, was, escaping);
+        markup(out, "</s>", escaping);
+    }
+    markup(out, "</a></li>", escaping);
+}
+
+/// The built-in card as the browser's answer carries it (HTML inside a JSON string),
+/// for the product texts' cache.
+#[derive(Debug, Clone, Copy)]
+pub struct CardInJson;
+
+impl crate::api::render::CardMarkup for CardInJson {
+    fn head(
+        &self,
+        catalogue: &vitrine_engine::catalogue::Catalogue,
+        idx: vitrine_engine::catalogue::ProductIdx,
+    ) -> String {
+        let mut head = String::new();
+        if let Some(product) = catalogue.product(idx) {
+            card_head(
+                &mut head,
+                Escaping::HtmlInJson,
+                product.id.as_str(),
+                product.title.as_str(),
+                product.link.as_str(),
+                product.image.as_str(),
+            );
+        }
+        head
+    }
+
+    fn prices(&self, price: &vitrine_engine::recommend::ItemPrice) -> String {
+        let mut tail = String::new();
+        let was = price.was.map(|was| was.display());
+        card_tail(
+            &mut tail,
+            Escaping::HtmlInJson,
+            &price.price.display(),
+            was.as_deref(),
+        );
+        tail
+    }
+}
+
+/// The end of a zone's cards.
+pub fn close_zone(out: &mut String, escaping: Escaping) {
+    markup(out, "</ul></div>", escaping);
 }
 
 /// An image or image-carousel zone.
@@ -204,12 +346,16 @@ pub struct Zone<'a> {
 }
 
 /// Whether an address may be a link or an image in a store's page: `http://`,
-/// `https://`, or site-relative (`/path`, not `//host`).
+/// `https://`, or site-relative (`/path`, not `//host`), after leading ASCII
+/// whitespace; compared without allocating (it is asked twice per card).
 fn is_safe_address(text: &str) -> bool {
-    let lower = text.trim_start().to_ascii_lowercase();
-    lower.starts_with("https://")
-        || lower.starts_with("http://")
-        || (lower.starts_with('/') && !lower.starts_with("//"))
+    let rest = text.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let starts = |prefix: &str| {
+        rest.as_bytes()
+            .get(..prefix.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
+    };
+    starts("https://") || starts("http://") || (rest.starts_with('/') && !rest.starts_with("//"))
 }
 
 /// An item with its `Link` and `Image` emptied where they are not safe addresses.
@@ -267,6 +413,38 @@ mod tests {
         );
         assert!(html.contains(r#"data-pc-item="p&quot;1""#), "{html}");
         assert!(html.contains("£9.50") && html.contains("<s class=\"vitrine-was\">£12.00</s>"));
+    }
+
+    /// The cards written as JSON string contents read back as exactly the HTML, for
+    /// text with quotes, backslashes, control characters and markup.
+    #[test]
+    fn cards_written_inside_json_read_back_as_the_html() {
+        let card = || Card {
+            id: "p\"1\\x",
+            title: "<b>Tab\tand\nline</b> & 'quotes' \u{1}",
+            link: "https://shop.example/a?b=\"c\"",
+            image: " HTTPS://img.example/1.png",
+            price: "£9.50".to_owned(),
+            was: Some("£12.00".to_owned()),
+        };
+        let zone = CardZone {
+            id: "Z\"1",
+            title: "T\\",
+            style: true,
+        };
+        let mut html = String::new();
+        write_cards_into(&mut html, Escaping::Html, zone, [card()].into_iter());
+        let mut json = String::from("\"");
+        write_cards_into(&mut json, Escaping::HtmlInJson, zone, [card()].into_iter());
+        json.push('"');
+        let read: String = serde_json::from_str(&json).unwrap();
+        assert_eq!(read, html);
+        assert!(
+            html.contains("src=\" HTTPS://img.example/1.png\""),
+            "{html}"
+        );
+        assert!(!is_safe_address("JavaScript:alert(1)") && !is_safe_address("//evil.example"));
+        assert!(is_safe_address("/p/1") && is_safe_address("Http://x"));
     }
 
     #[test]

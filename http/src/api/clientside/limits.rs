@@ -7,8 +7,16 @@ use std::net::IpAddr;
 use super::{html, script};
 use crate::config::{ClientsideConfig, RateLimit};
 
-/// A rate limit per key (client address, visitor id).
-pub(super) type Keyed<K> = governor::DefaultKeyedRateLimiter<K>;
+/// A rate limit per key (client address, visitor id), its table hashed with
+/// `foldhash` (seeded per process: keys are the client's choice; faster than SipHash
+/// on every browser request).
+pub(super) type Keyed<K> = governor::DefaultKeyedRateLimiter<
+    K,
+    governor::middleware::NoOpMiddleware<
+        <governor::clock::DefaultClock as governor::clock::Clock>::Instant,
+    >,
+    foldhash::fast::RandomState,
+>;
 
 /// What an account keeps for its browser requests: its limits per client address and
 /// per visitor, and its zone templates.
@@ -22,7 +30,10 @@ pub struct ClientsideState {
 }
 
 fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
-    governor::RateLimiter::keyed(limit.quota())
+    governor::RateLimiter::dashmap_with_hasher(
+        limit.quota(),
+        foldhash::fast::RandomState::default(),
+    )
 }
 
 impl ClientsideState {

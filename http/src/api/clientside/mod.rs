@@ -91,20 +91,11 @@ fn client_address(headers: &HeaderMap, peer: IpAddr) -> IpAddr {
         .unwrap_or(peer)
 }
 
-/// A browser's request let in: the account its path names, the browser, and the CORS
-/// headers its answers carry.
+/// A browser's request let in: the account its path names, and the browser.
 #[derive(Debug)]
 pub struct Visit {
     entry: Arc<AccountEntry>,
     browser: Browser,
-    cors: Cors,
-}
-
-impl Visit {
-    /// The CORS headers of every answer to it.
-    pub fn cors(&self) -> &Cors {
-        &self.cors
-    }
 }
 
 /// What the door of a request says.
@@ -112,23 +103,12 @@ impl Visit {
 pub enum Door {
     /// Not a browser's POST endpoint: the router goes on as for any endpoint.
     NotBrowser,
-    /// A browser's request, let in.
-    Visit(Visit),
+    /// A browser's request, let in, and the CORS headers its answers carry.
+    Visit(Visit, Cors),
     /// A browser's request, refused (unknown key, another region's account, a rate
     /// limit, an origin the account does not allow): answered with `Vary: Origin` and
     /// no other CORS header.
     Refused(ApiError),
-}
-
-impl Door {
-    /// The CORS headers of the request's answer.
-    pub fn cors(&self) -> Cors {
-        match self {
-            Door::NotBrowser => Cors::NotBrowser,
-            Door::Visit(visit) => visit.cors.clone(),
-            Door::Refused(_) => Cors::Browser { allow_origin: None },
-        }
-    }
 }
 
 /// The door of the browser's POST endpoints: the account of the access key in the path
@@ -154,11 +134,13 @@ pub fn open(
     };
     let origin = text(headers, header::ORIGIN).map(|o| o.to_ascii_lowercase());
     match Cors::of(&entry.config.clientside, origin.as_deref()) {
-        Some(cors) => Door::Visit(Visit {
-            entry,
-            browser: Browser::of(headers, peer),
+        Some(cors) => Door::Visit(
+            Visit {
+                entry,
+                browser: Browser::of(headers, peer),
+            },
             cors,
-        }),
+        ),
         None => Door::Refused(ApiError::Forbidden(format!(
             "Origin: {:?} is not one of the account's clientside.allowed_origins",
             origin.unwrap_or_default()
@@ -182,6 +164,9 @@ pub fn dispatch(
 
 /// A path segment with `%XX` escapes decoded (an access key may hold any character).
 fn percent_decoded(segment: &str) -> String {
+    if !segment.contains('%') {
+        return segment.to_owned();
+    }
     form_urlencoded::parse(format!("k={}", segment.replace('+', "%2B")).as_bytes())
         .next()
         .map(|(_, value)| value.into_owned())

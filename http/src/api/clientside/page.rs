@@ -15,6 +15,7 @@ use vitrine_engine::zone::ZoneKind;
 use vitrine_fields::{Errors, Fields, Json, JsonValue, KeyMatch};
 
 use super::{Visit, admit, bots, browser_fields, html};
+use crate::api::render::ProductTexts;
 use crate::api::serverside::{self, Answered, Consent, Recording, Sender};
 use crate::api::{Reply, render};
 use crate::config::Limits;
@@ -97,7 +98,7 @@ fn page_in(
     if reply.body.last() == Some(&b'}') {
         reply.body.pop();
         reply.body.extend_from_slice(b",\"html\":");
-        reply.body.extend_from_slice(&html);
+        reply.body.extend_from_slice(html.as_bytes());
         reply.body.push(b'}');
     }
     Ok(reply)
@@ -134,19 +135,22 @@ fn page_context<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -
 
 /// Each filled zone's HTML for the page, as a JSON object `{zone id: its HTML, or
 /// null}`, from what filled it: a product zone's built-in cards straight from the
-/// catalogue version it was filled from, other zones (and product zones with the
-/// account's own card template) by their templates.
+/// catalogue version it was filled from (written as JSON string contents in one pass,
+/// the cards' style with the first of them only), other zones (and product zones with
+/// the account's own card template) by their templates.
 fn zones_html(
     visit: &Visit,
     answered: &Answered,
     page: html::Page<'_>,
-) -> Result<Vec<u8>, ApiError> {
+) -> Result<String, ApiError> {
     let entry = &visit.entry;
     let cards = &entry.clientside.cards;
     let outcome = &answered.outcome;
-    let mut out = Vec::with_capacity(8 * 1024);
-    out.push(b'{');
+    let mut out = String::with_capacity(8 * 1024);
+    out.push('{');
     let mut written: Vec<&str> = Vec::with_capacity(outcome.zones.len());
+    let mut styled = false;
+    let texts = entry.rendering().texts.of(&outcome.catalogue);
     for (z, zone) in outcome.zones.iter().enumerate() {
         let Some(spec) = outcome.spec(zone) else {
             continue;
@@ -155,60 +159,72 @@ fn zones_html(
         if written.contains(&spec.id.as_str()) {
             continue;
         }
-        let kind = render::zone_type(outcome, zone, spec);
-        let html = if kind == ZoneKind::RecommenderProduct.name() && !cards.has_own_card() {
-            built_in_cards(answered, zone, &spec.id, &spec.title)
-        } else {
-            let templated = html::Zone {
-                id: &spec.id,
-                title: &spec.title,
-                kind,
-                items: render::item_values(
-                    outcome,
-                    zone,
-                    answered.currency.symbol_str(),
-                    entry.rendering(),
-                ),
-                html: answered.html.get(z).and_then(Option::as_deref),
-            };
-            cards.zone_html(&templated, page).map_err(|e| {
-                ApiError::Internal(format!("zone {:?}: the template failed: {e}", spec.id))
-            })?
-        };
         if !written.is_empty() {
-            out.push(b',');
+            out.push(',');
         }
         written.push(&spec.id);
-        // Writing strings into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut out, &spec.id);
-        out.push(b':');
-        let _ = serde_json::to_writer(&mut out, &html);
+        push_json(&mut out, &spec.id);
+        out.push(':');
+        let kind = render::zone_type(outcome, zone, spec);
+        if kind == ZoneKind::RecommenderProduct.name() && !cards.has_own_card() {
+            if zone.items.is_empty() {
+                out.push_str("null");
+                continue;
+            }
+            let card_zone = html::CardZone {
+                id: &spec.id,
+                title: &spec.title,
+                style: !styled,
+            };
+            styled = true;
+            out.push('"');
+            built_in_cards(&mut out, &texts, card_zone, zone);
+            out.push('"');
+            continue;
+        }
+        let templated = html::Zone {
+            id: &spec.id,
+            title: &spec.title,
+            kind,
+            items: render::item_values(
+                outcome,
+                zone,
+                answered.currency.symbol_str(),
+                entry.rendering(),
+            ),
+            html: answered.html.get(z).and_then(Option::as_deref),
+        };
+        let html = cards.zone_html(&templated, page).map_err(|e| {
+            ApiError::Internal(format!("zone {:?}: the template failed: {e}", spec.id))
+        })?;
+        push_json(&mut out, &html);
     }
-    out.push(b'}');
+    out.push('}');
     Ok(out)
 }
 
-/// A product zone as the built-in cards (none when it is empty).
+/// A value as JSON onto `out`.
+fn push_json(out: &mut String, value: &(impl serde::Serialize + ?Sized)) {
+    // Strings and options of strings always serialize.
+    out.push_str(&serde_json::to_string(value).unwrap_or_default());
+}
+
+/// A product zone as the built-in cards, as JSON string contents: each product's
+/// markup kept with its text (written once per product, catalogue version and
+/// currency), an account or group price written now.
 fn built_in_cards(
-    answered: &Answered,
+    out: &mut String,
+    texts: &ProductTexts,
+    card_zone: html::CardZone<'_>,
     zone: &RenderedZone,
-    id: &str,
-    title: &str,
-) -> Option<String> {
-    if zone.items.is_empty() {
-        return None;
+) {
+    let escaping = html::Escaping::HtmlInJson;
+    html::open_zone(out, escaping, card_zone);
+    for item in &zone.items {
+        texts.with_card(item, &html::CardInJson, |head, prices| {
+            out.push_str(head);
+            out.push_str(prices);
+        });
     }
-    let catalogue = &answered.outcome.catalogue;
-    let cards = zone.items.iter().filter_map(|item| {
-        let product = catalogue.product(item.product)?;
-        Some(html::Card {
-            id: product.id.as_str(),
-            title: product.title.as_str(),
-            link: product.link.as_str(),
-            image: product.image.as_str(),
-            price: item.price.price.display(),
-            was: item.price.was.map(|was| was.display()),
-        })
-    });
-    Some(html::write_cards(id, title, cards))
+    html::close_zone(out, escaping);
 }

@@ -23,7 +23,9 @@ use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 use crate::config::ZoneContent;
 pub use campaigns::CampaignTemplates;
 use texts::PriceText;
-pub use texts::{MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache};
+pub use texts::{
+    CardMarkup, MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache,
+};
 
 /// What an account renders its zones with: its product texts, the templates of its
 /// html zones (by zone id) and the content of its image zones (by zone id).

@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 use parking_lot::RwLock;
+use vitrine_engine::account::RenderedItem;
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
@@ -47,6 +48,9 @@ pub struct ProductText {
     pub(super) new_arrival: bool,
     /// The product's own prices, rendered per currency (see [`PriceText`]).
     prices: RwLock<Vec<(Currency, Arc<PriceText>)>>,
+    /// The product's markup in the browser's card, written by the first browser request
+    /// that shows it ([`ProductTexts::with_card`]).
+    card: OnceLock<Box<str>>,
 }
 
 /// The price fields of an item, `"Price":…,` through the last price field and its
@@ -55,6 +59,9 @@ pub struct ProductText {
 pub(super) struct PriceText {
     pub(super) text: Box<[u8]>,
     pub(super) sale: bool,
+    /// The prices in the browser's card, written by the first browser request that
+    /// shows them.
+    card: OnceLock<Box<str>>,
 }
 
 impl PriceText {
@@ -70,6 +77,7 @@ impl PriceText {
         PriceText {
             text: text.into_boxed_slice(),
             sale: price.was.is_some(),
+            card: OnceLock::new(),
         }
     }
 }
@@ -97,6 +105,7 @@ impl ProductText {
             on_offer,
             new_arrival,
             prices: RwLock::new(Vec::new()),
+            card: OnceLock::new(),
         })
     }
 
@@ -136,6 +145,14 @@ impl ProductText {
         }
         text
     }
+}
+
+/// How a product is written in the browser's card ([`ProductTexts::with_card`]).
+pub trait CardMarkup {
+    /// What of the card is the product's alone, from the catalogue version.
+    fn head(&self, catalogue: &Catalogue, idx: ProductIdx) -> String;
+    /// The rest: its prices.
+    fn prices(&self, price: &ItemPrice) -> String;
 }
 
 /// Product slots per chunk of a [`ProductTexts`].
@@ -321,6 +338,43 @@ impl ProductTexts {
 
     /// Calls `write` with the text of product `idx`: the kept one, else one written now
     /// (and kept while the texts kept hold fewer than [`MAX_CACHED_BYTES`]).
+    /// The product's markup in the browser's card, as `markup` writes it: its fixed
+    /// part (kept beside its text the first time) and its prices (the product's own,
+    /// kept per currency beside their text; an account or group price written now),
+    /// handed to `read`. What is kept is counted in the budget (a text written over
+    /// budget, not kept, counts its card all the same: the count errs high). `None`
+    /// when the product is not in the version.
+    pub fn with_card<R>(
+        &self,
+        item: &RenderedItem,
+        markup: &impl CardMarkup,
+        read: impl FnOnce(&str, &str) -> R,
+    ) -> Option<R> {
+        self.with(item.product, |text| {
+            let mut made = 0;
+            let head = text.card.get_or_init(|| {
+                let head = markup.head(&self.catalogue, item.product).into_boxed_str();
+                made += head.len();
+                head
+            });
+            let answer = if item.shared_price {
+                let prices = text.own_prices(&item.price);
+                let tail = prices.card.get_or_init(|| {
+                    let tail = markup.prices(&item.price).into_boxed_str();
+                    made += tail.len();
+                    tail
+                });
+                read(head, tail)
+            } else {
+                read(head, &markup.prices(&item.price))
+            };
+            if made > 0 {
+                self.kept_bytes.fetch_add(made, Ordering::Relaxed);
+            }
+            answer
+        })
+    }
+
     pub(super) fn with<R>(
         &self,
         idx: ProductIdx,
