@@ -59,9 +59,16 @@ static MARKS: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
     std::sync::LazyLock::new(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(CRAWLER_MARKS)
             .ok()
     });
+
+thread_local! {
+    /// The user agent this thread judged last, and its verdict: shoppers of one store
+    /// share a few browsers' agents, so the last one is often the next.
+    static LAST: std::cell::RefCell<(String, bool)> = const { std::cell::RefCell::new((String::new(), false)) };
+}
 
 /// Whether a user agent is a known crawler's (case-insensitive); an empty one counts
 /// as a crawler too (browsers always send one).
@@ -69,6 +76,21 @@ pub fn is_crawler(user_agent: &str) -> bool {
     if user_agent.trim().is_empty() {
         return true;
     }
+    LAST.with(|last| match last.try_borrow_mut() {
+        Ok(last) if last.0 == user_agent => last.1,
+        Ok(mut last) => {
+            let verdict = judged(user_agent);
+            last.0.clear();
+            last.0.push_str(user_agent);
+            last.1 = verdict;
+            verdict
+        }
+        Err(_) => judged(user_agent),
+    })
+}
+
+/// [`is_crawler`], without the memo.
+fn judged(user_agent: &str) -> bool {
     match MARKS.as_ref() {
         Some(marks) => marks.is_match(user_agent),
         // Not reached (the marks are fixed and valid), but never a panic.

@@ -56,16 +56,34 @@ pub struct CardZone<'a> {
     pub style: bool,
 }
 
+/// Where markup is written: a `String`, or the bytes of an answer.
+pub trait Sink {
+    /// Appends text.
+    fn put(&mut self, text: &str);
+}
+
+impl Sink for String {
+    fn put(&mut self, text: &str) {
+        self.push_str(text);
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, text: &str) {
+        self.extend_from_slice(text.as_bytes());
+    }
+}
+
 /// Fixed markup onto `out`.
-fn markup(out: &mut String, piece: &str, escaping: Escaping) {
+fn markup(out: &mut impl Sink, piece: &str, escaping: Escaping) {
     match escaping {
-        Escaping::Html => out.push_str(piece),
+        Escaping::Html => out.put(piece),
         Escaping::HtmlInJson => replace_bytes(out, piece, |b| (b == b'"').then_some("\\\"")),
     }
 }
 
 /// `text` HTML-escaped (and JSON-escaped, for [`Escaping::HtmlInJson`]) onto `out`.
-fn escape(out: &mut String, text: &str, escaping: Escaping) {
+fn escape(out: &mut impl Sink, text: &str, escaping: Escaping) {
     let json = escaping == Escaping::HtmlInJson;
     replace_bytes(out, text, |b| match b {
         b'&' => Some("&amp;"),
@@ -89,17 +107,17 @@ const CONTROLS: [&str; 32] = [
 
 /// `text` onto `out` with each ASCII byte `replace` names replaced, the runs between
 /// copied whole.
-fn replace_bytes(out: &mut String, text: &str, replace: impl Fn(u8) -> Option<&'static str>) {
+fn replace_bytes(out: &mut impl Sink, text: &str, replace: impl Fn(u8) -> Option<&'static str>) {
     let mut copied = 0;
     for (at, byte) in text.bytes().enumerate() {
         if let Some(replacement) = replace(byte) {
             // `at` is an ASCII byte's place: a char boundary.
-            out.push_str(text.get(copied..at).unwrap_or_default());
-            out.push_str(replacement);
+            out.put(text.get(copied..at).unwrap_or_default());
+            out.put(replacement);
             copied = at + 1;
         }
     }
-    out.push_str(text.get(copied..).unwrap_or_default());
+    out.put(text.get(copied..).unwrap_or_default());
 }
 
 /// The built-in product cards of a zone as HTML: image, title, price, the was-price
@@ -118,7 +136,7 @@ pub fn write_cards<'a>(zone: &str, title: &str, cards: impl Iterator<Item = Card
 /// The built-in product cards of a zone onto `out`, written directly (the hot path of
 /// every browser request).
 pub fn write_cards_into<'a>(
-    out: &mut String,
+    out: &mut impl Sink,
     escaping: Escaping,
     zone: CardZone<'_>,
     cards: impl Iterator<Item = Card<'a>>,
@@ -132,7 +150,7 @@ pub fn write_cards_into<'a>(
 }
 
 /// The start of a zone's cards: its element, the style, its title, the list.
-pub fn open_zone(out: &mut String, escaping: Escaping, zone: CardZone<'_>) {
+pub fn open_zone(out: &mut impl Sink, escaping: Escaping, zone: CardZone<'_>) {
     markup(
         out,
         "<div class=\"vitrine-zone\" data-vitrine-zone=\"",
@@ -141,7 +159,7 @@ pub fn open_zone(out: &mut String, escaping: Escaping, zone: CardZone<'_>) {
     escape(out, zone.id, escaping);
     markup(out, "\">", escaping);
     if zone.style {
-        out.push_str(CARD_STYLE);
+        out.put(CARD_STYLE);
     }
     if !zone.title.is_empty() {
         markup(out, "<h3>", escaping);
@@ -154,7 +172,7 @@ pub fn open_zone(out: &mut String, escaping: Escaping, zone: CardZone<'_>) {
 /// What of a card is the product's alone (the same on every request until the product
 /// changes): up to its price.
 pub fn card_head(
-    out: &mut String,
+    out: &mut impl Sink,
     escaping: Escaping,
     id: &str,
     title: &str,
@@ -183,7 +201,7 @@ pub fn card_head(
 }
 
 /// The rest of a card: its price in the request's currency, the was-price on sale.
-pub fn card_tail(out: &mut String, escaping: Escaping, price: &str, was: Option<&str>) {
+pub fn card_tail(out: &mut impl Sink, escaping: Escaping, price: &str, was: Option<&str>) {
     escape(out, price, escaping);
     markup(out, "</span>", escaping);
     if let Some(was) = was {
@@ -233,7 +251,7 @@ impl crate::api::render::CardMarkup for CardInJson {
 }
 
 /// The end of a zone's cards.
-pub fn close_zone(out: &mut String, escaping: Escaping) {
+pub fn close_zone(out: &mut impl Sink, escaping: Escaping) {
     markup(out, "</ul></div>", escaping);
 }
 

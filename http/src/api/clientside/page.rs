@@ -22,6 +22,10 @@ use crate::config::Limits;
 use crate::error::ApiError;
 use crate::state::AppState;
 
+/// Bytes reserved after the serverside answer for the zones' HTML (with the answer's
+/// own room, two zones of ten cards fit).
+const HTML_ROOM: usize = 4 * 1024;
+
 pub(super) fn page(
     state: &AppState,
     visit: &Visit,
@@ -87,21 +91,38 @@ fn page_in(
     } else {
         Recording::Anonymous
     };
-    let answered = serverside::serve_and_write(entry, request, recording)?;
+    let answered = serverside::serve_and_write(entry, request, recording, HTML_ROOM)?;
     let page = html::Page {
         url: text("currentUrl").unwrap_or_default(),
         currency: answered.currency.code(),
     };
-    let html = zones_html(visit, &answered, page)?;
-    let Answered { mut reply, .. } = answered;
-    // The serverside answer with `"html": {zone id: its HTML, or null}` added.
+    let Answered {
+        mut reply,
+        outcome,
+        html,
+        currency,
+    } = answered;
+    // The serverside answer with `"html": {zone id: its HTML, or null}` added, written
+    // onto it.
     if reply.body.last() == Some(&b'}') {
         reply.body.pop();
         reply.body.extend_from_slice(b",\"html\":");
-        reply.body.extend_from_slice(html.as_bytes());
+        let filled = Filled {
+            outcome: &outcome,
+            html: &html,
+            currency,
+        };
+        zones_html(visit, &filled, page, &mut reply.body)?;
         reply.body.push(b'}');
     }
     Ok(reply)
+}
+
+/// What a served request filled, for its zones' HTML.
+struct Filled<'a> {
+    outcome: &'a vitrine_engine::account::ServeOutcome,
+    html: &'a [Option<String>],
+    currency: vitrine_engine::money::Currency,
 }
 
 /// `page`: the page's product and category, as the `page_view` they stand for.
@@ -140,14 +161,14 @@ fn page_context<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -
 /// the account's own card template) by their templates.
 fn zones_html(
     visit: &Visit,
-    answered: &Answered,
+    answered: &Filled<'_>,
     page: html::Page<'_>,
-) -> Result<String, ApiError> {
+    out: &mut Vec<u8>,
+) -> Result<(), ApiError> {
     let entry = &visit.entry;
     let cards = &entry.clientside.cards;
-    let outcome = &answered.outcome;
-    let mut out = String::with_capacity(8 * 1024);
-    out.push('{');
+    let outcome = answered.outcome;
+    out.push(b'{');
     let mut written: Vec<&str> = Vec::with_capacity(outcome.zones.len());
     let mut styled = false;
     let texts = entry.rendering().texts.of(&outcome.catalogue);
@@ -160,15 +181,15 @@ fn zones_html(
             continue;
         }
         if !written.is_empty() {
-            out.push(',');
+            out.push(b',');
         }
         written.push(&spec.id);
-        push_json(&mut out, &spec.id);
-        out.push(':');
+        push_json(out, &spec.id);
+        out.push(b':');
         let kind = render::zone_type(outcome, zone, spec);
         if kind == ZoneKind::RecommenderProduct.name() && !cards.has_own_card() {
             if zone.items.is_empty() {
-                out.push_str("null");
+                out.extend_from_slice(b"null");
                 continue;
             }
             let card_zone = html::CardZone {
@@ -177,9 +198,9 @@ fn zones_html(
                 style: !styled,
             };
             styled = true;
-            out.push('"');
-            built_in_cards(&mut out, &texts, card_zone, zone);
-            out.push('"');
+            out.push(b'"');
+            built_in_cards(out, &texts, card_zone, zone);
+            out.push(b'"');
             continue;
         }
         let templated = html::Zone {
@@ -197,23 +218,23 @@ fn zones_html(
         let html = cards.zone_html(&templated, page).map_err(|e| {
             ApiError::Internal(format!("zone {:?}: the template failed: {e}", spec.id))
         })?;
-        push_json(&mut out, &html);
+        push_json(out, &html);
     }
-    out.push('}');
-    Ok(out)
+    out.push(b'}');
+    Ok(())
 }
 
 /// A value as JSON onto `out`.
-fn push_json(out: &mut String, value: &(impl serde::Serialize + ?Sized)) {
-    // Strings and options of strings always serialize.
-    out.push_str(&serde_json::to_string(value).unwrap_or_default());
+fn push_json(out: &mut Vec<u8>, value: &(impl serde::Serialize + ?Sized)) {
+    // Writing strings, or options of them, into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// A product zone as the built-in cards, as JSON string contents: each product's
 /// markup kept with its text (written once per product, catalogue version and
 /// currency), an account or group price written now.
 fn built_in_cards(
-    out: &mut String,
+    out: &mut Vec<u8>,
     texts: &ProductTexts,
     card_zone: html::CardZone<'_>,
     zone: &RenderedZone,
@@ -222,8 +243,8 @@ fn built_in_cards(
     html::open_zone(out, escaping, card_zone);
     for item in &zone.items {
         texts.with_card(item, &html::CardInJson, |head, prices| {
-            out.push_str(head);
-            out.push_str(prices);
+            out.extend_from_slice(head.as_bytes());
+            out.extend_from_slice(prices.as_bytes());
         });
     }
     html::close_zone(out, escaping);

@@ -61,15 +61,18 @@ pub fn response(
     currency: Currency,
     rendering: Rendering<'_>,
 ) -> Vec<u8> {
-    written(outcome, errors, currency, rendering).body
+    written(outcome, errors, currency, rendering, 0).body
 }
 
-/// The response body of a served request, with its html zones' HTML.
+/// The response body of a served request, with its html zones' HTML; `room` is
+/// reserved after it for what the caller appends (the browser's HTML), so that the body
+/// is not copied to grow.
 pub fn written(
     outcome: &ServeOutcome,
     mut errors: Vec<String>,
     currency: Currency,
     rendering: Rendering<'_>,
+    room: usize,
 ) -> Written {
     let catalogue = &outcome.catalogue;
     let texts = rendering.texts.of(catalogue);
@@ -116,7 +119,7 @@ pub fn written(
             })
         })
         .collect();
-    let mut out = Vec::with_capacity(RESPONSE_CAPACITY);
+    let mut out = Vec::with_capacity(RESPONSE_CAPACITY + room);
     out.extend_from_slice(b"{\"visitorId\":");
     write_json(&mut out, outcome.visitor_id());
     out.extend_from_slice(b",\"sessionId\":");

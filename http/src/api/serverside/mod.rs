@@ -132,11 +132,13 @@ pub struct Answered {
 }
 
 /// Serves a valid request for an account and writes its answer: the tail every served
-/// request shares, from a store's server or a browser.
+/// request shares, from a store's server or a browser (`room`: bytes to reserve after
+/// the answer for what the caller appends).
 pub fn serve_and_write(
     entry: &std::sync::Arc<crate::state::AccountEntry>,
     request: ServeRequest,
     recording: Recording,
+    room: usize,
 ) -> Result<Answered, ApiError> {
     let currency = request.currency.unwrap_or(entry.config.default_currency);
     // Erased identities stripped, events applied, zones filled, then the events logged
@@ -150,7 +152,7 @@ pub fn serve_and_write(
     };
     let notices = outcome.notices.iter().map(notice_message).collect();
     let logged = recording == Recording::Tracked && !outcome.served.tracked.events.is_empty();
-    let written = render::written(&outcome, notices, currency, entry.rendering());
+    let written = render::written(&outcome, notices, currency, entry.rendering(), room);
     Ok(Answered {
         reply: Reply {
             window: logged.then(|| LossWindow(std::sync::Arc::clone(&entry.jobs))),
@@ -191,7 +193,7 @@ pub fn handle<V: JsonValue>(
         let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
         request.context = request_context(text("userAgent"), text("referer"), text("currentUrl"));
     }
-    Ok(serve_and_write(&entry, request, Recording::Tracked)?.reply)
+    Ok(serve_and_write(&entry, request, Recording::Tracked, 0)?.reply)
 }
 
 /// Validates everything but the credentials.
