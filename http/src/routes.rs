@@ -1,9 +1,27 @@
 //! The routing table: every endpoint of the contract and the routes beside it, with its
 //! path, method, `rate_limits` name and position (metrics and rate limiters index by it).
 
-/// The endpoints of the contract, plus routes outside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
+/// Declares [`Endpoint`] and [`Endpoint::ALL`] from one list, so that the list holds
+/// every variant in declaration order (rate limiters and metrics are built in its
+/// order and found by [`Endpoint::index`]).
+macro_rules! endpoints {
+    ($($(#[$doc:meta])* $variant:ident,)*) => {
+        /// The endpoints of the contract, plus routes outside it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Endpoint {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Endpoint {
+            /// Every endpoint, in declaration order ([`Endpoint::index`] is a position
+            /// in it).
+            pub const ALL: [Endpoint; [$(Endpoint::$variant),*].len()] =
+                [$(Endpoint::$variant),*];
+        }
+    };
+}
+
+endpoints! {
     /// `POST /api/serverside`
     Serverside,
     /// `POST /api/productfeed`
@@ -99,37 +117,6 @@ impl Endpoint {
             .unwrap_or(Endpoint::Unrouted);
         (endpoint, None)
     }
-
-    /// Every endpoint, in declaration order ([`Endpoint::index`] is a position in it).
-    pub const ALL: [Endpoint; 27] = [
-        Endpoint::Serverside,
-        Endpoint::ProductFeed,
-        Endpoint::Delta,
-        Endpoint::DeltaStatus,
-        Endpoint::ProductFeedStatus,
-        Endpoint::Forget,
-        Endpoint::ProductDelta,
-        Endpoint::ProductDeltaStatus,
-        Endpoint::FeedCreate,
-        Endpoint::FeedAppend,
-        Endpoint::FeedClose,
-        Endpoint::PluginValidate,
-        Endpoint::PluginDashboard,
-        Endpoint::PluginDelete,
-        Endpoint::PluginFeedback,
-        Endpoint::PluginSignupRequest,
-        Endpoint::PluginSignupStatus,
-        Endpoint::PluginAddStore,
-        Endpoint::NextStepsComplete,
-        Endpoint::Health,
-        Endpoint::Metrics,
-        Endpoint::OpenApi,
-        Endpoint::Admin,
-        Endpoint::ClientScript,
-        Endpoint::ClientSide,
-        Endpoint::ClientClick,
-        Endpoint::Unrouted,
-    ];
 
     /// The endpoint's path, as metrics and logs name it (`other` for unrouted paths,
     /// whose paths are the client's choice).
@@ -239,5 +226,32 @@ impl Endpoint {
             | Endpoint::ClientScript => http::Method::GET,
             _ => http::Method::POST,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_endpoint_sits_at_its_index_and_routes_back_to_itself() {
+        for (at, endpoint) in Endpoint::ALL.into_iter().enumerate() {
+            assert_eq!(endpoint.index(), at, "{endpoint:?}");
+            match endpoint {
+                Endpoint::Unrouted => {}
+                Endpoint::ClientScript => {
+                    assert_eq!(Endpoint::route("/k/cs.js"), (endpoint, Some("k")));
+                }
+                Endpoint::ClientSide => {
+                    assert_eq!(Endpoint::route("/api/clientside/k"), (endpoint, Some("k")));
+                }
+                Endpoint::ClientClick => {
+                    let path = "/api/clientside/k/click";
+                    assert_eq!(Endpoint::route(path), (endpoint, Some("k")));
+                }
+                _ => assert_eq!(Endpoint::of_path(endpoint.name()), endpoint),
+            }
+        }
+        assert_eq!(Endpoint::of_path("/nowhere"), Endpoint::Unrouted);
     }
 }

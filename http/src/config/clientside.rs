@@ -8,6 +8,16 @@ use super::accounts::rate_limit;
 use super::file::{FileClientside, FileRateLimit};
 use super::{Invalid, RateLimit, within};
 
+/// `consent`: whether the browser script waits for the page's consent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsentPolicy {
+    /// `"none"`: the script tracks from the start.
+    None,
+    /// `"required"`: nothing kept or sent but what fills the zones until
+    /// `_pc('consent', true)`.
+    Required,
+}
+
 /// `[accounts.clientside]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientsideConfig {
@@ -15,7 +25,7 @@ pub struct ClientsideConfig {
     /// endpoint; none: browser requests are refused.
     pub allowed_origins: Vec<String>,
     /// Whether the script keeps and sends nothing until the page gives consent.
-    pub consent_required: bool,
+    pub consent: ConsentPolicy,
     /// The product-card template (minijinja) replacing the built-in one, read at load.
     pub card_template: Option<String>,
     /// Requests per client IP address.
@@ -32,7 +42,7 @@ impl Default for ClientsideConfig {
     fn default() -> ClientsideConfig {
         ClientsideConfig {
             allowed_origins: Vec::new(),
-            consent_required: false,
+            consent: ConsentPolicy::None,
             card_template: None,
             per_ip: RateLimit {
                 per_second: 20,
@@ -89,9 +99,9 @@ pub(super) fn clientside(
         }
         origins.push(origin);
     }
-    let consent_required = match file.consent.as_deref() {
-        None | Some("none") => false,
-        Some("required") => true,
+    let consent = match file.consent.as_deref() {
+        None | Some("none") => ConsentPolicy::None,
+        Some("required") => ConsentPolicy::Required,
         Some(other) => {
             return Err(Invalid::at(
                 key("consent"),
@@ -122,7 +132,7 @@ pub(super) fn clientside(
     };
     Ok(ClientsideConfig {
         allowed_origins: origins,
-        consent_required,
+        consent,
         card_template,
         per_ip: limit(&file.per_ip, "per_ip", defaults.per_ip)?,
         per_visitor: limit(&file.per_visitor, "per_visitor", defaults.per_visitor)?,

@@ -25,7 +25,7 @@ mod server;
 mod zones;
 
 pub use accounts::{AccountConfig, RateLimit};
-pub use clientside::ClientsideConfig;
+pub use clientside::{ClientsideConfig, ConsentPolicy};
 pub use cluster::ClusterConfig;
 pub use listeners::{SftpConfig, TlsConfig};
 pub use server::{

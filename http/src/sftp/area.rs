@@ -148,15 +148,23 @@ fn failure(message: impl Into<String>) -> StatusReply {
     StatusCode::Failure.with_message(message)
 }
 
-/// The target of `path` (absolute, or relative to `/`). `..` stays at `/` when
-/// `clamp` (as a chroot would for `realpath`); otherwise a path through `..` is
-/// refused.
-fn target(path: &str, clamp: bool) -> Result<Target, StatusReply> {
+/// What a path's `..` may do above the area's root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AboveRoot {
+    /// Stay at `/` (as a chroot would for `realpath`).
+    Clamp,
+    /// Refuse the path.
+    Refuse,
+}
+
+/// The target of `path` (absolute, or relative to `/`); a `..` above `/` does as
+/// `above_root` says.
+fn target(path: &str, above_root: AboveRoot) -> Result<Target, StatusReply> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
             "" | "." => {}
-            ".." if clamp => {
+            ".." if above_root == AboveRoot::Clamp => {
                 parts.pop();
             }
             ".." => return Err(denied("outside your upload area")),
@@ -237,7 +245,7 @@ impl Area {
     }
 
     fn attrs_of(&self, path: &str) -> Result<FileAttributes, StatusReply> {
-        match target(path, true)? {
+        match target(path, AboveRoot::Clamp)? {
             Target::Root => Ok(dir_attrs()),
             Target::File(name) => self
                 .shared
@@ -305,7 +313,7 @@ impl russh_sftp::server::Handler for Area {
     }
 
     async fn realpath(&mut self, id: u32, path: String) -> Result<Name, Self::Error> {
-        let resolved = match target(&path, true)? {
+        let resolved = match target(&path, AboveRoot::Clamp)? {
             Target::Root => "/".to_owned(),
             Target::File(name) => format!("/{name}"),
         };
@@ -343,7 +351,7 @@ impl russh_sftp::server::Handler for Area {
     }
 
     async fn opendir(&mut self, id: u32, path: String) -> Result<Handle, Self::Error> {
-        if target(&path, true)? != Target::Root {
+        if target(&path, AboveRoot::Clamp)? != Target::Root {
             return Err(StatusCode::NoSuchFile.with_message("the upload area has no directories"));
         }
         let handle = self.handle('d');
@@ -379,7 +387,7 @@ impl russh_sftp::server::Handler for Area {
         if !pflags.contains(OpenFlags::WRITE) || pflags.contains(OpenFlags::READ) {
             return Err(denied("files here can be written, not read: uploads only"));
         }
-        let Target::File(name) = target(&filename, false)? else {
+        let Target::File(name) = target(&filename, AboveRoot::Refuse)? else {
             return Err(denied("not a file"));
         };
         if !valid_name(&name) {
@@ -478,7 +486,7 @@ impl russh_sftp::server::Handler for Area {
         _attrs: FileAttributes,
     ) -> Result<Status, Self::Error> {
         // Clients set times and modes after an upload: accepted, and nothing to keep.
-        target(&path, false)?;
+        target(&path, AboveRoot::Refuse)?;
         Ok(ok(id))
     }
 
@@ -526,22 +534,25 @@ mod tests {
 
     #[test]
     fn paths_stay_inside_the_area() {
-        assert_eq!(target("/", false), Ok(Target::Root));
-        assert_eq!(target(".", false), Ok(Target::Root));
+        assert_eq!(target("/", AboveRoot::Refuse), Ok(Target::Root));
+        assert_eq!(target(".", AboveRoot::Refuse), Ok(Target::Root));
         assert_eq!(
-            target("/./feed.json", false),
+            target("/./feed.json", AboveRoot::Refuse),
             Ok(Target::File("feed.json".into()))
         );
         assert_eq!(
-            target("feed.json", false),
+            target("feed.json", AboveRoot::Refuse),
             Ok(Target::File("feed.json".into()))
         );
-        assert!(target("../feed.json", false).is_err());
-        assert!(target("/a/../../etc/passwd", false).is_err());
-        assert!(target("/etc/passwd", false).is_err());
+        assert!(target("../feed.json", AboveRoot::Refuse).is_err());
+        assert!(target("/a/../../etc/passwd", AboveRoot::Refuse).is_err());
+        assert!(target("/etc/passwd", AboveRoot::Refuse).is_err());
         // realpath keeps a climb at the root, as a chroot does.
-        assert_eq!(target("/../..", true), Ok(Target::Root));
-        assert_eq!(target("../x.json", true), Ok(Target::File("x.json".into())));
+        assert_eq!(target("/../..", AboveRoot::Clamp), Ok(Target::Root));
+        assert_eq!(
+            target("../x.json", AboveRoot::Clamp),
+            Ok(Target::File("x.json".into()))
+        );
     }
 
     #[test]

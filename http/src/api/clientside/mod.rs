@@ -196,11 +196,10 @@ pub fn serve_script(state: &AppState, key: &str, headers: &HeaderMap) -> Reply {
             "/* vitrine: the request has no usable Host header */\n".to_owned(),
         );
     };
-    let rendered =
-        entry
-            .clientside
-            .scripts
-            .of(&key, host, entry.config.clientside.consent_required);
+    let rendered = entry
+        .clientside
+        .scripts
+        .of(&key, host, entry.config.clientside.consent);
     let accepted = text(headers, header::ACCEPT_ENCODING);
     script::reply(
         &rendered,

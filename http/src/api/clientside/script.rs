@@ -17,6 +17,7 @@ use http::StatusCode;
 use sha2::{Digest, Sha256};
 
 use crate::api::Reply;
+use crate::config::ConsentPolicy;
 
 /// The script, with `__VITRINE_ARGS__` where the account's settings go.
 pub const SCRIPT: &str = include_str!("../../../assets/cs.js");
@@ -94,16 +95,16 @@ pub struct Scripts {
 impl Scripts {
     /// The script of `access_key` for `host`: the kept one, or rendered now (and kept
     /// while fewer than [`MAX_HOSTS`] are).
-    pub fn of(&self, access_key: &str, host: &str, consent_required: bool) -> Arc<Rendered> {
+    pub fn of(&self, access_key: &str, host: &str, consent: ConsentPolicy) -> Arc<Rendered> {
         if let Some(kept) = self.by_host.get(host) {
             return Arc::clone(&kept);
         }
         if self.by_host.len() >= MAX_HOSTS {
             // Not kept: the text alone, so that a stream of made-up hosts costs no
             // compression.
-            return Arc::new(render_text(access_key, host, consent_required));
+            return Arc::new(render_text(access_key, host, consent));
         }
-        let rendered = Arc::new(render(access_key, host, consent_required));
+        let rendered = Arc::new(render(access_key, host, consent));
         self.by_host.insert(host.to_owned(), Arc::clone(&rendered));
         rendered
     }
@@ -135,8 +136,8 @@ pub fn is_host(host: &str) -> bool {
 }
 
 /// The script of the account `access_key` served from `host`, with its compressed forms.
-pub fn render(access_key: &str, host: &str, consent_required: bool) -> Rendered {
-    let mut rendered = render_text(access_key, host, consent_required);
+pub fn render(access_key: &str, host: &str, consent: ConsentPolicy) -> Rendered {
+    let mut rendered = render_text(access_key, host, consent);
     rendered.gzip = {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         // Writing into a Vec cannot fail.
@@ -156,7 +157,8 @@ pub fn render(access_key: &str, host: &str, consent_required: bool) -> Rendered 
 }
 
 /// The script's text and tag, without compressed forms.
-fn render_text(access_key: &str, host: &str, consent_required: bool) -> Rendered {
+fn render_text(access_key: &str, host: &str, consent: ConsentPolicy) -> Rendered {
+    let consent_required = consent == ConsentPolicy::Required;
     let args = format!(
         "{}, {}, {consent_required}",
         js_string(access_key),
@@ -246,15 +248,18 @@ mod tests {
 
     #[test]
     fn the_script_carries_the_accounts_settings_and_a_tag_of_its_text() {
-        let a = render("shop-1", "vitrine.example:7480", false);
+        let a = render("shop-1", "vitrine.example:7480", ConsentPolicy::None);
         assert!(
             a.text
                 .contains(r#"})("shop-1", "//vitrine.example:7480/", false);"#)
         );
         assert!(!a.text.contains("__VITRINE_ARGS__"));
-        let b = render("shop-1", "vitrine.example:7480", true);
+        let b = render("shop-1", "vitrine.example:7480", ConsentPolicy::Required);
         assert_ne!(a.etag, b.etag);
-        assert_eq!(a, render("shop-1", "vitrine.example:7480", false));
+        assert_eq!(
+            a,
+            render("shop-1", "vitrine.example:7480", ConsentPolicy::None)
+        );
         assert!(matches(&format!("W/{}, \"x\"", a.etag), &a.etag));
         assert!(!matches("\"x\"", &a.etag));
         assert!(js_string("</script>").contains("\\u003c/script\\u003e"));
@@ -265,7 +270,7 @@ mod tests {
 
     #[test]
     fn both_compressed_forms_decompress_to_the_text() {
-        let a = render("shop-1", "vitrine.example", false);
+        let a = render("shop-1", "vitrine.example", ConsentPolicy::None);
         let mut gunzipped = String::new();
         flate2::read::GzDecoder::new(&a.gzip[..])
             .read_to_string(&mut gunzipped)
@@ -291,13 +296,16 @@ mod tests {
     #[test]
     fn an_account_keeps_one_script_per_host_and_no_more_than_the_bound() {
         let scripts = Scripts::default();
-        let a = scripts.of("k", "a.example", false);
-        assert!(Arc::ptr_eq(&a, &scripts.of("k", "a.example", false)));
+        let a = scripts.of("k", "a.example", ConsentPolicy::None);
+        assert!(Arc::ptr_eq(
+            &a,
+            &scripts.of("k", "a.example", ConsentPolicy::None)
+        ));
         for i in 0..MAX_HOSTS * 2 {
-            scripts.of("k", &format!("h{i}.example"), false);
+            scripts.of("k", &format!("h{i}.example"), ConsentPolicy::None);
         }
         assert_eq!(scripts.kept(), MAX_HOSTS);
-        let unkept = scripts.of("k", "another.example", false);
+        let unkept = scripts.of("k", "another.example", ConsentPolicy::None);
         assert!(unkept.brotli.is_empty());
         let reply = reply(&unkept, None, Encoding::Brotli);
         assert_eq!(reply.body, unkept.text.as_bytes());
