@@ -40,6 +40,20 @@ enum Command {
         #[arg(long, value_name = "DIR", env = "VITRINE_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Ask a running server's `/healthz` (a container's health check): exit 0 when it
+    /// answers 200, 1 otherwise.
+    Health {
+        /// The server's health URL (plain HTTP).
+        #[arg(
+            long,
+            value_name = "URL",
+            default_value = "http://127.0.0.1:7480/healthz"
+        )]
+        url: String,
+        /// Seconds to wait for the answer.
+        #[arg(long, value_name = "SECS", default_value_t = 5)]
+        timeout: u64,
+    },
     /// Validate a configuration file without starting: prints `FILE: ok`, or the error
     /// `vitrine serve` would print, and exits 2.
     CheckConfig {
@@ -161,6 +175,10 @@ fn main() -> ExitCode {
                 Err(error) => fail(&format!("{error:#}"), 1),
             }
         }
+        Command::Health { url, timeout } => match health(&url, timeout) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => fail(&format!("{error:#}"), 1),
+        },
         Command::CheckConfig { file } => match config::load_file(&file, &Overrides::default()) {
             Ok(_) => {
                 println!("{}: ok", file.display());
@@ -369,6 +387,11 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 .context("writing the ready line")?;
             stdout.flush().context("writing the ready line")?;
         }
+        // Under systemd with `Type=notify` (deploy/vitrine.service): ready now; a no-op
+        // elsewhere.
+        if let Err(error) = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]) {
+            tracing::warn!(%error, "could not tell systemd the server is ready");
+        }
         let listeners = vitrine_http::server::Listeners {
             main: listener,
             feed_streams,
@@ -376,6 +399,7 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
             tls,
         };
         vitrine_http::server::serve(listeners, Arc::clone(&state), shutdown).await;
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
         if let Some(sftp) = sftp {
             // Uploads still open are abandoned, never applied.
             sftp.abort();
@@ -384,6 +408,45 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// `vitrine health`: a GET of `url` (`http://HOST:PORT/PATH`) that must answer 200.
+fn health(url: &str, timeout: u64) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("{url:?} is not an http:// URL"))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let timeout = std::time::Duration::from_secs(timeout.max(1));
+    let addr = authority
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {authority}"))?
+        .next()
+        .with_context(|| format!("{authority} has no address"))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .with_context(|| format!("connecting to {authority}"))?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream
+        .take(64 * 1024)
+        .read_to_end(&mut answer)
+        .context("reading the answer")?;
+    let status = String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    anyhow::ensure!(
+        status.split_whitespace().nth(1) == Some("200"),
+        "{url} answered {status:?}"
+    );
+    Ok(())
 }
 
 /// Registers SIGINT and SIGTERM handlers now (so that a signal arriving right after the

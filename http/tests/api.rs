@@ -51,6 +51,8 @@ mod crash;
 mod delta;
 #[path = "api/deltas.rs"]
 mod deltas;
+#[path = "api/deploy.rs"]
+mod deploy;
 #[path = "api/dotnet.rs"]
 mod dotnet;
 #[path = "api/feeds.rs"]
