@@ -445,9 +445,9 @@ async fn handle(
         Err(error) => Err(error),
     };
     let mut response = match answered {
-        Ok(reply) => reply_response(reply),
+        Ok(reply) => reply_response(reply, &cors),
         Err(error) => {
-            let response = error_response(endpoint, &error);
+            let response = error_response(endpoint, &error, &cors);
             if response.status().is_server_error() {
                 tracing::error!(
                     endpoint = endpoint.name(),
@@ -459,7 +459,6 @@ async fn handle(
             response
         }
     };
-    cors.apply(response.headers_mut());
     let took = started.elapsed();
     state.metrics.observe(endpoint, response.status(), took);
     let millis = took.as_secs_f64() * 1000.0;
@@ -628,7 +627,8 @@ fn dispatch(
     }
 }
 
-fn reply_response(reply: Reply) -> Response<Full<Bytes>> {
+/// An answer, with its CORS headers.
+fn reply_response(reply: Reply, cors: &Cors) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(reply.body)));
     *response.status_mut() = reply.status;
     response.headers_mut().insert(
@@ -640,10 +640,14 @@ fn reply_response(reply: Reply) -> Response<Full<Bytes>> {
             response.headers_mut().insert(name, value);
         }
     }
+    cors.apply(response.headers_mut());
     response
 }
 
-fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>> {
+/// An error as its endpoint answers it: the one place every error, from every door,
+/// gets its status, body and headers (`Allow`, `WWW-Authenticate`, `Retry-After`,
+/// `Connection: close` after a 413, and the CORS headers its origin is allowed).
+fn error_response(endpoint: Endpoint, error: &ApiError, cors: &Cors) -> Response<Full<Bytes>> {
     let status = error.status(endpoint);
     let mut response = Response::new(Full::new(Bytes::from(error.body(endpoint))));
     *response.status_mut() = status;
@@ -673,6 +677,7 @@ fn error_response(endpoint: Endpoint, error: &ApiError) -> Response<Full<Bytes>>
         // The rest of the body is not read; the connection cannot be reused.
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
+    cors.apply(headers);
     response
 }
 
@@ -685,13 +690,17 @@ mod tests {
     #[test]
     fn a_503_carries_retry_after() {
         let error = ApiError::from(SubmitError::Closed);
-        let response = error_response(Endpoint::Delta, &error);
+        let response = error_response(Endpoint::Delta, &error, &Cors::NotBrowser);
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             response.headers().get(header::RETRY_AFTER),
             Some(&HeaderValue::from(crate::error::RETRY_AFTER_SECS))
         );
-        let internal = error_response(Endpoint::Delta, &ApiError::Internal("x".into()));
+        let internal = error_response(
+            Endpoint::Delta,
+            &ApiError::Internal("x".into()),
+            &Cors::NotBrowser,
+        );
         assert!(internal.headers().get(header::RETRY_AFTER).is_none());
     }
 }

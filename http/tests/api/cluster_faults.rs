@@ -284,58 +284,6 @@ fn a_follower_killed_under_always_records_every_write_everywhere_or_nowhere() {
     assert!(!outcomes.acked.is_empty(), "{outcomes:?}");
 }
 
-/// The run as a new user tried it: under `always`, orders on A and B while the
-/// stream's follower is SIGKILLed and restarted, then a quorum loss (two NATS servers
-/// stopped and restarted), then node C joins with an empty data directory from the
-/// cluster's snapshot set: C holds exactly what A and B hold.
-#[test]
-fn a_node_joining_after_a_follower_kill_and_a_quorum_loss_under_always_holds_every_order() {
-    let (a, b, mut nats, outcomes) =
-        kill_under_orders("events_fsync = \"always\"\n", true, Victim::Follower);
-    let leader = wait_for("the stream's leader", REPLICATED, || {
-        nats.stream_leader(&stream())
-    });
-    let (first, second) = ((leader + 1) % 3, (leader + 2) % 3);
-    nats.kill9(first);
-    nats.kill9(second);
-    nats.restart(first).expect("a NATS server restarts");
-    nats.restart(second).expect("a NATS server restarts");
-    // A snapshot set taken after everything, then the join.
-    settled(&a);
-    settled(&b);
-    let sets_before = a.log().matches("cluster snapshot stored").count()
-        + b.log().matches("cluster snapshot stored").count();
-    wait_for("a snapshot set stored after the faults", REPLICATED, || {
-        let sets = a.log().matches("cluster snapshot stored").count()
-            + b.log().matches("cluster snapshot stored").count();
-        (sets >= sets_before + 2).then_some(())
-    });
-    let c = Server::with_config(&with_snapshots(config_with(
-        &nats,
-        "c",
-        "events_fsync = \"always\"\n",
-    )));
-    let recorded = outcomes.recorded();
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "a few thousand orders are exact in an f64"
-    )]
-    let expected = recorded.len() as f64;
-    // Counted at the ready line, before the presence check (which records what is
-    // missing).
-    assert_eq!(
-        gauge(&c, "vitrine_orders_known"),
-        expected,
-        "C counts exactly the orders A and B hold"
-    );
-    let present = present_orders(&c, &recorded);
-    let missing: Vec<&String> = recorded.iter().filter(|o| !present.contains(o)).collect();
-    assert!(missing.is_empty(), "C lacks {missing:?}");
-    wait_for("the joining node's zones agree", REPLICATED, || {
-        (category(&c) == category(&b) && category(&a) == category(&b)).then_some(())
-    });
-}
-
 /// One order through `server`: its status and body.
 fn order(server: &Server, visitor: &str, order_id: &str) -> (u16, String) {
     let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
