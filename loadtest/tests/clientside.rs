@@ -467,8 +467,16 @@ async fn store_pages_track_and_fill_their_zones_in_a_real_browser() {
     browser.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_five_minutes() {
+/// A Vitrine server, a store serving the fixture pages from the origin it allows, and a
+/// Chromium session.
+struct Shop {
+    server: TestServer,
+    store: SocketAddr,
+    driver: browser::Driver,
+    browser: Client,
+}
+
+async fn shop() -> Shop {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let store = listener.local_addr().unwrap();
     let server = TestServer::start(
@@ -491,6 +499,23 @@ async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_
         .connect(&driver.url)
         .await
         .expect("a Chromium session");
+    Shop {
+        server,
+        store,
+        driver,
+        browser,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_five_minutes() {
+    let Shop {
+        server,
+        store,
+        driver,
+        browser,
+    } = shop().await;
+    let addr = server.addr();
     browser
         .goto(&format!("http://{store}/magento-home-twice.html"))
         .await
@@ -579,28 +604,13 @@ async fn a_loader_included_twice_sends_one_request_and_the_session_cookie_lasts_
 /// page's events go, and tracking starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_consent_only_what_fills_the_zones_leaves_the_page() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let store = listener.local_addr().unwrap();
-    let server = TestServer::start(
-        Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
-            .with_file_name("vitrine")
-            .as_path(),
-        Some(&config(&format!("http://{store}"))),
-    )
-    .unwrap();
+    let Shop {
+        server,
+        store,
+        driver,
+        browser,
+    } = shop().await;
     let addr = server.addr();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_page(stream, addr));
-        }
-    });
-    let driver = tokio::task::block_in_place(browser::Driver::start)
-        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
-    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(browser::chromium(1200, 1600))
-        .connect(&driver.url)
-        .await
-        .expect("a Chromium session");
     let before = visitors(addr, CONSENT_KEY);
     browser
         .goto(&format!(
