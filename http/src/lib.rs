@@ -38,6 +38,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod metrics;
+mod respond;
 pub mod routes;
 pub mod server;
 pub mod sftp;

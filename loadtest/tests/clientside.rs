@@ -189,32 +189,16 @@ fn strings(value: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_pages_track_and_fill_their_zones_in_a_real_browser() {
-    // The store's origin is known before the server starts: its listener is bound first.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let store = listener.local_addr().unwrap();
-    let origin = format!("http://{store}");
-    let server = TestServer::start(
-        Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
-            .with_file_name("vitrine")
-            .as_path(),
-        Some(&config(&origin)),
-    )
-    .unwrap();
+    let Shop {
+        server,
+        store,
+        // Kept to the end: dropping it stops chromedriver.
+        driver: _driver,
+        browser,
+    } = shop().await;
     let addr = server.addr();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_page(stream, addr));
-        }
-    });
+    // A store the account does not allow.
     let other = store_server(addr);
-
-    let driver = tokio::task::block_in_place(browser::Driver::start)
-        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
-    let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(browser::chromium(1200, 1600))
-        .connect(&driver.url)
-        .await
-        .expect("a Chromium session");
 
     // A WooCommerce product page: page view, product view, customer details and basket.
     let product_page = format!("http://{store}/woocommerce-product.html");
@@ -477,6 +461,7 @@ struct Shop {
 }
 
 async fn shop() -> Shop {
+    // The store's origin is known before the server starts: its listener is bound first.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let store = listener.local_addr().unwrap();
     let server = TestServer::start(
