@@ -23,6 +23,7 @@ use vitrine_testkit::ExperimentToml;
 
 mod args;
 mod report;
+mod window;
 
 pub(crate) use args::RunArgs;
 pub(crate) use report::{Machine, Percentiles, PhaseReport, Report, TargetReport};
@@ -313,6 +314,7 @@ async fn measure(
     let prober = probe.map(|probe| tokio::spawn(crate::lag::probe(probe, Arc::clone(&control))));
     let mut driver = Some(driver);
     let idle_started;
+    let mut waits_before = None;
     let mut finished = None;
     if args.sessions.is_some() {
         // Every request is measured; the run ends when each connection's sessions do.
@@ -323,11 +325,18 @@ async fn measure(
         }
     } else {
         tokio::time::sleep(Duration::from_secs(args.warmup)).await;
+        waits_before = window::window_waits(authorities).await;
         control.set_phase(Phase::Idle);
         idle_started = Instant::now();
         tokio::time::sleep(Duration::from_secs(args.seconds)).await;
     }
     let idle_seconds = idle_started.elapsed().as_secs_f64();
+    let window_waits_per_second = match (waits_before, window::window_waits(authorities).await) {
+        (Some(before), Some(after)) if idle_seconds > 0.0 => {
+            Some(((after - before) / idle_seconds * 10.0).round() / 10.0)
+        }
+        _ => None,
+    };
     let mut ingest_outcome = None;
     if let Some(ingest) = ingest {
         control.set_phase(Phase::Ingest);
@@ -357,6 +366,7 @@ async fn measure(
         idle: PhaseReport::of(&recordings.idle, idle_seconds, open),
         during_ingest: ingest_seconds
             .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, open)),
+        window_waits_per_second: None,
     };
     let mut all = Recordings::new();
     for recorded in &recordings {
@@ -373,7 +383,10 @@ async fn measure(
         Vec::new()
     };
     Ok(Measured {
-        total: report(servers.join(","), &all),
+        total: TargetReport {
+            window_waits_per_second,
+            ..report(servers.join(","), &all)
+        },
         nodes,
         lag,
     })

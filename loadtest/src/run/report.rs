@@ -82,6 +82,10 @@ pub(crate) struct TargetReport {
     pub(crate) server: String,
     pub(crate) idle: PhaseReport,
     pub(crate) during_ingest: Option<PhaseReport>,
+    /// Answers per second that waited for an fsync during the measured seconds because
+    /// the log writer was behind its `interval` window (`None`: a server without the
+    /// counter, such as the bare baseline).
+    pub(crate) window_waits_per_second: Option<f64>,
 }
 
 /// The machine the run was on.
@@ -219,6 +223,9 @@ pub(super) fn print_report(report: &Report) {
 pub(super) fn print_target(label: &str, target: &TargetReport) {
     println!("{label} at {}", target.server);
     print_phase("idle", &target.idle);
+    if let Some(waits) = target.window_waits_per_second {
+        println!("    log window waits: {waits} per second");
+    }
     if let Some(phase) = &target.during_ingest {
         print_phase("during feed ingest", phase);
     }

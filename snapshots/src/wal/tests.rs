@@ -290,6 +290,29 @@ fn interval_policy_syncs_within_the_interval_without_further_appends() {
 }
 
 #[test]
+fn interval_policy_fsyncs_a_batch_as_soon_as_it_is_written_not_on_its_timer() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A window of ten minutes: its timer alone would sync after five.
+    let (wal, _) = Wal::open(config(
+        tmp.path(),
+        SyncPolicy::Interval(Duration::from_secs(600)),
+    ))
+    .unwrap();
+    for n in 0..3u8 {
+        wal.append(1, vec![n]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while wal.stats().synced_records.load(Ordering::Relaxed) < u64::from(n) + 1 {
+            assert!(
+                Instant::now() < deadline,
+                "record {n} not fsynced within a minute"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!wal.behind_window());
+    }
+}
+
+#[test]
 fn remove_before_keeps_segments_with_later_records() {
     let tmp = tempfile::tempdir().unwrap();
     let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
