@@ -211,7 +211,7 @@ fn holds_exactly(node: &str, server: &Server, outcomes: &Outcomes) {
 }
 
 /// The trending zone's products and their scores on `server`, by id.
-fn trending_scores(server: &Server) -> std::collections::BTreeMap<String, f64> {
+fn trending_scores(server: &Server) -> std::collections::BTreeMap<String, Option<f64>> {
     let path = format!("/admin/api/accounts/{KEY}/explain?zone=TR&visitor=browser");
     let auth = format!("Bearer {ADMIN}");
     let explained = request(server.addr, "GET", &path, b"", &[("authorization", &auth)]);
@@ -222,7 +222,7 @@ fn trending_scores(server: &Server) -> std::collections::BTreeMap<String, f64> {
         .iter()
         .map(|item| {
             let id = item["id"].as_str().unwrap_or_default().to_owned();
-            (id, item["score"].as_f64().unwrap_or(f64::NAN))
+            (id, item["score"].as_f64())
         })
         .collect()
 }
@@ -231,14 +231,17 @@ fn trending_scores(server: &Server) -> std::collections::BTreeMap<String, f64> {
 /// sums, which the nodes add in different orders (a node applies its own events first).
 /// One event counted twice, or missing, moves a score by far more.
 fn same_scores(
-    a: &std::collections::BTreeMap<String, f64>,
-    b: &std::collections::BTreeMap<String, f64>,
+    a: &std::collections::BTreeMap<String, Option<f64>>,
+    b: &std::collections::BTreeMap<String, Option<f64>>,
 ) -> bool {
+    let same = |x: &Option<f64>, y: &Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
     a.len() == b.len()
-        && a.iter().all(|(id, x)| {
-            b.get(id)
-                .is_some_and(|y| (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0))
-        })
+        && a.iter()
+            .all(|(id, x)| b.get(id).is_some_and(|y| same(x, y)))
 }
 
 /// The nodes' zones agree (rankings are rebuilt every second on each node): the same
