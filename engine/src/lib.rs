@@ -63,6 +63,7 @@ pub mod tuning;
 pub mod visitor;
 pub mod visits;
 pub mod zone;
+pub mod zone_cache;
 
 pub use account::{Account, AccountSettings, Evicted, MemoryBounds};
 pub use catalogue::{Catalogue, CatalogueBuilder, Product, ProductIdx};

@@ -526,6 +526,7 @@ fn open_account(
         None => (CatalogueBuilder::new().build()?, 0),
     };
     let account = Arc::new(Account::new(account_config.settings(), catalogue));
+    account.set_zone_cache_bytes(config.memory.zone_cache_bytes);
     let tuned = Arc::new(crate::tuned::TunedFile::restore(dir.clone(), &account));
     let (users, problems) = store::restore_users(&dir);
     for problem in &problems {

@@ -93,6 +93,8 @@ mod tls;
 mod tuning;
 #[path = "api/woocommerce.rs"]
 mod woocommerce;
+#[path = "api/zone_cache.rs"]
+mod zone_cache;
 #[path = "api/zones.rs"]
 mod zones;
 

@@ -38,6 +38,8 @@ mod tests;
 mod track;
 mod tune;
 mod visitor_view;
+#[cfg(test)]
+mod zone_cache_tests;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -146,7 +148,7 @@ struct Counter {
 }
 
 #[derive(Debug)]
-struct RankingsVersion {
+pub(crate) struct RankingsVersion {
     catalogue: Arc<Catalogue>,
     rankings: Rankings,
 }
@@ -212,6 +214,9 @@ pub struct Account {
     campaign_history: parking_lot::Mutex<CampaignHistory>,
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
     shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
+    /// Product zones that are the same for every visitor of a page
+    /// ([`crate::zone_cache`]).
+    zone_cache: crate::zone_cache::ZoneCache,
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
     /// are counted with them, categories, brands); cleared by a rebuild.
     models_stale: AtomicBool,
@@ -265,6 +270,7 @@ impl Account {
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
             shadows: parking_lot::RwLock::default(),
+            zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),
         }
     }
@@ -504,6 +510,37 @@ impl Account {
     /// Whether an order id has been recorded.
     pub fn has_order(&self, order_id: &str) -> bool {
         self.orders.read().contains_key(order_id)
+    }
+
+    /// Bounds the zone cache to `bytes` (0 turns it off; [`crate::zone_cache`]).
+    pub fn set_zone_cache_bytes(&self, bytes: usize) {
+        self.zone_cache.set_bound(bytes);
+    }
+
+    /// The zone cache's hits, misses and size.
+    pub fn zone_cache(&self) -> crate::zone_cache::ZoneCacheFigures {
+        self.zone_cache.figures()
+    }
+
+    /// The zone cache's generation for a request of these versions (`None` when the
+    /// cache is off, or the rankings are not the published ones: a request racing the
+    /// swap of a new base ranks it itself, and such rankings are its own).
+    fn zone_cache_generation(
+        &self,
+        settings: &Arc<AccountSettings>,
+        catalogue: &Arc<Catalogue>,
+        rankings: &Arc<RankingsVersion>,
+        neighbours: &Arc<Neighbours>,
+    ) -> Option<Arc<crate::zone_cache::Generation>> {
+        if !Arc::ptr_eq(rankings, &self.rankings.load()) {
+            return None;
+        }
+        self.zone_cache.generation(crate::zone_cache::Versions {
+            settings: Arc::clone(settings),
+            catalogue: Arc::clone(catalogue),
+            rankings: Arc::clone(rankings),
+            neighbours: Arc::clone(neighbours),
+        })
     }
 
     /// Rankings for the request's catalogue: the published ones when they index the same

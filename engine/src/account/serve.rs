@@ -21,10 +21,11 @@ use crate::models::{ProductKeys, TopNames};
 use crate::money::Currency;
 use crate::recommend::NoTrace;
 pub use crate::recommend::RenderedItem;
-use crate::recommend::{Context, ZoneItems, fill_zone};
+use crate::recommend::{Context, ZoneItems};
 use crate::state::{Served, Tracked};
 use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
+use crate::zone_cache::{Generation, ZoneCache};
 
 /// A server-side call, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -247,6 +248,7 @@ impl Account {
             search.as_deref(),
         );
 
+        let generation = self.zone_cache_generation(&settings, &catalogue, &rankings, &published);
         let user = self.user_of(&snapshot, reads);
         let shopper = snapshot.shopper(
             &ctx,
@@ -257,12 +259,13 @@ impl Account {
         let zones = fill_zones(
             &settings,
             &request.zones,
-            &visitor_id,
-            now,
+            (&visitor_id, now),
             (&ctx, &snapshot, &page, &top_names),
             (campaigns.as_deref(), &shopper),
+            (&self.zone_cache, generation.as_deref()),
             &mut notices,
         );
+        drop(generation);
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, items);
@@ -338,15 +341,17 @@ impl Account {
             None,
             settings.default_currency,
         );
+        let generation = self.zone_cache_generation(&settings, &catalogue, &rankings, &published);
         let zones = fill_zones(
             &settings,
             &request.zones,
-            "",
-            now,
+            ("", now),
             (&ctx, &snapshot, &page, &top_names),
             (campaigns.as_deref(), &shopper),
+            (&self.zone_cache, generation.as_deref()),
             &mut notices,
         );
+        drop(generation);
         drop(rankings);
         ServeOutcome {
             notices,
@@ -477,15 +482,19 @@ type FillFrom<'a, 'c> = (
     &'a TopNames,
 );
 
+/// The account's zone cache, and its generation for the request's versions (`None`:
+/// nothing is cached for it).
+type Cached<'a> = (&'a ZoneCache, Option<&'a Generation>);
+
 /// Fills the zones asked for, in order; a zone the account does not have, or that is
 /// not shown on the page's type, becomes a notice.
 fn fill_zones(
     settings: &AccountSettings,
     requested: &ZoneIds,
-    visitor_id: &str,
-    now: UnixMillis,
+    (visitor_id, now): (&str, UnixMillis),
     (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
     (campaigns, shopper): (Option<&CampaignSet>, &Shopper<'_>),
+    cached: Cached<'_>,
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
     let mut zones = RenderedZones::with_capacity(requested.len());
@@ -542,13 +551,13 @@ fn fill_zones(
             });
             continue;
         }
+        // A variant's zone is not the zone's own: filled without the cache.
+        let cached = (cached.0, cached.1.filter(|_| variant.is_none()));
         let mut filled = fill(
             position,
             variant.map_or(spec, |v| &v.spec),
-            ctx,
-            snapshot,
-            page,
-            top_names,
+            (ctx, snapshot, page, top_names),
+            cached,
         );
         if let Some(variant) = variant {
             filled.variant = CompactString::from(variant.name.as_str());
@@ -574,16 +583,16 @@ pub const CAMPAIGN_VARIANT_PREFIX: &str = "campaign:";
 fn fill(
     position: usize,
     spec: &ZoneSpec,
-    ctx: &Context<'_>,
-    snapshot: &VisitorSnapshot,
-    page: &PageContext<'_>,
-    top_names: &TopNames,
+    (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
+    (cache, generation): Cached<'_>,
 ) -> RenderedZone {
     let catalogue = ctx.catalogue;
     let mut names = Vec::new();
     let items = match spec.kind {
         // An html zone's template shows the products of its strategy, if any.
-        ZoneKind::RecommenderProduct | ZoneKind::Html => fill_zone(spec, ctx),
+        ZoneKind::RecommenderProduct | ZoneKind::Html => {
+            cache.items(generation, position, spec, ctx)
+        }
         ZoneKind::RecommenderCategory => {
             names = affinity(
                 &snapshot.categories,

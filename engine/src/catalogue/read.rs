@@ -508,6 +508,28 @@ impl ArchivedProduct {
                 .is_none_or(|until| now <= until.to_native())
     }
 
+    /// When the product is live (`StartDate`, `EndDate`) and when its sale prices apply
+    /// (`SalePriceStartDate`, `SalePriceEndDate`), bounds included.
+    #[expect(clippy::type_complexity, reason = "two (from, until) pairs")]
+    pub fn time_windows(
+        &self,
+    ) -> (
+        (Option<UnixMillis>, Option<UnixMillis>),
+        (Option<UnixMillis>, Option<UnixMillis>),
+    ) {
+        let native = |t: &rkyv::rend::i64_le| t.to_native();
+        (
+            (
+                self.available_from.as_ref().map(native),
+                self.available_until.as_ref().map(native),
+            ),
+            (
+                self.sale_from.as_ref().map(native),
+                self.sale_until.as_ref().map(native),
+            ),
+        )
+    }
+
     /// Whether the product's sale prices are limited to a window (so that its price
     /// depends on the time of the request).
     pub fn has_sale_window(&self) -> bool {

@@ -120,8 +120,19 @@ pub fn fill_zone(zone: &ZoneSpec, ctx: &Context<'_>) -> ZoneItems {
 
 /// [`fill_zone`], telling `trace` what became of each candidate.
 pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mut T) -> ZoneItems {
+    fill_zone_upto(zone, ctx, zone.count, trace)
+}
+
+/// [`fill_zone_traced`] up to `count` items instead of the zone's own count (the zone
+/// cache fills a few more, so that a visitor's basket and purchases can be taken out).
+pub(crate) fn fill_zone_upto<T: Trace>(
+    zone: &ZoneSpec,
+    ctx: &Context<'_>,
+    count: usize,
+    trace: &mut T,
+) -> ZoneItems {
     // At most 100 items: a scan of `chosen` beats hashing.
-    let mut chosen = ZoneItems::with_capacity(zone.count);
+    let mut chosen = ZoneItems::with_capacity(count);
     let taken = |chosen: &[RenderedItem], idx: ProductIdx| chosen.iter().any(|c| c.product == idx);
     let strategies = || {
         zone.strategy
@@ -144,15 +155,15 @@ pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mu
                         Err(why) => trace.rejected(idx, strategy, why),
                     }
                 }
-                chosen.len() < zone.count && looked < SEARCH_SCAN
+                chosen.len() < count && looked < SEARCH_SCAN
             });
-            if chosen.len() >= zone.count {
+            if chosen.len() >= count {
                 return chosen;
             }
         }
     }
     for strategy in strategies() {
-        if chosen.len() >= zone.count {
+        if chosen.len() >= count {
             break;
         }
         candidates(strategy, zone, ctx, T::EVIDENCE, &mut |idx, found| {
@@ -166,7 +177,7 @@ pub fn fill_zone_traced<T: Trace>(zone: &ZoneSpec, ctx: &Context<'_>, trace: &mu
                 }
                 Err(why) => trace.rejected(idx, strategy, why),
             }
-            chosen.len() < zone.count
+            chosen.len() < count
         });
     }
     chosen

@@ -100,6 +100,7 @@ pub(super) struct FileMemory {
     pub(super) visitor_retention_days: Option<u64>,
     pub(super) max_order_ids: Option<u64>,
     pub(super) max_rss_mb: Option<u64>,
+    pub(super) zone_cache_mib: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -136,6 +136,8 @@ pub struct MemoryConfig {
     /// A budget for the whole process's resident memory, in MiB: above it, each
     /// account's least recently seen visitors are evicted, a tenth at a time.
     pub max_rss_mb: Option<u64>,
+    /// Bytes each account's zone cache holds at most (0: no cache).
+    pub zone_cache_bytes: usize,
 }
 
 impl Default for MemoryConfig {
@@ -145,6 +147,7 @@ impl Default for MemoryConfig {
             visitor_retention_days: 90,
             max_order_ids: 1_000_000,
             max_rss_mb: None,
+            zone_cache_bytes: vitrine_engine::zone_cache::DEFAULT_BYTES,
         }
     }
 }
@@ -450,6 +453,14 @@ pub(super) fn memory_config(
                 Some(within(mb, 1, 16 << 20).map_err(|m| err("memory.max_rss_mb", m.to_string()))?)
             }
         },
+        zone_cache_bytes: pick(
+            file.zone_cache_mib,
+            (defaults.zone_cache_bytes >> 20) as u64,
+            "zone_cache_mib",
+            0,
+            64 << 10,
+        )? as usize
+            * (1 << 20),
     })
 }
 

@@ -143,6 +143,25 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         &account,
         entry.text_cache_bytes as f64,
     );
+    let zones = engine.zone_cache();
+    f.counter(
+        "vitrine_zone_cache_hits_total",
+        "Product zones filled from the zone cache (the same for every visitor of the page).",
+        &account,
+        zones.hits as f64,
+    );
+    f.counter(
+        "vitrine_zone_cache_misses_total",
+        "Product zones the zone cache could have filled and did not hold: filled for the request (and kept, within the bound).",
+        &account,
+        zones.misses as f64,
+    );
+    f.gauge(
+        "vitrine_zone_cache_bytes",
+        "Bytes the zone cache holds (bounded by memory.zone_cache_mib).",
+        &account,
+        zones.bytes as f64,
+    );
     let wal = jobs.wal_stats();
     f.gauge(
         "vitrine_wal_bytes",
