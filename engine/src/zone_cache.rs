@@ -8,9 +8,14 @@
 //! `viewed_together` that blends in the visitor's history), and the request has no
 //! search term and no B2B account or user group (their prices and visibility are the
 //! visitor's). The visitor's basket and purchases only take items out: the cache keeps
-//! the zone filled as for a visitor with neither, [`SLACK`] items longer than the zone,
-//! and a request takes its basket and purchases out of that list. When they take out so
-//! many that the list runs short, the zone is filled for the request alone.
+//! the zone filled as for a visitor with neither, as many items longer than the zone as
+//! the request that filled it had products in its basket and purchases (at most
+//! [`SLACK`]), and a request takes its own out of that list. When they take out so many
+//! that the list runs short, the zone is filled again, longer, and kept in its place.
+//!
+//! A page is kept from its second miss within a generation on: a page asked for once
+//! (a product page of a large catalogue, between two rankings rounds) costs no more than
+//! filling it for the request.
 //!
 //! A cached list is keyed by everything it depends on:
 //! - the versions of the account's settings, catalogue (with its overlay), rankings
@@ -25,13 +30,14 @@
 //! bounded in bytes per account (what a generation's lists take); past it, zones are
 //! filled per request until the next generation.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 use compact_str::CompactString;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::Neighbours;
@@ -111,7 +117,7 @@ impl ZoneCache {
 
     /// The generation of these versions: the current one, or a new, empty one that
     /// replaces it. `None` when the cache is off.
-    pub(crate) fn generation(&self, versions: Versions) -> Option<Arc<Generation>> {
+    pub(crate) fn generation(&self, versions: VersionRefs<'_>) -> Option<Arc<Generation>> {
         if self.bound.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -121,15 +127,18 @@ impl ZoneCache {
         {
             return current;
         }
+        let versions = versions.held();
         // The catalogue's time boundaries outlive a rankings round.
         let boundaries = current
             .as_ref()
             .filter(|g| Arc::ptr_eq(&g.versions.catalogue, &versions.catalogue))
             .map(|g| Arc::clone(&g.boundaries));
         let fresh = Arc::new(Generation {
+            bound: self.bound.load(Ordering::Acquire),
             versions,
             boundaries: boundaries.unwrap_or_default(),
-            lists: RwLock::new(HashMap::new()),
+            lists: RwLock::new(FxHashMap::default()),
+            missed: Mutex::new(FxHashSet::default()),
             bytes: AtomicUsize::new(0),
         });
         // Another request may have started the same generation meanwhile: either is
@@ -164,18 +173,23 @@ impl ZoneCache {
             .get(&key)
             .filter(|list| list.holds(now))
             .cloned();
-        let list = match found {
-            Some(list) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                list
-            }
-            None => {
-                self.misses.fetch_add(1, Ordering::Relaxed);
-                let list = Arc::new(generation.fill(spec, ctx));
-                generation.keep(key, &list, self.bound.load(Ordering::Acquire));
-                list
-            }
-        };
+        if let Some(list) = found
+            && let Some(items) = list.for_visitor(spec.count, ctx)
+        {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return items;
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        // Kept from a page's second miss within the generation on: a page asked for
+        // once (a product page of a large catalogue) costs no more than filling it.
+        if !generation.missed_before(&key) {
+            return fill_zone(spec, ctx);
+        }
+        // As long as this request needs (its basket and purchases taken out), and
+        // at most [`SLACK`] longer than the zone.
+        let taken_out = (ctx.basket.len() + ctx.purchased.len()).min(SLACK);
+        let list = Arc::new(generation.fill(spec, ctx, spec.count + taken_out));
+        generation.keep(key, &list);
         match list.for_visitor(spec.count, ctx) {
             Some(items) => items,
             // The basket and purchases took out more than the slack: filled alone.
@@ -219,21 +233,41 @@ pub(crate) fn cacheable(spec: &ZoneSpec, ctx: &Context<'_>) -> bool {
             .all(page_only)
 }
 
+/// The versions a request is served from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VersionRefs<'a> {
+    pub(crate) settings: &'a Arc<crate::account::AccountSettings>,
+    pub(crate) catalogue: &'a Arc<Catalogue>,
+    pub(crate) rankings: &'a Arc<crate::account::RankingsVersion>,
+    pub(crate) neighbours: &'a Arc<Neighbours>,
+}
+
+impl VersionRefs<'_> {
+    fn held(self) -> Versions {
+        Versions {
+            settings: Arc::clone(self.settings),
+            catalogue: Arc::clone(self.catalogue),
+            rankings: Arc::clone(self.rankings),
+            neighbours: Arc::clone(self.neighbours),
+        }
+    }
+}
+
 /// The versions a generation's lists were filled from.
 #[derive(Debug)]
-pub(crate) struct Versions {
-    pub(crate) settings: Arc<crate::account::AccountSettings>,
-    pub(crate) catalogue: Arc<Catalogue>,
-    pub(crate) rankings: Arc<crate::account::RankingsVersion>,
-    pub(crate) neighbours: Arc<Neighbours>,
+struct Versions {
+    settings: Arc<crate::account::AccountSettings>,
+    catalogue: Arc<Catalogue>,
+    rankings: Arc<crate::account::RankingsVersion>,
+    neighbours: Arc<Neighbours>,
 }
 
 impl Versions {
-    fn same(&self, other: &Versions) -> bool {
-        Arc::ptr_eq(&self.settings, &other.settings)
-            && Arc::ptr_eq(&self.catalogue, &other.catalogue)
-            && Arc::ptr_eq(&self.rankings, &other.rankings)
-            && Arc::ptr_eq(&self.neighbours, &other.neighbours)
+    fn same(&self, other: &VersionRefs<'_>) -> bool {
+        Arc::ptr_eq(&self.settings, other.settings)
+            && Arc::ptr_eq(&self.catalogue, other.catalogue)
+            && Arc::ptr_eq(&self.rankings, other.rankings)
+            && Arc::ptr_eq(&self.neighbours, other.neighbours)
     }
 }
 
@@ -241,16 +275,36 @@ impl Versions {
 /// take their place in memory and pass for them).
 #[derive(Debug)]
 pub(crate) struct Generation {
+    /// The cache's bound when it started.
+    bound: usize,
     versions: Versions,
     boundaries: Arc<OnceLock<Vec<UnixMillis>>>,
-    lists: RwLock<HashMap<Key, Arc<List>>>,
+    lists: RwLock<FxHashMap<Key, Arc<List>>>,
+    /// The hashes of the keys missed once (a page is kept from its second miss on).
+    missed: Mutex<FxHashSet<u64>>,
     bytes: AtomicUsize,
 }
 
 impl Generation {
-    /// The zone filled as for a visitor without basket, purchases or history, [`SLACK`]
-    /// items longer, with the span of time it holds for.
-    fn fill(&self, spec: &ZoneSpec, ctx: &Context<'_>) -> List {
+    /// Whether `key` was missed before in this generation (and notes that it was now).
+    fn missed_before(&self, key: &Key) -> bool {
+        let hash = FxBuildHasher.hash_one(key);
+        let mut missed = self.missed.lock();
+        // Bounded with the lists: past the bound nothing more is kept anyway.
+        if missed.len() * 8 >= self.bytes_left() {
+            return false;
+        }
+        !missed.insert(hash)
+    }
+
+    fn bytes_left(&self) -> usize {
+        self.bound
+            .saturating_sub(self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// The zone filled as for a visitor without basket, purchases or history, up to
+    /// `want` items, with the span of time it holds for.
+    fn fill(&self, spec: &ZoneSpec, ctx: &Context<'_>, want: usize) -> List {
         let neutral = Context {
             catalogue: ctx.catalogue,
             rankings: ctx.rankings,
@@ -267,7 +321,6 @@ impl Generation {
             recent_views: &[],
             search: None,
         };
-        let want = spec.count + SLACK;
         let items = fill_zone_upto(spec, &neutral, want, &mut NoTrace);
         let boundaries = self
             .boundaries
@@ -281,15 +334,17 @@ impl Generation {
         }
     }
 
-    /// Keeps `list` under `key` unless that passes `bound`.
-    fn keep(&self, key: Key, list: &Arc<List>, bound: usize) {
+    /// Keeps `list` under `key` unless that passes the bound.
+    fn keep(&self, key: Key, list: &Arc<List>) {
         let cost = ENTRY_OVERHEAD + list.items.len() * std::mem::size_of::<RenderedItem>();
-        if self.bytes.load(Ordering::Relaxed) + cost > bound {
+        if cost > self.bytes_left() {
             return;
         }
         let replaced = self.lists.write().insert(key, Arc::clone(list));
-        if replaced.is_none() {
-            self.bytes.fetch_add(cost, Ordering::Relaxed);
+        self.bytes.fetch_add(cost, Ordering::Relaxed);
+        if let Some(replaced) = replaced {
+            let freed = ENTRY_OVERHEAD + replaced.items.len() * std::mem::size_of::<RenderedItem>();
+            self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
     }
 }

@@ -535,11 +535,11 @@ impl Account {
         if !Arc::ptr_eq(rankings, &self.rankings.load()) {
             return None;
         }
-        self.zone_cache.generation(crate::zone_cache::Versions {
-            settings: Arc::clone(settings),
-            catalogue: Arc::clone(catalogue),
-            rankings: Arc::clone(rankings),
-            neighbours: Arc::clone(neighbours),
+        self.zone_cache.generation(crate::zone_cache::VersionRefs {
+            settings,
+            catalogue,
+            rankings,
+            neighbours,
         })
     }
 

@@ -22,8 +22,8 @@ use vitrine_benches::traffic::{Clicks, Credentials, Mix, STORE_ZONES, Shelf, Zon
 use vitrine_testkit::ExperimentToml;
 
 mod args;
+mod counters;
 mod report;
-mod window;
 
 pub(crate) use args::RunArgs;
 pub(crate) use report::{Machine, Percentiles, PhaseReport, Report, TargetReport};
@@ -314,7 +314,7 @@ async fn measure(
     let prober = probe.map(|probe| tokio::spawn(crate::lag::probe(probe, Arc::clone(&control))));
     let mut driver = Some(driver);
     let idle_started;
-    let mut waits_before = None;
+    let mut counted_before = None;
     let mut finished = None;
     if args.sessions.is_some() {
         // Every request is measured; the run ends when each connection's sessions do.
@@ -325,18 +325,21 @@ async fn measure(
         }
     } else {
         tokio::time::sleep(Duration::from_secs(args.warmup)).await;
-        waits_before = window::window_waits(authorities).await;
+        counted_before = Some(counters::Counters::read(authorities).await);
         control.set_phase(Phase::Idle);
         idle_started = Instant::now();
         tokio::time::sleep(Duration::from_secs(args.seconds)).await;
     }
     let idle_seconds = idle_started.elapsed().as_secs_f64();
-    let window_waits_per_second = match (waits_before, window::window_waits(authorities).await) {
-        (Some(before), Some(after)) if idle_seconds > 0.0 => {
-            Some(((after - before) / idle_seconds * 10.0).round() / 10.0)
-        }
-        _ => None,
+    let counted_after = match counted_before {
+        Some(_) => Some(counters::Counters::read(authorities).await),
+        None => None,
     };
+    let counted = counted_before.zip(counted_after);
+    let window_waits_per_second =
+        counted.and_then(|(before, after)| before.window_waits_per_second(&after, idle_seconds));
+    let zone_cache_hit_ratio =
+        counted.and_then(|(before, after)| before.zone_cache_hit_ratio(&after));
     let mut ingest_outcome = None;
     if let Some(ingest) = ingest {
         control.set_phase(Phase::Ingest);
@@ -367,6 +370,7 @@ async fn measure(
         during_ingest: ingest_seconds
             .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, open)),
         window_waits_per_second: None,
+        zone_cache_hit_ratio: None,
     };
     let mut all = Recordings::new();
     for recorded in &recordings {
@@ -385,6 +389,7 @@ async fn measure(
     Ok(Measured {
         total: TargetReport {
             window_waits_per_second,
+            zone_cache_hit_ratio,
             ..report(servers.join(","), &all)
         },
         nodes,

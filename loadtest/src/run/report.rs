@@ -86,6 +86,8 @@ pub(crate) struct TargetReport {
     /// the log writer was behind its `interval` window (`None`: a server without the
     /// counter, such as the bare baseline).
     pub(crate) window_waits_per_second: Option<f64>,
+    /// The zone cache's hits over its hits and misses during the measured seconds.
+    pub(crate) zone_cache_hit_ratio: Option<f64>,
 }
 
 /// The machine the run was on.
@@ -225,6 +227,12 @@ pub(super) fn print_target(label: &str, target: &TargetReport) {
     print_phase("idle", &target.idle);
     if let Some(waits) = target.window_waits_per_second {
         println!("    log window waits: {waits} per second");
+    }
+    if let Some(ratio) = target.zone_cache_hit_ratio {
+        println!(
+            "    zone cache: {:.1} % of cacheable zones hit",
+            ratio * 100.0
+        );
     }
     if let Some(phase) = &target.during_ingest {
         print_phase("during feed ingest", phase);
