@@ -26,6 +26,10 @@
 //!   boundaries (a product's `StartDate` or `EndDate`, a sale window's start or end),
 //!   during which no product's liveness or price changes.
 //!
+//! When a request shows a list's first items (nothing of its basket or purchases among
+//! them), the text they render to is the same for every such request: the renderer
+//! keeps it with the list ([`CachedItems::text`]) and copies it from then on.
+//!
 //! Zones filled by a campaign or by an experiment's variant are not cached. The cache is
 //! bounded in bytes per account (what a generation's lists take); past it, zones are
 //! filled per request until the next generation.
@@ -139,7 +143,7 @@ impl ZoneCache {
             boundaries: boundaries.unwrap_or_default(),
             lists: RwLock::new(FxHashMap::default()),
             missed: Mutex::new(FxHashSet::default()),
-            bytes: AtomicUsize::new(0),
+            bytes: Arc::new(AtomicUsize::new(0)),
         });
         // Another request may have started the same generation meanwhile: either is
         // right, the later one wins.
@@ -150,15 +154,19 @@ impl ZoneCache {
     /// The items of the product zone `spec` (at `position` in the settings) for the
     /// request in `ctx`, from `generation` when the zone is the same for every visitor
     /// ([`cacheable`]); else filled for the request.
+    ///
+    /// With the cached list when the items are its first ones (no basket or purchase
+    /// taken out of them): their rendered text is then the same for every such request
+    /// ([`CachedItems::text`]).
     pub(crate) fn items(
         &self,
         generation: Option<&Generation>,
         position: usize,
         spec: &ZoneSpec,
         ctx: &Context<'_>,
-    ) -> ZoneItems {
+    ) -> (ZoneItems, Option<CachedItems>) {
         let Some(generation) = generation.filter(|_| cacheable(spec, ctx)) else {
-            return fill_zone(spec, ctx);
+            return (fill_zone(spec, ctx), None);
         };
         let key = Key {
             zone: position,
@@ -174,16 +182,16 @@ impl ZoneCache {
             .filter(|list| list.holds(now))
             .cloned();
         if let Some(list) = found
-            && let Some(items) = list.for_visitor(spec.count, ctx)
+            && let Some((items, first)) = list.for_visitor(spec.count, ctx)
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return items;
+            return (items, first.then(|| CachedItems(list)));
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         // Kept from a page's second miss within the generation on: a page asked for
         // once (a product page of a large catalogue) costs no more than filling it.
         if !generation.missed_before(&key) {
-            return fill_zone(spec, ctx);
+            return (fill_zone(spec, ctx), None);
         }
         // As long as this request needs (its basket and purchases taken out), and
         // at most [`SLACK`] longer than the zone.
@@ -191,9 +199,9 @@ impl ZoneCache {
         let list = Arc::new(generation.fill(spec, ctx, spec.count + taken_out));
         generation.keep(key, &list);
         match list.for_visitor(spec.count, ctx) {
-            Some(items) => items,
+            Some((items, first)) => (items, first.then(|| CachedItems(list))),
             // The basket and purchases took out more than the slack: filled alone.
-            None => fill_zone(spec, ctx),
+            None => (fill_zone(spec, ctx), None),
         }
     }
 }
@@ -282,7 +290,8 @@ pub(crate) struct Generation {
     lists: RwLock<FxHashMap<Key, Arc<List>>>,
     /// The hashes of the keys missed once (a page is kept from its second miss on).
     missed: Mutex<FxHashSet<u64>>,
-    bytes: AtomicUsize,
+    /// What its lists and their texts take.
+    bytes: Arc<AtomicUsize>,
 }
 
 impl Generation {
@@ -331,6 +340,8 @@ impl Generation {
             items,
             from,
             until,
+            text: OnceLock::new(),
+            charged: Arc::clone(&self.bytes),
         }
     }
 
@@ -368,6 +379,27 @@ struct List {
     /// The span of request times it holds for: `from..until`.
     from: UnixMillis,
     until: UnixMillis,
+    /// The text its first items render to (as many as its zone shows), once rendered.
+    text: OnceLock<Box<[u8]>>,
+    /// Its generation's byte count, which the text is added to.
+    charged: Arc<AtomicUsize>,
+}
+
+/// A cached list that a request's zone shows the first items of: the text they render
+/// to is the same for every request that shows them (same catalogue version, currency
+/// and prices).
+#[derive(Debug, Clone)]
+pub struct CachedItems(Arc<List>);
+
+impl CachedItems {
+    /// The items' rendered text: `render`'s, the first time it is asked for.
+    pub fn text(&self, render: impl FnOnce() -> Vec<u8>) -> &[u8] {
+        self.0.text.get_or_init(|| {
+            let text = render().into_boxed_slice();
+            self.0.charged.fetch_add(text.len(), Ordering::Relaxed);
+            text
+        })
+    }
 }
 
 impl List {
@@ -375,19 +407,23 @@ impl List {
         self.from <= now && now < self.until
     }
 
-    /// The first `count` items without the visitor's basket and purchases; `None` when
+    /// The first `count` items without the visitor's basket and purchases, and whether
+    /// they are the list's first items (none taken out before the last); `None` when
     /// they took out so many that the list cannot tell what comes next.
-    fn for_visitor(&self, count: usize, ctx: &Context<'_>) -> Option<ZoneItems> {
+    fn for_visitor(&self, count: usize, ctx: &Context<'_>) -> Option<(ZoneItems, bool)> {
         let mut items = ZoneItems::with_capacity(count);
+        let mut first = true;
         for item in &self.items {
             if items.len() == count {
                 break;
             }
             if !ctx.basket.contains(&item.product) && !ctx.purchased.contains(&item.product) {
                 items.push(*item);
+            } else {
+                first = false;
             }
         }
-        (items.len() == count || self.complete).then_some(items)
+        (items.len() == count || self.complete).then_some((items, first))
     }
 }
 

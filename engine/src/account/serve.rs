@@ -25,7 +25,7 @@ use crate::recommend::{Context, ZoneItems};
 use crate::state::{Served, Tracked};
 use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
-use crate::zone_cache::{Generation, ZoneCache};
+use crate::zone_cache::{CachedItems, Generation, ZoneCache};
 
 /// A server-side call, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +95,9 @@ pub struct RenderedZone {
     /// The zone's list: its position in [`ServeOutcome::campaigns`]' zones (none: the
     /// zone has no list and is filled as configured).
     pub list: Option<usize>,
+    /// The zone cache's list when `items` are its first items: their rendered text is
+    /// kept with it ([`crate::zone_cache`]).
+    pub cached: Option<CachedItems>,
 }
 
 /// The zone ids a request asks for: four without a heap allocation.
@@ -548,6 +551,7 @@ fn fill_zones(
                 variant,
                 campaign: chosen.campaign,
                 list: Some(list_at),
+                cached: None,
             });
             continue;
         }
@@ -588,10 +592,13 @@ fn fill(
 ) -> RenderedZone {
     let catalogue = ctx.catalogue;
     let mut names = Vec::new();
+    let mut cached = None;
     let items = match spec.kind {
         // An html zone's template shows the products of its strategy, if any.
         ZoneKind::RecommenderProduct | ZoneKind::Html => {
-            cache.items(generation, position, spec, ctx)
+            let (items, list) = cache.items(generation, position, spec, ctx);
+            cached = list;
+            items
         }
         ZoneKind::RecommenderCategory => {
             names = affinity(
@@ -622,5 +629,6 @@ fn fill(
         variant: CompactString::default(),
         campaign: None,
         list: None,
+        cached,
     }
 }

@@ -150,11 +150,28 @@ pub fn written(
             }
             first = false;
         };
-        for item in &zone.items {
-            texts.with(item.product, |text| {
-                separate(&mut out);
-                write_product(&mut out, text, item);
-            });
+        // Items that are a zone cache list's first ones render as every request
+        // showing them does: written once, copied since.
+        match &zone.cached {
+            Some(cached) => {
+                let text = cached.text(|| {
+                    let mut text = Vec::new();
+                    write_items(&mut text, &texts, &zone.items);
+                    text
+                });
+                if !text.is_empty() {
+                    separate(&mut out);
+                    out.extend_from_slice(text);
+                }
+            }
+            None => {
+                for item in &zone.items {
+                    texts.with(item.product, |text| {
+                        separate(&mut out);
+                        write_product(&mut out, text, item);
+                    });
+                }
+            }
         }
         for other in other_entries(outcome, spec, zone, rendering) {
             separate(&mut out);
@@ -189,6 +206,18 @@ pub fn item_values(
         .iter()
         .filter_map(|entry| serde_json::to_value(entry).ok())
         .collect()
+}
+
+/// Product items, comma-separated (those without a text left out).
+fn write_items(out: &mut Vec<u8>, texts: &ProductTexts, items: &[RenderedItem]) {
+    for item in items {
+        texts.with(item.product, |text| {
+            if !out.is_empty() {
+                out.push(b',');
+            }
+            write_product(out, text, item);
+        });
+    }
 }
 
 /// One product item: its fixed text around this request's prices (the product's own
@@ -501,6 +530,9 @@ fn named_json<'a>(catalogue: &'a Catalogue, kind: ZoneKind, id: &'a str) -> Wire
         description,
     }
 }
+
+#[cfg(test)]
+mod cache_tests;
 
 #[cfg(test)]
 mod tests {
