@@ -28,7 +28,8 @@
 //!
 //! When a request shows a list's first items (nothing of its basket or purchases among
 //! them), the text they render to is the same for every such request: the renderer
-//! keeps it with the list ([`CachedItems::text`]) and copies it from then on.
+//! keeps it with the list ([`CachedItems::text`] for the answer's JSON,
+//! [`CachedItems::markup`] for the browser's built-in cards) and copies it from then on.
 //!
 //! Zones filled by a campaign or by an experiment's variant are not cached. The cache is
 //! bounded in bytes per account (what a generation's lists take); past it, zones are
@@ -341,6 +342,7 @@ impl Generation {
             from,
             until,
             text: OnceLock::new(),
+            markup: OnceLock::new(),
             charged: Arc::clone(&self.bytes),
         }
     }
@@ -379,8 +381,10 @@ struct List {
     /// The span of request times it holds for: `from..until`.
     from: UnixMillis,
     until: UnixMillis,
-    /// The text its first items render to (as many as its zone shows), once rendered.
+    /// The text its first items render to (as many as its zone shows) in an answer's
+    /// JSON, and as the browser's built-in cards, once rendered.
     text: OnceLock<Box<[u8]>>,
+    markup: OnceLock<Box<[u8]>>,
     /// Its generation's byte count, which the text is added to.
     charged: Arc<AtomicUsize>,
 }
@@ -392,9 +396,23 @@ struct List {
 pub struct CachedItems(Arc<List>);
 
 impl CachedItems {
-    /// The items' rendered text: `render`'s, the first time it is asked for.
+    /// The items' text in an answer's JSON: `render`'s, the first time it is asked for.
     pub fn text(&self, render: impl FnOnce() -> Vec<u8>) -> &[u8] {
-        self.0.text.get_or_init(|| {
+        self.kept(&self.0.text, render)
+    }
+
+    /// The items as the browser's built-in cards: `render`'s, the first time it is
+    /// asked for.
+    pub fn markup(&self, render: impl FnOnce() -> Vec<u8>) -> &[u8] {
+        self.kept(&self.0.markup, render)
+    }
+
+    fn kept<'a>(
+        &self,
+        slot: &'a OnceLock<Box<[u8]>>,
+        render: impl FnOnce() -> Vec<u8>,
+    ) -> &'a [u8] {
+        slot.get_or_init(|| {
             let text = render().into_boxed_slice();
             self.0.charged.fetch_add(text.len(), Ordering::Relaxed);
             text

@@ -6,11 +6,15 @@
 use serde_json::{Value, json};
 use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
 
-use crate::common::{DEMO_KEY, DEMO_SECRET, Server, serverside_body};
+use crate::common::{DEMO_KEY, DEMO_SECRET, Server, request, serverside_body};
+
+/// The browser origin the account allows.
+const ORIGIN: &str = "https://shop.example";
 
 /// The demo account with a trending zone, a category zone and a similar zone.
 fn config(memory: &str) -> String {
     let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+        .clientside("allowed_origins", &format!("[{ORIGIN:?}]"))
         .zone(ZoneToml::new("TR", "trending", 6))
         .zone(ZoneToml::new("CT", "category_top", 6).fallback(&["trending"]))
         .zone(ZoneToml::new("SIM", "similar", 4).fallback(&["trending"]));
@@ -26,6 +30,25 @@ fn zones(server: &Server, visitor: &str, events: Value) -> Value {
     let resp = server.post_json("/api/serverside", &body);
     assert_eq!(resp.status, 200, "{}", resp.body);
     resp.json()["zones"].clone()
+}
+
+/// The zones and their built-in cards of one browser request.
+fn browser_zones(server: &Server, visitor: &str, events: Value) -> (Value, Value) {
+    let body = json!({"currentUrl": "https://shop.example/", "visitorId": visitor,
+        "sessionId": format!("{visitor}-s"), "events": events, "zones": ["TR", "CT", "SIM"]});
+    let resp = request(
+        server.addr,
+        "POST",
+        &format!("/api/clientside/{DEMO_KEY}"),
+        body.to_string().as_bytes(),
+        &[
+            ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0"),
+            ("Origin", ORIGIN),
+        ],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let answer = resp.json();
+    (answer["zones"].clone(), answer["html"].clone())
 }
 
 fn counter(server: &Server, name: &str) -> f64 {
@@ -53,6 +76,20 @@ fn zones_the_same_for_every_visitor_are_reused_and_answer_as_without_the_cache()
                 zones(&plain, &visitor, events.clone()),
                 "round {round}, page {n}"
             );
+            // And through the browser endpoint, the built-in cards too.
+            let visitor = format!("browser-{round}-{n}");
+            let (a, b) = (
+                browser_zones(&cached, &visitor, events.clone()),
+                browser_zones(&plain, &visitor, events.clone()),
+            );
+            assert!(
+                a.1["TR"]
+                    .as_str()
+                    .is_some_and(|h| h.contains("data-pc-item")),
+                "{}",
+                a.1
+            );
+            assert_eq!(a, b, "round {round}, page {n} through the browser");
         }
     }
     // The basket's product is not shown, though the cached zone holds it.

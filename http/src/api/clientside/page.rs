@@ -241,11 +241,23 @@ fn built_in_cards(
 ) {
     let escaping = html::Escaping::HtmlInJson;
     html::open_zone(out, escaping, card_zone);
-    for item in &zone.items {
-        texts.with_card(item, &html::CardInJson, |head, prices| {
-            out.extend_from_slice(head.as_bytes());
-            out.extend_from_slice(prices.as_bytes());
-        });
+    let cards = |out: &mut Vec<u8>| {
+        for item in &zone.items {
+            texts.with_card(item, &html::CardInJson, |head, prices| {
+                out.extend_from_slice(head.as_bytes());
+                out.extend_from_slice(prices.as_bytes());
+            });
+        }
+    };
+    // Items that are a zone cache list's first ones are the same cards on every page
+    // showing them: written once, copied since.
+    match &zone.cached {
+        Some(cached) => out.extend_from_slice(cached.markup(|| {
+            let mut markup = Vec::new();
+            cards(&mut markup);
+            markup
+        })),
+        None => cards(out),
     }
     html::close_zone(out, escaping);
 }
