@@ -40,7 +40,8 @@ impl HarnessStore {
     /// `VITRINE_BENCH_ZONE_ANALYTICS=off` opens it with zone analytics off (to measure
     /// what recording impressions costs), `VITRINE_BENCH_SELF_EVALUATION=off` with the
     /// zones' self-evaluation off. `VITRINE_BENCH_CAMPAIGNS=N` gives every product zone
-    /// a list of N campaigns ([`campaign_lists`]).
+    /// a list of N campaigns ([`campaign_lists`]). `VITRINE_BENCH_ZONE_CACHE_MIB=N` bounds
+    /// the account's zone cache (0: off).
     pub fn open(products: usize) -> HarnessStore {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("vitrine.toml");
@@ -58,6 +59,10 @@ impl HarnessStore {
         let mut feed = generate_feed(products, 42);
         let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});
         assert!(matches!(status, FeedStatus::Complete { .. }), "{status:?}");
+        if let Ok(mib) = std::env::var("VITRINE_BENCH_ZONE_CACHE_MIB") {
+            let mib: usize = mib.parse().expect("VITRINE_BENCH_ZONE_CACHE_MIB: a number");
+            entry.account.set_zone_cache_bytes(mib << 20);
+        }
         let campaigns = crate::env_count("VITRINE_BENCH_CAMPAIGNS", 0);
         if campaigns > 0 {
             campaign_lists(&entry.jobs, campaigns);

@@ -31,7 +31,14 @@
 //! keeps it with the list ([`CachedItems::text`] for the answer's JSON,
 //! [`CachedItems::markup`] for the browser's built-in cards) and copies it from then on.
 //!
-//! Zones filled by a campaign or by an experiment's variant are not cached. The cache is
+//! Zones filled by a campaign or by an experiment's variant are not cached.
+//!
+//! Off unless configured (`memory.zone_cache_mib`): filling a page-only zone is already
+//! cheap (rankings and category tops are sorted once per round, neighbour lists kept),
+//! every rankings round (each second) starts a new generation, and on the load
+//! harness's store, whose product pages show a `viewed_together` zone over 100,000
+//! products, the cache cost 3.5 % of the median handler time rather than saving any
+//! (`benches/README.md`). The cache is
 //! bounded in bytes per account (what a generation's lists take); past it, zones are
 //! filled per request until the next generation.
 
@@ -54,8 +61,9 @@ use crate::zone::{Strategy, ZoneSpec};
 /// the requests that reuse it.
 pub const SLACK: usize = 16;
 
-/// The default bound of an account's zone cache.
-pub const DEFAULT_BYTES: usize = 32 << 20;
+/// The bound `memory.zone_cache_mib` suggests for an account whose zones it serves
+/// (the cache is off unless configured: see the module documentation).
+pub const SUGGESTED_BYTES: usize = 32 << 20;
 
 /// What a cached entry costs beyond its items (key, map slot, counts).
 const ENTRY_OVERHEAD: usize = 128;
@@ -85,7 +93,7 @@ pub struct ZoneCacheFigures {
 
 impl Default for ZoneCache {
     fn default() -> ZoneCache {
-        ZoneCache::new(DEFAULT_BYTES)
+        ZoneCache::new(0)
     }
 }
 
@@ -161,12 +169,17 @@ impl ZoneCache {
     /// ([`CachedItems::text`]).
     pub(crate) fn items(
         &self,
-        generation: Option<&Generation>,
+        generation: &LazyGeneration<'_>,
         position: usize,
         spec: &ZoneSpec,
         ctx: &Context<'_>,
     ) -> (ZoneItems, Option<CachedItems>) {
-        let Some(generation) = generation.filter(|_| cacheable(spec, ctx)) else {
+        // The generation is looked up only for a zone that could use it: a request
+        // without one costs the cache nothing.
+        let Some(generation) = Some(())
+            .filter(|()| cacheable(spec, ctx))
+            .and_then(|()| generation.get(self))
+        else {
             return (fill_zone(spec, ctx), None);
         };
         let key = Key {
@@ -240,6 +253,33 @@ pub(crate) fn cacheable(spec: &ZoneSpec, ctx: &Context<'_>) -> bool {
             .into_iter()
             .chain(spec.fallback.iter().copied())
             .all(page_only)
+}
+
+/// A request's generation, looked up the first time a zone of the request could use it.
+#[derive(Debug)]
+pub(crate) struct LazyGeneration<'a> {
+    /// The request's versions; `None` when its rankings are its own (a request racing
+    /// the swap of a new base ranks it itself).
+    versions: Option<VersionRefs<'a>>,
+    got: std::cell::OnceCell<Option<Arc<Generation>>>,
+}
+
+impl<'a> LazyGeneration<'a> {
+    pub(crate) fn new(versions: Option<VersionRefs<'a>>) -> LazyGeneration<'a> {
+        LazyGeneration {
+            versions,
+            got: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn get(&self, cache: &ZoneCache) -> Option<&Generation> {
+        self.got
+            .get_or_init(|| {
+                self.versions
+                    .and_then(|versions| cache.generation(versions))
+            })
+            .as_deref()
+    }
 }
 
 /// The versions a request is served from.

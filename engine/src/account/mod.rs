@@ -522,25 +522,26 @@ impl Account {
         self.zone_cache.figures()
     }
 
-    /// The zone cache's generation for a request of these versions (`None` when the
-    /// cache is off, or the rankings are not the published ones: a request racing the
-    /// swap of a new base ranks it itself, and such rankings are its own).
-    fn zone_cache_generation(
+    /// The zone cache's generation for a request of these versions, looked up when a
+    /// zone first needs it (none when the rankings are not the published ones: a
+    /// request racing the swap of a new base ranks it itself, and such rankings are its
+    /// own).
+    fn zone_cache_generation<'a>(
         &self,
-        settings: &Arc<AccountSettings>,
-        catalogue: &Arc<Catalogue>,
-        rankings: &Arc<RankingsVersion>,
-        neighbours: &Arc<Neighbours>,
-    ) -> Option<Arc<crate::zone_cache::Generation>> {
-        if !Arc::ptr_eq(rankings, &self.rankings.load()) {
-            return None;
-        }
-        self.zone_cache.generation(crate::zone_cache::VersionRefs {
-            settings,
-            catalogue,
-            rankings,
-            neighbours,
-        })
+        settings: &'a Arc<AccountSettings>,
+        catalogue: &'a Arc<Catalogue>,
+        rankings: &'a Arc<RankingsVersion>,
+        neighbours: &'a Arc<Neighbours>,
+    ) -> crate::zone_cache::LazyGeneration<'a> {
+        let published = Arc::ptr_eq(rankings, &self.rankings.load());
+        crate::zone_cache::LazyGeneration::new(published.then_some(
+            crate::zone_cache::VersionRefs {
+                settings,
+                catalogue,
+                rankings,
+                neighbours,
+            },
+        ))
     }
 
     /// Rankings for the request's catalogue: the published ones when they index the same

@@ -25,7 +25,7 @@ use crate::recommend::{Context, ZoneItems};
 use crate::state::{Served, Tracked};
 use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
-use crate::zone_cache::{CachedItems, Generation, ZoneCache};
+use crate::zone_cache::{CachedItems, LazyGeneration, ZoneCache};
 
 /// A server-side call, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +265,7 @@ impl Account {
             (&visitor_id, now),
             (&ctx, &snapshot, &page, &top_names),
             (campaigns.as_deref(), &shopper),
-            (&self.zone_cache, generation.as_deref()),
+            (&self.zone_cache, &generation),
             &mut notices,
         );
         drop(generation);
@@ -351,7 +351,7 @@ impl Account {
             ("", now),
             (&ctx, &snapshot, &page, &top_names),
             (campaigns.as_deref(), &shopper),
-            (&self.zone_cache, generation.as_deref()),
+            (&self.zone_cache, &generation),
             &mut notices,
         );
         drop(generation);
@@ -485,9 +485,8 @@ type FillFrom<'a, 'c> = (
     &'a TopNames,
 );
 
-/// The account's zone cache, and its generation for the request's versions (`None`:
-/// nothing is cached for it).
-type Cached<'a> = (&'a ZoneCache, Option<&'a Generation>);
+/// The account's zone cache, and its generation for the request's versions.
+type Cached<'a> = (&'a ZoneCache, &'a LazyGeneration<'a>);
 
 /// Fills the zones asked for, in order; a zone the account does not have, or that is
 /// not shown on the page's type, becomes a notice.
@@ -501,6 +500,7 @@ fn fill_zones(
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
     let mut zones = RenderedZones::with_capacity(requested.len());
+    let uncached = LazyGeneration::new(None);
     let mut judged = Judged::default();
     for (index, zone_id) in requested.iter().enumerate() {
         let Some((position, spec)) = settings
@@ -556,7 +556,11 @@ fn fill_zones(
             continue;
         }
         // A variant's zone is not the zone's own: filled without the cache.
-        let cached = (cached.0, cached.1.filter(|_| variant.is_none()));
+        let cached = if variant.is_none() {
+            cached
+        } else {
+            (cached.0, &uncached)
+        };
         let mut filled = fill(
             position,
             variant.map_or(spec, |v| &v.spec),

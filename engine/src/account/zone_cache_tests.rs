@@ -213,8 +213,8 @@ fn the_zone_cache_fills_every_zone_as_filling_it_for_the_request_does() {
     let mut dice = Dice(crate::demo::Sequence::new(11));
     let first = catalogue(0, &mut dice);
     let cached = testing::account(zones(), first.clone());
+    cached.set_zone_cache_bytes(crate::zone_cache::SUGGESTED_BYTES);
     let plain = testing::account(zones(), first);
-    plain.set_zone_cache_bytes(0);
     let mut now = T0;
     let mut orders = 0;
     for step in 0..4_000u64 {
@@ -263,8 +263,8 @@ fn a_basket_that_empties_a_cached_list_fills_the_zone_for_the_request() {
     });
     let zone = testing::zone("TR", Strategy::Trending, 4);
     let cached = testing::account(vec![zone.clone()], testing::catalogue(products.clone()));
+    cached.set_zone_cache_bytes(crate::zone_cache::SUGGESTED_BYTES);
     let plain = testing::account(vec![zone], testing::catalogue(products));
-    plain.set_zone_cache_bytes(0);
     let basket: Vec<BasketLine> = (0..25)
         .map(|n| BasketLine {
             id: format!("p{n:02}"),

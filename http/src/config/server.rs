@@ -147,7 +147,7 @@ impl Default for MemoryConfig {
             visitor_retention_days: 90,
             max_order_ids: 1_000_000,
             max_rss_mb: None,
-            zone_cache_bytes: vitrine_engine::zone_cache::DEFAULT_BYTES,
+            zone_cache_bytes: 0,
         }
     }
 }

@@ -66,8 +66,8 @@ fn answers_are_byte_identical_with_and_without_the_zone_cache() {
     let first = vitrine_engine::demo::catalogue().unwrap();
     let ids: Vec<String> = first.iter().map(|(_, p)| p.id.to_string()).collect();
     let cached = account(first.clone());
+    cached.set_zone_cache_bytes(vitrine_engine::zone_cache::SUGGESTED_BYTES);
     let plain = account(first);
-    plain.set_zone_cache_bytes(0);
     let texts = [
         TextCache::new(cached.catalogue()),
         TextCache::new(plain.catalogue()),
