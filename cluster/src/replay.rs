@@ -21,6 +21,10 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const CONSUMER_IDLE: Duration = Duration::from_secs(60);
 /// Wait before a failed step is tried again.
 const RETRY: Duration = Duration::from_millis(250);
+/// Consumers that may skip the same messages before the reader believes the stream does
+/// not hold them (a replica catching up fills its hole within seconds; this is about
+/// ten seconds of new consumers).
+const SKIPS_BELIEVED: u32 = 40;
 
 /// The first and last sequence a stream holds.
 pub(crate) async fn bounds(stream: &mut stream::Stream) -> Result<(u64, u64), ReplicationError> {
@@ -110,9 +114,10 @@ pub(crate) struct Incoming {
 ///
 /// Through an ephemeral pull consumer (no acknowledgements) read with overlapping pull
 /// requests that carry idle heartbeats: when the NATS server holding the consumer dies
-/// (its heartbeats stop), or a message is missing (the consumer's sequence jumps), the
-/// read fails within two seconds and a new consumer starts after the last message
-/// handed over.
+/// (its heartbeats stop), or a message is missing (the consumer's sequence jumps, or the
+/// stream's does: a consumer on a replica still catching up after its server restarted
+/// can pass over messages that replica does not hold yet), the read fails within two
+/// seconds and a new consumer starts after the last message handed over.
 pub(crate) async fn read(
     stream: stream::Stream,
     subject: String,
@@ -120,6 +125,8 @@ pub(crate) async fn read(
     applier: std::sync::mpsc::SyncSender<Incoming>,
 ) {
     let name = stream.cached_info().config.name.clone();
+    // The same messages found not delivered by consecutive consumers, and how often.
+    let mut skipped: Option<((u64, u64), u32)> = None;
     loop {
         let created = stream.create_consumer(reader_config(&subject, next)).await;
         let consumer = match created {
@@ -149,9 +156,39 @@ pub(crate) async fn read(
                         }
                     };
                     let Ok(info) = message.info() else { continue };
-                    if info.consumer_sequence != expected || info.stream_sequence < next {
-                        tracing::warn!(stream = %name, after = next - 1, "a message is missing; a new consumer takes over");
-                        break;
+                    match delivery(expected, next, info.consumer_sequence, info.stream_sequence) {
+                        Delivery::InOrder => {}
+                        Delivery::Skipped => {
+                            // The consumer's server may hold a replica still catching up
+                            // (a NATS server restarted): its copy of the stream has a hole
+                            // that the consumer's own numbering does not show. Read again,
+                            // unless the stream no longer holds those messages at all.
+                            let hole = (next, info.stream_sequence - 1);
+                            let times = match skipped {
+                                Some((seen, times)) if seen == hole => times + 1,
+                                _ => 1,
+                            };
+                            skipped = Some((hole, times));
+                            let mut stream = stream.clone();
+                            match bounds(&mut stream).await {
+                                Ok((first, _)) if first > next => {
+                                    tracing::error!(stream = %name, from = next, to = first - 1, "the stream was trimmed past this node's position: these records are gone from it and are not applied here");
+                                }
+                                // Every server asked for them again and again: the stream
+                                // does not hold them (no replica catches up for this long).
+                                _ if times > SKIPS_BELIEVED => {
+                                    tracing::error!(stream = %name, from = hole.0, to = hole.1, "messages never delivered by any consumer: the stream does not hold them; reading on after them");
+                                }
+                                _ => {
+                                    tracing::warn!(stream = %name, from = hole.0, to = hole.1, "messages were not delivered; a new consumer takes over");
+                                    break;
+                                }
+                            }
+                        }
+                        Delivery::Missing => {
+                            tracing::warn!(stream = %name, after = next - 1, "a message is missing; a new consumer takes over");
+                            break;
+                        }
                     }
                     expected += 1;
                     next = info.stream_sequence + 1;
@@ -201,6 +238,32 @@ pub(crate) async fn read(
     }
 }
 
+/// What a message read says of the messages before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// The next one: the consumer's `expected` message, at the stream's `next`.
+    InOrder,
+    /// The consumer's next message, but past the stream's next: the messages between
+    /// were not delivered. The account's stream holds one subject, so its sequences
+    /// follow one another (only trims remove messages, from the front).
+    Skipped,
+    /// Not the consumer's next message, or one before the stream's next: one is missing
+    /// or repeated.
+    Missing,
+}
+
+/// Where a message numbered `consumer` by the consumer and `stream` by the stream stands
+/// when the consumer's `expected` message and the stream's `next` are due.
+pub(crate) fn delivery(expected: u64, next: u64, consumer: u64, stream: u64) -> Delivery {
+    if consumer != expected || stream < next {
+        Delivery::Missing
+    } else if stream > next {
+        Delivery::Skipped
+    } else {
+        Delivery::InOrder
+    }
+}
+
 /// Applies the messages of an account's stream, in order.
 pub(crate) fn apply(jobs: &AccountJobs, receiver: &std::sync::mpsc::Receiver<Incoming>) {
     let account = jobs.account().access_key().to_owned();
@@ -215,5 +278,22 @@ pub(crate) fn apply(jobs: &AccountJobs, receiver: &std::sync::mpsc::Receiver<Inc
             tracing::error!(%account, sequence = incoming.sequence, %error, "a replicated record could not be applied; stopping replication of the account");
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Delivery, delivery};
+
+    #[test]
+    fn a_message_past_the_next_one_means_the_ones_between_were_not_delivered() {
+        assert_eq!(delivery(1, 10, 1, 10), Delivery::InOrder);
+        assert_eq!(delivery(5, 14, 5, 14), Delivery::InOrder);
+        // The consumer's numbering follows on, the stream's jumps: a replica's hole.
+        assert_eq!(delivery(5, 14, 5, 20), Delivery::Skipped);
+        assert_eq!(delivery(1, 10, 1, 11), Delivery::Skipped);
+        // The consumer's own numbering jumps, or the stream goes back.
+        assert_eq!(delivery(5, 14, 6, 15), Delivery::Missing);
+        assert_eq!(delivery(5, 14, 5, 13), Delivery::Missing);
     }
 }

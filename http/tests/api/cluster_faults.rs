@@ -186,11 +186,8 @@ fn agree(a: &Server, b: &Server, outcomes: &Outcomes) {
 /// applied, and the orders answered 200 or kept counted, no other.
 fn holds_exactly(node: &str, server: &Server, outcomes: &Outcomes) {
     for token in &outcomes.deltas {
-        assert_eq!(
-            status(server, token)["Status"],
-            1,
-            "node {node}: delta {token}"
-        );
+        let item = status(server, token);
+        assert_eq!(item["Status"], 1, "node {node}: delta {token}: {item}");
     }
     let recorded = outcomes.recorded();
     // Counted before the presence check below (which records a missing order).
