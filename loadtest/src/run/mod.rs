@@ -340,6 +340,8 @@ async fn measure(
         counted.and_then(|(before, after)| before.window_waits_per_second(&after, idle_seconds));
     let zone_cache_hit_ratio =
         counted.and_then(|(before, after)| before.zone_cache_hit_ratio(&after));
+    let fsyncs_per_second =
+        counted.and_then(|(before, after)| before.fsyncs_per_second(&after, idle_seconds));
     let mut ingest_outcome = None;
     if let Some(ingest) = ingest {
         control.set_phase(Phase::Ingest);
@@ -371,6 +373,7 @@ async fn measure(
             .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, open)),
         window_waits_per_second: None,
         zone_cache_hit_ratio: None,
+        fsyncs_per_second: None,
     };
     let mut all = Recordings::new();
     for recorded in &recordings {
@@ -390,6 +393,7 @@ async fn measure(
         total: TargetReport {
             window_waits_per_second,
             zone_cache_hit_ratio,
+            fsyncs_per_second,
             ..report(servers.join(","), &all)
         },
         nodes,

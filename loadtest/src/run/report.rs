@@ -88,6 +88,9 @@ pub(crate) struct TargetReport {
     pub(crate) window_waits_per_second: Option<f64>,
     /// The zone cache's hits over its hits and misses during the measured seconds.
     pub(crate) zone_cache_hit_ratio: Option<f64>,
+    /// The log's fsyncs per second during the measured seconds, and those slower than
+    /// 6.4 ms (most of the default 10 ms window by themselves).
+    pub(crate) fsyncs_per_second: Option<(f64, f64)>,
 }
 
 /// The machine the run was on.
@@ -227,6 +230,9 @@ pub(super) fn print_target(label: &str, target: &TargetReport) {
     print_phase("idle", &target.idle);
     if let Some(waits) = target.window_waits_per_second {
         println!("    log window waits: {waits} per second");
+    }
+    if let Some((fsyncs, slow)) = target.fsyncs_per_second {
+        println!("    log fsyncs: {fsyncs} per second, {slow} per second slower than 6.4 ms");
     }
     if let Some(ratio) = target.zone_cache_hit_ratio {
         println!(
