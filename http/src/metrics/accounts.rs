@@ -187,6 +187,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         &account,
         wal.syncs.load(Ordering::Relaxed) as f64,
     );
+    f.gauge(
+        "vitrine_wal_writer_priority_raised",
+        "1 when the log writer thread runs at the highest scheduling priority (granted to root or with CAP_SYS_NICE), else 0.",
+        &account,
+        f64::from(u8::from(wal.priority_raised.load(Ordering::Relaxed))),
+    );
     f.counter(
         "vitrine_wal_window_waits_total",
         "Answers that waited for an fsync because the log writer was behind the interval window.",

@@ -269,7 +269,18 @@ impl Wal {
         let worker_stats = Arc::clone(&stats);
         let worker = thread::Builder::new()
             .name("wal-writer".to_owned())
-            .spawn(move || writer.run(&receiver, &worker_stats))
+            .spawn(move || {
+                // Serving does not keep the writer from the core: on a saturated core the
+                // writer's wake-ups come before the serving threads' turns. Granted where
+                // the process may raise a thread's priority (root, or `CAP_SYS_NICE`);
+                // elsewhere it keeps the default, and `/metrics` says so.
+                let raised = thread_priority::set_current_thread_priority(
+                    thread_priority::ThreadPriority::Max,
+                )
+                .is_ok();
+                worker_stats.priority_raised.store(raised, Ordering::Relaxed);
+                writer.run(&receiver, &worker_stats)
+            })
             .map_err(io_error("starting the writer for", &config.dir))?;
         let writer_thread = worker.thread().clone();
         let wal = Wal {

@@ -20,6 +20,9 @@ pub struct WalStats {
     pub window_waits: AtomicU64,
     /// Records covered by those fsyncs.
     pub synced_records: AtomicU64,
+    /// Whether the writer thread runs at the highest scheduling priority (it asks for
+    /// it; granted to root or with `CAP_SYS_NICE`).
+    pub priority_raised: std::sync::atomic::AtomicBool,
     /// How long each fsync took, in seconds.
     pub sync_seconds: prometheus::Histogram,
     /// Records per fsync, as a histogram (`None` until the first fsync).
@@ -35,6 +38,7 @@ impl Default for WalStats {
             syncs: AtomicU64::new(0),
             window_waits: AtomicU64::new(0),
             synced_records: AtomicU64::new(0),
+            priority_raised: std::sync::atomic::AtomicBool::new(false),
             sync_seconds: crate::metrics::histogram(
                 "vitrine_wal_fsync_duration_seconds",
                 "How long an fsync of the write-ahead log took.",
