@@ -258,3 +258,40 @@ fn metrics_can_have_their_own_socket_and_logs_can_be_json() {
         "{log}"
     );
 }
+
+/// The log writer asks for the highest scheduling priority: `/metrics` says whether it
+/// got it, and root always does.
+#[test]
+fn the_log_writers_priority_is_reported() {
+    let server = Server::demo();
+    let scraped = scrape(&server.get("/metrics"));
+    let raised = value(
+        &scraped,
+        "vitrine_wal_writer_priority_raised",
+        &[("account", DEMO_KEY)],
+    )
+    .expect("the gauge");
+    assert!(raised == 0.0 || raised == 1.0, "{raised}");
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0");
+    if root {
+        // Set by the writer thread as it starts.
+        wait_for(
+            "the writer's priority raised, as root",
+            Duration::from_secs(30),
+            || {
+                let scrape = scrape(&server.get("/metrics"));
+                let raised = value(
+                    &scrape,
+                    "vitrine_wal_writer_priority_raised",
+                    &[("account", DEMO_KEY)],
+                );
+                (raised == Some(1.0)).then_some(())
+            },
+        );
+    }
+}

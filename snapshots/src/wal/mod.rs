@@ -278,7 +278,9 @@ impl Wal {
                     thread_priority::ThreadPriority::Max,
                 )
                 .is_ok();
-                worker_stats.priority_raised.store(raised, Ordering::Relaxed);
+                worker_stats
+                    .priority_raised
+                    .store(raised, Ordering::Relaxed);
                 writer.run(&receiver, &worker_stats)
             })
             .map_err(io_error("starting the writer for", &config.dir))?;
