@@ -461,6 +461,7 @@ impl CoCounts {
                 changed.push((key, entry.totals(), entry.pairs()));
             }
         }
+        let indexes = keys.idx_by_key(catalogue);
         changed
             .into_par_iter()
             .filter_map(|(product, total, partners)| {
@@ -468,10 +469,11 @@ impl CoCounts {
                 // and no id is copied or counted.
                 let names = keys.names.read().unwrap_or_else(PoisonError::into_inner);
                 let name = |key: u32| names.get(key as usize).map(|name| &**name);
-                let idx = catalogue.idx_of(name(product)?)?;
+                let idx_of = |key: u32| indexes.idx(catalogue, key, name(key)?);
+                let idx = idx_of(product)?;
                 let list = self
                     .list(total, partners, &name, keep)
-                    .filter_map(|(key, weight)| Some((catalogue.idx_of(name(key)?)?, weight)))
+                    .filter_map(|(key, weight)| Some((idx_of(key)?, weight)))
                     .collect();
                 Some((idx, list))
             })
@@ -588,10 +590,19 @@ fn rank_partners<'a>(
     keep: usize,
 ) {
     partners.retain(|(key, ..)| name(*key).is_some());
-    partners.sort_unstable_by(|a, b| {
+    let order = |a: &SurePartner, b: &SurePartner| {
         b.1.total_cmp(&a.1)
             .then_with(|| name(a.0).cmp(&name(b.0)))
             .then_with(|| a.0.cmp(&b.0))
-    });
-    partners.truncate(keep);
+    };
+    // Only the kept ones are sorted: a list of a few hundred partners keeps a few dozen.
+    if keep == 0 {
+        partners.clear();
+        return;
+    }
+    if partners.len() > keep {
+        partners.select_nth_unstable_by(keep - 1, order);
+        partners.truncate(keep);
+    }
+    partners.sort_unstable_by(order);
 }

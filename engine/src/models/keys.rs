@@ -18,6 +18,20 @@ pub struct ProductKeys {
     pub(super) names: RwLock<Vec<Arc<str>>>,
     /// The keys of one catalogue base's products by dense index, as they are looked up.
     by_idx: ArcSwap<KeysByIdx>,
+    /// The other way: one catalogue base's dense indexes by key, as they are looked up.
+    idx_by_key: ArcSwap<IdxByKey>,
+}
+
+/// Dense indexes of one catalogue base by key, each found once by id (a hash of the
+/// string and its comparison) and read by key after that: what the model rounds look
+/// up for every product of every list they sort.
+#[derive(Debug, Default)]
+struct IdxByKey {
+    /// The base the indexes are of (`None`: none yet).
+    base: Option<BaseHandle>,
+    /// Each key's index plus 1; 0 while it has not been looked up (or the key's
+    /// product had no index when it was).
+    idx: Box<[AtomicU32]>,
 }
 
 /// Keys by the dense indexes of one catalogue base: an index names the same product
@@ -73,6 +87,36 @@ impl ProductKeys {
         IndexedKeys { keys: self, by_idx }
     }
 
+    /// The dense indexes of `catalogue`'s products, looked up by key (see
+    /// [`KeyedIdx::idx`]). Kept from one call to the next while the catalogue's base
+    /// stays and no key was handed out since (else made anew, keeping what was found
+    /// in the same base).
+    pub fn idx_by_key(&self, catalogue: &Catalogue) -> KeyedIdx {
+        let known = self.idx_by_key.load_full();
+        let keys = self
+            .names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let same_base = known
+            .base
+            .as_ref()
+            .is_some_and(|base| catalogue.has_base(base));
+        if same_base && known.idx.len() >= keys {
+            return KeyedIdx { by_key: known };
+        }
+        let kept = |key: usize| match known.idx.get(key) {
+            Some(idx) if same_base => idx.load(Ordering::Relaxed),
+            _ => 0,
+        };
+        let fresh = Arc::new(IdxByKey {
+            base: Some(catalogue.base_handle()),
+            idx: (0..keys).map(|key| AtomicU32::new(kept(key))).collect(),
+        });
+        self.idx_by_key.store(Arc::clone(&fresh));
+        KeyedIdx { by_key: fresh }
+    }
+
     /// The key of `id` if it has one.
     pub fn existing(&self, id: &str) -> Option<u32> {
         self.keys.get(id).map(|key| *key)
@@ -103,6 +147,34 @@ impl ProductKeys {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+}
+
+/// One catalogue base's dense indexes by key (see [`ProductKeys::idx_by_key`]).
+#[derive(Debug)]
+pub struct KeyedIdx {
+    by_key: Arc<IdxByKey>,
+}
+
+impl KeyedIdx {
+    /// The dense index in `catalogue` (a version of the base this was made for) of the
+    /// product whose key is `key` and id `name`, as [`Catalogue::idx_of`] gives it.
+    /// An index names the same id in every version of a base, so one found once is read
+    /// by key after that; a product deleted since has none, and one added again takes
+    /// a new index, looked up by id again.
+    pub fn idx(&self, catalogue: &Catalogue, key: u32, name: &str) -> Option<ProductIdx> {
+        let slot = self.by_key.idx.get(key as usize);
+        if let Some(known) = slot.map(|slot| slot.load(Ordering::Relaxed))
+            && let Some(idx) = known.checked_sub(1)
+            && catalogue.product(idx).is_some()
+        {
+            return Some(idx);
+        }
+        let idx = catalogue.idx_of(name)?;
+        if let (Some(slot), Some(stored)) = (slot, idx.checked_add(1)) {
+            slot.store(stored, Ordering::Relaxed);
+        }
+        Some(idx)
     }
 }
 
@@ -141,6 +213,7 @@ impl Default for ProductKeys {
             keys: sharded(),
             names: RwLock::default(),
             by_idx: ArcSwap::default(),
+            idx_by_key: ArcSwap::default(),
         }
     }
 }

@@ -428,3 +428,48 @@ fn a_key_read_by_index_is_the_ids_key_and_a_new_base_is_indexed_afresh() {
     // A clone of a version shares its base.
     assert_eq!(keys.indexed(&second.clone()).key(c, "not read"), key_c);
 }
+
+#[test]
+fn an_index_read_by_key_is_the_catalogues_own_through_deletes_re_adds_and_a_new_base() {
+    use crate::testing::product;
+    let keys = ProductKeys::default();
+    let first = crate::testing::catalogue([product("a"), product("b")]);
+    let (key_a, key_b) = (keys.key("a"), keys.key("b"));
+    let indexes = keys.idx_by_key(&first);
+    assert_eq!(indexes.idx(&first, key_b, "b"), first.idx_of("b"));
+    // Once found, the key alone gives the index.
+    assert_eq!(indexes.idx(&first, key_b, "not read"), first.idx_of("b"));
+    assert_eq!(indexes.idx(&first, key_a, "a"), first.idx_of("a"));
+    // A later version of the base: "a" removed has no index, even by key; added again
+    // it has the one the catalogue gives it.
+    let mut edit = first.edit();
+    assert!(edit.remove_product("a"));
+    let second = edit.finish();
+    let indexes = keys.idx_by_key(&second);
+    assert_eq!(indexes.idx(&second, key_a, "a"), None);
+    let mut edit = second.edit();
+    edit.upsert_product(product("a")).unwrap();
+    let third = edit.finish();
+    assert!(third.idx_of("a").is_some());
+    assert_eq!(
+        keys.idx_by_key(&third).idx(&third, key_a, "a"),
+        third.idx_of("a")
+    );
+    // A key handed out after the map was made is looked up by id.
+    let key_c = keys.key("c");
+    let mut edit = third.edit();
+    edit.upsert_product(product("c")).unwrap();
+    let fourth = edit.finish();
+    assert_eq!(indexes.idx(&fourth, key_c, "c"), fourth.idx_of("c"));
+    assert_eq!(
+        keys.idx_by_key(&fourth).idx(&fourth, key_c, "c"),
+        fourth.idx_of("c")
+    );
+    // Another base numbers its products afresh: nothing found in the first is read.
+    let other = crate::testing::catalogue([product("c"), product("b"), product("a")]);
+    let indexes = keys.idx_by_key(&other);
+    for (key, id) in [(key_a, "a"), (key_b, "b"), (key_c, "c")] {
+        assert_eq!(indexes.idx(&other, key, "not read"), None, "{id}");
+        assert_eq!(indexes.idx(&other, key, id), other.idx_of(id), "{id}");
+    }
+}

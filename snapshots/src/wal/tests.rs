@@ -313,6 +313,49 @@ fn interval_policy_fsyncs_a_batch_as_soon_as_it_is_written_not_on_its_timer() {
 }
 
 #[test]
+fn interval_policy_lets_records_gather_a_quarter_of_the_window_between_fsyncs() {
+    let interval = |ms| linger(SyncPolicy::Interval(Duration::from_millis(ms)));
+    assert_eq!(interval(10), Duration::from_micros(2500));
+    assert_eq!(
+        interval(1),
+        Duration::from_micros(500),
+        "half a short window"
+    );
+    assert_eq!(interval(600_000), LINGER_MAX);
+    assert_eq!(linger(SyncPolicy::Never), LINGER);
+
+    // Records handed over back to back for a tenth of a second under a 40 ms window:
+    // one fsync per batch, batches at least `LINGER_MAX` apart (a writer kept from the
+    // CPU only makes fewer).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut config = config(tmp.path(), SyncPolicy::Interval(Duration::from_millis(40)));
+    config.segment_bytes = 64 << 20;
+    let (wal, _) = Wal::open(config).unwrap();
+    let started = Instant::now();
+    let mut records = 0u64;
+    while started.elapsed() < Duration::from_millis(100) {
+        wal.append_unwaited(1, vec![0; 32]).unwrap();
+        records += 1;
+        thread::sleep(Duration::from_micros(100));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while wal.stats().synced_records.load(Ordering::Relaxed) < records {
+        assert!(
+            Instant::now() < deadline,
+            "records not fsynced within a minute"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    let elapsed = started.elapsed();
+    let syncs = wal.stats().syncs.load(Ordering::Relaxed);
+    let most = elapsed.as_micros() / LINGER_MAX.as_micros() + 2;
+    assert!(
+        u128::from(syncs) <= most,
+        "{syncs} fsyncs for {records} records in {elapsed:?} (at most {most})"
+    );
+}
+
+#[test]
 fn remove_before_keeps_segments_with_later_records() {
     let tmp = tempfile::tempdir().unwrap();
     let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();

@@ -1,7 +1,8 @@
 //! The writer thread: takes every request waiting, writes the records in one go,
 //! fsyncs once for the batch when the policy (or a request) asks for it (under
-//! `always` and `interval`, every batch: group commit), starts a new segment when the
-//! current one is full; after a failed write or sync it takes nothing more.
+//! `always` and `interval`, every batch: group commit), lets the next records gather
+//! for [`linger`], starts a new segment when the current one is full; after a failed
+//! write or sync it takes nothing more.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -12,9 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::format::{encode, segment_name, segments, sync_dir};
-use super::{
-    Append, Durability, LINGER, Progress, Request, SyncPolicy, WalConfig, WalError, WalStats,
-};
+use super::linger;
+use super::{Append, Durability, Progress, Request, SyncPolicy, WalConfig, WalError, WalStats};
 use crate::{Result, io_error};
 
 /// Each request's outcome: the sequence it took (or the next, for a sync or rotation).
@@ -105,6 +105,7 @@ impl Writer {
             SyncPolicy::Interval(every) => (every / 2).max(Duration::from_millis(1)),
             SyncPolicy::Always | SyncPolicy::Never => Duration::from_secs(3600),
         };
+        let linger = linger(self.policy);
         let mut batch: Vec<Append> = Vec::new();
         loop {
             let first = match receiver.recv_timeout(tick) {
@@ -152,7 +153,7 @@ impl Writer {
             if self.policy != SyncPolicy::Always {
                 // Let the next records gather instead of waking for each one; an append
                 // that waits for its outcome (or closing the log) unparks at once.
-                thread::park_timeout(LINGER);
+                thread::park_timeout(linger);
             }
         }
         if self.unsynced > 0 || self.policy != SyncPolicy::Never {
