@@ -51,15 +51,15 @@ pub const LINGER: Duration = Duration::from_millis(1);
 pub const LINGER_MAX: Duration = Duration::from_millis(5);
 
 /// How long the writer lets records gather after a batch under `policy`: [`LINGER`],
-/// and under `interval` a quarter of the window (at most [`LINGER_MAX`], at most half a
-/// window below 2 ms). Each batch is fsynced as soon as it is written, so a record
-/// reaches the disk at most about a quarter of the window plus one write and fsync
-/// after it was handed over, and under load the writer fsyncs a few hundred times a
-/// second rather than once a millisecond: every fsync wakes the writer and the disk
-/// on the core that serves.
+/// and under `interval` half the window, at most [`LINGER_MAX`]. Each batch is fsynced
+/// as soon as it is written, so a record reaches the disk at most about half the
+/// window plus one write and fsync after it was handed over, and under load the writer
+/// fsyncs a couple of hundred times a second rather than once a millisecond: each
+/// fsync of a growing file costs the core that serves about 200 µs of kernel time on
+/// a virtual machine's disk (`benches/README.md`).
 pub fn linger(policy: SyncPolicy) -> Duration {
     match policy {
-        SyncPolicy::Interval(every) => (every / 4).clamp(LINGER, LINGER_MAX).min(every / 2),
+        SyncPolicy::Interval(every) => (every / 2).min(LINGER_MAX),
         SyncPolicy::Always | SyncPolicy::Never => LINGER,
     }
 }

@@ -313,14 +313,11 @@ fn interval_policy_fsyncs_a_batch_as_soon_as_it_is_written_not_on_its_timer() {
 }
 
 #[test]
-fn interval_policy_lets_records_gather_a_quarter_of_the_window_between_fsyncs() {
+fn interval_policy_lets_records_gather_half_the_window_between_fsyncs() {
     let interval = |ms| linger(SyncPolicy::Interval(Duration::from_millis(ms)));
-    assert_eq!(interval(10), Duration::from_micros(2500));
-    assert_eq!(
-        interval(1),
-        Duration::from_micros(500),
-        "half a short window"
-    );
+    assert_eq!(interval(10), LINGER_MAX);
+    assert_eq!(interval(4), Duration::from_millis(2));
+    assert_eq!(interval(1), Duration::from_micros(500));
     assert_eq!(interval(600_000), LINGER_MAX);
     assert_eq!(linger(SyncPolicy::Never), LINGER);
 
