@@ -186,6 +186,13 @@ pub enum StateEntry {
     },
     /// The account's campaign documents, every version kept (see [`crate::campaign`]).
     Campaigns(Box<CampaignHistory>),
+    /// A product's co-view pairs with their counts by distance and by direction
+    /// (written instead of [`StateEntry::CoViewPairsByDistance`], which is still read,
+    /// each count taken as half in either direction).
+    CoViewPairsDirected(Box<crate::models::DirectedPairs>),
+    /// A product's co-purchase pairs likewise (written instead of
+    /// [`StateEntry::CoPurchasePairsByDistance`], which is still read).
+    CoPurchasePairsDirected(Box<crate::models::DirectedPairs>),
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

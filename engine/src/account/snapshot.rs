@@ -123,16 +123,12 @@ impl Account {
             sink(StateEntry::BrandPopularity { name, popularity });
         }
         let tables: [(_, fn(_) -> StateEntry); 2] = [
-            (&self.coview, StateEntry::CoViewPairsByDistance),
-            (&self.copurchase, StateEntry::CoPurchasePairsByDistance),
+            (&self.coview, StateEntry::CoViewPairsDirected),
+            (&self.copurchase, StateEntry::CoPurchasePairsDirected),
         ];
         for (counts, entry) in tables {
-            for (product, partners, reach) in counts.entries(&self.product_keys) {
-                sink(entry(Box::new(crate::state::PairsByDistance {
-                    product,
-                    partners,
-                    reach,
-                })));
+            for pairs in counts.entries(&self.product_keys) {
+                sink(entry(Box::new(pairs)));
             }
         }
         for day in self.site.entries() {
@@ -253,7 +249,7 @@ impl Account {
             }
             StateEntry::CoViewPairs { product, partners } => {
                 self.coview
-                    .restore(&self.product_keys, &product, &partners, None);
+                    .restore(&self.product_keys, &product, &partners, None, None);
             }
             StateEntry::CoViewPairsByDistance(pairs) => {
                 self.coview.restore(
@@ -261,11 +257,30 @@ impl Account {
                     &pairs.product,
                     &pairs.partners,
                     Some(&pairs.reach),
+                    None,
+                );
+            }
+            StateEntry::CoViewPairsDirected(pairs) => {
+                self.coview.restore(
+                    &self.product_keys,
+                    &pairs.product,
+                    &pairs.partners,
+                    Some(&pairs.reach),
+                    Some(&pairs.forward),
+                );
+            }
+            StateEntry::CoPurchasePairsDirected(pairs) => {
+                self.copurchase.restore(
+                    &self.product_keys,
+                    &pairs.product,
+                    &pairs.partners,
+                    Some(&pairs.reach),
+                    Some(&pairs.forward),
                 );
             }
             StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase
-                    .restore(&self.product_keys, &product, &partners, None);
+                    .restore(&self.product_keys, &product, &partners, None, None);
             }
             StateEntry::CoPurchasePairsByDistance(pairs) => {
                 self.copurchase.restore(
@@ -273,6 +288,7 @@ impl Account {
                     &pairs.product,
                     &pairs.partners,
                     Some(&pairs.reach),
+                    None,
                 );
             }
         }

@@ -34,6 +34,8 @@ pub struct CoCounts {
     damping: [AtomicU32; 2],
     /// [`ModelSettings::co_view_window`], as its place in [`CoViewWindow::ALL`].
     window: AtomicUsize,
+    /// [`ModelSettings::co_view_forward`], as `f32` bits.
+    forward: AtomicU32,
 }
 
 impl Default for CoCounts {
@@ -48,6 +50,7 @@ impl Default for CoCounts {
                 AtomicU32::new(SEED_DAMPING.to_bits()),
             ],
             window: AtomicUsize::new(CoViewWindow::ALL.len() - 1),
+            forward: AtomicU32::new(0.0f32.to_bits()),
         }
     }
 }
@@ -73,7 +76,30 @@ pub(super) struct Partners {
     pub(super) reach: Vec<Reach>,
     /// The sums of `reach`.
     pub(super) reach_total: Reach,
+    /// Of each partner's `reach`, what was counted in the partner's direction: the
+    /// partner viewed (or bought) after this product ([`Direction::Forward`]).
+    pub(super) forward: Vec<Reach>,
     pub(super) queued: bool,
+}
+
+/// Which way a pairing goes, seen from the product whose list counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// The partner came after the product (viewed or bought later), or with it (two
+    /// lines of one order).
+    Forward,
+    /// The partner came before the product.
+    Backward,
+}
+
+impl Direction {
+    /// What a pairing adds to the counts in the partner's direction.
+    fn forward(self, reach: Reach) -> Reach {
+        match self {
+            Direction::Forward => reach,
+            Direction::Backward => [0.0; 2],
+        }
+    }
 }
 
 impl Partners {
@@ -81,9 +107,17 @@ impl Partners {
     /// partners are counted. Keys are kept in ascending order, so a partner is found by
     /// binary search (a view looks up each of its window's partners: a scan of 256 keys
     /// would cost more than the rest of counting it).
-    pub(super) fn add(&mut self, to: u32, weight: f32, reach: Reach, capacity: usize) {
+    pub(super) fn add(
+        &mut self,
+        to: u32,
+        weight: f32,
+        reach: Reach,
+        direction: Direction,
+        capacity: usize,
+    ) {
         self.total += weight;
         add_reach(&mut self.reach_total, reach);
+        let forward = direction.forward(reach);
         let at = match self.keys.binary_search(&to) {
             Ok(at) => {
                 if let Some(count) = self.counts.get_mut(at) {
@@ -91,6 +125,9 @@ impl Partners {
                 }
                 if let Some(counted) = self.reach.get_mut(at) {
                     add_reach(counted, reach);
+                }
+                if let Some(counted) = self.forward.get_mut(at) {
+                    add_reach(counted, forward);
                 }
                 return;
             }
@@ -114,7 +151,7 @@ impl Partners {
                 if weakest < at {
                     at -= 1;
                 }
-                if self.reach.len() == self.keys.len() {
+                if self.reach.len() == self.keys.len() && self.forward.len() == self.keys.len() {
                     // The newcomer takes the weakest's entry, moved to its own place:
                     // only the entries between the two places shift (a removal and an
                     // insertion would each shift the whole tail).
@@ -124,6 +161,7 @@ impl Partners {
                     replace_moved(&mut self.counts, weakest, at, inherited + weight);
                     replace_moved(&mut self.inherited, weakest, at, inherited);
                     replace_moved(&mut self.reach, weakest, at, reach);
+                    replace_moved(&mut self.forward, weakest, at, forward);
                     return;
                 }
                 self.keys.remove(weakest);
@@ -133,12 +171,16 @@ impl Partners {
                     let gone = self.reach.remove(weakest);
                     add_reach(&mut self.reach_total, gone.map(|count| -count));
                 }
+                if weakest < self.forward.len() {
+                    self.forward.remove(weakest);
+                }
             }
         }
         self.keys.insert(at, to);
         self.counts.insert(at, inherited + weight);
         self.inherited.insert(at, inherited);
         self.reach.insert(at, reach);
+        self.forward.insert(at.min(self.forward.len()), forward);
     }
 
     /// Each partner with its counts (counted without distances, every count is as
@@ -149,11 +191,19 @@ impl Partners {
             .zip(&self.counts)
             .zip(&self.inherited)
             .enumerate()
-            .map(|(at, ((key, count), inherited))| CountedPartner {
-                key: *key,
-                count: *count,
-                inherited: *inherited,
-                reach: self.reach.get(at).copied().unwrap_or([*count; 2]),
+            .map(|(at, ((key, count), inherited))| {
+                let reach = self.reach.get(at).copied().unwrap_or([*count; 2]);
+                CountedPartner {
+                    key: *key,
+                    count: *count,
+                    inherited: *inherited,
+                    reach,
+                    forward: self
+                        .forward
+                        .get(at)
+                        .copied()
+                        .unwrap_or_else(|| undirected(reach)),
+                }
             })
             .collect()
     }
@@ -190,8 +240,8 @@ fn add_reach(counts: &mut Reach, more: Reach) {
 }
 
 impl CoCounts {
-    /// Counts `a` and `b` together once (in both directions), as close as can be (two
-    /// lines of one order).
+    /// Counts `a` and `b` together once (in both directions, each forward of the
+    /// other), as close as can be (two lines of one order).
     pub fn add(&self, a: u32, b: u32, weight: f32) {
         if a == b {
             return;
@@ -201,30 +251,32 @@ impl CoCounts {
         self.add_one(b, a, weight, reach);
     }
 
-    /// Counts `product` together with each of `others` once (in both directions), each
-    /// pairing with its own weight and its counts by distance: `product`'s partners are
-    /// updated under one lock.
+    /// Counts `product` together with each of `others`, which came before it, once (in
+    /// both directions), each pairing with its own weight and its counts by distance:
+    /// in `product`'s list they are backward, and it is forward in each of theirs.
+    /// `product`'s partners are updated under one lock.
     pub fn add_all(&self, product: u32, others: &[(u32, f32, Reach)]) {
         let capacity = self.partners.load(Ordering::Relaxed);
         {
             let mut partners = self.queued_entry(product);
             for &(other, weight, reach) in others {
                 if other != product {
-                    partners.add(other, weight, reach, capacity);
+                    partners.add(other, weight, reach, Direction::Backward, capacity);
                 }
             }
         }
         for &(other, weight, reach) in others {
             if other != product {
                 self.queued_entry(other)
-                    .add(product, weight, reach, capacity);
+                    .add(product, weight, reach, Direction::Forward, capacity);
             }
         }
     }
 
     fn add_one(&self, from: u32, to: u32, weight: f32, reach: Reach) {
         let capacity = self.partners.load(Ordering::Relaxed);
-        self.queued_entry(from).add(to, weight, reach, capacity);
+        self.queued_entry(from)
+            .add(to, weight, reach, Direction::Forward, capacity);
     }
 
     /// Empty counts kept within `settings`.
@@ -247,6 +299,14 @@ impl CoCounts {
             .position(|w| *w == settings.co_view_window)
             .unwrap_or(CoViewWindow::ALL.len() - 1);
         self.window.store(window, Ordering::Relaxed);
+        self.forward
+            .store(settings.co_view_forward.to_bits(), Ordering::Relaxed);
+    }
+
+    /// [`ModelSettings::co_view_forward`] now: how much of a pair's weight its
+    /// direction decides.
+    pub fn forward(&self) -> f32 {
+        f32::from_bits(self.forward.load(Ordering::Relaxed))
     }
 
     /// [`ModelSettings::neighbours`] now.
@@ -282,7 +342,7 @@ impl CoCounts {
         keep: usize,
     ) -> impl Iterator<Item = (u32, f32)> {
         let window = self.window();
-        let mut sure = self.sure_counts(partners, window);
+        let mut sure = self.sure_counts(partners, window, self.forward());
         rank_partners(&mut sure, name, keep);
         self.damp(totals.at(window), sure)
     }
@@ -296,7 +356,13 @@ impl CoCounts {
     /// list's last place would rank with pairs seen many times, while a pair counted
     /// since the list had room keeps its whole count. At a shorter `window`, the
     /// counts by distance are sure already (counted since the partner came in).
-    fn sure_counts(&self, partners: Vec<CountedPartner>, window: CoViewWindow) -> Vec<SurePartner> {
+    /// `forward` then weighs the pairs' direction ([`CountedPartner::directed`]).
+    fn sure_counts(
+        &self,
+        partners: Vec<CountedPartner>,
+        window: CoViewWindow,
+        forward: f32,
+    ) -> Vec<SurePartner> {
         partners
             .into_iter()
             .filter_map(|partner| {
@@ -304,7 +370,7 @@ impl CoCounts {
                     .pairs
                     .get(&partner.key)
                     .map_or(partner.at(window), |p| p.totals().at(window));
-                let sure = partner.sure_at(window).min(total);
+                let sure = partner.sure_at(window).min(total) * partner.directed(window, forward);
                 (sure > 0.0).then_some((partner.key, sure, total))
             })
             .collect()
@@ -338,25 +404,28 @@ impl CoCounts {
         self.pairs.len()
     }
 
-    /// Every product's partners, counts, inherited counts and counts by distance (in
-    /// the order of the partners) by id, unordered (for a state snapshot).
-    pub fn entries(&self, keys: &ProductKeys) -> Vec<(String, Vec<PairCount>, Vec<Reach>)> {
+    /// Every product's partners, counts, inherited counts, counts by distance and by
+    /// direction, by id, unordered (for a state snapshot).
+    pub fn entries(&self, keys: &ProductKeys) -> Vec<DirectedPairs> {
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
         self.pairs
             .iter()
             .map(|entry| {
                 let pairs = entry.pairs();
-                let reach = pairs.iter().map(|pair| pair.reach).collect();
-                let partners = pairs
-                    .into_iter()
-                    .map(|pair| PairCount {
-                        partner: name(pair.key),
-                        count: pair.count,
-                        inherited: pair.inherited,
-                    })
-                    .collect();
-                (name(*entry.key()), partners, reach)
+                DirectedPairs {
+                    product: name(*entry.key()),
+                    reach: pairs.iter().map(|pair| pair.reach).collect(),
+                    forward: pairs.iter().map(|pair| pair.forward).collect(),
+                    partners: pairs
+                        .into_iter()
+                        .map(|pair| PairCount {
+                            partner: name(pair.key),
+                            count: pair.count,
+                            inherited: pair.inherited,
+                        })
+                        .collect(),
+                }
             })
             .collect()
     }
@@ -364,25 +433,34 @@ impl CoCounts {
     /// Sets a product's partners and counts (restoring a state snapshot); at most
     /// [`ModelSettings::partners`] are kept. `reach`: each pair's counts by distance, in
     /// the order of `partners`; a snapshot written before they were kept has none, and
-    /// every window then reads a pair's whole count.
+    /// every window then reads a pair's whole count. `forward`: of those, what went in
+    /// the partner's direction; without it (a snapshot written before directions were
+    /// counted), half.
     pub fn restore(
         &self,
         keys: &ProductKeys,
         product: &str,
         partners: &[PairCount],
         reach: Option<&[Reach]>,
+        forward: Option<&[Reach]>,
     ) {
         let mut restored: Vec<CountedPartner> = partners
             .iter()
             .enumerate()
             .take(self.partners.load(Ordering::Relaxed))
-            .map(|(at, pair)| CountedPartner {
-                key: keys.key(&pair.partner),
-                count: pair.count,
-                inherited: pair.inherited,
-                reach: reach
+            .map(|(at, pair)| {
+                let reach = reach
                     .and_then(|reach| reach.get(at).copied())
-                    .unwrap_or([pair.count; 2]),
+                    .unwrap_or([pair.count; 2]);
+                CountedPartner {
+                    key: keys.key(&pair.partner),
+                    count: pair.count,
+                    inherited: pair.inherited,
+                    reach,
+                    forward: forward
+                        .and_then(|forward| forward.get(at).copied())
+                        .unwrap_or_else(|| undirected(reach)),
+                }
             })
             .collect();
         // In key order, as `Partners::add` keeps them (a snapshot names a partner once).
@@ -394,6 +472,7 @@ impl CoCounts {
         entry.counts = restored.iter().map(|pair| pair.count).collect();
         entry.inherited = restored.iter().map(|pair| pair.inherited).collect();
         entry.reach = restored.iter().map(|pair| pair.reach).collect();
+        entry.forward = restored.iter().map(|pair| pair.forward).collect();
         entry.total = entry.counts.iter().sum();
         let mut reach_total = [0.0; 2];
         for reach in &entry.reach {
@@ -425,7 +504,7 @@ impl CoCounts {
                 inherited: weakest.min(*count),
             })
             .collect();
-        self.restore(keys, product, &pairs, None);
+        self.restore(keys, product, &pairs, None, None);
     }
 
     /// Whether nothing was counted.
@@ -527,6 +606,8 @@ pub(super) struct CountedPartner {
     pub(super) inherited: f32,
     /// The counts by distance.
     pub(super) reach: Reach,
+    /// Of `reach`, what was counted in the partner's direction (see [`Partners`]).
+    pub(super) forward: Reach,
 }
 
 impl CountedPartner {
@@ -540,6 +621,39 @@ impl CountedPartner {
     pub(super) fn sure_at(&self, window: CoViewWindow) -> f32 {
         window.read(&self.reach, self.count - self.inherited)
     }
+
+    /// What the pair's count at `window` is multiplied by with `forward` (0 to 1) of
+    /// its weight on the pair's direction: `(1 - forward) + forward × 2 × share`, where
+    /// `share` is the part of it counted in the partner's direction. A pair seen as
+    /// often either way reads the same at any `forward`; one always seen the other way
+    /// reads nothing at 1, and one always seen this way twice its count. The longest
+    /// window reads the direction seen within 3 views (its own is not counted, see
+    /// [`Partners::forward`]); a pair never seen that close counts as seen either way.
+    pub(super) fn directed(&self, window: CoViewWindow, forward: f32) -> f32 {
+        if forward == 0.0 {
+            return 1.0;
+        }
+        (1.0 - forward) + forward * 2.0 * self.forward_share(window)
+    }
+
+    /// The part of the pair's count at `window` that went in the partner's direction
+    /// (½ when it has no count there).
+    fn forward_share(&self, window: CoViewWindow) -> f32 {
+        let at = window.reach().unwrap_or(1);
+        let counted = |reach: &Reach| reach.get(at).copied().unwrap_or(0.0);
+        let (forward, all) = (counted(&self.forward), counted(&self.reach));
+        if all > 0.0 {
+            (forward / all).clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
+    }
+}
+
+/// What a pair's counts `reach` give in each direction when their direction is not
+/// known (a snapshot written before directions were counted): half.
+pub(super) fn undirected(reach: Reach) -> Reach {
+    reach.map(|count| count / 2.0)
 }
 
 /// A product's total count, and its totals by distance.
@@ -577,6 +691,23 @@ pub struct PairCount {
     pub count: f32,
     /// What the count inherited when the partner took a full list's weakest place.
     pub inherited: f32,
+}
+
+/// A product's pairs as a state snapshot keeps them: partners, counts, inherited
+/// counts, and each pair's counts by distance and, of those, in the partner's
+/// direction.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct DirectedPairs {
+    /// Product id.
+    pub product: String,
+    /// Its pairs.
+    pub partners: Vec<PairCount>,
+    /// Each pair's counts at distance 1 and at distance 3 at most, in the order of
+    /// `partners` (see [`Reach`]).
+    pub reach: Vec<Reach>,
+    /// Of `reach`, what was counted with the partner after the product, in the same
+    /// order.
+    pub forward: Vec<Reach>,
 }
 
 /// A partner, the count of the pair its product is sure of, and the partner's total.

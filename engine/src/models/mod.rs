@@ -22,7 +22,7 @@ mod neighbours;
 mod popularity;
 mod shadow;
 
-pub use co_counts::{CoCounts, PairCount};
+pub use co_counts::{CoCounts, DirectedPairs, PairCount};
 pub use keys::ProductKeys;
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
@@ -61,6 +61,14 @@ pub struct ModelSettings {
     pub co_purchase_window: CoViewWindow,
     /// ... and their partner damping (as `partner_damping` is the co-view lists').
     pub purchase_partner_damping: f32,
+    /// How much of a co-view pair's weight its direction decides, 0 to 1: at 0 a pair
+    /// weighs what it was counted either way ("viewed together"), at 1 what was
+    /// counted with the partner viewed after the product ("viewed next"), see
+    /// [`CoCounts`]' `directed`.
+    pub co_view_forward: f32,
+    /// ... and of a co-purchase pair's (the partner bought after the product, or in
+    /// the same order).
+    pub co_purchase_forward: f32,
     /// Self-tuning's trials a second at most ([`crate::tuning`]): the bound on its work.
     pub tuning_trials_per_second: u32,
 }
@@ -148,6 +156,8 @@ impl Default for ModelSettings {
             co_view_window: CoViewWindow::Ten,
             co_purchase_window: CoViewWindow::One,
             purchase_partner_damping: PARTNER_DAMPING,
+            co_view_forward: 0.0,
+            co_purchase_forward: 0.0,
             tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
         }
     }

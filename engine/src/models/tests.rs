@@ -253,6 +253,10 @@ fn a_restored_snapshot_gives_the_same_weighted_lists() {
             keys.key(&b),
             1.0 / f32::from(1 + (i % 4) as u8),
         );
+        // Views in order too, so that pairs have a direction to restore.
+        let c = format!("p{}", (i * 5 + 3) % 19);
+        let reach = reach_of(1 + (i % 3) as usize, 0.5);
+        counts.add_all(keys.key(&a), &[(keys.key(&c), 0.5, reach)]);
     }
     // The total a weight divides by is the sum of the kept counts (space-saving
     // hands the weakest count on), so a state snapshot, which stores the counts,
@@ -267,16 +271,27 @@ fn a_restored_snapshot_gives_the_same_weighted_lists() {
     assert!(
         entries
             .iter()
-            .any(|(_, pairs, _)| pairs.iter().any(|pair| pair.inherited > 0.0)),
+            .any(|pairs| pairs.partners.iter().any(|pair| pair.inherited > 0.0)),
         "no count inherited anything"
     );
-    for (product, partners, reach) in entries {
-        restored.restore(&keys, &product, &partners, Some(&reach));
+    for pairs in entries {
+        restored.restore(
+            &keys,
+            &pairs.product,
+            &pairs.partners,
+            Some(&pairs.reach),
+            Some(&pairs.forward),
+        );
     }
-    // The same at every window (the counts by distance are restored too).
-    for window in CoViewWindow::ALL {
+    // The same at every window and weight of direction (the counts by distance and
+    // direction are restored too).
+    for (window, forward) in CoViewWindow::ALL
+        .into_iter()
+        .flat_map(|window| [0.0, 0.5, 1.0].map(|forward| (window, forward)))
+    {
         let at = ModelSettings {
             co_view_window: window,
+            co_view_forward: forward,
             ..settings
         };
         counts.configure(at);
@@ -285,10 +300,10 @@ fn a_restored_snapshot_gives_the_same_weighted_lists() {
         assert_eq!(live.len(), again.len());
         for (product, list) in &live {
             let other = &again[product];
-            assert_eq!(list.len(), other.len(), "{product} at {window:?}");
+            assert_eq!(list.len(), other.len(), "{product} at {window:?}, {forward}");
             for ((a, x), (b, y)) in list.iter().zip(other) {
-                assert_eq!(a, b, "{product} at {window:?}");
-                assert!((x - y).abs() < 1e-4, "{product} at {window:?}: {x} vs {y}");
+                assert_eq!(a, b, "{product} at {window:?}, {forward}");
+                assert!((x - y).abs() < 1e-4, "{product} at {window:?}, {forward}: {x} vs {y}");
             }
         }
     }
@@ -360,16 +375,22 @@ fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
     let mut sequence = crate::demo::Sequence::new(5);
     let capacity = 16;
     // The reference: the same counts kept by removals and insertions.
-    let mut reference: Vec<(u32, f32, f32, Reach)> = Vec::new();
+    let mut reference: Vec<(u32, f32, f32, Reach, Reach)> = Vec::new();
     for _ in 0..5_000 {
         let to = (sequence.next_u64() % 60) as u32;
         let weight = 1.0 / (1 + sequence.next_u64() % 4) as f32;
         let reach = [weight, 0.0];
-        fast.add(to, weight, reach, capacity);
+        let (direction, forward) = if sequence.next_u64() % 3 == 0 {
+            (co_counts::Direction::Forward, reach)
+        } else {
+            (co_counts::Direction::Backward, [0.0; 2])
+        };
+        fast.add(to, weight, reach, direction, capacity);
         match reference.binary_search_by_key(&to, |e| e.0) {
             Ok(at) => {
                 reference[at].1 += weight;
                 reference[at].3[0] += weight;
+                reference[at].4[0] += forward[0];
             }
             Err(mut at) => {
                 let mut inherited = 0.0;
@@ -386,16 +407,17 @@ fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
                         at -= 1;
                     }
                 }
-                reference.insert(at, (to, inherited + weight, inherited, reach));
+                reference.insert(at, (to, inherited + weight, inherited, reach, forward));
             }
         }
-        let kept: Vec<(u32, f32, f32, Reach)> = (0..fast.keys.len())
+        let kept: Vec<(u32, f32, f32, Reach, Reach)> = (0..fast.keys.len())
             .map(|at| {
                 (
                     fast.keys[at],
                     fast.counts[at],
                     fast.inherited[at],
                     fast.reach[at],
+                    fast.forward[at],
                 )
             })
             .collect();
@@ -472,4 +494,77 @@ fn an_index_read_by_key_is_the_catalogues_own_through_deletes_re_adds_and_a_new_
         assert_eq!(indexes.idx(&other, key, "not read"), None, "{id}");
         assert_eq!(indexes.idx(&other, key, id), other.idx_of(id), "{id}");
     }
+}
+
+/// Views always in one order (a lesson after the one before it): the counts by
+/// direction are exact, and the lists read with the direction's full weight keep only
+/// what came next, while either way they keep both neighbours.
+#[test]
+fn pairs_counted_in_order_rank_what_comes_next_when_direction_decides() {
+    let keys = ProductKeys::default();
+    let counts = undamped(16);
+    let key = |id: &str| keys.key(id);
+    // Seven visitors view a, b, c, d in order; three view d, c (against the order).
+    let view = |path: &[&str]| {
+        for (at, id) in path.iter().enumerate() {
+            let earlier: Vec<(u32, f32, Reach)> = path[..at]
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(before, earlier)| {
+                    let weight = 1.0 / (before as f32 + 1.0);
+                    (key(earlier), weight, reach_of(before + 1, weight))
+                })
+                .collect();
+            counts.add_all(key(id), &earlier);
+        }
+    };
+    for _ in 0..7 {
+        view(&["a", "b", "c", "d"]);
+    }
+    for _ in 0..3 {
+        view(&["d", "c"]);
+    }
+    let pair = |product: &str, partner: &str| {
+        let entry = counts.pairs.get(&key(product)).expect("counted");
+        let at = entry.keys.binary_search(&key(partner)).expect("paired");
+        (entry.counts[at], entry.reach[at], entry.forward[at])
+    };
+    // b: a came before it 7 times at distance 1, c after it 7 times at distance 1.
+    assert_eq!(pair("b", "a"), (7.0, [7.0, 7.0], [0.0, 0.0]));
+    assert_eq!(pair("b", "c"), (7.0, [7.0, 7.0], [7.0, 7.0]));
+    // a: b after it at distance 1, c at 2 (weight ½), d at 3 (weight ⅓).
+    assert_eq!(pair("a", "c"), (3.5, [0.0, 3.5], [0.0, 3.5]));
+    let (count, reach, forward) = pair("a", "d");
+    assert!((count - 7.0 / 3.0).abs() < 1e-5 && reach[0] == 0.0 && forward == reach);
+    // c and d: 7 times d after c, 3 times c after d, always at distance 1.
+    assert_eq!(pair("c", "d"), (10.0, [10.0, 10.0], [7.0, 7.0]));
+    assert_eq!(pair("d", "c"), (10.0, [10.0, 10.0], [3.0, 3.0]));
+
+    let list = |product: &str, window: CoViewWindow, forward: f32| {
+        counts.configure(ModelSettings {
+            partners: 16,
+            neighbours: 16,
+            partner_damping: 0.0,
+            seed_damping: 0.0,
+            co_view_window: window,
+            co_view_forward: forward,
+            ..ModelSettings::default()
+        });
+        counts.weighted_lists(&keys).remove(product).unwrap_or_default()
+    };
+    let names = |list: &[(String, f32)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    // Either way b's neighbours tie (ties by id); with direction deciding, only c.
+    assert_eq!(names(&list("b", CoViewWindow::One, 0.0)), ["a", "c"]);
+    assert_eq!(list("b", CoViewWindow::One, 1.0), [("c".to_owned(), 14.0)]);
+    // Half the weight on direction: c (all forward) 7 × (½ + 1), a (none) 7 × ½.
+    assert_eq!(
+        list("b", CoViewWindow::One, 0.5),
+        [("c".to_owned(), 10.5), ("a".to_owned(), 3.5)]
+    );
+    // The longest window reads each pair's direction within 3 views: from c, d came
+    // next 7 of 10 times, b before it always.
+    let ten = list("c", CoViewWindow::Ten, 1.0);
+    assert_eq!(names(&ten), ["d"]);
+    assert!((ten[0].1 - 10.0 * 2.0 * 0.7).abs() < 1e-4, "{ten:?}");
 }
