@@ -174,10 +174,11 @@ impl Account {
     pub(super) fn reconfigure_lists(&self, lists: Lists, settings: &AccountSettings) {
         let (tuner, counts) = self.tuned(lists);
         let models = list_models(lists, &settings.models);
-        let before = (counts.window(), counts.dampings().0);
+        let read_at = |counts: &CoCounts| (counts.window(), counts.dampings().0, counts.forward());
+        let before = read_at(counts);
         let active = tuner.reconfigure(settings.tuning, &models);
         counts.configure(with_lists(&models, active));
-        if (counts.window(), counts.dampings().0) != before {
+        if read_at(counts) != before {
             counts.queue_all();
         }
     }
@@ -263,6 +264,7 @@ pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
     ModelSettings {
         co_view_window: models.co_purchase_window,
         partner_damping: models.purchase_partner_damping,
+        co_view_forward: models.co_purchase_forward,
         ..*models
     }
 }

@@ -300,10 +300,17 @@ fn a_restored_snapshot_gives_the_same_weighted_lists() {
         assert_eq!(live.len(), again.len());
         for (product, list) in &live {
             let other = &again[product];
-            assert_eq!(list.len(), other.len(), "{product} at {window:?}, {forward}");
+            assert_eq!(
+                list.len(),
+                other.len(),
+                "{product} at {window:?}, {forward}"
+            );
             for ((a, x), (b, y)) in list.iter().zip(other) {
                 assert_eq!(a, b, "{product} at {window:?}, {forward}");
-                assert!((x - y).abs() < 1e-4, "{product} at {window:?}, {forward}: {x} vs {y}");
+                assert!(
+                    (x - y).abs() < 1e-4,
+                    "{product} at {window:?}, {forward}: {x} vs {y}"
+                );
             }
         }
     }
@@ -380,7 +387,7 @@ fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
         let to = (sequence.next_u64() % 60) as u32;
         let weight = 1.0 / (1 + sequence.next_u64() % 4) as f32;
         let reach = [weight, 0.0];
-        let (direction, forward) = if sequence.next_u64() % 3 == 0 {
+        let (direction, forward) = if sequence.next_u64().is_multiple_of(3) {
             (co_counts::Direction::Forward, reach)
         } else {
             (co_counts::Direction::Backward, [0.0; 2])
@@ -551,7 +558,10 @@ fn pairs_counted_in_order_rank_what_comes_next_when_direction_decides() {
             co_view_forward: forward,
             ..ModelSettings::default()
         });
-        counts.weighted_lists(&keys).remove(product).unwrap_or_default()
+        counts
+            .weighted_lists(&keys)
+            .remove(product)
+            .unwrap_or_default()
     };
     let names = |list: &[(String, f32)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
     // Either way b's neighbours tie (ties by id); with direction deciding, only c.

@@ -265,6 +265,14 @@ pub(super) fn accounts(
                 models.co_purchase_window = window("co_purchase_window", steps)?;
                 pins.co_purchase_window = Some(models.co_purchase_window);
             }
+            if let Some(share) = file.co_view_forward {
+                models.co_view_forward = fraction(share, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.co_view_forward"), m.to_string()))?;
+            }
+            if let Some(share) = file.co_purchase_forward {
+                models.co_purchase_forward = fraction(share, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.co_purchase_forward"), m.to_string()))?;
+            }
             if let Some(rate) = file.tuning_trials_per_second {
                 models.tuning_trials_per_second = within(rate, 1, 100_000)
                     .map_err(|m| err(&key("models.tuning_trials_per_second"), m.to_string()))?

@@ -230,6 +230,8 @@ pub(super) struct FileModels {
     pub(super) co_view_window: Option<u64>,
     pub(super) co_purchase_window: Option<u64>,
     pub(super) purchase_partner_damping: Option<f64>,
+    pub(super) co_view_forward: Option<f64>,
+    pub(super) co_purchase_forward: Option<f64>,
     pub(super) tuning: Option<String>,
     pub(super) tuning_trials_per_second: Option<u64>,
 }

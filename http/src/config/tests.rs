@@ -487,6 +487,18 @@ purchase_partner_damping = 0",
             ..Pins::default()
         })
     );
+    let config = parsed("co_view_forward = 0.5\nco_purchase_forward = 1");
+    assert_eq!(config.accounts[0].models.co_view_forward, 0.5);
+    assert_eq!(config.accounts[0].models.co_purchase_forward, 1.0);
+    assert_eq!(parsed("").accounts[0].models.co_view_forward, 0.0);
+    assert!(
+        fails(&models("co_view_forward = 1.5"))
+            .contains("accounts[0].models.co_view_forward: must be between 0 and 1, got 1.5")
+    );
+    assert!(
+        fails(&models("co_purchase_forward = -1"))
+            .contains("accounts[0].models.co_purchase_forward: must be between 0 and 1, got -1")
+    );
     let config = parsed("tuning = \"off\"");
     assert_eq!(config.accounts[0].tuning, Tuning::Off);
     assert_eq!(config.accounts[0].settings().tuning, Tuning::Off);
