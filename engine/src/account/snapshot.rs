@@ -261,22 +261,10 @@ impl Account {
                 );
             }
             StateEntry::CoViewPairsDirected(pairs) => {
-                self.coview.restore(
-                    &self.product_keys,
-                    &pairs.product,
-                    &pairs.partners,
-                    Some(&pairs.reach),
-                    Some(&pairs.forward),
-                );
+                self.coview.restore_directed(&self.product_keys, &pairs)
             }
             StateEntry::CoPurchasePairsDirected(pairs) => {
-                self.copurchase.restore(
-                    &self.product_keys,
-                    &pairs.product,
-                    &pairs.partners,
-                    Some(&pairs.reach),
-                    Some(&pairs.forward),
-                );
+                self.copurchase.restore_directed(&self.product_keys, &pairs);
             }
             StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase

@@ -485,6 +485,17 @@ impl CoCounts {
         }
     }
 
+    /// [`CoCounts::restore`] of a product's pairs as a state snapshot now writes them.
+    pub fn restore_directed(&self, keys: &ProductKeys, pairs: &DirectedPairs) {
+        self.restore(
+            keys,
+            &pairs.product,
+            &pairs.partners,
+            Some(&pairs.reach),
+            Some(&pairs.forward),
+        );
+    }
+
     /// [`CoCounts::restore`] from a snapshot written before inherited counts were
     /// kept: each pair of a full list is taken to have inherited the list's weakest
     /// count (the most any of them can have), as lists were then read.

@@ -134,6 +134,30 @@ fn undamped(partners: usize) -> CoCounts {
     })
 }
 
+/// `product`'s weighted list read undamped from up to 16 partners at `window` and
+/// weight of direction `forward`.
+fn undamped_list(
+    counts: &CoCounts,
+    keys: &ProductKeys,
+    product: &str,
+    window: CoViewWindow,
+    forward: f32,
+) -> Vec<(String, f32)> {
+    counts.configure(ModelSettings {
+        partners: 16,
+        neighbours: 16,
+        partner_damping: 0.0,
+        seed_damping: 0.0,
+        co_view_window: window,
+        co_view_forward: forward,
+        ..ModelSettings::default()
+    });
+    counts
+        .weighted_lists(keys)
+        .remove(product)
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_newcomer_that_inherited_a_count_does_not_rank_with_pairs_seen_often() {
     let keys = ProductKeys::default();
@@ -332,17 +356,7 @@ fn each_window_reads_the_pairs_within_its_distance() {
         })
         .collect();
     counts.add_all(key("e"), &earlier);
-    let list_of_e = |window| {
-        counts.configure(ModelSettings {
-            partners: 16,
-            neighbours: 16,
-            partner_damping: 0.0,
-            seed_damping: 0.0,
-            co_view_window: window,
-            ..ModelSettings::default()
-        });
-        counts.weighted_lists(&keys).remove("e").unwrap_or_default()
-    };
+    let list_of_e = |window| undamped_list(&counts, &keys, "e", window, 0.0);
     let names = |list: &[(String, f32)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
     assert_eq!(names(&list_of_e(CoViewWindow::One)), ["d"]);
     assert_eq!(names(&list_of_e(CoViewWindow::Three)), ["d", "c", "b"]);
@@ -549,19 +563,7 @@ fn pairs_counted_in_order_rank_what_comes_next_when_direction_decides() {
     assert_eq!(pair("d", "c"), (10.0, [10.0, 10.0], [3.0, 3.0]));
 
     let list = |product: &str, window: CoViewWindow, forward: f32| {
-        counts.configure(ModelSettings {
-            partners: 16,
-            neighbours: 16,
-            partner_damping: 0.0,
-            seed_damping: 0.0,
-            co_view_window: window,
-            co_view_forward: forward,
-            ..ModelSettings::default()
-        });
-        counts
-            .weighted_lists(&keys)
-            .remove(product)
-            .unwrap_or_default()
+        undamped_list(&counts, &keys, product, window, forward)
     };
     let names = |list: &[(String, f32)]| list.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
     // Either way b's neighbours tie (ties by id); with direction deciding, only c.
