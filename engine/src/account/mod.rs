@@ -29,6 +29,8 @@ mod explain;
 mod identity;
 mod judge;
 #[cfg(test)]
+mod pair_snapshot_tests;
+#[cfg(test)]
 mod repurchase_tests;
 mod serve;
 mod shadows;

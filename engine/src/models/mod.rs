@@ -10,7 +10,8 @@
 //!
 //! Files: `keys.rs` (product ids as small numbers, also read by the dense index of the
 //! catalogue base for the products a zone shows), `co_counts.rs` (the pair counts and
-//! the lists a rebuild sorts), `neighbours.rs` (the published lists, in dense ids),
+//! the lists a rebuild sorts), `partners.rs` (one product's pairs: the space-saving
+//! update, counts by distance and direction, and a partner's counts as lists read them), `neighbours.rs` (the published lists, in dense ids),
 //! `popularity.rs` (decaying counters and the most popular names), `shadow.rs` (a
 //! blend's ranking under other list settings, for self-tuning).
 
@@ -19,6 +20,7 @@ use crate::catalogue::UnixMillis;
 mod co_counts;
 mod keys;
 mod neighbours;
+mod partners;
 mod popularity;
 mod shadow;
 

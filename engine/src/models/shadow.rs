@@ -5,7 +5,8 @@
 use rustc_hash::FxHashMap;
 use smallvec::{SmallVec, smallvec};
 
-use super::co_counts::{CountedPartner, Totals, damped};
+use super::co_counts::damped;
+use super::partners::{CountedPartner, Totals};
 use super::{CoCounts, CoViewWindow};
 
 /// A setting of the co-view lists that self-tuning compares.

@@ -392,7 +392,7 @@ fn popularity_halves_every_half_life() {
 /// inserting the newcomer gives, with full lists and a stream of new partners.
 #[test]
 fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
-    let mut fast = co_counts::Partners::default();
+    let mut fast = partners::Partners::default();
     let mut sequence = crate::demo::Sequence::new(5);
     let capacity = 16;
     // The reference: the same counts kept by removals and insertions.
@@ -402,9 +402,9 @@ fn a_replacement_in_place_counts_as_a_removal_and_an_insertion() {
         let weight = 1.0 / (1 + sequence.next_u64() % 4) as f32;
         let reach = [weight, 0.0];
         let (direction, forward) = if sequence.next_u64().is_multiple_of(3) {
-            (co_counts::Direction::Forward, reach)
+            (partners::Direction::Forward, reach)
         } else {
-            (co_counts::Direction::Backward, [0.0; 2])
+            (partners::Direction::Backward, [0.0; 2])
         };
         fast.add(to, weight, reach, direction, capacity);
         match reference.binary_search_by_key(&to, |e| e.0) {

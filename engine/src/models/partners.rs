@@ -1,0 +1,263 @@
+//! One product's pair counts: its partners in key order with their counts, what each
+//! inherited, their counts by distance and by direction, and the product's totals
+//! ([`Partners`], counted by space-saving), and the counts of one partner as a
+//! rebuild and self-tuning read them ([`CountedPartner`]).
+
+use super::{CoViewWindow, Reach};
+
+/// One product's partners, counts, inherited counts, counts by distance and by
+/// direction (in five parallel vectors, by ascending key), their totals, and whether it is queued in
+/// `changed`.
+#[derive(Debug, Default)]
+pub(super) struct Partners {
+    pub(super) keys: Vec<u32>,
+    pub(super) counts: Vec<f32>,
+    /// What each partner's count started from: the count it inherited when it took a
+    /// full list's weakest place (0 for one that found room). Space-saving may
+    /// overestimate a count by that much at most, so `count - inherited` is what the
+    /// pair was surely seen.
+    pub(super) inherited: Vec<f32>,
+    /// Everything counted for the product. Space-saving keeps the counts' sum equal to
+    /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
+    /// of `counts`, kept here to be read without summing.
+    pub(super) total: f32,
+    /// Each partner's count at the shorter windows' distances ([`Reach`]), since it
+    /// came in (what it inherited is not among them: they are surely seen).
+    pub(super) reach: Vec<Reach>,
+    /// The sums of `reach`.
+    pub(super) reach_total: Reach,
+    /// Of each partner's `reach`, what was counted in the partner's direction: the
+    /// partner viewed (or bought) after this product ([`Direction::Forward`]).
+    pub(super) forward: Vec<Reach>,
+    pub(super) queued: bool,
+}
+
+/// Which way a pairing goes, seen from the product whose list counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// The partner came after the product (viewed or bought later), or with it (two
+    /// lines of one order).
+    Forward,
+    /// The partner came before the product.
+    Backward,
+}
+
+impl Direction {
+    /// What a pairing adds to the counts in the partner's direction.
+    fn forward(self, reach: Reach) -> Reach {
+        match self {
+            Direction::Forward => reach,
+            Direction::Backward => [0.0; 2],
+        }
+    }
+}
+
+impl Partners {
+    /// Adds `weight` to the partner `to`, making room by space-saving when `capacity`
+    /// partners are counted. Keys are kept in ascending order, so a partner is found by
+    /// binary search (a view looks up each of its window's partners: a scan of 256 keys
+    /// would cost more than the rest of counting it).
+    pub(super) fn add(
+        &mut self,
+        to: u32,
+        weight: f32,
+        reach: Reach,
+        direction: Direction,
+        capacity: usize,
+    ) {
+        self.total += weight;
+        add_reach(&mut self.reach_total, reach);
+        let forward = direction.forward(reach);
+        let at = match self.keys.binary_search(&to) {
+            Ok(at) => {
+                if let Some(count) = self.counts.get_mut(at) {
+                    *count += weight;
+                }
+                if let Some(counted) = self.reach.get_mut(at) {
+                    add_reach(counted, reach);
+                }
+                if let Some(counted) = self.forward.get_mut(at) {
+                    add_reach(counted, forward);
+                }
+                return;
+            }
+            Err(at) => at,
+        };
+        let mut inherited = 0.0;
+        let mut at = at;
+        if self.keys.len() >= capacity {
+            // Space-saving (Metwally et al., 2005): the weakest partner makes room and
+            // the newcomer inherits its count, so a pair seen often enough is never
+            // pushed out by a stream of rare ones. What it inherited is kept: its count
+            // may be overestimated by that much at most.
+            let weakest = self
+                .counts
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(at, count)| (at, *count));
+            if let Some((weakest, count)) = weakest {
+                inherited = count;
+                if weakest < at {
+                    at -= 1;
+                }
+                if self.reach.len() == self.keys.len() && self.forward.len() == self.keys.len() {
+                    // The newcomer takes the weakest's entry, moved to its own place:
+                    // only the entries between the two places shift (a removal and an
+                    // insertion would each shift the whole tail).
+                    let gone = self.reach.get(weakest).copied().unwrap_or_default();
+                    add_reach(&mut self.reach_total, gone.map(|count| -count));
+                    replace_moved(&mut self.keys, weakest, at, to);
+                    replace_moved(&mut self.counts, weakest, at, inherited + weight);
+                    replace_moved(&mut self.inherited, weakest, at, inherited);
+                    replace_moved(&mut self.reach, weakest, at, reach);
+                    replace_moved(&mut self.forward, weakest, at, forward);
+                    return;
+                }
+                self.keys.remove(weakest);
+                self.counts.remove(weakest);
+                self.inherited.remove(weakest);
+                if weakest < self.reach.len() {
+                    let gone = self.reach.remove(weakest);
+                    add_reach(&mut self.reach_total, gone.map(|count| -count));
+                }
+                if weakest < self.forward.len() {
+                    self.forward.remove(weakest);
+                }
+            }
+        }
+        self.keys.insert(at, to);
+        self.counts.insert(at, inherited + weight);
+        self.inherited.insert(at, inherited);
+        self.reach.insert(at, reach);
+        self.forward.insert(at.min(self.forward.len()), forward);
+    }
+
+    /// Each partner with its counts (counted without distances, every count is as
+    /// close as can be).
+    pub(super) fn pairs(&self) -> Vec<CountedPartner> {
+        self.keys
+            .iter()
+            .zip(&self.counts)
+            .zip(&self.inherited)
+            .enumerate()
+            .map(|(at, ((key, count), inherited))| {
+                let reach = self.reach.get(at).copied().unwrap_or([*count; 2]);
+                CountedPartner {
+                    key: *key,
+                    count: *count,
+                    inherited: *inherited,
+                    reach,
+                    forward: self
+                        .forward
+                        .get(at)
+                        .copied()
+                        .unwrap_or_else(|| undirected(reach)),
+                }
+            })
+            .collect()
+    }
+
+    /// The product's totals.
+    pub(super) fn totals(&self) -> Totals {
+        Totals {
+            all: self.total,
+            reach: self.reach_total,
+        }
+    }
+}
+
+/// What `entries.remove(from)` and then `entries.insert(to, value)` give, shifting only
+/// the entries between the two places.
+fn replace_moved<T>(entries: &mut [T], from: usize, to: usize, value: T) {
+    if from < to {
+        if let Some(between) = entries.get_mut(from..=to) {
+            between.rotate_left(1);
+        }
+    } else if let Some(between) = entries.get_mut(to..=from) {
+        between.rotate_right(1);
+    }
+    if let Some(slot) = entries.get_mut(to) {
+        *slot = value;
+    }
+}
+
+/// Adds `more` to `counts`, place by place.
+pub(super) fn add_reach(counts: &mut Reach, more: Reach) {
+    for (count, more) in counts.iter_mut().zip(more) {
+        *count += more;
+    }
+}
+
+/// A partner and the pair's counts (see [`Partners`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CountedPartner {
+    pub(super) key: u32,
+    pub(super) count: f32,
+    /// What the count inherited.
+    pub(super) inherited: f32,
+    /// The counts by distance.
+    pub(super) reach: Reach,
+    /// Of `reach`, what was counted in the partner's direction (see [`Partners`]).
+    pub(super) forward: Reach,
+}
+
+impl CountedPartner {
+    /// The pair's count at `window` (inherited part included at the longest).
+    pub(super) fn at(&self, window: CoViewWindow) -> f32 {
+        window.read(&self.reach, self.count)
+    }
+
+    /// The count at `window` the pair was surely seen: at the longest, less what it
+    /// inherited; the counts by distance are sure already (counted since it came in).
+    pub(super) fn sure_at(&self, window: CoViewWindow) -> f32 {
+        window.read(&self.reach, self.count - self.inherited)
+    }
+
+    /// What the pair's count at `window` is multiplied by with `forward` (0 to 1) of
+    /// its weight on the pair's direction: `(1 - forward) + forward × 2 × share`, where
+    /// `share` is the part of it counted in the partner's direction. A pair seen as
+    /// often either way reads the same at any `forward`; one always seen the other way
+    /// reads nothing at 1, and one always seen this way twice its count. The longest
+    /// window reads the direction seen within 3 views (its own is not counted, see
+    /// [`Partners::forward`]); a pair never seen that close counts as seen either way.
+    pub(super) fn directed(&self, window: CoViewWindow, forward: f32) -> f32 {
+        if forward == 0.0 {
+            return 1.0;
+        }
+        (1.0 - forward) + forward * 2.0 * self.forward_share(window)
+    }
+
+    /// The part of the pair's count at `window` that went in the partner's direction
+    /// (½ when it has no count there).
+    fn forward_share(&self, window: CoViewWindow) -> f32 {
+        let at = window.reach().unwrap_or(1);
+        let counted = |reach: &Reach| reach.get(at).copied().unwrap_or(0.0);
+        let (forward, all) = (counted(&self.forward), counted(&self.reach));
+        if all > 0.0 {
+            (forward / all).clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
+    }
+}
+
+/// What a pair's counts `reach` give in each direction when their direction is not
+/// known (a snapshot written before directions were counted): half.
+pub(super) fn undirected(reach: Reach) -> Reach {
+    reach.map(|count| count / 2.0)
+}
+
+/// A product's total count, and its totals by distance.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Totals {
+    all: f32,
+    reach: Reach,
+}
+
+impl Totals {
+    /// The total at `window`.
+    pub(super) fn at(&self, window: CoViewWindow) -> f32 {
+        window.read(&self.reach, self.all)
+    }
+}
