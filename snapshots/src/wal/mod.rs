@@ -50,8 +50,9 @@ pub const LINGER: Duration = Duration::from_millis(1);
 /// The longest the writer lets records gather under `interval` ([`linger`]).
 pub const LINGER_MAX: Duration = Duration::from_millis(5);
 
-/// How long the writer lets records gather after a batch under `policy`: [`LINGER`],
-/// and under `interval` half the window, at most [`LINGER_MAX`]. Each batch is fsynced
+/// How long the writer lets records gather after a batch under `policy`: [`LINGER`]
+/// under `never`, and under `interval` half the window, at most [`LINGER_MAX`] (under
+/// `always` it does not linger: every append waits for its batch). Each batch is fsynced
 /// as soon as it is written, so a record reaches the disk at most about half the
 /// window plus one write and fsync after it was handed over, and under load the writer
 /// fsyncs a couple of hundred times a second rather than once a millisecond: each
