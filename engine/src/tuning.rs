@@ -1,8 +1,8 @@
-//! Per-account self-tuning of the co-view lists: which window and partner damping fit
-//! the store's shoppers, found from what they do.
+//! Per-account self-tuning of the co-view lists: which window, partner damping and
+//! weight on the pairs' direction fit the store's shoppers, found from what they do.
 //!
 //! Every setting of a small grid ([`Tuning::grid`]: the [`CoViewWindow`]s by
-//! [`PARTNER_DAMPINGS`], less what is pinned) is scored on the visitors that
+//! [`PARTNER_DAMPINGS`] by [`FORWARD_WEIGHTS`], less what is pinned) is scored on the visitors that
 //! self-evaluation samples ([`crate::prequential`]), at most [`TRIALS_PER_SECOND`] a
 //! second per account by default: before a request that brings a product new to the visitor is applied, the
 //! co-view counts of their latest views are copied (a [`Trial`]); off the request path
@@ -38,6 +38,10 @@ pub const PARTNER_DAMPINGS: [f32; 3] = [0.25, 0.5, 0.75];
 /// sparse film catalogue while winning its trials (`docs/quality.md`), so the co-view
 /// grid leaves it out.
 pub const PURCHASE_PARTNER_DAMPINGS: [f32; 4] = [0.0, 0.25, 0.5, 0.75];
+/// The weights on the pairs' direction compared (with every window and damping): the
+/// lists read as counted either way (0, "viewed together"), half, or wholly by
+/// direction (1, "viewed after": [`crate::models::ModelSettings::co_view_forward`]).
+pub const FORWARD_WEIGHTS: [f32; 3] = [0.0, 0.5, 1.0];
 /// The test's level over the whole grid.
 pub const ALPHA: f64 = 0.01;
 /// Trials on which a setting and the active one disagree, at least, before it may
@@ -95,20 +99,24 @@ pub struct Pins {
     pub co_purchase_window: Option<CoViewWindow>,
     /// A pinned partner damping of the co-purchase lists.
     pub purchase_partner_damping: Option<f32>,
+    /// A pinned weight on the co-view pairs' direction.
+    pub co_view_forward: Option<f32>,
+    /// A pinned weight on the co-purchase pairs' direction.
+    pub co_purchase_forward: Option<f32>,
 }
 
 impl Tuning {
     /// What it asks of the co-purchase lists: their own pins (`co_purchase_window`,
-    /// `purchase_partner_damping`), read where [`Tuning::grid_of`] reads the co-view
-    /// lists' (which pin the co-view lists only).
+    /// `purchase_partner_damping`, `co_purchase_forward`), read where
+    /// [`Tuning::grid_of`] reads the co-view lists' (which pin the co-view lists only).
     pub fn for_purchases(self) -> Tuning {
         match self {
             Tuning::Off => Tuning::Off,
             Tuning::Auto(pins) => Tuning::Auto(Pins {
                 co_view_window: pins.co_purchase_window,
                 partner_damping: pins.purchase_partner_damping,
-                co_purchase_window: None,
-                purchase_partner_damping: None,
+                co_view_forward: pins.co_purchase_forward,
+                ..Pins::default()
             }),
         }
     }
@@ -133,12 +141,19 @@ impl Tuning {
             Some(damping) => vec![damping],
             None => dampings.to_vec(),
         };
+        let forwards: Vec<f32> = match pins.co_view_forward {
+            Some(forward) => vec![forward],
+            None => FORWARD_WEIGHTS.to_vec(),
+        };
         let mut grid: Vec<ListSetting> = windows
             .iter()
             .flat_map(|window| {
-                dampings.iter().map(|damping| ListSetting {
-                    window: *window,
-                    partner_damping: *damping,
+                dampings.iter().flat_map(|damping| {
+                    forwards.iter().map(|forward| ListSetting {
+                        window: *window,
+                        partner_damping: *damping,
+                        forward: *forward,
+                    })
                 })
             })
             .collect();
@@ -154,6 +169,7 @@ pub fn configured(models: &ModelSettings) -> ListSetting {
     ListSetting {
         window: models.co_view_window,
         partner_damping: models.partner_damping,
+        forward: models.co_view_forward,
     }
 }
 
@@ -252,6 +268,7 @@ impl State {
         self.grid.get(self.active).copied().unwrap_or(ListSetting {
             window: CoViewWindow::Ten,
             partner_damping: crate::models::PARTNER_DAMPING,
+            forward: 0.0,
         })
     }
 }

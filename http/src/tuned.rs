@@ -1,6 +1,6 @@
 //! The list settings self-tuning chose for an account (`vitrine_engine::tuning`): the
-//! co-view lists' window and partner damping, the co-purchase lists' window and partner
-//! damping;
+//! co-view lists' window, partner damping and weight on direction, the co-purchase
+//! lists' the same;
 //! kept in the account's directory as `tuned-models.json`, so that a restart reads the
 //! lists as before it and tuning goes on from there.
 
@@ -26,6 +26,12 @@ struct Stored {
     /// Absent from files written before the co-purchase lists' window was tuned (1).
     #[serde(default)]
     co_purchase_window: Option<usize>,
+    /// Absent from files written before the weight on direction was tuned (0).
+    #[serde(default)]
+    co_view_forward: f32,
+    /// See `co_view_forward`.
+    #[serde(default)]
+    co_purchase_forward: f32,
 }
 
 /// An account's file, and the tuning generation it holds.
@@ -45,18 +51,24 @@ impl TunedFile {
             Ok(None) => {}
             Ok(Some((setting, purchases))) => {
                 if let Some(purchases) = purchases {
-                    let (co_purchase_window, partner_damping) =
-                        (purchases.window.steps(), purchases.partner_damping);
+                    let (co_purchase_window, partner_damping, co_purchase_forward) = (
+                        purchases.window.steps(),
+                        purchases.partner_damping,
+                        purchases.forward,
+                    );
                     if account.restore_purchase_list_setting(purchases) {
-                        tracing::info!(account = %key, co_purchase_window, partner_damping, "co-purchase lists read at the setting self-tuning chose");
+                        tracing::info!(account = %key, co_purchase_window, partner_damping, co_purchase_forward, "co-purchase lists read at the setting self-tuning chose");
                     }
                 }
-                let (co_view_window, partner_damping) =
-                    (setting.window.steps(), setting.partner_damping);
+                let (co_view_window, partner_damping, co_view_forward) = (
+                    setting.window.steps(),
+                    setting.partner_damping,
+                    setting.forward,
+                );
                 if account.restore_list_setting(setting) {
-                    tracing::info!(account = %key, co_view_window, partner_damping, "co-view lists read at the setting self-tuning chose");
+                    tracing::info!(account = %key, co_view_window, partner_damping, co_view_forward, "co-view lists read at the setting self-tuning chose");
                 } else {
-                    tracing::info!(account = %key, co_view_window, partner_damping, "the setting self-tuning chose is not tuned by this configuration: the configured one is used");
+                    tracing::info!(account = %key, co_view_window, partner_damping, co_view_forward, "the setting self-tuning chose is not tuned by this configuration: the configured one is used");
                 }
             }
             Err(error) => tracing::warn!(account = %key, file = FILE, %error, "ignored"),
@@ -82,6 +94,8 @@ impl TunedFile {
             partner_damping: active.partner_damping,
             purchase_partner_damping: Some(purchases.active.partner_damping),
             co_purchase_window: Some(purchases.active.window.steps()),
+            co_view_forward: active.forward,
+            co_purchase_forward: purchases.active.forward,
         };
         let bytes = serde_json::to_vec(&stored).unwrap_or_default();
         match vitrine_snapshots::atomic_write(&self.dir, FILE, &bytes) {
@@ -92,8 +106,10 @@ impl TunedFile {
                         account = %account.access_key(),
                         co_purchase_window = purchases.active.window.steps(),
                         partner_damping = purchases.active.partner_damping,
+                        co_purchase_forward = purchases.active.forward,
                         from_co_purchase_window = switch.from.window.steps(),
                         from_partner_damping = switch.from.partner_damping,
+                        from_forward = switch.from.forward,
                         trials = switch.trials,
                         wins = switch.wins,
                         losses = switch.losses,
@@ -105,8 +121,10 @@ impl TunedFile {
                         account = %account.access_key(),
                         co_view_window = active.window.steps(),
                         partner_damping = active.partner_damping,
+                        co_view_forward = active.forward,
                         from_co_view_window = switch.from.window.steps(),
                         from_partner_damping = switch.from.partner_damping,
+                        from_forward = switch.from.forward,
                         trials = switch.trials,
                         wins = switch.wins,
                         losses = switch.losses,
@@ -153,11 +171,13 @@ fn read(dir: &std::path::Path) -> Result<Option<(ListSetting, Option<ListSetting
         .map(|partner_damping| ListSetting {
             window: purchase_window,
             partner_damping,
+            forward: stored.co_purchase_forward,
         });
     Ok(Some((
         ListSetting {
             window,
             partner_damping: stored.partner_damping,
+            forward: stored.co_view_forward,
         },
         purchases,
     )))

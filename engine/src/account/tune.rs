@@ -1,8 +1,8 @@
 //! Self-tuning of the account's co-view and co-purchase lists (see [`crate::tuning`]):
 //! scoring the grid on a sampled visitor's request before it is applied, and switching
-//! the lists to the setting that wins. The co-view lists are tried on product views
-//! (window and partner damping), the co-purchase lists on products put in the basket or
-//! ordered (partner damping).
+//! the lists to the setting that wins. The co-view lists are tried on product views,
+//! the co-purchase lists on products put in the basket or ordered (each a window, a
+//! partner damping and a weight on the pairs' direction).
 
 use std::sync::atomic::Ordering;
 
@@ -253,6 +253,7 @@ pub(super) fn with_lists(models: &ModelSettings, setting: ListSetting) -> ModelS
     ModelSettings {
         co_view_window: setting.window,
         partner_damping: setting.partner_damping,
+        co_view_forward: setting.forward,
         ..*models
     }
 }

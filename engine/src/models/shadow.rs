@@ -16,18 +16,20 @@ pub struct ListSetting {
     pub window: CoViewWindow,
     /// [`super::ModelSettings::partner_damping`].
     pub partner_damping: f32,
+    /// [`super::ModelSettings::co_view_forward`]: how much of a pair's weight its
+    /// direction decides.
+    pub forward: f32,
 }
 
-/// Settings scored at once, inline up to 9 (the whole grid).
-pub type Ranks = SmallVec<[Option<usize>; 9]>;
+/// Settings scored at once, inline up to 27 (the co-view lists' whole grid).
+pub type Ranks = SmallVec<[Option<usize>; 27]>;
 
 /// The co-view counts of a trial's seeds, copied when the trial is taken (before the
 /// request is applied), so that it can be scored later off the request path: the pairs
 /// the request adds are not among them. Only the partners' totals are read when it is
 /// scored (they move by the request's own views at most). Each seed keeps the partners
-/// a rebuilt list would keep at some window (its strongest
-/// [`super::ModelSettings::neighbours`] at that window), each marked with the windows
-/// it is kept at.
+/// a rebuilt list would keep at some window and direction weight (its strongest
+/// [`super::ModelSettings::neighbours`] there), each marked with where it is kept.
 #[derive(Debug, Clone, Default)]
 pub struct ShadowSeeds {
     seeds: Vec<(f64, Totals, Vec<CountedPartner>)>,
@@ -35,8 +37,9 @@ pub struct ShadowSeeds {
     keep: usize,
 }
 
-/// A partner kept, with the bits of the windows it is kept at ([`window_bit`]).
-type KeptPartner = (CountedPartner, u8);
+/// A partner kept, with the bits of the readings it is kept at
+/// ([`kept_at_each_reading`]).
+type KeptPartner = (CountedPartner, u32);
 
 impl CoCounts {
     /// Copies the counts of `seeds` (keys with their weights in the blend).
@@ -55,10 +58,11 @@ impl CoCounts {
 
     /// For each of `settings`, where `target` ranks (from 0) among the products a blend
     /// of the `seeds`' co-view lists scores, each list read at that setting: a partner
-    /// weighs its sure count at the window, divided by the partner's total to the
+    /// weighs its sure count at the window weighed by direction at the setting's
+    /// `forward` ([`CountedPartner::directed`]), divided by the partner's total to the
     /// setting's partner damping and by the seed's total to the seed damping, times the
     /// seed's weight, as a rebuilt list would weigh it, among the partners the list
-    /// keeps at that window. `None` when `target` is not among the first `top`
+    /// keeps at that window and direction weight. `None` when `target` is not among the first `top`
     /// (a product scoring as much as it counts below it) or scores nothing. Products in
     /// `skip` are left out.
     ///
@@ -76,14 +80,31 @@ impl CoCounts {
         let (_, seed_damping) = self.dampings();
         let mut skipped: SmallVec<[u32; 64]> = skip.iter().copied().collect();
         skipped.sort_unstable();
-        let mut scores: FxHashMap<u32, SmallVec<[f64; 9]>> = FxHashMap::default();
+        let mut scores: FxHashMap<u32, SmallVec<[f64; 27]>> = FxHashMap::default();
         // Partners' totals, looked up once each (seeds share many partners).
         let mut totals_of: FxHashMap<u32, Option<Totals>> = FxHashMap::default();
+        // The lists a rebuild would keep differ by window and direction weight: each
+        // setting reads the partners kept at its own pair of them.
+        let mut readings: SmallVec<[Reading; 12]> = SmallVec::new();
+        let reading_of: SmallVec<[u32; 27]> = settings
+            .iter()
+            .map(|s| {
+                let reading = (s.window, s.forward);
+                let at = readings
+                    .iter()
+                    .position(|r| *r == reading)
+                    .unwrap_or_else(|| {
+                        readings.push(reading);
+                        readings.len() - 1
+                    });
+                1u32 << at.min(31)
+            })
+            .collect();
         for (weight, own, partners) in &seeds.seeds {
-            let partners = kept_at_each_window(partners, seeds.keep);
+            let partners = kept_at_each_reading(partners, seeds.keep, &readings);
             scores.reserve(partners.len());
             // The seed's weight and damping at each setting's window.
-            let seed_parts: SmallVec<[f64; 9]> = settings
+            let seed_parts: SmallVec<[f64; 27]> = settings
                 .iter()
                 .map(|s| weight * f64::from(damped(own.at(s.window), seed_damping)))
                 .collect();
@@ -100,15 +121,19 @@ impl CoCounts {
                 let sums = scores
                     .entry(partner.key)
                     .or_insert_with(|| smallvec![0.0; settings.len()]);
-                for ((setting, sum), seed_part) in
-                    settings.iter().zip(sums.iter_mut()).zip(&seed_parts)
+                for (((setting, sum), seed_part), bit) in settings
+                    .iter()
+                    .zip(sums.iter_mut())
+                    .zip(&seed_parts)
+                    .zip(&reading_of)
                 {
                     let window = setting.window;
-                    if kept & window_bit(window) == 0 {
+                    if kept & bit == 0 {
                         continue;
                     }
                     let total = totals.at(window);
-                    let sure = partner.sure_at(window).min(total);
+                    let sure = partner.sure_at(window).min(total)
+                        * partner.directed(window, setting.forward);
                     if sure > 0.0 {
                         let pair = sure * root_damped(total, setting.partner_damping);
                         *sum += seed_part * f64::from(pair);
@@ -135,34 +160,35 @@ impl CoCounts {
     }
 }
 
-/// A window's bit in the marks of [`ShadowSeeds`].
-fn window_bit(window: CoViewWindow) -> u8 {
-    match window {
-        CoViewWindow::One => 1,
-        CoViewWindow::Three => 2,
-        CoViewWindow::Ten => 4,
-    }
-}
+/// A window and a direction weight a list is read at: the lists a rebuild keeps
+/// differ by both.
+type Reading = (CoViewWindow, f32);
 
-/// The partners kept among a list's `keep` strongest at some window (by the count at
-/// that window, as a rebuild ranks them; ties by key), each with the windows' bits.
-fn kept_at_each_window(partners: &[CountedPartner], keep: usize) -> Vec<KeptPartner> {
-    let mut marks = vec![0u8; partners.len()];
+/// The partners kept among a list's `keep` strongest at some of the `readings` (by the
+/// sure count at that window weighed by direction, as a rebuild ranks them; ties by
+/// key), each with the bits of the readings (by their place, at most 32) it is kept at.
+fn kept_at_each_reading(
+    partners: &[CountedPartner],
+    keep: usize,
+    readings: &[Reading],
+) -> Vec<KeptPartner> {
+    let mut marks = vec![0u32; partners.len()];
     if partners.len() <= keep {
-        let every = CoViewWindow::ALL
-            .into_iter()
-            .fold(0, |bits, window| bits | window_bit(window));
+        let every = (0..readings.len().min(32)).fold(0, |bits, at| bits | 1u32 << at);
         marks.iter_mut().for_each(|m| *m = every);
     } else {
         let mut order: Vec<usize> = (0..partners.len()).collect();
-        for window in CoViewWindow::ALL {
-            let counts: Vec<f32> = partners.iter().map(|p| p.sure_at(window)).collect();
+        for (at, (window, forward)) in readings.iter().enumerate().take(32) {
+            let counts: Vec<f32> = partners
+                .iter()
+                .map(|p| p.sure_at(*window) * p.directed(*window, *forward))
+                .collect();
             let count = |at: usize| counts.get(at).copied().unwrap_or(0.0);
             let strongest = |a: &usize, b: &usize| count(*b).total_cmp(&count(*a)).then(a.cmp(b));
             order.select_nth_unstable_by(keep.saturating_sub(1), strongest);
-            for at in order.iter().take(keep) {
-                if let Some(mark) = marks.get_mut(*at) {
-                    *mark |= window_bit(window);
+            for partner in order.iter().take(keep) {
+                if let Some(mark) = marks.get_mut(*partner) {
+                    *mark |= 1u32 << at;
                 }
             }
         }

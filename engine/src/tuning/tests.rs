@@ -3,9 +3,14 @@ use rand::{Rng, SeedableRng};
 use super::*;
 
 fn setting(window: CoViewWindow, partner_damping: f32) -> ListSetting {
+    directed(window, partner_damping, 0.0)
+}
+
+fn directed(window: CoViewWindow, partner_damping: f32, forward: f32) -> ListSetting {
     ListSetting {
         window,
         partner_damping,
+        forward,
     }
 }
 
@@ -31,9 +36,10 @@ fn the_evidence_is_the_mixtures_likelihood_ratio() {
             "{wins}/{losses}: {got} vs {want}"
         );
     }
-    // More wins, more evidence; a grid of 9 needs ln(8 / 0.01).
+    // More wins, more evidence; a grid of 9 needs ln(8 / 0.01), of 27 ln(26 / 0.01).
     assert!(evidence(40, 10) > evidence(30, 10));
     assert!((threshold(9) - (800f64).ln()).abs() < 1e-12);
+    assert!((threshold(27) - (2600f64).ln()).abs() < 1e-12);
 }
 
 #[test]
@@ -65,7 +71,7 @@ fn a_setting_that_wins_significantly_becomes_the_active_one_and_the_counts_start
     let models = ModelSettings::default();
     let tuner = Tuner::new(Tuning::default(), &models);
     let grid = Tuning::default().grid(&models);
-    assert_eq!(grid.len(), 9);
+    assert_eq!(grid.len(), 27);
     assert_eq!(tuner.active(), setting(CoViewWindow::Ten, 0.5));
     let better = setting(CoViewWindow::One, 0.5);
     let at = grid.iter().position(|s| *s == better).unwrap();
@@ -140,14 +146,37 @@ fn pinned_values_narrow_the_grid_and_tuning_off_leaves_nothing_to_tune() {
         ..Pins::default()
     });
     let grid = pinned.grid(&models);
-    assert_eq!(grid.len(), PARTNER_DAMPINGS.len());
+    assert_eq!(grid.len(), PARTNER_DAMPINGS.len() * FORWARD_WEIGHTS.len());
     assert!(grid.iter().all(|s| s.window == CoViewWindow::Three));
     let both = Tuning::Auto(Pins {
         co_view_window: Some(CoViewWindow::Three),
         partner_damping: Some(0.5),
         ..Pins::default()
     });
-    assert_eq!(both.grid(&models), [setting(CoViewWindow::Three, 0.5)]);
+    assert_eq!(
+        both.grid(&models),
+        FORWARD_WEIGHTS.map(|f| directed(CoViewWindow::Three, 0.5, f))
+    );
+    let all = Tuning::Auto(Pins {
+        co_view_window: Some(CoViewWindow::Three),
+        partner_damping: Some(0.5),
+        co_view_forward: Some(0.0),
+        ..Pins::default()
+    });
+    assert_eq!(all.grid(&models), [setting(CoViewWindow::Three, 0.5)]);
+    // A pinned weight on direction other than the grid's: the configured setting
+    // (the weight configured with the pin) and every other value at it.
+    let forward_pinned = Tuning::Auto(Pins {
+        co_view_forward: Some(0.7),
+        ..Pins::default()
+    });
+    let configured_forward = ModelSettings {
+        co_view_forward: 0.7,
+        ..models
+    };
+    let grid = forward_pinned.grid(&configured_forward);
+    assert_eq!(grid.len(), CoViewWindow::ALL.len() * PARTNER_DAMPINGS.len());
+    assert!(grid.iter().all(|s| s.forward == 0.7));
     let off = Tuner::new(Tuning::Off, &models);
     assert_eq!(off.due(1_000_000), None);
     assert!(!off.report().tuning);
@@ -208,7 +237,7 @@ fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
         .grid_of(&models, &PURCHASE_PARTNER_DAMPINGS);
     assert_eq!(
         grid.len(),
-        CoViewWindow::ALL.len() * PURCHASE_PARTNER_DAMPINGS.len()
+        CoViewWindow::ALL.len() * PURCHASE_PARTNER_DAMPINGS.len() * FORWARD_WEIGHTS.len()
     );
     assert!(grid.contains(&setting(CoViewWindow::Ten, 0.0)));
     // The co-view lists' pins leave the co-purchase lists' grid whole.
@@ -222,9 +251,11 @@ fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
         co_view_pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
         grid
     );
-    // Their own damping pinned: the configured setting first, then every window at it.
+    // Their own damping and weight on direction pinned: the configured setting first,
+    // then every window at them.
     let damping_pinned = Tuning::Auto(Pins {
         purchase_partner_damping: Some(0.25),
+        co_purchase_forward: Some(1.0),
         ..Pins::default()
     })
     .for_purchases();
@@ -232,9 +263,9 @@ fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
         damping_pinned.grid_of(&models, &PURCHASE_PARTNER_DAMPINGS),
         vec![
             setting(CoViewWindow::One, 0.5),
-            setting(CoViewWindow::One, 0.25),
-            setting(CoViewWindow::Three, 0.25),
-            setting(CoViewWindow::Ten, 0.25),
+            directed(CoViewWindow::One, 0.25, 1.0),
+            directed(CoViewWindow::Three, 0.25, 1.0),
+            directed(CoViewWindow::Ten, 0.25, 1.0),
         ]
     );
     // Their own window pinned: every damping at it.
@@ -249,7 +280,7 @@ fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
         grid.iter()
             .filter(|s| s.window == CoViewWindow::Ten)
             .count(),
-        PURCHASE_PARTNER_DAMPINGS.len()
+        PURCHASE_PARTNER_DAMPINGS.len() * FORWARD_WEIGHTS.len()
     );
     assert!(
         grid.iter()

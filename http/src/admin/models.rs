@@ -1,7 +1,8 @@
 //! The account's model settings and their self-tuning (`vitrine_engine::tuning`): the
 //! setting the co-view lists are read at, what is pinned, each setting of the grid with
 //! its trials since the last switch, and the latest switches; the same for the
-//! co-purchase lists' window and partner damping (`purchases`).
+//! co-purchase lists (`purchases`). A setting is a window, a partner damping and a
+//! weight on the pairs' direction.
 
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
@@ -16,6 +17,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
         json!({
             "coViewWindow": s.window.steps(),
             "partnerDamping": s.partner_damping,
+            "coViewForward": s.forward,
         })
     };
     let (settings, switches) = tallies(&report, co_view);
@@ -24,6 +26,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
         json!({
             "coPurchaseWindow": s.window.steps(),
             "partnerDamping": s.partner_damping,
+            "coPurchaseForward": s.forward,
         })
     };
     let (purchase_settings, purchase_switches) = tallies(&purchases, co_purchase);
@@ -36,6 +39,8 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "partnerDamping": report.pins.partner_damping,
             "coPurchaseWindow": report.pins.co_purchase_window.map(|w| w.steps()),
             "purchasePartnerDamping": report.pins.purchase_partner_damping,
+            "coViewForward": report.pins.co_view_forward,
+            "coPurchaseForward": report.pins.co_purchase_forward,
         },
         "active": co_view(&report.active),
         "configured": {

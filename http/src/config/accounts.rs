@@ -57,8 +57,8 @@ pub struct AccountConfig {
     pub zone_analytics: bool,
     /// Whether product zones are judged against what sampled shoppers do next.
     pub self_evaluation: bool,
-    /// `[accounts.models] tuning` and the values it pins: whether the co-view lists'
-    /// window and partner damping tune themselves.
+    /// `[accounts.models] tuning` and the values it pins: whether the lists' window,
+    /// partner damping and weight on direction tune themselves.
     pub tuning: Tuning,
     /// `[accounts.clientside]`: the browser script and its endpoint.
     pub clientside: ClientsideConfig,
@@ -268,10 +268,12 @@ pub(super) fn accounts(
             if let Some(share) = file.co_view_forward {
                 models.co_view_forward = fraction(share, 0.0, 1.0)
                     .map_err(|m| err(&key("models.co_view_forward"), m.to_string()))?;
+                pins.co_view_forward = Some(models.co_view_forward);
             }
             if let Some(share) = file.co_purchase_forward {
                 models.co_purchase_forward = fraction(share, 0.0, 1.0)
                     .map_err(|m| err(&key("models.co_purchase_forward"), m.to_string()))?;
+                pins.co_purchase_forward = Some(models.co_purchase_forward);
             }
             if let Some(rate) = file.tuning_trials_per_second {
                 models.tuning_trials_per_second = within(rate, 1, 100_000)

@@ -473,6 +473,7 @@ purchase_partner_damping = 0",
             partner_damping: Some(0.25),
             co_purchase_window: Some(CoViewWindow::Ten),
             purchase_partner_damping: Some(0.0),
+            ..Pins::default()
         })
     );
     let config = parsed("co_view_window = 3");
@@ -490,6 +491,15 @@ purchase_partner_damping = 0",
     let config = parsed("co_view_forward = 0.5\nco_purchase_forward = 1");
     assert_eq!(config.accounts[0].models.co_view_forward, 0.5);
     assert_eq!(config.accounts[0].models.co_purchase_forward, 1.0);
+    // Given, the weights on direction are pinned.
+    assert_eq!(
+        config.accounts[0].tuning,
+        Tuning::Auto(Pins {
+            co_view_forward: Some(0.5),
+            co_purchase_forward: Some(1.0),
+            ..Pins::default()
+        })
+    );
     assert_eq!(parsed("").accounts[0].models.co_view_forward, 0.0);
     assert!(
         fails(&models("co_view_forward = 1.5"))

@@ -87,25 +87,27 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let server = Server::start_in(dir, Some(&auto));
     let before = models(&server);
     assert_eq!(before["tuning"], "auto", "{before}");
+    // A file written before the weight on direction was tuned reads as 0.
     assert_eq!(
         before["active"],
-        json!({"coViewWindow": 1, "partnerDamping": 0.5})
+        json!({"coViewWindow": 1, "partnerDamping": 0.5, "coViewForward": 0.0})
     );
+    // Window by damping by weight on direction, 3 × 3 × 3.
     assert_eq!(
         before["settings"].as_array().map(Vec::len),
-        Some(9),
+        Some(27),
         "{before}"
     );
-    // The co-purchase lists tune their window and damping, 3 by 4, read at a window
-    // of 1 (an order's own lines) until tuned.
+    // The co-purchase lists tune theirs, 3 × 4 × 3, read at a window of 1 (an
+    // order's own lines) until tuned.
     assert_eq!(
         before["purchases"]["settings"].as_array().map(Vec::len),
-        Some(12),
+        Some(36),
         "{before}"
     );
     assert_eq!(
         before["purchases"]["active"],
-        json!({"coPurchaseWindow": 1, "partnerDamping": 0.5})
+        json!({"coPurchaseWindow": 1, "partnerDamping": 0.5, "coPurchaseForward": 0.0})
     );
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
@@ -136,7 +138,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let switch = &switched["switches"][0];
     assert_eq!(
         switch["from"],
-        json!({"coViewWindow": 1, "partnerDamping": 0.5})
+        json!({"coViewWindow": 1, "partnerDamping": 0.5, "coViewForward": 0.0})
     );
     assert!(
         switch["evidence"].as_f64() >= switched["threshold"].as_f64(),
@@ -148,11 +150,13 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         let text = std::fs::read_to_string(&file).ok()?;
         let kept: Value = serde_json::from_str(&text).ok()?;
         (kept["coViewWindow"] == active["coViewWindow"]
-            && kept["partnerDamping"] == active["partnerDamping"])
+            && kept["partnerDamping"] == active["partnerDamping"]
+            && kept["coViewForward"] == active["coViewForward"])
             .then_some(kept)
     });
     assert_eq!(kept["purchasePartnerDamping"], 0.5, "{kept}");
     assert_eq!(kept["coPurchaseWindow"], 1, "{kept}");
+    assert_eq!(kept["coPurchaseForward"], 0.0, "{kept}");
 
     // A restart reads both lists' settings back (the co-purchase one edited here, as
     // if tuning had chosen it).
@@ -160,13 +164,14 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let mut edited = kept.clone();
     edited["purchasePartnerDamping"] = json!(0.25);
     edited["coPurchaseWindow"] = json!(10);
+    edited["coPurchaseForward"] = json!(1.0);
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
     assert_eq!(restarted["active"], active);
     assert_eq!(
         restarted["purchases"]["active"],
-        json!({"coPurchaseWindow": 10, "partnerDamping": 0.25}),
+        json!({"coPurchaseWindow": 10, "partnerDamping": 0.25, "coPurchaseForward": 1.0}),
         "{restarted}"
     );
 
@@ -178,7 +183,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(pinned["pinned"]["coViewWindow"], 3, "{pinned}");
     assert_eq!(
         pinned["settings"].as_array().map(Vec::len),
-        Some(3),
+        Some(9),
         "{pinned}"
     );
     // The co-view lists' pins leave the co-purchase lists' grid whole.
@@ -189,26 +194,27 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     );
     assert_eq!(
         pinned["purchases"]["settings"].as_array().map(Vec::len),
-        Some(12),
+        Some(36),
         "{pinned}"
     );
 
-    // The co-purchase lists' own pins win over the file's 10 and 0.25.
+    // The co-purchase lists' own pins win over the file's 10, 0.25 and 1.
     let dir = server.kill9();
     let server = Server::start_in(
         dir,
         Some(&config(
-            "co_purchase_window = 1\npurchase_partner_damping = 0",
+            "co_purchase_window = 1\npurchase_partner_damping = 0\nco_purchase_forward = 0.5",
         )),
     );
     let pinned = models(&server);
     assert_eq!(
         pinned["purchases"]["active"],
-        json!({"coPurchaseWindow": 1, "partnerDamping": 0.0}),
+        json!({"coPurchaseWindow": 1, "partnerDamping": 0.0, "coPurchaseForward": 0.5}),
         "{pinned}"
     );
     assert_eq!(pinned["pinned"]["coPurchaseWindow"], 1, "{pinned}");
     assert_eq!(pinned["pinned"]["purchasePartnerDamping"], 0.0, "{pinned}");
+    assert_eq!(pinned["pinned"]["coPurchaseForward"], 0.5, "{pinned}");
     assert_eq!(
         pinned["purchases"]["settings"].as_array().map(Vec::len),
         Some(1),
@@ -222,7 +228,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(off["tuning"], "off", "{off}");
     assert_eq!(
         off["active"],
-        json!({"coViewWindow": 10, "partnerDamping": 0.5})
+        json!({"coViewWindow": 10, "partnerDamping": 0.5, "coViewForward": 0.0})
     );
     assert_eq!(off["settings"].as_array().map(Vec::len), Some(1), "{off}");
     assert_eq!(

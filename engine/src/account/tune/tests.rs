@@ -153,7 +153,61 @@ fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1(
         "pinned: {}",
         summary(&report)
     );
-    assert_eq!(report.settings.len(), CoViewWindow::ALL.len());
+    assert_eq!(
+        report.settings.len(),
+        CoViewWindow::ALL.len() * crate::tuning::FORWARD_WEIGHTS.len()
+    );
+}
+
+#[test]
+fn on_shopping_whose_next_step_is_what_follows_a_product_not_what_precedes_it_tuning_reads_pairs_by_direction()
+ {
+    // Each of 60 anchors is reached from one of its own 12 predecessors (720 rare
+    // products) and followed by one of 2 very popular products. Read either way, an
+    // anchor's list ranks its 12 predecessors above its successor at the damping this
+    // store pinned (0.75: the successor's large total damps it), so the successor, the
+    // product viewed next, is never in the top 10; read by direction (1), the
+    // predecessors count nothing and the successor comes first. Half the weight on
+    // direction is not enough (a predecessor's half count still outweighs 1.5 times the
+    // successor's).
+    let (anchors, predecessors, popular) = (60, 12, 2);
+    let mut products = names("a", anchors);
+    products.extend(names("p", anchors * predecessors));
+    products.extend(names("s", popular));
+    let pinned = Tuning::Auto(Pins {
+        partner_damping: Some(0.75),
+        ..Pins::default()
+    });
+    let models = ModelSettings {
+        partner_damping: 0.75,
+        ..ModelSettings::default()
+    };
+    let report = replay(models, pinned, &products, 1_500, 3, |rng| {
+        let anchor = rng.random_range(0..anchors);
+        let predecessor = anchor * predecessors + rng.random_range(0..predecessors);
+        vec![
+            format!("p{predecessor}"),
+            format!("a{anchor}"),
+            format!("s{}", anchor % popular),
+        ]
+    });
+    assert_eq!(report.active.forward, 1.0, "{}", summary(&report));
+    assert_eq!(report.active.partner_damping, 0.75, "pinned");
+    // Every window read either way hits less than read by direction.
+    let hits = |window: CoViewWindow, forward: f32| {
+        report
+            .settings
+            .iter()
+            .find(|(s, _)| s.window == window && s.forward == forward)
+            .map(|(_, tally)| tally.scored.hits)
+    };
+    for window in CoViewWindow::ALL {
+        assert!(
+            hits(window, 0.0) < hits(window, 1.0),
+            "{window:?}: {}",
+            summary(&report)
+        );
+    }
 }
 
 #[test]
@@ -317,7 +371,7 @@ fn on_orders_whose_next_product_follows_the_last_order_the_co_purchase_window_wi
 }
 
 #[test]
-fn a_pinned_co_purchase_window_and_damping_stay_whatever_the_orders_say() {
+fn a_pinned_co_purchase_window_damping_and_direction_stay_whatever_the_orders_say() {
     // The orders above, on which a wider window wins, with the co-purchase lists'
     // window pinned at 1 as configured: only the damping may move.
     let models = ModelSettings {
@@ -341,22 +395,28 @@ fn a_pinned_co_purchase_window_and_damping_stay_whatever_the_orders_say() {
             .iter()
             .all(|(s, _)| s.window == CoViewWindow::One)
     );
-    // Both pinned: one setting, no trial can move it.
+    // All three pinned: one setting, no trial can move it.
     let models = ModelSettings {
         co_purchase_window: CoViewWindow::One,
         purchase_partner_damping: 0.75,
+        co_purchase_forward: 0.5,
         ..ModelSettings::default()
     };
-    let both_pinned = Tuning::Auto(Pins {
+    let all_pinned = Tuning::Auto(Pins {
         co_purchase_window: Some(CoViewWindow::One),
         purchase_partner_damping: Some(0.75),
+        co_purchase_forward: Some(0.5),
         ..Pins::default()
     });
-    let report = chained_orders(models, both_pinned);
+    let report = chained_orders(models, all_pinned);
     assert_eq!(report.settings.len(), 1, "{}", summary(&report));
     assert_eq!(
-        (report.active.window, report.active.partner_damping),
-        (CoViewWindow::One, 0.75)
+        (
+            report.active.window,
+            report.active.partner_damping,
+            report.active.forward
+        ),
+        (CoViewWindow::One, 0.75, 0.5)
     );
     assert!(report.switches.is_empty());
 }
