@@ -193,6 +193,8 @@ pub enum StateEntry {
     /// A product's co-purchase pairs likewise (written instead of
     /// [`StateEntry::CoPurchasePairsByDistance`], which is still read).
     CoPurchasePairsDirected(Box<crate::models::DirectedPairs>),
+    /// A recent session's products, for `similar_sessions` (written oldest first).
+    SessionProducts(Box<crate::models::StoredSession>),
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

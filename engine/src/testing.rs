@@ -85,6 +85,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         long_term: crate::zone::DEFAULT_LONG_TERM,
         context: 0,
         content: crate::zone::DEFAULT_CONTENT,
+        sessions: crate::zone::DEFAULT_SESSIONS,
     }
 }
 

@@ -92,11 +92,15 @@ pub enum Strategy {
     /// `brand_affinity` (recommender-brand zones): the brands the visitor browsed most,
     /// then the most popular ones.
     BrandAffinity,
+    /// `similar_sessions`: products of the recent sessions most like the shopper's
+    /// current one (V-SKNN, [`crate::models::SessionIndex`]); the visitor's recent
+    /// views are left out.
+    SimilarSessions,
 }
 
 impl Strategy {
     /// Strategies this version fills, by config name.
-    pub const AVAILABLE: [(&'static str, Strategy); 16] = [
+    pub const AVAILABLE: [(&'static str, Strategy); 17] = [
         ("trending", Strategy::Trending),
         ("top_sellers", Strategy::TopSellers),
         ("recently_viewed", Strategy::RecentlyViewed),
@@ -109,6 +113,7 @@ impl Strategy {
         ("complete_the_look", Strategy::CompleteTheLook),
         ("associated", Strategy::Associated),
         ("personalized", Strategy::Personalized),
+        ("similar_sessions", Strategy::SimilarSessions),
         ("basket_cross_sell", Strategy::BasketCrossSell),
         ("buy_again", Strategy::BuyAgain),
         ("category_affinity", Strategy::CategoryAffinity),
@@ -196,6 +201,12 @@ pub struct ZoneSpec {
     /// included. [`DEFAULT_CONTENT`] unless configured; 0 leaves content to fill the
     /// zone only after the pairs run out.
     pub content: f64,
+    /// `personalized`: how much the products of the sessions most like the shopper's
+    /// current one (`similar_sessions`) count beside the pairs: the best of them adds
+    /// `sessions` times the blend's best score, the others in proportion to their
+    /// session score. [`DEFAULT_SESSIONS`] unless configured; 0 leaves them out (and
+    /// the sessions are not read).
+    pub sessions: f64,
 }
 
 impl ZoneSpec {
@@ -207,11 +218,27 @@ impl ZoneSpec {
             .chain(self.fallback.iter().copied())
             .any(|s| s == Strategy::BuyAgain)
     }
+
+    /// Whether filling the zone reads the sessions most like the shopper's
+    /// (`similar_sessions` as its strategy or a fallback, or `personalized` with a
+    /// `sessions` weight).
+    pub fn reads_sessions(&self) -> bool {
+        self.strategy
+            .into_iter()
+            .chain(self.fallback.iter().copied())
+            .any(|s| {
+                s == Strategy::SimilarSessions
+                    || (s == Strategy::Personalized && self.sessions > 0.0)
+            })
+    }
 }
 
 /// [`ZoneSpec::content`] by default: no content in the blends (README,
 /// "Recommendation quality": it helps neither dataset's validation round enough).
 pub const DEFAULT_CONTENT: f64 = 0.0;
+
+/// [`ZoneSpec::sessions`] by default.
+pub const DEFAULT_SESSIONS: f64 = 0.0;
 
 /// The most views (basket lines, purchases) the long-term part of `personalized` reads.
 pub const LONG_TERM_HISTORY: usize = 50;

@@ -240,6 +240,7 @@ pub(crate) fn cacheable(spec: &ZoneSpec, ctx: &Context<'_>) -> bool {
         }
         Strategy::RecentlyViewed
         | Strategy::Personalized
+        | Strategy::SimilarSessions
         | Strategy::BasketCrossSell
         | Strategy::BuyAgain
         | Strategy::CategoryAffinity
@@ -369,6 +370,7 @@ impl Generation {
             purchased: &[],
             bought_again: &[],
             recent_views: &[],
+            similar_sessions: &[],
             search: None,
         };
         let items = fill_zone_upto(spec, &neutral, want, &mut NoTrace);

@@ -51,7 +51,7 @@ impl Account {
         } else {
             Reads::default()
         };
-        let snapshot = VisitorSnapshot::of(live, catalogue, reads);
+        let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
         brought.retain(|product| {
             !snapshot.recent_views.contains(product)
                 && !snapshot.basket.contains(product)
@@ -59,6 +59,11 @@ impl Account {
         });
         if brought.is_empty() || !self.prequential.due(now) {
             return;
+        }
+        if zones.iter().any(ZoneSpec::reads_sessions)
+            && let Some(session) = &live.state().session_id
+        {
+            snapshot.similar_sessions = self.session_neighbourhood(session, catalogue);
         }
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();

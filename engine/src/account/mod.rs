@@ -72,7 +72,8 @@ use crate::campaign::{CampaignHistory, CampaignSet};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::experiment::Experiment;
 use crate::models::{
-    CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, TopNames, most_popular,
+    CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, SessionIndex, TopNames,
+    most_popular,
 };
 use crate::money::Currency;
 use crate::recommend::Rankings;
@@ -182,6 +183,8 @@ pub struct Account {
     product_keys: ProductKeys,
     coview: CoCounts,
     copurchase: CoCounts,
+    /// Recent sessions' products, for `similar_sessions`.
+    similar_sessions: SessionIndex,
     rankings: ArcSwap<RankingsVersion>,
     neighbours: ArcSwap<Neighbours>,
     top_names: ArcSwap<TopNames>,
@@ -251,6 +254,7 @@ impl Account {
             product_keys: ProductKeys::default(),
             coview: CoCounts::configured(models),
             copurchase: CoCounts::configured(tune::for_purchases(&models)),
+            similar_sessions: SessionIndex::new(models.sessions),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             top_names: ArcSwap::from_pointee(TopNames::default()),
@@ -293,6 +297,7 @@ impl Account {
     pub fn replace_settings(&self, settings: AccountSettings) {
         self.reconfigure_lists(crate::tuning::Lists::CoView, &settings);
         self.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
+        self.similar_sessions.set_capacity(settings.models.sessions);
         self.settings.store(Arc::new(AccountSettings {
             access_key: self.access_key.clone(),
             ..settings

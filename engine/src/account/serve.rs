@@ -236,6 +236,9 @@ impl Account {
         self.keep_bound(settings.max_visitors);
         self.record_customer_orders(&page.customer_orders, now);
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
+        if reads_sessions(&settings, campaigns.as_deref(), &request.zones) {
+            snapshot.similar_sessions = self.session_neighbourhood(&session_id, &catalogue);
+        }
 
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();
@@ -396,6 +399,33 @@ impl Account {
 
 /// What the segments of the requested zones' lists read; none when no requested zone
 /// has a list.
+/// Whether filling the requested `zones` may read the sessions most like the
+/// shopper's: a zone, one of its experiment's variants or one of its campaigns fills
+/// products by a spec that reads them ([`ZoneSpec::reads_sessions`]).
+fn reads_sessions(
+    settings: &AccountSettings,
+    campaigns: Option<&CampaignSet>,
+    zones: &ZoneIds,
+) -> bool {
+    zones.iter().any(|zone| {
+        let zone = zone.as_str();
+        let configured = settings.zones.iter().filter(|spec| spec.id == zone);
+        let varied = settings
+            .experiments
+            .iter()
+            .filter(|e| e.zone == zone)
+            .flat_map(|e| e.variants.iter().map(|v| &v.spec));
+        let campaigned = campaigns
+            .and_then(|set| set.zone(zone))
+            .into_iter()
+            .flat_map(|list| list.campaigns.iter().filter_map(|c| c.content.spec()));
+        configured
+            .chain(varied)
+            .chain(campaigned)
+            .any(ZoneSpec::reads_sessions)
+    })
+}
+
 fn campaign_reads(set: &CampaignSet, zones: &ZoneIds) -> Option<SegmentReads> {
     let mut reads = None::<SegmentReads>;
     for list in zones.iter().filter_map(|z| set.zone(z)) {

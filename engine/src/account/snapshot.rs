@@ -131,6 +131,11 @@ impl Account {
                 sink(entry(Box::new(pairs)));
             }
         }
+        let names = self.product_keys.names();
+        let name = |key: u32| names.get(key as usize).map(|n| n.to_string());
+        for session in self.similar_sessions.entries(name) {
+            sink(StateEntry::SessionProducts(Box::new(session)));
+        }
         for day in self.site.entries() {
             sink(StateEntry::SiteDay(Box::new(day)));
         }
@@ -265,6 +270,10 @@ impl Account {
             }
             StateEntry::CoPurchasePairsDirected(pairs) => {
                 self.copurchase.restore_directed(&self.product_keys, &pairs);
+            }
+            StateEntry::SessionProducts(session) => {
+                self.similar_sessions
+                    .restore(&session, |id| self.product_keys.key(id));
             }
             StateEntry::CoPurchasePairs { product, partners } => {
                 self.copurchase

@@ -145,12 +145,14 @@ impl Account {
         let window = UnixMillis::from(settings.attribution_days) * MILLIS_PER_DAY;
         drop(settings);
         let session = session_key(session_id);
+        let visitor_key = session_key(page.visitor_id);
         for (index, event) in events.iter().enumerate() {
             let at = EventAt {
                 index,
                 now,
                 catalogue,
                 session,
+                visitor: visitor_key,
                 window,
                 currency,
                 default_currency,
@@ -288,7 +290,8 @@ impl Account {
         }
     }
 
-    /// A product view: co-view pairs with the visitor's previous views, the view itself,
+    /// A product view: co-view pairs with the visitor's previous views, the session's
+    /// products ([`SessionIndex`](crate::models::SessionIndex)), the view itself,
     /// the product's popularity and its categories' and brand's affinities.
     fn view_product<'e>(
         &self,
@@ -317,6 +320,7 @@ impl Account {
                 })
                 .collect();
             self.coview.add_all(key, &earlier);
+            self.similar_sessions.view(at.session, at.visitor, key, now);
             self.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
@@ -581,6 +585,8 @@ pub(super) struct EventAt<'a> {
     catalogue: &'a Catalogue,
     /// [`session_key`] of the request's session.
     session: u64,
+    /// The same hash of the visitor's id.
+    visitor: u64,
     /// The account's attribution window.
     pub(super) window: UnixMillis,
     /// The currency of the request's orders.

@@ -47,6 +47,9 @@ pub(super) struct VisitorSnapshot {
     pub(super) brands: Vec<String>,
     /// What segments read, when a requested zone has a list of campaigns.
     pub(super) segments: Option<SegmentFacts>,
+    /// Products of the sessions most like the shopper's current one, when a zone reads
+    /// them ([`Account::session_neighbourhood`]).
+    pub(super) similar_sessions: Vec<(ProductIdx, f32)>,
 }
 
 /// What segments read of a visitor, copied with its history (no heap allocation but
@@ -97,6 +100,10 @@ pub(super) struct Reads {
     pub(super) campaigns: Option<SegmentReads>,
 }
 
+/// Products of the sessions most like the shopper's read per request, at most (the
+/// zones' filters may leave many out).
+pub(super) const SESSION_PRODUCTS: usize = 200;
+
 /// Other devices of one shopper whose history is merged into a request's, at most.
 pub const MAX_DEVICES: usize = 8;
 
@@ -137,6 +144,7 @@ impl VisitorSnapshot {
             purchased: &self.purchased,
             bought_again: &self.bought_again,
             recent_views: &self.recent_views,
+            similar_sessions: &self.similar_sessions,
             search,
         }
     }
@@ -258,6 +266,7 @@ impl VisitorSnapshot {
             }),
             repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
             bought_again: Vec::new(),
+            similar_sessions: Vec::new(),
             categories: if affinities {
                 strongest(&visitor.categories)
             } else {
@@ -269,5 +278,28 @@ impl VisitorSnapshot {
                 Vec::new()
             },
         }
+    }
+}
+
+impl super::Account {
+    /// Products of the sessions most like `session_id` (see
+    /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
+    /// (those it lacks left out), the highest score first, at most
+    /// [`SESSION_PRODUCTS`].
+    pub(super) fn session_neighbourhood(
+        &self,
+        session_id: &str,
+        catalogue: &Catalogue,
+    ) -> Vec<(ProductIdx, f32)> {
+        let scored = self
+            .similar_sessions
+            .neighbourhood(crate::analytics::session_key(session_id), SESSION_PRODUCTS);
+        scored
+            .into_iter()
+            .filter_map(|(key, score)| {
+                let name = self.product_keys.name(key)?;
+                Some((catalogue.idx_of(&name)?, score))
+            })
+            .collect()
     }
 }

@@ -12,8 +12,9 @@
 //! catalogue base for the products a zone shows), `co_counts.rs` (the pair counts and
 //! the lists a rebuild sorts), `partners.rs` (one product's pairs: the space-saving
 //! update, counts by distance and direction, and a partner's counts as lists read them), `neighbours.rs` (the published lists, in dense ids),
-//! `popularity.rs` (decaying counters and the most popular names), `shadow.rs` (a
-//! blend's ranking under other list settings, for self-tuning).
+//! `popularity.rs` (decaying counters and the most popular names), `sessions.rs` (recent
+//! sessions and the products each held, for `similar_sessions`), `shadow.rs` (a blend's
+//! ranking under other list settings, for self-tuning).
 
 use crate::catalogue::UnixMillis;
 
@@ -22,12 +23,17 @@ mod keys;
 mod neighbours;
 mod partners;
 mod popularity;
+mod sessions;
 mod shadow;
 
 pub use co_counts::{CoCounts, DirectedPairs, PairCount};
 pub use keys::ProductKeys;
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
+pub use sessions::{
+    NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS, SESSIONS_KEPT,
+    SESSIONS_PER_PRODUCT, SessionIndex, StoredSession,
+};
 pub use shadow::{ListSetting, Ranks, ShadowSeeds};
 
 /// Partners counted per product at most by default ([`ModelSettings::partners`]);
@@ -71,6 +77,9 @@ pub struct ModelSettings {
     /// ... and of a co-purchase pair's (the partner bought after the product, or in
     /// the same order).
     pub co_purchase_forward: f32,
+    /// Recent sessions kept for `similar_sessions` ([`SessionIndex`]; 0: none, and
+    /// nothing is indexed on the request path).
+    pub sessions: usize,
     /// Self-tuning's trials a second at most ([`crate::tuning`]): the bound on its work.
     pub tuning_trials_per_second: u32,
 }
@@ -160,6 +169,7 @@ impl Default for ModelSettings {
             purchase_partner_damping: PARTNER_DAMPING,
             co_view_forward: 0.0,
             co_purchase_forward: 0.0,
+            sessions: SESSIONS_KEPT,
             tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
         }
     }

@@ -152,6 +152,9 @@ pub(super) struct Blend<'a> {
     pub(super) skip: &'a [ProductIdx],
     /// The zone's `content` (see [`ZoneSpec::content`]).
     pub(super) content: f64,
+    /// The products of the sessions most like the shopper's, and the zone's `sessions`
+    /// weight on them (see [`ZoneSpec::sessions`]).
+    pub(super) sessions: (&'a [(ProductIdx, f32)], f64),
     /// Whether each product keeps the parts it was added up from, as facts.
     pub(super) record: bool,
 }
@@ -159,7 +162,8 @@ pub(super) struct Blend<'a> {
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,
 /// over the seeds whose lists hold it, of the seed's weight times the pair's weight,
 /// and with `content` above 0 the content part of each seed (see
-/// [`ZoneSpec::content`]). Products in `skip` are left out; ties go to the smaller
+/// [`ZoneSpec::content`]), and with `sessions` above 0 the session part (see
+/// [`ZoneSpec::sessions`]). Products in `skip` are left out; ties go to the smaller
 /// product id. Ranked as they are taken: a zone takes its first few of a blend of
 /// thousands, so only the next [`BLEND_STEP`] are sorted at a time. Each comes with its
 /// score and, when the blend records, the parts of it as facts (pairs in seed order,
@@ -199,6 +203,26 @@ pub(super) fn blended<'c>(
             *sums.entry(idx).or_default() += content_part(blend.content, place) * weight * scale;
             if blend.record {
                 parts.entry(idx).or_default().push(Fact::SimilarTo(seed));
+            }
+        }
+    }
+    let (similar, weight) = blend.sessions;
+    if weight > 0.0
+        && let Some(&(_, best)) = similar.first()
+        && best > 0.0
+    {
+        // Scaled to the blend's best score, so that `sessions` means the same on every
+        // store (1 when nothing else scored).
+        let peak = sums.values().copied().fold(0.0, f64::max);
+        let peak = if peak > 0.0 { peak } else { 1.0 };
+        for &(idx, score) in similar {
+            let part = weight * peak * f64::from(score) / f64::from(best);
+            *sums.entry(idx).or_default() += part;
+            if blend.record {
+                parts.entry(idx).or_default().push(Fact::InSimilarSessions {
+                    score,
+                    weight: part,
+                });
             }
         }
     }

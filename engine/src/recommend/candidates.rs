@@ -153,9 +153,29 @@ pub(super) fn candidates(
                         lists: &[pairs],
                         skip: &skip,
                         content: zone.content,
+                        sessions: (&[], 0.0),
                         record,
                     };
                     take_blended(blended(seeds.iter().copied(), &blend, catalogue), take);
+                }
+            }
+        }
+        Strategy::SimilarSessions => {
+            for &(idx, score) in ctx.similar_sessions {
+                if ctx.recent_views.contains(&idx) {
+                    continue;
+                }
+                let found = || {
+                    Evidence::scored(
+                        f64::from(score),
+                        vec![Fact::InSimilarSessions {
+                            score,
+                            weight: f64::from(score),
+                        }],
+                    )
+                };
+                if !take(idx, &found) {
+                    return;
                 }
             }
         }
@@ -175,6 +195,7 @@ pub(super) fn candidates(
                 ],
                 skip: viewed,
                 content: zone.content,
+                sessions: (ctx.similar_sessions, zone.sessions),
                 record,
             };
             let seeds = personalized_seeds(zone, ctx);
@@ -190,6 +211,7 @@ pub(super) fn candidates(
                 lists: &[Pairs::Bought(&ctx.neighbours.bought_together)],
                 skip: ctx.basket,
                 content: zone.content,
+                sessions: (&[], 0.0),
                 record,
             };
             let weighted = seeds.iter().map(|idx| (*idx, 1.0));

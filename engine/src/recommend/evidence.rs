@@ -76,4 +76,13 @@ pub enum Fact {
     OnOffer,
     /// Its title or search tags contain the search term.
     MatchesSearch(String),
+    /// In the sessions most like the shopper's current one, their similarities summing
+    /// to `score`.
+    InSimilarSessions {
+        /// The summed similarity.
+        score: f32,
+        /// What it added to a blend (`sessions` times the blend's best score times its
+        /// share of the best session score); its whole score outside a blend.
+        weight: f64,
+    },
 }

@@ -62,6 +62,10 @@ pub struct Context<'a> {
     pub bought_again: &'a [(ProductIdx, u32)],
     /// Products viewed by the visitor (those in the catalogue), newest first.
     pub recent_views: &'a [ProductIdx],
+    /// Products of the sessions most like the shopper's current one, with their
+    /// scores, the highest first; empty unless a zone reads them
+    /// ([`ZoneSpec::reads_sessions`](crate::zone::ZoneSpec::reads_sessions)).
+    pub similar_sessions: &'a [(ProductIdx, f32)],
     /// What the shopper searched for, lower-cased: products whose title or search tags
     /// contain it come first in every product zone of the page.
     pub search: Option<&'a str>,

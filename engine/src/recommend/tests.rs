@@ -89,6 +89,7 @@ fn context<'a>(
         purchased: &[],
         bought_again: &[],
         recent_views: &[],
+        similar_sessions: &[],
         search: None,
     }
 }
@@ -108,6 +109,7 @@ fn zone_of(strategy: Strategy) -> ZoneSpec {
         long_term: crate::zone::DEFAULT_LONG_TERM,
         context: 0,
         content: 0.0,
+        sessions: 0.0,
     }
 }
 
@@ -139,6 +141,7 @@ fn personalized_seeds_weigh_recent_steps_by_recency_and_share_the_long_term_weig
     let ctx = Context {
         purchased: &purchased,
         recent_views: &views,
+        similar_sessions: &[],
         ..context(&catalogue, &rankings, &neighbours)
     };
     let mut zone = ZoneSpec {
@@ -244,6 +247,7 @@ fn prices_prefer_account_then_group_then_product_and_show_sales() {
             purchased: &[],
             bought_again: &[],
             recent_views: &[],
+            similar_sessions: &[],
             search: None,
         };
         item_price(0, catalogue.product(0).unwrap(), &ctx).unwrap()
@@ -320,6 +324,7 @@ fn sale_prices_apply_only_inside_their_window_and_account_prices_keep_theirs() {
             purchased: &[],
             bought_again: &[],
             recent_views: &[],
+            similar_sessions: &[],
             search: None,
         };
         let product = catalogue.product(0).unwrap();

@@ -10,7 +10,7 @@
 const STRATEGIES = [
   "trending", "top_sellers", "recently_viewed", "new_arrivals", "on_offer", "category_top", "similar",
   "viewed_together", "bought_together", "complete_the_look", "associated", "personalized",
-  "basket_cross_sell", "buy_again",
+  "basket_cross_sell", "buy_again", "similar_sessions",
 ];
 const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 const FILTER_KINDS = {

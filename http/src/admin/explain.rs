@@ -258,6 +258,10 @@ fn fact_json(fact: &Fact, id: &impl Fn(ProductIdx) -> String) -> Value {
         }),
         Fact::NewArrival => json!({"kind": "newArrival", "text": "a new arrival"}),
         Fact::OnOffer => json!({"kind": "onOffer", "text": "on offer"}),
+        Fact::InSimilarSessions { score, weight } => json!({
+            "kind": "inSimilarSessions", "score": score, "weight": weight,
+            "text": format!("in sessions like the shopper's (similarity {score:.2}, weight {weight:.2})"),
+        }),
         Fact::MatchesSearch(term) => json!({
             "kind": "matchesSearch", "term": term,
             "text": format!("matches the search {term:?}"),

@@ -275,6 +275,11 @@ pub(super) fn accounts(
                     .map_err(|m| err(&key("models.co_purchase_forward"), m.to_string()))?;
                 pins.co_purchase_forward = Some(models.co_purchase_forward);
             }
+            if let Some(n) = file.sessions {
+                models.sessions = within(n, 0, 10_000_000)
+                    .map_err(|m| err(&key("models.sessions"), m.to_string()))?
+                    as usize;
+            }
             if let Some(rate) = file.tuning_trials_per_second {
                 models.tuning_trials_per_second = within(rate, 1, 100_000)
                     .map_err(|m| err(&key("models.tuning_trials_per_second"), m.to_string()))?

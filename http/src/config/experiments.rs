@@ -143,6 +143,7 @@ pub(super) fn experiments(
                 as_zone.long_term = None;
                 as_zone.context = None;
                 as_zone.content = None;
+                as_zone.sessions = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -164,6 +165,9 @@ pub(super) fn experiments(
             }
             if variant.content.is_some() {
                 as_zone.content = variant.content;
+            }
+            if variant.sessions.is_some() {
+                as_zone.sessions = variant.sessions;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {

@@ -217,6 +217,7 @@ pub(super) struct FileVariant {
     pub(super) long_term: Option<f64>,
     pub(super) context: Option<i64>,
     pub(super) content: Option<f64>,
+    pub(super) sessions: Option<f64>,
     pub(super) campaigns: Option<bool>,
 }
 
@@ -232,6 +233,7 @@ pub(super) struct FileModels {
     pub(super) purchase_partner_damping: Option<f64>,
     pub(super) co_view_forward: Option<f64>,
     pub(super) co_purchase_forward: Option<f64>,
+    pub(super) sessions: Option<u64>,
     pub(super) tuning: Option<String>,
     pub(super) tuning_trials_per_second: Option<u64>,
 }
@@ -264,6 +266,7 @@ pub(super) struct FileZone {
     pub(super) long_term: Option<f64>,
     pub(super) context: Option<i64>,
     pub(super) content: Option<f64>,
+    pub(super) sessions: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -291,7 +291,7 @@ fn errors_name_file_key_and_problem() {
         "test.toml: accounts[0].zones[0].strategy: unknown strategy \"nope\"; available: \
              trending, top_sellers, recently_viewed, new_arrivals, on_offer, category_top, similar, \
              viewed_together, bought_together, complete_the_look, associated, personalized, \
-             basket_cross_sell, buy_again, category_affinity, brand_affinity"
+             similar_sessions, basket_cross_sell, buy_again, category_affinity, brand_affinity"
     );
     assert!(fails(&MINIMAL.replace("\"GBP\"", "\"gbp\"")).starts_with(
         "test.toml: accounts[0].default_currency: expected a three-letter upper-case ISO 4217 code"
@@ -414,6 +414,26 @@ fn errors_name_file_key_and_problem() {
         fails(&format!("{MINIMAL}\n content = 0.1"))
             .contains("accounts[0].zones[0].content: only blends mix content with pairs")
     );
+    // `sessions`: personalized only, 0..10, 0 by default; similar_sessions a strategy.
+    assert_eq!(config.accounts[0].zones[0].sessions, 0.0);
+    let config_with = |zone: &str| parse(zone, "t", &Overrides::default()).unwrap();
+    assert_eq!(
+        config_with(&format!("{personalized}\n sessions = 1.5")).accounts[0].zones[0].sessions,
+        1.5
+    );
+    assert!(
+        fails(&format!("{personalized}\n sessions = 11"))
+            .contains("accounts[0].zones[0].sessions: must be between 0 and 10, got 11")
+    );
+    assert!(
+        fails(&format!("{together}\n sessions = 1"))
+            .contains("accounts[0].zones[0].sessions: only the personalized strategy")
+    );
+    let sessions_zone = MINIMAL.replace("\"trending\"", "\"similar_sessions\"");
+    assert_eq!(
+        config_with(&sessions_zone).accounts[0].zones[0].strategy,
+        Some(vitrine_engine::zone::Strategy::SimilarSessions)
+    );
     assert_eq!(config.accounts[0].models, ModelSettings::default());
     let models = |table: &str| {
         MINIMAL.replace(
@@ -491,6 +511,13 @@ purchase_partner_damping = 0",
     let config = parsed("co_view_forward = 0.5\nco_purchase_forward = 1");
     assert_eq!(config.accounts[0].models.co_view_forward, 0.5);
     assert_eq!(config.accounts[0].models.co_purchase_forward, 1.0);
+    // Sessions kept for similar_sessions: 0 (none) to 10,000,000.
+    assert_eq!(parsed("sessions = 0").accounts[0].models.sessions, 0);
+    assert_eq!(parsed("").accounts[0].models.sessions, 100_000);
+    assert!(
+        fails(&models("sessions = 10000001"))
+            .contains("accounts[0].models.sessions: must be between 0 and 10000000, got 10000001")
+    );
     // Given, the weights on direction are pinned.
     assert_eq!(
         config.accounts[0].tuning,
@@ -582,7 +609,8 @@ purchase_partner_damping = 0",
         "test.toml: accounts[0].zones[0].strategy: strategy \"category_affinity\" does not \
              fill recommender-product zones; use one of trending, top_sellers, recently_viewed, \
              new_arrivals, on_offer, category_top, similar, viewed_together, bought_together, \
-             complete_the_look, associated, personalized, basket_cross_sell, buy_again"
+             complete_the_look, associated, personalized, similar_sessions, basket_cross_sell, \
+             buy_again"
     );
     assert!(
         fails(&MINIMAL.replace("\"recommender-product\"", "\"recommender-brand\"")).contains(

@@ -7,8 +7,8 @@ use std::fmt;
 use vitrine_engine::event::PageType;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{
-    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneKind,
-    ZoneSpec,
+    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, DEFAULT_SESSIONS,
+    Strategy, ZoneKind, ZoneSpec,
 };
 
 use super::Invalid;
@@ -120,6 +120,7 @@ pub(super) fn zone_spec(
         long_term,
         context,
         content,
+        sessions,
     } = history_settings(zone, key, &strategies)?;
     Ok(ZoneSpec {
         id: zone.id.clone(),
@@ -134,6 +135,7 @@ pub(super) fn zone_spec(
         long_term,
         context,
         content,
+        sessions,
     })
 }
 
@@ -144,9 +146,10 @@ struct HistorySettings {
     long_term: f64,
     context: usize,
     content: f64,
+    sessions: f64,
 }
 
-/// `history`, `recency`, `long_term`, `context` and `content`, each refused where none
+/// `history`, `recency`, `long_term`, `context`, `content` and `sessions`, each refused where none
 /// of the zone's `strategies` (its strategy and fallbacks) reads it.
 fn history_settings(
     zone: &FileZone,
@@ -248,12 +251,24 @@ fn history_settings(
             ));
         }
     };
+    let sessions = match zone.sessions {
+        None => DEFAULT_SESSIONS,
+        Some(_) if !personal => return Err(only_personal("sessions")),
+        Some(weight) if (0.0..=10.0).contains(&weight) => weight,
+        Some(weight) => {
+            return Err(Invalid::at(
+                key("sessions"),
+                format!("must be between 0 and 10, got {weight}"),
+            ));
+        }
+    };
     Ok(HistorySettings {
         history,
         recency,
         long_term,
         context,
         content,
+        sessions,
     })
 }
 

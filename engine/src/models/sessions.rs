@@ -1,0 +1,376 @@
+//! Recent sessions and the products each was in, for `similar_sessions`: the shopper's
+//! current session against other shoppers' recent sessions that share a product with
+//! it, scored as V-SKNN scores them (Ludewig and Jannach, "Evaluation of session-based
+//! recommendation algorithms", 2018).
+//!
+//! Bounded both ways:
+//! - memory: at most [`ModelSettings::sessions`] sessions (the oldest slot is reused),
+//!   each with its latest [`SESSION_ITEMS`] distinct products, and per product the
+//!   latest [`SESSIONS_PER_PRODUCT`] sessions it was in (4 bytes each: at most 2 KiB a
+//!   product);
+//! - CPU per request: at most [`SAMPLED_SESSIONS`] sessions are compared with the
+//!   current one (the latest that hold its latest products first), and the
+//!   [`NEIGHBOUR_SESSIONS`] most similar give their products.
+//!
+//! A product's index names slots, not sessions: a slot reused by a later session leaves
+//! stale entries behind, which are checked (the slot must hold the product) before they
+//! count.
+//!
+//! [`ModelSettings::sessions`]: super::ModelSettings::sessions
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::RwLock;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use crate::catalogue::UnixMillis;
+
+/// Distinct products kept per session (the latest viewed).
+pub const SESSION_ITEMS: usize = 20;
+/// Sessions kept per product (the latest it was viewed in).
+pub const SESSIONS_PER_PRODUCT: usize = 500;
+/// Sessions compared with the current one per request, at most.
+pub const SAMPLED_SESSIONS: usize = 500;
+/// The most similar sessions whose products are scored.
+pub const NEIGHBOUR_SESSIONS: usize = 100;
+/// The current session's latest products compared, the latest weighing 1 and each
+/// older one `1 / SESSION_STEPS` less.
+pub const SESSION_STEPS: usize = 10;
+/// Sessions kept per account by default ([`super::ModelSettings::sessions`]).
+pub const SESSIONS_KEPT: usize = 100_000;
+
+/// One session kept.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    /// The session's key (`analytics::session_key` of its id); 0 for a free slot.
+    session: u64,
+    /// Its visitor's key (the same hash of the visitor id): their own other sessions
+    /// are not their neighbours, and erasing them clears theirs.
+    visitor: u64,
+    /// Its distinct products, oldest first (a product viewed again moves last).
+    items: SmallVec<[u32; SESSION_ITEMS]>,
+    /// When it was last added to.
+    last: UnixMillis,
+}
+
+/// The latest slots a product was in, newest last until full, then a ring.
+#[derive(Debug, Clone, Default)]
+struct Ring {
+    slots: Vec<u32>,
+    /// Where the next one goes once full.
+    next: usize,
+}
+
+impl Ring {
+    fn push(&mut self, slot: u32) {
+        if self.slots.len() < SESSIONS_PER_PRODUCT {
+            self.slots.push(slot);
+        } else if let Some(at) = self.slots.get_mut(self.next) {
+            *at = slot;
+            self.next = (self.next + 1) % SESSIONS_PER_PRODUCT;
+        }
+    }
+
+    /// Newest first.
+    fn newest_first(&self) -> impl Iterator<Item = u32> + '_ {
+        let (older, newer) = self.slots.split_at(self.next.min(self.slots.len()));
+        newer.iter().chain(older).rev().copied()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    slots: Vec<Slot>,
+    /// The slot reused next once every slot is taken.
+    oldest: usize,
+    by_session: FxHashMap<u64, u32>,
+    by_product: FxHashMap<u32, Ring>,
+}
+
+/// An account's recent sessions (see the module).
+#[derive(Debug)]
+pub struct SessionIndex {
+    inner: RwLock<Inner>,
+    capacity: AtomicUsize,
+}
+
+/// A session as a state snapshot keeps it: its key, its visitor's, its products'
+/// keys (oldest first) and when it was last added to.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct StoredSession {
+    /// See [`Slot::session`].
+    pub session: u64,
+    /// See [`Slot::visitor`].
+    pub visitor: u64,
+    /// Product ids, oldest first.
+    pub items: Vec<String>,
+    /// See [`Slot::last`].
+    pub last: UnixMillis,
+}
+
+impl SessionIndex {
+    /// An index of at most `capacity` sessions (0: none are kept, nothing is scored).
+    pub fn new(capacity: usize) -> SessionIndex {
+        SessionIndex {
+            inner: RwLock::new(Inner::default()),
+            capacity: AtomicUsize::new(capacity),
+        }
+    }
+
+    /// Sessions it keeps at most.
+    pub fn capacity(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Keeps at most `capacity` sessions from now on: fewer than it keeps forgets all
+    /// but the latest `capacity` (re-indexed oldest first).
+    pub fn set_capacity(&self, capacity: usize) {
+        let mut inner = self.inner.write();
+        self.capacity.store(capacity, Ordering::Relaxed);
+        if inner.slots.len() <= capacity {
+            return;
+        }
+        let count = inner.slots.len();
+        let oldest = inner.oldest;
+        let mut kept: Vec<Slot> = (0..count)
+            .filter_map(|at| inner.slots.get((oldest + at) % count).cloned())
+            .filter(|slot| slot.session != 0)
+            .collect();
+        kept.drain(..kept.len().saturating_sub(capacity));
+        *inner = Inner::default();
+        for slot in kept {
+            for product in &slot.items {
+                inner.add(slot.session, slot.visitor, *product, slot.last, capacity);
+            }
+        }
+    }
+
+    /// `product` viewed in `session` by `visitor` at `now`.
+    pub fn view(&self, session: u64, visitor: u64, product: u32, now: UnixMillis) {
+        let capacity = self.capacity();
+        if capacity == 0 || session == 0 {
+            return;
+        }
+        self.inner
+            .write()
+            .add(session, visitor, product, now, capacity);
+    }
+
+    /// The products of `session`, oldest first.
+    pub fn items_of(&self, session: u64) -> SmallVec<[u32; SESSION_ITEMS]> {
+        let inner = self.inner.read();
+        inner
+            .by_session
+            .get(&session)
+            .and_then(|slot| inner.slots.get(*slot as usize))
+            .map(|slot| slot.items.clone())
+            .unwrap_or_default()
+    }
+
+    /// Products scored by the sessions most like `session` (V-SKNN): the session's
+    /// latest [`SESSION_STEPS`] products weigh 1, 1 − 1/steps, … (the latest first);
+    /// another session's similarity is the sum of the weights of the products it
+    /// shares with it, and a product scores the summed similarity of the
+    /// [`NEIGHBOUR_SESSIONS`] most similar sessions (of the [`SAMPLED_SESSIONS`] latest
+    /// that hold the session's products, the latest products' first) that hold it.
+    /// The visitor's own sessions and the session's products are left out; the
+    /// highest score first (ties by key), at most `limit`.
+    pub fn neighbourhood(&self, session: u64, limit: usize) -> Vec<(u32, f32)> {
+        let inner = self.inner.read();
+        let Some(own) = inner
+            .by_session
+            .get(&session)
+            .and_then(|slot| inner.slots.get(*slot as usize))
+        else {
+            return Vec::new();
+        };
+        let own_slot = inner.by_session.get(&session).copied();
+        // The current session's latest products with their weights, sorted by key.
+        let mut weights: SmallVec<[(u32, f32); SESSION_STEPS]> = own
+            .items
+            .iter()
+            .rev()
+            .take(SESSION_STEPS)
+            .enumerate()
+            .map(|(age, product)| (*product, 1.0 - age as f32 / SESSION_STEPS as f32))
+            .collect();
+        let latest_first: SmallVec<[u32; SESSION_STEPS]> = weights.iter().map(|w| w.0).collect();
+        weights.sort_unstable_by_key(|w| w.0);
+        let weight_of = |product: u32| {
+            weights
+                .binary_search_by_key(&product, |w| w.0)
+                .ok()
+                .and_then(|at| weights.get(at))
+                .map(|w| w.1)
+        };
+        // The sample: the latest sessions of each product, the latest product first.
+        let mut sampled: FxHashMap<u32, f32> = FxHashMap::default();
+        'sample: for product in &latest_first {
+            let Some(ring) = inner.by_product.get(product) else {
+                continue;
+            };
+            for slot in ring.newest_first() {
+                if sampled.len() >= SAMPLED_SESSIONS {
+                    break 'sample;
+                }
+                if Some(slot) == own_slot || sampled.contains_key(&slot) {
+                    continue;
+                }
+                let Some(other) = inner.slots.get(slot as usize) else {
+                    continue;
+                };
+                // A stale entry (the slot reused since) or the visitor's own session.
+                if other.visitor == own.visitor || !other.items.contains(product) {
+                    continue;
+                }
+                let similarity: f32 = other.items.iter().filter_map(|p| weight_of(*p)).sum();
+                sampled.insert(slot, similarity);
+            }
+        }
+        let mut neighbours: Vec<(u32, f32)> = sampled.into_iter().collect();
+        let strongest = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if neighbours.len() > NEIGHBOUR_SESSIONS {
+            neighbours.select_nth_unstable_by(NEIGHBOUR_SESSIONS - 1, strongest);
+            neighbours.truncate(NEIGHBOUR_SESSIONS);
+        }
+        let mut scores: FxHashMap<u32, f32> = FxHashMap::default();
+        for (slot, similarity) in &neighbours {
+            let Some(other) = inner.slots.get(*slot as usize) else {
+                continue;
+            };
+            for product in &other.items {
+                if weight_of(*product).is_none() && !own.items.contains(product) {
+                    *scores.entry(*product).or_default() += similarity;
+                }
+            }
+        }
+        drop(inner);
+        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
+        let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > limit && limit > 0 {
+            ranked.select_nth_unstable_by(limit - 1, order);
+        }
+        ranked.truncate(limit);
+        ranked.sort_unstable_by(order);
+        ranked
+    }
+
+    /// Forgets every session of `visitor` (an erasure): each slot of theirs is
+    /// cleared (the products' entries naming it are stale from then on).
+    pub fn erase_visitor(&self, visitor: u64) {
+        let mut inner = self.inner.write();
+        let Inner {
+            slots, by_session, ..
+        } = &mut *inner;
+        for slot in slots.iter_mut().filter(|s| s.visitor == visitor) {
+            by_session.remove(&slot.session);
+            *slot = Slot::default();
+        }
+    }
+
+    /// Sessions kept now.
+    pub fn len(&self) -> usize {
+        self.inner.read().by_session.len()
+    }
+
+    /// Whether no session is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes it holds, roughly: the slots and the products' rings.
+    pub fn memory_bytes(&self) -> usize {
+        let inner = self.inner.read();
+        let slots = inner.slots.capacity() * std::mem::size_of::<Slot>();
+        let sessions = inner.by_session.capacity() * (8 + 4 + 8);
+        let rings: usize = inner
+            .by_product
+            .values()
+            .map(|ring| ring.slots.capacity() * 4 + std::mem::size_of::<Ring>() + 4)
+            .sum();
+        slots + sessions + rings
+    }
+
+    /// Every session kept, oldest slot first, with product ids by `name` (a state
+    /// snapshot).
+    pub fn entries(&self, name: impl Fn(u32) -> Option<String>) -> Vec<StoredSession> {
+        let inner = self.inner.read();
+        let count = inner.slots.len();
+        (0..count)
+            .map(|at| (inner.oldest + at) % count.max(1))
+            .filter_map(|at| inner.slots.get(at))
+            .filter(|slot| slot.session != 0)
+            .map(|slot| StoredSession {
+                session: slot.session,
+                visitor: slot.visitor,
+                items: slot.items.iter().filter_map(|p| name(*p)).collect(),
+                last: slot.last,
+            })
+            .collect()
+    }
+
+    /// Adds a session read from a state snapshot (in the order [`SessionIndex::entries`]
+    /// gave them), its products keyed by `key`.
+    pub fn restore(&self, stored: &StoredSession, key: impl Fn(&str) -> u32) {
+        for product in &stored.items {
+            self.view(stored.session, stored.visitor, key(product), stored.last);
+        }
+    }
+}
+
+impl Inner {
+    /// See [`SessionIndex::view`].
+    fn add(&mut self, session: u64, visitor: u64, product: u32, now: UnixMillis, capacity: usize) {
+        let slot = match self.by_session.get(&session) {
+            Some(slot) => *slot,
+            None => self.take_slot(session, visitor, capacity),
+        };
+        let Some(kept) = self.slots.get_mut(slot as usize) else {
+            return;
+        };
+        kept.last = now;
+        if let Some(at) = kept.items.iter().position(|p| *p == product) {
+            // Seen again in the session: last, and already indexed.
+            kept.items.remove(at);
+            kept.items.push(product);
+            return;
+        }
+        if kept.items.len() == SESSION_ITEMS {
+            kept.items.remove(0);
+        }
+        kept.items.push(product);
+        self.by_product.entry(product).or_default().push(slot);
+    }
+
+    /// A slot for a new `session`: a free one while there are fewer than `capacity`,
+    /// else the oldest one, reused.
+    fn take_slot(&mut self, session: u64, visitor: u64, capacity: usize) -> u32 {
+        let fresh = Slot {
+            session,
+            visitor,
+            items: SmallVec::new(),
+            last: 0,
+        };
+        let slot = if self.slots.len() < capacity {
+            self.slots.push(fresh);
+            self.slots.len() - 1
+        } else {
+            let at = self.oldest % self.slots.len().max(1);
+            self.oldest = (at + 1) % self.slots.len().max(1);
+            if let Some(old) = self.slots.get_mut(at) {
+                if old.session != 0 {
+                    self.by_session.remove(&old.session);
+                }
+                *old = fresh;
+            }
+            at
+        };
+        let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+        self.by_session.insert(session, slot);
+        slot
+    }
+}
+
+#[cfg(test)]
+mod tests;

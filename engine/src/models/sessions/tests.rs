@@ -1,0 +1,116 @@
+use super::*;
+
+/// Views `products` in `session` of `visitor`, one a second from `at`.
+fn visit(index: &SessionIndex, (session, visitor): (u64, u64), products: &[u32], at: UnixMillis) {
+    for (n, product) in products.iter().enumerate() {
+        index.view(session, visitor, *product, at + n as UnixMillis * 1_000);
+    }
+}
+
+#[test]
+fn sessions_sharing_products_with_the_current_one_score_theirs_by_their_similarity() {
+    let index = SessionIndex::new(100);
+    // Current session (visitor 9): 1 then 2; 2 weighs 1, 1 weighs 0.9.
+    visit(&index, (101, 1), &[1, 2, 3], 0); // shares 1 and 2: 1.9
+    visit(&index, (102, 2), &[2, 4], 0); // shares 2: 1.0
+    visit(&index, (103, 3), &[1, 5], 0); // shares 1: 0.9
+    visit(&index, (104, 4), &[7, 8], 0); // shares nothing
+    visit(&index, (105, 9), &[2, 6], 0); // the visitor's own other session
+    visit(&index, (200, 9), &[1, 2], 10_000);
+    let got = index.neighbourhood(200, 10);
+    assert_eq!(got.len(), 3, "{got:?}");
+    let want = [(3, 1.9), (4, 1.0), (5, 0.9)];
+    for ((key, score), (want_key, want_score)) in got.iter().zip(want) {
+        assert_eq!(*key, want_key, "{got:?}");
+        assert!((score - want_score).abs() < 1e-6, "{got:?}");
+    }
+    // A product two sessions hold sums their similarities; `limit` cuts the list.
+    visit(&index, (106, 5), &[2, 3], 0);
+    let got = index.neighbourhood(200, 1);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, 3);
+    assert!((got[0].1 - 2.9).abs() < 1e-6, "{got:?}");
+    // An unknown session has no neighbourhood.
+    assert!(index.neighbourhood(999, 10).is_empty());
+}
+
+#[test]
+fn memory_is_bounded_by_the_sessions_kept_and_the_sessions_per_product() {
+    let index = SessionIndex::new(1_000);
+    // 3,000 sessions each of product 1 and its own product.
+    for n in 0..3_000u64 {
+        visit(&index, (1_000 + n, n), &[1, 10_000 + n as u32], 0);
+    }
+    assert_eq!(index.len(), 1_000);
+    {
+        let inner = index.inner.read();
+        assert_eq!(inner.slots.len(), 1_000);
+        assert_eq!(
+            inner.by_product.get(&1).map(|r| r.slots.len()),
+            Some(SESSIONS_PER_PRODUCT)
+        );
+    }
+    // The oldest were reused: their products' entries are stale and score nothing.
+    visit(&index, (9, 99_999), &[10_000, 1], 10_000);
+    let got = index.neighbourhood(9, 2_000);
+    assert!(got.iter().all(|(key, _)| *key >= 10_000 + 2_000), "{got:?}");
+    // At most the sampled sessions give products (each gives one here), and only
+    // the nearest of those.
+    assert_eq!(got.len(), NEIGHBOUR_SESSIONS.min(SAMPLED_SESSIONS));
+    // The newest sessions first: the sample is the latest sessions of product 1.
+    assert!(
+        got.iter().all(|(key, _)| *key >= 10_000 + 3_000 - 500),
+        "{got:?}"
+    );
+    // A session keeps its latest products, distinct.
+    let long: Vec<u32> = (0..SESSION_ITEMS as u32 + 5).chain([20, 21]).collect();
+    visit(&index, (5, 5), &long, 0);
+    let items = index.items_of(5);
+    assert_eq!(items.len(), SESSION_ITEMS);
+    assert_eq!(items.last(), Some(&21));
+    assert_eq!(items.first(), Some(&5));
+}
+
+#[test]
+fn an_erased_visitors_sessions_are_forgotten() {
+    let index = SessionIndex::new(100);
+    visit(&index, (1, 1), &[1, 2], 0);
+    visit(&index, (2, 2), &[1, 3], 0);
+    visit(&index, (3, 3), &[1], 0);
+    assert_eq!(index.neighbourhood(3, 10).len(), 2);
+    index.erase_visitor(1);
+    assert!(index.items_of(1).is_empty());
+    assert_eq!(index.len(), 2);
+    let got = index.neighbourhood(3, 10);
+    assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
+}
+
+#[test]
+fn a_snapshots_sessions_restore_the_same_neighbourhoods() {
+    let index = SessionIndex::new(5);
+    for n in 0..8u64 {
+        visit(&index, (100 + n, n), &[1, 2 + n as u32, 50], n as i64);
+    }
+    let names = |key: u32| Some(format!("p{key}"));
+    let stored = index.entries(names);
+    assert_eq!(stored.len(), 5);
+    let restored = SessionIndex::new(5);
+    for session in &stored {
+        restored.restore(session, |id| id[1..].parse().unwrap_or(u32::MAX));
+    }
+    assert_eq!(restored.entries(names), stored);
+    for n in 3..8u64 {
+        assert_eq!(
+            restored.neighbourhood(100 + n, 10),
+            index.neighbourhood(100 + n, 10)
+        );
+    }
+    // Fewer sessions kept: the latest stay.
+    restored.set_capacity(2);
+    assert_eq!(restored.len(), 2);
+    assert_eq!(restored.entries(names), stored[3..]);
+    // Nothing kept at a capacity of 0.
+    let off = SessionIndex::new(0);
+    visit(&off, (1, 1), &[1, 2], 0);
+    assert!(off.is_empty());
+}
