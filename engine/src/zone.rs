@@ -92,8 +92,8 @@ pub enum Strategy {
     /// `brand_affinity` (recommender-brand zones): the brands the visitor browsed most,
     /// then the most popular ones.
     BrandAffinity,
-    /// `similar_sessions`: products of the recent sessions most like the shopper's
-    /// current one (V-SKNN, [`crate::models::SessionIndex`]); the visitor's recent
+    /// `similar_sessions`: products of the recent sessions most like what the shopper
+    /// viewed last (V-SKNN, [`crate::models::SessionIndex`]); the visitor's recent
     /// views are left out.
     SimilarSessions,
 }
@@ -201,8 +201,8 @@ pub struct ZoneSpec {
     /// included. [`DEFAULT_CONTENT`] unless configured; 0 leaves content to fill the
     /// zone only after the pairs run out.
     pub content: f64,
-    /// `personalized`: how much the products of the sessions most like the shopper's
-    /// current one (`similar_sessions`) count beside the pairs: the best of them adds
+    /// `personalized`: how much the products of the sessions most like what the
+    /// shopper viewed last (`similar_sessions`) count beside the pairs: the best of them adds
     /// `sessions` times the blend's best score, the others in proportion to their
     /// session score. [`DEFAULT_SESSIONS`] unless configured; 0 leaves them out (and
     /// the sessions are not read).

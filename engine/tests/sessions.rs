@@ -59,6 +59,13 @@ fn similar_sessions_ranks_the_products_of_the_sessions_most_like_the_shoppers() 
         zone(&account, "shopper", vec![view("a"), view("b")], "GBP"),
         ["c", "d", "e"]
     );
+    // The shopper's latest views count, whichever session they were in (a client that
+    // sends no session id starts one a request).
+    track(&account, "split", vec![view("a")], T0);
+    assert_eq!(
+        zone(&account, "split", vec![view("b")], "GBP"),
+        ["c", "d", "e"]
+    );
     // Another session of the same product sums its similarity: e now 1.9 + 0.9.
     session(&account, "v5", &["b", "a", "e"]);
     assert_eq!(

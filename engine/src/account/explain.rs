@@ -186,9 +186,7 @@ impl Account {
             Some(_) => "",
             None => request.visitor_id.as_deref().unwrap_or(""),
         };
-        let mut session = None;
         let mut snapshot = self.visitors.read().get_mut(visitor_id).map(|mut live| {
-            session.clone_from(&live.state().session_id);
             VisitorSnapshot::of(
                 &mut live,
                 &catalogue,
@@ -209,10 +207,9 @@ impl Account {
         }
         let variant = settings.variant(spec, visitor_id, request.now);
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
-        if filled.reads_sessions()
-            && let Some(session) = &session
-        {
-            snapshot.similar_sessions = self.session_neighbourhood(session, &catalogue);
+        if filled.reads_sessions() {
+            snapshot.similar_sessions =
+                self.session_neighbourhood(visitor_id, &snapshot.recent_views, &catalogue);
         }
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();

@@ -20,6 +20,7 @@ impl Account {
     /// their latest view, is each product in its top [`TOP_K`], and where.
     pub(super) fn judge_zones(
         &self,
+        visitor_id: &str,
         live: &mut LiveVisitor,
         events: &[Event],
         catalogue: &std::sync::Arc<Catalogue>,
@@ -60,10 +61,9 @@ impl Account {
         if brought.is_empty() || !self.prequential.due(now) {
             return;
         }
-        if zones.iter().any(ZoneSpec::reads_sessions)
-            && let Some(session) = &live.state().session_id
-        {
-            snapshot.similar_sessions = self.session_neighbourhood(session, catalogue);
+        if zones.iter().any(ZoneSpec::reads_sessions) {
+            snapshot.similar_sessions =
+                self.session_neighbourhood(visitor_id, &snapshot.recent_views, catalogue);
         }
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();

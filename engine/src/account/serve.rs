@@ -175,6 +175,7 @@ impl Account {
         // it is applied).
         if settings.self_evaluation && crate::prequential::sampled(&visitor_id) {
             self.judge_zones(
+                &visitor_id,
                 &mut visitor,
                 &request.events,
                 &catalogue,
@@ -237,7 +238,8 @@ impl Account {
         self.record_customer_orders(&page.customer_orders, now);
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
         if reads_sessions(&settings, campaigns.as_deref(), &request.zones) {
-            snapshot.similar_sessions = self.session_neighbourhood(&session_id, &catalogue);
+            snapshot.similar_sessions =
+                self.session_neighbourhood(&visitor_id, &snapshot.recent_views, &catalogue);
         }
 
         let rankings = self.rankings_for(&catalogue);

@@ -47,7 +47,7 @@ pub(super) struct VisitorSnapshot {
     pub(super) brands: Vec<String>,
     /// What segments read, when a requested zone has a list of campaigns.
     pub(super) segments: Option<SegmentFacts>,
-    /// Products of the sessions most like the shopper's current one, when a zone reads
+    /// Products of the sessions most like what the shopper viewed last, when a zone reads
     /// them ([`Account::session_neighbourhood`]).
     pub(super) similar_sessions: Vec<(ProductIdx, f32)>,
 }
@@ -282,18 +282,28 @@ impl VisitorSnapshot {
 }
 
 impl super::Account {
-    /// Products of the sessions most like `session_id` (see
+    /// Products of the sessions most like what `visitor_id` viewed last (`latest`,
+    /// dense ids of `catalogue`, the latest first; see
     /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
     /// (those it lacks left out), the highest score first, at most
     /// [`SESSION_PRODUCTS`].
     pub(super) fn session_neighbourhood(
         &self,
-        session_id: &str,
+        visitor_id: &str,
+        latest: &[ProductIdx],
         catalogue: &Catalogue,
     ) -> Vec<(ProductIdx, f32)> {
+        let keys: SmallVec<[u32; MAX_RECENT_VIEWS]> = latest
+            .iter()
+            .filter_map(|idx| {
+                let product = catalogue.product(*idx)?;
+                self.product_keys.existing(product.id.as_str())
+            })
+            .collect();
+        let visitor = crate::analytics::session_key(visitor_id);
         let scored = self
             .similar_sessions
-            .neighbourhood(crate::analytics::session_key(session_id), SESSION_PRODUCTS);
+            .neighbourhood(&keys, visitor, SESSION_PRODUCTS);
         scored
             .into_iter()
             .filter_map(|(key, score)| {

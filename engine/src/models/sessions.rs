@@ -1,5 +1,5 @@
 //! Recent sessions and the products each was in, for `similar_sessions`: the shopper's
-//! current session against other shoppers' recent sessions that share a product with
+//! latest views against other shoppers' recent sessions that share a product with
 //! it, scored as V-SKNN scores them (Ludewig and Jannach, "Evaluation of session-based
 //! recommendation algorithms", 2018).
 //!
@@ -9,7 +9,7 @@
 //!   latest [`SESSIONS_PER_PRODUCT`] sessions it was in (4 bytes each: at most 2 KiB a
 //!   product);
 //! - CPU per request: at most [`SAMPLED_SESSIONS`] sessions are compared with the
-//!   current one (the latest that hold its latest products first), and the
+//!   shopper's latest views (the latest sessions of the latest product first), and the
 //!   [`NEIGHBOUR_SESSIONS`] most similar give their products.
 //!
 //! A product's index names slots, not sessions: a slot reused by a later session leaves
@@ -30,11 +30,11 @@ use crate::catalogue::UnixMillis;
 pub const SESSION_ITEMS: usize = 20;
 /// Sessions kept per product (the latest it was viewed in).
 pub const SESSIONS_PER_PRODUCT: usize = 500;
-/// Sessions compared with the current one per request, at most.
+/// Sessions compared with the shopper's latest views per request, at most.
 pub const SAMPLED_SESSIONS: usize = 500;
 /// The most similar sessions whose products are scored.
 pub const NEIGHBOUR_SESSIONS: usize = 100;
-/// The current session's latest products compared, the latest weighing 1 and each
+/// The shopper's latest products compared, the latest weighing 1 and each
 /// older one `1 / SESSION_STEPS` less.
 pub const SESSION_STEPS: usize = 10;
 /// Sessions kept per account by default ([`super::ModelSettings::sessions`]).
@@ -168,33 +168,34 @@ impl SessionIndex {
             .unwrap_or_default()
     }
 
-    /// Products scored by the sessions most like `session` (V-SKNN): the session's
-    /// latest [`SESSION_STEPS`] products weigh 1, 1 − 1/steps, … (the latest first);
-    /// another session's similarity is the sum of the weights of the products it
-    /// shares with it, and a product scores the summed similarity of the
+    /// Products scored by the sessions most like the shopper's latest products
+    /// (`latest`, the latest first; V-SKNN): the latest [`SESSION_STEPS`] weigh 1,
+    /// 1 − 1/steps, …; another session's similarity is the sum of the weights of the
+    /// products it shares with them, and a product scores the summed similarity of the
     /// [`NEIGHBOUR_SESSIONS`] most similar sessions (of the [`SAMPLED_SESSIONS`] latest
-    /// that hold the session's products, the latest products' first) that hold it.
-    /// The visitor's own sessions and the session's products are left out; the
-    /// highest score first (ties by key), at most `limit`.
-    pub fn neighbourhood(&self, session: u64, limit: usize) -> Vec<(u32, f32)> {
-        let inner = self.inner.read();
-        let Some(own) = inner
-            .by_session
-            .get(&session)
-            .and_then(|slot| inner.slots.get(*slot as usize))
-        else {
+    /// that hold those products, the latest products' first) that hold it. The
+    /// `visitor`'s own sessions and the products of `latest` are left out; the highest
+    /// score first (ties by key), at most `limit`.
+    ///
+    /// The shopper's latest products rather than their session's: a shopper back
+    /// after a pause, or whose client sends no session id, is still compared by what
+    /// they did last.
+    pub fn neighbourhood(&self, latest: &[u32], visitor: u64, limit: usize) -> Vec<(u32, f32)> {
+        // The latest products, each once, with their weights, sorted by key.
+        let mut weights: SmallVec<[(u32, f32); SESSION_STEPS]> = SmallVec::new();
+        for product in latest {
+            if weights.len() == SESSION_STEPS {
+                break;
+            }
+            if !weights.iter().any(|w| w.0 == *product) {
+                let age = weights.len() as f32;
+                weights.push((*product, 1.0 - age / SESSION_STEPS as f32));
+            }
+        }
+        if weights.is_empty() {
             return Vec::new();
-        };
-        let own_slot = inner.by_session.get(&session).copied();
-        // The current session's latest products with their weights, sorted by key.
-        let mut weights: SmallVec<[(u32, f32); SESSION_STEPS]> = own
-            .items
-            .iter()
-            .rev()
-            .take(SESSION_STEPS)
-            .enumerate()
-            .map(|(age, product)| (*product, 1.0 - age as f32 / SESSION_STEPS as f32))
-            .collect();
+        }
+        let inner = self.inner.read();
         let latest_first: SmallVec<[u32; SESSION_STEPS]> = weights.iter().map(|w| w.0).collect();
         weights.sort_unstable_by_key(|w| w.0);
         let weight_of = |product: u32| {
@@ -214,14 +215,14 @@ impl SessionIndex {
                 if sampled.len() >= SAMPLED_SESSIONS {
                     break 'sample;
                 }
-                if Some(slot) == own_slot || sampled.contains_key(&slot) {
+                if sampled.contains_key(&slot) {
                     continue;
                 }
                 let Some(other) = inner.slots.get(slot as usize) else {
                     continue;
                 };
                 // A stale entry (the slot reused since) or the visitor's own session.
-                if other.visitor == own.visitor || !other.items.contains(product) {
+                if other.visitor == visitor || !other.items.contains(product) {
                     continue;
                 }
                 let similarity: f32 = other.items.iter().filter_map(|p| weight_of(*p)).sum();
@@ -240,7 +241,7 @@ impl SessionIndex {
                 continue;
             };
             for product in &other.items {
-                if weight_of(*product).is_none() && !own.items.contains(product) {
+                if weight_of(*product).is_none() && !latest.contains(product) {
                     *scores.entry(*product).or_default() += similarity;
                 }
             }

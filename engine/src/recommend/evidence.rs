@@ -76,7 +76,7 @@ pub enum Fact {
     OnOffer,
     /// Its title or search tags contain the search term.
     MatchesSearch(String),
-    /// In the sessions most like the shopper's current one, their similarities summing
+    /// In the sessions most like what the shopper viewed last, their similarities summing
     /// to `score`.
     InSimilarSessions {
         /// The summed similarity.

@@ -62,7 +62,7 @@ pub struct Context<'a> {
     pub bought_again: &'a [(ProductIdx, u32)],
     /// Products viewed by the visitor (those in the catalogue), newest first.
     pub recent_views: &'a [ProductIdx],
-    /// Products of the sessions most like the shopper's current one, with their
+    /// Products of the sessions most like what the shopper viewed last, with their
     /// scores, the highest first; empty unless a zone reads them
     /// ([`ZoneSpec::reads_sessions`](crate::zone::ZoneSpec::reads_sessions)).
     pub similar_sessions: &'a [(ProductIdx, f32)],

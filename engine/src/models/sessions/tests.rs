@@ -17,7 +17,7 @@ fn sessions_sharing_products_with_the_current_one_score_theirs_by_their_similari
     visit(&index, (104, 4), &[7, 8], 0); // shares nothing
     visit(&index, (105, 9), &[2, 6], 0); // the visitor's own other session
     visit(&index, (200, 9), &[1, 2], 10_000);
-    let got = index.neighbourhood(200, 10);
+    let got = index.neighbourhood(&[2, 1], 9, 10);
     assert_eq!(got.len(), 3, "{got:?}");
     let want = [(3, 1.9), (4, 1.0), (5, 0.9)];
     for ((key, score), (want_key, want_score)) in got.iter().zip(want) {
@@ -26,12 +26,13 @@ fn sessions_sharing_products_with_the_current_one_score_theirs_by_their_similari
     }
     // A product two sessions hold sums their similarities; `limit` cuts the list.
     visit(&index, (106, 5), &[2, 3], 0);
-    let got = index.neighbourhood(200, 1);
+    let got = index.neighbourhood(&[2, 1], 9, 1);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0, 3);
     assert!((got[0].1 - 2.9).abs() < 1e-6, "{got:?}");
-    // An unknown session has no neighbourhood.
-    assert!(index.neighbourhood(999, 10).is_empty());
+    // No products, or products no session holds, have no neighbourhood.
+    assert!(index.neighbourhood(&[], 9, 10).is_empty());
+    assert!(index.neighbourhood(&[777], 9, 10).is_empty());
 }
 
 #[test]
@@ -52,7 +53,7 @@ fn memory_is_bounded_by_the_sessions_kept_and_the_sessions_per_product() {
     }
     // The oldest were reused: their products' entries are stale and score nothing.
     visit(&index, (9, 99_999), &[10_000, 1], 10_000);
-    let got = index.neighbourhood(9, 2_000);
+    let got = index.neighbourhood(&[1, 10_000], 99_999, 2_000);
     assert!(got.iter().all(|(key, _)| *key >= 10_000 + 2_000), "{got:?}");
     // At most the sampled sessions give products (each gives one here), and only
     // the nearest of those.
@@ -77,11 +78,11 @@ fn an_erased_visitors_sessions_are_forgotten() {
     visit(&index, (1, 1), &[1, 2], 0);
     visit(&index, (2, 2), &[1, 3], 0);
     visit(&index, (3, 3), &[1], 0);
-    assert_eq!(index.neighbourhood(3, 10).len(), 2);
+    assert_eq!(index.neighbourhood(&[1], 3, 10).len(), 2);
     index.erase_visitor(1);
     assert!(index.items_of(1).is_empty());
     assert_eq!(index.len(), 2);
-    let got = index.neighbourhood(3, 10);
+    let got = index.neighbourhood(&[1], 3, 10);
     assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
 }
 
@@ -100,9 +101,10 @@ fn a_snapshots_sessions_restore_the_same_neighbourhoods() {
     }
     assert_eq!(restored.entries(names), stored);
     for n in 3..8u64 {
+        let latest = [50, 2 + n as u32, 1];
         assert_eq!(
-            restored.neighbourhood(100 + n, 10),
-            index.neighbourhood(100 + n, 10)
+            restored.neighbourhood(&latest, n, 10),
+            index.neighbourhood(&latest, n, 10)
         );
     }
     // Fewer sessions kept: the latest stay.
