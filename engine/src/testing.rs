@@ -86,6 +86,8 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         context: 0,
         content: crate::zone::DEFAULT_CONTENT,
         sessions: crate::zone::DEFAULT_SESSIONS,
+        popularity: crate::zone::DEFAULT_POPULARITY,
+        pinned: Default::default(),
     }
 }
 

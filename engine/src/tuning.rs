@@ -21,7 +21,6 @@
 //! [`CoCounts::shadow_ranks`]: crate::models::CoCounts::shadow_ranks
 //! [`TOP_K`]: crate::prequential::TOP_K
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
@@ -213,13 +212,13 @@ pub struct Tally {
 
 /// A change of the active setting.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Switch {
+pub struct Switch<S = ListSetting> {
     /// When (the request's time).
     pub at: UnixMillis,
     /// The setting replaced.
-    pub from: ListSetting,
+    pub from: S,
     /// The new one.
-    pub to: ListSetting,
+    pub to: S,
     /// Trials since the previous switch.
     pub trials: u64,
     /// The new setting's wins and losses against the old one.
@@ -253,10 +252,7 @@ pub struct TuningReport {
 #[derive(Debug)]
 struct State {
     tuning: Tuning,
-    grid: Vec<ListSetting>,
-    active: usize,
-    tallies: Vec<Tally>,
-    switches: VecDeque<Switch>,
+    board: Board<ListSetting>,
     /// Trials a second at most.
     bucket: TokenBucket,
 }
@@ -265,7 +261,7 @@ impl State {
     /// The active setting (the defaults' should the grid not have it, which it always
     /// does).
     fn active(&self) -> ListSetting {
-        self.grid.get(self.active).copied().unwrap_or(ListSetting {
+        self.board.active().unwrap_or(ListSetting {
             window: CoViewWindow::Ten,
             partner_damping: crate::models::PARTNER_DAMPING,
             forward: 0.0,
@@ -336,10 +332,7 @@ impl Tuner {
         Tuner {
             state: Mutex::new(State {
                 tuning,
-                tallies: vec![Tally::default(); grid.len()],
-                grid,
-                active,
-                switches: VecDeque::new(),
+                board: Board::new(grid, active),
                 bucket: TokenBucket::new(models.tuning_trials_per_second),
             }),
             generation: AtomicU64::new(0),
@@ -370,10 +363,10 @@ impl Tuner {
     /// at once).
     pub fn due(&self, now: UnixMillis) -> Option<Vec<ListSetting>> {
         let mut state = self.state.lock();
-        if state.grid.len() <= 1 {
+        if state.board.grid.len() <= 1 {
             return None;
         }
-        state.bucket.take(now).then(|| state.grid.clone())
+        state.bucket.take(now).then(|| state.board.grid.clone())
     }
 
     /// Counts one trial: `ranks`, where each setting of `grid` (as [`Tuner::due`] gave
@@ -385,50 +378,11 @@ impl Tuner {
         now: UnixMillis,
     ) -> Option<ListSetting> {
         let mut state = self.state.lock();
-        if state.grid != grid || ranks.len() != grid.len() {
+        if state.board.grid != grid {
             // The configuration was reloaded meanwhile.
             return None;
         }
-        let active_hit = ranks.get(state.active).copied().flatten().is_some();
-        for (tally, rank) in state.tallies.iter_mut().zip(ranks) {
-            tally.scored.add(*rank);
-            match (rank.is_some(), active_hit) {
-                (true, false) => tally.wins += 1,
-                (false, true) => tally.losses += 1,
-                _ => {}
-            }
-        }
-        let needed = threshold(state.grid.len());
-        let best = state
-            .tallies
-            .iter()
-            .enumerate()
-            .filter(|(at, tally)| {
-                *at != state.active
-                    && tally.wins > tally.losses
-                    && tally.wins + tally.losses >= MIN_DISCORDANT
-            })
-            .map(|(at, tally)| (at, evidence(tally.wins, tally.losses)))
-            .filter(|(_, evidence)| *evidence >= needed)
-            .max_by(|a, b| a.1.total_cmp(&b.1))?;
-        let (to, evidence) = best;
-        let from = state.active;
-        let tally = state.tallies.get(to).copied().unwrap_or_default();
-        let switch = Switch {
-            at: now,
-            from: *state.grid.get(from)?,
-            to: *state.grid.get(to)?,
-            trials: tally.scored.trials,
-            wins: tally.wins,
-            losses: tally.losses,
-            evidence,
-        };
-        state.active = to;
-        state.tallies.iter_mut().for_each(|t| *t = Tally::default());
-        if state.switches.len() == SWITCHES_KEPT {
-            state.switches.pop_front();
-        }
-        state.switches.push_back(switch);
+        let switch = state.board.record(ranks, now)?;
         self.generation.fetch_add(1, Ordering::Release);
         Some(switch.to)
     }
@@ -446,20 +400,16 @@ impl Tuner {
         let grid = tuning.grid_of(models, self.lists.dampings());
         let mut state = self.state.lock();
         state.bucket.set_rate(models.tuning_trials_per_second);
-        let before = state.grid.get(state.active).copied();
+        let before = state.board.active();
         let kept = before.filter(|a| grid.contains(a) && tuning != Tuning::Off);
         let active = active_in(&grid, kept.unwrap_or_else(|| configured(models)));
-        if state.grid != grid || state.tuning != tuning {
-            state.tallies = vec![Tally::default(); grid.len()];
+        if state.board.grid != grid || state.tuning != tuning {
+            state.board.regrid(grid, active);
+        } else {
+            state.board.active = active;
         }
         state.tuning = tuning;
-        state.grid = grid;
-        state.active = active;
-        let after = state
-            .grid
-            .get(active)
-            .copied()
-            .unwrap_or_else(|| configured(models));
+        let after = state.board.active().unwrap_or_else(|| configured(models));
         if before != Some(after) {
             self.generation.fetch_add(1, Ordering::Release);
         }
@@ -473,10 +423,10 @@ impl Tuner {
         if state.tuning == Tuning::Off {
             return false;
         }
-        let Some(at) = state.grid.iter().position(|s| *s == setting) else {
+        let Some(at) = state.board.grid.iter().position(|s| *s == setting) else {
             return false;
         };
-        state.active = at;
+        state.board.active = at;
         true
     }
 
@@ -493,26 +443,26 @@ impl Tuner {
             Tuning::Off => Pins::default(),
         };
         TuningReport {
-            tuning: state.grid.len() > 1,
+            tuning: state.board.grid.len() > 1,
             pins,
             active: state.active(),
-            settings: state
-                .grid
-                .iter()
-                .copied()
-                .zip(state.tallies.iter().copied())
-                .collect(),
-            threshold: threshold(state.grid.len()),
-            switches: state.switches.iter().copied().collect(),
+            settings: state.board.settings(),
+            threshold: threshold(state.board.grid.len()),
+            switches: state.board.switches.iter().copied().collect(),
             dropped: self.dropped.load(Ordering::Relaxed),
         }
     }
 }
 
 /// Where `setting` is in `grid` (the first place when it is not).
-fn active_in(grid: &[ListSetting], setting: ListSetting) -> usize {
+pub(crate) fn active_in<S: PartialEq>(grid: &[S], setting: S) -> usize {
     grid.iter().position(|s| *s == setting).unwrap_or(0)
 }
+
+mod board;
+pub mod recipe;
+
+pub(crate) use board::Board;
 
 #[cfg(test)]
 mod tests;

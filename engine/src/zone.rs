@@ -207,6 +207,15 @@ pub struct ZoneSpec {
     /// session score. [`DEFAULT_SESSIONS`] unless configured; 0 leaves them out (and
     /// the sessions are not read).
     pub sessions: f64,
+    /// `personalized`: how much the account's most popular products (`trending`)
+    /// count beside the pairs: the most popular adds `popularity` times the blend's
+    /// best score, the others in proportion to their popularity. What self-tuning
+    /// moves toward when the visitor's history predicts less than popularity does;
+    /// [`DEFAULT_POPULARITY`] unless configured.
+    pub popularity: f64,
+    /// Which of `history`, `long_term`, `sessions` and `popularity` the configuration
+    /// gives: self-tuning leaves those as they are ([`crate::tuning::recipe`]).
+    pub pinned: crate::tuning::recipe::RecipePins,
 }
 
 impl ZoneSpec {
@@ -239,6 +248,9 @@ pub const DEFAULT_CONTENT: f64 = 0.0;
 
 /// [`ZoneSpec::sessions`] by default.
 pub const DEFAULT_SESSIONS: f64 = 0.0;
+
+/// [`ZoneSpec::popularity`] by default.
+pub const DEFAULT_POPULARITY: f64 = 0.0;
 
 /// The most views (basket lines, purchases) the long-term part of `personalized` reads.
 pub const LONG_TERM_HISTORY: usize = 50;

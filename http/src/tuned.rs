@@ -1,6 +1,6 @@
-//! The list settings self-tuning chose for an account (`vitrine_engine::tuning`): the
+//! The settings self-tuning chose for an account (`vitrine_engine::tuning`): the
 //! co-view lists' window, partner damping and weight on direction, the co-purchase
-//! lists' the same;
+//! lists' the same, and `personalized`'s recipe;
 //! kept in the account's directory as `tuned-models.json`, so that a restart reads the
 //! lists as before it and tuning goes on from there.
 
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use vitrine_engine::Account;
 use vitrine_engine::models::{CoViewWindow, ListSetting};
+use vitrine_engine::tuning::recipe::Recipe;
 
 /// The file's name in the account's directory.
 pub const FILE: &str = vitrine_ingest::store::TUNED_MODELS_FILE;
@@ -32,6 +33,42 @@ struct Stored {
     /// See `co_view_forward`.
     #[serde(default)]
     co_purchase_forward: f32,
+    /// `personalized`'s recipe; absent from files written before it was tuned, or
+    /// without a tuned zone.
+    #[serde(default)]
+    recipe: Option<StoredRecipe>,
+}
+
+/// `personalized`'s recipe as the file keeps it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoredRecipe {
+    history: usize,
+    long_term: f64,
+    sessions: f64,
+    popularity: f64,
+}
+
+impl From<StoredRecipe> for Recipe {
+    fn from(stored: StoredRecipe) -> Recipe {
+        Recipe {
+            history: stored.history,
+            long_term: stored.long_term,
+            sessions: stored.sessions,
+            popularity: stored.popularity,
+        }
+    }
+}
+
+impl From<Recipe> for StoredRecipe {
+    fn from(recipe: Recipe) -> StoredRecipe {
+        StoredRecipe {
+            history: recipe.history,
+            long_term: recipe.long_term,
+            sessions: recipe.sessions,
+            popularity: recipe.popularity,
+        }
+    }
 }
 
 /// An account's file, and the tuning generation it holds.
@@ -49,7 +86,14 @@ impl TunedFile {
         let key = account.access_key();
         match read(&dir) {
             Ok(None) => {}
-            Ok(Some((setting, purchases))) => {
+            Ok(Some((setting, purchases, recipe))) => {
+                if let Some(recipe) = recipe {
+                    if account.restore_recipe(recipe) {
+                        tracing::info!(account = %key, ?recipe, "personalized zones filled with the recipe self-tuning chose");
+                    } else {
+                        tracing::info!(account = %key, ?recipe, "the recipe self-tuning chose is not tuned by this configuration: the configured one is used");
+                    }
+                }
                 if let Some(purchases) = purchases {
                     let (co_purchase_window, partner_damping, co_purchase_forward) = (
                         purchases.window.steps(),
@@ -89,6 +133,7 @@ impl TunedFile {
         let report = account.model_tuning();
         let active = report.active;
         let purchases = account.purchase_model_tuning();
+        let recipes = account.recipe_tuning();
         let stored = Stored {
             co_view_window: active.window.steps(),
             partner_damping: active.partner_damping,
@@ -96,6 +141,10 @@ impl TunedFile {
             co_purchase_window: Some(purchases.active.window.steps()),
             co_view_forward: active.forward,
             co_purchase_forward: purchases.active.forward,
+            recipe: recipes
+                .active
+                .filter(|_| recipes.tuning)
+                .map(StoredRecipe::from),
         };
         let bytes = serde_json::to_vec(&stored).unwrap_or_default();
         match vitrine_snapshots::atomic_write(&self.dir, FILE, &bytes) {
@@ -114,6 +163,18 @@ impl TunedFile {
                         wins = switch.wins,
                         losses = switch.losses,
                         "self-tuning switched the co-purchase lists"
+                    );
+                }
+                if let Some(switch) = recipes.switches.last() {
+                    tracing::info!(
+                        account = %account.access_key(),
+                        zone = recipes.zone.as_deref().unwrap_or(""),
+                        recipe = ?switch.to,
+                        from = ?switch.from,
+                        trials = switch.trials,
+                        wins = switch.wins,
+                        losses = switch.losses,
+                        "self-tuning switched personalized's recipe"
                     );
                 }
                 if let Some(switch) = report.switches.last() {
@@ -151,9 +212,12 @@ enum Unreadable {
     Window(usize),
 }
 
-/// The settings kept in `dir`, if there are: the co-view lists', and the co-purchase
-/// lists' when kept.
-fn read(dir: &std::path::Path) -> Result<Option<(ListSetting, Option<ListSetting>)>, Unreadable> {
+/// The settings kept: the co-view lists', the co-purchase lists' and `personalized`'s
+/// recipe, each when kept.
+type Kept = (ListSetting, Option<ListSetting>, Option<Recipe>);
+
+/// The settings kept in `dir`, if there are.
+fn read(dir: &std::path::Path) -> Result<Option<Kept>, Unreadable> {
     let bytes = match std::fs::read(dir.join(FILE)) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -180,5 +244,6 @@ fn read(dir: &std::path::Path) -> Result<Option<(ListSetting, Option<ListSetting
             forward: stored.co_view_forward,
         },
         purchases,
+        stored.recipe.map(Recipe::from),
     )))
 }

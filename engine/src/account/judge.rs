@@ -61,7 +61,7 @@ impl Account {
         if brought.is_empty() || !self.prequential.due(now) {
             return;
         }
-        if zones.iter().any(ZoneSpec::reads_sessions) {
+        if zones.iter().any(ZoneSpec::reads_sessions) || self.recipes_read_sessions() {
             snapshot.similar_sessions =
                 self.session_neighbourhood(visitor_id, &snapshot.recent_views, catalogue);
         }
@@ -78,6 +78,7 @@ impl Account {
             None,
         );
         self.judge_shadows(&snapshot, &ctx, &brought, zones);
+        self.try_recipes(&ctx, &brought, now);
         for spec in zones
             .iter()
             .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)

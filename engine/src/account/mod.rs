@@ -211,6 +211,8 @@ pub struct Account {
     tuner: crate::tuning::Tuner,
     /// Self-tuning of the co-purchase lists (their partner damping).
     purchase_tuner: crate::tuning::Tuner,
+    /// Self-tuning of `personalized`'s recipe.
+    recipe_tuner: crate::tuning::recipe::RecipeTuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Its campaigns, compiled (the zones' lists and the segments).
@@ -232,6 +234,11 @@ impl Account {
     pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
         let models = settings.models;
         let tuning = settings.tuning;
+        let recipe_tuner = crate::tuning::recipe::RecipeTuner::new(
+            &settings.zones,
+            settings.tunes_recipe(),
+            models.tuning_trials_per_second,
+        );
         let catalogue = Arc::new(catalogue);
         let rankings = RankingsVersion {
             rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
@@ -272,6 +279,7 @@ impl Account {
                 tuning,
                 &tune::for_purchases(&models),
             ),
+            recipe_tuner,
             clock: AtomicI64::new(0),
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
@@ -298,8 +306,18 @@ impl Account {
         self.reconfigure_lists(crate::tuning::Lists::CoView, &settings);
         self.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
         self.similar_sessions.set_capacity(settings.models.sessions);
+        self.recipe_tuner.reconfigure(
+            &settings.zones,
+            settings.tunes_recipe(),
+            settings.models.tuning_trials_per_second,
+        );
+        let zones = match self.recipe_tuner.active() {
+            Some(recipe) => crate::tuning::recipe::with_recipe(&settings.zones, recipe),
+            None => settings.zones,
+        };
         self.settings.store(Arc::new(AccountSettings {
             access_key: self.access_key.clone(),
+            zones,
             ..settings
         }));
     }

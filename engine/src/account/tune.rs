@@ -13,6 +13,7 @@ use crate::models::CoCounts;
 use crate::models::{ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::recommend::history_weights;
+use crate::tuning::recipe::{Recipe, RecipeReport};
 use crate::tuning::{Lists, Trial, Tuner, TuningReport};
 use crate::visitor::LiveVisitor;
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
@@ -215,11 +216,89 @@ impl Account {
         self.purchase_tuner.report()
     }
 
-    /// Bumped by every change of an active list setting (co-view or co-purchase).
+    /// Bumped by every change of an active list setting (co-view or co-purchase) or
+    /// of `personalized`'s recipe.
     pub fn tuning_generation(&self) -> u64 {
         self.tuner
             .generation()
             .wrapping_add(self.purchase_tuner.generation())
+            .wrapping_add(self.recipe_tuner.generation())
+    }
+
+    /// Tries `personalized`'s recipes on a judged request (see
+    /// [`crate::tuning::recipe`]): each fills the tuned zone in `ctx` (the visitor
+    /// before the request), and is a hit when a product of `brought` is in its top
+    /// [`TOP_K`]. Switches the zones' recipe when one wins.
+    pub(super) fn try_recipes(
+        &self,
+        ctx: &crate::recommend::Context<'_>,
+        brought: &[crate::catalogue::ProductIdx],
+        now: UnixMillis,
+    ) {
+        let Some((zone, grid)) = self.recipe_tuner.due(now) else {
+            return;
+        };
+        let shown: Vec<Vec<crate::catalogue::ProductIdx>> = grid
+            .iter()
+            .map(|recipe| {
+                let spec = ZoneSpec {
+                    count: TOP_K,
+                    ..recipe.applied(&zone)
+                };
+                crate::recommend::fill_zone(&spec, ctx)
+                    .iter()
+                    .map(|item| item.product)
+                    .collect()
+            })
+            .collect();
+        for &product in brought {
+            let ranks: Vec<Option<usize>> = shown
+                .iter()
+                .map(|items| crate::prequential::rank_of(items.iter().copied(), product))
+                .collect();
+            if self.recipe_tuner.record(&grid, &ranks, now).is_some() {
+                self.apply_recipe();
+            }
+        }
+    }
+
+    /// Fills the `personalized` zones with the active recipe from now on.
+    fn apply_recipe(&self) {
+        let Some(recipe) = self.recipe_tuner.active() else {
+            return;
+        };
+        self.settings.rcu(|settings| AccountSettings {
+            zones: crate::tuning::recipe::with_recipe(&settings.zones, recipe),
+            ..(**settings).clone()
+        });
+    }
+
+    /// Whether the judge reads the sessions like the shopper's for the recipes it tries.
+    pub(super) fn recipes_read_sessions(&self) -> bool {
+        self.recipe_tuner.reads_sessions()
+    }
+
+    /// Makes `recipe`, chosen by self-tuning before a restart, the active one, if
+    /// tuning is on and its grid has it. Returns whether it did.
+    pub fn restore_recipe(&self, recipe: Recipe) -> bool {
+        if !self.recipe_tuner.restore(recipe) {
+            return false;
+        }
+        self.apply_recipe();
+        true
+    }
+
+    /// What self-tuning of `personalized`'s recipe knows now.
+    pub fn recipe_tuning(&self) -> RecipeReport {
+        self.recipe_tuner.report()
+    }
+}
+
+impl AccountSettings {
+    /// Whether `personalized`'s recipe tunes itself: tuning on, and the shoppers
+    /// judged (self-evaluation, whose judged requests it is tried on).
+    pub(super) fn tunes_recipe(&self) -> bool {
+        self.self_evaluation && self.tuning != crate::tuning::Tuning::Off
     }
 }
 

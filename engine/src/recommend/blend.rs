@@ -155,6 +155,9 @@ pub(super) struct Blend<'a> {
     /// The products of the sessions most like the shopper's, and the zone's `sessions`
     /// weight on them (see [`ZoneSpec::sessions`]).
     pub(super) sessions: (&'a [(ProductIdx, f32)], f64),
+    /// The account's most popular products with their popularity, and the zone's
+    /// `popularity` weight on them (see [`ZoneSpec::popularity`]).
+    pub(super) popularity: (&'a [(ProductIdx, f32)], f64),
     /// Whether each product keeps the parts it was added up from, as facts.
     pub(super) record: bool,
 }
@@ -162,8 +165,8 @@ pub(super) struct Blend<'a> {
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,
 /// over the seeds whose lists hold it, of the seed's weight times the pair's weight,
 /// and with `content` above 0 the content part of each seed (see
-/// [`ZoneSpec::content`]), and with `sessions` above 0 the session part (see
-/// [`ZoneSpec::sessions`]). Products in `skip` are left out; ties go to the smaller
+/// [`ZoneSpec::content`]), and with `sessions` and `popularity` above 0 the session
+/// and popularity parts (see [`ZoneSpec::sessions`], [`ZoneSpec::popularity`]). Products in `skip` are left out; ties go to the smaller
 /// product id. Ranked as they are taken: a zone takes its first few of a blend of
 /// thousands, so only the next [`BLEND_STEP`] are sorted at a time. Each comes with its
 /// score and, when the blend records, the parts of it as facts (pairs in seed order,
@@ -206,26 +209,32 @@ pub(super) fn blended<'c>(
             }
         }
     }
+    // The session and popularity parts are scaled to the pairs' best score, so that a
+    // weight means the same on every store (1 when no pair scored).
+    let peak = sums.values().copied().fold(0.0, f64::max);
+    let peak = if peak > 0.0 { peak } else { 1.0 };
     let (similar, weight) = blend.sessions;
-    if weight > 0.0
-        && let Some(&(_, best)) = similar.first()
-        && best > 0.0
-    {
-        // Scaled to the blend's best score, so that `sessions` means the same on every
-        // store (1 when nothing else scored).
-        let peak = sums.values().copied().fold(0.0, f64::max);
-        let peak = if peak > 0.0 { peak } else { 1.0 };
-        for &(idx, score) in similar {
-            let part = weight * peak * f64::from(score) / f64::from(best);
-            *sums.entry(idx).or_default() += part;
-            if blend.record {
-                parts.entry(idx).or_default().push(Fact::InSimilarSessions {
-                    score,
-                    weight: part,
-                });
-            }
-        }
-    }
+    add_scaled(
+        similar,
+        weight * peak,
+        (&mut sums, &mut parts),
+        blend.record,
+        |score, part| Fact::InSimilarSessions {
+            score,
+            weight: part,
+        },
+    );
+    let (popular, weight) = blend.popularity;
+    add_scaled(
+        popular,
+        weight * peak,
+        (&mut sums, &mut parts),
+        blend.record,
+        |score, _| Fact::Popularity {
+            rank: 0,
+            score: f64::from(score),
+        },
+    );
     let ranked: Vec<(ProductIdx, f64)> = sums
         .into_iter()
         .filter(|(idx, _)| !blend.skip.contains(idx))
@@ -236,6 +245,34 @@ pub(super) fn blended<'c>(
     };
     sorted_lazily(ranked, order, BLEND_STEP)
         .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()))
+}
+
+/// Adds a scored list to a blend's `sums`: each product `scale` times its score over
+/// the list's first (highest) score; with `record`, the part as `fact` gives it (from
+/// the product's score and what it added).
+fn add_scaled(
+    list: &[(ProductIdx, f32)],
+    scale: f64,
+    (sums, parts): (
+        &mut FxHashMap<ProductIdx, f64>,
+        &mut FxHashMap<ProductIdx, Vec<Fact>>,
+    ),
+    record: bool,
+    fact: impl Fn(f32, f64) -> Fact,
+) {
+    let Some(&(_, best)) = list.first() else {
+        return;
+    };
+    if scale <= 0.0 || best <= 0.0 {
+        return;
+    }
+    for &(idx, score) in list {
+        let part = scale * f64::from(score) / f64::from(best);
+        *sums.entry(idx).or_default() += part;
+        if record {
+            parts.entry(idx).or_default().push(fact(score, part));
+        }
+    }
 }
 
 /// `items` in `order`, sorting only the next `step` items (at least 1) whenever the

@@ -154,6 +154,7 @@ pub(super) fn candidates(
                         skip: &skip,
                         content: zone.content,
                         sessions: (&[], 0.0),
+                        popularity: (&[], 0.0),
                         record,
                     };
                     take_blended(blended(seeds.iter().copied(), &blend, catalogue), take);
@@ -188,6 +189,7 @@ pub(super) fn candidates(
         }
         Strategy::Personalized => {
             let viewed = ctx.recent_views;
+            let popular = popular_part(zone, ctx);
             let blend = Blend {
                 lists: &[
                     Pairs::Viewed(&ctx.neighbours.viewed_together),
@@ -196,6 +198,7 @@ pub(super) fn candidates(
                 skip: viewed,
                 content: zone.content,
                 sessions: (ctx.similar_sessions, zone.sessions),
+                popularity: (&popular, zone.popularity),
                 record,
             };
             let seeds = personalized_seeds(zone, ctx);
@@ -212,6 +215,7 @@ pub(super) fn candidates(
                 skip: ctx.basket,
                 content: zone.content,
                 sessions: (&[], 0.0),
+                popularity: (&[], 0.0),
                 record,
             };
             let weighted = seeds.iter().map(|idx| (*idx, 1.0));
@@ -246,6 +250,26 @@ pub(super) fn candidates(
         }
     }
 }
+
+/// The most popular products `personalized`'s popularity part reads, at most
+/// [`POPULAR_BLENDED`], with their popularity; none when its weight is 0.
+fn popular_part(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<(ProductIdx, f32)> {
+    if zone.popularity <= 0.0 {
+        return Vec::new();
+    }
+    ctx.rankings
+        .trending
+        .iter()
+        .take(POPULAR_BLENDED)
+        .map(|idx| {
+            let key = ctx.rankings.score_of(*idx).map_or(0.0, |(key, _)| key);
+            (*idx, key as f32)
+        })
+        .collect()
+}
+
+/// The most popular products `personalized`'s popularity part blends in, at most.
+const POPULAR_BLENDED: usize = 200;
 
 /// Hands over a blend's products with the score each was ranked by and, when recorded,
 /// the parts it was added up from; `false` once `take` wants no more.

@@ -110,6 +110,8 @@ fn zone_of(strategy: Strategy) -> ZoneSpec {
         context: 0,
         content: 0.0,
         sessions: 0.0,
+        popularity: 0.0,
+        pinned: Default::default(),
     }
 }
 

@@ -2,11 +2,13 @@
 //! setting the co-view lists are read at, what is pinned, each setting of the grid with
 //! its trials since the last switch, and the latest switches; the same for the
 //! co-purchase lists (`purchases`). A setting is a window, a partner damping and a
-//! weight on the pairs' direction.
+//! weight on the pairs' direction. And `personalized`'s recipe (`recipe`): its grid,
+//! the active recipe, the pins and the switches.
 
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
-use vitrine_engine::tuning::{TuningReport, evidence};
+use vitrine_engine::tuning::recipe::{Recipe, RecipeReport};
+use vitrine_engine::tuning::{Tally, TuningReport, evidence};
 
 use crate::state::AccountEntry;
 
@@ -30,6 +32,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
         })
     };
     let (purchase_settings, purchase_switches) = tallies(&purchases, co_purchase);
+    let recipes = entry.account.recipe_tuning();
     let models = &entry.config.models;
     json!({
         "accessKey": entry.config.access_key,
@@ -60,6 +63,57 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "settings": purchase_settings,
             "switches": purchase_switches,
         },
+        "recipe": recipe_json(&recipes),
+    })
+}
+
+/// A recipe of `personalized` as JSON.
+fn recipe(recipe: &Recipe) -> Value {
+    json!({
+        "history": recipe.history,
+        "longTerm": recipe.long_term,
+        "sessions": recipe.sessions,
+        "popularity": recipe.popularity,
+    })
+}
+
+/// What self-tuning of `personalized`'s recipe knows, as JSON.
+fn recipe_json(report: &RecipeReport) -> Value {
+    let settings: Vec<Value> = report
+        .settings
+        .iter()
+        .map(|(r, tally)| trial_json(recipe(r), Some(*r) == report.active, tally))
+        .collect();
+    let switches: Vec<Value> = report
+        .switches
+        .iter()
+        .map(|switch| {
+            switch_json(
+                recipe(&switch.from),
+                recipe(&switch.to),
+                (
+                    switch.at,
+                    switch.trials,
+                    switch.wins,
+                    switch.losses,
+                    switch.evidence,
+                ),
+            )
+        })
+        .collect();
+    json!({
+        "zone": report.zone,
+        "tuning": if report.tuning { "auto" } else { "off" },
+        "pinned": {
+            "history": report.pins.history,
+            "longTerm": report.pins.long_term,
+            "sessions": report.pins.sessions,
+            "popularity": report.pins.popularity,
+        },
+        "active": report.active.as_ref().map(recipe),
+        "threshold": report.threshold,
+        "settings": settings,
+        "switches": switches,
     })
 }
 
@@ -72,36 +126,58 @@ fn tallies(
     let settings: Vec<Value> = report
         .settings
         .iter()
-        .map(|(s, tally)| {
-            let (hit_rate, mrr) = tally.scored.rates();
-            let mut value = setting(s);
-            if let Some(fields) = value.as_object_mut() {
-                fields.insert("active".into(), json!(*s == report.active));
-                fields.insert("trials".into(), json!(tally.scored.trials));
-                fields.insert("hits".into(), json!(tally.scored.hits));
-                fields.insert("hitRate".into(), json!(hit_rate));
-                fields.insert("mrr".into(), json!(mrr));
-                fields.insert("wins".into(), json!(tally.wins));
-                fields.insert("losses".into(), json!(tally.losses));
-                fields.insert("evidence".into(), json!(evidence(tally.wins, tally.losses)));
-            }
-            value
-        })
+        .map(|(s, tally)| trial_json(setting(s), *s == report.active, tally))
         .collect();
     let switches: Vec<Value> = report
         .switches
         .iter()
         .map(|switch| {
-            json!({
-                "atUnixMillis": switch.at,
-                "from": setting(&switch.from),
-                "to": setting(&switch.to),
-                "trials": switch.trials,
-                "wins": switch.wins,
-                "losses": switch.losses,
-                "evidence": switch.evidence,
-            })
+            switch_json(
+                setting(&switch.from),
+                setting(&switch.to),
+                (
+                    switch.at,
+                    switch.trials,
+                    switch.wins,
+                    switch.losses,
+                    switch.evidence,
+                ),
+            )
         })
         .collect();
     (settings, switches)
+}
+
+/// A setting of a grid (`value`, an object) with its trials since the last switch.
+fn trial_json(mut value: Value, active: bool, tally: &Tally) -> Value {
+    let (hit_rate, mrr) = tally.scored.rates();
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("active".into(), json!(active));
+        fields.insert("trials".into(), json!(tally.scored.trials));
+        fields.insert("hits".into(), json!(tally.scored.hits));
+        fields.insert("hitRate".into(), json!(hit_rate));
+        fields.insert("mrr".into(), json!(mrr));
+        fields.insert("wins".into(), json!(tally.wins));
+        fields.insert("losses".into(), json!(tally.losses));
+        fields.insert("evidence".into(), json!(evidence(tally.wins, tally.losses)));
+    }
+    value
+}
+
+/// A switch from one setting to another: when, after how many trials, won and lost,
+/// with what evidence.
+fn switch_json(
+    from: Value,
+    to: Value,
+    (at, trials, wins, losses, evidence): (i64, u64, u64, u64, f64),
+) -> Value {
+    json!({
+        "atUnixMillis": at,
+        "from": from,
+        "to": to,
+        "trials": trials,
+        "wins": wins,
+        "losses": losses,
+        "evidence": evidence,
+    })
 }

@@ -144,6 +144,7 @@ pub(super) fn experiments(
                 as_zone.context = None;
                 as_zone.content = None;
                 as_zone.sessions = None;
+                as_zone.popularity = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -168,6 +169,9 @@ pub(super) fn experiments(
             }
             if variant.sessions.is_some() {
                 as_zone.sessions = variant.sessions;
+            }
+            if variant.popularity.is_some() {
+                as_zone.popularity = variant.popularity;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {

@@ -218,6 +218,7 @@ pub(super) struct FileVariant {
     pub(super) context: Option<i64>,
     pub(super) content: Option<f64>,
     pub(super) sessions: Option<f64>,
+    pub(super) popularity: Option<f64>,
     pub(super) campaigns: Option<bool>,
 }
 
@@ -267,6 +268,7 @@ pub(super) struct FileZone {
     pub(super) context: Option<i64>,
     pub(super) content: Option<f64>,
     pub(super) sessions: Option<f64>,
+    pub(super) popularity: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

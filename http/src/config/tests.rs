@@ -429,6 +429,20 @@ fn errors_name_file_key_and_problem() {
         fails(&format!("{together}\n sessions = 1"))
             .contains("accounts[0].zones[0].sessions: only the personalized strategy")
     );
+    // `popularity` likewise.
+    assert_eq!(config.accounts[0].zones[0].popularity, 0.0);
+    assert_eq!(
+        config_with(&format!("{personalized}\n popularity = 0.5")).accounts[0].zones[0].popularity,
+        0.5
+    );
+    assert!(
+        fails(&format!("{personalized}\n popularity = -1"))
+            .contains("accounts[0].zones[0].popularity: must be between 0 and 10, got -1")
+    );
+    assert!(
+        fails(&format!("{MINIMAL}\n popularity = 1"))
+            .contains("accounts[0].zones[0].popularity: only the personalized strategy")
+    );
     let sessions_zone = MINIMAL.replace("\"trending\"", "\"similar_sessions\"");
     assert_eq!(
         config_with(&sessions_zone).accounts[0].zones[0].strategy,

@@ -5,10 +5,11 @@
 use std::fmt;
 
 use vitrine_engine::event::PageType;
+use vitrine_engine::tuning::recipe::RecipePins;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{
-    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, DEFAULT_SESSIONS,
-    Strategy, ZoneKind, ZoneSpec,
+    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_POPULARITY, DEFAULT_RECENCY,
+    DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneSpec,
 };
 
 use super::Invalid;
@@ -121,6 +122,8 @@ pub(super) fn zone_spec(
         context,
         content,
         sessions,
+        popularity,
+        pinned,
     } = history_settings(zone, key, &strategies)?;
     Ok(ZoneSpec {
         id: zone.id.clone(),
@@ -136,6 +139,8 @@ pub(super) fn zone_spec(
         context,
         content,
         sessions,
+        popularity,
+        pinned,
     })
 }
 
@@ -147,9 +152,12 @@ struct HistorySettings {
     context: usize,
     content: f64,
     sessions: f64,
+    popularity: f64,
+    /// The parts of `personalized`'s recipe given (self-tuning leaves them be).
+    pinned: RecipePins,
 }
 
-/// `history`, `recency`, `long_term`, `context`, `content` and `sessions`, each refused where none
+/// `history`, `recency`, `long_term`, `context`, `content`, `sessions` and `popularity`, each refused where none
 /// of the zone's `strategies` (its strategy and fallbacks) reads it.
 fn history_settings(
     zone: &FileZone,
@@ -251,17 +259,17 @@ fn history_settings(
             ));
         }
     };
-    let sessions = match zone.sessions {
-        None => DEFAULT_SESSIONS,
-        Some(_) if !personal => return Err(only_personal("sessions")),
-        Some(weight) if (0.0..=10.0).contains(&weight) => weight,
-        Some(weight) => {
-            return Err(Invalid::at(
-                key("sessions"),
-                format!("must be between 0 and 10, got {weight}"),
-            ));
-        }
+    let part = |name: &str, given: Option<f64>, default: f64| match given {
+        None => Ok(default),
+        Some(_) if !personal => Err(only_personal(name)),
+        Some(weight) if (0.0..=10.0).contains(&weight) => Ok(weight),
+        Some(weight) => Err(Invalid::at(
+            key(name),
+            format!("must be between 0 and 10, got {weight}"),
+        )),
     };
+    let sessions = part("sessions", zone.sessions, DEFAULT_SESSIONS)?;
+    let popularity = part("popularity", zone.popularity, DEFAULT_POPULARITY)?;
     Ok(HistorySettings {
         history,
         recency,
@@ -269,6 +277,13 @@ fn history_settings(
         context,
         content,
         sessions,
+        popularity,
+        pinned: RecipePins {
+            history: zone.history.is_some(),
+            long_term: zone.long_term.is_some(),
+            sessions: zone.sessions.is_some(),
+            popularity: zone.popularity.is_some(),
+        },
     })
 }
 

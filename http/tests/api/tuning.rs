@@ -24,6 +24,11 @@ demo_catalogue = true
   [accounts.models]
   tuning_trials_per_second = 1000
   {models}
+  [[accounts.zones]]
+  id = "PZ"
+  title = "For you"
+  type = "recommender-product"
+  strategy = "personalized"
 "#
     )
 }
@@ -109,6 +114,16 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         before["purchases"]["active"],
         json!({"coPurchaseWindow": 1, "partnerDamping": 0.5, "coPurchaseForward": 0.0})
     );
+    // personalized's recipe: 3 histories × 2 long-term parts × 2 session weights × 2
+    // popularity weights, from the configured one.
+    let recipe = &before["recipe"];
+    assert_eq!(recipe["zone"], "PZ", "{before}");
+    assert_eq!(recipe["tuning"], "auto", "{before}");
+    assert_eq!(recipe["settings"].as_array().map(Vec::len), Some(24), "{before}");
+    assert_eq!(
+        recipe["active"],
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
+    );
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
     let trainers = (0..)
@@ -157,6 +172,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(kept["purchasePartnerDamping"], 0.5, "{kept}");
     assert_eq!(kept["coPurchaseWindow"], 1, "{kept}");
     assert_eq!(kept["coPurchaseForward"], 0.0, "{kept}");
+    assert!(kept["recipe"]["history"].is_u64(), "{kept}");
 
     // A restart reads both lists' settings back (the co-purchase one edited here, as
     // if tuning had chosen it).
@@ -165,6 +181,8 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     edited["purchasePartnerDamping"] = json!(0.25);
     edited["coPurchaseWindow"] = json!(10);
     edited["coPurchaseForward"] = json!(1.0);
+    let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 1.0, "popularity": 0.5});
+    edited["recipe"] = chosen.clone();
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
@@ -174,6 +192,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         json!({"coPurchaseWindow": 10, "partnerDamping": 0.25, "coPurchaseForward": 1.0}),
         "{restarted}"
     );
+    assert_eq!(restarted["recipe"]["active"], chosen, "{restarted}");
 
     // A pinned window wins over the file; the damping is still tuned.
     let dir = server.kill9();
@@ -231,6 +250,12 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         json!({"coViewWindow": 10, "partnerDamping": 0.5, "coViewForward": 0.0})
     );
     assert_eq!(off["settings"].as_array().map(Vec::len), Some(1), "{off}");
+    // Nor is the recipe tuned: the zone is filled as configured.
+    assert_eq!(off["recipe"]["tuning"], "off", "{off}");
+    assert_eq!(
+        off["recipe"]["active"],
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
+    );
     assert_eq!(
         off["purchases"]["settings"].as_array().map(Vec::len),
         Some(1),

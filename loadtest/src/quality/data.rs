@@ -21,6 +21,8 @@ use crate::eval::{Interaction, Kind};
 pub(crate) struct Step {
     pub(crate) item: u32,
     pub(crate) kind: Kind,
+    /// When, as the file gives it (milliseconds).
+    pub(crate) at: i64,
 }
 
 /// Visitors' time-ordered interactions over a dense product index.
@@ -90,6 +92,7 @@ impl Dataset {
                 Step {
                     item,
                     kind: interaction.kind,
+                    at: interaction.timestamp,
                 },
             ));
         }

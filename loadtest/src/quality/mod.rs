@@ -427,15 +427,13 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
             vitrine::Vitrine::start(&binary, data, &args.strategies, count, &models).await?;
         let mut tuning = Vec::new();
         let outcome = async {
-            let mut state: HashMap<u32, (Vec<u32>, usize)> = HashMap::new();
+            let mut state: HashMap<u32, vitrine::Shopper> = HashMap::new();
             let started = Instant::now();
             let mut sent = 0usize;
             for (visitor, steps) in data.training(0).into_iter().enumerate() {
-                let (basket, orders) = state.entry(visitor as u32).or_default();
+                let shopper = state.entry(visitor as u32).or_default();
                 for step in steps {
-                    server
-                        .send(data, visitor as u32, step, basket, orders)
-                        .await?;
+                    server.send(data, visitor as u32, step, shopper).await?;
                     sent += 1;
                 }
             }
@@ -457,7 +455,8 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
                 };
                 for query in &queries {
                     let history = history_items(data, query);
-                    let answers = server.ask(data, &index, query).await?;
+                    let shopper = state.entry(query.visitor).or_default();
+                    let answers = server.ask(data, &index, query, shopper).await?;
                     for (answer, into) in answers.iter().zip(into.iter_mut()) {
                         let unseen: Vec<u32> = answer
                             .iter()
@@ -470,10 +469,8 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
                 }
                 for query in &queries {
                     let step = &data.sequences[query.visitor as usize][query.position];
-                    let (basket, orders) = state.entry(query.visitor).or_default();
-                    server
-                        .send(data, query.visitor, step, basket, orders)
-                        .await?;
+                    let shopper = state.entry(query.visitor).or_default();
+                    server.send(data, query.visitor, step, shopper).await?;
                     sent += 1;
                 }
                 server.await_models().await?;

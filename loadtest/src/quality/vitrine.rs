@@ -106,15 +106,18 @@ impl Vitrine {
         })
     }
 
-    /// Sends one interaction of `visitor`, as a store's page would report it.
+    /// Sends one interaction of `visitor`, as a store's page would report it: in the
+    /// session of their previous request while it is less than [`SESSION_GAP_MILLIS`]
+    /// before this one (the file's times), as a store's client sends back the session
+    /// id it was given.
     pub(crate) async fn send(
         &mut self,
         data: &Dataset,
         visitor: u32,
         step: &Step,
-        basket: &mut Vec<u32>,
-        orders: &mut usize,
+        shopper: &mut Shopper,
     ) -> anyhow::Result<()> {
+        let Shopper { basket, orders, .. } = shopper;
         let name = &data.visitors[visitor as usize];
         let id = &data.items[step.item as usize];
         let events = match &step.kind {
@@ -154,10 +157,11 @@ impl Vitrine {
                 }}])
             }
         };
-        self.client
-            .post("/api/serverside", &Self::body(name, events))
-            .await
-            .map(drop)
+        let mut body = Self::body(name, events);
+        shopper.resume(&mut body, step.at);
+        let response = self.client.post("/api/serverside", &body).await?;
+        shopper.keep(&response, step.at);
+        Ok(())
     }
 
     /// Asks every zone for the visitor of `query`, on the product page of their latest
@@ -168,7 +172,10 @@ impl Vitrine {
         data: &Dataset,
         index: &HashMap<&str, u32>,
         query: &Query,
+        shopper: &mut Shopper,
     ) -> anyhow::Result<Vec<Vec<u32>>> {
+        // Asked as the product is reached: at its time.
+        let at = data.sequences[query.visitor as usize][query.position].at;
         let name = &data.visitors[query.visitor as usize];
         let page = match data.history(query).last() {
             Some(step) => {
@@ -179,7 +186,9 @@ impl Vitrine {
         let mut body = Self::body(name, json!([{"name": "page_view", "data": page}]));
         let ids: Vec<&str> = self.zones.iter().map(|(id, _)| id.as_str()).collect();
         body["zones"] = json!(ids);
+        shopper.resume(&mut body, at);
         let response = self.client.post("/api/serverside", &body).await?;
+        shopper.keep(&response, at);
         let mut answers = Vec::new();
         for (id, _) in &self.zones {
             let items = response["zones"][id]["items"]
@@ -241,6 +250,39 @@ impl Vitrine {
             .find_map(|line| line.strip_prefix(&prefix))
             .and_then(|count| count.trim().parse::<f64>().ok())
             .map_or(0, |count| count as u64))
+    }
+}
+
+/// A pause after which a shopper's next request starts a new session (the usual cut
+/// in session-based recommendation).
+pub(crate) const SESSION_GAP_MILLIS: i64 = 30 * 60 * 1000;
+
+/// What the replay keeps of a shopper between requests: the basket so far, the orders
+/// placed, and the session id the server gave with the time of the request it came
+/// back from.
+#[derive(Debug, Default)]
+pub(crate) struct Shopper {
+    pub(crate) basket: Vec<u32>,
+    pub(crate) orders: usize,
+    session: Option<(String, i64)>,
+}
+
+impl Shopper {
+    /// Sends the session back in `body` if the last request was less than
+    /// [`SESSION_GAP_MILLIS`] before `at`.
+    fn resume(&self, body: &mut Value, at: i64) {
+        if let Some((id, last)) = &self.session
+            && at - last < SESSION_GAP_MILLIS
+        {
+            body["sessionId"] = json!(id);
+        }
+    }
+
+    /// Keeps the session id of `response`, as of `at`.
+    fn keep(&mut self, response: &Value, at: i64) {
+        if let Some(id) = response["sessionId"].as_str() {
+            self.session = Some((id.to_owned(), at));
+        }
     }
 }
 

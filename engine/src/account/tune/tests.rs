@@ -420,3 +420,57 @@ fn a_pinned_co_purchase_window_damping_and_direction_stay_whatever_the_orders_sa
     );
     assert!(report.switches.is_empty());
 }
+
+#[test]
+fn where_popularity_predicts_what_the_history_does_not_personalized_gains_popularity_weight() {
+    // Each shopper views three rare products (a pool of 5,000: their pairs are noise),
+    // then one of 20 popular ones, the first far more often than the last. The
+    // visitor's history says nothing of the popular product; popularity does. The
+    // guard: `personalized` (no popularity in its recipe as configured) loses to
+    // `trending`, and self-tuning moves its recipe to one that blends popularity in.
+    let (rare, popular) = (5_000, 20);
+    let mut products = names("r", rare);
+    products.extend(names("s", popular));
+    let models = ModelSettings {
+        tuning_trials_per_second: 1_000,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&products, models);
+    assert_eq!(
+        account.recipe_tuning().active.map(|r| r.popularity),
+        Some(0.0)
+    );
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut clock = Clock::default();
+    for n in 0..2_000 {
+        let visitor = format!("v{n}");
+        let mut views: Vec<String> = (0..3)
+            .map(|_| format!("r{}", rng.random_range(0..rare)))
+            .collect();
+        // Popularity falling as 1/rank: s0 the most viewed.
+        let weights: Vec<f64> = (1..=popular).map(|rank| 1.0 / rank as f64).collect();
+        let draw = rng.random_range(0.0..weights.iter().sum::<f64>());
+        let mut seen = 0.0;
+        let pick = weights
+            .iter()
+            .position(|w| {
+                seen += w;
+                seen > draw
+            })
+            .unwrap_or(0);
+        views.push(format!("s{pick}"));
+        for id in views {
+            clock.serve(&account, &visitor, Event::ProductView { id: id.into() });
+        }
+    }
+    let report = account.recipe_tuning();
+    let active = report.active.expect("a recipe");
+    assert!(
+        active.popularity > 0.0 && !report.switches.is_empty(),
+        "{report:?}"
+    );
+    // The zone is filled with it from then on.
+    let settings = account.settings();
+    assert_eq!(settings.zones[0].popularity, active.popularity);
+    assert!(account.tuning_generation() > 0);
+}

@@ -1,0 +1,101 @@
+//! The paired trials of a grid of settings against the active one, and the switches
+//! the sequential test made: what the list tuners ([`super::Tuner`]) and the recipe
+//! tuner ([`super::recipe::RecipeTuner`]) both keep.
+
+use std::collections::VecDeque;
+
+use super::{MIN_DISCORDANT, SWITCHES_KEPT, Switch, Tally, evidence, threshold};
+use crate::catalogue::UnixMillis;
+
+/// A grid of settings, the active one, each one's trials since the last switch, and the
+/// latest switches.
+#[derive(Debug, Clone)]
+pub(crate) struct Board<S> {
+    pub(crate) grid: Vec<S>,
+    pub(crate) active: usize,
+    pub(crate) tallies: Vec<Tally>,
+    pub(crate) switches: VecDeque<Switch<S>>,
+}
+
+impl<S: Copy + PartialEq> Board<S> {
+    /// `grid` with the setting at `active` active, nothing tried.
+    pub(crate) fn new(grid: Vec<S>, active: usize) -> Board<S> {
+        Board {
+            tallies: vec![Tally::default(); grid.len()],
+            grid,
+            active,
+            switches: VecDeque::new(),
+        }
+    }
+
+    /// A new grid (a reload): the trials start again, the switches stay.
+    pub(crate) fn regrid(&mut self, grid: Vec<S>, active: usize) {
+        self.tallies = vec![Tally::default(); grid.len()];
+        self.grid = grid;
+        self.active = active;
+    }
+
+    /// The active setting.
+    pub(crate) fn active(&self) -> Option<S> {
+        self.grid.get(self.active).copied()
+    }
+
+    /// Each setting with its trials.
+    pub(crate) fn settings(&self) -> Vec<(S, Tally)> {
+        self.grid
+            .iter()
+            .copied()
+            .zip(self.tallies.iter().copied())
+            .collect()
+    }
+
+    /// Counts one trial: `ranks`, where each setting of the grid ranked the product.
+    /// Returns the switch when a setting replaced the active one: the one with the
+    /// most evidence of those that won at least [`MIN_DISCORDANT`] disagreements more
+    /// often than they lost them, past the grid's [`threshold`]; the trials then
+    /// start again.
+    pub(crate) fn record(&mut self, ranks: &[Option<usize>], now: UnixMillis) -> Option<Switch<S>> {
+        if ranks.len() != self.grid.len() {
+            return None;
+        }
+        let active_hit = ranks.get(self.active).copied().flatten().is_some();
+        for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
+            tally.scored.add(*rank);
+            match (rank.is_some(), active_hit) {
+                (true, false) => tally.wins += 1,
+                (false, true) => tally.losses += 1,
+                _ => {}
+            }
+        }
+        let needed = threshold(self.grid.len());
+        let (to, evidence) = self
+            .tallies
+            .iter()
+            .enumerate()
+            .filter(|(at, tally)| {
+                *at != self.active
+                    && tally.wins > tally.losses
+                    && tally.wins + tally.losses >= MIN_DISCORDANT
+            })
+            .map(|(at, tally)| (at, evidence(tally.wins, tally.losses)))
+            .filter(|(_, evidence)| *evidence >= needed)
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let tally = self.tallies.get(to).copied().unwrap_or_default();
+        let switch = Switch {
+            at: now,
+            from: *self.grid.get(self.active)?,
+            to: *self.grid.get(to)?,
+            trials: tally.scored.trials,
+            wins: tally.wins,
+            losses: tally.losses,
+            evidence,
+        };
+        self.active = to;
+        self.tallies.iter_mut().for_each(|t| *t = Tally::default());
+        if self.switches.len() == SWITCHES_KEPT {
+            self.switches.pop_front();
+        }
+        self.switches.push_back(switch);
+        Some(switch)
+    }
+}

@@ -1,0 +1,340 @@
+//! Self-tuning of `personalized`'s recipe: how many of the latest views it starts from
+//! (`history`), the long-term part (`long_term`), the sessions like the shopper's
+//! (`sessions`) and popularity (`popularity`).
+//!
+//! The grid ([`recipe_grid`]) crosses a few values of each (the configured ones among
+//! them) but those the zone pins. It is tried where self-evaluation judges the zones
+//! ([`crate::prequential`]): on a sampled visitor's request, before it is applied, the
+//! account's first `personalized` zone is filled under each recipe, at most
+//! [`ModelSettings::tuning_trials_per_second`](crate::models::ModelSettings) times a
+//! second, and each recipe is a hit when a product the request brings is in its top
+//! [`TOP_K`](crate::prequential::TOP_K). A recipe replaces the active one by the same
+//! sequential test as the lists' settings ([`super::Board`]).
+//!
+//! This is also the guard against `personalized` losing to simpler strategies: the
+//! grid holds the recipe that reads the latest view alone (`history = 1`, no long-term
+//! part: `viewed_together` of the latest view) and the ones that blend in popularity
+//! (`trending`), so where those predict better, the tuning moves to them until the zone
+//! no longer loses.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::{Board, Switch, Tally, active_in, threshold};
+use crate::bucket::TokenBucket;
+use crate::catalogue::UnixMillis;
+use crate::zone::{Strategy, ZoneSpec};
+
+/// The values of `personalized`'s recipe that self-tuning chooses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recipe {
+    /// [`ZoneSpec::history`].
+    pub history: usize,
+    /// [`ZoneSpec::long_term`].
+    pub long_term: f64,
+    /// [`ZoneSpec::sessions`].
+    pub sessions: f64,
+    /// [`ZoneSpec::popularity`].
+    pub popularity: f64,
+}
+
+/// Which values of the recipe a zone's configuration gives (and so pins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecipePins {
+    /// `history` given.
+    pub history: bool,
+    /// `long_term` given.
+    pub long_term: bool,
+    /// `sessions` given.
+    pub sessions: bool,
+    /// `popularity` given.
+    pub popularity: bool,
+}
+
+/// The histories compared beside the configured one: the latest view alone, and the
+/// latest few.
+pub const HISTORIES: [usize; 2] = [1, 3];
+/// The session weights compared (0: none).
+pub const SESSION_WEIGHTS: [f64; 2] = [0.0, 1.0];
+/// The popularity weights compared (0: none).
+pub const POPULARITY_WEIGHTS: [f64; 2] = [0.0, 0.5];
+
+impl Recipe {
+    /// The recipe `spec` is filled with.
+    pub fn of(spec: &ZoneSpec) -> Recipe {
+        Recipe {
+            history: spec.history,
+            long_term: spec.long_term,
+            sessions: spec.sessions,
+            popularity: spec.popularity,
+        }
+    }
+
+    /// `spec` filled with this recipe.
+    pub fn applied(self, spec: &ZoneSpec) -> ZoneSpec {
+        ZoneSpec {
+            history: self.history,
+            long_term: self.long_term,
+            sessions: self.sessions,
+            popularity: self.popularity,
+            ..spec.clone()
+        }
+    }
+}
+
+/// The recipes compared for `spec`: the configured one first, then every history of
+/// [`HISTORIES`] and the configured one, by a long-term part of 0 and the configured
+/// one, by [`SESSION_WEIGHTS`] and by [`POPULARITY_WEIGHTS`]; a value the zone pins
+/// stays as configured. One recipe when everything is pinned.
+pub fn recipe_grid(spec: &ZoneSpec) -> Vec<Recipe> {
+    let configured = Recipe::of(spec);
+    let pins = spec.pinned;
+    let values = |pinned: bool, own: f64, others: &[f64]| -> Vec<f64> {
+        if pinned {
+            return vec![own];
+        }
+        let mut values: Vec<f64> = others.to_vec();
+        if !values.contains(&own) {
+            values.push(own);
+        }
+        values
+    };
+    let histories: Vec<usize> = if pins.history {
+        vec![configured.history]
+    } else {
+        let mut histories = HISTORIES.to_vec();
+        if !histories.contains(&configured.history) {
+            histories.push(configured.history);
+        }
+        histories
+    };
+    let long_terms = values(pins.long_term, configured.long_term, &[0.0]);
+    let sessions = values(pins.sessions, configured.sessions, &SESSION_WEIGHTS);
+    let popularities = values(pins.popularity, configured.popularity, &POPULARITY_WEIGHTS);
+    let mut grid = vec![configured];
+    for &history in &histories {
+        for &long_term in &long_terms {
+            for &sessions in &sessions {
+                for &popularity in &popularities {
+                    let recipe = Recipe {
+                        history,
+                        long_term,
+                        sessions,
+                        popularity,
+                    };
+                    if !grid.contains(&recipe) {
+                        grid.push(recipe);
+                    }
+                }
+            }
+        }
+    }
+    grid
+}
+
+/// What recipe self-tuning knows: the zone it tunes, the grid with each recipe's
+/// trials, the active recipe and the latest switches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecipeReport {
+    /// The zone tuned (the account's first `personalized` zone), if any.
+    pub zone: Option<String>,
+    /// Whether it tunes (a zone, tuning on, and more than one recipe).
+    pub tuning: bool,
+    /// What the zone pins.
+    pub pins: RecipePins,
+    /// The recipe the zone is filled with.
+    pub active: Option<Recipe>,
+    /// Each recipe with its trials since the last switch.
+    pub settings: Vec<(Recipe, Tally)>,
+    /// The evidence a recipe needs to replace the active one.
+    pub threshold: f64,
+    /// The latest switches, oldest first.
+    pub switches: Vec<Switch<Recipe>>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The tuned zone as configured, and whether tuning is on.
+    zone: Option<ZoneSpec>,
+    on: bool,
+    board: Board<Recipe>,
+    bucket: TokenBucket,
+}
+
+/// An account's recipe tuning (see the module).
+#[derive(Debug)]
+pub struct RecipeTuner {
+    state: Mutex<State>,
+    /// Bumped by every change of the active recipe.
+    generation: AtomicU64,
+}
+
+/// The account's first `personalized` zone.
+fn tuned_zone(zones: &[ZoneSpec]) -> Option<&ZoneSpec> {
+    zones
+        .iter()
+        .find(|zone| zone.strategy == Some(Strategy::Personalized))
+}
+
+impl RecipeTuner {
+    /// Tuning of the first `personalized` zone of `zones`, when `on`, at most
+    /// `per_second` trials a second.
+    pub fn new(zones: &[ZoneSpec], on: bool, per_second: u32) -> RecipeTuner {
+        let zone = tuned_zone(zones).cloned();
+        let grid = zone.as_ref().map(recipe_grid).unwrap_or_default();
+        RecipeTuner {
+            state: Mutex::new(State {
+                zone,
+                on,
+                board: Board::new(grid, 0),
+                bucket: TokenBucket::new(per_second),
+            }),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// A new configuration (a reload): the grid of its first `personalized` zone; the
+    /// active recipe stays if the new grid has it, else the configured one is active.
+    pub fn reconfigure(&self, zones: &[ZoneSpec], on: bool, per_second: u32) {
+        let zone = tuned_zone(zones).cloned();
+        let grid = zone.as_ref().map(recipe_grid).unwrap_or_default();
+        let mut state = self.state.lock();
+        state.bucket.set_rate(per_second);
+        let before = state.board.active();
+        let kept = before.filter(|r| on && grid.contains(r));
+        let active = kept.map_or(0, |recipe| active_in(&grid, recipe));
+        if state.board.grid != grid || state.on != on {
+            state.board.regrid(grid, active);
+        }
+        state.zone = zone;
+        state.on = on;
+        if state.board.active() != before {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// The zone as configured and the recipes to try on it, if a trial at `now` is due.
+    pub fn due(&self, now: UnixMillis) -> Option<(ZoneSpec, Vec<Recipe>)> {
+        let mut state = self.state.lock();
+        if !state.on || state.board.grid.len() <= 1 {
+            return None;
+        }
+        let zone = state.zone.clone()?;
+        state
+            .bucket
+            .take(now)
+            .then(|| (zone, state.board.grid.clone()))
+    }
+
+    /// Counts one trial: where each recipe of `grid` (as [`RecipeTuner::due`] gave it)
+    /// ranked a product the request brought. The new active recipe when one replaced
+    /// it.
+    pub fn record(
+        &self,
+        grid: &[Recipe],
+        ranks: &[Option<usize>],
+        now: UnixMillis,
+    ) -> Option<Recipe> {
+        let mut state = self.state.lock();
+        if state.board.grid != grid {
+            return None;
+        }
+        let switch = state.board.record(ranks, now)?;
+        self.generation.fetch_add(1, Ordering::Release);
+        Some(switch.to)
+    }
+
+    /// The recipe the tuned zone is filled with, when tuning is on.
+    pub fn active(&self) -> Option<Recipe> {
+        let state = self.state.lock();
+        if !state.on {
+            return None;
+        }
+        state.board.active()
+    }
+
+    /// Makes `recipe` (chosen before a restart) the active one, if tuning is on and
+    /// the grid has it. Returns whether it did.
+    pub fn restore(&self, recipe: Recipe) -> bool {
+        let mut state = self.state.lock();
+        if !state.on {
+            return false;
+        }
+        let Some(at) = state.board.grid.iter().position(|r| *r == recipe) else {
+            return false;
+        };
+        state.board.active = at;
+        self.generation.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// Whether a recipe tried reads the sessions like the shopper's.
+    pub fn reads_sessions(&self) -> bool {
+        let state = self.state.lock();
+        state.on && state.board.grid.iter().any(|recipe| recipe.sessions > 0.0)
+    }
+
+    /// Bumped by every change of the active recipe.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// What recipe tuning knows now.
+    pub fn report(&self) -> RecipeReport {
+        let state = self.state.lock();
+        RecipeReport {
+            zone: state.zone.as_ref().map(|zone| zone.id.clone()),
+            tuning: state.on && state.board.grid.len() > 1,
+            pins: state
+                .zone
+                .as_ref()
+                .map(|zone| zone.pinned)
+                .unwrap_or_default(),
+            active: state.board.active(),
+            settings: state.board.settings(),
+            threshold: threshold(state.board.grid.len()),
+            switches: state.board.switches.iter().copied().collect(),
+        }
+    }
+}
+
+/// `zones` with every `personalized` zone filled with `recipe` (but what each pins).
+pub fn with_recipe(zones: &[ZoneSpec], recipe: Recipe) -> Vec<ZoneSpec> {
+    zones
+        .iter()
+        .map(|zone| {
+            if zone.strategy != Some(Strategy::Personalized) {
+                return zone.clone();
+            }
+            let own = Recipe::of(zone);
+            let pins = zone.pinned;
+            Recipe {
+                history: if pins.history {
+                    own.history
+                } else {
+                    recipe.history
+                },
+                long_term: if pins.long_term {
+                    own.long_term
+                } else {
+                    recipe.long_term
+                },
+                sessions: if pins.sessions {
+                    own.sessions
+                } else {
+                    recipe.sessions
+                },
+                popularity: if pins.popularity {
+                    own.popularity
+                } else {
+                    recipe.popularity
+                },
+            }
+            .applied(zone)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
