@@ -93,12 +93,13 @@ fn config() -> String {
     };
     format!(
         "[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{ADMIN_TOKEN}\"]\n\n\
-         [[accounts]]\naccess_key = \"{KEY}\"\nsecret_key = \"{SECRET}\"\ndefault_currency = \"GBP\"\n{}{}\n  \
+         [[accounts]]\naccess_key = \"{KEY}\"\nsecret_key = \"{SECRET}\"\ndefault_currency = \"GBP\"\n{}{}{}\n  \
          [[accounts.experiments]]\n  id = \"home-test\"\n  zone = \"HP-01\"\n    \
          [[accounts.experiments.variants]]\n    name = \"A\"\n    \
          [[accounts.experiments.variants]]\n    name = \"B\"\n    strategy = \"top_sellers\"\n    fallback = [\"trending\"]\n",
         zone("HP-01", "trending", ""),
         zone("PP-01", "viewed_together", "\"trending\""),
+        zone("PZ-01", "personalized", "\"trending\""),
     )
 }
 
@@ -400,6 +401,58 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
             assert_eq!(shown, zone[key].to_string(), "{selector} .{cell}");
         }
     }
+
+    // The self-tuning table shows what the models endpoint gives: the lists' and
+    // personalized's active settings, their trials and switches.
+    let models =
+        tokio::task::block_in_place(|| admin(addr, &format!("/admin/api/accounts/{KEY}/models")));
+    let number = |v: &Value| {
+        let x = v.as_f64().unwrap();
+        if x.fract() == 0.0 {
+            format!("{x:.0}")
+        } else {
+            x.to_string()
+        }
+    };
+    let recipe = &models["recipe"]["active"];
+    let co_view = &models["active"];
+    for (kind, report, active) in [
+        (
+            "recipe",
+            &models["recipe"],
+            format!(
+                "history {}, long-term {}, sessions {}, popularity {}",
+                number(&recipe["history"]),
+                number(&recipe["longTerm"]),
+                number(&recipe["sessions"]),
+                number(&recipe["popularity"])
+            ),
+        ),
+        (
+            "co-view",
+            &models,
+            format!(
+                "window {}, damping {}, direction {}",
+                number(&co_view["coViewWindow"]),
+                number(&co_view["partnerDamping"]),
+                number(&co_view["coViewForward"])
+            ),
+        ),
+    ] {
+        let selector = format!("#tuning-table tr[data-kind=\"{kind}\"]");
+        let row = browser.find(Locator::Css(&selector)).await.unwrap();
+        assert_eq!(
+            cell_text(&row, ".active").await,
+            active,
+            "{selector}: {models}"
+        );
+        assert_eq!(
+            cell_text(&row, ".switches").await,
+            report["switches"].as_array().unwrap().len().to_string(),
+            "{selector}"
+        );
+    }
+    assert_eq!(models["recipe"]["zone"], "PZ-01", "{models}");
 
     // Live figures arrive: each poll covers the requests since the one before, so
     // requests keep coming while the page polls (a slow machine polls more than once

@@ -112,6 +112,7 @@ async function showAccount(key) {
     showAnalytics(),
     showExperiments(),
     showPredictions(),
+    showTuning(),
     window.vitrineConsole ? window.vitrineConsole.show() : null,
   ]);
 }
@@ -239,6 +240,51 @@ async function showPredictions() {
   );
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 6 }, "No shopper judged yet.")));
   $("predictions-table").tBodies[0].replaceChildren(...rows);
+}
+
+/** A setting of a tuning grid in words. */
+function settingText(s) {
+  if (!s) return "–";
+  if ("history" in s) {
+    return "history " + s.history + ", long-term " + s.longTerm + ", sessions " + s.sessions + ", popularity " + s.popularity;
+  }
+  const steps = "coViewWindow" in s ? s.coViewWindow : s.coPurchaseWindow;
+  const forward = "coViewForward" in s ? s.coViewForward : s.coPurchaseForward;
+  return "window " + steps + ", damping " + s.partnerDamping + ", direction " + forward;
+}
+
+async function showTuning() {
+  const key = encodeURIComponent(state.account.accessKey);
+  const models = await api("accounts/" + key + "/models");
+  const kinds = [
+    ["co-view", "Co-view lists", models],
+    ["co-purchase", "Co-purchase lists", models.purchases],
+    ["recipe", "personalized recipe" + (models.recipe.zone ? " (" + models.recipe.zone + ")" : ""), models.recipe],
+  ];
+  const rows = kinds.map(([kind, name, report]) => {
+    const active = report.settings.find((s) => s.active);
+    const others = report.settings.filter((s) => !s.active && s.trials > 0);
+    const best = others.reduce((a, b) => (a && a.hitRate >= b.hitRate ? a : b), null);
+    const last = report.switches[report.switches.length - 1];
+    return el(
+      "tr",
+      { dataset: { kind } },
+      el("td", {}, name),
+      el("td", { className: "active" }, settingText(report.active)),
+      el("td", { className: "number trials" }, active ? active.trials : 0),
+      el("td", { className: "number hit-rate" }, active ? percent(active.hitRate) : "–"),
+      el("td", { className: "best" }, best ? settingText(best) + ": " + percent(best.hitRate) : "–"),
+      el("td", { className: "number switches" }, report.switches.length),
+      el(
+        "td",
+        { className: "last-switch" },
+        last
+          ? "from " + settingText(last.from) + " after " + last.trials + " trials (" + last.wins + " won, " + last.losses + " lost)"
+          : "none",
+      ),
+    );
+  });
+  $("tuning-table").tBodies[0].replaceChildren(...rows);
 }
 
 async function showExperiments() {

@@ -119,7 +119,11 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let recipe = &before["recipe"];
     assert_eq!(recipe["zone"], "PZ", "{before}");
     assert_eq!(recipe["tuning"], "auto", "{before}");
-    assert_eq!(recipe["settings"].as_array().map(Vec::len), Some(24), "{before}");
+    assert_eq!(
+        recipe["settings"].as_array().map(Vec::len),
+        Some(24),
+        "{before}"
+    );
     assert_eq!(
         recipe["active"],
         json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
