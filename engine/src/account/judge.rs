@@ -58,10 +58,23 @@ impl Account {
                 && !snapshot.basket.contains(product)
                 && !snapshot.purchased.contains(product)
         });
-        if brought.is_empty() || !self.prequential.due(now) {
+        if brought.is_empty() {
             return;
         }
-        if zones.iter().any(ZoneSpec::reads_sessions) || self.recipes_read_sessions() {
+        // Judging and the recipes' trials have their own bounds: either may be due.
+        let judging = self.prequential.due(now);
+        let recipes = self.recipe_tuner.due(now);
+        if !judging && recipes.is_none() {
+            return;
+        }
+        let sessions_read = if judging {
+            zones.iter().any(ZoneSpec::reads_sessions)
+        } else {
+            false
+        } || recipes
+            .as_ref()
+            .is_some_and(|(_, grid)| grid.iter().any(|recipe| recipe.sessions > 0.0));
+        if sessions_read {
             snapshot.similar_sessions =
                 self.session_neighbourhood(visitor_id, &snapshot.recent_views, catalogue);
         }
@@ -77,8 +90,13 @@ impl Account {
             None,
             None,
         );
+        if let Some((zone, grid)) = recipes {
+            self.try_recipes(&ctx, &brought, (&zone, &grid), now);
+        }
+        if !judging {
+            return;
+        }
         self.judge_shadows(&snapshot, &ctx, &brought, zones);
-        self.try_recipes(&ctx, &brought, now);
         for spec in zones
             .iter()
             .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)

@@ -225,25 +225,23 @@ impl Account {
             .wrapping_add(self.recipe_tuner.generation())
     }
 
-    /// Tries `personalized`'s recipes on a judged request (see
-    /// [`crate::tuning::recipe`]): each fills the tuned zone in `ctx` (the visitor
-    /// before the request), and is a hit when a product of `brought` is in its top
-    /// [`TOP_K`]. Switches the zones' recipe when one wins.
+    /// Tries `personalized`'s recipes (`grid`, on the tuned `zone` as configured; see
+    /// [`crate::tuning::recipe`]) on a sampled visitor's request: each fills the zone
+    /// in `ctx` (the visitor before the request), and is a hit when a product of
+    /// `brought` is in its top [`TOP_K`]. Switches the zones' recipe when one wins.
     pub(super) fn try_recipes(
         &self,
         ctx: &crate::recommend::Context<'_>,
         brought: &[crate::catalogue::ProductIdx],
+        (zone, grid): (&ZoneSpec, &[Recipe]),
         now: UnixMillis,
     ) {
-        let Some((zone, grid)) = self.recipe_tuner.due(now) else {
-            return;
-        };
         let shown: Vec<Vec<crate::catalogue::ProductIdx>> = grid
             .iter()
             .map(|recipe| {
                 let spec = ZoneSpec {
                     count: TOP_K,
-                    ..recipe.applied(&zone)
+                    ..recipe.applied(zone)
                 };
                 crate::recommend::fill_zone(&spec, ctx)
                     .iter()
@@ -256,7 +254,7 @@ impl Account {
                 .iter()
                 .map(|items| crate::prequential::rank_of(items.iter().copied(), product))
                 .collect();
-            if self.recipe_tuner.record(&grid, &ranks, now).is_some() {
+            if self.recipe_tuner.record(grid, &ranks, now).is_some() {
                 self.apply_recipe();
             }
         }
@@ -271,11 +269,6 @@ impl Account {
             zones: crate::tuning::recipe::with_recipe(&settings.zones, recipe),
             ..(**settings).clone()
         });
-    }
-
-    /// Whether the judge reads the sessions like the shopper's for the recipes it tries.
-    pub(super) fn recipes_read_sessions(&self) -> bool {
-        self.recipe_tuner.reads_sessions()
     }
 
     /// Makes `recipe`, chosen by self-tuning before a restart, the active one, if

@@ -3,11 +3,11 @@
 //! (`sessions`) and popularity (`popularity`).
 //!
 //! The grid ([`recipe_grid`]) crosses a few values of each (the configured ones among
-//! them) but those the zone pins. It is tried where self-evaluation judges the zones
+//! them) but those the zone pins. It is tried on the visitors self-evaluation judges
 //! ([`crate::prequential`]): on a sampled visitor's request, before it is applied, the
 //! account's first `personalized` zone is filled under each recipe, at most
 //! [`ModelSettings::tuning_trials_per_second`](crate::models::ModelSettings) times a
-//! second, and each recipe is a hit when a product the request brings is in its top
+//! second (a bound of its own, beside judging's), and each recipe is a hit when a product the request brings is in its top
 //! [`TOP_K`](crate::prequential::TOP_K). A recipe replaces the active one by the same
 //! sequential test as the lists' settings ([`super::Board`]).
 //!
@@ -267,12 +267,6 @@ impl RecipeTuner {
         state.board.active = at;
         self.generation.fetch_add(1, Ordering::Release);
         true
-    }
-
-    /// Whether a recipe tried reads the sessions like the shopper's.
-    pub fn reads_sessions(&self) -> bool {
-        let state = self.state.lock();
-        state.on && state.board.grid.iter().any(|recipe| recipe.sessions > 0.0)
     }
 
     /// Bumped by every change of the active recipe.

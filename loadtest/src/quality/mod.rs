@@ -513,8 +513,8 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
     let models = server.tuning().await?;
     let setting = |s: &Value| {
         format!(
-            "window {}, partner damping {}",
-            s["coViewWindow"], s["partnerDamping"]
+            "window {}, partner damping {}, direction {}",
+            s["coViewWindow"], s["partnerDamping"], s["coViewForward"]
         )
     };
     let switches = models["switches"].as_array().cloned().unwrap_or_default();
@@ -559,6 +559,31 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
             switch["evidence"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    let recipe = &models["recipe"];
+    let recipe_switches = recipe["switches"].as_array().cloned().unwrap_or_default();
+    let trials: u64 = recipe["settings"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["active"] == true))
+        .and_then(|s| s["trials"].as_u64())
+        .unwrap_or(0);
+    println!(
+        "  vitrine self-tuning of personalized's recipe ({}): {} ({} trials since the last switch), {} switch(es)",
+        recipe["zone"],
+        recipe["active"],
+        trials,
+        recipe_switches.len()
+    );
+    for switch in &recipe_switches {
+        println!(
+            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            switch["from"],
+            switch["to"],
+            switch["trials"],
+            switch["wins"],
+            switch["losses"],
+            switch["evidence"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
     Ok(json!({
         "after": phase,
         "interactions_sent": sent,
@@ -567,5 +592,6 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         "switches": switches,
         "trials_dropped": models["trialsDropped"],
         "purchases": purchases,
+        "recipe": recipe,
     }))
 }
