@@ -209,7 +209,7 @@ impl Account {
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
         if filled.reads_sessions() {
             snapshot.similar_sessions =
-                self.session_neighbourhood(visitor_id, &snapshot.recent_views, &catalogue);
+                self.session_neighbourhood(visitor_id, &snapshot.latest_products(), &catalogue);
         }
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();

@@ -76,7 +76,7 @@ impl Account {
             .is_some_and(|(_, grid)| grid.iter().any(|recipe| recipe.sessions > 0.0));
         if sessions_read {
             snapshot.similar_sessions =
-                self.session_neighbourhood(visitor_id, &snapshot.recent_views, catalogue);
+                self.session_neighbourhood(visitor_id, &snapshot.latest_products(), catalogue);
         }
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load();

@@ -239,7 +239,7 @@ impl Account {
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
         if reads_sessions(&settings, campaigns.as_deref(), &request.zones) {
             snapshot.similar_sessions =
-                self.session_neighbourhood(&visitor_id, &snapshot.recent_views, &catalogue);
+                self.session_neighbourhood(&visitor_id, &snapshot.latest_products(), &catalogue);
         }
 
         let rankings = self.rankings_for(&catalogue);

@@ -219,11 +219,9 @@ impl Account {
                     }
                     added.push(&item.id);
                     let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
-                    if self
-                        .countable(&item.id, in_catalogue, at.catalogue)
-                        .is_some()
-                    {
+                    if let Some(key) = self.countable(&item.id, in_catalogue, at.catalogue) {
                         self.count(&item.id, BASKET_SCORE, 0, now);
+                        self.similar_sessions.view(at.session, at.visitor, key, now);
                     }
                 }
                 visitor.basket = items.clone();
@@ -235,6 +233,13 @@ impl Account {
                 let earlier = self.earlier_purchases(visitor);
                 if !self.count_order(order, index, now, notices, &earlier) {
                     return;
+                }
+                // The order's lines are the session's too (those put in the basket
+                // before already are).
+                for line in &order.items {
+                    if let Some(key) = self.product_keys.existing(&line.id) {
+                        self.similar_sessions.view(at.session, at.visitor, key, now);
+                    }
                 }
                 live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
                 let visitor = live.state_mut();

@@ -149,6 +149,27 @@ impl VisitorSnapshot {
         }
     }
 
+    /// What `similar_sessions` compares with other sessions: the latest views (newest
+    /// first), then the basket's lines (the latest added first), then the purchases
+    /// (the latest first), each once.
+    pub(super) fn latest_products(&self) -> SmallVec<[ProductIdx; 32]> {
+        let mut latest: SmallVec<[ProductIdx; 32]> = SmallVec::new();
+        let history = self
+            .recent_views
+            .iter()
+            .chain(self.basket.iter().rev())
+            .chain(self.purchased.iter().rev());
+        for idx in history {
+            if latest.len() == crate::models::SESSION_STEPS {
+                break;
+            }
+            if !latest.contains(idx) {
+                latest.push(*idx);
+            }
+        }
+        latest
+    }
+
     /// The shopper as segments see it: this visitor at the request's time, on its page.
     pub(super) fn shopper<'a>(
         &'a self,
