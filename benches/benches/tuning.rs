@@ -1,7 +1,7 @@
 //! What one self-tuning trial costs at most: on the request path, copying the pairs of
 //! a visitor's 50 latest views (what `personalized` reads by default;
 //! `CoCounts::shadow_seeds`); off it, `CoCounts::shadow_ranks` over them, each view
-//! with a full list of partners (256, the default bound), for the whole grid (9
+//! with a full list of partners (256, the default bound), for the whole grid (27
 //! settings). An account scores at most `vitrine_engine::tuning::TRIALS_PER_SECOND`
 //! trials a second by default, so that times the off-path cost is the most CPU
 //! self-tuning takes per account. Prints medians and tails of 2,000 trials

@@ -15,6 +15,10 @@ pub(crate) struct Board<S> {
     pub(crate) active: usize,
     pub(crate) tallies: Vec<Tally>,
     pub(crate) switches: VecDeque<Switch<S>>,
+    /// Whether every setting is compared with the first (the configured one) rather
+    /// than with the active one, its trials never starting again (see
+    /// [`Board::anchored`]).
+    anchored: bool,
 }
 
 impl<S: Copy + PartialEq> Board<S> {
@@ -25,10 +29,25 @@ impl<S: Copy + PartialEq> Board<S> {
             grid,
             active,
             switches: VecDeque::new(),
+            anchored: false,
         }
     }
 
-    /// A new grid (a reload): the trials start again, the switches stay.
+    /// `grid` compared with its first setting (the configured one), which is active
+    /// until another beats it significantly: the setting with the most evidence of
+    /// those that do is active, until its evidence falls below half the threshold
+    /// (what won early, while the store's models were young, stops winning), when the
+    /// next one that beats the first is, or the first. The trials never start again,
+    /// so an advantage that fades is seen.
+    pub(crate) fn anchored(grid: Vec<S>) -> Board<S> {
+        Board {
+            anchored: true,
+            ..Board::new(grid, 0)
+        }
+    }
+
+    /// A new grid (a reload): the trials start again, the switches stay. An anchored
+    /// board stays anchored (its first setting the new configured one).
     pub(crate) fn regrid(&mut self, grid: Vec<S>, active: usize) {
         self.tallies = vec![Tally::default(); grid.len()];
         self.grid = grid;
@@ -57,6 +76,9 @@ impl<S: Copy + PartialEq> Board<S> {
     pub(crate) fn record(&mut self, ranks: &[Option<usize>], now: UnixMillis) -> Option<Switch<S>> {
         if ranks.len() != self.grid.len() {
             return None;
+        }
+        if self.anchored {
+            return self.record_anchored(ranks, now);
         }
         let active_hit = ranks.get(self.active).copied().flatten().is_some();
         for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
@@ -92,6 +114,68 @@ impl<S: Copy + PartialEq> Board<S> {
         };
         self.active = to;
         self.tallies.iter_mut().for_each(|t| *t = Tally::default());
+        if self.switches.len() == SWITCHES_KEPT {
+            self.switches.pop_front();
+        }
+        self.switches.push_back(switch);
+        Some(switch)
+    }
+
+    /// [`Board::record`] of an anchored board.
+    fn record_anchored(&mut self, ranks: &[Option<usize>], now: UnixMillis) -> Option<Switch<S>> {
+        let first_hit = ranks.first().copied().flatten().is_some();
+        for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
+            tally.scored.add(*rank);
+            match (rank.is_some(), first_hit) {
+                (true, false) => tally.wins += 1,
+                (false, true) => tally.losses += 1,
+                _ => {}
+            }
+        }
+        let needed = threshold(self.grid.len());
+        let evidence_of = |tally: &Tally| {
+            if tally.wins > tally.losses && tally.wins + tally.losses >= MIN_DISCORDANT {
+                evidence(tally.wins, tally.losses)
+            } else {
+                f64::NEG_INFINITY
+            }
+        };
+        // The active one keeps its place while it still beats the first by half the
+        // threshold, or has not been compared enough to say (one restored after a
+        // restart starts without trials).
+        let keeps = self.active != 0
+            && self.tallies.get(self.active).is_some_and(|tally| {
+                tally.wins + tally.losses < MIN_DISCORDANT || evidence_of(tally) >= needed / 2.0
+            });
+        if keeps || (self.active == 0 && self.tallies.len() < 2) {
+            return None;
+        }
+        let best = self
+            .tallies
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(at, _)| *at != self.active)
+            .map(|(at, tally)| (at, evidence_of(tally)))
+            .filter(|(_, evidence)| *evidence >= needed)
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let (to, evidence) = match best {
+            Some(best) => best,
+            // The active one lost its edge and none other has one: the first again.
+            None if self.active != 0 => (0, 0.0),
+            None => return None,
+        };
+        let tally = self.tallies.get(to).copied().unwrap_or_default();
+        let switch = Switch {
+            at: now,
+            from: *self.grid.get(self.active)?,
+            to: *self.grid.get(to)?,
+            trials: tally.scored.trials,
+            wins: tally.wins,
+            losses: tally.losses,
+            evidence,
+        };
+        self.active = to;
         if self.switches.len() == SWITCHES_KEPT {
             self.switches.pop_front();
         }

@@ -8,8 +8,12 @@
 //! account's first `personalized` zone is filled under each recipe, at most
 //! [`ModelSettings::tuning_trials_per_second`](crate::models::ModelSettings) times a
 //! second (a bound of its own, beside judging's), and each recipe is a hit when a product the request brings is in its top
-//! [`TOP_K`](crate::prequential::TOP_K). A recipe replaces the active one by the same
-//! sequential test as the lists' settings ([`super::Board`]).
+//! [`TOP_K`](crate::prequential::TOP_K). Each recipe is compared with the configured
+//! one by the lists' sequential test, but its trials are never started again
+//! ([`super::Board::anchored`]): the recipe that beats the configured one significantly
+//! fills the zone until its edge fades (what wins while a store's models are young,
+//! popularity above all, stops winning as they learn), and the configured one does
+//! again.
 //!
 //! This is also the guard against `personalized` losing to simpler strategies: the
 //! grid holds the recipe that reads the latest view alone (`history = 1`, no long-term
@@ -187,7 +191,7 @@ impl RecipeTuner {
             state: Mutex::new(State {
                 zone,
                 on,
-                board: Board::new(grid, 0),
+                board: Board::anchored(grid),
                 bucket: TokenBucket::new(per_second),
             }),
             generation: AtomicU64::new(0),

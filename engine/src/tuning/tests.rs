@@ -288,3 +288,39 @@ fn the_co_purchase_lists_are_pinned_by_their_own_settings_only() {
     );
     assert_eq!(Tuning::Off.for_purchases().grid(&models).len(), 1);
 }
+
+#[test]
+fn an_anchored_board_follows_the_setting_that_beats_the_first_and_goes_back_when_its_edge_fades() {
+    let mut board = Board::anchored(vec![1u8, 2, 3]);
+    // Early on, setting 2 (index 1) hits where the first misses.
+    let mut switched = None;
+    for trial in 0..300i64 {
+        let ranks = [None, Some(0), (trial % 2 == 0).then_some(0)];
+        if let Some(switch) = board.record(&ranks, trial) {
+            switched = Some((trial, switch));
+            break;
+        }
+    }
+    let (at, switch) = switched.expect("a switch");
+    assert_eq!((switch.from, switch.to), (1, 2), "after {at} trials");
+    assert_eq!(board.active(), Some(2));
+    // Later the first hits where it misses, long enough for its edge to fade: the
+    // first is active again, without a second threshold to pass.
+    let mut back = None;
+    for trial in 0..5_000i64 {
+        if let Some(switch) = board.record(&[Some(0), None, None], 1_000 + trial) {
+            back = Some(switch);
+            break;
+        }
+    }
+    let back = back.expect("back to the first");
+    assert_eq!((back.from, back.to), (2, 1));
+    assert_eq!(board.active(), Some(1));
+    // The trials never started again: the early wins are still counted.
+    assert!(
+        board.tallies[1].wins >= MIN_DISCORDANT,
+        "{:?}",
+        board.tallies[1]
+    );
+    assert!(board.tallies[1].losses > 0);
+}
