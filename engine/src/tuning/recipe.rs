@@ -62,7 +62,7 @@ pub const HISTORIES: [usize; 2] = [1, 3];
 /// The session weights compared (0: none).
 pub const SESSION_WEIGHTS: [f64; 2] = [0.0, 1.0];
 /// The popularity weights compared (0: none).
-pub const POPULARITY_WEIGHTS: [f64; 2] = [0.0, 0.5];
+pub const POPULARITY_WEIGHTS: [f64; 2] = [0.0, 0.1];
 
 impl Recipe {
     /// The recipe `spec` is filled with.

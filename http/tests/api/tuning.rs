@@ -185,7 +185,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     edited["purchasePartnerDamping"] = json!(0.25);
     edited["coPurchaseWindow"] = json!(10);
     edited["coPurchaseForward"] = json!(1.0);
-    let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 1.0, "popularity": 0.5});
+    let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 1.0, "popularity": 0.1});
     edited["recipe"] = chosen.clone();
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));

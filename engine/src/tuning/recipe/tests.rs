@@ -11,13 +11,13 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
     let grid = recipe_grid(&spec);
     assert_eq!(grid[0], Recipe::of(&spec));
     // Histories 1, 3 and the configured 10; long-term 0 and 2; sessions 0 and 1;
-    // popularity 0 and 0.5.
+    // popularity 0 and 0.1.
     assert_eq!(grid.len(), 3 * 2 * 2 * 2);
     assert!(grid.contains(&Recipe {
         history: 1,
         long_term: 0.0,
         sessions: 1.0,
-        popularity: 0.5,
+        popularity: 0.1,
     }));
     // Pinned values stay as configured.
     let pinned = ZoneSpec {
