@@ -114,14 +114,14 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         before["purchases"]["active"],
         json!({"coPurchaseWindow": 1, "partnerDamping": 0.5, "coPurchaseForward": 0.0})
     );
-    // personalized's recipe: 3 histories × 2 long-term parts × 2 session weights × 2
-    // popularity weights, from the configured one.
+    // personalized's recipe: 3 histories × 2 long-term parts × 2 popularity weights,
+    // from the configured one.
     let recipe = &before["recipe"];
     assert_eq!(recipe["zone"], "PZ", "{before}");
     assert_eq!(recipe["tuning"], "auto", "{before}");
     assert_eq!(
         recipe["settings"].as_array().map(Vec::len),
-        Some(24),
+        Some(12),
         "{before}"
     );
     assert_eq!(
@@ -185,7 +185,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     edited["purchasePartnerDamping"] = json!(0.25);
     edited["coPurchaseWindow"] = json!(10);
     edited["coPurchaseForward"] = json!(1.0);
-    let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 1.0, "popularity": 0.1});
+    let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1});
     edited["recipe"] = chosen.clone();
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
