@@ -9,8 +9,9 @@
 //!   latest [`SESSIONS_PER_PRODUCT`] sessions it was in (4 bytes each: at most 2 KiB a
 //!   product);
 //! - CPU per request: at most [`SAMPLED_SESSIONS`] sessions are compared with the
-//!   shopper's latest views (the latest sessions of the latest product first), and the
-//!   [`NEIGHBOUR_SESSIONS`] most similar give their products.
+//!   shopper's latest views (the latest sessions of the latest product first), of at
+//!   most [`ENTRIES_READ`] entries of the products' indexes read, and the
+//!   [`NEIGHBOUR_SESSIONS`] most similar give their products (`benches/benches/sessions.rs`).
 //!
 //! A product's index names slots, not sessions: a slot reused by a later session leaves
 //! stale entries behind, which are checked (the slot must hold the product) before they
@@ -32,6 +33,10 @@ pub const SESSION_ITEMS: usize = 20;
 pub const SESSIONS_PER_PRODUCT: usize = 500;
 /// Sessions compared with the shopper's latest views per request, at most.
 pub const SAMPLED_SESSIONS: usize = 500;
+/// Entries of the products' indexes read per request, at most (stale ones, whose slot
+/// a later session took, included): each is a read of a session's slot, most of them
+/// cache misses, so this bounds a neighbourhood's cost.
+pub const ENTRIES_READ: usize = SAMPLED_SESSIONS;
 /// The most similar sessions whose products are scored.
 pub const NEIGHBOUR_SESSIONS: usize = 100;
 /// The shopper's latest products compared, the latest weighing 1 and each
@@ -207,14 +212,16 @@ impl SessionIndex {
         };
         // The sample: the latest sessions of each product, the latest product first.
         let mut sampled: FxHashMap<u32, f32> = FxHashMap::default();
+        let mut read = 0usize;
         'sample: for product in &latest_first {
             let Some(ring) = inner.by_product.get(product) else {
                 continue;
             };
             for slot in ring.newest_first() {
-                if sampled.len() >= SAMPLED_SESSIONS {
+                if sampled.len() >= SAMPLED_SESSIONS || read >= ENTRIES_READ {
                     break 'sample;
                 }
+                read += 1;
                 if sampled.contains_key(&slot) {
                     continue;
                 }
