@@ -31,8 +31,8 @@ pub use keys::ProductKeys;
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
 pub use sessions::{
-    NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS, SESSIONS_KEPT,
-    SESSIONS_PER_PRODUCT, SessionIndex, StoredSession,
+    ENTRIES_READ, NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS,
+    SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, StoredSession,
 };
 pub use shadow::{ListSetting, Ranks, ShadowSeeds};
 

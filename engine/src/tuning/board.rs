@@ -102,6 +102,14 @@ impl<S: Copy + PartialEq> Board<S> {
             .map(|(at, tally)| (at, evidence(tally.wins, tally.losses)))
             .filter(|(_, evidence)| *evidence >= needed)
             .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let switch = self.switch_to(to, evidence, now)?;
+        self.tallies.iter_mut().for_each(|t| *t = Tally::default());
+        Some(switch)
+    }
+
+    /// Makes the setting at `to` active (with `evidence`, at `now`), remembering the
+    /// switch.
+    fn switch_to(&mut self, to: usize, evidence: f64, now: UnixMillis) -> Option<Switch<S>> {
         let tally = self.tallies.get(to).copied().unwrap_or_default();
         let switch = Switch {
             at: now,
@@ -113,7 +121,6 @@ impl<S: Copy + PartialEq> Board<S> {
             evidence,
         };
         self.active = to;
-        self.tallies.iter_mut().for_each(|t| *t = Tally::default());
         if self.switches.len() == SWITCHES_KEPT {
             self.switches.pop_front();
         }
@@ -165,21 +172,6 @@ impl<S: Copy + PartialEq> Board<S> {
             None if self.active != 0 => (0, 0.0),
             None => return None,
         };
-        let tally = self.tallies.get(to).copied().unwrap_or_default();
-        let switch = Switch {
-            at: now,
-            from: *self.grid.get(self.active)?,
-            to: *self.grid.get(to)?,
-            trials: tally.scored.trials,
-            wins: tally.wins,
-            losses: tally.losses,
-            evidence,
-        };
-        self.active = to;
-        if self.switches.len() == SWITCHES_KEPT {
-            self.switches.pop_front();
-        }
-        self.switches.push_back(switch);
-        Some(switch)
+        self.switch_to(to, evidence, now)
     }
 }

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use vitrine_engine::models::ListSetting;
 use vitrine_engine::tuning::recipe::{Recipe, RecipeReport};
-use vitrine_engine::tuning::{Tally, TuningReport, evidence};
+use vitrine_engine::tuning::{Switch, Tally, TuningReport, evidence};
 
 use crate::state::AccountEntry;
 
@@ -79,28 +79,11 @@ fn recipe(recipe: &Recipe) -> Value {
 
 /// What self-tuning of `personalized`'s recipe knows, as JSON.
 fn recipe_json(report: &RecipeReport) -> Value {
-    let settings: Vec<Value> = report
-        .settings
-        .iter()
-        .map(|(r, tally)| trial_json(recipe(r), Some(*r) == report.active, tally))
-        .collect();
-    let switches: Vec<Value> = report
-        .switches
-        .iter()
-        .map(|switch| {
-            switch_json(
-                recipe(&switch.from),
-                recipe(&switch.to),
-                (
-                    switch.at,
-                    switch.trials,
-                    switch.wins,
-                    switch.losses,
-                    switch.evidence,
-                ),
-            )
-        })
-        .collect();
+    let (settings, switches) = grid_json(
+        (&report.settings, &report.switches),
+        |r| Some(*r) == report.active,
+        recipe,
+    );
     json!({
         "zone": report.zone,
         "tuning": if report.tuning { "auto" } else { "off" },
@@ -123,26 +106,36 @@ fn tallies(
     report: &TuningReport,
     setting: impl Fn(&ListSetting) -> Value,
 ) -> (Vec<Value>, Vec<Value>) {
-    let settings: Vec<Value> = report
-        .settings
+    grid_json(
+        (&report.settings, &report.switches),
+        |s| *s == report.active,
+        setting,
+    )
+}
+
+/// A grid's settings with their tallies (which one is `active`), and its switches, each
+/// setting written by `setting`.
+fn grid_json<S>(
+    (settings, switches): (&[(S, Tally)], &[Switch<S>]),
+    active: impl Fn(&S) -> bool,
+    setting: impl Fn(&S) -> Value,
+) -> (Vec<Value>, Vec<Value>) {
+    let settings = settings
         .iter()
-        .map(|(s, tally)| trial_json(setting(s), *s == report.active, tally))
+        .map(|(s, tally)| trial_json(setting(s), active(s), tally))
         .collect();
-    let switches: Vec<Value> = report
-        .switches
+    let switches = switches
         .iter()
         .map(|switch| {
-            switch_json(
-                setting(&switch.from),
-                setting(&switch.to),
-                (
-                    switch.at,
-                    switch.trials,
-                    switch.wins,
-                    switch.losses,
-                    switch.evidence,
-                ),
-            )
+            json!({
+                "atUnixMillis": switch.at,
+                "from": setting(&switch.from),
+                "to": setting(&switch.to),
+                "trials": switch.trials,
+                "wins": switch.wins,
+                "losses": switch.losses,
+                "evidence": switch.evidence,
+            })
         })
         .collect();
     (settings, switches)
@@ -162,22 +155,4 @@ fn trial_json(mut value: Value, active: bool, tally: &Tally) -> Value {
         fields.insert("evidence".into(), json!(evidence(tally.wins, tally.losses)));
     }
     value
-}
-
-/// A switch from one setting to another: when, after how many trials, won and lost,
-/// with what evidence.
-fn switch_json(
-    from: Value,
-    to: Value,
-    (at, trials, wins, losses, evidence): (i64, u64, u64, u64, f64),
-) -> Value {
-    json!({
-        "atUnixMillis": at,
-        "from": from,
-        "to": to,
-        "trials": trials,
-        "wins": wins,
-        "losses": losses,
-        "evidence": evidence,
-    })
 }
