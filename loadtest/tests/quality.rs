@@ -150,8 +150,15 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     for phase in tuning {
         let window = phase["active"]["coViewWindow"].as_u64().unwrap();
         assert!([1, 3, 10].contains(&window), "{phase}");
-        assert_eq!(phase["settings"].as_array().unwrap().len(), 9, "{phase}");
+        // Windows by dampings by weights on direction.
+        assert_eq!(phase["settings"].as_array().unwrap().len(), 27, "{phase}");
         assert!(phase["switches"].is_array(), "{phase}");
+        // And personalized's recipe: histories by long-term parts by popularity.
+        assert_eq!(
+            phase["recipe"]["settings"].as_array().map(Vec::len),
+            Some(12),
+            "{phase}"
+        );
     }
     let sent: Vec<u64> = tuning
         .iter()
