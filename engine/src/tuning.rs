@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings};
+pub use pending::Pending;
 
 /// The co-view lists' partner dampings compared (with every window).
 pub const PARTNER_DAMPINGS: [f32; 3] = [0.25, 0.5, 0.75];
@@ -277,9 +278,7 @@ pub struct Tuner {
     /// keeps it reads it again.
     generation: AtomicU64,
     /// Trials taken, not yet scored.
-    pending: crossbeam_queue::ArrayQueue<Trial>,
-    /// Trials dropped because the queue was full ([`PENDING_TRIALS`]).
-    dropped: AtomicU64,
+    pending: Pending<Trial>,
     /// The lists it tunes.
     lists: Lists,
 }
@@ -336,11 +335,7 @@ impl Tuner {
                 bucket: TokenBucket::new(models.tuning_trials_per_second),
             }),
             generation: AtomicU64::new(0),
-            pending: crossbeam_queue::ArrayQueue::new(
-                (models.tuning_trials_per_second as usize * 2)
-                    .clamp(*PENDING_TRIALS.start(), *PENDING_TRIALS.end()),
-            ),
-            dropped: AtomicU64::new(0),
+            pending: Pending::new(models.tuning_trials_per_second),
             lists,
         }
     }
@@ -348,9 +343,7 @@ impl Tuner {
     /// Queues a trial to be scored; dropped (and counted) when the queue is full
     /// ([`PENDING_TRIALS`]).
     pub fn queue(&self, trial: Trial) {
-        if self.pending.push(trial).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        self.pending.push(trial);
     }
 
     /// The oldest trial waiting to be scored.
@@ -449,7 +442,7 @@ impl Tuner {
             settings: state.board.settings(),
             threshold: threshold(state.board.grid.len()),
             switches: state.board.switches.iter().copied().collect(),
-            dropped: self.dropped.load(Ordering::Relaxed),
+            dropped: self.pending.dropped(),
         }
     }
 }
@@ -460,6 +453,7 @@ pub(crate) fn active_in<S: PartialEq>(grid: &[S], setting: S) -> usize {
 }
 
 mod board;
+mod pending;
 pub mod recipe;
 
 pub(crate) use board::Board;

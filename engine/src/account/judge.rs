@@ -4,6 +4,7 @@
 use smallvec::SmallVec;
 
 use super::Account;
+use super::tune::RecipeTrial;
 use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
@@ -79,39 +80,50 @@ impl Account {
                 self.session_neighbourhood(visitor_id, &snapshot.latest_products(), catalogue);
         }
         let rankings = self.rankings_for(catalogue);
-        let published = self.neighbours.load();
-        let page = snapshot.recent_views.first().copied();
-        let ctx = snapshot.context(
-            catalogue,
-            &rankings,
-            &published,
-            (currency, now),
-            page,
-            None,
-            None,
-        );
-        if let Some((zone, grid)) = recipes {
-            self.try_recipes(&ctx, &brought, (&zone, &grid), now);
-        }
-        if !judging {
-            return;
-        }
-        self.judge_shadows(&snapshot, &ctx, &brought, zones);
-        for spec in zones
-            .iter()
-            .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)
-        {
-            let shown = if spec.count == TOP_K {
-                fill_zone(spec, &ctx)
-            } else {
-                let mut judged = spec.clone();
-                judged.count = TOP_K;
-                fill_zone(&judged, &ctx)
-            };
-            for &product in &brought {
-                let rank = rank_of(shown.iter().map(|item| item.product), product);
-                self.prequential.record(&spec.id, rank);
+        let published = self.neighbours.load_full();
+        if judging {
+            let page = snapshot.recent_views.first().copied();
+            let ctx = snapshot.context(
+                catalogue,
+                &rankings,
+                &published,
+                (currency, now),
+                page,
+                None,
+                None,
+            );
+            self.judge_shadows(&snapshot, &ctx, &brought, zones);
+            for spec in zones
+                .iter()
+                .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)
+            {
+                let shown = if spec.count == TOP_K {
+                    fill_zone(spec, &ctx)
+                } else {
+                    let mut judged = spec.clone();
+                    judged.count = TOP_K;
+                    fill_zone(&judged, &ctx)
+                };
+                for &product in &brought {
+                    let rank = rank_of(shown.iter().map(|item| item.product), product);
+                    self.prequential.record(&spec.id, rank);
+                }
             }
+        }
+        // The recipes are filled off the request path, from what the request was
+        // served with.
+        if let Some((zone, grid)) = recipes {
+            self.queue_recipe_trial(RecipeTrial {
+                snapshot,
+                catalogue: std::sync::Arc::clone(catalogue),
+                rankings,
+                published,
+                currency,
+                now,
+                brought,
+                zone,
+                grid,
+            });
         }
     }
 

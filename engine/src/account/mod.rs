@@ -213,6 +213,8 @@ pub struct Account {
     purchase_tuner: crate::tuning::Tuner,
     /// Self-tuning of `personalized`'s recipe.
     recipe_tuner: crate::tuning::recipe::RecipeTuner,
+    /// The recipe trials taken, to be scored off the request path.
+    recipe_trials: crate::tuning::Pending<tune::RecipeTrial>,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Its campaigns, compiled (the zones' lists and the segments).
@@ -280,6 +282,7 @@ impl Account {
                 &tune::for_purchases(&models),
             ),
             recipe_tuner,
+            recipe_trials: crate::tuning::Pending::new(models.tuning_trials_per_second),
             clock: AtomicI64::new(0),
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),

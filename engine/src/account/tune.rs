@@ -13,7 +13,6 @@ use crate::models::CoCounts;
 use crate::models::{ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
 use crate::recommend::history_weights;
-use crate::tuning::recipe::{Recipe, RecipeReport};
 use crate::tuning::{Lists, Trial, Tuner, TuningReport};
 use crate::visitor::LiveVisitor;
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
@@ -126,8 +125,10 @@ impl Account {
 
     /// Scores the trials taken since the last call (on the models' rebuild round, off
     /// the request path): where each setting of the grid ranks each product a trial's
-    /// request brought. Switches the lists when a setting wins.
+    /// request brought. Switches the lists when a setting wins. Then the recipe's
+    /// ([`Account::score_recipe_trials`]).
     pub(super) fn score_trials(&self) {
+        self.score_recipe_trials();
         for lists in [Lists::CoPurchase, Lists::CoView] {
             let (tuner, counts) = self.tuned(lists);
             while let Some(trial) = tuner.take() {
@@ -224,67 +225,6 @@ impl Account {
             .wrapping_add(self.purchase_tuner.generation())
             .wrapping_add(self.recipe_tuner.generation())
     }
-
-    /// Tries `personalized`'s recipes (`grid`, on the tuned `zone` as configured; see
-    /// [`crate::tuning::recipe`]) on a sampled visitor's request: each fills the zone
-    /// in `ctx` (the visitor before the request), and is a hit when a product of
-    /// `brought` is in its top [`TOP_K`]. Switches the zones' recipe when one wins.
-    pub(super) fn try_recipes(
-        &self,
-        ctx: &crate::recommend::Context<'_>,
-        brought: &[crate::catalogue::ProductIdx],
-        (zone, grid): (&ZoneSpec, &[Recipe]),
-        now: UnixMillis,
-    ) {
-        let shown: Vec<Vec<crate::catalogue::ProductIdx>> = grid
-            .iter()
-            .map(|recipe| {
-                let spec = ZoneSpec {
-                    count: TOP_K,
-                    ..recipe.applied(zone)
-                };
-                crate::recommend::fill_zone(&spec, ctx)
-                    .iter()
-                    .map(|item| item.product)
-                    .collect()
-            })
-            .collect();
-        for &product in brought {
-            let ranks: Vec<Option<usize>> = shown
-                .iter()
-                .map(|items| crate::prequential::rank_of(items.iter().copied(), product))
-                .collect();
-            if self.recipe_tuner.record(grid, &ranks, now).is_some() {
-                self.apply_recipe();
-            }
-        }
-    }
-
-    /// Fills the `personalized` zones with the active recipe from now on.
-    fn apply_recipe(&self) {
-        let Some(recipe) = self.recipe_tuner.active() else {
-            return;
-        };
-        self.settings.rcu(|settings| AccountSettings {
-            zones: crate::tuning::recipe::with_recipe(&settings.zones, recipe),
-            ..(**settings).clone()
-        });
-    }
-
-    /// Makes `recipe`, chosen by self-tuning before a restart, the active one, if
-    /// tuning is on and its grid has it. Returns whether it did.
-    pub fn restore_recipe(&self, recipe: Recipe) -> bool {
-        if !self.recipe_tuner.restore(recipe) {
-            return false;
-        }
-        self.apply_recipe();
-        true
-    }
-
-    /// What self-tuning of `personalized`'s recipe knows now.
-    pub fn recipe_tuning(&self) -> RecipeReport {
-        self.recipe_tuner.report()
-    }
 }
 
 impl AccountSettings {
@@ -342,5 +282,7 @@ pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
     }
 }
 
+mod recipe;
+pub(super) use recipe::RecipeTrial;
 #[cfg(test)]
 mod tests;

@@ -4,10 +4,12 @@
 //!
 //! The grid ([`recipe_grid`]) crosses a few values of each (the configured ones among
 //! them) but those the zone pins. It is tried on the visitors self-evaluation judges
-//! ([`crate::prequential`]): on a sampled visitor's request, before it is applied, the
-//! account's first `personalized` zone is filled under each recipe, at most
+//! ([`crate::prequential`]): a sampled visitor's request, at most
 //! [`ModelSettings::tuning_trials_per_second`](crate::models::ModelSettings) times a
-//! second (a bound of its own, beside judging's), and each recipe is a hit when a product the request brings is in its top
+//! second (a bound of its own, beside judging's), is kept as it was before it was
+//! applied, and off the request path (on the models' rebuild round) the account's
+//! first `personalized` zone is filled for it under each recipe; each recipe is a hit
+//! when a product the request brought is in its top
 //! [`TOP_K`](crate::prequential::TOP_K). Each recipe is compared with the configured
 //! one by the lists' sequential test, but its trials are never started again
 //! ([`super::Board::anchored`]): the recipe that beats the configured one significantly
@@ -159,6 +161,9 @@ pub struct RecipeReport {
     pub threshold: f64,
     /// The latest switches, oldest first.
     pub switches: Vec<Switch<Recipe>>,
+    /// Trials dropped because too many waited to be scored (counted by whoever queues
+    /// them: 0 here).
+    pub dropped: u64,
 }
 
 #[derive(Debug)]
@@ -297,6 +302,7 @@ impl RecipeTuner {
             settings: state.board.settings(),
             threshold: threshold(state.board.grid.len()),
             switches: state.board.switches.iter().copied().collect(),
+            dropped: 0,
         }
     }
 }

@@ -95,6 +95,7 @@ fn recipe_json(report: &RecipeReport) -> Value {
         },
         "active": report.active.as_ref().map(recipe),
         "threshold": report.threshold,
+        "trialsDropped": report.dropped,
         "settings": settings,
         "switches": switches,
     })

@@ -463,7 +463,11 @@ fn where_popularity_predicts_what_the_history_does_not_personalized_gains_popula
             clock.serve(&account, &visitor, Event::ProductView { id: id.into() });
         }
     }
+    // The trials are scored off the request path, on the rebuild round: the last ones
+    // too.
+    account.rebuild_models();
     let report = account.recipe_tuning();
+    assert_eq!(report.dropped, 0, "{report:?}");
     let active = report.active.expect("a recipe");
     assert!(
         active.popularity > 0.0 && !report.switches.is_empty(),

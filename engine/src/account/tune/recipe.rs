@@ -1,0 +1,120 @@
+//! Self-tuning of `personalized`'s recipe (see [`crate::tuning::recipe`]): a trial taken
+//! on a sampled visitor's request (the visitor before it, the models it was served
+//! from, the products it brought), scored off the request path on the models' rebuild
+//! round, and the zones switched to the recipe that wins.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::super::visitor_view::VisitorSnapshot;
+use super::super::{Account, AccountSettings, RankingsVersion};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::models::Neighbours;
+use crate::money::Currency;
+use crate::prequential::{TOP_K, rank_of};
+use crate::recommend::fill_zone;
+use crate::tuning::recipe::{Recipe, RecipeReport};
+use crate::zone::ZoneSpec;
+
+/// A trial of the recipes, taken on a request: what the zone would have been filled
+/// from for the visitor before it, and what it brought.
+#[derive(Debug)]
+pub(in crate::account) struct RecipeTrial {
+    /// The visitor before the request.
+    pub(in crate::account) snapshot: VisitorSnapshot,
+    /// The catalogue version, rankings and neighbour lists the request was served from.
+    pub(in crate::account) catalogue: Arc<Catalogue>,
+    pub(in crate::account) rankings: Arc<RankingsVersion>,
+    pub(in crate::account) published: Arc<Neighbours>,
+    pub(in crate::account) currency: Currency,
+    pub(in crate::account) now: UnixMillis,
+    /// The products the request brought that were new to the visitor.
+    pub(in crate::account) brought: SmallVec<[ProductIdx; 8]>,
+    /// The tuned zone as configured, and the recipes to try on it.
+    pub(in crate::account) zone: ZoneSpec,
+    pub(in crate::account) grid: Vec<Recipe>,
+}
+
+impl Account {
+    /// Queues a trial of the recipes, to be scored by [`Account::score_recipe_trials`]
+    /// (dropped and counted when too many wait).
+    pub(in crate::account) fn queue_recipe_trial(&self, trial: RecipeTrial) {
+        self.recipe_trials.push(trial);
+    }
+
+    /// Scores the recipe trials taken since the last call (on the models' rebuild
+    /// round): each recipe of a trial's grid fills the zone for the visitor as they
+    /// were, on the page of their latest view, and is a hit when a product the request
+    /// brought is in its top [`TOP_K`]. Switches the zones' recipe when one wins.
+    pub(in crate::account) fn score_recipe_trials(&self) {
+        while let Some(trial) = self.recipe_trials.pop() {
+            let page = trial.snapshot.recent_views.first().copied();
+            let ctx = trial.snapshot.context(
+                &trial.catalogue,
+                &trial.rankings,
+                &trial.published,
+                (trial.currency, trial.now),
+                page,
+                None,
+                None,
+            );
+            let shown: Vec<Vec<ProductIdx>> = trial
+                .grid
+                .iter()
+                .map(|recipe| {
+                    let spec = ZoneSpec {
+                        count: TOP_K,
+                        ..recipe.applied(&trial.zone)
+                    };
+                    fill_zone(&spec, &ctx)
+                        .iter()
+                        .map(|item| item.product)
+                        .collect()
+                })
+                .collect();
+            for &product in &trial.brought {
+                let ranks: Vec<Option<usize>> = shown
+                    .iter()
+                    .map(|items| rank_of(items.iter().copied(), product))
+                    .collect();
+                if self
+                    .recipe_tuner
+                    .record(&trial.grid, &ranks, trial.now)
+                    .is_some()
+                {
+                    self.apply_recipe();
+                }
+            }
+        }
+    }
+
+    /// Fills the `personalized` zones with the active recipe from now on.
+    pub(in crate::account) fn apply_recipe(&self) {
+        let Some(recipe) = self.recipe_tuner.active() else {
+            return;
+        };
+        self.settings.rcu(|settings| AccountSettings {
+            zones: crate::tuning::recipe::with_recipe(&settings.zones, recipe),
+            ..(**settings).clone()
+        });
+    }
+
+    /// Makes `recipe`, chosen by self-tuning before a restart, the active one, if
+    /// tuning is on and its grid has it. Returns whether it did.
+    pub fn restore_recipe(&self, recipe: Recipe) -> bool {
+        if !self.recipe_tuner.restore(recipe) {
+            return false;
+        }
+        self.apply_recipe();
+        true
+    }
+
+    /// What self-tuning of `personalized`'s recipe knows now.
+    pub fn recipe_tuning(&self) -> RecipeReport {
+        RecipeReport {
+            dropped: self.recipe_trials.dropped(),
+            ..self.recipe_tuner.report()
+        }
+    }
+}
