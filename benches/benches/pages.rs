@@ -92,5 +92,6 @@ fn main() {
             us(at(1.0)),
         );
     }
+    println!("pages: self-tuning: {}", store.tuning_summary());
     store.state.shutdown();
 }

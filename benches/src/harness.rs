@@ -115,6 +115,24 @@ impl HarnessStore {
         deltas::wait_applied(&entry.jobs, &token);
     }
 
+    /// What self-tuning chose by now: the co-view lists' setting and `personalized`'s
+    /// recipe, as a line for a bench's output.
+    pub fn tuning_summary(&self) -> String {
+        let Some(entry) = self.state.account(ACCESS_KEY) else {
+            return String::from("no account");
+        };
+        let lists = entry.account.model_tuning();
+        let recipe = entry.account.recipe_tuning();
+        format!(
+            "co-view lists {:?} ({} switches); recipe {:?} ({} switches, {} trials dropped)",
+            lists.active,
+            lists.switches.len(),
+            recipe.active,
+            recipe.switches.len(),
+            recipe.dropped,
+        )
+    }
+
     /// Rebuilds the account's models and sweeps its product texts, as the server does
     /// every second.
     pub fn rebuild_models(&self) {

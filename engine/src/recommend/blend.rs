@@ -210,8 +210,15 @@ pub(super) fn blended<'c>(
         }
     }
     // The session and popularity parts are scaled to the pairs' best score, so that a
-    // weight means the same on every store (1 when no pair scored).
-    let peak = sums.values().copied().fold(0.0, f64::max);
+    // weight means the same on every store (1 when no pair scored); that scan of the
+    // candidates only when either part is blended.
+    let blends_parts = (blend.sessions.1 > 0.0 && !blend.sessions.0.is_empty())
+        || (blend.popularity.1 > 0.0 && !blend.popularity.0.is_empty());
+    let peak = if blends_parts {
+        sums.values().copied().fold(0.0, f64::max)
+    } else {
+        0.0
+    };
     let peak = if peak > 0.0 { peak } else { 1.0 };
     let (similar, weight) = blend.sessions;
     add_scaled(
