@@ -27,8 +27,6 @@ mod bounds;
 mod campaigns;
 mod explain;
 mod identity;
-#[cfg(test)]
-mod implied_view_tests;
 mod judge;
 #[cfg(test)]
 mod pair_snapshot_tests;

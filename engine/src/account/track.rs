@@ -2,7 +2,6 @@
 //! and online models, on serving ([`Account::serve`]) and on recovery
 //! ([`Account::replay`]), and session resolution.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{Ordering, fence};
 
 use dashmap::DashMap;
@@ -11,7 +10,7 @@ use smallvec::SmallVec;
 use super::serve::Notice;
 use super::{Account, new_id};
 use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order, PageType};
 use crate::models::{
     CO_VIEW_WINDOW, Decaying, EARLIER_PURCHASES_PAIRED, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach,
@@ -215,18 +214,17 @@ impl Account {
             Event::SetBasket { items } => {
                 let mut added: SmallVec<[&str; 4]> = SmallVec::new();
                 for item in items {
-                    if live.state().basket.iter().any(|b| b.id == item.id) {
+                    if visitor.basket.iter().any(|b| b.id == item.id) {
                         continue;
                     }
                     added.push(&item.id);
-                    let idx = at.catalogue.idx_of(&item.id);
-                    if let Some(key) = self.countable(&item.id, idx.is_some(), at.catalogue) {
+                    let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
+                    if let Some(key) = self.countable(&item.id, in_catalogue, at.catalogue) {
                         self.count(&item.id, BASKET_SCORE, 0, now);
                         self.similar_sessions.view(at.session, at.visitor, key, now);
-                        self.imply_view(live, at, (&item.id, key, idx));
                     }
                 }
-                live.state_mut().basket = items.clone();
+                visitor.basket = items.clone();
                 for id in added {
                     self.attribute(live, id, |product| Touch::Basket { product }, at);
                 }
@@ -311,7 +309,21 @@ impl Account {
         let idx = catalogue.idx_of(id);
         let key = self.countable(id, idx.is_some(), catalogue);
         if let Some(key) = key {
-            let earlier = earlier_views(live.recent_keys(&self.product_keys, catalogue), key);
+            // The pairing weakens with the distance in the visitor's views: 1 for the
+            // previous product, 1/2 for the one before, and so on; counted by distance
+            // too, for the shorter windows.
+            let earlier: SmallVec<[(u32, f32, Reach); CO_VIEW_WINDOW]> = live
+                .recent_keys(&self.product_keys, catalogue)
+                .iter()
+                .rev()
+                .filter(|k| **k != key && **k != NO_KEY)
+                .take(CO_VIEW_WINDOW)
+                .enumerate()
+                .map(|(before, earlier)| {
+                    let weight = 1.0 / (before as f32 + 1.0);
+                    (*earlier, weight, reach_of(before + 1, weight))
+                })
+                .collect();
             self.coview.add_all(key, &earlier);
             self.similar_sessions.view(at.session, at.visitor, key, now);
             self.count(id, VIEW_SCORE, 0, now);
@@ -333,28 +345,6 @@ impl Account {
                 self.browse_brand(visitor, brand, now);
             }
         }
-    }
-
-    /// A product put in the basket that is not among the visitor's recent views (added
-    /// from a listing, or by a store that reports no product views) is seen as viewed
-    /// then: co-view pairs with the visitor's
-    /// previous views and a place among them, as a view of its page would have given.
-    /// So a shopper's sequence is the products they looked at or took, whichever the
-    /// store reports, as session-based recommenders read it (an order's lines are
-    /// counted as bought together, not as viewed). Nothing else of a view
-    /// (its popularity, its page, attribution) is counted.
-    fn imply_view(
-        &self,
-        live: &mut LiveVisitor,
-        at: &EventAt<'_>,
-        (id, key, idx): (&str, u32, Option<ProductIdx>),
-    ) {
-        let recent = live.recent_keys(&self.product_keys, at.catalogue);
-        if recent.contains(&key) {
-            return;
-        }
-        self.coview.add_all(key, &earlier_views(recent, key));
-        live.record_view(id, key, idx, at.catalogue);
     }
 
     /// The keys of the visitor's latest distinct purchases, latest first, at most
@@ -517,27 +507,6 @@ impl Account {
             self.changed_counters.push(product_id.to_owned());
         }
     }
-}
-
-/// The co-view pairs a view of `key` makes with the visitor's previous views (`recent`,
-/// oldest first): weakening with the distance, 1 for the previous product, 1/2 for the
-/// one before, and so on, within [`CO_VIEW_WINDOW`]; counted by distance too, for the
-/// shorter windows.
-fn earlier_views(
-    recent: &VecDeque<u32>,
-    key: u32,
-) -> SmallVec<[(u32, f32, Reach); CO_VIEW_WINDOW]> {
-    recent
-        .iter()
-        .rev()
-        .filter(|k| **k != key && **k != NO_KEY)
-        .take(CO_VIEW_WINDOW)
-        .enumerate()
-        .map(|(before, earlier)| {
-            let weight = 1.0 / (before as f32 + 1.0);
-            (*earlier, weight, reach_of(before + 1, weight))
-        })
-        .collect()
 }
 
 /// Whether `event` may change what the model rounds rebuild from: product, basket

@@ -198,7 +198,7 @@ pub(super) fn candidates(
                 skip: viewed,
                 content: zone.content,
                 sessions: (ctx.similar_sessions, zone.sessions),
-                popularity: (&popular, zone.popularity),
+                popularity: (popular, zone.popularity),
                 record,
             };
             let seeds = personalized_seeds(zone, ctx);
@@ -252,24 +252,14 @@ pub(super) fn candidates(
 }
 
 /// The most popular products `personalized`'s popularity part reads, at most
-/// [`POPULAR_BLENDED`], with their popularity; none when its weight is 0.
-fn popular_part(zone: &ZoneSpec, ctx: &Context<'_>) -> Vec<(ProductIdx, f32)> {
+/// [`POPULAR_BLENDED`](super::POPULAR_BLENDED), with their popularity; none
+/// when its weight is 0.
+fn popular_part<'c>(zone: &ZoneSpec, ctx: &Context<'c>) -> &'c [(ProductIdx, f32)] {
     if zone.popularity <= 0.0 {
-        return Vec::new();
+        return &[];
     }
-    ctx.rankings
-        .trending
-        .iter()
-        .take(POPULAR_BLENDED)
-        .map(|idx| {
-            let key = ctx.rankings.score_of(*idx).map_or(0.0, |(key, _)| key);
-            (*idx, key as f32)
-        })
-        .collect()
+    ctx.rankings.popular()
 }
-
-/// The most popular products `personalized`'s popularity part blends in, at most.
-const POPULAR_BLENDED: usize = 200;
 
 /// Hands over a blend's products with the score each was ranked by and, when recorded,
 /// the parts it was added up from; `false` once `take` wants no more.

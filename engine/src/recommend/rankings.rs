@@ -16,6 +16,10 @@ pub struct Rankings {
     pub top_sellers: Vec<ProductIdx>,
     /// Rank of each product in `trending`, indexed by dense id.
     pub trending_rank: Vec<u32>,
+    /// The first [`POPULAR_BLENDED`] of `trending` with their trending keys: what
+    /// `personalized`'s popularity part blends in, made once per rankings rather than
+    /// per request.
+    popular: Vec<(ProductIdx, f32)>,
     /// Each product's trending key and units sold, indexed by dense id (see
     /// [`Rankings::build`]).
     scores: Vec<(f64, u64)>,
@@ -23,6 +27,9 @@ pub struct Rankings {
     /// of the catalogue version whose members they are (categories with members only).
     category_tops: DashMap<String, (u64, Arc<[ProductIdx]>)>,
 }
+
+/// The most popular products `personalized`'s popularity part blends in, at most.
+pub const POPULAR_BLENDED: usize = 200;
 
 impl Rankings {
     /// Orders a catalogue's products by trending key (greater first: a decayed score
@@ -63,13 +70,27 @@ impl Rankings {
                 *slot = rank as u32;
             }
         }
+        let popular = trending
+            .iter()
+            .take(POPULAR_BLENDED)
+            .map(|idx| {
+                let key = scores.get(*idx as usize).map_or(0.0, |(key, _)| *key);
+                (*idx, key as f32)
+            })
+            .collect();
         Rankings {
             trending,
             top_sellers,
             trending_rank,
+            popular,
             scores,
             category_tops: DashMap::new(),
         }
+    }
+
+    /// The most popular products with their trending keys, at most [`POPULAR_BLENDED`].
+    pub fn popular(&self) -> &[(ProductIdx, f32)] {
+        &self.popular
     }
 
     /// A product's trending key and units sold (`None` for an index these rankings do
@@ -176,6 +197,10 @@ mod tests {
     use super::*;
     use crate::catalogue::Product;
 
+    fn scores_of(rankings: &Rankings, idx: ProductIdx) -> f64 {
+        rankings.score_of(idx).map_or(0.0, |(key, _)| key)
+    }
+
     /// Moving changed products gives the orders a full build gives, round after round,
     /// with ties, zero scores, products never sold and repeated changes.
     #[test]
@@ -210,6 +235,13 @@ mod tests {
             assert_eq!(rankings.trending, full.trending);
             assert_eq!(rankings.top_sellers, full.top_sellers);
             assert_eq!(rankings.trending_rank, full.trending_rank);
+            // The popularity part: the first of trending, with their keys.
+            assert_eq!(rankings.popular(), full.popular());
+            assert_eq!(rankings.popular().len(), POPULAR_BLENDED);
+            for (&(idx, key), &first) in rankings.popular().iter().zip(&rankings.trending) {
+                assert_eq!(idx, first);
+                assert_eq!(key.to_bits(), (scores_of(&rankings, idx) as f32).to_bits());
+            }
         }
     }
 
