@@ -370,12 +370,7 @@ impl Tuner {
         ranks: &[Option<usize>],
         now: UnixMillis,
     ) -> Option<ListSetting> {
-        let mut state = self.state.lock();
-        if state.board.grid != grid {
-            // The configuration was reloaded meanwhile.
-            return None;
-        }
-        let switch = state.board.record(ranks, now)?;
+        let switch = self.state.lock().board.record_on(grid, ranks, now)?;
         self.generation.fetch_add(1, Ordering::Release);
         Some(switch.to)
     }

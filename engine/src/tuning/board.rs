@@ -68,6 +68,20 @@ impl<S: Copy + PartialEq> Board<S> {
             .collect()
     }
 
+    /// [`Board::record`] of a trial taken on `grid`: nothing when the board's grid is
+    /// another by now (the configuration was reloaded meanwhile).
+    pub(crate) fn record_on(
+        &mut self,
+        grid: &[S],
+        ranks: &[Option<usize>],
+        now: UnixMillis,
+    ) -> Option<Switch<S>> {
+        if self.grid != grid {
+            return None;
+        }
+        self.record(ranks, now)
+    }
+
     /// Counts one trial: `ranks`, where each setting of the grid ranked the product.
     /// Returns the switch when a setting replaced the active one: the one with the
     /// most evidence of those that won at least [`MIN_DISCORDANT`] disagreements more
@@ -80,15 +94,7 @@ impl<S: Copy + PartialEq> Board<S> {
         if self.anchored {
             return self.record_anchored(ranks, now);
         }
-        let active_hit = ranks.get(self.active).copied().flatten().is_some();
-        for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
-            tally.scored.add(*rank);
-            match (rank.is_some(), active_hit) {
-                (true, false) => tally.wins += 1,
-                (false, true) => tally.losses += 1,
-                _ => {}
-            }
-        }
+        self.tally(ranks, self.active);
         let needed = threshold(self.grid.len());
         let (to, evidence) = self
             .tallies
@@ -105,6 +111,22 @@ impl<S: Copy + PartialEq> Board<S> {
         let switch = self.switch_to(to, evidence, now)?;
         self.tallies.iter_mut().for_each(|t| *t = Tally::default());
         Some(switch)
+    }
+
+    /// Adds one trial's `ranks` to every setting's tally, each setting's disagreements
+    /// counted against the setting at `reference` (the active one, or an anchored
+    /// board's first): a win where it ranked the product and the reference did not, a
+    /// loss the other way round.
+    fn tally(&mut self, ranks: &[Option<usize>], reference: usize) {
+        let reference_hit = ranks.get(reference).copied().flatten().is_some();
+        for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
+            tally.scored.add(*rank);
+            match (rank.is_some(), reference_hit) {
+                (true, false) => tally.wins += 1,
+                (false, true) => tally.losses += 1,
+                _ => {}
+            }
+        }
     }
 
     /// Makes the setting at `to` active (with `evidence`, at `now`), remembering the
@@ -130,15 +152,7 @@ impl<S: Copy + PartialEq> Board<S> {
 
     /// [`Board::record`] of an anchored board.
     fn record_anchored(&mut self, ranks: &[Option<usize>], now: UnixMillis) -> Option<Switch<S>> {
-        let first_hit = ranks.first().copied().flatten().is_some();
-        for (tally, rank) in self.tallies.iter_mut().zip(ranks) {
-            tally.scored.add(*rank);
-            match (rank.is_some(), first_hit) {
-                (true, false) => tally.wins += 1,
-                (false, true) => tally.losses += 1,
-                _ => {}
-            }
-        }
+        self.tally(ranks, 0);
         let needed = threshold(self.grid.len());
         let evidence_of = |tally: &Tally| {
             if tally.wins > tally.losses && tally.wins + tally.losses >= MIN_DISCORDANT {

@@ -249,11 +249,7 @@ impl RecipeTuner {
         ranks: &[Option<usize>],
         now: UnixMillis,
     ) -> Option<Recipe> {
-        let mut state = self.state.lock();
-        if state.board.grid != grid {
-            return None;
-        }
-        let switch = state.board.record(ranks, now)?;
+        let switch = self.state.lock().board.record_on(grid, ranks, now)?;
         self.generation.fetch_add(1, Ordering::Release);
         Some(switch.to)
     }
