@@ -128,6 +128,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         recipe["active"],
         json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
     );
+    assert_eq!(recipe["trialsDropped"], 0, "{before}");
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
     let trainers = (0..)
