@@ -478,3 +478,46 @@ fn where_popularity_predicts_what_the_history_does_not_personalized_gains_popula
     assert_eq!(settings.zones[0].popularity, active.popularity);
     assert!(account.tuning_generation() > 0);
 }
+
+#[test]
+fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
+    // Ten trials a second at most: a queue of 64 (the least of `PENDING_TRIALS`).
+    let products = names("p", 300);
+    let models = ModelSettings {
+        tuning_trials_per_second: 10,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&products, models);
+    let judged: Vec<String> = (0..)
+        .map(|n| format!("shopper-{n}"))
+        .filter(|v| crate::prequential::sampled(v))
+        .take(10)
+        .collect();
+    // 200 judged requests, five a second, each bringing a product new to its visitor,
+    // and no rebuild round meanwhile (a scorer starved of CPU).
+    for (n, product) in products.iter().take(200).enumerate() {
+        account.serve(ServeRequest {
+            search: None,
+            visitor_id: Some(judged[n % judged.len()].clone()),
+            session_id: None,
+            currency: None,
+            events: vec![Event::ProductView {
+                id: product.as_str().into(),
+            }]
+            .into(),
+            zones: Vec::new().into(),
+            now: T0 + UnixMillis::try_from(n).unwrap_or(0) * 200,
+            context: Default::default(),
+        });
+    }
+    let scored = |account: &crate::account::Account| {
+        let report = account.recipe_tuning();
+        (report.settings[0].1.scored.trials, report.dropped)
+    };
+    // Nothing is filled on the request path; beyond the queue's 64, trials are dropped
+    // and counted.
+    assert_eq!(scored(&account), (0, 136));
+    // The rebuild round scores what waited.
+    account.rebuild_models();
+    assert_eq!(scored(&account), (64, 136));
+}
