@@ -87,6 +87,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         content: crate::zone::DEFAULT_CONTENT,
         sessions: crate::zone::DEFAULT_SESSIONS,
         popularity: crate::zone::DEFAULT_POPULARITY,
+        purchases: crate::zone::DEFAULT_PURCHASES,
         pinned: Default::default(),
     }
 }

@@ -213,8 +213,13 @@ pub struct ZoneSpec {
     /// moves toward when the visitor's history predicts less than popularity does;
     /// [`DEFAULT_POPULARITY`] unless configured.
     pub popularity: f64,
-    /// Which of `history`, `long_term`, `sessions` and `popularity` the configuration
-    /// gives: self-tuning leaves those as they are ([`crate::tuning::recipe`]).
+    /// `personalized`: what the shopper's purchases weigh among its seeds, beside their
+    /// views and basket lines (1): 0 reads the visit alone, as `basket_cross_sell`
+    /// reads the basket. [`DEFAULT_PURCHASES`] unless configured.
+    pub purchases: f64,
+    /// Which of `history`, `long_term`, `sessions`, `popularity` and `purchases` the
+    /// configuration gives: self-tuning leaves those as they are
+    /// ([`crate::tuning::recipe`]).
     pub pinned: crate::tuning::recipe::RecipePins,
 }
 
@@ -251,6 +256,9 @@ pub const DEFAULT_SESSIONS: f64 = 0.0;
 
 /// [`ZoneSpec::popularity`] by default.
 pub const DEFAULT_POPULARITY: f64 = 0.0;
+
+/// [`ZoneSpec::purchases`] by default: a purchase weighs half a view or basket line.
+pub const DEFAULT_PURCHASES: f64 = 0.5;
 
 /// The most views (basket lines, purchases) the long-term part of `personalized` reads.
 pub const LONG_TERM_HISTORY: usize = 50;

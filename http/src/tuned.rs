@@ -47,6 +47,13 @@ struct StoredRecipe {
     long_term: f64,
     sessions: f64,
     popularity: f64,
+    /// Absent from a file written before the purchases' weight was tuned: the default.
+    #[serde(default = "default_purchases")]
+    purchases: f64,
+}
+
+fn default_purchases() -> f64 {
+    vitrine_engine::zone::DEFAULT_PURCHASES
 }
 
 impl From<StoredRecipe> for Recipe {
@@ -56,6 +63,7 @@ impl From<StoredRecipe> for Recipe {
             long_term: stored.long_term,
             sessions: stored.sessions,
             popularity: stored.popularity,
+            purchases: stored.purchases,
         }
     }
 }
@@ -67,6 +75,7 @@ impl From<Recipe> for StoredRecipe {
             long_term: recipe.long_term,
             sessions: recipe.sessions,
             popularity: recipe.popularity,
+            purchases: recipe.purchases,
         }
     }
 }

@@ -421,11 +421,12 @@ async fn the_dashboard_shows_the_servers_numbers_in_a_real_browser() {
             "recipe",
             &models["recipe"],
             format!(
-                "history {}, long-term {}, sessions {}, popularity {}",
+                "history {}, long-term {}, sessions {}, popularity {}, purchases {}",
                 number(&recipe["history"]),
                 number(&recipe["longTerm"]),
                 number(&recipe["sessions"]),
-                number(&recipe["popularity"])
+                number(&recipe["popularity"]),
+                number(&recipe["purchases"])
             ),
         ),
         (

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::models::{Neighbours, ProductLists};
-use crate::zone::{LONG_TERM_HISTORY, ZoneSpec};
+use crate::zone::{DEFAULT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
 
 use super::evidence::Fact;
 use super::{Context, anchor};
@@ -18,10 +18,11 @@ pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 /// The products `personalized` starts from, with their weights: the latest views
 /// (the latest 1, the one before `recency`, ... for the `history` latest, plus
 /// `long_term / n` each for the latest `n` up to [`LONG_TERM_HISTORY`]), basket lines
-/// (the same from the latest added) and purchases (half that from the latest bought).
+/// (the same from the latest added) and purchases (`purchases` times that from the
+/// latest bought).
 pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = Seeds::new();
-    for_each_history_list(ctx, |latest_first, top| {
+    for_each_history_list(ctx, zone.purchases, |latest_first, top| {
         let weights = history_weights(
             (zone.history, zone.recency, zone.long_term),
             latest_first.len(),
@@ -75,7 +76,7 @@ pub(super) fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     };
     let mut seeds = Seeds::new();
     seeds.push((anchor, 1.0));
-    for_each_history_list(ctx, |latest_first, top| {
+    for_each_history_list(ctx, DEFAULT_PURCHASES, |latest_first, top| {
         let mut weight = top;
         for idx in latest_first
             .filter(|idx| **idx != anchor)
@@ -89,14 +90,18 @@ pub(super) fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
 }
 
 /// Calls `read` with each list of the visitor's history, latest first, and the weight
-/// its latest counts at: the views and the basket lines 1, the purchases 1/2.
+/// its latest counts at: the views and the basket lines 1, the purchases `purchases`
+/// (none when 0).
 fn for_each_history_list(
     ctx: &Context<'_>,
+    purchases: f64,
     mut read: impl FnMut(&mut dyn ExactSizeIterator<Item = &ProductIdx>, f64),
 ) {
     read(&mut ctx.recent_views.iter(), 1.0);
     read(&mut ctx.basket.iter().rev(), 1.0);
-    read(&mut ctx.purchased.iter().rev(), 0.5);
+    if purchases > 0.0 {
+        read(&mut ctx.purchased.iter().rev(), purchases);
+    }
 }
 
 /// The products `basket_cross_sell` starts from: the basket's, in id order, each once.

@@ -111,6 +111,7 @@ fn zone_of(strategy: Strategy) -> ZoneSpec {
         content: 0.0,
         sessions: 0.0,
         popularity: 0.0,
+        purchases: crate::zone::DEFAULT_PURCHASES,
         pinned: Default::default(),
     }
 }
@@ -134,7 +135,8 @@ fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<Stri
 }
 
 #[test]
-fn personalized_seeds_weigh_recent_steps_by_recency_and_share_the_long_term_weight() {
+fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_and_weigh_purchases()
+{
     let catalogue = catalogue();
     let rankings = Rankings::build(&catalogue, |_| (0.0, 0));
     let neighbours = Neighbours::default();
@@ -176,6 +178,15 @@ fn personalized_seeds_weigh_recent_steps_by_recency_and_share_the_long_term_weig
     assert!((seeds[51].1 - (0.25 + 1.25)).abs() < 1e-12, "{seeds:?}");
     let total: f64 = seeds.iter().map(|s| s.1).sum();
     assert!((total - (1.75 + 5.0 + 0.75 + 2.5)).abs() < 1e-9, "{total}");
+    // The purchases at their own weight: 1 from the latest bought, or left out.
+    zone.long_term = 0.0;
+    zone.purchases = 1.0;
+    let seeds = personalized_seeds(&zone, &ctx);
+    let expected = [(0, 1.0), (1, 0.5), (2, 0.25), (8, 1.0), (7, 0.5)];
+    assert!(close(&seeds, &expected), "{seeds:?}");
+    zone.purchases = 0.0;
+    let seeds = personalized_seeds(&zone, &ctx);
+    assert!(close(&seeds, &expected[..3]), "{seeds:?}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Self-tuning of `personalized`'s recipe: how many of the latest views it starts from
 //! (`history`), the long-term part (`long_term`), the sessions like the shopper's
-//! (`sessions`) and popularity (`popularity`).
+//! (`sessions`), popularity (`popularity`) and the shopper's purchases (`purchases`).
 //!
 //! The grid ([`recipe_grid`]) crosses a few values of each (the configured ones among
 //! them) but those the zone pins. It is tried on the visitors self-evaluation judges
@@ -19,9 +19,10 @@
 //!
 //! This is also the guard against `personalized` losing to simpler strategies: the
 //! grid holds the recipe that reads the latest view alone (`history = 1`, no long-term
-//! part: `viewed_together` of the latest view) and the ones that blend in popularity
-//! (`trending`), so where those predict better, the tuning moves to them until the zone
-//! no longer loses.
+//! part: `viewed_together` of the latest view), the ones that blend in popularity
+//! (`trending`) and the ones that leave the shopper's purchases out (the visit alone:
+//! `basket_cross_sell` on a basket), so where those predict better, the tuning moves to
+//! them until the zone no longer loses.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -43,6 +44,8 @@ pub struct Recipe {
     pub sessions: f64,
     /// [`ZoneSpec::popularity`].
     pub popularity: f64,
+    /// [`ZoneSpec::purchases`].
+    pub purchases: f64,
 }
 
 /// Which values of the recipe a zone's configuration gives (and so pins).
@@ -56,6 +59,8 @@ pub struct RecipePins {
     pub sessions: bool,
     /// `popularity` given.
     pub popularity: bool,
+    /// `purchases` given.
+    pub purchases: bool,
 }
 
 /// The histories compared beside the configured one: the latest view alone, and the
@@ -69,6 +74,9 @@ pub const HISTORIES: [usize; 2] = [1, 3];
 pub const SESSION_WEIGHTS: [f64; 1] = [0.0];
 /// The popularity weights compared (0: none).
 pub const POPULARITY_WEIGHTS: [f64; 2] = [0.0, 0.1];
+/// The purchases' weights compared beside the configured one: none, the visit alone
+/// (what `basket_cross_sell` reads of the basket; the guard's third simpler strategy).
+pub const PURCHASE_WEIGHTS: [f64; 1] = [0.0];
 
 impl Recipe {
     /// The recipe `spec` is filled with.
@@ -78,6 +86,7 @@ impl Recipe {
             long_term: spec.long_term,
             sessions: spec.sessions,
             popularity: spec.popularity,
+            purchases: spec.purchases,
         }
     }
 
@@ -88,6 +97,7 @@ impl Recipe {
             long_term: self.long_term,
             sessions: self.sessions,
             popularity: self.popularity,
+            purchases: self.purchases,
             ..spec.clone()
         }
     }
@@ -95,8 +105,8 @@ impl Recipe {
 
 /// The recipes compared for `spec`: the configured one first, then every history of
 /// [`HISTORIES`] and the configured one, by a long-term part of 0 and the configured
-/// one, by [`SESSION_WEIGHTS`] and by [`POPULARITY_WEIGHTS`]; a value the zone pins
-/// stays as configured. One recipe when everything is pinned.
+/// one, by [`SESSION_WEIGHTS`], by [`POPULARITY_WEIGHTS`] and by [`PURCHASE_WEIGHTS`]
+/// (each with the configured one); a value the zone pins stays as configured. One recipe when everything is pinned.
 pub fn recipe_grid(spec: &ZoneSpec) -> Vec<Recipe> {
     let configured = Recipe::of(spec);
     let pins = spec.pinned;
@@ -122,19 +132,23 @@ pub fn recipe_grid(spec: &ZoneSpec) -> Vec<Recipe> {
     let long_terms = values(pins.long_term, configured.long_term, &[0.0]);
     let sessions = values(pins.sessions, configured.sessions, &SESSION_WEIGHTS);
     let popularities = values(pins.popularity, configured.popularity, &POPULARITY_WEIGHTS);
+    let purchases = values(pins.purchases, configured.purchases, &PURCHASE_WEIGHTS);
     let mut grid = vec![configured];
     for &history in &histories {
         for &long_term in &long_terms {
             for &sessions in &sessions {
                 for &popularity in &popularities {
-                    let recipe = Recipe {
-                        history,
-                        long_term,
-                        sessions,
-                        popularity,
-                    };
-                    if !grid.contains(&recipe) {
-                        grid.push(recipe);
+                    for &purchases in &purchases {
+                        let recipe = Recipe {
+                            history,
+                            long_term,
+                            sessions,
+                            popularity,
+                            purchases,
+                        };
+                        if !grid.contains(&recipe) {
+                            grid.push(recipe);
+                        }
                     }
                 }
             }
@@ -333,6 +347,11 @@ pub fn with_recipe(zones: &[ZoneSpec], recipe: Recipe) -> Vec<ZoneSpec> {
                     own.popularity
                 } else {
                     recipe.popularity
+                },
+                purchases: if pins.purchases {
+                    own.purchases
+                } else {
+                    recipe.purchases
                 },
             }
             .applied(zone)

@@ -246,7 +246,7 @@ async function showPredictions() {
 function settingText(s) {
   if (!s) return "–";
   if ("history" in s) {
-    return "history " + s.history + ", long-term " + s.longTerm + ", sessions " + s.sessions + ", popularity " + s.popularity;
+    return "history " + s.history + ", long-term " + s.longTerm + ", sessions " + s.sessions + ", popularity " + s.popularity + ", purchases " + s.purchases;
   }
   const steps = "coViewWindow" in s ? s.coViewWindow : s.coPurchaseWindow;
   const forward = "coViewForward" in s ? s.coViewForward : s.coPurchaseForward;

@@ -74,6 +74,7 @@ fn recipe(recipe: &Recipe) -> Value {
         "longTerm": recipe.long_term,
         "sessions": recipe.sessions,
         "popularity": recipe.popularity,
+        "purchases": recipe.purchases,
     })
 }
 
@@ -92,6 +93,7 @@ fn recipe_json(report: &RecipeReport) -> Value {
             "longTerm": report.pins.long_term,
             "sessions": report.pins.sessions,
             "popularity": report.pins.popularity,
+            "purchases": report.pins.purchases,
         },
         "active": report.active.as_ref().map(recipe),
         "threshold": report.threshold,

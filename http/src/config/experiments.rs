@@ -145,6 +145,7 @@ pub(super) fn experiments(
                 as_zone.content = None;
                 as_zone.sessions = None;
                 as_zone.popularity = None;
+                as_zone.purchases = None;
             }
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
@@ -172,6 +173,9 @@ pub(super) fn experiments(
             }
             if variant.popularity.is_some() {
                 as_zone.popularity = variant.popularity;
+            }
+            if variant.purchases.is_some() {
+                as_zone.purchases = variant.purchases;
             }
             let spec = zone_spec(&as_zone, &variant_key)?;
             variants.push(Variant {

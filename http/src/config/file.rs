@@ -219,6 +219,7 @@ pub(super) struct FileVariant {
     pub(super) content: Option<f64>,
     pub(super) sessions: Option<f64>,
     pub(super) popularity: Option<f64>,
+    pub(super) purchases: Option<f64>,
     pub(super) campaigns: Option<bool>,
 }
 
@@ -269,6 +270,7 @@ pub(super) struct FileZone {
     pub(super) content: Option<f64>,
     pub(super) sessions: Option<f64>,
     pub(super) popularity: Option<f64>,
+    pub(super) purchases: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -443,6 +443,20 @@ fn errors_name_file_key_and_problem() {
         fails(&format!("{MINIMAL}\n popularity = 1"))
             .contains("accounts[0].zones[0].popularity: only the personalized strategy")
     );
+    // `purchases` likewise, between 0 and 1.
+    assert_eq!(config.accounts[0].zones[0].purchases, 0.5);
+    assert_eq!(
+        config_with(&format!("{personalized}\n purchases = 0")).accounts[0].zones[0].purchases,
+        0.0
+    );
+    assert!(
+        fails(&format!("{personalized}\n purchases = 1.5"))
+            .contains("accounts[0].zones[0].purchases: must be between 0 and 1, got 1.5")
+    );
+    assert!(
+        fails(&format!("{MINIMAL}\n purchases = 1"))
+            .contains("accounts[0].zones[0].purchases: only the personalized strategy")
+    );
     let sessions_zone = MINIMAL.replace("\"trending\"", "\"similar_sessions\"");
     assert_eq!(
         config_with(&sessions_zone).accounts[0].zones[0].strategy,

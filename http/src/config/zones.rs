@@ -8,8 +8,8 @@ use vitrine_engine::event::PageType;
 use vitrine_engine::tuning::recipe::RecipePins;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{
-    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_POPULARITY, DEFAULT_RECENCY,
-    DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneSpec,
+    DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_POPULARITY, DEFAULT_PURCHASES,
+    DEFAULT_RECENCY, DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneSpec,
 };
 
 use super::Invalid;
@@ -123,6 +123,7 @@ pub(super) fn zone_spec(
         content,
         sessions,
         popularity,
+        purchases,
         pinned,
     } = history_settings(zone, key, &strategies)?;
     Ok(ZoneSpec {
@@ -140,6 +141,7 @@ pub(super) fn zone_spec(
         content,
         sessions,
         popularity,
+        purchases,
         pinned,
     })
 }
@@ -153,11 +155,13 @@ struct HistorySettings {
     content: f64,
     sessions: f64,
     popularity: f64,
+    purchases: f64,
     /// The parts of `personalized`'s recipe given (self-tuning leaves them be).
     pinned: RecipePins,
 }
 
-/// `history`, `recency`, `long_term`, `context`, `content`, `sessions` and `popularity`, each refused where none
+/// `history`, `recency`, `long_term`, `context`, `content`, `sessions`, `popularity` and
+/// `purchases`, each refused where none
 /// of the zone's `strategies` (its strategy and fallbacks) reads it.
 fn history_settings(
     zone: &FileZone,
@@ -270,6 +274,17 @@ fn history_settings(
     };
     let sessions = part("sessions", zone.sessions, DEFAULT_SESSIONS)?;
     let popularity = part("popularity", zone.popularity, DEFAULT_POPULARITY)?;
+    let purchases = match zone.purchases {
+        None => DEFAULT_PURCHASES,
+        Some(_) if !personal => return Err(only_personal("purchases")),
+        Some(weight) if (0.0..=1.0).contains(&weight) => weight,
+        Some(weight) => {
+            return Err(Invalid::at(
+                key("purchases"),
+                format!("must be between 0 and 1, got {weight}"),
+            ));
+        }
+    };
     Ok(HistorySettings {
         history,
         recency,
@@ -278,11 +293,13 @@ fn history_settings(
         content,
         sessions,
         popularity,
+        purchases,
         pinned: RecipePins {
             history: zone.history.is_some(),
             long_term: zone.long_term.is_some(),
             sessions: zone.sessions.is_some(),
             popularity: zone.popularity.is_some(),
+            purchases: zone.purchases.is_some(),
         },
     })
 }

@@ -114,19 +114,19 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         before["purchases"]["active"],
         json!({"coPurchaseWindow": 1, "partnerDamping": 0.5, "coPurchaseForward": 0.0})
     );
-    // personalized's recipe: 3 histories × 2 long-term parts × 2 popularity weights,
-    // from the configured one.
+    // personalized's recipe: 3 histories × 2 long-term parts × 2 popularity weights ×
+    // 2 purchases' weights, from the configured one.
     let recipe = &before["recipe"];
     assert_eq!(recipe["zone"], "PZ", "{before}");
     assert_eq!(recipe["tuning"], "auto", "{before}");
     assert_eq!(
         recipe["settings"].as_array().map(Vec::len),
-        Some(12),
+        Some(24),
         "{before}"
     );
     assert_eq!(
         recipe["active"],
-        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.5})
     );
     assert_eq!(recipe["trialsDropped"], 0, "{before}");
 
@@ -186,8 +186,13 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     edited["purchasePartnerDamping"] = json!(0.25);
     edited["coPurchaseWindow"] = json!(10);
     edited["coPurchaseForward"] = json!(1.0);
+    // The recipe as a file written before the purchases' weight was tuned has it: the
+    // default is read.
     let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1});
     edited["recipe"] = chosen.clone();
+    let chosen = json!({
+        "history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1, "purchases": 0.5
+    });
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
@@ -259,7 +264,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(off["recipe"]["tuning"], "off", "{off}");
     assert_eq!(
         off["recipe"]["active"],
-        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0})
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.5})
     );
     assert_eq!(
         off["purchases"]["settings"].as_array().map(Vec::len),

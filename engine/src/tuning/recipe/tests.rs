@@ -11,20 +11,21 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
     let grid = recipe_grid(&spec);
     assert_eq!(grid[0], Recipe::of(&spec));
     // Histories 1, 3 and the configured 10; long-term 0 and 2; popularity 0 and 0.1;
-    // the sessions as configured (0).
-    assert_eq!(grid.len(), 3 * 2 * 2);
+    // purchases 0 and 0.5; the sessions as configured (0).
+    assert_eq!(grid.len(), 3 * 2 * 2 * 2);
     assert!(grid.contains(&Recipe {
         history: 1,
         long_term: 0.0,
         sessions: 0.0,
         popularity: 0.1,
+        purchases: 0.0,
     }));
     // A zone that blends sessions has them compared with none.
     let blending = ZoneSpec {
         sessions: 1.0,
         ..personalized()
     };
-    assert_eq!(recipe_grid(&blending).len(), 3 * 2 * 2 * 2);
+    assert_eq!(recipe_grid(&blending).len(), 3 * 2 * 2 * 2 * 2);
     // Pinned values stay as configured.
     let pinned = ZoneSpec {
         history: 5,
@@ -36,7 +37,7 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
         ..personalized()
     };
     let grid = recipe_grid(&pinned);
-    assert_eq!(grid.len(), 2 * 2);
+    assert_eq!(grid.len(), 2 * 2 * 2);
     assert!(grid.iter().all(|r| r.history == 5 && r.sessions == 0.0));
     let all = ZoneSpec {
         pinned: RecipePins {
@@ -44,6 +45,7 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
             long_term: true,
             sessions: true,
             popularity: true,
+            purchases: true,
         },
         ..personalized()
     };
@@ -57,6 +59,7 @@ fn a_recipe_fills_the_personalized_zones_but_what_each_pins() {
         long_term: 0.0,
         sessions: 1.0,
         popularity: 0.5,
+        purchases: 0.0,
     };
     let pinned = ZoneSpec {
         id: "Q".into(),
@@ -86,7 +89,7 @@ fn the_tuner_tries_the_first_personalized_zone_and_keeps_its_recipe_through_a_re
     let tuner = RecipeTuner::new(&zones, true, 5);
     let (zone, grid) = tuner.due(1_000).expect("a trial is due");
     assert_eq!(zone.id, "P");
-    assert_eq!(grid.len(), 12);
+    assert_eq!(grid.len(), 24);
     // Bounded: a second's worth at once.
     assert_eq!((0..10).filter(|_| tuner.due(1_000).is_some()).count(), 4);
     let chosen = grid[5];
