@@ -82,16 +82,7 @@ impl Account {
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load_full();
         if judging {
-            let page = snapshot.recent_views.first().copied();
-            let ctx = snapshot.context(
-                catalogue,
-                &rankings,
-                &published,
-                (currency, now),
-                page,
-                None,
-                None,
-            );
+            let ctx = snapshot.judged_context(catalogue, &rankings, &published, (currency, now));
             self.judge_shadows(&snapshot, &ctx, &brought, zones);
             for spec in zones
                 .iter()
@@ -113,7 +104,7 @@ impl Account {
         // The recipes are filled off the request path, from what the request was
         // served with.
         if let Some((zone, grid)) = recipes {
-            self.queue_recipe_trial(RecipeTrial {
+            self.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),
                 rankings,

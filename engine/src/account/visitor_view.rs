@@ -108,6 +108,20 @@ pub(super) const SESSION_PRODUCTS: usize = 200;
 pub const MAX_DEVICES: usize = 8;
 
 impl VisitorSnapshot {
+    /// What recommenders consult for this visitor when a zone is judged or a recipe
+    /// tried on what they do next ([`crate::prequential`]): [`VisitorSnapshot::context`]
+    /// on the page of their latest view, no category or search term.
+    pub(super) fn judged_context<'a>(
+        &'a self,
+        catalogue: &'a Catalogue,
+        rankings: &'a RankingsVersion,
+        published: &'a Neighbours,
+        at: (Currency, UnixMillis),
+    ) -> Context<'a> {
+        let page = self.recent_views.first().copied();
+        self.context(catalogue, rankings, published, at, page, None, None)
+    }
+
     /// What recommenders consult for this visitor: `catalogue` with its `rankings` and
     /// the `published` neighbour lists (none when they index another base: a request
     /// racing a feed's swap reads none until they are moved to this one), in a currency

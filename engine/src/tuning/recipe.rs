@@ -106,55 +106,70 @@ impl Recipe {
 /// The recipes compared for `spec`: the configured one first, then every history of
 /// [`HISTORIES`] and the configured one, by a long-term part of 0 and the configured
 /// one, by [`SESSION_WEIGHTS`], by [`POPULARITY_WEIGHTS`] and by [`PURCHASE_WEIGHTS`]
-/// (each with the configured one); a value the zone pins stays as configured. One recipe when everything is pinned.
+/// (each with the configured one); a value the zone pins stays as configured. One
+/// recipe when everything is pinned.
 pub fn recipe_grid(spec: &ZoneSpec) -> Vec<Recipe> {
     let configured = Recipe::of(spec);
     let pins = spec.pinned;
-    let values = |pinned: bool, own: f64, others: &[f64]| -> Vec<f64> {
-        if pinned {
-            return vec![own];
-        }
-        let mut values: Vec<f64> = others.to_vec();
-        if !values.contains(&own) {
-            values.push(own);
-        }
-        values
-    };
-    let histories: Vec<usize> = if pins.history {
-        vec![configured.history]
-    } else {
-        let mut histories = HISTORIES.to_vec();
-        if !histories.contains(&configured.history) {
-            histories.push(configured.history);
-        }
-        histories
-    };
-    let long_terms = values(pins.long_term, configured.long_term, &[0.0]);
-    let sessions = values(pins.sessions, configured.sessions, &SESSION_WEIGHTS);
-    let popularities = values(pins.popularity, configured.popularity, &POPULARITY_WEIGHTS);
-    let purchases = values(pins.purchases, configured.purchases, &PURCHASE_WEIGHTS);
+    let mut crossed = vec![configured];
+    crossed = cross(
+        &crossed,
+        &values(pins.history, configured.history, &HISTORIES),
+        |r, history| Recipe { history, ..r },
+    );
+    crossed = cross(
+        &crossed,
+        &values(pins.long_term, configured.long_term, &[0.0]),
+        |r, long_term| Recipe { long_term, ..r },
+    );
+    crossed = cross(
+        &crossed,
+        &values(pins.sessions, configured.sessions, &SESSION_WEIGHTS),
+        |r, sessions| Recipe { sessions, ..r },
+    );
+    crossed = cross(
+        &crossed,
+        &values(pins.popularity, configured.popularity, &POPULARITY_WEIGHTS),
+        |r, popularity| Recipe { popularity, ..r },
+    );
+    crossed = cross(
+        &crossed,
+        &values(pins.purchases, configured.purchases, &PURCHASE_WEIGHTS),
+        |r, purchases| Recipe { purchases, ..r },
+    );
     let mut grid = vec![configured];
-    for &history in &histories {
-        for &long_term in &long_terms {
-            for &sessions in &sessions {
-                for &popularity in &popularities {
-                    for &purchases in &purchases {
-                        let recipe = Recipe {
-                            history,
-                            long_term,
-                            sessions,
-                            popularity,
-                            purchases,
-                        };
-                        if !grid.contains(&recipe) {
-                            grid.push(recipe);
-                        }
-                    }
-                }
-            }
+    for recipe in crossed {
+        if !grid.contains(&recipe) {
+            grid.push(recipe);
         }
     }
     grid
+}
+
+/// The values of one part of the recipe compared: the configured one alone when the
+/// zone pins it, else `others` and the configured one.
+fn values<T: Copy + PartialEq>(pinned: bool, own: T, others: &[T]) -> Vec<T> {
+    if pinned {
+        return vec![own];
+    }
+    let mut values = others.to_vec();
+    if !values.contains(&own) {
+        values.push(own);
+    }
+    values
+}
+
+/// Each of `recipes` with each of `values` put in by `set`, in that order (the parts
+/// crossed first vary slowest).
+fn cross<T: Copy>(
+    recipes: &[Recipe],
+    values: &[T],
+    set: impl Fn(Recipe, T) -> Recipe,
+) -> Vec<Recipe> {
+    recipes
+        .iter()
+        .flat_map(|recipe| values.iter().map(|value| set(*recipe, *value)))
+        .collect()
 }
 
 /// What recipe self-tuning knows: the zone it tunes, the grid with each recipe's

@@ -263,28 +263,19 @@ fn history_settings(
             ));
         }
     };
-    let part = |name: &str, given: Option<f64>, default: f64| match given {
+    // A weight of `personalized`'s recipe, between 0 and `max`.
+    let part = |name: &str, given: Option<f64>, default: f64, max: f64| match given {
         None => Ok(default),
         Some(_) if !personal => Err(only_personal(name)),
-        Some(weight) if (0.0..=10.0).contains(&weight) => Ok(weight),
+        Some(weight) if (0.0..=max).contains(&weight) => Ok(weight),
         Some(weight) => Err(Invalid::at(
             key(name),
-            format!("must be between 0 and 10, got {weight}"),
+            format!("must be between 0 and {max}, got {weight}"),
         )),
     };
-    let sessions = part("sessions", zone.sessions, DEFAULT_SESSIONS)?;
-    let popularity = part("popularity", zone.popularity, DEFAULT_POPULARITY)?;
-    let purchases = match zone.purchases {
-        None => DEFAULT_PURCHASES,
-        Some(_) if !personal => return Err(only_personal("purchases")),
-        Some(weight) if (0.0..=1.0).contains(&weight) => weight,
-        Some(weight) => {
-            return Err(Invalid::at(
-                key("purchases"),
-                format!("must be between 0 and 1, got {weight}"),
-            ));
-        }
-    };
+    let sessions = part("sessions", zone.sessions, DEFAULT_SESSIONS, 10.0)?;
+    let popularity = part("popularity", zone.popularity, DEFAULT_POPULARITY, 10.0)?;
+    let purchases = part("purchases", zone.purchases, DEFAULT_PURCHASES, 1.0)?;
     Ok(HistorySettings {
         history,
         recency,

@@ -37,27 +37,17 @@ pub(in crate::account) struct RecipeTrial {
 }
 
 impl Account {
-    /// Queues a trial of the recipes, to be scored by [`Account::score_recipe_trials`]
-    /// (dropped and counted when too many wait).
-    pub(in crate::account) fn queue_recipe_trial(&self, trial: RecipeTrial) {
-        self.recipe_trials.push(trial);
-    }
-
     /// Scores the recipe trials taken since the last call (on the models' rebuild
     /// round): each recipe of a trial's grid fills the zone for the visitor as they
     /// were, on the page of their latest view, and is a hit when a product the request
     /// brought is in its top [`TOP_K`]. Switches the zones' recipe when one wins.
     pub(in crate::account) fn score_recipe_trials(&self) {
         while let Some(trial) = self.recipe_trials.pop() {
-            let page = trial.snapshot.recent_views.first().copied();
-            let ctx = trial.snapshot.context(
+            let ctx = trial.snapshot.judged_context(
                 &trial.catalogue,
                 &trial.rankings,
                 &trial.published,
                 (trial.currency, trial.now),
-                page,
-                None,
-                None,
             );
             let shown: Vec<Vec<ProductIdx>> = trial
                 .grid
