@@ -335,6 +335,44 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
 }
 
 #[test]
+fn personalized_blends_popularity_in_proportion_to_it() {
+    let mut spec = testkit::zone("Z", Strategy::Personalized, 5);
+    spec.history = 1;
+    spec.long_term = 0.0;
+    spec.sessions = 0.0;
+    spec.popularity = 0.5;
+    // Weights by count (no damping), so that the sums below are plain.
+    let models = ModelSettings {
+        partner_damping: 0.0,
+        seed_damping: 0.0,
+        ..ModelSettings::default()
+    };
+    let account = testkit::account_with_models(vec![spec], catalogue(), models);
+    // a viewed with b by 8 visitors, with c by 2; d and e viewed alone by 16 each, f
+    // by 2. Views: d, e 16; a 10; b 8; c, f 2.
+    for v in 0..8 {
+        track(&account, &format!("ab{v}"), vec![view("a"), view("b")], T0);
+    }
+    for v in 0..2 {
+        track(&account, &format!("ac{v}"), vec![view("a"), view("c")], T0);
+        track(&account, &format!("f{v}"), vec![view("f")], T0);
+    }
+    for v in 0..16 {
+        track(&account, &format!("d{v}"), vec![view("d")], T0);
+        track(&account, &format!("e{v}"), vec![view("e")], T0);
+    }
+    account.rebuild_models();
+    // From a: b scores 8 and c 2 (the best pair: 8). Popularity adds 0.5 × 8 times a
+    // product's views over the most viewed's (16): b 2, c 0.5, d and e 4 each, f 0.5.
+    // So b 10, d 4, e 4 (a tie, by id), c 2.5, f 0.5: the popular products no pair
+    // scored come between the others in their place.
+    assert_eq!(
+        zone(&account, "me", vec![view("a")], "GBP"),
+        ["b", "d", "e", "c", "f"]
+    );
+}
+
+#[test]
 fn personalized_starts_from_the_basket_and_the_latest_purchases() {
     let account = account(Strategy::Personalized);
     // c bought with d in 5 orders, a with b in 3, e with f in 2.

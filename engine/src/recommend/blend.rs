@@ -10,6 +10,7 @@ use crate::models::{Neighbours, ProductLists};
 use crate::zone::{DEFAULT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
 
 use super::evidence::Fact;
+use super::rankings::{POPULAR_BLENDED, Popular};
 use super::{Context, anchor};
 
 /// Seeds of a blend, inline up to 32.
@@ -160,9 +161,9 @@ pub(super) struct Blend<'a> {
     /// The products of the sessions most like the shopper's, and the zone's `sessions`
     /// weight on them (see [`ZoneSpec::sessions`]).
     pub(super) sessions: (&'a [(ProductIdx, f32)], f64),
-    /// The account's most popular products with their popularity, and the zone's
-    /// `popularity` weight on them (see [`ZoneSpec::popularity`]).
-    pub(super) popularity: (&'a [(ProductIdx, f32)], f64),
+    /// The account's most popular products, and the zone's `popularity` weight on
+    /// them (see [`ZoneSpec::popularity`]).
+    pub(super) popularity: (Popular<'a>, f64),
     /// Whether each product keeps the parts it was added up from, as facts.
     pub(super) record: bool,
 }
@@ -171,14 +172,17 @@ pub(super) struct Blend<'a> {
 /// over the seeds whose lists hold it, of the seed's weight times the pair's weight,
 /// and with `content` above 0 the content part of each seed (see
 /// [`ZoneSpec::content`]), and with `sessions` and `popularity` above 0 the session
-/// and popularity parts (see [`ZoneSpec::sessions`], [`ZoneSpec::popularity`]). Products in `skip` are left out; ties go to the smaller
-/// product id. Ranked as they are taken: a zone takes its first few of a blend of
-/// thousands, so only the next [`BLEND_STEP`] are sorted at a time. Each comes with its
-/// score and, when the blend records, the parts of it as facts (pairs in seed order,
-/// then content parts in seed order).
+/// and popularity parts (see [`ZoneSpec::sessions`], [`ZoneSpec::popularity`]).
+/// Products in `skip` are left out; ties go to the smaller product id. Ranked as they
+/// are taken: a zone takes its first few of a blend of thousands, so only the next
+/// [`BLEND_STEP`] are sorted at a time, and the popular products no other part scored
+/// are not added up but merged in, in their own order, as far as they are taken. Each
+/// comes with its score and, when the blend records, the parts of it as facts (pairs
+/// in seed order, then content parts in seed order, then the session and popularity
+/// parts).
 pub(super) fn blended<'c>(
     seeds: impl Iterator<Item = (ProductIdx, f64)>,
-    blend: &Blend<'_>,
+    blend: &Blend<'c>,
     catalogue: &'c Catalogue,
 ) -> impl Iterator<Item = (ProductIdx, f64, Vec<Fact>)> + 'c {
     // Each product's parts are added in the order found (seeds in order, lists in
@@ -218,7 +222,7 @@ pub(super) fn blended<'c>(
     // weight means the same on every store (1 when no pair scored); that scan of the
     // candidates only when either part is blended.
     let blends_parts = (blend.sessions.1 > 0.0 && !blend.sessions.0.is_empty())
-        || (blend.popularity.1 > 0.0 && !blend.popularity.0.is_empty());
+        || (blend.popularity.1 > 0.0 && !blend.popularity.0.list().is_empty());
     let peak = if blends_parts {
         sums.values().copied().fold(0.0, f64::max)
     } else {
@@ -236,17 +240,31 @@ pub(super) fn blended<'c>(
             weight: part,
         },
     );
+    // The popularity part: added to the products the other parts scored; the others
+    // it scores are merged in below.
     let (popular, weight) = blend.popularity;
-    add_scaled(
-        popular,
-        weight * peak,
-        (&mut sums, &mut parts),
-        blend.record,
-        |score, _| Fact::Popularity {
-            rank: 0,
-            score: f64::from(score),
-        },
-    );
+    let scale = if weight > 0.0 { weight * peak } else { 0.0 };
+    let mut scored_too = [false; POPULAR_BLENDED];
+    if scale > 0.0 {
+        for (idx, sum) in &mut sums {
+            let Some(place) = popular.place_of(*idx) else {
+                continue;
+            };
+            let (Some(product), Some(seen)) =
+                (popular.list().get(place), scored_too.get_mut(place))
+            else {
+                continue;
+            };
+            *seen = true;
+            *sum += scale * product.share;
+            if blend.record {
+                parts
+                    .entry(*idx)
+                    .or_default()
+                    .push(popularity_fact(place, product.key));
+            }
+        }
+    }
     let ranked: Vec<(ProductIdx, f64)> = sums
         .into_iter()
         .filter(|(idx, _)| !blend.skip.contains(idx))
@@ -255,8 +273,77 @@ pub(super) fn blended<'c>(
         b.1.total_cmp(&a.1)
             .then_with(|| id_of(catalogue, a.0).cmp(id_of(catalogue, b.0)))
     };
-    sorted_lazily(ranked, order, BLEND_STEP)
-        .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()))
+    let summed = sorted_lazily(ranked, order, BLEND_STEP)
+        .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()));
+    // The popular products no other part scored, in popularity order (ties by id):
+    // their score is the popularity part alone.
+    let skip = blend.skip;
+    let only_popular = popular
+        .list()
+        .iter()
+        .enumerate()
+        .filter(move |(place, product)| {
+            scale > 0.0
+                && !scored_too.get(*place).copied().unwrap_or(true)
+                && !skip.contains(&product.idx)
+        })
+        .map(move |(place, product)| (product.idx, scale * product.share, place));
+    let record = blend.record;
+    let only_popular = runs_by_id(only_popular, catalogue).map(move |(idx, score, place)| {
+        let facts = match popular.list().get(place) {
+            Some(product) if record => vec![popularity_fact(place, product.key)],
+            _ => Vec::new(),
+        };
+        (idx, score, facts)
+    });
+    merged(summed, only_popular, move |a, b| {
+        order(&(a.0, a.1), &(b.0, b.1))
+    })
+}
+
+/// The fact of a popular product's part: its place in trending and its trending key.
+fn popularity_fact(place: usize, key: f64) -> Fact {
+    Fact::Popularity {
+        rank: u32::try_from(place).unwrap_or(u32::MAX),
+        score: key,
+    }
+}
+
+/// `scored` (in non-increasing score order) with each run of equal scores in product id
+/// order.
+fn runs_by_id<'c>(
+    scored: impl Iterator<Item = (ProductIdx, f64, usize)> + 'c,
+    catalogue: &'c Catalogue,
+) -> impl Iterator<Item = (ProductIdx, f64, usize)> + 'c {
+    let mut scored = scored.peekable();
+    // The current run, in reverse id order (taken from the end).
+    let mut run: Vec<(ProductIdx, f64, usize)> = Vec::new();
+    std::iter::from_fn(move || {
+        if run.is_empty() {
+            let first = scored.next()?;
+            run.push(first);
+            while let Some(next) = scored.next_if(|next| next.1 == first.1) {
+                run.push(next);
+            }
+            run.sort_unstable_by(|a, b| id_of(catalogue, b.0).cmp(id_of(catalogue, a.0)));
+        }
+        run.pop()
+    })
+}
+
+/// Two iterators each in `order`, merged into one in `order` (the first's item first
+/// on a tie).
+fn merged<T>(
+    first: impl Iterator<Item = T>,
+    second: impl Iterator<Item = T>,
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> impl Iterator<Item = T> {
+    let (mut first, mut second) = (first.peekable(), second.peekable());
+    std::iter::from_fn(move || match (first.peek(), second.peek()) {
+        (Some(a), Some(b)) if order(b, a).is_lt() => second.next(),
+        (Some(_), _) => first.next(),
+        (None, _) => second.next(),
+    })
 }
 
 /// Adds a scored list to a blend's `sums`: each product `scale` times its score over

@@ -12,7 +12,7 @@ use crate::zone::{Strategy, ZoneSpec};
 
 use super::blend::{Blend, Pairs, anchor_seeds, basket_seeds, blended, personalized_seeds};
 use super::evidence::{Evidence, Fact};
-use super::{Context, anchor, item_price};
+use super::{Context, Popular, anchor, item_price};
 
 /// How a candidate's [`Evidence`] is built, when someone asks for it.
 pub(super) type Found<'f> = &'f dyn Fn() -> Evidence;
@@ -154,7 +154,7 @@ pub(super) fn candidates(
                         skip: &skip,
                         content: zone.content,
                         sessions: (&[], 0.0),
-                        popularity: (&[], 0.0),
+                        popularity: (Popular::default(), 0.0),
                         record,
                     };
                     take_blended(blended(seeds.iter().copied(), &blend, catalogue), take);
@@ -215,7 +215,7 @@ pub(super) fn candidates(
                 skip: ctx.basket,
                 content: zone.content,
                 sessions: (&[], 0.0),
-                popularity: (&[], 0.0),
+                popularity: (Popular::default(), 0.0),
                 record,
             };
             let weighted = seeds.iter().map(|idx| (*idx, 1.0));
@@ -254,9 +254,9 @@ pub(super) fn candidates(
 /// The most popular products `personalized`'s popularity part reads, at most
 /// [`POPULAR_BLENDED`](super::POPULAR_BLENDED), with their popularity; none
 /// when its weight is 0.
-fn popular_part<'c>(zone: &ZoneSpec, ctx: &Context<'c>) -> &'c [(ProductIdx, f32)] {
+fn popular_part<'c>(zone: &ZoneSpec, ctx: &Context<'c>) -> Popular<'c> {
     if zone.popularity <= 0.0 {
-        return &[];
+        return Popular::default();
     }
     ctx.rankings.popular()
 }

@@ -27,7 +27,7 @@ pub use custom::fill_custom;
 pub use evidence::{Evidence, Fact};
 pub use filters::Rejection;
 pub use price::{ItemPrice, item_price, priced};
-pub use rankings::{POPULAR_BLENDED, Rankings};
+pub use rankings::{POPULAR_BLENDED, Popular, PopularProduct, Rankings};
 
 use candidates::candidates;
 use filters::admissible;

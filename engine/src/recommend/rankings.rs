@@ -16,10 +16,10 @@ pub struct Rankings {
     pub top_sellers: Vec<ProductIdx>,
     /// Rank of each product in `trending`, indexed by dense id.
     pub trending_rank: Vec<u32>,
-    /// The first [`POPULAR_BLENDED`] of `trending` with their trending keys: what
-    /// `personalized`'s popularity part blends in, made once per rankings rather than
-    /// per request.
-    popular: Vec<(ProductIdx, f32)>,
+    /// The first [`POPULAR_BLENDED`] of `trending` with their trending keys and
+    /// popularity: what `personalized`'s popularity part blends in, made once per
+    /// rankings rather than per request.
+    popular: Vec<PopularProduct>,
     /// Each product's trending key and units sold, indexed by dense id (see
     /// [`Rankings::build`]).
     scores: Vec<(f64, u64)>,
@@ -30,6 +30,39 @@ pub struct Rankings {
 
 /// The most popular products `personalized`'s popularity part blends in, at most.
 pub const POPULAR_BLENDED: usize = 200;
+
+/// One of the most popular products ([`Rankings::popular`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PopularProduct {
+    /// The product.
+    pub idx: ProductIdx,
+    /// Its trending key.
+    pub key: f64,
+    /// Its popularity over the most popular product's, in (0, 1].
+    pub share: f64,
+}
+
+/// The most popular products of some rankings ([`Rankings::popular`]), most popular
+/// first, and a product's place among them without a search.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Popular<'a> {
+    list: &'a [PopularProduct],
+    /// Each product's place in trending, by dense id.
+    rank: &'a [u32],
+}
+
+impl<'a> Popular<'a> {
+    /// The products, most popular first.
+    pub fn list(&self) -> &'a [PopularProduct] {
+        self.list
+    }
+
+    /// A product's place among them (its place in trending), when it is among them.
+    pub fn place_of(&self, idx: ProductIdx) -> Option<usize> {
+        let rank = *self.rank.get(idx as usize)? as usize;
+        (rank < self.list.len()).then_some(rank)
+    }
+}
 
 impl Rankings {
     /// Orders a catalogue's products by trending key (greater first: a decayed score
@@ -70,12 +103,23 @@ impl Rankings {
                 *slot = rank as u32;
             }
         }
+        let key_of =
+            |idx: &ProductIdx| scores.get(*idx as usize).map_or(f64::NEG_INFINITY, |s| s.0);
+        let best = trending.first().map_or(f64::NEG_INFINITY, key_of);
+        // Keys are base-2 logarithms of decayed scores (`Decaying::rank_key`): a
+        // product's score over the best one's is 2^(key - best). Products never
+        // interacted with (key -inf) have no popularity to blend.
         let popular = trending
             .iter()
             .take(POPULAR_BLENDED)
-            .map(|idx| {
-                let key = scores.get(*idx as usize).map_or(0.0, |(key, _)| *key);
-                (*idx, key as f32)
+            .filter_map(|idx| {
+                let key = key_of(idx);
+                let share = (key - best).exp2();
+                (share > 0.0 && share.is_finite()).then_some(PopularProduct {
+                    idx: *idx,
+                    key,
+                    share,
+                })
             })
             .collect();
         Rankings {
@@ -88,9 +132,13 @@ impl Rankings {
         }
     }
 
-    /// The most popular products with their trending keys, at most [`POPULAR_BLENDED`].
-    pub fn popular(&self) -> &[(ProductIdx, f32)] {
-        &self.popular
+    /// The most popular products (at most [`POPULAR_BLENDED`], those with any
+    /// popularity) with their trending keys and popularity.
+    pub fn popular(&self) -> Popular<'_> {
+        Popular {
+            list: &self.popular,
+            rank: &self.trending_rank,
+        }
     }
 
     /// A product's trending key and units sold (`None` for an index these rankings do
@@ -235,12 +283,28 @@ mod tests {
             assert_eq!(rankings.trending, full.trending);
             assert_eq!(rankings.top_sellers, full.top_sellers);
             assert_eq!(rankings.trending_rank, full.trending_rank);
-            // The popularity part: the first of trending, with their keys.
-            assert_eq!(rankings.popular(), full.popular());
-            assert_eq!(rankings.popular().len(), POPULAR_BLENDED);
-            for (&(idx, key), &first) in rankings.popular().iter().zip(&rankings.trending) {
-                assert_eq!(idx, first);
-                assert_eq!(key.to_bits(), (scores_of(&rankings, idx) as f32).to_bits());
+            // The popularity part: the first of trending with any popularity, with
+            // their keys and their scores over the best one's.
+            let popular = rankings.popular();
+            assert_eq!(popular.list(), full.popular().list());
+            let best = scores_of(&rankings, rankings.trending[0]);
+            let with_score = rankings
+                .trending
+                .iter()
+                .take(POPULAR_BLENDED)
+                .take_while(|idx| scores_of(&rankings, **idx) > f64::NEG_INFINITY);
+            assert_eq!(popular.list().len(), with_score.clone().count());
+            for (product, &first) in popular.list().iter().zip(with_score) {
+                assert_eq!(product.idx, first);
+                let key = scores_of(&rankings, first);
+                assert_eq!(product.key, key);
+                assert!((product.share - (key - best).exp2()).abs() < 1e-12);
+            }
+            // Found by place: those, no other.
+            for (rank, &idx) in rankings.trending.iter().enumerate() {
+                let place = popular.place_of(idx);
+                let expected = (rank < popular.list().len()).then_some(rank);
+                assert_eq!(place, expected, "{rank}");
             }
         }
     }
