@@ -15,7 +15,7 @@ use vitrine_engine::account::ServeRequest;
 use vitrine_engine::catalogue::{Catalogue, CatalogueBuilder, Product};
 use vitrine_engine::event::{BasketLine, Event, Identity, PageType, PersonalDetails};
 use vitrine_engine::models::{ModelSettings, TRENDING_HALF_LIFE_MILLIS};
-use vitrine_engine::zone::Strategy;
+use vitrine_engine::zone::{Strategy, ZoneSpec};
 use vitrine_testkit::{self as testkit};
 
 #[test]
@@ -299,19 +299,27 @@ fn personalized_blends_the_neighbours_of_the_visitors_history() {
     assert!(zone(&account, "nobody", vec![], "GBP").is_empty());
 }
 
+/// An account with one `personalized` zone of `count` products, as `configure` sets
+/// it, whose pairs weigh by count (no damping), so that the sums a test works out are
+/// plain.
+fn undamped_personalized(count: usize, configure: impl FnOnce(&mut ZoneSpec)) -> Account {
+    let mut spec = testkit::zone("Z", Strategy::Personalized, count);
+    configure(&mut spec);
+    let models = ModelSettings {
+        partner_damping: 0.0,
+        seed_damping: 0.0,
+        ..ModelSettings::default()
+    };
+    testkit::account_with_models(vec![spec], catalogue(), models)
+}
+
 #[test]
 fn personalized_starts_from_as_many_views_as_its_history_says() {
     let account = |history: usize| {
-        let mut spec = testkit::zone("Z", Strategy::Personalized, 2);
-        spec.history = history;
-        spec.long_term = 0.0;
-        // Weights by count (no damping), so that the sums below are plain.
-        let models = ModelSettings {
-            partner_damping: 0.0,
-            seed_damping: 0.0,
-            ..ModelSettings::default()
-        };
-        let account = testkit::account_with_models(vec![spec], catalogue(), models);
+        let account = undamped_personalized(2, |spec| {
+            spec.history = history;
+            spec.long_term = 0.0;
+        });
         // a and b viewed together by 8 visitors, d and e by 3.
         for v in 0..8 {
             track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
@@ -336,18 +344,12 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
 
 #[test]
 fn personalized_blends_popularity_in_proportion_to_it() {
-    let mut spec = testkit::zone("Z", Strategy::Personalized, 5);
-    spec.history = 1;
-    spec.long_term = 0.0;
-    spec.sessions = 0.0;
-    spec.popularity = 0.5;
-    // Weights by count (no damping), so that the sums below are plain.
-    let models = ModelSettings {
-        partner_damping: 0.0,
-        seed_damping: 0.0,
-        ..ModelSettings::default()
-    };
-    let account = testkit::account_with_models(vec![spec], catalogue(), models);
+    let account = undamped_personalized(5, |spec| {
+        spec.history = 1;
+        spec.long_term = 0.0;
+        spec.sessions = 0.0;
+        spec.popularity = 0.5;
+    });
     // a viewed with b by 8 visitors, with c by 2; d and e viewed alone by 16 each, f
     // by 2. Views: d, e 16; a 10; b 8; c, f 2.
     for v in 0..8 {
