@@ -257,8 +257,13 @@ pub const DEFAULT_SESSIONS: f64 = 0.0;
 /// [`ZoneSpec::popularity`] by default.
 pub const DEFAULT_POPULARITY: f64 = 0.0;
 
-/// [`ZoneSpec::purchases`] by default: a purchase weighs half a view or basket line.
-pub const DEFAULT_PURCHASES: f64 = 0.5;
+/// [`ZoneSpec::purchases`] by default: a purchase weighs a quarter of a view or basket
+/// line (docs/quality.md, "What the shopper bought before weighs a quarter").
+pub const DEFAULT_PURCHASES: f64 = 0.25;
+
+/// What a purchase weighs among `viewed_together`'s and `bought_together`'s `context`
+/// seeds: half a view or basket line.
+pub const CONTEXT_PURCHASES: f64 = 0.5;
 
 /// The most views (basket lines, purchases) the long-term part of `personalized` reads.
 pub const LONG_TERM_HISTORY: usize = 50;

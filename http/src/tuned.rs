@@ -47,7 +47,8 @@ struct StoredRecipe {
     long_term: f64,
     sessions: f64,
     popularity: f64,
-    /// Absent from a file written before the purchases' weight was tuned: the default.
+    /// Absent from a file written before the purchases' weight was tuned: today's
+    /// default, so that the rest of the recipe chosen then is kept.
     #[serde(default = "default_purchases")]
     purchases: f64,
 }

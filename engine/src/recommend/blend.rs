@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::models::{Neighbours, ProductLists};
-use crate::zone::{DEFAULT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
+use crate::zone::{CONTEXT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
 
 use super::evidence::Fact;
 use super::rankings::{POPULAR_BLENDED, Popular};
@@ -77,7 +77,7 @@ pub(super) fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     };
     let mut seeds = Seeds::new();
     seeds.push((anchor, 1.0));
-    for_each_history_list(ctx, DEFAULT_PURCHASES, |latest_first, top| {
+    for_each_history_list(ctx, CONTEXT_PURCHASES, |latest_first, top| {
         let mut weight = top;
         for idx in latest_first
             .filter(|idx| **idx != anchor)

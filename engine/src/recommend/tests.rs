@@ -152,6 +152,7 @@ fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_a
         history: 3,
         recency: 0.5,
         long_term: 0.0,
+        purchases: 0.5,
         ..zone_of(Strategy::Personalized)
     };
     let close = |a: &Seeds, b: &[(ProductIdx, f64)]| {
@@ -187,6 +188,11 @@ fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_a
     zone.purchases = 0.0;
     let seeds = personalized_seeds(&zone, &ctx);
     assert!(close(&seeds, &expected[..3]), "{seeds:?}");
+    // By default a quarter.
+    zone.purchases = crate::zone::DEFAULT_PURCHASES;
+    let seeds = personalized_seeds(&zone, &ctx);
+    let expected = [(0, 1.0), (1, 0.5), (2, 0.25), (8, 0.25), (7, 0.125)];
+    assert!(close(&seeds, &expected), "{seeds:?}");
 }
 
 #[test]

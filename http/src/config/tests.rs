@@ -444,7 +444,7 @@ fn errors_name_file_key_and_problem() {
             .contains("accounts[0].zones[0].popularity: only the personalized strategy")
     );
     // `purchases` likewise, between 0 and 1.
-    assert_eq!(config.accounts[0].zones[0].purchases, 0.5);
+    assert_eq!(config.accounts[0].zones[0].purchases, 0.25);
     assert_eq!(
         config_with(&format!("{personalized}\n purchases = 0")).accounts[0].zones[0].purchases,
         0.0

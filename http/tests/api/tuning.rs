@@ -126,7 +126,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     );
     assert_eq!(
         recipe["active"],
-        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.5})
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.25})
     );
     assert_eq!(recipe["trialsDropped"], 0, "{before}");
 
@@ -187,11 +187,11 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     edited["coPurchaseWindow"] = json!(10);
     edited["coPurchaseForward"] = json!(1.0);
     // The recipe as a file written before the purchases' weight was tuned has it: the
-    // default is read.
+    // default is read, and the rest of the recipe kept.
     let chosen = json!({"history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1});
     edited["recipe"] = chosen.clone();
     let chosen = json!({
-        "history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1, "purchases": 0.5
+        "history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1, "purchases": 0.25
     });
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
@@ -264,7 +264,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(off["recipe"]["tuning"], "off", "{off}");
     assert_eq!(
         off["recipe"]["active"],
-        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.5})
+        json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.25})
     );
     assert_eq!(
         off["purchases"]["settings"].as_array().map(Vec::len),

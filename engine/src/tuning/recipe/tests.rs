@@ -11,7 +11,7 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
     let grid = recipe_grid(&spec);
     assert_eq!(grid[0], Recipe::of(&spec));
     // Histories 1, 3 and the configured 10; long-term 0 and 2; popularity 0 and 0.1;
-    // purchases 0 and 0.5; the sessions as configured (0).
+    // purchases 0 and 0.25; the sessions as configured (0).
     assert_eq!(grid.len(), 3 * 2 * 2 * 2);
     assert!(grid.contains(&Recipe {
         history: 1,
