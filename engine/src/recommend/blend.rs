@@ -244,27 +244,7 @@ pub(super) fn blended<'c>(
     // it scores are merged in below.
     let (popular, weight) = blend.popularity;
     let scale = if weight > 0.0 { weight * peak } else { 0.0 };
-    let mut scored_too = [false; POPULAR_BLENDED];
-    if scale > 0.0 {
-        for (idx, sum) in &mut sums {
-            let Some(place) = popular.place_of(*idx) else {
-                continue;
-            };
-            let (Some(product), Some(seen)) =
-                (popular.list().get(place), scored_too.get_mut(place))
-            else {
-                continue;
-            };
-            *seen = true;
-            *sum += scale * product.share;
-            if blend.record {
-                parts
-                    .entry(*idx)
-                    .or_default()
-                    .push(popularity_fact(place, product.key));
-            }
-        }
-    }
+    let scored_too = add_popularity(popular, scale, (&mut sums, &mut parts), blend.record);
     let ranked: Vec<(ProductIdx, f64)> = sums
         .into_iter()
         .filter(|(idx, _)| !blend.skip.contains(idx))
@@ -275,10 +255,66 @@ pub(super) fn blended<'c>(
     };
     let summed = sorted_lazily(ranked, order, BLEND_STEP)
         .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()));
-    // The popular products no other part scored, in popularity order (ties by id):
-    // their score is the popularity part alone.
-    let skip = blend.skip;
-    let only_popular = popular
+    let only_popular = only_popular(
+        (popular, scale),
+        scored_too,
+        blend.skip,
+        blend.record,
+        catalogue,
+    );
+    merged(summed, only_popular, move |a, b| {
+        order(&(a.0, a.1), &(b.0, b.1))
+    })
+}
+
+/// Adds the popularity part, `scale` times each product's popularity over the most
+/// popular's, to the products of `sums` among `popular`; which of `popular` (by place)
+/// it added to.
+fn add_popularity(
+    popular: Popular<'_>,
+    scale: f64,
+    (sums, parts): (
+        &mut FxHashMap<ProductIdx, f64>,
+        &mut FxHashMap<ProductIdx, Vec<Fact>>,
+    ),
+    record: bool,
+) -> [bool; POPULAR_BLENDED] {
+    let mut scored_too = [false; POPULAR_BLENDED];
+    if scale <= 0.0 {
+        return scored_too;
+    }
+    for (idx, sum) in sums.iter_mut() {
+        let Some(place) = popular.place_of(*idx) else {
+            continue;
+        };
+        let (Some(product), Some(seen)) = (popular.list().get(place), scored_too.get_mut(place))
+        else {
+            continue;
+        };
+        *seen = true;
+        *sum += scale * product.share;
+        if record {
+            parts
+                .entry(*idx)
+                .or_default()
+                .push(popularity_fact(place, product.key));
+        }
+    }
+    scored_too
+}
+
+/// The popular products no other part of a blend scored (not `scored_too`, by place)
+/// nor `skip`ped, in popularity order (ties by id), each scored by its popularity part
+/// alone (`scale` times its popularity over the most popular's), with that part as a
+/// fact when the blend records.
+fn only_popular<'c>(
+    (popular, scale): (Popular<'c>, f64),
+    scored_too: [bool; POPULAR_BLENDED],
+    skip: &'c [ProductIdx],
+    record: bool,
+    catalogue: &'c Catalogue,
+) -> impl Iterator<Item = (ProductIdx, f64, Vec<Fact>)> + 'c {
+    let unscored = popular
         .list()
         .iter()
         .enumerate()
@@ -288,16 +324,12 @@ pub(super) fn blended<'c>(
                 && !skip.contains(&product.idx)
         })
         .map(move |(place, product)| (product.idx, scale * product.share, place));
-    let record = blend.record;
-    let only_popular = runs_by_id(only_popular, catalogue).map(move |(idx, score, place)| {
+    runs_by_id(unscored, catalogue).map(move |(idx, score, place)| {
         let facts = match popular.list().get(place) {
             Some(product) if record => vec![popularity_fact(place, product.key)],
             _ => Vec::new(),
         };
         (idx, score, facts)
-    });
-    merged(summed, only_popular, move |a, b| {
-        order(&(a.0, a.1), &(b.0, b.1))
     })
 }
 
