@@ -102,8 +102,17 @@ impl Account {
             }
         }
         // The recipes are filled off the request path, from what the request was
-        // served with.
+        // served with: the seeds' lists copied as they are, since a rebuild before the
+        // trial is scored updates the published lists in place (and would show the
+        // trial pairs counted from this very request and the ones after it).
         if let Some((zone, grid)) = recipes {
+            let seeds = snapshot
+                .recent_views
+                .iter()
+                .chain(&snapshot.basket)
+                .chain(&snapshot.purchased)
+                .copied();
+            let published = std::sync::Arc::new(published.lists_of(seeds));
             self.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),

@@ -361,7 +361,9 @@ impl Account {
 
     /// Records an order id once per account and counts a first-seen order for the
     /// product models: units sold, trending, co-purchase pairs: the order's lines with
-    /// each other (at distance 1) and each with the shopper's `earlier` purchases
+    /// each other (counted at distance 1, each pair weighing 1 over how far apart the
+    /// lines are in the order: the next line 1, the one after 1/2, as a shopper fills
+    /// a basket aisle by aisle) and each with the shopper's `earlier` purchases
     /// (latest first; see [`EARLIER_PURCHASES_PAIRED`]). Returns whether it was new; a
     /// repeated order id is a notice and counts nothing.
     fn count_order(
@@ -401,8 +403,8 @@ impl Account {
             }
         }
         for (i, a) in lines.iter().enumerate() {
-            for b in lines.iter().skip(i + 1) {
-                self.copurchase.add(*a, *b, 1.0);
+            for (apart, b) in lines.iter().skip(i + 1).enumerate() {
+                self.copurchase.add(*a, *b, 1.0 / (apart + 1) as f32);
             }
         }
         let before: SmallVec<[(u32, f32, Reach); EARLIER_PURCHASES_PAIRED]> = earlier

@@ -47,6 +47,28 @@ impl Neighbours {
         lists.get(&idx).map(|list| Arc::clone(&list))
     }
 
+    /// The lists of `products` only, as they are now: a copy of each list's handle,
+    /// which a rebuild (updating the lists in place) leaves as it was. What a trial
+    /// scored later reads, so that it sees the lists its request was served from.
+    pub fn lists_of(&self, products: impl IntoIterator<Item = ProductIdx>) -> Neighbours {
+        let copy = Neighbours {
+            catalogue: self.catalogue.clone(),
+            ..Neighbours::default()
+        };
+        for idx in products {
+            if copy.viewed_together.contains_key(&idx) || copy.bought_together.contains_key(&idx) {
+                continue;
+            }
+            if let Some(list) = Neighbours::list(&self.viewed_together, idx) {
+                copy.viewed_together.insert(idx, list);
+            }
+            if let Some(list) = Neighbours::list(&self.bought_together, idx) {
+                copy.bought_together.insert(idx, list);
+            }
+        }
+        copy
+    }
+
     /// The same lists in the dense ids of `catalogue`, a version with another base:
     /// each product is found again by its id; products it lacks are dropped.
     pub fn rebase(&self, catalogue: &Arc<Catalogue>) -> Neighbours {

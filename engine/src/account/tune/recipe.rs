@@ -40,7 +40,8 @@ impl Account {
     /// Scores the recipe trials taken since the last call (on the models' rebuild
     /// round): each recipe of a trial's grid fills the zone for the visitor as they
     /// were, on the page of their latest view, and is a hit when a product the request
-    /// brought is in its top [`TOP_K`]. Switches the zones' recipe when one wins.
+    /// brought is in its top [`TOP_K`] of the products new to the visitor. Switches the
+    /// zones' recipe when one wins.
     pub(in crate::account) fn score_recipe_trials(&self) {
         while let Some(trial) = self.recipe_trials.pop() {
             let ctx = trial.snapshot.judged_context(
@@ -49,17 +50,30 @@ impl Account {
                 &trial.published,
                 (trial.currency, trial.now),
             );
+            // What the request brought is new to the visitor: each recipe is ranked
+            // among the products that can be, its first [`TOP_K`] of those (a product
+            // the visitor viewed, has in the basket or bought can never be the one).
+            let snapshot = &trial.snapshot;
+            let had = |product: &ProductIdx| {
+                snapshot.recent_views.contains(product)
+                    || snapshot.basket.contains(product)
+                    || snapshot.purchased.contains(product)
+            };
+            let room =
+                snapshot.recent_views.len() + snapshot.basket.len() + snapshot.purchased.len();
             let shown: Vec<Vec<ProductIdx>> = trial
                 .grid
                 .iter()
                 .map(|recipe| {
                     let spec = ZoneSpec {
-                        count: TOP_K,
+                        count: TOP_K + room,
                         ..recipe.applied(&trial.zone)
                     };
                     fill_zone(&spec, &ctx)
                         .iter()
                         .map(|item| item.product)
+                        .filter(|product| !had(product))
+                        .take(TOP_K)
                         .collect()
                 })
                 .collect();

@@ -1,5 +1,7 @@
 //! Self-tuning on planted shopping: sequences whose best co-view window is known.
 
+use std::sync::Arc;
+
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -8,7 +10,7 @@ use crate::account::AccountSettings;
 use crate::account::ServeRequest;
 use crate::catalogue::{Product, UnixMillis};
 use crate::event::{BasketLine, Event, Identity, Order, PersonalDetails};
-use crate::models::{CoViewWindow, ModelSettings};
+use crate::models::{CoViewWindow, ModelSettings, Neighbours};
 use crate::testing;
 use crate::tuning::{Pins, Tuning, TuningReport};
 use crate::zone::Strategy;
@@ -520,4 +522,133 @@ fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
     // The rebuild round scores what waited.
     account.rebuild_models();
     assert_eq!(scored(&account), (64, 136));
+}
+
+/// A visitor self-evaluation judges (whose requests take the recipe's trials), and
+/// `others` it does not.
+fn judged_and_not(others: usize) -> (String, Vec<String>) {
+    let visitors = (0..).map(|n| format!("shopper-{n}"));
+    let judged = visitors
+        .clone()
+        .find(|v| crate::prequential::sampled(v))
+        .unwrap_or_default();
+    let others = visitors
+        .filter(|v| !crate::prequential::sampled(v))
+        .take(others)
+        .collect();
+    (judged, others)
+}
+
+#[test]
+fn a_recipe_trial_is_scored_on_the_lists_its_request_was_served_from() {
+    // A sampled shopper views `p48`, then `p49`: the trial taken on the second view
+    // brought `p49`, which no list held then. Before the round that scores it, other
+    // shoppers view `p48` then `p49`, and a rebuild sorts that pair into the published
+    // lists in place (as a rebuild running beside the requests does). The trial still
+    // reads the lists it was served from, where no recipe finds `p49` (nor the popular
+    // products, all alike then and first in id order).
+    let products = names("p", 50);
+    let models = ModelSettings {
+        tuning_trials_per_second: 1_000,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&products, models);
+    let (sampled, others) = judged_and_not(30);
+    let view = |id: &str| Event::ProductView { id: id.into() };
+    let mut clock = Clock::default();
+    // The published lists index the catalogue from here on: a rebuild updates them.
+    clock.serve(&account, &others[0], view("p0"));
+    account.rebuild_models();
+    let published = account.neighbours.load_full();
+    clock.serve(&account, &sampled, view("p48"));
+    clock.serve(&account, &sampled, view("p49"));
+    for other in &others {
+        clock.serve(&account, other, view("p48"));
+        clock.serve(&account, other, view("p49"));
+    }
+    account.rebuild_lists(&account.catalogue.load_full());
+    assert!(Arc::ptr_eq(&published, &account.neighbours.load_full()));
+    let p = |id: &str| {
+        account
+            .catalogue
+            .load()
+            .idx_of(id)
+            .expect("in the catalogue")
+    };
+    assert!(
+        Neighbours::list(&published.viewed_together, p("p48"))
+            .is_some_and(|list| list.iter().any(|(idx, _)| *idx == p("p49"))),
+        "the rebuild published the pair"
+    );
+    account.rebuild_models();
+    let report = account.recipe_tuning();
+    let trials: Vec<(u64, u64)> = report
+        .settings
+        .iter()
+        .map(|(_, tally)| (tally.scored.trials, tally.scored.hits))
+        .collect();
+    // One trial on each of the two views.
+    assert!(trials.iter().all(|(trials, _)| *trials == 2), "{report:?}");
+    assert!(trials.iter().all(|(_, hits)| *hits == 0), "{report:?}");
+}
+
+#[test]
+fn a_recipe_trial_ranks_only_the_products_new_to_the_visitor() {
+    // Other shoppers buy `a0`..`a11` together, twenty times, and `a0` with `t` twice.
+    // A sampled shopper buys `a0`..`a11`, then views `t`: the trial brought `t`. The
+    // configured recipe (purchases at a quarter) ranks the eleven other `a`s above `t`
+    // (each paired with the shopper's purchases twenty times), but those were bought
+    // already and can never be what a request brings: among the products new to the
+    // shopper, `t` comes first, and the trial is a hit.
+    let mut products: Vec<String> = names("a", 12);
+    products.push("t".to_owned());
+    products.extend(names("p", 30));
+    let models = ModelSettings {
+        tuning_trials_per_second: 1_000,
+        purchase_partner_damping: 0.0,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&products, models);
+    let line = |id: &str| BasketLine {
+        id: id.into(),
+        qty: 1.0,
+        unit_price: 1.0,
+    };
+    let order = |number: usize, ids: &[String]| {
+        Event::Order(Order {
+            order_id: format!("o{number}"),
+            items: ids.iter().map(|id| line(id)).collect(),
+            total: None,
+            identity: Identity::default(),
+            details: PersonalDetails::default(),
+        })
+    };
+    let (sampled, others) = judged_and_not(22);
+    let group = names("a", 12);
+    let mut clock = Clock::default();
+    for (n, other) in others.iter().enumerate() {
+        let ids = if n < 20 {
+            group.clone()
+        } else {
+            vec!["a0".to_owned(), "t".to_owned()]
+        };
+        clock.serve(&account, other, order(n, &ids));
+    }
+    clock.serve(&account, &sampled, order(100, &group));
+    account.rebuild_models();
+    let configured = |account: &crate::account::Account| {
+        let report = account.recipe_tuning();
+        let active = report.active.expect("a recipe");
+        assert_eq!(active.purchases, 0.25, "{report:?}");
+        report
+            .settings
+            .iter()
+            .find(|(recipe, _)| *recipe == active)
+            .map(|(_, tally)| (tally.scored.trials, tally.scored.hits))
+            .expect("the active recipe is tried")
+    };
+    let (trials, hits) = configured(&account);
+    clock.serve(&account, &sampled, Event::ProductView { id: "t".into() });
+    account.rebuild_models();
+    assert_eq!(configured(&account), (trials + 1, hits + 1));
 }
