@@ -1,5 +1,6 @@
-//! The models' pair counts through an account's state snapshot: written with their
-//! direction, and read from a snapshot written before directions were counted.
+//! The models' pair counts through an account: an order's lines paired by their
+//! distance in it, and a state snapshot's counts, written with their direction and
+//! read from a snapshot written before directions were counted.
 
 use super::tests::{T0, account, request};
 use super::*;
@@ -109,4 +110,42 @@ fn pair_counts_by_direction_survive_a_state_snapshot_and_an_older_one_reads_as_u
             assert_eq!(pairs.forward, halves, "{}", pairs.product);
         }
     }
+}
+
+#[test]
+fn an_orders_lines_pair_by_how_far_apart_they_are_in_it() {
+    // Lines put in the basket in the order a, b, c: the neighbouring lines pair at 1,
+    // a and c (two apart) at 1/2, each counted at distance 1 (every window reads it).
+    let account = account();
+    let order = Event::Order(crate::event::Order {
+        order_id: "o1".into(),
+        items: ["a", "b", "c"]
+            .map(|id| crate::event::BasketLine {
+                id: id.into(),
+                qty: 1.0,
+                unit_price: 1.0,
+            })
+            .to_vec(),
+        total: None,
+        identity: crate::event::Identity::default(),
+        details: crate::event::PersonalDetails::default(),
+    });
+    account.serve(request("v1", None, vec![order], T0));
+    let entries = account.copurchase.entries(&account.product_keys);
+    let pair = |product: &str, partner: &str| {
+        let pairs = entries
+            .iter()
+            .find(|pairs| pairs.product == product)
+            .expect("the product has pairs");
+        let at = pairs
+            .partners
+            .iter()
+            .position(|count| count.partner == partner)
+            .expect("the pair is counted");
+        (pairs.partners[at].count, pairs.reach[at])
+    };
+    assert_eq!(pair("a", "b"), (1.0, [1.0, 1.0]));
+    assert_eq!(pair("b", "c"), (1.0, [1.0, 1.0]));
+    assert_eq!(pair("a", "c"), (0.5, [0.5, 0.5]));
+    assert_eq!(pair("c", "a"), (0.5, [0.5, 0.5]));
 }
