@@ -61,6 +61,8 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
             "64",
             "--neighbours",
             "20",
+            "--replay-catch-ups",
+            "3",
             "--out",
         ])
         .arg(&report_path)
@@ -79,6 +81,7 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
     assert_eq!(report["settings"]["k"], 10);
     assert_eq!(report["settings"]["partners"], 64);
     assert_eq!(report["settings"]["neighbours"], 20);
+    assert_eq!(report["settings"]["replay_catch_ups"], 3);
     assert_eq!(report["dataset"]["visitors"], 300);
     let evaluated = report["dataset"]["visitors_evaluated"].as_u64().unwrap();
     assert!(evaluated > 200, "{report}");

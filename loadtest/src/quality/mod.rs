@@ -9,7 +9,8 @@
 //! evaluated visitor, for the top `--k` products the visitor has not interacted with;
 //! then the round's points are revealed (to Vitrine: sent through `/api/serverside`,
 //! as a store would) before the next round. Vitrine (`vitrine.rs`) learns online
-//! from everything sent; each zone is asked on the product page of the visitor's
+//! from everything sent, the training interactions replayed in time order across
+//! visitors, with the models let catch up on the way; each zone is asked on the product page of the visitor's
 //! latest product, in the validation round too (where variants of a zone's settings,
 //! `personalized:history=N`, are compared) and in the test rounds. Scores (`metrics.rs`): HR@K, NDCG@K, MRR@K, coverage, and each zone's
 //! hit rate over the best baseline's with a bootstrapped 95 % interval.
@@ -28,7 +29,7 @@ use rayon::prelude::*;
 use serde_json::{Value, json};
 
 use self::baselines::{Method, Recommender, Training};
-use self::data::{Dataset, Query};
+use self::data::{Dataset, Query, Step};
 use self::metrics::{Results, mix, ratio_interval, top_k};
 
 /// Settings of `vitrine-loadtest quality`.
@@ -93,6 +94,12 @@ pub(crate) struct QualityArgs {
     /// server scores every sampled request, as it does at a store's own pace.
     #[arg(long, default_value_t = 100_000)]
     tuning_trials_per_second: u32,
+    /// How many times the training replay waits on the way for the models to include
+    /// what it sent (a store's models are rebuilt every few seconds, far more often
+    /// than its history's interactions arrive: without the waits, what self-tuning
+    /// tries during the replay reads lists far behind it). 0 sends it all at once.
+    #[arg(long, default_value_t = 50)]
+    replay_catch_ups: usize,
     /// Baselines compared (default: all of them).
     #[arg(long, value_delimiter = ',')]
     methods: Vec<String>,
@@ -272,6 +279,7 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "purchase_partner_damping": args.purchase_partner_damping,
             "tuning": args.tuning,
             "tuning_trials_per_second": args.tuning_trials_per_second,
+            "replay_catch_ups": args.replay_catch_ups,
         },
         "dataset": {
             "interactions": data.interaction_count(),
@@ -430,11 +438,30 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
             let mut state: HashMap<u32, vitrine::Shopper> = HashMap::new();
             let started = Instant::now();
             let mut sent = 0usize;
-            for (visitor, steps) in data.training(0).into_iter().enumerate() {
-                let shopper = state.entry(visitor as u32).or_default();
-                for step in steps {
-                    server.send(data, visitor as u32, step, shopper).await?;
-                    sent += 1;
+            // As a store's traffic reaches it: every shopper's interactions in time
+            // order, interleaved (ties in shopper order).
+            let mut timeline: Vec<(i64, u32, &Step)> = data
+                .training(0)
+                .into_iter()
+                .enumerate()
+                .flat_map(|(visitor, steps)| {
+                    steps
+                        .iter()
+                        .map(move |step| (step.at, visitor as u32, step))
+                })
+                .collect();
+            timeline.sort_by_key(|(at, visitor, _)| (*at, *visitor));
+            // The models catch up `--replay-catch-ups` times on the way.
+            let chunk = match args.replay_catch_ups {
+                0 => usize::MAX,
+                catch_ups => timeline.len().div_ceil(catch_ups).max(1),
+            };
+            for (n, (_, visitor, step)) in timeline.into_iter().enumerate() {
+                let shopper = state.entry(visitor).or_default();
+                server.send(data, visitor, step, shopper).await?;
+                sent += 1;
+                if (n + 1) % chunk == 0 {
+                    server.await_models().await?;
                 }
             }
             server.await_models().await?;
