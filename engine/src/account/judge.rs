@@ -54,11 +54,7 @@ impl Account {
             Reads::default()
         };
         let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
-        brought.retain(|product| {
-            !snapshot.recent_views.contains(product)
-                && !snapshot.basket.contains(product)
-                && !snapshot.purchased.contains(product)
-        });
+        brought.retain(|product| !snapshot.has(*product));
         if brought.is_empty() {
             return;
         }
@@ -106,13 +102,7 @@ impl Account {
         // trial is scored updates the published lists in place (and would show the
         // trial pairs counted from this very request and the ones after it).
         if let Some((zone, grid)) = recipes {
-            let seeds = snapshot
-                .recent_views
-                .iter()
-                .chain(&snapshot.basket)
-                .chain(&snapshot.purchased)
-                .copied();
-            let published = std::sync::Arc::new(published.lists_of(seeds));
+            let published = std::sync::Arc::new(published.lists_of(snapshot.products()));
             self.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),

@@ -163,6 +163,24 @@ impl VisitorSnapshot {
         }
     }
 
+    /// The products of the visitor's history: recent views, basket lines, purchases
+    /// (a product in more than one, more than once).
+    pub(super) fn products(&self) -> impl Iterator<Item = ProductIdx> + '_ {
+        self.recent_views
+            .iter()
+            .chain(&self.basket)
+            .chain(&self.purchased)
+            .copied()
+    }
+
+    /// Whether the visitor viewed `product` lately, has it in the basket or bought it:
+    /// what a request brings that is new to them never is.
+    pub(super) fn has(&self, product: ProductIdx) -> bool {
+        self.recent_views.contains(&product)
+            || self.basket.contains(&product)
+            || self.purchased.contains(&product)
+    }
+
     /// What `similar_sessions` compares with other sessions: the latest views (newest
     /// first), then the basket's lines (the latest added first), then the purchases
     /// (the latest first), each once.

@@ -55,10 +55,8 @@ impl Neighbours {
             catalogue: self.catalogue.clone(),
             ..Neighbours::default()
         };
+        // A product listed twice copies the same handle twice.
         for idx in products {
-            if copy.viewed_together.contains_key(&idx) || copy.bought_together.contains_key(&idx) {
-                continue;
-            }
             if let Some(list) = Neighbours::list(&self.viewed_together, idx) {
                 copy.viewed_together.insert(idx, list);
             }

@@ -10,8 +10,8 @@
 //! then the round's points are revealed (to Vitrine: sent through `/api/serverside`,
 //! as a store would) before the next round. Vitrine (`vitrine.rs`) learns online
 //! from everything sent, the training interactions replayed in time order across
-//! visitors, with the models let catch up on the way; each zone is asked on the product page of the visitor's
-//! latest product, in the validation round too (where variants of a zone's settings,
+//! visitors, with the models let catch up on the way; each zone is asked on the
+//! product page of the visitor's latest product, in the validation round too (where variants of a zone's settings,
 //! `personalized:history=N`, are compared) and in the test rounds. Scores (`metrics.rs`): HR@K, NDCG@K, MRR@K, coverage, and each zone's
 //! hit rate over the best baseline's with a bootstrapped 95 % interval.
 
@@ -440,23 +440,19 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
             let mut sent = 0usize;
             // As a store's traffic reaches it: every shopper's interactions in time
             // order, interleaved (ties in shopper order).
-            let mut timeline: Vec<(i64, u32, &Step)> = data
+            let mut timeline: Vec<(u32, &Step)> = data
                 .training(0)
                 .into_iter()
                 .enumerate()
-                .flat_map(|(visitor, steps)| {
-                    steps
-                        .iter()
-                        .map(move |step| (step.at, visitor as u32, step))
-                })
+                .flat_map(|(visitor, steps)| steps.iter().map(move |step| (visitor as u32, step)))
                 .collect();
-            timeline.sort_by_key(|(at, visitor, _)| (*at, *visitor));
+            timeline.sort_by_key(|(visitor, step)| (step.at, *visitor));
             // The models catch up `--replay-catch-ups` times on the way.
             let chunk = match args.replay_catch_ups {
                 0 => usize::MAX,
                 catch_ups => timeline.len().div_ceil(catch_ups).max(1),
             };
-            for (n, (_, visitor, step)) in timeline.into_iter().enumerate() {
+            for (n, (visitor, step)) in timeline.into_iter().enumerate() {
                 let shopper = state.entry(visitor).or_default();
                 server.send(data, visitor, step, shopper).await?;
                 sent += 1;

@@ -54,13 +54,7 @@ impl Account {
             // among the products that can be, its first [`TOP_K`] of those (a product
             // the visitor viewed, has in the basket or bought can never be the one).
             let snapshot = &trial.snapshot;
-            let had = |product: &ProductIdx| {
-                snapshot.recent_views.contains(product)
-                    || snapshot.basket.contains(product)
-                    || snapshot.purchased.contains(product)
-            };
-            let room =
-                snapshot.recent_views.len() + snapshot.basket.len() + snapshot.purchased.len();
+            let room = snapshot.products().count();
             let shown: Vec<Vec<ProductIdx>> = trial
                 .grid
                 .iter()
@@ -72,7 +66,7 @@ impl Account {
                     fill_zone(&spec, &ctx)
                         .iter()
                         .map(|item| item.product)
-                        .filter(|product| !had(product))
+                        .filter(|product| !snapshot.has(*product))
                         .take(TOP_K)
                         .collect()
                 })
