@@ -13,6 +13,7 @@
 
 use crate::account::{Account, AccountSettings};
 use crate::catalogue::{Catalogue, CatalogueBuilder, PriceSet, Product};
+use crate::event::{BasketLine, Event, Identity, Order, PersonalDetails};
 use crate::money::{Currency, Money};
 use crate::zone::{Strategy, ZoneSpec};
 
@@ -48,6 +49,27 @@ pub fn priced(minor: i64, code: &str) -> PriceSet {
 /// Owned names (categories, tags, ids) from literals.
 pub fn names(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+/// A basket line of one product `id`, one unit at 1.
+pub fn line(id: &str) -> BasketLine {
+    BasketLine {
+        id: id.into(),
+        qty: 1.0,
+        unit_price: 1.0,
+    }
+}
+
+/// An order `order_id` of the products `ids`, a [`line`] each in that order, no total,
+/// identity or details.
+pub fn order(order_id: &str, ids: &[impl AsRef<str>]) -> Event {
+    Event::Order(Order {
+        order_id: order_id.into(),
+        items: ids.iter().map(|id| line(id.as_ref())).collect(),
+        total: None,
+        identity: Identity::default(),
+        details: PersonalDetails::default(),
+    })
 }
 
 /// A product with an id and the title `Product <id>`, nothing else.

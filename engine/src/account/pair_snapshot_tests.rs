@@ -117,19 +117,7 @@ fn an_orders_lines_pair_by_how_far_apart_they_are_in_it() {
     // Lines put in the basket in the order a, b, c: the neighbouring lines pair at 1,
     // a and c (two apart) at 1/2, each counted at distance 1 (every window reads it).
     let account = account();
-    let order = Event::Order(crate::event::Order {
-        order_id: "o1".into(),
-        items: ["a", "b", "c"]
-            .map(|id| crate::event::BasketLine {
-                id: id.into(),
-                qty: 1.0,
-                unit_price: 1.0,
-            })
-            .to_vec(),
-        total: None,
-        identity: crate::event::Identity::default(),
-        details: crate::event::PersonalDetails::default(),
-    });
+    let order = crate::testing::order("o1", &["a", "b", "c"]);
     account.serve(request("v1", None, vec![order], T0));
     let entries = account.copurchase.entries(&account.product_keys);
     let pair = |product: &str, partner: &str| {

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use crate::account::AccountSettings;
 use crate::account::ServeRequest;
 use crate::catalogue::{Product, UnixMillis};
-use crate::event::{BasketLine, Event, Identity, Order, PersonalDetails};
+use crate::event::{BasketLine, Event};
 use crate::models::{CoViewWindow, ModelSettings, Neighbours};
 use crate::testing;
 use crate::tuning::{Pins, Tuning, TuningReport};
@@ -254,34 +254,21 @@ fn replay_orders(
     let account = planted_account(products, models);
     let settings = (*account.settings()).clone();
     account.replace_settings(AccountSettings { tuning, ..settings });
-    let line = |id: &str| BasketLine {
-        id: id.into(),
-        qty: 1.0,
-        unit_price: 1.0,
-    };
     let mut rng = StdRng::seed_from_u64(5);
     let mut clock = Clock::default();
     let mut placed = 0u64;
     for n in 0..visitors {
         let visitor = format!("v{n}");
         for number in 0..orders {
-            let lines: Vec<BasketLine> = order(&mut rng, n, number)
-                .iter()
-                .map(|id| line(id))
-                .collect();
+            let ids = order(&mut rng, n, number);
+            let lines: Vec<BasketLine> = ids.iter().map(|id| testing::line(id)).collect();
             let mut events: Vec<Event> = (1..=lines.len())
                 .map(|n| Event::SetBasket {
                     items: lines[..n].to_vec(),
                 })
                 .collect();
             placed += 1;
-            events.push(Event::Order(Order {
-                order_id: format!("o{placed}"),
-                items: lines,
-                total: None,
-                identity: Identity::default(),
-                details: PersonalDetails::default(),
-            }));
+            events.push(testing::order(&format!("o{placed}"), &ids));
             for event in events {
                 clock.serve(&account, &visitor, event);
             }
@@ -490,11 +477,7 @@ fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
         ..ModelSettings::default()
     };
     let account = planted_account(&products, models);
-    let judged: Vec<String> = (0..)
-        .map(|n| format!("shopper-{n}"))
-        .filter(|v| crate::prequential::sampled(v))
-        .take(10)
-        .collect();
+    let judged: Vec<String> = shoppers(true).take(10).collect();
     // 200 judged requests, five a second, each bringing a product new to its visitor,
     // and no rebuild round meanwhile (a scorer starved of CPU).
     for (n, product) in products.iter().take(200).enumerate() {
@@ -524,19 +507,18 @@ fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
     assert_eq!(scored(&account), (64, 136));
 }
 
-/// A visitor self-evaluation judges (whose requests take the recipe's trials), and
-/// `others` it does not.
+/// Visitors whom self-evaluation judges (whose requests take the recipe's trials), or
+/// those it does not.
+fn shoppers(judged: bool) -> impl Iterator<Item = String> {
+    (0..)
+        .map(|n| format!("shopper-{n}"))
+        .filter(move |v| crate::prequential::sampled(v) == judged)
+}
+
+/// A visitor self-evaluation judges, and `others` it does not.
 fn judged_and_not(others: usize) -> (String, Vec<String>) {
-    let visitors = (0..).map(|n| format!("shopper-{n}"));
-    let judged = visitors
-        .clone()
-        .find(|v| crate::prequential::sampled(v))
-        .unwrap_or_default();
-    let others = visitors
-        .filter(|v| !crate::prequential::sampled(v))
-        .take(others)
-        .collect();
-    (judged, others)
+    let judged = shoppers(true).next().unwrap_or_default();
+    (judged, shoppers(false).take(others).collect())
 }
 
 #[test]
@@ -609,20 +591,6 @@ fn a_recipe_trial_ranks_only_the_products_new_to_the_visitor() {
         ..ModelSettings::default()
     };
     let account = planted_account(&products, models);
-    let line = |id: &str| BasketLine {
-        id: id.into(),
-        qty: 1.0,
-        unit_price: 1.0,
-    };
-    let order = |number: usize, ids: &[String]| {
-        Event::Order(Order {
-            order_id: format!("o{number}"),
-            items: ids.iter().map(|id| line(id)).collect(),
-            total: None,
-            identity: Identity::default(),
-            details: PersonalDetails::default(),
-        })
-    };
     let (sampled, others) = judged_and_not(22);
     let group = names("a", 12);
     let mut clock = Clock::default();
@@ -632,9 +600,9 @@ fn a_recipe_trial_ranks_only_the_products_new_to_the_visitor() {
         } else {
             vec!["a0".to_owned(), "t".to_owned()]
         };
-        clock.serve(&account, other, order(n, &ids));
+        clock.serve(&account, other, testing::order(&format!("o{n}"), &ids));
     }
-    clock.serve(&account, &sampled, order(100, &group));
+    clock.serve(&account, &sampled, testing::order("o100", &group));
     account.rebuild_models();
     let configured = |account: &crate::account::Account| {
         let report = account.recipe_tuning();
