@@ -63,6 +63,55 @@ fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
     );
 }
 
+/// A basket line put in from elsewhere than its product's page (a listing, a zone) is
+/// a step of the visit: it pairs with the views before it as a view would. One put in
+/// from its own page was paired when viewed, and is not paired again.
+#[test]
+fn a_basket_line_put_in_without_a_view_pairs_as_a_view_once() {
+    let account = account(Strategy::ViewedTogether);
+    let basket = |id: &str| Event::SetBasket {
+        items: vec![BasketLine {
+            id: id.into(),
+            qty: 1.0,
+            unit_price: 10.0,
+        }],
+    };
+    // a then b, b put in the basket from its own page: a–b counted once each time.
+    for v in 0..2 {
+        track(
+            &account,
+            &format!("page{v}"),
+            vec![view("a"), view("b"), basket("b")],
+            T0,
+        );
+    }
+    for v in 0..3 {
+        track(
+            &account,
+            &format!("view{v}"),
+            vec![view("a"), view("c")],
+            T0,
+        );
+    }
+    // d put in the basket from a's page, never viewed: paired with a all the same.
+    for v in 0..4 {
+        track(
+            &account,
+            &format!("list{v}"),
+            vec![view("a"), basket("d")],
+            T0,
+        );
+    }
+    account.rebuild_models();
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "GBP"),
+        ["d", "c", "b"]
+    );
+    // ... and it is the visitor's latest step: the zone's anchor on a page without one.
+    track(&account, "list9", vec![view("a"), basket("d")], T0);
+    assert_eq!(zone(&account, "list9", vec![], "GBP"), ["a"]);
+}
+
 /// Neighbour lists are kept in dense ids: when a catalogue with a new base (a full
 /// feed, here in another order, so every dense id changes) is swapped in, the lists
 /// move with it before any rebuild, and products the new base lacks drop out.
@@ -287,13 +336,13 @@ fn personalized_blends_the_neighbours_of_the_visitors_history() {
         );
     }
     account.rebuild_models();
-    // Viewed d (latest, weight 1) and a (weight 1/2): e (viewed with d by 3 visitors:
-    // 3) and f (bought with d in 3 orders: 3) come before b (viewed with a by 4: 4 × 1/2
-    // = 2); then products similar to the latest views (c shares their category).
-    // Viewed products are left out.
+    // Viewed d (latest) and a (before it): f (bought with d in 3 orders, a co-purchase
+    // list not damped by d's own total) and e (viewed with d by 3 visitors) come before
+    // b (viewed with a by 4, a weighing less); then products similar to the latest
+    // views (c shares their category). Viewed products are left out.
     assert_eq!(
         zone(&account, "me", vec![view("a"), view("d")], "GBP"),
-        ["e", "f", "b", "c"]
+        ["f", "e", "b", "c"]
     );
     // A visitor without history gets nothing from this strategy alone.
     assert!(zone(&account, "nobody", vec![], "GBP").is_empty());
@@ -387,10 +436,13 @@ fn personalized_starts_from_the_basket_and_the_latest_purchases() {
     track(&account, "me", vec![order("me-1", &["c"])], T0);
     track(&account, "me", vec![order("me-2", &["a"])], T0);
     account.rebuild_models();
-    // No views: the latest purchase a weighs 1/2, c before it 1/4, so b (3 × 1/2) comes
-    // before d (5 × 1/4).
-    assert_eq!(zone(&account, "me", vec![], "GBP"), ["b", "d"]);
-    // A basket alone is a history too.
+    // No views: the latest purchase a weighs 0.5 (a quarter, and a quarter of the
+    // long-term part), c before it 0.45; the co-purchase lists are damped by the
+    // partner's total only, so d (5 / √5 × 0.45 = 1.01) comes before b (3 / √3 × 0.5 =
+    // 0.87).
+    assert_eq!(zone(&account, "me", vec![], "GBP"), ["d", "b"]);
+    // A basket alone is a history too: e's pair f, then (e put in the basket without
+    // a view of its page is a step of the visit, as a view is) the products like e.
     let basket = Event::SetBasket {
         items: vec![BasketLine {
             id: "e".into(),
@@ -398,7 +450,10 @@ fn personalized_starts_from_the_basket_and_the_latest_purchases() {
             unit_price: 10.0,
         }],
     };
-    assert_eq!(zone(&account, "browser", vec![basket], "GBP"), ["f"]);
+    assert_eq!(
+        zone(&account, "browser", vec![basket], "GBP"),
+        ["f", "a", "b", "c", "d"]
+    );
 }
 
 #[test]

@@ -218,6 +218,13 @@ impl Account {
                         continue;
                     }
                     added.push(&item.id);
+                }
+                self.see_added(live, at, &added);
+                let visitor = live.state_mut();
+                for item in items {
+                    if !added.contains(&item.id.as_str()) {
+                        continue;
+                    }
                     let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
                     if let Some(key) = self.countable(&item.id, in_catalogue, at.catalogue) {
                         self.count(&item.id, BASKET_SCORE, 0, now);
@@ -295,9 +302,8 @@ impl Account {
         }
     }
 
-    /// A product view: co-view pairs with the visitor's previous views, the session's
-    /// products ([`SessionIndex`](crate::models::SessionIndex)), the view itself,
-    /// the product's popularity and its categories' and brand's affinities.
+    /// A product view: what it teaches ([`Account::see_product`]), its attribution to
+    /// a zone that showed the product, and the page's product.
     fn view_product<'e>(
         &self,
         live: &mut LiveVisitor,
@@ -305,6 +311,28 @@ impl Account {
         id: &'e str,
         page: &mut PageContext<'e>,
     ) {
+        let key = self.see_product(live, at, id, true);
+        let view = |product| Touch::View {
+            product,
+            session: at.session,
+        };
+        // The view's key is known: no second lookup of the id.
+        self.attribute_key(live, key, view, at);
+        page.see_product(id);
+    }
+
+    /// The visitor saw the product `id` (viewed it, or put it in the basket from
+    /// elsewhere than its own page): co-view pairs with the visitor's previous views,
+    /// the session's products ([`SessionIndex`](crate::models::SessionIndex), when
+    /// `in_session`), the view itself, the product's popularity and its categories'
+    /// and brand's affinities. Returns the product's key when it is counted.
+    fn see_product(
+        &self,
+        live: &mut LiveVisitor,
+        at: &EventAt<'_>,
+        id: &str,
+        in_session: bool,
+    ) -> Option<u32> {
         let (now, catalogue) = (at.now, at.catalogue);
         let idx = catalogue.idx_of(id);
         let key = self.countable(id, idx.is_some(), catalogue);
@@ -325,17 +353,12 @@ impl Account {
                 })
                 .collect();
             self.coview.add_all(key, &earlier);
-            self.similar_sessions.view(at.session, at.visitor, key, now);
+            if in_session {
+                self.similar_sessions.view(at.session, at.visitor, key, now);
+            }
             self.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
-        let view = |product| Touch::View {
-            product,
-            session: at.session,
-        };
-        // The view's key is known: no second lookup of the id.
-        self.attribute_key(live, key, view, at);
-        page.see_product(id);
         let visitor = live.state_mut();
         if let Some(product) = idx.and_then(|i| catalogue.product(i)) {
             for category in catalogue.categories_of(product) {
@@ -343,6 +366,19 @@ impl Account {
             }
             if let Some(brand) = catalogue.brand_of(product) {
                 self.browse_brand(visitor, brand, now);
+            }
+        }
+        key
+    }
+
+    /// Products `added` to the basket: a line put in from elsewhere than its product's page (a listing, a zone, a quick order) was
+    /// seen all the same, a step of the visit as a view is, paired with the views
+    /// before it ([`Account::see_product`]). One put in from its own page (the
+    /// visitor's latest view) was counted when it was viewed.
+    fn see_added(&self, live: &mut LiveVisitor, at: &EventAt<'_>, added: &[&str]) {
+        for id in added {
+            if live.state().recent_views.back().map(|v| v.as_str()) != Some(*id) {
+                self.see_product(live, at, id, false);
             }
         }
     }

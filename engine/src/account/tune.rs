@@ -176,7 +176,7 @@ impl Account {
     pub(super) fn reconfigure_lists(&self, lists: Lists, settings: &AccountSettings) {
         let (tuner, counts) = self.tuned(lists);
         let models = list_models(lists, &settings.models);
-        let read_at = |counts: &CoCounts| (counts.window(), counts.dampings().0, counts.forward());
+        let read_at = |counts: &CoCounts| (counts.window(), counts.dampings(), counts.forward());
         let before = read_at(counts);
         let active = tuner.reconfigure(settings.tuning, &models);
         counts.configure(with_lists(&models, active));
@@ -272,11 +272,12 @@ pub(super) fn with_lists(models: &ModelSettings, setting: ListSetting) -> ModelS
 
 /// `models` for the co-purchase lists as configured: read at their own window (by
 /// default 1, an order's own lines; self-tuning may widen it to the shopper's purchases
-/// before the order, see [`crate::models::EARLIER_PURCHASES_PAIRED`]) and damping.
+/// before the order, see [`crate::models::EARLIER_PURCHASES_PAIRED`]) and dampings.
 pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
     ModelSettings {
         co_view_window: models.co_purchase_window,
         partner_damping: models.purchase_partner_damping,
+        seed_damping: models.purchase_seed_damping,
         co_view_forward: models.co_purchase_forward,
         ..*models
     }

@@ -50,6 +50,7 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "partners": models.partners,
             "neighbours": models.neighbours,
             "seedDamping": models.seed_damping,
+            "purchaseSeedDamping": models.purchase_seed_damping,
         },
         "threshold": report.threshold,
         "trialsPerSecond": models.tuning_trials_per_second,

@@ -298,6 +298,13 @@ pub(super) fn accounts(
             if let Some(power) = file.seed_damping {
                 models.seed_damping = fraction(power, 0.0, 1.0)
                     .map_err(|m| err(&key("models.seed_damping"), m.to_string()))?;
+                // The co-purchase lists follow a configured seed damping unless given
+                // their own.
+                models.purchase_seed_damping = models.seed_damping;
+            }
+            if let Some(power) = file.purchase_seed_damping {
+                models.purchase_seed_damping = fraction(power, 0.0, 1.0)
+                    .map_err(|m| err(&key("models.purchase_seed_damping"), m.to_string()))?;
             }
         }
         let attribution_days = match account.attribution_days {

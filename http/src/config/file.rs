@@ -233,6 +233,7 @@ pub(super) struct FileModels {
     pub(super) co_view_window: Option<u64>,
     pub(super) co_purchase_window: Option<u64>,
     pub(super) purchase_partner_damping: Option<f64>,
+    pub(super) purchase_seed_damping: Option<f64>,
     pub(super) co_view_forward: Option<f64>,
     pub(super) co_purchase_forward: Option<f64>,
     pub(super) sessions: Option<u64>,

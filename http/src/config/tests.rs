@@ -492,6 +492,15 @@ fn errors_name_file_key_and_problem() {
     .unwrap();
     assert_eq!(config.accounts[0].models.partner_damping, 0.0);
     assert_eq!(config.accounts[0].models.seed_damping, 1.0);
+    // The co-purchase lists follow a configured seed damping unless given their own,
+    // and read at 0 by default.
+    assert_eq!(config.accounts[0].models.purchase_seed_damping, 1.0);
+    let own = parsed("seed_damping = 1\npurchase_seed_damping = 0.25");
+    assert_eq!(own.accounts[0].models.seed_damping, 1.0);
+    assert_eq!(own.accounts[0].models.purchase_seed_damping, 0.25);
+    let default = parsed("partners = 256");
+    assert_eq!(default.accounts[0].models.seed_damping, 0.5);
+    assert_eq!(default.accounts[0].models.purchase_seed_damping, 0.0);
     // A value given is pinned; the rest is tuned, unless tuning is off.
     use vitrine_engine::models::CoViewWindow;
     use vitrine_engine::tuning::{Pins, Tuning};
@@ -601,6 +610,10 @@ purchase_partner_damping = 0",
             .contains("accounts[0].models.seed_damping: must be between 0 and 1, got -0.5")
     );
     assert!(fails(&models("seed_damping = nan")).contains("accounts[0].models.seed_damping"));
+    assert!(
+        fails(&models("purchase_seed_damping = 2"))
+            .contains("accounts[0].models.purchase_seed_damping: must be between 0 and 1, got 2")
+    );
     assert!(
         fails(&models("partners = 4"))
             .contains("accounts[0].models.partners: must be between 8 and 1024, got 4")

@@ -84,6 +84,10 @@ pub(crate) struct QualityArgs {
     /// co-purchase lists' partner damping (default: tuned).
     #[arg(long)]
     purchase_partner_damping: Option<f64>,
+    /// `[accounts.models] purchase_seed_damping` of the spawned server (default: the
+    /// server's, or `--seed-damping` when that is given).
+    #[arg(long)]
+    purchase_seed_damping: Option<f64>,
     /// `[accounts.models] tuning` of the spawned server: `auto` (the default: the
     /// co-view window and the partner damping not pinned tune themselves on the
     /// replay, and the report says what was chosen and when) or `off`.
@@ -277,6 +281,7 @@ pub(crate) fn quality(args: QualityArgs) -> anyhow::Result<()> {
             "co_view_window": args.co_view_window,
             "co_purchase_window": args.co_purchase_window,
             "purchase_partner_damping": args.purchase_partner_damping,
+            "purchase_seed_damping": args.purchase_seed_damping,
             "tuning": args.tuning,
             "tuning_trials_per_second": args.tuning_trials_per_second,
             "replay_catch_ups": args.replay_catch_ups,
@@ -425,6 +430,9 @@ fn evaluate_vitrine(data: &Dataset, args: &QualityArgs) -> anyhow::Result<Vitrin
         }
         if let Some(power) = args.purchase_partner_damping {
             models.push(("purchase_partner_damping", power.to_string()));
+        }
+        if let Some(power) = args.purchase_seed_damping {
+            models.push(("purchase_seed_damping", power.to_string()));
         }
         models.push(("tuning", format!("\"{}\"", args.tuning)));
         models.push((

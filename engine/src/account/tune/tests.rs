@@ -620,3 +620,27 @@ fn a_recipe_trial_ranks_only_the_products_new_to_the_visitor() {
     account.rebuild_models();
     assert_eq!(configured(&account), (trials + 1, hits + 1));
 }
+
+/// The co-purchase lists read at their own seed damping (0 by default), the co-view
+/// lists at theirs.
+#[test]
+fn the_co_purchase_lists_read_at_their_own_seed_damping() {
+    let models = ModelSettings {
+        seed_damping: 0.5,
+        purchase_seed_damping: 0.25,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&[], models);
+    assert_eq!(account.coview.dampings().1, 0.5);
+    assert_eq!(account.copurchase.dampings().1, 0.25);
+    assert_eq!(ModelSettings::default().purchase_seed_damping, 0.0);
+    // A reload reads them at a new one.
+    let models = ModelSettings {
+        purchase_seed_damping: 0.75,
+        ..models
+    };
+    let mut settings = AccountSettings::clone(&account.settings.load());
+    settings.models = models;
+    account.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
+    assert_eq!(account.copurchase.dampings().1, 0.75);
+}
