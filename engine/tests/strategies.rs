@@ -76,31 +76,18 @@ fn a_basket_line_put_in_without_a_view_pairs_as_a_view_once() {
             unit_price: 10.0,
         }],
     };
-    // a then b, b put in the basket from its own page: a–b counted once each time.
-    for v in 0..2 {
-        track(
-            &account,
-            &format!("page{v}"),
-            vec![view("a"), view("b"), basket("b")],
-            T0,
-        );
-    }
-    for v in 0..3 {
-        track(
-            &account,
-            &format!("view{v}"),
-            vec![view("a"), view("c")],
-            T0,
-        );
-    }
-    // d put in the basket from a's page, never viewed: paired with a all the same.
-    for v in 0..4 {
-        track(
-            &account,
-            &format!("list{v}"),
-            vec![view("a"), basket("d")],
-            T0,
-        );
+    // a then b, b put in the basket from its own page: a–b counted once each time; a
+    // then c viewed; d put in the basket from a's page, never viewed: paired with a
+    // all the same.
+    let visits = [
+        ("page", 2, vec![view("a"), view("b"), basket("b")]),
+        ("view", 3, vec![view("a"), view("c")]),
+        ("list", 4, vec![view("a"), basket("d")]),
+    ];
+    for (name, visitors, events) in visits {
+        for v in 0..visitors {
+            track(&account, &format!("{name}{v}"), events.clone(), T0);
+        }
     }
     account.rebuild_models();
     assert_eq!(
