@@ -220,18 +220,14 @@ impl Account {
                     added.push(&item.id);
                 }
                 self.see_added(live, at, &added);
-                let visitor = live.state_mut();
-                for item in items {
-                    if !added.contains(&item.id.as_str()) {
-                        continue;
-                    }
-                    let in_catalogue = at.catalogue.idx_of(&item.id).is_some();
-                    if let Some(key) = self.countable(&item.id, in_catalogue, at.catalogue) {
-                        self.count(&item.id, BASKET_SCORE, 0, now);
+                for id in &added {
+                    let in_catalogue = at.catalogue.idx_of(id).is_some();
+                    if let Some(key) = self.countable(id, in_catalogue, at.catalogue) {
+                        self.count(id, BASKET_SCORE, 0, now);
                         self.similar_sessions.view(at.session, at.visitor, key, now);
                     }
                 }
-                visitor.basket = items.clone();
+                live.state_mut().basket = items.clone();
                 for id in added {
                     self.attribute(live, id, |product| Touch::Basket { product }, at);
                 }
