@@ -183,7 +183,7 @@ impl Account {
                 (currency, now),
             );
         }
-        // And self-tuning takes one view in 20 of every visitor as a trial, and one
+        // And self-tuning takes one step in 20 of every visitor as a trial, and one
         // product put in the basket or ordered in 20.
         if settings.self_evaluation {
             self.take_trial(

@@ -1,8 +1,9 @@
 //! Self-tuning of the account's co-view and co-purchase lists (see [`crate::tuning`]):
 //! scoring the grid on a sampled visitor's request before it is applied, and switching
-//! the lists to the setting that wins. The co-view lists are tried on product views,
-//! the co-purchase lists on products put in the basket or ordered (each a window, a
-//! partner damping and a weight on the pairs' direction).
+//! the lists to the setting that wins. The co-view lists are tried on the steps of a
+//! visit they count (product views, and basket lines put in from elsewhere than their
+//! page), the co-purchase lists on products put in the basket or ordered (each a
+//! window, a partner damping and a weight on the pairs' direction).
 
 use std::sync::atomic::Ordering;
 
@@ -18,8 +19,9 @@ use crate::visitor::LiveVisitor;
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
 
 impl Account {
-    /// Takes a trial of self-tuning, if one is due and the request's first product view
-    /// is sampled ([`crate::prequential::sampled_view`]) and new to the visitor: the
+    /// Takes a trial of self-tuning, if one is due and the request's first step of the
+    /// visit (a product view, or a basket line put in from elsewhere than its page) is
+    /// sampled ([`crate::prequential::sampled_view`]) and new to the visitor: the
     /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
     /// them, [`shadow_seed_weights`]) and that product, before the request is
     /// applied. Scored by [`Account::score_trials`].
@@ -31,8 +33,13 @@ impl Account {
         (catalogue, zones): (&Catalogue, &[ZoneSpec]),
         now: UnixMillis,
     ) {
+        // A basket line is a step of the visit when it is new to the basket and not
+        // put in from its own page (the latest view), as `Account::see_added` counts it.
+        let latest = live.state().recent_views.back().map(|view| view.as_str());
+        let step = |id: &str| latest != Some(id) && !live.basket.iter().any(|l| l.id == id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::ProductView { id } => Some(id.as_str()),
+            Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| step(id)),
             _ => None,
         }) else {
             return;

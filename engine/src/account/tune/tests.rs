@@ -51,11 +51,21 @@ impl Clock {
     }
 }
 
-/// Visitors each viewing `units` units that `unit` draws, one view every 25 ms, with
-/// the account's lists at `models` and tuning on; what tuning knows after.
+/// How a replayed shopper takes a step of the visit.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Views the product's page.
+    View,
+    /// Puts the product in the basket from a listing (never viewing its page): the
+    /// basket so far, reported whole.
+    BasketLine,
+}
+
+/// Visitors each taking `units` units of steps that `unit` draws, one step every 25
+/// ms, with the account's lists at `models` and tuning on; what tuning knows after.
 fn replay(
     models: ModelSettings,
-    tuning: Tuning,
+    (tuning, step): (Tuning, Step),
     products: &[String],
     visitors: usize,
     units: usize,
@@ -68,12 +78,23 @@ fn replay(
     let mut clock = Clock::default();
     for visitor in 0..visitors {
         let visitor = format!("v{visitor}");
+        let mut basket: Vec<BasketLine> = Vec::new();
         for _ in 0..units {
             for id in unit(&mut rng) {
-                let view = Event::ProductView {
-                    id: id.as_str().into(),
+                let event = match step {
+                    Step::View => Event::ProductView {
+                        id: id.as_str().into(),
+                    },
+                    Step::BasketLine => {
+                        if !basket.iter().any(|line| line.id == id.as_str()) {
+                            basket.push(testing::line(&id));
+                        }
+                        Event::SetBasket {
+                            items: basket.clone(),
+                        }
+                    }
                 };
-                clock.serve(&account, &visitor, view);
+                clock.serve(&account, &visitor, event);
             }
         }
     }
@@ -114,6 +135,17 @@ fn summary(report: &TuningReport) -> String {
 
 #[test]
 fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1() {
+    next_step_follows_the_last_one(Step::View);
+}
+
+#[test]
+fn on_shopping_put_in_the_basket_from_listings_the_co_view_lists_are_tuned_on_those_steps() {
+    // The same shopping, each step a basket line put in from a listing: the steps the
+    // co-view lists count are the ones they are tried on.
+    next_step_follows_the_last_one(Step::BasketLine);
+}
+
+fn next_step_follows_the_last_one(step: Step) {
     // A product of 300 is followed by one of 20 popular ones (its own), and rare
     // products (a pool of 20,000) come before and after: the popular product is what a
     // shopper views next, but a longer window pairs the product with more rare ones,
@@ -133,7 +165,7 @@ fn on_shopping_whose_next_step_follows_the_last_view_tuning_picks_a_window_of_1(
         partner_damping: 0.75,
         ..ModelSettings::default()
     };
-    let report = replay(models, pinned, &products, 2_000, 3, |rng| {
+    let report = replay(models, (pinned, step), &products, 2_000, 3, |rng| {
         let anchor = rng.random_range(0..anchors);
         let mut unit = vec![
             format!("r{}", rng.random_range(0..rare)),
@@ -184,7 +216,7 @@ fn on_shopping_whose_next_step_is_what_follows_a_product_not_what_precedes_it_tu
         partner_damping: 0.75,
         ..ModelSettings::default()
     };
-    let report = replay(models, pinned, &products, 1_500, 3, |rng| {
+    let report = replay(models, (pinned, Step::View), &products, 1_500, 3, |rng| {
         let anchor = rng.random_range(0..anchors);
         let predecessor = anchor * predecessors + rng.random_range(0..predecessors);
         vec![
@@ -225,13 +257,20 @@ fn on_shopping_whose_next_step_follows_a_view_5_steps_back_tuning_picks_a_window
         co_view_window: CoViewWindow::One,
         ..ModelSettings::default()
     };
-    let report = replay(start, Tuning::default(), &products, 2_000, 4, |rng| {
-        let link = rng.random_range(0..chain);
-        let mut unit = vec![format!("c{link}")];
-        unit.extend(fillers.choose_multiple(rng, 4).cloned());
-        unit.push(format!("c{}", (link + 1) % chain));
-        unit
-    });
+    let report = replay(
+        start,
+        (Tuning::default(), Step::View),
+        &products,
+        2_000,
+        4,
+        |rng| {
+            let link = rng.random_range(0..chain);
+            let mut unit = vec![format!("c{link}")];
+            unit.extend(fillers.choose_multiple(rng, 4).cloned());
+            unit.push(format!("c{}", (link + 1) % chain));
+            unit
+        },
+    );
     assert_eq!(
         report.active.window,
         CoViewWindow::Ten,
@@ -303,9 +342,9 @@ fn on_orders_whose_next_product_is_a_popular_partner_the_co_purchase_lists_stop_
         "{}",
         summary(&report)
     );
-    // The co-view lists had no views to tune on.
-    assert!(views.switches.is_empty());
-    assert!(views.settings.iter().all(|(_, t)| t.scored.trials == 0));
+    // The basket lines, put in without a view of their pages, are the steps the
+    // co-view lists are tried on too.
+    assert!(views.settings.iter().all(|(_, t)| t.scored.trials > 0));
 }
 
 /// A shopper's orders following a chain of 40 products: each order ends with the
