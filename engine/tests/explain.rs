@@ -11,7 +11,6 @@ mod common;
 
 use common::*;
 use vitrine_engine::catalogue::{CatalogueBuilder, PriceSet, Product, Visibility};
-use vitrine_engine::event::{BasketLine, Event};
 use vitrine_engine::zone::Strategy;
 use vitrine_testkit::{self as testkit, money};
 
@@ -72,13 +71,7 @@ fn explain_gives_the_evidence_of_each_strategy_family() {
     );
     // basket_cross_sell: the basket's co-purchases.
     let cross_sell = co(Strategy::BasketCrossSell);
-    let basket = Event::SetBasket {
-        items: vec![BasketLine {
-            id: "a".into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
+    let basket = basket(&["a"]);
     track(&cross_sell, "shopper", vec![basket], T0);
     let items = explained(&explain(&cross_sell, Some("shopper"), None));
     assert_eq!(items[0].2, ["bought with a 1.41 x1"]);
@@ -142,13 +135,7 @@ fn explain_names_the_filter_that_removed_each_candidate_and_records_nothing() {
     let mut spec = testkit::zone("Z", Strategy::Trending, 20);
     spec.fallback = vec![Strategy::Similar];
     let account = testkit::account(vec![spec], builder.build().unwrap());
-    let basket = Event::SetBasket {
-        items: vec![BasketLine {
-            id: "c".into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
+    let basket = basket(&["c"]);
     // An order empties the basket: the basket comes after it.
     track(&account, "me", vec![order("me-1", &["d"])], T0);
     track(&account, "me", vec![basket], T0);

@@ -17,7 +17,6 @@ mod common;
 use common::*;
 use vitrine_engine::Account;
 use vitrine_engine::catalogue::{Catalogue, Product};
-use vitrine_engine::event::{BasketLine, Event};
 use vitrine_engine::recommend::Fact;
 use vitrine_engine::zone::{Strategy, ZoneSpec};
 use vitrine_testkit::{self as testkit, priced};
@@ -93,16 +92,9 @@ fn similar_sessions_ranks_the_products_of_the_sessions_most_like_the_shoppers() 
 #[test]
 fn sessions_of_baskets_and_orders_find_a_shoppers_next_product_without_views() {
     let account = account_of(testkit::zone("Z", Strategy::SimilarSessions, 10));
-    let line = |id: &str| BasketLine {
-        id: id.into(),
-        qty: 1.0,
-        unit_price: 10.0,
-    };
     // A grocery's shoppers: baskets and orders, no product views.
     for n in 0..3 {
-        let basket = Event::SetBasket {
-            items: vec![line("a"), line("b")],
-        };
+        let basket = basket(&["a", "b"]);
         track(
             &account,
             &format!("o{n}"),
@@ -110,9 +102,7 @@ fn sessions_of_baskets_and_orders_find_a_shoppers_next_product_without_views() {
             T0,
         );
     }
-    let basket = Event::SetBasket {
-        items: vec![line("a"), line("b")],
-    };
+    let basket = basket(&["a", "b"]);
     assert_eq!(zone(&account, "shopper", vec![basket], "GBP"), ["c"]);
 }
 

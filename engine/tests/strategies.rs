@@ -13,7 +13,7 @@ use common::*;
 use vitrine_engine::Account;
 use vitrine_engine::account::ServeRequest;
 use vitrine_engine::catalogue::{Catalogue, CatalogueBuilder, Product};
-use vitrine_engine::event::{BasketLine, Event, Identity, PageType, PersonalDetails};
+use vitrine_engine::event::{Event, Identity, PageType, PersonalDetails};
 use vitrine_engine::models::{ModelSettings, TRENDING_HALF_LIFE_MILLIS};
 use vitrine_engine::zone::{Strategy, ZoneSpec};
 use vitrine_testkit::{self as testkit};
@@ -50,13 +50,7 @@ fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
     // The symmetric direction, and the visitor's latest view as the anchor.
     assert_eq!(zone(&account, "new2", vec![view("c")], "GBP"), ["a"]);
     // A product in the basket is left out.
-    let basket = Event::SetBasket {
-        items: vec![BasketLine {
-            id: "b".into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
+    let basket = basket(&["b"]);
     assert_eq!(
         zone(&account, "buyer", vec![basket, product_page("a")], "GBP"),
         ["c"]
@@ -69,20 +63,13 @@ fn viewed_together_ranks_by_co_views_and_keeps_the_filters() {
 #[test]
 fn a_basket_line_put_in_without_a_view_pairs_as_a_view_once() {
     let account = account(Strategy::ViewedTogether);
-    let basket = |id: &str| Event::SetBasket {
-        items: vec![BasketLine {
-            id: id.into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
     // a then b, b put in the basket from its own page: a–b counted once each time; a
     // then c viewed; d put in the basket from a's page, never viewed: paired with a
     // all the same.
     let visits = [
-        ("page", 2, vec![view("a"), view("b"), basket("b")]),
+        ("page", 2, vec![view("a"), view("b"), basket(&["b"])]),
         ("view", 3, vec![view("a"), view("c")]),
-        ("list", 4, vec![view("a"), basket("d")]),
+        ("list", 4, vec![view("a"), basket(&["d"])]),
     ];
     for (name, visitors, events) in visits {
         for v in 0..visitors {
@@ -95,7 +82,7 @@ fn a_basket_line_put_in_without_a_view_pairs_as_a_view_once() {
         ["d", "c", "b"]
     );
     // ... and it is the visitor's latest step: the zone's anchor on a page without one.
-    track(&account, "list9", vec![view("a"), basket("d")], T0);
+    track(&account, "list9", vec![view("a"), basket(&["d"])], T0);
     assert_eq!(zone(&account, "list9", vec![], "GBP"), ["a"]);
 }
 
@@ -430,13 +417,7 @@ fn personalized_starts_from_the_basket_and_the_latest_purchases() {
     assert_eq!(zone(&account, "me", vec![], "GBP"), ["d", "b"]);
     // A basket alone is a history too: e's pair f, then (e put in the basket without
     // a view of its page is a step of the visit, as a view is) the products like e.
-    let basket = Event::SetBasket {
-        items: vec![BasketLine {
-            id: "e".into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
+    let basket = basket(&["e"]);
     assert_eq!(
         zone(&account, "browser", vec![basket], "GBP"),
         ["f", "a", "b", "c", "d"]
@@ -456,13 +437,7 @@ fn basket_cross_sell_follows_co_purchases_then_related_products() {
     }
     track(&account, "o9", vec![order("ae", &["a", "e"])], T0);
     account.rebuild_models();
-    let basket = Event::SetBasket {
-        items: vec![BasketLine {
-            id: "a".into(),
-            qty: 1.0,
-            unit_price: 10.0,
-        }],
-    };
+    let basket = basket(&["a"]);
     // Bought with a: d (twice), e; then a's related products b and c.
     assert_eq!(
         zone(&account, "shopper", vec![basket], "GBP"),

@@ -74,17 +74,26 @@ pub(crate) fn product_page(id: &str) -> Event {
     }
 }
 
+/// A line of one `id` at 10.
+pub(crate) fn line(id: &str) -> BasketLine {
+    BasketLine {
+        id: id.into(),
+        qty: 1.0,
+        unit_price: 10.0,
+    }
+}
+
+/// The basket of a [`line`] of each of `ids`, reported whole.
+pub(crate) fn basket(ids: &[&str]) -> Event {
+    Event::SetBasket {
+        items: ids.iter().map(|id| line(id)).collect(),
+    }
+}
+
 pub(crate) fn order(id: &str, items: &[&str]) -> Event {
     Event::Order(Order {
         order_id: id.into(),
-        items: items
-            .iter()
-            .map(|i| BasketLine {
-                id: (*i).into(),
-                qty: 1.0,
-                unit_price: 10.0,
-            })
-            .collect(),
+        items: items.iter().map(|id| line(id)).collect(),
         total: None,
         identity: Identity {
             user_id: Some(format!("user-{id}")),
