@@ -219,10 +219,9 @@ impl Account {
                     }
                     added.push(&item.id);
                 }
-                self.see_added(live, at, &added);
-                for id in &added {
-                    let in_catalogue = at.catalogue.idx_of(id).is_some();
-                    if let Some(key) = self.countable(id, in_catalogue, at.catalogue) {
+                let keys = self.see_added(live, at, &added);
+                for (id, key) in added.iter().zip(keys) {
+                    if let Some(key) = key {
                         self.count(id, BASKET_SCORE, 0, now);
                         self.similar_sessions.view(at.session, at.visitor, key, now);
                     }
@@ -367,16 +366,28 @@ impl Account {
         key
     }
 
-    /// Products `added` to the basket: a line put in from elsewhere than its product's page (a listing, a zone, a quick order) was
-    /// seen all the same, a step of the visit as a view is, paired with the views
-    /// before it ([`Account::see_product`]). One put in from its own page (the
-    /// visitor's latest view) was counted when it was viewed.
-    fn see_added(&self, live: &mut LiveVisitor, at: &EventAt<'_>, added: &[&str]) {
-        for id in added {
-            if live.state().recent_views.back().map(|v| v.as_str()) != Some(*id) {
-                self.see_product(live, at, id, false);
-            }
-        }
+    /// Products `added` to the basket: a line put in from elsewhere than its product's
+    /// page (a listing, a zone, a quick order) was seen all the same, a step of the
+    /// visit as a view is, paired with the views before it ([`Account::see_product`]).
+    /// One put in from its own page (the visitor's latest view) was counted when it was
+    /// viewed. Returns each line's key where it is counted, looked up once.
+    fn see_added(
+        &self,
+        live: &mut LiveVisitor,
+        at: &EventAt<'_>,
+        added: &[&str],
+    ) -> SmallVec<[Option<u32>; 4]> {
+        added
+            .iter()
+            .map(|id| {
+                if live.state().recent_views.back().map(|v| v.as_str()) != Some(*id) {
+                    self.see_product(live, at, id, false)
+                } else {
+                    let in_catalogue = at.catalogue.idx_of(id).is_some();
+                    self.countable(id, in_catalogue, at.catalogue)
+                }
+            })
+            .collect()
     }
 
     /// The keys of the visitor's latest distinct purchases, latest first, at most
