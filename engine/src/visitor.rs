@@ -68,6 +68,13 @@ pub struct Visitor {
 }
 
 impl Visitor {
+    /// Whether `id` is the visitor's latest view: a basket line of it was put in from
+    /// its own page, and was counted when viewed (any other is a step of the visit of
+    /// its own, see `Account::see_added`).
+    pub fn is_latest_view(&self, id: &str) -> bool {
+        self.recent_views.back().is_some_and(|view| view == id)
+    }
+
     /// Records a product view, moving a repeated product to the front.
     pub fn record_view(&mut self, product_id: &str) {
         // A repeated view moves its entry (no new copy of the id).

@@ -380,7 +380,7 @@ impl Account {
         added
             .iter()
             .map(|id| {
-                if live.state().recent_views.back().map(|v| v.as_str()) != Some(*id) {
+                if !live.state().is_latest_view(id) {
                     self.see_product(live, at, id, false)
                 } else {
                     let in_catalogue = at.catalogue.idx_of(id).is_some();

@@ -35,8 +35,9 @@ impl Account {
     ) {
         // A basket line is a step of the visit when it is new to the basket and not
         // put in from its own page (the latest view), as `Account::see_added` counts it.
-        let latest = live.state().recent_views.back().map(|view| view.as_str());
-        let step = |id: &str| latest != Some(id) && !live.basket.iter().any(|l| l.id == id);
+        let visitor = live.state();
+        let step =
+            |id: &str| !visitor.is_latest_view(id) && !visitor.basket.iter().any(|l| l.id == id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::ProductView { id } => Some(id.as_str()),
             Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| step(id)),

@@ -121,47 +121,51 @@ purchase_partner_damping = 0",
     assert_eq!(config.accounts[0].tuning, Tuning::default());
     let config = parsed("tuning_trials_per_second = 500");
     assert_eq!(config.accounts[0].models.tuning_trials_per_second, 500);
-    assert!(
-        fails(&models("tuning_trials_per_second = 0"))
-            .contains("accounts[0].models.tuning_trials_per_second: must be between 1 and 100000")
-    );
-    assert!(
-        fails(&models("co_view_window = 5"))
-            .contains("accounts[0].models.co_view_window: must be 1, 3 or 10, got 5")
-    );
-    assert!(
-        fails(&models("co_purchase_window = 2"))
-            .contains("accounts[0].models.co_purchase_window: must be 1, 3 or 10, got 2")
-    );
-    assert!(
-        fails(&models("purchase_partner_damping = 2")).contains(
-            "accounts[0].models.purchase_partner_damping: must be between 0 and 1, got 2"
-        )
-    );
-    assert!(
-        fails(&models("tuning = \"sometimes\""))
-            .contains("accounts[0].models.tuning: must be \"auto\" or \"off\", got \"sometimes\"")
-    );
-    assert!(
-        fails(&models("partner_damping = 1.5"))
-            .contains("accounts[0].models.partner_damping: must be between 0 and 1, got 1.5")
-    );
-    assert!(
-        fails(&models("seed_damping = -0.5"))
-            .contains("accounts[0].models.seed_damping: must be between 0 and 1, got -0.5")
-    );
-    assert!(fails(&models("seed_damping = nan")).contains("accounts[0].models.seed_damping"));
-    assert!(
-        fails(&models("purchase_seed_damping = 2"))
-            .contains("accounts[0].models.purchase_seed_damping: must be between 0 and 1, got 2")
-    );
-    assert!(
-        fails(&models("partners = 4"))
-            .contains("accounts[0].models.partners: must be between 8 and 1024, got 4")
-    );
-    assert!(
-        fails(&models("neighbours = 300"))
-            .contains("accounts[0].models.neighbours: must be between 1 and 256, got 300")
-    );
-    assert!(fails(&models("window = 3")).contains("unknown field `window`"));
+    // Each key's bad value, and the error that names it.
+    for (table, error) in [
+        (
+            "tuning_trials_per_second = 0",
+            "accounts[0].models.tuning_trials_per_second: must be between 1 and 100000",
+        ),
+        (
+            "co_view_window = 5",
+            "accounts[0].models.co_view_window: must be 1, 3 or 10, got 5",
+        ),
+        (
+            "co_purchase_window = 2",
+            "accounts[0].models.co_purchase_window: must be 1, 3 or 10, got 2",
+        ),
+        (
+            "purchase_partner_damping = 2",
+            "accounts[0].models.purchase_partner_damping: must be between 0 and 1, got 2",
+        ),
+        (
+            "tuning = \"sometimes\"",
+            "accounts[0].models.tuning: must be \"auto\" or \"off\", got \"sometimes\"",
+        ),
+        (
+            "partner_damping = 1.5",
+            "accounts[0].models.partner_damping: must be between 0 and 1, got 1.5",
+        ),
+        (
+            "seed_damping = -0.5",
+            "accounts[0].models.seed_damping: must be between 0 and 1, got -0.5",
+        ),
+        ("seed_damping = nan", "accounts[0].models.seed_damping"),
+        (
+            "purchase_seed_damping = 2",
+            "accounts[0].models.purchase_seed_damping: must be between 0 and 1, got 2",
+        ),
+        (
+            "partners = 4",
+            "accounts[0].models.partners: must be between 8 and 1024, got 4",
+        ),
+        (
+            "neighbours = 300",
+            "accounts[0].models.neighbours: must be between 1 and 256, got 300",
+        ),
+        ("window = 3", "unknown field `window`"),
+    ] {
+        assert!(fails(&models(table)).contains(error), "{table}");
+    }
 }
