@@ -10,12 +10,8 @@ fn the_models_table_is_checked() {
             &format!("default_currency = \"GBP\"\n[accounts.models]\n{table}\n"),
         )
     };
-    let config = parse(
-        &models("partners = 256\nneighbours = 100"),
-        "t",
-        &Overrides::default(),
-    )
-    .unwrap();
+    let parsed = |table: &str| parse(&models(table), "t", &Overrides::default()).unwrap();
+    let config = parsed("partners = 256\nneighbours = 100");
     assert_eq!(
         config.accounts[0].models,
         ModelSettings {
@@ -24,13 +20,7 @@ fn the_models_table_is_checked() {
             ..ModelSettings::default()
         }
     );
-    let parsed = |table: &str| parse(&models(table), "t", &Overrides::default()).unwrap();
-    let config = parse(
-        &models("partner_damping = 0\nseed_damping = 1"),
-        "t",
-        &Overrides::default(),
-    )
-    .unwrap();
+    let config = parsed("partner_damping = 0\nseed_damping = 1");
     assert_eq!(config.accounts[0].models.partner_damping, 0.0);
     assert_eq!(config.accounts[0].models.seed_damping, 1.0);
     // The co-purchase lists follow a configured seed damping unless given their own,
