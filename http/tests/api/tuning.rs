@@ -142,7 +142,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     // scored on the next rebuild round, until a setting wins.
     let mut shoppers = (0..).map(|n| format!("shopper-{n}"));
     let mut n = 10_000;
-    let switched = wait_for("a switch", Duration::from_secs(240), || {
+    let switched = wait_for("a switch", Duration::from_secs(600), || {
         let visitor = shoppers.next()?;
         for _ in 0..4 {
             for id in unit(n) {
@@ -153,8 +153,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         let now = models(&server);
         (now["switches"].as_array().is_some_and(|s| !s.is_empty())).then_some(now)
     });
-    let active = switched["active"].clone();
-    assert_eq!(active["coViewWindow"], 10, "{switched}");
+    assert_eq!(switched["active"]["coViewWindow"], 10, "{switched}");
     let switch = &switched["switches"][0];
     assert_eq!(
         switch["from"],
@@ -164,16 +163,21 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         switch["evidence"].as_f64() >= switched["threshold"].as_f64(),
         "{switched}"
     );
-    // Kept once the next rebuild round has run (every second).
+    // Kept once the next rebuild round has run (every second; a busy machine scores
+    // the trials queued before it first, so the bound is generous). Trials taken before
+    // the switch may still be scored and switch again (a busy machine scores them
+    // later): what is kept is what is active once the two agree.
     let file = account.join("tuned-models.json");
-    let kept = wait_for("the choice kept", Duration::from_secs(60), || {
+    let (kept, active) = wait_for("the choice kept", Duration::from_secs(300), || {
+        let active = models(&server)["active"].clone();
         let text = std::fs::read_to_string(&file).ok()?;
         let kept: Value = serde_json::from_str(&text).ok()?;
         (kept["coViewWindow"] == active["coViewWindow"]
             && kept["partnerDamping"] == active["partnerDamping"]
             && kept["coViewForward"] == active["coViewForward"])
-            .then_some(kept)
+            .then_some((kept, active))
     });
+    assert_eq!(active["coViewWindow"], 10, "{active}");
     assert_eq!(kept["purchasePartnerDamping"], 0.5, "{kept}");
     assert_eq!(kept["coPurchaseWindow"], 1, "{kept}");
     assert_eq!(kept["coPurchaseForward"], 0.0, "{kept}");

@@ -2,7 +2,7 @@
 //! and catalogue coverage, and bootstrapped confidence intervals for the ratio of two
 //! methods' hit rates (visitors resampled, all of a visitor's questions together).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -79,7 +79,25 @@ impl Results {
             "ndcg_at_k": self.mean(|rank| rank.map_or(0.0, |r| 1.0 / ((r + 2) as f64).log2())),
             "mrr_at_k": self.mean(|rank| rank.map_or(0.0, |r| 1.0 / (r + 1) as f64)),
             "coverage": if items == 0 { 0.0 } else { self.recommended.len() as f64 / items as f64 },
+            "hits_by_round": self.hits_by_round(),
         })
+    }
+
+    /// Hits in each test round, the first round first: a visitor's n-th question is
+    /// asked in round n (the rounds ask every visitor in turn), so a zone's figures can
+    /// be read by how far into the held-out interactions they are.
+    fn hits_by_round(&self) -> Vec<u32> {
+        let mut asked: HashMap<u32, usize> = HashMap::new();
+        let mut hits = Vec::new();
+        for (visitor, rank) in &self.outcomes {
+            let round = asked.entry(*visitor).or_default();
+            if hits.len() <= *round {
+                hits.resize(*round + 1, 0);
+            }
+            hits[*round] += u32::from(rank.is_some());
+            *round += 1;
+        }
+        hits
     }
 
     /// Hits and questions per visitor.
@@ -170,6 +188,7 @@ mod tests {
         assert_eq!(s["hr_at_k"], 0.5);
         assert_eq!(s["mrr_at_k"], 0.5);
         assert_eq!(s["coverage"], 0.3);
+        assert_eq!(s["hits_by_round"], json!([50]));
         let r = ratio_interval(&a, &b, 500, 3);
         assert_eq!(r["ratio"], 2.0);
         let (lo, hi) = (
@@ -177,5 +196,9 @@ mod tests {
             r["ci95"][1].as_f64().unwrap(),
         );
         assert!(lo < 2.0 && 2.0 < hi && lo > 1.0, "{r}");
+        // A visitor's second question is asked in the second round.
+        a.add(0, &[4], 4);
+        a.add(1, &[4], 5);
+        assert_eq!(a.summary(10)["hits_by_round"], json!([50, 1]));
     }
 }
