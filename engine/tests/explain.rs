@@ -16,7 +16,8 @@ use vitrine_testkit::{self as testkit, money};
 
 #[test]
 fn explain_gives_the_evidence_of_each_strategy_family() {
-    // Co-views and co-purchases: a-b viewed by 3 visitors, a and d bought together twice.
+    // Co-views and co-purchases: a-b viewed by 3 visitors, a and d bought together twice
+    // (in the order history: purchases, not steps of a visit).
     let co = |strategy: Strategy| {
         let account = account(strategy);
         for v in 0..3 {
@@ -24,7 +25,12 @@ fn explain_gives_the_evidence_of_each_strategy_family() {
         }
         for o in 0..2 {
             let id = format!("ad{o}");
-            track(&account, &id, vec![order(&id, &["a", "d"])], T0);
+            track(
+                &account,
+                &id,
+                vec![customer_order(&id, &id, &["a", "d"])],
+                T0,
+            );
         }
         account.rebuild_models();
         account

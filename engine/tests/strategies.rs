@@ -86,6 +86,49 @@ fn a_basket_line_put_in_without_a_view_pairs_as_a_view_once() {
     assert_eq!(zone(&account, "list9", vec![], "GBP"), ["a"]);
 }
 
+/// An order line new to the basket (bought from a listing, or put in last before
+/// checkout without a basket sync) is a step of the visit as a basket line is; one
+/// bought from its own page, or put in the basket before, is not paired again.
+#[test]
+fn an_order_line_new_to_the_basket_pairs_as_a_view_once() {
+    let account = account(Strategy::ViewedTogether);
+    // a viewed, b put in the basket from a listing, then ordered with e, which was
+    // never in the basket: b pairs with a (1) when put in, e with b (1) and a (1/2)
+    // when ordered, and b not again. f is bought from its own page: paired once, when
+    // viewed. c is viewed after a.
+    for v in 0..5 {
+        let events = vec![
+            view("a"),
+            basket(&["b"]),
+            order(&format!("list{v}"), &["b", "e"]),
+        ];
+        track(&account, &format!("list{v}"), events, T0);
+    }
+    for v in 0..3 {
+        track(
+            &account,
+            &format!("view{v}"),
+            vec![view("a"), view("c")],
+            T0,
+        );
+    }
+    for v in 0..2 {
+        let events = vec![view("a"), view("f"), order(&format!("page{v}"), &["f"])];
+        track(&account, &format!("page{v}"), events, T0);
+    }
+    account.rebuild_models();
+    // a's list: b 5, c 3, e 5 × 1/2, f 2 (4 were it paired again when bought).
+    assert_eq!(
+        zone(&account, "new", vec![product_page("a")], "GBP"),
+        ["b", "c", "e", "f"]
+    );
+    // e's list: b, the line before it, 5; a 5 × 1/2.
+    assert_eq!(
+        zone(&account, "new", vec![product_page("e")], "GBP"),
+        ["b", "a"]
+    );
+}
+
 /// Neighbour lists are kept in dense ids: when a catalogue with a new base (a full
 /// feed, here in another order, so every dense id changes) is swapped in, the lists
 /// move with it before any rebuild, and products the new base lacks drop out.
@@ -304,19 +347,22 @@ fn personalized_blends_the_neighbours_of_the_visitors_history() {
         track(&account, &format!("w{v}"), vec![view("d"), view("e")], T0);
         track(
             &account,
-            &format!("w{v}"),
+            &format!("o{v}"),
             vec![order(&format!("df{v}"), &["d", "f"])],
             T0,
         );
     }
     account.rebuild_models();
-    // Viewed d (latest) and a (before it): f (bought with d in 3 orders, a co-purchase
-    // list not damped by d's own total) and e (viewed with d by 3 visitors) come before
-    // b (viewed with a by 4, a weighing less); then products similar to the latest
-    // views (c shares their category). Viewed products are left out.
+    // Viewed d (latest, weighing 2 with the long-term part) and a (1.8): f first
+    // (bought with d in 3 orders, a co-purchase list not damped by d's own total, and
+    // viewed with it: an order's lines new to the basket are steps of the visit); then
+    // b (viewed with a by 4: 4 / √(4 · 4) = 1, times 1.8) before e (viewed with d by 3,
+    // d's co-view total 6 with f's: 3 / √(6 · 3) = 0.71, times 2); then products
+    // similar to the latest views (c shares their category). Viewed products are left
+    // out.
     assert_eq!(
         zone(&account, "me", vec![view("a"), view("d")], "GBP"),
-        ["f", "e", "b", "c"]
+        ["f", "b", "e", "c"]
     );
     // A visitor without history gets nothing from this strategy alone.
     assert!(zone(&account, "nobody", vec![], "GBP").is_empty());
@@ -407,14 +453,29 @@ fn personalized_starts_from_the_basket_and_the_latest_purchases() {
             track(&account, &id, vec![order(&id, &pair)], T0);
         }
     }
-    track(&account, "me", vec![order("me-1", &["c"])], T0);
-    track(&account, "me", vec![order("me-2", &["a"])], T0);
+    // The shopper's orders as the store's order history reports them: purchases, not
+    // steps of a visit (an order line new to the basket is one).
+    track(
+        &account,
+        "me",
+        vec![customer_order("me", "me-1", &["c"])],
+        T0,
+    );
+    track(
+        &account,
+        "me",
+        vec![customer_order("me", "me-2", &["a"])],
+        T0,
+    );
     account.rebuild_models();
     // No views: the latest purchase a weighs 0.5 (a quarter, and a quarter of the
     // long-term part), c before it 0.45; the co-purchase lists are damped by the
     // partner's total only, so d (5 / √5 × 0.45 = 1.01) comes before b (3 / √3 × 0.5 =
     // 0.87).
-    assert_eq!(zone(&account, "me", vec![], "GBP"), ["d", "b"]);
+    assert_eq!(
+        zone(&account, "customer:user:me", vec![], "GBP"),
+        ["d", "b"]
+    );
     // A basket alone is a history too: e's pair f, then (e put in the basket without
     // a view of its page is a step of the visit, as a view is) the products like e.
     let basket = basket(&["e"]);

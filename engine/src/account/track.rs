@@ -236,6 +236,17 @@ impl Account {
                 if !self.count_order(order, index, now, notices, &earlier) {
                     return;
                 }
+                // A line new to the basket was put in it on the way to the order
+                // (bought from a listing, or last before checkout without a basket
+                // sync): a step of the visit as a basket line is ([`Account::see_added`]).
+                let mut added: SmallVec<[&str; 4]> = SmallVec::new();
+                for line in &order.items {
+                    let known = visitor.basket.iter().any(|b| b.id == line.id);
+                    if !known && !added.contains(&line.id.as_str()) {
+                        added.push(&line.id);
+                    }
+                }
+                self.see_added(live, at, &added);
                 // The order's lines are the session's too (those put in the basket
                 // before already are).
                 for line in &order.items {

@@ -20,7 +20,8 @@ use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy,
 
 impl Account {
     /// Takes a trial of self-tuning, if one is due and the request's first step of the
-    /// visit (a product view, or a basket line put in from elsewhere than its page) is
+    /// visit (a product view, or a basket or order line new to the basket and put in
+    /// from elsewhere than its page) is
     /// sampled ([`crate::prequential::sampled_view`]) and new to the visitor: the
     /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
     /// them, [`shadow_seed_weights`]) and that product, before the request is
@@ -33,14 +34,20 @@ impl Account {
         (catalogue, zones): (&Catalogue, &[ZoneSpec]),
         now: UnixMillis,
     ) {
-        // A basket line is a step of the visit when it is new to the basket and not
-        // put in from its own page (the latest view), as `Account::see_added` counts it.
+        // A basket or order line is a step of the visit when it is new to the basket
+        // and not put in from its own page (the latest view), as `Account::see_added`
+        // counts it.
         let visitor = live.state();
         let step =
             |id: &str| !visitor.is_latest_view(id) && !visitor.basket.iter().any(|l| l.id == id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::ProductView { id } => Some(id.as_str()),
             Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| step(id)),
+            Event::Order(order) => order
+                .items
+                .iter()
+                .map(|l| l.id.as_str())
+                .find(|id| step(id)),
             _ => None,
         }) else {
             return;

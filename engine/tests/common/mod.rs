@@ -103,6 +103,21 @@ pub(crate) fn order(id: &str, items: &[&str]) -> Event {
     })
 }
 
+/// An order of `user`'s as the store's order history reports it (`customer_order`):
+/// counted for the product models and the customer's purchases, not a step of a visit.
+pub(crate) fn customer_order(user: &str, id: &str, items: &[&str]) -> Event {
+    Event::CustomerOrder(Order {
+        order_id: id.into(),
+        items: items.iter().map(|id| line(id)).collect(),
+        total: None,
+        identity: Identity {
+            user_id: Some(user.into()),
+            ..Identity::default()
+        },
+        details: PersonalDetails::default(),
+    })
+}
+
 pub(crate) fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) {
     account.serve(ServeRequest {
         search: None,

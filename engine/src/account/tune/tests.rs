@@ -59,6 +59,9 @@ enum Step {
     /// Puts the product in the basket from a listing (never viewing its page): the
     /// basket so far, reported whole.
     BasketLine,
+    /// Buys the product on its own from a listing (a quick order, no basket sync): an
+    /// order of that one line.
+    OrderLine,
 }
 
 /// Visitors each taking `units` units of steps that `unit` draws, one step every 25
@@ -92,6 +95,9 @@ fn replay(
                         Event::SetBasket {
                             items: basket.clone(),
                         }
+                    }
+                    Step::OrderLine => {
+                        testing::order(&format!("{visitor}-{}", clock.served), &[&id])
                     }
                 };
                 clock.serve(&account, &visitor, event);
@@ -143,6 +149,13 @@ fn on_shopping_put_in_the_basket_from_listings_the_co_view_lists_are_tuned_on_th
     // The same shopping, each step a basket line put in from a listing: the steps the
     // co-view lists count are the ones they are tried on.
     next_step_follows_the_last_one(Step::BasketLine);
+}
+
+#[test]
+fn on_shopping_bought_a_line_at_a_time_from_listings_the_co_view_lists_are_tuned_on_those_lines() {
+    // The same shopping, each step an order of one line new to the basket: a step of
+    // the visit too, counted and tried alike.
+    next_step_follows_the_last_one(Step::OrderLine);
 }
 
 fn next_step_follows_the_last_one(step: Step) {
