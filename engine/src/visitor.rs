@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use compact_str::CompactString;
+use smallvec::SmallVec;
 
 use crate::analytics::Impressions;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
@@ -73,6 +74,21 @@ impl Visitor {
     /// its own, see `Account::see_added`).
     pub fn is_latest_view(&self, id: &str) -> bool {
         self.recent_views.back().is_some_and(|view| view == id)
+    }
+
+    /// Whether the basket holds a line of `id`.
+    pub fn has_in_basket(&self, id: &str) -> bool {
+        self.basket.iter().any(|line| line.id == id)
+    }
+
+    /// The ids of `lines` the basket does not hold yet, in their order: the lines a
+    /// basket update or an order puts in (see `Account::see_added`).
+    pub fn new_to_basket<'a>(&self, lines: &'a [BasketLine]) -> SmallVec<[&'a str; 4]> {
+        lines
+            .iter()
+            .map(|line| line.id.as_str())
+            .filter(|id| !self.has_in_basket(id))
+            .collect()
     }
 
     /// Records a product view, moving a repeated product to the front.

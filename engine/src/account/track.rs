@@ -212,13 +212,7 @@ impl Account {
             Event::ProductView { .. } => {}
             Event::ProductRate { id, rating } => visitor.record_rating(id, *rating),
             Event::SetBasket { items } => {
-                let mut added: SmallVec<[&str; 4]> = SmallVec::new();
-                for item in items {
-                    if visitor.basket.iter().any(|b| b.id == item.id) {
-                        continue;
-                    }
-                    added.push(&item.id);
-                }
+                let added = visitor.new_to_basket(items);
                 let keys = self.see_added(live, at, &added);
                 for (id, key) in added.iter().zip(keys) {
                     if let Some(key) = key {
@@ -239,13 +233,7 @@ impl Account {
                 // A line new to the basket was put in it on the way to the order
                 // (bought from a listing, or last before checkout without a basket
                 // sync): a step of the visit as a basket line is ([`Account::see_added`]).
-                let mut added: SmallVec<[&str; 4]> = SmallVec::new();
-                for line in &order.items {
-                    let known = visitor.basket.iter().any(|b| b.id == line.id);
-                    if !known && !added.contains(&line.id.as_str()) {
-                        added.push(&line.id);
-                    }
-                }
+                let added = visitor.new_to_basket(&order.items);
                 self.see_added(live, at, &added);
                 // The order's lines are the session's too (those put in the basket
                 // before already are).

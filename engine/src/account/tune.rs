@@ -38,8 +38,7 @@ impl Account {
         // and not put in from its own page (the latest view), as `Account::see_added`
         // counts it.
         let visitor = live.state();
-        let step =
-            |id: &str| !visitor.is_latest_view(id) && !visitor.basket.iter().any(|l| l.id == id);
+        let step = |id: &str| !visitor.is_latest_view(id) && !visitor.has_in_basket(id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::ProductView { id } => Some(id.as_str()),
             Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| step(id)),
@@ -97,9 +96,7 @@ impl Account {
         (catalogue, zones): (&Catalogue, &[ZoneSpec]),
         now: UnixMillis,
     ) {
-        let owned = |id: &str| {
-            live.basket.iter().any(|line| line.id == id) || live.purchased.iter().any(|p| p == id)
-        };
+        let owned = |id: &str| live.has_in_basket(id) || live.purchased.iter().any(|p| p == id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| !owned(id)),
             Event::Order(order) => order
