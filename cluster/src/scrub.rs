@@ -14,6 +14,9 @@ use crate::replay::{bounds, read_range};
 
 /// How long a scrub waits for every node reading the stream to be past the erasure.
 pub const SCRUB_WAIT: Duration = Duration::from_secs(60);
+/// How long a scrub waits for the snapshot thread's set replacing those naming the
+/// person.
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(240);
 
 /// Removes an erased person from the account's stream and object store (see
 /// [`Replication::scrub`]): waits until every consumer of the stream (each node's
@@ -41,6 +44,12 @@ pub(crate) async fn scrub_storage(
             }
         }
         if behind == 0 {
+            tracing::info!(
+                waited = SCRUB_WAIT
+                    .saturating_sub(deadline.saturating_duration_since(Instant::now()))
+                    .as_secs_f64(),
+                "every node past the erasure; scrubbing the cluster's storage"
+            );
             break;
         }
         if Instant::now() >= deadline {
@@ -110,8 +119,11 @@ pub(crate) async fn scrub_storage(
         snapshot_now
             .send(reply)
             .map_err(|_| ReplicationError::Stopped("snapshot thread"))?;
-        let new = replaced
+        // The snapshot thread may be writing its periodic set first: bounded, so that a
+        // stalled one is reported rather than waited on for ever.
+        let new = tokio::time::timeout(SNAPSHOT_WAIT, replaced)
             .await
+            .map_err(|_| ReplicationError::Timeout(SNAPSHOT_WAIT))?
             .map_err(|_| ReplicationError::Stopped("snapshot thread"))??;
         for (manifest, set) in named_sets {
             if manifest == new {

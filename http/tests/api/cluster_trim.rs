@@ -56,15 +56,20 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
     // email, the user id or the visitor id. Shoppers keep the cluster busy meanwhile.
     // The scrub waits up to `SCRUB_WAIT` (60 s) for the nodes' readers, then writes a
     // fresh snapshot set: on a loaded machine that is more than `REPLICATED`.
-    wait_for(
-        "the scrub of the cluster's storage",
-        Duration::from_secs(300),
-        || {
-            b.log()
-                .contains("erased person scrubbed from the cluster's storage")
-                .then_some(())
-        },
-    );
+    let scrubbed = std::time::Instant::now() + Duration::from_secs(300);
+    while !b
+        .log()
+        .contains("erased person scrubbed from the cluster's storage")
+    {
+        assert!(
+            std::time::Instant::now() < scrubbed,
+            "timed out after 300 s waiting for the scrub of the cluster's storage\n\
+             A's log:\n{}\nB's log:\n{}",
+            plain(&a.log()),
+            plain(&b.log())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut dirs = vec![a.data_path(), b.data_path()];
     dirs.extend((0..3).filter_map(|i| nats.store_dir(i).map(std::path::Path::to_path_buf)));
     let mut n = 0usize;

@@ -149,11 +149,18 @@ impl AccountJobs {
                     shared.stream_position.store(sequence, Ordering::Release);
                     return Ok(Applied::Seen);
                 };
+                let deltas = &shared.deltas;
+                if deltas.statuses.read_from_stream(&token) {
+                    // A second copy of a delta read already (a publish retried past
+                    // the stream's duplicate window): applied once, where its first
+                    // copy is, so that it cannot undo the deltas after that.
+                    shared.stream_position.store(sequence, Ordering::Release);
+                    return Ok(Applied::Seen);
+                }
                 let intake = self.intake.lock();
                 let Some(sender) = intake.as_ref() else {
                     return Err(SubmitError::Closed);
                 };
-                let deltas = &shared.deltas;
                 deltas.pending.fetch_add(1, Ordering::AcqRel);
                 let local = match shared
                     .wal

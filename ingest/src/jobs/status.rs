@@ -153,6 +153,10 @@ pub const STATUSES_KEPT: usize = 100_000;
 #[derive(Debug, Default)]
 pub(crate) struct DeltaStatuses(DashMap<String, (u64, DeltaStatus)>);
 
+/// The log position a replicated account's delta records while it is taken and not
+/// yet read back from the cluster's log (where it is logged and applied).
+pub(crate) const TAKEN_NOT_READ: u64 = u64::MAX;
+
 impl DeltaStatuses {
     /// The statuses saved in the account's directory, if any.
     pub(crate) fn load(dir: &Path) -> DeltaStatuses {
@@ -195,6 +199,15 @@ impl DeltaStatuses {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// Whether `token`'s delta was read from the cluster's replicated log already: its
+    /// status then records where this node logged it (one it took and has not read
+    /// back records [`TAKEN_NOT_READ`]).
+    pub(crate) fn read_from_stream(&self, token: &str) -> bool {
+        self.0
+            .get(token)
+            .is_some_and(|entry| entry.0 != TAKEN_NOT_READ)
     }
 
     /// A token's status, if this account issued it.

@@ -542,3 +542,40 @@ fn a_hashed_erasure_from_the_replicated_log_finds_and_erases_the_person() {
     assert_eq!(restarted.account().visitor_count(), 0);
     assert_eq!(restarted.stream_position(), 3);
 }
+
+/// A delta read twice from the cluster's replicated log (a publish retried past the
+/// stream's duplicate window stores a second copy) is applied once: the second copy
+/// neither sets its status back to pending nor undoes a later delta.
+#[test]
+fn a_second_copy_of_a_replicated_delta_is_seen_not_applied_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(tmp.path(), 0, config());
+    let copy = |id: &str, title: &str| {
+        let body = json!({"Products": [product(id, title)]});
+        body.to_string().into_bytes()
+    };
+    let first = log::encode_delta("dlt_first", &copy("p1", "First"));
+    let applied = jobs
+        .apply_replicated(1, 7, RecordKind::Delta, &first)
+        .unwrap();
+    assert!(matches!(applied, replica::Applied::Applied), "{applied:?}");
+    assert_eq!(wait_for(&jobs, "dlt_first"), DeltaStatus::Applied);
+    let second = log::encode_delta("dlt_second", &copy("p1", "Second"));
+    jobs.apply_replicated(2, 7, RecordKind::Delta, &second)
+        .unwrap();
+    assert_eq!(wait_for(&jobs, "dlt_second"), DeltaStatus::Applied);
+
+    let again = jobs
+        .apply_replicated(3, 7, RecordKind::Delta, &first)
+        .unwrap();
+    assert!(matches!(again, replica::Applied::Seen), "{again:?}");
+    assert_eq!(jobs.delta_status("dlt_first"), DeltaStatus::Applied);
+    assert_eq!(jobs.stream_position(), 3);
+    // Applied after anything the copy could have queued: the catalogue keeps the
+    // later delta.
+    let marker = log::encode_delta("dlt_marker", &copy("p2", "Marker"));
+    jobs.apply_replicated(4, 7, RecordKind::Delta, &marker)
+        .unwrap();
+    assert_eq!(wait_for(&jobs, "dlt_marker"), DeltaStatus::Applied);
+    assert_eq!(title(&jobs, "p1").as_deref(), Some("Second"));
+}

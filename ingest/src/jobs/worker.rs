@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use super::locks::SinceBase;
 use super::log::{self, RecordKind};
 use super::replication::{ReplicationError, Wait};
-use super::status::{DeltaStatus, DeltaStatuses, UNKNOWN_TOKEN};
+use super::status::{DeltaStatus, DeltaStatuses, TAKEN_NOT_READ, UNKNOWN_TOKEN};
 use super::{AccountJobs, Shared, SubmitError};
 use crate::delta::{self, Delta, Mode};
 
@@ -73,7 +73,7 @@ impl AccountJobs {
             self.shared
                 .deltas
                 .statuses
-                .set(token.clone(), u64::MAX, DeltaStatus::Pending);
+                .set(token.clone(), TAKEN_NOT_READ, DeltaStatus::Pending);
             if let Err(error) = self.publish(RecordKind::Delta, || payload, Wait::Answer) {
                 // Unconfirmed: kept, and Pending until it comes back from the log.
                 if !matches!(
@@ -81,7 +81,10 @@ impl AccountJobs {
                     SubmitError::Replication(ReplicationError::Unconfirmed(_))
                 ) {
                     let failed = DeltaStatus::Failed(error.to_string());
-                    self.shared.deltas.statuses.set(token, u64::MAX, failed);
+                    self.shared
+                        .deltas
+                        .statuses
+                        .set(token, TAKEN_NOT_READ, failed);
                 }
                 return Err(error);
             }
