@@ -163,15 +163,17 @@ fn a_node_joining_after_the_stream_was_trimmed_restores_the_clusters_snapshot() 
             .max()
             .unwrap_or(0)
     };
-    let mut last = 0;
-    wait_for(
-        "the stream trimmed past the first writes",
-        REPLICATED,
-        || {
-            last = stored();
-            (last > 20).then_some(())
-        },
-    );
+    let trimmed = std::time::Instant::now() + REPLICATED;
+    while stored() <= 20 {
+        assert!(
+            std::time::Instant::now() < trimmed,
+            "timed out after {REPLICATED:?} waiting for the stream trimmed past the first \
+             writes\nA's log:\n{}\nB's log:\n{}",
+            plain(&a.log()),
+            plain(&b.log())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // More writes after the snapshots: read from the stream.
     write(1, &mut orders, &mut deltas);
 

@@ -10,8 +10,9 @@
 //! erasures the state includes.
 //!
 //! The catalogue is exact: taken when no delta read is waiting to be applied, tagged
-//! with the position read before (a delta applied after it and found again in the
-//! replicated log is applied again, which gives the same catalogue). The state is as
+//! with the position read before, and the delta statuses taken with it (so that every
+//! delta they name is in it: a node applies a delta once per token, and takes one it
+//! holds a status for as read already). The state is as
 //! exact as a local state snapshot: events applied while it is exported, and this
 //! node's own events applied before they reached the replicated log, may be counted a
 //! second time by a node restored from it (the same window as a restart's replay).
@@ -67,12 +68,14 @@ impl AccountJobs {
         let shared = &self.shared;
         // The catalogue with every delta read applied.
         let deadline = Instant::now() + Duration::from_secs(60);
-        let (catalogue, catalogue_floor) = loop {
+        // The statuses with it: a delta applied after it is not among them.
+        let (catalogue, catalogue_floor, statuses) = loop {
             let position = shared.stream_position.load(Ordering::Acquire);
             {
                 let _writer = shared.account.writer();
                 if shared.deltas.pending.load(Ordering::Acquire) == 0 {
-                    break (shared.account.catalogue(), position);
+                    let statuses = shared.deltas.statuses.decided();
+                    break (shared.account.catalogue(), position, statuses);
                 }
             }
             if Instant::now() >= deadline {
@@ -105,9 +108,7 @@ impl AccountJobs {
             .map_err(|e| ReplicationError::failed("the state snapshot", e))?;
         store::save_users(out, &shared.account.users())
             .map_err(|e| ReplicationError::failed("the users file", e))?;
-        shared
-            .deltas
-            .statuses
+        statuses
             .save(out)
             .map_err(|e| ReplicationError::failed("the delta statuses", e))?;
         let feeds = out.join("feeds");

@@ -217,6 +217,14 @@ impl DeltaStatuses {
 
     /// Saves every decided status (the newest [`STATUSES_KEPT`]), fsynced.
     pub(crate) fn save(&self, dir: &Path) -> Result<(), store::StoreError> {
+        self.decided().save(dir)
+    }
+
+    /// The decided statuses now (the newest [`STATUSES_KEPT`]), to be saved later: a
+    /// cluster's snapshot set takes them with its catalogue, so that they name no delta
+    /// the catalogue lacks (a node restored from it would take such a delta, read from
+    /// the stream, for a copy of one it holds).
+    pub(crate) fn decided(&self) -> Decided {
         let mut decided: Vec<(u64, String, DeltaStatus)> = self
             .0
             .iter()
@@ -232,7 +240,19 @@ impl DeltaStatuses {
         decided.sort_by_key(|(sequence, _, _)| std::cmp::Reverse(*sequence));
         decided.truncate(STATUSES_KEPT);
         decided.reverse();
-        let items: Vec<serde_json::Value> = decided
+        Decided(decided)
+    }
+}
+
+/// Decided statuses taken at one moment ([`DeltaStatuses::decided`]), oldest first.
+#[derive(Debug)]
+pub(crate) struct Decided(Vec<(u64, String, DeltaStatus)>);
+
+impl Decided {
+    /// Writes them as the status file in `dir`, fsynced.
+    pub(crate) fn save(self, dir: &Path) -> Result<(), store::StoreError> {
+        let items: Vec<serde_json::Value> = self
+            .0
             .into_iter()
             .map(|(sequence, token, status)| {
                 let reason = match &status {
