@@ -16,7 +16,8 @@ their distance, each with the 9 distinct purchases before it; BACK changes the 9
 `seqdF1` the order's lines with the earlier distinct purchases at their distance in
 the sequence, `cv` the server's co-purchase pairs plus co-view pairs over every
 interaction (window 10); a trailing `b` counts the basket being filled as well as
-placed orders. SEEDS: `sr` sequential rules' (the latest 20, 1/age), `pers`
+placed orders (`cv`'s co-view pairs weigh CVW, 1 by default, against its co-purchase
+pairs). SEEDS: `sr` sequential rules' (the latest 20, 1/age), `pers`
 `personalized`'s defaults (the basket, then the purchases at 0.25, repeats kept),
 `persF` the purchases distinct as the server keeps them, `...V` the recent
 interactions as views too. Prints the hits on the first line of a new order and
@@ -24,6 +25,7 @@ inside one, and their sum.
 """
 import csv,collections,sys,math
 H=int(__import__("os").environ.get("H","10"))
+CVW=float(__import__('os').environ.get('CVW','1'))
 BACK=int(__import__("os").environ.get("BACK","9"))
 vis=[];seqs={}
 for row in csv.DictReader(open('target/datasets/'+__import__('os').environ.get('DS','instacart-sample')+'/interactions.csv')):
@@ -55,7 +57,7 @@ def fit(round_, mode, w=10):
             for x,a in enumerate(items):
                 for d,b in enumerate(items[x+1:x+1+10]):
                     if a==b: continue
-                    wt=1/(d+1); rules[a][b]+=wt; rules[b][a]+=wt
+                    wt=CVW/(d+1); rules[a][b]+=wt; rules[b][a]+=wt
         if mode in ('sr','seqo'):
             items=[p for _,p,_ in part]
             if mode=='seqo':
