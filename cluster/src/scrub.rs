@@ -33,7 +33,8 @@ pub(crate) async fn scrub_storage(
     scrub: &Scrub,
 ) -> Result<(usize, usize), ReplicationError> {
     let (first, last) = bounds(&mut stream).await?;
-    let deadline = Instant::now() + SCRUB_WAIT;
+    let started = Instant::now();
+    let deadline = started + SCRUB_WAIT;
     loop {
         let mut consumers = stream.consumers();
         let mut behind = 0;
@@ -45,9 +46,7 @@ pub(crate) async fn scrub_storage(
         }
         if behind == 0 {
             tracing::info!(
-                waited = SCRUB_WAIT
-                    .saturating_sub(deadline.saturating_duration_since(Instant::now()))
-                    .as_secs_f64(),
+                waited = started.elapsed().as_secs_f64(),
                 "every node past the erasure; scrubbing the cluster's storage"
             );
             break;

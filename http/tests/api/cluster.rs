@@ -500,6 +500,26 @@ fn a_node_joining_under_load_is_ready_caught_up_and_serves_the_same_zones() {
     assert_eq!(on_c, on_b);
 }
 
+/// Waits up to `limit` for `done`, checked every 50 ms; on timeout, fails with both
+/// nodes' logs.
+pub(super) fn wait_for_logged(
+    what: &str,
+    limit: Duration,
+    (a, b): (&Server, &Server),
+    mut done: impl FnMut() -> bool,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}\nA's log:\n{}\nB's log:\n{}",
+            plain(&a.log()),
+            plain(&b.log())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A log's text without its colours.
 pub(super) fn plain(log: &str) -> String {
     let mut out = String::with_capacity(log.len());

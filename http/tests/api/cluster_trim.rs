@@ -11,7 +11,7 @@ use vitrine_testkit::nats::NatsCluster;
 
 use super::cluster::{
     KEY, REPLICATED, SECRET, add_products, applied_on, category, config, holds_everything,
-    order_event, plain, serverside, settled, views, with_snapshots, zone,
+    order_event, plain, serverside, settled, views, wait_for_logged, with_snapshots, zone,
 };
 
 #[test]
@@ -56,20 +56,15 @@ fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_o
     // email, the user id or the visitor id. Shoppers keep the cluster busy meanwhile.
     // The scrub waits up to `SCRUB_WAIT` (60 s) for the nodes' readers, then writes a
     // fresh snapshot set: on a loaded machine that is more than `REPLICATED`.
-    let scrubbed = std::time::Instant::now() + Duration::from_secs(300);
-    while !b
-        .log()
-        .contains("erased person scrubbed from the cluster's storage")
-    {
-        assert!(
-            std::time::Instant::now() < scrubbed,
-            "timed out after 300 s waiting for the scrub of the cluster's storage\n\
-             A's log:\n{}\nB's log:\n{}",
-            plain(&a.log()),
-            plain(&b.log())
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_logged(
+        "the scrub of the cluster's storage",
+        Duration::from_secs(300),
+        (&a, &b),
+        || {
+            b.log()
+                .contains("erased person scrubbed from the cluster's storage")
+        },
+    );
     let mut dirs = vec![a.data_path(), b.data_path()];
     dirs.extend((0..3).filter_map(|i| nats.store_dir(i).map(std::path::Path::to_path_buf)));
     let mut n = 0usize;
@@ -163,17 +158,12 @@ fn a_node_joining_after_the_stream_was_trimmed_restores_the_clusters_snapshot() 
             .max()
             .unwrap_or(0)
     };
-    let trimmed = std::time::Instant::now() + REPLICATED;
-    while stored() <= 20 {
-        assert!(
-            std::time::Instant::now() < trimmed,
-            "timed out after {REPLICATED:?} waiting for the stream trimmed past the first \
-             writes\nA's log:\n{}\nB's log:\n{}",
-            plain(&a.log()),
-            plain(&b.log())
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_logged(
+        "the stream trimmed past the first writes",
+        REPLICATED,
+        (&a, &b),
+        || stored() > 20,
+    );
     // More writes after the snapshots: read from the stream.
     write(1, &mut orders, &mut deltas);
 

@@ -220,39 +220,41 @@ impl DeltaStatuses {
         self.decided().save(dir)
     }
 
-    /// The decided statuses now (the newest [`STATUSES_KEPT`]), to be saved later: a
-    /// cluster's snapshot set takes them with its catalogue, so that they name no delta
-    /// the catalogue lacks (a node restored from it would take such a delta, read from
-    /// the stream, for a copy of one it holds).
+    /// The decided statuses now, to be saved later: a cluster's snapshot set takes
+    /// them with its catalogue, so that they name no delta the catalogue lacks (a node
+    /// restored from it would take such a delta, read from the stream, for a copy of
+    /// one it holds). Only copied here (the set takes them under the catalogue's
+    /// writer); sorted when saved.
     pub(crate) fn decided(&self) -> Decided {
-        let mut decided: Vec<(u64, String, DeltaStatus)> = self
-            .0
-            .iter()
-            .filter(|entry| entry.value().1 != DeltaStatus::Pending)
-            .map(|entry| {
-                (
-                    entry.value().0,
-                    entry.key().clone(),
-                    entry.value().1.clone(),
-                )
-            })
-            .collect();
-        decided.sort_by_key(|(sequence, _, _)| std::cmp::Reverse(*sequence));
-        decided.truncate(STATUSES_KEPT);
-        decided.reverse();
-        Decided(decided)
+        Decided(
+            self.0
+                .iter()
+                .filter(|entry| entry.value().1 != DeltaStatus::Pending)
+                .map(|entry| {
+                    (
+                        entry.value().0,
+                        entry.key().clone(),
+                        entry.value().1.clone(),
+                    )
+                })
+                .collect(),
+        )
     }
 }
 
-/// Decided statuses taken at one moment ([`DeltaStatuses::decided`]), oldest first.
+/// Decided statuses taken at one moment ([`DeltaStatuses::decided`]).
 #[derive(Debug)]
 pub(crate) struct Decided(Vec<(u64, String, DeltaStatus)>);
 
 impl Decided {
-    /// Writes them as the status file in `dir`, fsynced.
+    /// Writes the newest [`STATUSES_KEPT`] as the status file in `dir`, oldest first,
+    /// fsynced.
     pub(crate) fn save(self, dir: &Path) -> Result<(), store::StoreError> {
-        let items: Vec<serde_json::Value> = self
-            .0
+        let mut decided = self.0;
+        decided.sort_by_key(|(sequence, _, _)| std::cmp::Reverse(*sequence));
+        decided.truncate(STATUSES_KEPT);
+        decided.reverse();
+        let items: Vec<serde_json::Value> = decided
             .into_iter()
             .map(|(sequence, token, status)| {
                 let reason = match &status {
