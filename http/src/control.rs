@@ -57,7 +57,13 @@ impl ConfigSource {
     pub fn load(&self) -> Result<Config, ConfigError> {
         match &self.path {
             Some(path) => config::load_file(path, &self.overrides),
-            None => config::demo(&self.overrides),
+            None => {
+                // The demo opens its console with the token of its data directory.
+                let mut demo = config::demo(&self.overrides)?;
+                let token = config::demo::console_token(&demo.data_dir)?;
+                demo.admin_tokens.push(token);
+                Ok(demo)
+            }
         }
     }
 }

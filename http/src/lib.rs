@@ -52,3 +52,23 @@ pub fn ready_line(addr: std::net::SocketAddr, https: bool) -> String {
     let scheme = if https { "https" } else { "http" };
     format!("listening on {scheme}://{addr}")
 }
+
+/// The line the embedded demo prints after its ready line: the console's address with
+/// the demo's token in the fragment (which a browser never sends to a server or a log),
+/// `console: http://ADDR/admin/#token=TOKEN`; `None` when the configuration has no
+/// demo token.
+pub fn console_line(
+    addr: std::net::SocketAddr,
+    https: bool,
+    config: &config::Config,
+) -> Option<String> {
+    let scheme = if https { "https" } else { "http" };
+    let token = config
+        .admin_tokens
+        .iter()
+        .find(|t| t.label == config::demo::TOKEN_LABEL)?;
+    Some(format!(
+        "console: {scheme}://{addr}/admin/#token={}",
+        token.token
+    ))
+}

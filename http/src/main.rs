@@ -378,13 +378,21 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         };
         let shutdown = shutdown_signal()?;
         let hangups = control::hangups().context("listening for SIGHUP")?;
+        let demo = source.path.is_none();
         tokio::spawn(control::on_hangup(Arc::clone(&state), source, hangups));
         let flushes = control::flush_requests().context("listening for SIGUSR1")?;
         tokio::spawn(control::on_flush_request(Arc::clone(&state), flushes));
         {
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "{}", vitrine_http::ready_line(addr, state.config().tls.is_some()))
+            let tls = state.config().tls.is_some();
+            writeln!(stdout, "{}", vitrine_http::ready_line(addr, tls))
                 .context("writing the ready line")?;
+            // The demo names its console with the token that opens it.
+            if demo
+                && let Some(line) = vitrine_http::console_line(addr, tls, &state.config())
+            {
+                writeln!(stdout, "{line}").context("writing the console's address")?;
+            }
             stdout.flush().context("writing the ready line")?;
         }
         // Under systemd with `Type=notify` (deploy/vitrine.service): ready now; a no-op

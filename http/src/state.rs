@@ -582,12 +582,10 @@ fn open_account(
     })
 }
 
-/// The html zones' templates of an account: auto-escaped as HTML, an undefined variable
-/// is an error rather than silently empty.
+/// The html zones' templates of an account, in the one html template environment
+/// ([`vitrine_ingest::templates`]).
 fn templates(config: &AccountConfig) -> Result<minijinja::Environment<'static>, minijinja::Error> {
-    let mut env = minijinja::Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let mut env = vitrine_ingest::templates::environment();
     for (zone, content) in &config.content {
         if let Some(template) = &content.template {
             env.add_template_owned(zone.clone(), template.clone())?;

@@ -23,6 +23,7 @@
 //!   feeds, order history.
 //! - [`erasure`]: the erasure key, forgotten identifiers, stripping later events.
 //! - [`state`]: tracking-state snapshots.
+//! - [`templates`]: the one environment html zone templates render in.
 
 #![forbid(unsafe_code)]
 
@@ -38,3 +39,4 @@ pub mod record;
 pub mod runner;
 pub mod state;
 pub mod store;
+pub mod templates;

@@ -443,3 +443,60 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     drop(driver);
     drop(server);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_opens_its_console_from_the_address_it_prints() {
+    // The embedded demo (no configuration file) prints its console's address with the
+    // token of its data directory after the ready line.
+    let server = tokio::task::block_in_place(|| {
+        TestServer::start(
+            Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
+                .with_file_name("vitrine")
+                .as_path(),
+            None,
+        )
+        .unwrap()
+    });
+    let address = wait_until("the console line", || {
+        server
+            .stdout_lines()
+            .into_iter()
+            .find_map(|line| line.strip_prefix("console: ").map(str::to_owned))
+    });
+    assert!(
+        address.starts_with(&format!("http://{}/admin/#token=", server.addr())),
+        "{address}"
+    );
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let browser = session(&driver).await;
+    browser.goto(&address).await.unwrap();
+    // Logged in as an editor, with no token typed, and the token gone from the address.
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#cz-table tbody tr[data-campaign]"))
+        .await
+        .expect("the campaign table");
+    let state = browser
+        .execute(
+            "return [location.hash, document.body.classList.contains('viewer'), \
+             document.getElementById('dashboard').hidden]",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(state, json!(["", false, false]));
+    // The sign-in field is labelled.
+    let label = browser
+        .execute(
+            "return document.querySelector('label[for=token]').textContent",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(label, "Admin token");
+    browser.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}

@@ -1,6 +1,7 @@
 //! [`TestServer`]: the real `vitrine` binary, started on `127.0.0.1:0` in a temporary
 //! directory (`data/` for its data, `server.log` for its stderr, `vitrine.toml` for its
-//! configuration), and read up to its ready line `listening on http://ADDR` (or `https://`).
+//! configuration), and read up to its ready line `listening on http://ADDR` (or `https://`);
+//! the lines it prints after that are kept ([`TestServer::stdout_lines`]).
 //!
 //! Used by the integration tests, the benches and the load harness alike; it never
 //! panics, so a tool can report why a server did not start.
@@ -9,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 /// How long a server may take to print its ready line (a debug build on a loaded
@@ -50,6 +51,8 @@ pub struct TestServer {
     process: Process,
     addr: SocketAddr,
     dir: tempfile::TempDir,
+    /// The lines of its stdout after the ready line, so far.
+    stdout: Arc<Mutex<Vec<String>>>,
 }
 
 /// A child process, killed (SIGKILL) and reaped when dropped.
@@ -116,8 +119,14 @@ impl TestServer {
             .spawn()
             .map_err(io("starting", binary))?;
         let mut process = Process(child);
-        match read_ready_line(&mut process.0, READY_TIMEOUT) {
-            Ok(addr) => Ok(TestServer { process, addr, dir }),
+        let stdout = Arc::<Mutex<Vec<String>>>::default();
+        match read_ready_line_into(&mut process.0, READY_TIMEOUT, Arc::clone(&stdout)) {
+            Ok(addr) => Ok(TestServer {
+                process,
+                addr,
+                dir,
+                stdout,
+            }),
             Err(reason) => {
                 drop(process);
                 Err(SpawnError::NotReady {
@@ -127,6 +136,14 @@ impl TestServer {
                 })
             }
         }
+    }
+
+    /// The lines it printed on stdout after its ready line, so far.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The address it listens on.
@@ -191,14 +208,29 @@ pub enum NoReadyLine {
 
 /// Reads `listening on http://ADDR` from the child's stdout within `timeout`.
 pub fn read_ready_line(child: &mut Child, timeout: Duration) -> Result<SocketAddr, NoReadyLine> {
+    read_ready_line_into(child, timeout, Arc::default())
+}
+
+/// [`read_ready_line`], then every later line of the child's stdout into `later`, until
+/// it closes.
+fn read_ready_line_into(
+    child: &mut Child,
+    timeout: Duration,
+    later: Arc<Mutex<Vec<String>>>,
+) -> Result<SocketAddr, NoReadyLine> {
     let Some(stdout) = child.stdout.take() else {
         return Err(NoReadyLine::NotPiped);
     };
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = reader.read_line(&mut line);
         let _ = tx.send(line);
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            later.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
     });
     let line = rx
         .recv_timeout(timeout)

@@ -413,4 +413,13 @@ $("preview-form").addEventListener("submit", (event) => {
   event.preventDefault();
   preview();
 });
+/** A token handed over in the address's fragment (`#token=…`, as the demo prints its
+ * console's address): taken into this tab's storage and removed from the address. */
+function tokenFromAddress() {
+  const match = /^#token=([\x21-\x7e]+)$/.exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, "", location.pathname + location.search);
+  return decodeURIComponent(match[1]);
+}
+state.token = tokenFromAddress() || state.token;
 if (state.token) logIn(state.token).catch(showLoggedOut);

@@ -9,7 +9,8 @@
 //!
 //! Files: `file.rs` (the TOML schema), `server.rs` (the server's own sections),
 //! `accounts.rs`, `zones.rs` and `experiments.rs` (the account domain), `clientside.rs`
-//! (the browser integration), `cluster.rs`, `listeners.rs` (`[sftp]` and `[tls]`).
+//! (the browser integration), `cluster.rs`, `listeners.rs` (`[sftp]` and `[tls]`),
+//! `demo.rs` (the embedded demo's console token).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 mod accounts;
 mod clientside;
 mod cluster;
+pub mod demo;
 mod experiments;
 mod file;
 mod listeners;

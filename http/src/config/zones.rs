@@ -377,8 +377,7 @@ pub(super) fn zone_content(
                     "required for html zones".to_owned(),
                 ));
             };
-            let mut env = minijinja::Environment::new();
-            env.add_template("zone", template)
+            vitrine_ingest::templates::check(template)
                 .map_err(|e| Invalid::at(key("template"), format!("not a valid template: {e}")))?;
             content.template = Some(template.clone());
         }

@@ -284,3 +284,73 @@ fn image_and_html_content_set_the_zones_type() {
         "{zone}"
     );
 }
+
+/// A template that writes catalogue text into elements and attributes.
+const HOSTILE_TEMPLATE: &str = r#"{% for item in items %}<a href="{{ item.Link }}" title="{{ item.Title }}">{{ item.Title }}</a><p>{{ item.Description }}</p>{% for tag in item.SearchTags %}<i>{{ tag }}</i>{% endfor %}{% endfor %}"#;
+
+#[test]
+fn html_content_escapes_catalogue_text_as_a_configured_html_zone_does() {
+    // The store's zones and one configured html zone with the template, and one product
+    // (so that trending shows it); a campaign on that zone with the same template must
+    // render exactly the same text.
+    let config = format!(
+        "{}\n  [[accounts.zones]]\n  id = \"HT-01\"\n  title = \"Picks\"\n  type = \"html\"\n  strategy = \"trending\"\n  count = 1\n  template = {HOSTILE_TEMPLATE:?}\n",
+        crate::campaigns::config()
+    );
+    let server = crate::common::Server::with_config(&config);
+    let hostile = crate::campaigns::product(
+        "H1",
+        9.0,
+        "shoes",
+        "acme",
+        json!({
+            "Title": "Tee <b>\"Bold\"</b> & Co <script>alert(1)</script>",
+            "Description": "</p><img src=x onerror=alert(1)>",
+            "Link": "/p/h1\" onmouseover=\"alert(1)",
+            "SearchTags": ["<svg/onload=alert(1)>"],
+        }),
+    );
+    let resp = server.post_json(
+        "/api/delta",
+        &json!({"AppKey": crate::campaigns::KEY, "SecretKey": crate::campaigns::SECRET, "Products": [hostile]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let body = crate::common::serverside_body(json!({
+        "appId": crate::campaigns::KEY, "secretKey": crate::campaigns::SECRET,
+        "visitorId": "esc", "events": [], "zones": ["HT-01"],
+    }));
+    let html_of = |label: &str| -> String {
+        crate::common::wait_for(label, std::time::Duration::from_secs(120), || {
+            let resp = server.post_json("/api/serverside", &body).json();
+            let zone = &resp["zones"]["HT-01"];
+            (zone["items"].as_array()?.len() == 1)
+                .then(|| zone["html"].as_str().unwrap().to_owned())
+        })
+    };
+    let configured = html_of("the configured zone ranks H1");
+    for raw in ["<b>", "<script", "<img", "<svg", "\" onmouseover"] {
+        assert!(!configured.contains(raw), "{raw} in {configured}");
+    }
+    assert!(configured.contains("&lt;script&gt;"), "{configured}");
+    assert!(configured.contains("&amp; Co"), "{configured}");
+
+    // The campaign's template is the zone's in a wrapper, so that its answer is known
+    // to be the campaign's.
+    let list = json!([{"id": "html", "content": {"type": "html",
+        "template": format!("<div>{HOSTILE_TEMPLATE}</div>"), "strategy": "trending", "count": 1}}]);
+    put_campaigns(&server, "HT-01", list);
+    let by_campaign = crate::common::wait_for(
+        "the campaign renders",
+        std::time::Duration::from_secs(120),
+        || {
+            let resp = server.post_json("/api/serverside", &body).json();
+            let zone = &resp["zones"]["HT-01"];
+            let errors = resp["errors"].as_array()?;
+            assert!(errors.is_empty(), "{resp}");
+            let html = zone["html"].as_str()?;
+            (zone["items"].as_array()?.len() == 1 && html.starts_with("<div>"))
+                .then(|| html.to_owned())
+        },
+    );
+    assert_eq!(by_campaign, format!("<div>{configured}</div>"));
+}

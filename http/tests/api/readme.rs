@@ -2,18 +2,20 @@
 
 use super::*;
 
-/// Every `curl` example of the README, replayed against the demo (with `$ADMIN_TOKEN`
-/// one of its admin tokens): the status it documents (`# → NNN`) and a JSON body where
-/// the endpoint answers JSON.
+/// Every `curl` example of the README, replayed against the embedded demo (with
+/// `$ADMIN_TOKEN` read as the README says, from the demo's `data/admin-token`): the
+/// status it documents (`# → NNN`) and a JSON body where the endpoint answers JSON.
 #[test]
 fn readme_examples_give_the_documented_answers() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let admin_token = "readme-example-admin-token";
-    let server = Server::with_config(&format!(
-        "{}\n[admin]\ntokens = [\"{admin_token}\"]\n",
-        include_str!("../../src/demo.toml")
-    ));
+    let server = Server::demo();
+    assert!(
+        readme.contains("ADMIN_TOKEN=$(cat data/admin-token)"),
+        "the README no longer reads the demo's token"
+    );
+    let admin_token = std::fs::read_to_string(server.data_path().join("admin-token")).unwrap();
+    let admin_token = admin_token.trim();
     let mut replayed = Vec::new();
     for block in readme.split("```sh").skip(1) {
         let block = block.split("```").next().unwrap();
@@ -91,4 +93,60 @@ fn readme_examples_give_the_documented_answers() {
             "no README example for {endpoint}"
         );
     }
+}
+
+/// The demo prints its console's address with a token that opens it: the same token on
+/// every start on one data directory, another on another data directory, and the admin
+/// API answers it as an editor.
+#[test]
+fn the_demo_prints_a_console_address_that_opens_the_console() {
+    let console_token = |server: &Server| -> String {
+        let line = wait_for(
+            "the console line",
+            std::time::Duration::from_secs(60),
+            || {
+                server
+                    .stdout_lines()
+                    .into_iter()
+                    .find(|l| l.starts_with("console: "))
+            },
+        );
+        let prefix = format!("console: http://{}/admin/#token=", server.addr);
+        line.strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{line:?} does not start with {prefix:?}"))
+            .to_owned()
+    };
+    let server = Server::demo();
+    let token = console_token(&server);
+    assert_eq!(token.len(), 64, "{token}");
+    let on_disk = std::fs::read_to_string(server.data_path().join("admin-token")).unwrap();
+    assert_eq!(on_disk.trim(), token);
+    let page = server.get("/admin/");
+    assert_eq!(page.status, 200);
+    let auth = format!("Bearer {token}");
+    let resp = request(
+        server.addr,
+        "GET",
+        "/admin/api/accounts",
+        b"",
+        &[("authorization", &auth)],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(resp.json()["token"]["role"], "editor");
+
+    let restarted = Server::start_in(server.kill9(), None);
+    assert_eq!(console_token(&restarted), token);
+    let other = Server::demo();
+    assert_ne!(console_token(&other), token);
+    // A configuration file's server has only its own tokens, and prints no console line.
+    let configured = Server::with_config(include_str!("../../src/demo.toml"));
+    let resp = request(
+        configured.addr,
+        "GET",
+        "/admin/api/accounts",
+        b"",
+        &[("authorization", &auth)],
+    );
+    assert_eq!(resp.status, 403, "{}", resp.body);
+    assert!(configured.stdout_lines().is_empty());
 }

@@ -193,6 +193,11 @@ impl Server {
         self.inner.log()
     }
 
+    /// The lines it printed on stdout after its ready line, so far.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.inner.stdout_lines()
+    }
+
     pub fn post(&self, path: &str, body: &str) -> Resp {
         request(self.addr, "POST", path, body.as_bytes(), &[])
     }

@@ -332,7 +332,7 @@ fn content(value: &Value, path: &str, zone: &ZoneSpec, errors: &mut Errors) -> O
                 );
                 return None;
             }
-            if let Err(e) = minijinja::Environment::new().template_from_str(template) {
+            if let Err(e) = crate::templates::check(template) {
                 errors.push(
                     fields.path_of("template"),
                     format!("the template does not compile: {e}"),

@@ -26,7 +26,8 @@ impl CampaignTemplates {
         {
             return Arc::clone(env);
         }
-        let mut env = minijinja::Environment::new();
+        // The same environment as the configured zones' templates: escaped, strict.
+        let mut env = vitrine_ingest::templates::environment();
         for list in &set.zones {
             for campaign in &list.campaigns {
                 if let Content::Html { template, .. } = &campaign.content {
