@@ -195,6 +195,14 @@ pub enum StateEntry {
     CoPurchasePairsDirected(Box<crate::models::DirectedPairs>),
     /// A recent session's products, for `similar_sessions` (written oldest first).
     SessionProducts(Box<crate::models::StoredSession>),
+    /// What segments read of a visitor's latest request (see
+    /// [`crate::campaign::request`]; written after the visitor's [`StateEntry::Visitor`]).
+    LatestRequest {
+        /// Visitor id.
+        visitor: String,
+        /// Its latest request.
+        request: Box<crate::campaign::request::StoredRequest>,
+    },
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

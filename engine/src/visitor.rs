@@ -8,9 +8,11 @@ use compact_str::CompactString;
 use smallvec::SmallVec;
 
 use crate::analytics::Impressions;
+use crate::campaign::{LatestRequest, RequestContext};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::{BasketLine, Identity, PersonalDetails};
+use crate::event::{BasketLine, Identity, PageType, PersonalDetails};
 use crate::models::ProductKeys;
+use crate::money::Currency;
 use crate::repurchases::Repurchases;
 use crate::visits::Visits;
 
@@ -172,6 +174,8 @@ pub struct LiveVisitor {
     repurchases: Option<Box<Repurchases>>,
     /// Its sessions, page views and orders, as segments read them.
     visits: Visits,
+    /// What segments read of its latest request (for segment sizes).
+    latest: LatestRequest,
 }
 
 /// A visitor's purchases as dense ids of one catalogue version.
@@ -199,13 +203,15 @@ impl LiveVisitor {
         &self.state
     }
 
-    /// Replaces its state, keeping its impressions, repurchases and visits.
+    /// Replaces its state, keeping its impressions, repurchases, visits and latest
+    /// request.
     pub fn replace_state(&mut self, state: Visitor) {
         *self = LiveVisitor {
             state,
             impressions: self.impressions.take(),
             repurchases: self.repurchases.take(),
             visits: std::mem::take(&mut self.visits),
+            latest: std::mem::take(&mut self.latest),
             ..LiveVisitor::default()
         };
     }
@@ -218,6 +224,26 @@ impl LiveVisitor {
     /// Its sessions, page views and orders, to change.
     pub fn visits_mut(&mut self) -> &mut Visits {
         &mut self.visits
+    }
+
+    /// What segments read of its latest request.
+    pub fn latest_request(&self) -> &LatestRequest {
+        &self.latest
+    }
+
+    /// Keeps what segments read of the request it just made (or of one a snapshot
+    /// restores).
+    pub fn remember_request(
+        &mut self,
+        page: (Option<PageType>, Option<Currency>),
+        context: &RequestContext,
+    ) {
+        self.latest.remember(page, context);
+    }
+
+    /// Replaces its latest request (a restored snapshot's).
+    pub fn restore_latest_request(&mut self, latest: LatestRequest) {
+        self.latest = latest;
     }
 
     /// What it bought, in how many orders.

@@ -162,6 +162,27 @@ async fn click(browser: &Client, css: &str) {
         .expect(css);
 }
 
+/// Waits until the segment builder's size says `matching` visitors match.
+async fn size_is(browser: &Client, matching: &str) {
+    until(
+        browser,
+        "return document.getElementById('sb-size').dataset.matching",
+        |v| v == matching,
+    )
+    .await;
+}
+
+/// Chooses `value` in the select element with id `id`.
+async fn select(browser: &Client, id: &str, value: &str) {
+    browser
+        .find(Locator::Id(id))
+        .await
+        .unwrap()
+        .select_by_value(value)
+        .await
+        .unwrap();
+}
+
 async fn type_into(browser: &Client, css: &str, text: &str) {
     let field = browser.find(Locator::Css(css)).await.unwrap();
     field.clear().await.unwrap();
@@ -210,19 +231,9 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     click(&editor, "#sb-new").await;
     type_into(&editor, "#sb-id", "returning").await;
     type_into(&editor, "#sb-name", "Returning shoppers").await;
-    until(
-        &editor,
-        "return document.getElementById('sb-size').dataset.matching",
-        |v| v == "3",
-    )
-    .await;
+    size_is(&editor, "3").await;
     click(&editor, "#sb-rule .add-condition").await;
-    until(
-        &editor,
-        "return document.getElementById('sb-size').dataset.matching",
-        |v| v == "0",
-    )
-    .await;
+    size_is(&editor, "0").await;
     click(&editor, "#sb-save").await;
     until(
         &editor,
@@ -236,13 +247,7 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     click(&editor, "#cz-new").await;
     type_into(&editor, "#ce-id", "autumn").await;
     type_into(&editor, "#ce-name", "Autumn picks").await;
-    editor
-        .find(Locator::Id("ce-source"))
-        .await
-        .unwrap()
-        .select_by_value("manual")
-        .await
-        .unwrap();
+    select(&editor, "ce-source", "manual").await;
     type_into(&editor, "#ce-pick-products input", "Console product 5").await;
     click(&editor, "#ce-pick-products .results button[data-id='C05']").await;
     click(&editor, "#ce-add-filter").await;
@@ -497,6 +502,142 @@ async fn the_demo_opens_its_console_from_the_address_it_prints() {
         .unwrap();
     assert_eq!(label, "Admin token");
     browser.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}
+
+/// An iPhone's user agent.
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_targeted_audience_is_sized_and_previewed_in_the_browser() {
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    // Two returning phone shoppers (two sessions each, the latest from an iPhone) and a
+    // returning shopper of no known device.
+    for (visitor, latest) in [
+        ("phone-0", IPHONE),
+        ("phone-1", IPHONE),
+        ("other-0", "test"),
+    ] {
+        for agent in ["test", latest] {
+            tokio::task::block_in_place(|| {
+                post(
+                    addr,
+                    "/api/serverside",
+                    &json!({"appId": KEY, "secretKey": SECRET, "visitorId": visitor,
+                        "currentUrl": "https://shop.example/", "userAgent": agent, "ip": "198.51.100.31",
+                        "events": [], "zones": ["HP-01"]}),
+                )
+            });
+        }
+    }
+    // Live: a campaign for returning phone shoppers, then one for everyone.
+    let put = |path: &str, body: Value| {
+        let response = client::request(
+            addr,
+            "PUT",
+            &format!("/admin/api/accounts/{KEY}{path}"),
+            &serde_json::to_vec(&body).unwrap(),
+            &[
+                ("authorization", &format!("Bearer {EDITOR}")),
+                ("content-type", "application/json"),
+            ],
+        )
+        .expect("an answer");
+        assert_eq!(response.status, 200, "{path}: {}", response.body);
+    };
+    tokio::task::block_in_place(|| {
+        put(
+            "/segments",
+            json!({"segments": [{"id": "phones", "rule": {"all": [{"visitor": "returning"}, {"device": ["mobile"]}]}}]}),
+        );
+        put(
+            "/zones/HP-01/campaigns",
+            json!({"campaigns": [
+                {"id": "phones", "segment": "phones", "content": {"type": "custom", "source": {"manual": {"products": ["C05"]}}}},
+                {"id": "everyone", "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}]}),
+        );
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+
+    // A new segment: returning (the three who came twice), then on a mobile device: the
+    // two phone shoppers, counted by their latest requests.
+    click(&editor, "#sb-new").await;
+    type_into(&editor, "#sb-id", "returning-phones").await;
+    click(&editor, "#sb-rule .add-condition").await;
+    size_is(&editor, "3").await;
+    click(&editor, "#sb-rule .add-condition").await;
+    editor
+        .execute(
+            "const rows = document.querySelectorAll('#sb-rule li.condition'); \
+             const select = rows[rows.length - 1].querySelector('select'); \
+             select.value = 'device'; select.dispatchEvent(new Event('change'));",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    type_into(
+        &editor,
+        "#sb-rule li.condition[data-kind=device] input.list",
+        "mobile",
+    )
+    .await;
+    until(
+        &editor,
+        "return [document.getElementById('sb-json').value.includes('device'), \
+           document.getElementById('sb-size').dataset.matching]",
+        |v| v == &json!([true, "2"]),
+    )
+    .await;
+    let note = editor
+        .execute(
+            "const n = document.getElementById('sb-size-note'); return n.offsetParent !== null && n.textContent",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        note.as_str().is_some_and(|t| t.contains("latest request")),
+        "{note}"
+    );
+
+    // The preview as a made-up returning shopper on a phone shows the phones' campaign;
+    // on a desktop, the campaign for everyone.
+    let preview_as = |device: &'static str| {
+        let editor = editor.clone();
+        async move {
+            select(&editor, "pv-shopper", "returning").await;
+            select(&editor, "pv-device", device).await;
+            editor
+                .execute(
+                    "document.getElementById('pv-shown').dataset.campaign = 'waiting';",
+                    Vec::new(),
+                )
+                .await
+                .unwrap();
+            click(&editor, "#pv-show").await;
+            until(
+                &editor,
+                "const s = document.getElementById('pv-shown').dataset.campaign; \
+                 return s === 'waiting' ? null : [s, document.getElementById('pv-request').textContent]",
+                |v| !v.is_null(),
+            )
+            .await
+        }
+    };
+    let phone = preview_as("mobile").await;
+    assert_eq!(phone[0], "phones", "{phone}");
+    assert!(
+        phone[1].as_str().unwrap().contains("a mobile device"),
+        "{phone}"
+    );
+    let desktop = preview_as("desktop").await;
+    assert_eq!(desktop[0], "everyone", "{desktop}");
+    editor.close().await.unwrap();
     drop(driver);
     drop(server);
 }

@@ -1,14 +1,14 @@
 //! An account's campaigns: the compiled set requests read, swapped whole, and the
 //! history of documents it was compiled from; and the size of a segment, counted over
-//! the visitors in memory.
+//! the visitors in memory as their latest requests would be judged.
 
 use std::sync::Arc;
 
 use super::Account;
-use crate::campaign::segment::{Condition, Shopper, UserFacts};
-use crate::campaign::{CampaignHistory, CampaignSet, CampaignVersion, RequestContext};
+use super::visitor_view::VisitorSnapshot;
+use crate::campaign::segment::{Condition, UserFacts};
+use crate::campaign::{CampaignHistory, CampaignSet, CampaignVersion};
 use crate::catalogue::UnixMillis;
-use crate::event::PageType;
 
 /// A segment's size: visitors matching now, and those of them active lately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,12 +49,6 @@ impl Account {
         self.campaigns.load_full()
     }
 
-    /// Whether a segment of a zone's list reads the request's user agent, referrer or
-    /// URL (the edge reads them only then).
-    pub fn campaigns_read_request(&self) -> bool {
-        self.campaigns.load().zones.iter().any(|z| z.reads.request)
-    }
-
     /// The campaign documents, every version kept.
     pub fn campaign_history(&self) -> CampaignHistory {
         self.campaign_history.lock().clone()
@@ -86,32 +80,22 @@ impl Account {
         *self.campaign_history.lock() = history;
     }
 
-    /// How many visitors in memory `rule` matches now, as if each made a request on a
-    /// page of no particular type in the account's currency; and how many of them were
-    /// seen in the last 24 hours. Walks the visitors one shard at a time, off the request
-    /// path (the admin API calls it on the blocking pool).
+    /// How many visitors in memory `rule` matches now, each judged as its latest
+    /// request would be (its page type, currency, device, referrer and URL; see
+    /// [`crate::campaign::request`]); and how many of them
+    /// were seen in the last 24 hours. Walks the visitors one shard at a time, off the
+    /// request path (the admin API calls it on the blocking pool).
     pub fn segment_size(&self, rule: &Condition, now: UnixMillis) -> SegmentSize {
         let settings = self.settings.load_full();
         let catalogue = self.catalogue();
-        let context = RequestContext::default();
         let reads = rule.reads();
         let mut size = SegmentSize::default();
         for entry in self.visitors.read().iter() {
             let live = entry.value();
             size.visitors += 1;
-            let visitor = live.state();
-            let purchased: Vec<_> = visitor
-                .purchased
-                .iter()
-                .filter_map(|id| catalogue.idx_of(id))
-                .collect();
-            let basket: Vec<_> = visitor
-                .basket
-                .iter()
-                .filter_map(|line| catalogue.idx_of(&line.id))
-                .collect();
+            let snapshot = VisitorSnapshot::for_segments(live, &catalogue, reads);
             let user = if reads.user {
-                visitor
+                snapshot
                     .identity
                     .user_id
                     .as_deref()
@@ -119,26 +103,18 @@ impl Account {
             } else {
                 None
             };
-            let shopper = Shopper {
-                now,
-                visits: live.visits(),
-                identity: &visitor.identity,
-                user: user.as_ref(),
-                given_dob: visitor.details.dob.and_then(|d| d.date()),
-                catalogue: &catalogue,
-                purchased: &purchased,
-                basket: &basket,
-                basket_value: crate::campaign::segment::basket_value(&visitor.basket),
-                categories: &visitor.categories,
-                brands: &visitor.brands,
-                page_type: None::<PageType>,
-                request: &context,
-                currency: settings.default_currency,
-                account_currency: settings.default_currency,
-            };
+            let latest = live.latest_request();
+            let request = latest.context();
+            let currency = latest.currency.unwrap_or(settings.default_currency);
+            let shopper = snapshot.shopper_at(
+                (&catalogue, currency, now),
+                (latest.page_type, &request),
+                user.as_ref(),
+                settings.default_currency,
+            );
             if rule.holds(&shopper) {
                 size.matching += 1;
-                if now - visitor.last_seen <= ACTIVE_MILLIS {
+                if now - live.state().last_seen <= ACTIVE_MILLIS {
                     size.active += 1;
                 }
             }

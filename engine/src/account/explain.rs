@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::Account;
+use super::resolve::Plan;
 use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::campaign::content::Placement;
 use crate::campaign::segment::Reads as SegmentReads;
@@ -33,6 +34,9 @@ pub struct ExplainRequest {
     pub page_type: Option<PageType>,
     /// The page's category id.
     pub category: Option<String>,
+    /// The request's device, referrer and UTM parameters (for segments that read them);
+    /// none: the visitor's latest request's (a made-up or unknown shopper: none at all).
+    pub context: Option<RequestContext>,
     /// Campaigns to judge in place of the live ones (a draft, previewed before it is
     /// published); none: the live ones.
     pub campaigns: Option<Arc<CampaignSet>>,
@@ -66,6 +70,8 @@ pub struct Explanation {
     pub currency: Currency,
     /// Whether the visitor id names a visitor the account knows.
     pub visitor_known: bool,
+    /// The request's device, referrer and UTM parameters the segments were judged on.
+    pub context: RequestContext,
     /// What the visitor's history holds: recent views, basket, purchases (products of
     /// the catalogue).
     pub history: (Vec<ProductIdx>, Vec<ProductIdx>, Vec<ProductIdx>),
@@ -198,6 +204,16 @@ impl Account {
             )
         });
         let visitor_known = snapshot.is_some();
+        let context = match (&request.context, request.made_up) {
+            (Some(context), _) => context.clone(),
+            (None, Some(_)) => RequestContext::default(),
+            (None, None) => self
+                .visitors
+                .read()
+                .get(visitor_id)
+                .map(|live| live.latest_request().context())
+                .unwrap_or_default(),
+        };
         if let Some(snapshot) = snapshot.as_mut() {
             self.absorb_other_devices(visitor_id, snapshot, &catalogue);
         }
@@ -205,9 +221,16 @@ impl Account {
         if let Some(made_up) = request.made_up {
             snapshot.segments = Some(made_up.facts(request.now));
         }
-        let variant = settings.variant(spec, visitor_id, request.now);
+        let set = request
+            .campaigns
+            .as_ref()
+            .map_or_else(|| self.campaigns(), Arc::clone);
+        // Decided as serving decides (`resolve.rs`).
+        let plan = settings.plan(spec, visitor_id, request.now, Some(&set));
+        let variant = plan.variant();
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
-        if filled.reads_sessions() {
+        let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
+        if super::serve::reads_sessions(&settings, Some(&set), &zones) {
             snapshot.similar_sessions =
                 self.session_neighbourhood(visitor_id, &snapshot.latest_products(), &catalogue);
         }
@@ -226,15 +249,8 @@ impl Account {
             None,
         );
         let mut recorder = Recorder::default();
-        let set = request
-            .campaigns
-            .as_ref()
-            .map_or_else(|| self.campaigns(), Arc::clone);
-        let list = set
-            .zone(&spec.id)
-            .filter(|_| variant.is_none_or(|(_, v)| v.campaigns));
-        let (items, campaigns) = match list {
-            Some(list) => {
+        let (items, campaigns) = match plan {
+            Plan::Campaigns { list, .. } => {
                 let user = snapshot
                     .identity
                     .user_id
@@ -246,7 +262,6 @@ impl Account {
                     category: request.category.as_deref(),
                     ..Default::default()
                 };
-                let context = RequestContext::default();
                 let shopper = snapshot.shopper(
                     &ctx,
                     (&page, &context),
@@ -262,7 +277,7 @@ impl Account {
                 };
                 (chosen.items, Some(explained))
             }
-            None => (fill_zone_traced(filled, &ctx, &mut recorder), None),
+            Plan::Spec { spec, .. } => (fill_zone_traced(spec, &ctx, &mut recorder), None),
         };
         let shown_spec = campaigns
             .as_ref()
@@ -309,6 +324,7 @@ impl Account {
             catalogue: Arc::clone(&catalogue),
             currency,
             visitor_known,
+            context,
             history,
             items,
             rejected: recorder.rejected,

@@ -1,6 +1,7 @@
 //! Judging the account's product zones against what a sampled visitor does next (see
 //! [`crate::prequential`]), before the request is applied.
 
+use super::shadows::Judged;
 use smallvec::SmallVec;
 
 use super::Account;
@@ -54,6 +55,8 @@ impl Account {
             Reads::default()
         };
         let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
+        let latest = live.latest_request();
+        let latest = (latest.page_type, latest.context());
         brought.retain(|product| !snapshot.has(*product));
         if brought.is_empty() {
             return;
@@ -79,7 +82,13 @@ impl Account {
         let published = self.neighbours.load_full();
         if judging {
             let ctx = snapshot.judged_context(catalogue, &rankings, &published, (currency, now));
-            self.judge_shadows(&snapshot, &ctx, &brought, zones);
+            let judged = Judged {
+                visitor_id,
+                snapshot: &snapshot,
+                ctx: &ctx,
+                latest: (latest.0, &latest.1),
+            };
+            self.judge_shadows(&judged, &brought, zones);
             for spec in zones
                 .iter()
                 .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)

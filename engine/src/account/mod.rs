@@ -12,8 +12,9 @@
 //! swaps it in. Serving reads the latest ones and never waits.
 
 //!
-//! Modules: `serve` (the request: track, then fill zones), `visitor_view` (what it reads
-//! of its visitor), `campaigns` (the compiled
+//! Modules: `serve` (the request: track, then fill zones), `resolve` (how a zone is
+//! filled: experiment variant, campaign list or configuration, decided once for serving,
+//! explain and shadow tests), `visitor_view` (what it reads of its visitor), `campaigns` (the compiled
 //! campaigns, their history, the segments' sizes), `track` (events applied to
 //! visitors, counters and models; replay), `identity` (linking devices, erasure),
 //! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
@@ -32,6 +33,7 @@ mod judge;
 mod pair_snapshot_tests;
 #[cfg(test)]
 mod repurchase_tests;
+mod resolve;
 mod serve;
 mod shadows;
 mod snapshot;

@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 
 use std::sync::Arc;
 
+use super::resolve::Plan;
 use super::track::PageContext;
 use super::visitor_view::{Reads, VisitorSnapshot, affinity};
 use super::{Account, AccountSettings, new_id};
@@ -210,6 +211,8 @@ impl Account {
             &mut page,
             &mut notices,
         );
+        // Segment sizes count what each visitor's latest request would match.
+        visitor.remember_request((page.page_type, Some(currency)), &request.context);
         let asked = |spec: &&ZoneSpec| request.zones.iter().any(|zone| zone.as_str() == spec.id);
         let reads = Reads {
             affinities: settings.zones.iter().filter(asked).any(|spec| {
@@ -404,7 +407,7 @@ impl Account {
 /// Whether filling the requested `zones` may read the sessions most like the
 /// shopper's: a zone, one of its experiment's variants or one of its campaigns fills
 /// products by a spec that reads them ([`ZoneSpec::reads_sessions`]).
-fn reads_sessions(
+pub(super) fn reads_sessions(
     settings: &AccountSettings,
     campaigns: Option<&CampaignSet>,
     zones: &ZoneIds,
@@ -558,35 +561,38 @@ fn fill_zones(
             });
             continue;
         }
-        // A running experiment on the zone fills it as the visitor's variant says.
-        let variant = settings.variant(spec, visitor_id, now).map(|(_, v)| v);
-        // A zone with a list of campaigns shows the first that qualifies (unless an
-        // experiment's variant fills it otherwise).
-        if variant.is_none_or(|v| v.campaigns)
-            && let Some(set) = campaigns
-            && let Some((list_at, list)) = set.zone_at(&spec.id)
-        {
-            let chosen = choose(set, list, (shopper, &mut judged), ctx, &mut NoTrace);
-            // Analytics count the campaign shown as the zone's variant (an experiment's
-            // variant keeps its own name).
-            let variant = match variant {
-                Some(v) => CompactString::from(v.name.as_str()),
-                None => chosen
-                    .campaign
-                    .and_then(|at| list.campaigns.get(at))
-                    .map_or_else(CompactString::default, |c| c.variant.clone()),
-            };
-            zones.push(RenderedZone {
-                spec: position,
-                items: chosen.items,
-                names: Vec::new(),
+        // An experiment's variant, the zone's campaigns or its configuration
+        // (`resolve.rs`).
+        let (spec_filled, variant) = match settings.plan(spec, visitor_id, now, campaigns) {
+            Plan::Campaigns {
+                set,
+                list_at,
+                list,
                 variant,
-                campaign: chosen.campaign,
-                list: Some(list_at),
-                cached: None,
-            });
-            continue;
-        }
+            } => {
+                let chosen = choose(set, list, (shopper, &mut judged), ctx, &mut NoTrace);
+                // Analytics count the campaign shown as the zone's variant (an
+                // experiment's variant keeps its own name).
+                let variant = match variant {
+                    Some((_, v)) => CompactString::from(v.name.as_str()),
+                    None => chosen
+                        .campaign
+                        .and_then(|at| list.campaigns.get(at))
+                        .map_or_else(CompactString::default, |c| c.variant.clone()),
+                };
+                zones.push(RenderedZone {
+                    spec: position,
+                    items: chosen.items,
+                    names: Vec::new(),
+                    variant,
+                    campaign: chosen.campaign,
+                    list: Some(list_at),
+                    cached: None,
+                });
+                continue;
+            }
+            Plan::Spec { spec, variant } => (spec, variant.map(|(_, v)| v)),
+        };
         // A variant's zone is not the zone's own: filled without the cache.
         let cached = if variant.is_none() {
             cached
@@ -595,7 +601,7 @@ fn fill_zones(
         };
         let mut filled = fill(
             position,
-            variant.map_or(spec, |v| &v.spec),
+            spec_filled,
             (ctx, snapshot, page, top_names),
             cached,
         );

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use super::Account;
+use super::resolve::Plan;
 use super::track::PageContext;
 use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::campaign::segment::Reads as SegmentReads;
-use crate::campaign::{CampaignSet, Judged, RequestContext, choose};
+use crate::campaign::{CampaignSet, RequestContext, choose};
 use crate::catalogue::{ProductIdx, UnixMillis};
 use crate::event::PageType;
 use crate::prequential::rank_of;
@@ -82,36 +83,44 @@ impl Account {
 
     /// Judges each running shadow test on `brought` (products new to the visitor that
     /// the request brings): the zone filled as the live campaigns and as the draft
-    /// would show it to the visitor in `snapshot` before the request, in `ctx` (the
-    /// page of their latest view). Called by `judge_zones` on the requests it judges.
+    /// would show it to the visitor before the request, in `judged.ctx` (the page of
+    /// their latest view), resolved as serving resolves it (`resolve.rs`) with what
+    /// their latest request said of where it came from. Called by `judge_zones` on the
+    /// requests it judges.
     pub(super) fn judge_shadows(
         &self,
-        snapshot: &VisitorSnapshot,
-        ctx: &Context<'_>,
+        judged: &Judged<'_, '_>,
         brought: &[ProductIdx],
         zones: &[ZoneSpec],
     ) {
         let shadows: Vec<Arc<Shadow>> = self.shadows.read().clone();
+        let Judged {
+            visitor_id,
+            snapshot,
+            ctx,
+            latest: (latest_page, request),
+        } = *judged;
         // A test started after the snapshot was taken (without what segments read)
         // begins with the next judged request.
         if shadows.is_empty() || snapshot.segments.is_none() {
             return;
         }
         let settings = self.settings.load();
-        let page = ctx.product;
         let user = snapshot
             .identity
             .user_id
             .as_deref()
             .and_then(|id| self.user_facts(id));
         let page_context = PageContext {
-            page_type: page.map(|_| PageType::ProductPage),
+            page_type: match ctx.product {
+                Some(_) => Some(PageType::ProductPage),
+                None => latest_page,
+            },
             ..Default::default()
         };
-        let request = RequestContext::default();
         let shopper = snapshot.shopper(
             ctx,
-            (&page_context, &request),
+            (&page_context, request),
             user.as_ref(),
             settings.default_currency,
         );
@@ -121,12 +130,12 @@ impl Account {
                 continue;
             };
             let shown = |set: &CampaignSet| -> ZoneItems {
-                match set.zone(&spec.id) {
-                    Some(list) => {
-                        let judged = &mut Judged::default();
+                match settings.plan(spec, visitor_id, ctx.now, Some(set)) {
+                    Plan::Campaigns { set, list, .. } => {
+                        let judged = &mut crate::campaign::Judged::default();
                         choose(set, list, (&shopper, judged), ctx, &mut NoTrace).items
                     }
-                    None => fill_zone(spec, ctx),
+                    Plan::Spec { spec, .. } => fill_zone(spec, ctx),
                 }
             };
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));
@@ -138,4 +147,15 @@ impl Account {
             }
         }
     }
+}
+
+/// A judged request's visitor as shadow tests read it: its id, its history before the
+/// request, the recommenders' context on the page of its latest view, and the page
+/// type and request context of its latest request.
+#[derive(Clone, Copy)]
+pub(super) struct Judged<'a, 'c> {
+    pub(super) visitor_id: &'a str,
+    pub(super) snapshot: &'a VisitorSnapshot,
+    pub(super) ctx: &'a Context<'c>,
+    pub(super) latest: (Option<PageType>, &'a RequestContext),
 }

@@ -10,6 +10,7 @@ use super::{Account, Counter};
 use compact_str::CompactString;
 
 use crate::analytics::Impressions;
+use crate::campaign::LatestRequest;
 use crate::catalogue::UnixMillis;
 use crate::models::Decaying;
 use crate::state::{IdentityKind, StateEntry};
@@ -30,7 +31,7 @@ impl Account {
             .map(|e| e.key().clone())
             .collect();
         for id in ids {
-            let Some((visitor, impressions, bought, visits)) =
+            let Some((visitor, impressions, bought, (visits, latest))) =
                 self.visitors.read().get(&id).map(|v| {
                     let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
                         let name = |key| {
@@ -43,7 +44,14 @@ impl Account {
                     let bought = v.repurchases().map(|r| Box::new(r.clone()));
                     let visits =
                         (v.visits() != &Visits::default()).then(|| Box::new(v.visits().clone()));
-                    (Box::new(v.state().clone()), impressions, bought, visits)
+                    let latest = (!v.latest_request().is_empty())
+                        .then(|| Box::new(v.latest_request().stored()));
+                    (
+                        Box::new(v.state().clone()),
+                        impressions,
+                        bought,
+                        (visits, latest),
+                    )
                 })
             else {
                 continue;
@@ -56,6 +64,12 @@ impl Account {
                 sink(StateEntry::Visits {
                     visitor: id.clone(),
                     visits,
+                });
+            }
+            if let Some(request) = latest {
+                sink(StateEntry::LatestRequest {
+                    visitor: id.clone(),
+                    request,
                 });
             }
             if let Some(bought) = bought {
@@ -197,6 +211,11 @@ impl Account {
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .visits_mut() = *visits;
+            }
+            StateEntry::LatestRequest { visitor, request } => {
+                self.visitors
+                    .get_or_insert_with(visitor, LiveVisitor::default)
+                    .restore_latest_request(LatestRequest::from_stored(&request));
             }
             StateEntry::Campaigns(history) => self.restore_campaign_history(*history),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),

@@ -11,7 +11,7 @@ use super::RankingsVersion;
 use crate::campaign::RequestContext;
 use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::Identity;
+use crate::event::{Identity, PageType};
 use crate::models::Neighbours;
 use crate::money::Currency;
 use crate::recommend::Context;
@@ -61,6 +61,40 @@ pub(super) struct SegmentFacts {
     pub(super) given_dob: Option<time::Date>,
     pub(super) categories: Vec<(CompactString, f64)>,
     pub(super) brands: Vec<(CompactString, f64)>,
+}
+
+/// The products of a visitor's basket lines as dense ids of `catalogue` (those it lacks
+/// left out), in basket order.
+fn basket_idx(
+    visitor: &crate::visitor::Visitor,
+    catalogue: &Catalogue,
+) -> SmallVec<[ProductIdx; 16]> {
+    visitor
+        .basket
+        .iter()
+        .filter_map(|b| catalogue.idx_of(&b.id))
+        .collect()
+}
+
+impl SegmentFacts {
+    /// What segments that read `reads` read of `live`.
+    fn of(live: &LiveVisitor, reads: SegmentReads) -> SegmentFacts {
+        let visitor = live.state();
+        let affinities = |list: &Vec<(CompactString, f64)>| {
+            if reads.affinities {
+                list.clone()
+            } else {
+                Vec::new()
+            }
+        };
+        SegmentFacts {
+            visits: live.visits().for_segments(reads.orders),
+            basket_value: crate::campaign::segment::basket_value(&visitor.basket),
+            given_dob: visitor.details.dob.and_then(|d| d.date()),
+            categories: affinities(&visitor.categories),
+            brands: affinities(&visitor.brands),
+        }
+    }
 }
 
 /// Facts of a shopper no segment asked for (an account without campaigns on the
@@ -210,23 +244,62 @@ impl VisitorSnapshot {
         user: Option<&'a UserFacts>,
         account_currency: Currency,
     ) -> Shopper<'a> {
+        self.shopper_at(
+            (ctx.catalogue, ctx.currency, ctx.now),
+            (page.page_type, request),
+            user,
+            account_currency,
+        )
+    }
+
+    /// The shopper as segments see it, in `catalogue` and a currency at a time, on a
+    /// page type with a request context: the one place a [`Shopper`] is made, for
+    /// serving, explain and previews, shadow tests and segment sizes alike.
+    pub(super) fn shopper_at<'a>(
+        &'a self,
+        (catalogue, currency, now): (&'a Catalogue, Currency, UnixMillis),
+        (page_type, request): (Option<PageType>, &'a RequestContext),
+        user: Option<&'a UserFacts>,
+        account_currency: Currency,
+    ) -> Shopper<'a> {
         let facts = self.segments.as_ref().unwrap_or(&NO_FACTS);
         Shopper {
-            now: ctx.now,
+            now,
             visits: &facts.visits,
             identity: &self.identity,
             user,
             given_dob: facts.given_dob,
-            catalogue: ctx.catalogue,
+            catalogue,
             purchased: &self.purchased,
             basket: &self.basket,
             basket_value: facts.basket_value,
             categories: &facts.categories,
             brands: &facts.brands,
-            page_type: page.page_type,
+            page_type,
             request,
-            currency: ctx.currency,
+            currency,
             account_currency,
+        }
+    }
+
+    /// What segments read of `live` as it is now, and no history beyond its basket and
+    /// purchases (what a segment's size reads of each visitor).
+    pub(super) fn for_segments(
+        live: &LiveVisitor,
+        catalogue: &Catalogue,
+        reads: SegmentReads,
+    ) -> VisitorSnapshot {
+        let visitor = live.state();
+        VisitorSnapshot {
+            identity: visitor.identity.clone(),
+            basket: basket_idx(visitor, catalogue),
+            purchased: visitor
+                .purchased
+                .iter()
+                .filter_map(|id| catalogue.idx_of(id))
+                .collect(),
+            segments: Some(SegmentFacts::of(live, reads)),
+            ..VisitorSnapshot::default()
         }
     }
 
@@ -294,29 +367,11 @@ impl VisitorSnapshot {
         let visitor = live.state();
         VisitorSnapshot {
             identity: visitor.identity.clone(),
-            basket: visitor
-                .basket
-                .iter()
-                .filter_map(|b| catalogue.idx_of(&b.id))
-                .collect(),
+            basket: basket_idx(visitor, catalogue),
             purchased,
             recent_views,
             affinities,
-            segments: campaigns.map(|reads| SegmentFacts {
-                visits: live.visits().for_segments(reads.orders),
-                basket_value: crate::campaign::segment::basket_value(&visitor.basket),
-                given_dob: visitor.details.dob.and_then(|d| d.date()),
-                categories: if reads.affinities {
-                    visitor.categories.clone()
-                } else {
-                    Vec::new()
-                },
-                brands: if reads.affinities {
-                    visitor.brands.clone()
-                } else {
-                    Vec::new()
-                },
-            }),
+            segments: campaigns.map(|reads| SegmentFacts::of(live, reads)),
             repurchases: repurchases.then(|| live.repurchases().cloned().unwrap_or_default()),
             bought_again: Vec::new(),
             similar_sessions: Vec::new(),

@@ -11,11 +11,13 @@
 //! [`CampaignHistory`]; it goes into state snapshots, the set is compiled from its
 //! latest version.
 //!
-//! Files: `segment.rs` (rules and what they read of the shopper), `schedule.rs` (time
+//! Files: `segment.rs` (rules and what they read of the shopper), `request.rs` (what a
+//! request says of where it comes from, and what a visitor keeps of its latest one), `schedule.rs` (time
 //! windows, days and hours in the account's time zone), `content.rs` (content types,
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
 
 pub mod content;
+pub mod request;
 pub mod schedule;
 pub mod segment;
 #[cfg(test)]
@@ -29,73 +31,7 @@ use content::{Content, Placement};
 use schedule::{Outside, Schedule};
 use segment::{Condition, Reads, Shopper};
 
-/// The device class of a request, from its user agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeviceClass {
-    /// A phone.
-    Mobile,
-    /// A tablet.
-    Tablet,
-    /// A desktop or laptop computer.
-    Desktop,
-}
-
-impl DeviceClass {
-    /// Every class with its name in the campaign document.
-    pub const ALL: [(&'static str, DeviceClass); 3] = [
-        ("mobile", DeviceClass::Mobile),
-        ("tablet", DeviceClass::Tablet),
-        ("desktop", DeviceClass::Desktop),
-    ];
-}
-
-/// A UTM parameter of the page's URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UtmParameter {
-    /// `utm_source`.
-    Source,
-    /// `utm_medium`.
-    Medium,
-    /// `utm_campaign`.
-    Campaign,
-    /// `utm_term`.
-    Term,
-    /// `utm_content`.
-    Content,
-}
-
-impl UtmParameter {
-    /// Every parameter with its name in the campaign document.
-    pub const ALL: [(&'static str, UtmParameter); 5] = [
-        ("source", UtmParameter::Source),
-        ("medium", UtmParameter::Medium),
-        ("campaign", UtmParameter::Campaign),
-        ("term", UtmParameter::Term),
-        ("content", UtmParameter::Content),
-    ];
-}
-
-/// What a request says of where it comes from: filled by the edge (which reads the
-/// user agent, referrer and URL) only when a segment of the account reads it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestContext {
-    /// The device class of the user agent (none: not read, or not a known class).
-    pub device: Option<DeviceClass>,
-    /// The referrer's host, lower-case.
-    pub referrer_host: Option<CompactString>,
-    /// The UTM parameters of the page's URL, in the order of [`UtmParameter::ALL`].
-    pub utm: [Option<CompactString>; 5],
-}
-
-impl RequestContext {
-    /// The value of a UTM parameter.
-    pub fn utm(&self, parameter: UtmParameter) -> Option<&str> {
-        let at = UtmParameter::ALL
-            .iter()
-            .position(|(_, p)| *p == parameter)?;
-        self.utm.get(at)?.as_deref()
-    }
-}
+pub use request::{DeviceClass, LatestRequest, RequestContext, UtmParameter};
 
 /// A named segment of an account.
 #[derive(Debug, Clone, PartialEq)]

@@ -203,6 +203,44 @@ fn history_and_visits_go_through_a_state_snapshot() {
 }
 
 #[test]
+fn a_segments_size_reads_each_visitors_latest_request_through_a_state_snapshot() {
+    let account = account();
+    let phone = RequestContext {
+        device: Some(DeviceClass::Mobile),
+        referrer_host: Some("www.google.com".into()),
+        ..RequestContext::default()
+    };
+    for (visitor, context) in [("phone", phone), ("desk", RequestContext::default())] {
+        account.serve(ServeRequest {
+            visitor_id: Some(visitor.into()),
+            session_id: None,
+            currency: None,
+            events: vec![page(PageType::ProductPage)].into(),
+            zones: vec!["Z".into()].into(),
+            now: T0,
+            search: None,
+            context,
+        });
+    }
+    let rule = Condition::All(vec![
+        Condition::Device(vec![DeviceClass::Mobile]),
+        Condition::ReferrerHost(segment::Names::folded(["google.com"])),
+        Condition::PageType(vec![PageType::ProductPage]),
+    ]);
+    assert_eq!(account.segment_size(&rule, T0).matching, 1);
+    // Through the archive a state snapshot writes.
+    let restored = self::account();
+    account.export_state(&mut |entry| {
+        let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&entry).expect("archived");
+        let entry = rkyv::from_bytes::<crate::state::StateEntry, rkyv::rancor::Error>(&bytes)
+            .expect("read back");
+        restored.restore_entry(entry);
+    });
+    assert_eq!(restored.segment_size(&rule, T0).matching, 1);
+    assert_eq!(restored.segment_size(&rule, T0).visitors, 2);
+}
+
+#[test]
 fn names_compare_without_regard_to_case() {
     let names = segment::Names::folded(["Électroménager", "GB"]);
     assert!(names.has("électroménager"));

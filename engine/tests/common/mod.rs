@@ -176,6 +176,7 @@ pub(crate) fn explain(
             now: T0 + 1_000,
             page_type: None,
             category: None,
+            context: None,
             campaigns: None,
             made_up: None,
         })

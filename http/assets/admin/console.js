@@ -22,6 +22,17 @@ const PAGE_TYPES = [
   "homepage", "search_results", "category_listing_page", "product_page", "basket_page", "order_complete_page", "other",
 ];
 
+/** What a preview judged of the request, in words. */
+function requestText(request) {
+  if (!request) return "";
+  const parts = [];
+  parts.push(request.device ? "a " + request.device + " device" : "no known device");
+  parts.push(request.referrerHost ? "from " + request.referrerHost : "no referrer");
+  const utm = Object.entries(request.utm || {}).map(([name, value]) => "utm_" + name + "=" + value);
+  parts.push(utm.length ? utm.join(", ") : "no UTM parameters");
+  return "Judged as a request with " + parts.join(", ") + ".";
+}
+
 const campaigns = {
   zone: null,
   list: [],
@@ -258,7 +269,16 @@ const campaigns = {
     const who = $("pv-shopper").value;
     if (who === "new" || who === "returning") body.shopper = { returning: who === "returning" };
     else if (who) body.shopper = { visitor: who };
-    for (const [id, name] of [["pv-page-type", "pageType"], ["pv-product", "product"], ["pv-category", "category"], ["pv-currency", "currency"]]) {
+    const fields = [
+      ["pv-page-type", "pageType"],
+      ["pv-product", "product"],
+      ["pv-category", "category"],
+      ["pv-currency", "currency"],
+      ["pv-device", "device"],
+      ["pv-referrer", "referrer"],
+      ["pv-url", "url"],
+    ];
+    for (const [id, name] of fields) {
       if ($(id).value.trim()) body[name] = $(id).value.trim();
     }
     if ($("pv-at").value) body.at = $("pv-at").value + ":00Z";
@@ -273,6 +293,7 @@ const campaigns = {
           : "No campaign qualifies: the zone is empty."
         : "No campaigns: filled as configured (" + answer.strategy + ").";
       $("pv-shown").dataset.campaign = (answer.campaigns && answer.campaigns.shown) || "";
+      $("pv-request").textContent = requestText(answer.request);
       $("pv-skipped").replaceChildren(
         ...list.filter((c) => c.skipped).map((c) => el("li", { dataset: { campaign: c.id } }, c.id + ": " + c.skipped)),
       );

@@ -1,17 +1,21 @@
-//! `GET /admin/api/accounts/{accessKey}/explain?zone=ZONE&visitor=ID&product=ID&currency=XXX&pageType=TYPE&at=RFC3339`:
+//! `GET /admin/api/accounts/{accessKey}/explain?zone=ZONE&visitor=ID&product=ID&category=ID&currency=XXX&pageType=TYPE&at=RFC3339&device=CLASS&userAgent=UA&referrer=URL&url=URL`:
 //! a zone as the shopper would see it (items with title, image and price) with, beside
 //! each item, the strategy that found it and the evidence; then the candidates the
-//! filters removed and why. Read-only: nothing is recorded.
+//! filters removed and why. The request is the one given (`device` or `userAgent`,
+//! `referrer`, the page's `url`), or with none of them the visitor's latest request.
+//! Read-only: nothing is recorded.
 
 use serde_json::{Value, json};
 use vitrine_engine::account::{CampaignsExplained, ExplainRequest, Explanation};
 use vitrine_engine::campaign::content::{Content, Placement};
+use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
 use vitrine_engine::catalogue::{ProductIdx, UnixMillis};
 use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::Fact;
 
 use super::Query;
+use crate::api::serverside::request_context;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
 
@@ -54,6 +58,13 @@ pub(super) fn zone(
                 ))
             })?,
     };
+    let mut problems = Vec::new();
+    let context = made_request(non_empty, &mut |name, message| {
+        problems.push(format!("{name}: {message}"));
+    });
+    if !problems.is_empty() {
+        return Err(ApiError::Invalid(problems));
+    }
     let account = &entry.account;
     let product = non_empty("product");
     let request = ExplainRequest {
@@ -63,7 +74,8 @@ pub(super) fn zone(
         product,
         currency,
         now,
-        category: None,
+        category: non_empty("category"),
+        context,
         campaigns: None,
         made_up: None,
     };
@@ -116,6 +128,14 @@ pub(super) fn to_json(entry: &AccountEntry, request: &ExplainRequest, e: &Explan
         "visitor": request.visitor_id,
         "product": request.product,
         "visitorKnown": e.visitor_known,
+        "request": {
+            "device": e.context.device.map(DeviceClass::name),
+            "referrerHost": e.context.referrer_host.as_deref(),
+            "utm": UtmParameter::ALL
+                .iter()
+                .filter_map(|(name, p)| Some((*name, e.context.utm(*p)?)))
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        },
         "variant": e.variant.as_ref().map(|(experiment, name)| json!({"experiment": experiment, "name": name})),
         "strategy": e.spec.strategy.map(|s| s.name()),
         // The chain after the strategy, each strategy once: a variant whose strategy is
@@ -281,6 +301,51 @@ fn fallback_names<'a>(
         }
     }
     names
+}
+
+/// The request a preview or explain is made as, from its `device` (mobile, tablet or
+/// desktop) or `userAgent` (its device class read as serving reads it), `referrer` and
+/// page `url` (its UTM parameters); none of them given: `None` (the visitor's latest
+/// request). Each problem goes to `problem` with the member's name.
+pub(super) fn made_request(
+    mut get: impl FnMut(&str) -> Option<String>,
+    problem: &mut dyn FnMut(&str, String),
+) -> Option<RequestContext> {
+    let (device, agent, referrer, url) =
+        (get("device"), get("userAgent"), get("referrer"), get("url"));
+    if device.is_none() && agent.is_none() && referrer.is_none() && url.is_none() {
+        return None;
+    }
+    let absolute = |name: &str, value: &Option<String>, problem: &mut dyn FnMut(&str, String)| {
+        if let Some(text) = value
+            && text
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|uri| uri.host().map(str::len))
+                .is_none_or(|len| len == 0)
+        {
+            problem(
+                name,
+                format!("expected an absolute URL such as https://www.example.com/, got {text:?}"),
+            );
+        }
+    };
+    absolute("referrer", &referrer, problem);
+    absolute("url", &url, problem);
+    let mut context = request_context(agent.as_deref(), referrer.as_deref(), url.as_deref());
+    if let Some(name) = device {
+        match DeviceClass::from_name(&name) {
+            Some(class) => context.device = Some(class),
+            None => problem(
+                "device",
+                format!(
+                    "expected one of {}, got {name:?}",
+                    DeviceClass::ALL.map(|(n, _)| n).join(", ")
+                ),
+            ),
+        }
+    }
+    Some(context)
 }
 
 #[cfg(test)]

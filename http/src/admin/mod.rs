@@ -13,8 +13,9 @@
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
 //! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
 //!   compared with its control.
-//! - `GET /admin/api/accounts/{accessKey}/explain?zone=&visitor=&product=&currency=`: a
-//!   zone as a shopper would see it, with why each item is there.
+//! - `GET /admin/api/accounts/{accessKey}/explain?zone=&visitor=&product=&category=&currency=&pageType=&at=&device=&userAgent=&referrer=&url=`:
+//!   a zone as a shopper would see it on a page and from a request, with why each item
+//!   is there.
 //! - `GET /admin/api/accounts/{accessKey}/catalogue?q=&kind=&limit=`: products,
 //!   categories or brands found by id or title, for the console's pickers.
 //! - The campaign endpoints (segments, zones' campaign lists, history): `campaigns.rs`;
@@ -117,7 +118,19 @@ pub fn handle(
             preview::recent_visitors(&*account(state, key)?, &query)?
         }
         ["accounts", key, "explain"] => {
-            query.only(&["zone", "visitor", "product", "currency", "pageType", "at"])?;
+            query.only(&[
+                "zone",
+                "visitor",
+                "product",
+                "category",
+                "currency",
+                "pageType",
+                "at",
+                "device",
+                "userAgent",
+                "referrer",
+                "url",
+            ])?;
             explain::zone(&*account(state, key)?, &query, now)?
         }
         _ => return Err(ApiError::NoRoute(format!("no admin endpoint at {path}"))),

@@ -11,7 +11,9 @@
 //!
 //! The body, every member optional: `{"campaigns": [...], "segments": [...],
 //! "shopper": {"visitor": "ID"} or {"returning": true}, "pageType", "product",
-//! "category", "currency", "at"}`.
+//! "category", "currency", "at", "device" or "userAgent", "referrer", "url"}`: the
+//! request's device (or a user agent whose device class serving would read), referrer
+//! and page URL (its UTM parameters); with none of them, a visitor's latest request.
 
 use serde_json::{Map, Value, json};
 use vitrine_engine::account::{ExplainRequest, Explanation, MadeUpShopper};
@@ -26,7 +28,7 @@ use crate::error::ApiError;
 use crate::state::AccountEntry;
 
 /// The members a preview body may have.
-const MEMBERS: [&str; 8] = [
+const MEMBERS: [&str; 12] = [
     "campaigns",
     "segments",
     "shopper",
@@ -35,6 +37,10 @@ const MEMBERS: [&str; 8] = [
     "category",
     "currency",
     "at",
+    "device",
+    "userAgent",
+    "referrer",
+    "url",
 ];
 
 /// A body's problems, each with its path.
@@ -157,6 +163,14 @@ pub(super) fn zone(
         }
         parsed.map(|t| t.as_millisecond())
     });
+    let mut texts = Problems::default();
+    let mut invalid = Problems::default();
+    let context =
+        super::explain::made_request(|name| text(name, &mut texts), &mut |name, message| {
+            invalid.add(name, message)
+        });
+    problems.0.extend(texts.0);
+    problems.0.extend(invalid.0);
     let (visitor, made_up) = shopper(members.get("shopper"), &mut problems);
     let draft = draft(entry, zone, members, &mut problems);
     if !problems.is_empty() {
@@ -170,6 +184,7 @@ pub(super) fn zone(
         currency,
         now: at.unwrap_or(now),
         category,
+        context,
         campaigns: draft.map(std::sync::Arc::new),
         made_up,
     };

@@ -1,10 +1,16 @@
 //! Every kind of segment condition, true and false, through the real server: for each
 //! condition a zone whose first campaign is for the segment and whose second is for
-//! everyone, and two shoppers, one who meets it and one who does not.
+//! everyone, and two shoppers, one who meets it and one who does not; the segment's
+//! size counts the shopper exactly when serving showed it the segment's campaign.
+//! Segments that read the request (device, referrer, URL) sized and previewed as
+//! serving judges them.
 
 use serde_json::{Value, json};
 
 use crate::campaigns::{manual, put_campaigns, put_segments, shown, store};
+
+const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+const DESKTOP: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
 
 /// Products the segment's campaign shows, and those of the campaign for everyone.
 const IN: [&str; 3] = ["B3", "B2", "S5"];
@@ -85,8 +91,7 @@ fn case(rule: Value, requests: Vec<(Value, Value)>, meets: bool) -> Case {
 }
 
 fn cases() -> Vec<Case> {
-    let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
-    let desktop = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36";
+    let (iphone, desktop) = (IPHONE, DESKTOP);
     vec![
         case(
             json!({"visitor": "returning"}),
@@ -372,6 +377,7 @@ fn every_condition_kind_is_met_and_missed() {
         assert_eq!(resp.status, 200, "{}: {}", case.rule, resp.body);
         put_campaigns(&server, "HP-01", zone.clone());
         let visitor = format!("shopper-{n}");
+        let before = draft_size(&server, &case.rule);
         let (last, earlier) = case.requests.split_last().unwrap();
         for (events, extra) in earlier {
             shown(&server, &visitor, "HP-01", events.clone(), extra.clone());
@@ -381,6 +387,14 @@ fn every_condition_kind_is_met_and_missed() {
         assert!(
             !ids.is_empty() && ids.iter().all(|id| expected.contains(&id.as_str())),
             "{} for a shopper who {} it: {ids:?}",
+            case.rule,
+            if case.meets { "meets" } else { "misses" }
+        );
+        // The segment's size counts the shopper as serving judged its latest request.
+        assert_eq!(
+            draft_size(&server, &case.rule) - before,
+            i64::from(case.meets),
+            "the size of {} after a shopper who {} it",
             case.rule,
             if case.meets { "meets" } else { "misses" }
         );
@@ -397,6 +411,20 @@ fn every_condition_kind_is_met_and_missed() {
             );
         }
     }
+}
+
+/// The visitors in memory a draft rule matches now.
+fn draft_size(server: &crate::common::Server, rule: &Value) -> i64 {
+    let resp = crate::campaigns::admin(
+        server,
+        "POST",
+        "/segments/size",
+        crate::campaigns::VIEWER,
+        Some(&json!({"rule": rule})),
+        &[],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["matching"].as_i64().unwrap()
 }
 
 #[test]
@@ -439,4 +467,137 @@ fn a_segments_size_counts_the_visitors_in_memory() {
     );
     assert_eq!(draft.status, 200, "{}", draft.body);
     assert_eq!(draft.json()["matching"], 1, "{}", draft.body);
+}
+
+#[test]
+fn a_request_dependent_audience_is_sized_previewed_and_explained_as_served() {
+    let server = store(Vec::new());
+    let agent = |ua: &str| json!({"userAgent": ua});
+    // Six returning phone shoppers, two returning desktop shoppers, three new phone
+    // shoppers (a request without `sessionId` starts a session).
+    for n in 0..6 {
+        let id = format!("phone-{n}");
+        shown(&server, &id, "HP-01", json!([]), agent(DESKTOP));
+        shown(&server, &id, "HP-01", json!([]), agent(IPHONE));
+    }
+    for n in 0..2 {
+        let id = format!("desk-{n}");
+        shown(&server, &id, "HP-01", json!([]), agent(DESKTOP));
+        shown(&server, &id, "HP-01", json!([]), agent(DESKTOP));
+    }
+    for n in 0..3 {
+        shown(
+            &server,
+            &format!("new-{n}"),
+            "HP-01",
+            json!([]),
+            agent(IPHONE),
+        );
+    }
+    let rule = json!({"all": [{"visitor": "returning"}, {"device": ["mobile"]}]});
+    assert_eq!(draft_size(&server, &rule), 6);
+    let from_ads = json!({"utm": {"parameter": "source", "in": ["newsletter"]}});
+    assert_eq!(draft_size(&server, &from_ads), 0);
+    shown(
+        &server,
+        "desk-0",
+        "HP-01",
+        json!([]),
+        json!({"userAgent": DESKTOP, "currentUrl": "https://shop.example/?utm_source=newsletter"}),
+    );
+    assert_eq!(draft_size(&server, &from_ads), 1);
+
+    let resp = put_segments(&server, json!([{"id": "phones", "rule": rule}]));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    put_campaigns(
+        &server,
+        "HP-01",
+        json!([
+            manual("phones", Some("phones"), &IN),
+            manual("everyone", None, &OUT)
+        ]),
+    );
+    let preview = |body: Value| {
+        crate::campaigns::admin(
+            &server,
+            "POST",
+            "/zones/HP-01/preview",
+            crate::campaigns::VIEWER,
+            Some(&body),
+            &[],
+        )
+    };
+    let shown_in = |resp: &crate::common::Resp| -> (String, Value) {
+        assert_eq!(resp.status, 200, "{}", resp.body);
+        let answer = resp.json();
+        (
+            answer["campaigns"]["shown"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+            answer["request"].clone(),
+        )
+    };
+    // A made-up returning shopper on a phone sees the campaign; on a desktop, not.
+    let (campaign, request) = shown_in(&preview(
+        json!({"shopper": {"returning": true}, "device": "mobile"}),
+    ));
+    assert_eq!(campaign, "phones");
+    assert_eq!(request["device"], "mobile");
+    let (campaign, _) = shown_in(&preview(
+        json!({"shopper": {"returning": true}, "userAgent": DESKTOP}),
+    ));
+    assert_eq!(campaign, "everyone");
+    // A visitor of the account is previewed as its latest request, unless told.
+    let (campaign, request) = shown_in(&preview(json!({"shopper": {"visitor": "phone-0"}})));
+    assert_eq!(
+        (campaign.as_str(), &request["device"]),
+        ("phones", &json!("mobile"))
+    );
+    let (campaign, _) = shown_in(&preview(
+        json!({"shopper": {"visitor": "phone-0"}, "device": "desktop"}),
+    ));
+    assert_eq!(campaign, "everyone");
+    let (_, request) = shown_in(&preview(json!({
+        "shopper": {"visitor": "desk-1"}, "device": "tablet",
+        "referrer": "https://www.Google.com/search", "url": "https://shop.example/?utm_source=ads&utm_medium=cpc",
+    })));
+    assert_eq!(
+        request,
+        json!({"device": "tablet", "referrerHost": "www.google.com", "utm": {"source": "ads", "medium": "cpc"}})
+    );
+    // Explain takes the same request, and the page's category.
+    let explain = |query: &str| {
+        crate::campaigns::admin(
+            &server,
+            "GET",
+            &format!("/explain?zone=HP-01&{query}"),
+            crate::campaigns::VIEWER,
+            None,
+            &[],
+        )
+    };
+    let (campaign, _) = shown_in(&explain("visitor=desk-1&category=shoes"));
+    assert_eq!(campaign, "everyone");
+    let (campaign, _) = shown_in(&explain("visitor=desk-1&device=mobile&category=shoes"));
+    assert_eq!(campaign, "phones");
+    // Bad values are named, and change nothing.
+    let bad = explain("visitor=desk-1&device=phone");
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert_eq!(
+        bad.json()["error"],
+        "device: expected one of mobile, tablet, desktop, got \"phone\""
+    );
+    let bad = preview(json!({"referrer": "not a url", "url": 3}));
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let errors = bad.json()["errors"].to_string();
+    assert!(
+        errors.contains("referrer") && errors.contains("absolute URL"),
+        "{errors}"
+    );
+    assert!(
+        errors.contains("url") && errors.contains("expected a string"),
+        "{errors}"
+    );
+    assert_eq!(draft_size(&server, &rule), 6);
 }

@@ -1,8 +1,42 @@
 //! What a request says of where it comes from, for campaign segments: the device class
 //! of its user agent (woothee's categories), the host of its referrer, and the UTM
-//! parameters of its page's URL. Read only when a segment of the account reads them.
+//! parameters of its page's URL. Read on every tracked request, so that a visitor's
+//! latest request is known when a segment that reads it is sized or previewed before it
+//! goes live; a user agent is parsed once per process and then remembered by its hash
+//! ([`DEVICE_CLASSES`]): a request pays a hash and a map lookup, a referrer's host and
+//! a check of the URL for `utm_`.
 
+use std::hash::BuildHasher;
+use std::sync::LazyLock;
+
+use dashmap::DashMap;
 use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
+
+/// User agents told apart at most before the memo starts again (a store's traffic has
+/// a few thousand distinct agents; a flood of made-up ones only costs their parsing).
+const MAX_AGENTS: usize = 16_384;
+
+/// The device class of each user agent met, by the agent's hash (keyed per process,
+/// so that no agent can be made to collide with another on purpose).
+static DEVICE_CLASSES: LazyLock<(
+    DashMap<u64, Option<DeviceClass>>,
+    foldhash::fast::RandomState,
+)> = LazyLock::new(Default::default);
+
+/// The device class of `agent`, parsed once and then remembered.
+fn remembered_device_class(agent: &str) -> Option<DeviceClass> {
+    let (classes, keys) = &*DEVICE_CLASSES;
+    let key = keys.hash_one(agent);
+    if let Some(class) = classes.get(&key) {
+        return *class;
+    }
+    let class = device_class(agent);
+    if classes.len() >= MAX_AGENTS {
+        classes.clear();
+    }
+    classes.insert(key, class);
+    class
+}
 
 /// The request's device, referrer host and UTM parameters, from its user agent,
 /// `referer` and `currentUrl` (each already validated by [`super::parse`]).
@@ -12,11 +46,14 @@ pub fn request_context(
     current_url: Option<&str>,
 ) -> RequestContext {
     let mut context = RequestContext {
-        device: user_agent.and_then(device_class),
-        referrer_host: referer.and_then(host),
+        device: user_agent
+            .filter(|a| !a.is_empty())
+            .and_then(remembered_device_class),
+        referrer_host: referer.filter(|r| !r.is_empty()).and_then(host),
         ..RequestContext::default()
     };
     if let Some(query) = current_url
+        .filter(|url| url.contains("utm_"))
         .and_then(|url| url.parse::<http::Uri>().ok())
         .and_then(|uri| uri.query().map(str::to_owned))
     {
@@ -83,6 +120,9 @@ mod tests {
         assert_eq!(device_class(android_tablet), Some(DeviceClass::Tablet));
         assert_eq!(device_class(desktop), Some(DeviceClass::Desktop));
         assert_eq!(device_class(bot), None);
+        for agent in [iphone, ipad, desktop, bot, iphone] {
+            assert_eq!(remembered_device_class(agent), device_class(agent));
+        }
     }
 
     #[test]

@@ -189,10 +189,8 @@ pub fn handle<V: JsonValue>(
     let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
-    if entry.account.campaigns_read_request() {
-        let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
-        request.context = request_context(text("userAgent"), text("referer"), text("currentUrl"));
-    }
+    let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
+    request.context = request_context(text("userAgent"), text("referer"), text("currentUrl"));
     Ok(serve_and_write(&entry, request, Recording::Tracked, 0)?.reply)
 }
 

@@ -1,0 +1,78 @@
+//! How a zone is filled for one request, decided in one place: serving, explain (and
+//! the console's preview, which is an explain with a draft), and shadow tests all ask
+//! [`AccountSettings::plan`], then judge a list of campaigns with
+//! [`crate::campaign::choose`] against the same [`crate::campaign::segment::Shopper`]
+//! (built by `VisitorSnapshot::shopper` from the visitor, the page and the request's
+//! [`crate::campaign::RequestContext`]).
+//!
+//! The order: a running experiment on the zone assigns the visitor a variant; a variant
+//! that does not show campaigns fills the zone by its own spec; otherwise the zone's
+//! campaign list, when it has one, decides; otherwise the zone's configuration.
+
+use crate::campaign::{CampaignSet, ZoneCampaigns};
+use crate::catalogue::UnixMillis;
+use crate::experiment::{Experiment, Variant};
+use crate::zone::ZoneSpec;
+
+use super::AccountSettings;
+
+/// How one zone is filled for one visitor at one moment.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Plan<'a> {
+    /// The zone's list of campaigns: the first that qualifies is shown.
+    Campaigns {
+        /// The set the list is of.
+        set: &'a CampaignSet,
+        /// The list's position in the set's zones.
+        list_at: usize,
+        /// The list.
+        list: &'a ZoneCampaigns,
+        /// The experiment and variant the visitor sees, when one runs (a variant that
+        /// shows the list).
+        variant: Option<(&'a Experiment, &'a Variant)>,
+    },
+    /// Filled as a spec says: the zone's own, or an experiment variant's.
+    Spec {
+        /// The spec.
+        spec: &'a ZoneSpec,
+        /// The experiment and variant the visitor sees, when one runs.
+        variant: Option<(&'a Experiment, &'a Variant)>,
+    },
+}
+
+impl<'a> Plan<'a> {
+    /// The experiment and variant the visitor sees, when one runs.
+    pub(super) fn variant(&self) -> Option<(&'a Experiment, &'a Variant)> {
+        match *self {
+            Plan::Campaigns { variant, .. } | Plan::Spec { variant, .. } => variant,
+        }
+    }
+}
+
+impl AccountSettings {
+    /// How `zone` is filled for `visitor_id` at `now`, with `campaigns` (the live set, a
+    /// draft, or none when no requested zone has a list).
+    pub(super) fn plan<'a>(
+        &'a self,
+        zone: &'a ZoneSpec,
+        visitor_id: &str,
+        now: UnixMillis,
+        campaigns: Option<&'a CampaignSet>,
+    ) -> Plan<'a> {
+        let variant = self.variant(zone, visitor_id, now);
+        let shows_campaigns = variant.is_none_or(|(_, v)| v.campaigns);
+        let list = campaigns.and_then(|set| Some((set, set.zone_at(&zone.id)?)));
+        match list {
+            Some((set, (list_at, list))) if shows_campaigns => Plan::Campaigns {
+                set,
+                list_at,
+                list,
+                variant,
+            },
+            _ => Plan::Spec {
+                spec: variant.map_or(zone, |(_, v)| &v.spec),
+                variant,
+            },
+        }
+    }
+}
