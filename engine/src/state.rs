@@ -203,6 +203,8 @@ pub enum StateEntry {
         /// Its latest request.
         request: Box<crate::campaign::request::StoredRequest>,
     },
+    /// The account's campaign drafts (see [`crate::campaign::draft`]).
+    CampaignDrafts(Box<crate::campaign::draft::Drafts>),
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

@@ -24,6 +24,8 @@ mod buy_again;
 mod campaign_analytics;
 #[path = "api/campaign_content.rs"]
 mod campaign_content;
+#[path = "api/campaign_drafts.rs"]
+mod campaign_drafts;
 #[path = "api/campaign_segments.rs"]
 mod campaign_segments;
 #[path = "api/campaigns.rs"]

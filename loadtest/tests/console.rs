@@ -43,6 +43,12 @@ time_zone = "Europe/London"
   type = "recommender-product"
   strategy = "trending"
   count = 4
+  [[accounts.zones]]
+  id = "PP-01"
+  title = "Also viewed"
+  type = "recommender-product"
+  strategy = "trending"
+  count = 4
 "#
     )
 }
@@ -172,6 +178,40 @@ async fn size_is(browser: &Client, matching: &str) {
     .await;
 }
 
+/// Waits until the zone's draft banner says who saved the draft.
+async fn draft_by(browser: &Client, author: &str) {
+    let banner = until(browser, BANNER, |v| v[0] == "draft").await;
+    assert!(
+        banner[1]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Draft by {author}")),
+        "{banner}"
+    );
+}
+
+/// Moves a campaign's row up a place with the keyboard (Alt+↑ on the focused row).
+async fn move_up(browser: &Client, campaign: &str) {
+    browser
+        .execute(
+            "document.querySelector('#cz-table tr[data-campaign=\"' + arguments[0] + '\"]').focus();",
+            vec![json!(campaign)],
+        )
+        .await
+        .unwrap();
+    browser
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&format!(
+            "{}{}",
+            fantoccini::key::Key::Alt,
+            fantoccini::key::Key::Up
+        ))
+        .await
+        .unwrap();
+}
+
 /// Chooses `value` in the select element with id `id`.
 async fn select(browser: &Client, id: &str, value: &str) {
     browser
@@ -295,24 +335,7 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     .await;
     assert_eq!(status, "draft", "the campaign in the draft list");
     // Ahead of the configured campaign, by keyboard.
-    editor
-        .execute(
-            "document.querySelector('#cz-table tr[data-campaign=autumn]').focus();",
-            Vec::new(),
-        )
-        .await
-        .unwrap();
-    editor
-        .active_element()
-        .await
-        .unwrap()
-        .send_keys(&format!(
-            "{}{}",
-            fantoccini::key::Key::Alt,
-            fantoccini::key::Key::Up
-        ))
-        .await
-        .unwrap();
+    move_up(&editor, "autumn").await;
     let order = until(
         &editor,
         "return [...document.querySelectorAll('#cz-table tr[data-campaign]')].map(r => r.dataset.campaign)",
@@ -637,6 +660,98 @@ async fn a_device_targeted_audience_is_sized_and_previewed_in_the_browser() {
     );
     let desktop = preview_as("desktop").await;
     assert_eq!(desktop[0], "everyone", "{desktop}");
+    editor.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}
+
+/// The campaign ids of the list shown, in order.
+const ORDER: &str = "return [...document.querySelectorAll('#cz-table tr[data-campaign]')].map(r => r.dataset.campaign)";
+
+/// The zone draft's banner: its state and text.
+const BANNER: &str =
+    "const b = document.getElementById('cz-draft'); return [b.dataset.state || '', b.textContent]";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draft_is_kept_across_zones_a_restart_and_editors_until_published() {
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    let campaigns: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|id| json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}))
+        .collect();
+    let list = json!({ "campaigns": campaigns });
+    let response = tokio::task::block_in_place(|| {
+        client::request(
+            addr,
+            "PUT",
+            &format!("/admin/api/accounts/{KEY}/zones/HP-01/campaigns"),
+            &serde_json::to_vec(&list).unwrap(),
+            &[("authorization", &format!("Bearer {EDITOR}"))],
+        )
+    })
+    .expect("an answer");
+    assert_eq!(response.status, 200, "{}", response.body);
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+    until(&editor, ORDER, |v| v == &json!(["a", "b", "c"])).await;
+
+    // A reorder by keyboard, saved as the zone's draft a moment later.
+    move_up(&editor, "c").await;
+    until(&editor, ORDER, |v| v == &json!(["a", "c", "b"])).await;
+    draft_by(&editor, "merchandiser").await;
+
+    // Another zone, then back: the draft is there.
+    select(&editor, "cz-zone", "PP-01").await;
+    until(&editor, ORDER, |v| v == &json!(["configured"])).await;
+    select(&editor, "cz-zone", "HP-01").await;
+    until(&editor, ORDER, |v| v == &json!(["a", "c", "b"])).await;
+    editor.close().await.unwrap();
+
+    // After a SIGKILL and a restart, and for another account's token (a viewer, who
+    // reads drafts and cannot change them).
+    let server = tokio::task::block_in_place(|| {
+        TestServer::start_in(
+            Path::new(env!("CARGO_BIN_EXE_vitrine-loadtest"))
+                .with_file_name("vitrine")
+                .as_path(),
+            server.kill9(),
+            Some(&config()),
+        )
+        .unwrap()
+    });
+    let addr = server.addr();
+    let viewer = session(&driver).await;
+    log_in(&viewer, addr, VIEWER).await;
+    until(&viewer, ORDER, |v| v == &json!(["a", "c", "b"])).await;
+    draft_by(&viewer, "merchandiser").await;
+    viewer.close().await.unwrap();
+
+    // Published: the draft is gone, for everyone.
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+    until(&editor, ORDER, |v| v == &json!(["a", "c", "b"])).await;
+    click(&editor, "#cz-publish").await;
+    until(
+        &editor,
+        "return document.getElementById('cz-message').textContent",
+        |v| v.as_str().is_some_and(|t| t.starts_with("Published")),
+    )
+    .await;
+    until(&editor, BANNER, |v| v[0] == "none").await;
+    let draft = tokio::task::block_in_place(|| {
+        client::request(
+            addr,
+            "GET",
+            &format!("/admin/api/accounts/{KEY}/zones/HP-01/draft"),
+            b"",
+            &[("authorization", &format!("Bearer {VIEWER}"))],
+        )
+    })
+    .expect("an answer");
+    assert_eq!(draft.body, r#"{"draft":null}"#);
     editor.close().await.unwrap();
     drop(driver);
     drop(server);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::Account;
 use super::visitor_view::VisitorSnapshot;
+use crate::campaign::draft::{Draft, Drafts};
 use crate::campaign::segment::{Condition, UserFacts};
 use crate::campaign::{CampaignHistory, CampaignSet, CampaignVersion};
 use crate::catalogue::UnixMillis;
@@ -72,6 +73,23 @@ impl Account {
         if history.latest().map_or(0, |v| v.version) == set.version {
             self.campaigns.store(Arc::new(set));
         }
+    }
+
+    /// The drafts of the campaign document's parts (discarded ones as entries without
+    /// a body).
+    pub fn campaign_drafts(&self) -> Drafts {
+        self.campaign_drafts.lock().clone()
+    }
+
+    /// Applies a saved or discarded draft (a log record's): whether it replaced the
+    /// part's entry (it comes after it).
+    pub fn apply_campaign_draft(&self, draft: Draft) -> bool {
+        self.campaign_drafts.lock().apply(draft)
+    }
+
+    /// Restores the drafts from a state snapshot.
+    pub(super) fn restore_campaign_drafts(&self, drafts: Drafts) {
+        *self.campaign_drafts.lock() = drafts;
     }
 
     /// Restores the history from a state snapshot (the set is compiled by the caller,

@@ -223,6 +223,8 @@ pub struct Account {
     campaigns: ArcSwap<CampaignSet>,
     /// Its campaign documents, every version kept (the audit log).
     campaign_history: parking_lot::Mutex<CampaignHistory>,
+    /// The drafts of the campaign document's parts.
+    campaign_drafts: parking_lot::Mutex<crate::campaign::draft::Drafts>,
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
     shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
     /// Product zones that are the same for every visitor of a page
@@ -288,6 +290,7 @@ impl Account {
             clock: AtomicI64::new(0),
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
+            campaign_drafts: parking_lot::Mutex::default(),
             shadows: parking_lot::RwLock::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),

@@ -175,6 +175,10 @@ impl Account {
         if !history.versions.is_empty() {
             sink(StateEntry::Campaigns(Box::new(history)));
         }
+        let drafts = self.campaign_drafts();
+        if !drafts.is_empty() {
+            sink(StateEntry::CampaignDrafts(Box::new(drafts)));
+        }
     }
 
     /// Restores one entry of a state snapshot (into an account that has no tracking
@@ -218,6 +222,7 @@ impl Account {
                     .restore_latest_request(LatestRequest::from_stored(&request));
             }
             StateEntry::Campaigns(history) => self.restore_campaign_history(*history),
+            StateEntry::CampaignDrafts(drafts) => self.restore_campaign_drafts(*drafts),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
             StateEntry::SiteDay(day) => self.site.restore(*day),

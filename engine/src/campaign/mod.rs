@@ -11,12 +11,14 @@
 //! [`CampaignHistory`]; it goes into state snapshots, the set is compiled from its
 //! latest version.
 //!
-//! Files: `segment.rs` (rules and what they read of the shopper), `request.rs` (what a
+//! Files: `draft.rs` (a part's list as an editor left it, not published), `segment.rs`
+//! (rules and what they read of the shopper), `request.rs` (what a
 //! request says of where it comes from, and what a visitor keeps of its latest one), `schedule.rs` (time
 //! windows, days and hours in the account's time zone), `content.rs` (content types,
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
 
 pub mod content;
+pub mod draft;
 pub mod request;
 pub mod schedule;
 pub mod segment;

@@ -160,7 +160,7 @@ fn a_paused_campaign_is_skipped_and_none_qualifying_leaves_the_zone_empty() {
 }
 
 #[test]
-fn history_and_visits_go_through_a_state_snapshot() {
+fn history_drafts_and_visits_go_through_a_state_snapshot() {
     let account = account();
     install(
         &account,
@@ -171,6 +171,14 @@ fn history_and_visits_go_through_a_state_snapshot() {
         "v",
         vec![page(PageType::Homepage), page(PageType::Other)],
     );
+    account.apply_campaign_draft(draft::Draft {
+        part: draft::zone_part("Z"),
+        body: Some("{\"campaigns\": []}".to_owned()),
+        author: "maya".to_owned(),
+        at: T0,
+        based_on: 1,
+        id: 7,
+    });
     let mut entries = Vec::new();
     account.export_state(&mut |entry| entries.push(entry));
     let restored = self::account();
@@ -178,6 +186,8 @@ fn history_and_visits_go_through_a_state_snapshot() {
         restored.restore_entry(entry);
     }
     assert_eq!(restored.campaign_history(), account.campaign_history());
+    assert_eq!(restored.campaign_drafts(), account.campaign_drafts());
+    assert!(restored.campaign_drafts().get("zone:Z").is_some());
     let visits = |a: &Account| {
         let mut found = None;
         a.export_state(&mut |entry| {

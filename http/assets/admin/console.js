@@ -4,7 +4,8 @@
 // next to the field their JSON path names; the preview ("show this zone as…"); the
 // shadow test of the draft against live traffic; publishing with the ETag loaded (a
 // conflict shows what changed meanwhile); the audit log with restores. A viewer's token
-// gets no edit controls. Uses `$`, `el`, `call`, `state` and `segmentBuilder`.
+// gets no edit controls; the list being edited is kept on the server as the zone's draft
+// (`drafts.js`). Uses `$`, `el`, `call`, `state`, `segmentBuilder` and `DraftKeeper`.
 "use strict";
 
 const STRATEGIES = [
@@ -32,6 +33,9 @@ function requestText(request) {
   parts.push(utm.length ? utm.join(", ") : "no UTM parameters");
   return "Judged as a request with " + parts.join(", ") + ".";
 }
+
+/** The draft of the zone shown. */
+const zoneDraft = new DraftKeeper("campaigns", document.getElementById("cz-draft"));
 
 const campaigns = {
   zone: null,
@@ -68,10 +72,14 @@ const campaigns = {
   async load(zone) {
     this.zone = zone;
     $("cz-zone").value = zone;
-    const answer = await call("GET", "accounts/" + this.key() + "/zones/" + encodeURIComponent(zone) + "/campaigns");
+    const base = "accounts/" + this.key() + "/zones/" + encodeURIComponent(zone);
+    const answer = await call("GET", base + "/campaigns");
     const body = answer.body;
     this.list = body.campaigns || [];
     this.published = JSON.stringify(this.list);
+    // The zone's draft on the server, when it has one, is what is edited.
+    const draft = await zoneDraft.load(base + "/draft", this.list);
+    if (draft) this.list = draft;
     this.etag = answer.etag;
     this.loadedVersion = body.version;
     this.status = Object.fromEntries((body.status || []).map((s) => [s.id, s.status]));
@@ -163,6 +171,7 @@ const campaigns = {
     if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10 }, "No campaigns: the zone is filled as configured.")));
     $("cz-table").tBodies[0].replaceChildren(...rows);
     $("cz-dirty").textContent = this.dirty() ? "Unpublished changes." : "";
+    zoneDraft.changed(this.list);
   },
 
   move(from, to) {
@@ -178,6 +187,8 @@ const campaigns = {
   /** Publishes the list with the ETag it was loaded with. */
   async publish() {
     const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/campaigns";
+    // The draft saved first: published as it stands, the server discards it.
+    await zoneDraft.flush();
     try {
       const answer = await call("PUT", path, { campaigns: this.list }, { "If-Match": this.etag || '"0"' });
       const warnings = answer.body.warnings || [];
@@ -706,7 +717,12 @@ function clearFieldErrors() {
 $("cz-zone").addEventListener("change", (event) => campaigns.load(event.target.value).catch(showLoggedOut));
 $("cz-new").addEventListener("click", () => campaigns.openEditor(null));
 $("cz-publish").addEventListener("click", () => campaigns.publish());
-$("cz-discard").addEventListener("click", () => campaigns.load(campaigns.zone));
+$("cz-discard").addEventListener("click", () =>
+  zoneDraft
+    .discard()
+    .then(() => campaigns.load(campaigns.zone))
+    .catch((error) => ($("cz-message").textContent = "Not discarded: " + error.message)),
+);
 $("ce-type").addEventListener("change", showContentFields);
 $("ce-source").addEventListener("change", showContentFields);
 $("ce-add-filter").addEventListener("click", () => $("ce-filters").append(filterRow(null, "filters")));

@@ -185,7 +185,11 @@ function memberRow(rule, onChange, depth) {
   return conditionRow(kind, target[kind], Boolean(inner), onChange);
 }
 
-/** The segment builder of the console: the account's segments, one edited at a time. */
+/** The draft of the segments. */
+const segmentsDraft = new DraftKeeper("segments", document.getElementById("sb-draft"));
+
+/** The segment builder of the console: the account's segments, one edited at a time;
+ * the segments being edited are kept on the server as their draft (`drafts.js`). */
 const segmentBuilder = {
   segments: [],
   etag: null,
@@ -197,7 +201,21 @@ const segmentBuilder = {
     const answer = await call("GET", "accounts/" + key + "/segments");
     this.segments = answer.body.segments;
     this.etag = answer.etag;
+    // The segments' draft on the server, when there is one, is what is edited.
+    const draft = await segmentsDraft.load("accounts/" + key + "/segments/draft", this.segments);
+    if (draft) this.segments = draft;
     this.showList();
+  },
+
+  /** Every segment with the one being edited in its place (when it has an id). */
+  edited() {
+    const id = $("sb-id").value.trim();
+    const list = this.segments.filter((s) => s.id !== this.editing && s.id !== id);
+    if (!id) return list;
+    const segment = { id, name: $("sb-name").value.trim(), rule: this.rule() };
+    const at = this.segments.findIndex((s) => s.id === this.editing);
+    list.splice(at < 0 ? list.length : at, 0, segment);
+    return list;
   },
 
   showList() {
@@ -230,17 +248,19 @@ const segmentBuilder = {
   build(rule) {
     const onChange = () => this.changed();
     $("sb-rule").replaceChildren(ruleGroup(rule, onChange, 0));
-    this.changed();
+    this.changed(false);
   },
 
   rule() {
     return $("sb-rule").firstChild.readRule();
   },
 
-  /** The rule changed: its JSON shown, and its size asked for (debounced). */
-  changed() {
+  /** The rule changed: its JSON shown, its size asked for (debounced) and, when the
+   * editor changed it (not when a segment was opened), the draft saved. */
+  changed(byEditor = true) {
     const rule = this.rule();
     $("sb-json").value = JSON.stringify(rule, null, 1);
+    if (byEditor) segmentsDraft.changed(this.edited());
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.size(rule).catch(() => {}), 300);
   },
@@ -270,11 +290,11 @@ const segmentBuilder = {
   /** Puts every segment, the edited one replaced or added, with the ETag loaded. */
   async save() {
     const id = $("sb-id").value.trim();
-    const segment = { id, name: $("sb-name").value.trim(), rule: this.rule() };
-    const list = this.segments.filter((s) => s.id !== this.editing && s.id !== id);
-    const at = this.segments.findIndex((s) => s.id === this.editing);
-    list.splice(at < 0 ? list.length : at, 0, segment);
+    const list = this.edited();
     const key = encodeURIComponent(state.account.accessKey);
+    // The draft saved first: published as it stands, the server discards it.
+    segmentsDraft.changed(list);
+    await segmentsDraft.flush();
     try {
       await call("PUT", "accounts/" + key + "/segments", { segments: list }, { "If-Match": this.etag || "*" });
       $("sb-error").textContent = "";
@@ -297,5 +317,12 @@ function problems(error) {
 }
 
 $("sb-segment").addEventListener("change", (event) => segmentBuilder.edit(event.target.value));
+for (const id of ["sb-id", "sb-name"]) $(id).addEventListener("input", () => segmentBuilder.changed());
+$("sb-discard").addEventListener("click", () =>
+  segmentsDraft
+    .discard()
+    .then(() => segmentBuilder.load())
+    .catch((error) => ($("sb-error").textContent = "Not discarded: " + error.message)),
+);
 $("sb-new").addEventListener("click", () => segmentBuilder.startNew());
 $("sb-save").addEventListener("click", () => segmentBuilder.save());

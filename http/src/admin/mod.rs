@@ -24,10 +24,14 @@
 //!   visitors seen last to preview as: `preview.rs`.
 //! - `POST`, `GET` and `DELETE /admin/api/accounts/{accessKey}/zones/{zone}/shadow`: a
 //!   draft list judged beside the live one on live traffic: `shadow.rs`.
+//! - `GET /admin/api/accounts/{accessKey}/drafts`; `GET`, `PUT` and `DELETE
+//!   .../zones/{zone}/draft` and `.../segments/draft`: drafts kept on the server:
+//!   `drafts.rs`.
 
 mod analytics;
 mod campaigns;
 mod catalogue;
+mod drafts;
 mod experiments;
 mod explain;
 mod live;
@@ -39,6 +43,8 @@ use http::header::{self, HeaderMap};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use vitrine_engine::catalogue::UnixMillis;
+
+use vitrine_ingest::jobs::DraftPart;
 
 use crate::api::Reply;
 use crate::config::AdminToken;
@@ -96,6 +102,18 @@ pub fn handle(
         ["accounts", key, "zones", zone, "campaigns"] => {
             campaigns::no_query(&query)?;
             return campaigns::zone_campaigns(&*account(state, key)?, zone);
+        }
+        ["accounts", key, "drafts"] => {
+            query.only(&[])?;
+            drafts::all(&*account(state, key)?)
+        }
+        ["accounts", key, "zones", zone, "draft"] => {
+            query.only(&[])?;
+            drafts::one(&*account(state, key)?, DraftPart::Zone(zone))?
+        }
+        ["accounts", key, "segments", "draft"] => {
+            query.only(&[])?;
+            drafts::one(&*account(state, key)?, DraftPart::Segments)?
         }
         ["accounts", key, "campaigns", "history"] => {
             campaigns::no_query(&query)?;
@@ -157,6 +175,14 @@ pub fn handle_write(
     let caller = authorize(state, headers)?;
     Query::parse(uri.query().unwrap_or("")).only(&[])?;
     let segments: Vec<&str> = rest.split('/').collect();
+    let draft = match segments.as_slice() {
+        ["accounts", key, "zones", zone, "draft"] => Some((key, DraftPart::Zone(zone))),
+        ["accounts", key, "segments", "draft"] => Some((key, DraftPart::Segments)),
+        _ => None,
+    };
+    if let Some((key, part)) = draft {
+        return drafts::write(&*account(state, key)?, &caller, part, method, body, now);
+    }
     let (write, expected) = match segments.as_slice() {
         ["accounts", _, "segments"] => (campaigns::Write::Segments, http::Method::PUT),
         ["accounts", _, "zones", zone, "campaigns"] if *method == http::Method::DELETE => {
@@ -192,7 +218,7 @@ pub fn handle_write(
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 7] = [
+const PAGES: [(&str, &str, &[u8]); 8] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -207,6 +233,11 @@ const PAGES: [(&str, &str, &[u8]); 7] = [
         "/admin/assets/console.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/console.js"),
+    ),
+    (
+        "/admin/assets/drafts.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/drafts.js"),
     ),
     (
         "/admin/assets/segments.js",

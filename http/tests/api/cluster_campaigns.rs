@@ -2,7 +2,8 @@
 //! node is in force on the other (carried by the account's stream, applied in its
 //! order), and two editors who loaded the same version and change the same list through
 //! two nodes cannot both win: one gets the 200, the other a 412, and both nodes end on
-//! the same version.
+//! the same version; a draft saved through one node is on the other, and publishing it
+//! discards it on both.
 
 use std::time::Instant;
 
@@ -85,4 +86,50 @@ fn a_change_through_one_node_is_in_force_on_the_other_and_one_of_two_rivals_wins
     }
     assert_eq!(version(&a), version(&b));
     assert_eq!(version(&a)["version"], 2);
+}
+
+/// A zone's draft on `server`, as the admin API answers it.
+fn draft(server: &Server) -> Value {
+    let resp = request(
+        server.addr,
+        "GET",
+        &format!("/admin/api/accounts/{KEY}/zones/TR/draft"),
+        b"",
+        &[("authorization", &format!("Bearer {ADMIN}"))],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.json()["draft"].clone()
+}
+
+#[test]
+fn a_draft_saved_through_one_node_is_on_the_other_and_publishing_it_discards_it_everywhere() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, &["p1", "p2"]);
+    applied_on(&a, &token);
+    applied_on(&b, &token);
+    let list = manual("draft", &["p2", "p1"]);
+    let resp = request(
+        a.addr,
+        "PUT",
+        &format!("/admin/api/accounts/{KEY}/zones/TR/draft"),
+        &serde_json::to_vec(&json!({"campaigns": list})).unwrap(),
+        &[("authorization", &format!("Bearer {ADMIN}"))],
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    // On A at its 200 (applied from the stream, as on every node), then on B.
+    assert_eq!(draft(&a)["body"]["campaigns"], list);
+    wait_for("A's draft on B", REPLICATED, || {
+        (draft(&b)["body"]["campaigns"] == list).then_some(())
+    });
+    assert_eq!(draft(&a), draft(&b));
+    // Published through B as it stands: the draft is gone on both nodes.
+    let resp = put(&b, list.clone(), None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert!(draft(&b).is_null());
+    wait_for("the draft discarded on A", REPLICATED, || {
+        draft(&a).is_null().then_some(())
+    });
+    assert_eq!(zone(&a, "v", "TR"), ["p2", "p1"]);
 }

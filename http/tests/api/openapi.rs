@@ -476,7 +476,14 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 8] = [
+const ADMIN_WRITES: [(&str, &str); 12] = [
+    ("/admin/api/accounts/{accessKey}/zones/{zone}/draft", "put"),
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/draft",
+        "delete",
+    ),
+    ("/admin/api/accounts/{accessKey}/segments/draft", "put"),
+    ("/admin/api/accounts/{accessKey}/segments/draft", "delete"),
     ("/admin/api/accounts/{accessKey}/segments", "put"),
     (
         "/admin/api/accounts/{accessKey}/zones/{zone}/campaigns",
@@ -503,7 +510,7 @@ const ADMIN_WRITES: [(&str, &str); 8] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 15] = [
+const ADMIN_PATHS: [&str; 18] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -519,6 +526,9 @@ const ADMIN_PATHS: [&str; 15] = [
     "/admin/api/accounts/{accessKey}/catalogue",
     "/admin/api/accounts/{accessKey}/visitors/recent",
     "/admin/api/accounts/{accessKey}/zones/{zone}/shadow",
+    "/admin/api/accounts/{accessKey}/drafts",
+    "/admin/api/accounts/{accessKey}/zones/{zone}/draft",
+    "/admin/api/accounts/{accessKey}/segments/draft",
 ];
 
 #[test]
@@ -812,6 +822,38 @@ fn admin_answers_match_the_openapi_document() {
             None,
             200,
         ),
+        (
+            "PUT",
+            format!("{base}/zones/PP-01/draft"),
+            ("put", "/admin/api/accounts/{accessKey}/zones/{zone}/draft"),
+            list.clone(),
+            None,
+            200,
+        ),
+        (
+            "PUT",
+            format!("{base}/zones/PP-01/draft"),
+            ("put", "/admin/api/accounts/{accessKey}/zones/{zone}/draft"),
+            json!({"campaigns": 1}),
+            None,
+            400,
+        ),
+        (
+            "PUT",
+            format!("{base}/segments/draft"),
+            ("put", "/admin/api/accounts/{accessKey}/segments/draft"),
+            segments.clone(),
+            None,
+            200,
+        ),
+        (
+            "DELETE",
+            format!("{base}/segments/draft"),
+            ("delete", "/admin/api/accounts/{accessKey}/segments/draft"),
+            json!(null),
+            None,
+            200,
+        ),
     ] {
         let resp = send(method, &path, &body, if_match);
         assert_eq!(resp.status, status, "{method} {path}: {}", resp.body);
@@ -839,6 +881,10 @@ fn admin_answers_match_the_openapi_document() {
             200,
         ),
         (analytics.clone(), ADMIN_PATHS[2], 200),
+        (format!("{base}/drafts"), ADMIN_PATHS[15], 200),
+        (format!("{base}/zones/PP-01/draft"), ADMIN_PATHS[16], 200),
+        (format!("{base}/zones/NOPE/draft"), ADMIN_PATHS[16], 404),
+        (format!("{base}/segments/draft"), ADMIN_PATHS[17], 200),
     ] {
         let resp = get(&path, Some(token));
         assert_eq!(resp.status, status, "{path}: {}", resp.body);

@@ -7,7 +7,9 @@
 //!
 //! The record is the only way in: a restart replays it, a replica applies it, and both
 //! go through [`apply`], which refuses a record whose base is no longer current, so that
-//! two editors who loaded the same version cannot both win on any node.
+//! two editors who loaded the same version cannot both win on any node. Drafts travel as
+//! the same kind of record (`drafts.rs`); a change that publishes a part's draft as it
+//! stands discards the draft with it.
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +24,8 @@ use super::replication::Wait;
 use super::{AccountJobs, SubmitError};
 use crate::campaigns::{self, Target};
 
-/// How long a node waits for its own change to come back from the replicated log.
+/// How long a node waits for its own change (or draft) to come back from the replicated
+/// log.
 const APPLIED_WITHIN: Duration = Duration::from_secs(10);
 
 /// What a change replaces.
@@ -99,6 +102,9 @@ struct Record {
     part: String,
     base: u64,
     document: Value,
+    /// The id of the part's draft this change publishes as it stands (discarded with
+    /// it).
+    draft_published: Option<u64>,
 }
 
 impl AccountJobs {
@@ -177,6 +183,12 @@ impl AccountJobs {
             ),
             _ => campaigns::summary(&document, &new_document),
         };
+        let draft_published = match request.change {
+            CampaignChange::Segments(body) | CampaignChange::Zone { body, .. } => {
+                super::drafts::draft_published(account, &part, body)
+            }
+            CampaignChange::RemoveZone(_) | CampaignChange::Restore(_) => None,
+        };
         let warnings = campaigns::unknown_ids(&new_document, &account.catalogue());
         let record = Record {
             version: CampaignVersion {
@@ -189,49 +201,70 @@ impl AccountJobs {
             part: part.clone(),
             base,
             document: new_document,
+            draft_published,
         };
         let payload = encode(&record);
         let document_text = record.document.to_string();
-        if self.is_replicated() {
-            // Applied when it comes back from the replicated log, as on every node.
-            self.admit(Wait::Answer)?;
-            self.publish(RecordKind::Campaigns, || payload, Wait::Answer)?;
-            let deadline = Instant::now() + APPLIED_WITHIN;
-            loop {
-                let latest = current(account).1;
-                if latest >= next {
-                    // Ours, or a rival's that came first in the log.
+        self.log_campaign_record(
+            payload,
+            || {
+                // Ours, or a rival's that came first in the log.
+                (current(account).1 >= next).then(|| {
                     let installed = account.campaign_history().get(next).is_some_and(|v| {
                         v.author == request.author
                             && v.at == request.now
                             && v.document == document_text
                     });
-                    return if installed {
+                    if installed {
                         Ok(Changed {
                             version: next,
-                            warnings,
+                            warnings: warnings.clone(),
                         })
                     } else {
                         Err(CampaignError::Overtaken(part_name(&part)))
-                    };
+                    }
+                })
+            },
+            || {
+                apply_record(account, record);
+                Ok(Changed {
+                    version: next,
+                    warnings: warnings.clone(),
+                })
+            },
+        )?
+    }
+
+    /// Logs a campaign record (a change or a draft) and answers once it is in force: in
+    /// a cluster, published and applied when it comes back from the replicated log,
+    /// `settled` saying whether it has and what came of it (within [`APPLIED_WITHIN`]);
+    /// alone, appended and fsynced, then applied by `apply`.
+    pub(super) fn log_campaign_record<T>(
+        &self,
+        payload: Vec<u8>,
+        settled: impl Fn() -> Option<T>,
+        apply: impl FnOnce() -> T,
+    ) -> Result<T, SubmitError> {
+        if self.is_replicated() {
+            self.admit(Wait::Answer)?;
+            self.publish(RecordKind::Campaigns, || payload, Wait::Answer)?;
+            let deadline = Instant::now() + APPLIED_WITHIN;
+            loop {
+                if let Some(outcome) = settled() {
+                    return Ok(outcome);
                 }
                 if Instant::now() >= deadline {
-                    return Err(CampaignError::Submit(SubmitError::Replication(
+                    return Err(SubmitError::Replication(
                         super::ReplicationError::Unconfirmed(APPLIED_WITHIN),
-                    )));
+                    ));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
         self.shared
             .wal
-            .append_durable(RecordKind::Campaigns.code(), payload)
-            .map_err(SubmitError::from)?;
-        apply_record(account, record);
-        Ok(Changed {
-            version: next,
-            warnings,
-        })
+            .append_durable(RecordKind::Campaigns.code(), payload)?;
+        Ok(apply())
     }
 }
 
@@ -264,12 +297,12 @@ fn encode(record: &Record) -> Vec<u8> {
         "part": record.part,
         "base": record.base,
         "document": record.document,
+        "draftPublished": record.draft_published,
     }))
     .unwrap_or_default()
 }
 
-fn decode(payload: &[u8]) -> Option<Record> {
-    let value: Value = serde_json::from_slice(payload).ok()?;
+fn decode(value: &Value) -> Option<Record> {
     Some(Record {
         version: CampaignVersion {
             version: value.get("version")?.as_u64()?,
@@ -281,14 +314,22 @@ fn decode(payload: &[u8]) -> Option<Record> {
         part: value.get("part")?.as_str()?.to_owned(),
         base: value.get("base")?.as_u64()?,
         document: value.get("document")?.clone(),
+        draft_published: value.get("draftPublished").and_then(Value::as_u64),
     })
 }
 
-/// Applies a logged change (a restart's replay, a replica's record): installed when it
-/// is the next version and its part is still at its base; otherwise nothing (another
-/// change came first). Returns whether it was installed.
+/// Applies a logged campaign record (a restart's replay, a replica's record): a draft
+/// saved or discarded (see `drafts`), or a change, installed when it is the next
+/// version and its part is still at its base; otherwise nothing (another change came
+/// first). Returns whether it was applied.
 pub(super) fn apply(account: &Account, payload: &[u8]) -> bool {
-    match decode(payload) {
+    let Ok(value) = serde_json::from_slice::<Value>(payload) else {
+        return false;
+    };
+    if let Some(draft) = super::drafts::decode(&value) {
+        return account.apply_campaign_draft(draft);
+    }
+    match decode(&value) {
         Some(record) => apply_record(account, record),
         None => false,
     }
@@ -308,11 +349,16 @@ fn apply_record(account: &Account, record: Record) -> bool {
         return false;
     }
     let set = compiled(account, &record.document, record.version.version);
+    let (part, at, draft_published) = (record.part, record.version.at, record.draft_published);
     let version = CampaignVersion {
         document: record.document.to_string(),
         ..record.version
     };
-    account.install_campaigns(version, set)
+    let installed = account.install_campaigns(version, set);
+    if installed && let Some(draft) = draft_published {
+        super::drafts::published(account, &part, draft, at);
+    }
+    installed
 }
 
 /// The set compiled from `document` against the account's settings now: a zone that

@@ -29,12 +29,14 @@
 //! the order, are in `locks.rs`.
 //!
 //! Modules: `status` (delta and feed statuses, the status file, the feed-job codec),
-//! `log` (record kinds and payloads), `recovery` (start: state, log, feeds), `worker`
+//! `log` (record kinds and payloads), `campaigns` and `drafts` (campaign changes and
+//! drafts, logged as campaign records), `recovery` (start: state, log, feeds), `worker`
 //! (delta intake and the delta worker), `locks` (the lock order), `rebuild` (rebuilds, the compactor thread,
 //! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
 //! and thread priority).
 
 mod campaigns;
+mod drafts;
 mod feeds;
 mod history;
 mod locks;
@@ -70,6 +72,7 @@ use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 pub use self::campaigns::{
     CampaignChange, CampaignError, ChangeRequest, Changed, recompile as recompile_campaigns,
 };
+pub use self::drafts::{DraftError, DraftPart, DraftRequest, MAX_DRAFT_BYTES};
 pub use self::feeds::FEED_JOBS_KEPT;
 use self::feeds::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};
