@@ -756,3 +756,142 @@ async fn a_draft_is_kept_across_zones_a_restart_and_editors_until_published() {
     drop(driver);
     drop(server);
 }
+
+/// A PUT of a zone's campaign list through the admin API, as `token`.
+fn put_list(addr: SocketAddr, zone: &str, ids: &[&str], token: &str) {
+    let campaigns: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}))
+        .collect();
+    let response = client::request(
+        addr,
+        "PUT",
+        &format!("/admin/api/accounts/{KEY}/zones/{zone}/campaigns"),
+        &serde_json::to_vec(&json!({ "campaigns": campaigns })).unwrap(),
+        &[("authorization", &format!("Bearer {token}"))],
+    )
+    .expect("an answer");
+    assert_eq!(response.status, 200, "{}", response.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_of_one_zone_is_confirmed_against_the_live_version_and_leaves_the_others() {
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    tokio::task::block_in_place(|| {
+        put_list(addr, "HP-01", &["a", "b"], EDITOR);
+        put_list(addr, "HP-01", &["b", "a", "c"], EDITOR);
+        // Another editor's later change to another zone.
+        put_list(addr, "PP-01", &["pp"], EDITOR);
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start)
+        .expect("chromedriver (Debian chromium-driver; scripts/test installs it)");
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+    // The audit log names each change.
+    let changes = until(
+        &editor,
+        "return [...document.querySelectorAll('#ch-table tr[data-version=\"2\"] ul.changes li')].map(l => l.textContent)",
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+    )
+    .await;
+    assert_eq!(
+        changes,
+        json!([
+            "zone HP-01: campaign c added at place 3",
+            "zone HP-01: campaign b moved from place 2 to 1"
+        ])
+    );
+    let caption = editor
+        .execute(
+            "return document.querySelector('#ch-table caption').textContent",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert!(caption.as_str().is_some_and(|c| !c.is_empty()));
+
+    // Restore… on version 1: HP-01's list is chosen, and what it would change is shown
+    // before anything is changed.
+    click(&editor, "#ch-table tr[data-version=\"1\"] button").await;
+    let shown = until(
+        &editor,
+        "const d = document.getElementById('ch-restore-diff'); \
+         return d.dataset.changes ? [document.getElementById('ch-restore-part').value, d.textContent] : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert_eq!(shown[0], "zone:HP-01");
+    assert!(
+        shown[1]
+            .as_str()
+            .unwrap()
+            .contains("campaign c removed from place 3"),
+        "{shown}"
+    );
+    click(&editor, "#ch-restore-confirm").await;
+    until(
+        &editor,
+        "return document.getElementById('cz-message').textContent",
+        |v| {
+            v.as_str()
+                .is_some_and(|t| t.contains("restored as version 4"))
+        },
+    )
+    .await;
+    let lists = tokio::task::block_in_place(|| {
+        ["HP-01", "PP-01"].map(|zone| {
+            let answer = client::request(
+                addr,
+                "GET",
+                &format!("/admin/api/accounts/{KEY}/zones/{zone}/campaigns"),
+                b"",
+                &[("authorization", &format!("Bearer {VIEWER}"))],
+            )
+            .expect("an answer");
+            let body: Value = serde_json::from_str(&answer.body).unwrap();
+            body["campaigns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+    });
+    assert_eq!(lists, [vec!["a", "b"], vec!["pp"]]);
+
+    // A pin's product field suggests products in its own list, never as manual picks.
+    click(&editor, "#cz-new").await;
+    click(&editor, "#ce-add-pin").await;
+    type_into(&editor, "#ce-pins .pin-product", "Console product 5").await;
+    until(
+        &editor,
+        "return document.querySelectorAll('#ce-product-options option').length",
+        |v| v.as_u64().is_some_and(|n| n > 0),
+    )
+    .await;
+    let picks = editor
+        .execute(
+            "return document.querySelectorAll('#ce-pick-products .results li').length",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(picks, 0);
+    editor.close().await.unwrap();
+
+    // A viewer's segment fields take no typing.
+    let viewer = session(&driver).await;
+    log_in(&viewer, addr, VIEWER).await;
+    let disabled = until(
+        &viewer,
+        "return [document.getElementById('sb-id').disabled, \
+           [...document.querySelectorAll('#sb-rule input, #sb-rule select')].every(f => f.disabled)]",
+        |v| v[0] == true,
+    )
+    .await;
+    assert_eq!(disabled, json!([true, true]));
+    viewer.close().await.unwrap();
+    drop(driver);
+    drop(server);
+}

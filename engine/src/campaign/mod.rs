@@ -56,6 +56,8 @@ pub struct Campaign {
     pub variant: CompactString,
     /// Its name for people.
     pub name: String,
+    /// The zone's title while it is shown (none: the zone's configured title).
+    pub title: Option<String>,
     /// A paused campaign is skipped.
     pub enabled: bool,
     /// Its audience: a segment's position in [`CampaignSet::segments`]; none: everyone.

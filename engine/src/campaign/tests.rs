@@ -32,6 +32,7 @@ fn manual(id: &str, segment: Option<usize>, products: &[&str], min_items: usize)
         id: id.to_owned(),
         variant: crate::account::campaign_variant(id),
         name: id.to_owned(),
+        title: None,
         enabled: true,
         segment,
         schedule: None,

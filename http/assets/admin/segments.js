@@ -248,6 +248,12 @@ const segmentBuilder = {
   build(rule) {
     const onChange = () => this.changed();
     $("sb-rule").replaceChildren(ruleGroup(rule, onChange, 0));
+    // A viewer reads the rule; its fields take no typing (nothing could be saved).
+    if (state.role !== "editor") {
+      for (const field of document.querySelectorAll("#sb-rule input, #sb-rule select, #sb-id, #sb-name")) {
+        field.disabled = true;
+      }
+    }
     this.changed(false);
   },
 

@@ -6,7 +6,9 @@
 //! - `GET /admin/api/accounts/{key}/segments/{id}/size`; `POST
 //!   /admin/api/accounts/{key}/segments/size` with `{"rule": {...}}` for a draft rule.
 //! - `GET /admin/api/accounts/{key}/campaigns/history`, `GET
-//!   .../campaigns/history/{version}`, `POST .../campaigns/restore` with `{"version": n}`.
+//!   .../campaigns/history/{version}`, `POST .../campaigns/restore` with `{"version": n}`
+//!   (the whole document) or `{"version": n, "part": "segments" or "zone:<id>"}`, and
+//!   `GET .../campaigns/restore?version=n&part=...`: what it would change.
 //!
 //! Each part's version is its `ETag`; a write with an `If-Match` that is no longer
 //! current is refused with 412 and changes nothing. Validation errors are a 400 listing
@@ -17,7 +19,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_ingest::campaigns;
-use vitrine_ingest::jobs::{CampaignChange, CampaignError, ChangeRequest};
+use vitrine_ingest::jobs::{CampaignChange, CampaignError, ChangeRequest, RestorePart};
 
 use super::Query;
 use crate::api::Reply;
@@ -135,22 +137,25 @@ fn size_json(id: &str, size: vitrine_engine::account::SegmentSize) -> Value {
     })
 }
 
-/// `GET .../campaigns/history`: every version kept, newest first, without documents.
+/// `GET .../campaigns/history`: every version kept, newest first, without documents:
+/// who and when, the sentence written then, and the changes from the version before it.
 pub(super) fn history(entry: &AccountEntry) -> Value {
     let history = entry.account.campaign_history();
-    let versions: Vec<Value> = history
-        .versions
-        .iter()
-        .rev()
-        .map(|v| {
-            json!({
-                "version": v.version,
-                "at": crate::clock::rfc3339(v.at),
-                "author": v.author,
-                "summary": v.summary,
-            })
-        })
-        .collect();
+    let mut before = campaigns::empty_document();
+    let mut versions: Vec<Value> = Vec::with_capacity(history.versions.len());
+    for v in &history.versions {
+        let document: Value =
+            serde_json::from_str(&v.document).unwrap_or_else(|_| campaigns::empty_document());
+        versions.push(json!({
+            "version": v.version,
+            "at": crate::clock::rfc3339(v.at),
+            "author": v.author,
+            "summary": v.summary,
+            "changes": campaigns::diff::changes(&before, &document),
+        }));
+        before = document;
+    }
+    versions.reverse();
     json!({"versions": versions})
 }
 
@@ -254,13 +259,8 @@ pub(super) fn write(
             CampaignChange::RemoveZone(zone)
         }
         Write::Restore => {
-            let version = body.get("version").and_then(Value::as_u64).ok_or_else(|| {
-                ApiError::Fields(vec![vitrine_fields::FieldError {
-                    path: "version".to_owned(),
-                    message: "required: the whole number of a version in the history".to_owned(),
-                }])
-            })?;
-            CampaignChange::Restore(version)
+            let (version, part) = restore_of(entry, &body)?;
+            CampaignChange::Restore { version, part }
         }
         Write::DraftSize | Write::Preview(_) | Write::StartShadow(_) | Write::StopShadow(_) => {
             return Err(ApiError::Internal("unreachable write".to_owned()));
@@ -283,19 +283,130 @@ pub(super) fn write(
             CampaignError::Submit(submit) => ApiError::from(submit),
         })?;
     let (document, _) = entry.jobs.campaign_document();
-    let etag = match write {
-        Write::Segments => campaigns::segments_version(&document),
-        Write::Zone(zone) | Write::RemoveZone(zone) => campaigns::zone_version(&document, zone),
-        Write::Restore
-        | Write::DraftSize
-        | Write::Preview(_)
-        | Write::StartShadow(_)
-        | Write::StopShadow(_) => changed.version,
+    let etag = match (write, change) {
+        (Write::Segments, _)
+        | (
+            Write::Restore,
+            CampaignChange::Restore {
+                part: Some(RestorePart::Segments),
+                ..
+            },
+        ) => campaigns::segments_version(&document),
+        (Write::Zone(zone) | Write::RemoveZone(zone), _)
+        | (
+            Write::Restore,
+            CampaignChange::Restore {
+                part: Some(RestorePart::Zone(zone)),
+                ..
+            },
+        ) => campaigns::zone_version(&document, zone),
+        (
+            Write::Restore
+            | Write::DraftSize
+            | Write::Preview(_)
+            | Write::StartShadow(_)
+            | Write::StopShadow(_),
+            _,
+        ) => changed.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),
         etag,
     ))
+}
+
+/// The version and part a restore names: `{"version": n, "part": "segments" or
+/// "zone:<id>"}` (no part: the whole document).
+fn restore_of<'a>(
+    entry: &AccountEntry,
+    body: &'a Value,
+) -> Result<(u64, Option<RestorePart<'a>>), ApiError> {
+    let problem = |path: &str, message: String| {
+        ApiError::Fields(vec![vitrine_fields::FieldError {
+            path: path.to_owned(),
+            message,
+        }])
+    };
+    if let Some(members) = body.as_object()
+        && let Some(unknown) = members.keys().find(|k| *k != "version" && *k != "part")
+    {
+        return Err(problem(
+            unknown,
+            "unknown member (expected version and part)".to_owned(),
+        ));
+    }
+    let version = body.get("version").and_then(Value::as_u64).ok_or_else(|| {
+        problem(
+            "version",
+            "required: the whole number of a version in the history".to_owned(),
+        )
+    })?;
+    let part = match body.get("part") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(part)) => {
+            Some(restore_part(entry, part).map_err(|m| problem("part", m))?)
+        }
+        Some(_) => {
+            return Err(problem(
+                "part",
+                "expected \"segments\" or \"zone:<id>\"".to_owned(),
+            ));
+        }
+    };
+    Ok((version, part))
+}
+
+/// A restore's part by name: `segments`, or `zone:<id>` of a zone of the account.
+pub(super) fn restore_part<'a>(
+    entry: &AccountEntry,
+    name: &'a str,
+) -> Result<RestorePart<'a>, String> {
+    if name == "segments" {
+        return Ok(RestorePart::Segments);
+    }
+    match name.strip_prefix("zone:") {
+        Some(zone) if entry.account.settings().zones.iter().any(|z| z.id == zone) => {
+            Ok(RestorePart::Zone(zone))
+        }
+        Some(_) => Err(super::no_zone(entry, name.trim_start_matches("zone:"))),
+        None => Err(format!(
+            "expected \"segments\" or \"zone:<id>\", got {name:?}"
+        )),
+    }
+}
+
+/// `GET .../campaigns/restore?version=N&part=P`: what a restore would change, without
+/// making it: the summary and the changes from the live document.
+pub(super) fn restore_preview(entry: &AccountEntry, query: &Query) -> Result<Value, ApiError> {
+    let version = query
+        .get("version")
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| {
+            ApiError::Invalid(vec![
+                "version: required, the whole number of a version in the history".to_owned(),
+            ])
+        })?;
+    let part = match query.get("part").filter(|p| !p.is_empty()) {
+        None => None,
+        Some(name) => Some(
+            restore_part(entry, name).map_err(|m| ApiError::Invalid(vec![format!("part: {m}")]))?,
+        ),
+    };
+    let (live, restored) =
+        entry
+            .jobs
+            .restore_preview(version, part)
+            .map_err(|error| match error {
+                CampaignError::NoVersion(_) => ApiError::NotFound(error.to_string()),
+                other => ApiError::Internal(other.to_string()),
+            })?;
+    let changes = campaigns::diff::changes(&live, &restored);
+    Ok(json!({
+        "version": version,
+        "part": query.get("part").filter(|p| !p.is_empty()),
+        "summary": campaigns::diff::sentence(&changes),
+        "changes": changes,
+    }))
 }
 
 /// The version `If-Match` names: `"5"`, `W/"5"` or `5`; `*` or none: no check.

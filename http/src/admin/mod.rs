@@ -119,6 +119,10 @@ pub fn handle(
             campaigns::no_query(&query)?;
             campaigns::history(&*account(state, key)?)
         }
+        ["accounts", key, "campaigns", "restore"] => {
+            query.only(&["version", "part"])?;
+            campaigns::restore_preview(&*account(state, key)?, &query)?
+        }
         ["accounts", key, "campaigns", "history", version] => {
             campaigns::no_query(&query)?;
             campaigns::version(&*account(state, key)?, version)?
@@ -218,7 +222,7 @@ pub fn handle_write(
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 8] = [
+const PAGES: [(&str, &str, &[u8]); 10] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -238,6 +242,16 @@ const PAGES: [(&str, &str, &[u8]); 8] = [
         "/admin/assets/drafts.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/drafts.js"),
+    ),
+    (
+        "/admin/assets/editor.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/editor.js"),
+    ),
+    (
+        "/admin/assets/history.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/history.js"),
     ),
     (
         "/admin/assets/segments.js",

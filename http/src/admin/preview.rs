@@ -193,7 +193,17 @@ pub(super) fn zone(
         .explain(&request)
         .ok_or_else(|| ApiError::NotFound(super::no_zone(entry, zone)))?;
     let mut answer = super::explain::to_json(entry, &request, &explanation);
-    let html = zone_html(entry, &spec.title, zone, &explanation);
+    // The shown campaign's own title, as serving writes it.
+    let shown_title = explanation.campaigns.as_ref().and_then(|c| {
+        let campaign = c.set.zone(zone)?.campaigns.get(c.shown?)?;
+        campaign.title.clone()
+    });
+    let html = zone_html(
+        entry,
+        shown_title.as_deref().unwrap_or(&spec.title),
+        zone,
+        &explanation,
+    );
     if let Value::Object(fields) = &mut answer {
         fields.insert("draft".to_owned(), json!(request.campaigns.is_some()));
         fields.insert("madeUp".to_owned(), json!(made_up.is_some()));

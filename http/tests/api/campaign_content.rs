@@ -354,3 +354,40 @@ fn html_content_escapes_catalogue_text_as_a_configured_html_zone_does() {
     );
     assert_eq!(by_campaign, format!("<div>{configured}</div>"));
 }
+
+#[test]
+fn a_campaign_sets_the_zones_title_while_it_is_shown() {
+    let server = store(Vec::new());
+    let list = json!([
+        {"id": "picks", "title": "Our <picks>", "segment": null, "content": {"type": "custom", "source": {"manual": {"products": ["S2"]}}}},
+    ]);
+    put_campaigns(&server, "HP-01", list);
+    let body = crate::common::serverside_body(json!({
+        "appId": crate::campaigns::KEY, "secretKey": crate::campaigns::SECRET,
+        "visitorId": "titled", "events": [], "zones": ["HP-01", "PP-01"],
+    }));
+    let resp = server.post_json("/api/serverside", &body).json();
+    assert_eq!(resp["zones"]["HP-01"]["title"], "Our <picks>", "{resp}");
+    // A zone whose campaign has no title keeps its configured one.
+    assert_eq!(resp["zones"]["PP-01"]["title"], "Alternatives", "{resp}");
+    let resp = admin(
+        &server,
+        "PUT",
+        "/zones/HP-01/campaigns",
+        EDITOR,
+        Some(
+            &json!({"campaigns": [{"id": "x", "title": "a\u{7}b", "content": {"type": "automated", "strategy": "trending"}}]}),
+        ),
+        &[],
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    assert!(resp.body.contains("campaigns[0].title"), "{}", resp.body);
+    // The pickers' search shows a product by sight: price now, availability, categories.
+    let found = admin(&server, "GET", "/catalogue?q=S2", EDITOR, None, &[]).json();
+    let s2 = &found["found"][0];
+    assert_eq!(s2["id"], "S2", "{found}");
+    assert_eq!(s2["price"], "£40.00", "{found}");
+    assert_eq!(s2["available"], true, "{found}");
+    assert_eq!(s2["categories"], json!(["shoes"]), "{found}");
+    assert_eq!(s2["brand"], "acme", "{found}");
+}

@@ -449,6 +449,10 @@ fn hostile_documents_are_refused_with_a_path_and_change_nothing() {
             "campaigns[0].content.filters[0].price.min",
         ),
         (
+            json!([{"id": "c", "content": {"type": "custom", "source": {"strategy": "trending"}, "filters": [{"price": {"min": -5}}]}}]),
+            "campaigns[0].content.filters[0].price.min: a price is never negative",
+        ),
+        (
             json!([{"id": "c", "content": {"type": "custom", "source": {"strategy": "category_affinity"}}}]),
             "campaigns[0].content.source.strategy",
         ),
@@ -520,12 +524,37 @@ fn unknown_ids_are_warnings_and_a_campaign_short_of_items_gives_way() {
         manual("fallback", None, &["B3"]),
     ]);
     let answer = put_campaigns(&server, "HP-01", list);
-    let warnings = answer["warnings"].as_array().unwrap();
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("NOT-YET")),
+    // The warnings of the part changed, with the request's paths.
+    assert_eq!(
+        answer["warnings"],
+        json!([
+            "campaigns[0].content.source.manual.products[1]: no product \"NOT-YET\" in the catalogue"
+        ]),
         "{answer}"
+    );
+    // Judged as serving judges: a segment's category compares without case, a filter's
+    // exactly; another zone's list says nothing of HP-01's unknown product.
+    let resp = put_segments(
+        &server,
+        json!([{"id": "hats", "rule": {"any": [{"boughtCategory": ["SHOES"]}, {"basketCategory": ["HATS"]}]}}]),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(
+        resp.json()["warnings"],
+        json!(["segments[0].rule.any[1].basketCategory[0]: no category \"HATS\" in the catalogue"])
+    );
+    let other = put_campaigns(
+        &server,
+        "PP-01",
+        json!([{"id": "f", "content": {"type": "custom", "source": {"manual": {"categories": ["shoes"]}},
+            "filters": [{"categoryIn": ["SHOES"]}]}}]),
+    );
+    assert_eq!(
+        other["warnings"],
+        json!([
+            "campaigns[0].content.filters[0].categoryIn[0]: no category \"SHOES\" in the catalogue"
+        ]),
+        "{other}"
     );
     // Only S4 exists: one item, two wanted, so the next campaign is shown.
     assert_eq!(shown(&server, "v", "HP-01", json!([]), json!({})), ["B3"]);
@@ -665,9 +694,134 @@ fn a_change_survives_a_sigkill_right_after_its_200_and_restores_as_a_new_version
         history["versions"][0]["summary"]
             .as_str()
             .unwrap()
-            .starts_with("restored version 1"),
+            .starts_with("restored the whole document of version 1"),
         "{history}"
     );
+}
+
+#[test]
+fn a_restore_of_one_part_undoes_only_that_part_and_says_what_it_will_change() {
+    let server = store(Vec::new());
+    // v1, v2: HP-01's list; v3: another editor changes PP-01; v4: a pause on HP-01.
+    let first = json!([manual("a", None, &["S2"]), manual("b", None, &["B2"])]);
+    put_campaigns(&server, "HP-01", first.clone());
+    put_campaigns(
+        &server,
+        "HP-01",
+        json!([
+            manual("b", None, &["B2"]),
+            manual("a", None, &["S2"]),
+            manual("c", None, &["S3"])
+        ]),
+    );
+    put_campaigns(&server, "PP-01", json!([manual("pp", None, &["S5"])]));
+    let mut paused = json!([
+        manual("b", None, &["B2"]),
+        manual("a", None, &["S2"]),
+        manual("c", None, &["S3"])
+    ]);
+    paused[0]["enabled"] = json!(false);
+    paused[2]["content"]["filters"] = json!([{"price": {"max": 100}}]);
+    put_campaigns(&server, "HP-01", paused);
+
+    // The history names each change, with a structured diff beside the sentence.
+    let history = admin(&server, "GET", "/campaigns/history", VIEWER, None, &[]).json();
+    let latest = &history["versions"][0];
+    assert_eq!(
+        latest["summary"], "zone HP-01: campaign b paused, campaign c changed (filters)",
+        "{history}"
+    );
+    assert_eq!(
+        latest["changes"],
+        json!([
+            {"part": "zone:HP-01", "zone": "HP-01", "change": "paused", "campaign": "b"},
+            {"part": "zone:HP-01", "zone": "HP-01", "change": "changed", "campaign": "c", "fields": ["filters"]}
+        ])
+    );
+    assert_eq!(
+        history["versions"][2]["summary"],
+        "zone HP-01: campaign c added at place 3, campaign b moved from place 2 to 1"
+    );
+
+    // What restoring HP-01 of version 1 would change, before it is made.
+    let preview = admin(
+        &server,
+        "GET",
+        "/campaigns/restore?version=1&part=zone:HP-01",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(preview.status, 200, "{}", preview.body);
+    assert_eq!(
+        preview.json()["summary"],
+        "zone HP-01: campaign c removed from place 3, campaign a moved from place 2 to 1, campaign b resumed"
+    );
+    let bad = admin(
+        &server,
+        "GET",
+        "/campaigns/restore?version=1&part=zone:NOPE",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(bad.status, 400, "{}", bad.body);
+
+    // Restored: HP-01 as in version 1, PP-01 as the other editor left it; a stale
+    // If-Match on HP-01 is refused, and one on HP-01's version now is taken whatever
+    // PP-01 did meanwhile.
+    let stale = admin(
+        &server,
+        "POST",
+        "/campaigns/restore",
+        EDITOR,
+        Some(&json!({"version": 1, "part": "zone:HP-01"})),
+        &[("if-match", "\"2\"")],
+    );
+    assert_eq!(stale.status, 412, "{}", stale.body);
+    let restore = admin(
+        &server,
+        "POST",
+        "/campaigns/restore",
+        EDITOR,
+        Some(&json!({"version": 1, "part": "zone:HP-01"})),
+        &[("if-match", "\"4\"")],
+    );
+    assert_eq!(restore.status, 200, "{}", restore.body);
+    assert_eq!(restore.json()["version"], 5);
+    assert_eq!(restore.header("etag"), Some("\"5\""));
+    let zone = |zone: &str| {
+        admin(
+            &server,
+            "GET",
+            &format!("/zones/{zone}/campaigns"),
+            VIEWER,
+            None,
+            &[],
+        )
+        .json()
+    };
+    assert_eq!(zone("HP-01")["campaigns"], first);
+    assert_eq!(zone("PP-01")["campaigns"][0]["id"], "pp");
+    assert_eq!(zone("PP-01")["version"], 3);
+    let history = admin(&server, "GET", "/campaigns/history", VIEWER, None, &[]).json();
+    assert!(
+        history["versions"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("restored zone HP-01 of version 1: zone HP-01: "),
+        "{history}"
+    );
+    let wrong = admin(
+        &server,
+        "POST",
+        "/campaigns/restore",
+        EDITOR,
+        Some(&json!({"version": 1, "part": "everything"})),
+        &[],
+    );
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert!(wrong.body.contains("\"path\":\"part\""), "{}", wrong.body);
 }
 
 #[test]

@@ -510,7 +510,7 @@ const ADMIN_WRITES: [(&str, &str); 12] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 18] = [
+const ADMIN_PATHS: [&str; 19] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -529,6 +529,7 @@ const ADMIN_PATHS: [&str; 18] = [
     "/admin/api/accounts/{accessKey}/drafts",
     "/admin/api/accounts/{accessKey}/zones/{zone}/draft",
     "/admin/api/accounts/{accessKey}/segments/draft",
+    "/admin/api/accounts/{accessKey}/campaigns/restore",
 ];
 
 #[test]
@@ -885,6 +886,21 @@ fn admin_answers_match_the_openapi_document() {
         (format!("{base}/zones/PP-01/draft"), ADMIN_PATHS[16], 200),
         (format!("{base}/zones/NOPE/draft"), ADMIN_PATHS[16], 404),
         (format!("{base}/segments/draft"), ADMIN_PATHS[17], 200),
+        (
+            format!("{base}/campaigns/restore?version=1&part=zone:HP-01"),
+            ADMIN_PATHS[18],
+            200,
+        ),
+        (
+            format!("{base}/campaigns/restore?version=1&part=zone:NOPE"),
+            ADMIN_PATHS[18],
+            400,
+        ),
+        (
+            format!("{base}/campaigns/restore?version=99"),
+            ADMIN_PATHS[18],
+            404,
+        ),
     ] {
         let resp = get(&path, Some(token));
         assert_eq!(resp.status, status, "{path}: {}", resp.body);

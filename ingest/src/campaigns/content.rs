@@ -14,8 +14,8 @@ use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 use super::filters::filter;
 use super::rules::{name_list, only, whole};
 use super::{
-    MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_PINS, MAX_TEMPLATE_LEN, Target,
-    display_name, identifier,
+    MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_NAME_LEN, MAX_PINS, MAX_TEMPLATE_LEN,
+    Target, display_name, identifier,
 };
 
 /// A zone's campaign list.
@@ -102,13 +102,14 @@ fn read_campaign(
         &fields,
         item,
         &[
-            "id", "name", "enabled", "segment", "schedule", "minItems", "content",
+            "id", "name", "title", "enabled", "segment", "schedule", "minItems", "content",
         ],
         errors,
     )?;
     let before = errors.total();
     let id = identifier(&fields, "id", errors);
     let name = display_name(&fields, errors);
+    let title = zone_title(&fields, errors);
     let enabled = fields.opt_bool("enabled", errors).unwrap_or(true);
     let segment = match fields.opt_str("segment", errors) {
         None => None,
@@ -175,12 +176,27 @@ fn read_campaign(
         },
         variant: vitrine_engine::account::campaign_variant(&id),
         id,
+        title,
         enabled,
         segment,
         schedule,
         content: content?,
         min_items,
     })
+}
+
+/// A campaign's `title`, the zone's title while it is shown: at most
+/// [`MAX_NAME_LEN`] bytes, no control characters; empty or absent: none.
+fn zone_title(fields: &Fields<'_, '_>, errors: &mut Errors) -> Option<String> {
+    let title = fields.opt_str("title", errors)?;
+    if title.len() > MAX_NAME_LEN || title.chars().any(char::is_control) {
+        errors.push(
+            fields.path_of("title"),
+            format!("expected at most {MAX_NAME_LEN} bytes without control characters"),
+        );
+        return None;
+    }
+    (!title.trim().is_empty()).then(|| title.to_owned())
 }
 
 fn schedule(

@@ -61,6 +61,17 @@ pub(super) fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<F
                 errors.push(&at, "expected \"min\", \"max\" or both");
                 return None;
             }
+            for (key, bound) in [("min", min), ("max", max)] {
+                if let Some(bound) = bound.filter(|b| *b < 0.0) {
+                    errors.push(
+                        range.path_of(key),
+                        format!("a price is never negative: expected 0 or more, got {bound}"),
+                    );
+                }
+            }
+            if min.is_some_and(|b| b < 0.0) || max.is_some_and(|b| b < 0.0) {
+                return None;
+            }
             if let (Some(min), Some(max)) = (min, max)
                 && min > max
             {

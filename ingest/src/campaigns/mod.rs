@@ -14,9 +14,11 @@
 //!
 //! A part's `version` is the document version in which it last changed: its ETag.
 //! `rules.rs` reads a segment's rule, `content.rs` a zone's campaign list and each
-//! campaign's content; this file the document's operations.
+//! campaign's content, `diff.rs` says what changed between two versions; this file the
+//! document's operations.
 
 mod content;
+pub mod diff;
 mod filters;
 mod rules;
 
@@ -29,6 +31,7 @@ use vitrine_engine::zone::ZoneSpec;
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
 use content::read_list;
+pub use diff::summary;
 pub use filters::FILTER_KINDS;
 use rules::only;
 pub use rules::{KINDS, MAX_CONDITIONS, MAX_DEPTH, read_rule};
@@ -322,14 +325,63 @@ pub fn restored(current: &Value, old: &Value, version: u64) -> Value {
     document
 }
 
-/// Ids of products, categories and brands the document names that `catalogue` does not
-/// know: warnings, not errors (a feed may bring them later).
+/// `current` with one part (`["segments"]`, or `["zones", id]`) as it was in `old`,
+/// that part's version moved to `version` when it differs (a restore of one part: the
+/// others, and their versions, stay as they are now).
+pub fn restored_part(current: &Value, old: &Value, keys: &[&str], version: u64) -> Value {
+    let mut document = current.clone();
+    let (was, now) = (at(current, keys), at(old, keys));
+    let content = |part: Option<&Value>| {
+        let mut part = part.cloned().unwrap_or(Value::Null);
+        if let Some(map) = part.as_object_mut() {
+            map.remove("version");
+        }
+        part
+    };
+    if content(was) == content(now) {
+        return document;
+    }
+    let mut part = content(now);
+    if !part.is_object() {
+        // A zone without a list then: filled as configured again.
+        part = json!({});
+    }
+    if let Some(map) = part.as_object_mut() {
+        map.insert("version".to_owned(), json!(version));
+    }
+    put(&mut document, keys, part);
+    document
+}
+
+/// Ids of products, categories and brands `document` (a request's body, or a stored
+/// document) names that `catalogue` does not know, judged as serving judges them: a
+/// content's sources and filters match ids exactly, a segment's conditions compare
+/// names without regard to case. Warnings, not errors (a feed may bring them later),
+/// each with its path in `document`.
 pub fn unknown_ids(document: &Value, catalogue: &Catalogue) -> Vec<String> {
     let mut warnings = Vec::new();
     let known_category =
         |id: &str| catalogue.category(id).is_some() || !catalogue.in_category(id).is_empty();
     let known_brand =
         |id: &str| catalogue.brand(id).is_some() || !catalogue.of_brand(id).is_empty();
+    // What segments compare without case: every name products of the catalogue carry.
+    let folded = |names: &mut dyn Iterator<Item = &str>| -> std::collections::HashSet<String> {
+        names.map(str::to_lowercase).collect()
+    };
+    let categories = std::cell::OnceCell::new();
+    let brands = std::cell::OnceCell::new();
+    let any_case_category = |id: &str| {
+        known_category(id)
+            || categories
+                .get_or_init(|| folded(&mut catalogue.category_names()))
+                .contains(&id.to_lowercase())
+    };
+    let any_case_brand = |id: &str| {
+        known_brand(id)
+            || brands
+                .get_or_init(|| folded(&mut catalogue.brand_names()))
+                .contains(&id.to_lowercase())
+    };
     let mut walk = |path: &str, value: &Value| {
         let check =
             |key: &str, known: &dyn Fn(&str) -> bool, what: &str, warnings: &mut Vec<String>| {
@@ -355,41 +407,23 @@ pub fn unknown_ids(document: &Value, catalogue: &Catalogue) -> Vec<String> {
         );
         check("categories", &known_category, "category", &mut warnings);
         check("brands", &known_brand, "brand", &mut warnings);
-        for key in [
-            "categoryIn",
-            "categoryNotIn",
+        check("categoryIn", &known_category, "category", &mut warnings);
+        check("categoryNotIn", &known_category, "category", &mut warnings);
+        check(
             "boughtCategory",
+            &any_case_category,
+            "category",
+            &mut warnings,
+        );
+        check(
             "basketCategory",
-        ] {
-            if let Some(list) = value.get(key).and_then(Value::as_array) {
-                for (i, id) in list
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| Some((i, v.as_str()?)))
-                {
-                    if !known_category(id) {
-                        warnings.push(format!(
-                            "{path}.{key}[{i}]: no category {id:?} in the catalogue"
-                        ));
-                    }
-                }
-            }
-        }
-        for key in ["brandIn", "brandNotIn", "boughtBrand"] {
-            if let Some(list) = value.get(key).and_then(Value::as_array) {
-                for (i, id) in list
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, v)| Some((i, v.as_str()?)))
-                {
-                    if !known_brand(id) {
-                        warnings.push(format!(
-                            "{path}.{key}[{i}]: no brand {id:?} in the catalogue"
-                        ));
-                    }
-                }
-            }
-        }
+            &any_case_category,
+            "category",
+            &mut warnings,
+        );
+        check("brandIn", &known_brand, "brand", &mut warnings);
+        check("brandNotIn", &known_brand, "brand", &mut warnings);
+        check("boughtBrand", &any_case_brand, "brand", &mut warnings);
         if let Some(id) = value.get("product").and_then(Value::as_str)
             && catalogue.idx_of(id).is_none()
         {
@@ -423,73 +457,6 @@ fn visit(value: &Value, path: &str, f: &mut dyn FnMut(&str, &Value)) {
         }
         _ => {}
     }
-}
-
-/// A short account of what changed between two documents, for the audit log.
-pub fn summary(before: &Value, after: &Value) -> String {
-    let mut parts = Vec::new();
-    let count = |d: &Value, p: &str| d.pointer(p).and_then(Value::as_array).map_or(0, Vec::len);
-    if before.pointer("/segments/list") != after.pointer("/segments/list") {
-        parts.push(format!(
-            "segments: {} → {}",
-            count(before, "/segments/list"),
-            count(after, "/segments/list")
-        ));
-    }
-    let mut zones: Vec<&String> = Vec::new();
-    for map in [before, after]
-        .iter()
-        .filter_map(|d| d.get("zones").and_then(Value::as_object))
-    {
-        for key in map.keys() {
-            if !zones.contains(&key) {
-                zones.push(key);
-            }
-        }
-    }
-    zones.sort();
-    for zone in zones {
-        let pointer = format!(
-            "/zones/{}/campaigns",
-            zone.replace('~', "~0").replace('/', "~1")
-        );
-        if before.pointer(&pointer) != after.pointer(&pointer) {
-            let ids = |d: &Value| -> Vec<String> {
-                d.pointer(&pointer)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c.get("id").and_then(Value::as_str).map(str::to_owned))
-                    .collect()
-            };
-            let (was, now) = (ids(before), ids(after));
-            let added: Vec<&String> = now.iter().filter(|id| !was.contains(id)).collect();
-            let removed: Vec<&String> = was.iter().filter(|id| !now.contains(id)).collect();
-            let mut text = format!("zone {zone}: {} campaign(s)", now.len());
-            if !added.is_empty() {
-                text.push_str(&format!(", added {}", join(&added)));
-            }
-            if !removed.is_empty() {
-                text.push_str(&format!(", removed {}", join(&removed)));
-            }
-            if added.is_empty() && removed.is_empty() {
-                text.push_str(", changed");
-            }
-            parts.push(text);
-        }
-    }
-    if parts.is_empty() {
-        "no change".to_owned()
-    } else {
-        parts.join("; ")
-    }
-}
-
-fn join(ids: &[&String]) -> String {
-    ids.iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn read_segments(list: &Value, path: &str, errors: &mut Errors) -> Vec<Segment> {

@@ -42,8 +42,22 @@ pub enum CampaignChange<'a> {
     },
     /// A zone's list removed: the zone is filled as configured again.
     RemoveZone(&'a str),
-    /// An earlier version, restored as a new one.
-    Restore(u64),
+    /// An earlier version (all of it, or one part), restored as a new one.
+    Restore {
+        /// The version.
+        version: u64,
+        /// The part restored (none: the whole document).
+        part: Option<RestorePart<'a>>,
+    },
+}
+
+/// The part of the document a restore brings back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestorePart<'a> {
+    /// The segments.
+    Segments,
+    /// A zone's list (or its absence: the zone filled as configured).
+    Zone(&'a str),
 }
 
 /// A change, with who makes it and the version it was made from.
@@ -155,16 +169,25 @@ impl AccountJobs {
                     doc,
                 )
             }
-            CampaignChange::Restore(wanted) => {
-                let history = account.campaign_history();
-                let old = history
-                    .get(wanted)
-                    .ok_or(CampaignError::NoVersion(wanted))?;
-                let old: Value = serde_json::from_str(&old.document)
-                    .map_err(|_| CampaignError::NoVersion(wanted))?;
-                let doc = campaigns::restored(&document, &old, next);
+            CampaignChange::Restore {
+                version: wanted,
+                part,
+            } => {
+                let doc = restoring(account, &document, wanted, part, next)?;
                 campaigns::compile(&doc, next, target).map_err(CampaignError::Invalid)?;
-                ("all".to_owned(), version, doc)
+                match part {
+                    None => ("all".to_owned(), version, doc),
+                    Some(RestorePart::Segments) => (
+                        "segments".to_owned(),
+                        campaigns::segments_version(&document),
+                        doc,
+                    ),
+                    Some(RestorePart::Zone(zone)) => (
+                        format!("zone:{zone}"),
+                        campaigns::zone_version(&document, zone),
+                        doc,
+                    ),
+                }
             }
         };
         if let Some(given) = request.if_match
@@ -177,8 +200,16 @@ impl AccountJobs {
             });
         }
         let summary = match request.change {
-            CampaignChange::Restore(wanted) => format!(
-                "restored version {wanted}: {}",
+            CampaignChange::Restore {
+                version: wanted,
+                part,
+            } => format!(
+                "restored {} of version {wanted}: {}",
+                match part {
+                    None => "the whole document".to_owned(),
+                    Some(RestorePart::Segments) => "the segments".to_owned(),
+                    Some(RestorePart::Zone(zone)) => format!("zone {zone}"),
+                },
                 campaigns::summary(&document, &new_document)
             ),
             _ => campaigns::summary(&document, &new_document),
@@ -187,9 +218,18 @@ impl AccountJobs {
             CampaignChange::Segments(body) | CampaignChange::Zone { body, .. } => {
                 super::drafts::draft_published(account, &part, body)
             }
-            CampaignChange::RemoveZone(_) | CampaignChange::Restore(_) => None,
+            CampaignChange::RemoveZone(_) | CampaignChange::Restore { .. } => None,
         };
-        let warnings = campaigns::unknown_ids(&new_document, &account.catalogue());
+        // The warnings of the part changed, with the request's paths.
+        let warnings = match request.change {
+            CampaignChange::Segments(body) | CampaignChange::Zone { body, .. } => {
+                campaigns::unknown_ids(body, &account.catalogue())
+            }
+            CampaignChange::RemoveZone(_) => Vec::new(),
+            CampaignChange::Restore { .. } => {
+                campaigns::unknown_ids(&new_document, &account.catalogue())
+            }
+        };
         let record = Record {
             version: CampaignVersion {
                 version: next,
@@ -266,6 +306,47 @@ impl AccountJobs {
             .append_durable(RecordKind::Campaigns.code(), payload)?;
         Ok(apply())
     }
+}
+
+impl AccountJobs {
+    /// What restoring `part` of `version` (or all of it) would change in the document
+    /// now: the document it would make, without making it.
+    pub fn restore_preview(
+        &self,
+        version: u64,
+        part: Option<RestorePart<'_>>,
+    ) -> Result<(Value, Value), CampaignError> {
+        let account = &self.shared.account;
+        let (document, current) = current(account);
+        let restored = restoring(account, &document, version, part, current + 1)?;
+        Ok((document, restored))
+    }
+}
+
+/// The document a restore of `part` of `wanted` (or all of it) makes from `document`,
+/// as version `next`.
+fn restoring(
+    account: &Account,
+    document: &Value,
+    wanted: u64,
+    part: Option<RestorePart<'_>>,
+    next: u64,
+) -> Result<Value, CampaignError> {
+    let history = account.campaign_history();
+    let old = history
+        .get(wanted)
+        .ok_or(CampaignError::NoVersion(wanted))?;
+    let old: Value =
+        serde_json::from_str(&old.document).map_err(|_| CampaignError::NoVersion(wanted))?;
+    Ok(match part {
+        None => campaigns::restored(document, &old, next),
+        Some(RestorePart::Segments) => {
+            campaigns::restored_part(document, &old, &["segments"], next)
+        }
+        Some(RestorePart::Zone(zone)) => {
+            campaigns::restored_part(document, &old, &["zones", zone], next)
+        }
+    })
 }
 
 fn part_name(part: &str) -> String {

@@ -192,7 +192,7 @@ fn zones_html(
             }
             let card_zone = html::CardZone {
                 id: &spec.id,
-                title: &spec.title,
+                title: render::zone_title(outcome, zone, spec),
                 style: !styled,
             };
             styled = true;
@@ -203,7 +203,7 @@ fn zones_html(
         }
         let templated = html::Zone {
             id: &spec.id,
-            title: &spec.title,
+            title: render::zone_title(outcome, zone, spec),
             kind,
             items: render::item_values(
                 outcome,

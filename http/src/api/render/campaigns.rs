@@ -1,7 +1,8 @@
 //! What a zone shows when a campaign fills it: the type its content gives (product
 //! content keeps the zone's type; image content is `image`, or `image-carousel` with
-//! more than one; html content is `html`), its images, and its html template, compiled
-//! once per version of the account's campaigns.
+//! more than one; html content is `html`), its title (the campaign's own, when it has
+//! one), its images, and its html template, compiled once per version of the account's
+//! campaigns.
 
 use std::sync::Arc;
 
@@ -63,6 +64,18 @@ pub(super) fn zone_type(
         Some(Content::Html { .. }) => "html",
         _ => spec.kind.name(),
     }
+}
+
+/// The title of a filled zone: the shown campaign's own, else the zone's configured one.
+pub fn zone_title<'a>(
+    outcome: &'a ServeOutcome,
+    zone: &RenderedZone,
+    spec: &'a ZoneSpec,
+) -> &'a str {
+    outcome
+        .campaign(zone)
+        .and_then(|c| c.title.as_deref())
+        .unwrap_or(&spec.title)
 }
 
 /// The images a campaign shows in a zone, when its content is images.

@@ -21,7 +21,7 @@ use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
 use crate::config::ZoneContent;
-pub use campaigns::CampaignTemplates;
+pub use campaigns::{CampaignTemplates, zone_title};
 use texts::PriceText;
 pub use texts::{
     CardMarkup, MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache,
@@ -91,7 +91,7 @@ pub fn written(
             (campaigns::zone_type(outcome, zone, spec) == ZoneKind::Html.name()).then(|| {
                 let items = entries(outcome, zone, symbol, rendering);
                 let context = minijinja::context! {
-                    title => spec.title.as_str(),
+                    title => campaigns::zone_title(outcome, zone, spec),
                     items => minijinja::Value::from_serialize(&items),
                 };
                 // A campaign's html content renders its own template.
@@ -139,7 +139,7 @@ pub fn written(
         }
         write_json(&mut out, &spec.id);
         out.extend_from_slice(b":{\"title\":");
-        write_json(&mut out, &spec.title);
+        write_json(&mut out, campaigns::zone_title(outcome, zone, spec));
         out.extend_from_slice(b",\"type\":");
         write_json(&mut out, campaigns::zone_type(outcome, zone, spec));
         out.extend_from_slice(b",\"items\":[");
