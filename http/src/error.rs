@@ -12,7 +12,7 @@
 
 use http::StatusCode;
 use vitrine_fields::{Errors, FieldError};
-use vitrine_ingest::jobs::{RebuildError, StreamError, SubmitError};
+use vitrine_ingest::jobs::{CampaignError, DraftError, RebuildError, StreamError, SubmitError};
 use vitrine_ingest::store::StoreError;
 
 use crate::routes::Endpoint;
@@ -61,6 +61,28 @@ impl From<SubmitError> for ApiError {
                 ApiError::Unavailable(error.to_string())
             }
             SubmitError::Journal(_) => ApiError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<CampaignError> for ApiError {
+    fn from(error: CampaignError) -> ApiError {
+        match error {
+            CampaignError::Invalid(errors) => ApiError::Fields(errors.list().to_vec()),
+            CampaignError::Conflict { .. } | CampaignError::Overtaken(_) => {
+                ApiError::PreconditionFailed(error.to_string())
+            }
+            CampaignError::NoVersion(_) => ApiError::NotFound(error.to_string()),
+            CampaignError::Submit(submit) => ApiError::from(submit),
+        }
+    }
+}
+
+impl From<DraftError> for ApiError {
+    fn from(error: DraftError) -> ApiError {
+        match error {
+            DraftError::Invalid(errors) => ApiError::Fields(errors.list().to_vec()),
+            DraftError::Submit(submit) => ApiError::from(submit),
         }
     }
 }

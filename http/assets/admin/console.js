@@ -7,20 +7,19 @@
 // (`drafts.js`). Uses `$`, `el`, `call`, `state`, `segmentBuilder` and `DraftKeeper`.
 "use strict";
 
-const STRATEGIES = [
-  "trending", "top_sellers", "recently_viewed", "new_arrivals", "on_offer", "category_top", "similar",
-  "viewed_together", "bought_together", "complete_the_look", "associated", "personalized",
-  "basket_cross_sell", "buy_again", "similar_sessions",
-];
-const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
-const FILTER_KINDS = {
+/** The names the campaign document takes, as this server reads them
+ * (`GET campaigns/vocabulary`, loaded before the console is shown): strategies, filter
+ * and condition kinds, page types, devices, UTM parameters, user-record fields, days. */
+const vocabulary = {
+  strategies: [], filterKinds: [], conditionKinds: [], pageTypes: [], devices: [], utmParameters: [], userFields: [], days: [],
+};
+
+/** How each filter kind's value is entered (a kind the console does not know: a list). */
+const FILTER_SHAPES = {
   categoryIn: "list", categoryNotIn: "list", brandIn: "list", brandNotIn: "list", price: "range",
   onOffer: "flag", newArrival: "flag", sameCategory: "flag", sameBrand: "flag", priceWithin: "number",
   searchTag: "list",
 };
-const PAGE_TYPES = [
-  "homepage", "search_results", "category_listing_page", "product_page", "basket_page", "order_complete_page", "other",
-];
 
 /** What a preview judged of the request, in words. */
 function requestText(request) {
@@ -62,7 +61,11 @@ const campaigns = {
     // their configuration).
     const zones = state.account.zones.filter((z) => z.type !== "recommender-category" && z.type !== "recommender-brand");
     $("cz-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
-    $("pv-page-type").replaceChildren(el("option", { value: "" }, "any"), ...PAGE_TYPES.map((p) => el("option", { value: p }, p)));
+    if (!vocabulary.strategies.length) {
+      Object.assign(vocabulary, (await call("GET", "campaigns/vocabulary")).body);
+      $("ce-strategy").replaceChildren(...vocabulary.strategies.map((s) => el("option", { value: s }, s)));
+    }
+    $("pv-page-type").replaceChildren(el("option", { value: "" }, "any"), ...vocabulary.pageTypes.map((p) => el("option", { value: p }, p)));
     await segmentBuilder.load();
     if (zones.length) await this.load(zones[0].id);
     await Promise.all([this.history(), this.recentVisitors()]);

@@ -2,7 +2,7 @@
 // read back into one, the content's fields by type, filter, boost and pin rows, the
 // pickers that search the catalogue on the server, and each problem of a 400 shown next
 // to the field its JSON path names. Uses `$`, `el`, `call`, `state`, `campaigns` and the
-// console's lists of strategies, days and filter kinds.
+// server's `vocabulary` (strategies, days and filter kinds).
 "use strict";
 
 // The editor's form: filled from a campaign document, read back into one.
@@ -21,7 +21,7 @@ function fillEditor(c, timeZone) {
   const schedule = c.schedule || {};
   $("ce-start").value = schedule.start ? schedule.start.slice(0, 16) : "";
   $("ce-end").value = schedule.end ? schedule.end.slice(0, 16) : "";
-  for (const day of DAYS) $("ce-day-" + day).checked = (schedule.days || []).includes(day);
+  for (const day of vocabulary.days) $("ce-day-" + day).checked = (schedule.days || []).includes(day);
   $("ce-hour-from").value = schedule.hours ? schedule.hours[0] : "";
   $("ce-hour-to").value = schedule.hours ? schedule.hours[schedule.hours.length - 1] : "";
   $("ce-time-zone").textContent = timeZone;
@@ -58,7 +58,7 @@ function readEditor() {
   const schedule = {};
   if ($("ce-start").value) schedule.start = $("ce-start").value + ":00Z";
   if ($("ce-end").value) schedule.end = $("ce-end").value + ":00Z";
-  const days = DAYS.filter((d) => $("ce-day-" + d).checked);
+  const days = vocabulary.days.filter((d) => $("ce-day-" + d).checked);
   if (days.length) schedule.days = days;
   if ($("ce-hour-from").value !== "" && $("ce-hour-to").value !== "") {
     const hours = [];
@@ -120,11 +120,11 @@ function filterRow(filter, list, factor) {
   const index = () => [...row.parentNode.children].indexOf(row);
   let kind = Object.keys(filter || { price: {} })[0];
   const value = (filter || {})[kind];
-  const select = el("select", { "aria-label": "Filter" }, Object.keys(FILTER_KINDS).map((k) => el("option", { value: k, selected: k === kind }, k)));
+  const select = el("select", { "aria-label": "Filter" }, vocabulary.filterKinds.map((k) => el("option", { value: k, selected: k === kind }, k)));
   const fields = el("span", {});
   const read = {};
   const build = (v) => {
-    const shape = FILTER_KINDS[kind];
+    const shape = FILTER_SHAPES[kind] || "list";
     const path = (suffix) => () => "content." + list + "[" + index() + "]" + (list === "boosts" ? ".filter" : "") + "." + kind + suffix;
     if (shape === "range") {
       const min = el("input", { type: "number", step: "any", value: v && v.min !== undefined ? v.min : "", dataset: { path: "min" } });
@@ -318,7 +318,6 @@ function clearFieldErrors() {
   ]) {
     $(id).dataset.field = path;
   }
-  $("ce-strategy").replaceChildren(...STRATEGIES.map((s) => el("option", { value: s }, s)));
   const hours = (id) => $(id).replaceChildren(el("option", { value: "" }, "–"), ...[...Array(24).keys()].map((h) => el("option", { value: h }, h + ":00")));
   hours("ce-hour-from");
   hours("ce-hour-to");

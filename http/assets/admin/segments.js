@@ -5,7 +5,9 @@
 // `el`, `call` and `state` of app.js.
 "use strict";
 
-/** Each condition kind: its label and the shape of its value. */
+/** How each condition kind reads: its label and the shape of its value (the kinds
+ * offered are the server's, `vocabulary.conditionKinds`; one the console does not know
+ * is offered by its name with a list of values). */
 const CONDITION_KINDS = {
   visitor: { label: "Visitor is", shape: "choice", options: ["new", "returning"] },
   sessions: { label: "Sessions", shape: "range" },
@@ -14,7 +16,7 @@ const CONDITION_KINDS = {
   loggedIn: { label: "Logged in", shape: "choice", options: ["true", "false"] },
   b2bAccount: { label: "B2B account in", shape: "list" },
   userGroup: { label: "User group in", shape: "list" },
-  userField: { label: "User record field", shape: "keyed", key: "field", keys: ["Country", "State", "City", "Gender"] },
+  userField: { label: "User record field", shape: "keyed", key: "field", keys: () => vocabulary.userFields },
   age: { label: "Age", shape: "range" },
   orders: { label: "Orders", shape: "range" },
   revenue: { label: "Revenue (account currency)", shape: "range", days: true },
@@ -28,9 +30,22 @@ const CONDITION_KINDS = {
   pageType: { label: "Page type in", shape: "list" },
   device: { label: "Device in", shape: "list" },
   referrerHost: { label: "Referrer host in", shape: "list" },
-  utm: { label: "UTM parameter", shape: "keyed", key: "parameter", keys: ["source", "medium", "campaign", "term", "content"] },
+  utm: { label: "UTM parameter", shape: "keyed", key: "parameter", keys: () => vocabulary.utmParameters },
   currency: { label: "Currency in", shape: "list" },
 };
+
+/** The groups a rule nests (each a fieldset of its own, not a condition row). */
+const GROUP_KINDS = ["all", "any", "not"];
+
+/** The condition kinds the server takes, in its order. */
+function offeredKinds() {
+  return vocabulary.conditionKinds.filter((k) => !GROUP_KINDS.includes(k));
+}
+
+/** How a condition kind reads (one the console does not know: its name, a list). */
+function conditionKind(kind) {
+  return CONDITION_KINDS[kind] || { label: kind, shape: "list" };
+}
 
 let ruleSerial = 0;
 const fieldId = (prefix) => prefix + "-" + ++ruleSerial;
@@ -51,11 +66,11 @@ const numberOrNull = (text) => (text.trim() === "" ? null : Number(text));
 /** The row of one condition: its kind, its value and whether it is negated. */
 function conditionRow(kind, value, negated, onChange) {
   const row = el("li", { className: "condition", dataset: { kind } });
-  const spec = CONDITION_KINDS[kind];
+  const spec = conditionKind(kind);
   const select = el(
     "select",
     { "aria-label": "Condition" },
-    Object.entries(CONDITION_KINDS).map(([k, s]) => el("option", { value: k, selected: k === kind }, s.label)),
+    offeredKinds().map((k) => el("option", { value: k, selected: k === kind }, conditionKind(k).label)),
   );
   select.addEventListener("change", () => {
     row.replaceWith(conditionRow(select.value, null, not.checked, onChange));
@@ -92,7 +107,7 @@ function conditionRow(kind, value, negated, onChange) {
     read.value = () => listOf(list.value);
   } else if (spec.shape === "keyed") {
     const given = value || {};
-    const key = el("select", {}, spec.keys.map((k) => el("option", { value: k, selected: given[spec.key] === k }, k)));
+    const key = el("select", {}, spec.keys().map((k) => el("option", { value: k, selected: given[spec.key] === k }, k)));
     parts.push(labelled(spec.key, key));
     const list = input({ type: "text", value: listText(given.in), className: "list", placeholder: "comma-separated" }, "in");
     read.value = () => ({ [spec.key]: key.value, in: listOf(list.value) });

@@ -19,7 +19,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_ingest::campaigns;
-use vitrine_ingest::jobs::{CampaignChange, CampaignError, ChangeRequest, RestorePart};
+use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, RestorePart};
 
 use super::Query;
 use crate::api::Reply;
@@ -114,6 +114,32 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
     Ok(with_etag(answer, version))
 }
 
+/// `GET /admin/api/campaigns/vocabulary`: the names the campaign document takes, as this
+/// server reads them, so that the console offers exactly these: the strategies that
+/// fill product zones, the filter kinds, the segment condition kinds, page types,
+/// device classes, UTM parameters, user-record fields and days.
+pub(super) fn vocabulary() -> Value {
+    use vitrine_engine::campaign::segment::UserField;
+    use vitrine_engine::campaign::{DeviceClass, UtmParameter};
+    use vitrine_engine::event::PageType;
+    use vitrine_engine::zone::{Strategy, ZoneKind};
+    let products: Vec<&str> = Strategy::AVAILABLE
+        .iter()
+        .filter(|(_, s)| s.kind() == ZoneKind::RecommenderProduct)
+        .map(|(name, _)| *name)
+        .collect();
+    json!({
+        "strategies": products,
+        "filterKinds": campaigns::FILTER_KINDS,
+        "conditionKinds": campaigns::KINDS,
+        "pageTypes": PageType::ALL.map(PageType::name),
+        "devices": DeviceClass::ALL.map(|(name, _)| name),
+        "utmParameters": UtmParameter::ALL.map(|(name, _)| name),
+        "userFields": UserField::ALL.map(|(name, _)| name),
+        "days": vitrine_engine::campaign::schedule::DAY_NAMES,
+    })
+}
+
 /// `GET .../segments/{id}/size`.
 pub(super) fn named_size(
     entry: &AccountEntry,
@@ -180,20 +206,35 @@ pub(super) fn version(entry: &AccountEntry, version: &str) -> Result<Value, ApiE
     }))
 }
 
-/// What a write is.
+/// A change of the campaigns.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Write<'a> {
+    /// `PUT .../segments`.
     Segments,
+    /// `PUT .../zones/{zone}/campaigns`.
     Zone(&'a str),
+    /// `DELETE .../zones/{zone}/campaigns`.
     RemoveZone(&'a str),
+    /// `POST .../campaigns/restore`.
     Restore,
-    DraftSize,
-    Preview(&'a str),
-    StartShadow(&'a str),
-    StopShadow(&'a str),
 }
 
-/// A `PUT` or `POST` of the campaigns.
+/// `POST .../segments/size`: the size of a draft rule `{"rule": {...}}` (a read: any
+/// admin token may ask).
+pub(super) fn draft_size(
+    entry: &AccountEntry,
+    body: &Value,
+    now: UnixMillis,
+) -> Result<Value, ApiError> {
+    let mut errors = vitrine_fields::Errors::default();
+    let rule = campaigns::read_rule(body, &mut errors);
+    let Some(rule) = rule.filter(|_| errors.is_empty()) else {
+        return Err(ApiError::Fields(errors.list().to_vec()));
+    };
+    Ok(size_json("", entry.account.segment_size(&rule, now)))
+}
+
+/// A change of the campaigns, by an editor (`caller`).
 pub(super) fn write(
     entry: &AccountEntry,
     caller: &AdminToken,
@@ -202,47 +243,10 @@ pub(super) fn write(
     body: &[u8],
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
-    let body: Value =
-        if body.is_empty() && matches!(write, Write::RemoveZone(_) | Write::StopShadow(_)) {
-            Value::Null
-        } else {
-            serde_json::from_slice(body).map_err(|e| {
-                ApiError::Fields(vec![vitrine_fields::FieldError {
-                    path: String::new(),
-                    message: format!("invalid JSON: {e}"),
-                }])
-            })?
-        };
-    if let Write::DraftSize = write {
-        // A read: any admin token may ask.
-        let mut errors = vitrine_fields::Errors::default();
-        let rule = campaigns::read_rule(&body, &mut errors);
-        let Some(rule) = rule.filter(|_| errors.is_empty()) else {
-            return Err(ApiError::Fields(errors.list().to_vec()));
-        };
-        let size = entry.account.segment_size(&rule, now);
-        return Ok(Reply::json(
-            serde_json::to_vec(&size_json("", size)).unwrap_or_default(),
-        ));
-    }
-    if let Write::Preview(zone) = write {
-        // A read: any admin token may ask.
-        let answer = super::preview::zone(entry, zone, &body, now)?;
-        return Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()));
-    }
-    if caller.role != crate::config::AdminRole::Editor {
-        return Err(ApiError::Forbidden(format!(
-            "the token {:?} is a viewer's: it may read, not change",
-            caller.label
-        )));
-    }
-    if let Write::StartShadow(zone) | Write::StopShadow(zone) = write {
-        let answer = match write {
-            Write::StartShadow(_) => super::shadow::start(entry, zone, &body, now)?,
-            _ => super::shadow::stop(entry, zone)?,
-        };
-        return Ok(Reply::json(serde_json::to_vec(&answer).unwrap_or_default()));
-    }
+    let body = match write {
+        Write::RemoveZone(_) => Value::Null,
+        _ => super::body_json(body)?,
+    };
     let if_match = if_match(headers)?;
     let change = match write {
         Write::Segments => CampaignChange::Segments(&body),
@@ -262,26 +266,13 @@ pub(super) fn write(
             let (version, part) = restore_of(entry, &body)?;
             CampaignChange::Restore { version, part }
         }
-        Write::DraftSize | Write::Preview(_) | Write::StartShadow(_) | Write::StopShadow(_) => {
-            return Err(ApiError::Internal("unreachable write".to_owned()));
-        }
     };
-    let changed = entry
-        .jobs
-        .change_campaigns(ChangeRequest {
-            change,
-            if_match,
-            author: &caller.label,
-            now,
-        })
-        .map_err(|error| match error {
-            CampaignError::Invalid(errors) => ApiError::Fields(errors.list().to_vec()),
-            CampaignError::Conflict { .. } | CampaignError::Overtaken(_) => {
-                ApiError::PreconditionFailed(error.to_string())
-            }
-            CampaignError::NoVersion(_) => ApiError::NotFound(error.to_string()),
-            CampaignError::Submit(submit) => ApiError::from(submit),
-        })?;
+    let changed = entry.jobs.change_campaigns(ChangeRequest {
+        change,
+        if_match,
+        author: &caller.label,
+        now,
+    })?;
     let (document, _) = entry.jobs.campaign_document();
     let etag = match (write, change) {
         (Write::Segments, _)
@@ -300,14 +291,7 @@ pub(super) fn write(
                 ..
             },
         ) => campaigns::zone_version(&document, zone),
-        (
-            Write::Restore
-            | Write::DraftSize
-            | Write::Preview(_)
-            | Write::StartShadow(_)
-            | Write::StopShadow(_),
-            _,
-        ) => changed.version,
+        (Write::Restore, _) => changed.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),
@@ -392,14 +376,7 @@ pub(super) fn restore_preview(entry: &AccountEntry, query: &Query) -> Result<Val
             restore_part(entry, name).map_err(|m| ApiError::Invalid(vec![format!("part: {m}")]))?,
         ),
     };
-    let (live, restored) =
-        entry
-            .jobs
-            .restore_preview(version, part)
-            .map_err(|error| match error {
-                CampaignError::NoVersion(_) => ApiError::NotFound(error.to_string()),
-                other => ApiError::Internal(other.to_string()),
-            })?;
+    let (live, restored) = entry.jobs.restore_preview(version, part)?;
     let changes = campaigns::diff::changes(&live, &restored);
     Ok(json!({
         "version": version,

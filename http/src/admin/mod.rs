@@ -9,6 +9,8 @@
 //!   the caller's token (its label and role).
 //! - `GET /admin/api/live`: serverside calls per second and latency now, deltas and
 //!   feeds in progress.
+//! - `GET /admin/api/campaigns/vocabulary`: the names the campaign document takes
+//!   (strategies, filter and condition kinds, page types, ...), for the console.
 //! - `GET /admin/api/accounts/{accessKey}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: each
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
 //! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
@@ -70,6 +72,10 @@ pub fn handle(
         ["accounts"] => {
             query.only(&[])?;
             overview(state, &caller)
+        }
+        ["campaigns", "vocabulary"] => {
+            query.only(&[])?;
+            campaigns::vocabulary()
         }
         ["live"] => {
             query.only(&[])?;
@@ -179,46 +185,141 @@ pub fn handle_write(
     let caller = authorize(state, headers)?;
     Query::parse(uri.query().unwrap_or("")).only(&[])?;
     let segments: Vec<&str> = rest.split('/').collect();
-    let draft = match segments.as_slice() {
-        ["accounts", key, "zones", zone, "draft"] => Some((key, DraftPart::Zone(zone))),
-        ["accounts", key, "segments", "draft"] => Some((key, DraftPart::Segments)),
-        _ => None,
+    let allowed = |expected: &[http::Method]| {
+        if expected.contains(method) {
+            return Ok(());
+        }
+        let names: Vec<&str> = expected.iter().map(http::Method::as_str).collect();
+        Err(ApiError::WrongMethod(format!(
+            "method {method} is not allowed on {path}; use {}",
+            names.join(" or ")
+        )))
     };
-    if let Some((key, part)) = draft {
-        return drafts::write(&*account(state, key)?, &caller, part, method, body, now);
+    let json = |reply: Value| Ok(Reply::json(serde_json::to_vec(&reply).unwrap_or_default()));
+    use http::Method;
+    match segments.as_slice() {
+        // Reads with a body: any admin token.
+        ["accounts", key, "segments", "size"] => {
+            allowed(&[Method::POST])?;
+            json(campaigns::draft_size(
+                &*account(state, key)?,
+                &body_json(body)?,
+                now,
+            )?)
+        }
+        ["accounts", key, "zones", zone, "preview"] => {
+            allowed(&[Method::POST])?;
+            json(preview::zone(
+                &*account(state, key)?,
+                zone,
+                &body_json(body)?,
+                now,
+            )?)
+        }
+        // Changes: an editor's token.
+        ["accounts", key, "zones", zone, "draft"] => {
+            allowed(&[Method::PUT, Method::DELETE])?;
+            let part = DraftPart::Zone(zone);
+            drafts::write(
+                &*account(state, key)?,
+                editor(&caller)?,
+                part,
+                method,
+                body,
+                now,
+            )
+        }
+        ["accounts", key, "segments", "draft"] => {
+            allowed(&[Method::PUT, Method::DELETE])?;
+            let part = DraftPart::Segments;
+            drafts::write(
+                &*account(state, key)?,
+                editor(&caller)?,
+                part,
+                method,
+                body,
+                now,
+            )
+        }
+        ["accounts", key, "zones", zone, "shadow"] => {
+            allowed(&[Method::POST, Method::DELETE])?;
+            let entry = account(state, key)?;
+            editor(&caller)?;
+            if *method == Method::DELETE {
+                json(shadow::stop(&entry, zone)?)
+            } else {
+                json(shadow::start(&entry, zone, &body_json(body)?, now)?)
+            }
+        }
+        ["accounts", key, "segments"] => {
+            allowed(&[Method::PUT])?;
+            let change = campaigns::Write::Segments;
+            campaigns::write(
+                &*account(state, key)?,
+                editor(&caller)?,
+                change,
+                headers,
+                body,
+                now,
+            )
+        }
+        ["accounts", key, "zones", zone, "campaigns"] => {
+            allowed(&[Method::PUT, Method::DELETE])?;
+            let change = if *method == Method::DELETE {
+                campaigns::Write::RemoveZone(zone)
+            } else {
+                campaigns::Write::Zone(zone)
+            };
+            campaigns::write(
+                &*account(state, key)?,
+                editor(&caller)?,
+                change,
+                headers,
+                body,
+                now,
+            )
+        }
+        ["accounts", key, "campaigns", "restore"] => {
+            allowed(&[Method::POST])?;
+            let change = campaigns::Write::Restore;
+            campaigns::write(
+                &*account(state, key)?,
+                editor(&caller)?,
+                change,
+                headers,
+                body,
+                now,
+            )
+        }
+        _ => Err(ApiError::WrongMethod(format!(
+            "method {method} is not allowed on {path}"
+        ))),
     }
-    let (write, expected) = match segments.as_slice() {
-        ["accounts", _, "segments"] => (campaigns::Write::Segments, http::Method::PUT),
-        ["accounts", _, "zones", zone, "campaigns"] if *method == http::Method::DELETE => {
-            (campaigns::Write::RemoveZone(zone), http::Method::DELETE)
-        }
-        ["accounts", _, "zones", zone, "campaigns"] => {
-            (campaigns::Write::Zone(zone), http::Method::PUT)
-        }
-        ["accounts", _, "campaigns", "restore"] => (campaigns::Write::Restore, http::Method::POST),
-        ["accounts", _, "segments", "size"] => (campaigns::Write::DraftSize, http::Method::POST),
-        ["accounts", _, "zones", zone, "preview"] => {
-            (campaigns::Write::Preview(zone), http::Method::POST)
-        }
-        ["accounts", _, "zones", zone, "shadow"] if *method == http::Method::DELETE => {
-            (campaigns::Write::StopShadow(zone), http::Method::DELETE)
-        }
-        ["accounts", _, "zones", zone, "shadow"] => {
-            (campaigns::Write::StartShadow(zone), http::Method::POST)
-        }
-        _ => {
-            return Err(ApiError::WrongMethod(format!(
-                "method {method} is not allowed on {path}"
-            )));
-        }
-    };
-    if *method != expected {
-        return Err(ApiError::WrongMethod(format!(
-            "method {method} is not allowed on {path}; use {expected}"
-        )));
+}
+
+/// The caller, when its token is an editor's (a viewer's change is a 403).
+fn editor(caller: &AdminToken) -> Result<&AdminToken, ApiError> {
+    if caller.role == crate::config::AdminRole::Editor {
+        Ok(caller)
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "the token {:?} is a viewer's: it may read, not change",
+            caller.label
+        )))
     }
-    let key = segments.get(1).copied().unwrap_or_default();
-    campaigns::write(&*account(state, key)?, &caller, write, headers, body, now)
+}
+
+/// A request body as JSON (an empty one is `null`); a 400 naming the problem otherwise.
+fn body_json(body: &[u8]) -> Result<Value, ApiError> {
+    if body.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::Fields(vec![vitrine_fields::FieldError {
+            path: String::new(),
+            message: format!("invalid JSON: {e}"),
+        }])
+    })
 }
 
 /// The dashboard: its page and assets, embedded in the binary.

@@ -510,7 +510,7 @@ const ADMIN_WRITES: [(&str, &str); 12] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 19] = [
+const ADMIN_PATHS: [&str; 20] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -530,6 +530,7 @@ const ADMIN_PATHS: [&str; 19] = [
     "/admin/api/accounts/{accessKey}/zones/{zone}/draft",
     "/admin/api/accounts/{accessKey}/segments/draft",
     "/admin/api/accounts/{accessKey}/campaigns/restore",
+    "/admin/api/campaigns/vocabulary",
 ];
 
 #[test]
@@ -901,11 +902,41 @@ fn admin_answers_match_the_openapi_document() {
             ADMIN_PATHS[18],
             404,
         ),
+        (
+            "/admin/api/campaigns/vocabulary".to_owned(),
+            ADMIN_PATHS[19],
+            200,
+        ),
+        (
+            "/admin/api/campaigns/vocabulary?x=1".to_owned(),
+            ADMIN_PATHS[19],
+            400,
+        ),
     ] {
         let resp = get(&path, Some(token));
         assert_eq!(resp.status, status, "{path}: {}", resp.body);
         conforms(&doc, "get", documented, &resp);
     }
+    // The console's lists are the server's.
+    let names = get("/admin/api/campaigns/vocabulary", Some(token)).json();
+    for (list, name) in [
+        ("strategies", "similar_sessions"),
+        ("conditionKinds", "device"),
+        ("filterKinds", "priceWithin"),
+        ("pageTypes", "product_page"),
+        ("devices", "tablet"),
+    ] {
+        assert!(
+            names[list].as_array().unwrap().contains(&json!(name)),
+            "{list} lacks {name}: {names}"
+        );
+    }
+    assert!(
+        !names["strategies"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("category_affinity"))
+    );
     let body = get(
         &format!("{explain}?zone=HP-01&visitor=doc-check"),
         Some(token),
