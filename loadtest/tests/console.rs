@@ -878,6 +878,60 @@ async fn a_restore_of_one_zone_is_confirmed_against_the_live_version_and_leaves_
         .await
         .unwrap();
     assert_eq!(picks, 0);
+
+    // Schedules in the account's time zone (Europe/London: BST in July), with presets.
+    let zoned = editor
+        .execute(
+            "return [toZonedInput('2026-07-01T08:00:00Z', 'Europe/London'),                fromZonedInput('2026-07-01T09:00', 'Europe/London'),                fromZonedInput('2026-12-01T09:00', 'Europe/London'),                presetRange('weekend', 'America/New_York', Date.parse('2026-12-02T12:00:00Z')),                presetRange('today', 'Europe/London', Date.parse('2026-07-01T23:30:00Z'))]",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        zoned,
+        json!([
+            "2026-07-01T09:00",
+            "2026-07-01T08:00:00Z",
+            "2026-12-01T09:00:00Z",
+            ["2026-12-05T00:00", "2026-12-07T00:00"],
+            ["2026-07-02T00:00", "2026-07-03T00:00"]
+        ])
+    );
+    click(&editor, "#ce-presets button[data-preset=week]").await;
+    let read = editor
+        .execute("return readEditor().schedule", Vec::new())
+        .await
+        .unwrap();
+    assert!(
+        read["start"].is_string() && read["end"].is_string(),
+        "{read}"
+    );
+    editor.close().await.unwrap();
+
+    // A scheduled campaign's next start is in the list, in the account's time zone.
+    tokio::task::block_in_place(|| {
+        let list = json!({"campaigns": [{"id": "later", "schedule": {"start": "2099-07-01T08:00:00Z"},
+            "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}]});
+        let response = client::request(
+            addr,
+            "PUT",
+            &format!("/admin/api/accounts/{KEY}/zones/PP-01/campaigns"),
+            &serde_json::to_vec(&list).unwrap(),
+            &[("authorization", &format!("Bearer {EDITOR}"))],
+        )
+        .expect("an answer");
+        assert_eq!(response.status, 200, "{}", response.body);
+    });
+    let editor = session(&driver).await;
+    log_in(&editor, addr, EDITOR).await;
+    select(&editor, "cz-zone", "PP-01").await;
+    let next = until(
+        &editor,
+        "const n = document.querySelector('#cz-table tr[data-campaign=later] small.next'); return n ? n.textContent : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert_eq!(next, "starts Wed, 1 Jul 2099, 09:00");
     editor.close().await.unwrap();
 
     // A viewer's segment fields take no typing.

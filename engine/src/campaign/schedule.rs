@@ -113,6 +113,25 @@ impl Schedule {
     }
 }
 
+/// How far ahead [`Schedule::next_change`] looks: a year of local hours.
+const NEXT_CHANGE_STEPS: usize = 366 * 24 + 2;
+
+impl Schedule {
+    /// The next instant after `now` at which it starts or stops running, and whether it
+    /// starts then; none within a year (for the console's list, off the request path).
+    pub fn next_change(&self, now: UnixMillis) -> Option<(UnixMillis, bool)> {
+        let running = self.runs_at(now).is_ok();
+        let mut at = now;
+        for _ in 0..NEXT_CHANGE_STEPS {
+            at = self.next_boundary(at)?;
+            if self.runs_at(at).is_ok() != running {
+                return Some((at, !running));
+            }
+        }
+        None
+    }
+}
+
 /// The time zone named `name` (IANA, e.g. `Europe/London`), from the bundled database.
 pub fn time_zone(name: &str) -> Option<TimeZone> {
     TimeZone::get(name).ok()
@@ -192,6 +211,35 @@ mod tests {
             Err(Outside::Day)
         );
         assert_eq!(schedule.runs_at(millis("2026-11-28T05:30:00Z")), Ok(()));
+    }
+
+    #[test]
+    fn the_next_change_is_the_next_start_or_end_in_local_time() {
+        // Saturdays and Sundays from 9:00 to 10:59 in London, from 28 March 2026.
+        let schedule = Schedule {
+            start: Some(millis("2026-03-28T00:00:00Z")),
+            end: Some(millis("2026-04-06T00:00:00Z")),
+            days: (1 << 5) | (1 << 6),
+            hours: (1 << 9) | (1 << 10),
+            zone: london(),
+        };
+        // Before the start: it starts Saturday at 9:00 (GMT).
+        assert_eq!(
+            schedule.next_change(millis("2026-03-20T12:00:00Z")),
+            Some((millis("2026-03-28T09:00:00Z"), true))
+        );
+        // Running: it stops at 11:00.
+        assert_eq!(
+            schedule.next_change(millis("2026-03-28T09:30:00Z")),
+            Some((millis("2026-03-28T11:00:00Z"), false))
+        );
+        // Sunday after the clocks went forward: 9:00 BST is 08:00Z.
+        assert_eq!(
+            schedule.next_change(millis("2026-03-28T11:00:00Z")),
+            Some((millis("2026-03-29T08:00:00Z"), true))
+        );
+        // After the end: never again.
+        assert_eq!(schedule.next_change(millis("2026-04-07T00:00:00Z")), None);
     }
 
     #[test]

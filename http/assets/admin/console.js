@@ -85,7 +85,9 @@ const campaigns = {
     this.etag = answer.etag;
     this.loadedVersion = body.version;
     this.status = Object.fromEntries((body.status || []).map((s) => [s.id, s.status]));
+    this.next = Object.fromEntries((body.status || []).map((s) => [s.id, s.next]));
     this.timeZone = body.timeZone || "UTC";
+    for (const zone of document.querySelectorAll(".ce-zone")) zone.textContent = this.timeZone;
     $("cz-source").textContent =
       (body.source === "live" ? "Live list, version " + body.version : "Filled as configured (no list yet)") +
       " · time zone " + this.timeZone;
@@ -133,7 +135,7 @@ const campaigns = {
         el("td", { className: "number" }, at + 1),
         el("td", {}, c.name || c.id, el("br"), el("small", {}, c.id)),
         el("td", {}, c.segment ? segments[c.segment] || c.segment : "Everyone"),
-        el("td", {}, scheduleText(c.schedule)),
+        el("td", {}, scheduleText(c.schedule, this.timeZone), nextText(this.next && this.next[c.id], this.timeZone)),
         el("td", {}, contentText(c.content)),
         el("td", { className: "status" }, this.statusOf(c, published)),
         el("td", { className: "number impressions" }, stats ? stats.impressions : "–"),
@@ -379,11 +381,17 @@ const campaigns = {
 
 const signed = (x) => (x >= 0 ? "+" : "") + x.toFixed(3);
 
-function scheduleText(schedule) {
+/** When a campaign next starts or ends, in the account's time zone. */
+function nextText(next, zone) {
+  if (!next) return null;
+  return el("small", { className: "next", dataset: { at: next.at } }, el("br"), (next.starts ? "starts " : "ends ") + zonedText(next.at, zone));
+}
+
+function scheduleText(schedule, zone) {
   if (!schedule) return "Always";
   const parts = [];
-  if (schedule.start) parts.push("from " + schedule.start);
-  if (schedule.end) parts.push("until " + schedule.end);
+  if (schedule.start) parts.push("from " + zonedText(schedule.start, zone));
+  if (schedule.end) parts.push("until " + zonedText(schedule.end, zone));
   if (schedule.days) parts.push(schedule.days.join(", "));
   if (schedule.hours) parts.push("hours " + schedule.hours[0] + "–" + schedule.hours[schedule.hours.length - 1]);
   return parts.join(" · ") || "Always";

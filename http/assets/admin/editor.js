@@ -19,8 +19,9 @@ function fillEditor(c, timeZone) {
   );
   $("ce-min").value = c.minItems ?? "";
   const schedule = c.schedule || {};
-  $("ce-start").value = schedule.start ? schedule.start.slice(0, 16) : "";
-  $("ce-end").value = schedule.end ? schedule.end.slice(0, 16) : "";
+  // Entered and shown in the account's time zone, stored as instants.
+  $("ce-start").value = toZonedInput(schedule.start, timeZone);
+  $("ce-end").value = toZonedInput(schedule.end, timeZone);
   for (const day of vocabulary.days) $("ce-day-" + day).checked = (schedule.days || []).includes(day);
   $("ce-hour-from").value = schedule.hours ? schedule.hours[0] : "";
   $("ce-hour-to").value = schedule.hours ? schedule.hours[schedule.hours.length - 1] : "";
@@ -56,8 +57,8 @@ function readEditor() {
   if ($("ce-segment").value) campaign.segment = $("ce-segment").value;
   if ($("ce-min").value !== "") campaign.minItems = Number($("ce-min").value);
   const schedule = {};
-  if ($("ce-start").value) schedule.start = $("ce-start").value + ":00Z";
-  if ($("ce-end").value) schedule.end = $("ce-end").value + ":00Z";
+  if ($("ce-start").value) schedule.start = fromZonedInput($("ce-start").value, campaigns.timeZone);
+  if ($("ce-end").value) schedule.end = fromZonedInput($("ce-end").value, campaigns.timeZone);
   const days = vocabulary.days.filter((d) => $("ce-day-" + d).checked);
   if (days.length) schedule.days = days;
   if ($("ce-hour-from").value !== "" && $("ce-hour-to").value !== "") {
@@ -323,6 +324,13 @@ function clearFieldErrors() {
   hours("ce-hour-to");
 })();
 
+for (const button of document.querySelectorAll("#ce-presets button")) {
+  button.addEventListener("click", () => {
+    const [start, end] = presetRange(button.dataset.preset, campaigns.timeZone, Date.now());
+    $("ce-start").value = start;
+    $("ce-end").value = end;
+  });
+}
 $("ce-type").addEventListener("change", showContentFields);
 $("ce-source").addEventListener("change", showContentFields);
 $("ce-add-filter").addEventListener("click", () => $("ce-filters").append(filterRow(null, "filters")));

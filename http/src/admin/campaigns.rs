@@ -104,7 +104,12 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
                         Some(Err(_)) => "scheduled",
                     }
                 };
-                json!({"id": c.id, "status": status})
+                // When it starts or stops running next, for the list.
+                let next =
+                    c.schedule.as_ref().and_then(|s| s.next_change(now)).map(
+                        |(at, starts)| json!({"at": crate::clock::rfc3339(at), "starts": starts}),
+                    );
+                json!({"id": c.id, "status": status, "next": next})
             })
             .collect();
         if let Some(fields) = answer.as_object_mut() {

@@ -323,7 +323,7 @@ fn body_json(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 10] = [
+const PAGES: [(&str, &str, &[u8]); 11] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -343,6 +343,11 @@ const PAGES: [(&str, &str, &[u8]); 10] = [
         "/admin/assets/drafts.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/drafts.js"),
+    ),
+    (
+        "/admin/assets/zoned.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/zoned.js"),
     ),
     (
         "/admin/assets/editor.js",
