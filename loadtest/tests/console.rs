@@ -757,17 +757,23 @@ async fn a_draft_is_kept_across_zones_a_restart_and_editors_until_published() {
     drop(server);
 }
 
-/// A PUT of a zone's campaign list through the admin API, as `token`.
+/// A PUT of a zone's campaign list of manual picks of C01 through the admin API, as
+/// `token`.
 fn put_list(addr: SocketAddr, zone: &str, ids: &[&str], token: &str) {
     let campaigns: Vec<Value> = ids
         .iter()
         .map(|id| json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}))
         .collect();
+    put_campaigns(addr, zone, &json!({ "campaigns": campaigns }), token);
+}
+
+/// A PUT of a zone's campaign list (`{"campaigns": [...]}`) through the admin API.
+fn put_campaigns(addr: SocketAddr, zone: &str, list: &Value, token: &str) {
     let response = client::request(
         addr,
         "PUT",
         &format!("/admin/api/accounts/{KEY}/zones/{zone}/campaigns"),
-        &serde_json::to_vec(&json!({ "campaigns": campaigns })).unwrap(),
+        &serde_json::to_vec(list).unwrap(),
         &[("authorization", &format!("Bearer {token}"))],
     )
     .expect("an answer");
@@ -912,15 +918,7 @@ async fn a_restore_of_one_zone_is_confirmed_against_the_live_version_and_leaves_
     tokio::task::block_in_place(|| {
         let list = json!({"campaigns": [{"id": "later", "schedule": {"start": "2099-07-01T08:00:00Z"},
             "content": {"type": "custom", "source": {"manual": {"products": ["C01"]}}}}]});
-        let response = client::request(
-            addr,
-            "PUT",
-            &format!("/admin/api/accounts/{KEY}/zones/PP-01/campaigns"),
-            &serde_json::to_vec(&list).unwrap(),
-            &[("authorization", &format!("Bearer {EDITOR}"))],
-        )
-        .expect("an answer");
-        assert_eq!(response.status, 200, "{}", response.body);
+        put_campaigns(addr, "PP-01", &list, EDITOR);
     });
     let editor = session(&driver).await;
     log_in(&editor, addr, EDITOR).await;
@@ -932,6 +930,47 @@ async fn a_restore_of_one_zone_is_confirmed_against_the_live_version_and_leaves_
     )
     .await;
     assert_eq!(next, "starts Wed, 1 Jul 2099, 09:00");
+
+    // From the preview: a product hidden from the campaign shown and another pinned at
+    // the first place, both into the zone's draft.
+    tokio::task::block_in_place(|| {
+        let list = json!({"campaigns": [{"id": "mix", "minItems": 1,
+            "content": {"type": "custom", "source": {"manual": {"products": ["C01", "C02", "C03"]}}}}]});
+        put_campaigns(addr, "HP-01", &list, EDITOR);
+    });
+    select(&editor, "cz-zone", "HP-01").await;
+    until(&editor, ORDER, |v| v == &json!(["mix"])).await;
+    let items = "return [...document.querySelectorAll('#pv-items li')].map(l => l.dataset.id)";
+    click(&editor, "#pv-show").await;
+    until(&editor, items, |v| v == &json!(["C01", "C02", "C03"])).await;
+    click(&editor, "#pv-items li[data-id=C02] button.hide").await;
+    until(&editor, items, |v| v == &json!(["C01", "C03"])).await;
+    editor
+        .execute(
+            "const s = document.querySelector('#pv-items li[data-id=C03] select'); s.value = '1';",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    click(&editor, "#pv-items li[data-id=C03] button.pin").await;
+    until(&editor, items, |v| v == &json!(["C03", "C01"])).await;
+    draft_by(&editor, "merchandiser").await;
+    let draft = until(
+        &editor,
+        "return fetch('/admin/api/accounts/console-shop/zones/HP-01/draft',            {headers: {Authorization: 'Bearer ' + state.token}}).then(r => r.json())            .then(a => a.draft && a.draft.body.campaigns[0].content)",
+        |v| v.get("pins").is_some(),
+    )
+    .await;
+    assert_eq!(
+        draft["pins"],
+        json!([{"product": "C03", "place": 1}]),
+        "{draft}"
+    );
+    assert_eq!(
+        draft["filters"],
+        json!([{"productNotIn": ["C02"]}]),
+        "{draft}"
+    );
     editor.close().await.unwrap();
 
     // A viewer's segment fields take no typing.

@@ -213,6 +213,9 @@ pub enum Filter {
     },
     /// Has one of these search tags.
     SearchTag(Names),
+    /// None of these products (ids, matched exactly): products a merchandiser hid from
+    /// the campaign.
+    ProductNotIn(Ids),
 }
 
 impl Filter {
@@ -230,12 +233,12 @@ impl Filter {
             Filter::SameBrand => "sameBrand",
             Filter::PriceWithin { .. } => "priceWithin",
             Filter::SearchTag(_) => "searchTag",
+            Filter::ProductNotIn(_) => "productNotIn",
         }
     }
 }
 
-/// Category or brand ids, as the catalogue names them (matched exactly, as product ids
-/// are).
+/// Category, brand or product ids, as the catalogue names them (matched exactly).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Ids(pub Box<[CompactString]>);
 
@@ -400,6 +403,7 @@ impl Test {
                 .search_tags
                 .iter()
                 .any(|tag| names.has(tag.as_str())),
+            Filter::ProductNotIn(ids) => !ids.0.iter().any(|id| id.as_str() == product.id.as_str()),
         }
     }
 }

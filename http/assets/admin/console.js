@@ -18,7 +18,7 @@ const vocabulary = {
 const FILTER_SHAPES = {
   categoryIn: "list", categoryNotIn: "list", brandIn: "list", brandNotIn: "list", price: "range",
   onOffer: "flag", newArrival: "flag", sameCategory: "flag", sameBrand: "flag", priceWithin: "number",
-  searchTag: "list",
+  searchTag: "list", productNotIn: "list",
 };
 
 /** What a preview judged of the request, in words. */
@@ -315,6 +315,7 @@ const campaigns = {
       const frame = $("pv-cards");
       frame.srcdoc = answer.html || "<p style='font:14px system-ui'>Nothing to show.</p>";
       frame.dataset.items = answer.items.map((i) => i.id).join(",");
+      merchandise.show(answer);
     } catch (error) {
       $("pv-error").textContent = problems(error);
     }

@@ -323,7 +323,7 @@ fn body_json(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 11] = [
+const PAGES: [(&str, &str, &[u8]); 12] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -353,6 +353,11 @@ const PAGES: [(&str, &str, &[u8]); 11] = [
         "/admin/assets/editor.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/editor.js"),
+    ),
+    (
+        "/admin/assets/merchandise.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/merchandise.js"),
     ),
     (
         "/admin/assets/history.js",

@@ -72,6 +72,11 @@ fn filters_leave_exactly_the_eligible_products() {
         (json!([{"onOffer": true}]), home.clone(), vec!["S3"]),
         (json!([{"newArrival": true}]), home.clone(), vec!["S2"]),
         (
+            json!([{"productNotIn": ["S1", "B3", "NOT-THERE"]}]),
+            home.clone(),
+            vec!["S2", "S3", "S4", "S5", "B1", "B2"],
+        ),
+        (
             json!([{"searchTag": ["leather", "sale"]}]),
             home.clone(),
             vec!["S1", "B2"],

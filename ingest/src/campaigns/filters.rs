@@ -8,7 +8,7 @@ use vitrine_fields::{Errors, Fields, KeyMatch, kind_of};
 use super::rules::{bounded, name_list, names, only};
 
 /// The kinds of filter, as the document names them.
-pub const FILTER_KINDS: [&str; 11] = [
+pub const FILTER_KINDS: [&str; 12] = [
     "categoryIn",
     "categoryNotIn",
     "brandIn",
@@ -20,6 +20,7 @@ pub const FILTER_KINDS: [&str; 11] = [
     "sameBrand",
     "priceWithin",
     "searchTag",
+    "productNotIn",
 ];
 
 pub(super) fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<Filter> {
@@ -52,6 +53,7 @@ pub(super) fn filter(value: &Value, path: &str, errors: &mut Errors) -> Option<F
         "brandIn" => Filter::BrandIn(ids(inner, &at, errors)?),
         "brandNotIn" => Filter::BrandNotIn(ids(inner, &at, errors)?),
         "searchTag" => Filter::SearchTag(names(inner, &at, errors)?),
+        "productNotIn" => Filter::ProductNotIn(ids(inner, &at, errors)?),
         "price" => {
             let range = Fields::of(inner, &at, KeyMatch::Exact, errors)?;
             only(&range, inner, &["min", "max"], errors)?;

@@ -421,6 +421,12 @@ pub fn unknown_ids(document: &Value, catalogue: &Catalogue) -> Vec<String> {
             "category",
             &mut warnings,
         );
+        check(
+            "productNotIn",
+            &|id| catalogue.idx_of(id).is_some(),
+            "product",
+            &mut warnings,
+        );
         check("brandIn", &known_brand, "brand", &mut warnings);
         check("brandNotIn", &known_brand, "brand", &mut warnings);
         check("boughtBrand", &any_case_brand, "brand", &mut warnings);
