@@ -74,8 +74,6 @@ fn page_in(
         request.events.insert(0, view);
     }
     let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
-    request.context =
-        serverside::request_context(Some(user_agent), text("referer"), text("currentUrl"));
     if let Some(visitor) = &request.visitor_id {
         admit(
             &entry.clientside.per_visitor,

@@ -186,11 +186,9 @@ pub fn handle<V: JsonValue>(
         Sender::Store,
         &mut errors,
     );
-    let (Some(entry), Some(mut request), true) = (entry, request, errors.is_empty()) else {
+    let (Some(entry), Some(request), true) = (entry, request, errors.is_empty()) else {
         return Err(errors.into());
     };
-    let text = |key: &str| fields.get(key).and_then(JsonValue::as_text);
-    request.context = request_context(text("userAgent"), text("referer"), text("currentUrl"));
     Ok(serve_and_write(&entry, request, Recording::Tracked, 0)?.reply)
 }
 
@@ -238,7 +236,8 @@ pub fn parse<V: JsonValue>(
             format!("expected an IPv4 or IPv6 address, got {ip:?}"),
         );
     }
-    if let Some(referer) = fields.opt_nonempty_str("referer", errors) {
+    let referer = fields.opt_nonempty_str("referer", errors);
+    if let Some(referer) = referer {
         check_url(referer, "referer", errors);
     }
     let visitor_id = client_id(fields, "visitorId", errors);
@@ -314,7 +313,9 @@ pub fn parse<V: JsonValue>(
         events,
         zones,
         now,
-        context: Default::default(),
+        // What segments read of where the request comes from, from the fields read
+        // above (never looked up again).
+        context: request_context(agent, referer, url),
     })
 }
 
