@@ -698,10 +698,38 @@ async fn a_draft_is_kept_across_zones_a_restart_and_editors_until_published() {
     log_in(&editor, addr, EDITOR).await;
     until(&editor, ORDER, |v| v == &json!(["a", "b", "c"])).await;
 
-    // A reorder by keyboard, saved as the zone's draft a moment later.
+    // A reorder by keyboard, saved as the zone's draft a moment later (here held back
+    // until told); until it is saved, leaving the page asks first.
+    editor
+        .execute("zoneDraft.delay = 600000;", Vec::new())
+        .await
+        .unwrap();
     move_up(&editor, "c").await;
+    let asks = editor
+        .execute(
+            "const e = new Event('beforeunload', {cancelable: true}); window.dispatchEvent(e);              return e.defaultPrevented",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        asks, true,
+        "a change not saved yet does not ask before leaving"
+    );
+    editor
+        .execute("zoneDraft.flush();", Vec::new())
+        .await
+        .unwrap();
     until(&editor, ORDER, |v| v == &json!(["a", "c", "b"])).await;
     draft_by(&editor, "merchandiser").await;
+    let asks = editor
+        .execute(
+            "const e = new Event('beforeunload', {cancelable: true}); window.dispatchEvent(e);              return e.defaultPrevented",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(asks, false, "a saved draft still asks before leaving");
 
     // Another zone, then back: the draft is there.
     select(&editor, "cz-zone", "PP-01").await;

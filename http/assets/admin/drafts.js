@@ -43,6 +43,8 @@ class DraftKeeper {
     this.pending = null; // the value waiting to be saved
     this.timer = null;
     this.draft = null;
+    /** How long after the last change the draft is saved, in milliseconds. */
+    this.delay = 400;
     draftKeepers.push(this);
   }
 
@@ -66,7 +68,7 @@ class DraftKeeper {
     if (!this.path || state.role !== "editor") return;
     this.pending = value;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.flush(), 400);
+    this.timer = setTimeout(() => this.flush(), this.delay);
   }
 
   /** Whether a change is not saved yet. */
