@@ -287,8 +287,21 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     click(&editor, "#cz-new").await;
     type_into(&editor, "#ce-id", "autumn").await;
     type_into(&editor, "#ce-name", "Autumn picks").await;
+    type_into(&editor, "#ce-zone-title", "Picked for autumn").await;
     select(&editor, "ce-source", "manual").await;
     type_into(&editor, "#ce-pick-products input", "Console product 5").await;
+    // Picked by sight: the result shows the product's price and availability.
+    let result = until(
+        &editor,
+        "const b = document.querySelector(\"#ce-pick-products .results button[data-id='C05']\"); \
+         return b ? b.textContent : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert!(
+        result.as_str().unwrap().contains("£50.00 · available"),
+        "{result}"
+    );
     click(&editor, "#ce-pick-products .results button[data-id='C05']").await;
     click(&editor, "#ce-add-filter").await;
     type_into(
@@ -310,7 +323,34 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
             .await
             .unwrap();
     }
-    // A bad value first: the server's 400 is shown next to the field its path names.
+    // Bad values first: the server's 400 is shown next to the field its path names (a
+    // negative price, then too many items).
+    type_into(
+        &editor,
+        "#ce-filters li:first-child input[data-path='min']",
+        "-5",
+    )
+    .await;
+    click(&editor, "#ce-apply").await;
+    let error = until(
+        &editor,
+        "const e = document.querySelector('#ce-form .field-error'); return e ? e.textContent : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert!(
+        error
+            .as_str()
+            .unwrap()
+            .contains("a price is never negative"),
+        "{error}"
+    );
+    type_into(
+        &editor,
+        "#ce-filters li:first-child input[data-path='min']",
+        "",
+    )
+    .await;
     type_into(&editor, "#ce-min", "1000").await;
     click(&editor, "#ce-apply").await;
     let error = until(
@@ -418,6 +458,17 @@ async fn a_merchandiser_builds_previews_tests_and_publishes_a_campaign_in_the_br
     .await;
     let shown = tokio::task::block_in_place(|| serve(addr, "after-publish", json!([])));
     assert_eq!(shown, ["C02", "C05"]);
+    // With the campaign's own title over the zone.
+    let answer = tokio::task::block_in_place(|| {
+        post(
+            addr,
+            "/api/serverside",
+            &json!({"appId": KEY, "secretKey": SECRET, "visitorId": "after-publish",
+                "currentUrl": "https://shop.example/", "userAgent": "test", "ip": "198.51.100.30",
+                "events": [], "zones": ["HP-01"]}),
+        )
+    });
+    assert_eq!(answer["zones"]["HP-01"]["title"], "Picked for autumn");
 
     // The rival editor's list is stale: its publish shows the conflict and what changed.
     click(&rival, "#cz-new").await;

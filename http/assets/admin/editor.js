@@ -11,7 +11,7 @@ function fillEditor(c, timeZone) {
   const content = c.content || { type: "custom" };
   $("ce-id").value = c.id || "";
   $("ce-name").value = c.name || "";
-  $("ce-title").value = c.title || "";
+  $("ce-zone-title").value = c.title || "";
   $("ce-enabled").checked = c.enabled !== false;
   $("ce-segment").replaceChildren(
     el("option", { value: "" }, "Everyone"),
@@ -52,7 +52,7 @@ function readEditor() {
   const list = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
   const campaign = { id: $("ce-id").value.trim() };
   if ($("ce-name").value.trim()) campaign.name = $("ce-name").value.trim();
-  if ($("ce-title").value.trim()) campaign.title = $("ce-title").value.trim();
+  if ($("ce-zone-title").value.trim()) campaign.title = $("ce-zone-title").value.trim();
   if (!$("ce-enabled").checked) campaign.enabled = false;
   if ($("ce-segment").value) campaign.segment = $("ce-segment").value;
   if ($("ce-min").value !== "") campaign.minItems = Number($("ce-min").value);
@@ -312,7 +312,7 @@ function clearFieldErrors() {
 // The form's fixed fields and their JSON paths.
 (() => {
   for (const [id, path] of [
-    ["ce-id", "id"], ["ce-name", "name"], ["ce-title", "title"], ["ce-segment", "segment"], ["ce-min", "minItems"],
+    ["ce-id", "id"], ["ce-name", "name"], ["ce-zone-title", "title"], ["ce-segment", "segment"], ["ce-min", "minItems"],
     ["ce-start", "schedule.start"], ["ce-end", "schedule.end"], ["ce-hour-from", "schedule.hours"],
     ["ce-type", "content.type"], ["ce-strategy", "content.source.strategy"], ["ce-fallback", "content.source.fallback"],
     ["ce-max", "content.maxItems"], ["ce-template", "content.template"], ["ce-image-url", "content.images"],
