@@ -16,12 +16,14 @@ use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
 /// a few thousand distinct agents; a flood of made-up ones only costs their parsing).
 const MAX_AGENTS: usize = 16_384;
 
+/// Device classes by a user agent's hash (already keyed, so the map needs no keyed hash
+/// of it).
+type DeviceClasses = DashMap<u64, Option<DeviceClass>, rustc_hash::FxBuildHasher>;
+
 /// The device class of each user agent met, by the agent's hash (keyed per process,
 /// so that no agent can be made to collide with another on purpose).
-static DEVICE_CLASSES: LazyLock<(
-    DashMap<u64, Option<DeviceClass>>,
-    foldhash::fast::RandomState,
-)> = LazyLock::new(Default::default);
+static DEVICE_CLASSES: LazyLock<(DeviceClasses, foldhash::fast::RandomState)> =
+    LazyLock::new(Default::default);
 
 /// The device class of `agent`, parsed once and then remembered.
 fn remembered_device_class(agent: &str) -> Option<DeviceClass> {
@@ -53,7 +55,8 @@ pub fn request_context(
         ..RequestContext::default()
     };
     if let Some(query) = current_url
-        .filter(|url| url.contains("utm_"))
+        // UTM parameters are in the query: most pages have none, found by one byte scan.
+        .filter(|url| url.contains('?') && url.contains("utm_"))
         .and_then(|url| url.parse::<http::Uri>().ok())
         .and_then(|uri| uri.query().map(str::to_owned))
     {
