@@ -81,6 +81,11 @@ impl Account {
         self.campaign_drafts.lock().clone()
     }
 
+    /// The latest record of one part's draft (saved or discarded), copied alone.
+    pub fn campaign_draft_entry(&self, part: &str) -> Option<Draft> {
+        self.campaign_drafts.lock().entry(part).cloned()
+    }
+
     /// Applies a saved or discarded draft (a log record's): whether it replaced the
     /// part's entry (it comes after it).
     pub fn apply_campaign_draft(&self, draft: Draft) -> bool {

@@ -35,11 +35,12 @@ pub(super) fn all(entry: &AccountEntry) -> Value {
 /// `GET .../zones/{zone}/draft` or `.../segments/draft`.
 pub(super) fn one(entry: &AccountEntry, part: DraftPart<'_>) -> Result<Value, ApiError> {
     known(entry, part)?;
-    let drafts = entry.jobs.campaign_drafts();
     let (document, _) = entry.jobs.campaign_document();
-    let draft = drafts
-        .get(&part.name())
-        .map_or(Value::Null, |d| draft_json(d, &document));
+    let draft = entry
+        .account
+        .campaign_draft_entry(&part.name())
+        .filter(|d| d.body.is_some())
+        .map_or(Value::Null, |d| draft_json(&d, &document));
     Ok(json!({"draft": draft}))
 }
 

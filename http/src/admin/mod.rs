@@ -196,6 +196,17 @@ pub fn handle_write(
         )))
     };
     let json = |reply: Value| Ok(Reply::json(serde_json::to_vec(&reply).unwrap_or_default()));
+    // A change of the campaigns, by an editor.
+    let change = |key: &str, write: campaigns::Write<'_>| {
+        campaigns::write(
+            &*account(state, key)?,
+            editor(&caller)?,
+            write,
+            headers,
+            body,
+            now,
+        )
+    };
     use http::Method;
     match segments.as_slice() {
         // Reads with a body: any admin token.
@@ -253,43 +264,19 @@ pub fn handle_write(
         }
         ["accounts", key, "segments"] => {
             allowed(&[Method::PUT])?;
-            let change = campaigns::Write::Segments;
-            campaigns::write(
-                &*account(state, key)?,
-                editor(&caller)?,
-                change,
-                headers,
-                body,
-                now,
-            )
+            change(key, campaigns::Write::Segments)
         }
         ["accounts", key, "zones", zone, "campaigns"] => {
             allowed(&[Method::PUT, Method::DELETE])?;
-            let change = if *method == Method::DELETE {
-                campaigns::Write::RemoveZone(zone)
+            if *method == Method::DELETE {
+                change(key, campaigns::Write::RemoveZone(zone))
             } else {
-                campaigns::Write::Zone(zone)
-            };
-            campaigns::write(
-                &*account(state, key)?,
-                editor(&caller)?,
-                change,
-                headers,
-                body,
-                now,
-            )
+                change(key, campaigns::Write::Zone(zone))
+            }
         }
         ["accounts", key, "campaigns", "restore"] => {
             allowed(&[Method::POST])?;
-            let change = campaigns::Write::Restore;
-            campaigns::write(
-                &*account(state, key)?,
-                editor(&caller)?,
-                change,
-                headers,
-                body,
-                now,
-            )
+            change(key, campaigns::Write::Restore)
         }
         _ => Err(ApiError::WrongMethod(format!(
             "method {method} is not allowed on {path}"

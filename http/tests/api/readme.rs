@@ -123,14 +123,17 @@ fn the_demo_prints_a_console_address_that_opens_the_console() {
     assert_eq!(on_disk.trim(), token);
     let page = server.get("/admin/");
     assert_eq!(page.status, 200);
-    let auth = format!("Bearer {token}");
-    let resp = request(
-        server.addr,
-        "GET",
-        "/admin/api/accounts",
-        b"",
-        &[("authorization", &auth)],
-    );
+    let accounts = |server: &Server| {
+        let auth = format!("Bearer {token}");
+        request(
+            server.addr,
+            "GET",
+            "/admin/api/accounts",
+            b"",
+            &[("authorization", &auth)],
+        )
+    };
+    let resp = accounts(&server);
     assert_eq!(resp.status, 200, "{}", resp.body);
     assert_eq!(resp.json()["token"]["role"], "editor");
 
@@ -140,13 +143,7 @@ fn the_demo_prints_a_console_address_that_opens_the_console() {
     assert_ne!(console_token(&other), token);
     // A configuration file's server has only its own tokens, and prints no console line.
     let configured = Server::with_config(include_str!("../../src/demo.toml"));
-    let resp = request(
-        configured.addr,
-        "GET",
-        "/admin/api/accounts",
-        b"",
-        &[("authorization", &auth)],
-    );
+    let resp = accounts(&configured);
     assert_eq!(resp.status, 403, "{}", resp.body);
     assert!(configured.stdout_lines().is_empty());
 }

@@ -98,19 +98,16 @@ impl AccountJobs {
             author: request.author.to_owned(),
             // Never before the part's entry, so that it wins on every node.
             at: account
-                .campaign_drafts()
-                .entry(&part)
+                .campaign_draft_entry(&part)
                 .map_or(request.now, |e| e.at.max(request.now)),
             based_on,
             id: rand::random(),
         };
-        let payload = encode(&draft);
+        let payload = encode(&draft, request.body);
         let settled = || {
             account
-                .campaign_drafts()
-                .entry(&part)
+                .campaign_draft_entry(&part)
                 .filter(|entry| (entry.at, entry.id) >= (draft.at, draft.id))
-                .cloned()
         };
         let saved = self.log_campaign_record(payload, settled, || {
             account.apply_campaign_draft(draft.clone());
@@ -164,11 +161,8 @@ fn checked(part: DraftPart<'_>, body: &Value) -> Result<String, Errors> {
     errors.into_result(text)
 }
 
-fn encode(draft: &Draft) -> Vec<u8> {
-    let body: Option<Value> = draft
-        .body
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok());
+/// The record of `draft`, whose body (none: a discard) is `body`.
+fn encode(draft: &Draft, body: Option<&Value>) -> Vec<u8> {
     serde_json::to_vec(&json!({"draft": {
         "part": draft.part,
         "body": body,
@@ -199,12 +193,12 @@ pub(super) fn decode(record: &Value) -> Option<Draft> {
 /// A part's draft discarded because it was published as it stands: after the draft, at
 /// the publishing change's time, so that every node discards it.
 pub(super) fn published(account: &Account, part: &str, draft_id: u64, at: UnixMillis) {
-    let Some(draft) = account.campaign_drafts().get(part).cloned() else {
+    let Some(draft) = account
+        .campaign_draft_entry(part)
+        .filter(|d| d.body.is_some() && d.id == draft_id)
+    else {
         return;
     };
-    if draft.id != draft_id {
-        return;
-    }
     account.apply_campaign_draft(Draft {
         body: None,
         at: draft.at.max(at),
@@ -216,8 +210,7 @@ pub(super) fn published(account: &Account, part: &str, draft_id: u64, at: UnixMi
 /// The id of `part`'s draft when `body` is exactly that draft (a publish of the draft
 /// as it stands, which discards it).
 pub(super) fn draft_published(account: &Account, part: &str, body: &Value) -> Option<u64> {
-    let drafts = account.campaign_drafts();
-    let draft = drafts.get(part)?;
+    let draft = account.campaign_draft_entry(part)?;
     let text = draft.body.as_deref()?;
     let saved: Value = serde_json::from_str(text).ok()?;
     (saved == *body).then_some(draft.id)
