@@ -3,7 +3,7 @@
 //! ([`StateEntry`]). Both are rkyv archives; framing and files belong to the caller.
 
 use crate::analytics::{ShownZones, StoredImpressions, ZoneCounts, ZoneDay};
-use crate::campaign::CampaignHistory;
+use crate::campaign::StoredCampaignHistory;
 use crate::catalogue::UnixMillis;
 use crate::event::Events;
 use crate::models::{Decaying, PairCount};
@@ -185,7 +185,7 @@ pub enum StateEntry {
         visits: Box<Visits>,
     },
     /// The account's campaign documents, every version kept (see [`crate::campaign`]).
-    Campaigns(Box<CampaignHistory>),
+    Campaigns(Box<StoredCampaignHistory>),
     /// A product's co-view pairs with their counts by distance and by direction
     /// (written instead of [`StateEntry::CoViewPairsByDistance`], which is still read,
     /// each count taken as half in either direction).

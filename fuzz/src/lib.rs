@@ -181,14 +181,26 @@ fn campaign_document(input: &[u8]) {
         zones: &zones,
         time_zone: &time_zone,
     };
-    let empty = campaigns::empty_document();
-    if let Ok((document, _)) = campaigns::with_segments(&empty, &body, 1, target) {
-        let _ = campaigns::with_campaigns(&document, "HP-01", &body, 2, target);
+    let empty = vitrine_engine::campaign::CampaignDocument::default();
+    let none = vitrine_engine::campaign::CampaignSet::default();
+    if let Ok((document, set)) = campaigns::with_segments(&empty, &body, 1, target) {
+        let _ = campaigns::with_campaigns((&document, &set), "HP-01", &body, 2, target);
     }
-    let _ = campaigns::with_campaigns(&empty, "HP-01", &body, 1, target);
-    let _ = campaigns::compile(&body, 1, target);
-    let _ = campaigns::summary(&empty, &body);
-    let _ = campaigns::restored(&empty, &body, 3);
+    let _ = campaigns::with_campaigns((&empty, &none), "HP-01", &body, 1, target);
+    if let Ok(stored) =
+        serde_json::from_value::<vitrine_engine::campaign::CampaignDocument>(body.clone())
+    {
+        let _ = campaigns::compile(&stored, 1, target);
+        let _ = campaigns::summary(&empty, &stored);
+        let _ = empty.restored(&stored, 3);
+        let _ = campaigns::compile_change(
+            &stored,
+            &none,
+            Some(vitrine_engine::campaign::document::Part::Zone("HP-01")),
+            2,
+            target,
+        );
+    }
     let mut errors = Errors::default();
     let _ = campaigns::read_rule(&body, &mut errors);
 }

@@ -8,7 +8,7 @@ use super::Account;
 use super::visitor_view::VisitorSnapshot;
 use crate::campaign::draft::{Draft, Drafts};
 use crate::campaign::segment::{Condition, UserFacts};
-use crate::campaign::{CampaignHistory, CampaignSet, CampaignVersion};
+use crate::campaign::{CampaignDocument, CampaignHistory, CampaignSet, CampaignVersion};
 use crate::catalogue::UnixMillis;
 
 /// A segment's size: visitors matching now, and those of them active lately.
@@ -50,9 +50,23 @@ impl Account {
         self.campaigns.load_full()
     }
 
-    /// The campaign documents, every version kept.
+    /// The campaign documents, every version kept (each document shared, not copied).
     pub fn campaign_history(&self) -> CampaignHistory {
         self.campaign_history.lock().clone()
+    }
+
+    /// The latest document and its version (an empty document at 0).
+    pub fn campaign_document(&self) -> (Arc<CampaignDocument>, u64) {
+        let history = self.campaign_history.lock();
+        history.latest().map_or_else(
+            || (Arc::default(), 0),
+            |latest| (Arc::clone(&latest.document), latest.version),
+        )
+    }
+
+    /// One version of the document, when the history keeps it.
+    pub fn campaign_version(&self, version: u64) -> Option<CampaignVersion> {
+        self.campaign_history.lock().get(version).cloned()
     }
 
     /// Adds `version` to the history and swaps in `set`, compiled from it. A version not

@@ -173,7 +173,7 @@ impl Account {
     fn export_campaigns(&self, sink: &mut dyn FnMut(StateEntry)) {
         let history = self.campaign_history();
         if !history.versions.is_empty() {
-            sink(StateEntry::Campaigns(Box::new(history)));
+            sink(StateEntry::Campaigns(Box::new((&history).into())));
         }
         let drafts = self.campaign_drafts();
         if !drafts.is_empty() {
@@ -221,7 +221,7 @@ impl Account {
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .restore_latest_request(LatestRequest::from_stored(&request));
             }
-            StateEntry::Campaigns(history) => self.restore_campaign_history(*history),
+            StateEntry::Campaigns(history) => self.restore_campaign_history((*history).into()),
             StateEntry::CampaignDrafts(drafts) => self.restore_campaign_drafts(*drafts),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),

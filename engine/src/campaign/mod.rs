@@ -3,27 +3,30 @@
 //! each request the first campaign the shopper qualifies for whose content has enough
 //! items is shown ([`choose`]).
 //!
-//! An account's campaigns are one [`CampaignSet`], compiled whole from the campaign
-//! document (by `vitrine-ingest`, which reads the JSON) and swapped in at once: a
-//! request loads one set and uses it throughout. A zone without a list of its own is
+//! An account's campaigns are one [`CampaignSet`], compiled from the typed
+//! [`CampaignDocument`] (by `vitrine-ingest`, which reads the rule, schedule and content
+//! grammar) and swapped in at once: a request loads one set and uses it throughout. A zone without a list of its own is
 //! filled as its configuration says, which is the same as one automated campaign for
 //! everyone. The set's versions as documents, with who changed what and when, are the
 //! [`CampaignHistory`]; it goes into state snapshots, the set is compiled from its
 //! latest version.
 //!
-//! Files: `draft.rs` (a part's list as an editor left it, not published), `segment.rs`
+//! Files: `document.rs` (the document, its parts and their versions), `draft.rs` (a part's list as an editor left it, not published), `segment.rs`
 //! (rules and what they read of the shopper), `request.rs` (what a
 //! request says of where it comes from, and what a visitor keeps of its latest one), `schedule.rs` (time
 //! windows, days and hours in the account's time zone), `content.rs` (content types,
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
 
 pub mod content;
+pub mod document;
 pub mod draft;
 pub mod request;
 pub mod schedule;
 pub mod segment;
 #[cfg(test)]
 mod tests;
+
+use std::sync::Arc;
 
 use compact_str::CompactString;
 
@@ -33,6 +36,7 @@ use content::{Content, Placement};
 use schedule::{Outside, Schedule};
 use segment::{Condition, Reads, Shopper};
 
+pub use document::CampaignDocument;
 pub use request::{DeviceClass, LatestRequest, RequestContext, UtmParameter};
 
 /// A named segment of an account.
@@ -304,7 +308,7 @@ impl Judged {
 }
 
 /// One version of an account's campaign document, as the audit log keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CampaignVersion {
     /// Its number (from 1).
     pub version: u64,
@@ -314,20 +318,77 @@ pub struct CampaignVersion {
     pub author: String,
     /// What changed, in words.
     pub summary: String,
-    /// The whole document (JSON, as `vitrine-ingest` reads it).
-    pub document: String,
+    /// The whole document.
+    pub document: Arc<CampaignDocument>,
 }
 
 /// Versions kept in the audit log (the oldest are dropped).
 pub const MAX_VERSIONS_KEPT: usize = 1_000;
 
 /// An account's campaign documents, oldest first, at most [`MAX_VERSIONS_KEPT`].
-#[derive(
-    Debug, Clone, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CampaignHistory {
     /// The versions, oldest first.
     pub versions: Vec<CampaignVersion>,
+}
+
+/// A [`CampaignVersion`] as a state snapshot keeps it: the document as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct StoredCampaignVersion {
+    /// Its number.
+    pub version: u64,
+    /// When it was made.
+    pub at: UnixMillis,
+    /// Who made it.
+    pub author: String,
+    /// What changed, in words.
+    pub summary: String,
+    /// The whole document, as JSON.
+    pub document: String,
+}
+
+/// A [`CampaignHistory`] as a state snapshot keeps it.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct StoredCampaignHistory {
+    /// The versions, oldest first.
+    pub versions: Vec<StoredCampaignVersion>,
+}
+
+impl From<&CampaignHistory> for StoredCampaignHistory {
+    fn from(history: &CampaignHistory) -> Self {
+        let versions = history
+            .versions
+            .iter()
+            .map(|v| StoredCampaignVersion {
+                version: v.version,
+                at: v.at,
+                author: v.author.clone(),
+                summary: v.summary.clone(),
+                document: v.document.to_text(),
+            })
+            .collect();
+        StoredCampaignHistory { versions }
+    }
+}
+
+impl From<StoredCampaignHistory> for CampaignHistory {
+    /// Each document read once (one that does not read is empty).
+    fn from(stored: StoredCampaignHistory) -> Self {
+        let versions = stored
+            .versions
+            .into_iter()
+            .map(|v| CampaignVersion {
+                document: Arc::new(CampaignDocument::from_text(&v.document)),
+                version: v.version,
+                at: v.at,
+                author: v.author,
+                summary: v.summary,
+            })
+            .collect();
+        CampaignHistory { versions }
+    }
 }
 
 impl CampaignHistory {

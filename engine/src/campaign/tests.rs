@@ -78,7 +78,7 @@ fn install(account: &Account, set: CampaignSet) {
         at: T0,
         author: "test".to_owned(),
         summary: "test".to_owned(),
-        document: "{}".to_owned(),
+        document: std::sync::Arc::default(),
     };
     assert!(account.install_campaigns(version, set));
 }
@@ -208,7 +208,7 @@ fn history_drafts_and_visits_go_through_a_state_snapshot() {
         at: T0,
         author: "again".to_owned(),
         summary: String::new(),
-        document: String::new(),
+        document: std::sync::Arc::default(),
     };
     assert!(!restored.install_campaigns(again, CampaignSet::default()));
 }

@@ -17,6 +17,7 @@
 
 use http::HeaderMap;
 use serde_json::{Value, json};
+use vitrine_engine::campaign::CampaignDocument;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_ingest::campaigns;
 use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, RestorePart};
@@ -30,12 +31,11 @@ use crate::state::AccountEntry;
 /// `GET .../segments`.
 pub(super) fn segments(entry: &AccountEntry) -> Reply {
     let (document, _) = entry.jobs.campaign_document();
-    let version = campaigns::segments_version(&document);
-    let list = document
-        .pointer("/segments/list")
-        .cloned()
-        .unwrap_or(json!([]));
-    with_etag(json!({"version": version, "segments": list}), version)
+    let version = document.segments_version();
+    with_etag(
+        json!({"version": version, "segments": document.segments.list}),
+        version,
+    )
 }
 
 /// `GET .../zones/{zone}/campaigns`: the live list, or for a zone that never had one,
@@ -48,12 +48,8 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
         .find(|z| z.id == zone)
         .ok_or_else(|| no_zone(entry, zone))?;
     let (document, _) = entry.jobs.campaign_document();
-    let version = campaigns::zone_version(&document, zone);
-    let live = document
-        .get("zones")
-        .and_then(|z| z.get(zone))
-        .and_then(|p| p.get("campaigns"))
-        .cloned();
+    let version = document.zone_version(zone);
+    let live = document.zone_list(zone).map(|list| json!(list));
     let (source, list) = match live {
         Some(list) => ("live", list),
         None => {
@@ -172,19 +168,18 @@ fn size_json(id: &str, size: vitrine_engine::account::SegmentSize) -> Value {
 /// who and when, the sentence written then, and the changes from the version before it.
 pub(super) fn history(entry: &AccountEntry) -> Value {
     let history = entry.account.campaign_history();
-    let mut before = campaigns::empty_document();
+    let empty = CampaignDocument::default();
+    let mut before = &empty;
     let mut versions: Vec<Value> = Vec::with_capacity(history.versions.len());
     for v in &history.versions {
-        let document: Value =
-            serde_json::from_str(&v.document).unwrap_or_else(|_| campaigns::empty_document());
         versions.push(json!({
             "version": v.version,
             "at": crate::clock::rfc3339(v.at),
             "author": v.author,
             "summary": v.summary,
-            "changes": campaigns::diff::changes(&before, &document),
+            "changes": campaigns::diff::changes(before, &v.document),
         }));
-        before = document;
+        before = &v.document;
     }
     versions.reverse();
     json!({"versions": versions})
@@ -197,17 +192,16 @@ pub(super) fn version(entry: &AccountEntry, version: &str) -> Result<Value, ApiE
             "version: expected a whole number, got {version:?}"
         )])
     })?;
-    let history = entry.account.campaign_history();
-    let found = history
-        .get(number)
+    let found = entry
+        .account
+        .campaign_version(number)
         .ok_or_else(|| ApiError::NotFound(format!("no version {number} in the history")))?;
-    let document: Value = serde_json::from_str(&found.document).unwrap_or(Value::Null);
     Ok(json!({
         "version": found.version,
         "at": crate::clock::rfc3339(found.at),
         "author": found.author,
         "summary": found.summary,
-        "document": document,
+        "document": *found.document,
     }))
 }
 
@@ -287,7 +281,7 @@ pub(super) fn write(
                 part: Some(RestorePart::Segments),
                 ..
             },
-        ) => campaigns::segments_version(&document),
+        ) => document.segments_version(),
         (Write::Zone(zone) | Write::RemoveZone(zone), _)
         | (
             Write::Restore,
@@ -295,7 +289,7 @@ pub(super) fn write(
                 part: Some(RestorePart::Zone(zone)),
                 ..
             },
-        ) => campaigns::zone_version(&document, zone),
+        ) => document.zone_version(zone),
         (Write::Restore, _) => changed.version,
     };
     Ok(with_etag(

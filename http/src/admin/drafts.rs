@@ -14,9 +14,9 @@
 //! discards the draft.
 
 use serde_json::{Value, json};
+use vitrine_engine::campaign::CampaignDocument;
 use vitrine_engine::campaign::draft::Draft;
 use vitrine_engine::catalogue::UnixMillis;
-use vitrine_ingest::campaigns;
 use vitrine_ingest::jobs::{DraftPart, DraftRequest};
 
 use crate::api::Reply;
@@ -96,11 +96,11 @@ fn known(entry: &AccountEntry, part: DraftPart<'_>) -> Result<(), ApiError> {
     }
 }
 
-fn draft_json(draft: &Draft, document: &Value) -> Value {
+fn draft_json(draft: &Draft, document: &CampaignDocument) -> Value {
     let zone = draft.part.strip_prefix("zone:");
     let live = match zone {
-        Some(zone) => campaigns::zone_version(document, zone),
-        None => campaigns::segments_version(document),
+        Some(zone) => document.zone_version(zone),
+        None => document.segments_version(),
     };
     let body: Value = draft
         .body

@@ -281,8 +281,9 @@ pub(super) fn draft(
         zones: &settings.zones,
         time_zone: &settings.time_zone,
     };
-    let (mut document, version) = entry.jobs.campaign_document();
-    let mut set = None;
+    let (document, version) = entry.jobs.campaign_document();
+    let mut document = (*document).clone();
+    let mut set = (*entry.account.campaigns()).clone();
     let mut failed = |errors: vitrine_fields::Errors| {
         for error in errors.list() {
             problems.add(&error.path, error.message.clone());
@@ -295,10 +296,7 @@ pub(super) fn draft(
             version + 1,
             target,
         ) {
-            Ok((next, compiled)) => {
-                document = next;
-                set = Some(compiled);
-            }
+            Ok((next, compiled)) => (document, set) = (next, compiled),
             Err(errors) => {
                 failed(errors);
                 return None;
@@ -307,20 +305,20 @@ pub(super) fn draft(
     }
     if let Some(list) = list {
         match campaigns::with_campaigns(
-            &document,
+            (&document, &set),
             zone,
             &json!({"campaigns": list}),
             version + 1,
             target,
         ) {
-            Ok((_, compiled)) => set = Some(compiled),
+            Ok((_, compiled)) => set = compiled,
             Err(errors) => {
                 failed(errors);
                 return None;
             }
         }
     }
-    set
+    Some(set)
 }
 
 /// The zone's HTML as the browser script would put it into the page: the account's

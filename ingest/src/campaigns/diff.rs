@@ -9,50 +9,123 @@
 //! removed sends the zone back to its configuration. Segments are added, removed or
 //! changed (`name`, `rule`).
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use vitrine_engine::campaign::document::{CampaignDefinition, CampaignDocument, SegmentDefinition};
 
 /// The parts of a campaign's content named on their own.
 const CONTENT_PARTS: [&str; 3] = ["filters", "pins", "boosts"];
 
-/// Every change from `before` to `after`, segments first, then zones by id.
-pub fn changes(before: &Value, after: &Value) -> Vec<Value> {
-    let mut found = Vec::new();
-    segments(before, after, &mut found);
-    let mut zones: Vec<&String> = Vec::new();
-    for map in [before, after]
-        .iter()
-        .filter_map(|d| d.get("zones").and_then(Value::as_object))
-    {
-        zones.extend(
-            map.keys()
-                .filter(|k| !zones.contains(k))
-                .collect::<Vec<_>>(),
-        );
+/// One change between two versions (as the history and a restore's preview answer it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The part: `segments` or `zone:<id>`.
+    pub part: String,
+    /// The zone, for a change of a zone's list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// What happened.
+    pub change: ChangeKind,
+    /// The campaign it happened to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<String>,
+    /// The segment it happened to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// Where a campaign was added or removed (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<usize>,
+    /// Where a moved campaign was (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
+    /// Where a moved campaign is (from 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<usize>,
+    /// The fields that changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<&'static str>,
+}
+
+/// What happened to a campaign, a segment or a zone's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ChangeKind {
+    /// Added.
+    Added,
+    /// Removed.
+    Removed,
+    /// Moved to another place.
+    Moved,
+    /// Paused.
+    Paused,
+    /// Resumed.
+    Resumed,
+    /// Changed in [`Change::fields`].
+    Changed,
+    /// The zone's list removed: the zone is filled as configured.
+    ListRemoved,
+}
+
+impl Change {
+    fn of_zone(zone: &str, change: ChangeKind) -> Self {
+        Change {
+            part: format!("zone:{zone}"),
+            zone: Some(zone.to_owned()),
+            change,
+            campaign: None,
+            segment: None,
+            place: None,
+            from: None,
+            to: None,
+            fields: Vec::new(),
+        }
     }
+
+    fn of_segment(segment: &str, change: ChangeKind) -> Self {
+        Change {
+            part: "segments".to_owned(),
+            zone: None,
+            segment: Some(segment.to_owned()),
+            ..Change::of_zone("", change)
+        }
+    }
+
+    fn campaign(self, id: &str) -> Self {
+        Change {
+            campaign: Some(id.to_owned()),
+            ..self
+        }
+    }
+}
+
+/// Every change from `before` to `after`, segments first, then zones by id.
+pub fn changes(before: &CampaignDocument, after: &CampaignDocument) -> Vec<Change> {
+    let mut found = Vec::new();
+    segments(&before.segments.list, &after.segments.list, &mut found);
+    let mut zones: Vec<&String> = before.zones.keys().chain(after.zones.keys()).collect();
     zones.sort();
+    zones.dedup();
     for zone in zones {
-        let list = |d: &Value| {
-            d.get("zones")
-                .and_then(|z| z.get(zone))
-                .and_then(|p| p.get("campaigns"))
-                .and_then(Value::as_array)
-                .cloned()
-        };
-        zone_changes(zone, list(before), list(after), &mut found);
+        zone_changes(
+            zone,
+            before.zone_list(zone),
+            after.zone_list(zone),
+            &mut found,
+        );
     }
     found
 }
 
 /// The changes as one sentence ("no change" when there are none).
-pub fn summary(before: &Value, after: &Value) -> String {
+pub fn summary(before: &CampaignDocument, after: &CampaignDocument) -> String {
     sentence(&changes(before, after))
 }
 
 /// Changes as one sentence: each part's changes after its name.
-pub fn sentence(changes: &[Value]) -> String {
+pub fn sentence(changes: &[Change]) -> String {
     let mut parts: Vec<(String, Vec<String>)> = Vec::new();
     for change in changes {
-        let part = match change.get("zone").and_then(Value::as_str) {
+        let part = match &change.zone {
             Some(zone) => format!("zone {zone}"),
             None => "segments".to_owned(),
         };
@@ -72,188 +145,168 @@ pub fn sentence(changes: &[Value]) -> String {
         .join("; ")
 }
 
-fn describe(change: &Value) -> String {
-    let text = |key: &str| {
-        change.get(key).map_or(String::new(), |v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-    };
-    let fields = || {
-        change
-            .get("fields")
-            .and_then(Value::as_array)
-            .map(|f| {
-                f.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default()
-    };
-    if let Some(segment) = change.get("segment").and_then(Value::as_str)
-        && change.get("zone").is_none()
-    {
-        return match text("change").as_str() {
-            "changed" => format!("segment {segment} changed ({})", fields()),
-            verb => format!("segment {segment} {verb}"),
+fn describe(change: &Change) -> String {
+    let number = |n: Option<usize>| n.map_or(String::new(), |n| n.to_string());
+    let fields = change.fields.join(", ");
+    if let (Some(segment), None) = (&change.segment, &change.zone) {
+        return match change.change {
+            ChangeKind::Changed => format!("segment {segment} changed ({fields})"),
+            ChangeKind::Added => format!("segment {segment} added"),
+            _ => format!("segment {segment} removed"),
         };
     }
-    let campaign = text("campaign");
-    match text("change").as_str() {
-        "added" => format!("campaign {campaign} added at place {}", text("place")),
-        "removed" => format!("campaign {campaign} removed from place {}", text("place")),
-        "moved" => format!(
-            "campaign {campaign} moved from place {} to {}",
-            text("from"),
-            text("to")
+    let campaign = change.campaign.as_deref().unwrap_or_default();
+    match change.change {
+        ChangeKind::Added => format!(
+            "campaign {campaign} added at place {}",
+            number(change.place)
         ),
-        "changed" => format!("campaign {campaign} changed ({})", fields()),
-        "listRemoved" => "list removed: filled as configured".to_owned(),
-        verb => format!("campaign {campaign} {verb}"),
+        ChangeKind::Removed => format!(
+            "campaign {campaign} removed from place {}",
+            number(change.place)
+        ),
+        ChangeKind::Moved => format!(
+            "campaign {campaign} moved from place {} to {}",
+            number(change.from),
+            number(change.to)
+        ),
+        ChangeKind::Changed => format!("campaign {campaign} changed ({fields})"),
+        ChangeKind::ListRemoved => "list removed: filled as configured".to_owned(),
+        ChangeKind::Paused => format!("campaign {campaign} paused"),
+        ChangeKind::Resumed => format!("campaign {campaign} resumed"),
     }
 }
 
-fn segments(before: &Value, after: &Value, found: &mut Vec<Value>) {
-    let list = |d: &Value| {
-        d.pointer("/segments/list")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (was, now) = (list(before), list(after));
-    let id = |s: &Value| s.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-    for old in &was {
-        match now.iter().find(|s| id(s) == id(old)) {
-            None => {
-                found.push(json!({"part": "segments", "change": "removed", "segment": id(old)}))
-            }
+fn segments(was: &[SegmentDefinition], now: &[SegmentDefinition], found: &mut Vec<Change>) {
+    for old in was {
+        match now.iter().find(|s| s.id == old.id) {
+            None => found.push(Change::of_segment(&old.id, ChangeKind::Removed)),
             Some(new) => {
-                let fields = changed_fields(old, new, &["id"]);
+                let mut fields = Vec::new();
+                if old.name != new.name {
+                    fields.push("name");
+                }
+                if old.rule != new.rule {
+                    fields.push("rule");
+                }
                 if !fields.is_empty() {
-                    found.push(json!({"part": "segments", "change": "changed", "segment": id(old), "fields": fields}));
+                    found.push(Change {
+                        fields,
+                        ..Change::of_segment(&old.id, ChangeKind::Changed)
+                    });
                 }
             }
         }
     }
-    for new in now.iter().filter(|s| !was.iter().any(|o| id(o) == id(s))) {
-        found.push(json!({"part": "segments", "change": "added", "segment": id(new)}));
+    for new in now.iter().filter(|s| !was.iter().any(|o| o.id == s.id)) {
+        found.push(Change::of_segment(&new.id, ChangeKind::Added));
     }
 }
 
 fn zone_changes(
     zone: &str,
-    was: Option<Vec<Value>>,
-    now: Option<Vec<Value>>,
-    found: &mut Vec<Value>,
+    was: Option<&[CampaignDefinition]>,
+    now: Option<&[CampaignDefinition]>,
+    found: &mut Vec<Change>,
 ) {
-    let part = format!("zone:{zone}");
-    let entry = |change: &str, extra: Value| {
-        let mut entry = json!({"part": part, "zone": zone, "change": change});
-        if let (Some(entry), Value::Object(extra)) = (entry.as_object_mut(), extra) {
-            entry.extend(extra);
-        }
-        entry
-    };
+    let entry = |change: ChangeKind| Change::of_zone(zone, change);
     let (was, now) = match (was, now) {
         (Some(_), None) => {
-            found.push(entry("listRemoved", json!({})));
+            found.push(entry(ChangeKind::ListRemoved));
             return;
         }
         (None, None) => return,
         (was, now) => (was.unwrap_or_default(), now.unwrap_or_default()),
     };
-    let id = |c: &Value| c.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-    let place_of = |list: &[Value], wanted: &str| list.iter().position(|c| id(c) == wanted);
+    let place_of =
+        |list: &[CampaignDefinition], wanted: &str| list.iter().position(|c| c.id == wanted);
     for (at, old) in was.iter().enumerate() {
-        if place_of(&now, &id(old)).is_none() {
-            found.push(entry(
-                "removed",
-                json!({"campaign": id(old), "place": at + 1}),
-            ));
+        if place_of(now, &old.id).is_none() {
+            found.push(Change {
+                place: Some(at + 1),
+                ..entry(ChangeKind::Removed).campaign(&old.id)
+            });
         }
     }
     for (at, new) in now.iter().enumerate() {
-        if place_of(&was, &id(new)).is_none() {
-            found.push(entry(
-                "added",
-                json!({"campaign": id(new), "place": at + 1}),
-            ));
+        if place_of(was, &new.id).is_none() {
+            found.push(Change {
+                place: Some(at + 1),
+                ..entry(ChangeKind::Added).campaign(&new.id)
+            });
         }
     }
     // The campaigns in both, in the new order, with their old places: those outside the
     // longest run that kept its order moved.
-    let common: Vec<(usize, usize, &Value, &Value)> = now
+    let common: Vec<(usize, usize, &CampaignDefinition, &CampaignDefinition)> = now
         .iter()
         .enumerate()
         .filter_map(|(to, new)| {
-            let from = place_of(&was, &id(new))?;
+            let from = place_of(was, &new.id)?;
             Some((from, to, was.get(from)?, new))
         })
         .collect();
     let kept = longest_increasing(&common.iter().map(|c| (c.0, c.1)).collect::<Vec<_>>());
     for (at, (from, to, _, new)) in common.iter().enumerate() {
         if !kept.contains(&at) {
-            found.push(entry(
-                "moved",
-                json!({"campaign": id(new), "from": from + 1, "to": to + 1}),
-            ));
+            found.push(Change {
+                from: Some(from + 1),
+                to: Some(to + 1),
+                ..entry(ChangeKind::Moved).campaign(&new.id)
+            });
         }
     }
-    let enabled = |c: &Value| c.get("enabled").and_then(Value::as_bool).unwrap_or(true);
     for (_, _, old, new) in &common {
-        match (enabled(old), enabled(new)) {
-            (true, false) => found.push(entry("paused", json!({"campaign": id(old)}))),
-            (false, true) => found.push(entry("resumed", json!({"campaign": id(old)}))),
+        match (old.enabled(), new.enabled()) {
+            (true, false) => found.push(entry(ChangeKind::Paused).campaign(&old.id)),
+            (false, true) => found.push(entry(ChangeKind::Resumed).campaign(&old.id)),
             _ => {}
         }
-        let fields = changed_fields(old, new, &["id", "enabled"]);
+        let fields = changed_fields(old, new);
         if !fields.is_empty() {
-            found.push(entry(
-                "changed",
-                json!({"campaign": id(old), "fields": fields}),
-            ));
+            found.push(Change {
+                fields,
+                ..entry(ChangeKind::Changed).campaign(&old.id)
+            });
         }
     }
 }
 
-/// The names of the fields that differ between two objects, `skip` left out; a
-/// campaign's content is `content`, and its filters, pins and boosts each by name.
-fn changed_fields(old: &Value, new: &Value, skip: &[&str]) -> Vec<String> {
-    let empty = Map::new();
-    let (old, new) = (
-        old.as_object().unwrap_or(&empty),
-        new.as_object().unwrap_or(&empty),
-    );
-    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
-    keys.sort();
-    keys.dedup();
+/// The names of a campaign's fields that differ (its id and whether it is paused
+/// aside), in the order of their names; its content is `content`, and its filters, pins
+/// and boosts each by name.
+fn changed_fields(old: &CampaignDefinition, new: &CampaignDefinition) -> Vec<&'static str> {
     let mut fields = Vec::new();
-    for key in keys.into_iter().filter(|k| !skip.contains(&k.as_str())) {
-        let (a, b) = (old.get(key), new.get(key));
-        if key == "content" {
-            let without = |c: Option<&Value>| {
-                let mut c = c.cloned().unwrap_or(Value::Null);
-                if let Some(map) = c.as_object_mut() {
-                    for part in CONTENT_PARTS {
-                        map.remove(part);
-                    }
-                }
-                c
-            };
-            if without(a) != without(b) {
-                fields.push("content".to_owned());
-            }
+    let without_parts = |content: &Value| {
+        let mut content = content.clone();
+        if let Some(map) = content.as_object_mut() {
             for part in CONTENT_PARTS {
-                let of = |c: Option<&Value>| c.and_then(|c| c.get(part)).cloned();
-                if of(a) != of(b) {
-                    fields.push(part.to_owned());
-                }
+                map.remove(part);
             }
-        } else if a != b {
-            fields.push(key.clone());
+        }
+        content
+    };
+    if without_parts(&old.content) != without_parts(&new.content) {
+        fields.push("content");
+    }
+    for part in CONTENT_PARTS {
+        if old.content.get(part) != new.content.get(part) {
+            fields.push(part);
         }
     }
+    let named = [
+        ("minItems", old.min_items != new.min_items),
+        ("name", old.name != new.name),
+        ("schedule", old.schedule != new.schedule),
+        ("segment", old.segment != new.segment),
+        ("title", old.title != new.title),
+    ];
+    fields.extend(
+        named
+            .into_iter()
+            .filter(|(_, differs)| *differs)
+            .map(|(name, _)| name),
+    );
     fields
 }
 
@@ -299,8 +352,13 @@ fn longest_increasing(moves: &[(usize, usize)]) -> Vec<usize> {
 mod tests {
     use super::*;
 
-    fn doc(segments: Value, zones: Value) -> Value {
-        json!({"segments": {"version": 1, "list": segments}, "zones": zones})
+    use serde_json::json;
+
+    fn doc(segments: Value, zones: Value) -> CampaignDocument {
+        serde_json::from_value(
+            json!({"segments": {"version": 1, "list": segments}, "zones": zones}),
+        )
+        .expect("a document")
     }
 
     fn campaign(id: &str, extra: Value) -> Value {
@@ -338,10 +396,10 @@ mod tests {
         );
         let moved = changes(&before, &after)
             .into_iter()
-            .find(|c| c["change"] == "moved")
+            .find(|c| c.change == ChangeKind::Moved)
             .unwrap();
         assert_eq!(
-            moved,
+            serde_json::to_value(moved).unwrap(),
             json!({"part": "zone:HP-01", "zone": "HP-01", "change": "moved", "campaign": "c", "from": 3, "to": 1})
         );
         assert_eq!(summary(&after, &after), "no change");

@@ -1,16 +1,9 @@
-//! The campaign document: an account's segments and each zone's ordered campaign list,
-//! as JSON. Read and validated whole (every problem with its JSON path, nothing
-//! changed on any), then compiled into the engine's [`CampaignSet`]: typed predicates,
-//! schedules in the account's time zone, zone definitions for the content, so that
-//! nothing is parsed per request.
-//!
-//! The document as stored (in the log record of each change and in the history of
-//! state snapshots):
-//!
-//! ```json
-//! {"segments": {"version": 3, "list": [{"id": "...", "name": "...", "rule": {...}}]},
-//!  "zones": {"HP-01": {"version": 5, "campaigns": [{...}]}}}
-//! ```
+//! Reading and compiling the campaign document (the engine's typed
+//! [`CampaignDocument`]): a change's body is read and validated once (every problem with
+//! its JSON path, nothing changed on any), its part compiled once into the engine's
+//! [`CampaignSet`] (typed predicates, schedules in the account's time zone, zone
+//! definitions for the content, so that nothing is parsed per request) while the other
+//! parts keep what was compiled of them, and the document made with that part replaced.
 //!
 //! A part's `version` is the document version in which it last changed: its ETag.
 //! `rules.rs` reads a segment's rule, `content.rs` a zone's campaign list and each
@@ -22,9 +15,8 @@ pub mod diff;
 mod filters;
 mod rules;
 
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+use vitrine_engine::campaign::document::{CampaignDocument, Part};
 use vitrine_engine::campaign::{CampaignSet, Segment, ZoneCampaigns};
 use vitrine_engine::catalogue::Catalogue;
 use vitrine_engine::zone::ZoneSpec;
@@ -66,82 +58,61 @@ pub struct Target<'a> {
     pub time_zone: &'a jiff::tz::TimeZone,
 }
 
-/// Sets `value` at `keys` in `document`, making each level an object (a level that is
-/// not one is replaced): the stored document and a restored one are written this way,
-/// so that no shape of a document makes it panic.
-pub(crate) fn put(document: &mut Value, keys: &[&str], value: Value) {
-    let mut at = document;
-    for key in keys {
-        if !at.is_object() {
-            *at = Value::Object(Map::new());
-        }
-        let Value::Object(map) = at else {
-            return;
-        };
-        at = map.entry((*key).to_owned()).or_insert(Value::Null);
-    }
-    *at = value;
+/// Compiles a stored document (errors name paths in the stored form). Strict: any part
+/// that does not compile refuses the whole.
+pub fn compile(
+    document: &CampaignDocument,
+    version: u64,
+    target: Target<'_>,
+) -> Result<CampaignSet, Errors> {
+    let (set, errors) = compile_parts(document, version, target);
+    errors.into_result(set)
 }
 
-/// The value at `keys` in `document`, if there is one.
-pub(crate) fn at<'a>(document: &'a Value, keys: &[&str]) -> Option<&'a Value> {
-    keys.iter().try_fold(document, |value, key| value.get(key))
-}
-
-/// The document of an account that never changed its campaigns.
-pub fn empty_document() -> Value {
-    json!({"segments": {"version": 0, "list": []}, "zones": {}})
-}
-
-/// Compiles a stored document (errors name paths in the stored form).
-pub fn compile(document: &Value, version: u64, target: Target<'_>) -> Result<CampaignSet, Errors> {
+/// Compiles a stored document part by part: the set of every part that compiles, and
+/// the errors of those that do not (left out, so that the others still apply: a zone
+/// no longer configured, or no longer a product zone, after a reload).
+pub fn compile_parts(
+    document: &CampaignDocument,
+    version: u64,
+    target: Target<'_>,
+) -> (CampaignSet, Errors) {
     let mut errors = Errors::default();
-    let segments = document
-        .get("segments")
-        .and_then(|s| s.get("list"))
-        .cloned()
-        .unwrap_or(Value::Array(Vec::new()));
-    let segments = read_segments(&segments, "segments.list", &mut errors);
+    let list = serde_json::to_value(&document.segments.list).unwrap_or_default();
+    let segments = read_segments(&list, "segments.list", &mut errors);
+    let set = compile_zones(document, segments, version, target, &mut errors);
+    (set, errors)
+}
+
+/// Every zone's list of `document` compiled against `segments`, the errors of the
+/// lists left out in `errors`.
+fn compile_zones(
+    document: &CampaignDocument,
+    segments: Vec<Segment>,
+    version: u64,
+    target: Target<'_>,
+    errors: &mut Errors,
+) -> CampaignSet {
     let mut zones = Vec::new();
-    if let Some(map) = document.get("zones").and_then(Value::as_object) {
-        for (zone, part) in map {
-            let path = format!("zones.{zone}.campaigns");
-            // A zone whose list was removed keeps its version, not a list.
-            let Some(list) = part.get("campaigns").cloned() else {
-                continue;
-            };
-            let part_version = part.get("version").and_then(Value::as_u64).unwrap_or(0);
-            if let Some(list) = read_list(zone, &list, &path, &segments, target, &mut errors) {
-                zones.push(ZoneCampaigns {
-                    version: part_version,
-                    ..list
-                });
-            }
+    for (zone, part) in &document.zones {
+        // A zone whose list was removed keeps its version, not a list.
+        let Some(list) = &part.campaigns else {
+            continue;
+        };
+        let list = serde_json::to_value(list).unwrap_or_default();
+        let path = format!("zones.{zone}.campaigns");
+        if let Some(list) = read_list(zone, &list, &path, &segments, target, errors) {
+            zones.push(ZoneCampaigns {
+                version: part.version,
+                ..list
+            });
         }
     }
-    errors.into_result(CampaignSet {
+    CampaignSet {
         version,
         segments,
         zones,
-    })
-}
-
-/// The ETag version of the segments.
-pub fn segments_version(document: &Value) -> u64 {
-    document
-        .pointer("/segments/version")
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-}
-
-/// The ETag version of a zone's list (0: it never had one).
-pub fn zone_version(document: &Value, zone: &str) -> u64 {
-    document
-        .get("zones")
-        .and_then(|z| z.get(zone))
-        .and_then(|p| p.get("version"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    }
 }
 
 /// The one member of a `PUT` body, `{"<key>": ...}`; the errors otherwise.
@@ -162,6 +133,15 @@ fn member<'v>(body: &'v Value, key: &str, errors: &mut Errors) -> Result<&'v Val
     }
 }
 
+/// The typed definitions of a list already read without error.
+fn definitions<T: serde::de::DeserializeOwned>(list: &Value, path: &str) -> Result<T, Errors> {
+    T::deserialize(list).map_err(|e| {
+        let mut errors = Errors::default();
+        errors.push(path, e.to_string());
+        errors
+    })
+}
+
 /// A display name: `name` when given (at most [`MAX_NAME_LEN`] bytes), else empty.
 pub(super) fn display_name<'v>(fields: &Fields<'v, '_>, errors: &mut Errors) -> &'v str {
     let name = fields.opt_str("name", errors).unwrap_or_default();
@@ -175,37 +155,27 @@ pub(super) fn display_name<'v>(fields: &Fields<'v, '_>, errors: &mut Errors) -> 
 }
 
 /// A new document with the segments of a `PUT` body (`{"segments": [...]}`) at
-/// `version`: validated whole, with every zone's list compiled against them (a segment
-/// still used cannot go). Errors name paths in the body.
+/// `version`, and its set: the segments read and compiled once, every zone's list
+/// compiled against them (a segment still used cannot go; a list that no longer
+/// compiles for another reason is left out, as a reload leaves it). Errors name paths
+/// in the body.
 pub fn with_segments(
-    current: &Value,
+    current: &CampaignDocument,
     body: &Value,
     version: u64,
     target: Target<'_>,
-) -> Result<(Value, CampaignSet), Errors> {
+) -> Result<(CampaignDocument, CampaignSet), Errors> {
     let mut errors = Errors::default();
     let list = member(body, "segments", &mut errors)?;
     let segments = read_segments(list, "segments", &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut document = current.clone();
-    put(
-        &mut document,
-        &["segments"],
-        json!({"version": version, "list": list}),
-    );
     // Every zone's list against the new segments: a removed one still in use is named.
-    let ids: Vec<&str> = segments.iter().map(|s| s.id.as_str()).collect();
-    for (zone, part) in at(&document, &["zones"])
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        let used = part["campaigns"].as_array().into_iter().flatten();
-        for (i, campaign) in used.enumerate() {
-            if let Some(segment) = campaign.get("segment").and_then(Value::as_str)
-                && !ids.contains(&segment)
+    for (zone, part) in &current.zones {
+        for (i, campaign) in part.campaigns.iter().flatten().enumerate() {
+            if let Some(segment) = &campaign.segment
+                && !segments.iter().any(|s| s.id == *segment)
             {
                 errors.push(
                     "segments",
@@ -217,140 +187,106 @@ pub fn with_segments(
     if !errors.is_empty() {
         return Err(errors);
     }
-    let set = compile(&document, version, target)?;
+    let document = current.with_segments(definitions(list, "segments")?, version);
+    let set = compile_zones(&document, segments, version, target, &mut Errors::default());
     Ok((document, set))
 }
 
 /// A new document with the campaign list of a `PUT` body (`{"campaigns": [...]}`) for
-/// `zone`, at `version`. Errors name paths in the body.
+/// `zone`, at `version`, and its set: the list read and compiled once, against the
+/// segments of `set` (compiled from `current`), the other zones' lists as `set` has
+/// them. Errors name paths in the body.
 pub fn with_campaigns(
-    current: &Value,
+    (current, set): (&CampaignDocument, &CampaignSet),
     zone: &str,
     body: &Value,
     version: u64,
     target: Target<'_>,
-) -> Result<(Value, CampaignSet), Errors> {
+) -> Result<(CampaignDocument, CampaignSet), Errors> {
     let mut errors = Errors::default();
     let list = member(body, "campaigns", &mut errors)?;
-    let segments_list = current
-        .pointer("/segments/list")
-        .cloned()
-        .unwrap_or(Value::Array(Vec::new()));
-    let segments = read_segments(&segments_list, "segments.list", &mut Errors::default());
-    read_list(zone, list, "campaigns", &segments, target, &mut errors);
-    if !errors.is_empty() {
+    let compiled = read_list(zone, list, "campaigns", &set.segments, target, &mut errors);
+    let Some(compiled) = compiled.filter(|_| errors.is_empty()) else {
         return Err(errors);
-    }
-    let mut document = current.clone();
-    put(
-        &mut document,
-        &["zones", zone],
-        json!({"version": version, "campaigns": list}),
+    };
+    let document = current.with_zone(zone, Some(definitions(list, "campaigns")?), version);
+    let set = with_zone(
+        set,
+        zone,
+        Some(ZoneCampaigns {
+            version,
+            ..compiled
+        }),
+        version,
     );
-    let set = compile(&document, version, target)?;
     Ok((document, set))
 }
 
 /// A new document without `zone`'s list (the zone is filled as configured again), at
-/// `version`.
+/// `version`, and its set (nothing compiled).
 pub fn without_campaigns(
-    current: &Value,
+    (current, set): (&CampaignDocument, &CampaignSet),
     zone: &str,
     version: u64,
-    target: Target<'_>,
-) -> Result<(Value, CampaignSet), Errors> {
-    let mut document = current.clone();
-    put(&mut document, &["zones", zone], json!({"version": version}));
-    let set = compile(&document, version, target)?;
-    Ok((document, set))
+) -> (CampaignDocument, CampaignSet) {
+    (
+        current.with_zone(zone, None, version),
+        with_zone(set, zone, None, version),
+    )
 }
 
-/// A document with the content of `old` and the versions of the parts that differ from
-/// `current` moved to `version` (a restore).
-pub fn restored(current: &Value, old: &Value, version: u64) -> Value {
-    let mut document = old.clone();
-    if old.pointer("/segments/list") != current.pointer("/segments/list") {
-        put(&mut document, &["segments", "version"], json!(version));
-    } else {
-        put(
-            &mut document,
-            &["segments", "version"],
-            json!(segments_version(current)),
-        );
-    }
-    let mut zones: BTreeMap<String, ()> = BTreeMap::new();
-    for map in [current, old]
+/// `set` with `zone`'s compiled list replaced (none: removed), as `version`; the lists
+/// stay in the order of their zone ids, as [`compile`] makes them.
+fn with_zone(
+    set: &CampaignSet,
+    zone: &str,
+    list: Option<ZoneCampaigns>,
+    version: u64,
+) -> CampaignSet {
+    let mut zones: Vec<ZoneCampaigns> = set
+        .zones
         .iter()
-        .filter_map(|d| d.get("zones").and_then(Value::as_object))
-    {
-        zones.extend(map.keys().map(|k| (k.clone(), ())));
+        .filter(|z| z.zone != zone)
+        .cloned()
+        .collect();
+    if let Some(list) = list {
+        let at = zones.partition_point(|z| z.zone.as_str() < zone);
+        zones.insert(at, list);
     }
-    for zone in zones.keys() {
-        let was = current
-            .get("zones")
-            .and_then(|z| z.get(zone))
-            .and_then(|p| p.get("campaigns"));
-        let now = old
-            .get("zones")
-            .and_then(|z| z.get(zone))
-            .and_then(|p| p.get("campaigns"));
-        match now {
-            Some(list) if Some(list) != was => {
-                put(
-                    &mut document,
-                    &["zones", zone],
-                    json!({"version": version, "campaigns": list}),
-                );
-            }
-            Some(_) => {
-                put(
-                    &mut document,
-                    &["zones", zone, "version"],
-                    json!(zone_version(current, zone)),
-                );
-            }
-            // A zone without a list in the old version goes back to its configuration.
-            None if was.is_some() => {
-                put(&mut document, &["zones", zone], json!({"version": version}));
-            }
-            None => {
-                put(
-                    &mut document,
-                    &["zones", zone],
-                    json!({"version": zone_version(current, zone)}),
-                );
-            }
-        }
+    CampaignSet {
+        version,
+        segments: set.segments.clone(),
+        zones,
     }
-    document
 }
 
-/// `current` with one part (`["segments"]`, or `["zones", id]`) as it was in `old`,
-/// that part's version moved to `version` when it differs (a restore of one part: the
-/// others, and their versions, stay as they are now).
-pub fn restored_part(current: &Value, old: &Value, keys: &[&str], version: u64) -> Value {
-    let mut document = current.clone();
-    let (was, now) = (at(current, keys), at(old, keys));
-    let content = |part: Option<&Value>| {
-        let mut part = part.cloned().unwrap_or(Value::Null);
-        if let Some(map) = part.as_object_mut() {
-            map.remove("version");
+/// The set of a stored document that changed only in `part` from the one `previous`
+/// was compiled from: for a zone's list, that list compiled against `previous`'s
+/// segments and the other lists kept; otherwise the whole document, part by part (a
+/// part that does not compile is left out).
+pub fn compile_change(
+    document: &CampaignDocument,
+    previous: &CampaignSet,
+    part: Option<Part<'_>>,
+    version: u64,
+    target: Target<'_>,
+) -> CampaignSet {
+    match part {
+        Some(Part::Zone(zone)) => {
+            let list = document.zone_list(zone).map(|list| {
+                let list = serde_json::to_value(list).unwrap_or_default();
+                let path = format!("zones.{zone}.campaigns");
+                let mut errors = Errors::default();
+                read_list(zone, &list, &path, &previous.segments, target, &mut errors)
+            });
+            let compiled = list.flatten().map(|compiled| ZoneCampaigns {
+                version: document.zone_version(zone),
+                ..compiled
+            });
+            with_zone(previous, zone, compiled, version)
         }
-        part
-    };
-    if content(was) == content(now) {
-        return document;
+        _ => compile_parts(document, version, target).0,
     }
-    let mut part = content(now);
-    if !part.is_object() {
-        // A zone without a list then: filled as configured again.
-        part = json!({});
-    }
-    if let Some(map) = part.as_object_mut() {
-        map.insert("version".to_owned(), json!(version));
-    }
-    put(&mut document, keys, part);
-    document
 }
 
 /// Ids of products, categories and brands `document` (a request's body, or a stored
@@ -537,4 +473,99 @@ pub(super) fn identifier(
         return None;
     }
     Some(id.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use vitrine_engine::zone::Strategy;
+
+    use super::*;
+
+    /// A change's part compiled alone, the others kept, makes the set a whole compile
+    /// of the new document makes (what a replica and a restart's replay rely on).
+    #[test]
+    fn a_part_compiled_alone_makes_the_set_the_whole_document_makes() {
+        let zones = [
+            vitrine_testkit::zone("CP-01", Strategy::Trending, 8),
+            vitrine_testkit::zone("HP-01", Strategy::Trending, 8),
+            vitrine_testkit::zone("PP-01", Strategy::Similar, 4),
+        ];
+        let time_zone = jiff::tz::TimeZone::UTC;
+        let target = Target {
+            zones: &zones,
+            time_zone: &time_zone,
+        };
+        let campaign = |id: &str| json!({"id": id, "segment": "vip", "content": {"type": "automated", "strategy": "trending"}});
+        let segments = json!({"segments": [{"id": "vip", "rule": {"orders": {"min": 2}}}]});
+        let empty = CampaignDocument::default();
+        let (document, set) = with_segments(&empty, &segments, 1, target).expect("segments");
+        let (document, set) = with_campaigns(
+            (&document, &set),
+            "PP-01",
+            &json!({"campaigns": [campaign("p")]}),
+            2,
+            target,
+        )
+        .expect("PP-01");
+        let (document, set) = with_campaigns(
+            (&document, &set),
+            "CP-01",
+            &json!({"campaigns": [campaign("c")]}),
+            3,
+            target,
+        )
+        .expect("CP-01");
+        let (next, changed) = with_campaigns(
+            (&document, &set),
+            "HP-01",
+            &json!({"campaigns": [campaign("h1"), campaign("h2")]}),
+            4,
+            target,
+        )
+        .expect("HP-01");
+        let whole = compile(&next, 4, target).expect("compiles");
+        assert_eq!(changed, whole);
+        let replica = compile_change(&next, &set, Some(Part::Zone("HP-01")), 4, target);
+        assert_eq!(replica, whole);
+        assert_eq!(
+            whole
+                .zones
+                .iter()
+                .map(|z| z.zone.as_str())
+                .collect::<Vec<_>>(),
+            ["CP-01", "HP-01", "PP-01"]
+        );
+        // A list removed: nothing compiled, the same set as a whole compile.
+        let (gone, without) = without_campaigns((&next, &changed), "CP-01", 5);
+        assert_eq!(without, compile(&gone, 5, target).expect("compiles"));
+        assert_eq!(gone.zone_version("CP-01"), 5);
+        assert_eq!(gone.zone_list("CP-01"), None);
+        // The stored document reads back as the same typed document.
+        assert_eq!(CampaignDocument::from_text(&gone.to_text()), gone);
+    }
+
+    /// A segment still used cannot go; the document and set are untouched.
+    #[test]
+    fn a_segment_in_use_cannot_be_removed() {
+        let zones = [vitrine_testkit::zone("HP-01", Strategy::Trending, 8)];
+        let time_zone = jiff::tz::TimeZone::UTC;
+        let target = Target {
+            zones: &zones,
+            time_zone: &time_zone,
+        };
+        let segments = json!({"segments": [{"id": "vip", "rule": {"orders": {"min": 2}}}]});
+        let (document, set) =
+            with_segments(&CampaignDocument::default(), &segments, 1, target).expect("segments");
+        let body = json!({"campaigns": [{"id": "h", "segment": "vip", "content": {"type": "automated", "strategy": "trending"}}]});
+        let (document, _) =
+            with_campaigns((&document, &set), "HP-01", &body, 2, target).expect("list");
+        let errors =
+            with_segments(&document, &json!({"segments": []}), 3, target).expect_err("in use");
+        assert!(
+            errors
+                .joined()
+                .contains("used by zone HP-01 (campaigns[0])")
+        );
+    }
 }

@@ -11,11 +11,14 @@
 //! the same kind of record (`drafts.rs`); a change that publishes a part's draft as it
 //! stands discards the draft with it.
 
+use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use vitrine_engine::Account;
-use vitrine_engine::campaign::{CampaignSet, CampaignVersion};
+use vitrine_engine::campaign::{CampaignDocument, CampaignSet, CampaignVersion};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_fields::Errors;
 
@@ -52,13 +55,7 @@ pub enum CampaignChange<'a> {
 }
 
 /// The part of the document a restore brings back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RestorePart<'a> {
-    /// The segments.
-    Segments,
-    /// A zone's list (or its absence: the zone filled as configured).
-    Zone(&'a str),
-}
+pub use vitrine_engine::campaign::document::Part as RestorePart;
 
 /// A change, with who makes it and the version it was made from.
 #[derive(Debug, Clone, Copy)]
@@ -109,28 +106,49 @@ pub struct Changed {
     pub warnings: Vec<String>,
 }
 
-/// A logged change.
+/// A logged change: the new version (its document with it), the part changed and the
+/// draft it publishes.
 struct Record {
     version: CampaignVersion,
     /// The part changed (`segments`, `zone:<id>` or `all`) and its version before.
     part: String,
     base: u64,
-    document: Value,
     /// The id of the part's draft this change publishes as it stands (discarded with
     /// it).
+    draft_published: Option<u64>,
+    /// The set compiled from the document, when the node that made the change applies
+    /// it itself (a restart's replay and a replica compile the record's part).
+    compiled: Option<CampaignSet>,
+}
+
+/// A change record as the log keeps it (JSON).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire<'a> {
+    version: u64,
+    at: UnixMillis,
+    #[serde(borrow)]
+    author: Cow<'a, str>,
+    #[serde(borrow)]
+    summary: Cow<'a, str>,
+    #[serde(borrow)]
+    part: Cow<'a, str>,
+    base: u64,
+    document: Cow<'a, CampaignDocument>,
+    #[serde(default)]
     draft_published: Option<u64>,
 }
 
 impl AccountJobs {
     /// The current document and its version (an empty document at 0).
-    pub fn campaign_document(&self) -> (Value, u64) {
-        current(&self.shared.account)
+    pub fn campaign_document(&self) -> (Arc<CampaignDocument>, u64) {
+        self.shared.account.campaign_document()
     }
 
-    /// Makes a change: validated whole against the account's zones and time zone,
-    /// checked against `if_match`, logged (fsynced; in a cluster stored by the
-    /// replicated log and applied from it), then in force. Changes of one account are
-    /// made one at a time.
+    /// Makes a change: its part read and compiled once against the account's zones and
+    /// time zone, checked against `if_match`, logged (fsynced; in a cluster stored by
+    /// the replicated log and applied from it), then in force. Changes of one account
+    /// are made one at a time.
     pub fn change_campaigns(&self, request: ChangeRequest<'_>) -> Result<Changed, CampaignError> {
         let _one_at_a_time = self.shared.locks.campaigns.lock();
         let account = &self.shared.account;
@@ -139,56 +157,37 @@ impl AccountJobs {
             zones: &settings.zones,
             time_zone: &settings.time_zone,
         };
-        let (document, version) = current(account);
+        let (document, version) = account.campaign_document();
+        let set = live_set(account, &document, version, target);
         let next = version + 1;
-        let (part, base, new_document) = match request.change {
-            CampaignChange::Segments(body) => {
-                let (doc, _) = campaigns::with_segments(&document, body, next, target)
-                    .map_err(CampaignError::Invalid)?;
-                (
-                    "segments".to_owned(),
-                    campaigns::segments_version(&document),
-                    doc,
-                )
-            }
-            CampaignChange::Zone { zone, body } => {
-                let (doc, _) = campaigns::with_campaigns(&document, zone, body, next, target)
-                    .map_err(CampaignError::Invalid)?;
-                (
-                    format!("zone:{zone}"),
-                    campaigns::zone_version(&document, zone),
-                    doc,
-                )
-            }
-            CampaignChange::RemoveZone(zone) => {
-                let (doc, _) = campaigns::without_campaigns(&document, zone, next, target)
-                    .map_err(CampaignError::Invalid)?;
-                (
-                    format!("zone:{zone}"),
-                    campaigns::zone_version(&document, zone),
-                    doc,
-                )
-            }
+        let (part, (new_document, new_set)) = match request.change {
+            CampaignChange::Segments(body) => (
+                Some(RestorePart::Segments),
+                campaigns::with_segments(&document, body, next, target)
+                    .map_err(CampaignError::Invalid)?,
+            ),
+            CampaignChange::Zone { zone, body } => (
+                Some(RestorePart::Zone(zone)),
+                campaigns::with_campaigns((&document, &set), zone, body, next, target)
+                    .map_err(CampaignError::Invalid)?,
+            ),
+            CampaignChange::RemoveZone(zone) => (
+                Some(RestorePart::Zone(zone)),
+                campaigns::without_campaigns((&document, &set), zone, next),
+            ),
             CampaignChange::Restore {
                 version: wanted,
                 part,
             } => {
-                let doc = restoring(account, &document, wanted, part, next)?;
-                campaigns::compile(&doc, next, target).map_err(CampaignError::Invalid)?;
-                match part {
-                    None => ("all".to_owned(), version, doc),
-                    Some(RestorePart::Segments) => (
-                        "segments".to_owned(),
-                        campaigns::segments_version(&document),
-                        doc,
-                    ),
-                    Some(RestorePart::Zone(zone)) => (
-                        format!("zone:{zone}"),
-                        campaigns::zone_version(&document, zone),
-                        doc,
-                    ),
-                }
+                let restored = restoring(account, &document, wanted, part, next)?;
+                let set =
+                    campaigns::compile(&restored, next, target).map_err(CampaignError::Invalid)?;
+                (part, (restored, set))
             }
+        };
+        let (part, base) = match part {
+            Some(part) => (part.name(), document.part_version(part)),
+            None => ("all".to_owned(), version),
         };
         if let Some(given) = request.if_match
             && given != base
@@ -226,34 +225,35 @@ impl AccountJobs {
                 campaigns::unknown_ids(body, &account.catalogue())
             }
             CampaignChange::RemoveZone(_) => Vec::new(),
-            CampaignChange::Restore { .. } => {
-                campaigns::unknown_ids(&new_document, &account.catalogue())
-            }
+            CampaignChange::Restore { .. } => campaigns::unknown_ids(
+                &serde_json::to_value(&new_document).unwrap_or_default(),
+                &account.catalogue(),
+            ),
         };
+        let new_document = Arc::new(new_document);
         let record = Record {
             version: CampaignVersion {
                 version: next,
                 at: request.now,
                 author: request.author.to_owned(),
                 summary,
-                document: String::new(),
+                document: Arc::clone(&new_document),
             },
             part: part.clone(),
             base,
-            document: new_document,
             draft_published,
+            compiled: Some(new_set),
         };
         let payload = encode(&record);
-        let document_text = record.document.to_string();
         self.log_campaign_record(
             payload,
             || {
                 // Ours, or a rival's that came first in the log.
-                (current(account).1 >= next).then(|| {
-                    let installed = account.campaign_history().get(next).is_some_and(|v| {
+                (account.campaign_document().1 >= next).then(|| {
+                    let installed = account.campaign_version(next).is_some_and(|v| {
                         v.author == request.author
                             && v.at == request.now
-                            && v.document == document_text
+                            && *v.document == *new_document
                     });
                     if installed {
                         Ok(Changed {
@@ -310,42 +310,49 @@ impl AccountJobs {
 
 impl AccountJobs {
     /// What restoring `part` of `version` (or all of it) would change in the document
-    /// now: the document it would make, without making it.
+    /// now: the live document and the one the restore would make, without making it.
     pub fn restore_preview(
         &self,
         version: u64,
         part: Option<RestorePart<'_>>,
-    ) -> Result<(Value, Value), CampaignError> {
+    ) -> Result<(Arc<CampaignDocument>, CampaignDocument), CampaignError> {
         let account = &self.shared.account;
-        let (document, current) = current(account);
+        let (document, current) = account.campaign_document();
         let restored = restoring(account, &document, version, part, current + 1)?;
         Ok((document, restored))
     }
+}
+
+/// The set in force, compiled from `document` (compiled again when it is not: a state
+/// snapshot restored and not yet compiled).
+fn live_set(
+    account: &Account,
+    document: &CampaignDocument,
+    version: u64,
+    target: Target<'_>,
+) -> Arc<CampaignSet> {
+    let set = account.campaigns();
+    if set.version == version {
+        return set;
+    }
+    Arc::new(campaigns::compile_parts(document, version, target).0)
 }
 
 /// The document a restore of `part` of `wanted` (or all of it) makes from `document`,
 /// as version `next`.
 fn restoring(
     account: &Account,
-    document: &Value,
+    document: &CampaignDocument,
     wanted: u64,
     part: Option<RestorePart<'_>>,
     next: u64,
-) -> Result<Value, CampaignError> {
-    let history = account.campaign_history();
-    let old = history
-        .get(wanted)
+) -> Result<CampaignDocument, CampaignError> {
+    let old = account
+        .campaign_version(wanted)
         .ok_or(CampaignError::NoVersion(wanted))?;
-    let old: Value =
-        serde_json::from_str(&old.document).map_err(|_| CampaignError::NoVersion(wanted))?;
     Ok(match part {
-        None => campaigns::restored(document, &old, next),
-        Some(RestorePart::Segments) => {
-            campaigns::restored_part(document, &old, &["segments"], next)
-        }
-        Some(RestorePart::Zone(zone)) => {
-            campaigns::restored_part(document, &old, &["zones", zone], next)
-        }
+        None => document.restored(&old.document, next),
+        Some(part) => document.restored_part(&old.document, part, next),
     })
 }
 
@@ -357,45 +364,34 @@ fn part_name(part: &str) -> String {
     }
 }
 
-/// The current document and its version.
-fn current(account: &Account) -> (Value, u64) {
-    let history = account.campaign_history();
-    match history.latest() {
-        Some(latest) => (
-            serde_json::from_str(&latest.document).unwrap_or_else(|_| campaigns::empty_document()),
-            latest.version,
-        ),
-        None => (campaigns::empty_document(), 0),
-    }
-}
-
 fn encode(record: &Record) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "version": record.version.version,
-        "at": record.version.at,
-        "author": record.version.author,
-        "summary": record.version.summary,
-        "part": record.part,
-        "base": record.base,
-        "document": record.document,
-        "draftPublished": record.draft_published,
-    }))
+    serde_json::to_vec(&Wire {
+        version: record.version.version,
+        at: record.version.at,
+        author: Cow::Borrowed(&record.version.author),
+        summary: Cow::Borrowed(&record.version.summary),
+        part: Cow::Borrowed(&record.part),
+        base: record.base,
+        document: Cow::Borrowed(&record.version.document),
+        draft_published: record.draft_published,
+    })
     .unwrap_or_default()
 }
 
 fn decode(value: &Value) -> Option<Record> {
+    let wire = Wire::deserialize(value).ok()?;
     Some(Record {
         version: CampaignVersion {
-            version: value.get("version")?.as_u64()?,
-            at: value.get("at")?.as_i64()?,
-            author: value.get("author")?.as_str()?.to_owned(),
-            summary: value.get("summary")?.as_str()?.to_owned(),
-            document: String::new(),
+            version: wire.version,
+            at: wire.at,
+            author: wire.author.into_owned(),
+            summary: wire.summary.into_owned(),
+            document: Arc::new(wire.document.into_owned()),
         },
-        part: value.get("part")?.as_str()?.to_owned(),
-        base: value.get("base")?.as_u64()?,
-        document: value.get("document")?.clone(),
-        draft_published: value.get("draftPublished").and_then(Value::as_u64),
+        part: wire.part.into_owned(),
+        base: wire.base,
+        draft_published: wire.draft_published,
+        compiled: None,
     })
 }
 
@@ -417,71 +413,56 @@ pub(super) fn apply(account: &Account, payload: &[u8]) -> bool {
 }
 
 fn apply_record(account: &Account, record: Record) -> bool {
-    let (document, version) = current(account);
+    let (document, version) = account.campaign_document();
     if record.version.version != version + 1 {
         return false;
     }
-    let base = match record.part.strip_prefix("zone:") {
-        Some(zone) => campaigns::zone_version(&document, zone),
-        None if record.part == "segments" => campaigns::segments_version(&document),
-        None => version,
-    };
+    let part = RestorePart::named(&record.part);
+    let base = part.map_or(version, |part| document.part_version(part));
     if base != record.base {
         return false;
     }
-    let set = compiled(account, &record.document, record.version.version);
-    let (part, at, draft_published) = (record.part, record.version.at, record.draft_published);
-    let version = CampaignVersion {
-        document: record.document.to_string(),
-        ..record.version
+    let set = match record.compiled {
+        Some(set) => set,
+        None => {
+            // The record's part compiled, the others kept from the set in force when it
+            // was compiled from the document before this one.
+            let settings = account.settings();
+            let target = Target {
+                zones: &settings.zones,
+                time_zone: &settings.time_zone,
+            };
+            let previous = account.campaigns();
+            let part = part.filter(|_| previous.version == version);
+            campaigns::compile_change(
+                &record.version.document,
+                &previous,
+                part,
+                record.version.version,
+                target,
+            )
+        }
     };
-    let installed = account.install_campaigns(version, set);
+    let (at, draft_published) = (record.version.at, record.draft_published);
+    let installed = account.install_campaigns(record.version, set);
     if installed && let Some(draft) = draft_published {
-        super::drafts::published(account, &part, draft, at);
+        super::drafts::published(account, &record.part, draft, at);
     }
     installed
 }
 
-/// The set compiled from `document` against the account's settings now: a zone that
-/// is no longer configured (or whose list no longer compiles) is left out, so that the
-/// others still apply.
-fn compiled(account: &Account, document: &Value, version: u64) -> CampaignSet {
+/// Compiles the latest version of the history again (after a state snapshot restored
+/// it, or a reload changed the zones or the time zone): a part that no longer compiles
+/// is left out, so that the others still apply.
+pub fn recompile(account: &Account) {
+    let (document, version) = account.campaign_document();
+    if version == 0 {
+        return;
+    }
     let settings = account.settings();
     let target = Target {
         zones: &settings.zones,
         time_zone: &settings.time_zone,
     };
-    if let Ok(set) = campaigns::compile(document, version, target) {
-        return set;
-    }
-    let mut kept = document.clone();
-    let zones: Vec<String> = document
-        .get("zones")
-        .and_then(Value::as_object)
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    if let Some(map) = kept.get_mut("zones").and_then(Value::as_object_mut) {
-        map.clear();
-    }
-    for zone in zones {
-        let mut one = kept.clone();
-        let part = campaigns::at(document, &["zones", &zone])
-            .cloned()
-            .unwrap_or_default();
-        campaigns::put(&mut one, &["zones", &zone], part);
-        if campaigns::compile(&one, version, target).is_ok() {
-            kept = one;
-        }
-    }
-    campaigns::compile(&kept, version, target).unwrap_or_default()
-}
-
-/// Compiles the latest version of the history again (after a state snapshot restored
-/// it, or a reload changed the zones or the time zone).
-pub fn recompile(account: &Account) {
-    let (document, version) = current(account);
-    if version == 0 {
-        return;
-    }
-    account.recompiled_campaigns(compiled(account, &document, version));
+    account.recompiled_campaigns(campaigns::compile_parts(&document, version, target).0);
 }

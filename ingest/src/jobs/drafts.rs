@@ -13,7 +13,7 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_fields::Errors;
 
 use super::{AccountJobs, SubmitError};
-use crate::campaigns::{self, MAX_CAMPAIGNS, MAX_SEGMENTS};
+use crate::campaigns::{MAX_CAMPAIGNS, MAX_SEGMENTS};
 
 /// The largest draft, as JSON text.
 pub const MAX_DRAFT_BYTES: usize = 1024 * 1024;
@@ -89,8 +89,8 @@ impl AccountJobs {
         let (document, _) = self.campaign_document();
         let part = request.part.name();
         let based_on = match request.part {
-            DraftPart::Segments => campaigns::segments_version(&document),
-            DraftPart::Zone(zone) => campaigns::zone_version(&document, zone),
+            DraftPart::Segments => document.segments_version(),
+            DraftPart::Zone(zone) => document.zone_version(zone),
         };
         let draft = Draft {
             part: part.clone(),
