@@ -241,8 +241,12 @@ impl Cluster {
         if !unstored.is_empty() {
             tracing::info!(account = %access_key, records = unstored.len(), "records taken before the restart and not known to be in the stream: published again (stored once)");
         }
-        let (outbox, receiver) =
-            Outbox::new(OUTBOX, self.start, unstored, jobs.dir().to_path_buf());
+        let (outbox, receiver) = Outbox::new(
+            OUTBOX,
+            self.start,
+            unstored,
+            (jobs.dir().to_path_buf(), Some(jobs.local_log())),
+        );
         let outbox = Arc::new(outbox);
         let mut publishing = self.jetstream.clone();
         publishing.set_timeout(ACK_TIMEOUT);

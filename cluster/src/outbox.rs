@@ -10,7 +10,9 @@
 //! repeated id within the stream's duplicate window (two minutes).
 //!
 //! Durable: a record a request adds is logged locally as `Outboxed` with its id first
-//! (`AccountJobs::log_and_publish`). The publisher saves the outbox mark (every id up
+//! (`AccountJobs::log_and_publish`), and published only once the local log holds it
+//! (`LocalLog`): a node killed before its log kept a record has published it nowhere,
+//! so that no other node holds what it lost. The publisher saves the outbox mark (every id up
 //! to it is stored) at most every [`MARK_EVERY`]; a restart hands the outbox the
 //! logged records past the mark, first, with their ids. The local log is not cut past
 //! a record not yet stored ([`Outbox::unstored_from`]).
@@ -35,7 +37,8 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
 use vitrine_ingest::jobs::{
-    Incarnation, OutboxFigures, OutboxId, RecordKind, ReplicationError, Reserved, Unstored, Wait,
+    Incarnation, LocalLog, OutboxFigures, OutboxId, RecordKind, ReplicationError, Reserved,
+    Unstored, Wait,
 };
 
 use crate::{KIND_HEADER, ORIGIN_HEADER};
@@ -57,6 +60,9 @@ pub(crate) const RETRY: Duration = Duration::from_millis(100);
 pub(crate) const REFUSE_AFTER: Duration = Duration::from_millis(300);
 /// How often the outbox mark is saved at most (when it moved).
 pub(crate) const MARK_EVERY: Duration = Duration::from_secs(1);
+/// How often the publisher looks again whether the local log holds a record it is to
+/// publish (the log's group commit makes it so within a write and an fsync).
+pub(crate) const HELD_POLL: Duration = Duration::from_millis(1);
 
 /// A record in the outbox.
 #[derive(Debug)]
@@ -101,6 +107,8 @@ pub(crate) struct Outbox {
     reserved: Mutex<BTreeSet<Reserved>>,
     /// The account directory, where the outbox mark is saved.
     dir: PathBuf,
+    /// The account's local log: a record is published once it holds it.
+    local: Option<LocalLog>,
     /// Since when the attempts fail (no record stored since the first failure), as a
     /// [`stamp`]; 0 while records are stored.
     failing_since: AtomicU64,
@@ -114,19 +122,25 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// A new outbox holding at most `bound` records, for the account in `dir`, numbering
-    /// the records of the data directory's `start`; first in it, `unstored` (records an
-    /// earlier start logged and may not have published). With the receiving end for
-    /// its publisher ([`Outbox::run`]).
+    /// A new outbox holding at most `bound` records, for the account in `dir` whose
+    /// local log is `local` (none: records are published as soon as they are handed
+    /// over), numbering the records of the data directory's `start`; first in it,
+    /// `unstored` (records an earlier start logged and may not have published). With
+    /// the receiving end for its publisher ([`Outbox::run`]).
     pub(crate) fn new(
         bound: usize,
         start: u32,
         unstored: Vec<Unstored>,
-        dir: PathBuf,
+        (dir, local): (PathBuf, Option<LocalLog>),
     ) -> (Outbox, Receiver) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        // Somewhere in the local log: it is not cut until they are stored.
-        let kept = |id| Reserved { logged_from: 0, id };
+        // Somewhere in the local log (held: read back from it); it is not cut until
+        // they are stored.
+        let kept = |id| Reserved {
+            logged_from: 0,
+            id,
+            stamp: 0,
+        };
         let reserved = unstored.iter().map(|record| kept(record.id)).collect();
         let outbox = Outbox {
             sender,
@@ -136,6 +150,7 @@ impl Outbox {
             next_number: AtomicU64::new(1),
             reserved: Mutex::new(reserved),
             dir,
+            local,
             failing_since: AtomicU64::new(0),
             reason: Mutex::new(String::new()),
             oldest: AtomicU64::new(0),
@@ -161,11 +176,13 @@ impl Outbox {
         }
     }
 
-    /// Reserves an id for a record about to be logged at `logged_from` or later.
+    /// Reserves an id for a record about to be logged at `logged_from` or later, with
+    /// the local log's stamp of now (before the record is handed to it).
     pub(crate) fn reserve(&self, logged_from: u64) -> Reserved {
         let reserved = Reserved {
             logged_from,
             id: self.next_id(),
+            stamp: self.local.as_ref().map_or(0, LocalLog::stamp),
         };
         self.depth.fetch_add(1, Ordering::AcqRel);
         if let Ok(mut set) = self.reserved.lock() {
@@ -277,6 +294,35 @@ impl Outbox {
         if let Some(stored) = entry.stored {
             let _ = stored.send(());
         }
+    }
+
+    /// Waits until the local log holds `entry`'s record (fsynced under `always` and
+    /// `interval`, written under `never`): a record leaves the node only once a crash
+    /// can no longer take it from this node. False when the log failed before it held
+    /// the record: it is then never published.
+    async fn held(&self, entry: &Entry) -> bool {
+        let (Some(local), Some(reserved)) = (&self.local, entry.reserved) else {
+            return true;
+        };
+        while !local.holds(reserved.stamp) {
+            if local.has_failed() {
+                return false;
+            }
+            tokio::time::sleep(HELD_POLL).await;
+        }
+        true
+    }
+
+    /// Drops a record its local log failed to keep: it is published nowhere (its writer
+    /// was answered already, or is told the publisher stopped).
+    fn discard(&self, entry: Entry) {
+        tracing::error!(id = %entry.id, "the local log failed before it kept a record: the record is not published");
+        if let Some(reserved) = entry.reserved
+            && let Ok(mut set) = self.reserved.lock()
+        {
+            set.remove(&reserved);
+        }
+        self.depth.fetch_sub(1, Ordering::AcqRel);
     }
 
     fn failed(&self, reason: &str) {
@@ -399,6 +445,10 @@ impl Outbox {
                         open = false;
                         continue;
                     };
+                    if !self.held(&entry).await {
+                        self.discard(entry);
+                        continue;
+                    }
                     match publish.send(&entry).await {
                         Ok(ack) => {
                             handed.push_back(entry.handed);
@@ -562,7 +612,7 @@ mod tests {
     #[tokio::test]
     async fn reserved_records_hold_the_log_until_stored_or_released() {
         let dir = std::env::temp_dir();
-        let (outbox, _receiver) = Outbox::new(4, 2, Vec::new(), dir);
+        let (outbox, _receiver) = Outbox::new(4, 2, Vec::new(), (dir, None));
         let first = outbox.reserve(10);
         let second = outbox.reserve(7);
         assert_eq!(outbox.unstored_from(), Some(7));
@@ -582,7 +632,7 @@ mod tests {
 
     #[test]
     fn a_failing_stream_refuses_waiting_writes_only_once_it_has_failed_for_a_while() {
-        let (mut outbox, _receiver) = Outbox::new(4, 1, Vec::new(), std::env::temp_dir());
+        let (mut outbox, _receiver) = Outbox::new(4, 1, Vec::new(), (std::env::temp_dir(), None));
         // The outbox's clock started ten seconds ago.
         outbox.base = Instant::now()
             .checked_sub(Duration::from_secs(10))

@@ -42,6 +42,8 @@ mod cluster_campaigns;
 mod cluster_faults;
 #[path = "api/cluster_feeds.rs"]
 mod cluster_feeds;
+#[path = "api/cluster_kills.rs"]
+mod cluster_kills;
 #[path = "api/cluster_trim.rs"]
 mod cluster_trim;
 mod common;

@@ -2,13 +2,12 @@
 //! loopback ports with their own storage directories (`vitrine_testkit::nats`), and
 //! two or three `vitrine` nodes serving the same account: writes served by the other
 //! node, catching up, NATS servers and nodes killed under writes, a node joining under
-//! load. Full feeds in a cluster are in `cluster_feeds.rs`; erasure and joining after
+//! load. Nodes SIGKILLed in a loop under writes are in `cluster_kills.rs`; full feeds in a cluster in `cluster_feeds.rs`; erasure and joining after
 //! the stream was trimmed in `cluster_trim.rs`; NATS faults in `cluster_faults.rs`.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::common::{self, Server, serverside_body, try_post, wait_for};
+use crate::common::{self, Server, serverside_body, wait_for};
 use serde_json::{Value, json};
 use vitrine_testkit::nats::NatsCluster;
 use vitrine_testkit::records;
@@ -297,72 +296,6 @@ pub(super) fn present_orders(server: &Server, ids: &[String]) -> Vec<String> {
     })
 }
 
-/// What the writers had acknowledged before a kill: order ids, delta tokens.
-#[derive(Default)]
-struct Acked {
-    orders: Vec<String>,
-    deltas: Vec<String>,
-}
-
-/// Two order writers and a delta writer against `server` until it is SIGKILLed (once
-/// `min_writes` are acknowledged, and after at least `after`); what they had
-/// acknowledged, and the server's directory.
-fn write_until_killed(
-    server: Server,
-    round: usize,
-    min_writes: usize,
-    after: Duration,
-) -> (Acked, tempfile::TempDir) {
-    let acked = Mutex::new(Acked::default());
-    let addr = server.addr;
-    let dir = std::thread::scope(|scope| {
-        for writer in 0..2 {
-            let acked = &acked;
-            scope.spawn(move || {
-                for n in 0.. {
-                    let order_id = format!("r{round}-w{writer}-{n}");
-                    let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
-                        "visitorId": format!("writer-{writer}"),
-                        "events": [order_event(&order_id)]}));
-                    match try_post(addr, "/api/serverside", &body) {
-                        Some(resp) if resp.status == 200 => {
-                            acked.lock().unwrap().orders.push(order_id);
-                        }
-                        // Not confirmed within 1 s (a busy machine): not acknowledged.
-                        Some(resp) if resp.status == 503 => {}
-                        Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
-                        None => return,
-                    }
-                }
-            });
-        }
-        let acked = &acked;
-        scope.spawn(move || {
-            for n in 0.. {
-                let body = json!({"AppKey": KEY, "SecretKey": SECRET,
-                    "Products": [product(&format!("k{round}-{n}"))]});
-                match try_post(addr, "/api/delta", &body) {
-                    Some(resp) if resp.status == 200 => {
-                        let token = resp.json()["Token"].as_str().unwrap().to_owned();
-                        acked.lock().unwrap().deltas.push(token);
-                    }
-                    Some(resp) if resp.status == 503 => {}
-                    Some(resp) => panic!("unexpected answer: {} {}", resp.status, resp.body),
-                    None => return,
-                }
-            }
-        });
-        let started = std::time::Instant::now();
-        wait_for("writes acknowledged", REPLICATED, || {
-            let acked = acked.lock().unwrap();
-            (started.elapsed() >= after && acked.orders.len() + acked.deltas.len() >= min_writes)
-                .then_some(())
-        });
-        server.kill9()
-    });
-    (acked.into_inner().unwrap(), dir)
-}
-
 /// Waits until `server` has applied everything published before now: a delta through it
 /// comes back from the stream after every earlier message.
 /// (Through a node's one ordered publish queue, so also after everything it took
@@ -399,38 +332,6 @@ pub(super) fn holds_everything(server: &Server, orders: &[String], deltas: &[Str
         missing.is_empty(),
         "{what}: acknowledged orders lost: {missing:?}"
     );
-}
-
-#[test]
-fn a_node_killed_in_a_loop_under_writes_loses_nothing_acknowledged() {
-    let nats = NatsCluster::start(3).expect("a NATS cluster");
-    // Snapshots every second: a restart with its directory deleted restores them.
-    let config =
-        |node: &str| with_snapshots(config_with(&nats, node, r#"events_fsync = "always""#));
-    let b = Server::with_config(&config("b"));
-    let mut a = Server::with_config(&config("a"));
-    let mut orders = Vec::new();
-    let mut deltas = Vec::new();
-    for round in 0..6 {
-        // Killed at a different moment each round.
-        let after = Duration::from_millis(200 + 150 * round as u64);
-        let (acked, kept) = write_until_killed(a, round, 10, after);
-        orders.extend(acked.orders);
-        deltas.extend(acked.deltas);
-        settled(&b);
-        holds_everything(&b, &orders, &deltas, &format!("B after kill {round}"));
-        // Every other round A comes back with its data directory deleted: it catches up
-        // from the stream alone.
-        a = if round % 2 == 0 {
-            drop(kept);
-            Server::with_config(&config("a"))
-        } else {
-            Server::start_in(kept, Some(&config("a")))
-        };
-        holds_everything(&a, &orders, &deltas, &format!("A after restart {round}"));
-    }
-    assert!(orders.len() >= 20, "too few orders: {}", orders.len());
-    assert!(deltas.len() >= 10, "too few deltas: {}", deltas.len());
 }
 
 #[test]

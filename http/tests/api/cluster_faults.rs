@@ -28,7 +28,7 @@ fn stream() -> String {
 }
 
 /// A gauge of the account from `server`'s `/metrics`.
-fn gauge(server: &Server, name: &str) -> f64 {
+pub(super) fn gauge(server: &Server, name: &str) -> f64 {
     let prefix = format!("{name}{{account=\"{KEY}\"}} ");
     server
         .get("/metrics")

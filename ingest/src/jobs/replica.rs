@@ -11,7 +11,9 @@
 //!   including that one, logs and applies it when it comes back from the replicated log,
 //!   so deltas are applied in the same order everywhere.
 //! - A request's events are applied and logged locally first (read-your-writes), then
-//!   published; each node skips what its own data directory published (its
+//!   published once the local log holds them ([`LocalLog`]: a crash never leaves the
+//!   others holding a record this node lost); each node skips what its own data
+//!   directory published (its
 //!   *incarnation*, a random id saved with the data directory: a node whose directory is
 //!   lost applies its own earlier records again, from the replicated log).
 //! - An erasure is applied and logged locally, then published and applied by the others.
@@ -28,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::log::{self, RecordKind};
-use super::replication::{Incarnation, OutboxFigures, Replication, Unstored, Wait};
+use super::replication::{Incarnation, LocalLog, OutboxFigures, Replication, Unstored, Wait};
 use super::status::DeltaStatus;
 use super::worker::Queued;
 use super::{AccountJobs, Shared, SubmitError};
@@ -347,6 +349,11 @@ impl AccountJobs {
             .log
             .publish_reserved(reserved, kind, payload, wait)
             .map_err(SubmitError::Replication)
+    }
+
+    /// The local log as the outbox sees it (see [`LocalLog`]).
+    pub fn local_log(&self) -> LocalLog {
+        LocalLog(Arc::clone(&self.shared))
     }
 
     /// The records this node took before it stopped and the replicated log may not

@@ -33,14 +33,17 @@ impl std::fmt::Display for OutboxId {
     }
 }
 
-/// An outbox id reserved for a record about to be logged, and the lowest local log
-/// sequence the record can have.
+/// An outbox id reserved for a record about to be logged, the lowest local log
+/// sequence the record can have, and the local log's stamp before it was handed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Reserved {
     /// The lowest local log sequence of the record.
     pub logged_from: u64,
     /// Its outbox id.
     pub id: OutboxId,
+    /// The local log's stamp taken when the id was reserved, before the record was
+    /// handed to the log ([`LocalLog::holds`]; 0: held already).
+    pub stamp: u64,
 }
 
 /// A record taken for the outbox and not known to be stored (read back from the local
@@ -72,6 +75,38 @@ pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
         start: start.parse().ok()?,
         number: number.parse().ok()?,
     })
+}
+
+/// An account's local log as its outbox sees it: whether a record handed to it is kept
+/// there yet (fsynced under `always` and `interval`, written under `never`). A record is
+/// published only once its own node's log holds it, so that a node that crashes never
+/// lacks, once restarted, a record the others hold: every record is on every node, or
+/// (lost within the window of the node that took it) on none.
+#[derive(Clone)]
+pub struct LocalLog(pub(super) std::sync::Arc<super::Shared>);
+
+impl LocalLog {
+    /// A stamp of now, taken before a record is handed to the log.
+    pub fn stamp(&self) -> u64 {
+        self.0.wal.stamp()
+    }
+
+    /// Whether every record handed to the log before `stamp` is kept there (false for
+    /// good once the log has failed).
+    pub fn holds(&self, stamp: u64) -> bool {
+        self.0.wal.holds(stamp)
+    }
+
+    /// Whether the log has failed: what it was handed last may never be kept.
+    pub fn has_failed(&self) -> bool {
+        self.0.wal.has_failed()
+    }
+}
+
+impl std::fmt::Debug for LocalLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LocalLog").field(&self.0.dir).finish()
+    }
 }
 
 /// Why the replicated log, the job claims or the shared objects did not do what was

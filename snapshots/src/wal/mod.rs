@@ -197,12 +197,15 @@ struct Append {
 }
 
 /// How far the log is on disk, in time: every record handed to the writer before
-/// `durable_as_of` (nanoseconds after `epoch`) is fsynced. Written by the writer after
-/// each fsync (and when it finds nothing pending), read by [`Wal::behind_window`].
+/// `durable_as_of` (nanoseconds after `epoch`) is fsynced, every one handed before
+/// `written_as_of` written to its file. Written by the writer after each write and
+/// fsync (and when it finds nothing pending), read by [`Wal::behind_window`] and
+/// [`Wal::holds`].
 #[derive(Debug)]
 pub(super) struct Progress {
     epoch: Instant,
     durable_as_of: AtomicU64,
+    written_as_of: AtomicU64,
 }
 
 impl Progress {
@@ -210,7 +213,13 @@ impl Progress {
         Progress {
             epoch: Instant::now(),
             durable_as_of: AtomicU64::new(0),
+            written_as_of: AtomicU64::new(0),
         }
+    }
+
+    /// Everything handed over before `at` (from [`Progress::now`]) is written.
+    pub(super) fn written_at(&self, at: u64) {
+        self.written_as_of.fetch_max(at, Ordering::AcqRel);
     }
 
     /// Now, in nanoseconds after the epoch.
@@ -386,6 +395,34 @@ impl Wal {
     /// is then sealed: no record is ever added to it again.
     pub fn rotate(&self) -> Result<u64> {
         self.submit(Request::Rotate)
+    }
+
+    /// A stamp of now, taken before a record is handed over: once [`Wal::holds`] is
+    /// true of it, the record is kept as the policy keeps records.
+    pub fn stamp(&self) -> u64 {
+        self.progress.now()
+    }
+
+    /// Whether every record handed over before `stamp` (from [`Wal::stamp`]) is kept as
+    /// the policy keeps records: fsynced under `always` and `interval`, written to its
+    /// file (safe from the process's death, not the machine's) under `never`. A clock
+    /// read and an atomic load; false for good once the log has failed.
+    pub fn holds(&self, stamp: u64) -> bool {
+        if self.failed.get().is_some() {
+            return false;
+        }
+        let durable = self.progress.durable_as_of.load(Ordering::Acquire) >= stamp;
+        match self.policy {
+            SyncPolicy::Never => {
+                durable || self.progress.written_as_of.load(Ordering::Acquire) >= stamp
+            }
+            SyncPolicy::Always | SyncPolicy::Interval(_) => durable,
+        }
+    }
+
+    /// Whether the log has failed (it refuses every record from then on).
+    pub fn has_failed(&self) -> bool {
+        self.failed.get().is_some()
     }
 
     /// The sequence the next record will get; every record before it is written (not

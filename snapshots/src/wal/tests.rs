@@ -415,3 +415,30 @@ fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
     let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
     assert_eq!(recovery.next_sequence, 1 + accepted + 1);
 }
+
+/// A record stamped before it is handed over is held once the writer has kept it as the
+/// policy keeps records, without anyone asking for an fsync: at once under `always`,
+/// after the batch's group commit under `interval`, once written under `never`. A
+/// stamp after the record is not held before the next batch.
+#[test]
+fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
+    for policy in [
+        SyncPolicy::Always,
+        SyncPolicy::Interval(Duration::from_secs(3600)),
+        SyncPolicy::Never,
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
+        let stamp = wal.stamp();
+        wal.append_unwaited(1, b"one".to_vec()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !wal.holds(stamp) {
+            assert!(Instant::now() < deadline, "{policy:?}: never held");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Written and kept: a reopened log has it.
+        drop(wal);
+        let (_, recovery) = Wal::open(config(tmp.path(), policy)).unwrap();
+        assert_eq!(payloads(&recovery), vec![b"one".to_vec()], "{policy:?}");
+    }
+}

@@ -118,6 +118,7 @@ impl Writer {
                         Ok(first) => first,
                         Err(mpsc::TryRecvError::Empty) => {
                             self.written_as_of = now;
+                            self.progress.written_at(now);
                             if self.unsynced > 0 {
                                 let _ = self.sync(stats);
                             } else if self.failed.get().is_none() {
@@ -239,6 +240,7 @@ impl Writer {
         self.written += bytes.len() as u64;
         self.unsynced += records;
         self.written_as_of = drained_at;
+        self.progress.written_at(drained_at);
         self.shared_next.store(self.next, Ordering::Release);
         stats.records.fetch_add(records, Ordering::Relaxed);
         stats.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
