@@ -119,6 +119,10 @@ pub(crate) struct Outbox {
     oldest: AtomicU64,
     base: Instant,
     retries: AtomicU64,
+    /// Writes refused by [`Outbox::admit`], since the process started.
+    refused: AtomicU64,
+    /// The count of `refused` when the stream last started failing.
+    refused_before: AtomicU64,
 }
 
 impl Outbox {
@@ -156,6 +160,8 @@ impl Outbox {
             oldest: AtomicU64::new(0),
             base: Instant::now(),
             retries: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            refused_before: AtomicU64::new(0),
         };
         for record in unstored {
             let entry = Entry::new(
@@ -210,9 +216,11 @@ impl Outbox {
     pub(crate) fn admit(&self, wait: Wait) -> Result<(), ReplicationError> {
         let depth = self.depth.load(Ordering::Acquire);
         if depth >= self.bound {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(ReplicationError::QueueFull(depth));
         }
         if wait == Wait::Answer && self.failing_for() >= Some(REFUSE_AFTER) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             let reason = self.reason.lock().map(|r| r.clone()).unwrap_or_default();
             return Err(ReplicationError::Unavailable(reason));
         }
@@ -271,6 +279,7 @@ impl Outbox {
             records: self.depth.load(Ordering::Acquire),
             oldest_seconds: oldest.unwrap_or_default().as_secs_f64(),
             retries: self.retries.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -335,7 +344,9 @@ impl Outbox {
             .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
             .is_ok();
         if first {
-            tracing::warn!(%reason, "the cluster did not store a record; the outbox keeps it and tries again");
+            self.refused_before
+                .store(self.refused.load(Ordering::Relaxed), Ordering::Relaxed);
+            tracing::warn!(%reason, "the cluster stopped storing records; the outbox keeps them and tries again, and writes that wait for the cluster are refused until it stores again");
         }
     }
 
@@ -345,8 +356,17 @@ impl Outbox {
     }
 
     fn recovered(&self) {
-        if self.failing_since.swap(0, Ordering::AcqRel) != 0 {
-            tracing::info!("the cluster stores records again; the outbox goes on");
+        let since = self.failing_since.swap(0, Ordering::AcqRel);
+        if let Some(failed_for) = age(self.base, since) {
+            let refused = self
+                .refused
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.refused_before.load(Ordering::Relaxed));
+            tracing::warn!(
+                seconds = format!("{:.1}", failed_for.as_secs_f64()),
+                refused,
+                "the cluster stores records again; the outbox goes on"
+            );
         }
     }
 

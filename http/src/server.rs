@@ -449,7 +449,16 @@ async fn handle(
         Ok(reply) => reply_response(reply, &cors),
         Err(error) => {
             let response = error_response(endpoint, &error, &cors);
-            if response.status().is_server_error() {
+            // A refusal (503: the log or the cluster cannot take the write now, nothing
+            // recorded) is counted and its cause logged once where it is known, not per
+            // request.
+            if response.status() == http::StatusCode::SERVICE_UNAVAILABLE {
+                tracing::debug!(
+                    endpoint = endpoint.name(),
+                    error = %error.messages().join("; "),
+                    "request refused"
+                );
+            } else if response.status().is_server_error() {
                 tracing::error!(
                     endpoint = endpoint.name(),
                     status = response.status().as_u16(),

@@ -218,6 +218,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
             &account,
             outbox.retries as f64,
         );
+        f.counter(
+            "vitrine_cluster_refused_total",
+            "Writes refused with nothing recorded because the cluster was not storing records or the outbox was at its bound.",
+            &account,
+            outbox.refused as f64,
+        );
     }
     f.histogram(
         "vitrine_wal_fsync_duration_seconds",

@@ -487,6 +487,16 @@ fn a_quorum_loss_under_always_refuses_orders_with_nothing_applied_and_still_answ
         }
         None
     });
+    // More orders refused while the cluster stays down.
+    for extra in 0..5 {
+        let order_id = format!("q-refused-{extra}");
+        let (status, body) = order(&a, "quorum-shopper", &order_id);
+        assert!(
+            status == 503 && body.contains("nothing was recorded"),
+            "{status} {body}"
+        );
+        outcomes.refused.push((order_id, Instant::now()));
+    }
     // Shop pages go on: a request that only views a page does not wait for the cluster.
     let (status, body) = page(&a);
     assert_eq!(status, 200, "{body}");
@@ -496,6 +506,33 @@ fn a_quorum_loss_under_always_refuses_orders_with_nothing_applied_and_still_answ
     nats.restart(1).expect("a NATS server restarts");
     nats.restart(2).expect("a NATS server restarts");
     agree(&a, &b, &outcomes);
+    // Refusals are counted, and the cluster's stop and recovery logged once each with the
+    // count refused between, not an error line per refused request.
+    let refused = outcomes.refused.len();
+    let counted = gauge(&a, "vitrine_cluster_refused_total");
+    assert!(
+        counted >= refused as f64,
+        "{counted} counted, {refused} refused"
+    );
+    let log = plain(&a.log());
+    assert!(!log.contains("request failed"), "{log}");
+    assert!(log.contains("the cluster stopped storing records"), "{log}");
+    let logged: usize = log
+        .lines()
+        .filter(|line| line.contains("the cluster stores records again"))
+        .filter_map(|line| {
+            line.split("refused=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert!(
+        logged >= refused,
+        "{logged} logged as refused, {refused} refused: {log}"
+    );
 }
 
 #[test]

@@ -220,6 +220,9 @@ pub struct OutboxFigures {
     pub oldest_seconds: f64,
     /// Publishes attempted again after a failure, since the process started.
     pub retries: u64,
+    /// Writes refused before anything was applied (the outbox at its bound, or the
+    /// cluster not storing records), since the process started.
+    pub refused: u64,
 }
 
 /// A replicated log the account's records are published to.
