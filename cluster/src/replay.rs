@@ -50,8 +50,14 @@ pub(crate) fn reader_config(subject: &str, start: u64) -> consumer::pull::Config
     }
 }
 
-/// Reads the stream's messages `first` through `last` through an ephemeral consumer
-/// (deleted afterwards), handing each one's sequence, kind and payload to `each`.
+/// Reads the stream's messages `first` through `last` in order, handing each one's
+/// sequence, kind and payload to `each`. Through ephemeral consumers (deleted
+/// afterwards) checked as the reader checks its own: when a consumer passes over
+/// messages (its server holds a replica still catching up), a new one starts after the
+/// last message handed over; when the same messages are passed over by
+/// [`SKIPS_BELIEVED`] consumers in a row the read fails rather than hand over a range
+/// with a hole. Messages trimmed from the stream's front are gone: the read goes on
+/// from its first message.
 pub(crate) async fn read_range(
     stream: &stream::Stream,
     subject: &str,
@@ -59,6 +65,58 @@ pub(crate) async fn read_range(
     last: u64,
     mut each: impl FnMut(u64, Option<RecordKind>, &[u8]),
 ) -> Result<(), ReplicationError> {
+    let mut next = first;
+    let mut skipped: Option<((u64, u64), u32)> = None;
+    loop {
+        match read_from(stream, subject, (next, last), &mut each).await? {
+            Ranged::Done => return Ok(()),
+            Ranged::Hole { next: at, seen } => {
+                next = at;
+                let hole = (at, seen - 1);
+                let times = match skipped {
+                    Some((was, times)) if was == hole => times + 1,
+                    _ => 1,
+                };
+                skipped = Some((hole, times));
+                let (first_held, _) = bounds(&mut stream.clone()).await?;
+                if first_held > at {
+                    // Trimmed: the stream holds nothing before its first message.
+                    tracing::warn!(
+                        from = at,
+                        to = first_held - 1,
+                        "a range read starts before the trimmed stream; reading from its first message"
+                    );
+                    next = first_held;
+                    continue;
+                }
+                if times > SKIPS_BELIEVED {
+                    return Err(ReplicationError::failed(
+                        format!("the stream's messages {} to {}", hole.0, hole.1),
+                        "never delivered by any consumer, though the stream should hold them",
+                    ));
+                }
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+}
+
+/// How one consumer's read of a range ended.
+enum Ranged {
+    /// Every message of the range handed over.
+    Done,
+    /// The consumer passed over messages: `next` is the first not handed over, `seen`
+    /// the one it delivered instead.
+    Hole { next: u64, seen: u64 },
+}
+
+/// One consumer's read of `first..=last` (see [`read_range`]).
+async fn read_from(
+    stream: &stream::Stream,
+    subject: &str,
+    (first, last): (u64, u64),
+    each: &mut impl FnMut(u64, Option<RecordKind>, &[u8]),
+) -> Result<Ranged, ReplicationError> {
     let consumer = stream
         .create_consumer(reader_config(subject, first))
         .await
@@ -73,12 +131,28 @@ pub(crate) async fn read_range(
             .messages()
             .await
             .map_err(|e| ReplicationError::nats("reading the stream", e))?;
+        let (mut expected, mut next) = (1, first);
         while let Some(message) = messages.next().await {
             let message = message.map_err(|e| ReplicationError::nats("reading the stream", e))?;
-            let sequence = message
+            let info = message
                 .info()
-                .map_err(|e| ReplicationError::nats("reading the stream", e))?
-                .stream_sequence;
+                .map_err(|e| ReplicationError::nats("reading the stream", e))?;
+            let sequence = info.stream_sequence;
+            match delivery(expected, next, info.consumer_sequence, sequence) {
+                Delivery::InOrder => {}
+                Delivery::Skipped => {
+                    return Ok(Ranged::Hole {
+                        next,
+                        seen: sequence,
+                    });
+                }
+                Delivery::Missing => {
+                    return Err(ReplicationError::failed(
+                        "reading the stream",
+                        format!("a message after {} is missing", next - 1),
+                    ));
+                }
+            }
             if sequence > last {
                 break;
             }
@@ -92,8 +166,10 @@ pub(crate) async fn read_range(
             if sequence >= last {
                 break;
             }
+            expected += 1;
+            next = sequence + 1;
         }
-        Ok::<_, ReplicationError>(())
+        Ok::<_, ReplicationError>(Ranged::Done)
     };
     let read = read.await;
     let _ = stream.delete_consumer(&name).await;

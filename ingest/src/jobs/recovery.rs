@@ -88,6 +88,7 @@ impl AccountJobs {
                 applied_through: AtomicU64::new(log.next_sequence.max(base_position)),
                 pending: AtomicU64::new(0),
                 since_base: SinceBase::new(since_base),
+                stream_pending: Mutex::new(std::collections::VecDeque::new()),
             },
             feeds,
             streams,

@@ -187,15 +187,17 @@ impl AccountJobs {
                     }
                 };
                 // Queued before the position moves: a node is not caught up with a
-                // delta it has read but not applied.
+                // delta it has read but not applied, and a cluster snapshot's
+                // catalogue stops before it.
                 shared
                     .stream_deltas_queued
                     .store(local + 1, Ordering::Release);
+                deltas.stream_pending.lock().push_back(sequence);
                 shared.stream_position.store(sequence, Ordering::Release);
                 deltas
                     .statuses
                     .set(token.clone(), local, DeltaStatus::Pending);
-                let queued = Queued::new(token, local, delta);
+                let queued = Queued::replicated(token, (local, sequence), delta);
                 if sender.send(queued).is_err() {
                     deltas.pending.fetch_sub(1, Ordering::AcqRel);
                     return Err(SubmitError::Closed);

@@ -9,8 +9,9 @@
 //! and skips the deltas (and feed records) the catalogue includes and the events and
 //! erasures the state includes.
 //!
-//! The catalogue is exact: taken when no delta read is waiting to be applied, tagged
-//! with the position read before, and the delta statuses taken with it (so that every
+//! The catalogue is exact: taken at the delta worker's batch boundary, tagged with the
+//! position before the first delta read and still waiting to be applied (the position
+//! read when none waits), and the delta statuses taken with it (so that every
 //! delta they name is in it: a node applies a delta once per token, and takes one it
 //! holds a status for as read already). The state is as
 //! exact as a local state snapshot: events applied while it is exported, and this
@@ -20,7 +21,6 @@
 use std::fs;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use vitrine_snapshots::snapshot::{self, Kind};
@@ -66,25 +66,17 @@ impl AccountJobs {
     /// `out` (see the module documentation).
     pub fn cluster_snapshot(&self, out: &Path) -> Result<SnapshotSet, ReplicationError> {
         let shared = &self.shared;
-        // The catalogue with every delta read applied.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        // The statuses with it: a delta applied after it is not among them.
-        let (catalogue, catalogue_floor, statuses) = loop {
+        // The catalogue at the delta worker's batch boundary: with the writer held, it
+        // includes every delta read before the first one still waiting to be applied
+        // (all of them when none waits), and the statuses taken with it name only
+        // those.
+        let (catalogue, catalogue_floor, statuses) = {
+            let _writer = shared.account.writer();
             let position = shared.stream_position.load(Ordering::Acquire);
-            {
-                let _writer = shared.account.writer();
-                if shared.deltas.pending.load(Ordering::Acquire) == 0 {
-                    let statuses = shared.deltas.statuses.decided();
-                    break (shared.account.catalogue(), position, statuses);
-                }
-            }
-            if Instant::now() >= deadline {
-                return Err(ReplicationError::failed(
-                    "the snapshot set",
-                    "deltas kept waiting to be applied for a minute",
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(5));
+            let first_pending = shared.deltas.stream_pending.lock().front().copied();
+            let floor = first_pending.map_or(position, |first| position.min(first - 1));
+            let statuses = shared.deltas.statuses.decided();
+            (shared.account.catalogue(), floor, statuses)
         };
         let write = |bytes: &[u8]| {
             snapshot::write(out, store::PREFIX, Kind::Catalogue, 1, 1, bytes)

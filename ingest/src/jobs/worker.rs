@@ -30,6 +30,8 @@ pub(super) struct Logged {
 pub(super) struct Queued {
     token: String,
     sequence: u64,
+    /// Its sequence in the replicated log (0: taken by this node alone).
+    stream: u64,
     delta: Arc<Delta>,
 }
 
@@ -48,13 +50,23 @@ pub(super) struct Deltas {
     /// Deltas applied since the current base (they make up its overlay), in order;
     /// reachable only with the account's writer held.
     pub(super) since_base: SinceBase<Logged>,
+    /// The replicated log's sequences of the deltas read from it and not yet applied,
+    /// oldest first (popped with the account's writer held, as each is applied): a
+    /// cluster snapshot's catalogue includes every delta before the first.
+    pub(super) stream_pending: parking_lot::Mutex<std::collections::VecDeque<u64>>,
 }
 
 impl Queued {
-    pub(super) fn new(token: String, sequence: u64, delta: Delta) -> Queued {
+    /// A delta read from the replicated log at `stream`, logged locally at `sequence`.
+    pub(super) fn replicated(
+        token: String,
+        (sequence, stream): (u64, u64),
+        delta: Delta,
+    ) -> Queued {
         Queued {
             token,
             sequence,
+            stream,
             delta: Arc::new(delta),
         }
     }
@@ -114,6 +126,7 @@ impl AccountJobs {
         let queued = Queued {
             token: token.clone(),
             sequence,
+            stream: 0,
             delta: Arc::new(delta),
         };
         if sender.send(queued).is_err() {
@@ -166,6 +179,12 @@ impl Shared {
         let mut last = 0;
         for queued in batch {
             last = queued.sequence;
+            if queued.stream > 0 {
+                let mut queue = self.deltas.stream_pending.lock();
+                if queue.front() == Some(&queued.stream) {
+                    queue.pop_front();
+                }
+            }
             let status = match delta::apply_to(&mut edit, &queued.delta, Mode::Strict) {
                 Ok(_) => DeltaStatus::Applied,
                 Err(error) => DeltaStatus::Failed(error.to_string()),
