@@ -21,7 +21,7 @@
 //! Files: `membership.rs` (connect, restore, join), `publish.rs` (the jobs'
 //! [`vitrine_ingest::jobs::Replication`]), `outbox.rs` (records until stored), `claims.rs` (job claims
 //! and leases), `objects.rs` (the object store), `snapshots.rs` (snapshot sets for
-//! joining nodes), `scrub.rs` (the erasure scrub), `replay.rs` (reading and applying the stream). Errors below the
+//! joining nodes), `readers.rs` (each node's stream position, which trims wait for), `scrub.rs` (the erasure scrub), `replay.rs` (reading and applying the stream). Errors below the
 //! edge are [`vitrine_ingest::jobs::ReplicationError`]; [`ClusterError`] is what
 //! joining reports to the server.
 
@@ -37,6 +37,7 @@ mod membership;
 mod objects;
 mod outbox;
 mod publish;
+mod readers;
 mod replay;
 mod scrub;
 mod snapshots;

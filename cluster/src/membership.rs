@@ -136,6 +136,13 @@ impl Cluster {
             Err(error) if store_missing(&error) => return Ok(false),
             Err(error) => return Err(unreadable(error.to_string())),
         };
+        // Registered at 0 before a set is picked: no trim passes the set this node
+        // restores before it reads the stream (`readers.rs`).
+        if let Ok(bucket) = self.jetstream.get_key_value(name.as_str()).await {
+            crate::readers::register(&bucket, self.incarnation, 0)
+                .await
+                .map_err(|e| unreadable(e.to_string()))?;
+        }
         // The newest set whose files are all there.
         let manifests = manifest_objects(&objects)
             .await
@@ -257,6 +264,12 @@ impl Cluster {
                 .run(publishing, publish_subject, incarnation, receiver)
                 .await;
         });
+        // Where this node is in the stream, for the trims: renewed from now on.
+        tokio::spawn(crate::readers::renew(
+            claims.clone(),
+            self.incarnation,
+            Arc::clone(&jobs),
+        ));
         let (snapshot_now, snapshot_requests) = std::sync::mpsc::channel::<SnapshotNow>();
         let log = Arc::new(StreamLog {
             outbox,
@@ -267,6 +280,7 @@ impl Cluster {
             objects,
             incarnation: self.incarnation,
             seen_claims: Mutex::new(HashMap::new()),
+            seen_readers: Mutex::new(HashMap::new()),
             snapshot_now,
         });
         if !jobs.replicate(Arc::clone(&log) as Arc<dyn Replication>, self.incarnation) {

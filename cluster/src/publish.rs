@@ -30,6 +30,8 @@ pub(crate) struct StreamLog {
     pub(crate) incarnation: Incarnation,
     /// Claims held by other nodes: the revision last seen, and since when.
     pub(crate) seen_claims: Mutex<HashMap<String, (u64, Instant)>>,
+    /// The readers' positions: the revision last seen, and since when.
+    pub(crate) seen_readers: Mutex<HashMap<String, (u64, Instant)>>,
     /// Asks the account's snapshot thread for a snapshot set now (after an erasure).
     pub(crate) snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
 }

@@ -21,10 +21,13 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const CONSUMER_IDLE: Duration = Duration::from_secs(60);
 /// Wait before a failed step is tried again.
 const RETRY: Duration = Duration::from_millis(250);
-/// Consumers that may skip the same messages before the reader believes the stream does
-/// not hold them (a replica catching up fills its hole within seconds; this is about
-/// ten seconds of new consumers).
+/// Consumers that may skip the same messages before a range read fails (a replica
+/// catching up fills its hole within seconds; this is about ten seconds of new
+/// consumers).
 const SKIPS_BELIEVED: u32 = 40;
+/// Consumers that may skip the same messages before the reader reads them from the
+/// stream's leader (about a second of new consumers).
+const FILL_AFTER: u32 = 4;
 
 /// The first and last sequence a stream holds.
 pub(crate) async fn bounds(stream: &mut stream::Stream) -> Result<(u64, u64), ReplicationError> {
@@ -250,10 +253,19 @@ pub(crate) async fn read(
                                 Ok((first, _)) if first > next => {
                                     tracing::error!(stream = %name, from = next, to = first - 1, "the stream was trimmed past this node's position: these records are gone from it and are not applied here");
                                 }
-                                // Every server asked for them again and again: the stream
-                                // does not hold them (no replica catches up for this long).
-                                _ if times > SKIPS_BELIEVED => {
-                                    tracing::error!(stream = %name, from = hole.0, to = hole.1, "messages never delivered by any consumer: the stream does not hold them; reading on after them");
+                                // A few consumers passed over them: the stream's leader,
+                                // which holds every message stored, hands them over one
+                                // by one (one it deleted, an erased person's, is gone).
+                                _ if times > FILL_AFTER => {
+                                    tracing::warn!(stream = %name, from = hole.0, to = hole.1, "messages passed over by consumers: read from the stream's leader");
+                                    match fill(&stream, hole, &applier).await {
+                                        Filled::Handed => {}
+                                        Filled::Failed(error) => {
+                                            tracing::warn!(stream = %name, %error, "reading from the stream's leader; a new consumer takes over");
+                                            break;
+                                        }
+                                        Filled::Closed => return,
+                                    }
                                 }
                                 _ => {
                                     tracing::warn!(stream = %name, from = hole.0, to = hole.1, "messages were not delivered; a new consumer takes over");
@@ -285,19 +297,7 @@ pub(crate) async fn read(
                             .and_then(RecordKind::of_code),
                         payload: message.payload.to_vec(),
                     };
-                    // Handed straight over while the applier keeps up; waited for off
-                    // the async workers when its queue is full.
-                    let handed = match applier.try_send(incoming) {
-                        Ok(()) => true,
-                        Err(std::sync::mpsc::TrySendError::Full(incoming)) => {
-                            let applier = applier.clone();
-                            matches!(
-                                tokio::task::spawn_blocking(move || applier.send(incoming)).await,
-                                Ok(Ok(()))
-                            )
-                        }
-                        Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
-                    };
+                    let handed = hand(&applier, incoming).await;
                     if !handed {
                         return;
                     }
@@ -312,6 +312,64 @@ pub(crate) async fn read(
             .await;
         tokio::time::sleep(RETRY).await;
     }
+}
+
+/// Hands a message over to the applying thread: straight while it keeps up, waited
+/// for off the async workers when its queue is full. False when it is gone.
+async fn hand(applier: &std::sync::mpsc::SyncSender<Incoming>, incoming: Incoming) -> bool {
+    match applier.try_send(incoming) {
+        Ok(()) => true,
+        Err(std::sync::mpsc::TrySendError::Full(incoming)) => {
+            let applier = applier.clone();
+            matches!(
+                tokio::task::spawn_blocking(move || applier.send(incoming)).await,
+                Ok(Ok(()))
+            )
+        }
+        Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
+    }
+}
+
+/// How reading a hole from the stream's leader ended.
+enum Filled {
+    /// Every message of the hole the stream holds was handed over.
+    Handed,
+    /// The leader did not answer: a new consumer takes over.
+    Failed(String),
+    /// The applying thread is gone.
+    Closed,
+}
+
+/// Reads the messages `from..=to` from the stream's leader (a consumer passed over them)
+/// and hands each over; one the stream no longer holds (deleted by a scrub) is gone.
+async fn fill(
+    stream: &stream::Stream,
+    (from, to): (u64, u64),
+    applier: &std::sync::mpsc::SyncSender<Incoming>,
+) -> Filled {
+    use async_nats::jetstream::stream::RawMessageErrorKind;
+    for sequence in from..=to {
+        let message = match stream.get_raw_message(sequence).await {
+            Ok(message) => message,
+            Err(error) if error.kind() == RawMessageErrorKind::NoMessageFound => continue,
+            Err(error) => return Filled::Failed(error.to_string()),
+        };
+        let header = |name: &str| message.headers.get(name).map(|v| v.as_str().to_owned());
+        let incoming = Incoming {
+            sequence,
+            origin: header(ORIGIN_HEADER)
+                .and_then(|o| u64::from_str_radix(&o, 16).ok())
+                .unwrap_or(0),
+            kind: header(KIND_HEADER)
+                .and_then(|k| k.parse::<u8>().ok())
+                .and_then(RecordKind::of_code),
+            payload: message.payload.to_vec(),
+        };
+        if !hand(applier, incoming).await {
+            return Filled::Closed;
+        }
+    }
+    Filled::Handed
 }
 
 /// What a message read says of the messages before it.

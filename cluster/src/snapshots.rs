@@ -1,6 +1,7 @@
 //! Snapshot sets for joining nodes: written by the node holding the account's snapshot
 //! claim every `snapshot_interval` (or at once after an erasure), stored in the object
-//! store, the newest [`SNAPSHOTS_KEPT`] kept and the stream trimmed behind the older.
+//! store, the newest [`SNAPSHOTS_KEPT`] kept and the stream trimmed behind the older,
+//! and behind every reading node (its registered position and its consumer).
 
 use std::time::{Duration, Instant};
 
@@ -131,12 +132,18 @@ pub(crate) fn store_snapshot(
         None => manifest.clone(),
     };
     let floor = oldest.catalogue.min(oldest.state);
+    let readers = log.block_on(
+        Duration::from_secs(60),
+        crate::readers::lowest(&log.claims, &log.seen_readers),
+    )?;
+    let floor = readers.map_or(floor, |lowest| floor.min(lowest));
     let trimmed = log.block_on(Duration::from_secs(60), trim(log.stream.clone(), floor))?;
     Ok((manifest, trimmed))
 }
 
-/// Deletes the stream's messages before `floor + 1` that every reading node has been
-/// handed; the sequence the stream then starts at.
+/// Deletes the stream's messages before `floor + 1` (at most the lowest position a
+/// reading node registered, `readers.rs`) that every consumer has been handed; the
+/// sequence the stream then starts at.
 pub(crate) async fn trim(mut stream: stream::Stream, floor: u64) -> Result<u64, ReplicationError> {
     let mut before = floor + 1;
     let mut consumers = stream.consumers();

@@ -224,3 +224,112 @@ fn a_node_whose_files_end_before_the_trimmed_stream_refuses_to_start_and_says_so
         "{error}"
     );
 }
+
+/// Sets its flag when dropped.
+struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// The pid of the running `vitrine` process started in `dir` (its command line names
+/// its data directory there).
+fn pid_in(dir: &std::path::Path) -> Option<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            (cmdline.contains("serve") && cmdline.contains(&needle)).then_some(pid)
+        })
+}
+
+/// Node C joins while shoppers order through A and B and A stores a snapshot set every
+/// second (trimming the stream behind them). C is stopped (SIGSTOP) for five seconds
+/// right after it restored a set, before it reads the stream: five newer sets are
+/// stored meanwhile, and the stream would be trimmed past the set C restored if trims
+/// waited only for the consumers that exist. C registered its position before it
+/// picked the set, so no trim passes it: once resumed it reads the stream after its
+/// set and holds every order, as A and B do.
+#[test]
+fn a_node_paused_while_joining_under_writes_is_never_trimmed_past() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let config = |node: &str| with_snapshots(config(&nats, node));
+    let a = Server::with_config(&config("a"));
+    let b = Server::with_config(&config("b"));
+    let token = add_products(&a, &["p1"]);
+    applied_on(&b, &token);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let orders = std::sync::Mutex::new(Vec::new());
+    let c = std::thread::scope(|scope| {
+        // The writers stop however this block ends (a panic included).
+        let _stop = Stop(&stop);
+        for (name, server) in [("a", &a), ("b", &b)] {
+            let (stop, orders) = (&stop, &orders);
+            scope.spawn(move || {
+                for n in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::Acquire) {
+                        return;
+                    }
+                    let order_id = format!("{name}-{n}");
+                    let body = serverside_body(json!({"appId": KEY, "secretKey": SECRET,
+                        "visitorId": format!("shopper-{name}"),
+                        "events": [order_event(&order_id)]}));
+                    let resp =
+                        common::try_post(server.addr, "/api/serverside", &body).expect("an answer");
+                    assert_eq!(resp.status, 200, "{}", resp.body);
+                    orders.lock().unwrap().push(order_id);
+                    // A shop's pace, not a benchmark's: the sets stay small.
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+        }
+        // A set holding some orders before C starts.
+        wait_for("orders before C joins", REPLICATED, || {
+            (orders.lock().unwrap().len() >= 100).then_some(())
+        });
+        wait_for("a snapshot set", REPLICATED, || {
+            a.log().contains("cluster snapshot stored").then_some(())
+        });
+        let dir = tempfile::Builder::new()
+            .prefix("vitrine-test-")
+            .tempdir()
+            .expect("a temporary directory");
+        let path = dir.path().to_path_buf();
+        // Stops C once it has restored a set, for five seconds.
+        let pauser = scope.spawn(move || {
+            let log = path.join("server.log");
+            wait_for("C restored a snapshot set", REPLICATED, || {
+                std::fs::read_to_string(&log)
+                    .is_ok_and(|text| text.contains("restored from the cluster's snapshot"))
+                    .then_some(())
+            });
+            let pid = wait_for("C's process", REPLICATED, || pid_in(&path));
+            let signal = |name: &str| {
+                let status = std::process::Command::new("kill")
+                    .args([name, &pid.to_string()])
+                    .status()
+                    .expect("kill runs");
+                assert!(status.success(), "kill {name} {pid}");
+            };
+            signal("-STOP");
+            std::thread::sleep(Duration::from_secs(5));
+            signal("-CONT");
+        });
+        let c = Server::start_in(dir, Some(&config("c")));
+        pauser.join().expect("the pauser");
+        c
+    });
+    let orders = orders.into_inner().unwrap();
+    settled(&a);
+    settled(&b);
+    settled(&c);
+    for server in [&a, &b, &c] {
+        holds_everything(server, &orders, &[], "after C joined");
+    }
+}
