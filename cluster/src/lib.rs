@@ -81,6 +81,9 @@ pub struct ClusterSettings {
     /// How often the account's snapshots are stored in the object store (by one node)
     /// and the stream trimmed behind them.
     pub snapshot_interval: Duration,
+    /// How long the stream remembers a message id, so that a record published again
+    /// within it is stored once (set when the stream is made).
+    pub duplicate_window: Duration,
 }
 
 /// Why the cluster could not be joined.

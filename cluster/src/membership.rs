@@ -341,6 +341,7 @@ impl Cluster {
                         name: name.to_owned(),
                         subjects: vec![subject.to_owned()],
                         num_replicas: self.settings.replicas,
+                        duplicate_window: self.settings.duplicate_window,
                         storage: stream::StorageType::File,
                         ..stream::Config::default()
                     })

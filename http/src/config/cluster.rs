@@ -64,6 +64,8 @@ pub(super) fn cluster_config(
         .map_err(|m| err("cluster.join_timeout_secs", m.to_string()))?;
     let snapshot_interval_secs = within(file.snapshot_interval_secs.unwrap_or(300), 1, 86_400)
         .map_err(|m| err("cluster.snapshot_interval_secs", m.to_string()))?;
+    let duplicate_window_secs = within(file.duplicate_window_secs.unwrap_or(120), 1, 86_400)
+        .map_err(|m| err("cluster.duplicate_window_secs", m.to_string()))?;
     Ok(ClusterConfig {
         settings: vitrine_cluster::ClusterSettings {
             servers: file.servers.clone(),
@@ -72,6 +74,7 @@ pub(super) fn cluster_config(
             accounts: file.accounts.clone(),
             ready_lag,
             snapshot_interval: std::time::Duration::from_secs(snapshot_interval_secs),
+            duplicate_window: std::time::Duration::from_secs(duplicate_window_secs),
         },
         join_timeout_secs,
     })

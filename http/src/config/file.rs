@@ -59,6 +59,7 @@ pub(super) struct FileCluster {
     pub(super) ready_lag: Option<u64>,
     pub(super) join_timeout_secs: Option<u64>,
     pub(super) snapshot_interval_secs: Option<u64>,
+    pub(super) duplicate_window_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

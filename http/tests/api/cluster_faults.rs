@@ -608,3 +608,62 @@ fn an_empty_node_refuses_to_start_when_the_snapshot_sets_exist_but_cannot_be_rea
         "{error}"
     );
 }
+
+/// Orders taken by A under `interval` while two of the three NATS servers are down for
+/// five times the stream's duplicate window (1 s here): the outbox keeps trying them
+/// until the quorum is back, and one whose attempt was stored without its
+/// acknowledgement is stored again once the window has passed. Every node counts each
+/// order once (orders are known by id), a node joining afterwards from the whole stream
+/// too.
+#[test]
+fn orders_retried_past_the_duplicate_window_are_counted_once_on_every_node() {
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let urls = config_with(&nats, "x", "");
+    let config = |node: &str| {
+        urls.replace("node = \"x\"", &format!("node = {node:?}"))
+            .replace(
+                "replicas = 3\n",
+                "replicas = 3\nduplicate_window_secs = 1\n",
+            )
+    };
+    let a = Server::with_config(&config("a"));
+    let b = Server::with_config(&config("b"));
+    let token = add_products(&a, &PRODUCTS);
+    applied_on(&b, &token);
+    let outcomes = Mutex::new(Outcomes::default());
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (stop, outcomes, a) = (&stop, &outcomes, &a);
+        scope.spawn(move || shop(a, "a", stop, outcomes));
+        let answered = || outcomes.lock().unwrap().acked.len();
+        wait_for("orders before the fault", REPLICATED, || {
+            (answered() >= 100).then_some(())
+        });
+        let leader = wait_for("the stream's leader", REPLICATED, || {
+            nats.stream_leader(&stream())
+        });
+        let (one, two) = ((leader + 1) % 3, (leader + 2) % 3);
+        nats.kill9(one);
+        nats.kill9(two);
+        let at = Instant::now();
+        wait_for("orders kept through the quorum loss", REPLICATED, || {
+            (at.elapsed() >= Duration::from_secs(5)).then_some(())
+        });
+        nats.restart(one).expect("a NATS server restarts");
+        nats.restart(two).expect("a NATS server restarts");
+        let back = answered();
+        wait_for("orders after the quorum is back", REPLICATED, || {
+            (answered() >= back + 100).then_some(())
+        });
+        stop.store(true, Ordering::Release);
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    assert!(
+        outcomes.kept.is_empty() && outcomes.refused.is_empty(),
+        "nothing refused under interval: {outcomes:?}"
+    );
+    agree(&a, &b, &outcomes);
+    let c = Server::with_config(&config("c"));
+    settled(&c);
+    holds_exactly("c", &c, &outcomes);
+}
