@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use vitrine_testkit::nats::NatsCluster;
+use vitrine_testkit::pressure::{CpuBurner, starve_threads};
 
 use super::cluster::{
     KEY, REPLICATED, SECRET, config_with, holds_everything, order_event, present_orders, product,
@@ -115,7 +116,9 @@ fn a_node_killed_in_a_loop_under_writes_loses_nothing_acknowledged() {
 }
 
 /// Node A SIGKILLed ten times under `interval` while four order writers and a delta
-/// writer go on through it, restarted each time on its data directory. After each
+/// writer go on through it, restarted each time on its data directory, on busy cores
+/// (a child burning each core) with A's log writer starved every other round (it runs
+/// only when nothing else wants a core: records wait longer to be written). After each
 /// restart, once both nodes have read everything A published (what its log kept past
 /// its outbox mark included): every delta is on both, and both count the same orders,
 /// so an acknowledged order A's log lost is nowhere, never on B alone. Nothing leaves a
@@ -126,8 +129,15 @@ fn a_node_killed_in_a_loop_under_interval_holds_every_record_the_others_hold() {
     let config = |node: &str| config_with(&nats, node, "");
     let b = Server::with_config(&config("b"));
     let mut a = Server::with_config(&config("a"));
+    let _burner = CpuBurner::start().expect("burning the cores");
     let (mut orders, mut deltas) = (Vec::new(), Vec::new());
     for round in 0..10 {
+        if round % 2 == 1 {
+            let pid = a.child().id();
+            wait_for("A's log writer", REPLICATED, || {
+                (starve_threads(pid, "wal-writer").expect("chrt --idle") >= 1).then_some(())
+            });
+        }
         let after = Duration::from_millis(300 + 97 * round as u64);
         let (acked, kept) = write_until_killed(a, (round, 4), 10, after);
         orders.extend(acked.orders);
