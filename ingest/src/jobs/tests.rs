@@ -636,3 +636,52 @@ fn a_cluster_snapshot_names_no_delta_its_catalogue_lacks() {
     }
     assert!(written > 40 && named > 0, "{written} deltas, {named} named");
 }
+
+/// Back-to-back deltas from the replicated log do not keep a cluster snapshot waiting:
+/// its catalogue is taken at the delta worker's batch boundary, and its floor is the
+/// position before the first delta still waiting, so every delta through the floor is
+/// in the catalogue (a node restored from the set reads the stream after it).
+#[test]
+fn a_cluster_snapshot_is_taken_between_back_to_back_deltas() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let (jobs, _) = start(tmp.path(), 0, config());
+    let jobs = Arc::new(jobs);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (jobs, stop) = (Arc::clone(&jobs), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let body = json!({"Products": [product(&format!("q{n}"), "Q")]});
+                let payload = log::encode_delta(&format!("dlt_{n}"), body.to_string().as_bytes());
+                jobs.apply_replicated(n, 7, RecordKind::Delta, &payload)
+                    .unwrap();
+            }
+            n
+        })
+    };
+    let mut floors = Vec::new();
+    for set in 0..20 {
+        let out = tmp.path().join(format!("set-{set}"));
+        fs::create_dir_all(&out).unwrap();
+        let taken = jobs.cluster_snapshot(&out).expect("a set between deltas");
+        let (restored, _) = store::restore(&out).unwrap();
+        let catalogue = restored.expect("the set's catalogue").catalogue;
+        for n in 1..=taken.floors.catalogue {
+            assert!(
+                catalogue.idx_of(&format!("q{n}")).is_some(),
+                "set {set}: its floor is {}, its catalogue lacks q{n}",
+                taken.floors.catalogue
+            );
+        }
+        floors.push(taken.floors.catalogue);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(
+        floors.iter().any(|floor| *floor > 0) && written > 20,
+        "{written} deltas, floors {floors:?}"
+    );
+}
