@@ -25,9 +25,9 @@ its own data directory). Shoppers of a dead node wait for it.
 `--writer` adds a merchant and a shopper: a product added by a delta through one
 node and ordered at once through the other, the nodes taking turns (the delta may not
 be applied yet where the order is taken). `--join` ends with node C starting with an
-empty data directory while the shoppers go on (snapshot sets are stored every second,
+empty data directory while the shoppers go on (snapshot sets are stored every 5 s,
 and the stream trimmed behind them: it restores the newest and reads the stream after
-it), checked as A and B are.
+it), checked as A and B are. Each round of `--loop` prints a line on stderr.
 
 Then: every node's outbox drains, a delta through each node is applied on every other
 (so each has read everything), every delta answered 200 must be applied on every
@@ -305,7 +305,7 @@ def main():
         nats = harness.Nats(tmp)
         nodes = []
         try:
-            extra = "snapshot_interval_secs = 1\n" if args.join else ""
+            extra = "snapshot_interval_secs = 5\n" if args.join else ""
             nodes = [Node(args.vitrine, tmp, name, nats.urls(), args.durability, extra)
                      for name in ("a", "b")]
             products = [{"Id": p, "Title": p, "Link": f"/p/{p}", "Image": "//img/p.jpg",
@@ -354,8 +354,10 @@ def main():
                     time.sleep(random.uniform(2, 6))
                     nodes[i].start()
                 kills[kind] += 1
+                print(f"round {sum(kills.values())}: {kind} {i} killed and started again",
+                      file=sys.stderr, flush=True)
             if args.join:
-                # C joins under the load, sets stored every second meanwhile.
+                # C joins under the load, sets stored every 5 s meanwhile.
                 nodes.append(Node(args.vitrine, tmp, "c", nats.urls(), args.durability,
                                   extra))
                 time.sleep(5)
