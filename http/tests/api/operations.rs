@@ -130,9 +130,18 @@ fn metrics_count_requests_and_report_each_accounts_state() {
     );
     assert_eq!(value(&metrics, "vitrine_visitors", &account), Some(3.0));
     assert!(value(&metrics, "vitrine_products", &account).unwrap() > 1000.0);
-    assert_eq!(
-        value(&metrics, "vitrine_overlay_changes", &account),
-        Some(1.0)
+    // The delta is in the overlay, unless a periodic compaction (a loaded machine
+    // can take the demo past its interval) folded it into a new catalogue snapshot.
+    let overlay = value(&metrics, "vitrine_overlay_changes", &account);
+    let compacted = value(
+        &metrics,
+        "vitrine_snapshot_write_duration_seconds_count",
+        &[("account", DEMO_KEY), ("kind", "catalogue")],
+    )
+    .unwrap_or(0.0);
+    assert!(
+        overlay == Some(1.0) || (overlay == Some(0.0) && compacted >= 1.0),
+        "overlay {overlay:?}, catalogue snapshots {compacted}"
     );
     assert_eq!(
         value(
