@@ -33,20 +33,8 @@ impl StreamLog {
                     }
                     // Held by this data directory before a restart, or not renewed for
                     // a lease: taken over.
-                    let lapsed = entry.value.as_ref() == mine.as_bytes() || {
-                        let mut seen = self.seen_claims.lock().unwrap_or_else(|e| e.into_inner());
-                        let since = seen
-                            .entry(key.clone())
-                            .and_modify(|(revision, since)| {
-                                if *revision != entry.revision {
-                                    *revision = entry.revision;
-                                    *since = Instant::now();
-                                }
-                            })
-                            .or_insert((entry.revision, Instant::now()))
-                            .1;
-                        since.elapsed() >= LEASE
-                    };
+                    let lapsed = entry.value.as_ref() == mine.as_bytes()
+                        || unchanged_for(&self.seen_claims, &key, entry.revision) >= LEASE;
                     if !lapsed {
                         return Ok(Claim::Busy);
                     }
@@ -143,4 +131,25 @@ impl Drop for StreamLease {
             let _ = stop.send(());
         }
     }
+}
+
+/// How long the key `key` of a bucket has kept `revision`, as this node has seen it
+/// (noted in `seen`, on this node's clock: other machines' clocks do not matter; a key
+/// seen first now has kept it for no time).
+pub(crate) fn unchanged_for(
+    seen: &std::sync::Mutex<std::collections::HashMap<String, (u64, Instant)>>,
+    key: &str,
+    revision: u64,
+) -> Duration {
+    let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    seen.entry(key.to_owned())
+        .and_modify(|(kept, since)| {
+            if *kept != revision {
+                *kept = revision;
+                *since = Instant::now();
+            }
+        })
+        .or_insert((revision, Instant::now()))
+        .1
+        .elapsed()
 }

@@ -85,20 +85,7 @@ pub(crate) async fn lowest(
         if entry.operation != kv::Operation::Put {
             continue;
         }
-        let stale = {
-            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-            let since = seen
-                .entry(name.clone())
-                .and_modify(|(revision, since)| {
-                    if *revision != entry.revision {
-                        *revision = entry.revision;
-                        *since = Instant::now();
-                    }
-                })
-                .or_insert((entry.revision, Instant::now()))
-                .1;
-            since.elapsed() >= READER_TTL
-        };
+        let stale = crate::claims::unchanged_for(seen, &name, entry.revision) >= READER_TTL;
         if stale {
             let _ = bucket.delete(&name).await;
             seen.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);

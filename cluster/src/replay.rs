@@ -188,6 +188,28 @@ pub(crate) struct Incoming {
     payload: Vec<u8>,
 }
 
+impl Incoming {
+    /// The message at `sequence` with these headers and payload (its origin and kind
+    /// from [`ORIGIN_HEADER`] and [`KIND_HEADER`]).
+    fn of(sequence: u64, headers: Option<&async_nats::HeaderMap>, payload: &[u8]) -> Incoming {
+        let header = |name: &str| {
+            headers
+                .and_then(|h| h.get(name))
+                .map(|v| v.as_str().to_owned())
+        };
+        Incoming {
+            sequence,
+            origin: header(ORIGIN_HEADER)
+                .and_then(|o| u64::from_str_radix(&o, 16).ok())
+                .unwrap_or(0),
+            kind: header(KIND_HEADER)
+                .and_then(|k| k.parse::<u8>().ok())
+                .and_then(RecordKind::of_code),
+            payload: payload.to_vec(),
+        }
+    }
+}
+
 /// Reads the account's stream in order from `next` and hands each message to the
 /// applying thread.
 ///
@@ -280,23 +302,11 @@ pub(crate) async fn read(
                     }
                     expected += 1;
                     next = info.stream_sequence + 1;
-                    let header = |name: &str| {
-                        message
-                            .headers
-                            .as_ref()
-                            .and_then(|h| h.get(name))
-                            .map(|v| v.as_str().to_owned())
-                    };
-                    let incoming = Incoming {
-                        sequence: info.stream_sequence,
-                        origin: header(ORIGIN_HEADER)
-                            .and_then(|o| u64::from_str_radix(&o, 16).ok())
-                            .unwrap_or(0),
-                        kind: header(KIND_HEADER)
-                            .and_then(|k| k.parse::<u8>().ok())
-                            .and_then(RecordKind::of_code),
-                        payload: message.payload.to_vec(),
-                    };
+                    let incoming = Incoming::of(
+                        info.stream_sequence,
+                        message.headers.as_ref(),
+                        &message.payload,
+                    );
                     let handed = hand(&applier, incoming).await;
                     if !handed {
                         return;
@@ -354,17 +364,7 @@ async fn fill(
             Err(error) if error.kind() == RawMessageErrorKind::NoMessageFound => continue,
             Err(error) => return Filled::Failed(error.to_string()),
         };
-        let header = |name: &str| message.headers.get(name).map(|v| v.as_str().to_owned());
-        let incoming = Incoming {
-            sequence,
-            origin: header(ORIGIN_HEADER)
-                .and_then(|o| u64::from_str_radix(&o, 16).ok())
-                .unwrap_or(0),
-            kind: header(KIND_HEADER)
-                .and_then(|k| k.parse::<u8>().ok())
-                .and_then(RecordKind::of_code),
-            payload: message.payload.to_vec(),
-        };
+        let incoming = Incoming::of(sequence, Some(&message.headers), &message.payload);
         if !hand(applier, incoming).await {
             return Filled::Closed;
         }
