@@ -154,11 +154,6 @@ impl CampaignDocument {
         self.zones.get(zone)?.campaigns.as_deref()
     }
 
-    /// The segment ids, in order.
-    pub fn segment_ids(&self) -> impl Iterator<Item = &str> {
-        self.segments.list.iter().map(|s| s.id.as_str())
-    }
-
     /// This document with `list` as its segments, changed in `version`.
     pub fn with_segments(&self, list: Vec<SegmentDefinition>, version: u64) -> Self {
         let mut document = self.clone();
