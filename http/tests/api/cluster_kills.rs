@@ -164,13 +164,29 @@ fn a_node_killed_in_a_loop_under_interval_holds_every_record_the_others_hold() {
         );
     }
     // Lost within A's window: on neither node (looked up on B only: a lookup records an
-    // order it does not find).
-    let present = present_orders(&b, &orders);
-    let lost = orders.len() - present.len();
+    // order it does not find). A's log is written in the order records reach it, and a
+    // writer sends an order only once the one before is answered: what a kill lost of a
+    // writer's orders is the end of what it had acknowledged, never one in the middle.
+    // (How long that end may be is the window's promise, tested on one node under the
+    // same pressure, where the answers' times are known.)
+    let present: std::collections::HashSet<String> =
+        present_orders(&b, &orders).into_iter().collect();
     assert!(orders.len() >= 100, "too few orders: {}", orders.len());
-    assert!(
-        lost * 100 <= orders.len(),
-        "{lost} of {} acknowledged orders lost: more than the window explains",
-        orders.len()
-    );
+    let mut by_writer: std::collections::BTreeMap<&str, Vec<&String>> = Default::default();
+    for order in &orders {
+        let writer = &order[..order.rfind('-').expect("r<round>-w<writer>-<n>")];
+        by_writer.entry(writer).or_default().push(order);
+    }
+    for (writer, acked) in by_writer {
+        let kept = acked.iter().take_while(|id| present.contains(**id)).count();
+        let after: Vec<&&String> = acked[kept..]
+            .iter()
+            .filter(|id| present.contains(**id))
+            .collect();
+        assert!(
+            after.is_empty(),
+            "{writer}: {} lost, then {after:?} kept: a kill lost an order from the middle",
+            acked[kept]
+        );
+    }
 }
