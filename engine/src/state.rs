@@ -205,6 +205,14 @@ pub enum StateEntry {
     },
     /// The account's campaign drafts (see [`crate::campaign::draft`]).
     CampaignDrafts(Box<crate::campaign::draft::Drafts>),
+    /// A zone's spread of per-visitor revenue for one variant and day (the other counter
+    /// [`ZoneDay`] entries do not carry; see [`crate::analytics::spread`]).
+    RevenueSpread {
+        /// Zone, variant and day.
+        key: Box<ZoneDay>,
+        /// Its spread, by currency.
+        spread: Box<crate::analytics::Spreads>,
+    },
 }
 
 /// A product's co-view partners, counts, inherited counts and counts by distance.

@@ -6,7 +6,9 @@ use super::Account;
 use super::track::EventAt;
 use compact_str::CompactString;
 
-use crate::analytics::{ShownZone, Tally, Touch, ZoneCounts, ZoneDay, day_of, session_key};
+use crate::analytics::{
+    ShownZone, Spreads, Tally, Touch, ZoneCounts, ZoneDay, day_of, session_key,
+};
 use crate::catalogue::UnixMillis;
 use crate::state::Clicked;
 use crate::visitor::LiveVisitor;
@@ -102,7 +104,17 @@ impl Account {
     pub(super) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
         let mut entry = self.analytics.entry(key).or_default();
         let clicked = entry.clicked;
-        *entry = ZoneCounts { clicked, ..counts };
+        let revenue_spread = std::mem::take(&mut entry.revenue_spread);
+        *entry = ZoneCounts {
+            clicked,
+            revenue_spread,
+            ..counts
+        };
+    }
+
+    /// Restores one day's spread of per-visitor revenue.
+    pub(super) fn restore_revenue_spread(&self, key: ZoneDay, spread: Spreads) {
+        self.analytics.entry(key).or_default().revenue_spread = spread;
     }
 
     /// Restores one day's clicks.

@@ -161,6 +161,12 @@ impl Account {
                     clicked,
                 });
             }
+            if !counts.revenue_spread.is_empty() {
+                sink(StateEntry::RevenueSpread {
+                    key: Box::new(key.clone()),
+                    spread: Box::new(counts.revenue_spread.clone()),
+                });
+            }
             sink(StateEntry::ZoneDay {
                 key: Box::new(key),
                 counts: Box::new(counts),
@@ -225,6 +231,7 @@ impl Account {
             StateEntry::CampaignDrafts(drafts) => self.restore_campaign_drafts(*drafts),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
+            StateEntry::RevenueSpread { key, spread } => self.restore_revenue_spread(*key, *spread),
             StateEntry::SiteDay(day) => self.site.restore(*day),
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);

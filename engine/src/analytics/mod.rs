@@ -17,6 +17,10 @@ use compact_str::CompactString;
 use crate::catalogue::UnixMillis;
 use crate::money::Currency;
 
+pub mod spread;
+
+pub use spread::{Spread, Spreads};
+
 /// Zone answers remembered per visitor (the oldest makes room).
 pub const MAX_ANSWERS: usize = 8;
 /// Products remembered per answer (its first ones).
@@ -194,6 +198,11 @@ pub struct ZoneCounts {
     /// the archived counters keep the layout older snapshots have.
     #[rkyv(with = rkyv::with::Skip)]
     pub clicked: u64,
+    /// Per currency (ascending codes), how per-visitor revenue that day is spread (what
+    /// experiments cap it with). Kept in state snapshots as their own entries
+    /// ([`crate::state::StateEntry::RevenueSpread`]), like `clicked`.
+    #[rkyv(with = rkyv::with::Skip)]
+    pub revenue_spread: Spreads,
 }
 
 impl ZoneCounts {
@@ -214,6 +223,15 @@ impl ZoneCounts {
         for (currency, squares) in &other.revenue_squares {
             self.add_squares(*currency, *squares);
         }
+        spread::add_spreads(&mut self.revenue_spread, &other.revenue_spread);
+    }
+
+    /// How per-visitor revenue in `currency` is spread (empty: none).
+    pub fn spread_in(&self, currency: Currency) -> Option<&Spread> {
+        self.revenue_spread
+            .iter()
+            .find(|(c, _)| *c == currency)
+            .map(|(_, spread)| spread)
     }
 
     /// Adds to the sum of squares of a currency.
@@ -491,6 +509,9 @@ impl Impressions {
                     };
                     let after = before.saturating_add(minor);
                     counts.add_squares(currency, (after as f64).powi(2) - (before as f64).powi(2));
+                    if let Some(spread) = spread::spread_of(&mut counts.revenue_spread, currency) {
+                        spread.moved(before, after);
+                    }
                 }
             }
         }

@@ -1,29 +1,42 @@
 //! `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants with
 //! their counts over the experiment's days, and each variant against the control (the
-//! first variant): view-through (views per impression), conversion (ordering visitors
-//! per visitor) and revenue per visitor in the account's default currency, each with
-//! its relative difference, a 95 % confidence interval and a two-sided test at 5 %.
+//! first variant): view-through (views per impression), click-through, conversion
+//! (ordering visitors per visitor) and revenue per visitor in the account's default
+//! currency, each with its difference, relative difference and 95 % interval, always
+//! valid: read as often as anyone likes, a test stopped when its interval first
+//! excludes 0 keeps its 5 % error rate ([`sequential`], docs/admin.md "Experiment
+//! statistics").
 //!
 //! The unit of "visitors" is a visitor on a day (analytics count distinct visitors per
-//! day). View-through and conversion are compared as two proportions (pooled z-test;
-//! the interval of the ratio by the delta method on its logarithm); revenue per visitor
-//! as two means (Welch's z with the per-visitor variances the counters keep).
+//! day). Revenue per visitor is compared with each visitor's revenue capped at the 99th
+//! percentile of paying visitors' revenue over every variant (one shopper's large
+//! order must not decide a test). With `?lift=` (a percentage, default 10), each
+//! variant says in how many days, at the zone's traffic so far, a lift that size in
+//! conversion or revenue per visitor would be expected to show.
 
 use serde_json::{Value, json};
-use statrs::distribution::{ContinuousCDF, Normal};
+use vitrine_engine::analytics::spread::{Spread, upper_edge};
 use vitrine_engine::analytics::{ZoneCounts, day_of};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::experiment::Experiment;
+use vitrine_engine::experiment::sequential::{self, Sample};
 use vitrine_engine::money::{Currency, Money};
 
+use super::Query;
 use super::analytics::{counts_json, date};
+use crate::error::ApiError;
 use crate::state::AccountEntry;
 
-/// The level of the tests and intervals.
-pub(super) const ALPHA: f64 = 0.05;
+/// The quantile of paying visitors' revenue that revenue per visitor is capped at.
+pub(super) const REVENUE_CAP_QUANTILE: f64 = 0.99;
 
 /// The experiments answer.
-pub(super) fn results(entry: &AccountEntry, now: UnixMillis) -> Value {
+pub(super) fn results(
+    entry: &AccountEntry,
+    query: &Query,
+    now: UnixMillis,
+) -> Result<Value, ApiError> {
+    let lift = query.limit("lift", 10, 1000)? as f64 / 100.0;
     let account = &entry.account;
     let settings = account.settings();
     let currency = settings.default_currency;
@@ -36,6 +49,7 @@ pub(super) fn results(entry: &AccountEntry, now: UnixMillis) -> Value {
             let to = day_of(last);
             let mut totals: Vec<ZoneCounts> =
                 vec![ZoneCounts::default(); experiment.variants.len()];
+            let mut first_day = to;
             for (key, counts) in account.zone_analytics(from, to) {
                 if key.zone != experiment.zone.as_str() {
                     continue;
@@ -47,32 +61,43 @@ pub(super) fn results(entry: &AccountEntry, now: UnixMillis) -> Value {
                     && let Some(total) = totals.get_mut(at)
                 {
                     total.add(&counts);
+                    first_day = first_day.min(key.day);
                 }
             }
-            experiment_json(experiment, &totals, currency, now)
+            let days = f64::from(to - first_day + 1);
+            experiment_json(experiment, &totals, currency, (lift, days), now)
         })
         .collect();
-    json!({
+    Ok(json!({
         "accessKey": entry.config.access_key,
         "currency": currency.code(),
         "experiments": experiments,
-    })
+    }))
 }
 
 fn experiment_json(
     experiment: &Experiment,
     totals: &[ZoneCounts],
     currency: Currency,
+    (lift, days): (f64, f64),
     now: UnixMillis,
 ) -> Value {
     let control = totals.first().cloned().unwrap_or_default();
+    let mut pooled = Spread::default();
+    for counts in totals {
+        if let Some(spread) = counts.spread_in(currency) {
+            pooled.add(spread);
+        }
+    }
+    let cap = pooled.cap_at(REVENUE_CAP_QUANTILE);
+    let control_weight = experiment.variants.first().map_or(1, |v| v.weight);
     let variants: Vec<Value> = experiment
         .variants
         .iter()
         .zip(totals)
         .enumerate()
         .map(|(i, (variant, counts))| {
-            let rpv = mean(counts, currency);
+            let capped = revenue(counts, currency, cap);
             let mut value = json!({
                 "name": variant.name,
                 "control": i == 0,
@@ -82,7 +107,10 @@ fn experiment_json(
                 "count": variant.spec.count,
                 "counts": counts_json(counts),
                 "conversion": ratio(counts.ordering_visitors, counts.visitors),
-                "revenuePerVisitor": rpv.map(|(m, _)| money(m, currency)),
+                "revenuePerVisitor": ratio_f(counts.revenue_in(currency) as f64, counts.visitors)
+                    .map(|m| money(m, currency)),
+                "revenuePerVisitorCapped": ratio_f(capped.sum, counts.visitors)
+                    .map(|m| money(m, currency)),
             });
             if i > 0
                 && let Some(fields) = value.as_object_mut()
@@ -107,7 +135,7 @@ fn experiment_json(
                     (
                         "revenuePerVisitor",
                         "revenue per visitor",
-                        means(&control, counts, currency),
+                        means(&control, counts, currency, cap),
                     ),
                     (
                         "clickThrough",
@@ -129,6 +157,25 @@ fn experiment_json(
                 }
                 fields.insert("againstControl".to_owned(), Value::Object(against));
                 fields.insert("verdicts".to_owned(), json!(verdicts));
+                let shares = (f64::from(control_weight), f64::from(variant.weight));
+                let so_far = (control.visitors + counts.visitors) as f64;
+                let per_day = so_far / days;
+                let days_to = |sample: &Sample| {
+                    let needed = sequential::visitors_to_show(sample, lift, shares)?;
+                    (per_day > 0.0).then(|| ((needed - so_far).max(0.0) / per_day).ceil())
+                };
+                fields.insert(
+                    "toShow".to_owned(),
+                    json!({
+                        "lift": lift,
+                        "visitorsPerDay": per_day.round(),
+                        "conversionDays": days_to(&Sample::proportion(
+                            control.ordering_visitors,
+                            control.visitors,
+                        )),
+                        "revenuePerVisitorDays": days_to(&revenue(&control, currency, cap)),
+                    }),
+                );
             }
             value
         })
@@ -139,112 +186,79 @@ fn experiment_json(
         "start": experiment.start.map(|s| date(day_of(s))),
         "end": experiment.end.map(|e| date(day_of(e))),
         "running": experiment.runs_at(now),
+        "revenueCap": cap.map(|cap| money(upper_edge(cap), currency)),
         "variants": variants,
     })
 }
 
-/// A variant against the control on one metric.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Comparison {
-    /// The variant's value over the control's, less one.
-    pub(super) relative: f64,
-    /// The 95 % interval of `relative`.
-    pub(super) interval: (f64, f64),
-    /// The two-sided p-value of no difference.
-    pub(super) p_value: f64,
-}
+/// A variant against the control on one metric, always valid (see
+/// [`vitrine_engine::experiment::sequential`]); none until there is enough to compare,
+/// and while the control's mean is 0 (no relative figure).
+#[derive(Debug)]
+pub(super) struct Comparison(sequential::Comparison);
 
 impl Comparison {
+    fn of(control: &Sample, variant: &Sample) -> Option<Comparison> {
+        let comparison = sequential::compare(control, variant)?;
+        comparison.relative()?;
+        Some(Comparison(comparison))
+    }
+
     fn significant(&self) -> bool {
-        self.p_value < ALPHA
+        self.0.significant()
+    }
+
+    fn relative(&self) -> (f64, (f64, f64)) {
+        self.0.relative().unwrap_or((0.0, (0.0, 0.0)))
     }
 
     fn to_json(&self) -> Value {
+        let (relative, (low, high)) = self.relative();
         json!({
-            "relative": self.relative,
-            "low": self.interval.0,
-            "high": self.interval.1,
-            "pValue": self.p_value,
+            "relative": relative,
+            "low": low,
+            "high": high,
+            "difference": self.0.difference,
+            "differenceLow": self.0.interval.0,
+            "differenceHigh": self.0.interval.1,
+            "pValue": self.0.p_value,
             "significant": self.significant(),
         })
     }
 }
 
-fn normal() -> Option<Normal> {
-    Normal::new(0.0, 1.0).ok()
-}
-
-/// The two-sided p-value of a z statistic.
-fn p_value(z: f64) -> f64 {
-    normal().map_or(1.0, |n| 2.0 * (1.0 - n.cdf(z.abs())))
-}
-
-/// The critical z of a two-sided interval at [`ALPHA`].
-fn critical() -> f64 {
-    normal().map_or(1.96, |n| n.inverse_cdf(1.0 - ALPHA / 2.0))
-}
-
-/// Two proportions `(successes, trials)`: control then variant. `None` when either has
-/// no success or no trial (no ratio to speak of).
+/// Two proportions `(successes, trials)`: control then variant.
 pub(super) fn proportions(control: (u64, u64), variant: (u64, u64)) -> Option<Comparison> {
-    let (x1, n1) = (control.0 as f64, control.1 as f64);
-    let (x2, n2) = (variant.0 as f64, variant.1 as f64);
-    if x1 <= 0.0 || x2 <= 0.0 || n1 <= 0.0 || n2 <= 0.0 || x1 > n1 || x2 > n2 {
-        return None;
-    }
-    let (p1, p2) = (x1 / n1, x2 / n2);
-    let pooled = (x1 + x2) / (n1 + n2);
-    let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
-    let p_value = if se > 0.0 {
-        p_value((p2 - p1) / se)
-    } else {
-        1.0
-    };
-    let log_ratio = (p2 / p1).ln();
-    let log_se = ((1.0 - p1) / x1 + (1.0 - p2) / x2).sqrt();
-    let z = critical();
-    Some(Comparison {
-        relative: p2 / p1 - 1.0,
-        interval: (
-            (log_ratio - z * log_se).exp() - 1.0,
-            (log_ratio + z * log_se).exp() - 1.0,
-        ),
-        p_value,
-    })
+    Comparison::of(
+        &Sample::proportion(control.0, control.1),
+        &Sample::proportion(variant.0, variant.1),
+    )
 }
 
-/// Revenue per visitor in `currency` and its variance, from the counters.
-fn mean(counts: &ZoneCounts, currency: Currency) -> Option<(f64, f64)> {
-    let n = counts.visitors as f64;
-    if n <= 0.0 {
-        return None;
+/// Revenue per visitor in `currency`, each visitor's revenue capped at `cap` (a bucket
+/// of [`vitrine_engine::analytics::spread`]; none: uncapped).
+fn revenue(counts: &ZoneCounts, currency: Currency, cap: Option<u16>) -> Sample {
+    let (sum, squares) = counts
+        .spread_in(currency)
+        .map_or((0.0, 0.0), |spread| spread.capped(cap));
+    Sample {
+        visitors: counts.visitors as f64,
+        sum,
+        squares,
     }
-    let mean = counts.revenue_in(currency) as f64 / n;
-    let variance = (counts.squares_in(currency) / n - mean * mean).max(0.0);
-    Some((mean, variance))
 }
 
-/// Revenue per visitor, control then variant (Welch's statistic, normal tails: visitor
-/// counts of an experiment are large). `None` without visitors or control revenue.
+/// Revenue per visitor, control then variant, capped at `cap`.
 pub(super) fn means(
     control: &ZoneCounts,
     variant: &ZoneCounts,
     currency: Currency,
+    cap: Option<u16>,
 ) -> Option<Comparison> {
-    let (m1, v1) = mean(control, currency)?;
-    let (m2, v2) = mean(variant, currency)?;
-    if m1 <= 0.0 {
-        return None;
-    }
-    let se = (v1 / control.visitors as f64 + v2 / variant.visitors as f64).sqrt();
-    let diff = m2 - m1;
-    let p_value = if se > 0.0 { p_value(diff / se) } else { 1.0 };
-    let z = critical();
-    Some(Comparison {
-        relative: diff / m1,
-        interval: ((diff - z * se) / m1, (diff + z * se) / m1),
-        p_value,
-    })
+    Comparison::of(
+        &revenue(control, currency, cap),
+        &revenue(variant, currency, cap),
+    )
 }
 
 /// "B: +12.4 % view-through, 95 % CI [+8.1, +16.9], significant".
@@ -253,11 +267,12 @@ pub(super) fn verdict(variant: &str, metric: &str, comparison: Option<&Compariso
         return format!("{variant}: {metric}: not enough data yet");
     };
     let percent = |x: f64| format!("{:+.1}", x * 100.0);
+    let (relative, (low, high)) = c.relative();
     format!(
         "{variant}: {} % {metric}, 95 % CI [{}, {}], {}",
-        percent(c.relative),
-        percent(c.interval.0),
-        percent(c.interval.1),
+        percent(relative),
+        percent(low),
+        percent(high),
         if c.significant() {
             "significant"
         } else {
@@ -267,7 +282,11 @@ pub(super) fn verdict(variant: &str, metric: &str, comparison: Option<&Compariso
 }
 
 fn ratio(part: u64, whole: u64) -> Option<f64> {
-    (whole > 0).then(|| part as f64 / whole as f64)
+    ratio_f(part as f64, whole)
+}
+
+fn ratio_f(part: f64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part / whole as f64)
 }
 
 /// An amount in minor units as a decimal string of `currency`.
@@ -286,24 +305,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proportions_match_a_hand_computed_test() {
-        // 100 / 1000 against 130 / 1000: pooled p 0.115, z = 0.03 / sqrt(0.115 × 0.885 ×
-        // 0.002) = 2.1067, two-sided p = 0.0351.
-        let c = proportions((100, 1000), (130, 1000)).unwrap();
-        assert!((c.relative - 0.3).abs() < 1e-12);
-        assert!((c.p_value - 0.0351).abs() < 0.0005, "{c:?}");
-        assert!(c.interval.0 > 0.0 && c.interval.1 > c.relative);
+    fn a_verdict_reads_the_always_valid_interval() {
+        let c = proportions((1000, 10_000), (1300, 10_000)).unwrap();
+        let (relative, (low, high)) = c.relative();
+        assert!((relative - 0.3).abs() < 1e-9 && low > 0.0 && high > relative);
         assert_eq!(
-            verdict("B", "view-through", Some(&c)),
+            verdict("B", "conversion", Some(&c)),
             format!(
-                "B: +30.0 % view-through, 95 % CI [{:+.1}, {:+.1}], significant",
-                c.interval.0 * 100.0,
-                c.interval.1 * 100.0
+                "B: +30.0 % conversion, 95 % CI [{:+.1}, {:+.1}], significant",
+                low * 100.0,
+                high * 100.0
             )
         );
-        let same = proportions((100, 1000), (101, 1000)).unwrap();
-        assert!(!same.significant());
-        assert!(same.interval.0 < 0.0 && same.interval.1 > 0.0);
+        // Significant at a fixed horizon (p = 0.035), not yet when read at any time.
+        let early = proportions((100, 1000), (130, 1000)).unwrap();
+        assert!(!early.significant() && early.relative().1.0 < 0.0);
+        // Nothing converting in the control: no relative figure to give.
         assert!(proportions((0, 1000), (5, 1000)).is_none());
         assert_eq!(
             verdict("B", "conversion", None),
@@ -312,25 +329,34 @@ mod tests {
     }
 
     #[test]
-    fn means_use_the_per_visitor_variance() {
+    fn one_large_order_does_not_decide_revenue_per_visitor() {
         let gbp = Currency::from_code("GBP").unwrap();
-        let counts = |visitors: u64, revenue: i64, squares: f64| {
-            let mut c = ZoneCounts {
-                visitors,
+        // 2,000 visitors a variant; 100 of each spend 20.00. One visitor of the variant
+        // spends 50,000.00: uncapped, revenue per visitor is 26 times the control's.
+        let variant_of = |big: bool| {
+            let mut counts = ZoneCounts {
+                visitors: 2_000,
                 ..ZoneCounts::default()
             };
-            c.add_revenue(gbp, revenue);
-            c.add_squares(gbp, squares);
-            c
+            let mut spread = Spread::default();
+            for _ in 0..100 {
+                spread.moved(0, 2_000);
+            }
+            if big {
+                spread.moved(0, 5_000_000);
+            }
+            counts.revenue_spread = vec![(gbp, spread)];
+            counts
         };
-        // Control: 1000 visitors, 100 of them spent 1000 each (mean 100, variance
-        // 100000 − 10000 = 90000); variant: 150 of them (mean 150, variance 127500).
-        let control = counts(1000, 100_000, 100.0 * 1e6);
-        let variant = counts(1000, 150_000, 150.0 * 1e6);
-        let c = means(&control, &variant, gbp).unwrap();
-        assert!((c.relative - 0.5).abs() < 1e-12);
-        // se = sqrt(90 + 127.5) = 14.748; z = 50 / 14.748 = 3.39.
-        assert!(c.p_value < 0.001 && c.p_value > 0.0005, "{c:?}");
-        assert!(means(&counts(0, 0, 0.0), &variant, gbp).is_none());
+        let (control, variant) = (variant_of(false), variant_of(true));
+        let uncapped = means(&control, &variant, gbp, None).unwrap();
+        assert!(uncapped.relative().0 > 20.0);
+        let mut pooled = control.spread_in(gbp).unwrap().clone();
+        pooled.add(variant.spread_in(gbp).unwrap());
+        let cap = pooled.cap_at(REVENUE_CAP_QUANTILE);
+        let capped = means(&control, &variant, gbp, cap).unwrap();
+        // It counts as one more paying visitor at the cap (the edge above 20.00).
+        assert!(capped.relative().0 < 0.02, "{:?}", capped.relative());
+        assert!(!capped.significant());
     }
 }

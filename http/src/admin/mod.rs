@@ -94,8 +94,8 @@ pub fn handle(
             models::tuning(&*account(state, key)?)
         }
         ["accounts", key, "experiments"] => {
-            query.only(&[])?;
-            experiments::results(&*account(state, key)?, now)
+            query.only(&["lift"])?;
+            experiments::results(&*account(state, key)?, &query, now)?
         }
         ["accounts", key, "segments"] => {
             campaigns::no_query(&query)?;

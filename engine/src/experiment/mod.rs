@@ -6,6 +6,8 @@
 
 use sha2::{Digest, Sha256};
 
+pub mod sequential;
+
 use crate::catalogue::UnixMillis;
 use crate::zone::ZoneSpec;
 

@@ -1,0 +1,199 @@
+//! Always-valid comparisons: a variant against the control on a mean per visitor, with
+//! an interval and a p-value that stay valid however often they are read. A test read
+//! every day and stopped the first time its interval excludes 0 keeps its 5 % error
+//! rate; a fixed-horizon test read that way does not (ten looks take it past 19 %).
+//!
+//! The method is the mixture sequential probability ratio test (Robbins 1970), in the
+//! form of Johari, Koomen, Pekelis and Walsh, "Always Valid Inference: Continuous
+//! Monitoring of A/B Tests" (Operations Research 70(3), 2022), which Optimizely's stats
+//! engine uses. Every metric is a mean per visitor: a conversion is the mean of 0s and
+//! 1s, revenue per visitor the mean of each visitor's (capped) revenue. With `n₀`, `n₁`
+//! visitors, means `m₀`, `m₁` and variances `s₀²`, `s₁²` (control, variant):
+//!
+//! - the difference `θ̂ = m₁ − m₀`, its variance `V = max(s₀²/n₀ + s₁²/n₁, s²(1/n₀ + 1/n₁))`,
+//!   `s²` the variance of both groups pooled (what "no difference" implies: it keeps a
+//!   group with no conversion yet from looking certain);
+//! - with a normal mixture of effects `θ ~ N(0, τ²)`, the likelihood ratio against no
+//!   difference is `Λ = √(V / (V + τ²)) · exp(τ² θ̂² / (2 V (V + τ²)))`, and under no
+//!   difference the chance that `Λ` *ever* reaches `1/α` is at most `α`;
+//! - hence the always-valid p-value `min(1, 1/Λ)` and the confidence sequence
+//!   `θ̂ ± √(V (V + τ²) / τ² · (ln((V + τ²) / V) + 2 ln(1/α)))`.
+//!
+//! `τ²` is `2 s² / 10,000` ([`REFERENCE_VISITORS`]): the mixture is tuned to the
+//! effects a test of ten thousand visitors a group can find, and valid for any. Nothing
+//! is concluded before each group has [`MIN_VISITORS`]: the normal approximation needs
+//! them.
+//!
+//! Measured on simulated A/A traffic (3 % conversion, heavy-tailed baskets, revenue
+//! capped at the 99th percentile) read after every 100 of 20,000 visitors, 400 runs:
+//! 0.3 % of runs declared different on conversion and none on revenue per visitor, where
+//! a fixed-horizon test read the same way declares 37 % and 35 % (the tests below).
+
+/// The level of intervals and tests.
+pub const ALPHA: f64 = 0.05;
+/// The visitors per group the mixture is tuned to: `τ²` is the difference's variance at
+/// this many (`2 s² / REFERENCE_VISITORS`), the effects such a test can find.
+pub const REFERENCE_VISITORS: f64 = 10_000.0;
+/// Visitors each group needs before anything is concluded.
+pub const MIN_VISITORS: f64 = 100.0;
+
+/// A group's visitors and the sum and sum of squares of its per-visitor values.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sample {
+    /// Visitors.
+    pub visitors: f64,
+    /// The sum of their values.
+    pub sum: f64,
+    /// The sum of the squares of their values.
+    pub squares: f64,
+}
+
+impl Sample {
+    /// A proportion: `successes` of `visitors` (a value of 1 each).
+    pub fn proportion(successes: u64, visitors: u64) -> Sample {
+        let successes = successes.min(visitors) as f64;
+        Sample {
+            visitors: visitors as f64,
+            sum: successes,
+            squares: successes,
+        }
+    }
+
+    /// The mean per visitor.
+    pub fn mean(&self) -> f64 {
+        if self.visitors > 0.0 {
+            self.sum / self.visitors
+        } else {
+            0.0
+        }
+    }
+
+    /// The variance of a visitor's value (population form).
+    pub fn variance(&self) -> f64 {
+        if self.visitors > 0.0 {
+            let mean = self.mean();
+            (self.squares / self.visitors - mean * mean).max(0.0)
+        } else {
+            0.0
+        }
+    }
+
+    fn pooled(&self, other: &Sample) -> Sample {
+        Sample {
+            visitors: self.visitors + other.visitors,
+            sum: self.sum + other.sum,
+            squares: self.squares + other.squares,
+        }
+    }
+}
+
+/// A variant against the control.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Comparison {
+    /// The variant's mean less the control's.
+    pub difference: f64,
+    /// The always-valid interval of `difference` at level [`ALPHA`].
+    pub interval: (f64, f64),
+    /// The control's mean (what relative figures divide by).
+    pub control_mean: f64,
+    /// The always-valid p-value of no difference.
+    pub p_value: f64,
+}
+
+impl Comparison {
+    /// Whether the interval excludes 0 (the p-value is below [`ALPHA`]).
+    pub fn significant(&self) -> bool {
+        self.interval.0 > 0.0 || self.interval.1 < 0.0
+    }
+
+    /// The difference relative to the control's mean, and its interval (none when the
+    /// control's mean is 0).
+    pub fn relative(&self) -> Option<(f64, (f64, f64))> {
+        let base = self.control_mean;
+        (base > 0.0).then(|| {
+            (
+                self.difference / base,
+                (self.interval.0 / base, self.interval.1 / base),
+            )
+        })
+    }
+}
+
+/// The mixture's variance for a per-visitor variance (none when it is 0).
+fn tau_squared(variance: f64) -> Option<f64> {
+    let tau2 = 2.0 * variance / REFERENCE_VISITORS;
+    (tau2 > 0.0).then_some(tau2)
+}
+
+/// The half-width of the interval for the difference's variance `v`.
+fn half_width(v: f64, tau2: f64) -> f64 {
+    (v * (v + tau2) / tau2 * (((v + tau2) / v).ln() + 2.0 * (1.0 / ALPHA).ln())).sqrt()
+}
+
+/// The variant against the control; none until both have [`MIN_VISITORS`], or while
+/// the pooled variance is 0 (nothing to compare yet).
+pub fn compare(control: &Sample, variant: &Sample) -> Option<Comparison> {
+    if control.visitors < MIN_VISITORS || variant.visitors < MIN_VISITORS {
+        return None;
+    }
+    let control_mean = control.mean();
+    let pooled = control.pooled(variant).variance();
+    let tau2 = tau_squared(pooled)?;
+    let welch = control.variance() / control.visitors + variant.variance() / variant.visitors;
+    let v = welch.max(pooled * (1.0 / control.visitors + 1.0 / variant.visitors));
+    if v <= 0.0 || !v.is_finite() {
+        return None;
+    }
+    let difference = variant.mean() - control_mean;
+    let log_lambda =
+        0.5 * (v / (v + tau2)).ln() + tau2 * difference * difference / (2.0 * v * (v + tau2));
+    let p_value = (-log_lambda).exp().min(1.0);
+    let half = half_width(v, tau2);
+    Some(Comparison {
+        difference,
+        interval: (difference - half, difference + half),
+        control_mean,
+        p_value,
+    })
+}
+
+/// How many more visitors, in all, until a true relative `lift` of the control's mean
+/// would be expected to show (the estimate it would give, at that lift, falls outside
+/// the interval: half the time sooner, half later), with visitors split by `shares`
+/// (control first; relative) and each group's values varying as `control` does. None
+/// when the control has no mean or variance yet, or when no number below 10⁹ would do.
+pub fn visitors_to_show(control: &Sample, lift: f64, shares: (f64, f64)) -> Option<f64> {
+    let mean = control.mean();
+    let variance = control.variance();
+    let tau2 = tau_squared(variance)?;
+    let effect = (lift * mean).abs();
+    let total_share = shares.0 + shares.1;
+    if variance <= 0.0 || effect <= 0.0 || shares.0 <= 0.0 || shares.1 <= 0.0 {
+        return None;
+    }
+    let shows = |n: f64| {
+        let (n0, n1) = (n * shares.0 / total_share, n * shares.1 / total_share);
+        let v = variance / n0 + variance / n1;
+        n0 >= MIN_VISITORS && n1 >= MIN_VISITORS && half_width(v, tau2) < effect
+    };
+    let mut high = 2.0 * MIN_VISITORS * total_share / shares.0.min(shares.1);
+    while !shows(high) {
+        high *= 2.0;
+        if high > 1e9 {
+            return None;
+        }
+    }
+    let mut low = high / 2.0;
+    while high - low > 1.0 {
+        let middle = (low + high) / 2.0;
+        if shows(middle) {
+            high = middle;
+        } else {
+            low = middle;
+        }
+    }
+    Some(high.ceil())
+}
+
+#[cfg(test)]
+mod tests;
