@@ -529,7 +529,7 @@ fn state_seed() -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
         context: Default::default(),
     });
     let dir = tempfile::tempdir()?;
-    let saved = vitrine_ingest::state::write(dir.path(), &account, 3)?;
+    let saved = vitrine_ingest::state::write(dir.path(), &account, 3, || Ok(()))?;
     let file = std::fs::read(&saved.path)?;
     let (payload, _) = vitrine_snapshots::snapshot::read_checked(
         &saved.path,

@@ -22,8 +22,15 @@ use crate::store::{KEEP, Saved, StoreError};
 pub const PREFIX: &str = "state";
 
 /// Writes `account`'s tracking state as its next state snapshot at `position`, then
-/// deletes all but the [`KEEP`] newest.
-pub fn write(dir: &Path, account: &Account, position: u64) -> Result<Saved, StoreError> {
+/// deletes all but the [`KEEP`] newest. `before_saving` runs between the export and the
+/// file's saving (a snapshot's caller waits there for the log to hold what the export
+/// includes).
+pub fn write(
+    dir: &Path,
+    account: &Account,
+    position: u64,
+    before_saving: impl FnOnce() -> Result<(), vitrine_snapshots::Error>,
+) -> Result<Saved, StoreError> {
     let sequence = snapshot::list(dir, PREFIX)?
         .first()
         .map_or(1, |(s, _)| s + 1);
@@ -42,6 +49,7 @@ pub fn write(dir: &Path, account: &Account, position: u64) -> Result<Saved, Stor
             reason: format!("an entry could not be archived: {reason}"),
         }));
     }
+    before_saving()?;
     let path = snapshot::write(dir, PREFIX, Kind::State, sequence, position, &payload)?;
     snapshot::prune(dir, PREFIX, KEEP)?;
     Ok(Saved {

@@ -35,6 +35,7 @@
 //! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
 //! and thread priority).
 
+mod applying;
 mod campaigns;
 mod drafts;
 mod feeds;
@@ -277,6 +278,8 @@ struct Shared {
     /// Records this node took before it stopped, past the outbox mark: for the outbox
     /// (see `replica`).
     unstored: Mutex<Vec<Unstored>>,
+    /// Requests between applying events and handing them to the log (see `applying`).
+    applying: self::applying::Applying,
 }
 
 /// One account's jobs, its log and its threads.
@@ -304,11 +307,17 @@ impl AccountJobs {
     /// such zone or zone analytics are off (nothing is logged then).
     pub fn record_click(&self, clicked: &Clicked) -> Result<bool, SubmitError> {
         self.admit(Wait::No)?;
+        let applying = self.shared.applying.enter();
         if !self.shared.account.record_click(clicked) {
             return Ok(false);
         }
         let payload = log::encode_click(clicked).map_err(|e| SubmitError::Journal(e.into()))?;
-        self.log_and_publish(RecordKind::Click, payload, Durability::Unwaited, Wait::No)?;
+        self.log_and_publish(
+            RecordKind::Click,
+            payload,
+            (Durability::Unwaited, Wait::No),
+            applying,
+        )?;
         Ok(true)
     }
 
@@ -355,11 +364,18 @@ impl AccountJobs {
             self.admit(wait)?;
         }
         self.shared.forgotten.strip(&mut request.events);
+        // Counted from before the events are applied until they are handed to the log.
+        let applying = self.shared.applying.enter();
         let outcome = self.shared.account.serve(request);
         let served = &outcome.served;
         if !served.tracked.events.is_empty() {
             let payload = log::encode_served(served).map_err(|e| SubmitError::Journal(e.into()))?;
-            self.log_and_publish(RecordKind::Served, payload, Durability::UnderPolicy, wait)?;
+            self.log_and_publish(
+                RecordKind::Served,
+                payload,
+                (Durability::UnderPolicy, wait),
+                applying,
+            )?;
         } else if !served.shown.is_empty() {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.

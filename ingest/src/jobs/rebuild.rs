@@ -168,7 +168,15 @@ impl Shared {
         // the snapshot never claims a position a power loss could take from the log.
         let position = self.wal.sync()?;
         let writing = Instant::now();
-        let saved = state::write(&self.dir, &self.account, position)?;
+        // The export may include events applied after that position: saved only once
+        // every request that applied before the export ended has handed its events to
+        // the log and the log made them durable, so that a crash never leaves the
+        // snapshot holding events the log lost (in a cluster, events no other node
+        // would ever get).
+        let saved = state::write(&self.dir, &self.account, position, || {
+            self.applying.wait_for_earlier();
+            self.wal.sync().map(|_| ())
+        })?;
         self.metrics
             .snapshot_written(SnapshotKind::State, writing.elapsed(), saved.bytes as u64);
         let segments_removed = self.cut_log()?;

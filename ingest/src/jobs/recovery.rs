@@ -103,6 +103,7 @@ impl AccountJobs {
             feed_hook: std::sync::OnceLock::new(),
             floors: super::Floors::load(dir),
             unstored: Mutex::new(unstored),
+            applying: super::applying::Applying::default(),
         });
         Ok((AccountJobs::spawn(shared)?, recovery))
     }

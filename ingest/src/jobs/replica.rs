@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::applying::Entered;
 use super::log::{self, RecordKind};
 use super::replication::{Incarnation, LocalLog, OutboxFigures, Replication, Unstored, Wait};
 use super::status::DeltaStatus;
@@ -323,13 +324,14 @@ impl AccountJobs {
     /// Logs a record this node took, and publishes it when the account is replicated:
     /// then logged as [`RecordKind::Outboxed`] under a reserved outbox id (so that a
     /// restart publishes again what the replicated log had not stored), as `durability`
-    /// says.
+    /// says. `applying` (the request, counted since before it applied what the record
+    /// holds) is let go once the record is handed to the log.
     pub(super) fn log_and_publish(
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
-        durability: Durability,
-        wait: Wait,
+        (durability, wait): (Durability, Wait),
+        applying: Entered<'_>,
     ) -> Result<(), SubmitError> {
         let wal = &self.shared.wal;
         let append = |kind: RecordKind, payload: Vec<u8>| match durability {
@@ -337,13 +339,17 @@ impl AccountJobs {
             Durability::Unwaited => wal.append_unwaited(kind.code(), payload),
         };
         let Some(replica) = self.shared.replica.get() else {
-            return Ok(append(kind, payload)?);
+            let appended = append(kind, payload);
+            drop(applying);
+            return Ok(appended?);
         };
         let reserved = replica.log.reserve(wal.next_sequence());
-        if let Err(error) = append(
+        let appended = append(
             RecordKind::Outboxed,
             log::encode_outboxed(reserved.id, kind, &payload),
-        ) {
+        );
+        drop(applying);
+        if let Err(error) = appended {
             replica.log.release(reserved);
             return Err(error.into());
         }

@@ -96,8 +96,13 @@ impl AccountJobs {
         drop(catalogue);
         // The state: everything through the position read first is in it.
         let state_floor = shared.stream_position.load(Ordering::Acquire);
-        state::write(out, &shared.account, 1)
-            .map_err(|e| ReplicationError::failed("the state snapshot", e))?;
+        // Saved once the log holds every event the export includes (see `applying`):
+        // what this node took and a crash then lost is in no set either.
+        state::write(out, &shared.account, 1, || {
+            shared.applying.wait_for_earlier();
+            shared.wal.sync().map(|_| ())
+        })
+        .map_err(|e| ReplicationError::failed("the state snapshot", e))?;
         store::save_users(out, &shared.account.users())
             .map_err(|e| ReplicationError::failed("the users file", e))?;
         statuses
