@@ -59,6 +59,8 @@ mod deltas;
 mod deploy;
 #[path = "api/dotnet.rs"]
 mod dotnet;
+#[path = "api/experiments_console.rs"]
+mod experiments_console;
 #[path = "api/feeds.rs"]
 mod feeds;
 #[path = "api/forget.rs"]

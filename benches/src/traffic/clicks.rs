@@ -56,6 +56,7 @@ impl Clicks {
                     weight: 1,
                     spec: vitrine_testkit::zone(&experiment.zone, strategy, 8),
                     campaigns: false,
+                    list: None,
                 });
             }
             built.push(Experiment {

@@ -5,9 +5,11 @@
 //! (built by `VisitorSnapshot::shopper` from the visitor, the page and the request's
 //! [`crate::campaign::RequestContext`]).
 //!
-//! The order: a running experiment on the zone assigns the visitor a variant; a variant
-//! that does not show campaigns fills the zone by its own spec; otherwise the zone's
-//! campaign list, when it has one, decides; otherwise the zone's configuration.
+//! The order: a running experiment on the zone (one written in the console first, then
+//! one of the configuration) assigns the visitor a variant; a variant with a list of its
+//! own shows it; a variant that does not show campaigns fills the zone by its own spec;
+//! otherwise the zone's campaign list, when it has one, decides; otherwise the zone's
+//! configuration.
 
 use crate::campaign::{CampaignSet, ZoneCampaigns};
 use crate::catalogue::UnixMillis;
@@ -59,7 +61,24 @@ impl AccountSettings {
         now: UnixMillis,
         campaigns: Option<&'a CampaignSet>,
     ) -> Plan<'a> {
-        let variant = self.variant(zone, visitor_id, now);
+        // An experiment written in the console, then one of the configuration.
+        let variant = campaigns
+            .and_then(|set| {
+                let experiment = set.experiment(&zone.id, now)?;
+                Some((experiment, experiment.assign(visitor_id)?))
+            })
+            .or_else(|| self.variant(zone, visitor_id, now));
+        if let (Some(set), Some((_, v))) = (campaigns, variant)
+            && let Some(list_at) = v.list
+            && let Some(list) = set.zones.get(list_at)
+        {
+            return Plan::Campaigns {
+                set,
+                list_at,
+                list,
+                variant,
+            };
+        }
         let shows_campaigns = variant.is_none_or(|(_, v)| v.campaigns);
         let list = campaigns.and_then(|set| Some((set, set.zone_at(&zone.id)?)));
         match list {

@@ -383,11 +383,17 @@ impl Account {
         }
     }
 
-    /// The campaigns, when a zone of `zones` has a list (one load of the set; none, and
-    /// nothing more done, for an account whose campaigns were never changed).
+    /// The campaigns, when a zone of `zones` has a list or an experiment written in the
+    /// console (one load of the set; none, and nothing more done, for an account whose
+    /// campaigns were never changed).
     fn campaigns_asked(&self, zones: &ZoneIds) -> Option<Arc<CampaignSet>> {
         let set = self.campaigns.load();
-        if set.zones.is_empty() || !zones.iter().any(|z| set.zone(z).is_some()) {
+        if set.zones.is_empty() && set.experiments.is_empty() {
+            return None;
+        }
+        let asked =
+            |zone: &str| set.zone(zone).is_some() || set.experiments.iter().any(|e| e.zone == zone);
+        if !zones.iter().any(|z| asked(z)) {
             return None;
         }
         Some(arc_swap::Guard::into_inner(set))
@@ -428,15 +434,46 @@ pub(super) fn reads_sessions(
             .chain(varied)
             .chain(campaigned)
             .any(ZoneSpec::reads_sessions)
+            || campaigns.is_some_and(|set| console_reads_sessions(set, zone))
     })
 }
 
 fn campaign_reads(set: &CampaignSet, zones: &ZoneIds) -> Option<SegmentReads> {
     let mut reads = None::<SegmentReads>;
-    for list in zones.iter().filter_map(|z| set.zone(z)) {
-        reads = Some(reads.unwrap_or_default().with(list.reads));
+    for zone in zones.iter() {
+        let zone = zone.as_str();
+        let lists = set
+            .experiments
+            .iter()
+            .filter(|e| e.zone == zone)
+            .flat_map(|e| {
+                e.variants
+                    .iter()
+                    .filter_map(|v| v.list.and_then(|at| set.zones.get(at)))
+            });
+        for list in set.zone(zone).into_iter().chain(lists) {
+            reads = Some(reads.unwrap_or_default().with(list.reads));
+        }
     }
     reads
+}
+
+/// Whether a variant of an experiment of the console on `zone` fills products by a spec
+/// that reads the sessions most like the shopper's (its own, or its list's).
+fn console_reads_sessions(set: &CampaignSet, zone: &str) -> bool {
+    set.experiments
+        .iter()
+        .filter(|e| e.zone == zone)
+        .flat_map(|e| e.variants.iter())
+        .any(|v| {
+            v.spec.reads_sessions()
+                || v.list.and_then(|at| set.zones.get(at)).is_some_and(|list| {
+                    list.campaigns
+                        .iter()
+                        .filter_map(|c| c.content.spec())
+                        .any(ZoneSpec::reads_sessions)
+                })
+        })
 }
 
 impl Account {

@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::experiment::definition::ExperimentDefinition;
+pub use crate::experiment::definition::ExperimentsPart;
+
 /// The whole document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CampaignDocument {
@@ -29,6 +32,9 @@ pub struct CampaignDocument {
     /// Each zone that ever had a list of its own, by id.
     #[serde(default)]
     pub zones: BTreeMap<String, ZonePart>,
+    /// The experiments written from the console or the admin API.
+    #[serde(default, skip_serializing_if = "ExperimentsPart::is_empty")]
+    pub experiments: ExperimentsPart,
 }
 
 /// The segments, as one part.
@@ -107,6 +113,8 @@ pub enum Part<'a> {
     Segments,
     /// A zone's list (or its absence: the zone filled as configured).
     Zone(&'a str),
+    /// The experiments.
+    Experiments,
 }
 
 impl Part<'_> {
@@ -115,6 +123,7 @@ impl Part<'_> {
         match self {
             Part::Segments => "segments".to_owned(),
             Part::Zone(zone) => format!("zone:{zone}"),
+            Part::Experiments => "experiments".to_owned(),
         }
     }
 }
@@ -125,6 +134,7 @@ impl<'a> Part<'a> {
         match name.strip_prefix("zone:") {
             Some(zone) => Some(Part::Zone(zone)),
             None if name == "segments" => Some(Part::Segments),
+            None if name == "experiments" => Some(Part::Experiments),
             None => None,
         }
     }
@@ -146,7 +156,15 @@ impl CampaignDocument {
         match part {
             Part::Segments => self.segments_version(),
             Part::Zone(zone) => self.zone_version(zone),
+            Part::Experiments => self.experiments.version,
         }
+    }
+
+    /// This document with `list` as its experiments, changed in `version`.
+    pub fn with_experiments(&self, list: Vec<ExperimentDefinition>, version: u64) -> Self {
+        let mut document = self.clone();
+        document.experiments = ExperimentsPart { version, list };
+        document
     }
 
     /// A zone's live list, when it has one.
@@ -182,7 +200,8 @@ impl CampaignDocument {
 
     /// The content of `old` as a new version of this document: the parts that differ
     /// from this one move to `version`, the others keep their versions (a restore of
-    /// the whole document).
+    /// the whole document). Experiments stay as they are: their starts, stops and ends
+    /// are things that happened, not content to undo.
     pub fn restored(&self, old: &CampaignDocument, version: u64) -> Self {
         let mut document = self.clone();
         document = document.restored_part(old, Part::Segments, version);
@@ -213,7 +232,7 @@ impl CampaignDocument {
                 }
                 self.with_zone(zone, then.map(<[_]>::to_vec), version)
             }
-            Part::Segments => self.clone(),
+            Part::Segments | Part::Experiments => self.clone(),
         }
     }
 

@@ -104,8 +104,13 @@ pub struct CampaignSet {
     pub version: u64,
     /// The account's segments.
     pub segments: Vec<Segment>,
-    /// The zones that have a list of their own.
+    /// The zones that have a list of their own, then the lists of experiments'
+    /// variants (under names no zone has, `<zone>#<experiment>/<variant>`: found by
+    /// [`crate::experiment::Variant::list`], never by a zone's id).
     pub zones: Vec<ZoneCampaigns>,
+    /// The experiments written in the console or the admin API that have ever started
+    /// (the ones that run now are found by [`CampaignSet::experiment`]).
+    pub experiments: Vec<crate::experiment::Experiment>,
 }
 
 impl CampaignSet {
@@ -121,6 +126,17 @@ impl CampaignSet {
             .iter()
             .enumerate()
             .find(|(_, z)| z.key == key && z.zone == zone)
+    }
+
+    /// The experiment running on `zone` at `now`, when one does.
+    pub fn experiment(
+        &self,
+        zone: &str,
+        now: UnixMillis,
+    ) -> Option<&crate::experiment::Experiment> {
+        self.experiments
+            .iter()
+            .find(|e| e.zone == zone && e.runs_at(now))
     }
 
     /// A segment by id.

@@ -60,6 +60,7 @@ fn set(campaigns: Vec<Campaign>, segments: Vec<Segment>) -> CampaignSet {
         .iter()
         .fold(Reads::default(), |r, s| r.with(s.rule.reads()));
     CampaignSet {
+        experiments: Vec::new(),
         version: 1,
         segments,
         zones: vec![ZoneCampaigns {

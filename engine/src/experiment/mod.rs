@@ -6,6 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
+pub mod definition;
 pub mod sequential;
 
 use crate::catalogue::UnixMillis;
@@ -40,6 +41,9 @@ pub struct Variant {
     /// instead of `spec`: a list tested against the automated zone, or against another
     /// variant.
     pub campaigns: bool,
+    /// A campaign list of its own: its position in the campaign set's zones (an
+    /// experiment written in the console, [`definition::VariantKind::Draft`]).
+    pub list: Option<usize>,
 }
 
 impl Experiment {
@@ -102,6 +106,7 @@ mod tests {
                     weight: *weight,
                     spec: zone("Z", Strategy::Trending, 4),
                     campaigns: false,
+                    list: None,
                 })
                 .collect(),
         }

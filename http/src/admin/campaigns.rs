@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use vitrine_engine::campaign::CampaignDocument;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_ingest::campaigns;
-use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, RestorePart};
+use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, ExperimentAction, RestorePart};
 
 use super::Query;
 use crate::api::Reply;
@@ -216,6 +216,24 @@ pub(super) enum Write<'a> {
     RemoveZone(&'a str),
     /// `POST .../campaigns/restore`.
     Restore,
+    /// `PUT` or `DELETE .../experiments/{id}`, `POST .../experiments/{id}/start`,
+    /// `stop` or `end`.
+    Experiment(&'a str, ExperimentWrite),
+}
+
+/// What a write does to an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ExperimentWrite {
+    /// Created or edited (`PUT`).
+    Put,
+    /// `POST .../start`.
+    Start,
+    /// `POST .../stop`.
+    Stop,
+    /// `POST .../end`.
+    End,
+    /// `DELETE`.
+    Delete,
 }
 
 /// `POST .../segments/size`: the size of a draft rule `{"rule": {...}}` (a read: any
@@ -244,6 +262,7 @@ pub(super) fn write(
 ) -> Result<Reply, ApiError> {
     let body = match write {
         Write::RemoveZone(_) => Value::Null,
+        Write::Experiment(_, action) if action != ExperimentWrite::Put => Value::Null,
         _ => super::body_json(body)?,
     };
     let if_match = if_match(headers)?;
@@ -265,6 +284,16 @@ pub(super) fn write(
             let (version, part) = restore_of(entry, &body)?;
             CampaignChange::Restore { version, part }
         }
+        Write::Experiment(id, action) => CampaignChange::Experiment {
+            id,
+            action: match action {
+                ExperimentWrite::Put => ExperimentAction::Put(&body),
+                ExperimentWrite::Start => ExperimentAction::Start,
+                ExperimentWrite::Stop => ExperimentAction::Stop,
+                ExperimentWrite::End => ExperimentAction::End,
+                ExperimentWrite::Delete => ExperimentAction::Delete,
+            },
+        },
     };
     let changed = entry.jobs.change_campaigns(ChangeRequest {
         change,
@@ -291,6 +320,7 @@ pub(super) fn write(
             },
         ) => document.zone_version(zone),
         (Write::Restore, _) => changed.version,
+        (Write::Experiment(..), _) => document.experiments.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),
@@ -402,7 +432,7 @@ fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     })
 }
 
-fn with_etag(value: Value, version: u64) -> Reply {
+pub(super) fn with_etag(value: Value, version: u64) -> Reply {
     let mut reply = Reply::json(serde_json::to_vec(&value).unwrap_or_default());
     reply.headers.push(("etag", format!("\"{version}\"")));
     reply.headers.push(("cache-control", "no-store".to_owned()));

@@ -18,61 +18,193 @@ use serde_json::{Value, json};
 use vitrine_engine::analytics::spread::{Spread, upper_edge};
 use vitrine_engine::analytics::{ZoneCounts, day_of};
 use vitrine_engine::catalogue::UnixMillis;
-use vitrine_engine::experiment::Experiment;
+use vitrine_engine::experiment::definition::{ExperimentDefinition, Status, VariantKind};
 use vitrine_engine::experiment::sequential::{self, Sample};
+use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::money::{Currency, Money};
+use vitrine_engine::zone::Strategy;
 
 use super::Query;
 use super::analytics::{counts_json, date};
+use super::campaigns::with_etag;
+use crate::api::Reply;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
 
 /// The quantile of paying visitors' revenue that revenue per visitor is capped at.
 pub(super) const REVENUE_CAP_QUANTILE: f64 = 0.99;
 
-/// The experiments answer.
+/// The experiments answer: the console's (newest first), then the configuration's.
+/// Its ETag is the version of the campaign document's experiments part.
 pub(super) fn results(
     entry: &AccountEntry,
     query: &Query,
     now: UnixMillis,
-) -> Result<Value, ApiError> {
+) -> Result<Reply, ApiError> {
     let lift = query.limit("lift", 10, 1000)? as f64 / 100.0;
     let account = &entry.account;
     let settings = account.settings();
     let currency = settings.default_currency;
-    let experiments: Vec<Value> = settings
-        .experiments
-        .iter()
-        .map(|experiment| {
-            let from = experiment.start.map_or(i32::MIN, day_of);
-            let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);
-            let to = day_of(last);
-            let mut totals: Vec<ZoneCounts> =
-                vec![ZoneCounts::default(); experiment.variants.len()];
-            let mut first_day = to;
-            for (key, counts) in account.zone_analytics(from, to) {
-                if key.zone != experiment.zone.as_str() {
-                    continue;
-                }
-                if let Some(at) = experiment
-                    .variants
-                    .iter()
-                    .position(|v| v.name == key.variant.as_str())
-                    && let Some(total) = totals.get_mut(at)
-                {
-                    total.add(&counts);
-                    first_day = first_day.min(key.day);
-                }
-            }
-            let days = f64::from(to - first_day + 1);
-            experiment_json(experiment, &totals, currency, (lift, days), now)
-        })
-        .collect();
-    Ok(json!({
+    let (document, _) = account.campaign_document();
+    let history = account.campaign_history();
+    let mut experiments: Vec<Value> = Vec::new();
+    for definition in document.experiments.list.iter().rev() {
+        // A zone no longer configured (after a reload): its experiments are not shown.
+        let Some(zone) = settings.zones.iter().find(|z| z.id == definition.zone) else {
+            continue;
+        };
+        let shown = Experiment {
+            id: definition.id.clone(),
+            zone: definition.zone.clone(),
+            start: definition.first_start(),
+            end: definition.last_stop(),
+            variants: definition
+                .variants
+                .iter()
+                .map(|v| {
+                    let mut spec = zone.clone();
+                    let named = v.strategy.as_deref().and_then(Strategy::from_name);
+                    match v.kind {
+                        VariantKind::Strategy => {
+                            spec.strategy = named.or(spec.strategy);
+                            spec.fallback = v
+                                .fallback
+                                .iter()
+                                .flatten()
+                                .filter_map(|name| Strategy::from_name(name))
+                                .collect();
+                        }
+                        VariantKind::None => {
+                            spec.strategy = named.or(Some(Strategy::Trending));
+                            spec.fallback = Vec::new();
+                        }
+                        VariantKind::Live | VariantKind::Draft => {
+                            spec.strategy = None;
+                            spec.fallback = Vec::new();
+                        }
+                    }
+                    if let Some(count) = v.count.and_then(|c| usize::try_from(c).ok()) {
+                        spec.count = count;
+                    }
+                    Variant {
+                        name: v.name.clone(),
+                        weight: v.share,
+                        spec,
+                        campaigns: v.kind == VariantKind::Live,
+                        list: None,
+                    }
+                })
+                .collect(),
+        };
+        let counted: Vec<String> = definition
+            .variants
+            .iter()
+            .map(|v| definition.counted_as(&v.name))
+            .collect();
+        let mut value = if definition.status == Status::Draft {
+            experiment_json(
+                &shown,
+                &vec![ZoneCounts::default(); counted.len()],
+                currency,
+                (lift, 1.0),
+                now,
+            )
+        } else {
+            let (totals, days) = totals(account, &shown, &counted, now);
+            experiment_json(&shown, &totals, currency, (lift, days), now)
+        };
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("source".to_owned(), json!("console"));
+            fields.insert("name".to_owned(), json!(definition.name));
+            fields.insert("status".to_owned(), json!(definition.status.name()));
+            fields.insert(
+                "running".to_owned(),
+                json!(definition.status == Status::Running),
+            );
+            fields.insert("runs".to_owned(), json!(definition.runs));
+            fields.insert("definition".to_owned(), json!(definition.variants));
+            fields.insert(
+                "timeline".to_owned(),
+                timeline(&history.versions, definition, now),
+            );
+        }
+        experiments.push(value);
+    }
+    for experiment in &settings.experiments {
+        let counted: Vec<String> = experiment.variants.iter().map(|v| v.name.clone()).collect();
+        let (totals, days) = totals(account, experiment, &counted, now);
+        let mut value = experiment_json(experiment, &totals, currency, (lift, days), now);
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("source".to_owned(), json!("configuration"));
+        }
+        experiments.push(value);
+    }
+    let body = json!({
         "accessKey": entry.config.access_key,
         "currency": currency.code(),
         "experiments": experiments,
-    }))
+    });
+    Ok(with_etag(body, document.experiments.version))
+}
+
+/// Each variant's counters over the experiment's days (counted under `counted`), and
+/// how many days that is (from its first day with data).
+fn totals(
+    account: &vitrine_engine::Account,
+    experiment: &Experiment,
+    counted: &[String],
+    now: UnixMillis,
+) -> (Vec<ZoneCounts>, f64) {
+    let from = experiment.start.map_or(i32::MIN, day_of);
+    let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);
+    let to = day_of(last);
+    let mut totals: Vec<ZoneCounts> = vec![ZoneCounts::default(); counted.len()];
+    let mut first_day = to;
+    for (key, counts) in account.zone_analytics(from, to) {
+        if key.zone != experiment.zone.as_str() {
+            continue;
+        }
+        if let Some(at) = counted.iter().position(|v| v == key.variant.as_str())
+            && let Some(total) = totals.get_mut(at)
+        {
+            total.add(&counts);
+            first_day = first_day.min(key.day);
+        }
+    }
+    (totals, f64::from(to - first_day + 1))
+}
+
+/// What happened while the experiment ran: its starts, stops and end, and every change
+/// of its zone's campaign list (results can be read apart at them), oldest first.
+fn timeline(
+    versions: &[vitrine_engine::campaign::CampaignVersion],
+    definition: &ExperimentDefinition,
+    now: UnixMillis,
+) -> Value {
+    let Some(first) = definition.first_start() else {
+        return json!([]);
+    };
+    let last = definition.last_stop().unwrap_or(now);
+    let mut events: Vec<Value> = Vec::new();
+    let mut previous = None;
+    for version in versions {
+        let zone_version = version.document.zone_version(&definition.zone);
+        let changed = previous.is_some_and(|before| before != zone_version);
+        previous = Some(zone_version);
+        let mentions = version
+            .summary
+            .starts_with(&format!("experiment {} ", definition.id));
+        if mentions || (changed && version.at >= first && version.at <= last) {
+            events.push(json!({
+                "version": version.version,
+                "at": version.at,
+                "author": version.author,
+                "summary": version.summary,
+                "kind": if mentions { "experiment" } else { "campaigns" },
+            }));
+        }
+    }
+    Value::Array(events)
 }
 
 fn experiment_json(

@@ -35,6 +35,7 @@ mod campaigns;
 mod catalogue;
 mod drafts;
 mod experiments;
+use campaigns::ExperimentWrite;
 mod explain;
 mod live;
 mod models;
@@ -95,7 +96,7 @@ pub fn handle(
         }
         ["accounts", key, "experiments"] => {
             query.only(&["lift"])?;
-            experiments::results(&*account(state, key)?, &query, now)?
+            return experiments::results(&*account(state, key)?, &query, now);
         }
         ["accounts", key, "segments"] => {
             campaigns::no_query(&query)?;
@@ -277,6 +278,30 @@ pub fn handle_write(
         ["accounts", key, "campaigns", "restore"] => {
             allowed(&[Method::POST])?;
             change(key, campaigns::Write::Restore)
+        }
+        ["accounts", key, "experiments", id] => {
+            allowed(&[Method::PUT, Method::DELETE])?;
+            let action = if *method == Method::DELETE {
+                ExperimentWrite::Delete
+            } else {
+                ExperimentWrite::Put
+            };
+            change(key, campaigns::Write::Experiment(id, action))
+        }
+        [
+            "accounts",
+            key,
+            "experiments",
+            id,
+            action @ ("start" | "stop" | "end"),
+        ] => {
+            allowed(&[Method::POST])?;
+            let action = match *action {
+                "start" => ExperimentWrite::Start,
+                "stop" => ExperimentWrite::Stop,
+                _ => ExperimentWrite::End,
+            };
+            change(key, campaigns::Write::Experiment(id, action))
         }
         _ => Err(ApiError::WrongMethod(format!(
             "method {method} is not allowed on {path}"

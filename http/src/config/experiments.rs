@@ -183,6 +183,7 @@ pub(super) fn experiments(
                 weight: weight as u32,
                 spec,
                 campaigns: variant.campaigns.unwrap_or(false),
+                list: None,
             });
         }
         let overlaps = |other: &Experiment| {

@@ -476,7 +476,21 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 12] = [
+const ADMIN_WRITES: [(&str, &str); 17] = [
+    ("/admin/api/accounts/{accessKey}/experiments/{id}", "put"),
+    ("/admin/api/accounts/{accessKey}/experiments/{id}", "delete"),
+    (
+        "/admin/api/accounts/{accessKey}/experiments/{id}/start",
+        "post",
+    ),
+    (
+        "/admin/api/accounts/{accessKey}/experiments/{id}/stop",
+        "post",
+    ),
+    (
+        "/admin/api/accounts/{accessKey}/experiments/{id}/end",
+        "post",
+    ),
     ("/admin/api/accounts/{accessKey}/zones/{zone}/draft", "put"),
     (
         "/admin/api/accounts/{accessKey}/zones/{zone}/draft",

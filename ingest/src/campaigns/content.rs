@@ -372,7 +372,7 @@ fn content(value: &Value, path: &str, zone: &ZoneSpec, errors: &mut Errors) -> O
 }
 
 /// The zone's definition with a content's strategy, fallbacks and item count.
-fn strategies(
+pub(super) fn strategies(
     fields: &Fields<'_, '_>,
     zone: &ZoneSpec,
     required: bool,
@@ -407,7 +407,7 @@ fn strategies(
     })
 }
 
-fn product_strategy(name: &str, path: &str, errors: &mut Errors) -> Option<Strategy> {
+pub(super) fn product_strategy(name: &str, path: &str, errors: &mut Errors) -> Option<Strategy> {
     match Strategy::from_name(name) {
         Some(s) if s.kind() == ZoneKind::RecommenderProduct => Some(s),
         _ => {

@@ -12,6 +12,7 @@
 
 mod content;
 pub mod diff;
+pub mod experiments;
 mod filters;
 mod rules;
 
@@ -108,10 +109,18 @@ fn compile_zones(
             });
         }
     }
+    let (experiments, lists) = experiments::compile(
+        &document.experiments.list,
+        zones.len(),
+        (&segments, target),
+        errors,
+    );
+    zones.extend(lists);
     CampaignSet {
         version,
         segments,
         zones,
+        experiments,
     }
 }
 
@@ -236,16 +245,19 @@ pub fn without_campaigns(
 }
 
 /// `set` with `zone`'s compiled list replaced (none: removed), as `version`; the lists
-/// stay in the order of their zone ids, as [`compile`] makes them.
+/// stay in the order of their zone ids, as [`compile`] makes them, the experiments'
+/// lists after them (their positions moved with them).
 fn with_zone(
     set: &CampaignSet,
     zone: &str,
     list: Option<ZoneCampaigns>,
     version: u64,
 ) -> CampaignSet {
+    let own = set.zones.len() - experiment_lists(set);
     let mut zones: Vec<ZoneCampaigns> = set
         .zones
         .iter()
+        .take(own)
         .filter(|z| z.zone != zone)
         .cloned()
         .collect();
@@ -253,10 +265,81 @@ fn with_zone(
         let at = zones.partition_point(|z| z.zone.as_str() < zone);
         zones.insert(at, list);
     }
+    let moved = zones.len() as isize - own as isize;
+    zones.extend(set.zones.iter().skip(own).cloned());
+    let experiments = set
+        .experiments
+        .iter()
+        .map(|experiment| {
+            let mut experiment = experiment.clone();
+            for variant in &mut experiment.variants {
+                variant.list = variant.list.map(|at| at.saturating_add_signed(moved));
+            }
+            experiment
+        })
+        .collect();
     CampaignSet {
         version,
         segments: set.segments.clone(),
         zones,
+        experiments,
+    }
+}
+
+/// How many of `set`'s lists are experiments' (at its end).
+fn experiment_lists(set: &CampaignSet) -> usize {
+    set.experiments
+        .iter()
+        .flat_map(|e| &e.variants)
+        .filter(|v| v.list.is_some())
+        .count()
+}
+
+/// A new document with `action` done to experiment `id` at `now`, at `version`, and its
+/// set: the experiments compiled again against `set`'s segments, the zones' lists as
+/// `set` has them. Errors name paths in the body, or the rule broken.
+pub fn with_experiment(
+    (current, set): (&CampaignDocument, &CampaignSet),
+    id: &str,
+    action: experiments::Action<'_>,
+    (version, now): (u64, vitrine_engine::catalogue::UnixMillis),
+    target: Target<'_>,
+) -> Result<(CampaignDocument, CampaignSet), Errors> {
+    let list = experiments::act(
+        &current.experiments.list,
+        id,
+        action,
+        now,
+        (&set.segments, target),
+    )?;
+    let document = current.with_experiments(list, version);
+    Ok((
+        document.clone(),
+        with_experiments(set, &document, version, target),
+    ))
+}
+
+/// `set` with the experiments of `document` compiled again (against `set`'s segments).
+fn with_experiments(
+    set: &CampaignSet,
+    document: &CampaignDocument,
+    version: u64,
+    target: Target<'_>,
+) -> CampaignSet {
+    let own = set.zones.len() - experiment_lists(set);
+    let mut zones: Vec<ZoneCampaigns> = set.zones.iter().take(own).cloned().collect();
+    let (experiments, lists) = experiments::compile(
+        &document.experiments.list,
+        zones.len(),
+        (&set.segments, target),
+        &mut Errors::default(),
+    );
+    zones.extend(lists);
+    CampaignSet {
+        version,
+        segments: set.segments.clone(),
+        zones,
+        experiments,
     }
 }
 
@@ -285,6 +368,7 @@ pub fn compile_change(
             });
             with_zone(previous, zone, compiled, version)
         }
+        Some(Part::Experiments) => with_experiments(previous, document, version, target),
         _ => compile_parts(document, version, target).0,
     }
 }

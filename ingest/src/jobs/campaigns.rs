@@ -45,6 +45,13 @@ pub enum CampaignChange<'a> {
     },
     /// A zone's list removed: the zone is filled as configured again.
     RemoveZone(&'a str),
+    /// An experiment created, edited, started, stopped, ended or deleted.
+    Experiment {
+        /// Its id.
+        id: &'a str,
+        /// What is done to it.
+        action: ExperimentAction<'a>,
+    },
     /// An earlier version (all of it, or one part), restored as a new one.
     Restore {
         /// The version.
@@ -53,6 +60,8 @@ pub enum CampaignChange<'a> {
         part: Option<RestorePart<'a>>,
     },
 }
+
+pub use crate::campaigns::experiments::Action as ExperimentAction;
 
 /// The part of the document a restore brings back.
 pub use vitrine_engine::campaign::document::Part as RestorePart;
@@ -175,6 +184,17 @@ impl AccountJobs {
                 Some(RestorePart::Zone(zone)),
                 campaigns::without_campaigns((&document, &set), zone, next),
             ),
+            CampaignChange::Experiment { id, action } => (
+                Some(RestorePart::Experiments),
+                campaigns::with_experiment(
+                    (&document, &set),
+                    id,
+                    action,
+                    (next, request.now),
+                    target,
+                )
+                .map_err(CampaignError::Invalid)?,
+            ),
             CampaignChange::Restore {
                 version: wanted,
                 part,
@@ -208,23 +228,33 @@ impl AccountJobs {
                     None => "the whole document".to_owned(),
                     Some(RestorePart::Segments) => "the segments".to_owned(),
                     Some(RestorePart::Zone(zone)) => format!("zone {zone}"),
+                    Some(RestorePart::Experiments) => "the experiments".to_owned(),
                 },
                 campaigns::summary(&document, &new_document)
             ),
+            CampaignChange::Experiment { id, action } => {
+                format!("experiment {id} {}", action.name())
+            }
             _ => campaigns::summary(&document, &new_document),
         };
         let draft_published = match request.change {
             CampaignChange::Segments(body) | CampaignChange::Zone { body, .. } => {
                 super::drafts::draft_published(account, &part, body)
             }
-            CampaignChange::RemoveZone(_) | CampaignChange::Restore { .. } => None,
+            CampaignChange::RemoveZone(_)
+            | CampaignChange::Restore { .. }
+            | CampaignChange::Experiment { .. } => None,
         };
         // The warnings of the part changed, with the request's paths.
         let warnings = match request.change {
             CampaignChange::Segments(body) | CampaignChange::Zone { body, .. } => {
                 campaigns::unknown_ids(body, &account.catalogue())
             }
-            CampaignChange::RemoveZone(_) => Vec::new(),
+            CampaignChange::Experiment {
+                action: ExperimentAction::Put(body),
+                ..
+            } => campaigns::unknown_ids(body, &account.catalogue()),
+            CampaignChange::RemoveZone(_) | CampaignChange::Experiment { .. } => Vec::new(),
             CampaignChange::Restore { .. } => campaigns::unknown_ids(
                 &serde_json::to_value(&new_document).unwrap_or_default(),
                 &account.catalogue(),
@@ -360,6 +390,7 @@ fn part_name(part: &str) -> String {
     match part.strip_prefix("zone:") {
         Some(zone) => format!("campaigns of zone {zone}"),
         None if part == "segments" => "segments".to_owned(),
+        None if part == "experiments" => "experiments".to_owned(),
         None => "campaign document".to_owned(),
     }
 }

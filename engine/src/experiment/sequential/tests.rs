@@ -5,26 +5,37 @@ use rand_distr::{Distribution, LogNormal};
 use super::*;
 use crate::analytics::Spread;
 
+/// The mixture's ratio at `d`, computed here from the formula.
+fn by_hand(d: f64, v: f64, pooled: f64) -> f64 {
+    [100.0, 1_000.0, 10_000.0, 100_000.0]
+        .iter()
+        .map(|n: &f64| {
+            let t2 = 2.0 * pooled / n;
+            (v / (v + t2)).sqrt() * (t2 * d * d / (2.0 * v * (v + t2))).exp()
+        })
+        .sum::<f64>()
+        / 4.0
+}
+
 #[test]
 fn the_ratio_and_the_interval_match_a_hand_computation() {
     // 1,000 visitors each; 100 against 130 conversions. Pooled p = 0.115, pooled
     // variance 0.101775 × 0.002 = 0.00020355; Welch 0.09/1000 + 0.1131/1000 =
-    // 0.0002031: V = 0.00020355. τ² = 2 × 0.101775 / 10,000 = 0.000020355.
+    // 0.0002031: V = 0.00020355.
     let c = compare(
         &Sample::proportion(100, 1000),
         &Sample::proportion(130, 1000),
     )
     .unwrap();
-    let v: f64 = 0.00020355;
-    let tau2: f64 = 0.000020355;
-    let lambda = (v / (v + tau2)).sqrt() * (tau2 * 0.03 * 0.03 / (2.0 * v * (v + tau2))).exp();
+    let (v, pooled) = (0.00020355, 0.101775);
     assert!((c.difference - 0.03).abs() < 1e-12);
     assert!(
-        (c.p_value - 1.0 / lambda).abs() < 1e-9,
-        "{c:?} against {lambda}"
+        (c.p_value - 1.0 / by_hand(0.03, v, pooled)).abs() < 1e-9,
+        "{c:?}"
     );
-    let half = (v * (v + tau2) / tau2 * (((v + tau2) / v).ln() + 2.0 * 20f64.ln())).sqrt();
-    assert!((c.interval.1 - c.interval.0 - 2.0 * half).abs() < 1e-12);
+    // The interval's ends are where the ratio reaches 1/α = 20.
+    let half = (c.interval.1 - c.interval.0) / 2.0;
+    assert!((by_hand(half, v, pooled) - 20.0).abs() < 1e-6, "{c:?}");
     // A fixed-horizon test calls this significant (p = 0.035); the always-valid one,
     // which pays for being read at any time, does not yet.
     assert!(!c.significant() && c.p_value > ALPHA, "{c:?}");
@@ -37,6 +48,10 @@ fn the_ratio_and_the_interval_match_a_hand_computation() {
     assert!(c.significant() && c.p_value < ALPHA, "{c:?}");
     let (relative, (low, high)) = c.relative().unwrap();
     assert!((relative - 0.3).abs() < 1e-9 && low > 0.0 && high > relative);
+    // A large difference in a small store shows early: 200 visitors each, 11 % against
+    // 46 %.
+    let small = compare(&Sample::proportion(22, 200), &Sample::proportion(92, 200)).unwrap();
+    assert!(small.significant(), "{small:?}");
     // Too few visitors, or nothing converting at all: nothing concluded; nothing
     // converting in the control: no relative figure.
     assert!(compare(&Sample::proportion(10, 99), &Sample::proportion(20, 99)).is_none());
@@ -197,9 +212,16 @@ fn the_visitors_a_lift_needs_shrink_as_the_lift_grows() {
     // At 30 %, the interval's half-width at that many visitors is just below the lift.
     let n = thirty / 2.0;
     let v = 2.0 * control.variance() / n;
-    let tau2 = 2.0 * control.variance() / REFERENCE_VISITORS;
-    let half = (v * (v + tau2) / tau2 * (((v + tau2) / v).ln() + 2.0 * 20f64.ln())).sqrt();
-    assert!(half < 0.009 && half > 0.0089, "{half}");
+    let c = compare(
+        &Sample::proportion((0.03 * n) as u64, n as u64),
+        &Sample::proportion((0.03 * n) as u64, n as u64),
+    )
+    .unwrap();
+    let half = (c.interval.1 - c.interval.0) / 2.0;
+    assert!(
+        half < 0.0092 && half > 0.0085,
+        "{half} at {n} visitors a group (V {v})"
+    );
     // An uneven split needs more visitors; nothing to go on, no estimate.
     assert!(visitors_to_show(&control, 0.3, (1.0, 3.0)).unwrap() > thirty);
     assert!(visitors_to_show(&Sample::proportion(0, 1000), 0.3, (1.0, 1.0)).is_none());
