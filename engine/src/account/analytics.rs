@@ -122,6 +122,13 @@ impl Account {
         self.analytics.entry(key).or_default().clicked = clicked;
     }
 
+    /// Whether a zone's answers are counted under more names than its own: it has a
+    /// campaign list or an experiment of the console.
+    fn answers_vary(&self, zone: &str) -> bool {
+        let set = self.campaigns.load();
+        set.zone(zone).is_some() || set.experiments.iter().any(|e| e.zone == zone)
+    }
+
     /// Counts a click on a product the zone `zone` showed `visitor_id`, on the day of
     /// `now`, for the experiment variant the zone shows that visitor. False (nothing
     /// counted) when the account has no such zone or zone analytics are off.
@@ -135,9 +142,9 @@ impl Account {
         };
         let variant = match settings.variant(spec, &clicked.visitor_id, clicked.now) {
             Some((_, v)) => CompactString::from(v.name.as_str()),
-            // A zone with campaigns: the campaign of the latest answer the zone gave
-            // the visitor.
-            None if self.campaigns.load().zone(&spec.id).is_some() => self
+            // A zone with campaigns or an experiment of the console: the campaign or
+            // variant of the latest answer the zone gave the visitor.
+            None if self.answers_vary(&spec.id) => self
                 .visitors
                 .read()
                 .get(&clicked.visitor_id)

@@ -226,7 +226,11 @@ impl Account {
             .as_ref()
             .map_or_else(|| self.campaigns(), Arc::clone);
         // Decided as serving decides (`resolve.rs`).
-        let plan = settings.plan(spec, visitor_id, request.now, Some(&set));
+        let who = (
+            visitor_id,
+            super::resolve::person_key(visitor_id, &snapshot.identity),
+        );
+        let plan = settings.plan(spec, who, request.now, Some(&set));
         let variant = plan.variant();
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
         let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];

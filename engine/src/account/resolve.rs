@@ -13,6 +13,7 @@
 
 use crate::campaign::{CampaignSet, ZoneCampaigns};
 use crate::catalogue::UnixMillis;
+use crate::event::Identity;
 use crate::experiment::{Experiment, Variant};
 use crate::zone::ZoneSpec;
 
@@ -51,21 +52,36 @@ impl<'a> Plan<'a> {
     }
 }
 
+/// What a console experiment splits shoppers by: the store's user id once the visitor
+/// has one, else the email it gave, else the visitor id. So a shopper's devices, once
+/// the store names the shopper on them (a login, an order), see one variant; a device
+/// changes variant at most once, when its shopper is first named.
+pub(crate) fn person_key<'a>(visitor_id: &'a str, identity: &'a Identity) -> &'a str {
+    identity
+        .user_id
+        .as_deref()
+        .or(identity.email.as_deref())
+        .filter(|key| !key.is_empty())
+        .unwrap_or(visitor_id)
+}
+
 impl AccountSettings {
-    /// How `zone` is filled for `visitor_id` at `now`, with `campaigns` (the live set, a
-    /// draft, or none when no requested zone has a list).
+    /// How `zone` is filled for `visitor_id` (`person`: its [`person_key`]) at `now`,
+    /// with `campaigns` (the live set, a draft, or none when no requested zone has a list
+    /// or an experiment of the console).
     pub(super) fn plan<'a>(
         &'a self,
         zone: &'a ZoneSpec,
-        visitor_id: &str,
+        (visitor_id, person): (&str, &str),
         now: UnixMillis,
         campaigns: Option<&'a CampaignSet>,
     ) -> Plan<'a> {
-        // An experiment written in the console, then one of the configuration.
+        // An experiment written in the console (which splits people: see
+        // [`person_key`]), then one of the configuration (which splits visitor ids).
         let variant = campaigns
             .and_then(|set| {
                 let experiment = set.experiment(&zone.id, now)?;
-                Some((experiment, experiment.assign(visitor_id)?))
+                Some((experiment, experiment.assign(person)?))
             })
             .or_else(|| self.variant(zone, visitor_id, now));
         if let (Some(set), Some((_, v))) = (campaigns, variant)

@@ -600,7 +600,11 @@ fn fill_zones(
         }
         // An experiment's variant, the zone's campaigns or its configuration
         // (`resolve.rs`).
-        let (spec_filled, variant) = match settings.plan(spec, visitor_id, now, campaigns) {
+        let who = (
+            visitor_id,
+            super::resolve::person_key(visitor_id, &snapshot.identity),
+        );
+        let (spec_filled, variant) = match settings.plan(spec, who, now, campaigns) {
             Plan::Campaigns {
                 set,
                 list_at,

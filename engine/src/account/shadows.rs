@@ -130,7 +130,11 @@ impl Account {
                 continue;
             };
             let shown = |set: &CampaignSet| -> ZoneItems {
-                match settings.plan(spec, visitor_id, ctx.now, Some(set)) {
+                let who = (
+                    visitor_id,
+                    super::resolve::person_key(visitor_id, &snapshot.identity),
+                );
+                match settings.plan(spec, who, ctx.now, Some(set)) {
                     Plan::Campaigns { set, list, .. } => {
                         let judged = &mut crate::campaign::Judged::default();
                         choose(set, list, (&shopper, judged), ctx, &mut NoTrace).items

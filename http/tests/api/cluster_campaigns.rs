@@ -3,7 +3,8 @@
 //! order), and two editors who loaded the same version and change the same list through
 //! two nodes cannot both win: one gets the 200, the other a 412, and both nodes end on
 //! the same version; a draft saved through one node is on the other, and publishing it
-//! discards it on both.
+//! discards it on both; an experiment started through one node splits shoppers alike on
+//! both, and ended through the other is over on both.
 
 use std::time::Instant;
 
@@ -132,4 +133,57 @@ fn a_draft_saved_through_one_node_is_on_the_other_and_publishing_it_discards_it_
         draft(&a).is_null().then_some(())
     });
     assert_eq!(zone(&a, "v", "TR"), ["p2", "p1"]);
+}
+
+/// An admin call on `server` with the admin token.
+fn admin_call(server: &Server, method: &str, path: &str, body: Option<Value>) -> Resp {
+    let body = body
+        .map(|b| serde_json::to_vec(&b).unwrap())
+        .unwrap_or_default();
+    request(
+        server.addr,
+        method,
+        &format!("/admin/api/accounts/{KEY}{path}"),
+        &body,
+        &[("authorization", &format!("Bearer {ADMIN}"))],
+    )
+}
+
+#[test]
+fn an_experiment_started_through_one_node_splits_shoppers_alike_on_the_other() {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, &["p1", "p2", "p3"]);
+    applied_on(&a, &token);
+    applied_on(&b, &token);
+    let experiment = json!({"zone": "TR", "variants": [
+        {"name": "A", "share": 1, "kind": "live"},
+        {"name": "B", "share": 1, "kind": "draft", "campaigns": manual("list", &["p3", "p1"])},
+    ]});
+    let resp = admin_call(&a, "PUT", "/experiments/split", Some(experiment));
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let resp = admin_call(&a, "POST", "/experiments/split/start", None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    wait_for("the experiment running on B", REPLICATED, || {
+        let results = admin_call(&b, "GET", "/experiments", None).json();
+        (results["experiments"][0]["status"] == "running").then_some(())
+    });
+    // The same split on both nodes.
+    let mut in_list = 0;
+    for v in 0..20 {
+        let visitor = format!("s{v}");
+        let on_a = zone(&a, &visitor, "TR");
+        assert_eq!(zone(&b, &visitor, "TR"), on_a, "{visitor}");
+        in_list += usize::from(on_a == ["p3", "p1"]);
+    }
+    assert!((1..20).contains(&in_list), "{in_list} of 20 shown the list");
+    // Ended through B: over on A too.
+    let resp = admin_call(&b, "POST", "/experiments/split/end", None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    wait_for("the experiment ended on A", REPLICATED, || {
+        let results = admin_call(&a, "GET", "/experiments", None).json();
+        (results["experiments"][0]["status"] == "ended").then_some(())
+    });
+    assert_eq!(version(&a), version(&b));
 }
