@@ -110,7 +110,7 @@ async function showAccount(key) {
   $("preview-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
   await Promise.all([
     showAnalytics(),
-    showExperiments(),
+    window.vitrineExperiments ? window.vitrineExperiments.show() : null,
     showPredictions(),
     showTuning(),
     window.vitrineConsole ? window.vitrineConsole.show() : null,
@@ -285,59 +285,6 @@ async function showTuning() {
     );
   });
   $("tuning-table").tBodies[0].replaceChildren(...rows);
-}
-
-async function showExperiments() {
-  const key = encodeURIComponent(state.account.accessKey);
-  const results = await api("accounts/" + key + "/experiments");
-  $("no-experiments").hidden = results.experiments.length > 0;
-  const tables = results.experiments.map((e) => {
-    const rows = e.variants.map((v) =>
-      el(
-        "tr",
-        { dataset: { variant: v.name } },
-        el("td", {}, v.name + (v.control ? " (control)" : "")),
-        el("td", {}, v.strategy || "–"),
-        el("td", { className: "number visitors" }, v.counts.visitors),
-        el("td", { className: "number impressions" }, v.counts.impressions),
-        el("td", { className: "number view-through" }, percent(v.counts.viewThroughRate)),
-        el("td", { className: "number click-through" }, percent(v.counts.clickThroughRate)),
-        el("td", { className: "number conversion" }, percent(v.conversion)),
-        el("td", { className: "number rpv" }, v.revenuePerVisitor === null ? "–" : v.revenuePerVisitor + " " + results.currency),
-        el(
-          "td",
-          {},
-          (v.verdicts || []).map((text, i) => {
-            const metric = ["viewThrough", "conversion", "revenuePerVisitor", "clickThrough"][i];
-            const significant = v.againstControl && v.againstControl[metric] && v.againstControl[metric].significant;
-            return el("div", { className: "verdict" + (significant ? " significant" : "") }, text);
-          }),
-        ),
-      ),
-    );
-    return el(
-      "div",
-      { className: "experiment", dataset: { id: e.id } },
-      el("h3", {}, e.id + " on " + e.zone + (e.running ? " (running)" : " (not running)")),
-      el(
-        "table",
-        {},
-        el(
-          "thead",
-          {},
-          el(
-            "tr",
-            {},
-            ["Variant", "Strategy", "Visitors", "Impressions", "View-through", "Click-through", "Conversion", "Revenue/visitor", "Against the control"].map(
-              (h) => el("th", {}, h),
-            ),
-          ),
-        ),
-        el("tbody", {}, rows),
-      ),
-    );
-  });
-  $("experiment-list").replaceChildren(...tables);
 }
 
 async function refreshLive() {

@@ -335,7 +335,7 @@ fn body_json(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// The dashboard: its page and assets, embedded in the binary.
-const PAGES: [(&str, &str, &[u8]); 12] = [
+const PAGES: [(&str, &str, &[u8]); 13] = [
     (
         "/admin/",
         "text/html; charset=utf-8",
@@ -345,6 +345,11 @@ const PAGES: [(&str, &str, &[u8]); 12] = [
         "/admin/assets/app.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../../assets/admin/app.js"),
+    ),
+    (
+        "/admin/assets/experiments.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../assets/admin/experiments.js"),
     ),
     (
         "/admin/assets/console.js",

@@ -1,0 +1,151 @@
+//! The experiments screen: an experiment made from the zone's live list and its saved
+//! draft, a mistake named next to the form, started, its intervals drawn as shoppers
+//! buy more from the draft, its timeline, ended; a viewer sees no controls.
+
+use std::net::SocketAddr;
+
+use fantoccini::Client;
+use serde_json::{Value, json};
+use vitrine_testkit::{browser, client};
+
+use super::helpers::*;
+
+/// An admin call with the editor's token; the answer's JSON.
+fn admin(addr: SocketAddr, method: &str, path: &str, body: &Value) -> Value {
+    let response = client::request(
+        addr,
+        method,
+        &format!("/admin/api/accounts/{KEY}{path}"),
+        &serde_json::to_vec(body).unwrap(),
+        &[("authorization", &format!("Bearer {EDITOR}"))],
+    )
+    .expect("an answer");
+    assert_eq!(response.status, 200, "{path}: {}", response.body);
+    serde_json::from_str(&response.body).unwrap()
+}
+
+fn manual(id: &str, products: &[&str]) -> Value {
+    json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}})
+}
+
+/// Opens the console and logs in with `token`, waiting for the experiments form's zones.
+async fn open(browser: &Client, addr: SocketAddr, token: &str) {
+    log_in_until(browser, addr, token, "#ex-zone option[value=\"HP-01\"]").await;
+}
+
+/// The experiment's status as the screen shows it.
+const STATUS: &str = "const e = document.querySelector('.experiment[data-id=\"hp-test\"]'); return e ? e.dataset.status : null";
+
+/// Whether variant B's interval of `metric` is drawn as excluding 0 (after the
+/// experiments are read again).
+fn significant(metric: &str) -> String {
+    format!(
+        "window.vitrineExperiments.show(); const s = document.querySelector('.experiment[data-id=\"hp-test\"] tr[data-variant=\"B\"] svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_is_made_from_the_live_list_and_a_draft_started_read_and_ended() {
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    tokio::task::block_in_place(|| {
+        admin(
+            addr,
+            "PUT",
+            "/zones/HP-01/campaigns",
+            &json!({"campaigns": [manual("live", &["C01", "C02"])]}),
+        );
+        admin(
+            addr,
+            "PUT",
+            "/zones/HP-01/draft",
+            &json!({"campaigns": [manual("draft", &["C05", "C06"])]}),
+        );
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start).expect("chromedriver");
+    let editor = session(&driver).await;
+    open(&editor, addr, EDITOR).await;
+
+    // A mistake is named, with its path; nothing is made.
+    type_into(&editor, "#ex-id", "hp-test").await;
+    select(&editor, "ex-zone", "HP-01").await;
+    select(&editor, "ex-b-kind", "strategy").await;
+    type_into(&editor, "#ex-b-strategy", "nonsense").await;
+    click(&editor, "#ex-create").await;
+    let error = until(
+        &editor,
+        "return document.getElementById('ex-error').textContent",
+        |v| v.as_str().is_some_and(|t| !t.is_empty()),
+    )
+    .await;
+    assert!(
+        error.as_str().unwrap().contains("variants[1].strategy"),
+        "{error}"
+    );
+    assert_eq!(
+        editor.execute(STATUS, Vec::new()).await.unwrap(),
+        Value::Null
+    );
+
+    // The live list against the saved draft, half each.
+    type_into(&editor, "#ex-id", "hp-test").await;
+    type_into(&editor, "#ex-name", "Draft against live").await;
+    select(&editor, "ex-zone", "HP-01").await;
+    select(&editor, "ex-a-kind", "live").await;
+    select(&editor, "ex-b-kind", "draft").await;
+    click(&editor, "#ex-create").await;
+    until(&editor, STATUS, |v| v == "draft").await;
+    click(&editor, ".experiment[data-id=\"hp-test\"] .ex-start").await;
+    until(&editor, STATUS, |v| v == "running").await;
+
+    // Shoppers shown the draft buy one in two; those shown the live list one in ten.
+    tokio::task::block_in_place(|| {
+        for i in 0..400 {
+            let visitor = format!("x-{i}");
+            let shown = serve(addr, &visitor, json!([]));
+            let rate = if shown == ["C05", "C06"] { 2 } else { 10 };
+            if i % rate == 0 {
+                let line = json!({"id": shown[0], "qty": 1, "unitprice": 20});
+                let order = json!([{"name": "order", "data": {"orderid": format!("o-{visitor}"),
+                    "email": format!("{visitor}@example.com"), "ordertotal": 20, "items": [line]}}]);
+                serve(addr, &visitor, order);
+            }
+        }
+    });
+    until(&editor, &significant("conversion"), |v| v == true).await;
+    let timeline = editor
+        .execute(
+            "return [...document.querySelectorAll('.experiment[data-id=\"hp-test\"] .timeline li')].map(l => l.textContent)",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        timeline.to_string().contains("experiment hp-test started"),
+        "{timeline}"
+    );
+    screenshot(
+        &editor,
+        ".experiment[data-id=\"hp-test\"]",
+        "experiment.png",
+    )
+    .await;
+
+    // A viewer reads the results and has no controls.
+    let viewer = session(&driver).await;
+    open(&viewer, addr, VIEWER).await;
+    until(&viewer, STATUS, |v| v == "running").await;
+    let hidden = viewer
+        .execute(
+            "return [getComputedStyle(document.getElementById('ex-form')).display, getComputedStyle(document.querySelector('.experiment[data-id=\"hp-test\"] .ex-stop')).display]",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hidden, json!(["none", "none"]));
+    viewer.close().await.unwrap();
+
+    click(&editor, ".experiment[data-id=\"hp-test\"] .ex-end").await;
+    until(&editor, STATUS, |v| v == "ended").await;
+    editor.close().await.unwrap();
+}
