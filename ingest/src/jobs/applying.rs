@@ -24,6 +24,10 @@ pub(crate) struct Applying {
     inside: [AtomicUsize; 2],
     /// Snapshots waiting for earlier requests now (what a test watches).
     waiting: AtomicUsize,
+    /// One waiting snapshot at a time: a second one moving the epoch on again would
+    /// send new requests to the counter the first waits on, which might then never
+    /// empty under steady traffic.
+    one_at_a_time: parking_lot::Mutex<()>,
 }
 
 /// A request counted as applying until dropped (once its record is handed to the log).
@@ -55,9 +59,10 @@ impl Applying {
         }
     }
 
-    /// Waits until every request counted before this call has handed its record (one
-    /// caller at a time: the `checkpointing` lock's holder).
+    /// Waits until every request counted before this call has handed its record
+    /// (callers, a state snapshot and a cluster's snapshot set, take turns).
     pub(crate) fn wait_for_earlier(&self) {
+        let _turn = self.one_at_a_time.lock();
         let epoch = self.epoch.fetch_add(1, Ordering::SeqCst);
         let slot = self.slot(epoch);
         self.waiting.fetch_add(1, Ordering::SeqCst);
@@ -119,5 +124,37 @@ mod tests {
         // With nobody applying, nothing to wait for.
         applying.wait_for_earlier();
         assert_eq!(applying.waiting(), 0);
+    }
+
+    #[test]
+    fn two_snapshots_at_once_each_wait_only_for_requests_before_them() {
+        let applying = Applying::default();
+        let done = [AtomicBool::new(false), AtomicBool::new(false)];
+        std::thread::scope(|scope| {
+            let earlier = applying.enter();
+            for flag in &done {
+                let applying = &applying;
+                scope.spawn(move || {
+                    applying.wait_for_earlier();
+                    flag.store(true, Ordering::SeqCst);
+                });
+            }
+            wait_until("a snapshot waiting", || applying.waiting() == 1);
+            // Requests come and go while they wait: the second snapshot, which moves the
+            // epoch only once the first is done, does not send them to the counter the
+            // first waits on.
+            for _ in 0..100 {
+                drop(applying.enter());
+            }
+            let during = applying.enter();
+            drop(earlier);
+            wait_until("the first snapshot done", || {
+                done.iter().any(|d| d.load(Ordering::SeqCst))
+            });
+            drop(during);
+            wait_until("both snapshots done", || {
+                done.iter().all(|d| d.load(Ordering::SeqCst))
+            });
+        });
     }
 }
