@@ -9,7 +9,8 @@
 //! request's page view) and of all requests.
 //!
 //! `VITRINE_BENCH_CAMPAIGNS=N` gives every zone N campaigns (see
-//! `vitrine_benches::harness::campaign_lists`). `VITRINE_BENCH_DELTA_EVERY=N` applies a 10-product delta every N requests (not
+//! `vitrine_benches::harness::campaign_lists`); `VITRINE_BENCH_EXPERIMENTS=on` puts every
+//! product zone in an experiment (`vitrine_benches::harness::experiments`). `VITRINE_BENCH_DELTA_EVERY=N` applies a 10-product delta every N requests (not
 //! timed), as a store sending stock and price changes does: each makes a new catalogue
 //! version, which the requests after it are served from.
 

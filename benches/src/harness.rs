@@ -40,7 +40,8 @@ impl HarnessStore {
     /// `VITRINE_BENCH_ZONE_ANALYTICS=off` opens it with zone analytics off (to measure
     /// what recording impressions costs), `VITRINE_BENCH_SELF_EVALUATION=off` with the
     /// zones' self-evaluation off. `VITRINE_BENCH_CAMPAIGNS=N` gives every product zone
-    /// a list of N campaigns ([`campaign_lists`]). `VITRINE_BENCH_ZONE_CACHE_MIB=N` bounds
+    /// a list of N campaigns ([`campaign_lists`]); `VITRINE_BENCH_EXPERIMENTS=on` puts
+    /// every product zone in an experiment ([`experiments`]). `VITRINE_BENCH_ZONE_CACHE_MIB=N` bounds
     /// the account's zone cache (0: off).
     pub fn open(products: usize) -> HarnessStore {
         let dir = tempfile::tempdir().expect("a temporary directory");
@@ -66,6 +67,9 @@ impl HarnessStore {
         let campaigns = crate::env_count("VITRINE_BENCH_CAMPAIGNS", 0);
         if campaigns > 0 {
             campaign_lists(&entry.jobs, campaigns);
+        }
+        if std::env::var("VITRINE_BENCH_EXPERIMENTS").is_ok_and(|v| v == "on") {
+            experiments(&entry.jobs);
         }
         let mix = Mix::default();
         let shelf = Shelf::new(
@@ -193,5 +197,33 @@ pub fn campaign_lists(jobs: &vitrine_ingest::jobs::AccountJobs, n: usize) {
                 "filters": kept}}));
         let body = json!({"campaigns": list});
         change(jobs, CampaignChange::Zone { zone, body: &body });
+    }
+}
+
+/// Starts an experiment of the console on every product zone: two variants of the
+/// zone's own strategy and fallbacks, half each, so that the zone shows what it shows
+/// without one and only the experiment's cost is added (assignment, the set's load,
+/// the variant's fill without the zone cache).
+pub fn experiments(jobs: &vitrine_ingest::jobs::AccountJobs) {
+    use serde_json::json;
+    use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, ExperimentAction};
+    let change = |id: &str, action: ExperimentAction<'_>| {
+        jobs.change_campaigns(ChangeRequest {
+            change: CampaignChange::Experiment { id, action },
+            if_match: None,
+            author: "bench",
+            now: 0,
+        })
+        .expect("the experiment is accepted");
+    };
+    for (zone, _, strategy, fallback, _) in crate::traffic::STORE_ZONES {
+        let variant = |name: &str| {
+            json!({"name": name, "share": 50, "kind": "strategy", "strategy": strategy,
+                "fallback": fallback})
+        };
+        let body = json!({"zone": zone, "variants": [variant("A"), variant("B")]});
+        let id = format!("bench-{zone}");
+        change(&id, ExperimentAction::Put(&body));
+        change(&id, ExperimentAction::Start);
     }
 }

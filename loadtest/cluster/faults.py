@@ -90,7 +90,10 @@ class Node:
             stdout=subprocess.PIPE, stderr=log, text=True)
         line = self.process.stdout.readline().strip()
         if not line.startswith("listening on http://"):
-            sys.exit(f"{self.name} did not start: {line!r}; see {log.name}")
+            log.close()
+            with open(os.path.join(self.directory, "server.log")) as kept:
+                tail = "".join(kept.readlines()[-20:])
+            sys.exit(f"{self.name} did not start: {line!r}; its log ends:\n{tail}")
         host, port = line.removeprefix("listening on http://").rsplit(":", 1)
         self.addr = (host, int(port))
 

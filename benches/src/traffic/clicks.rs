@@ -65,6 +65,7 @@ impl Clicks {
                 start: None,
                 end: None,
                 variants,
+                split: vitrine_engine::experiment::Split::Sha256,
             });
         }
         let index = shelf

@@ -95,6 +95,7 @@ pub(super) fn results(
                     }
                 })
                 .collect(),
+            split: vitrine_engine::experiment::Split::Xxh3,
         };
         let counted: Vec<String> = definition
             .variants

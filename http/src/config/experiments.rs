@@ -207,6 +207,7 @@ pub(super) fn experiments(
             start,
             end,
             variants,
+            split: vitrine_engine::experiment::Split::Sha256,
         });
     }
     Ok(experiments)

@@ -479,6 +479,7 @@ pub fn compile(
             start: Some(start),
             end: definition.runs.last().and_then(|run| run.to),
             variants,
+            split: vitrine_engine::experiment::Split::Xxh3,
         });
     }
     (experiments, lists)
