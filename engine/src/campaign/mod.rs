@@ -108,8 +108,8 @@ pub struct CampaignSet {
     /// variants (under names no zone has, `<zone>#<experiment>/<variant>`: found by
     /// [`crate::experiment::Variant::list`], never by a zone's id).
     pub zones: Vec<ZoneCampaigns>,
-    /// The experiments written in the console or the admin API that have ever started
-    /// (the ones that run now are found by [`CampaignSet::experiment`]).
+    /// The experiments written in the console or the admin API that are running (the
+    /// one of a zone is found by [`CampaignSet::experiment`]).
     pub experiments: Vec<crate::experiment::Experiment>,
 }
 

@@ -384,7 +384,7 @@ fn read_variant(
     })
 }
 
-/// The compiled experiments of the part (those that ever started), and the lists of
+/// The compiled experiments of the part (those running), and the lists of
 /// their `draft` variants, to be placed in the set's zones from `first_list` on. An
 /// experiment that no longer compiles (its zone gone after a reload) is left out, its
 /// problems in `errors`.
@@ -397,6 +397,12 @@ pub fn compile(
     let mut experiments = Vec::new();
     let mut lists = Vec::new();
     for (e, definition) in list.iter().enumerate() {
+        // Only a running experiment fills its zone: the others, however many ended
+        // ones an account keeps, cost a request nothing (their results are read from
+        // the analytics by the definition).
+        if definition.status != Status::Running {
+            continue;
+        }
         let Some(start) = definition.runs.last().map(|run| run.from) else {
             continue;
         };
