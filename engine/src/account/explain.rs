@@ -234,7 +234,7 @@ impl Account {
         let variant = plan.variant();
         let filled = variant.map_or(spec, |(_, v)| &v.spec);
         let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
-        if super::serve::reads_sessions(&settings, Some(&set), &zones) {
+        if super::resolve::reads_sessions(&settings, Some(&set), &zones) {
             snapshot.similar_sessions =
                 self.session_neighbourhood(visitor_id, &snapshot.latest_products(), &catalogue);
         }

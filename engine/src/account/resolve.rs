@@ -5,12 +5,17 @@
 //! (built by `VisitorSnapshot::shopper` from the visitor, the page and the request's
 //! [`crate::campaign::RequestContext`]).
 //!
+//! Here too what filling the requested zones may read ([`reads_sessions`],
+//! [`campaign_reads`]), judged from the same settings, lists and experiments.
+//!
 //! The order: a running experiment on the zone (one written in the console first, then
 //! one of the configuration) assigns the visitor a variant; a variant with a list of its
 //! own shows it; a variant that does not show campaigns fills the zone by its own spec;
 //! otherwise the zone's campaign list, when it has one, decides; otherwise the zone's
 //! configuration.
 
+use super::serve::ZoneIds;
+use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, ZoneCampaigns};
 use crate::catalogue::UnixMillis;
 use crate::event::Identity;
@@ -110,4 +115,88 @@ impl AccountSettings {
             },
         }
     }
+}
+
+impl AccountSettings {
+    /// The experiment running on `zone` at `now` and the variant `visitor_id` sees.
+    pub(super) fn variant(
+        &self,
+        zone: &ZoneSpec,
+        visitor_id: &str,
+        now: UnixMillis,
+    ) -> Option<(&Experiment, &Variant)> {
+        let experiment = self
+            .experiments
+            .iter()
+            .find(|e| e.zone == zone.id && e.runs_at(now))?;
+        Some((experiment, experiment.assign(visitor_id)?))
+    }
+}
+
+/// Whether filling the requested `zones` may read the sessions most like the
+/// shopper's: a zone, one of its experiment's variants or one of its campaigns fills
+/// products by a spec that reads them ([`ZoneSpec::reads_sessions`]).
+pub(super) fn reads_sessions(
+    settings: &AccountSettings,
+    campaigns: Option<&CampaignSet>,
+    zones: &ZoneIds,
+) -> bool {
+    zones.iter().any(|zone| {
+        let zone = zone.as_str();
+        let configured = settings.zones.iter().filter(|spec| spec.id == zone);
+        let varied = settings
+            .experiments
+            .iter()
+            .filter(|e| e.zone == zone)
+            .flat_map(|e| e.variants.iter().map(|v| &v.spec));
+        let campaigned = campaigns
+            .and_then(|set| set.zone(zone))
+            .into_iter()
+            .flat_map(|list| list.campaigns.iter().filter_map(|c| c.content.spec()));
+        configured
+            .chain(varied)
+            .chain(campaigned)
+            .any(ZoneSpec::reads_sessions)
+            || campaigns.is_some_and(|set| console_reads_sessions(set, zone))
+    })
+}
+
+/// What the segments of the requested zones' lists (their own, and their experiments'
+/// variants') read; none when no requested zone has one.
+pub(super) fn campaign_reads(set: &CampaignSet, zones: &ZoneIds) -> Option<SegmentReads> {
+    let mut reads = None::<SegmentReads>;
+    for zone in zones.iter() {
+        let zone = zone.as_str();
+        let lists = set
+            .experiments
+            .iter()
+            .filter(|e| e.zone == zone)
+            .flat_map(|e| {
+                e.variants
+                    .iter()
+                    .filter_map(|v| v.list.and_then(|at| set.zones.get(at)))
+            });
+        for list in set.zone(zone).into_iter().chain(lists) {
+            reads = Some(reads.unwrap_or_default().with(list.reads));
+        }
+    }
+    reads
+}
+
+/// Whether a variant of an experiment of the console on `zone` fills products by a spec
+/// that reads the sessions most like the shopper's (its own, or its list's).
+fn console_reads_sessions(set: &CampaignSet, zone: &str) -> bool {
+    set.experiments
+        .iter()
+        .filter(|e| e.zone == zone)
+        .flat_map(|e| e.variants.iter())
+        .any(|v| {
+            v.spec.reads_sessions()
+                || v.list.and_then(|at| set.zones.get(at)).is_some_and(|list| {
+                    list.campaigns
+                        .iter()
+                        .filter_map(|c| c.content.spec())
+                        .any(ZoneSpec::reads_sessions)
+                })
+        })
 }

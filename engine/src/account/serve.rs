@@ -8,16 +8,15 @@ use smallvec::SmallVec;
 
 use std::sync::Arc;
 
-use super::resolve::Plan;
+use super::resolve::{Plan, campaign_reads, reads_sessions};
 use super::track::PageContext;
 use super::visitor_view::{Reads, VisitorSnapshot, affinity};
 use super::{Account, AccountSettings, new_id};
 use crate::analytics::{ShownProducts, ShownZone, ShownZones};
-use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
+use crate::campaign::segment::{Shopper, UserFacts};
 use crate::campaign::{Campaign, CampaignSet, Judged, RequestContext, choose};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Events, PageType};
-use crate::experiment::{Experiment, Variant};
 use crate::models::{ProductKeys, TopNames};
 use crate::money::Currency;
 use crate::recommend::NoTrace;
@@ -408,74 +407,6 @@ impl Account {
     }
 }
 
-/// What the segments of the requested zones' lists read; none when no requested zone
-/// has a list.
-/// Whether filling the requested `zones` may read the sessions most like the
-/// shopper's: a zone, one of its experiment's variants or one of its campaigns fills
-/// products by a spec that reads them ([`ZoneSpec::reads_sessions`]).
-pub(super) fn reads_sessions(
-    settings: &AccountSettings,
-    campaigns: Option<&CampaignSet>,
-    zones: &ZoneIds,
-) -> bool {
-    zones.iter().any(|zone| {
-        let zone = zone.as_str();
-        let configured = settings.zones.iter().filter(|spec| spec.id == zone);
-        let varied = settings
-            .experiments
-            .iter()
-            .filter(|e| e.zone == zone)
-            .flat_map(|e| e.variants.iter().map(|v| &v.spec));
-        let campaigned = campaigns
-            .and_then(|set| set.zone(zone))
-            .into_iter()
-            .flat_map(|list| list.campaigns.iter().filter_map(|c| c.content.spec()));
-        configured
-            .chain(varied)
-            .chain(campaigned)
-            .any(ZoneSpec::reads_sessions)
-            || campaigns.is_some_and(|set| console_reads_sessions(set, zone))
-    })
-}
-
-fn campaign_reads(set: &CampaignSet, zones: &ZoneIds) -> Option<SegmentReads> {
-    let mut reads = None::<SegmentReads>;
-    for zone in zones.iter() {
-        let zone = zone.as_str();
-        let lists = set
-            .experiments
-            .iter()
-            .filter(|e| e.zone == zone)
-            .flat_map(|e| {
-                e.variants
-                    .iter()
-                    .filter_map(|v| v.list.and_then(|at| set.zones.get(at)))
-            });
-        for list in set.zone(zone).into_iter().chain(lists) {
-            reads = Some(reads.unwrap_or_default().with(list.reads));
-        }
-    }
-    reads
-}
-
-/// Whether a variant of an experiment of the console on `zone` fills products by a spec
-/// that reads the sessions most like the shopper's (its own, or its list's).
-fn console_reads_sessions(set: &CampaignSet, zone: &str) -> bool {
-    set.experiments
-        .iter()
-        .filter(|e| e.zone == zone)
-        .flat_map(|e| e.variants.iter())
-        .any(|v| {
-            v.spec.reads_sessions()
-                || v.list.and_then(|at| set.zones.get(at)).is_some_and(|list| {
-                    list.campaigns
-                        .iter()
-                        .filter_map(|c| c.content.spec())
-                        .any(ZoneSpec::reads_sessions)
-                })
-        })
-}
-
 impl Account {
     /// Adds the history of the same shopper on other devices (linked by user id or
     /// email) to `snapshot`. Read with the visitor's own entry released, one entry at a
@@ -492,22 +423,6 @@ impl Account {
             }
         }
         snapshot.rank_bought_again(catalogue);
-    }
-}
-
-impl AccountSettings {
-    /// The experiment running on `zone` at `now` and the variant `visitor_id` sees.
-    pub(super) fn variant(
-        &self,
-        zone: &ZoneSpec,
-        visitor_id: &str,
-        now: UnixMillis,
-    ) -> Option<(&Experiment, &Variant)> {
-        let experiment = self
-            .experiments
-            .iter()
-            .find(|e| e.zone == zone.id && e.runs_at(now))?;
-        Some((experiment, experiment.assign(visitor_id)?))
     }
 }
 
@@ -572,6 +487,11 @@ fn fill_zones(
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
     let mut zones = RenderedZones::with_capacity(requested.len());
+    // Who experiments split: the visitor, and the person it is (`resolve.rs`).
+    let who = (
+        visitor_id,
+        super::resolve::person_key(visitor_id, &snapshot.identity),
+    );
     let uncached = LazyGeneration::new(None);
     let mut judged = Judged::default();
     for (index, zone_id) in requested.iter().enumerate() {
@@ -600,10 +520,6 @@ fn fill_zones(
         }
         // An experiment's variant, the zone's campaigns or its configuration
         // (`resolve.rs`).
-        let who = (
-            visitor_id,
-            super::resolve::person_key(visitor_id, &snapshot.identity),
-        );
         let (spec_filled, variant) = match settings.plan(spec, who, now, campaigns) {
             Plan::Campaigns {
                 set,
