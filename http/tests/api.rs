@@ -67,6 +67,8 @@ mod feeds;
 mod forget;
 #[path = "api/formats.rs"]
 mod formats;
+#[path = "api/holdout.rs"]
+mod holdout;
 #[path = "api/hygiene.rs"]
 mod hygiene;
 #[path = "api/memory.rs"]

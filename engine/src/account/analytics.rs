@@ -10,6 +10,7 @@ use crate::analytics::{
     ShownZone, Spreads, Tally, Touch, ZoneCounts, ZoneDay, day_of, session_key,
 };
 use crate::catalogue::UnixMillis;
+use crate::experiment::holdout::STORE_ZONE;
 use crate::state::Clicked;
 use crate::visitor::LiveVisitor;
 
@@ -73,7 +74,7 @@ impl Account {
         }
     }
 
-    fn tally(&self, tally: Tally) {
+    pub(super) fn tally(&self, tally: Tally) {
         self.analytics
             .entry(tally.key)
             .or_default()
@@ -81,14 +82,29 @@ impl Account {
     }
 
     /// The counters of every zone and variant on the days `from..=to` ([`day_of`]), by
-    /// zone, variant and day.
+    /// zone, variant and day (the store-wide ones apart: [`Account::store_analytics`]).
     ///
     /// [`day_of`]: crate::analytics::day_of
     pub fn zone_analytics(&self, from: i32, to: i32) -> Vec<(ZoneDay, ZoneCounts)> {
+        self.counters(from, to, |zone| zone != STORE_ZONE)
+    }
+
+    /// The store-wide counters of the holdout's groups on the days `from..=to`, by
+    /// group (as variant) and day: every visitor and order, whatever the zones showed.
+    pub fn store_analytics(&self, from: i32, to: i32) -> Vec<(ZoneDay, ZoneCounts)> {
+        self.counters(from, to, |zone| zone == STORE_ZONE)
+    }
+
+    fn counters(
+        &self,
+        from: i32,
+        to: i32,
+        zone: impl Fn(&str) -> bool,
+    ) -> Vec<(ZoneDay, ZoneCounts)> {
         let mut found: Vec<(ZoneDay, ZoneCounts)> = self
             .analytics
             .iter()
-            .filter(|e| (from..=to).contains(&e.key().day))
+            .filter(|e| (from..=to).contains(&e.key().day) && zone(&e.key().zone))
             .map(|e| (e.key().clone(), e.value().clone()))
             .collect();
         found.sort_by(|a, b| a.0.cmp(&b.0));
@@ -97,7 +113,7 @@ impl Account {
 
     /// Every day's counters (for a state snapshot).
     pub(super) fn analytics_entries(&self) -> Vec<(ZoneDay, ZoneCounts)> {
-        self.zone_analytics(i32::MIN, i32::MAX)
+        self.counters(i32::MIN, i32::MAX, |_| true)
     }
 
     /// Restores one day's counters (keeping clicks restored before them).

@@ -232,7 +232,13 @@ impl Account {
         );
         let plan = settings.plan(spec, who, request.now, Some(&set));
         let variant = plan.variant();
-        let filled = variant.map_or(spec, |(_, v)| &v.spec);
+        let held = match plan {
+            Plan::Held(holdout) => Some(holdout.spec(spec)),
+            _ => None,
+        };
+        let filled = held
+            .as_ref()
+            .unwrap_or_else(|| variant.map_or(spec, |(_, v)| &v.spec));
         let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
         if super::resolve::reads_sessions(&settings, Some(&set), &zones) {
             snapshot.similar_sessions =
@@ -282,6 +288,7 @@ impl Account {
                 (chosen.items, Some(explained))
             }
             Plan::Spec { spec, .. } => (fill_zone_traced(spec, &ctx, &mut recorder), None),
+            Plan::Held(_) => (fill_zone_traced(filled, &ctx, &mut recorder), None),
         };
         let shown_spec = campaigns
             .as_ref()
@@ -324,7 +331,13 @@ impl Account {
         drop(rankings);
         Some(Explanation {
             spec: filled.clone(),
-            variant: variant.map(|(e, v)| (e.id.clone(), v.name.clone())),
+            variant: match plan {
+                Plan::Held(holdout) => Some((
+                    crate::experiment::holdout::HOLDOUT_SPLIT.to_owned(),
+                    holdout.held.to_string(),
+                )),
+                _ => variant.map(|(e, v)| (e.id.clone(), v.name.clone())),
+            },
             catalogue: Arc::clone(&catalogue),
             currency,
             visitor_known,

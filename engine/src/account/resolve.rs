@@ -8,7 +8,8 @@
 //! Here too what filling the requested zones may read ([`reads_sessions`],
 //! [`campaign_reads`]), judged from the same settings, lists and experiments.
 //!
-//! The order: a running experiment on the zone (one written in the console first, then
+//! The order: a shopper the store-wide holdout holds sees every zone filled by its
+//! non-personal strategy; otherwise a running experiment on the zone (one written in the console first, then
 //! one of the configuration) assigns the visitor a variant; a variant with a list of its
 //! own shows it; a variant that does not show campaigns fills the zone by its own spec;
 //! otherwise the zone's campaign list, when it has one, decides; otherwise the zone's
@@ -19,6 +20,7 @@ use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, ZoneCampaigns};
 use crate::catalogue::UnixMillis;
 use crate::event::Identity;
+use crate::experiment::holdout::Holdout;
 use crate::experiment::{Experiment, Variant};
 use crate::zone::ZoneSpec;
 
@@ -46,6 +48,8 @@ pub(super) enum Plan<'a> {
         /// The experiment and variant the visitor sees, when one runs.
         variant: Option<(&'a Experiment, &'a Variant)>,
     },
+    /// The store-wide holdout holds the shopper: the zone as [`Holdout::spec`] makes it.
+    Held(&'a Holdout),
 }
 
 impl<'a> Plan<'a> {
@@ -53,6 +57,7 @@ impl<'a> Plan<'a> {
     pub(super) fn variant(&self) -> Option<(&'a Experiment, &'a Variant)> {
         match *self {
             Plan::Campaigns { variant, .. } | Plan::Spec { variant, .. } => variant,
+            Plan::Held(_) => None,
         }
     }
 }
@@ -81,6 +86,11 @@ impl AccountSettings {
         now: UnixMillis,
         campaigns: Option<&'a CampaignSet>,
     ) -> Plan<'a> {
+        if let Some(holdout) = campaigns.and_then(|set| set.holdout.as_ref())
+            && holdout.holds(person)
+        {
+            return Plan::Held(holdout);
+        }
         // An experiment written in the console (which splits people: see
         // [`person_key`]), then one of the configuration (which splits visitor ids).
         let variant = campaigns

@@ -387,6 +387,9 @@ impl Account {
     /// campaigns were never changed).
     fn campaigns_asked(&self, zones: &ZoneIds) -> Option<Arc<CampaignSet>> {
         let set = self.campaigns.load();
+        if set.holdout.is_some() {
+            return Some(arc_swap::Guard::into_inner(set));
+        }
         if set.zones.is_empty() && set.experiments.is_empty() {
             return None;
         }
@@ -494,6 +497,8 @@ fn fill_zones(
     );
     let uncached = LazyGeneration::new(None);
     let mut judged = Judged::default();
+    // What a held-out shopper's category and brand zones read: no affinity of theirs.
+    let mut nobody = None::<VisitorSnapshot>;
     for (index, zone_id) in requested.iter().enumerate() {
         let Some((position, spec)) = settings
             .zones
@@ -549,6 +554,18 @@ fn fill_zones(
                 continue;
             }
             Plan::Spec { spec, variant } => (spec, variant.map(|(_, v)| v)),
+            Plan::Held(holdout) => {
+                let nobody = nobody.get_or_insert_with(VisitorSnapshot::default);
+                let mut filled = fill(
+                    position,
+                    &holdout.spec(spec),
+                    (ctx, nobody, page, top_names),
+                    (cached.0, &uncached),
+                );
+                filled.variant = holdout.held.clone();
+                zones.push(filled);
+                continue;
+            }
         };
         // A variant's zone is not the zone's own: filled without the cache.
         let cached = if variant.is_none() {

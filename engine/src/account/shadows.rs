@@ -140,6 +140,7 @@ impl Account {
                         choose(set, list, (&shopper, judged), ctx, &mut NoTrace).items
                     }
                     Plan::Spec { spec, .. } => fill_zone(spec, ctx),
+                    Plan::Held(holdout) => fill_zone(&holdout.spec(spec), ctx),
                 }
             };
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));

@@ -166,6 +166,25 @@ impl Account {
         if events.iter().any(counts_for_models) {
             self.mark_models_stale();
         }
+        self.count_store(live, page, now);
+    }
+
+    /// While the store-wide holdout is on, counts the request in the visitor's group
+    /// (held out or personalized, by the person it is once its events are applied):
+    /// the visitor, and the revenue of its new orders.
+    fn count_store(&self, live: &mut LiveVisitor, page: &PageContext<'_>, now: UnixMillis) {
+        let set = self.campaigns.load();
+        let Some(holdout) = set.holdout.as_ref() else {
+            return;
+        };
+        let person = super::resolve::person_key(page.visitor_id, &live.state().identity);
+        let group = holdout.group(person);
+        let tally = live.impressions_mut().count_store(
+            (crate::experiment::holdout::STORE_ZONE, group),
+            page.ordered,
+            now,
+        );
+        self.tally(tally);
     }
 
     pub(super) fn resolve_session(&self, given: Option<String>, now: UnixMillis) -> String {
@@ -261,6 +280,8 @@ impl Account {
                     .fold(0_i64, i64::saturating_add);
                 self.site
                     .order_placed(at.session, now, at.currency, revenue);
+                let before = page.ordered.map_or(0, |(_, minor)| minor);
+                page.ordered = Some((at.currency, before.saturating_add(revenue)));
                 // Segments count revenue in the account's currency: the order's total
                 // (which the contract gives in it), else its lines when in it.
                 let base = at.default_currency;
@@ -583,6 +604,8 @@ pub(super) struct PageContext<'a> {
     pub(super) customer_orders: Vec<Order>,
     /// The currency of the request's orders (`None`: the account's default).
     pub(super) currency: Option<Currency>,
+    /// The revenue of the request's new orders, in minor units of their currency.
+    pub(super) ordered: Option<(Currency, i64)>,
 }
 
 impl<'a> PageContext<'a> {

@@ -493,32 +493,81 @@ impl Impressions {
                 if self.count(&zone, &variant, day, |c| &mut c.ordered) {
                     counts.ordering_visitors = 1;
                 }
-                // The visitor's revenue that day grows from `before` to `after`: the
-                // sum of squares grows by the difference of their squares.
-                if let Some(entry) = self
-                    .counted
-                    .iter_mut()
-                    .find(|c| c.day == day && c.zone == zone && c.variant == variant)
-                {
-                    let before = match entry.revenue.iter_mut().find(|(c, _)| *c == currency) {
-                        Some((_, sum)) => std::mem::replace(sum, sum.saturating_add(minor)),
-                        None => {
-                            entry.revenue.push((currency, minor));
-                            0
-                        }
-                    };
-                    let after = before.saturating_add(minor);
-                    counts.add_squares(currency, (after as f64).powi(2) - (before as f64).powi(2));
-                    if let Some(spread) = spread::spread_of(&mut counts.revenue_spread, currency) {
-                        spread.moved(before, after);
-                    }
-                }
+                self.add_visitor_revenue((&zone, &variant, day), currency, minor, &mut counts);
             }
         }
         Some(Tally {
             key: ZoneDay { zone, variant, day },
             counts,
         })
+    }
+
+    /// Counts one request of the visitor store-wide (under the pseudo-zone `zone`, the
+    /// visitor's group as `variant`) on the day of `now`: the visitor the first time that
+    /// day, and the revenue of the request's new orders (`ordered`, in minor units of
+    /// their currency) with the visitor among the ordering ones.
+    pub fn count_store(
+        &mut self,
+        (zone, variant): (&str, &str),
+        ordered: Option<(Currency, i64)>,
+        now: UnixMillis,
+    ) -> Tally {
+        let day = day_of(now);
+        self.counted.retain(|c| c.day >= day);
+        let mut counts = ZoneCounts {
+            answers: 1,
+            ..ZoneCounts::default()
+        };
+        if self.count(zone, variant, day, |c| &mut c.shown) {
+            counts.visitors = 1;
+        }
+        if let Some((currency, minor)) = ordered {
+            if self.count(zone, variant, day, |c| &mut c.ordered) {
+                counts.ordering_visitors = 1;
+            }
+            counts.add_revenue(currency, minor);
+            self.add_visitor_revenue((zone, variant, day), currency, minor, &mut counts);
+        }
+        Tally {
+            key: ZoneDay {
+                zone: zone.into(),
+                variant: variant.into(),
+                day,
+            },
+            counts,
+        }
+    }
+
+    /// Adds `minor` to the visitor's revenue on (zone, variant, day), and to `counts` what
+    /// that changes in the sum of squares and the spread of per-visitor revenue.
+    fn add_visitor_revenue(
+        &mut self,
+        (zone, variant, day): (&str, &str, i32),
+        currency: Currency,
+        minor: i64,
+        counts: &mut ZoneCounts,
+    ) {
+        let Some(entry) = self
+            .counted
+            .iter_mut()
+            .find(|c| c.day == day && c.zone == zone && c.variant == variant)
+        else {
+            return;
+        };
+        // The visitor's revenue that day grows from `before` to `after`: the sum of
+        // squares grows by the difference of their squares.
+        let before = match entry.revenue.iter_mut().find(|(c, _)| *c == currency) {
+            Some((_, sum)) => std::mem::replace(sum, sum.saturating_add(minor)),
+            None => {
+                entry.revenue.push((currency, minor));
+                0
+            }
+        };
+        let after = before.saturating_add(minor);
+        counts.add_squares(currency, (after as f64).powi(2) - (before as f64).powi(2));
+        if let Some(spread) = spread::spread_of(&mut counts.revenue_spread, currency) {
+            spread.moved(before, after);
+        }
     }
 
     /// Sets the flag `which` picks of the visitor's entry for (zone, variant, day);

@@ -163,7 +163,24 @@ impl CampaignDocument {
     /// This document with `list` as its experiments, changed in `version`.
     pub fn with_experiments(&self, list: Vec<ExperimentDefinition>, version: u64) -> Self {
         let mut document = self.clone();
-        document.experiments = ExperimentsPart { version, list };
+        document.experiments = ExperimentsPart {
+            version,
+            list,
+            holdout: self.experiments.holdout.clone(),
+        };
+        document
+    }
+
+    /// This document with `holdout` as its holdout, changed in `version` (a change of
+    /// the experiments part).
+    pub fn with_holdout(
+        &self,
+        holdout: crate::experiment::holdout::HoldoutDefinition,
+        version: u64,
+    ) -> Self {
+        let mut document = self.clone();
+        document.experiments.version = version;
+        document.experiments.holdout = Some(holdout);
         document
     }
 

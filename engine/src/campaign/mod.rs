@@ -111,6 +111,8 @@ pub struct CampaignSet {
     /// The experiments written in the console or the admin API that are running (the
     /// one of a zone is found by [`CampaignSet::experiment`]).
     pub experiments: Vec<crate::experiment::Experiment>,
+    /// The store-wide holdout, while it is on.
+    pub holdout: Option<crate::experiment::holdout::Holdout>,
 }
 
 impl CampaignSet {

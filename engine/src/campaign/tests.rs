@@ -61,6 +61,7 @@ fn set(campaigns: Vec<Campaign>, segments: Vec<Segment>) -> CampaignSet {
         .fold(Reads::default(), |r, s| r.with(s.rule.reads()));
     CampaignSet {
         experiments: Vec::new(),
+        holdout: None,
         version: 1,
         segments,
         zones: vec![ZoneCampaigns {

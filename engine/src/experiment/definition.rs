@@ -150,12 +150,15 @@ pub struct ExperimentsPart {
     /// The experiments, in the order they were created.
     #[serde(default)]
     pub list: Vec<ExperimentDefinition>,
+    /// The store-wide holdout (none: never switched on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<super::holdout::HoldoutDefinition>,
 }
 
 impl ExperimentsPart {
     /// Whether no experiment was ever written (the part is then left out of the text,
     /// which stays as documents without experiments had it).
     pub fn is_empty(&self) -> bool {
-        self.version == 0 && self.list.is_empty()
+        self.version == 0 && self.list.is_empty() && self.holdout.is_none()
     }
 }

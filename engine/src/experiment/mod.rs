@@ -7,6 +7,7 @@
 use sha2::{Digest, Sha256};
 
 pub mod definition;
+pub mod holdout;
 pub mod sequential;
 
 use crate::catalogue::UnixMillis;

@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use vitrine_engine::campaign::CampaignDocument;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_ingest::campaigns;
-use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, ExperimentAction, RestorePart};
+use vitrine_ingest::jobs::{
+    CampaignChange, ChangeRequest, ExperimentAction, HoldoutAction, RestorePart,
+};
 
 use super::Query;
 use crate::api::Reply;
@@ -219,6 +221,8 @@ pub(super) enum Write<'a> {
     /// `PUT` or `DELETE .../experiments/{id}`, `POST .../experiments/{id}/start`,
     /// `stop` or `end`.
     Experiment(&'a str, ExperimentWrite),
+    /// `PUT .../holdout` (true) or `DELETE .../holdout` (false).
+    Holdout(bool),
 }
 
 /// What a write does to an experiment.
@@ -263,6 +267,7 @@ pub(super) fn write(
     let body = match write {
         Write::RemoveZone(_) => Value::Null,
         Write::Experiment(_, action) if action != ExperimentWrite::Put => Value::Null,
+        Write::Holdout(false) => Value::Null,
         _ => super::body_json(body)?,
     };
     let if_match = if_match(headers)?;
@@ -294,6 +299,8 @@ pub(super) fn write(
                 ExperimentWrite::Delete => ExperimentAction::Delete,
             },
         },
+        Write::Holdout(true) => CampaignChange::Holdout(HoldoutAction::Put(&body)),
+        Write::Holdout(false) => CampaignChange::Holdout(HoldoutAction::Off),
     };
     let changed = entry.jobs.change_campaigns(ChangeRequest {
         change,
@@ -320,7 +327,7 @@ pub(super) fn write(
             },
         ) => document.zone_version(zone),
         (Write::Restore, _) => changed.version,
-        (Write::Experiment(..), _) => document.experiments.version,
+        (Write::Experiment(..) | Write::Holdout(_), _) => document.experiments.version,
     };
     Ok(with_etag(
         json!({"version": changed.version, "etag": etag.to_string(), "warnings": changed.warnings}),

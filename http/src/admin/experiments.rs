@@ -345,7 +345,7 @@ impl Comparison {
         self.0.relative().unwrap_or((0.0, (0.0, 0.0)))
     }
 
-    fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         let (relative, (low, high)) = self.relative();
         json!({
             "relative": relative,
@@ -370,7 +370,7 @@ pub(super) fn proportions(control: (u64, u64), variant: (u64, u64)) -> Option<Co
 
 /// Revenue per visitor in `currency`, each visitor's revenue capped at `cap` (a bucket
 /// of [`vitrine_engine::analytics::spread`]; none: uncapped).
-fn revenue(counts: &ZoneCounts, currency: Currency, cap: Option<u16>) -> Sample {
+pub(super) fn revenue(counts: &ZoneCounts, currency: Currency, cap: Option<u16>) -> Sample {
     let (sum, squares) = counts
         .spread_in(currency)
         .map_or((0.0, 0.0), |spread| spread.capped(cap));
@@ -414,16 +414,16 @@ pub(super) fn verdict(variant: &str, metric: &str, comparison: Option<&Compariso
     )
 }
 
-fn ratio(part: u64, whole: u64) -> Option<f64> {
+pub(super) fn ratio(part: u64, whole: u64) -> Option<f64> {
     ratio_f(part as f64, whole)
 }
 
-fn ratio_f(part: f64, whole: u64) -> Option<f64> {
+pub(super) fn ratio_f(part: f64, whole: u64) -> Option<f64> {
     (whole > 0).then(|| part / whole as f64)
 }
 
 /// An amount in minor units as a decimal string of `currency`.
-fn money(minor: f64, currency: Currency) -> String {
+pub(super) fn money(minor: f64, currency: Currency) -> String {
     let rounded = minor.round();
     let minor = if rounded.is_finite() {
         rounded as i64

@@ -15,6 +15,8 @@
 //!   zone's counters per variant, in total and per day (default: the last 30 days).
 //! - `GET /admin/api/accounts/{accessKey}/experiments`: each experiment's variants,
 //!   compared with its control.
+//! - `GET`, `PUT` and `DELETE /admin/api/accounts/{accessKey}/holdout`: the store-wide
+//!   holdout, its periods, and what personalization added over it: `holdout.rs`.
 //! - `GET /admin/api/accounts/{accessKey}/explain?zone=&visitor=&product=&category=&currency=&pageType=&at=&device=&userAgent=&referrer=&url=`:
 //!   a zone as a shopper would see it on a page and from a request, with why each item
 //!   is there.
@@ -37,6 +39,7 @@ mod drafts;
 mod experiments;
 use campaigns::ExperimentWrite;
 mod explain;
+mod holdout;
 mod live;
 mod models;
 mod preview;
@@ -97,6 +100,10 @@ pub fn handle(
         ["accounts", key, "experiments"] => {
             query.only(&["lift"])?;
             return experiments::results(&*account(state, key)?, &query, now);
+        }
+        ["accounts", key, "holdout"] => {
+            query.only(&[])?;
+            return holdout::results(&*account(state, key)?, now);
         }
         ["accounts", key, "segments"] => {
             campaigns::no_query(&query)?;
@@ -278,6 +285,10 @@ pub fn handle_write(
         ["accounts", key, "campaigns", "restore"] => {
             allowed(&[Method::POST])?;
             change(key, campaigns::Write::Restore)
+        }
+        ["accounts", key, "holdout"] => {
+            allowed(&[Method::PUT, Method::DELETE])?;
+            change(key, campaigns::Write::Holdout(*method == Method::PUT))
         }
         ["accounts", key, "experiments", id] => {
             allowed(&[Method::PUT, Method::DELETE])?;

@@ -476,7 +476,9 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 17] = [
+const ADMIN_WRITES: [(&str, &str); 19] = [
+    ("/admin/api/accounts/{accessKey}/holdout", "put"),
+    ("/admin/api/accounts/{accessKey}/holdout", "delete"),
     ("/admin/api/accounts/{accessKey}/experiments/{id}", "put"),
     ("/admin/api/accounts/{accessKey}/experiments/{id}", "delete"),
     (
@@ -524,7 +526,7 @@ const ADMIN_WRITES: [(&str, &str); 17] = [
 ];
 
 /// The admin API's paths, as the document gives them.
-const ADMIN_PATHS: [&str; 20] = [
+const ADMIN_PATHS: [&str; 21] = [
     "/admin/api/live",
     "/admin/api/accounts",
     "/admin/api/accounts/{accessKey}/analytics",
@@ -545,6 +547,7 @@ const ADMIN_PATHS: [&str; 20] = [
     "/admin/api/accounts/{accessKey}/segments/draft",
     "/admin/api/accounts/{accessKey}/campaigns/restore",
     "/admin/api/campaigns/vocabulary",
+    "/admin/api/accounts/{accessKey}/holdout",
 ];
 
 #[test]
@@ -577,6 +580,7 @@ fn admin_answers_match_the_openapi_document() {
     let explain = format!("/admin/api/accounts/{DEMO_KEY}/explain");
     let predictions = format!("/admin/api/accounts/{DEMO_KEY}/predictions");
     let models = format!("/admin/api/accounts/{DEMO_KEY}/models");
+    let holdout = format!("/admin/api/accounts/{DEMO_KEY}/holdout");
     let template = ADMIN_PATHS[2];
     for (path, documented, auth, status) in [
         ("/admin/api/accounts", ADMIN_PATHS[1], Some(token), 200),
@@ -603,6 +607,7 @@ fn admin_answers_match_the_openapi_document() {
             404,
         ),
         (experiments.as_str(), ADMIN_PATHS[3], Some(token), 200),
+        (holdout.as_str(), ADMIN_PATHS[20], Some(token), 200),
         (
             &format!("{explain}?zone=PP-01&visitor=doc-check&product=P00001"),
             ADMIN_PATHS[4],
@@ -757,6 +762,22 @@ fn admin_answers_match_the_openapi_document() {
             404,
         ),
         (
+            "PUT",
+            format!("{base}/holdout"),
+            ("put", "/admin/api/accounts/{accessKey}/holdout"),
+            json!({"share": 5, "strategy": "top_sellers"}),
+            None,
+            200,
+        ),
+        (
+            "PUT",
+            format!("{base}/holdout"),
+            ("put", "/admin/api/accounts/{accessKey}/holdout"),
+            json!({"share": 90}),
+            None,
+            400,
+        ),
+        (
             "POST",
             format!("{base}/segments/size"),
             ("post", "/admin/api/accounts/{accessKey}/segments/size"),
@@ -877,6 +898,8 @@ fn admin_answers_match_the_openapi_document() {
     }
     for (path, documented, status) in [
         (format!("{base}/segments"), ADMIN_PATHS[7], 200),
+        // On now (the PUT above), with its groups.
+        (format!("{base}/holdout"), ADMIN_PATHS[20], 200),
         (format!("{base}/segments/buyers/size"), ADMIN_PATHS[8], 200),
         (format!("{base}/segments/nobody/size"), ADMIN_PATHS[8], 404),
         (format!("{base}/zones/HP-01/campaigns"), ADMIN_PATHS[9], 200),
@@ -931,6 +954,24 @@ fn admin_answers_match_the_openapi_document() {
         assert_eq!(resp.status, status, "{path}: {}", resp.body);
         conforms(&doc, "get", documented, &resp);
     }
+    let holdout = get(&holdout, Some(token)).json();
+    assert_eq!(holdout["groups"][1]["name"], "holdout", "{holdout}");
+    let off = send("DELETE", &format!("{base}/holdout"), &Value::Null, None);
+    assert_eq!(off.status, 200, "{}", off.body);
+    conforms(
+        &doc,
+        "delete",
+        "/admin/api/accounts/{accessKey}/holdout",
+        &off,
+    );
+    let again = send("DELETE", &format!("{base}/holdout"), &Value::Null, None);
+    assert_eq!(again.status, 400, "{}", again.body);
+    conforms(
+        &doc,
+        "delete",
+        "/admin/api/accounts/{accessKey}/holdout",
+        &again,
+    );
     // The console's lists are the server's.
     let names = get("/admin/api/campaigns/vocabulary", Some(token)).json();
     for (list, name) in [

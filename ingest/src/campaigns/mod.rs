@@ -14,6 +14,7 @@ mod content;
 pub mod diff;
 pub mod experiments;
 mod filters;
+pub mod holdout;
 mod rules;
 
 use serde_json::Value;
@@ -121,6 +122,7 @@ fn compile_zones(
         segments,
         zones,
         experiments,
+        holdout: holdout::compile(document.experiments.holdout.as_ref()),
     }
 }
 
@@ -283,6 +285,7 @@ fn with_zone(
         segments: set.segments.clone(),
         zones,
         experiments,
+        holdout: set.holdout.clone(),
     }
 }
 
@@ -340,7 +343,22 @@ fn with_experiments(
         segments: set.segments.clone(),
         zones,
         experiments,
+        holdout: holdout::compile(document.experiments.holdout.as_ref()),
     }
+}
+
+/// A new document with `action` done to the store-wide holdout at `now`, at `version`,
+/// and its set (the experiments part compiled again). Errors name the body's fields.
+pub fn with_holdout(
+    (current, set): (&CampaignDocument, &CampaignSet),
+    action: holdout::Action<'_>,
+    (version, now): (u64, vitrine_engine::catalogue::UnixMillis),
+    target: Target<'_>,
+) -> Result<(CampaignDocument, CampaignSet), Errors> {
+    let holdout = holdout::act(current.experiments.holdout.as_ref(), action, now)?;
+    let document = current.with_holdout(holdout, version);
+    let set = with_experiments(set, &document, version, target);
+    Ok((document, set))
 }
 
 /// The set of a stored document that changed only in `part` from the one `previous`

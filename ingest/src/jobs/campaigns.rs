@@ -52,6 +52,8 @@ pub enum CampaignChange<'a> {
         /// What is done to it.
         action: ExperimentAction<'a>,
     },
+    /// The store-wide holdout switched on, changed or switched off.
+    Holdout(HoldoutAction<'a>),
     /// An earlier version (all of it, or one part), restored as a new one.
     Restore {
         /// The version.
@@ -62,6 +64,7 @@ pub enum CampaignChange<'a> {
 }
 
 pub use crate::campaigns::experiments::Action as ExperimentAction;
+pub use crate::campaigns::holdout::Action as HoldoutAction;
 
 /// The part of the document a restore brings back.
 pub use vitrine_engine::campaign::document::Part as RestorePart;
@@ -195,6 +198,11 @@ impl AccountJobs {
                 )
                 .map_err(CampaignError::Invalid)?,
             ),
+            CampaignChange::Holdout(action) => (
+                Some(RestorePart::Experiments),
+                campaigns::with_holdout((&document, &set), action, (next, request.now), target)
+                    .map_err(CampaignError::Invalid)?,
+            ),
             CampaignChange::Restore {
                 version: wanted,
                 part,
@@ -235,6 +243,20 @@ impl AccountJobs {
             CampaignChange::Experiment { id, action } => {
                 format!("experiment {id} {}", action.name())
             }
+            CampaignChange::Holdout(action) => match (
+                action,
+                new_document
+                    .experiments
+                    .holdout
+                    .as_ref()
+                    .and_then(|h| h.current()),
+            ) {
+                (HoldoutAction::Put(_), Some(period)) => format!(
+                    "holdout set: {} % of shoppers see {} in every zone",
+                    period.share, period.strategy
+                ),
+                _ => format!("holdout {}", action.name()),
+            },
             _ => campaigns::summary(&document, &new_document),
         };
         let draft_published = match request.change {
@@ -243,7 +265,8 @@ impl AccountJobs {
             }
             CampaignChange::RemoveZone(_)
             | CampaignChange::Restore { .. }
-            | CampaignChange::Experiment { .. } => None,
+            | CampaignChange::Experiment { .. }
+            | CampaignChange::Holdout(_) => None,
         };
         // The warnings of the part changed, with the request's paths.
         let warnings = match request.change {
@@ -254,7 +277,9 @@ impl AccountJobs {
                 action: ExperimentAction::Put(body),
                 ..
             } => campaigns::unknown_ids(body, &account.catalogue()),
-            CampaignChange::RemoveZone(_) | CampaignChange::Experiment { .. } => Vec::new(),
+            CampaignChange::RemoveZone(_)
+            | CampaignChange::Experiment { .. }
+            | CampaignChange::Holdout(_) => Vec::new(),
             CampaignChange::Restore { .. } => campaigns::unknown_ids(
                 &serde_json::to_value(&new_document).unwrap_or_default(),
                 &account.catalogue(),

@@ -71,8 +71,8 @@ use vitrine_engine::state::Clicked;
 use vitrine_snapshots::wal::{self, SyncPolicy, Wal};
 
 pub use self::campaigns::{
-    CampaignChange, CampaignError, ChangeRequest, Changed, ExperimentAction, RestorePart,
-    recompile as recompile_campaigns,
+    CampaignChange, CampaignError, ChangeRequest, Changed, ExperimentAction, HoldoutAction,
+    RestorePart, recompile as recompile_campaigns,
 };
 pub use self::drafts::{DraftError, DraftPart, DraftRequest, MAX_DRAFT_BYTES};
 pub use self::feeds::FEED_JOBS_KEPT;
