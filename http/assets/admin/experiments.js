@@ -2,7 +2,8 @@
 // Experiments: the console's (created here from the live list and the zone's saved
 // draft, a strategy or nothing personalized; started, stopped, ended) and those of
 // vitrine.toml, each variant against the control with its always-valid interval drawn,
-// the days a lift needs, and the timeline of the zone's campaign changes.
+// the days a lift needs, and the timeline of the zone's campaign changes. And the
+// store-wide holdout: switched on and off, its groups, and what personalization added.
 (function () {
   const METRICS = ["viewThrough", "conversion", "revenuePerVisitor", "clickThrough"];
   const SVG = "http://www.w3.org/2000/svg";
@@ -213,6 +214,77 @@
     await show();
   }
 
+  /** The holdout: its setting, its groups' store-wide figures and the personalized
+   * group against the held-out one. */
+  async function showHoldout() {
+    const answer = await call("GET", accountPath() + "/holdout");
+    local.holdoutEtag = answer.etag;
+    const h = answer.body;
+    const period = h.period;
+    $("ho-status").textContent = h.on
+      ? h.share + " % of shoppers held out since " + period.from.replace("T", " ").slice(0, 16) + " UTC; they see " + h.strategy + "."
+      : period
+        ? "The holdout is off (it was on from " + period.from.slice(0, 10) + " to " + (period.to || "").slice(0, 10) + "; its figures below)."
+        : "The holdout is off.";
+    $("ho-off").disabled = !h.on;
+    if (h.on) {
+      $("ho-share").value = h.share;
+      $("ho-strategy").value = h.strategy;
+    }
+    const groups = h.groups || [];
+    $("ho-groups").hidden = groups.length === 0;
+    const money = (v) => (v === null || v === undefined ? "–" : v + " " + h.currency);
+    $("ho-groups").querySelector("tbody").replaceChildren(
+      ...groups.map((g) =>
+        el(
+          "tr",
+          { dataset: { group: g.name } },
+          el("td", {}, g.name === "holdout" ? "held out" : "personalized"),
+          el("td", { className: "number visitors" }, g.visitors),
+          el("td", { className: "number ordering" }, g.orderingVisitors),
+          el("td", { className: "number conversion" }, percent(g.conversion)),
+          el("td", { className: "number revenue" }, money(g.revenue)),
+          el("td", { className: "number rpv" }, money(g.revenuePerVisitorCapped)),
+        ),
+      ),
+    );
+    const added = h.added || {};
+    $("ho-added").replaceChildren(
+      ...(h.verdicts || []).map((text, i) => {
+        const metric = ["conversion", "revenuePerVisitor"][i];
+        const comparison = added[metric];
+        return el(
+          "div",
+          { className: "verdict" + (comparison && comparison.significant ? " significant" : ""), dataset: { metric } },
+          text,
+          intervalPlot(metric, comparison),
+        );
+      }),
+    );
+  }
+
+  async function holdout(on) {
+    $("ho-error").textContent = "";
+    const headers = local.holdoutEtag ? { "If-Match": local.holdoutEtag } : {};
+    try {
+      if (on) {
+        const body = { share: Number($("ho-share").value), strategy: $("ho-strategy").value };
+        await call("PUT", accountPath() + "/holdout", body, headers);
+      } else {
+        await call("DELETE", accountPath() + "/holdout", undefined, headers);
+      }
+    } catch (error) {
+      const problems = error.body && error.body.errors ? error.body.errors.map((e) => e.path + ": " + e.message).join("; ") : "";
+      $("ho-error").textContent = problems || error.message;
+    }
+    await showHoldout();
+  }
+
   $("ex-form").addEventListener("submit", (event) => create(event).catch(showLoggedOut));
-  window.vitrineExperiments = { show };
+  $("ho-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    holdout(true).catch(showLoggedOut);
+  });
+  $("ho-off").addEventListener("click", () => holdout(false).catch(showLoggedOut));
+  window.vitrineExperiments = { show: () => Promise.all([show(), showHoldout()]) };
 })();

@@ -149,3 +149,120 @@ async fn an_experiment_is_made_from_the_live_list_and_a_draft_started_read_and_e
     until(&editor, STATUS, |v| v == "ended").await;
     editor.close().await.unwrap();
 }
+
+/// The holdout's status line.
+const HOLDOUT_STATUS: &str = "return document.getElementById('ho-status').textContent";
+
+/// Whether what personalization added to `metric` is drawn as excluding 0 (after the
+/// holdout is read again).
+fn added(metric: &str) -> String {
+    format!(
+        "window.vitrineExperiments.show(); const s = document.querySelector('#ho-added svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holdout_is_switched_on_read_as_money_and_switched_off_from_the_dashboard() {
+    use vitrine_engine::experiment::holdout::held_out;
+    let server = tokio::task::block_in_place(store);
+    let addr = server.addr();
+    tokio::task::block_in_place(|| {
+        admin(
+            addr,
+            "PUT",
+            "/zones/HP-01/campaigns",
+            &json!({"campaigns": [manual("live", &["C01", "C02"])]}),
+        );
+    });
+    let driver = tokio::task::block_in_place(browser::Driver::start).expect("chromedriver");
+    let editor = session(&driver).await;
+    open(&editor, addr, EDITOR).await;
+    until(&editor, HOLDOUT_STATUS, |v| v == "The holdout is off.").await;
+
+    // A share out of range is named; nothing changes.
+    type_into(&editor, "#ho-share", "90").await;
+    editor
+        .execute(
+            "document.getElementById('ho-share').removeAttribute('max')",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    click(&editor, "#ho-on").await;
+    let error = until(
+        &editor,
+        "return document.getElementById('ho-error').textContent",
+        |v| v.as_str().is_some_and(|t| !t.is_empty()),
+    )
+    .await;
+    assert!(error.as_str().unwrap().contains("share"), "{error}");
+
+    // Half the shoppers held out, shown trending.
+    type_into(&editor, "#ho-share", "50").await;
+    select(&editor, "ho-strategy", "trending").await;
+    click(&editor, "#ho-on").await;
+    until(&editor, HOLDOUT_STATUS, |v| {
+        v.as_str()
+            .is_some_and(|t| t.starts_with("50 % of shoppers held out"))
+    })
+    .await;
+
+    // Held-out shoppers see no list and buy one in ten; the others one in two.
+    tokio::task::block_in_place(|| {
+        for i in 0..300 {
+            let visitor = format!("h-{i}");
+            let shown = serve(addr, &visitor, json!([]));
+            let held = held_out(50, &visitor);
+            assert_eq!(shown == ["C01", "C02"], !held, "{visitor}: {shown:?}");
+            if i % (if held { 10 } else { 2 }) == 0 {
+                let line = json!({"id": "C03", "qty": 1, "unitprice": 20});
+                let order = json!([{"name": "order", "data": {"orderid": format!("o-{visitor}"),
+                    "userid": visitor, "ordertotal": 20, "items": [line]}}]);
+                serve(addr, &visitor, order);
+            }
+        }
+    });
+    until(&editor, &added("conversion"), |v| v == true).await;
+    until(&editor, &added("revenuePerVisitor"), |v| v == true).await;
+    let groups = editor
+        .execute(
+            "return [...document.querySelectorAll('#ho-groups tbody tr')].map(r => r.dataset.group)",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(groups, json!(["personalized", "holdout"]));
+    screenshot(&editor, "#holdout", "holdout.png").await;
+
+    // A viewer reads it and cannot switch it.
+    let viewer = session(&driver).await;
+    open(&viewer, addr, VIEWER).await;
+    until(&viewer, HOLDOUT_STATUS, |v| {
+        v.as_str().is_some_and(|t| t.starts_with("50 %"))
+    })
+    .await;
+    let hidden = viewer
+        .execute(
+            "return getComputedStyle(document.getElementById('ho-form')).display",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hidden, json!("none"));
+    viewer.close().await.unwrap();
+
+    // Off: everyone sees the list again; the period's figures stay.
+    click(&editor, "#ho-off").await;
+    until(&editor, HOLDOUT_STATUS, |v| {
+        v.as_str()
+            .is_some_and(|t| t.starts_with("The holdout is off (it was on from"))
+    })
+    .await;
+    let held = (0..300)
+        .map(|i| format!("h-{i}"))
+        .find(|v| held_out(50, v))
+        .unwrap();
+    let shown = tokio::task::block_in_place(|| serve(addr, &held, json!([])));
+    assert_eq!(shown, ["C01", "C02"]);
+    editor.close().await.unwrap();
+}
