@@ -40,6 +40,7 @@
 
 pub mod account;
 pub mod analytics;
+pub mod backtest;
 pub mod bucket;
 pub mod campaign;
 pub mod catalogue;

@@ -88,7 +88,7 @@ impl Tally {
         }
     }
 
-    fn merge(&mut self, other: &Tally) {
+    pub(crate) fn merge(&mut self, other: &Tally) {
         self.trials += other.trials;
         self.hits += other.hits;
         self.reciprocal_ranks += other.reciprocal_ranks;

@@ -86,6 +86,14 @@ impl Paired {
         self.rank_squares += ranks * ranks;
     }
 
+    /// Adds the trials of another (judged apart, on other moments).
+    pub fn merge(&mut self, other: &Paired) {
+        self.live.merge(&other.live);
+        self.draft.merge(&other.draft);
+        self.hit_squares += other.hit_squares;
+        self.rank_squares += other.rank_squares;
+    }
+
     /// The difference in hit rate, draft minus live.
     pub fn hit_rate(&self) -> Difference {
         #[expect(

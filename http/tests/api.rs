@@ -14,6 +14,8 @@
 mod analytics;
 #[path = "api/auth.rs"]
 mod auth;
+#[path = "api/backtest.rs"]
+mod backtest;
 #[path = "api/backup.rs"]
 mod backup;
 #[path = "api/busy.rs"]

@@ -193,6 +193,7 @@ impl Account {
                 erasure.users += 1;
             }
         }
+        self.moments.forget(&visitor_ids, &user_ids, &emails);
         self.identities.retain(|key, linked| {
             linked.retain(|v| !visitor_ids.contains(v));
             let erased_key = match key {

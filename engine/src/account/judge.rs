@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 
 use super::Account;
 use super::tune::RecipeTrial;
-use super::visitor_view::{Reads, VisitorSnapshot};
+use super::visitor_view::VisitorSnapshot;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
 use crate::money::Currency;
@@ -48,12 +48,9 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        // What segments read, when a shadow test's campaigns may judge them.
-        let reads = if self.has_shadows() {
-            super::shadows::SHADOW_READS
-        } else {
-            Reads::default()
-        };
+        // What segments read: a shadow test's campaigns, or a backtest's later, may
+        // judge them.
+        let reads = super::shadows::SHADOW_READS;
         let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
         let latest = live.latest_request();
         let latest = (latest.page_type, latest.context());
@@ -89,6 +86,7 @@ impl Account {
                 latest: (latest.0, &latest.1),
             };
             self.judge_shadows(&judged, &brought, zones);
+            self.keep_moment(&judged, &brought, catalogue, currency);
             for spec in zones
                 .iter()
                 .filter(|spec| spec.kind == ZoneKind::RecommenderProduct)

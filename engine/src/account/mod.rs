@@ -24,6 +24,7 @@
 //! itself, its catalogue versions under the [`Writer`] lock, and the models' rebuild.
 
 mod analytics;
+mod backtest;
 mod bounds;
 mod campaigns;
 mod explain;
@@ -54,6 +55,7 @@ use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
+pub use backtest::{BacktestError, MAX_MOMENT_BYTES, MAX_MOMENTS};
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
 pub use campaigns::{RecentVisitor, SegmentSize};
 pub use explain::{
@@ -227,6 +229,8 @@ pub struct Account {
     campaign_drafts: parking_lot::Mutex<crate::campaign::draft::Drafts>,
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
     shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
+    /// The judged moments backtests replay (`backtest.rs`).
+    moments: backtest::Moments,
     /// Product zones that are the same for every visitor of a page
     /// ([`crate::zone_cache`]).
     zone_cache: crate::zone_cache::ZoneCache,
@@ -292,6 +296,7 @@ impl Account {
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
             campaign_drafts: parking_lot::Mutex::default(),
             shadows: parking_lot::RwLock::default(),
+            moments: backtest::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),
         }

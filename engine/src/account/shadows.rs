@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use super::Account;
 use super::resolve::Plan;
 use super::track::PageContext;
 use super::visitor_view::{Reads, VisitorSnapshot};
+use super::{Account, AccountSettings};
 use crate::campaign::segment::Reads as SegmentReads;
+use crate::campaign::segment::Shopper;
 use crate::campaign::{CampaignSet, RequestContext, choose};
 use crate::catalogue::{ProductIdx, UnixMillis};
 use crate::event::PageType;
@@ -76,11 +77,6 @@ impl Account {
         self.shadows.read().iter().find(|s| s.zone == zone).cloned()
     }
 
-    /// Whether a shadow test runs.
-    pub(super) fn has_shadows(&self) -> bool {
-        !self.shadows.read().is_empty()
-    }
-
     /// Judges each running shadow test on `brought` (products new to the visitor that
     /// the request brings): the zone filled as the live campaigns and as the draft
     /// would show it to the visitor before the request, in `judged.ctx` (the page of
@@ -129,20 +125,11 @@ impl Account {
             let Some(spec) = zones.iter().find(|z| z.id == shadow.zone) else {
                 continue;
             };
-            let shown = |set: &CampaignSet| -> ZoneItems {
-                let who = (
-                    visitor_id,
-                    super::resolve::person_key(visitor_id, &snapshot.identity),
-                );
-                match settings.plan(spec, who, ctx.now, Some(set)) {
-                    Plan::Campaigns { set, list, .. } => {
-                        let judged = &mut crate::campaign::Judged::default();
-                        choose(set, list, (&shopper, judged), ctx, &mut NoTrace).items
-                    }
-                    Plan::Spec { spec, .. } => fill_zone(spec, ctx),
-                    Plan::Held(holdout) => fill_zone(&holdout.spec(spec), ctx),
-                }
-            };
+            let who = (
+                visitor_id,
+                super::resolve::person_key(visitor_id, &snapshot.identity),
+            );
+            let shown = |set: &CampaignSet| fill_judged(&settings, spec, who, set, &shopper, ctx).0;
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));
             for &product in brought {
                 shadow.record(
@@ -151,6 +138,28 @@ impl Account {
                 );
             }
         }
+    }
+}
+
+/// `spec` as `set` fills it for the judged shopper `who` (a visitor id and its person
+/// key), resolved as serving resolves it: its items, and the campaign shown (its
+/// position in the zone's list) when the zone's list decided.
+pub(super) fn fill_judged(
+    settings: &AccountSettings,
+    spec: &ZoneSpec,
+    who: (&str, &str),
+    set: &CampaignSet,
+    shopper: &Shopper<'_>,
+    ctx: &Context<'_>,
+) -> (ZoneItems, Option<usize>) {
+    match settings.plan(spec, who, ctx.now, Some(set)) {
+        Plan::Campaigns { set, list, .. } => {
+            let judged = &mut crate::campaign::Judged::default();
+            let chosen = choose(set, list, (shopper, judged), ctx, &mut NoTrace);
+            (chosen.items, chosen.campaign)
+        }
+        Plan::Spec { spec, .. } => (fill_zone(spec, ctx), None),
+        Plan::Held(holdout) => (fill_zone(&holdout.spec(spec), ctx), None),
     }
 }
 

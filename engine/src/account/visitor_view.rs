@@ -54,7 +54,7 @@ pub(super) struct VisitorSnapshot {
 
 /// What segments read of a visitor, copied with its history (no heap allocation but
 /// for what a segment of the request reads: the latest orders' revenue, affinities).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct SegmentFacts {
     pub(super) visits: Visits,
     pub(super) basket_value: f64,

@@ -362,6 +362,37 @@ const campaigns = {
     this.shadowTimer = setTimeout(() => this.refreshShadow().catch(() => {}), 2000);
   },
 
+  /** The draft backtested on the kept judged moments: figures, reach, shares, and
+   * the products gaining and losing the most exposure drawn as bars. */
+  async backtest() {
+    const path = "accounts/" + this.key() + "/zones/" + encodeURIComponent(this.zone) + "/backtest";
+    $("bt-error").textContent = "";
+    let figures;
+    try {
+      figures = (await call("POST", path, { campaigns: this.list, segments: segmentBuilder.segments })).body;
+    } catch (error) {
+      $("bt-error").textContent = problems(error);
+      return;
+    }
+    const interval = (d) =>
+      signed(d.estimate) + (d.low === null ? " (too few trials)" : " (95 %: " + signed(d.low) + " to " + signed(d.high) + ")");
+    const side = (v) => percent(v.hitRate) + " hits, MRR " + v.mrr.toFixed(3);
+    const reach = (v) =>
+      v.reach.map((r) => r.campaign + (r.segment ? " (" + r.segment + ")" : "") + ": " + r.moments).join(", ") +
+      (v.uncampaigned ? (v.reach.length ? ", " : "") + "no campaign: " + v.uncampaigned : "");
+    const shares = (v) => [v.onOffer, v.new, v.outOfWindow].map(percent).join(" · ");
+    $("bt-result").hidden = false;
+    $("bt-moments").textContent = figures.moments + " (" + figures.trials + " trials, " + figures.tookMs + " ms)";
+    $("bt-live").textContent = side(figures.live);
+    $("bt-draft").textContent = side(figures.draft);
+    $("bt-diff-hits").textContent = interval(figures.difference.hitRate);
+    $("bt-diff-mrr").textContent = interval(figures.difference.mrr);
+    $("bt-reach-live").textContent = reach(figures.live);
+    $("bt-reach-draft").textContent = reach(figures.draft);
+    $("bt-shares").textContent = "live " + shares(figures.live) + "; draft " + shares(figures.draft);
+    exposurePlot($("bt-exposure"), figures.exposure.gained.concat(figures.exposure.lost.slice().reverse()));
+  },
+
   // The audit log and the visitors to preview as.
 
   async history() {
@@ -429,6 +460,40 @@ $("pv-form").addEventListener("submit", (event) => {
 });
 $("sh-start").addEventListener("click", () => campaigns.startShadow());
 $("sh-stop").addEventListener("click", () => campaigns.stopShadow());
+$("bt-run").addEventListener("click", () => campaigns.backtest().catch(showLoggedOut));
+
+/** Horizontal bars of exposure changes, one row a product: gains to the right in green,
+ * losses to the left in red, about a middle line. */
+function exposurePlot(svg, rows) {
+  const SVG = "http://www.w3.org/2000/svg";
+  const width = 520;
+  const row = 18;
+  const label = 120;
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", Math.max(row, rows.length * row));
+  const reach = Math.max(1, ...rows.map((r) => Math.abs(r.change)));
+  const half = (width - label) / 2;
+  const middle = label + half;
+  const nodes = [];
+  rows.forEach((r, i) => {
+    const text = document.createElementNS(SVG, "text");
+    text.setAttribute("x", 0);
+    text.setAttribute("y", i * row + 13);
+    text.textContent = r.product + " " + (r.change > 0 ? "+" : "") + r.change;
+    const bar = document.createElementNS(SVG, "rect");
+    const length = (Math.abs(r.change) / reach) * (half - 4);
+    bar.setAttribute("x", r.change > 0 ? middle : middle - length);
+    bar.setAttribute("y", i * row + 3);
+    bar.setAttribute("width", length);
+    bar.setAttribute("height", row - 6);
+    bar.setAttribute("class", r.change > 0 ? "gained" : "lost");
+    bar.dataset.product = r.product;
+    bar.dataset.change = r.change;
+    nodes.push(text, bar);
+  });
+  svg.replaceChildren(...nodes);
+  svg.setAttribute("aria-label", rows.map((r) => r.product + " " + r.change).join(", "));
+}
 document.addEventListener("vitrine-segments", () => campaigns.render());
 document.addEventListener("vitrine-changed", () => campaigns.history().catch(() => {}));
 

@@ -28,11 +28,14 @@
 //!   visitors seen last to preview as: `preview.rs`.
 //! - `POST`, `GET` and `DELETE /admin/api/accounts/{accessKey}/zones/{zone}/shadow`: a
 //!   draft list judged beside the live one on live traffic: `shadow.rs`.
+//! - `POST /admin/api/accounts/{accessKey}/zones/{zone}/backtest`: a draft list judged
+//!   beside the live one on the judged moments kept: `backtest.rs`.
 //! - `GET /admin/api/accounts/{accessKey}/drafts`; `GET`, `PUT` and `DELETE
 //!   .../zones/{zone}/draft` and `.../segments/draft`: drafts kept on the server:
 //!   `drafts.rs`.
 
 mod analytics;
+mod backtest;
 mod campaigns;
 mod catalogue;
 mod drafts;
@@ -224,6 +227,14 @@ pub fn handle_write(
                 &*account(state, key)?,
                 &body_json(body)?,
                 now,
+            )?)
+        }
+        ["accounts", key, "zones", zone, "backtest"] => {
+            allowed(&[Method::POST])?;
+            json(backtest::run(
+                &*account(state, key)?,
+                zone,
+                &body_json(body)?,
             )?)
         }
         ["accounts", key, "zones", zone, "preview"] => {

@@ -5,7 +5,8 @@
 //! draft counts trials; publishing puts it on `/api/serverside`; a second browser that
 //! publishes on a stale ETag is shown what changed meanwhile; a viewer's token gets no
 //! edit controls; an experiment is created from the live list and a saved draft, started,
-//! read with its intervals drawn, and ended. Screenshots are written next to the test's
+//! read with its intervals drawn, and ended; the holdout switched on, read and switched
+//! off; a saved draft backtested with its exposure drawn. Screenshots are written next to the test's
 //! temporary files.
 
 #![expect(
@@ -15,6 +16,7 @@
     reason = "a test fails loudly where its setup does not hold"
 )]
 
+mod backtest;
 mod campaigns;
 mod experiments;
 mod helpers;

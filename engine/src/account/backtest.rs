@@ -1,0 +1,428 @@
+//! Backtests: a draft campaign list judged on the moments self-evaluation judged
+//! lately, in seconds, instead of on live traffic for hours (a shadow test).
+//!
+//! Each request self-evaluation judges ([`crate::prequential`]) is kept as a
+//! [`Moment`]: the shopper as the zone saw them before the request (their recent views,
+//! basket and purchases by product key, identity, what segments read of them, their
+//! latest page type and request context), the moment, and the products the request
+//! brought (what they did next). The last [`MAX_MOMENTS`] are kept per account, within
+//! [`MAX_MOMENT_BYTES`], in memory only; an erasure removes the person's.
+//!
+//! [`Account::backtest`] fills the zone for every kept moment as the live campaigns
+//! and as the draft would have, resolved as serving resolves it (`resolve.rs`) at the
+//! moment's time, on the page of the shopper's latest view, and judges both on what the
+//! shopper did next, paired as a shadow test is ([`crate::shadow::Paired`]), with which
+//! campaign each version showed, the exposure each product gains or loses, and the
+//! share of shown products on offer, new, or outside their date window. It runs on
+//! the caller's thread (and rayon's), never on a request's path; shoppers see nothing
+//! of it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use compact_str::CompactString;
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+use super::Account;
+use super::shadows::{Judged, fill_judged};
+use super::track::PageContext;
+use super::visitor_view::{SegmentFacts, VisitorSnapshot};
+use crate::backtest::{Backtest, Exposure, Reach, Shares, Version};
+use crate::campaign::{CampaignSet, RequestContext};
+use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::event::{Identity, PageType};
+use crate::money::Currency;
+use crate::prequential::rank_of;
+use crate::shadow::Paired;
+use crate::zone::ZoneKind;
+
+/// Judged moments an account keeps, at most (the oldest make room).
+pub const MAX_MOMENTS: usize = 10_000;
+/// The bytes kept moments take at most, as [`Moment::bytes`] counts them.
+pub const MAX_MOMENT_BYTES: usize = 16 << 20;
+
+/// One judged moment (see the module's documentation).
+#[derive(Debug)]
+pub(super) struct Moment {
+    visitor_id: CompactString,
+    identity: Identity,
+    /// Product keys ([`crate::models::ProductKeys`]), newest view first.
+    recent_views: SmallVec<[u32; 8]>,
+    basket: SmallVec<[u32; 8]>,
+    purchased: SmallVec<[u32; 8]>,
+    segments: Option<SegmentFacts>,
+    page_type: Option<PageType>,
+    request: RequestContext,
+    currency: Currency,
+    now: UnixMillis,
+    /// What the request brought that was new to the shopper, by key.
+    brought: SmallVec<[u32; 4]>,
+}
+
+impl Moment {
+    /// What it takes in memory: itself and what its parts hold on the heap.
+    pub(super) fn bytes(&self) -> usize {
+        let keys = |v: &SmallVec<[u32; 8]>| if v.spilled() { v.capacity() * 4 } else { 0 };
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+        let identity = text(&self.identity.user_id)
+            + text(&self.identity.email)
+            + text(&self.identity.account_id)
+            + text(&self.identity.group_id);
+        let segments = self.segments.as_ref().map_or(0, |s| {
+            (s.categories.len() + s.brands.len()) * std::mem::size_of::<(CompactString, f64)>()
+        });
+        std::mem::size_of::<Moment>()
+            + std::mem::size_of::<Arc<Moment>>()
+            + keys(&self.recent_views)
+            + keys(&self.basket)
+            + keys(&self.purchased)
+            + identity
+            + segments
+    }
+}
+
+/// The kept moments, oldest first, and the bytes they take.
+#[derive(Debug, Default)]
+pub(super) struct Moments {
+    kept: parking_lot::Mutex<(VecDeque<Arc<Moment>>, usize)>,
+}
+
+impl Moments {
+    fn keep(&self, moment: Moment) {
+        let bytes = moment.bytes();
+        let mut kept = self.kept.lock();
+        kept.0.push_back(Arc::new(moment));
+        kept.1 += bytes;
+        while kept.0.len() > MAX_MOMENTS || kept.1 > MAX_MOMENT_BYTES {
+            let Some(oldest) = kept.0.pop_front() else {
+                break;
+            };
+            kept.1 = kept.1.saturating_sub(oldest.bytes());
+        }
+    }
+
+    fn all(&self) -> Vec<Arc<Moment>> {
+        self.kept.lock().0.iter().cloned().collect()
+    }
+
+    /// How many are kept, and their bytes.
+    pub(super) fn size(&self) -> (usize, usize) {
+        let kept = self.kept.lock();
+        (kept.0.len(), kept.1)
+    }
+
+    /// Removes the moments of `visitor_ids`, or of a shopper named by one of `user_ids`
+    /// or `emails` (lower-case).
+    pub(super) fn forget(
+        &self,
+        visitor_ids: &std::collections::HashSet<String>,
+        user_ids: &std::collections::HashSet<String>,
+        emails: &std::collections::HashSet<String>,
+    ) {
+        let mut kept = self.kept.lock();
+        kept.0.retain(|m| {
+            !visitor_ids.contains(m.visitor_id.as_str())
+                && !m
+                    .identity
+                    .user_id
+                    .as_ref()
+                    .is_some_and(|u| user_ids.contains(u))
+                && !m
+                    .identity
+                    .email
+                    .as_ref()
+                    .is_some_and(|e| emails.contains(&e.to_lowercase()))
+        });
+        kept.1 = kept.0.iter().map(|m| m.bytes()).sum();
+    }
+}
+
+/// Why a backtest was not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BacktestError {
+    /// The account has no such product zone.
+    #[error("no product zone {0:?} in the account")]
+    NoZone(String),
+}
+
+/// What one version showed over the moments.
+#[derive(Debug, Default)]
+struct Shown {
+    /// Times each campaign (by its position in the zone's list) was shown.
+    campaigns: HashMap<usize, u64>,
+    /// Moments no campaign qualified for (the list left the zone empty) or without a
+    /// list (filled as configured).
+    uncampaigned: u64,
+    /// Times each product was shown.
+    products: HashMap<ProductIdx, u64>,
+    shares: Shares,
+}
+
+#[derive(Debug, Default)]
+struct Partial {
+    paired: Paired,
+    moments: u64,
+    live: Shown,
+    draft: Shown,
+}
+
+impl Partial {
+    fn merge(mut self, other: Partial) -> Partial {
+        self.paired.merge(&other.paired);
+        self.moments += other.moments;
+        for (mine, theirs) in [(&mut self.live, other.live), (&mut self.draft, other.draft)] {
+            for (at, n) in theirs.campaigns {
+                *mine.campaigns.entry(at).or_default() += n;
+            }
+            mine.uncampaigned += theirs.uncampaigned;
+            for (idx, n) in theirs.products {
+                *mine.products.entry(idx).or_default() += n;
+            }
+            mine.shares.add(&theirs.shares);
+        }
+        self
+    }
+}
+
+impl Account {
+    /// Keeps a judged request as a moment (see the module's documentation); called by
+    /// `judge_zones` with the shopper as judged and the products the request brought.
+    pub(super) fn keep_moment(
+        &self,
+        judged: &Judged<'_, '_>,
+        brought: &[ProductIdx],
+        catalogue: &Catalogue,
+        currency: Currency,
+    ) {
+        let indexed = self.product_keys.indexed(catalogue);
+        let keys = |idx: &[ProductIdx]| -> SmallVec<[u32; 8]> {
+            idx.iter()
+                .filter_map(|&i| Some(indexed.key(i, catalogue.product(i)?.id.as_str())))
+                .collect()
+        };
+        let snapshot = judged.snapshot;
+        let moment = Moment {
+            visitor_id: judged.visitor_id.into(),
+            identity: snapshot.identity.clone(),
+            recent_views: keys(&snapshot.recent_views),
+            basket: keys(&snapshot.basket),
+            purchased: keys(&snapshot.purchased),
+            segments: snapshot.segments.clone(),
+            page_type: judged.latest.0,
+            request: judged.latest.1.clone(),
+            currency,
+            now: judged.ctx.now,
+            brought: keys(brought).into_iter().collect(),
+        };
+        self.moments.keep(moment);
+    }
+
+    /// How many judged moments are kept, and the bytes they take.
+    pub fn kept_moments(&self) -> (usize, usize) {
+        self.moments.size()
+    }
+
+    /// Judges `draft`'s list for `zone` beside the live one on every kept moment (see
+    /// the module's documentation).
+    pub fn backtest(&self, zone: &str, draft: &CampaignSet) -> Result<Backtest, BacktestError> {
+        let settings = self.settings.load_full();
+        let Some(spec) = settings
+            .zones
+            .iter()
+            .find(|z| z.id == zone && z.kind == ZoneKind::RecommenderProduct)
+        else {
+            return Err(BacktestError::NoZone(zone.to_owned()));
+        };
+        let moments = self.moments.all();
+        let catalogue = self.catalogue();
+        let rankings = self.rankings_for(&catalogue);
+        let published = self.neighbours.load_full();
+        let keyed = self.product_keys.idx_by_key(&catalogue);
+        let names = self.product_keys.names();
+        let live = self.campaigns();
+        let to_idx = |keys: &[u32]| -> SmallVec<[ProductIdx; 16]> {
+            keys.iter()
+                .filter_map(|&key| {
+                    let name = names.get(key as usize)?;
+                    keyed.idx(&catalogue, key, name)
+                })
+                .collect()
+        };
+        let judged = moments
+            .par_iter()
+            .fold(Partial::default, |mut partial, moment| {
+                let snapshot = VisitorSnapshot {
+                    identity: moment.identity.clone(),
+                    recent_views: to_idx(&moment.recent_views).into_iter().collect(),
+                    basket: to_idx(&moment.basket).into_iter().collect(),
+                    purchased: to_idx(&moment.purchased).into_iter().collect(),
+                    segments: moment.segments.clone(),
+                    ..VisitorSnapshot::default()
+                };
+                let ctx = snapshot.judged_context(
+                    &catalogue,
+                    &rankings,
+                    &published,
+                    (moment.currency, moment.now),
+                );
+                let user = snapshot
+                    .identity
+                    .user_id
+                    .as_deref()
+                    .and_then(|id| self.user_facts(id));
+                let page = PageContext {
+                    page_type: match ctx.product {
+                        Some(_) => Some(PageType::ProductPage),
+                        None => moment.page_type,
+                    },
+                    ..Default::default()
+                };
+                let shopper = snapshot.shopper(
+                    &ctx,
+                    (&page, &moment.request),
+                    user.as_ref(),
+                    settings.default_currency,
+                );
+                let who = (
+                    moment.visitor_id.as_str(),
+                    super::resolve::person_key(&moment.visitor_id, &snapshot.identity),
+                );
+                let (live_items, live_campaign) =
+                    fill_judged(&settings, spec, who, &live, &shopper, &ctx);
+                let (draft_items, draft_campaign) =
+                    fill_judged(&settings, spec, who, draft, &shopper, &ctx);
+                for product in to_idx(&moment.brought) {
+                    partial.paired.add(
+                        rank_of(live_items.iter().map(|i| i.product), product),
+                        rank_of(draft_items.iter().map(|i| i.product), product),
+                    );
+                }
+                partial.moments += 1;
+                for (shown, items, campaign) in [
+                    (&mut partial.live, &live_items, live_campaign),
+                    (&mut partial.draft, &draft_items, draft_campaign),
+                ] {
+                    match campaign {
+                        Some(at) => *shown.campaigns.entry(at).or_default() += 1,
+                        None => shown.uncampaigned += 1,
+                    }
+                    for item in items.iter() {
+                        *shown.products.entry(item.product).or_default() += 1;
+                        if let Some(product) = catalogue.product(item.product) {
+                            shown.shares.count(product, moment.now);
+                        }
+                    }
+                }
+                partial
+            })
+            .reduce(Partial::default, Partial::merge);
+        drop(rankings);
+        let version = |shown: &Shown, set: &CampaignSet| {
+            let list = set.zone(zone);
+            let mut reach: Vec<Reach> = shown
+                .campaigns
+                .iter()
+                .filter_map(|(&at, &times)| {
+                    let campaign = list?.campaigns.get(at)?;
+                    Some(Reach {
+                        campaign: campaign.id.clone(),
+                        segment: campaign.segment.map(|s| {
+                            set.segments
+                                .get(s)
+                                .map_or_else(String::new, |seg| seg.id.clone())
+                        }),
+                        moments: times,
+                    })
+                })
+                .collect();
+            reach.sort_by(|a, b| b.moments.cmp(&a.moments).then(a.campaign.cmp(&b.campaign)));
+            Version {
+                reach,
+                uncampaigned: shown.uncampaigned,
+                shares: shown.shares,
+            }
+        };
+        let mut exposure: Vec<Exposure> = judged
+            .live
+            .products
+            .keys()
+            .chain(judged.draft.products.keys())
+            .collect::<std::collections::HashSet<_>>()
+            .into_iter()
+            .filter_map(|idx| {
+                let live = judged.live.products.get(idx).copied().unwrap_or(0);
+                let draft = judged.draft.products.get(idx).copied().unwrap_or(0);
+                Some(Exposure {
+                    product: catalogue.product(*idx)?.id.as_str().to_owned(),
+                    live,
+                    draft,
+                })
+            })
+            .collect();
+        exposure.sort_by(|a, b| {
+            a.change()
+                .cmp(&b.change())
+                .then_with(|| a.product.cmp(&b.product))
+        });
+        Ok(Backtest {
+            zone: zone.to_owned(),
+            moments: judged.moments,
+            paired: judged.paired,
+            live: version(&judged.live, &live),
+            draft: version(&judged.draft, draft),
+            exposure,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moment(visitor: &str, email: Option<&str>) -> Moment {
+        Moment {
+            visitor_id: visitor.into(),
+            identity: Identity {
+                email: email.map(str::to_owned),
+                ..Identity::default()
+            },
+            recent_views: SmallVec::from_slice(&[1, 2, 3]),
+            basket: SmallVec::new(),
+            purchased: SmallVec::new(),
+            segments: None,
+            page_type: None,
+            request: RequestContext::default(),
+            currency: crate::testing::gbp(),
+            now: 0,
+            brought: SmallVec::from_slice(&[4]),
+        }
+    }
+
+    #[test]
+    fn the_newest_moments_are_kept_within_their_bounds_and_an_erasure_removes_a_persons() {
+        let moments = Moments::default();
+        for i in 0..MAX_MOMENTS + 5 {
+            moments.keep(moment(&format!("v-{i}"), None));
+        }
+        let (kept, bytes) = moments.size();
+        assert_eq!(kept, MAX_MOMENTS);
+        assert_eq!(bytes, MAX_MOMENTS * moment("v-0", None).bytes());
+        assert!(bytes <= MAX_MOMENT_BYTES);
+        assert!(moments.all().first().is_some_and(|m| m.visitor_id == "v-5"));
+
+        moments.keep(moment("phone", Some("Ann@Example.com")));
+        let set = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect();
+        moments.forget(&set(&["v-7"]), &set(&[]), &set(&["ann@example.com"]));
+        let left = moments.all();
+        assert_eq!(left.len(), MAX_MOMENTS - 2);
+        assert!(
+            left.iter()
+                .all(|m| m.visitor_id != "v-7" && m.visitor_id != "phone")
+        );
+        assert_eq!(
+            moments.size().1,
+            left.iter().map(|m| m.bytes()).sum::<usize>()
+        );
+    }
+}
