@@ -476,7 +476,11 @@ fn the_document_lists_every_endpoint_the_server_routes() {
 }
 
 /// The admin API's changes, as the document gives them.
-const ADMIN_WRITES: [(&str, &str); 19] = [
+const ADMIN_WRITES: [(&str, &str); 20] = [
+    (
+        "/admin/api/accounts/{accessKey}/zones/{zone}/backtest",
+        "post",
+    ),
     ("/admin/api/accounts/{accessKey}/holdout", "put"),
     ("/admin/api/accounts/{accessKey}/holdout", "delete"),
     ("/admin/api/accounts/{accessKey}/experiments/{id}", "put"),
@@ -774,6 +778,29 @@ fn admin_answers_match_the_openapi_document() {
             format!("{base}/holdout"),
             ("put", "/admin/api/accounts/{accessKey}/holdout"),
             json!({"share": 90}),
+            None,
+            400,
+        ),
+        (
+            "POST",
+            format!("{base}/zones/HP-01/backtest"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/backtest",
+            ),
+            json!({"campaigns": [{"id": "draft", "content": {"type": "custom",
+                "source": {"manual": {"products": ["P00001"]}}}}]}),
+            None,
+            200,
+        ),
+        (
+            "POST",
+            format!("{base}/zones/HP-01/backtest"),
+            (
+                "post",
+                "/admin/api/accounts/{accessKey}/zones/{zone}/backtest",
+            ),
+            json!({"colour": 1}),
             None,
             400,
         ),
