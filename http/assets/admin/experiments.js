@@ -128,9 +128,18 @@
       el(
         "ol",
         {},
-        e.timeline.map((t) =>
-          el("li", { dataset: { kind: t.kind, version: t.version } }, new Date(t.at).toISOString().replace("T", " ").slice(0, 16) + " · " + t.author + " · " + t.summary),
-        ),
+        e.timeline.map((t) => {
+          const day = new Date(t.at).toISOString().slice(0, 10);
+          const split =
+            t.kind === "campaigns" ? el("button", { type: "button", className: "split", dataset: { from: day } }, "Results from this day") : null;
+          if (split) split.addEventListener("click", () => splitAt(day).catch(showLoggedOut));
+          return el(
+            "li",
+            { dataset: { kind: t.kind, version: t.version } },
+            new Date(t.at).toISOString().replace("T", " ").slice(0, 16) + " · " + t.author + " · " + t.summary + " ",
+            split,
+          );
+        }),
       ),
     );
   }
@@ -165,12 +174,21 @@
     );
   }
 
+  /** Results read from `day` on (a split at a campaign change); none: whole. */
+  async function splitAt(day) {
+    local.from = day;
+    await show();
+  }
+
   async function show() {
-    const answer = await call("GET", accountPath() + "/experiments");
+    const answer = await call("GET", accountPath() + "/experiments" + (local.from ? "?from=" + local.from : ""));
     local.etag = answer.etag;
     const results = answer.body;
     $("no-experiments").hidden = results.experiments.length > 0;
-    $("experiment-list").replaceChildren(...results.experiments.map((e) => experimentBlock(e, results.currency)));
+    const whole = el("button", { type: "button", id: "ex-whole" }, "Whole experiments");
+    whole.addEventListener("click", () => splitAt(null).catch(showLoggedOut));
+    const split = results.from ? el("p", { id: "ex-split" }, "Results from " + results.from + " on. ", whole) : null;
+    $("experiment-list").replaceChildren(...[split].filter(Boolean), ...results.experiments.map((e) => experimentBlock(e, results.currency)));
     const zones = state.account.zones.filter((z) => z.type === "recommender-product");
     const current = $("ex-zone").value;
     $("ex-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));

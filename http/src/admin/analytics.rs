@@ -21,19 +21,22 @@ pub(super) const DEFAULT_RANGE_DAYS: i32 = 30;
 /// The Julian day number of 1970-01-01.
 const UNIX_EPOCH_JULIAN_DAY: i32 = 2_440_588;
 
+/// The day (see [`day_of`]) of a date `YYYY-MM-DD`.
+pub(super) fn day_of_date(text: &str) -> Option<i32> {
+    vitrine_fields::parse_dob(text).map(|date| date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY)
+}
+
 /// The days (see [`day_of`]) of `from` and `to`, checked.
 pub(super) fn range(query: &Query, now: UnixMillis) -> Result<(i32, i32), ApiError> {
     let day = |name: &str| -> Result<Option<i32>, ApiError> {
         query
             .get(name)
             .map(|text| {
-                vitrine_fields::parse_dob(text)
-                    .map(|date| date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY)
-                    .ok_or_else(|| {
-                        ApiError::Invalid(vec![format!(
-                            "{name}: expected a date YYYY-MM-DD, got {text:?}"
-                        )])
-                    })
+                day_of_date(text).ok_or_else(|| {
+                    ApiError::Invalid(vec![format!(
+                        "{name}: expected a date YYYY-MM-DD, got {text:?}"
+                    )])
+                })
             })
             .transpose()
     };

@@ -12,7 +12,10 @@
 //! percentile of paying visitors' revenue over every variant (one shopper's large
 //! order must not decide a test). With `?lift=` (a percentage, default 10), each
 //! variant says in how many days, at the zone's traffic so far, a lift that size in
-//! conversion or revenue per visitor would be expected to show.
+//! conversion or revenue per visitor would be expected to show. With `?from=` and
+//! `?to=` (dates, `YYYY-MM-DD`, either or both), each experiment's results are read over
+//! those days of its own only: a split at a campaign change on its timeline (analytics
+//! count days, so a change splits at its day).
 
 use serde_json::{Value, json};
 use vitrine_engine::analytics::spread::{Spread, upper_edge};
@@ -42,6 +45,7 @@ pub(super) fn results(
     now: UnixMillis,
 ) -> Result<Reply, ApiError> {
     let lift = query.limit("lift", 10, 1000)? as f64 / 100.0;
+    let split = split_days(query)?;
     let account = &entry.account;
     let settings = account.settings();
     let currency = settings.default_currency;
@@ -111,7 +115,7 @@ pub(super) fn results(
                 now,
             )
         } else {
-            let (totals, days) = totals(account, &shown, &counted, now);
+            let (totals, days) = totals(account, &shown, &counted, (now, split));
             experiment_json(&shown, &totals, currency, (lift, days), now)
         };
         if let Some(fields) = value.as_object_mut() {
@@ -133,7 +137,7 @@ pub(super) fn results(
     }
     for experiment in &settings.experiments {
         let counted: Vec<String> = experiment.variants.iter().map(|v| v.name.clone()).collect();
-        let (totals, days) = totals(account, experiment, &counted, now);
+        let (totals, days) = totals(account, experiment, &counted, (now, split));
         let mut value = experiment_json(experiment, &totals, currency, (lift, days), now);
         if let Some(fields) = value.as_object_mut() {
             fields.insert("source".to_owned(), json!("configuration"));
@@ -143,22 +147,53 @@ pub(super) fn results(
     let body = json!({
         "accessKey": entry.config.access_key,
         "currency": currency.code(),
+        "from": split.0.map(date),
+        "to": split.1.map(date),
         "experiments": experiments,
     });
     Ok(with_etag(body, document.experiments.version))
 }
 
-/// Each variant's counters over the experiment's days (counted under `counted`), and
-/// how many days that is (from its first day with data).
+/// The days `?from=` and `?to=` bound the results to, checked.
+fn split_days(query: &Query) -> Result<(Option<i32>, Option<i32>), ApiError> {
+    let day = |name: &str| -> Result<Option<i32>, ApiError> {
+        query
+            .get(name)
+            .map(|text| {
+                super::analytics::day_of_date(text).ok_or_else(|| {
+                    ApiError::Invalid(vec![format!(
+                        "{name}: expected a date YYYY-MM-DD, got {text:?}"
+                    )])
+                })
+            })
+            .transpose()
+    };
+    let (from, to) = (day("from")?, day("to")?);
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        return Err(ApiError::Invalid(vec![format!(
+            "from: {} is after to ({})",
+            date(from),
+            date(to)
+        )]));
+    }
+    Ok((from, to))
+}
+
+/// Each variant's counters over the experiment's days (counted under `counted`) within
+/// `split`, and how many days that is (from its first day with data).
 fn totals(
     account: &vitrine_engine::Account,
     experiment: &Experiment,
     counted: &[String],
-    now: UnixMillis,
+    (now, split): (UnixMillis, (Option<i32>, Option<i32>)),
 ) -> (Vec<ZoneCounts>, f64) {
     let from = experiment.start.map_or(i32::MIN, day_of);
     let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);
     let to = day_of(last);
+    let from = split.0.map_or(from, |day| day.max(from));
+    let to = split.1.map_or(to, |day| day.min(to));
     let mut totals: Vec<ZoneCounts> = vec![ZoneCounts::default(); counted.len()];
     let mut first_day = to;
     for (key, counts) in account.zone_analytics(from, to) {

@@ -101,7 +101,7 @@ pub fn handle(
             models::tuning(&*account(state, key)?)
         }
         ["accounts", key, "experiments"] => {
-            query.only(&["lift"])?;
+            query.only(&["lift", "from", "to"])?;
             return experiments::results(&*account(state, key)?, &query, now);
         }
         ["accounts", key, "holdout"] => {

@@ -379,6 +379,40 @@ fn a_variant_that_earns_more_is_found_better_and_an_a_a_pair_is_not() {
         assert!(comparison["low"].as_f64().unwrap() > 0.0, "{metric}: {b}");
     }
     assert!(b["toShow"]["conversionDays"].is_number(), "{b}");
+    // Read from a day after today (a split at a later change): nothing counted yet;
+    // up to today: everything. A date that is not one is named.
+    let day = |offset: i64| {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + offset * 86_400;
+        jiff::Timestamp::from_second(at)
+            .unwrap()
+            .strftime("%Y-%m-%d")
+            .to_string()
+    };
+    let path = format!("/experiments?from={}", day(1));
+    let later = admin(&server, "GET", &path, VIEWER, None, &[]).json();
+    assert_eq!(later["from"], day(1), "{later}");
+    let visitors = &experiment(&later, "earns")["variants"][1]["counts"]["visitors"];
+    assert_eq!(visitors, 0, "{later}");
+    let path = format!("/experiments?from={}&to={}", day(-1), day(0));
+    let all = admin(&server, "GET", &path, VIEWER, None, &[]).json();
+    assert_eq!(
+        experiment(&all, "earns")["variants"][1]["counts"],
+        b["counts"]
+    );
+    let resp = admin(
+        &server,
+        "GET",
+        "/experiments?from=2026-13-01",
+        VIEWER,
+        None,
+        &[],
+    );
+    assert_eq!(resp.status, 400, "{}", resp.body);
+    assert!(resp.body.contains("from"), "{}", resp.body);
     assert_eq!(act(&server, "earns", "end").status, 200);
 
     // Both variants the products on offer, shoppers buying alike: no difference.

@@ -131,6 +131,54 @@ async fn an_experiment_is_made_from_the_live_list_and_a_draft_started_read_and_e
     )
     .await;
 
+    // A change of the live list during the experiment is on its timeline; its results
+    // read from that day on.
+    tokio::task::block_in_place(|| {
+        admin(
+            addr,
+            "PUT",
+            "/zones/HP-01/campaigns",
+            &json!({"campaigns": [manual("live", &["C02", "C01"])]}),
+        );
+    });
+    let split =
+        ".experiment[data-id=\"hp-test\"] .timeline li[data-kind=\"campaigns\"] button.split";
+    until(
+        &editor,
+        &format!(
+            "window.vitrineExperiments.show(); return document.querySelector('{split}') !== null"
+        ),
+        |v| v == true,
+    )
+    .await;
+    editor
+        .execute(
+            &format!(
+                "document.querySelector('.experiment[data-id=\"hp-test\"] .timeline').open = true"
+            ),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    click(&editor, split).await;
+    let shown = until(
+        &editor,
+        "const p = document.getElementById('ex-split'); return p ? p.textContent : null",
+        |v| !v.is_null(),
+    )
+    .await;
+    assert!(
+        shown.as_str().unwrap().starts_with("Results from "),
+        "{shown}"
+    );
+    click(&editor, "#ex-whole").await;
+    until(
+        &editor,
+        "return document.getElementById('ex-split') === null",
+        |v| v == true,
+    )
+    .await;
+
     // A viewer reads the results and has no controls.
     let viewer = session(&driver).await;
     open(&viewer, addr, VIEWER).await;
