@@ -153,9 +153,7 @@ async fn an_experiment_is_made_from_the_live_list_and_a_draft_started_read_and_e
     .await;
     editor
         .execute(
-            &format!(
-                "document.querySelector('.experiment[data-id=\"hp-test\"] .timeline').open = true"
-            ),
+            "document.querySelector('.experiment[data-id=\"hp-test\"] .timeline').open = true",
             Vec::new(),
         )
         .await
