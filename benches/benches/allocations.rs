@@ -8,6 +8,11 @@
 //! log writer's for the logged events) are counted per request. Prints the mean, median
 //! and p99 allocations and the bytes allocated per request. Counting only: the global
 //! allocator here is the instrumented system allocator, so no timing is taken.
+//!
+//! Then what one experiment of the console costs the account in memory: the bytes
+//! allocated and not freed while a two-variant experiment (the live list against a
+//! draft list of two campaigns) is created and started through the change path (its
+//! document version in the history, its compiled variants and list).
 
 #![expect(
     clippy::unwrap_used,
@@ -17,6 +22,7 @@
 
 use std::alloc::System;
 
+use serde_json::json;
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 use vitrine_benches::harness::HarnessStore;
 
@@ -69,5 +75,45 @@ fn main() {
         bytes as f64 / COUNTED_REQUESTS as f64,
         answer_bytes as f64 / COUNTED_REQUESTS as f64,
     );
+    let entry = store
+        .state
+        .account(vitrine_benches::traffic::ACCESS_KEY)
+        .unwrap();
+    experiment_memory(&entry.jobs);
     store.state.shutdown();
+}
+
+/// Prints the bytes one experiment keeps allocated (see the module's documentation).
+fn experiment_memory(jobs: &vitrine_ingest::jobs::AccountJobs) {
+    use vitrine_ingest::jobs::{CampaignChange, ChangeRequest, ExperimentAction};
+    let change = |id: &str, action: ExperimentAction<'_>| {
+        jobs.change_campaigns(ChangeRequest {
+            change: CampaignChange::Experiment { id, action },
+            if_match: None,
+            author: "bench",
+            now: 1_800_000_000_000,
+        })
+        .unwrap();
+    };
+    let body = json!({"name": "A draft against live", "zone": "PP-01", "variants": [
+        {"name": "A", "share": 50, "kind": "live"},
+        {"name": "B", "share": 50, "kind": "draft", "campaigns": [
+            {"id": "pinned", "content": {"type": "custom", "source": {"strategy": "similar", "fallback": ["trending"]},
+                "pins": [{"product": "P0000001", "place": 1}]}},
+            {"id": "offers", "content": {"type": "custom", "source": {"strategy": "trending"},
+                "filters": [{"onOffer": true}]}},
+        ]},
+    ]});
+    let region = Region::new(GLOBAL);
+    change("memory", ExperimentAction::Put(&body));
+    change("memory", ExperimentAction::Start);
+    let stats = region.change();
+    println!(
+        "backtest: one experiment created and started keeps {} bytes allocated ({} allocated, {} freed)",
+        stats
+            .bytes_allocated
+            .saturating_sub(stats.bytes_deallocated),
+        stats.bytes_allocated,
+        stats.bytes_deallocated
+    );
 }
