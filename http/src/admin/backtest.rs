@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use vitrine_engine::account::BacktestError;
 use vitrine_engine::backtest::{Backtest, Exposure, Version};
 use vitrine_engine::prequential::Tally;
@@ -23,30 +23,7 @@ const EXPOSURE_LISTED: usize = 10;
 
 /// `POST`: the backtest of the body's draft.
 pub(super) fn run(entry: &AccountEntry, zone: &str, body: &Value) -> Result<Value, ApiError> {
-    if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
-        return Err(ApiError::NotFound(super::no_zone(entry, zone)));
-    }
-    let empty = Map::new();
-    let members = body.as_object().unwrap_or(&empty);
-    let mut problems = super::preview::Problems::default();
-    if !body.is_object() {
-        problems.add("", "expected an object: {\"campaigns\": [...]}");
-    }
-    for name in members.keys() {
-        if name != "campaigns" && name != "segments" {
-            problems.add(name, "unknown member (expected campaigns or segments)");
-        }
-    }
-    if body.is_object() && members.get("campaigns").is_none_or(Value::is_null) {
-        problems.add("campaigns", "required: the draft list to judge");
-    }
-    let draft = super::preview::draft(entry, zone, members, &mut problems);
-    if !problems.is_empty() {
-        return Err(problems.into_error());
-    }
-    let Some(set) = draft else {
-        return Err(ApiError::Internal("a draft without a set".to_owned()));
-    };
+    let set = super::preview::judged_draft(entry, zone, body)?;
     let started = Instant::now();
     let backtest = entry.account.backtest(zone, &set).map_err(|e| match e {
         BacktestError::NoZone(_) => ApiError::Invalid(vec![format!("zone: {e}")]),

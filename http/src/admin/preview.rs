@@ -263,6 +263,38 @@ fn shopper(
     }
 }
 
+/// The campaigns with a judged draft, from a body `{"campaigns": [...], "segments":
+/// [...]}` as a shadow test and a backtest take it (the list required); every problem
+/// named with its path, and a zone the account lacks a 404.
+pub(super) fn judged_draft(
+    entry: &AccountEntry,
+    zone: &str,
+    body: &Value,
+) -> Result<vitrine_engine::campaign::CampaignSet, ApiError> {
+    if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
+        return Err(ApiError::NotFound(super::no_zone(entry, zone)));
+    }
+    let empty = Map::new();
+    let members = body.as_object().unwrap_or(&empty);
+    let mut problems = Problems::default();
+    if !body.is_object() {
+        problems.add("", "expected an object: {\"campaigns\": [...]}");
+    }
+    for name in members.keys() {
+        if name != "campaigns" && name != "segments" {
+            problems.add(name, "unknown member (expected campaigns or segments)");
+        }
+    }
+    if body.is_object() && members.get("campaigns").is_none_or(Value::is_null) {
+        problems.add("campaigns", "required: the draft list to judge");
+    }
+    let draft = draft(entry, zone, members, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems.into_error());
+    }
+    draft.ok_or_else(|| ApiError::Internal("a draft without a set".to_owned()))
+}
+
 /// The campaigns compiled with the body's draft segments and draft list of `zone`, when
 /// it has either; errors name paths in the body.
 pub(super) fn draft(

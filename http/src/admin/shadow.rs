@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use vitrine_engine::account::ShadowError;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::prequential::Tally;
@@ -26,30 +26,7 @@ pub(super) fn start(
     body: &Value,
     now: UnixMillis,
 ) -> Result<Value, ApiError> {
-    if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
-        return Err(ApiError::NotFound(super::no_zone(entry, zone)));
-    }
-    let empty = Map::new();
-    let members = body.as_object().unwrap_or(&empty);
-    let mut problems = super::preview::Problems::default();
-    if !body.is_object() {
-        problems.add("", "expected an object: {\"campaigns\": [...]}");
-    }
-    for name in members.keys() {
-        if name != "campaigns" && name != "segments" {
-            problems.add(name, "unknown member (expected campaigns or segments)");
-        }
-    }
-    if body.is_object() && members.get("campaigns").is_none_or(Value::is_null) {
-        problems.add("campaigns", "required: the draft list to judge");
-    }
-    let draft = super::preview::draft(entry, zone, members, &mut problems);
-    if !problems.is_empty() {
-        return Err(problems.into_error());
-    }
-    let Some(set) = draft else {
-        return Err(ApiError::Internal("a draft without a set".to_owned()));
-    };
+    let set = super::preview::judged_draft(entry, zone, body)?;
     let shadow = entry
         .account
         .start_shadow(zone, Arc::new(set), now)

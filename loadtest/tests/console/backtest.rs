@@ -3,29 +3,10 @@
 //! viewed next, is backtested from the console, with its figures and the exposure each
 //! product gains or loses drawn as bars.
 
-use std::net::SocketAddr;
-
-use serde_json::{Value, json};
-use vitrine_testkit::{browser, client};
+use serde_json::json;
+use vitrine_testkit::browser;
 
 use super::helpers::*;
-
-fn admin(addr: SocketAddr, method: &str, path: &str, body: &Value) -> Value {
-    let response = client::request(
-        addr,
-        method,
-        &format!("/admin/api/accounts/{KEY}{path}"),
-        &serde_json::to_vec(body).unwrap(),
-        &[("authorization", &format!("Bearer {EDITOR}"))],
-    )
-    .expect("an answer");
-    assert_eq!(response.status, 200, "{path}: {}", response.body);
-    serde_json::from_str(&response.body).unwrap()
-}
-
-fn manual(id: &str, products: &[&str]) -> Value {
-    json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}})
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_draft_is_backtested_from_the_console_with_its_exposure_drawn() {

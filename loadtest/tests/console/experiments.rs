@@ -6,27 +6,9 @@ use std::net::SocketAddr;
 
 use fantoccini::Client;
 use serde_json::{Value, json};
-use vitrine_testkit::{browser, client};
+use vitrine_testkit::browser;
 
 use super::helpers::*;
-
-/// An admin call with the editor's token; the answer's JSON.
-fn admin(addr: SocketAddr, method: &str, path: &str, body: &Value) -> Value {
-    let response = client::request(
-        addr,
-        method,
-        &format!("/admin/api/accounts/{KEY}{path}"),
-        &serde_json::to_vec(body).unwrap(),
-        &[("authorization", &format!("Bearer {EDITOR}"))],
-    )
-    .expect("an answer");
-    assert_eq!(response.status, 200, "{path}: {}", response.body);
-    serde_json::from_str(&response.body).unwrap()
-}
-
-fn manual(id: &str, products: &[&str]) -> Value {
-    json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}})
-}
 
 /// Opens the console and logs in with `token`, waiting for the experiments form's zones.
 async fn open(browser: &Client, addr: SocketAddr, token: &str) {

@@ -201,3 +201,22 @@ pub(crate) async fn screenshot(browser: &Client, css: &str, name: &str) {
     std::fs::write(&shot, png).unwrap();
     println!("screenshot: {}", shot.display());
 }
+
+/// An admin call with the editor's token; the answer's JSON (a 200 expected).
+pub(crate) fn admin(addr: SocketAddr, method: &str, path: &str, body: &Value) -> Value {
+    let response = client::request(
+        addr,
+        method,
+        &format!("/admin/api/accounts/{KEY}{path}"),
+        &serde_json::to_vec(body).unwrap(),
+        &[("authorization", &format!("Bearer {EDITOR}"))],
+    )
+    .expect("an answer");
+    assert_eq!(response.status, 200, "{path}: {}", response.body);
+    serde_json::from_str(&response.body).unwrap()
+}
+
+/// A campaign showing exactly `products`.
+pub(crate) fn manual(id: &str, products: &[&str]) -> Value {
+    json!({"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}})
+}
