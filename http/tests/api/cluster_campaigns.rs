@@ -4,7 +4,8 @@
 //! two nodes cannot both win: one gets the 200, the other a 412, and both nodes end on
 //! the same version; a draft saved through one node is on the other, and publishing it
 //! discards it on both; an experiment started through one node splits shoppers alike on
-//! both, and ended through the other is over on both.
+//! both, and ended through the other is over on both; a holdout switched on through one
+//! node holds the same shoppers out on both, and off through the other is off on both.
 
 use std::time::Instant;
 
@@ -188,6 +189,56 @@ fn an_experiment_started_through_one_node_splits_shoppers_alike_on_the_other() {
     wait_for("the experiment ended on A", REPLICATED, || {
         let results = admin_call(&a, "GET", "/experiments", None).json();
         (results["experiments"][0]["status"] == "ended").then_some(())
+    });
+    assert_eq!(version(&a), version(&b));
+}
+
+#[test]
+fn a_holdout_switched_on_through_one_node_holds_the_same_shoppers_out_on_the_other() {
+    use vitrine_engine::experiment::holdout::held_out;
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, &["p1", "p2", "p3"]);
+    applied_on(&a, &token);
+    applied_on(&b, &token);
+    // The others see the list; held-out shoppers top sellers (none sold yet: nothing).
+    assert_eq!(put(&a, manual("list", &["p3", "p1"]), None).status, 200);
+    let resp = admin_call(
+        &a,
+        "PUT",
+        "/holdout",
+        Some(json!({"share": 50, "strategy": "top_sellers"})),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    wait_for("the holdout on B", REPLICATED, || {
+        let holdout = admin_call(&b, "GET", "/holdout", None).json();
+        (holdout["on"] == true && holdout["share"] == 50).then_some(())
+    });
+    let expected: Vec<Vec<&str>> = (0..20)
+        .map(|v| {
+            if held_out(50, &format!("h{v}")) {
+                Vec::new()
+            } else {
+                vec!["p3", "p1"]
+            }
+        })
+        .collect();
+    assert!(expected.iter().any(Vec::is_empty) && expected.iter().any(|e| !e.is_empty()));
+    for server in [&a, &b] {
+        wait_for("the holdout's split", REPLICATED, || {
+            let shown: Vec<Vec<String>> = (0..20)
+                .map(|v| zone(server, &format!("h{v}"), "TR"))
+                .collect();
+            (shown == expected).then_some(())
+        });
+    }
+    // Switched off through B: everyone sees the list on A again.
+    let resp = admin_call(&b, "DELETE", "/holdout", None);
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    wait_for("the holdout off on A", REPLICATED, || {
+        let shown: Vec<Vec<String>> = (0..20).map(|v| zone(&a, &format!("h{v}"), "TR")).collect();
+        shown.iter().all(|s| s == &["p3", "p1"]).then_some(())
     });
     assert_eq!(version(&a), version(&b));
 }
