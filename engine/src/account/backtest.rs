@@ -185,6 +185,20 @@ impl Partial {
     }
 }
 
+/// The dense indexes in `catalogue` of products by key (`names`: every id by key), those
+/// it has.
+fn dense<'a>(
+    keys: &'a [u32],
+    names: &'a [Arc<str>],
+    keyed: &'a crate::models::KeyedIdx,
+    catalogue: &'a Catalogue,
+) -> impl Iterator<Item = ProductIdx> + 'a {
+    keys.iter().filter_map(|&key| {
+        let name = names.get(key as usize)?;
+        keyed.idx(catalogue, key, name)
+    })
+}
+
 impl Account {
     /// Keeps a judged request as a moment (see the module's documentation); called by
     /// `judge_zones` with the shopper as judged and the products the request brought.
@@ -196,24 +210,28 @@ impl Account {
         currency: Currency,
     ) {
         let indexed = self.product_keys.indexed(catalogue);
-        let keys = |idx: &[ProductIdx]| -> SmallVec<[u32; 8]> {
+        fn keys<B: FromIterator<u32>>(
+            idx: &[ProductIdx],
+            catalogue: &Catalogue,
+            indexed: &crate::models::IndexedKeys<'_>,
+        ) -> B {
             idx.iter()
                 .filter_map(|&i| Some(indexed.key(i, catalogue.product(i)?.id.as_str())))
                 .collect()
-        };
+        }
         let snapshot = judged.snapshot;
         let moment = Moment {
             visitor_id: judged.visitor_id.into(),
             identity: snapshot.identity.clone(),
-            recent_views: keys(&snapshot.recent_views),
-            basket: keys(&snapshot.basket),
-            purchased: keys(&snapshot.purchased),
+            recent_views: keys(&snapshot.recent_views, catalogue, &indexed),
+            basket: keys(&snapshot.basket, catalogue, &indexed),
+            purchased: keys(&snapshot.purchased, catalogue, &indexed),
             segments: snapshot.segments.clone(),
             page_type: judged.latest.0,
             request: judged.latest.1.clone(),
             currency,
             now: judged.ctx.now,
-            brought: keys(brought).into_iter().collect(),
+            brought: keys(brought, catalogue, &indexed),
         };
         self.moments.keep(moment);
     }
@@ -241,22 +259,14 @@ impl Account {
         let keyed = self.product_keys.idx_by_key(&catalogue);
         let names = self.product_keys.names();
         let live = self.campaigns();
-        let to_idx = |keys: &[u32]| -> SmallVec<[ProductIdx; 16]> {
-            keys.iter()
-                .filter_map(|&key| {
-                    let name = names.get(key as usize)?;
-                    keyed.idx(&catalogue, key, name)
-                })
-                .collect()
-        };
         let judged = moments
             .par_iter()
             .fold(Partial::default, |mut partial, moment| {
                 let snapshot = VisitorSnapshot {
                     identity: moment.identity.clone(),
-                    recent_views: to_idx(&moment.recent_views).into_iter().collect(),
-                    basket: to_idx(&moment.basket).into_iter().collect(),
-                    purchased: to_idx(&moment.purchased).into_iter().collect(),
+                    recent_views: dense(&moment.recent_views, &names, &keyed, &catalogue).collect(),
+                    basket: dense(&moment.basket, &names, &keyed, &catalogue).collect(),
+                    purchased: dense(&moment.purchased, &names, &keyed, &catalogue).collect(),
                     segments: moment.segments.clone(),
                     ..VisitorSnapshot::default()
                 };
@@ -292,7 +302,7 @@ impl Account {
                     fill_judged(&settings, spec, who, &live, &shopper, &ctx);
                 let (draft_items, draft_campaign) =
                     fill_judged(&settings, spec, who, draft, &shopper, &ctx);
-                for product in to_idx(&moment.brought) {
+                for product in dense(&moment.brought, &names, &keyed, &catalogue) {
                     partial.paired.add(
                         rank_of(live_items.iter().map(|i| i.product), product),
                         rank_of(draft_items.iter().map(|i| i.product), product),

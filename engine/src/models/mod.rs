@@ -27,7 +27,7 @@ mod sessions;
 mod shadow;
 
 pub use co_counts::{CoCounts, DirectedPairs, PairCount};
-pub use keys::ProductKeys;
+pub use keys::{IndexedKeys, KeyedIdx, ProductKeys};
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
 pub use sessions::{
