@@ -7,7 +7,7 @@
 (function () {
   const METRICS = ["viewThrough", "conversion", "revenuePerVisitor", "clickThrough"];
   const SVG = "http://www.w3.org/2000/svg";
-  const local = { etag: null };
+  const local = { etag: null, asked: 0 };
 
   const accountPath = () => "accounts/" + encodeURIComponent(state.account.accessKey);
 
@@ -119,11 +119,13 @@
     return el("div", { className: "controls" }, buttons);
   }
 
-  function timeline(e) {
+  /** The experiment's timeline of campaign changes; `open` keeps it unfolded across a
+   * refresh of the list. */
+  function timeline(e, open) {
     if (!e.timeline || !e.timeline.length) return null;
     return el(
       "details",
-      { className: "timeline" },
+      { className: "timeline", open },
       el("summary", {}, "Timeline (" + e.timeline.length + ")"),
       el(
         "ol",
@@ -144,7 +146,7 @@
     );
   }
 
-  function experimentBlock(e, currency) {
+  function experimentBlock(e, currency, opened) {
     const status = e.status || (e.running ? "running" : "not running");
     const title = (e.name ? e.name + " (" + e.id + ")" : e.id) + " on " + e.zone + " — " + status +
       (e.source === "configuration" ? ", from vitrine.toml" : "");
@@ -170,7 +172,7 @@
         el("tbody", {}, e.variants.map((v) => variantRow(v, currency))),
       ),
       e.revenueCap ? el("p", { className: "cap" }, "Each visitor's revenue counted up to " + e.revenueCap + " " + currency + " (the 99th percentile).") : null,
-      timeline(e),
+      timeline(e, opened.has(e.id)),
     );
   }
 
@@ -181,14 +183,23 @@
   }
 
   async function show() {
+    const asked = ++local.asked;
     const answer = await call("GET", accountPath() + "/experiments" + (local.from ? "?from=" + local.from : ""));
+    // An older answer arriving after a newer one would draw stale results.
+    if (asked !== local.asked) return;
     local.etag = answer.etag;
     const results = answer.body;
     $("no-experiments").hidden = results.experiments.length > 0;
     const whole = el("button", { type: "button", id: "ex-whole" }, "Whole experiments");
     whole.addEventListener("click", () => splitAt(null).catch(showLoggedOut));
     const split = results.from ? el("p", { id: "ex-split" }, "Results from " + results.from + " on. ", whole) : null;
-    $("experiment-list").replaceChildren(...[split].filter(Boolean), ...results.experiments.map((e) => experimentBlock(e, results.currency)));
+    const opened = new Set(
+      [...$("experiment-list").querySelectorAll(".experiment")].filter((b) => b.querySelector(".timeline[open]")).map((b) => b.dataset.id),
+    );
+    $("experiment-list").replaceChildren(
+      ...[split].filter(Boolean),
+      ...results.experiments.map((e) => experimentBlock(e, results.currency, opened)),
+    );
     const zones = state.account.zones.filter((z) => z.type === "recommender-product");
     const current = $("ex-zone").value;
     $("ex-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));

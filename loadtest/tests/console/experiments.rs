@@ -22,7 +22,7 @@ const STATUS: &str = "const e = document.querySelector('.experiment[data-id=\"hp
 /// experiments are read again).
 fn significant(metric: &str) -> String {
     format!(
-        "window.vitrineExperiments.show(); const s = document.querySelector('.experiment[data-id=\"hp-test\"] tr[data-variant=\"B\"] svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null"
+        "return window.vitrineExperiments.show().then(() => {{ const s = document.querySelector('.experiment[data-id=\"hp-test\"] tr[data-variant=\"B\"] svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null; }})"
     )
 }
 
@@ -128,18 +128,23 @@ async fn an_experiment_is_made_from_the_live_list_and_a_draft_started_read_and_e
     until(
         &editor,
         &format!(
-            "window.vitrineExperiments.show(); return document.querySelector('{split}') !== null"
+            "return window.vitrineExperiments.show().then(() => document.querySelector('{split}') !== null)"
         ),
         |v| v == true,
     )
     .await;
-    editor
-        .execute(
-            "document.querySelector('.experiment[data-id=\"hp-test\"] .timeline').open = true",
-            Vec::new(),
-        )
-        .await
-        .unwrap();
+    // Unfolded by its summary, as a merchandiser would; a refresh of the list keeps it so.
+    click(
+        &editor,
+        ".experiment[data-id=\"hp-test\"] .timeline summary",
+    )
+    .await;
+    until(
+        &editor,
+        "return window.vitrineExperiments.show().then(() => document.querySelector('.experiment[data-id=\"hp-test\"] .timeline').open)",
+        |v| v == true,
+    )
+    .await;
     click(&editor, split).await;
     let shown = until(
         &editor,
@@ -185,7 +190,7 @@ const HOLDOUT_STATUS: &str = "return document.getElementById('ho-status').textCo
 /// holdout is read again).
 fn added(metric: &str) -> String {
     format!(
-        "window.vitrineExperiments.show(); const s = document.querySelector('#ho-added svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null"
+        "return window.vitrineExperiments.show().then(() => {{ const s = document.querySelector('#ho-added svg.interval[data-metric=\"{metric}\"]'); return s ? s.classList.contains('significant') : null; }})"
     )
 }
 
