@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use vitrine_benches::feedgen::Rng;
-use vitrine_engine::models::{SESSION_STEPS, SESSIONS_KEPT, SessionIndex};
+use vitrine_engine::models::{AsOf, SESSION_STEPS, SESSIONS_KEPT, SessionIndex};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -50,7 +50,7 @@ fn main() {
             .map(|at| draw(&mut rng, at % 2 == 0))
             .collect();
         let started = Instant::now();
-        let scored = index.neighbourhood(&latest, u64::MAX - q as u64, 200);
+        let scored = index.neighbourhood(&latest, u64::MAX - q as u64, 200, AsOf::Now);
         times.push(started.elapsed().as_secs_f64() * 1e6);
         found += scored.len();
     }

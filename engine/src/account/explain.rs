@@ -12,6 +12,7 @@ use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, CampaignTrace, RequestContext, Skipped, choose};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::PageType;
+use crate::models::AsOf;
 use crate::money::Currency;
 use crate::recommend::{Evidence, Fact, Rejection, RenderedItem, Trace, fill_zone_traced};
 use crate::zone::{Strategy, ZoneSpec};
@@ -241,8 +242,12 @@ impl Account {
             .unwrap_or_else(|| variant.map_or(spec, |(_, v)| &v.spec));
         let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
         if super::resolve::reads_sessions(&settings, Some(&set), &zones) {
-            snapshot.similar_sessions =
-                self.session_neighbourhood(visitor_id, &snapshot.latest_products(), &catalogue);
+            snapshot.similar_sessions = self.session_neighbourhood(
+                visitor_id,
+                &snapshot.latest_products(),
+                &catalogue,
+                AsOf::Now,
+            );
         }
         let rankings = self.rankings_for(&catalogue);
         let published = self.neighbours.load();

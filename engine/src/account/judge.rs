@@ -7,8 +7,11 @@ use smallvec::SmallVec;
 use super::Account;
 use super::tune::RecipeTrial;
 use super::visitor_view::VisitorSnapshot;
+use std::sync::atomic::Ordering;
+
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
+use crate::models::AsOf;
 use crate::money::Currency;
 use crate::prequential::{TOP_K, ZoneQuality, rank_of};
 use crate::recommend::fill_zone;
@@ -64,16 +67,13 @@ impl Account {
         if !judging && recipes.is_none() {
             return;
         }
-        let sessions_read = if judging {
-            zones.iter().any(ZoneSpec::reads_sessions)
-        } else {
-            false
-        } || recipes
-            .as_ref()
-            .is_some_and(|(_, grid)| grid.iter().any(|recipe| recipe.sessions > 0.0));
-        if sessions_read {
-            snapshot.similar_sessions =
-                self.session_neighbourhood(visitor_id, &snapshot.latest_products(), catalogue);
+        if judging && zones.iter().any(ZoneSpec::reads_sessions) {
+            snapshot.similar_sessions = self.session_neighbourhood(
+                visitor_id,
+                &snapshot.latest_products(),
+                catalogue,
+                AsOf::Now,
+            );
         }
         let rankings = self.rankings_for(catalogue);
         let published = self.neighbours.load_full();
@@ -108,8 +108,22 @@ impl Account {
         // served with: the seeds' lists copied as they are, since a rebuild before the
         // trial is scored updates the published lists in place (and would show the
         // trial pairs counted from this very request and the ones after it).
+        // The sessions likewise, as of the lists: read as recorded, they would be
+        // fresher than the lists, and the trials would favour them for it.
         if let Some((zone, grid)) = recipes {
             let published = std::sync::Arc::new(published.lists_of(snapshot.products()));
+            snapshot.similar_sessions =
+                if zone.reads_sessions() || grid.iter().any(|r| r.sessions > 0.0) {
+                    let as_of = AsOf::Tick(self.lists_tick.load(Ordering::Acquire));
+                    self.session_neighbourhood(
+                        visitor_id,
+                        &snapshot.latest_products(),
+                        catalogue,
+                        as_of,
+                    )
+                } else {
+                    Vec::new()
+                };
             self.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),

@@ -48,7 +48,7 @@ mod zone_cache_tests;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::SegQueue;
@@ -191,6 +191,9 @@ pub struct Account {
     similar_sessions: SessionIndex,
     rankings: ArcSwap<RankingsVersion>,
     neighbours: ArcSwap<Neighbours>,
+    /// The sessions' tick ([`SessionIndex::tick`]) the published lists were last sorted
+    /// at: self-tuning's trials read the sessions as of it, as fresh as the lists.
+    lists_tick: AtomicU32,
     top_names: ArcSwap<TopNames>,
     /// Zone analytics: counters per zone, variant and day.
     analytics: DashMap<ZoneDay, ZoneCounts>,
@@ -274,6 +277,7 @@ impl Account {
             similar_sessions: SessionIndex::new(models.sessions),
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
+            lists_tick: AtomicU32::new(u32::MAX),
             top_names: ArcSwap::from_pointee(TopNames::default()),
             analytics: sharded(),
             site: SiteFigures::default(),
@@ -439,6 +443,8 @@ impl Account {
                 self.neighbours.store(Arc::new(Neighbours::of(catalogue)));
             }
         }
+        // The sessions as they are now are the ones the lists sorted below go with.
+        let tick = self.similar_sessions.tick();
         let (viewed, bought) = rayon::join(
             || self.coview.changed_lists(&self.product_keys, catalogue),
             || self.copurchase.changed_lists(&self.product_keys, catalogue),
@@ -457,6 +463,7 @@ impl Account {
         for (idx, list) in bought {
             published.bought_together.insert(idx, list);
         }
+        self.lists_tick.store(tick, Ordering::Release);
     }
 
     fn rank(&self, catalogue: &Arc<Catalogue>) -> RankingsVersion {

@@ -17,7 +17,7 @@ use crate::campaign::segment::{Shopper, UserFacts};
 use crate::campaign::{Campaign, CampaignSet, Judged, RequestContext, choose};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Events, PageType};
-use crate::models::{ProductKeys, TopNames};
+use crate::models::{AsOf, ProductKeys, TopNames};
 use crate::money::Currency;
 use crate::recommend::NoTrace;
 pub use crate::recommend::RenderedItem;
@@ -240,8 +240,12 @@ impl Account {
         self.record_customer_orders(&page.customer_orders, now);
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
         if reads_sessions(&settings, campaigns.as_deref(), &request.zones) {
-            snapshot.similar_sessions =
-                self.session_neighbourhood(&visitor_id, &snapshot.latest_products(), &catalogue);
+            snapshot.similar_sessions = self.session_neighbourhood(
+                &visitor_id,
+                &snapshot.latest_products(),
+                &catalogue,
+                AsOf::Now,
+            );
         }
 
         let rankings = self.rankings_for(&catalogue);

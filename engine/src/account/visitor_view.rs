@@ -12,7 +12,7 @@ use crate::campaign::RequestContext;
 use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Identity, PageType};
-use crate::models::Neighbours;
+use crate::models::{AsOf, Neighbours};
 use crate::money::Currency;
 use crate::recommend::Context;
 use crate::repurchases::Repurchases;
@@ -394,12 +394,13 @@ impl super::Account {
     /// dense ids of `catalogue`, the latest first; see
     /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
     /// (those it lacks left out), the highest score first, at most
-    /// [`SESSION_PRODUCTS`].
+    /// [`SESSION_PRODUCTS`]; the sessions read `as_of` a tick.
     pub(super) fn session_neighbourhood(
         &self,
         visitor_id: &str,
         latest: &[ProductIdx],
         catalogue: &Catalogue,
+        as_of: AsOf,
     ) -> Vec<(ProductIdx, f32)> {
         let keys: SmallVec<[u32; MAX_RECENT_VIEWS]> = latest
             .iter()
@@ -411,7 +412,7 @@ impl super::Account {
         let visitor = crate::analytics::session_key(visitor_id);
         let scored = self
             .similar_sessions
-            .neighbourhood(&keys, visitor, SESSION_PRODUCTS);
+            .neighbourhood(&keys, visitor, SESSION_PRODUCTS, as_of);
         scored
             .into_iter()
             .filter_map(|(key, score)| {

@@ -31,7 +31,7 @@ pub use keys::{IndexedKeys, KeyedIdx, ProductKeys};
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
 pub use sessions::{
-    ENTRIES_READ, NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS,
+    AsOf, ENTRIES_READ, NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS,
     SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, StoredSession,
 };
 pub use shadow::{ListSetting, Ranks, ShadowSeeds};

@@ -17,6 +17,11 @@
 //! stale entries behind, which are checked (the slot must hold the product) before they
 //! count.
 //!
+//! Every product a session gains is stamped with the index's tick (a count of the
+//! products added, [`SessionIndex::tick`]), so that a neighbourhood can be read as the
+//! sessions were at an earlier tick ([`AsOf`]): self-tuning's trials read them as of
+//! the pair lists they blend with, so that neither part wins for being fresher.
+//!
 //! [`ModelSettings::sessions`]: super::ModelSettings::sessions
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,6 +60,8 @@ struct Slot {
     visitor: u64,
     /// Its distinct products, oldest first (a product viewed again moves last).
     items: SmallVec<[u32; SESSION_ITEMS]>,
+    /// The tick each of `items` was first added at, in the same order.
+    ticks: SmallVec<[u32; SESSION_ITEMS]>,
     /// When it was last added to.
     last: UnixMillis,
 }
@@ -87,10 +94,32 @@ impl Ring {
 #[derive(Debug, Default)]
 struct Inner {
     slots: Vec<Slot>,
+    /// Products added so far (wrapping): the next one's stamp.
+    tick: u32,
     /// The slot reused next once every slot is taken.
     oldest: usize,
     by_session: FxHashMap<u64, u32>,
     by_product: FxHashMap<u32, Ring>,
+}
+
+/// Which state of the sessions a neighbourhood reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsOf {
+    /// Every product added so far.
+    Now,
+    /// The products added up to a [`SessionIndex::tick`] (the later ones as if they
+    /// had not been, within the last 2³¹ added).
+    Tick(u32),
+}
+
+impl AsOf {
+    /// Whether a product stamped `tick` was added by then.
+    fn holds(self, tick: u32) -> bool {
+        match self {
+            AsOf::Now => true,
+            AsOf::Tick(until) => until.wrapping_sub(tick) < 1 << 31,
+        }
+    }
 }
 
 /// An account's recent sessions (see the module).
@@ -121,6 +150,11 @@ impl SessionIndex {
             inner: RwLock::new(Inner::default()),
             capacity: AtomicUsize::new(capacity),
         }
+    }
+
+    /// The stamp of the latest product added (see [`AsOf::Tick`]).
+    pub fn tick(&self) -> u32 {
+        self.inner.read().tick.wrapping_sub(1)
     }
 
     /// Sessions it keeps at most.
@@ -180,12 +214,19 @@ impl SessionIndex {
     /// [`NEIGHBOUR_SESSIONS`] most similar sessions (of the [`SAMPLED_SESSIONS`] latest
     /// that hold those products, the latest products' first) that hold it. The
     /// `visitor`'s own sessions and the products of `latest` are left out; the highest
-    /// score first (ties by key), at most `limit`.
+    /// score first (ties by key), at most `limit`. Sessions are read `as_of` a tick: a
+    /// product added later is not in its session.
     ///
     /// The shopper's latest products rather than their session's: a shopper back
     /// after a pause, or whose client sends no session id, is still compared by what
     /// they did last.
-    pub fn neighbourhood(&self, latest: &[u32], visitor: u64, limit: usize) -> Vec<(u32, f32)> {
+    pub fn neighbourhood(
+        &self,
+        latest: &[u32],
+        visitor: u64,
+        limit: usize,
+        as_of: AsOf,
+    ) -> Vec<(u32, f32)> {
         // The latest products, each once, with their weights, sorted by key.
         let mut weights: SmallVec<[(u32, f32); SESSION_STEPS]> = SmallVec::new();
         for product in latest {
@@ -228,11 +269,12 @@ impl SessionIndex {
                 let Some(other) = inner.slots.get(slot as usize) else {
                     continue;
                 };
-                // A stale entry (the slot reused since) or the visitor's own session.
-                if other.visitor == visitor || !other.items.contains(product) {
+                // A stale entry (the slot reused since), the visitor's own session, or
+                // the product added to it after `as_of`.
+                if other.visitor == visitor || !other.holds(*product, as_of) {
                     continue;
                 }
-                let similarity: f32 = other.items.iter().filter_map(|p| weight_of(*p)).sum();
+                let similarity: f32 = other.added(as_of).filter_map(&weight_of).sum();
                 sampled.insert(slot, similarity);
             }
         }
@@ -247,9 +289,9 @@ impl SessionIndex {
             let Some(other) = inner.slots.get(*slot as usize) else {
                 continue;
             };
-            for product in &other.items {
-                if weight_of(*product).is_none() && !latest.contains(product) {
-                    *scores.entry(*product).or_default() += similarity;
+            for product in other.added(as_of) {
+                if weight_of(product).is_none() && !latest.contains(&product) {
+                    *scores.entry(product).or_default() += similarity;
                 }
             }
         }
@@ -327,6 +369,25 @@ impl SessionIndex {
     }
 }
 
+impl Slot {
+    /// Its products added by `as_of`, oldest first.
+    fn added(&self, as_of: AsOf) -> impl Iterator<Item = u32> + '_ {
+        self.items
+            .iter()
+            .zip(&self.ticks)
+            .filter(move |(_, tick)| as_of.holds(**tick))
+            .map(|(product, _)| *product)
+    }
+
+    /// Whether it held `product` by `as_of`.
+    fn holds(&self, product: u32, as_of: AsOf) -> bool {
+        self.items
+            .iter()
+            .zip(&self.ticks)
+            .any(|(p, tick)| *p == product && as_of.holds(*tick))
+    }
+}
+
 impl Inner {
     /// See [`SessionIndex::view`].
     fn add(&mut self, session: u64, visitor: u64, product: u32, now: UnixMillis, capacity: usize) {
@@ -338,16 +399,23 @@ impl Inner {
             return;
         };
         kept.last = now;
+        let tick = self.tick;
+        self.tick = tick.wrapping_add(1);
         if let Some(at) = kept.items.iter().position(|p| *p == product) {
-            // Seen again in the session: last, and already indexed.
+            // Seen again in the session: last (with the tick it was first added at),
+            // and already indexed.
             kept.items.remove(at);
             kept.items.push(product);
+            let first = kept.ticks.remove(at);
+            kept.ticks.push(first);
             return;
         }
         if kept.items.len() == SESSION_ITEMS {
             kept.items.remove(0);
+            kept.ticks.remove(0);
         }
         kept.items.push(product);
+        kept.ticks.push(tick);
         self.by_product.entry(product).or_default().push(slot);
     }
 
@@ -358,6 +426,7 @@ impl Inner {
             session,
             visitor,
             items: SmallVec::new(),
+            ticks: SmallVec::new(),
             last: 0,
         };
         let slot = if self.slots.len() < capacity {

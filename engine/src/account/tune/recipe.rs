@@ -116,3 +116,6 @@ impl Account {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,5 @@
 //! Self-tuning on planted shopping: sequences whose best co-view window is known.
 
-use std::sync::Arc;
-
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -10,39 +8,47 @@ use crate::account::AccountSettings;
 use crate::account::ServeRequest;
 use crate::catalogue::{Product, UnixMillis};
 use crate::event::{BasketLine, Event};
-use crate::models::{CoViewWindow, ModelSettings, Neighbours};
+use crate::models::{CoViewWindow, ModelSettings};
 use crate::testing;
 use crate::tuning::{Pins, Tuning, TuningReport};
 use crate::zone::Strategy;
 
-const T0: UnixMillis = 1_800_000_000_000;
+pub(super) const T0: UnixMillis = 1_800_000_000_000;
 
 /// The replays' requests: one every 25 ms from [`T0`], the server's rebuild round (which
-/// scores the trials taken) after every 100.
+/// scores the trials taken) after every 100; each visitor's session id sent back, as a
+/// store's client does.
 #[derive(Debug)]
-struct Clock {
+pub(super) struct Clock {
     now: UnixMillis,
     served: u64,
+    sessions: std::collections::HashMap<String, String>,
 }
 
 impl Default for Clock {
     fn default() -> Clock {
-        Clock { now: T0, served: 0 }
+        Clock {
+            now: T0,
+            served: 0,
+            sessions: std::collections::HashMap::new(),
+        }
     }
 }
 
 impl Clock {
-    fn serve(&mut self, account: &crate::account::Account, visitor: &str, event: Event) {
-        account.serve(ServeRequest {
+    pub(super) fn serve(&mut self, account: &crate::account::Account, visitor: &str, event: Event) {
+        let served = account.serve(ServeRequest {
             search: None,
             visitor_id: Some(visitor.to_owned()),
-            session_id: None,
+            session_id: self.sessions.get(visitor).cloned(),
             currency: None,
             events: vec![event].into(),
             zones: Vec::new().into(),
             now: self.now,
             context: Default::default(),
         });
+        self.sessions
+            .insert(visitor.to_owned(), served.session_id().to_owned());
         self.now += 25;
         self.served += 1;
         if self.served.is_multiple_of(100) {
@@ -112,7 +118,10 @@ fn replay(
 
 /// An account of `products`, priced, with one `personalized` zone and its lists at
 /// `models`.
-fn planted_account(products: &[String], models: ModelSettings) -> crate::account::Account {
+pub(super) fn planted_account(
+    products: &[String],
+    models: ModelSettings,
+) -> crate::account::Account {
     let catalogue = testing::catalogue(products.iter().map(|id| Product {
         prices: testing::priced(100, "GBP"),
         ..testing::product(id)
@@ -124,7 +133,7 @@ fn planted_account(products: &[String], models: ModelSettings) -> crate::account
     )
 }
 
-fn names(prefix: &str, n: usize) -> Vec<String> {
+pub(super) fn names(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
@@ -518,159 +527,6 @@ fn where_popularity_predicts_what_the_history_does_not_personalized_gains_popula
     let settings = account.settings();
     assert_eq!(settings.zones[0].popularity, active.popularity);
     assert!(account.tuning_generation() > 0);
-}
-
-#[test]
-fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
-    // Ten trials a second at most: a queue of 64 (the least of `PENDING_TRIALS`).
-    let products = names("p", 300);
-    let models = ModelSettings {
-        tuning_trials_per_second: 10,
-        ..ModelSettings::default()
-    };
-    let account = planted_account(&products, models);
-    let judged: Vec<String> = shoppers(true).take(10).collect();
-    // 200 judged requests, five a second, each bringing a product new to its visitor,
-    // and no rebuild round meanwhile (a scorer starved of CPU).
-    for (n, product) in products.iter().take(200).enumerate() {
-        account.serve(ServeRequest {
-            search: None,
-            visitor_id: Some(judged[n % judged.len()].clone()),
-            session_id: None,
-            currency: None,
-            events: vec![Event::ProductView {
-                id: product.as_str().into(),
-            }]
-            .into(),
-            zones: Vec::new().into(),
-            now: T0 + UnixMillis::try_from(n).unwrap_or(0) * 200,
-            context: Default::default(),
-        });
-    }
-    let scored = |account: &crate::account::Account| {
-        let report = account.recipe_tuning();
-        (report.settings[0].1.scored.trials, report.dropped)
-    };
-    // Nothing is filled on the request path; beyond the queue's 64, trials are dropped
-    // and counted.
-    assert_eq!(scored(&account), (0, 136));
-    // The rebuild round scores what waited.
-    account.rebuild_models();
-    assert_eq!(scored(&account), (64, 136));
-}
-
-/// Visitors whom self-evaluation judges (whose requests take the recipe's trials), or
-/// those it does not.
-fn shoppers(judged: bool) -> impl Iterator<Item = String> {
-    (0..)
-        .map(|n| format!("shopper-{n}"))
-        .filter(move |v| crate::prequential::sampled(v) == judged)
-}
-
-/// A visitor self-evaluation judges, and `others` it does not.
-fn judged_and_not(others: usize) -> (String, Vec<String>) {
-    let judged = shoppers(true).next().unwrap_or_default();
-    (judged, shoppers(false).take(others).collect())
-}
-
-#[test]
-fn a_recipe_trial_is_scored_on_the_lists_its_request_was_served_from() {
-    // A sampled shopper views `p48`, then `p49`: the trial taken on the second view
-    // brought `p49`, which no list held then. Before the round that scores it, other
-    // shoppers view `p48` then `p49`, and a rebuild sorts that pair into the published
-    // lists in place (as a rebuild running beside the requests does). The trial still
-    // reads the lists it was served from, where no recipe finds `p49` (nor the popular
-    // products, all alike then and first in id order).
-    let products = names("p", 50);
-    let models = ModelSettings {
-        tuning_trials_per_second: 1_000,
-        ..ModelSettings::default()
-    };
-    let account = planted_account(&products, models);
-    let (sampled, others) = judged_and_not(30);
-    let view = |id: &str| Event::ProductView { id: id.into() };
-    let mut clock = Clock::default();
-    // The published lists index the catalogue from here on: a rebuild updates them.
-    clock.serve(&account, &others[0], view("p0"));
-    account.rebuild_models();
-    let published = account.neighbours.load_full();
-    clock.serve(&account, &sampled, view("p48"));
-    clock.serve(&account, &sampled, view("p49"));
-    for other in &others {
-        clock.serve(&account, other, view("p48"));
-        clock.serve(&account, other, view("p49"));
-    }
-    account.rebuild_lists(&account.catalogue.load_full());
-    assert!(Arc::ptr_eq(&published, &account.neighbours.load_full()));
-    let p = |id: &str| {
-        account
-            .catalogue
-            .load()
-            .idx_of(id)
-            .expect("in the catalogue")
-    };
-    assert!(
-        Neighbours::list(&published.viewed_together, p("p48"))
-            .is_some_and(|list| list.iter().any(|(idx, _)| *idx == p("p49"))),
-        "the rebuild published the pair"
-    );
-    account.rebuild_models();
-    let report = account.recipe_tuning();
-    let trials: Vec<(u64, u64)> = report
-        .settings
-        .iter()
-        .map(|(_, tally)| (tally.scored.trials, tally.scored.hits))
-        .collect();
-    // One trial on each of the two views.
-    assert!(trials.iter().all(|(trials, _)| *trials == 2), "{report:?}");
-    assert!(trials.iter().all(|(_, hits)| *hits == 0), "{report:?}");
-}
-
-#[test]
-fn a_recipe_trial_ranks_only_the_products_new_to_the_visitor() {
-    // Other shoppers buy `a0`..`a11` together, twenty times, and `a0` with `t` twice.
-    // A sampled shopper buys `a0`..`a11`, then views `t`: the trial brought `t`. The
-    // configured recipe (purchases at a quarter) ranks the eleven other `a`s above `t`
-    // (each paired with the shopper's purchases twenty times), but those were bought
-    // already and can never be what a request brings: among the products new to the
-    // shopper, `t` comes first, and the trial is a hit.
-    let mut products: Vec<String> = names("a", 12);
-    products.push("t".to_owned());
-    products.extend(names("p", 30));
-    let models = ModelSettings {
-        tuning_trials_per_second: 1_000,
-        purchase_partner_damping: 0.0,
-        ..ModelSettings::default()
-    };
-    let account = planted_account(&products, models);
-    let (sampled, others) = judged_and_not(22);
-    let group = names("a", 12);
-    let mut clock = Clock::default();
-    for (n, other) in others.iter().enumerate() {
-        let ids = if n < 20 {
-            group.clone()
-        } else {
-            vec!["a0".to_owned(), "t".to_owned()]
-        };
-        clock.serve(&account, other, testing::order(&format!("o{n}"), &ids));
-    }
-    clock.serve(&account, &sampled, testing::order("o100", &group));
-    account.rebuild_models();
-    let configured = |account: &crate::account::Account| {
-        let report = account.recipe_tuning();
-        let active = report.active.expect("a recipe");
-        assert_eq!(active.purchases, 0.25, "{report:?}");
-        report
-            .settings
-            .iter()
-            .find(|(recipe, _)| *recipe == active)
-            .map(|(_, tally)| (tally.scored.trials, tally.scored.hits))
-            .expect("the active recipe is tried")
-    };
-    let (trials, hits) = configured(&account);
-    clock.serve(&account, &sampled, Event::ProductView { id: "t".into() });
-    account.rebuild_models();
-    assert_eq!(configured(&account), (trials + 1, hits + 1));
 }
 
 /// The co-purchase lists read at their own seed damping (0 by default), the co-view

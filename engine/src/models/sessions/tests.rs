@@ -17,7 +17,7 @@ fn sessions_sharing_products_with_the_current_one_score_theirs_by_their_similari
     visit(&index, (104, 4), &[7, 8], 0); // shares nothing
     visit(&index, (105, 9), &[2, 6], 0); // the visitor's own other session
     visit(&index, (200, 9), &[1, 2], 10_000);
-    let got = index.neighbourhood(&[2, 1], 9, 10);
+    let got = index.neighbourhood(&[2, 1], 9, 10, AsOf::Now);
     assert_eq!(got.len(), 3, "{got:?}");
     let want = [(3, 1.9), (4, 1.0), (5, 0.9)];
     for ((key, score), (want_key, want_score)) in got.iter().zip(want) {
@@ -26,13 +26,13 @@ fn sessions_sharing_products_with_the_current_one_score_theirs_by_their_similari
     }
     // A product two sessions hold sums their similarities; `limit` cuts the list.
     visit(&index, (106, 5), &[2, 3], 0);
-    let got = index.neighbourhood(&[2, 1], 9, 1);
+    let got = index.neighbourhood(&[2, 1], 9, 1, AsOf::Now);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0, 3);
     assert!((got[0].1 - 2.9).abs() < 1e-6, "{got:?}");
     // No products, or products no session holds, have no neighbourhood.
-    assert!(index.neighbourhood(&[], 9, 10).is_empty());
-    assert!(index.neighbourhood(&[777], 9, 10).is_empty());
+    assert!(index.neighbourhood(&[], 9, 10, AsOf::Now).is_empty());
+    assert!(index.neighbourhood(&[777], 9, 10, AsOf::Now).is_empty());
 }
 
 #[test]
@@ -53,7 +53,7 @@ fn memory_is_bounded_by_the_sessions_kept_and_the_sessions_per_product() {
     }
     // The oldest were reused: their products' entries are stale and score nothing.
     visit(&index, (9, 99_999), &[10_000, 1], 10_000);
-    let got = index.neighbourhood(&[1, 10_000], 99_999, 2_000);
+    let got = index.neighbourhood(&[1, 10_000], 99_999, 2_000, AsOf::Now);
     assert!(got.iter().all(|(key, _)| *key >= 10_000 + 2_000), "{got:?}");
     // At most the sampled sessions give products (each gives one here), and only
     // the nearest of those.
@@ -78,11 +78,11 @@ fn an_erased_visitors_sessions_are_forgotten() {
     visit(&index, (1, 1), &[1, 2], 0);
     visit(&index, (2, 2), &[1, 3], 0);
     visit(&index, (3, 3), &[1], 0);
-    assert_eq!(index.neighbourhood(&[1], 3, 10).len(), 2);
+    assert_eq!(index.neighbourhood(&[1], 3, 10, AsOf::Now).len(), 2);
     index.erase_visitor(1);
     assert!(index.items_of(1).is_empty());
     assert_eq!(index.len(), 2);
-    let got = index.neighbourhood(&[1], 3, 10);
+    let got = index.neighbourhood(&[1], 3, 10, AsOf::Now);
     assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [3]);
 }
 
@@ -103,8 +103,8 @@ fn a_snapshots_sessions_restore_the_same_neighbourhoods() {
     for n in 3..8u64 {
         let latest = [50, 2 + n as u32, 1];
         assert_eq!(
-            restored.neighbourhood(&latest, n, 10),
-            index.neighbourhood(&latest, n, 10)
+            restored.neighbourhood(&latest, n, 10, AsOf::Now),
+            index.neighbourhood(&latest, n, 10, AsOf::Now)
         );
     }
     // Fewer sessions kept: the latest stay.
@@ -115,4 +115,44 @@ fn a_snapshots_sessions_restore_the_same_neighbourhoods() {
     let off = SessionIndex::new(0);
     visit(&off, (1, 1), &[1, 2], 0);
     assert!(off.is_empty());
+}
+
+#[test]
+fn a_neighbourhood_read_as_of_a_tick_leaves_out_what_was_added_later() {
+    let index = SessionIndex::new(100);
+    assert!(
+        index
+            .neighbourhood(&[1], 9, 10, AsOf::Tick(index.tick()))
+            .is_empty(),
+        "nothing added by an empty index's tick"
+    );
+    visit(&index, (101, 1), &[1, 2], 0);
+    visit(&index, (102, 2), &[3], 0);
+    let then = index.tick();
+    // Later: session 101 gains 4, session 102 gains 1 (so it shares a product with
+    // the shopper only from now on), and 2 is viewed again in 101.
+    visit(&index, (101, 1), &[4, 2], 10_000);
+    visit(&index, (102, 2), &[1], 10_000);
+    let now = index.neighbourhood(&[1], 9, 10, AsOf::Now);
+    let keys: Vec<u32> = now.iter().map(|(key, _)| *key).collect();
+    assert_eq!(keys, vec![2, 3, 4], "{now:?}");
+    let earlier = index.neighbourhood(&[1], 9, 10, AsOf::Tick(then));
+    assert_eq!(
+        earlier,
+        vec![(2, 1.0)],
+        "the sessions as they were at {then}"
+    );
+    assert_eq!(
+        index.neighbourhood(&[1], 9, 10, AsOf::Tick(index.tick())),
+        now,
+        "as of the latest tick is now"
+    );
+}
+
+#[test]
+fn ticks_compare_across_their_wrap() {
+    assert!(AsOf::Tick(5).holds(u32::MAX - 2));
+    assert!(AsOf::Tick(5).holds(5));
+    assert!(!AsOf::Tick(5).holds(6));
+    assert!(!AsOf::Tick(u32::MAX - 2).holds(5));
 }

@@ -11,8 +11,9 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
     let grid = recipe_grid(&spec);
     assert_eq!(grid[0], Recipe::of(&spec));
     // Histories 1, 3 and the configured 10; long-term 0 and 2; popularity 0 and 0.1;
-    // purchases 0 and 0.25; the sessions as configured (0).
-    assert_eq!(grid.len(), 3 * 2 * 2 * 2);
+    // purchases 0 and 0.25; the sessions 0 (as configured) and 1.
+    assert_eq!(grid.len(), 3 * 2 * 2 * 2 * 2);
+    assert!(grid.iter().any(|r| r.sessions == 1.0));
     assert!(grid.contains(&Recipe {
         history: 1,
         long_term: 0.0,
@@ -20,7 +21,7 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
         popularity: 0.1,
         purchases: 0.0,
     }));
-    // A zone that blends sessions has them compared with none.
+    // A zone that blends sessions has them compared with none (and 1, if other).
     let blending = ZoneSpec {
         sessions: 1.0,
         ..personalized()
@@ -89,7 +90,7 @@ fn the_tuner_tries_the_first_personalized_zone_and_keeps_its_recipe_through_a_re
     let tuner = RecipeTuner::new(&zones, true, 5);
     let (zone, grid) = tuner.due(1_000).expect("a trial is due");
     assert_eq!(zone.id, "P");
-    assert_eq!(grid.len(), 24);
+    assert_eq!(grid.len(), 48);
     // Bounded: a second's worth at once.
     assert_eq!((0..10).filter(|_| tuner.due(1_000).is_some()).count(), 4);
     let chosen = grid[5];
