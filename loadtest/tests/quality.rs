@@ -156,11 +156,11 @@ fn quality_compares_the_zones_with_tuned_baselines_on_the_same_rounds() {
         // Windows by dampings by weights on direction.
         assert_eq!(phase["settings"].as_array().unwrap().len(), 27, "{phase}");
         assert!(phase["switches"].is_array(), "{phase}");
-        // And personalized's recipe: histories by long-term parts by popularity by the
-        // purchases' weight.
+        // And personalized's recipe: histories by long-term parts by session weights by
+        // popularity by the purchases' weight.
         assert_eq!(
             phase["recipe"]["settings"].as_array().map(Vec::len),
-            Some(24),
+            Some(48),
             "{phase}"
         );
     }

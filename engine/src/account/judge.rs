@@ -5,7 +5,7 @@ use super::shadows::Judged;
 use smallvec::SmallVec;
 
 use super::Account;
-use super::tune::RecipeTrial;
+use super::tune::{RecipeTrial, SessionsAsOf};
 use super::visitor_view::VisitorSnapshot;
 use std::sync::atomic::Ordering;
 
@@ -108,22 +108,19 @@ impl Account {
         // served with: the seeds' lists copied as they are, since a rebuild before the
         // trial is scored updates the published lists in place (and would show the
         // trial pairs counted from this very request and the ones after it).
-        // The sessions likewise, as of the lists: read as recorded, they would be
-        // fresher than the lists, and the trials would favour them for it.
+        // The sessions likewise, as of the lists (read as recorded, they would be
+        // fresher than the lists, and the trials would favour them for it): their
+        // neighbourhood is read when the trial is scored, as of the lists' tick now.
         if let Some((zone, grid)) = recipes {
             let published = std::sync::Arc::new(published.lists_of(snapshot.products()));
-            snapshot.similar_sessions =
-                if zone.reads_sessions() || grid.iter().any(|r| r.sessions > 0.0) {
-                    let as_of = AsOf::Tick(self.lists_tick.load(Ordering::Acquire));
-                    self.session_neighbourhood(
-                        visitor_id,
-                        &snapshot.latest_products(),
-                        catalogue,
-                        as_of,
-                    )
-                } else {
-                    Vec::new()
-                };
+            let sessions =
+                (zone.reads_sessions() || grid.iter().any(|r| r.sessions > 0.0)).then(|| {
+                    SessionsAsOf {
+                        visitor_id: visitor_id.to_owned(),
+                        tick: self.lists_tick.load(Ordering::Acquire),
+                    }
+                });
+            snapshot.similar_sessions = Vec::new();
             self.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),
@@ -134,6 +131,7 @@ impl Account {
                 brought,
                 zone,
                 grid,
+                sessions,
             });
         }
     }

@@ -296,6 +296,6 @@ pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
 }
 
 mod recipe;
-pub(super) use recipe::RecipeTrial;
+pub(super) use recipe::{RecipeTrial, SessionsAsOf};
 #[cfg(test)]
 mod tests;

@@ -117,14 +117,14 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         before["purchases"]["active"],
         json!({"coPurchaseWindow": 1, "partnerDamping": 0.5, "coPurchaseForward": 0.0})
     );
-    // personalized's recipe: 3 histories × 2 long-term parts × 2 popularity weights ×
-    // 2 purchases' weights, from the configured one.
+    // personalized's recipe: 3 histories × 2 long-term parts × 2 session weights × 2
+    // popularity weights × 2 purchases' weights, from the configured one.
     let recipe = &before["recipe"];
     assert_eq!(recipe["zone"], "PZ", "{before}");
     assert_eq!(recipe["tuning"], "auto", "{before}");
     assert_eq!(
         recipe["settings"].as_array().map(Vec::len),
-        Some(24),
+        Some(48),
         "{before}"
     );
     assert_eq!(

@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 use super::super::visitor_view::VisitorSnapshot;
 use super::super::{Account, AccountSettings, RankingsVersion};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::models::Neighbours;
+use crate::models::{AsOf, Neighbours};
 use crate::money::Currency;
 use crate::prequential::{TOP_K, rank_of};
 use crate::recommend::fill_zone;
@@ -34,6 +34,18 @@ pub(in crate::account) struct RecipeTrial {
     /// The tuned zone as configured, and the recipes to try on it.
     pub(in crate::account) zone: ZoneSpec,
     pub(in crate::account) grid: Vec<Recipe>,
+    /// Whose session neighbourhood the recipes read, and as of which tick (none when
+    /// no recipe reads it).
+    pub(in crate::account) sessions: Option<SessionsAsOf>,
+}
+
+/// The visitor whose sessions' neighbourhood a trial reads, as of the sessions' tick
+/// the lists it was served from were sorted at: read when the trial is scored (off
+/// the request path), as the sessions were then.
+#[derive(Debug)]
+pub(in crate::account) struct SessionsAsOf {
+    pub(in crate::account) visitor_id: String,
+    pub(in crate::account) tick: u32,
 }
 
 impl Account {
@@ -43,7 +55,15 @@ impl Account {
     /// brought is in its top [`TOP_K`] of the products new to the visitor. Switches the
     /// zones' recipe when one wins.
     pub(in crate::account) fn score_recipe_trials(&self) {
-        while let Some(trial) = self.recipe_trials.pop() {
+        while let Some(mut trial) = self.recipe_trials.pop() {
+            if let Some(sessions) = &trial.sessions {
+                trial.snapshot.similar_sessions = self.session_neighbourhood(
+                    &sessions.visitor_id,
+                    &trial.snapshot.latest_products(),
+                    &trial.catalogue,
+                    AsOf::Tick(sessions.tick),
+                );
+            }
             let ctx = trial.snapshot.judged_context(
                 &trial.catalogue,
                 &trial.rankings,
