@@ -62,6 +62,28 @@ fn judged_and_not(others: usize) -> (String, Vec<String>) {
     (judged, shoppers(false).take(others).collect())
 }
 
+/// A view of the product `id`.
+fn view(id: &str) -> Event {
+    Event::ProductView { id: id.into() }
+}
+
+/// An account of `products` (`p0`, …) taking a recipe trial on every sampled request,
+/// a sampled visitor, 30 others, and the clock after one of them viewed `p0` and the
+/// lists were sorted (the published lists index the catalogue from then on: a rebuild
+/// updates them).
+fn sorted_once(products: usize) -> (crate::account::Account, String, Vec<String>, Clock) {
+    let models = ModelSettings {
+        tuning_trials_per_second: 1_000,
+        ..ModelSettings::default()
+    };
+    let account = planted_account(&names("p", products), models);
+    let (sampled, others) = judged_and_not(30);
+    let mut clock = Clock::default();
+    clock.serve(&account, &others[0], view("p0"));
+    account.rebuild_models();
+    (account, sampled, others, clock)
+}
+
 #[test]
 fn a_recipe_trial_is_scored_on_the_lists_its_request_was_served_from() {
     // A sampled shopper views `p48`, then `p49`: the trial taken on the second view
@@ -70,18 +92,7 @@ fn a_recipe_trial_is_scored_on_the_lists_its_request_was_served_from() {
     // lists in place (as a rebuild running beside the requests does). The trial still
     // reads the lists it was served from, where no recipe finds `p49` (nor the popular
     // products, all alike then and first in id order).
-    let products = names("p", 50);
-    let models = ModelSettings {
-        tuning_trials_per_second: 1_000,
-        ..ModelSettings::default()
-    };
-    let account = planted_account(&products, models);
-    let (sampled, others) = judged_and_not(30);
-    let view = |id: &str| Event::ProductView { id: id.into() };
-    let mut clock = Clock::default();
-    // The published lists index the catalogue from here on: a rebuild updates them.
-    clock.serve(&account, &others[0], view("p0"));
-    account.rebuild_models();
+    let (account, sampled, others, mut clock) = sorted_once(50);
     let published = account.neighbours.load_full();
     clock.serve(&account, &sampled, view("p48"));
     clock.serve(&account, &sampled, view("p49"));
@@ -170,17 +181,7 @@ fn a_recipe_trial_reads_the_sessions_as_of_the_lists_it_reads() {
     // recorded would find (beside `p48`) but the sessions as of the lists do not, so
     // no recipe, with the session part or without, is a hit. After a rebuild, the
     // same on `p46` and `p47` is a hit for the recipes that blend the sessions.
-    let products = names("p", 50 + 30 * 12);
-    let models = ModelSettings {
-        tuning_trials_per_second: 1_000,
-        ..ModelSettings::default()
-    };
-    let account = planted_account(&products, models);
-    let (sampled, others) = judged_and_not(30);
-    let view = |id: &str| Event::ProductView { id: id.into() };
-    let mut clock = Clock::default();
-    clock.serve(&account, &others[0], view("p0"));
-    account.rebuild_models();
+    let (account, sampled, others, mut clock) = sorted_once(50 + 30 * 12);
     for other in &others {
         clock.serve(&account, other, view("p48"));
         clock.serve(&account, other, view("p49"));
