@@ -1,14 +1,14 @@
 //! Judging the account's product zones against what a sampled visitor does next (see
 //! [`crate::prequential`]), before the request is applied.
 
-use super::shadows::Judged;
+use std::sync::atomic::Ordering;
+
 use smallvec::SmallVec;
 
 use super::Account;
+use super::shadows::Judged;
 use super::tune::{RecipeTrial, SessionsAsOf};
 use super::visitor_view::VisitorSnapshot;
-use std::sync::atomic::Ordering;
-
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
 use crate::models::AsOf;

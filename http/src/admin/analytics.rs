@@ -21,27 +21,24 @@ pub(super) const DEFAULT_RANGE_DAYS: i32 = 30;
 /// The Julian day number of 1970-01-01.
 const UNIX_EPOCH_JULIAN_DAY: i32 = 2_440_588;
 
-/// The day (see [`day_of`]) of a date `YYYY-MM-DD`.
-pub(super) fn day_of_date(text: &str) -> Option<i32> {
-    vitrine_fields::parse_dob(text).map(|date| date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY)
-}
-
-/// The days (see [`day_of`]) of `from` and `to`, checked.
-pub(super) fn range(query: &Query, now: UnixMillis) -> Result<(i32, i32), ApiError> {
-    let day = |name: &str| -> Result<Option<i32>, ApiError> {
-        query
-            .get(name)
-            .map(|text| {
-                day_of_date(text).ok_or_else(|| {
+/// The day (see [`day_of`]) of the query's date `name` (`YYYY-MM-DD`), if given; checked.
+pub(super) fn day_param(query: &Query, name: &str) -> Result<Option<i32>, ApiError> {
+    query
+        .get(name)
+        .map(|text| {
+            vitrine_fields::parse_dob(text)
+                .map(|date| date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY)
+                .ok_or_else(|| {
                     ApiError::Invalid(vec![format!(
                         "{name}: expected a date YYYY-MM-DD, got {text:?}"
                     )])
                 })
-            })
-            .transpose()
-    };
-    let to = day("to")?.unwrap_or_else(|| day_of(now));
-    let from = day("from")?.unwrap_or(to - (DEFAULT_RANGE_DAYS - 1));
+        })
+        .transpose()
+}
+
+/// Refuses a `from` day after the `to` day.
+pub(super) fn in_order(from: i32, to: i32) -> Result<(), ApiError> {
     if from > to {
         return Err(ApiError::Invalid(vec![format!(
             "from: {} is after to ({})",
@@ -49,6 +46,14 @@ pub(super) fn range(query: &Query, now: UnixMillis) -> Result<(i32, i32), ApiErr
             date(to)
         )]));
     }
+    Ok(())
+}
+
+/// The days (see [`day_of`]) of `from` and `to`, checked.
+pub(super) fn range(query: &Query, now: UnixMillis) -> Result<(i32, i32), ApiError> {
+    let to = day_param(query, "to")?.unwrap_or_else(|| day_of(now));
+    let from = day_param(query, "from")?.unwrap_or(to - (DEFAULT_RANGE_DAYS - 1));
+    in_order(from, to)?;
     if to - from >= MAX_RANGE_DAYS {
         return Err(ApiError::Invalid(vec![format!(
             "from: the range spans {} days; at most {MAX_RANGE_DAYS}",

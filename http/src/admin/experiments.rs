@@ -115,7 +115,7 @@ pub(super) fn results(
                 now,
             )
         } else {
-            let (totals, days) = totals(account, &shown, &counted, (now, split));
+            let (totals, days) = totals(account, &shown, &counted, now, split);
             experiment_json(&shown, &totals, currency, (lift, days), now)
         };
         if let Some(fields) = value.as_object_mut() {
@@ -137,7 +137,7 @@ pub(super) fn results(
     }
     for experiment in &settings.experiments {
         let counted: Vec<String> = experiment.variants.iter().map(|v| v.name.clone()).collect();
-        let (totals, days) = totals(account, experiment, &counted, (now, split));
+        let (totals, days) = totals(account, experiment, &counted, now, split);
         let mut value = experiment_json(experiment, &totals, currency, (lift, days), now);
         if let Some(fields) = value.as_object_mut() {
             fields.insert("source".to_owned(), json!("configuration"));
@@ -156,27 +156,10 @@ pub(super) fn results(
 
 /// The days `?from=` and `?to=` bound the results to, checked.
 fn split_days(query: &Query) -> Result<(Option<i32>, Option<i32>), ApiError> {
-    let day = |name: &str| -> Result<Option<i32>, ApiError> {
-        query
-            .get(name)
-            .map(|text| {
-                super::analytics::day_of_date(text).ok_or_else(|| {
-                    ApiError::Invalid(vec![format!(
-                        "{name}: expected a date YYYY-MM-DD, got {text:?}"
-                    )])
-                })
-            })
-            .transpose()
-    };
-    let (from, to) = (day("from")?, day("to")?);
-    if let (Some(from), Some(to)) = (from, to)
-        && from > to
-    {
-        return Err(ApiError::Invalid(vec![format!(
-            "from: {} is after to ({})",
-            date(from),
-            date(to)
-        )]));
+    let from = super::analytics::day_param(query, "from")?;
+    let to = super::analytics::day_param(query, "to")?;
+    if let (Some(from), Some(to)) = (from, to) {
+        super::analytics::in_order(from, to)?;
     }
     Ok((from, to))
 }
@@ -187,7 +170,8 @@ fn totals(
     account: &vitrine_engine::Account,
     experiment: &Experiment,
     counted: &[String],
-    (now, split): (UnixMillis, (Option<i32>, Option<i32>)),
+    now: UnixMillis,
+    split: (Option<i32>, Option<i32>),
 ) -> (Vec<ZoneCounts>, f64) {
     let from = experiment.start.map_or(i32::MIN, day_of);
     let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);

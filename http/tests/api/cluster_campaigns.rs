@@ -43,18 +43,24 @@ fn version(server: &Server) -> Value {
     resp.json()["versions"][0].clone()
 }
 
+/// Nodes A and B on a three-server NATS cluster, both holding `products`.
+fn two_nodes(products: &[&str]) -> (NatsCluster, Server, Server) {
+    let nats = NatsCluster::start(3).expect("a NATS cluster");
+    let a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, products);
+    applied_on(&a, &token);
+    applied_on(&b, &token);
+    (nats, a, b)
+}
+
 fn manual(id: &str, products: &[&str]) -> Value {
     json!([{"id": id, "content": {"type": "custom", "source": {"manual": {"products": products}}}}])
 }
 
 #[test]
 fn a_change_through_one_node_is_in_force_on_the_other_and_one_of_two_rivals_wins() {
-    let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let a = Server::with_config(&config(&nats, "a"));
-    let b = Server::with_config(&config(&nats, "b"));
-    let token = add_products(&a, &["p1", "p2", "p3"]);
-    applied_on(&a, &token);
-    applied_on(&b, &token);
+    let (_nats, a, b) = two_nodes(&["p1", "p2", "p3"]);
 
     let resp = put(&a, manual("first", &["p3", "p1"]), None);
     assert_eq!(resp.status, 200, "{}", resp.body);
@@ -105,12 +111,7 @@ fn draft(server: &Server) -> Value {
 
 #[test]
 fn a_draft_saved_through_one_node_is_on_the_other_and_publishing_it_discards_it_everywhere() {
-    let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let a = Server::with_config(&config(&nats, "a"));
-    let b = Server::with_config(&config(&nats, "b"));
-    let token = add_products(&a, &["p1", "p2"]);
-    applied_on(&a, &token);
-    applied_on(&b, &token);
+    let (_nats, a, b) = two_nodes(&["p1", "p2"]);
     let list = manual("draft", &["p2", "p1"]);
     let resp = request(
         a.addr,
@@ -152,12 +153,7 @@ fn admin_call(server: &Server, method: &str, path: &str, body: Option<Value>) ->
 
 #[test]
 fn an_experiment_started_through_one_node_splits_shoppers_alike_on_the_other() {
-    let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let a = Server::with_config(&config(&nats, "a"));
-    let b = Server::with_config(&config(&nats, "b"));
-    let token = add_products(&a, &["p1", "p2", "p3"]);
-    applied_on(&a, &token);
-    applied_on(&b, &token);
+    let (_nats, a, b) = two_nodes(&["p1", "p2", "p3"]);
     let experiment = json!({"zone": "TR", "variants": [
         {"name": "A", "share": 1, "kind": "live"},
         {"name": "B", "share": 1, "kind": "draft", "campaigns": manual("list", &["p3", "p1"])},
@@ -196,12 +192,7 @@ fn an_experiment_started_through_one_node_splits_shoppers_alike_on_the_other() {
 #[test]
 fn a_holdout_switched_on_through_one_node_holds_the_same_shoppers_out_on_the_other() {
     use vitrine_engine::experiment::holdout::held_out;
-    let nats = NatsCluster::start(3).expect("a NATS cluster");
-    let a = Server::with_config(&config(&nats, "a"));
-    let b = Server::with_config(&config(&nats, "b"));
-    let token = add_products(&a, &["p1", "p2", "p3"]);
-    applied_on(&a, &token);
-    applied_on(&b, &token);
+    let (_nats, a, b) = two_nodes(&["p1", "p2", "p3"]);
     // The others see the list; held-out shoppers top sellers (none sold yet: nothing).
     assert_eq!(put(&a, manual("list", &["p3", "p1"]), None).status, 200);
     let resp = admin_call(
