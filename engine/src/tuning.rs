@@ -103,6 +103,10 @@ pub struct Pins {
     pub co_view_forward: Option<f32>,
     /// A pinned weight on the co-purchase pairs' direction.
     pub co_purchase_forward: Option<f32>,
+    /// A pinned number of sessions `similar_sessions` scores the products of.
+    pub session_neighbours: Option<usize>,
+    /// A pinned number of the shopper's latest products `similar_sessions` compares.
+    pub session_steps: Option<usize>,
 }
 
 impl Tuning {
@@ -450,6 +454,7 @@ pub(crate) fn active_in<S: PartialEq>(grid: &[S], setting: S) -> usize {
 mod board;
 mod pending;
 pub mod recipe;
+pub mod sessions;
 
 pub(crate) use board::Board;
 

@@ -1,6 +1,6 @@
 //! The settings self-tuning chose for an account (`vitrine_engine::tuning`): the
 //! co-view lists' window, partner damping and weight on direction, the co-purchase
-//! lists' the same, and `personalized`'s recipe;
+//! lists' the same, `personalized`'s recipe, and `similar_sessions`' neighbourhood;
 //! kept in the account's directory as `tuned-models.json`, so that a restart reads the
 //! lists as before it and tuning goes on from there.
 
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use vitrine_engine::Account;
-use vitrine_engine::models::{CoViewWindow, ListSetting};
+use vitrine_engine::models::{CoViewWindow, ListSetting, SessionSetting};
 use vitrine_engine::tuning::recipe::Recipe;
 
 /// The file's name in the account's directory.
@@ -37,6 +37,18 @@ struct Stored {
     /// without a tuned zone.
     #[serde(default)]
     recipe: Option<StoredRecipe>,
+    /// `similar_sessions`' neighbourhood; absent from files written before it was
+    /// tuned, or while it is not tuned.
+    #[serde(default)]
+    sessions: Option<StoredSessions>,
+}
+
+/// `similar_sessions`' neighbourhood as the file keeps it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoredSessions {
+    neighbours: usize,
+    steps: usize,
 }
 
 /// `personalized`'s recipe as the file keeps it.
@@ -96,7 +108,15 @@ impl TunedFile {
         let key = account.access_key();
         match read(&dir) {
             Ok(None) => {}
-            Ok(Some((setting, purchases, recipe))) => {
+            Ok(Some((setting, purchases, recipe, sessions))) => {
+                if let Some(sessions) = sessions {
+                    let (neighbours, steps) = (sessions.neighbours, sessions.steps);
+                    if account.restore_session_setting(sessions) {
+                        tracing::info!(account = %key, neighbours, steps, "similar sessions read at the setting self-tuning chose");
+                    } else {
+                        tracing::info!(account = %key, neighbours, steps, "the similar sessions' setting self-tuning chose is not tuned by this configuration: the configured one is used");
+                    }
+                }
                 if let Some(recipe) = recipe {
                     if account.restore_recipe(recipe) {
                         tracing::info!(account = %key, ?recipe, "personalized zones filled with the recipe self-tuning chose");
@@ -144,6 +164,7 @@ impl TunedFile {
         let active = report.active;
         let purchases = account.purchase_model_tuning();
         let recipes = account.recipe_tuning();
+        let sessions = account.session_tuning();
         let stored = Stored {
             co_view_window: active.window.steps(),
             partner_damping: active.partner_damping,
@@ -155,6 +176,10 @@ impl TunedFile {
                 .active
                 .filter(|_| recipes.tuning)
                 .map(StoredRecipe::from),
+            sessions: sessions.tuning.then_some(StoredSessions {
+                neighbours: sessions.active.neighbours,
+                steps: sessions.active.steps,
+            }),
         };
         let bytes = serde_json::to_vec(&stored).unwrap_or_default();
         match vitrine_snapshots::atomic_write(&self.dir, FILE, &bytes) {
@@ -185,6 +210,19 @@ impl TunedFile {
                         wins = switch.wins,
                         losses = switch.losses,
                         "self-tuning switched personalized's recipe"
+                    );
+                }
+                if let Some(switch) = sessions.switches.last() {
+                    tracing::info!(
+                        account = %account.access_key(),
+                        neighbours = sessions.active.neighbours,
+                        steps = sessions.active.steps,
+                        from_neighbours = switch.from.neighbours,
+                        from_steps = switch.from.steps,
+                        trials = switch.trials,
+                        wins = switch.wins,
+                        losses = switch.losses,
+                        "self-tuning switched similar sessions' neighbourhood"
                     );
                 }
                 if let Some(switch) = report.switches.last() {
@@ -222,9 +260,14 @@ enum Unreadable {
     Window(usize),
 }
 
-/// The settings kept: the co-view lists', the co-purchase lists' and `personalized`'s
-/// recipe, each when kept.
-type Kept = (ListSetting, Option<ListSetting>, Option<Recipe>);
+/// The settings kept: the co-view lists', the co-purchase lists', `personalized`'s
+/// recipe and `similar_sessions`' neighbourhood, each when kept.
+type Kept = (
+    ListSetting,
+    Option<ListSetting>,
+    Option<Recipe>,
+    Option<SessionSetting>,
+);
 
 /// The settings kept in `dir`, if there are.
 fn read(dir: &std::path::Path) -> Result<Option<Kept>, Unreadable> {
@@ -255,5 +298,9 @@ fn read(dir: &std::path::Path) -> Result<Option<Kept>, Unreadable> {
         },
         purchases,
         stored.recipe.map(Recipe::from),
+        stored.sessions.map(|s| SessionSetting {
+            neighbours: s.neighbours,
+            steps: s.steps,
+        }),
     )))
 }

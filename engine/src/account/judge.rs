@@ -61,9 +61,13 @@ impl Account {
         if brought.is_empty() {
             return;
         }
-        // Judging and the recipes' trials have their own bounds: either may be due.
+        // Judging and the recipes' and the neighbourhood's trials have their own
+        // bounds: any may be due.
         let judging = self.prequential.due(now);
         let recipes = self.recipe_tuner.due(now);
+        if let Some(grid) = self.session_tuner.due(now) {
+            self.take_session_trial(visitor_id, &snapshot, (&brought, catalogue), grid, now);
+        }
         if !judging && recipes.is_none() {
             return;
         }

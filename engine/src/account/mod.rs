@@ -222,6 +222,8 @@ pub struct Account {
     recipe_tuner: crate::tuning::recipe::RecipeTuner,
     /// The recipe trials taken, to be scored off the request path.
     recipe_trials: crate::tuning::Pending<tune::RecipeTrial>,
+    /// Self-tuning of `similar_sessions`' neighbourhood.
+    session_tuner: crate::tuning::sessions::SessionTuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Its campaigns, compiled (the zones' lists and the segments).
@@ -252,6 +254,10 @@ impl Account {
             settings.tunes_recipe(),
             models.tuning_trials_per_second,
         );
+        let session_tuner =
+            crate::tuning::sessions::SessionTuner::new(tuning, settings.tunes_sessions(), &models);
+        let similar_sessions = SessionIndex::new(models.sessions);
+        similar_sessions.configure(session_tuner.active());
         let catalogue = Arc::new(catalogue);
         let rankings = RankingsVersion {
             rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
@@ -274,7 +280,7 @@ impl Account {
             product_keys: ProductKeys::default(),
             coview: CoCounts::configured(models),
             copurchase: CoCounts::configured(tune::for_purchases(&models)),
-            similar_sessions: SessionIndex::new(models.sessions),
+            similar_sessions,
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
             lists_tick: AtomicU32::new(u32::MAX),
@@ -295,6 +301,7 @@ impl Account {
             ),
             recipe_tuner,
             recipe_trials: crate::tuning::Pending::new(models.tuning_trials_per_second),
+            session_tuner,
             clock: AtomicI64::new(0),
             campaigns: ArcSwap::from_pointee(CampaignSet::default()),
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
@@ -323,6 +330,12 @@ impl Account {
         self.reconfigure_lists(crate::tuning::Lists::CoView, &settings);
         self.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
         self.similar_sessions.set_capacity(settings.models.sessions);
+        self.similar_sessions
+            .configure(self.session_tuner.reconfigure(
+                settings.tuning,
+                settings.tunes_sessions(),
+                &settings.models,
+            ));
         self.recipe_tuner.reconfigure(
             &settings.zones,
             settings.tunes_recipe(),

@@ -137,10 +137,12 @@ impl Account {
 
     /// Scores the trials taken since the last call (on the models' rebuild round, off
     /// the request path): where each setting of the grid ranks each product a trial's
-    /// request brought. Switches the lists when a setting wins. Then the recipe's
-    /// ([`Account::score_recipe_trials`]).
+    /// request brought. Switches the lists when a setting wins. Before them, the
+    /// recipe's ([`Account::score_recipe_trials`]) and the sessions' neighbourhood's
+    /// ([`Account::score_session_trials`]).
     pub(super) fn score_trials(&self) {
         self.score_recipe_trials();
+        self.score_session_trials();
         for lists in [Lists::CoPurchase, Lists::CoView] {
             let (tuner, counts) = self.tuned(lists);
             while let Some(trial) = tuner.take() {
@@ -229,13 +231,14 @@ impl Account {
         self.purchase_tuner.report()
     }
 
-    /// Bumped by every change of an active list setting (co-view or co-purchase) or
-    /// of `personalized`'s recipe.
+    /// Bumped by every change of an active list setting (co-view or co-purchase), of
+    /// `personalized`'s recipe or of the sessions' neighbourhood.
     pub fn tuning_generation(&self) -> u64 {
         self.tuner
             .generation()
             .wrapping_add(self.purchase_tuner.generation())
             .wrapping_add(self.recipe_tuner.generation())
+            .wrapping_add(self.session_tuner.generation())
     }
 }
 
@@ -244,6 +247,18 @@ impl AccountSettings {
     /// judged (self-evaluation, whose judged requests it is tried on).
     pub(super) fn tunes_recipe(&self) -> bool {
         self.self_evaluation && self.tuning != crate::tuning::Tuning::Off
+    }
+
+    /// Whether `similar_sessions`' neighbourhood tunes itself: as the recipe, with
+    /// sessions kept and a zone that reads them (or a `personalized` one whose recipe
+    /// may blend them in).
+    pub(super) fn tunes_sessions(&self) -> bool {
+        self.tunes_recipe()
+            && self.models.sessions > 0
+            && self.zones.iter().any(|zone| {
+                zone.reads_sessions()
+                    || (zone.strategy == Some(Strategy::Personalized) && !zone.pinned.sessions)
+            })
     }
 }
 
@@ -296,6 +311,7 @@ pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
 }
 
 mod recipe;
+mod sessions;
 pub(super) use recipe::{RecipeTrial, SessionsAsOf};
 #[cfg(test)]
 mod tests;

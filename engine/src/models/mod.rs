@@ -32,7 +32,7 @@ pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
 pub use sessions::{
     AsOf, ENTRIES_READ, NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS,
-    SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, StoredSession,
+    SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, SessionSetting, StoredSession,
 };
 pub use shadow::{ListSetting, Ranks, ShadowSeeds};
 
@@ -83,6 +83,9 @@ pub struct ModelSettings {
     /// Recent sessions kept for `similar_sessions` ([`SessionIndex`]; 0: none, and
     /// nothing is indexed on the request path).
     pub sessions: usize,
+    /// How `similar_sessions`' neighbourhood is read as configured (self-tuning may
+    /// choose another, [`crate::tuning::sessions`]).
+    pub session_setting: SessionSetting,
     /// Self-tuning's trials a second at most ([`crate::tuning`]): the bound on its work.
     pub tuning_trials_per_second: u32,
 }
@@ -180,6 +183,10 @@ impl Default for ModelSettings {
             co_view_forward: 0.0,
             co_purchase_forward: 0.0,
             sessions: SESSIONS_KEPT,
+            session_setting: SessionSetting {
+                neighbours: NEIGHBOUR_SESSIONS,
+                steps: SESSION_STEPS,
+            },
             tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
         }
     }

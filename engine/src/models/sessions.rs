@@ -10,8 +10,14 @@
 //!   product);
 //! - CPU per request: at most [`SAMPLED_SESSIONS`] sessions are compared with the
 //!   shopper's latest views (the latest sessions of the latest product first), of at
-//!   most [`ENTRIES_READ`] entries of the products' indexes read, and the
-//!   [`NEIGHBOUR_SESSIONS`] most similar give their products (`benches/benches/sessions.rs`).
+//!   most [`ENTRIES_READ`] entries of the products' indexes read, and the most similar
+//!   ([`SessionSetting::neighbours`], at most [`SAMPLED_SESSIONS`]) give their products
+//!   (`benches/benches/sessions.rs`).
+//!
+//! How many neighbours give their products and how many of the shopper's latest
+//! products are compared is the index's [`SessionSetting`], which self-tuning chooses
+//! per store ([`crate::tuning::sessions`]): [`SessionIndex::neighbourhoods`] reads one
+//! neighbourhood under several settings from one sample per number of steps.
 //!
 //! A product's index names slots, not sessions: a slot reused by a later session leaves
 //! stale entries behind, which are checked (the slot must hold the product) before they
@@ -42,11 +48,32 @@ pub const SAMPLED_SESSIONS: usize = 500;
 /// a later session took, included): each is a read of a session's slot, most of them
 /// cache misses, so this bounds a neighbourhood's cost.
 pub const ENTRIES_READ: usize = SAMPLED_SESSIONS;
-/// The most similar sessions whose products are scored.
+/// The most similar sessions whose products are scored, by default
+/// ([`SessionSetting::neighbours`]).
 pub const NEIGHBOUR_SESSIONS: usize = 100;
-/// The shopper's latest products compared, the latest weighing 1 and each
-/// older one `1 / SESSION_STEPS` less.
+/// The shopper's latest products compared by default and at most
+/// ([`SessionSetting::steps`]).
 pub const SESSION_STEPS: usize = 10;
+
+/// How a neighbourhood is read: the `steps` latest products of the shopper compared,
+/// the latest weighing 1 and each older one `1 / steps` less, and the `neighbours`
+/// most similar sessions scoring their products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SessionSetting {
+    /// Sessions whose products are scored, 1 to [`SAMPLED_SESSIONS`].
+    pub neighbours: usize,
+    /// The shopper's latest products compared, 1 to [`SESSION_STEPS`].
+    pub steps: usize,
+}
+
+impl Default for SessionSetting {
+    fn default() -> SessionSetting {
+        SessionSetting {
+            neighbours: NEIGHBOUR_SESSIONS,
+            steps: SESSION_STEPS,
+        }
+    }
+}
 /// Sessions kept per account by default ([`super::ModelSettings::sessions`]).
 pub const SESSIONS_KEPT: usize = 100_000;
 
@@ -100,6 +127,8 @@ struct Inner {
     oldest: usize,
     by_session: FxHashMap<u64, u32>,
     by_product: FxHashMap<u32, Ring>,
+    /// How neighbourhoods are read.
+    setting: SessionSetting,
 }
 
 /// Which state of the sessions a neighbourhood reads.
@@ -177,7 +206,10 @@ impl SessionIndex {
             .filter(|slot| slot.session != 0)
             .collect();
         kept.drain(..kept.len().saturating_sub(capacity));
-        *inner = Inner::default();
+        *inner = Inner {
+            setting: inner.setting,
+            ..Inner::default()
+        };
         for slot in kept {
             for product in &slot.items {
                 inner.add(slot.session, slot.visitor, *product, slot.last, capacity);
@@ -207,15 +239,25 @@ impl SessionIndex {
             .unwrap_or_default()
     }
 
+    /// How neighbourhoods are read now.
+    pub fn setting(&self) -> SessionSetting {
+        self.inner.read().setting
+    }
+
+    /// Reads neighbourhoods at `setting` from now on.
+    pub fn configure(&self, setting: SessionSetting) {
+        self.inner.write().setting = setting;
+    }
+
     /// Products scored by the sessions most like the shopper's latest products
-    /// (`latest`, the latest first; V-SKNN): the latest [`SESSION_STEPS`] weigh 1,
-    /// 1 − 1/steps, …; another session's similarity is the sum of the weights of the
-    /// products it shares with them, and a product scores the summed similarity of the
-    /// [`NEIGHBOUR_SESSIONS`] most similar sessions (of the [`SAMPLED_SESSIONS`] latest
-    /// that hold those products, the latest products' first) that hold it. The
-    /// `visitor`'s own sessions and the products of `latest` are left out; the highest
-    /// score first (ties by key), at most `limit`. Sessions are read `as_of` a tick: a
-    /// product added later is not in its session.
+    /// (`latest`, the latest first; V-SKNN), at the index's [`SessionSetting`]: the
+    /// latest `steps` weigh 1, 1 − 1/steps, …; another session's similarity is the sum
+    /// of the weights of the products it shares with them, and a product scores the
+    /// summed similarity of the `neighbours` most similar sessions (of the
+    /// [`SAMPLED_SESSIONS`] latest that hold those products, the latest products'
+    /// first) that hold it. The `visitor`'s own sessions and the products of `latest`
+    /// are left out; the highest score first (ties by key), at most `limit`. Sessions
+    /// are read `as_of` a tick: a product added later is not in its session.
     ///
     /// The shopper's latest products rather than their session's: a shopper back
     /// after a pause, or whose client sends no session id, is still compared by what
@@ -227,83 +269,37 @@ impl SessionIndex {
         limit: usize,
         as_of: AsOf,
     ) -> Vec<(u32, f32)> {
-        // The latest products, each once, with their weights, sorted by key.
-        let mut weights: SmallVec<[(u32, f32); SESSION_STEPS]> = SmallVec::new();
-        for product in latest {
-            if weights.len() == SESSION_STEPS {
-                break;
-            }
-            if !weights.iter().any(|w| w.0 == *product) {
-                let age = weights.len() as f32;
-                weights.push((*product, 1.0 - age / SESSION_STEPS as f32));
-            }
-        }
-        if weights.is_empty() {
-            return Vec::new();
-        }
         let inner = self.inner.read();
-        let latest_first: SmallVec<[u32; SESSION_STEPS]> = weights.iter().map(|w| w.0).collect();
-        weights.sort_unstable_by_key(|w| w.0);
-        let weight_of = |product: u32| {
-            weights
-                .binary_search_by_key(&product, |w| w.0)
-                .ok()
-                .and_then(|at| weights.get(at))
-                .map(|w| w.1)
+        let setting = inner.setting;
+        let read = Read {
+            latest,
+            visitor,
+            limit,
+            as_of,
         };
-        // The sample: the latest sessions of each product, the latest product first.
-        let mut sampled: FxHashMap<u32, f32> = FxHashMap::default();
-        let mut read = 0usize;
-        'sample: for product in &latest_first {
-            let Some(ring) = inner.by_product.get(product) else {
-                continue;
-            };
-            for slot in ring.newest_first() {
-                if sampled.len() >= SAMPLED_SESSIONS || read >= ENTRIES_READ {
-                    break 'sample;
-                }
-                read += 1;
-                if sampled.contains_key(&slot) {
-                    continue;
-                }
-                let Some(other) = inner.slots.get(slot as usize) else {
-                    continue;
-                };
-                // A stale entry (the slot reused since), the visitor's own session, or
-                // the product added to it after `as_of`.
-                if other.visitor == visitor || !other.holds(*product, as_of) {
-                    continue;
-                }
-                let similarity: f32 = other.added(as_of).filter_map(&weight_of).sum();
-                sampled.insert(slot, similarity);
-            }
-        }
-        let mut neighbours: Vec<(u32, f32)> = sampled.into_iter().collect();
-        let strongest = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if neighbours.len() > NEIGHBOUR_SESSIONS {
-            neighbours.select_nth_unstable_by(NEIGHBOUR_SESSIONS - 1, strongest);
-            neighbours.truncate(NEIGHBOUR_SESSIONS);
-        }
-        let mut scores: FxHashMap<u32, f32> = FxHashMap::default();
-        for (slot, similarity) in &neighbours {
-            let Some(other) = inner.slots.get(*slot as usize) else {
-                continue;
-            };
-            for product in other.added(as_of) {
-                if weight_of(product).is_none() && !latest.contains(&product) {
-                    *scores.entry(product).or_default() += similarity;
-                }
-            }
-        }
-        drop(inner);
-        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
-        let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if ranked.len() > limit && limit > 0 {
-            ranked.select_nth_unstable_by(limit - 1, order);
-        }
-        ranked.truncate(limit);
-        ranked.sort_unstable_by(order);
-        ranked
+        inner
+            .neighbourhoods(&read, &[setting])
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// [`SessionIndex::neighbourhood`] read at each of `settings`, in their order:
+    /// the sessions sampled once per number of steps (self-tuning's trials).
+    pub fn neighbourhoods(
+        &self,
+        latest: &[u32],
+        visitor: u64,
+        limit: usize,
+        as_of: AsOf,
+        settings: &[SessionSetting],
+    ) -> Vec<Vec<(u32, f32)>> {
+        let read = Read {
+            latest,
+            visitor,
+            limit,
+            as_of,
+        };
+        self.inner.read().neighbourhoods(&read, settings)
     }
 
     /// Forgets every session of `visitor` (an erasure): each slot of theirs is
@@ -388,7 +384,167 @@ impl Slot {
     }
 }
 
+/// What a neighbourhood is read for (see [`SessionIndex::neighbourhood`]).
+struct Read<'a> {
+    latest: &'a [u32],
+    visitor: u64,
+    limit: usize,
+    as_of: AsOf,
+}
+
+/// The shopper's latest products compared, each once: in order (the latest first),
+/// and with their weights by key.
+struct Seeds {
+    latest_first: SmallVec<[u32; SESSION_STEPS]>,
+    by_key: SmallVec<[(u32, f32); SESSION_STEPS]>,
+}
+
+impl Seeds {
+    /// The latest `steps` distinct products of `latest`, weighing 1, 1 − 1/steps, ….
+    fn of(latest: &[u32], steps: usize) -> Seeds {
+        let mut latest_first: SmallVec<[u32; SESSION_STEPS]> = SmallVec::new();
+        for product in latest {
+            if latest_first.len() == steps.min(SESSION_STEPS) {
+                break;
+            }
+            if !latest_first.contains(product) {
+                latest_first.push(*product);
+            }
+        }
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "at most SESSION_STEPS steps, exact in an f32"
+        )]
+        let mut by_key: SmallVec<[(u32, f32); SESSION_STEPS]> = latest_first
+            .iter()
+            .enumerate()
+            .map(|(age, product)| (*product, 1.0 - age as f32 / steps as f32))
+            .collect();
+        by_key.sort_unstable_by_key(|w| w.0);
+        Seeds {
+            latest_first,
+            by_key,
+        }
+    }
+
+    fn weight(&self, product: u32) -> Option<f32> {
+        self.by_key
+            .binary_search_by_key(&product, |w| w.0)
+            .ok()
+            .and_then(|at| self.by_key.get(at))
+            .map(|w| w.1)
+    }
+}
+
+/// The sessions sampled for a number of steps: the steps, the shopper's products
+/// compared, and each session's slot with its similarity.
+type Sample = (usize, Seeds, Vec<(u32, f32)>);
+
+/// The stronger of two scored entries first, ties by key.
+fn strongest(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
 impl Inner {
+    /// See [`SessionIndex::neighbourhoods`].
+    fn neighbourhoods(&self, read: &Read<'_>, settings: &[SessionSetting]) -> Vec<Vec<(u32, f32)>> {
+        // One sample per number of steps: the sessions and their similarities.
+        let mut samples: SmallVec<[Sample; 2]> = SmallVec::new();
+        settings
+            .iter()
+            .map(|setting| {
+                let at = match samples.iter().position(|s| s.0 == setting.steps) {
+                    Some(at) => at,
+                    None => {
+                        let seeds = Seeds::of(read.latest, setting.steps.max(1));
+                        let sampled = self.sample(&seeds, read);
+                        samples.push((setting.steps, seeds, sampled));
+                        samples.len() - 1
+                    }
+                };
+                let Some((_, seeds, sampled)) = samples.get(at) else {
+                    return Vec::new();
+                };
+                self.score(sampled, setting.neighbours, seeds, read)
+            })
+            .collect()
+    }
+
+    /// The sessions compared with `seeds` and their similarities: the latest sessions
+    /// of each product, the latest product first, at most [`SAMPLED_SESSIONS`] of at
+    /// most [`ENTRIES_READ`] entries read.
+    fn sample(&self, seeds: &Seeds, read: &Read<'_>) -> Vec<(u32, f32)> {
+        if seeds.latest_first.is_empty() {
+            return Vec::new();
+        }
+        let mut sampled: FxHashMap<u32, f32> = FxHashMap::default();
+        let mut entries = 0usize;
+        'sample: for product in &seeds.latest_first {
+            let Some(ring) = self.by_product.get(product) else {
+                continue;
+            };
+            for slot in ring.newest_first() {
+                if sampled.len() >= SAMPLED_SESSIONS || entries >= ENTRIES_READ {
+                    break 'sample;
+                }
+                entries += 1;
+                if sampled.contains_key(&slot) {
+                    continue;
+                }
+                let Some(other) = self.slots.get(slot as usize) else {
+                    continue;
+                };
+                // A stale entry (the slot reused since), the visitor's own session, or
+                // the product added to it after `as_of`.
+                if other.visitor == read.visitor || !other.holds(*product, read.as_of) {
+                    continue;
+                }
+                let similarity: f32 = other
+                    .added(read.as_of)
+                    .filter_map(|p| seeds.weight(p))
+                    .sum();
+                sampled.insert(slot, similarity);
+            }
+        }
+        sampled.into_iter().collect()
+    }
+
+    /// The products of the `neighbours` most similar of `sampled`, each scored by the
+    /// summed similarity of those that hold it (see [`SessionIndex::neighbourhood`]).
+    fn score(
+        &self,
+        sampled: &[(u32, f32)],
+        neighbours: usize,
+        seeds: &Seeds,
+        read: &Read<'_>,
+    ) -> Vec<(u32, f32)> {
+        let mut nearest = sampled.to_vec();
+        let neighbours = neighbours.max(1);
+        if nearest.len() > neighbours {
+            nearest.select_nth_unstable_by(neighbours - 1, strongest);
+            nearest.truncate(neighbours);
+        }
+        let mut scores: FxHashMap<u32, f32> = FxHashMap::default();
+        for (slot, similarity) in &nearest {
+            let Some(other) = self.slots.get(*slot as usize) else {
+                continue;
+            };
+            for product in other.added(read.as_of) {
+                if seeds.weight(product).is_none() && !read.latest.contains(&product) {
+                    *scores.entry(product).or_default() += similarity;
+                }
+            }
+        }
+        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
+        let limit = read.limit;
+        if ranked.len() > limit && limit > 0 {
+            ranked.select_nth_unstable_by(limit - 1, strongest);
+        }
+        ranked.truncate(limit);
+        ranked.sort_unstable_by(strongest);
+        ranked
+    }
+
     /// See [`SessionIndex::view`].
     fn add(&mut self, session: u64, visitor: u64, product: u32, now: UnixMillis, capacity: usize) {
         let slot = match self.by_session.get(&session) {

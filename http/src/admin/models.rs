@@ -3,11 +3,13 @@
 //! its trials since the last switch, and the latest switches; the same for the
 //! co-purchase lists (`purchases`). A setting is a window, a partner damping and a
 //! weight on the pairs' direction. And `personalized`'s recipe (`recipe`): its grid,
-//! the active recipe, the pins and the switches.
+//! the active recipe, the pins and the switches; and `similar_sessions`'
+//! neighbourhood (`sessions`) the same way.
 
 use serde_json::{Value, json};
-use vitrine_engine::models::ListSetting;
+use vitrine_engine::models::{ListSetting, SessionSetting};
 use vitrine_engine::tuning::recipe::{Recipe, RecipeReport};
+use vitrine_engine::tuning::sessions::SessionReport;
 use vitrine_engine::tuning::{Switch, Tally, TuningReport, evidence};
 
 use crate::state::AccountEntry;
@@ -65,6 +67,36 @@ pub(super) fn tuning(entry: &AccountEntry) -> Value {
             "switches": purchase_switches,
         },
         "recipe": recipe_json(&recipes),
+        "sessions": sessions_json(&entry.account.session_tuning()),
+    })
+}
+
+/// A setting of `similar_sessions`' neighbourhood as JSON.
+fn session_setting(setting: &SessionSetting) -> Value {
+    json!({
+        "neighbours": setting.neighbours,
+        "steps": setting.steps,
+    })
+}
+
+/// What self-tuning of `similar_sessions`' neighbourhood knows, as JSON.
+fn sessions_json(report: &SessionReport) -> Value {
+    let (settings, switches) = grid_json(
+        (&report.settings, &report.switches),
+        |s| *s == report.active,
+        session_setting,
+    );
+    json!({
+        "tuning": if report.tuning { "auto" } else { "off" },
+        "pinned": {
+            "neighbours": report.pins.0,
+            "steps": report.pins.1,
+        },
+        "active": session_setting(&report.active),
+        "threshold": report.threshold,
+        "trialsDropped": report.dropped,
+        "settings": settings,
+        "switches": switches,
     })
 }
 

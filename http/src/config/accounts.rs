@@ -280,6 +280,20 @@ pub(super) fn accounts(
                     .map_err(|m| err(&key("models.sessions"), m.to_string()))?
                     as usize;
             }
+            if let Some(n) = file.session_neighbours {
+                let most = vitrine_engine::models::SAMPLED_SESSIONS as u64;
+                models.session_setting.neighbours = within(n, 1, most)
+                    .map_err(|m| err(&key("models.session_neighbours"), m.to_string()))?
+                    as usize;
+                pins.session_neighbours = Some(models.session_setting.neighbours);
+            }
+            if let Some(n) = file.session_steps {
+                let most = vitrine_engine::models::SESSION_STEPS as u64;
+                models.session_setting.steps = within(n, 1, most)
+                    .map_err(|m| err(&key("models.session_steps"), m.to_string()))?
+                    as usize;
+                pins.session_steps = Some(models.session_setting.steps);
+            }
             if let Some(rate) = file.tuning_trials_per_second {
                 models.tuning_trials_per_second = within(rate, 1, 100_000)
                     .map_err(|m| err(&key("models.tuning_trials_per_second"), m.to_string()))?

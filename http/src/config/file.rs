@@ -238,6 +238,8 @@ pub(super) struct FileModels {
     pub(super) co_view_forward: Option<f64>,
     pub(super) co_purchase_forward: Option<f64>,
     pub(super) sessions: Option<u64>,
+    pub(super) session_neighbours: Option<u64>,
+    pub(super) session_steps: Option<u64>,
     pub(super) tuning: Option<String>,
     pub(super) tuning_trials_per_second: Option<u64>,
 }

@@ -132,6 +132,19 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.25})
     );
     assert_eq!(recipe["trialsDropped"], 0, "{before}");
+    // similar_sessions' neighbourhood: 3 numbers of neighbours × 2 of steps.
+    let sessions = &before["sessions"];
+    assert_eq!(sessions["tuning"], "auto", "{before}");
+    assert_eq!(
+        sessions["settings"].as_array().map(Vec::len),
+        Some(6),
+        "{before}"
+    );
+    assert_eq!(sessions["active"], json!({"neighbours": 100, "steps": 10}));
+    assert_eq!(
+        sessions["pinned"],
+        json!({"neighbours": null, "steps": null})
+    );
 
     // Shoppers who are not sampled teach the counts, a whole visit per request.
     let trainers = (0..)
@@ -185,6 +198,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(kept["coPurchaseWindow"], 1, "{kept}");
     assert_eq!(kept["coPurchaseForward"], 0.0, "{kept}");
     assert!(kept["recipe"]["history"].is_u64(), "{kept}");
+    assert!(kept["sessions"]["neighbours"].is_u64(), "{kept}");
 
     // A restart reads both lists' settings back (the co-purchase one edited here, as
     // if tuning had chosen it).
@@ -200,6 +214,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let chosen = json!({
         "history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1, "purchases": 0.25
     });
+    edited["sessions"] = json!({"neighbours": 25, "steps": 5});
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
@@ -210,11 +225,29 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
         "{restarted}"
     );
     assert_eq!(restarted["recipe"]["active"], chosen, "{restarted}");
+    assert_eq!(
+        restarted["sessions"]["active"],
+        json!({"neighbours": 25, "steps": 5}),
+        "{restarted}"
+    );
 
     // A pinned window wins over the file; the damping is still tuned.
     let dir = server.kill9();
-    let server = Server::start_in(dir, Some(&config("co_view_window = 3")));
+    let server = Server::start_in(dir, Some(&config("co_view_window = 3\nsession_steps = 10")));
     let pinned = models(&server);
+    // A pinned number of steps leaves the file's 25 neighbours and 5 steps out of the
+    // grid: the configured setting is read.
+    assert_eq!(
+        pinned["sessions"]["active"],
+        json!({"neighbours": 100, "steps": 10}),
+        "{pinned}"
+    );
+    assert_eq!(pinned["sessions"]["pinned"]["steps"], 10, "{pinned}");
+    assert_eq!(
+        pinned["sessions"]["settings"].as_array().map(Vec::len),
+        Some(3),
+        "{pinned}"
+    );
     assert_eq!(pinned["active"]["coViewWindow"], 3, "{pinned}");
     assert_eq!(pinned["pinned"]["coViewWindow"], 3, "{pinned}");
     assert_eq!(
@@ -269,6 +302,12 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(off["settings"].as_array().map(Vec::len), Some(1), "{off}");
     // Nor is the recipe tuned: the zone is filled as configured.
     assert_eq!(off["recipe"]["tuning"], "off", "{off}");
+    assert_eq!(off["sessions"]["tuning"], "off", "{off}");
+    assert_eq!(
+        off["sessions"]["settings"].as_array().map(Vec::len),
+        Some(1),
+        "{off}"
+    );
     assert_eq!(
         off["recipe"]["active"],
         json!({"history": 10, "longTerm": 2.0, "sessions": 0.0, "popularity": 0.0, "purchases": 0.25})

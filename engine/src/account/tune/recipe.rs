@@ -138,4 +138,4 @@ impl Account {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

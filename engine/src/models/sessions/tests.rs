@@ -156,3 +156,92 @@ fn ticks_compare_across_their_wrap() {
     assert!(!AsOf::Tick(5).holds(6));
     assert!(!AsOf::Tick(u32::MAX - 2).holds(5));
 }
+
+/// An index where the sessions closest to a shopper who viewed 2 then 1 (20 that
+/// hold both, and 500) are outnumbered by looser ones (80 that hold 2 only, and 600).
+fn close_and_loose() -> SessionIndex {
+    let index = SessionIndex::new(1_000);
+    for n in 0..20u64 {
+        visit(&index, (1_000 + n, 1_000 + n), &[2, 1, 500], 0);
+    }
+    for n in 0..80u64 {
+        visit(&index, (2_000 + n, 2_000 + n), &[2, 600], 0);
+    }
+    index
+}
+
+#[test]
+fn the_setting_decides_how_many_neighbours_score_and_how_many_latest_products_compare() {
+    let index = close_and_loose();
+    let top = |index: &SessionIndex| index.neighbourhood(&[1, 2], 9, 1, AsOf::Now)[0].0;
+    // By default the 100 nearest score: 80 loose ones (0.9 each) outweigh 20 close ones
+    // (1.9 each).
+    assert_eq!(index.setting(), SessionSetting::default());
+    assert_eq!(top(&index), 600);
+    // The 25 nearest: the 20 close ones and 5 loose ones.
+    index.configure(SessionSetting {
+        neighbours: 25,
+        steps: SESSION_STEPS,
+    });
+    assert_eq!(top(&index), 500);
+    // The latest product alone: the loose sessions do not hold it.
+    index.configure(SessionSetting {
+        neighbours: 100,
+        steps: 1,
+    });
+    let got = index.neighbourhood(&[1, 2], 9, 10, AsOf::Now);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, 500);
+    assert!((got[0].1 - 20.0).abs() < 1e-4, "{got:?}");
+    // Kept across a change of capacity.
+    index.set_capacity(500);
+    assert_eq!(index.setting().steps, 1);
+}
+
+#[test]
+fn neighbourhoods_under_several_settings_are_each_as_the_index_reads_at_that_setting() {
+    let index = close_and_loose();
+    // Some sessions of a second shopper's kind, and a shopper with a longer history.
+    for n in 0..300u64 {
+        let items: Vec<u32> = (0..8).map(|k| ((n * 7 + k * 13) % 40) as u32).collect();
+        visit(&index, (5_000 + n, 5_000 + n), &items, 0);
+    }
+    let latest = [1, 2, 3, 5, 8, 13, 21, 34, 4, 9, 16];
+    let settings = [
+        SessionSetting {
+            neighbours: 100,
+            steps: 10,
+        },
+        SessionSetting {
+            neighbours: 25,
+            steps: 5,
+        },
+        SessionSetting {
+            neighbours: 50,
+            steps: 10,
+        },
+        SessionSetting {
+            neighbours: 25,
+            steps: 10,
+        },
+        SessionSetting {
+            neighbours: 100,
+            steps: 5,
+        },
+    ];
+    let tick = index.tick();
+    visit(&index, (9_000, 9_000), &[1, 2, 3, 700], 0);
+    let together = index.neighbourhoods(&latest, 9, 30, AsOf::Tick(tick), &settings);
+    assert_eq!(together.len(), settings.len());
+    for (setting, got) in settings.iter().zip(&together) {
+        index.configure(*setting);
+        assert_eq!(
+            *got,
+            index.neighbourhood(&latest, 9, 30, AsOf::Tick(tick)),
+            "{setting:?}"
+        );
+        assert!(!got.is_empty());
+        assert!(got.iter().all(|(key, _)| *key != 700), "as of the tick");
+    }
+    assert_ne!(together[0], together[1]);
+}

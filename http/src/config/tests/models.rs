@@ -86,7 +86,41 @@ purchase_partner_damping = 0",
         fails(&models("sessions = 10000001"))
             .contains("accounts[0].models.sessions: must be between 0 and 10000000, got 10000001")
     );
+    // similar_sessions' neighbourhood: given, each pins its part of the grid.
+    let config = parsed("session_neighbours = 40\nsession_steps = 3");
+    assert_eq!(
+        config.accounts[0].models.session_setting,
+        vitrine_engine::models::SessionSetting {
+            neighbours: 40,
+            steps: 3
+        }
+    );
+    assert_eq!(
+        config.accounts[0].tuning,
+        Tuning::Auto(Pins {
+            session_neighbours: Some(40),
+            session_steps: Some(3),
+            ..Pins::default()
+        })
+    );
+    assert_eq!(
+        parsed("").accounts[0].models.session_setting,
+        vitrine_engine::models::SessionSetting::default()
+    );
+    for (table, error) in [
+        (
+            "session_neighbours = 0",
+            "accounts[0].models.session_neighbours: must be between 1 and 500, got 0",
+        ),
+        (
+            "session_steps = 11",
+            "accounts[0].models.session_steps: must be between 1 and 10, got 11",
+        ),
+    ] {
+        assert!(fails(&models(table)).contains(error), "{table}");
+    }
     // Given, the weights on direction are pinned.
+    let config = parsed("co_view_forward = 0.5\nco_purchase_forward = 1");
     assert_eq!(
         config.accounts[0].tuning,
         Tuning::Auto(Pins {
