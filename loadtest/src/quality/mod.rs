@@ -615,6 +615,25 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
             switch["evidence"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    let sessions = &models["sessions"];
+    let session_switches = sessions["switches"].as_array().cloned().unwrap_or_default();
+    println!(
+        "  vitrine self-tuning of similar sessions' neighbourhood: {} neighbours, {} steps, {} switch(es)",
+        sessions["active"]["neighbours"],
+        sessions["active"]["steps"],
+        session_switches.len()
+    );
+    for switch in &session_switches {
+        println!(
+            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            switch["from"],
+            switch["to"],
+            switch["trials"],
+            switch["wins"],
+            switch["losses"],
+            switch["evidence"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
     Ok(json!({
         "after": phase,
         "interactions_sent": sent,
@@ -624,5 +643,6 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         "trials_dropped": models["trialsDropped"],
         "purchases": purchases,
         "recipe": recipe,
+        "sessions": sessions,
     }))
 }
