@@ -10,8 +10,8 @@ use compact_str::CompactString;
 use crate::catalogue::UnixMillis;
 
 /// Products whose repurchases a visitor keeps (as many as [`crate::visitor::Visitor`]'s
-/// purchases).
-pub const MAX_BOUGHT: usize = crate::visitor::MAX_PURCHASED;
+/// purchases, [`crate::visitor::MAX_PURCHASED`], which is this bound).
+pub const MAX_BOUGHT: usize = 200;
 
 /// One product a visitor bought.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]

@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
+pub use crate::models::TRIALS_PER_SECOND;
 use crate::models::{CoViewWindow, ListSetting, ModelSettings};
 pub use pending::Pending;
 
@@ -47,10 +48,6 @@ pub const ALPHA: f64 = 0.01;
 /// Trials on which a setting and the active one disagree, at least, before it may
 /// replace it.
 pub const MIN_DISCORDANT: u64 = 20;
-/// Trials scored per account and second at most by default
-/// ([`ModelSettings::tuning_trials_per_second`]): the bound on self-tuning's work, a
-/// second's worth of them at once at most.
-pub const TRIALS_PER_SECOND: u32 = 5;
 /// Switches remembered.
 pub const SWITCHES_KEPT: usize = 20;
 /// Trials taken and not yet scored, at most (beyond, a trial is dropped and counted):

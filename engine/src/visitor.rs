@@ -18,8 +18,8 @@ use crate::visits::Visits;
 
 /// Most recent product views kept per visitor.
 pub const MAX_RECENT_VIEWS: usize = 50;
-/// Most recent purchased products kept per visitor.
-pub const MAX_PURCHASED: usize = 200;
+/// Most recent purchased products kept per visitor: as many as their repurchases keep.
+pub const MAX_PURCHASED: usize = crate::repurchases::MAX_BOUGHT;
 /// Most recent ratings kept per visitor.
 pub const MAX_RATINGS: usize = 100;
 /// Most recent orders kept per visitor (with their personal details).

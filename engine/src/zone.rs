@@ -220,7 +220,7 @@ pub struct ZoneSpec {
     /// Which of `history`, `long_term`, `sessions`, `popularity` and `purchases` the
     /// configuration gives: self-tuning leaves those as they are
     /// ([`crate::tuning::recipe`]).
-    pub pinned: crate::tuning::recipe::RecipePins,
+    pub pinned: RecipePins,
 }
 
 impl ZoneSpec {
@@ -245,6 +245,22 @@ impl ZoneSpec {
                     || (s == Strategy::Personalized && self.sessions > 0.0)
             })
     }
+}
+
+/// Which values of `personalized`'s recipe a zone's configuration gives (and so pins
+/// against self-tuning, [`crate::tuning::recipe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecipePins {
+    /// `history` given.
+    pub history: bool,
+    /// `long_term` given.
+    pub long_term: bool,
+    /// `sessions` given.
+    pub sessions: bool,
+    /// `popularity` given.
+    pub popularity: bool,
+    /// `purchases` given.
+    pub purchases: bool,
 }
 
 /// [`ZoneSpec::content`] by default: no content in the blends (README,

@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+pub use super::definition::{CampaignDefinition, SegmentDefinition};
 use crate::experiment::definition::ExperimentDefinition;
 pub use crate::experiment::definition::ExperimentsPart;
 
@@ -57,53 +57,6 @@ pub struct ZonePart {
     /// The list; none: the zone is filled as its configuration says (its list removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaigns: Option<Vec<CampaignDefinition>>,
-}
-
-/// A segment as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SegmentDefinition {
-    /// Its id, which campaigns name.
-    pub id: String,
-    /// Its name for people.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Its rule (the condition grammar).
-    pub rule: Value,
-}
-
-/// A campaign as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CampaignDefinition {
-    /// Its id, unique in the zone.
-    pub id: String,
-    /// Its name for people.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The zone's title while it is shown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `false`: paused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// The id of its segment; none: everyone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segment: Option<String>,
-    /// When it runs (the schedule grammar); none: always.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<Value>,
-    /// Fewer items than this and it is skipped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_items: Option<u64>,
-    /// What it shows (the content grammar).
-    pub content: Value,
-}
-
-impl CampaignDefinition {
-    /// Whether it runs (not paused).
-    pub fn enabled(&self) -> bool {
-        self.enabled.unwrap_or(true)
-    }
 }
 
 /// A part of the document: what a change, a draft or a restore of one part names.
@@ -286,7 +239,7 @@ mod tests {
         let document = document();
         let text = document.to_text();
         assert_eq!(CampaignDocument::from_text(&text), document);
-        let value: Value = serde_json::from_str(&text).expect("json");
+        let value: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(
             value["zones"]["PP-01"]["campaigns"][0]["minItems"],
             json!(2)

@@ -18,6 +18,7 @@
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
 
 pub mod content;
+pub mod definition;
 pub mod document;
 pub mod draft;
 pub mod request;

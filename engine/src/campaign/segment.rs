@@ -20,7 +20,7 @@ pub fn basket_value(lines: &[BasketLine]) -> f64 {
 use crate::money::Currency;
 use crate::visits::Visits;
 
-use super::{DeviceClass, RequestContext, UtmParameter};
+use super::request::{DeviceClass, RequestContext, UtmParameter};
 
 /// Milliseconds in a day.
 const DAY: UnixMillis = 86_400_000;

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::document::CampaignDefinition;
+use crate::campaign::definition::CampaignDefinition;
 use crate::catalogue::UnixMillis;
 
 /// Where an experiment is in its life.

@@ -187,10 +187,14 @@ impl Default for ModelSettings {
                 neighbours: NEIGHBOUR_SESSIONS,
                 steps: SESSION_STEPS,
             },
-            tuning_trials_per_second: crate::tuning::TRIALS_PER_SECOND,
+            tuning_trials_per_second: TRIALS_PER_SECOND,
         }
     }
 }
+/// Self-tuning's trials scored per account and second at most by default
+/// ([`ModelSettings::tuning_trials_per_second`], [`crate::tuning`]): the bound on its
+/// work, a second's worth of them at once at most.
+pub const TRIALS_PER_SECOND: u32 = 5;
 /// A product view pairs with this many of the visitor's previous views.
 pub const CO_VIEW_WINDOW: usize = 10;
 /// Order lines paired with each other at most (the first ones of an order).

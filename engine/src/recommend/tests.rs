@@ -2,6 +2,7 @@
 
 use super::blend::{Seeds, personalized_seeds, sorted_lazily};
 use super::*;
+use crate::zone::ZoneSpec;
 
 #[test]
 fn search_terms_match_ignoring_case_with_and_without_ascii() {

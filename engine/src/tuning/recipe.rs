@@ -31,6 +31,7 @@ use parking_lot::Mutex;
 use super::{Board, Switch, Tally, active_in, threshold};
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
+pub use crate::zone::RecipePins;
 use crate::zone::{Strategy, ZoneSpec};
 
 /// The values of `personalized`'s recipe that self-tuning chooses.
@@ -46,21 +47,6 @@ pub struct Recipe {
     pub popularity: f64,
     /// [`ZoneSpec::purchases`].
     pub purchases: f64,
-}
-
-/// Which values of the recipe a zone's configuration gives (and so pins).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RecipePins {
-    /// `history` given.
-    pub history: bool,
-    /// `long_term` given.
-    pub long_term: bool,
-    /// `sessions` given.
-    pub sessions: bool,
-    /// `popularity` given.
-    pub popularity: bool,
-    /// `purchases` given.
-    pub purchases: bool,
 }
 
 /// The histories compared beside the configured one: the latest view alone, and the
