@@ -9,7 +9,7 @@ use prometheus::Histogram;
 use prometheus::core::Collector;
 use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 
-use super::{AccountFigures, EvictionKind};
+use super::figures::{AccountFigures, EvictionKind};
 use crate::routes::Endpoint;
 
 /// Families of per-account metrics, built as they are read.

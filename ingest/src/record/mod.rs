@@ -8,9 +8,9 @@
 //! account prices, category assignments, categories, brands and the id readers they
 //! share.
 
+mod ids;
 mod product;
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 
 use vitrine_engine::account::UserRecord;
@@ -20,6 +20,7 @@ use vitrine_fields::{
     Errors, Fields, JsonValue, KeyMatch, check_id, looks_like_email, parse_user_dob,
 };
 
+use ids::required_id;
 pub use product::product;
 use product::{check_sales_have_prices, price_list};
 
@@ -233,45 +234,6 @@ pub fn brand<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option
         description,
     };
     (errors.total() == before).then_some(record)
-}
-
-/// A required id field, checked with [`check_id`].
-/// Ids may be whole JSON numbers (the vendor's plugins send `"Brand": 7`), read as
-/// their decimal text.
-fn required_id<'v, V: JsonValue>(
-    fields: &Fields<'v, '_, V>,
-    key: &str,
-    errors: &mut Errors,
-) -> Option<Cow<'v, str>> {
-    let id = fields.req_id_text(key, errors)?;
-    valid_id(fields, key, id, errors)
-}
-
-/// An optional id field (empty counts as absent), checked with [`check_id`].
-fn optional_id<'v, V: JsonValue>(
-    fields: &Fields<'v, '_, V>,
-    key: &str,
-    errors: &mut Errors,
-) -> Option<Cow<'v, str>> {
-    let id = fields
-        .opt_id_text(key, errors)
-        .filter(|id| !id.is_empty())?;
-    valid_id(fields, key, id, errors)
-}
-
-fn valid_id<'v, V: JsonValue>(
-    fields: &Fields<'v, '_, V>,
-    key: &str,
-    id: Cow<'v, str>,
-    errors: &mut Errors,
-) -> Option<Cow<'v, str>> {
-    match check_id(&id) {
-        Ok(()) => Some(id),
-        Err(message) => {
-            errors.push(fields.path_of(key), message.to_string());
-            None
-        }
-    }
 }
 
 #[cfg(test)]

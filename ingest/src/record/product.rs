@@ -10,7 +10,7 @@ use vitrine_fields::{
     Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path, parse_instant,
 };
 
-use super::{optional_id, required_id};
+use super::ids::{optional_id, required_id};
 
 /// Reads a product record (feed entry or delta `Products` element).
 ///

@@ -23,7 +23,8 @@ use vitrine_fields::{
     Errors, Fields, JsonValue, KeyMatch, check_id, index_path, looks_like_email, parse_dob,
 };
 
-use super::MAX_TEXT_LEN;
+/// Longest free-text personal field (names, titles, postcodes) accepted.
+pub const MAX_TEXT_LEN: usize = 256;
 
 /// Event names: the contract's six, then the two order events of the vendor's plugins.
 pub const EVENT_NAMES: [&str; 8] = [

@@ -34,8 +34,7 @@ pub const MAX_URL_LEN: usize = 8192;
 pub const MAX_USER_AGENT_LEN: usize = 4096;
 /// Longest page label accepted in place of a `currentUrl` (`magento-admin`).
 pub const MAX_LABEL_LEN: usize = 64;
-/// Longest free-text personal field (names, titles, postcodes) accepted.
-pub const MAX_TEXT_LEN: usize = 256;
+pub use events::MAX_TEXT_LEN;
 
 /// Bytes a thread's body arena may keep between requests; one that grew past it (a
 /// large body) is dropped after the request.
