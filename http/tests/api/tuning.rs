@@ -214,7 +214,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let chosen = json!({
         "history": 1, "longTerm": 0.0, "sessions": 0.0, "popularity": 0.1, "purchases": 0.25
     });
-    edited["sessions"] = json!({"neighbours": 25, "steps": 5});
+    edited["sessions"] = json!({"neighbours": 200, "steps": 5});
     std::fs::write(&file, edited.to_string()).unwrap();
     let server = Server::start_in(dir, Some(&auto));
     let restarted = models(&server);
@@ -227,7 +227,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     assert_eq!(restarted["recipe"]["active"], chosen, "{restarted}");
     assert_eq!(
         restarted["sessions"]["active"],
-        json!({"neighbours": 25, "steps": 5}),
+        json!({"neighbours": 200, "steps": 5}),
         "{restarted}"
     );
 
@@ -235,7 +235,7 @@ fn tuning_moves_the_lists_to_the_window_that_predicts_and_a_restart_keeps_it() {
     let dir = server.kill9();
     let server = Server::start_in(dir, Some(&config("co_view_window = 3\nsession_steps = 10")));
     let pinned = models(&server);
-    // A pinned number of steps leaves the file's 25 neighbours and 5 steps out of the
+    // A pinned number of steps leaves the file's 200 neighbours and 5 steps out of the
     // grid: the configured setting is read.
     assert_eq!(
         pinned["sessions"]["active"],

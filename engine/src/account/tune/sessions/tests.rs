@@ -13,11 +13,11 @@ fn view(id: &str) -> Event {
 #[test]
 fn where_the_closest_sessions_predict_and_looser_ones_mislead_fewer_neighbours_are_chosen() {
     // Thirty groups of products: `a`, `b`, the next one `t`, and twelve decoys. In each,
-    // 15 shoppers view a, b then t (as close as a session can be to a shopper who
-    // viewed a then b: 1 for b, 0.9 for a), and 40 view b then the decoys (1 each).
-    // Then a judged shopper views a, b and t. At 100 neighbours (or 50) the 40 loose
-    // sessions (or 35) put the twelve decoys above t (15 × 1.9 = 28.5), out of the top
-    // 10; at 25, the 15 close ones and 10 loose ones put t first.
+    // 30 shoppers view a, b then t (as close as a session can be to a shopper who
+    // viewed a then b: 1 for b, 0.9 for a), and 80 view b then the decoys (1 each).
+    // Then a judged shopper views a, b and t. At 100 neighbours (or 200) the 70 loose
+    // sessions (or 80) put the twelve decoys above t (30 × 1.9 = 57), out of the top
+    // 10; at 50, the 30 close ones and 20 loose ones put t first.
     let products = names("p", 30 * 20);
     let models = ModelSettings {
         tuning_trials_per_second: 1_000,
@@ -31,13 +31,13 @@ fn where_the_closest_sessions_predict_and_looser_ones_mislead_fewer_neighbours_a
     let mut clock = Clock::default();
     for group in 0..30 {
         let p = |n: usize| format!("p{}", group * 20 + n);
-        for _ in 0..15 {
+        for _ in 0..30 {
             let shopper = others.next().unwrap_or_default();
             for n in [0, 1, 2] {
                 clock.serve(&account, &shopper, view(&p(n)));
             }
         }
-        for _ in 0..40 {
+        for _ in 0..80 {
             let shopper = others.next().unwrap_or_default();
             for n in std::iter::once(1).chain(3..15) {
                 clock.serve(&account, &shopper, view(&p(n)));
@@ -51,7 +51,7 @@ fn where_the_closest_sessions_predict_and_looser_ones_mislead_fewer_neighbours_a
     account.rebuild_models();
     let report = account.session_tuning();
     let summary = format!("{report:#?}");
-    assert_eq!(report.active.neighbours, 25, "{summary}");
+    assert_eq!(report.active.neighbours, 50, "{summary}");
     let switch = report.switches.last().expect("a switch");
     assert_eq!(switch.from, SessionSetting::default(), "{summary}");
     assert!(switch.wins > switch.losses, "{summary}");
