@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use super::accounts::rate_limit;
+use super::checks::{Invalid, within};
 use super::file::{FileClientside, FileRateLimit};
-use super::{Invalid, RateLimit, within};
+use super::rate_limits::{RateLimit, rate_limit};
 
 /// `consent`: whether the browser script waits for the page's consent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,9 @@
 //! `[cluster]`: the NATS servers, this node's id, the replication factor and the
 //! accounts a node of a cluster serves.
 
+use super::accounts::AccountConfig;
+use super::checks::{ConfigError, within};
 use super::file::FileCluster;
-use super::{AccountConfig, ConfigError, within};
 
 /// `[cluster]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
-use super::Invalid;
+use super::checks::Invalid;
 use super::file::FileAccount;
 use super::zones::zone_spec;
 

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::ConfigError;
+use super::checks::ConfigError;
 use super::file::{FileSftp, FileTls};
 
 /// `[sftp]`: an SFTP server for feed uploads (off unless `listen` is set).

@@ -1,42 +1,16 @@
-//! The server's own sections: `region`, `[durability]`, `[deltas]`, `[limits]`,
+//! The server's own sections: `[durability]`, `[deltas]`, `[limits]`,
 //! `[memory]`, `[feeds]` and `[admin]`, each validated with its defaults and bounds.
 
 use std::net::SocketAddr;
 
 use vitrine_ingest::jobs::BackgroundPriority;
 
-use super::ConfigError;
+use super::accounts::AccountConfig;
+use super::checks::{ConfigError, within};
 use super::file::{
     FileAdmin, FileAdminToken, FileDeltas, FileDurability, FileFeeds, FileLimits, FileMemory,
 };
-use super::{AccountConfig, within};
-
-/// Which region this process serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Region {
-    /// EU (Ireland).
-    Eu,
-    /// US (Virginia).
-    Us,
-}
-
-impl Region {
-    pub(super) fn parse(text: &str) -> Option<Region> {
-        match text {
-            "eu" => Some(Region::Eu),
-            "us" => Some(Region::Us),
-            _ => None,
-        }
-    }
-
-    /// The config name, `eu` or `us`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Region::Eu => "eu",
-            Region::Us => "us",
-        }
-    }
-}
+pub use super::region::Region;
 
 /// When acknowledged events are fsynced (effective once events go to the write-ahead log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

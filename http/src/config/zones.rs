@@ -12,7 +12,7 @@ use vitrine_engine::zone::{
     DEFAULT_RECENCY, DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneSpec,
 };
 
-use super::Invalid;
+use super::checks::Invalid;
 use super::file::FileZone;
 
 /// Configured content of a zone.
