@@ -6,7 +6,8 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::state::Clicked;
 use vitrine_fields::Errors;
 
-use super::{Visit, admit, bots, browser_fields};
+use super::bots;
+use super::visit::{Visit, admit, browser_fields};
 use crate::api::Reply;
 use crate::api::serverside::{self, MAX_CLIENT_ID_LEN};
 use crate::error::ApiError;

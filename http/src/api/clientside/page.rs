@@ -14,7 +14,8 @@ use vitrine_engine::event::{Event, PageType};
 use vitrine_engine::zone::ZoneKind;
 use vitrine_fields::{Errors, Fields, Json, JsonValue, KeyMatch};
 
-use super::{Visit, admit, bots, browser_fields, html};
+use super::visit::{Visit, admit, browser_fields};
+use super::{bots, html};
 use crate::api::render::ProductTexts;
 use crate::api::serverside::{self, Answered, Consent, Recording, Sender};
 use crate::api::{Reply, render};
