@@ -3,6 +3,15 @@
 //! Each bench drives the real code path (no copies of production logic): the engine's
 //! server-side call, and the whole `/api/serverside` handler from JSON bytes to JSON
 //! bytes. See `benches/README.md` for what each measures and the latest figures.
+//!
+//! Modules:
+//! - [`harness`]: the store the load harness spawns, opened in-process, and its
+//!   shoppers' bodies sent straight to the `/api/serverside` handler.
+//! - [`traffic`]: the simulated shoppers of `vitrine-loadtest run` (sessions of page
+//!   requests with the events and zones of each page type).
+//! - [`feedgen`]: generated product feeds shaped like a mid-size store's.
+//! - [`deltas`]: deltas replacing products of the synthetic catalogue, submitted as
+//!   `POST /api/delta` is.
 
 #![forbid(unsafe_code)]
 

@@ -26,9 +26,17 @@
 //! - [`models`]: online models (co-view, co-purchase, decayed popularity).
 //! - [`recommend`]: candidates per strategy with their evidence, filters, fallback
 //!   chains, item prices, popularity rankings.
+//! - [`zone_cache`]: product zones the same for every visitor of a page, kept filled.
 //! - [`analytics`]: a visitor's impressions and the zone counters they are credited to.
 //! - [`site`]: store-wide figures per day (sessions, conversions, orders, revenue).
-//! - [`experiment`]: A/B experiments and the variant of a visitor.
+//! - [`experiment`]: A/B experiments, the store-wide holdout, the variant of a visitor
+//!   and the always-valid statistics.
+//! - [`prequential`]: self-evaluation: how well each zone predicts what sampled
+//!   shoppers do next.
+//! - [`shadow`]: shadow tests: a draft campaign list judged beside the live one.
+//! - [`backtest`]: the judged moments a backtest fills a draft for.
+//! - [`tuning`]: self-tuning of the co-view and co-purchase lists, `personalized`'s
+//!   recipe and `similar_sessions`' neighbourhood.
 //! - [`state`]: what the log and state snapshots hold (`Tracked`, `Served`, `StateEntry`).
 //! - [`bucket`]: the token bucket bounding the work requests start in the background.
 //! - [`shards`]: sharded maps, counted maps, striped counters and the graveyard.

@@ -27,6 +27,10 @@
 //! - [`metrics`]: `GET /metrics`, the Prometheus text format, from each account's figures.
 //! - [`control`]: what `vitrine reload` (SIGHUP) and `vitrine backup` (SIGUSR1) ask a running server.
 //! - [`clock`]: the wall clock.
+//! - `respond`: a handler's answer or error as the HTTP response.
+//! - [`sftp`]: the SFTP server the .NET SDK uploads its feeds to.
+//! - [`tls`]: HTTPS on the listeners (rustls).
+//! - [`tuned`]: the settings self-tuning chose, kept in `tuned-models.json`.
 
 #![forbid(unsafe_code)]
 

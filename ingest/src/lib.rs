@@ -24,6 +24,10 @@
 //! - [`erasure`]: the erasure key, forgotten identifiers, stripping later events.
 //! - [`state`]: tracking-state snapshots.
 //! - [`templates`]: the one environment html zone templates render in.
+//! - [`campaigns`]: the campaign document's grammar (rules, schedules, content,
+//!   experiments, the holdout) compiled into a campaign set, and the diff between
+//!   versions.
+//! - [`backup`]: backups of a data directory and their restore.
 
 #![forbid(unsafe_code)]
 
