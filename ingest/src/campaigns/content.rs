@@ -12,11 +12,11 @@ use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
 use super::filters::filter;
-use super::rules::{name_list, only, whole};
-use super::{
+use super::grammar::{
     MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_NAME_LEN, MAX_PINS, MAX_TEMPLATE_LEN,
     Target, display_name, identifier,
 };
+use super::rules::{name_list, only, whole};
 
 /// A zone's campaign list.
 pub(super) fn read_list(

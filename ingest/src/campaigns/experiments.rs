@@ -22,8 +22,8 @@ use vitrine_engine::zone::{Strategy, ZoneKind};
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path};
 
 use super::content::{product_strategy, read_list, strategies};
+use super::grammar::{MAX_NAME_LEN, Target, definitions, display_name};
 use super::rules::{only, whole};
-use super::{MAX_NAME_LEN, Target, definitions, display_name};
 
 /// Variants an experiment has at most.
 pub const MAX_VARIANTS: usize = 4;

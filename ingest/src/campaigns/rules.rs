@@ -9,7 +9,7 @@ use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
-use super::{MAX_NAME_LEN, MAX_NAMES, MAX_NUMBER};
+use super::grammar::{MAX_NAME_LEN, MAX_NAMES, MAX_NUMBER};
 
 /// Deepest nesting of `all`, `any` and `not` accepted.
 pub const MAX_DEPTH: usize = 8;
