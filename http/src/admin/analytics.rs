@@ -10,7 +10,7 @@ use vitrine_engine::analytics::{ZoneCounts, day_of};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Money;
 
-use super::Query;
+use super::request::Query;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
 

@@ -24,7 +24,7 @@ use vitrine_ingest::jobs::{
     CampaignChange, ChangeRequest, ExperimentAction, HoldoutAction, RestorePart,
 };
 
-use super::Query;
+use super::request::Query;
 use crate::api::Reply;
 use crate::config::AdminToken;
 use crate::error::ApiError;
@@ -268,7 +268,7 @@ pub(super) fn write(
         Write::RemoveZone(_) => Value::Null,
         Write::Experiment(_, action) if action != ExperimentWrite::Put => Value::Null,
         Write::Holdout(false) => Value::Null,
-        _ => super::body_json(body)?,
+        _ => super::request::body_json(body)?,
     };
     let if_match = if_match(headers)?;
     let change = match write {
@@ -388,7 +388,10 @@ pub(super) fn restore_part<'a>(
         Some(zone) if entry.account.settings().zones.iter().any(|z| z.id == zone) => {
             Ok(RestorePart::Zone(zone))
         }
-        Some(_) => Err(super::no_zone(entry, name.trim_start_matches("zone:"))),
+        Some(_) => Err(super::request::no_zone(
+            entry,
+            name.trim_start_matches("zone:"),
+        )),
         None => Err(format!(
             "expected \"segments\" or \"zone:<id>\", got {name:?}"
         )),
@@ -447,7 +450,7 @@ pub(super) fn with_etag(value: Value, version: u64) -> Reply {
 }
 
 fn no_zone(entry: &AccountEntry, zone: &str) -> ApiError {
-    ApiError::NotFound(super::no_zone(entry, zone))
+    ApiError::NotFound(super::request::no_zone(entry, zone))
 }
 
 /// Parameters a campaigns endpoint takes (none).

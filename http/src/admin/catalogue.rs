@@ -9,7 +9,7 @@ use vitrine_engine::catalogue::search::{SearchKind, search};
 use vitrine_engine::catalogue::{Catalogue, UnixMillis};
 use vitrine_engine::money::Currency;
 
-use super::Query;
+use super::request::Query;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
 

@@ -90,7 +90,7 @@ pub(super) fn write(
 fn known(entry: &AccountEntry, part: DraftPart<'_>) -> Result<(), ApiError> {
     match part {
         DraftPart::Zone(zone) if !entry.account.settings().zones.iter().any(|z| z.id == zone) => {
-            Err(ApiError::NotFound(super::no_zone(entry, zone)))
+            Err(ApiError::NotFound(super::request::no_zone(entry, zone)))
         }
         _ => Ok(()),
     }

@@ -27,9 +27,9 @@ use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::money::{Currency, Money};
 use vitrine_engine::zone::Strategy;
 
-use super::Query;
 use super::analytics::{counts_json, date};
 use super::campaigns::with_etag;
+use super::request::Query;
 use crate::api::Reply;
 use crate::error::ApiError;
 use crate::state::AccountEntry;

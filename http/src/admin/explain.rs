@@ -14,7 +14,7 @@ use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::Fact;
 
-use super::Query;
+use super::request::Query;
 use crate::api::serverside::request_context;
 use crate::error::ApiError;
 use crate::state::AccountEntry;
@@ -79,9 +79,9 @@ pub(super) fn zone(
         campaigns: None,
         made_up: None,
     };
-    let explanation = account
-        .explain(&request)
-        .ok_or_else(|| ApiError::NotFound(format!("zone: {}", super::no_zone(entry, zone))))?;
+    let explanation = account.explain(&request).ok_or_else(|| {
+        ApiError::NotFound(format!("zone: {}", super::request::no_zone(entry, zone)))
+    })?;
     Ok(to_json(entry, &request, &explanation))
 }
 

@@ -46,6 +46,8 @@ mod holdout;
 mod live;
 mod models;
 mod preview;
+mod request;
+use request::{Query, body_json};
 mod shadow;
 
 use http::header::{self, HeaderMap};
@@ -343,19 +345,6 @@ fn editor(caller: &AdminToken) -> Result<&AdminToken, ApiError> {
     }
 }
 
-/// A request body as JSON (an empty one is `null`); a 400 naming the problem otherwise.
-fn body_json(body: &[u8]) -> Result<Value, ApiError> {
-    if body.is_empty() {
-        return Ok(Value::Null);
-    }
-    serde_json::from_slice(body).map_err(|e| {
-        ApiError::Fields(vec![vitrine_fields::FieldError {
-            path: String::new(),
-            message: format!("invalid JSON: {e}"),
-        }])
-    })
-}
-
 /// The dashboard: its page and assets, embedded in the binary.
 const PAGES: [(&str, &str, &[u8]); 13] = [
     (
@@ -490,18 +479,6 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<AdminToken, ApiErr
     })
 }
 
-/// That the account has no zone `zone`, with the zones it has.
-fn no_zone(entry: &AccountEntry, zone: &str) -> String {
-    let ids: Vec<String> = entry
-        .account
-        .settings()
-        .zones
-        .iter()
-        .map(|z| z.id.clone())
-        .collect();
-    format!("no zone {zone:?}; the account's zones: {}", ids.join(", "))
-}
-
 fn account(state: &AppState, key: &str) -> Result<std::sync::Arc<AccountEntry>, ApiError> {
     state
         .account(key)
@@ -547,58 +524,4 @@ fn overview(state: &AppState, caller: &AdminToken) -> Value {
         "accounts": accounts,
         "token": {"label": caller.label, "role": caller.role.name()},
     })
-}
-
-/// A query string's parameters.
-struct Query(Vec<(String, String)>);
-
-impl Query {
-    fn parse(text: &str) -> Query {
-        Query(
-            form_urlencoded::parse(text.as_bytes())
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        )
-    }
-
-    /// Refuses parameters other than `known`, and any given twice.
-    fn only(&self, known: &[&str]) -> Result<(), ApiError> {
-        for (i, (name, _)) in self.0.iter().enumerate() {
-            if !known.contains(&name.as_str()) {
-                let expected = if known.is_empty() {
-                    "this endpoint takes none".to_owned()
-                } else {
-                    format!("expected one of {}", known.join(", "))
-                };
-                return Err(ApiError::Invalid(vec![format!(
-                    "{name}: unknown query parameter ({expected})"
-                )]));
-            }
-            if self.0.iter().skip(i + 1).any(|(other, _)| other == name) {
-                return Err(ApiError::Invalid(vec![format!("{name}: given twice")]));
-            }
-        }
-        Ok(())
-    }
-
-    /// The whole number `name` gives, from 1 to `max`; `default` when it is not given.
-    fn limit(&self, name: &str, default: usize, max: usize) -> Result<usize, ApiError> {
-        match self.get(name) {
-            None | Some("") => Ok(default),
-            Some(n) => n
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| {
-                    ApiError::Invalid(vec![format!("{name}: expected 1 to {max}, got {n:?}")])
-                }),
-        }
-    }
-
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
 }

@@ -73,7 +73,7 @@ const MAX_RECENT: usize = 200;
 /// The recent visitors answer.
 pub(super) fn recent_visitors(
     entry: &AccountEntry,
-    query: &super::Query,
+    query: &super::request::Query,
 ) -> Result<Value, ApiError> {
     let limit = query.limit("limit", DEFAULT_RECENT, MAX_RECENT)?;
     let visitors: Vec<Value> = entry
@@ -104,7 +104,7 @@ pub(super) fn zone(
 ) -> Result<Value, ApiError> {
     let settings = entry.account.settings();
     let Some(spec) = settings.zones.iter().find(|z| z.id == zone) else {
-        return Err(ApiError::NotFound(super::no_zone(entry, zone)));
+        return Err(ApiError::NotFound(super::request::no_zone(entry, zone)));
     };
     let mut problems = Problems::default();
     let empty = Map::new();
@@ -191,7 +191,7 @@ pub(super) fn zone(
     let explanation = entry
         .account
         .explain(&request)
-        .ok_or_else(|| ApiError::NotFound(super::no_zone(entry, zone)))?;
+        .ok_or_else(|| ApiError::NotFound(super::request::no_zone(entry, zone)))?;
     let mut answer = super::explain::to_json(entry, &request, &explanation);
     // The shown campaign's own title, as serving writes it.
     let shown_title = explanation.campaigns.as_ref().and_then(|c| {
@@ -272,7 +272,7 @@ pub(super) fn judged_draft(
     body: &Value,
 ) -> Result<vitrine_engine::campaign::CampaignSet, ApiError> {
     if !entry.account.settings().zones.iter().any(|z| z.id == zone) {
-        return Err(ApiError::NotFound(super::no_zone(entry, zone)));
+        return Err(ApiError::NotFound(super::request::no_zone(entry, zone)));
     }
     let empty = Map::new();
     let members = body.as_object().unwrap_or(&empty);

@@ -16,7 +16,7 @@ use dashmap::DashMap;
 use http::StatusCode;
 use sha2::{Digest, Sha256};
 
-use crate::api::Reply;
+use crate::api::reply::Reply;
 use crate::config::ConsentPolicy;
 
 /// The script, with `__VITRINE_ARGS__` where the account's settings go.
