@@ -154,7 +154,9 @@ mod tests {
             .build()
             .unwrap();
         let took = runtime.block_on(async {
-            let mut sender = crate::connect(&server.addr.to_string()).await.unwrap();
+            let mut sender = crate::target::connect(&server.addr.to_string())
+                .await
+                .unwrap();
             let request = hyper::Request::post("/api/serverside")
                 .header("host", "127.0.0.1")
                 .body(Full::new(Bytes::from_static(b"{}")))

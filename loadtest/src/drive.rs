@@ -250,7 +250,7 @@ impl Connection {
         clicks: Option<&Clicks>,
     ) -> Outcome {
         if self.sender.is_none() {
-            match crate::connect(&self.authority).await {
+            match crate::target::connect(&self.authority).await {
                 Ok(sender) => self.sender = Some(sender),
                 Err(_) => {
                     // Do not spin against a server that is gone.

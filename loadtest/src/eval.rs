@@ -20,7 +20,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::{Value, json};
 
-use crate::{Target, authority, connect};
+use crate::target::{Target, authority, connect};
 
 /// Settings of `vitrine-loadtest eval`.
 #[derive(Debug, clap::Args)]

@@ -34,7 +34,7 @@ pub(crate) struct LagReport {
     /// skipped.
     pub(crate) unshown: u64,
     /// The lag, microseconds.
-    pub(crate) lag_us: Option<crate::run::Percentiles>,
+    pub(crate) lag_us: Option<crate::percentiles::Percentiles>,
 }
 
 /// The probe's settings.
@@ -155,7 +155,7 @@ pub(crate) async fn probe(probe: Probe, control: Arc<Control>) -> LagReport {
         timeouts,
         errors,
         unshown,
-        lag_us: crate::run::Percentiles::of(&histogram),
+        lag_us: crate::percentiles::Percentiles::of(&histogram),
     }
 }
 
@@ -181,7 +181,7 @@ async fn post(
     body: Bytes,
 ) -> Option<Bytes> {
     if sender.is_none() {
-        *sender = crate::connect(authority).await.ok();
+        *sender = crate::target::connect(authority).await.ok();
     }
     let connection = sender.as_mut()?;
     let request = Request::post("/api/serverside")

@@ -166,7 +166,7 @@ async fn post(
     path: &str,
     body: &Value,
 ) -> anyhow::Result<(u16, Option<String>, Bytes)> {
-    let mut sender = crate::connect(authority).await?;
+    let mut sender = crate::target::connect(authority).await?;
     let request = Request::post(path)
         .header("host", authority)
         .header("content-type", "application/json")

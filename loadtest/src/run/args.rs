@@ -1,6 +1,14 @@
 //! The command line of `vitrine-loadtest run`.
 
-use super::*;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use vitrine_benches::traffic::{Mix, STORE_ZONES};
+use vitrine_testkit::ExperimentToml;
+
+use crate::drive::Pacing;
+use crate::target::Target;
 /// Settings of `vitrine-loadtest run`.
 #[derive(Debug, Clone, clap::Args, Serialize)]
 pub(crate) struct RunArgs {

@@ -125,7 +125,7 @@ fn sum(text: &str, name: &str) -> Option<f64> {
 }
 
 async fn read_text(authority: &str) -> Option<String> {
-    let mut sender = crate::connect(authority).await.ok()?;
+    let mut sender = crate::target::connect(authority).await.ok()?;
     let request = Request::get("/metrics")
         .header("host", authority)
         .body(Full::new(Bytes::new()))

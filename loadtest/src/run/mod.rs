@@ -2,31 +2,23 @@
 //! shoppers in a closed or open loop, optionally during a full feed ingest and against
 //! the bare-hyper baseline, and report percentiles, throughput and errors.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use hdrhistogram::Histogram;
-use serde::Serialize;
 
-use crate::Target;
 use crate::baseline::Baseline;
-use crate::drive::{
-    Control, Pacing, Phase, Recording, Recordings, Traffic, TrafficEndpoint, drive,
-};
+use crate::drive::{Control, Pacing, Phase, Recordings, Traffic, TrafficEndpoint, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
-use vitrine_benches::traffic::{Clicks, Credentials, Mix, STORE_ZONES, Shelf, ZoneMap};
-use vitrine_testkit::ExperimentToml;
+use vitrine_benches::traffic::{Clicks, Credentials, Shelf, ZoneMap};
 
 mod args;
 mod counters;
 mod report;
 
 pub(crate) use args::RunArgs;
-pub(crate) use report::{Machine, Percentiles, PhaseReport, Report, TargetReport};
+pub(crate) use report::{Machine, PhaseReport, Report, TargetReport};
 
 use args::experiment_spec;
 use report::print_report;
@@ -141,7 +133,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             .target
             .server
             .split(',')
-            .map(|url| crate::authority(url.trim()))
+            .map(|url| crate::target::authority(url.trim()))
             .collect::<anyhow::Result<Vec<_>>>()?,
     };
     let authority = authorities[0].clone();

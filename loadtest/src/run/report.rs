@@ -1,31 +1,13 @@
 //! What a run reports: percentiles per phase, throughput, errors, the machine, and
 //! the printed table.
 
-use super::*;
-/// Percentiles of one histogram, microseconds.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct Percentiles {
-    pub(crate) p50: u64,
-    pub(crate) p90: u64,
-    pub(crate) p99: u64,
-    #[serde(rename = "p99.9")]
-    pub(crate) p99_9: u64,
-    pub(crate) max: u64,
-    pub(crate) mean: f64,
-}
+use std::collections::BTreeMap;
 
-impl Percentiles {
-    pub(crate) fn of(histogram: &Histogram<u64>) -> Option<Percentiles> {
-        (!histogram.is_empty()).then(|| Percentiles {
-            p50: histogram.value_at_quantile(0.50),
-            p90: histogram.value_at_quantile(0.90),
-            p99: histogram.value_at_quantile(0.99),
-            p99_9: histogram.value_at_quantile(0.999),
-            max: histogram.max(),
-            mean: (histogram.mean() * 10.0).round() / 10.0,
-        })
-    }
-}
+use serde::Serialize;
+
+use super::args::RunArgs;
+use crate::drive::Recording;
+use crate::percentiles::Percentiles;
 
 /// One measured phase.
 #[derive(Debug, Serialize)]
