@@ -28,7 +28,6 @@ use russh_sftp::protocol::{
 };
 use russh_sftp::server::StatusReply;
 
-use super::Shared;
 use crate::clock::now_millis;
 use crate::state::{AccountEntry, AppState, account_dir};
 
@@ -119,7 +118,8 @@ struct Upload {
 /// One SFTP session's view of its account's area.
 #[derive(Debug)]
 pub struct Area {
-    shared: Arc<Shared>,
+    state: Arc<AppState>,
+    areas: Arc<Areas>,
     entry: Arc<AccountEntry>,
     peer: SocketAddr,
     dir: PathBuf,
@@ -220,11 +220,18 @@ fn ok(id: u32) -> Status {
 }
 
 impl Area {
-    /// The area of `entry`'s account for a session from `peer`.
-    pub fn new(shared: Arc<Shared>, entry: Arc<AccountEntry>, peer: SocketAddr) -> Area {
-        let dir = area_dir(shared.state.data_dir(), &entry.config.access_key);
+    /// The area of `entry`'s account for a session from `peer`, on the server's `state`
+    /// and what the `areas` hold.
+    pub fn new(
+        state: Arc<AppState>,
+        areas: Arc<Areas>,
+        entry: Arc<AccountEntry>,
+        peer: SocketAddr,
+    ) -> Area {
+        let dir = area_dir(state.data_dir(), &entry.config.access_key);
         Area {
-            shared,
+            state,
+            areas,
             entry,
             peer,
             dir,
@@ -248,7 +255,6 @@ impl Area {
         match target(path, AboveRoot::Clamp)? {
             Target::Root => Ok(dir_attrs()),
             Target::File(name) => self
-                .shared
                 .areas
                 .find(self.account(), &name)
                 .map(|c| file_attrs(c.size, c.at))
@@ -368,7 +374,6 @@ impl russh_sftp::server::Handler for Area {
         }
         *listed = true;
         let files = self
-            .shared
             .areas
             .list(&self.entry.config.access_key)
             .into_iter()
@@ -428,7 +433,7 @@ impl russh_sftp::server::Handler for Area {
         offset: u64,
         data: Vec<u8>,
     ) -> Result<Status, Self::Error> {
-        let limit = self.shared.state.config().feeds.max_bytes;
+        let limit = self.state.config().feeds.max_bytes;
         let Some(upload) = self.uploads.get_mut(&handle) else {
             return Err(failure("no such handle"));
         };
@@ -466,7 +471,7 @@ impl russh_sftp::server::Handler for Area {
         };
         let (name, size) = (upload.name.clone(), upload.size);
         let token = self.submit(upload).await?;
-        self.shared.areas.record(
+        self.areas.record(
             &self.entry.config.access_key,
             Completed {
                 name: name.clone(),
@@ -475,7 +480,7 @@ impl russh_sftp::server::Handler for Area {
             },
         );
         tracing::info!(account = %self.entry.config.access_key, peer = %self.peer, file = %name, bytes = size, %token, "SFTP upload complete; processing the feed");
-        self.shared.state.run_feed(&self.entry, token);
+        self.state.run_feed(&self.entry, token);
         Ok(ok(id))
     }
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use russh::server::{Auth, ChannelOpenHandle, Msg, Session as SshSession};
 use russh::{Channel, ChannelId, MethodKind, MethodSet};
 
-use super::Shared;
 use super::area::Area;
+use super::shared::Shared;
 use crate::auth::{Presented, authenticate};
 use crate::error::ApiError;
 use crate::routes::Endpoint;
@@ -133,7 +133,12 @@ impl russh::server::Handler for Session {
         let Some(opened) = self.channels.remove(&channel) else {
             return session.channel_failure(channel);
         };
-        let area = Area::new(Arc::clone(&self.shared), entry, self.peer);
+        let area = Area::new(
+            Arc::clone(&self.shared.state),
+            Arc::clone(&self.shared.areas),
+            entry,
+            self.peer,
+        );
         session.channel_success(channel)?;
         russh_sftp::server::run(opened.into_stream(), area).await;
         Ok(())
