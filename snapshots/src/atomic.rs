@@ -9,7 +9,7 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
 
-use crate::{Result, io_error};
+use crate::error::{Result, io_error};
 
 /// Writes `bytes` to `dir/name` atomically and durably.
 pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {

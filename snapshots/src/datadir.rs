@@ -9,7 +9,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result, io_error};
+use crate::error::{Error, Result, io_error};
 
 /// An open, locked data directory.
 #[derive(Debug)]

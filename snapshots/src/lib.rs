@@ -17,6 +17,7 @@
 //! - [`snapshot`]: snapshot files: write, list, open newest valid, prune.
 //! - [`wal`]: the write-ahead log: framed records, group commit, recovery.
 //! - [`metrics`]: the duration histograms the crates keep for `/metrics`.
+//! - `error`: the crate's [`Error`], each naming the path involved.
 
 #![deny(unsafe_code)]
 
@@ -35,63 +36,9 @@ pub mod metrics;
 pub mod snapshot;
 pub mod wal;
 
+mod error;
+
 pub use atomic::atomic_write;
 pub use datadir::DataDir;
+pub use error::{Error, Result};
 pub use frozen::Frozen;
-
-use std::path::PathBuf;
-
-/// Errors of on-disk operations, each naming the path involved.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// An I/O operation failed.
-    #[error("{action} {path}: {source}")]
-    Io {
-        /// What was being done, e.g. "creating directory".
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// A snapshot file is truncated, corrupt or of another format.
-    #[error("snapshot {path} is unusable: {reason}")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The write-ahead log refused or failed an append.
-    #[error("write-ahead log: {0}")]
-    Wal(wal::WalError),
-    /// Another process holds the data directory.
-    #[error("data directory {0} is in use by another process (its LOCK file is held)")]
-    Locked(PathBuf),
-    /// The log writer has more records waiting than it may (a slow disk): the append
-    /// was refused rather than queued without bound.
-    #[error(
-        "the log writer is behind: {waiting} records are waiting to be written (the limit is {limit})"
-    )]
-    Backlog {
-        /// Records waiting.
-        waiting: u64,
-        /// The limit.
-        limit: u64,
-    },
-}
-
-/// Result of this crate's operations.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-pub(crate) fn io_error(
-    action: &'static str,
-    path: impl Into<PathBuf>,
-) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.into();
-    move |source| Error::Io {
-        action,
-        path,
-        source,
-    }
-}

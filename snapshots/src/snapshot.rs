@@ -15,8 +15,9 @@ use rkyv::api::high::HighValidator;
 use rkyv::bytecheck::CheckBytes;
 use rkyv::{Archive, Portable, rancor};
 
+use crate::atomic::atomic_write;
+use crate::error::{Error, Result, io_error};
 use crate::frozen::Frozen;
-use crate::{Error, Result, atomic_write, io_error};
 
 /// First bytes of every snapshot file.
 pub const MAGIC: [u8; 8] = *b"VTRNSNAP";

@@ -6,8 +6,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{KIND_GAP, MAX_PAYLOAD, Record, Recovery};
-use crate::{Result, io_error};
+use super::record::{KIND_GAP, MAX_PAYLOAD, Record, Recovery};
+use crate::error::{Result, io_error};
 
 pub(super) fn segment_name(first_sequence: u64) -> String {
     format!("{first_sequence:020}.wal")

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::format::segment_name;
 use super::*;
+use std::time::Duration;
 
 fn config(dir: &Path, policy: SyncPolicy) -> WalConfig {
     WalConfig {

@@ -13,9 +13,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::format::{encode, segment_name, segments, sync_dir};
-use super::linger;
-use super::{Append, Durability, Progress, Request, SyncPolicy, WalConfig, WalError, WalStats};
-use crate::{Result, io_error};
+use super::record::{
+    Append, Durability, Progress, Request, SyncPolicy, WalConfig, WalError, linger,
+};
+use super::stats::WalStats;
+use crate::error::{Result, io_error};
 
 /// Each request's outcome: the sequence it took (or the next, for a sync or rotation).
 type Outcomes = Vec<std::result::Result<u64, WalError>>;
