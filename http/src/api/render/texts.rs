@@ -22,7 +22,7 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::shards::Graveyard;
 
-use super::{Fixed, WirePrices, fixed_parts, to_vec};
+use super::wire::{Fixed, WirePrices, fixed_parts, to_vec};
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
 /// bytes per product with its prices: some 380,000 products); beyond it, the text of

@@ -1,0 +1,237 @@
+//! The serverside answer's item shapes on the wire: a product item's fixed parts and
+//! its prices, a category, brand or image item, as the contract's Recommender item
+//! table orders their fields.
+
+use serde::Serialize;
+use vitrine_engine::account::RenderedItem;
+use vitrine_engine::catalogue::{Catalogue, ProductIdx};
+use vitrine_engine::recommend::ItemPrice;
+use vitrine_engine::zone::ZoneKind;
+
+pub(super) fn to_vec(value: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// An image of an image or image-carousel zone.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireImage<'a> {
+    pub(super) image: &'a str,
+    pub(super) link: &'a str,
+    pub(super) alt: &'a str,
+}
+
+/// An item of a zone: a product, or a category or brand.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum WireEntry<'a> {
+    Product(Box<WireItem<'a>>),
+    Named(WireNamed<'a>),
+    Image(WireImage<'a>),
+}
+
+/// A category item (`recommender-category`) or brand item (`recommender-brand`), from
+/// the category or brand record; `Title` and `DisplayName` fall back to the id when the
+/// store sent no record.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireNamed<'a> {
+    pub(super) id: &'a str,
+    pub(super) title: &'a str,
+    pub(super) display_name: &'a str,
+    pub(super) link: &'a str,
+    pub(super) image: &'a str,
+    pub(super) description: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireBrand<'a> {
+    pub(super) id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) display_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) image: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) link: Option<&'a str>,
+}
+
+/// A product item, fields in the order of the contract's Recommender item table.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireItem<'a> {
+    #[serde(flatten)]
+    pub(super) head: WireHead<'a>,
+    #[serde(flatten)]
+    pub(super) prices: WirePrices<'a>,
+    #[serde(flatten)]
+    pub(super) tail: WireTail<'a>,
+    pub(super) on_offer: bool,
+    pub(super) new_arrival: bool,
+}
+
+/// The fixed fields of a product item before its prices.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireHead<'a> {
+    pub(super) id: &'a str,
+    pub(super) sku: &'a str,
+    pub(super) title: &'a str,
+    pub(super) description: &'a str,
+    pub(super) link: &'a str,
+    pub(super) image: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) image_overlay: Option<&'a str>,
+    pub(super) all_images: Vec<&'a str>,
+}
+
+/// The price fields of a product item, for one visitor and currency.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WirePrices<'a> {
+    pub(super) price: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) was_price: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) saving_price: Option<f64>,
+    pub(super) display_price: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) display_was_price: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) saving_display_price: Option<String>,
+    pub(super) currency_symbol: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) saving_percent: Option<String>,
+}
+
+impl<'a> WirePrices<'a> {
+    pub(super) fn of(price: &ItemPrice, symbol: &'a str) -> WirePrices<'a> {
+        WirePrices {
+            price: price.price.as_f64(),
+            was_price: price.was.map(|m| m.as_f64()),
+            saving_price: price.saving().map(|m| m.as_f64()),
+            display_price: price.price.display(),
+            display_was_price: price.was.map(|m| m.display()),
+            saving_display_price: price.saving().map(|m| m.display()),
+            currency_symbol: symbol,
+            saving_percent: price.saving_percent(),
+        }
+    }
+}
+
+/// The fixed fields of a product item after its prices.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub(super) struct WireTail<'a> {
+    pub(super) categories: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) brand: Option<WireBrand<'a>>,
+    pub(super) search_tags: Vec<&'a str>,
+}
+
+/// What of a product item is fixed per catalogue version.
+pub(super) struct Fixed<'a> {
+    pub(super) head: WireHead<'a>,
+    pub(super) tail: WireTail<'a>,
+    pub(super) on_offer: bool,
+    pub(super) new_arrival: bool,
+}
+
+pub(super) fn fixed_parts(catalogue: &Catalogue, idx: ProductIdx) -> Option<Fixed<'_>> {
+    let product = catalogue.product(idx)?;
+    let brand = catalogue
+        .brand_of(product)
+        .map(|id| match catalogue.brand(id) {
+            Some(b) => WireBrand {
+                id,
+                display_name: Some(b.display_name.as_str()),
+                image: Some(b.image.as_str()),
+                link: Some(b.link.as_str()),
+            },
+            None => WireBrand {
+                id,
+                display_name: None,
+                image: None,
+                link: None,
+            },
+        });
+    let mut all_images: Vec<&str> = product.all_images.iter().map(|s| s.as_str()).collect();
+    if all_images.is_empty() && !product.image.is_empty() {
+        all_images.push(product.image.as_str());
+    }
+    let head = WireHead {
+        id: product.id.as_str(),
+        sku: product.sku_or_id(),
+        title: product.title.as_str(),
+        description: product.description.as_str(),
+        link: product.link.as_str(),
+        image: product.image.as_str(),
+        image_overlay: product.image_overlay.as_ref().map(|s| s.as_str()),
+        all_images,
+    };
+    let tail = WireTail {
+        categories: catalogue.categories_of(product).collect(),
+        brand,
+        search_tags: product.search_tags.iter().map(|t| t.as_str()).collect(),
+    };
+    Some(Fixed {
+        head,
+        tail,
+        on_offer: product.on_offer,
+        new_arrival: product.new_arrival,
+    })
+}
+
+pub(super) fn item_json<'a>(
+    catalogue: &'a Catalogue,
+    item: &RenderedItem,
+    symbol: &'a str,
+) -> Option<WireItem<'a>> {
+    let fixed = fixed_parts(catalogue, item.product)?;
+    Some(WireItem {
+        head: fixed.head,
+        prices: WirePrices::of(&item.price, symbol),
+        tail: fixed.tail,
+        on_offer: fixed.on_offer || item.price.was.is_some(),
+        new_arrival: fixed.new_arrival,
+    })
+}
+
+pub(super) fn named_json<'a>(
+    catalogue: &'a Catalogue,
+    kind: ZoneKind,
+    id: &'a str,
+) -> WireNamed<'a> {
+    let record = match kind {
+        ZoneKind::RecommenderBrand => catalogue.brand(id).map(|b| {
+            (
+                b.display_name.as_str(),
+                b.link.as_str(),
+                b.image.as_str(),
+                b.description.as_str(),
+            )
+        }),
+        _ => catalogue.category(id).map(|c| {
+            (
+                c.display_name.as_str(),
+                c.link.as_str(),
+                c.image.as_str(),
+                c.description.as_str(),
+            )
+        }),
+    };
+    let (display_name, link, image, description) = record.unwrap_or((id, "", "", ""));
+    let display_name = if display_name.is_empty() {
+        id
+    } else {
+        display_name
+    };
+    WireNamed {
+        id,
+        title: display_name,
+        display_name,
+        link,
+        image,
+        description,
+    }
+}
