@@ -4,14 +4,14 @@ use anyhow::bail;
 use nalgebra::{DMatrix, DVector};
 
 use super::matrix::{Square, add_row, add_rows_of, co_counts, counts};
-use super::{Recommender, Training};
+use super::training::{Interactions, Recommender};
 
 pub(super) struct MostPopular {
     counts: Vec<f32>,
 }
 
 impl MostPopular {
-    pub(super) fn fit(training: &Training) -> MostPopular {
+    pub(super) fn fit(training: &Interactions) -> MostPopular {
         let mut counts = vec![0.0f32; training.items];
         for sequence in &training.sequences {
             for &i in sequence {
@@ -36,7 +36,7 @@ pub(super) struct ItemKnn {
 }
 
 impl ItemKnn {
-    pub(super) fn fit(training: &Training, neighbours: usize) -> ItemKnn {
+    pub(super) fn fit(training: &Interactions, neighbours: usize) -> ItemKnn {
         let distinct = training.distinct();
         let counts = counts(&distinct, training.items);
         let mut similar = co_counts(&distinct, training.items);
@@ -80,7 +80,7 @@ pub(super) struct Ease {
 }
 
 impl Ease {
-    pub(super) fn fit(training: &Training, lambda: f64) -> anyhow::Result<Ease> {
+    pub(super) fn fit(training: &Interactions, lambda: f64) -> anyhow::Result<Ease> {
         let distinct = training.distinct();
         let n = training.items;
         let counts = counts(&distinct, n);
@@ -127,7 +127,7 @@ pub(super) struct Als {
 
 impl Als {
     pub(super) fn fit(
-        training: &Training,
+        training: &Interactions,
         factors: usize,
         regularization: f64,
         alpha: f64,

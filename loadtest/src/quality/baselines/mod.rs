@@ -10,7 +10,8 @@
 //! [`MAX_DENSE_ITEMS`] products, and to [`MAX_INVERTED_ITEMS`] for the methods that
 //! invert one (EASE and its blend).
 //!
-//! Files: `matrix.rs` (the square matrices and counts the methods share), `dense.rs`
+//! Files: `training.rs` (the interactions fitted on, and the [`Recommender`] each fit
+//! is), `matrix.rs` (the square matrices and counts the methods share), `dense.rs`
 //! (most popular, item-kNN, EASE, ALS), `sequential.rs` (Markov, sequential rules,
 //! V-SKNN), `reference.rs` (the co-view references).
 
@@ -23,10 +24,12 @@ mod dense;
 mod matrix;
 mod reference;
 mod sequential;
+mod training;
 
 use dense::{Als, Ease, ItemKnn, MostPopular};
 use reference::{CoViewBlend, CoViewExact, LocalEase};
 use sequential::{Markov, SequentialRules, Vsknn};
+pub(crate) use training::{Interactions, Recommender};
 use vitrine_engine::models::{CO_VIEW_WINDOW, PARTNER_DAMPING};
 use vitrine_engine::zone::{DEFAULT_LONG_TERM, DEFAULT_RECENCY};
 
@@ -38,12 +41,9 @@ pub(crate) const MAX_DENSE_ITEMS: usize = 16_000;
 /// its cubic cost is minutes at this size on two cores).
 pub(crate) const MAX_INVERTED_ITEMS: usize = 6_000;
 
-/// What every method is fitted on: each visitor's products in time order.
+/// The interactions every method is fitted on, with the fits the methods share.
 pub(crate) struct Training {
-    pub(crate) sequences: Vec<Vec<u32>>,
-    pub(crate) items: usize,
-    /// Fixed seed for methods with random starts.
-    pub(crate) seed: u64,
+    interactions: Interactions,
     /// EASE fitted on these interactions, by λ: EASE and the blends with it share
     /// one fit per λ instead of inverting the same matrix for each weight.
     ease: Mutex<HashMap<u64, Arc<Ease>>>,
@@ -57,9 +57,11 @@ pub(crate) struct Training {
 impl Training {
     pub(crate) fn new(sequences: Vec<Vec<u32>>, items: usize, seed: u64) -> Training {
         Training {
-            sequences,
-            items,
-            seed,
+            interactions: Interactions {
+                sequences,
+                items,
+                seed,
+            },
             ease: Mutex::new(HashMap::new()),
             local_ease: Mutex::new(HashMap::new()),
             co_view: OnceLock::new(),
@@ -106,31 +108,13 @@ impl Training {
                 .or_insert_with(|| Arc::new(LocalEase::fit(self, lambda, partners))),
         )
     }
-
-    /// Each visitor's distinct products.
-    fn distinct(&self) -> Vec<Vec<u32>> {
-        self.sequences
-            .iter()
-            .map(|s| {
-                let mut d = s.clone();
-                d.sort_unstable();
-                d.dedup();
-                d
-            })
-            .collect()
-    }
 }
 
-/// A fitted method.
-pub(crate) trait Recommender: Send + Sync {
-    /// Adds a score for every product to `scores` (products.len() long), for the
-    /// visitor `visitor` whose history is `history` (oldest first).
-    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]);
-}
+impl std::ops::Deref for Training {
+    type Target = Interactions;
 
-impl<R: Recommender> Recommender for Arc<R> {
-    fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
-        R::score(self, visitor, history, scores);
+    fn deref(&self) -> &Interactions {
+        &self.interactions
     }
 }
 

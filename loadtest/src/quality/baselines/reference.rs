@@ -11,7 +11,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::matrix::{Square, add_row, co_counts, counts};
 use super::sequential::SequentialRules;
-use super::{Recommender, Training};
+use super::training::{Interactions, Recommender};
 
 /// Vitrine's co-view model without its bounds: every view paired with the previous
 /// `window` ([`CO_VIEW_WINDOW`] in the server) at weight 1/distance, read the other way
@@ -29,7 +29,7 @@ pub(super) struct CoViewExact {
 
 impl CoViewExact {
     pub(super) fn fit(
-        training: &Training,
+        training: &Interactions,
         window: usize,
         backward: f32,
         recency: f32,
@@ -134,7 +134,7 @@ pub(super) struct LocalEase {
 }
 
 impl LocalEase {
-    pub(super) fn fit(training: &Training, lambda: f64, partners: usize) -> LocalEase {
+    pub(super) fn fit(training: &Interactions, lambda: f64, partners: usize) -> LocalEase {
         use rayon::prelude::*;
         let distinct = training.distinct();
         let n = training.items;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::matrix::{Square, add_row};
-use super::{Recommender, Training};
+use super::training::{Interactions, Recommender};
 
 /// A first-order Markov chain: how often each product followed the history's last.
 pub(super) struct Markov {
@@ -11,7 +11,7 @@ pub(super) struct Markov {
 }
 
 impl Markov {
-    pub(super) fn fit(training: &Training) -> Markov {
+    pub(super) fn fit(training: &Interactions) -> Markov {
         let mut transitions: HashMap<u32, HashMap<u32, f32>> = HashMap::new();
         for sequence in &training.sequences {
             for pair in sequence.windows(2) {
@@ -46,7 +46,12 @@ pub(super) struct SequentialRules {
 }
 
 impl SequentialRules {
-    pub(super) fn fit(training: &Training, window: usize, symmetric: bool, steps: usize) -> Self {
+    pub(super) fn fit(
+        training: &Interactions,
+        window: usize,
+        symmetric: bool,
+        steps: usize,
+    ) -> Self {
         let backward = if symmetric { 1.0 } else { 0.0 };
         SequentialRules {
             rules: Self::count(training, window, backward),
@@ -55,7 +60,7 @@ impl SequentialRules {
     }
 
     /// The rules `a → b` at `1 / distance`, and `b → a` at `backward` times that.
-    pub(super) fn count(training: &Training, window: usize, backward: f32) -> Square {
+    pub(super) fn count(training: &Interactions, window: usize, backward: f32) -> Square {
         let mut rules = Square::zeros(training.items);
         for sequence in &training.sequences {
             for (x, &a) in sequence.iter().enumerate() {
@@ -96,7 +101,7 @@ pub(super) struct Vsknn {
 }
 
 impl Vsknn {
-    pub(super) fn fit(training: &Training, neighbours: usize, steps: usize) -> Vsknn {
+    pub(super) fn fit(training: &Interactions, neighbours: usize, steps: usize) -> Vsknn {
         let sessions = training.distinct();
         let mut by_item: Vec<Vec<u32>> = vec![Vec::new(); training.items];
         for (s, list) in sessions.iter().enumerate() {
