@@ -8,8 +8,36 @@ use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
 use vitrine_snapshots::wal::{Record, WalError};
 
-use super::replication::{OutboxId, Unstored};
 use crate::delta::{self, Delta};
+
+/// A record's place in this node's outbox: the count of the data directory's starts in
+/// the cluster when it was taken, and its number among that start's records. Ordered
+/// as the outbox publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OutboxId {
+    /// The start it was taken in.
+    pub start: u32,
+    /// Its number in that start, from 1.
+    pub number: u64,
+}
+
+impl std::fmt::Display for OutboxId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.start, self.number)
+    }
+}
+
+/// A record taken for the outbox and not known to be stored (read back from the local
+/// log past the outbox mark when the account opens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unstored {
+    /// Its outbox id.
+    pub id: OutboxId,
+    /// Its kind.
+    pub kind: RecordKind,
+    /// The record.
+    pub payload: Vec<u8>,
+}
 
 /// Why a record could not be written or read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -31,7 +31,9 @@ use std::sync::atomic::Ordering;
 
 use super::applying::Entered;
 use super::log::{self, RecordKind};
-use super::replication::{Incarnation, LocalLog, OutboxFigures, Replication, Unstored, Wait};
+use super::replication::{
+    Incarnation, KeepsRecords, LocalLog, OutboxFigures, Replication, Unstored, Wait,
+};
 use super::status::DeltaStatus;
 use super::worker::Queued;
 use super::{AccountJobs, Shared, SubmitError};
@@ -361,7 +363,7 @@ impl AccountJobs {
 
     /// The local log as the outbox sees it (see [`LocalLog`]).
     pub fn local_log(&self) -> LocalLog {
-        LocalLog(Arc::clone(&self.shared))
+        LocalLog(Arc::clone(&self.shared) as Arc<dyn KeepsRecords>)
     }
 
     /// The records this node took before it stopped and the replicated log may not
@@ -442,5 +444,23 @@ impl Shared {
             POSITION_FILE,
             format!("{position}\n").as_bytes(),
         )
+    }
+}
+
+impl KeepsRecords for Shared {
+    fn stamp(&self) -> u64 {
+        self.wal.stamp()
+    }
+
+    fn holds(&self, stamp: u64) -> bool {
+        self.wal.holds(stamp)
+    }
+
+    fn has_failed(&self) -> bool {
+        self.wal.has_failed()
+    }
+
+    fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 }

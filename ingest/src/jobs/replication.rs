@@ -7,6 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::log::{self, RecordKind};
+pub use super::log::{OutboxId, Unstored};
 
 /// Where a replicated record comes from: the incarnation of the data directory of the
 /// node that published it.
@@ -15,23 +16,6 @@ pub type Incarnation = u64;
 /// The file in an account's directory holding its outbox mark: every record this node
 /// took with an [`OutboxId`] up to it is stored in the replicated log.
 pub const OUTBOX_MARK_FILE: &str = "cluster-outbox";
-
-/// A record's place in this node's outbox: the count of the data directory's starts in
-/// the cluster when it was taken, and its number among that start's records. Ordered
-/// as the outbox publishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OutboxId {
-    /// The start it was taken in.
-    pub start: u32,
-    /// Its number in that start, from 1.
-    pub number: u64,
-}
-
-impl std::fmt::Display for OutboxId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.start, self.number)
-    }
-}
 
 /// An outbox id reserved for a record about to be logged, the lowest local log
 /// sequence the record can have, and the local log's stamp before it was handed over.
@@ -44,18 +28,6 @@ pub struct Reserved {
     /// The local log's stamp taken when the id was reserved, before the record was
     /// handed to the log ([`LocalLog::holds`]; 0: held already).
     pub stamp: u64,
-}
-
-/// A record taken for the outbox and not known to be stored (read back from the local
-/// log past the outbox mark when the account opens).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unstored {
-    /// Its outbox id.
-    pub id: OutboxId,
-    /// Its kind.
-    pub kind: RecordKind,
-    /// The record.
-    pub payload: Vec<u8>,
 }
 
 /// Saves the outbox mark of the account in `dir` (atomically, durably).
@@ -83,29 +55,43 @@ pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
 /// lacks, once restarted, a record the others hold: every record is on every node, or
 /// (lost within the window of the node that took it) on none.
 #[derive(Clone)]
-pub struct LocalLog(pub(super) std::sync::Arc<super::Shared>);
+pub struct LocalLog(pub(super) std::sync::Arc<dyn KeepsRecords>);
+
+/// What the outbox asks of an account's local log (the jobs' account state implements
+/// it): a stamp before a record is handed over, and whether the log keeps what was
+/// handed to it before a stamp.
+pub(crate) trait KeepsRecords: Send + Sync {
+    /// A stamp of now, taken before a record is handed to the log.
+    fn stamp(&self) -> u64;
+    /// Whether every record handed to the log before `stamp` is kept there.
+    fn holds(&self, stamp: u64) -> bool;
+    /// Whether the log has failed.
+    fn has_failed(&self) -> bool;
+    /// The account's directory (for its name in messages).
+    fn dir(&self) -> &Path;
+}
 
 impl LocalLog {
     /// A stamp of now, taken before a record is handed to the log.
     pub fn stamp(&self) -> u64 {
-        self.0.wal.stamp()
+        self.0.stamp()
     }
 
     /// Whether every record handed to the log before `stamp` is kept there (false for
     /// good once the log has failed).
     pub fn holds(&self, stamp: u64) -> bool {
-        self.0.wal.holds(stamp)
+        self.0.holds(stamp)
     }
 
     /// Whether the log has failed: what it was handed last may never be kept.
     pub fn has_failed(&self) -> bool {
-        self.0.wal.has_failed()
+        self.0.has_failed()
     }
 }
 
 impl std::fmt::Debug for LocalLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("LocalLog").field(&self.0.dir).finish()
+        f.debug_tuple("LocalLog").field(&self.0.dir()).finish()
     }
 }
 
