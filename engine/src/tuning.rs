@@ -409,14 +409,7 @@ impl Tuner {
     /// Returns whether it did.
     pub fn restore(&self, setting: ListSetting) -> bool {
         let mut state = self.state.lock();
-        if state.tuning == Tuning::Off {
-            return false;
-        }
-        let Some(at) = state.board.grid.iter().position(|s| *s == setting) else {
-            return false;
-        };
-        state.board.active = at;
-        true
+        state.tuning != Tuning::Off && state.board.restore(setting)
     }
 
     /// Bumped by every switch.

@@ -54,6 +54,16 @@ impl<S: Copy + PartialEq> Board<S> {
         self.active = active;
     }
 
+    /// Makes `setting` (one chosen before a restart) the active one, if the grid has
+    /// it. Returns whether it did.
+    pub(crate) fn restore(&mut self, setting: S) -> bool {
+        let Some(at) = self.grid.iter().position(|s| *s == setting) else {
+            return false;
+        };
+        self.active = at;
+        true
+    }
+
     /// The active setting.
     pub(crate) fn active(&self) -> Option<S> {
         self.grid.get(self.active).copied()

@@ -283,13 +283,9 @@ impl RecipeTuner {
     /// the grid has it. Returns whether it did.
     pub fn restore(&self, recipe: Recipe) -> bool {
         let mut state = self.state.lock();
-        if !state.on {
+        if !state.on || !state.board.restore(recipe) {
             return false;
         }
-        let Some(at) = state.board.grid.iter().position(|r| *r == recipe) else {
-            return false;
-        };
-        state.board.active = at;
         self.generation.fetch_add(1, Ordering::Release);
         true
     }

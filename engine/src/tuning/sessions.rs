@@ -212,13 +212,9 @@ impl SessionTuner {
     /// the grid has it. Returns whether it did.
     pub fn restore(&self, setting: SessionSetting) -> bool {
         let mut state = self.state.lock();
-        if !state.on {
+        if !state.on || !state.board.restore(setting) {
             return false;
         }
-        let Some(at) = state.board.grid.iter().position(|s| *s == setting) else {
-            return false;
-        };
-        state.board.active = at;
         self.generation.fetch_add(1, Ordering::Release);
         true
     }

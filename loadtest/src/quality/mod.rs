@@ -604,17 +604,7 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         trials,
         recipe_switches.len()
     );
-    for switch in &recipe_switches {
-        println!(
-            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
-            switch["from"],
-            switch["to"],
-            switch["trials"],
-            switch["wins"],
-            switch["losses"],
-            switch["evidence"].as_f64().unwrap_or(f64::NAN)
-        );
-    }
+    print_switches(&recipe_switches);
     let sessions = &models["sessions"];
     let session_switches = sessions["switches"].as_array().cloned().unwrap_or_default();
     println!(
@@ -623,17 +613,7 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         sessions["active"]["steps"],
         session_switches.len()
     );
-    for switch in &session_switches {
-        println!(
-            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
-            switch["from"],
-            switch["to"],
-            switch["trials"],
-            switch["wins"],
-            switch["losses"],
-            switch["evidence"].as_f64().unwrap_or(f64::NAN)
-        );
-    }
+    print_switches(&session_switches);
     Ok(json!({
         "after": phase,
         "interactions_sent": sent,
@@ -645,4 +625,19 @@ async fn tuned(server: &mut vitrine::Vitrine, phase: &str, sent: usize) -> anyho
         "recipe": recipe,
         "sessions": sessions,
     }))
+}
+
+/// Each switch of a tuned setting whose `from` and `to` print as they are.
+fn print_switches(switches: &[Value]) {
+    for switch in switches {
+        println!(
+            "    switched from {} to {} after {} trials ({} won, {} lost, evidence {:.2})",
+            switch["from"],
+            switch["to"],
+            switch["trials"],
+            switch["wins"],
+            switch["losses"],
+            switch["evidence"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
 }
