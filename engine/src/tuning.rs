@@ -70,6 +70,23 @@ pub struct Trial {
     pub now: UnixMillis,
 }
 
+/// Whether a tuner of a part an account may not have (`personalized`'s recipe,
+/// `similar_sessions`' neighbourhood) takes trials: the account tunes, and has the part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// It takes trials and its choice is read.
+    Yes,
+    /// The configured setting, always.
+    No,
+}
+
+impl Runs {
+    /// [`Runs::Yes`] when `condition` holds.
+    pub fn when(condition: bool) -> Runs {
+        if condition { Runs::Yes } else { Runs::No }
+    }
+}
+
 /// What an account's configuration asks of self-tuning.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tuning {

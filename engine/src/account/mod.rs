@@ -251,11 +251,14 @@ impl Account {
         let tuning = settings.tuning;
         let recipe_tuner = crate::tuning::recipe::RecipeTuner::new(
             &settings.zones,
-            settings.tunes_recipe(),
+            crate::tuning::Runs::when(settings.tunes_recipe()),
             models.tuning_trials_per_second,
         );
-        let session_tuner =
-            crate::tuning::sessions::SessionTuner::new(tuning, settings.tunes_sessions(), &models);
+        let session_tuner = crate::tuning::sessions::SessionTuner::new(
+            tuning,
+            crate::tuning::Runs::when(settings.tunes_sessions()),
+            &models,
+        );
         let similar_sessions = SessionIndex::new(models.sessions);
         similar_sessions.configure(session_tuner.active());
         let catalogue = Arc::new(catalogue);
@@ -333,12 +336,12 @@ impl Account {
         self.similar_sessions
             .configure(self.session_tuner.reconfigure(
                 settings.tuning,
-                settings.tunes_sessions(),
+                crate::tuning::Runs::when(settings.tunes_sessions()),
                 &settings.models,
             ));
         self.recipe_tuner.reconfigure(
             &settings.zones,
-            settings.tunes_recipe(),
+            crate::tuning::Runs::when(settings.tunes_recipe()),
             settings.models.tuning_trials_per_second,
         );
         let zones = match self.recipe_tuner.active() {

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{Board, Switch, Tally, active_in, threshold};
+use super::{Board, Runs, Switch, Tally, active_in, threshold};
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
 pub use crate::zone::RecipePins;
@@ -207,15 +207,15 @@ fn tuned_zone(zones: &[ZoneSpec]) -> Option<&ZoneSpec> {
 }
 
 impl RecipeTuner {
-    /// Tuning of the first `personalized` zone of `zones`, when `on`, at most
+    /// Tuning of the first `personalized` zone of `zones`, when it `runs`, at most
     /// `per_second` trials a second.
-    pub fn new(zones: &[ZoneSpec], on: bool, per_second: u32) -> RecipeTuner {
+    pub fn new(zones: &[ZoneSpec], runs: Runs, per_second: u32) -> RecipeTuner {
         let zone = tuned_zone(zones).cloned();
         let grid = zone.as_ref().map(recipe_grid).unwrap_or_default();
         RecipeTuner {
             state: Mutex::new(State {
                 zone,
-                on,
+                on: runs == Runs::Yes,
                 board: Board::anchored(grid),
                 bucket: TokenBucket::new(per_second),
             }),
@@ -225,7 +225,8 @@ impl RecipeTuner {
 
     /// A new configuration (a reload): the grid of its first `personalized` zone; the
     /// active recipe stays if the new grid has it, else the configured one is active.
-    pub fn reconfigure(&self, zones: &[ZoneSpec], on: bool, per_second: u32) {
+    pub fn reconfigure(&self, zones: &[ZoneSpec], runs: Runs, per_second: u32) {
+        let on = runs == Runs::Yes;
         let zone = tuned_zone(zones).cloned();
         let grid = zone.as_ref().map(recipe_grid).unwrap_or_default();
         let mut state = self.state.lock();

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::{Board, Pending, Pins, Switch, Tally, Tuning, active_in, threshold};
+use super::{Board, Pending, Pins, Runs, Switch, Tally, Tuning, active_in, threshold};
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
 use crate::models::{ModelSettings, SessionSetting};
@@ -123,12 +123,13 @@ fn pinned(pins: Pins) -> (Option<usize>, Option<usize>) {
 }
 
 impl SessionTuner {
-    /// Tuning as `tuning` asks when `on` (see the module), from the configured `models`.
-    pub fn new(tuning: Tuning, on: bool, models: &ModelSettings) -> SessionTuner {
+    /// Tuning as `tuning` asks when it `runs` (see the module), from the configured
+    /// `models`.
+    pub fn new(tuning: Tuning, runs: Runs, models: &ModelSettings) -> SessionTuner {
         let grid = grid(tuning, models);
         SessionTuner {
             state: Mutex::new(State {
-                on,
+                on: runs == Runs::Yes,
                 pins: match tuning {
                     Tuning::Auto(pins) => pinned(pins),
                     Tuning::Off => (None, None),
@@ -143,8 +144,14 @@ impl SessionTuner {
     }
 
     /// A new configuration (a reload): the active setting stays if the new grid has
-    /// it and tuning is on, else the configured one is active. Returns the active one.
-    pub fn reconfigure(&self, tuning: Tuning, on: bool, models: &ModelSettings) -> SessionSetting {
+    /// it and tuning runs, else the configured one is active. Returns the active one.
+    pub fn reconfigure(
+        &self,
+        tuning: Tuning,
+        runs: Runs,
+        models: &ModelSettings,
+    ) -> SessionSetting {
+        let on = runs == Runs::Yes;
         let grid = grid(tuning, models);
         let mut state = self.state.lock();
         state.bucket.set_rate(models.tuning_trials_per_second);
@@ -272,7 +279,7 @@ mod tests {
     #[test]
     fn a_setting_that_wins_its_disagreements_becomes_active_and_only_while_tuning_is_on() {
         let models = ModelSettings::default();
-        let tuner = SessionTuner::new(Tuning::default(), true, &models);
+        let tuner = SessionTuner::new(Tuning::default(), Runs::Yes, &models);
         let grid = tuner.due(0).expect("a trial is due");
         let winner = grid.len() - 1;
         let mut switched = None;
@@ -288,7 +295,7 @@ mod tests {
         assert_eq!(switched, grid.get(winner).copied());
         assert_eq!(tuner.active(), grid[winner]);
         assert_eq!(tuner.report().switches.len(), 1);
-        let off = SessionTuner::new(Tuning::default(), false, &models);
+        let off = SessionTuner::new(Tuning::default(), Runs::No, &models);
         assert!(off.due(0).is_none());
         assert!(!off.restore(grid[winner]));
         assert_eq!(off.active(), models.session_setting);

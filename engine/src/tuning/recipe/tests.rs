@@ -87,7 +87,7 @@ fn a_recipe_fills_the_personalized_zones_but_what_each_pins() {
 #[test]
 fn the_tuner_tries_the_first_personalized_zone_and_keeps_its_recipe_through_a_reload() {
     let zones = [testing::zone("T", Strategy::Trending, 10), personalized()];
-    let tuner = RecipeTuner::new(&zones, true, 5);
+    let tuner = RecipeTuner::new(&zones, Runs::Yes, 5);
     let (zone, grid) = tuner.due(1_000).expect("a trial is due");
     assert_eq!(zone.id, "P");
     assert_eq!(grid.len(), 48);
@@ -95,14 +95,14 @@ fn the_tuner_tries_the_first_personalized_zone_and_keeps_its_recipe_through_a_re
     assert_eq!((0..10).filter(|_| tuner.due(1_000).is_some()).count(), 4);
     let chosen = grid[5];
     assert!(tuner.restore(chosen));
-    tuner.reconfigure(&zones, true, 5);
+    tuner.reconfigure(&zones, Runs::Yes, 5);
     assert_eq!(tuner.active(), Some(chosen));
     // Off: nothing tried, nothing applied.
-    tuner.reconfigure(&zones, false, 5);
+    tuner.reconfigure(&zones, Runs::No, 5);
     assert_eq!(tuner.active(), None);
     assert!(tuner.due(10_000).is_none());
     // No personalized zone: nothing to tune.
-    let none = RecipeTuner::new(&zones[..1], true, 5);
+    let none = RecipeTuner::new(&zones[..1], Runs::Yes, 5);
     assert!(none.due(1_000).is_none());
     assert_eq!(none.report().zone, None);
 }
