@@ -26,7 +26,10 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     let mut errors = Errors::default();
     let url = fields.req_nonempty_str("url", &mut errors);
     if let Some(url) = url
-        && let Err(message) = check_feed_url(url, state.config().allow_private_feed_addresses)
+        && let Err(message) = check_feed_url(
+            url,
+            Addresses::of(state.config().allow_private_feed_addresses),
+        )
     {
         errors.push("url", message.to_string());
     }
@@ -68,10 +71,30 @@ pub enum FeedUrlError {
     Private(String),
 }
 
+/// Which hosts a feed URL may name literally (`feeds.allow_private_addresses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addresses {
+    /// Public ones only: a private or loopback address, or `localhost`, is refused.
+    PublicOnly,
+    /// Private and loopback ones too.
+    PrivateAllowed,
+}
+
+impl Addresses {
+    /// What `feeds.allow_private_addresses` says.
+    pub fn of(allow_private: bool) -> Addresses {
+        if allow_private {
+            Addresses::PrivateAllowed
+        } else {
+            Addresses::PublicOnly
+        }
+    }
+}
+
 /// Checks a feed URL: http or https, a host, no credentials; a literal private or
-/// loopback address (or `localhost`) only when the configuration allows it. Host names
-/// are checked again when they are resolved for the download.
-pub fn check_feed_url(url: &str, allow_private: bool) -> Result<(), FeedUrlError> {
+/// loopback address (or `localhost`) only when `addresses` allows it. Host names are
+/// checked again when they are resolved for the download.
+pub fn check_feed_url(url: &str, addresses: Addresses) -> Result<(), FeedUrlError> {
     if url.len() > MAX_FEED_URL_LEN {
         return Err(FeedUrlError::TooLong);
     }
@@ -96,7 +119,7 @@ pub fn check_feed_url(url: &str, allow_private: bool) -> Result<(), FeedUrlError
     if host.is_empty() {
         return Err(FeedUrlError::NoHost(url.to_owned()));
     }
-    if !allow_private && is_private_host(host) {
+    if addresses == Addresses::PublicOnly && is_private_host(host) {
         return Err(FeedUrlError::Private(host.to_owned()));
     }
     Ok(())
@@ -145,17 +168,17 @@ mod tests {
 
     #[test]
     fn feed_urls_are_checked() {
-        assert!(check_feed_url("https://shop.example/feed.json", false).is_ok());
-        assert!(check_feed_url("http://shop.example:8080/f?x=1", false).is_ok());
+        assert!(check_feed_url("https://shop.example/feed.json", Addresses::PublicOnly).is_ok());
+        assert!(check_feed_url("http://shop.example:8080/f?x=1", Addresses::PublicOnly).is_ok());
         assert!(
-            check_feed_url("ftp://shop.example/feed.json", false)
+            check_feed_url("ftp://shop.example/feed.json", Addresses::PublicOnly)
                 .unwrap_err()
                 .to_string()
                 .contains("scheme \"ftp\"")
         );
-        assert!(check_feed_url("shop.example/feed.json", false).is_err());
+        assert!(check_feed_url("shop.example/feed.json", Addresses::PublicOnly).is_err());
         assert!(
-            check_feed_url("https://user:pw@shop.example/f", false)
+            check_feed_url("https://user:pw@shop.example/f", Addresses::PublicOnly)
                 .unwrap_err()
                 .to_string()
                 .contains("credentials")
@@ -168,13 +191,16 @@ mod tests {
             "http://192.168.0.1/f",
         ] {
             assert!(
-                check_feed_url(private, false)
+                check_feed_url(private, Addresses::PublicOnly)
                     .unwrap_err()
                     .to_string()
                     .contains("allow_private_addresses"),
                 "{private}"
             );
-            assert!(check_feed_url(private, true).is_ok(), "{private}");
+            assert!(
+                check_feed_url(private, Addresses::PrivateAllowed).is_ok(),
+                "{private}"
+            );
         }
     }
 }

@@ -459,7 +459,7 @@ impl AccountJobs {
 
     /// Writes a state snapshot now and cuts the log behind the kept snapshots.
     pub fn checkpoint(&self) -> Result<CheckpointReport, RebuildError> {
-        self.shared.checkpoint(true)
+        self.shared.checkpoint(rebuild::Before::CatalogueIfNone)
     }
 
     /// Builds a new base with `build` (on the ingest pool) from the current catalogue,
@@ -546,7 +546,7 @@ impl AccountJobs {
             drop(sender);
             let _ = compactor.join();
             // Once per stop: a state snapshot, so that a restart replays little.
-            if let Err(error) = self.shared.checkpoint(false) {
+            if let Err(error) = self.shared.checkpoint(rebuild::Before::Nothing) {
                 let key = &self.shared.account.access_key();
                 tracing::error!(account = %key, %error, "state snapshot at shutdown failed");
             }

@@ -20,6 +20,16 @@ use super::{
 use crate::delta::{self, Mode};
 use crate::{state, store};
 
+/// What a checkpoint writes before its state snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Before {
+    /// A catalogue snapshot when the account has none yet, so that the log can be cut
+    /// at all.
+    CatalogueIfNone,
+    /// Nothing: a stop only wants a quick restart.
+    Nothing,
+}
+
 impl Shared {
     pub(super) fn run_compactor(&self, receiver: &mpsc::Receiver<()>) {
         let key = &self.account.access_key();
@@ -36,7 +46,7 @@ impl Shared {
             };
             if last_checkpoint.elapsed() >= self.config.state_interval {
                 last_checkpoint = Instant::now();
-                match self.checkpoint(true) {
+                match self.checkpoint(Before::CatalogueIfNone) {
                     Ok(report) => tracing::debug!(
                         account = %key,
                         snapshot = %report.saved.path.display(),
@@ -144,14 +154,13 @@ impl Shared {
     }
 
     /// Writes a state snapshot at the log's current position, then deletes log segments
-    /// behind every kept snapshot. With `compact`, a catalogue snapshot is written first
-    /// when the account has none yet, so that the log can be cut at all (a stop skips
-    /// it: it only wants a quick restart); an overlay waits for its own compaction.
-    pub(super) fn checkpoint(&self, compact: bool) -> Result<CheckpointReport, RebuildError> {
+    /// behind every kept snapshot; `before` says whether a catalogue snapshot is written
+    /// first when the account has none yet (an overlay waits for its own compaction).
+    pub(super) fn checkpoint(&self, before: Before) -> Result<CheckpointReport, RebuildError> {
         let catalogued = snapshot::oldest_position(&self.dir, store::PREFIX)
             .map_err(store::StoreError::from)?
             .is_some();
-        if compact && !catalogued {
+        if before == Before::CatalogueIfNone && !catalogued {
             // A rebuild ends with a state snapshot.
             return Ok(self.rebuild_compacted()?.checkpoint);
         }

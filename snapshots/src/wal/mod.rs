@@ -40,6 +40,15 @@ pub use record::{
 };
 use writer::{Failure, Writer};
 
+/// Whether an append is refused when the writer's backlog is at its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backlog {
+    /// Refused: an append that does not wait for its record.
+    Bounded,
+    /// Let in: an append that waits for its record, or one that waited for room.
+    Waited,
+}
+
 /// An open log.
 pub struct Wal {
     sender: RwLock<Option<mpsc::Sender<Append>>>,
@@ -174,7 +183,7 @@ impl Wal {
                 request,
                 reply: None,
             },
-            false,
+            Backlog::Waited,
         )
     }
 
@@ -297,17 +306,21 @@ impl Wal {
     /// Hands `append` to the writer. Every request after a failed write is refused
     /// here, and one that does not wait while the backlog is at its bound.
     fn send_append(&self, append: Append) -> Result<()> {
-        let bounded = append.reply.is_none();
-        self.send(append, bounded)
+        let backlog = if append.reply.is_none() {
+            Backlog::Bounded
+        } else {
+            Backlog::Waited
+        };
+        self.send(append, backlog)
     }
 
-    /// [`Wal::send_append`], refused at the backlog's bound only when `bounded`.
-    fn send(&self, append: Append, bounded: bool) -> Result<()> {
+    /// [`Wal::send_append`], refused at the backlog's bound when it is `Bounded`.
+    fn send(&self, append: Append, backlog: Backlog) -> Result<()> {
         if let Some(failure) = self.failed.get() {
             return Err(Error::Wal(WalError::Stopped(Box::new(failure))));
         }
         let waits = append.reply.is_some();
-        if bounded {
+        if backlog == Backlog::Bounded {
             self.backlog_room()?;
         }
         self.stats.waiting.fetch_add(1, Ordering::Relaxed);
