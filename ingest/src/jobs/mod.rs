@@ -218,6 +218,16 @@ pub struct RebuildReport {
     pub checkpoint: CheckpointReport,
 }
 
+/// What a checkpoint writes before its state snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Before {
+    /// A catalogue snapshot when the account has none yet, so that the log can be cut
+    /// at all.
+    CatalogueIfNone,
+    /// Nothing: a stop only wants a quick restart.
+    Nothing,
+}
+
 /// What a checkpoint did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointReport {
@@ -459,7 +469,7 @@ impl AccountJobs {
 
     /// Writes a state snapshot now and cuts the log behind the kept snapshots.
     pub fn checkpoint(&self) -> Result<CheckpointReport, RebuildError> {
-        self.shared.checkpoint(rebuild::Before::CatalogueIfNone)
+        self.shared.checkpoint(Before::CatalogueIfNone)
     }
 
     /// Builds a new base with `build` (on the ingest pool) from the current catalogue,
@@ -546,7 +556,7 @@ impl AccountJobs {
             drop(sender);
             let _ = compactor.join();
             // Once per stop: a state snapshot, so that a restart replays little.
-            if let Err(error) = self.shared.checkpoint(rebuild::Before::Nothing) {
+            if let Err(error) = self.shared.checkpoint(Before::Nothing) {
                 let key = &self.shared.account.access_key();
                 tracing::error!(account = %key, %error, "state snapshot at shutdown failed");
             }

@@ -15,20 +15,11 @@ use vitrine_snapshots::snapshot;
 
 use super::locks::Checkpointing;
 use super::{
-    CheckpointReport, RebuildError, RebuildKind, RebuildReport, Rebuilt, Shared, SnapshotKind,
+    Before, CheckpointReport, RebuildError, RebuildKind, RebuildReport, Rebuilt, Shared,
+    SnapshotKind,
 };
 use crate::delta::{self, Mode};
 use crate::{state, store};
-
-/// What a checkpoint writes before its state snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Before {
-    /// A catalogue snapshot when the account has none yet, so that the log can be cut
-    /// at all.
-    CatalogueIfNone,
-    /// Nothing: a stop only wants a quick restart.
-    Nothing,
-}
 
 impl Shared {
     pub(super) fn run_compactor(&self, receiver: &mpsc::Receiver<()>) {
