@@ -37,7 +37,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesOrdered;
 use tokio::sync::{mpsc, oneshot};
 use vitrine_ingest::jobs::{
-    Incarnation, LocalLog, OutboxFigures, OutboxId, RecordKind, ReplicationError, Reserved,
+    Handed, Incarnation, LocalLog, OutboxFigures, OutboxId, RecordKind, ReplicationError, Reserved,
     Unstored, Wait,
 };
 
@@ -68,8 +68,9 @@ pub(crate) const HELD_POLL: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 struct Entry {
     id: OutboxId,
-    /// Where its record is in the local log (a record a request added).
-    reserved: Option<Reserved>,
+    /// Where its record is in the local log (a record a request added), and its
+    /// hand-over to that log.
+    reserved: Option<(Reserved, Handed)>,
     /// Whether it is being tried again after a failure.
     retry: bool,
     kind: RecordKind,
@@ -80,7 +81,12 @@ struct Entry {
 
 impl Entry {
     /// A record handed over now, nobody waiting for it yet.
-    fn new(id: OutboxId, reserved: Option<Reserved>, kind: RecordKind, payload: Vec<u8>) -> Entry {
+    fn new(
+        id: OutboxId,
+        reserved: Option<(Reserved, Handed)>,
+        kind: RecordKind,
+        payload: Vec<u8>,
+    ) -> Entry {
         Entry {
             id,
             reserved,
@@ -140,11 +146,7 @@ impl Outbox {
         let (sender, receiver) = mpsc::unbounded_channel();
         // Somewhere in the local log (held: read back from it); it is not cut until
         // they are stored.
-        let kept = |id| Reserved {
-            logged_from: 0,
-            id,
-            stamp: 0,
-        };
+        let kept = |id| Reserved { logged_from: 0, id };
         let reserved = unstored.iter().map(|record| kept(record.id)).collect();
         let outbox = Outbox {
             sender,
@@ -166,7 +168,7 @@ impl Outbox {
         for record in unstored {
             let entry = Entry::new(
                 record.id,
-                Some(kept(record.id)),
+                Some((kept(record.id), Handed::KEPT)),
                 record.kind,
                 record.payload,
             );
@@ -182,13 +184,11 @@ impl Outbox {
         }
     }
 
-    /// Reserves an id for a record about to be logged at `logged_from` or later, with
-    /// the local log's stamp of now (before the record is handed to it).
+    /// Reserves an id for a record about to be logged at `logged_from` or later.
     pub(crate) fn reserve(&self, logged_from: u64) -> Reserved {
         let reserved = Reserved {
             logged_from,
             id: self.next_id(),
-            stamp: self.local.as_ref().map_or(0, LocalLog::stamp),
         };
         self.depth.fetch_add(1, Ordering::AcqRel);
         if let Ok(mut set) = self.reserved.lock() {
@@ -240,21 +240,22 @@ impl Outbox {
         self.send(self.next_id(), None, kind, payload, wait)
     }
 
-    /// [`Outbox::push`] of a record logged under `reserved`.
+    /// [`Outbox::push`] of a record logged under `reserved`, published once the local
+    /// log holds its hand-over.
     pub(crate) fn push_reserved(
         &self,
-        reserved: Reserved,
+        (reserved, handed): (Reserved, Handed),
         kind: RecordKind,
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<Option<oneshot::Receiver<()>>, ReplicationError> {
-        self.send(reserved.id, Some(reserved), kind, payload, wait)
+        self.send(reserved.id, Some((reserved, handed)), kind, payload, wait)
     }
 
     fn send(
         &self,
         id: OutboxId,
-        reserved: Option<Reserved>,
+        reserved: Option<(Reserved, Handed)>,
         kind: RecordKind,
         payload: Vec<u8>,
         wait: Wait,
@@ -294,7 +295,7 @@ impl Outbox {
     }
 
     fn stored(&self, entry: Entry) {
-        if let Some(reserved) = entry.reserved
+        if let Some((reserved, _)) = entry.reserved
             && let Ok(mut set) = self.reserved.lock()
         {
             set.remove(&reserved);
@@ -310,10 +311,10 @@ impl Outbox {
     /// can no longer take it from this node. False when the log failed before it held
     /// the record: it is then never published.
     async fn held(&self, entry: &Entry) -> bool {
-        let (Some(local), Some(reserved)) = (&self.local, entry.reserved) else {
+        let (Some(local), Some((_, handed))) = (&self.local, entry.reserved) else {
             return true;
         };
-        while !local.holds(reserved.stamp) {
+        while !local.holds(handed) {
             if local.has_failed() {
                 return false;
             }
@@ -326,7 +327,7 @@ impl Outbox {
     /// was answered already, or is told the publisher stopped).
     fn discard(&self, entry: Entry) {
         tracing::error!(id = %entry.id, "the local log failed before it kept a record: the record is not published");
-        if let Some(reserved) = entry.reserved
+        if let Some((reserved, _)) = entry.reserved
             && let Ok(mut set) = self.reserved.lock()
         {
             set.remove(&reserved);

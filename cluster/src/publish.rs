@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{kv, object_store, stream};
 use vitrine_ingest::jobs::{
-    Claim, Incarnation, OutboxFigures, RecordKind, Replication, ReplicationError, Reserved, Scrub,
-    Wait,
+    Claim, Handed, Incarnation, OutboxFigures, RecordKind, Replication, ReplicationError, Reserved,
+    Scrub, Wait,
 };
 
 use crate::SnapshotNow;
@@ -62,11 +62,14 @@ impl Replication for StreamLog {
     fn publish_reserved(
         &self,
         reserved: Reserved,
+        handed: Handed,
         kind: RecordKind,
         payload: Vec<u8>,
         wait: Wait,
     ) -> Result<(), ReplicationError> {
-        let answer = self.outbox.push_reserved(reserved, kind, payload, wait)?;
+        let answer = self
+            .outbox
+            .push_reserved((reserved, handed), kind, payload, wait)?;
         self.wait_for(answer, wait)
     }
 

@@ -86,8 +86,8 @@ use self::replica::Durability;
 pub use self::replica::{Applied, POSITION_FILE};
 pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
 pub use self::replication::{
-    Claim, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE, OutboxFigures, OutboxId, Replication,
-    ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
+    Claim, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE, OutboxFigures, OutboxId,
+    Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
 };
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,

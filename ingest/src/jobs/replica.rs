@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering;
 use super::applying::Entered;
 use super::log::{self, RecordKind};
 use super::replication::{
-    Incarnation, KeepsRecords, LocalLog, OutboxFigures, Replication, Unstored, Wait,
+    Handed, Incarnation, KeepsRecords, LocalLog, OutboxFigures, Replication, Unstored, Wait,
 };
 use super::status::DeltaStatus;
 use super::worker::Queued;
@@ -343,7 +343,8 @@ impl AccountJobs {
         let Some(replica) = self.shared.replica.get() else {
             let appended = append(kind, payload);
             drop(applying);
-            return Ok(appended?);
+            appended?;
+            return Ok(());
         };
         let reserved = replica.log.reserve(wal.next_sequence());
         let appended = append(
@@ -351,13 +352,16 @@ impl AccountJobs {
             log::encode_outboxed(reserved.id, kind, &payload),
         );
         drop(applying);
-        if let Err(error) = appended {
-            replica.log.release(reserved);
-            return Err(error.into());
-        }
+        let handed = match appended {
+            Ok(handed) => handed,
+            Err(error) => {
+                replica.log.release(reserved);
+                return Err(error.into());
+            }
+        };
         replica
             .log
-            .publish_reserved(reserved, kind, payload, wait)
+            .publish_reserved(reserved, handed, kind, payload, wait)
             .map_err(SubmitError::Replication)
     }
 
@@ -448,12 +452,8 @@ impl Shared {
 }
 
 impl KeepsRecords for Shared {
-    fn stamp(&self) -> u64 {
-        self.wal.stamp()
-    }
-
-    fn holds(&self, stamp: u64) -> bool {
-        self.wal.holds(stamp)
+    fn holds(&self, handed: Handed) -> bool {
+        self.wal.holds(handed)
     }
 
     fn has_failed(&self) -> bool {

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::log::{self, RecordKind};
 pub use super::log::{OutboxId, Unstored};
+pub use vitrine_snapshots::wal::Handed;
 
 /// Where a replicated record comes from: the incarnation of the data directory of the
 /// node that published it.
@@ -17,17 +18,14 @@ pub type Incarnation = u64;
 /// took with an [`OutboxId`] up to it is stored in the replicated log.
 pub const OUTBOX_MARK_FILE: &str = "cluster-outbox";
 
-/// An outbox id reserved for a record about to be logged, the lowest local log
-/// sequence the record can have, and the local log's stamp before it was handed over.
+/// An outbox id reserved for a record about to be logged, and the lowest local log
+/// sequence the record can have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Reserved {
     /// The lowest local log sequence of the record.
     pub logged_from: u64,
     /// Its outbox id.
     pub id: OutboxId,
-    /// The local log's stamp taken when the id was reserved, before the record was
-    /// handed to the log ([`LocalLog::holds`]; 0: held already).
-    pub stamp: u64,
 }
 
 /// Saves the outbox mark of the account in `dir` (atomically, durably).
@@ -58,13 +56,10 @@ pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
 pub struct LocalLog(pub(super) std::sync::Arc<dyn KeepsRecords>);
 
 /// What the outbox asks of an account's local log (the jobs' account state implements
-/// it): a stamp before a record is handed over, and whether the log keeps what was
-/// handed to it before a stamp.
+/// it): whether a record handed to it is kept there yet.
 pub(crate) trait KeepsRecords: Send + Sync {
-    /// A stamp of now, taken before a record is handed to the log.
-    fn stamp(&self) -> u64;
-    /// Whether every record handed to the log before `stamp` is kept there.
-    fn holds(&self, stamp: u64) -> bool;
+    /// Whether the record of `handed` (and every one handed over before it) is kept.
+    fn holds(&self, handed: Handed) -> bool;
     /// Whether the log has failed.
     fn has_failed(&self) -> bool;
     /// The account's directory (for its name in messages).
@@ -72,15 +67,10 @@ pub(crate) trait KeepsRecords: Send + Sync {
 }
 
 impl LocalLog {
-    /// A stamp of now, taken before a record is handed to the log.
-    pub fn stamp(&self) -> u64 {
-        self.0.stamp()
-    }
-
-    /// Whether every record handed to the log before `stamp` is kept there (false for
-    /// good once the log has failed).
-    pub fn holds(&self, stamp: u64) -> bool {
-        self.0.holds(stamp)
+    /// Whether the record of `handed` (and every one handed over before it) is kept
+    /// (false for good once the log has failed).
+    pub fn holds(&self, handed: Handed) -> bool {
+        self.0.holds(handed)
     }
 
     /// Whether the log has failed: what it was handed last may never be kept.
@@ -233,10 +223,12 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
     fn reserve(&self, logged_from: u64) -> Reserved;
 
     /// [`Replication::publish`] of a record logged under a reserved id (published with
-    /// it, so that a restart publishing it again stores it once).
+    /// it, so that a restart publishing it again stores it once), once the local log
+    /// holds its hand-over `handed`.
     fn publish_reserved(
         &self,
         reserved: Reserved,
+        handed: Handed,
         kind: RecordKind,
         payload: Vec<u8>,
         wait: Wait,

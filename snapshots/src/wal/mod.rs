@@ -49,6 +49,19 @@ enum Backlog {
     Waited,
 }
 
+/// A record's hand-over to the writer, as an append that does not wait returns it: the
+/// instant (on the log's clock) just after the record was sent. [`Wal::holds`] tells
+/// when the record is kept. Only an append makes one: an instant read before a record
+/// is sent could be covered by a batch the writer drained before the record reached it
+/// (the sender preempted in between), and would call the record kept while it is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Handed(u64);
+
+impl Handed {
+    /// The hand-over of a record known to be kept already (read back from the log).
+    pub const KEPT: Handed = Handed(0);
+}
+
 /// An open log.
 pub struct Wal {
     sender: RwLock<Option<mpsc::Sender<Append>>>,
@@ -144,9 +157,9 @@ impl Wal {
     /// allows: with `always` once it is fsynced, otherwise once it is handed to the
     /// writer (written next, in order; `interval` fsyncs it within the interval). A log
     /// that failed earlier refuses it.
-    pub fn append_under_policy(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+    pub fn append_under_policy(&self, kind: u8, payload: Vec<u8>) -> Result<Handed> {
         if self.policy == SyncPolicy::Always {
-            return self.append(kind, payload).map(|_| ());
+            return self.append(kind, payload).map(|_| Handed::KEPT);
         }
         self.append_unwaited(kind, payload)
     }
@@ -154,20 +167,21 @@ impl Wal {
     /// Hands a record to the writer and returns without waiting, whatever the policy
     /// (written next, in order, and fsynced with what follows it): for records whose
     /// loss in a crash costs nothing acknowledged. A log that failed earlier refuses it.
-    pub fn append_unwaited(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+    pub fn append_unwaited(&self, kind: u8, payload: Vec<u8>) -> Result<Handed> {
         self.send_append(Append {
             request: record(kind, payload, Durability::Policy)?,
             reply: None,
-        })
+        })?;
+        Ok(self.handed())
     }
 
     /// [`Wal::append_under_policy`] for a record that must be logged whatever the load
     /// (one applied from a replicated log, whose refusal would stop the replication):
     /// while the backlog is at its bound it waits for the writer to drain it, instead
     /// of being refused. A log that failed earlier refuses it.
-    pub fn append_under_policy_waiting(&self, kind: u8, payload: Vec<u8>) -> Result<()> {
+    pub fn append_under_policy_waiting(&self, kind: u8, payload: Vec<u8>) -> Result<Handed> {
         if self.policy == SyncPolicy::Always {
-            return self.append(kind, payload).map(|_| ());
+            return self.append(kind, payload).map(|_| Handed::KEPT);
         }
         let request = record(kind, payload, Durability::Policy)?;
         // At a bound of 0 it goes through once nothing waits.
@@ -184,7 +198,8 @@ impl Wal {
                 reply: None,
             },
             Backlog::Waited,
-        )
+        )?;
+        Ok(self.handed())
     }
 
     /// Appends a record and returns only once it is fsynced, whatever the policy.
@@ -205,24 +220,25 @@ impl Wal {
         self.submit(Request::Rotate)
     }
 
-    /// A stamp of now, taken before a record is handed over: once [`Wal::holds`] is
-    /// true of it, the record is kept as the policy keeps records.
-    pub fn stamp(&self) -> u64 {
-        self.progress.now()
+    /// The hand-over of a record sent to the writer just now: the instant is read after
+    /// the send, so that every batch the writer drains after it holds the record.
+    fn handed(&self) -> Handed {
+        Handed(self.progress.now())
     }
 
-    /// Whether every record handed over before `stamp` (from [`Wal::stamp`]) is kept as
+    /// Whether the record of `handed` (and every one handed over before it) is kept as
     /// the policy keeps records: fsynced under `always` and `interval`, written to its
     /// file (safe from the process's death, not the machine's) under `never`. A clock
     /// read and an atomic load; false for good once the log has failed.
-    pub fn holds(&self, stamp: u64) -> bool {
+    pub fn holds(&self, handed: Handed) -> bool {
         if self.failed.get().is_some() {
             return false;
         }
-        let durable = self.progress.durable_as_of.load(Ordering::Acquire) >= stamp;
+        let Handed(at) = handed;
+        let durable = self.progress.durable_as_of.load(Ordering::Acquire) >= at;
         match self.policy {
             SyncPolicy::Never => {
-                durable || self.progress.written_as_of.load(Ordering::Acquire) >= stamp
+                durable || self.progress.written_as_of.load(Ordering::Acquire) >= at
             }
             SyncPolicy::Always | SyncPolicy::Interval(_) => durable,
         }

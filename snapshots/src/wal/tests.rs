@@ -384,7 +384,7 @@ fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
     let mut refused = 0u64;
     for i in 0..10_000u32 {
         match wal.append_under_policy(1, i.to_le_bytes().to_vec()) {
-            Ok(()) => accepted += 1,
+            Ok(_) => accepted += 1,
             Err(Error::Backlog { waiting, limit }) => {
                 assert_eq!(limit, 3);
                 assert!(waiting >= 3);
@@ -430,10 +430,9 @@ fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
-        let stamp = wal.stamp();
-        wal.append_unwaited(1, b"one".to_vec()).unwrap();
+        let handed = wal.append_unwaited(1, b"one".to_vec()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !wal.holds(stamp) {
+        while !wal.holds(handed) {
             assert!(Instant::now() < deadline, "{policy:?}: never held");
             std::thread::sleep(Duration::from_millis(1));
         }
