@@ -167,7 +167,7 @@ fn download(jobs: &AccountJobs, job: &FeedJob, tools: &Tools<'_>) -> Result<Vec<
     })
 }
 
-/// A feed job of a cluster's account (see `jobs::replica_feeds`): built by the node
+/// A feed job of a cluster's account (see `jobs::replica::feeds`): built by the node
 /// whose runner claims it, which publishes the outcome; every node (that one included)
 /// reports the outcome once it has read it back and swapped the catalogue in.
 fn run_replicated(jobs: &AccountJobs, token: &str, tools: &Tools<'_>) -> FeedStatus {

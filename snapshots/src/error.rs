@@ -45,6 +45,17 @@ pub enum Error {
 /// Result of this crate's operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// The error of doing `action` on `path`, made from the system's error (for
+    /// `map_err`).
+    pub fn io(
+        action: &'static str,
+        path: &std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> Error {
+        io_error(action, path)
+    }
+}
+
 pub(crate) fn io_error(
     action: &'static str,
     path: impl Into<PathBuf>,

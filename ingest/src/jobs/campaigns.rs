@@ -23,9 +23,9 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_fields::Errors;
 
 use super::log::RecordKind;
-use super::replication::Wait;
 use super::{AccountJobs, SubmitError};
 use crate::campaigns::{self, Target};
+use crate::jobs::replica::port::Wait;
 
 /// How long a node waits for its own change (or draft) to come back from the replicated
 /// log.

@@ -8,8 +8,8 @@ use vitrine_engine::event::{Event, Order};
 use vitrine_engine::state::Tracked;
 
 use super::log::{self, RecordKind};
-use super::replication::Wait;
 use super::{AccountJobs, SubmitError};
+use crate::jobs::replica::port::Wait;
 
 /// Orders applied and logged together at most (one log record, one fsync).
 pub const IMPORT_CHUNK: usize = 1_000;

@@ -93,10 +93,10 @@ pub enum RecordKind {
     /// (8 bytes, little endian), the record's kind byte and the record (see `replica`).
     Replicated,
     /// In a cluster's replicated log only: a full feed submitted to one node, for the
-    /// cluster to build once (JSON, see `replica_feeds`).
+    /// cluster to build once (JSON, see `replica::feeds`).
     FeedSubmitted,
     /// In a cluster's replicated log only: a submitted feed's outcome, and where its
-    /// catalogue is in the cluster's object store (JSON, see `replica_feeds`).
+    /// catalogue is in the cluster's object store (JSON, see `replica::feeds`).
     FeedBuilt,
     /// A click on a product a zone showed, reported by the browser script: an rkyv
     /// archive of [`Clicked`].

@@ -31,9 +31,17 @@
 //! Modules: `status` (delta and feed statuses, the status file, the feed-job codec),
 //! `log` (record kinds and payloads), `campaigns` and `drafts` (campaign changes and
 //! drafts, logged as campaign records), `recovery` (start: state, log, feeds), `worker`
-//! (delta intake and the delta worker), `locks` (the lock order), `rebuild` (rebuilds, the compactor thread,
-//! checkpoints, the erasure flush), `feeds` (the feed queue), `pool` (the ingest pool
+//! (delta intake and the delta worker), `locks` (the lock order), `rebuild` (rebuilds,
+//! the compactor thread, checkpoints, the erasure flush), `feeds` (feed submissions and
+//! the feed queue), `streams` (streamed feeds), `history` (imported order history),
+//! `replica` (the account as a node of a cluster, and the port the cluster implements),
+//! `applying` (requests counted while they apply), `metrics`, `pool` (the ingest pool
 //! and thread priority).
+//!
+//! Each feature's module adds its methods to [`AccountJobs`]; the state it keeps there
+//! is defined in a child that names nothing of the jobs (`feeds::queue`,
+//! `streams::spool`, `worker::queue`, `replica::state`), so that this front holds the
+//! account's state without importing any feature (`scripts/import-circles`).
 
 mod applying;
 mod campaigns;
@@ -47,9 +55,6 @@ mod pool;
 mod rebuild;
 mod recovery;
 mod replica;
-mod replica_feeds;
-mod replica_snapshots;
-mod replication;
 mod status;
 mod streams;
 #[cfg(test)]
@@ -76,24 +81,23 @@ pub use self::campaigns::{
 };
 pub use self::drafts::{DraftError, DraftPart, DraftRequest, MAX_DRAFT_BYTES};
 pub use self::feeds::FEED_JOBS_KEPT;
-use self::feeds::Feeds;
+use self::feeds::queue::Feeds;
 pub use self::history::{IMPORT_CHUNK, ImportedOrders};
 pub use self::log::{Logged, RecordKind, inspect};
 pub use self::metrics::JobsMetrics;
 pub(crate) use self::metrics::SnapshotKind;
 pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thread_priority};
-use self::replica::Durability;
-pub use self::replica::{Applied, POSITION_FILE};
-pub use self::replica_snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
-pub use self::replication::{
-    Claim, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE, OutboxFigures, OutboxId,
-    Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
+use self::replica::state::Durability;
+pub use self::replica::{
+    Applied, Claim, FLOORS_FILE, Floors, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE,
+    OutboxFigures, OutboxId, POSITION_FILE, Replication, ReplicationError, Reserved, Scrub,
+    SnapshotSet, Unstored, Wait, is_fresh, save_outbox_mark,
 };
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,
 };
 pub use self::streams::{StreamError, StreamKind};
-use self::worker::{Deltas, Queued};
+use self::worker::queue::{Deltas, Queued};
 use crate::erasure::Forgotten;
 use crate::{state, store};
 
@@ -260,7 +264,7 @@ struct Shared {
     /// Feed jobs and their queue.
     feeds: Feeds,
     /// Feeds being streamed in.
-    streams: self::streams::Streams,
+    streams: self::streams::spool::Streams,
     /// Hashes of the identifiers erased.
     forgotten: Forgotten,
     /// The key of the erasures published to a cluster's replicated log (see
@@ -274,15 +278,15 @@ struct Shared {
     metrics: JobsMetrics,
     /// Set once when the account becomes a node of a cluster (see `replica`): read
     /// without a lock on the request path.
-    replica: std::sync::OnceLock<self::replica::Replica>,
+    replica: std::sync::OnceLock<self::replica::state::Replica>,
     /// The replicated log's sequence the account includes (0 outside a cluster).
     stream_position: std::sync::atomic::AtomicU64,
     /// The local log's sequence after the last delta queued from the replicated log: the
     /// catalogue includes every such delta once the worker applied through it.
     stream_deltas_queued: std::sync::atomic::AtomicU64,
     /// In a cluster: called with each feed job read from the replicated log that this
-    /// node did not know (see `replica_feeds`).
-    feed_hook: std::sync::OnceLock<self::replica_feeds::FeedHook>,
+    /// node did not know (see `replica::feeds`).
+    feed_hook: std::sync::OnceLock<self::replica::state::FeedHook>,
     /// Restored from a cluster's snapshots: what they include of the replicated log.
     floors: Floors,
     /// Records this node took before it stopped, past the outbox mark: for the outbox
@@ -568,17 +572,5 @@ impl AccountJobs {
 impl Drop for AccountJobs {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-pub(crate) fn io(
-    action: &'static str,
-    path: &Path,
-) -> impl FnOnce(std::io::Error) -> vitrine_snapshots::Error {
-    let path = path.to_path_buf();
-    move |source| vitrine_snapshots::Error::Io {
-        action,
-        path,
-        source,
     }
 }

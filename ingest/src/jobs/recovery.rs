@@ -15,14 +15,14 @@ use parking_lot::Mutex;
 use vitrine_engine::Account;
 use vitrine_snapshots::wal::{Record, Wal, WalConfig};
 
-use super::feeds::Feeds;
+use super::feeds::queue::Feeds;
 use super::locks::{Locks, SinceBase};
 use super::log::{self, RecordKind};
+use super::replica;
 use super::status::{DeltaStatus, DeltaStatuses};
-use super::streams::Streams;
-use super::worker::{Deltas, Logged, Queued};
-use super::{AccountJobs, JobsConfig, JobsMetrics, Recovery, Shared, SubmitError, io};
-use super::{replica, replication};
+use super::streams::spool::Streams;
+use super::worker::queue::{Deltas, Logged, Queued};
+use super::{AccountJobs, JobsConfig, JobsMetrics, Recovery, Shared, SubmitError};
 use crate::delta::{self, Mode};
 use crate::erasure::Forgotten;
 use crate::state;
@@ -39,7 +39,10 @@ impl AccountJobs {
         config: JobsConfig,
     ) -> Result<(AccountJobs, Recovery), SubmitError> {
         let feed_dir = dir.join("feeds");
-        fs::create_dir_all(&feed_dir).map_err(io("creating directory", &feed_dir))?;
+        fs::create_dir_all(&feed_dir).map_err(vitrine_snapshots::Error::io(
+            "creating directory",
+            &feed_dir,
+        ))?;
         let (restored_state, skipped_states) = state::restore(dir, &account)?;
         let state_position = restored_state.as_ref().map_or(0, |s| s.position);
         let (wal, log) = Wal::open(WalConfig {
@@ -65,7 +68,7 @@ impl AccountJobs {
             records,
             replicated,
             unstored,
-        } = log::unwrap_records(log.records, replication::outbox_mark(dir));
+        } = log::unwrap_records(log.records, replica::port::outbox_mark(dir));
         let stream_position = replicated.max(replica::saved_position(dir));
         let statuses = DeltaStatuses::load(dir);
         let since_base = replay_deltas(&account, &records, base_position, &statuses, &mut recovery);
@@ -116,14 +119,20 @@ impl AccountJobs {
         let compactor = thread::Builder::new()
             .name(format!("compact-{key}"))
             .spawn(move || compactor_shared.run_compactor(&compact_receiver))
-            .map_err(io("starting the compactor for", &shared.dir))?;
+            .map_err(vitrine_snapshots::Error::io(
+                "starting the compactor for",
+                &shared.dir,
+            ))?;
         let (sender, receiver) = mpsc::channel::<Queued>();
         let worker_shared = Arc::clone(&shared);
         let worker_compact = compact_sender.clone();
         let worker = thread::Builder::new()
             .name(format!("delta-{key}"))
             .spawn(move || worker_shared.run_worker(&receiver, &worker_compact))
-            .map_err(io("starting the delta worker for", &shared.dir))?;
+            .map_err(vitrine_snapshots::Error::io(
+                "starting the delta worker for",
+                &shared.dir,
+            ))?;
         Ok(AccountJobs {
             shared,
             intake: Mutex::new(Some(sender)),

@@ -15,107 +15,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use parking_lot::Mutex;
 use vitrine_engine::catalogue::UnixMillis;
 
+pub(super) mod spool;
+
+pub use spool::{StreamError, StreamKind};
+
 use super::status::{FeedJob, FeedStatus};
-use super::{AccountJobs, SubmitError, io};
-
-/// What a streamed feed holds, from the prefix of its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamKind {
-    /// `product-…`: a JSON document with `Products`.
-    Product,
-    /// `category-…`: `Categories`.
-    Category,
-    /// `brand-…`: `Brands`.
-    Brand,
-    /// `user-…`: `Users`.
-    User,
-    /// `orders-…`: the order history as CSV.
-    Orders,
-}
-
-impl StreamKind {
-    /// The kind of a feed name `<type>-<hex>` (1 to 40 lower-case hex digits).
-    pub fn of_name(name: &str) -> Option<StreamKind> {
-        let (kind, id) = name.split_once('-')?;
-        let id_ok = !id.is_empty()
-            && id.len() <= 40
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !id_ok {
-            return None;
-        }
-        match kind {
-            "product" => Some(StreamKind::Product),
-            "category" => Some(StreamKind::Category),
-            "brand" => Some(StreamKind::Brand),
-            "user" => Some(StreamKind::User),
-            "orders" => Some(StreamKind::Orders),
-            _ => None,
-        }
-    }
-}
-
-/// Why a piece of a streamed feed was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum StreamError {
-    /// The name is not `<type>-<hex>`.
-    #[error(
-        "feedName: expected <type>-<hex> with type product, category, brand, user or orders, got {0:?}"
-    )]
-    BadName(String),
-    /// No feed of that name is open (never created, closed already, or expired).
-    #[error("feedName: no open feed {0:?}; start it with feed-create")]
-    Unknown(String),
-    /// The feed would grow past the size limit; it is dropped.
-    #[error("the feed {name:?} is larger than the limit of {limit} bytes; it was dropped")]
-    TooLarge {
-        /// The feed.
-        name: String,
-        /// `feeds.max_bytes`.
-        limit: u64,
-    },
-    /// The spool or the job could not be written.
-    #[error("the feed could not be saved: {0}")]
-    Journal(#[from] vitrine_snapshots::Error),
-    /// In a cluster: the replicated log did not store the submission.
-    #[error("{0}")]
-    Replication(String),
-}
-
-/// The open feeds of an account: name → bytes so far. Locked for a whole piece, so
-/// pieces of one feed are written in the order they are taken.
-#[derive(Debug, Default)]
-pub(super) struct Streams {
-    open: Mutex<HashMap<String, u64>>,
-}
-
-impl Streams {
-    /// The spools left open by an earlier run, so that their feeds can go on.
-    pub(super) fn load(dir: &Path) -> Result<Streams, vitrine_snapshots::Error> {
-        let spool = dir.join("streams");
-        fs::create_dir_all(&spool).map_err(io("creating directory", &spool))?;
-        let mut open = HashMap::new();
-        for entry in fs::read_dir(&spool).map_err(io("reading directory", &spool))? {
-            let path = entry.map_err(io("reading directory", &spool))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".part"))
-                .filter(|n| StreamKind::of_name(n).is_some());
-            if let Some(name) = name {
-                let bytes = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                open.insert(name.to_owned(), bytes);
-            }
-        }
-        Ok(Streams {
-            open: Mutex::new(open),
-        })
-    }
-}
+use super::{AccountJobs, SubmitError};
 
 impl AccountJobs {
     /// Opens the streamed feed `name` with its first piece (a feed of that name still
@@ -130,7 +37,8 @@ impl AccountJobs {
         let mut open = self.shared.streams.open.lock();
         let path = self.spool_path(name);
         check_size(name, piece.len() as u64, limit)?;
-        let mut file = File::create(&path).map_err(io("creating", &path))?;
+        let mut file =
+            File::create(&path).map_err(vitrine_snapshots::Error::io("creating", &path))?;
         write_synced(&mut file, piece, &path)?;
         open.insert(name.to_owned(), piece.len() as u64);
         Ok(kind)
@@ -191,10 +99,11 @@ impl AccountJobs {
     fn move_into_feeds(&self, token: &str, from: &Path) -> Result<PathBuf, StreamError> {
         let feeds = self.shared.dir.join("feeds");
         let closed = feeds.join(format!("{token}.stream"));
-        fs::rename(from, &closed).map_err(io("moving into place", &closed))?;
+        fs::rename(from, &closed)
+            .map_err(vitrine_snapshots::Error::io("moving into place", &closed))?;
         File::open(&feeds)
             .and_then(|d| d.sync_all())
-            .map_err(io("syncing directory", &feeds))?;
+            .map_err(vitrine_snapshots::Error::io("syncing directory", &feeds))?;
         Ok(closed)
     }
 
@@ -279,7 +188,7 @@ impl AccountJobs {
         let mut file = OpenOptions::new()
             .append(true)
             .open(&path)
-            .map_err(io("opening", &path))?;
+            .map_err(vitrine_snapshots::Error::io("opening", &path))?;
         write_synced(&mut file, piece, &path)?;
         open.insert(name.to_owned(), total);
         Ok(())
@@ -301,7 +210,9 @@ fn check_size(name: &str, bytes: u64, limit: u64) -> Result<(), StreamError> {
 }
 
 fn write_synced(file: &mut File, bytes: &[u8], path: &Path) -> Result<(), StreamError> {
-    file.write_all(bytes).map_err(io("writing", path))?;
-    file.sync_data().map_err(io("syncing", path))?;
+    file.write_all(bytes)
+        .map_err(vitrine_snapshots::Error::io("writing", path))?;
+    file.sync_data()
+        .map_err(vitrine_snapshots::Error::io("syncing", path))?;
     Ok(())
 }

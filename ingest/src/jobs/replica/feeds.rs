@@ -36,12 +36,13 @@ use serde::{Deserialize, Serialize};
 use vitrine_engine::catalogue::{Catalogue, CatalogueData};
 use vitrine_snapshots::snapshot::{self, Kind};
 
-use super::log::{self, RecordKind};
-use super::replica::Applied;
-use super::replication::{Claim, ReplicationError, Wait};
-use super::status::{FeedJob, FeedStatus};
-use super::{AccountJobs, RebuildError, RebuildKind, Rebuilt, SubmitError};
 use crate::delta::{self, Mode};
+use crate::jobs::log::{self, RecordKind};
+use crate::jobs::replica::Applied;
+use crate::jobs::replica::port::{Claim, ReplicationError, Wait};
+use crate::jobs::replica::state::FeedHook;
+use crate::jobs::status::{FeedJob, FeedStatus};
+use crate::jobs::{AccountJobs, RebuildError, RebuildKind, Rebuilt, SubmitError};
 use crate::store;
 
 /// Wait between two tries of a step that needs the cluster (a download, a claim).
@@ -60,7 +61,7 @@ struct Submitted {
 
 /// A [`RecordKind::FeedBuilt`] record: a job's outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Built {
+pub(in crate::jobs) struct Built {
     /// The job's token.
     pub token: String,
     /// The job: the sequence of its submission in the replicated log.
@@ -79,7 +80,7 @@ pub(super) struct Built {
 
 impl Built {
     /// The outcome as a feed status (anything but `Complete` is a failure).
-    pub(super) fn status(&self) -> FeedStatus {
+    pub(in crate::jobs) fn status(&self) -> FeedStatus {
         match FeedStatus::from_parts(&self.outcome, self.error.clone(), self.detail.clone()) {
             Some(FeedStatus::Processing) | None => {
                 FeedStatus::Failed(self.error.clone().unwrap_or_default())
@@ -113,7 +114,7 @@ impl AccountJobs {
     /// Publishes a journaled feed job for the cluster to build (nothing on a single
     /// node); a streamed feed's body (at `body`) is stored as a shared object first.
     /// When the replicated log does not store the submission, the job is marked failed.
-    pub(super) fn announce_feed(
+    pub(in crate::jobs) fn announce_feed(
         &self,
         job: &FeedJob,
         body: Option<&Path>,
@@ -165,7 +166,7 @@ impl AccountJobs {
 
     /// A [`RecordKind::FeedSubmitted`] record at `sequence`: the job is journaled (or,
     /// submitted here, named by its sequence) and a new one handed to the feed runner.
-    pub(super) fn apply_feed_submitted(
+    pub(in crate::jobs) fn apply_feed_submitted(
         &self,
         sequence: u64,
         payload: &[u8],
@@ -212,7 +213,7 @@ impl AccountJobs {
     /// A [`RecordKind::FeedBuilt`] record at `sequence`: the built catalogue is swapped
     /// in (with the deltas since the submission applied again on top) and the job gets
     /// its outcome. Waits (retrying) while the cluster cannot be read.
-    pub(super) fn apply_feed_built(
+    pub(in crate::jobs) fn apply_feed_built(
         &self,
         sequence: u64,
         payload: &[u8],
@@ -411,16 +412,6 @@ impl AccountJobs {
             tracing::warn!(account = %self.shared.account.access_key(), %error, "old shared feed objects could not be deleted");
         }
         Ok(())
-    }
-}
-
-/// What is called with each feed job read from the replicated log that the node did
-/// not know.
-pub(super) struct FeedHook(Box<dyn Fn(String) + Send + Sync>);
-
-impl std::fmt::Debug for FeedHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FeedHook")
     }
 }
 

@@ -4,73 +4,22 @@
 //! token's status once the version holding it is served.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 
-use super::locks::SinceBase;
+pub(super) mod queue;
+
+use queue::{Logged, Queued};
+
 use super::log::{self, RecordKind};
-use super::replication::{ReplicationError, Wait};
-use super::status::{DeltaStatus, DeltaStatuses, TAKEN_NOT_READ, UNKNOWN_TOKEN};
+use super::status::{DeltaStatus, TAKEN_NOT_READ, UNKNOWN_TOKEN};
 use super::{AccountJobs, Shared, SubmitError};
 use crate::delta::{self, Delta, Mode};
+use crate::jobs::replica::port::{ReplicationError, Wait};
 
 /// Deltas applied per catalogue version at most (under load several queued deltas share
 /// one version; each is still applied all or nothing).
 const BATCH: usize = 256;
-
-/// A delta applied since the current base was built.
-#[derive(Debug, Clone)]
-pub(super) struct Logged {
-    pub(super) sequence: u64,
-    pub(super) delta: Arc<Delta>,
-}
-
-/// A logged delta on its way to the worker.
-#[derive(Debug)]
-pub(super) struct Queued {
-    token: String,
-    sequence: u64,
-    /// Its sequence in the replicated log (0: taken by this node alone).
-    stream: u64,
-    delta: Arc<Delta>,
-}
-
-/// The account's deltas: statuses, how far the catalogue includes the log, and the
-/// deltas that make up the current overlay.
-#[derive(Debug)]
-pub(super) struct Deltas {
-    /// token → (log sequence, status).
-    pub(super) statuses: DeltaStatuses,
-    /// Log sequence after the last applied delta: everything before it is in the
-    /// account's catalogue.
-    pub(super) applied_through: AtomicU64,
-    /// Deltas counted in before their log append and out once applied: when none is
-    /// pending, the catalogue includes every delta before the log's next sequence.
-    pub(super) pending: AtomicU64,
-    /// Deltas applied since the current base (they make up its overlay), in order;
-    /// reachable only with the account's writer held.
-    pub(super) since_base: SinceBase<Logged>,
-    /// The replicated log's sequences of the deltas read from it and not yet applied,
-    /// oldest first (popped with the account's writer held, as each is applied): a
-    /// cluster snapshot's catalogue includes every delta before the first.
-    pub(super) stream_pending: parking_lot::Mutex<std::collections::VecDeque<u64>>,
-}
-
-impl Queued {
-    /// A delta read from the replicated log at `stream`, logged locally at `sequence`.
-    pub(super) fn replicated(
-        token: String,
-        (sequence, stream): (u64, u64),
-        delta: Delta,
-    ) -> Queued {
-        Queued {
-            token,
-            sequence,
-            stream,
-            delta: Arc::new(delta),
-        }
-    }
-}
 
 impl AccountJobs {
     /// Logs a delta (`record`: its JSON parts, without credentials; fsynced before this

@@ -25,9 +25,9 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 use vitrine_snapshots::snapshot::{self, Kind};
 
-use super::AccountJobs;
-use super::replica::POSITION_FILE;
-use super::replication::ReplicationError;
+use crate::jobs::AccountJobs;
+use crate::jobs::replica::POSITION_FILE;
+use crate::jobs::replica::port::ReplicationError;
 use crate::{state, store};
 
 /// The file of a restored account directory naming what its snapshots include.
@@ -44,7 +44,7 @@ pub struct Floors {
 
 impl Floors {
     /// Reads [`FLOORS_FILE`] of an account directory (none: zeros).
-    pub(super) fn load(dir: &Path) -> Floors {
+    pub(in crate::jobs) fn load(dir: &Path) -> Floors {
         fs::read(dir.join(FLOORS_FILE))
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())

@@ -23,32 +23,40 @@
 //! restart replays the local log as usual and resumes the replicated log after the
 //! highest sequence found there, or in the `stream-position` file written when the local
 //! log is cut.
+//!
+//! Its parts: `port` (what the jobs need of a replicated log: the [`Replication`] trait
+//! the `vitrine-cluster` crate implements, its errors, outbox ids and marks, claims,
+//! scrubs, and the [`LocalLog`] the outbox asks), `feeds` (full feeds built once for the
+//! cluster), `snapshots` (the snapshot sets a joining node restores), `state` (what
+//! [`AccountJobs`] keeps of its replication).
+
+mod feeds;
+pub(in crate::jobs) mod port;
+mod snapshots;
+pub(in crate::jobs) mod state;
+
+pub use self::port::{
+    Claim, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE, OutboxFigures, OutboxId,
+    Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
+};
+pub use self::snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
+use self::state::{Durability, Replica};
 
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::applying::Entered;
-use super::log::{self, RecordKind};
-use super::replication::{
-    Handed, Incarnation, KeepsRecords, LocalLog, OutboxFigures, Replication, Unstored, Wait,
-};
-use super::status::DeltaStatus;
-use super::worker::Queued;
-use super::{AccountJobs, Shared, SubmitError};
+use self::port::KeepsRecords;
+use crate::jobs::applying::Entered;
+use crate::jobs::log::{self, RecordKind};
+use crate::jobs::status::DeltaStatus;
+use crate::jobs::worker::queue::Queued;
+use crate::jobs::{AccountJobs, Shared, SubmitError};
 
 /// The file holding the replicated log's sequence that the account's snapshots and
 /// local log include (written when the local log is cut).
 pub const POSITION_FILE: &str = "stream-position";
-
-/// The replication of one account's jobs.
-#[derive(Debug)]
-pub(super) struct Replica {
-    pub(super) log: Arc<dyn Replication>,
-    /// This data directory's incarnation: records it published are skipped.
-    pub(super) incarnation: Incarnation,
-}
 
 /// What a record from the replicated log did here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,16 +67,6 @@ pub enum Applied {
     Own,
     /// Already in the local log (a restart read it again).
     Seen,
-}
-
-/// How a record a node took is written to its log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Durability {
-    /// Under the log's policy (`always`: fsynced before the answer; `interval`: within
-    /// the window).
-    UnderPolicy,
-    /// Without waiting for the disk (analytics and clicks: a lost one costs a count).
-    Unwaited,
 }
 
 impl AccountJobs {
@@ -293,12 +291,12 @@ impl AccountJobs {
     }
 
     /// The keyed hash an erasure of `identifier` is published as.
-    pub(super) fn cluster_erasure_hash(&self, identifier: &str) -> [u8; 32] {
+    pub(in crate::jobs) fn cluster_erasure_hash(&self, identifier: &str) -> [u8; 32] {
         crate::erasure::keyed_hash(&self.cluster_erasure_key(), identifier)
     }
 
     /// Publishes a record when the account is replicated (see [`Wait`]).
-    pub(super) fn publish(
+    pub(in crate::jobs) fn publish(
         &self,
         kind: RecordKind,
         payload: impl FnOnce() -> Vec<u8>,
@@ -316,7 +314,7 @@ impl AccountJobs {
 
     /// Refuses a write that would publish with `wait` when the replicated log cannot
     /// take it now ([`Replication::admit`]); nothing when the account is not replicated.
-    pub(super) fn admit(&self, wait: Wait) -> Result<(), SubmitError> {
+    pub(in crate::jobs) fn admit(&self, wait: Wait) -> Result<(), SubmitError> {
         match self.shared.replica.get() {
             Some(replica) => replica.log.admit(wait).map_err(SubmitError::Replication),
             None => Ok(()),
@@ -328,7 +326,7 @@ impl AccountJobs {
     /// restart publishes again what the replicated log had not stored), as `durability`
     /// says. `applying` (the request, counted since before it applied what the record
     /// holds) is let go once the record is handed to the log.
-    pub(super) fn log_and_publish(
+    pub(in crate::jobs) fn log_and_publish(
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
@@ -404,7 +402,11 @@ impl AccountJobs {
 }
 
 /// Applies a logged request's events to the account (as a restart replays them).
-pub(super) fn apply_tracking(account: &vitrine_engine::Account, kind: RecordKind, payload: &[u8]) {
+pub(in crate::jobs) fn apply_tracking(
+    account: &vitrine_engine::Account,
+    kind: RecordKind,
+    payload: &[u8],
+) {
     match kind {
         RecordKind::Served => {
             if let Ok(served) = log::decode_served(payload) {
@@ -426,7 +428,7 @@ pub(super) fn apply_tracking(account: &vitrine_engine::Account, kind: RecordKind
 }
 
 /// The replicated sequence saved in the account's directory (0 when none is).
-pub(super) fn saved_position(dir: &Path) -> u64 {
+pub(in crate::jobs) fn saved_position(dir: &Path) -> u64 {
     fs::read_to_string(dir.join(POSITION_FILE))
         .ok()
         .and_then(|text| text.trim().parse().ok())
@@ -436,7 +438,7 @@ pub(super) fn saved_position(dir: &Path) -> u64 {
 impl Shared {
     /// Saves the replicated sequence that the local log and snapshots hold (before the
     /// local log is cut: whatever the cut removes is then behind it).
-    pub(super) fn save_stream_position(
+    pub(in crate::jobs) fn save_stream_position(
         &self,
         position: u64,
     ) -> Result<(), vitrine_snapshots::Error> {

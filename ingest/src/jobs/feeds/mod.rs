@@ -1,80 +1,16 @@
 //! The account's feed jobs: submissions journaled as `feeds/<token>.job` files, their
 //! statuses, and the queue of jobs waiting for the feed runner.
 
-use std::collections::VecDeque;
-use std::fs;
-use std::path::Path;
-
-use dashmap::DashMap;
-use parking_lot::Mutex;
 use vitrine_engine::catalogue::UnixMillis;
 
+pub(super) mod queue;
+
 use super::status::{FeedJob, FeedStatus, UNKNOWN_TOKEN};
-use super::{AccountJobs, SubmitError, io};
+use super::{AccountJobs, SubmitError};
 
 /// Finished feed jobs kept per account (statuses and job files); past it and a tenth,
 /// the oldest are forgotten and their tokens answer [`UNKNOWN_TOKEN`].
 pub const FEED_JOBS_KEPT: usize = 10_000;
-
-/// Feed jobs by token, and the tokens waiting to be run, oldest first.
-#[derive(Debug, Default)]
-pub(super) struct Feeds {
-    jobs: DashMap<String, FeedJob>,
-    queue: Mutex<VecDeque<String>>,
-    /// Held while an uploaded feed is given its token and journaled, so that two
-    /// uploads of one name never take the same token.
-    pub(super) naming: Mutex<()>,
-}
-
-impl Feeds {
-    /// Reads the job files of `feed_dir`: every job, and those still processing queued
-    /// again in submission order. Files that cannot be read go to `problems`; a download
-    /// cut short by a stop is deleted (its job is queued again).
-    pub(super) fn load(
-        feed_dir: &Path,
-        problems: &mut Vec<String>,
-    ) -> Result<Feeds, vitrine_snapshots::Error> {
-        let jobs = DashMap::new();
-        let mut queue = Vec::new();
-        for entry in fs::read_dir(feed_dir).map_err(io("reading directory", feed_dir))? {
-            let path = entry.map_err(io("reading directory", feed_dir))?.path();
-            let Some(token) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".job"))
-            else {
-                if path.extension().is_some_and(|e| e == "download") {
-                    // A download cut short by a stop; its job is queued again.
-                    let _ = fs::remove_file(&path);
-                }
-                continue;
-            };
-            let Some(job) = fs::read(&path)
-                .ok()
-                .and_then(|bytes| FeedJob::decode(token, &bytes))
-            else {
-                problems.push(format!("{}: not a feed job record", path.display()));
-                continue;
-            };
-            if job.status == FeedStatus::Processing {
-                queue.push((job.submitted_at, token.to_owned()));
-            }
-            jobs.insert(token.to_owned(), job);
-        }
-        queue.sort();
-
-        Ok(Feeds {
-            jobs,
-            queue: Mutex::new(queue.into_iter().map(|(_, t)| t).collect()),
-            naming: Mutex::new(()),
-        })
-    }
-
-    /// Number of jobs.
-    pub(super) fn len(&self) -> usize {
-        self.jobs.len()
-    }
-}
 
 impl AccountJobs {
     /// Journals a feed submission and returns its token; the caller hands the token to

@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::Path;
 
-use super::log::{self, RecordKind};
-pub use super::log::{OutboxId, Unstored};
+use crate::jobs::log::{self, RecordKind};
+pub use crate::jobs::log::{OutboxId, Unstored};
 pub use vitrine_snapshots::wal::Handed;
 
 /// Where a replicated record comes from: the incarnation of the data directory of the
@@ -38,7 +38,7 @@ pub fn save_outbox_mark(dir: &Path, mark: OutboxId) -> Result<(), vitrine_snapsh
 }
 
 /// The outbox mark saved in `dir` (`None` when none is).
-pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
+pub(in crate::jobs) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
     let text = fs::read_to_string(dir.join(OUTBOX_MARK_FILE)).ok()?;
     let (start, number) = text.trim().split_once(' ')?;
     Some(OutboxId {
@@ -53,7 +53,7 @@ pub(super) fn outbox_mark(dir: &Path) -> Option<OutboxId> {
 /// lacks, once restarted, a record the others hold: every record is on every node, or
 /// (lost within the window of the node that took it) on none.
 #[derive(Clone)]
-pub struct LocalLog(pub(super) std::sync::Arc<dyn KeepsRecords>);
+pub struct LocalLog(pub(in crate::jobs) std::sync::Arc<dyn KeepsRecords>);
 
 /// What the outbox asks of an account's local log (the jobs' account state implements
 /// it): whether a record handed to it is kept there yet.
