@@ -5,7 +5,7 @@
 //! `replicas` NATS servers, RAFT-replicated by them). Every node serving the account
 //! publishes to it what it takes (deltas, the events of its requests, erasures) and
 //! reads it in order from where its own files end, applying what the other nodes
-//! published ([`vitrine_ingest::jobs::AccountJobs::apply_replicated`]; the jobs decide
+//! published ([`vitrine_ingest::jobs::ReplicaNode::apply_replicated`]; the jobs decide
 //! what is applied where, see `vitrine_ingest::jobs::replica`).
 //!
 //! A message carries its record as the payload and two headers: `Vitrine-Kind` (the

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, object_store, stream};
-use vitrine_ingest::jobs::{AccountJobs, Incarnation, Replication, ReplicationError};
+use vitrine_ingest::jobs::{Incarnation, ReplicaNode, Replication, ReplicationError};
 
 use crate::SnapshotNow;
 use crate::objects::{download_object, load_manifest, manifest_objects};
@@ -209,10 +209,10 @@ impl Cluster {
     /// (or `timeout` passed).
     pub async fn join(
         &self,
-        jobs: Arc<AccountJobs>,
+        jobs: Arc<dyn ReplicaNode>,
         timeout: Duration,
     ) -> Result<Membership, ClusterError> {
-        let access_key = jobs.account().access_key().to_owned();
+        let access_key = jobs.access_key().to_owned();
         let (name, subject) = names(&access_key);
         let failed = |reason: String| ClusterError::Stream {
             stream: name.clone(),
@@ -293,7 +293,7 @@ impl Cluster {
         let applier_jobs = Arc::clone(&jobs);
         std::thread::Builder::new()
             .name(format!("replica-{access_key}"))
-            .spawn(move || apply(&applier_jobs, &applied_receiver))
+            .spawn(move || apply(applier_jobs.as_ref(), &applied_receiver))
             .map_err(|e| failed(e.to_string()))?;
         tokio::spawn(read(stream, subject, start, applied_sender));
 
@@ -318,7 +318,7 @@ impl Cluster {
         let interval = self.settings.snapshot_interval;
         std::thread::Builder::new()
             .name(format!("snapshots-{access_key}"))
-            .spawn(move || snapshots(&snapshots_jobs, &log, interval, &snapshot_requests))
+            .spawn(move || snapshots(snapshots_jobs.as_ref(), &log, interval, &snapshot_requests))
             .map_err(|e| failed(e.to_string()))?;
         Ok(Membership { stream: name, jobs })
     }
@@ -420,7 +420,7 @@ struct Opened {
 pub struct Membership {
     /// The account's stream.
     pub stream: String,
-    jobs: Arc<AccountJobs>,
+    jobs: Arc<dyn ReplicaNode>,
 }
 
 impl Membership {

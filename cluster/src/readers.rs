@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv;
 use futures_util::StreamExt;
-use vitrine_ingest::jobs::{AccountJobs, Incarnation, ReplicationError};
+use vitrine_ingest::jobs::{Incarnation, ReplicaNode, ReplicationError};
 
 /// How often a node renews its position.
 pub(crate) const RENEW: Duration = Duration::from_secs(1);
@@ -47,7 +47,7 @@ pub(crate) async fn register(
 
 /// Renews the position of `jobs` (whose data directory is `incarnation`) every
 /// [`RENEW`], for as long as the process runs.
-pub(crate) async fn renew(bucket: kv::Store, incarnation: Incarnation, jobs: Arc<AccountJobs>) {
+pub(crate) async fn renew(bucket: kv::Store, incarnation: Incarnation, jobs: Arc<dyn ReplicaNode>) {
     let mut every = tokio::time::interval(RENEW);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{consumer, stream};
 use futures_util::StreamExt;
-use vitrine_ingest::jobs::{AccountJobs, Incarnation, RecordKind, ReplicationError};
+use vitrine_ingest::jobs::{Incarnation, RecordKind, ReplicaNode, ReplicationError};
 
 use crate::{KIND_HEADER, ORIGIN_HEADER};
 
@@ -399,8 +399,8 @@ pub(crate) fn delivery(expected: u64, next: u64, consumer: u64, stream: u64) -> 
 }
 
 /// Applies the messages of an account's stream, in order.
-pub(crate) fn apply(jobs: &AccountJobs, receiver: &std::sync::mpsc::Receiver<Incoming>) {
-    let account = jobs.account().access_key().to_owned();
+pub(crate) fn apply(jobs: &dyn ReplicaNode, receiver: &std::sync::mpsc::Receiver<Incoming>) {
+    let account = jobs.access_key().to_owned();
     while let Ok(incoming) = receiver.recv() {
         let Some(kind) = incoming.kind else {
             tracing::warn!(%account, sequence = incoming.sequence, "a stream message without a known kind: skipped");

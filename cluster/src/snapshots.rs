@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::stream;
 use futures_util::StreamExt;
-use vitrine_ingest::jobs::{AccountJobs, Claim, Lease, Replication, ReplicationError};
+use vitrine_ingest::jobs::{Claim, Lease, ReplicaNode, Replication, ReplicationError};
 
 use crate::SnapshotNow;
 use crate::objects::{MANIFEST_PREFIX, Manifest, load_manifest, manifest_name};
@@ -25,12 +25,12 @@ pub const SNAPSHOTS_KEPT: usize = 2;
 /// A request on `now` makes a set at once, claim or not (an erasure replaces the sets
 /// that name the person).
 pub(crate) fn snapshots(
-    jobs: &AccountJobs,
+    jobs: &dyn ReplicaNode,
     log: &StreamLog,
     interval: Duration,
     now: &std::sync::mpsc::Receiver<SnapshotNow>,
 ) {
-    let account = jobs.account().access_key().to_owned();
+    let account = jobs.access_key().to_owned();
     let mut held: Option<Box<dyn Lease>> = None;
     let mut next = Instant::now() + interval;
     loop {
@@ -77,7 +77,7 @@ pub(crate) fn snapshots(
 /// Writes, stores and prunes the account's snapshot sets and trims the stream; the
 /// manifest stored and the sequence the stream now starts at.
 pub(crate) fn store_snapshot(
-    jobs: &AccountJobs,
+    jobs: &dyn ReplicaNode,
     log: &StreamLog,
 ) -> Result<(Manifest, u64), ReplicationError> {
     let dir = jobs.dir().join("cluster-snapshot");

@@ -325,8 +325,9 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 entry
                     .jobs
                     .set_cluster_erasure_key(entry.config.secret_key.as_bytes());
+                let node: Arc<dyn vitrine_ingest::jobs::ReplicaNode> = entry.jobs.clone();
                 let membership = cluster
-                    .join(Arc::clone(&entry.jobs), *timeout)
+                    .join(node, *timeout)
                     .await
                     .with_context(|| format!("joining the cluster for account {}", entry.config.access_key))?;
                 tracing::info!(account = %entry.config.access_key, stream = %membership.stream, position = membership.position(), "serving as a cluster node");

@@ -90,8 +90,8 @@ pub use self::pool::{BackgroundPriority, ingest_pool, ingest_pool_at, lower_thre
 use self::replica::state::Durability;
 pub use self::replica::{
     Applied, Claim, FLOORS_FILE, Floors, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE,
-    OutboxFigures, OutboxId, POSITION_FILE, Replication, ReplicationError, Reserved, Scrub,
-    SnapshotSet, Unstored, Wait, is_fresh, save_outbox_mark,
+    OutboxFigures, OutboxId, POSITION_FILE, ReplicaNode, Replication, ReplicationError, Reserved,
+    Scrub, SnapshotSet, Unstored, Wait, is_fresh, save_outbox_mark,
 };
 pub use self::status::{
     DeltaStatus, FeedJob, FeedStatus, STATUS_FILE, STATUSES_KEPT, UNKNOWN_TOKEN,

@@ -28,19 +28,22 @@
 //! the `vitrine-cluster` crate implements, its errors, outbox ids and marks, claims,
 //! scrubs, and the [`LocalLog`] the outbox asks), `feeds` (full feeds built once for the
 //! cluster), `snapshots` (the snapshot sets a joining node restores), `state` (what
-//! [`AccountJobs`] keeps of its replication).
+//! [`AccountJobs`] keeps of its replication), `node` ([`ReplicaNode`]: all the cluster
+//! asks of an account's jobs).
 
 mod feeds;
+mod node;
 pub(in crate::jobs) mod port;
 mod snapshots;
 pub(in crate::jobs) mod state;
 
+pub use self::node::ReplicaNode;
 pub use self::port::{
     Claim, Handed, Incarnation, Lease, LocalLog, OUTBOX_MARK_FILE, OutboxFigures, OutboxId,
     Replication, ReplicationError, Reserved, Scrub, Unstored, Wait, save_outbox_mark,
 };
 pub use self::snapshots::{FLOORS_FILE, Floors, SnapshotSet, is_fresh};
-use self::state::{Durability, Replica};
+use self::state::Durability;
 
 use std::fs;
 use std::path::Path;
@@ -70,36 +73,11 @@ pub enum Applied {
 }
 
 impl AccountJobs {
-    /// Makes this account's jobs a node of a cluster: from now on deltas, events and
-    /// erasures are published to `log` too (see the module documentation). Once only:
-    /// false when the jobs already publish somewhere.
-    pub fn replicate(&self, log: Arc<dyn Replication>, incarnation: Incarnation) -> bool {
-        self.shared
-            .replica
-            .set(Replica { log, incarnation })
-            .is_ok()
-    }
-
-    /// The replicated log's sequence this node's account includes: the next record to
-    /// read from the replicated log is the one after it.
-    pub fn stream_position(&self) -> u64 {
-        self.shared.stream_position.load(Ordering::Acquire)
-    }
-
-    /// Whether the account includes the replicated log through `target`: read that far,
-    /// and every delta read applied to the catalogue (not just queued for it).
-    pub fn stream_caught_up(&self, target: u64) -> bool {
-        let shared = &self.shared;
-        shared.stream_position.load(Ordering::Acquire) >= target
-            && shared.deltas.applied_through.load(Ordering::Acquire)
-                >= shared.stream_deltas_queued.load(Ordering::Acquire)
-    }
-
     /// Applies a record of the replicated log, at `sequence` there, published by the
     /// node of `origin`: logs it locally (as a [`RecordKind::Replicated`] record) and
     /// applies it: a delta is queued for the delta worker (its token's status is the
     /// same on every node once applied), events are tracked, an erasure erases.
-    pub fn apply_replicated(
+    pub(in crate::jobs) fn apply_replicated(
         &self,
         sequence: u64,
         origin: Incarnation,
@@ -361,17 +339,6 @@ impl AccountJobs {
             .log
             .publish_reserved(reserved, handed, kind, payload, wait)
             .map_err(SubmitError::Replication)
-    }
-
-    /// The local log as the outbox sees it (see [`LocalLog`]).
-    pub fn local_log(&self) -> LocalLog {
-        LocalLog(Arc::clone(&self.shared) as Arc<dyn KeepsRecords>)
-    }
-
-    /// The records this node took before it stopped and the replicated log may not
-    /// have stored, in order (once: the outbox takes them when the account joins).
-    pub fn take_unstored(&self) -> Vec<Unstored> {
-        std::mem::take(&mut *self.shared.unstored.lock())
     }
 
     /// The replicated log's outbox figures (`None` when the account is not replicated).

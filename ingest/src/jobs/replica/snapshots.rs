@@ -64,7 +64,10 @@ pub struct SnapshotSet {
 impl AccountJobs {
     /// Writes the account's snapshot set for the cluster into the empty directory
     /// `out` (see the module documentation).
-    pub fn cluster_snapshot(&self, out: &Path) -> Result<SnapshotSet, ReplicationError> {
+    pub(in crate::jobs) fn cluster_snapshot(
+        &self,
+        out: &Path,
+    ) -> Result<SnapshotSet, ReplicationError> {
         let shared = &self.shared;
         // The catalogue at the delta worker's batch boundary: with the writer held, it
         // includes every delta read before the first one still waiting to be applied
