@@ -286,9 +286,9 @@ impl<'a> LazyGeneration<'a> {
 /// The versions a request is served from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct VersionRefs<'a> {
-    pub(crate) settings: &'a Arc<crate::account::AccountSettings>,
+    pub(crate) settings: &'a Arc<crate::account::settings::AccountSettings>,
     pub(crate) catalogue: &'a Arc<Catalogue>,
-    pub(crate) rankings: &'a Arc<crate::account::RankingsVersion>,
+    pub(crate) rankings: &'a Arc<crate::account::settings::RankingsVersion>,
     pub(crate) neighbours: &'a Arc<Neighbours>,
 }
 
@@ -306,9 +306,9 @@ impl VersionRefs<'_> {
 /// The versions a generation's lists were filled from.
 #[derive(Debug)]
 struct Versions {
-    settings: Arc<crate::account::AccountSettings>,
+    settings: Arc<crate::account::settings::AccountSettings>,
     catalogue: Arc<Catalogue>,
-    rankings: Arc<crate::account::RankingsVersion>,
+    rankings: Arc<crate::account::settings::RankingsVersion>,
     neighbours: Arc<Neighbours>,
 }
 

@@ -4,7 +4,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Account, IdentityKey};
+use super::Account;
+use super::identity::key::IdentityKey;
 use crate::catalogue::UnixMillis;
 use crate::shards::CountedMap;
 use crate::visitor::SESSION_IDLE_MILLIS;

@@ -240,7 +240,7 @@ impl Account {
         let filled = held
             .as_ref()
             .unwrap_or_else(|| variant.map_or(spec, |(_, v)| &v.spec));
-        let zones: super::serve::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
+        let zones: super::request::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
         if super::resolve::reads_sessions(&settings, Some(&set), &zones) {
             snapshot.similar_sessions = self.session_neighbourhood(
                 visitor_id,
@@ -271,7 +271,7 @@ impl Account {
                     .user_id
                     .as_deref()
                     .and_then(|id| self.user_facts(id));
-                let page = super::track::PageContext {
+                let page = super::request::PageContext {
                     page_type: request.page_type,
                     product: request.product.as_deref(),
                     category: request.category.as_deref(),

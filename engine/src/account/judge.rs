@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use super::Account;
 use super::shadows::Judged;
-use super::tune::{RecipeTrial, SessionsAsOf};
+use super::tune::trial::{RecipeTrial, SessionsAsOf};
 use super::visitor_view::VisitorSnapshot;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;

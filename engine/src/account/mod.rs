@@ -12,17 +12,24 @@
 //! swaps it in. Serving reads the latest ones and never waits.
 
 //!
-//! Modules: `serve` (the request: track, then fill zones), `resolve` (how a zone is
-//! filled: experiment variant, campaign list or configuration, decided once for serving,
-//! explain and shadow tests), `visitor_view` (what it reads of its visitor), `campaigns` (the compiled
-//! campaigns, their history, the segments' sizes), `track` (events applied to
-//! visitors, counters and models; replay), `identity` (linking devices, erasure),
-//! `snapshot` (export and restore of the tracking state), `judge` and `tune` (on a
-//! sampled visitor's request, before it is applied: how each product zone would have
-//! predicted it, and self-tuning of the co-view lists), `shadows` (draft campaign lists
-//! judged beside the live ones on the same requests). This file holds the account
-//! itself and its catalogue versions under the [`Writer`] lock; `rebuild` the models'
-//! rebuild round.
+//! Modules: `serve` (the request: track, then fill zones), `request` (what a request
+//! brings and what its events say about the page), `resolve` (how a zone is filled:
+//! experiment variant, campaign list or configuration, decided once for serving,
+//! explain and shadow tests), `visitor_view` (what it reads of its visitor),
+//! `campaigns` (the compiled campaigns, their history, the segments' sizes), `track`
+//! (events applied to visitors, counters and models; replay), `identity` (linking
+//! devices, erasure), `snapshot` (export and restore of the tracking state), `judge`
+//! and `tune` (on a sampled visitor's request, before it is applied: how each product
+//! zone would have predicted it, and self-tuning), `shadows` (draft campaign lists
+//! judged beside the live ones on the same requests), `backtest` (drafts replayed over
+//! the judged moments kept), `settings` (what the account is configured with, and the
+//! rankings version it serves), `ids`. This file holds the account itself and its
+//! catalogue versions under the [`Writer`] lock; `rebuild` the models' rebuild round.
+//!
+//! Each feature's module adds its methods to [`Account`]; the state it keeps there is
+//! defined where nothing of the account is named (`settings`, `request`,
+//! `backtest::moments`, `identity::key`, `tune::trial`), so that this file holds the
+//! account's state without importing a feature (`scripts/import-circles`).
 
 mod analytics;
 mod backtest;
@@ -30,14 +37,17 @@ mod bounds;
 mod campaigns;
 mod explain;
 mod identity;
+mod ids;
 mod judge;
 #[cfg(test)]
 mod pair_snapshot_tests;
 mod rebuild;
 #[cfg(test)]
 mod repurchase_tests;
+mod request;
 mod resolve;
 mod serve;
+pub(crate) mod settings;
 mod shadows;
 mod snapshot;
 #[cfg(test)]
@@ -57,18 +67,23 @@ use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
-pub use backtest::{BacktestError, MAX_MOMENT_BYTES, MAX_MOMENTS};
+pub use backtest::BacktestError;
+pub use backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
 pub use campaigns::{RecentVisitor, SegmentSize};
 pub use explain::{
     CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
 };
-use identity::IdentityKey;
+use identity::key::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
+pub use ids::new_id;
+pub use request::{Notice, ServeRequest, ZoneIds};
 pub use serve::{
-    CAMPAIGN_VARIANT_PREFIX, Notice, RenderedItem, RenderedZone, RenderedZones, ServeOutcome,
-    ServeRequest, ZoneIds, campaign_variant,
+    CAMPAIGN_VARIANT_PREFIX, RenderedItem, RenderedZone, RenderedZones, ServeOutcome,
+    campaign_variant,
 };
+pub use settings::AccountSettings;
+pub(crate) use settings::RankingsVersion;
 pub use shadows::ShadowError;
 pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
@@ -76,50 +91,13 @@ pub use visitor_view::MAX_DEVICES;
 use crate::analytics::{ZoneCounts, ZoneDay};
 use crate::campaign::{CampaignHistory, CampaignSet};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::experiment::Experiment;
 use crate::models::{
-    CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, SessionIndex, TopNames,
-    most_popular,
+    CoCounts, Decaying, Neighbours, ProductKeys, SessionIndex, TopNames, most_popular,
 };
-use crate::money::Currency;
 use crate::recommend::Rankings;
 use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
 use crate::site::{SiteDay, SiteFigures};
 use crate::visitor::{LiveVisitor, Visitor};
-use crate::zone::ZoneSpec;
-
-/// Settings of an account that the engine needs.
-#[derive(Debug, Clone)]
-pub struct AccountSettings {
-    /// The access key naming the account.
-    pub access_key: String,
-    /// Currency used when a request names none.
-    pub default_currency: Currency,
-    /// The account's zones.
-    pub zones: Vec<ZoneSpec>,
-    /// How much of the co-view and co-purchase models it keeps.
-    pub models: ModelSettings,
-    /// Days after a zone answer within which a basket add or an order line of a
-    /// product it showed is credited to it.
-    pub attribution_days: u32,
-    /// A/B tests of its zones' strategies.
-    pub experiments: Vec<Experiment>,
-    /// Whether zone answers are recorded for analytics (impressions and attribution).
-    pub zone_analytics: bool,
-    /// Whether the product zones are judged against what sampled shoppers do next
-    /// ([`crate::prequential`]).
-    pub self_evaluation: bool,
-    /// Whether the co-view lists' setting tunes itself on the sampled shoppers
-    /// ([`crate::tuning`]; needs `self_evaluation`), and what is pinned.
-    pub tuning: crate::tuning::Tuning,
-    /// Visitors (and live sessions) kept at most; `None`: unbounded. The background
-    /// pass keeps them under it; a request that finds the account more than
-    /// [`INLINE_SLACK`] over it evicts inline ([`Account::keep_bound`]), so that the bound
-    /// holds whatever the scheduling.
-    pub max_visitors: Option<usize>,
-    /// The account's time zone (IANA), in which campaign schedules keep days and hours.
-    pub time_zone: jiff::tz::TimeZone,
-}
 
 /// A user record from a delta's `Users` (or a user feed).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -154,12 +132,6 @@ struct Counter {
     units: u64,
     /// Whether the product is queued in `Account::changed_counters`.
     queued: bool,
-}
-
-#[derive(Debug)]
-pub(crate) struct RankingsVersion {
-    catalogue: Arc<Catalogue>,
-    rankings: Rankings,
 }
 
 /// An account's whole in-memory state.
@@ -223,7 +195,7 @@ pub struct Account {
     /// Self-tuning of `personalized`'s recipe.
     recipe_tuner: crate::tuning::recipe::RecipeTuner,
     /// The recipe trials taken, to be scored off the request path.
-    recipe_trials: crate::tuning::Pending<tune::RecipeTrial>,
+    recipe_trials: crate::tuning::Pending<tune::trial::RecipeTrial>,
     /// Self-tuning of `similar_sessions`' neighbourhood.
     session_tuner: crate::tuning::sessions::SessionTuner,
     /// The latest request time seen: the reference time of decayed popularity.
@@ -237,7 +209,7 @@ pub struct Account {
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
     shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
     /// The judged moments backtests replay (`backtest.rs`).
-    moments: backtest::Moments,
+    moments: backtest::moments::Moments,
     /// Product zones that are the same for every visitor of a page
     /// ([`crate::zone_cache`]).
     zone_cache: crate::zone_cache::ZoneCache,
@@ -284,7 +256,7 @@ impl Account {
             brand_popularity: sharded(),
             product_keys: ProductKeys::default(),
             coview: CoCounts::configured(models),
-            copurchase: CoCounts::configured(tune::for_purchases(&models)),
+            copurchase: CoCounts::configured(models.for_purchases()),
             similar_sessions,
             rankings: ArcSwap::from_pointee(rankings),
             neighbours: ArcSwap::from_pointee(Neighbours::default()),
@@ -300,10 +272,7 @@ impl Account {
             activity: Activity::default(),
             prequential: crate::prequential::Prequential::default(),
             tuner: crate::tuning::Tuner::new(tuning, &models),
-            purchase_tuner: crate::tuning::Tuner::for_purchases(
-                tuning,
-                &tune::for_purchases(&models),
-            ),
+            purchase_tuner: crate::tuning::Tuner::for_purchases(tuning, &models.for_purchases()),
             recipe_tuner,
             recipe_trials: crate::tuning::Pending::new(models.tuning_trials_per_second),
             session_tuner,
@@ -312,7 +281,7 @@ impl Account {
             campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
             campaign_drafts: parking_lot::Mutex::default(),
             shadows: parking_lot::RwLock::default(),
-            moments: backtest::Moments::default(),
+            moments: backtest::moments::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),
         }
@@ -593,9 +562,4 @@ impl Writer<'_> {
     pub fn account(&self) -> &Account {
         self.account
     }
-}
-
-/// A new 128-bit random id, 32 lower-case hex characters.
-pub fn new_id() -> String {
-    format!("{:032x}", rand::random::<u128>())
 }

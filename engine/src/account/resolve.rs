@@ -15,7 +15,7 @@
 //! otherwise the zone's campaign list, when it has one, decides; otherwise the zone's
 //! configuration.
 
-use super::serve::ZoneIds;
+use super::request::ZoneIds;
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, ZoneCampaigns};
 use crate::catalogue::UnixMillis;
@@ -24,7 +24,7 @@ use crate::experiment::holdout::Holdout;
 use crate::experiment::{Experiment, Variant};
 use crate::zone::ZoneSpec;
 
-use super::AccountSettings;
+use super::settings::AccountSettings;
 
 /// How one zone is filled for one visitor at one moment.
 #[derive(Debug, Clone, Copy)]

@@ -8,17 +8,18 @@ use smallvec::SmallVec;
 
 use std::sync::Arc;
 
+use super::Account;
+use super::ids::new_id;
+use super::request::{Notice, PageContext, ServeRequest, ZoneIds};
 use super::resolve::{Plan, campaign_reads, reads_sessions};
-use super::track::PageContext;
+use super::settings::AccountSettings;
 use super::visitor_view::{Reads, VisitorSnapshot, affinity};
-use super::{Account, AccountSettings, new_id};
 use crate::analytics::{ShownProducts, ShownZone, ShownZones};
 use crate::campaign::segment::{Shopper, UserFacts};
-use crate::campaign::{Campaign, CampaignSet, Judged, RequestContext, choose};
+use crate::campaign::{Campaign, CampaignSet, Judged, choose};
 use crate::catalogue::{Catalogue, UnixMillis};
-use crate::event::{Events, PageType};
+use crate::event::Events;
 use crate::models::{AsOf, ProductKeys, TopNames};
-use crate::money::Currency;
 use crate::recommend::NoTrace;
 pub use crate::recommend::RenderedItem;
 use crate::recommend::{Context, ZoneItems};
@@ -26,55 +27,6 @@ use crate::state::{Served, Tracked};
 use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
 use crate::zone_cache::{CachedItems, LazyGeneration, ZoneCache};
-
-/// A server-side call, validated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServeRequest {
-    /// `visitorId`, when the caller has one.
-    pub visitor_id: Option<String>,
-    /// `sessionId`, when the caller has one.
-    pub session_id: Option<String>,
-    /// `currency`, when given.
-    pub currency: Option<Currency>,
-    /// Events to record, in order.
-    pub events: Events,
-    /// Zone ids to fill, in order (inline: zone ids are short).
-    pub zones: ZoneIds,
-    /// Time of the request.
-    pub now: UnixMillis,
-    /// What the shopper searched for (`searchterm`), on a search results page.
-    pub search: Option<String>,
-    /// The device, referrer and UTM parameters, read when a segment needs them.
-    pub context: RequestContext,
-}
-
-/// Something a 200 reports in its `errors` array.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Notice {
-    /// `events[event]` is an order whose id was recorded before; it was not counted again.
-    DuplicateOrder {
-        /// Index in `events`.
-        event: usize,
-        /// The order id.
-        order_id: String,
-    },
-    /// `zones[zone]` names no zone of the account.
-    UnknownZone {
-        /// Index in `zones`.
-        zone: usize,
-        /// The zone id asked for.
-        id: String,
-    },
-    /// `zones[zone]` is configured for other page types than this request's.
-    ZoneNotOnPage {
-        /// Index in `zones`.
-        zone: usize,
-        /// The zone id asked for.
-        id: String,
-        /// The page type of the request.
-        page_type: PageType,
-    },
-}
 
 /// A filled zone.
 #[derive(Debug)]
@@ -99,9 +51,6 @@ pub struct RenderedZone {
     /// kept with it ([`crate::zone_cache`]).
     pub cached: Option<CachedItems>,
 }
-
-/// The zone ids a request asks for: four without a heap allocation.
-pub type ZoneIds = SmallVec<[CompactString; 4]>;
 
 /// A request's filled zones: two (a typical page's) without a heap allocation.
 pub type RenderedZones = SmallVec<[RenderedZone; 2]>;
@@ -650,5 +599,42 @@ fn fill(
         campaign: None,
         list: None,
         cached,
+    }
+}
+
+impl Account {
+    /// Products of the sessions most like what `visitor_id` viewed last (`latest`,
+    /// dense ids of `catalogue`, the latest first; see
+    /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
+    /// (those it lacks left out), the highest score first, at most
+    /// [`SESSION_PRODUCTS`](super::visitor_view::SESSION_PRODUCTS); the sessions read `as_of` a tick.
+    pub(super) fn session_neighbourhood(
+        &self,
+        visitor_id: &str,
+        latest: &[crate::catalogue::ProductIdx],
+        catalogue: &Catalogue,
+        as_of: AsOf,
+    ) -> Vec<(crate::catalogue::ProductIdx, f32)> {
+        let keys: SmallVec<[u32; crate::visitor::MAX_RECENT_VIEWS]> = latest
+            .iter()
+            .filter_map(|idx| {
+                let product = catalogue.product(*idx)?;
+                self.product_keys.existing(product.id.as_str())
+            })
+            .collect();
+        let visitor = crate::analytics::session_key(visitor_id);
+        let scored = self.similar_sessions.neighbourhood(
+            &keys,
+            visitor,
+            super::visitor_view::SESSION_PRODUCTS,
+            as_of,
+        );
+        scored
+            .into_iter()
+            .filter_map(|(key, score)| {
+                let name = self.product_keys.name(key)?;
+                Some((catalogue.idx_of(&name)?, score))
+            })
+            .collect()
     }
 }

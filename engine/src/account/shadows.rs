@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use super::Account;
+use super::request::PageContext;
 use super::resolve::Plan;
-use super::track::PageContext;
+use super::settings::AccountSettings;
 use super::visitor_view::{Reads, VisitorSnapshot};
-use super::{Account, AccountSettings};
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::segment::Shopper;
 use crate::campaign::{CampaignSet, RequestContext, choose};

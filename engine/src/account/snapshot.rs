@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use dashmap::DashMap;
 
-use super::identity::IdentityKey;
+use super::identity::key::IdentityKey;
 use super::{Account, Counter};
 use compact_str::CompactString;
 

@@ -7,11 +7,12 @@ use std::sync::atomic::{Ordering, fence};
 use dashmap::DashMap;
 use smallvec::SmallVec;
 
-use super::serve::Notice;
-use super::{Account, new_id};
+use super::Account;
+use super::ids::new_id;
+use super::request::{Notice, PageContext};
 use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
-use crate::event::{Event, Identity, Order, PageType};
+use crate::event::{Event, Identity, Order};
 use crate::models::{
     CO_VIEW_WINDOW, Decaying, EARLIER_PURCHASES_PAIRED, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach,
     UNCATALOGUED_KEYS, reach_of,
@@ -588,50 +589,6 @@ fn counts_for_models(event: &Event) -> bool {
         | Event::Order(_)
         | Event::CustomerOrder(_) => true,
         Event::ProductRate { .. } | Event::CustomerDetails { .. } => false,
-    }
-}
-
-/// What a request's events say about its page, borrowed from the request.
-#[derive(Debug, Default)]
-pub(super) struct PageContext<'a> {
-    pub(super) visitor_id: &'a str,
-    pub(super) page_type: Option<PageType>,
-    pub(super) product: Option<&'a str>,
-    pub(super) category: Option<&'a str>,
-    pub(super) brand: Option<&'a str>,
-    /// Orders placed for customers, written to their records once the request's
-    /// visitor is released.
-    pub(super) customer_orders: Vec<Order>,
-    /// The currency of the request's orders (`None`: the account's default).
-    pub(super) currency: Option<Currency>,
-    /// The revenue of the request's new orders, in minor units of their currency.
-    pub(super) ordered: Option<(Currency, i64)>,
-}
-
-impl<'a> PageContext<'a> {
-    /// What an event says of the page: a page view its type, product, category and
-    /// brand (each when given), a product view its product.
-    pub(super) fn see(&mut self, event: &'a Event) {
-        match event {
-            Event::PageView {
-                page_type,
-                product_id,
-                category_id,
-                brand_id,
-            } => {
-                self.page_type = Some(*page_type);
-                self.product = product_id.as_deref().or(self.product);
-                self.category = category_id.as_deref().or(self.category);
-                self.brand = brand_id.as_deref().or(self.brand);
-            }
-            Event::ProductView { id } => self.see_product(id),
-            _ => {}
-        }
-    }
-
-    /// The page shows the product `id`.
-    pub(super) fn see_product(&mut self, id: &'a str) {
-        self.product = Some(id);
     }
 }
 

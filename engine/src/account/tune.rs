@@ -7,7 +7,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Account, AccountSettings};
+use super::Account;
+use super::settings::AccountSettings;
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::CoCounts;
@@ -279,11 +280,12 @@ fn shadow_seed_weights(zones: &[ZoneSpec], recent: &[u32]) -> Vec<(u32, f64)> {
     views.into_iter().zip(weights).collect()
 }
 
-/// `models` as `lists` read them: the co-purchase lists as [`for_purchases`].
+/// `models` as `lists` read them: the co-purchase lists as
+/// [`ModelSettings::for_purchases`].
 fn list_models(lists: Lists, models: &ModelSettings) -> ModelSettings {
     match lists {
         Lists::CoView => *models,
-        Lists::CoPurchase => for_purchases(models),
+        Lists::CoPurchase => models.for_purchases(),
     }
 }
 
@@ -297,21 +299,8 @@ pub(super) fn with_lists(models: &ModelSettings, setting: ListSetting) -> ModelS
     }
 }
 
-/// `models` for the co-purchase lists as configured: read at their own window (by
-/// default 1, an order's own lines; self-tuning may widen it to the shopper's purchases
-/// before the order, see [`crate::models::EARLIER_PURCHASES_PAIRED`]) and dampings.
-pub(super) fn for_purchases(models: &ModelSettings) -> ModelSettings {
-    ModelSettings {
-        co_view_window: models.co_purchase_window,
-        partner_damping: models.purchase_partner_damping,
-        seed_damping: models.purchase_seed_damping,
-        co_view_forward: models.co_purchase_forward,
-        ..*models
-    }
-}
-
 mod recipe;
 mod sessions;
-pub(super) use recipe::{RecipeTrial, SessionsAsOf};
 #[cfg(test)]
 mod tests;
+pub(super) mod trial;

@@ -7,19 +7,19 @@ use std::sync::LazyLock;
 use compact_str::CompactString;
 use smallvec::SmallVec;
 
-use super::RankingsVersion;
+use super::settings::RankingsVersion;
 use crate::campaign::RequestContext;
 use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Identity, PageType};
-use crate::models::{AsOf, Neighbours};
+use crate::models::Neighbours;
 use crate::money::Currency;
 use crate::recommend::Context;
 use crate::repurchases::Repurchases;
 use crate::visitor::{LiveVisitor, MAX_RECENT_VIEWS, strongest};
 use crate::visits::Visits;
 
-use super::track::PageContext;
+use super::request::PageContext;
 
 /// No neighbour lists (made once: an empty map still allocates its shards).
 static UNLISTED: LazyLock<Neighbours> = LazyLock::new(Neighbours::default);
@@ -386,39 +386,5 @@ impl VisitorSnapshot {
                 Vec::new()
             },
         }
-    }
-}
-
-impl super::Account {
-    /// Products of the sessions most like what `visitor_id` viewed last (`latest`,
-    /// dense ids of `catalogue`, the latest first; see
-    /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
-    /// (those it lacks left out), the highest score first, at most
-    /// [`SESSION_PRODUCTS`]; the sessions read `as_of` a tick.
-    pub(super) fn session_neighbourhood(
-        &self,
-        visitor_id: &str,
-        latest: &[ProductIdx],
-        catalogue: &Catalogue,
-        as_of: AsOf,
-    ) -> Vec<(ProductIdx, f32)> {
-        let keys: SmallVec<[u32; MAX_RECENT_VIEWS]> = latest
-            .iter()
-            .filter_map(|idx| {
-                let product = catalogue.product(*idx)?;
-                self.product_keys.existing(product.id.as_str())
-            })
-            .collect();
-        let visitor = crate::analytics::session_key(visitor_id);
-        let scored = self
-            .similar_sessions
-            .neighbourhood(&keys, visitor, SESSION_PRODUCTS, as_of);
-        scored
-            .into_iter()
-            .filter_map(|(key, score)| {
-                let name = self.product_keys.name(key)?;
-                Some((catalogue.idx_of(&name)?, score))
-            })
-            .collect()
     }
 }

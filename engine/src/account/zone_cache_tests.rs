@@ -10,6 +10,7 @@ use crate::event::{BasketLine, Event, Identity, Order, PageType, PersonalDetails
 use crate::recommend::RenderedItem;
 use crate::testing;
 use crate::zone::Strategy;
+use crate::zone::ZoneSpec;
 
 const T0: UnixMillis = 1_800_000_000_000;
 const HOUR: UnixMillis = 3_600_000;

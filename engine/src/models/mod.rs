@@ -169,6 +169,22 @@ pub const SEED_DAMPING: f32 = 0.5;
 /// and a product bought often is what the shopper's next basket is built around.
 pub const PURCHASE_SEED_DAMPING: f32 = 0.0;
 
+impl ModelSettings {
+    /// These settings for the co-purchase lists as configured: read at their own
+    /// window (by default 1, an order's own lines; self-tuning may widen it to the
+    /// shopper's purchases before the order, see [`EARLIER_PURCHASES_PAIRED`]) and
+    /// dampings.
+    pub fn for_purchases(&self) -> ModelSettings {
+        ModelSettings {
+            co_view_window: self.co_purchase_window,
+            partner_damping: self.purchase_partner_damping,
+            seed_damping: self.purchase_seed_damping,
+            co_view_forward: self.co_purchase_forward,
+            ..*self
+        }
+    }
+}
+
 impl Default for ModelSettings {
     fn default() -> ModelSettings {
         ModelSettings {

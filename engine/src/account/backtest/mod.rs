@@ -17,126 +17,27 @@
 //! the caller's thread (and rayon's), never on a request's path; shoppers see nothing
 //! of it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use compact_str::CompactString;
 use rayon::prelude::*;
-use smallvec::SmallVec;
+
+pub(super) mod moments;
+
+use moments::Moment;
 
 use super::Account;
+use super::request::PageContext;
 use super::shadows::{Judged, fill_judged};
-use super::track::PageContext;
-use super::visitor_view::{SegmentFacts, VisitorSnapshot};
+use super::visitor_view::VisitorSnapshot;
 use crate::backtest::{Backtest, Exposure, Reach, Shares, Version};
-use crate::campaign::{CampaignSet, RequestContext};
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::event::{Identity, PageType};
+use crate::campaign::CampaignSet;
+use crate::catalogue::{Catalogue, ProductIdx};
+use crate::event::PageType;
 use crate::money::Currency;
 use crate::prequential::rank_of;
 use crate::shadow::Paired;
 use crate::zone::ZoneKind;
-
-/// Judged moments an account keeps, at most (the oldest make room).
-pub const MAX_MOMENTS: usize = 10_000;
-/// The bytes kept moments take at most, as [`Moment::bytes`] counts them.
-pub const MAX_MOMENT_BYTES: usize = 16 << 20;
-
-/// One judged moment (see the module's documentation).
-#[derive(Debug)]
-pub(super) struct Moment {
-    visitor_id: CompactString,
-    identity: Identity,
-    /// Product keys ([`crate::models::ProductKeys`]), newest view first.
-    recent_views: SmallVec<[u32; 8]>,
-    basket: SmallVec<[u32; 8]>,
-    purchased: SmallVec<[u32; 8]>,
-    segments: Option<SegmentFacts>,
-    page_type: Option<PageType>,
-    request: RequestContext,
-    currency: Currency,
-    now: UnixMillis,
-    /// What the request brought that was new to the shopper, by key.
-    brought: SmallVec<[u32; 4]>,
-}
-
-impl Moment {
-    /// What it takes in memory: itself and what its parts hold on the heap.
-    pub(super) fn bytes(&self) -> usize {
-        let keys = |v: &SmallVec<[u32; 8]>| if v.spilled() { v.capacity() * 4 } else { 0 };
-        let text = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
-        let identity = text(&self.identity.user_id)
-            + text(&self.identity.email)
-            + text(&self.identity.account_id)
-            + text(&self.identity.group_id);
-        let segments = self.segments.as_ref().map_or(0, |s| {
-            (s.categories.len() + s.brands.len()) * std::mem::size_of::<(CompactString, f64)>()
-        });
-        std::mem::size_of::<Moment>()
-            + std::mem::size_of::<Arc<Moment>>()
-            + keys(&self.recent_views)
-            + keys(&self.basket)
-            + keys(&self.purchased)
-            + identity
-            + segments
-    }
-}
-
-/// The kept moments, oldest first, and the bytes they take.
-#[derive(Debug, Default)]
-pub(super) struct Moments {
-    kept: parking_lot::Mutex<(VecDeque<Arc<Moment>>, usize)>,
-}
-
-impl Moments {
-    fn keep(&self, moment: Moment) {
-        let bytes = moment.bytes();
-        let mut kept = self.kept.lock();
-        kept.0.push_back(Arc::new(moment));
-        kept.1 += bytes;
-        while kept.0.len() > MAX_MOMENTS || kept.1 > MAX_MOMENT_BYTES {
-            let Some(oldest) = kept.0.pop_front() else {
-                break;
-            };
-            kept.1 = kept.1.saturating_sub(oldest.bytes());
-        }
-    }
-
-    fn all(&self) -> Vec<Arc<Moment>> {
-        self.kept.lock().0.iter().cloned().collect()
-    }
-
-    /// How many are kept, and their bytes.
-    pub(super) fn size(&self) -> (usize, usize) {
-        let kept = self.kept.lock();
-        (kept.0.len(), kept.1)
-    }
-
-    /// Removes the moments of `visitor_ids`, or of a shopper named by one of `user_ids`
-    /// or `emails` (lower-case).
-    pub(super) fn forget(
-        &self,
-        visitor_ids: &std::collections::HashSet<String>,
-        user_ids: &std::collections::HashSet<String>,
-        emails: &std::collections::HashSet<String>,
-    ) {
-        let mut kept = self.kept.lock();
-        kept.0.retain(|m| {
-            !visitor_ids.contains(m.visitor_id.as_str())
-                && !m
-                    .identity
-                    .user_id
-                    .as_ref()
-                    .is_some_and(|u| user_ids.contains(u))
-                && !m
-                    .identity
-                    .email
-                    .as_ref()
-                    .is_some_and(|e| emails.contains(&e.to_lowercase()))
-        });
-        kept.1 = kept.0.iter().map(|m| m.bytes()).sum();
-    }
-}
 
 /// Why a backtest was not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -388,7 +289,12 @@ impl Account {
 
 #[cfg(test)]
 mod tests {
+    use smallvec::SmallVec;
+
+    use super::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS, Moments};
     use super::*;
+    use crate::campaign::RequestContext;
+    use crate::event::Identity;
 
     fn moment(visitor: &str, email: Option<&str>) -> Moment {
         Moment {

@@ -2,6 +2,10 @@
 //! orders and details name, finding a shopper's other devices, and erasure
 //! ([`Account::forget`]) of everything tied to an identifier.
 
+pub(super) mod key;
+
+use key::IdentityKey;
+
 use std::collections::HashSet;
 
 use super::Account;
@@ -39,13 +43,6 @@ impl Erasure {
     pub fn matched(&self) -> bool {
         self.visitors + self.users > 0
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum IdentityKey {
-    User(String),
-    Email(String),
-    Account(String),
 }
 
 impl Account {
