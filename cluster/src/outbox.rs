@@ -448,7 +448,7 @@ impl Outbox {
                     match outcome {
                         Ok(()) => {
                             self.recovered();
-                            mark.stored(entry.id, again.is_empty());
+                            mark.stored(entry.id, again.len());
                             self.stored(entry);
                         }
                         Err(reason) => {
@@ -514,11 +514,12 @@ struct Mark {
 }
 
 impl Mark {
-    /// Notes `id` stored. In order unless a failed record is still to be stored: with
-    /// none kept and none of them in flight, every id up to the highest is stored.
-    fn stored(&mut self, id: OutboxId, none_kept: bool) {
+    /// Notes `id` stored, with `kept` failed records still to be stored. In order
+    /// unless a failed record is still to be stored: with none kept and none of them in
+    /// flight, every id up to the highest is stored.
+    fn stored(&mut self, id: OutboxId, kept: usize) {
         self.highest = self.highest.max(Some(id));
-        if none_kept && self.retrying == 0 {
+        if kept == 0 && self.retrying == 0 {
             self.through = self.highest;
         }
     }
@@ -600,19 +601,19 @@ mod tests {
     #[test]
     fn the_mark_moves_only_past_records_all_stored() {
         let mut mark = Mark::default();
-        mark.stored(id(1), true);
-        mark.stored(id(2), true);
+        mark.stored(id(1), 0);
+        mark.stored(id(2), 0);
         assert_eq!(mark.through, Some(id(2)));
         // 3 failed and is kept: 4 stored does not move the mark past 3.
-        mark.stored(id(4), false);
+        mark.stored(id(4), 1);
         assert_eq!(mark.through, Some(id(2)));
         // 3 tried again while 5 is stored: still not.
         mark.retrying = 1;
-        mark.stored(id(5), true);
+        mark.stored(id(5), 0);
         assert_eq!(mark.through, Some(id(2)));
         // 3 stored, nothing kept or retried: everything through 5 is stored.
         mark.retrying = 0;
-        mark.stored(id(3), true);
+        mark.stored(id(3), 0);
         assert_eq!(mark.through, Some(id(5)));
     }
 
@@ -620,12 +621,12 @@ mod tests {
     fn a_moved_mark_is_due_at_once_then_at_most_once_a_second() {
         let mut mark = Mark::default();
         assert_eq!(mark.save_at(), None);
-        mark.stored(id(1), true);
+        mark.stored(id(1), 0);
         assert!(mark.save_at().is_some());
         mark.saved = mark.through;
         mark.saved_at = Some(tokio::time::Instant::now());
         assert_eq!(mark.save_at(), None);
-        mark.stored(id(2), true);
+        mark.stored(id(2), 0);
         let at = mark.save_at().expect("due again");
         assert!(at > tokio::time::Instant::now());
     }

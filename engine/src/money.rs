@@ -164,7 +164,12 @@ impl Money {
     /// The amount as a plain decimal string with the currency's digits: `2.49`, `350`.
     pub fn decimal(self) -> String {
         let mut out = String::new();
-        write_decimal(&mut out, self.minor, self.currency.minor_digits(), false);
+        write_decimal(
+            &mut out,
+            self.minor,
+            self.currency.minor_digits(),
+            Thousands::Plain,
+        );
         out
     }
 
@@ -184,7 +189,7 @@ impl Money {
             &mut out,
             self.minor.abs(),
             self.currency.minor_digits(),
-            true,
+            Thousands::Grouped,
         );
         out
     }
@@ -244,7 +249,14 @@ fn parse_minor(amount: &str, currency: Currency) -> Result<i64, MoneyError> {
     Ok(minor)
 }
 
-fn write_decimal(out: &mut String, minor: i64, digits: u32, group: bool) {
+/// Whether a written amount groups its thousands (`1,234.50`) or not (`1234.50`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Thousands {
+    Grouped,
+    Plain,
+}
+
+fn write_decimal(out: &mut String, minor: i64, digits: u32, thousands: Thousands) {
     let scale = 10_i64.pow(digits);
     let negative = minor < 0;
     let minor = minor.unsigned_abs();
@@ -252,7 +264,7 @@ fn write_decimal(out: &mut String, minor: i64, digits: u32, group: bool) {
     if negative {
         out.push('-');
     }
-    if group {
+    if thousands == Thousands::Grouped {
         for (i, ch) in whole.chars().enumerate() {
             if i > 0 && (whole.len() - i).is_multiple_of(3) {
                 out.push(',');

@@ -15,6 +15,24 @@ use crate::catalogue::UnixMillis;
 /// days); the lifetime totals count every order.
 pub const MAX_ORDERS_KEPT: usize = 100;
 
+/// Whether a request starts a session of its visitor ([`Visits::seen`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStart {
+    /// Its first session, or one after another.
+    New,
+    /// The session of its previous request.
+    Continued,
+}
+
+/// Whether a copy for segments keeps the latest orders ([`Visits::for_segments`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecentOrders {
+    /// Copied: a segment reads revenue over a number of days.
+    Copied,
+    /// Left out, so that the copy allocates nothing.
+    Left,
+}
+
 /// A visitor's visits and orders, as segments read them.
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
@@ -38,13 +56,12 @@ pub struct Visits {
 }
 
 impl Visits {
-    /// A request of the visitor at `now`; `new_session` when it starts a session of
-    /// this visitor (its first, or one after another).
-    pub fn seen(&mut self, now: UnixMillis, new_session: bool) {
+    /// A request of the visitor at `now`, starting a session of it or not.
+    pub fn seen(&mut self, now: UnixMillis, session: SessionStart) {
         if self.first_seen == 0 {
             self.first_seen = now;
         }
-        if new_session || self.sessions == 0 {
+        if session == SessionStart::New || self.sessions == 0 {
             self.sessions = self.sessions.saturating_add(1);
             self.session_page_views = 0;
         }
@@ -66,14 +83,12 @@ impl Visits {
         self.recent_orders.push_back((at, revenue_minor));
     }
 
-    /// A copy for judging segments: the latest orders only when a segment reads revenue
-    /// over a number of days (`orders`), so that the copy allocates nothing otherwise.
-    pub fn for_segments(&self, orders: bool) -> Visits {
+    /// A copy for judging segments, with the latest orders or without them.
+    pub fn for_segments(&self, orders: RecentOrders) -> Visits {
         Visits {
-            recent_orders: if orders {
-                self.recent_orders.clone()
-            } else {
-                VecDeque::new()
+            recent_orders: match orders {
+                RecentOrders::Copied => self.recent_orders.clone(),
+                RecentOrders::Left => VecDeque::new(),
             },
             ..*self
         }
@@ -120,14 +135,14 @@ mod tests {
     #[test]
     fn sessions_page_views_and_orders_are_counted() {
         let mut visits = Visits::default();
-        visits.seen(1_000, true);
+        visits.seen(1_000, SessionStart::New);
         visits.page_viewed();
         visits.page_viewed();
         assert_eq!((visits.sessions, visits.session_page_views), (1, 2));
         assert!(!visits.returning());
-        visits.seen(2_000, false);
+        visits.seen(2_000, SessionStart::Continued);
         assert_eq!(visits.sessions, 1);
-        visits.seen(9_000, true);
+        visits.seen(9_000, SessionStart::New);
         assert_eq!((visits.sessions, visits.session_page_views), (2, 0));
         assert!(visits.returning());
         assert_eq!(visits.first_seen, 1_000);

@@ -18,6 +18,15 @@ pub enum KeyMatch {
     FirstLetterEitherCase,
 }
 
+/// Whether a field must be there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Required: its absence is an error naming it.
+    Required,
+    /// Optional.
+    Optional,
+}
+
 /// A JSON object being read, with its path.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields<'v, 'p, V = Value> {

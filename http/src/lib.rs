@@ -52,21 +52,25 @@ pub mod tuned;
 
 /// The line printed on stdout once the server is ready: `listening on http://ADDR`, or
 /// `https://` when `[tls]` is set.
-pub fn ready_line(addr: std::net::SocketAddr, https: bool) -> String {
-    let scheme = if https { "https" } else { "http" };
-    format!("listening on {scheme}://{addr}")
+pub fn ready_line(addr: std::net::SocketAddr, config: &config::Config) -> String {
+    format!("listening on {}://{addr}", scheme(config))
+}
+
+/// `https` when the server answers with TLS (`[tls]`), else `http`.
+fn scheme(config: &config::Config) -> &'static str {
+    if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    }
 }
 
 /// The line the embedded demo prints after its ready line: the console's address with
 /// the demo's token in the fragment (which a browser never sends to a server or a log),
 /// `console: http://ADDR/admin/#token=TOKEN`; `None` when the configuration has no
 /// demo token.
-pub fn console_line(
-    addr: std::net::SocketAddr,
-    https: bool,
-    config: &config::Config,
-) -> Option<String> {
-    let scheme = if https { "https" } else { "http" };
+pub fn console_line(addr: std::net::SocketAddr, config: &config::Config) -> Option<String> {
+    let scheme = scheme(config);
     let token = config
         .admin_tokens
         .iter()

@@ -385,12 +385,11 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         tokio::spawn(control::on_flush_request(Arc::clone(&state), flushes));
         {
             let mut stdout = std::io::stdout().lock();
-            let tls = state.config().tls.is_some();
-            writeln!(stdout, "{}", vitrine_http::ready_line(addr, tls))
+            let config = state.config();
+            writeln!(stdout, "{}", vitrine_http::ready_line(addr, &config))
                 .context("writing the ready line")?;
             // The demo names its console with the token that opens it.
-            if demo
-                && let Some(line) = vitrine_http::console_line(addr, tls, &state.config())
+            if demo && let Some(line) = vitrine_http::console_line(addr, &config)
             {
                 writeln!(stdout, "{line}").context("writing the console's address")?;
             }

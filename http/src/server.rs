@@ -385,6 +385,12 @@ async fn bound_memory(state: Arc<AppState>) {
                 "resident memory over the budget; evicting least recently seen visitors"
             );
         }
+        // Visitors beyond the bound count under the pass's reason.
+        let visitors = if over_memory {
+            crate::metrics::EvictionKind::VisitorMemory
+        } else {
+            crate::metrics::EvictionKind::VisitorCapacity
+        };
         let evicting = tokio::task::spawn_blocking(move || {
             let now = now_millis();
             for (entry, bounds) in work {
@@ -392,7 +398,7 @@ async fn bound_memory(state: Arc<AppState>) {
                 if sweep {
                     entry.account.unlink_missing_visitors();
                 }
-                entry.metrics.evicted(&evicted, over_memory);
+                entry.metrics.evicted(&evicted, visitors);
                 if evicted != Evicted::default() {
                     tracing::debug!(account = %entry.config.access_key, ?evicted, "evicted");
                 }

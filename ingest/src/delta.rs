@@ -15,7 +15,7 @@ use vitrine_engine::catalogue::Product;
 use vitrine_engine::overlay::CatalogueEdit;
 
 use crate::record::{self, AccountPrice, CategoryAssignment, duplicate_ids};
-use vitrine_fields::{Errors, Fields, JsonValue, check_id, index_path};
+use vitrine_fields::{Errors, Fields, JsonValue, Presence, check_id, index_path};
 
 /// Part names of a delta body, in the order of the contract.
 pub const PARTS: [&str; 8] = [
@@ -100,10 +100,10 @@ pub fn parse<V: JsonValue>(body: &Fields<'_, '_, V>) -> Result<Delta, Errors> {
         record::category_assignment,
     );
     delta.account_prices = records(body, "AccountPrices", &mut errors, |v, p, e| {
-        record::account_price(v, p, true, e)
+        record::account_price(v, p, Presence::Required, e)
     });
     delta.delete_account_prices = records(body, "DeleteAccountPrices", &mut errors, |v, p, e| {
-        record::account_price(v, p, false, e)
+        record::account_price(v, p, Presence::Optional, e)
     });
     delta.users = records(body, "Users", &mut errors, record::user);
     delta.delete_users = body

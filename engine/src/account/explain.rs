@@ -14,7 +14,9 @@ use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::PageType;
 use crate::models::AsOf;
 use crate::money::Currency;
-use crate::recommend::{Evidence, Fact, Rejection, RenderedItem, Trace, fill_zone_traced};
+use crate::recommend::{
+    Evidence, Fact, Facts, Pass, Rejection, RenderedItem, Trace, fill_zone_traced,
+};
 use crate::zone::{Strategy, ZoneSpec};
 
 /// What to explain: a zone for a visitor (or none: a new shopper) on a product's page
@@ -144,13 +146,13 @@ impl CampaignTrace for Recorder {
 }
 
 impl Trace for Recorder {
-    const EVIDENCE: bool = true;
+    const FACTS: Facts = Facts::Kept;
 
     fn chosen(
         &mut self,
         idx: ProductIdx,
         strategy: Strategy,
-        _search: bool,
+        _pass: Pass,
         evidence: &dyn Fn() -> Evidence,
     ) {
         self.chosen.push((idx, strategy, evidence()));
@@ -169,9 +171,12 @@ impl MadeUpShopper {
     fn facts(self, now: UnixMillis) -> super::visitor_view::SegmentFacts {
         let mut visits = crate::visits::Visits::default();
         if self.returning {
-            visits.seen(now - RETURNING_FIRST_SEEN_DAYS * 86_400_000, true);
+            visits.seen(
+                now - RETURNING_FIRST_SEEN_DAYS * 86_400_000,
+                crate::visits::SessionStart::New,
+            );
         }
-        visits.seen(now, true);
+        visits.seen(now, crate::visits::SessionStart::New);
         visits.page_viewed();
         super::visitor_view::SegmentFacts {
             visits,

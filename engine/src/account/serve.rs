@@ -219,15 +219,24 @@ impl Account {
             user.as_ref(),
             settings.default_currency,
         );
-        let zones = fill_zones(
-            &settings,
-            &request.zones,
-            (&visitor_id, now),
-            (&ctx, &snapshot, &page, &top_names),
-            (campaigns.as_deref(), &shopper),
-            (&self.zone_cache, &generation),
-            &mut notices,
-        );
+        let filling = Filling {
+            settings: &settings,
+            visitor_id: &visitor_id,
+            now,
+            from: FillFrom {
+                ctx: &ctx,
+                snapshot: &snapshot,
+                page: &page,
+                top_names: &top_names,
+            },
+            campaigns: campaigns.as_deref(),
+            shopper: &shopper,
+            cached: Cached {
+                cache: &self.zone_cache,
+                generation: &generation,
+            },
+        };
+        let zones = fill_zones(&filling, &request.zones, &mut notices);
         drop(generation);
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
@@ -305,15 +314,24 @@ impl Account {
             settings.default_currency,
         );
         let generation = self.zone_cache_generation(&settings, &catalogue, &rankings, &published);
-        let zones = fill_zones(
-            &settings,
-            &request.zones,
-            ("", now),
-            (&ctx, &snapshot, &page, &top_names),
-            (campaigns.as_deref(), &shopper),
-            (&self.zone_cache, &generation),
-            &mut notices,
-        );
+        let filling = Filling {
+            settings: &settings,
+            visitor_id: "",
+            now,
+            from: FillFrom {
+                ctx: &ctx,
+                snapshot: &snapshot,
+                page: &page,
+                top_names: &top_names,
+            },
+            campaigns: campaigns.as_deref(),
+            shopper: &shopper,
+            cached: Cached {
+                cache: &self.zone_cache,
+                generation: &generation,
+            },
+        };
+        let zones = fill_zones(&filling, &request.zones, &mut notices);
         drop(generation);
         drop(rankings);
         ServeOutcome {
@@ -421,27 +439,51 @@ fn shown_products(
 
 /// What zones are filled from: the recommenders' context, the visitor's history, the
 /// page and the most popular names.
-type FillFrom<'a, 'c> = (
-    &'a Context<'c>,
-    &'a VisitorSnapshot,
-    &'a PageContext<'a>,
-    &'a TopNames,
-);
+#[derive(Clone, Copy)]
+struct FillFrom<'a, 'c> {
+    ctx: &'a Context<'c>,
+    snapshot: &'a VisitorSnapshot,
+    page: &'a PageContext<'a>,
+    top_names: &'a TopNames,
+}
 
 /// The account's zone cache, and its generation for the request's versions.
-type Cached<'a> = (&'a ZoneCache, &'a LazyGeneration<'a>);
+#[derive(Clone, Copy)]
+struct Cached<'a> {
+    cache: &'a ZoneCache,
+    generation: &'a LazyGeneration<'a>,
+}
+
+/// A request's zones as they are filled: the account's settings, who asks and when,
+/// what the zones are filled from, the campaigns that may take them and the shopper
+/// their segments judge, and the zone cache.
+struct Filling<'a, 'c> {
+    settings: &'a AccountSettings,
+    visitor_id: &'a str,
+    now: UnixMillis,
+    from: FillFrom<'a, 'c>,
+    campaigns: Option<&'a CampaignSet>,
+    shopper: &'a Shopper<'a>,
+    cached: Cached<'a>,
+}
 
 /// Fills the zones asked for, in order; a zone the account does not have, or that is
 /// not shown on the page's type, becomes a notice.
 fn fill_zones(
-    settings: &AccountSettings,
+    filling: &Filling<'_, '_>,
     requested: &ZoneIds,
-    (visitor_id, now): (&str, UnixMillis),
-    (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
-    (campaigns, shopper): (Option<&CampaignSet>, &Shopper<'_>),
-    cached: Cached<'_>,
     notices: &mut Vec<Notice>,
 ) -> RenderedZones {
+    let Filling {
+        settings,
+        visitor_id,
+        now,
+        from,
+        campaigns,
+        shopper,
+        cached,
+    } = *filling;
+    let FillFrom { ctx, snapshot, .. } = from;
     let mut zones = RenderedZones::with_capacity(requested.len());
     // Who experiments split: the visitor, and the person it is (`resolve.rs`).
     let who = (
@@ -465,7 +507,7 @@ fn fill_zones(
             });
             continue;
         };
-        if let Some(page_type) = page.page_type
+        if let Some(page_type) = from.page.page_type
             && !spec.page_types.is_empty()
             && !spec.page_types.contains(&page_type)
         {
@@ -509,12 +551,15 @@ fn fill_zones(
             Plan::Spec { spec, variant } => (spec, variant.map(|(_, v)| v)),
             Plan::Held(holdout) => {
                 let nobody = nobody.get_or_insert_with(VisitorSnapshot::default);
-                let mut filled = fill(
-                    position,
-                    &holdout.spec(spec),
-                    (ctx, nobody, page, top_names),
-                    (cached.0, &uncached),
-                );
+                let nobody = FillFrom {
+                    snapshot: nobody,
+                    ..from
+                };
+                let uncached = Cached {
+                    generation: &uncached,
+                    ..cached
+                };
+                let mut filled = fill(position, &holdout.spec(spec), nobody, uncached);
                 filled.variant = holdout.held.clone();
                 zones.push(filled);
                 continue;
@@ -524,14 +569,12 @@ fn fill_zones(
         let cached = if variant.is_none() {
             cached
         } else {
-            (cached.0, &uncached)
+            Cached {
+                generation: &uncached,
+                ..cached
+            }
         };
-        let mut filled = fill(
-            position,
-            spec_filled,
-            (ctx, snapshot, page, top_names),
-            cached,
-        );
+        let mut filled = fill(position, spec_filled, from, cached);
         if let Some(variant) = variant {
             filled.variant = CompactString::from(variant.name.as_str());
         }
@@ -556,9 +599,15 @@ pub const CAMPAIGN_VARIANT_PREFIX: &str = "campaign:";
 fn fill(
     position: usize,
     spec: &ZoneSpec,
-    (ctx, snapshot, page, top_names): FillFrom<'_, '_>,
-    (cache, generation): Cached<'_>,
+    from: FillFrom<'_, '_>,
+    Cached { cache, generation }: Cached<'_>,
 ) -> RenderedZone {
+    let FillFrom {
+        ctx,
+        snapshot,
+        page,
+        top_names,
+    } = from;
     let catalogue = ctx.catalogue;
     let mut names = Vec::new();
     let mut cached = None;

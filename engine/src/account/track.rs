@@ -20,6 +20,7 @@ use crate::models::{
 use crate::money::Currency;
 use crate::state::{Served, Tracked};
 use crate::visitor::{LiveVisitor, OrderRecord, SESSION_IDLE_MILLIS, Visitor, add_affinity};
+use crate::visits::SessionStart;
 
 /// Score added to a product's trending counter per kind of interaction.
 const VIEW_SCORE: f64 = 1.0;
@@ -134,12 +135,14 @@ impl Account {
         notices: &mut Vec<Notice>,
     ) {
         let visitor = live.state_mut();
-        let new_session = visitor.session_id.as_deref() != Some(session_id);
-        if new_session {
+        let session = if visitor.session_id.as_deref() == Some(session_id) {
+            SessionStart::Continued
+        } else {
             visitor.session_id = Some(session_id.to_owned());
-        }
+            SessionStart::New
+        };
         visitor.last_seen = now;
-        live.visits_mut().seen(now, new_session);
+        live.visits_mut().seen(now, session);
         let settings = self.settings.load();
         let default_currency = settings.default_currency;
         let currency = page.currency.unwrap_or(default_currency);
@@ -327,7 +330,7 @@ impl Account {
         id: &'e str,
         page: &mut PageContext<'e>,
     ) {
-        let key = self.see_product(live, at, id, true);
+        let key = self.see_product(live, at, id, Sight::Viewed);
         let view = |product| Touch::View {
             product,
             session: at.session,
@@ -340,18 +343,18 @@ impl Account {
     /// The visitor saw the product `id` (viewed it, or put it in the basket from
     /// elsewhere than its own page): co-view pairs with the visitor's previous views,
     /// the session's products ([`SessionIndex`](crate::models::SessionIndex), when
-    /// `in_session`), the view itself, the product's popularity and its categories'
+    /// [`Sight::Viewed`]), the view itself, the product's popularity and its categories'
     /// and brand's affinities. Returns the product's key when it is counted.
     fn see_product(
         &self,
         live: &mut LiveVisitor,
         at: &EventAt<'_>,
         id: &str,
-        in_session: bool,
+        sight: Sight,
     ) -> Option<u32> {
         let (now, catalogue) = (at.now, at.catalogue);
         let idx = catalogue.idx_of(id);
-        let key = self.countable(id, idx.is_some(), catalogue);
+        let key = self.countable(id, catalogue);
         if let Some(key) = key {
             // The pairing weakens with the distance in the visitor's views: 1 for the
             // previous product, 1/2 for the one before, and so on; counted by distance
@@ -369,7 +372,7 @@ impl Account {
                 })
                 .collect();
             self.coview.add_all(key, &earlier);
-            if in_session {
+            if sight == Sight::Viewed {
                 self.similar_sessions.view(at.session, at.visitor, key, now);
             }
             self.count(id, VIEW_SCORE, 0, now);
@@ -402,10 +405,9 @@ impl Account {
             .iter()
             .map(|id| {
                 if !live.state().is_latest_view(id) {
-                    self.see_product(live, at, id, false)
+                    self.see_product(live, at, id, Sight::Added)
                 } else {
-                    let in_catalogue = at.catalogue.idx_of(id).is_some();
-                    self.countable(id, in_catalogue, at.catalogue)
+                    self.countable(id, at.catalogue)
                 }
             })
             .collect()
@@ -456,8 +458,7 @@ impl Account {
         let catalogue = self.catalogue.load();
         let mut lines: Vec<u32> = Vec::new();
         for line in &order.items {
-            let in_catalogue = catalogue.idx_of(&line.id).is_some();
-            let Some(key) = self.countable(&line.id, in_catalogue, &catalogue) else {
+            let Some(key) = self.countable(&line.id, &catalogue) else {
                 continue;
             };
             let units = line.qty.max(0.0).round() as u64;
@@ -524,17 +525,18 @@ impl Account {
         self.popular(&self.brand_popularity, brand, now);
     }
 
-    /// The product key of `id` when its interactions may be counted: a product of the
-    /// catalogue always (`in_catalogue`), any other id (a product a delta may still
-    /// bring, or an id made up by a client) only while the ids counted outside the
-    /// catalogue stay under [`UNCATALOGUED_KEYS`], so that made-up ids cannot grow the
-    /// counters and pair tables without bound.
-    fn countable(&self, id: &str, in_catalogue: bool, catalogue: &Catalogue) -> Option<u32> {
+    /// The product key of `id` when its interactions may be counted: a product of
+    /// `catalogue` always, any other id (a product a delta may still bring, or an id
+    /// made up by a client) only while the ids counted outside the catalogue stay under
+    /// [`UNCATALOGUED_KEYS`], so that made-up ids cannot grow the counters and pair
+    /// tables without bound. The catalogue is looked up only for an id without a key.
+    fn countable(&self, id: &str, catalogue: &Catalogue) -> Option<u32> {
         if let Some(key) = self.product_keys.existing(id) {
             return Some(key);
         }
         let room = catalogue.len().saturating_add(UNCATALOGUED_KEYS);
-        (in_catalogue || self.product_keys.len() < room).then(|| self.product_keys.key(id))
+        (self.product_keys.len() < room || catalogue.idx_of(id).is_some())
+            .then(|| self.product_keys.key(id))
     }
 
     /// Tells the next rebuild round that there is something to rebuild: called once
@@ -605,6 +607,16 @@ pub fn customer_visitor_id(identity: &Identity) -> Option<String> {
         .account_id
         .as_ref()
         .map(|account| format!("customer:account:{account}"))
+}
+
+/// How a visitor saw a product ([`Account::see_product`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sight {
+    /// Viewed on its page: a step of the session, kept in the session index.
+    Viewed,
+    /// Put in the basket from elsewhere than its page (a listing, a zone, a quick
+    /// order): paired with the views before it, not a step of the session.
+    Added,
 }
 
 /// Where an event sits in its request.

@@ -17,7 +17,7 @@ use crate::money::Currency;
 use crate::recommend::Context;
 use crate::repurchases::Repurchases;
 use crate::visitor::{LiveVisitor, MAX_RECENT_VIEWS, strongest};
-use crate::visits::Visits;
+use crate::visits::{RecentOrders, Visits};
 
 use super::request::PageContext;
 
@@ -88,7 +88,11 @@ impl SegmentFacts {
             }
         };
         SegmentFacts {
-            visits: live.visits().for_segments(reads.orders),
+            visits: live.visits().for_segments(if reads.orders {
+                RecentOrders::Copied
+            } else {
+                RecentOrders::Left
+            }),
             basket_value: crate::campaign::segment::basket_value(&visitor.basket),
             given_dob: visitor.details.dob.and_then(|d| d.date()),
             categories: affinities(&visitor.categories),

@@ -9,7 +9,7 @@ use crate::catalogue::{Catalogue, ProductIdx};
 use crate::models::{Neighbours, ProductLists};
 use crate::zone::{CONTEXT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
 
-use super::evidence::Fact;
+use super::evidence::{Fact, Facts};
 use super::rankings::{POPULAR_BLENDED, Popular};
 use super::{Context, anchor};
 
@@ -165,7 +165,7 @@ pub(super) struct Blend<'a> {
     /// them (see [`ZoneSpec::popularity`]).
     pub(super) popularity: (Popular<'a>, f64),
     /// Whether each product keeps the parts it was added up from, as facts.
-    pub(super) record: bool,
+    pub(super) facts: Facts,
 }
 
 /// Candidates scored by neighbour lists of several seed products: each scores the sum,
@@ -198,7 +198,7 @@ pub(super) fn blended<'c>(
             for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
                 *sums.entry(*idx).or_default() += weight * f64::from(*strength);
                 top = top.max(f64::from(*strength));
-                if blend.record {
+                if blend.facts == Facts::Kept {
                     let fact = pairs.fact(seed, *strength, weight);
                     parts.entry(*idx).or_default().push(fact);
                 }
@@ -213,7 +213,7 @@ pub(super) fn blended<'c>(
         let scale = content_scale(top, overall);
         for (place, idx) in catalogue.similar_to(seed).enumerate() {
             *sums.entry(idx).or_default() += content_part(blend.content, place) * weight * scale;
-            if blend.record {
+            if blend.facts == Facts::Kept {
                 parts.entry(idx).or_default().push(Fact::SimilarTo(seed));
             }
         }
@@ -234,7 +234,7 @@ pub(super) fn blended<'c>(
         similar,
         weight * peak,
         (&mut sums, &mut parts),
-        blend.record,
+        blend.facts,
         |score, part| Fact::InSimilarSessions {
             score,
             weight: part,
@@ -244,7 +244,7 @@ pub(super) fn blended<'c>(
     // it scores are merged in below.
     let (popular, weight) = blend.popularity;
     let scale = if weight > 0.0 { weight * peak } else { 0.0 };
-    let scored_too = add_popularity(popular, scale, (&mut sums, &mut parts), blend.record);
+    let scored_too = add_popularity(popular, scale, (&mut sums, &mut parts), blend.facts);
     let ranked: Vec<(ProductIdx, f64)> = sums
         .into_iter()
         .filter(|(idx, _)| !blend.skip.contains(idx))
@@ -259,7 +259,7 @@ pub(super) fn blended<'c>(
         (popular, scale),
         scored_too,
         blend.skip,
-        blend.record,
+        blend.facts,
         catalogue,
     );
     merged(summed, only_popular, move |a, b| {
@@ -277,7 +277,7 @@ fn add_popularity(
         &mut FxHashMap<ProductIdx, f64>,
         &mut FxHashMap<ProductIdx, Vec<Fact>>,
     ),
-    record: bool,
+    facts: Facts,
 ) -> [bool; POPULAR_BLENDED] {
     let mut scored_too = [false; POPULAR_BLENDED];
     if scale <= 0.0 {
@@ -293,7 +293,7 @@ fn add_popularity(
         };
         *seen = true;
         *sum += scale * product.share;
-        if record {
+        if facts == Facts::Kept {
             parts
                 .entry(*idx)
                 .or_default()
@@ -306,12 +306,12 @@ fn add_popularity(
 /// The popular products no other part of a blend scored (not `scored_too`, by place)
 /// nor `skip`ped, in popularity order (ties by id), each scored by its popularity part
 /// alone (`scale` times its popularity over the most popular's), with that part as a
-/// fact when the blend records.
+/// fact when the blend keeps facts.
 fn only_popular<'c>(
     (popular, scale): (Popular<'c>, f64),
     scored_too: [bool; POPULAR_BLENDED],
     skip: &'c [ProductIdx],
-    record: bool,
+    facts: Facts,
     catalogue: &'c Catalogue,
 ) -> impl Iterator<Item = (ProductIdx, f64, Vec<Fact>)> + 'c {
     let unscored = popular
@@ -326,7 +326,7 @@ fn only_popular<'c>(
         .map(move |(place, product)| (product.idx, scale * product.share, place));
     runs_by_id(unscored, catalogue).map(move |(idx, score, place)| {
         let facts = match popular.list().get(place) {
-            Some(product) if record => vec![popularity_fact(place, product.key)],
+            Some(product) if facts == Facts::Kept => vec![popularity_fact(place, product.key)],
             _ => Vec::new(),
         };
         (idx, score, facts)
@@ -379,7 +379,7 @@ fn merged<T>(
 }
 
 /// Adds a scored list to a blend's `sums`: each product `scale` times its score over
-/// the list's first (highest) score; with `record`, the part as `fact` gives it (from
+/// the list's first (highest) score; with [`Facts::Kept`], the part as `fact` gives it (from
 /// the product's score and what it added).
 fn add_scaled(
     list: &[(ProductIdx, f32)],
@@ -388,7 +388,7 @@ fn add_scaled(
         &mut FxHashMap<ProductIdx, f64>,
         &mut FxHashMap<ProductIdx, Vec<Fact>>,
     ),
-    record: bool,
+    facts: Facts,
     fact: impl Fn(f32, f64) -> Fact,
 ) {
     let Some(&(_, best)) = list.first() else {
@@ -400,7 +400,7 @@ fn add_scaled(
     for &(idx, score) in list {
         let part = scale * f64::from(score) / f64::from(best);
         *sums.entry(idx).or_default() += part;
-        if record {
+        if facts == Facts::Kept {
             parts.entry(idx).or_default().push(fact(score, part));
         }
     }

@@ -11,7 +11,7 @@ use crate::models::Neighbours;
 use crate::zone::{Strategy, ZoneSpec};
 
 use super::blend::{Blend, Pairs, anchor_seeds, basket_seeds, blended, personalized_seeds};
-use super::evidence::{Evidence, Fact};
+use super::evidence::{Evidence, Fact, Facts};
 use super::{Context, Popular, anchor, item_price};
 
 /// How a candidate's [`Evidence`] is built, when someone asks for it.
@@ -21,13 +21,13 @@ pub(super) type Found<'f> = &'f dyn Fn() -> Evidence;
 pub(super) type Take<'t> = dyn FnMut(ProductIdx, Found<'_>) -> bool + 't;
 
 /// Calls `take` with candidates in preference order, each with its evidence, until it
-/// returns `false`. `record`: whether the caller may ask for evidence (blends then keep
+/// returns `false`. `facts`: whether the caller may ask for evidence (blends then keep
 /// each product's parts as they add them up).
 pub(super) fn candidates(
     strategy: Strategy,
     zone: &ZoneSpec,
     ctx: &Context<'_>,
-    record: bool,
+    facts: Facts,
     take: &mut Take<'_>,
 ) {
     let catalogue = ctx.catalogue;
@@ -155,7 +155,7 @@ pub(super) fn candidates(
                         content: zone.content,
                         sessions: (&[], 0.0),
                         popularity: (Popular::default(), 0.0),
-                        record,
+                        facts,
                     };
                     take_blended(blended(seeds.iter().copied(), &blend, catalogue), take);
                 }
@@ -199,7 +199,7 @@ pub(super) fn candidates(
                 content: zone.content,
                 sessions: (ctx.similar_sessions, zone.sessions),
                 popularity: (popular, zone.popularity),
-                record,
+                facts,
             };
             let seeds = personalized_seeds(zone, ctx);
             if !take_blended(blended(seeds.into_iter(), &blend, catalogue), take) {
@@ -216,7 +216,7 @@ pub(super) fn candidates(
                 content: zone.content,
                 sessions: (&[], 0.0),
                 popularity: (Popular::default(), 0.0),
-                record,
+                facts,
             };
             let weighted = seeds.iter().map(|idx| (*idx, 1.0));
             if !take_blended(blended(weighted, &blend, catalogue), take) {

@@ -12,6 +12,7 @@ use crate::catalogue::ProductIdx;
 use crate::zone::Strategy;
 
 use super::candidates::candidates;
+use super::evidence::{Facts, Pass};
 use super::filters::{admissible, admitted};
 use super::{Context, Evidence, RenderedItem, ZoneItems, item_price};
 
@@ -88,7 +89,7 @@ pub fn fill_custom<T: CampaignTrace>(
                 matched |= 1_u32.checked_shl(at as u32).unwrap_or(0);
             }
         }
-        trace.chosen(idx, strategy, false, found);
+        trace.chosen(idx, strategy, Pass::Strategy, found);
         kept.push(Kept {
             item,
             score,
@@ -100,16 +101,10 @@ pub fn fill_custom<T: CampaignTrace>(
         Source::Strategy => {
             for strategy in crate::campaign::content::strategies(&custom.spec) {
                 let mut more = true;
-                candidates(
-                    strategy,
-                    &custom.spec,
-                    ctx,
-                    T::EVIDENCE,
-                    &mut |idx, found| {
-                        more = consider(idx, strategy, found);
-                        more
-                    },
-                );
+                candidates(strategy, &custom.spec, ctx, T::FACTS, &mut |idx, found| {
+                    more = consider(idx, strategy, found);
+                    more
+                });
                 if !more {
                     break;
                 }
@@ -168,7 +163,7 @@ pub fn fill_custom<T: CampaignTrace>(
     let mut items: ZoneItems = ZoneItems::with_capacity(count);
     for k in &kept {
         items.push(k.item);
-        if T::EVIDENCE {
+        if T::FACTS == Facts::Kept {
             trace.placed(
                 k.item.product,
                 Placement::Sourced {

@@ -28,6 +28,25 @@ impl Evidence {
     }
 }
 
+/// Which pass of a fill found a product: the search pass (the products matching the
+/// shopper's search, first in every product zone of the page) or the strategy's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// The search pass.
+    Search,
+    /// The strategy's own.
+    Strategy,
+}
+
+/// Whether a fill keeps the facts each product was found by ([`super::Trace::FACTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Facts {
+    /// Kept, for an explanation.
+    Kept,
+    /// Not built (serving).
+    Dropped,
+}
+
 /// A fact behind an item of a zone.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fact {

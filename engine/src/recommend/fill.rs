@@ -2,7 +2,7 @@
 //! every recommender applies, with a search term's matches first; told to a [`Trace`].
 
 use super::candidates::candidates;
-use super::evidence::{Evidence, Fact};
+use super::evidence::{Evidence, Fact, Pass};
 use super::filters::admissible;
 use super::{Context, NoTrace, RenderedItem, Trace, ZoneItems};
 use crate::catalogue::ProductIdx;
@@ -40,12 +40,14 @@ pub(crate) fn fill_zone_upto<T: Trace>(
         // a bounded number of candidates so that a rare term costs little.
         for strategy in strategies() {
             let mut looked = 0;
-            candidates(strategy, zone, ctx, T::EVIDENCE, &mut |idx, found| {
+            candidates(strategy, zone, ctx, T::FACTS, &mut |idx, found| {
                 looked += 1;
                 if !taken(&chosen, idx) && matches_search(idx, term, ctx) {
                     match admissible(idx, strategy, ctx) {
                         Ok(item) => {
-                            trace.chosen(idx, strategy, true, &|| searched(found(), idx, ctx));
+                            trace.chosen(idx, strategy, Pass::Search, &|| {
+                                searched(found(), idx, ctx)
+                            });
                             chosen.push(item);
                         }
                         Err(why) => trace.rejected(idx, strategy, why),
@@ -62,13 +64,15 @@ pub(crate) fn fill_zone_upto<T: Trace>(
         if chosen.len() >= count {
             break;
         }
-        candidates(strategy, zone, ctx, T::EVIDENCE, &mut |idx, found| {
+        candidates(strategy, zone, ctx, T::FACTS, &mut |idx, found| {
             if taken(&chosen, idx) {
                 return true;
             }
             match admissible(idx, strategy, ctx) {
                 Ok(item) => {
-                    trace.chosen(idx, strategy, false, &|| searched(found(), idx, ctx));
+                    trace.chosen(idx, strategy, Pass::Strategy, &|| {
+                        searched(found(), idx, ctx)
+                    });
                     chosen.push(item);
                 }
                 Err(why) => trace.rejected(idx, strategy, why),

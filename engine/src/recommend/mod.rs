@@ -27,7 +27,7 @@ mod rankings;
 
 pub(crate) use blend::history_weights;
 pub use custom::fill_custom;
-pub use evidence::{Evidence, Fact};
+pub use evidence::{Evidence, Fact, Facts, Pass};
 pub use filters::Rejection;
 pub use price::{ItemPrice, item_price, priced};
 pub use rankings::{POPULAR_BLENDED, Popular, PopularProduct, Rankings};
@@ -77,17 +77,17 @@ pub struct Context<'a> {
 /// What filling a zone did with each candidate, for the explanation of a zone
 /// ([`fill_zone_traced`]); serving uses [`NoTrace`], which compiles to nothing.
 pub trait Trace {
-    /// Whether [`Trace::chosen`] reads the evidence: strategies then record what they
-    /// add up (serving's [`NoTrace`] does not, so it is never built).
-    const EVIDENCE: bool = false;
-    /// `idx` was shown, found by `strategy` (in the search pass when `search`), for the
+    /// Whether [`Trace::chosen`] reads the evidence: strategies then keep the facts of
+    /// what they add up (serving's [`NoTrace`] does not, so they are never built).
+    const FACTS: Facts = Facts::Dropped;
+    /// `idx` was shown, found by `strategy` in the `pass` of the fill, for the
     /// reasons `evidence` builds (the strategy's own record, with the search term when
     /// the item matches it).
     fn chosen(
         &mut self,
         _idx: ProductIdx,
         _strategy: Strategy,
-        _search: bool,
+        _pass: Pass,
         _evidence: &dyn Fn() -> Evidence,
     ) {
     }

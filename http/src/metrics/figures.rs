@@ -94,13 +94,9 @@ impl Default for AccountMetrics {
 
 impl AccountMetrics {
     /// Counts what an eviction pass dropped; visitors beyond the bound count as
-    /// `memory` when the pass was for the memory budget.
-    pub fn evicted(&self, evicted: &vitrine_engine::Evicted, for_memory: bool) {
-        let visitors = if for_memory {
-            EvictionKind::VisitorMemory
-        } else {
-            EvictionKind::VisitorCapacity
-        };
+    /// `visitors` says (`VisitorMemory` when the pass was for the memory budget, else
+    /// `VisitorCapacity`).
+    pub fn evicted(&self, evicted: &vitrine_engine::Evicted, visitors: EvictionKind) {
         for (kind, count) in [
             (EvictionKind::VisitorIdle, evicted.idle_visitors),
             (visitors, evicted.visitors),

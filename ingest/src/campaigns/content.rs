@@ -9,7 +9,7 @@ use vitrine_engine::campaign::segment::Reads;
 use vitrine_engine::campaign::{Campaign, Segment, ZoneCampaigns};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::zone::{Strategy, ZoneKind, ZoneSpec};
-use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
+use vitrine_fields::{Errors, Fields, KeyMatch, Presence, index_path, kind_of};
 
 use super::filters::filter;
 use super::grammar::{
@@ -287,7 +287,13 @@ fn content(value: &Value, path: &str, zone: &ZoneSpec, errors: &mut Errors) -> O
                 &["type", "strategy", "fallback", "count"],
                 errors,
             )?;
-            Content::Automated(strategies(&fields, zone, true, "count", errors)?)
+            Content::Automated(strategies(
+                &fields,
+                zone,
+                Presence::Required,
+                "count",
+                errors,
+            )?)
         }
         "custom" => {
             only(
@@ -357,7 +363,7 @@ fn content(value: &Value, path: &str, zone: &ZoneSpec, errors: &mut Errors) -> O
             }
             Content::Html {
                 template: template.to_owned(),
-                spec: strategies(&fields, zone, false, "count", errors)?,
+                spec: strategies(&fields, zone, Presence::Optional, "count", errors)?,
             }
         }
         other => {
@@ -375,13 +381,13 @@ fn content(value: &Value, path: &str, zone: &ZoneSpec, errors: &mut Errors) -> O
 pub(super) fn strategies(
     fields: &Fields<'_, '_>,
     zone: &ZoneSpec,
-    required: bool,
+    strategy: Presence,
     count_key: &str,
     errors: &mut Errors,
 ) -> Option<ZoneSpec> {
     let strategy = match fields.opt_str("strategy", errors) {
         Some(name) => Some(product_strategy(name, &fields.path_of("strategy"), errors)?),
-        None if required => {
+        None if strategy == Presence::Required => {
             errors.push(fields.path_of("strategy"), "required");
             return None;
         }
@@ -485,7 +491,7 @@ fn custom(fields: &Fields<'_, '_>, zone: &ZoneSpec, errors: &mut Errors) -> Opti
         )?;
         (
             Source::Strategy,
-            strategies(&source_fields, zone, true, "-", errors)?,
+            strategies(&source_fields, zone, Presence::Required, "-", errors)?,
         )
     };
     spec.count = match fields.get("maxItems") {

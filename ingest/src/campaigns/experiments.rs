@@ -19,7 +19,7 @@ use vitrine_engine::experiment::definition::{
 };
 use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::zone::{Strategy, ZoneKind};
-use vitrine_fields::{Errors, Fields, KeyMatch, index_path};
+use vitrine_fields::{Errors, Fields, KeyMatch, Presence, index_path};
 
 use super::content::{product_strategy, read_list, strategies};
 use super::grammar::{MAX_NAME_LEN, Target, definitions, display_name};
@@ -337,7 +337,7 @@ fn read_variant(
     let mut campaigns = None;
     match kind {
         VariantKind::Strategy => {
-            strategies(&fields, spec, true, "count", errors)?;
+            strategies(&fields, spec, Presence::Required, "count", errors)?;
         }
         VariantKind::None => {
             if let Some(name) = fields.opt_str("strategy", errors)
@@ -351,7 +351,7 @@ fn read_variant(
                     ),
                 );
             }
-            strategies(&fields, spec, false, "count", errors)?;
+            strategies(&fields, spec, Presence::Optional, "count", errors)?;
         }
         VariantKind::Draft => {
             let Some(list) = fields.get("campaigns") else {

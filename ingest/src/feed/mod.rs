@@ -18,7 +18,7 @@ use vitrine_engine::catalogue::{
 };
 
 use crate::record::{self, AccountPrice};
-use vitrine_fields::{Errors, JsonValue, index_path};
+use vitrine_fields::{Errors, JsonValue, Presence, index_path};
 
 /// Most record problems kept in a report (the counts are always complete).
 pub const MAX_REPORTED_RECORDS: usize = 100;
@@ -299,7 +299,7 @@ pub fn validate<V: JsonValue + Sync>(
             progress,
             "AccountPrices",
             &mut report.problems,
-            |v, p, e| record::account_price(v, p, true, e),
+            |v, p, e| record::account_price(v, p, Presence::Required, e),
         );
         report.account_prices = counts;
         document.account_prices = Some(resolve_account_prices(valid, products, &mut report));

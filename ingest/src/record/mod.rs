@@ -17,7 +17,7 @@ use vitrine_engine::account::UserRecord;
 use vitrine_engine::catalogue::{Brand, Category, PriceSet};
 
 use vitrine_fields::{
-    Errors, Fields, JsonValue, KeyMatch, check_id, looks_like_email, parse_user_dob,
+    Errors, Fields, JsonValue, KeyMatch, Presence, check_id, looks_like_email, parse_user_dob,
 };
 
 use ids::required_id;
@@ -84,11 +84,11 @@ pub struct AccountPrice {
 }
 
 /// Reads an `AccountPrice`. For `DeleteAccountPrices` only `AccountId` and `Id` matter,
-/// so `prices_required` is false there.
+/// so its prices' `presence` is [`Presence::Optional`] there.
 pub fn account_price<V: JsonValue>(
     value: &V,
     path: &str,
-    prices_required: bool,
+    presence: Presence,
     errors: &mut Errors,
 ) -> Option<AccountPrice> {
     let before = errors.total();
@@ -97,21 +97,25 @@ pub fn account_price<V: JsonValue>(
     // The product by `Id`, or by `Sku` as the .NET SDK names it.
     let by_sku = fields.get("Id").is_none() && fields.get("Sku").is_some();
     let product_id = required_id(&fields, if by_sku { "Sku" } else { "Id" }, errors);
-    let prices = if prices_required {
-        fields
-            .req_array("Prices", errors)
-            .and_then(|items| price_list(items, &fields.path_of("Prices"), true, errors))
-    } else {
-        fields
-            .opt_array("Prices", errors)
-            .and_then(|items| price_list(items, &fields.path_of("Prices"), false, errors))
-    }
-    .unwrap_or_default();
+    let list = match presence {
+        Presence::Required => fields.req_array("Prices", errors),
+        Presence::Optional => fields.opt_array("Prices", errors),
+    };
+    let prices = list
+        .and_then(|items| price_list(items, &fields.path_of("Prices"), presence, errors))
+        .unwrap_or_default();
     let sales = fields
         .opt_array("SalePrices", errors)
-        .and_then(|items| price_list(items, &fields.path_of("SalePrices"), false, errors))
+        .and_then(|items| {
+            price_list(
+                items,
+                &fields.path_of("SalePrices"),
+                Presence::Optional,
+                errors,
+            )
+        })
         .unwrap_or_default();
-    if prices_required {
+    if presence == Presence::Required {
         check_sales_have_prices(&prices, &sales, &fields.path_of("SalePrices"), errors);
     }
     let record = AccountPrice {

@@ -7,7 +7,7 @@ use vitrine_engine::catalogue::{GroupPrice, PriceSet, Product, UnixMillis, Visib
 use vitrine_engine::money::Money;
 
 use vitrine_fields::{
-    Errors, Fields, JsonValue, KeyMatch, any_string, check_id, index_path, parse_instant,
+    Errors, Fields, JsonValue, KeyMatch, Presence, any_string, check_id, index_path, parse_instant,
 };
 
 use super::ids::{optional_id, required_id};
@@ -34,10 +34,17 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
     let image = fields.req_str("Image", errors);
     let prices = fields
         .req_array("Prices", errors)
-        .and_then(|items| price_list(items, &fields.path_of("Prices"), true, errors));
+        .and_then(|items| price_list(items, &fields.path_of("Prices"), Presence::Required, errors));
     let sale_prices = fields
         .opt_array("SalePrices", errors)
-        .and_then(|items| price_list(items, &fields.path_of("SalePrices"), false, errors))
+        .and_then(|items| {
+            price_list(
+                items,
+                &fields.path_of("SalePrices"),
+                Presence::Optional,
+                errors,
+            )
+        })
         .unwrap_or_default();
     if let Some(prices) = &prices {
         check_sales_have_prices(prices, &sale_prices, &fields.path_of("SalePrices"), errors);
@@ -125,11 +132,11 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
 pub(super) fn price_list<V: JsonValue>(
     items: &[V],
     path: &str,
-    required: bool,
+    presence: Presence,
     errors: &mut Errors,
 ) -> Option<Vec<Money>> {
     let before = errors.total();
-    if required && items.is_empty() {
+    if presence == Presence::Required && items.is_empty() {
         errors.push(path, "must hold at least one price");
         return None;
     }
@@ -217,12 +224,24 @@ fn group_prices<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -
         else {
             continue;
         };
-        let prices = set_fields
-            .req_array("Prices", errors)
-            .and_then(|items| price_list(items, &set_fields.path_of("Prices"), true, errors));
+        let prices = set_fields.req_array("Prices", errors).and_then(|items| {
+            price_list(
+                items,
+                &set_fields.path_of("Prices"),
+                Presence::Required,
+                errors,
+            )
+        });
         let sales = set_fields
             .opt_array("SalePrices", errors)
-            .and_then(|items| price_list(items, &set_fields.path_of("SalePrices"), false, errors))
+            .and_then(|items| {
+                price_list(
+                    items,
+                    &set_fields.path_of("SalePrices"),
+                    Presence::Optional,
+                    errors,
+                )
+            })
             .unwrap_or_default();
         if let Some(prices) = prices {
             check_sales_have_prices(&prices, &sales, &set_fields.path_of("SalePrices"), errors);

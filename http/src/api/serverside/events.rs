@@ -20,7 +20,8 @@ use vitrine_engine::event::{
     BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
 };
 use vitrine_fields::{
-    Errors, Fields, JsonValue, KeyMatch, check_id, index_path, looks_like_email, parse_dob,
+    Errors, Fields, JsonValue, KeyMatch, Presence, check_id, index_path, looks_like_email,
+    parse_dob,
 };
 
 /// Longest free-text personal field (names, titles, postcodes) accepted.
@@ -99,12 +100,19 @@ pub(super) fn event<V: JsonValue>(
     };
     let before = errors.total();
     let event = match name {
-        "page_view" => page_view(&data, list.is_some_and(<[V]>::is_empty), errors),
+        "page_view" => {
+            let given = if list.is_some_and(<[V]>::is_empty) {
+                PageData::EmptyList
+            } else {
+                PageData::Fields
+            };
+            page_view(&data, given, errors)
+        }
         "product_view" => Event::ProductView {
-            id: compact_id_field(&data, "id", true, errors).unwrap_or_default(),
+            id: compact_id_field(&data, "id", Presence::Required, errors).unwrap_or_default(),
         },
         "product_rate" => Event::ProductRate {
-            id: compact_id_field(&data, "id", true, errors).unwrap_or_default(),
+            id: compact_id_field(&data, "id", Presence::Required, errors).unwrap_or_default(),
             rating: data
                 .req_number_or_text("rating", errors)
                 .unwrap_or_default(),
@@ -149,14 +157,23 @@ pub(super) fn event<V: JsonValue>(
     (errors.total() == before).then_some(event)
 }
 
+/// What a `page_view`'s `data` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PageData {
+    /// The plugin's `data: []`, which names no page.
+    EmptyList,
+    /// An object of fields.
+    Fields,
+}
+
 /// A `page_view`. `page_type` is required, except in the plugin's `data: []`, which
 /// names no page: that is `other`.
 fn page_view<V: JsonValue>(
     data: &Fields<'_, '_, V>,
-    empty_list: bool,
+    given: PageData,
     errors: &mut Errors,
 ) -> Event {
-    let page_type = if empty_list {
+    let page_type = if given == PageData::EmptyList {
         Some(PageType::Other)
     } else {
         data.req_str("page_type", errors).and_then(|p| {
@@ -176,9 +193,9 @@ fn page_view<V: JsonValue>(
     };
     Event::PageView {
         page_type: page_type.unwrap_or(PageType::Other),
-        product_id: compact_id_field(data, "product_id", false, errors),
-        category_id: compact_id_field(data, "category_id", false, errors),
-        brand_id: compact_id_field(data, "brand_id", false, errors),
+        product_id: compact_id_field(data, "product_id", Presence::Optional, errors),
+        category_id: compact_id_field(data, "category_id", Presence::Optional, errors),
+        brand_id: compact_id_field(data, "brand_id", Presence::Optional, errors),
     }
 }
 
@@ -188,7 +205,7 @@ fn order<V: JsonValue>(
     items: Option<Vec<BasketLine>>,
     errors: &mut Errors,
 ) -> Order {
-    let order_id = id_field(data, "orderid", true, errors);
+    let order_id = id_field(data, "orderid", Presence::Required, errors);
     let total = data.opt_number_or_text("ordertotal", errors);
     if total.is_some_and(|t| t < 0.0) {
         errors.push(data.path_of("ordertotal"), "must not be negative");
@@ -266,7 +283,7 @@ fn line<V: JsonValue>(
     price_key: &str,
     errors: &mut Errors,
 ) -> Option<BasketLine> {
-    let id = id_field(fields, id_key, true, errors);
+    let id = id_field(fields, id_key, Presence::Required, errors);
     let qty = fields.req_number_or_text(qty_key, errors);
     if let Some(q) = qty
         && q <= 0.0
@@ -302,10 +319,10 @@ fn line<V: JsonValue>(
 fn id_field<V: JsonValue>(
     data: &Fields<'_, '_, V>,
     key: &str,
-    required: bool,
+    presence: Presence,
     errors: &mut Errors,
 ) -> Option<String> {
-    checked_id(data, key, required, errors).map(Cow::into_owned)
+    checked_id(data, key, presence, errors).map(Cow::into_owned)
 }
 
 /// [`id_field`] as a [`CompactString`]: ids of up to 24 bytes (most store ids) are kept
@@ -313,23 +330,22 @@ fn id_field<V: JsonValue>(
 fn compact_id_field<V: JsonValue>(
     data: &Fields<'_, '_, V>,
     key: &str,
-    required: bool,
+    presence: Presence,
     errors: &mut Errors,
 ) -> Option<CompactString> {
-    checked_id(data, key, required, errors).map(|id| CompactString::from(id.as_ref()))
+    checked_id(data, key, presence, errors).map(|id| CompactString::from(id.as_ref()))
 }
 
 /// The text of an id field, borrowed from the body where it can be, once checked.
 fn checked_id<'v, V: JsonValue>(
     data: &Fields<'v, '_, V>,
     key: &str,
-    required: bool,
+    presence: Presence,
     errors: &mut Errors,
 ) -> Option<Cow<'v, str>> {
-    let id = if required {
-        data.req_id_text(key, errors)?
-    } else {
-        data.opt_id_text(key, errors).filter(|id| !id.is_empty())?
+    let id = match presence {
+        Presence::Required => data.req_id_text(key, errors)?,
+        Presence::Optional => data.opt_id_text(key, errors).filter(|id| !id.is_empty())?,
     };
     match check_id(&id) {
         Ok(()) => Some(id),
@@ -365,8 +381,8 @@ fn identity<V: JsonValue>(
     group_key: &str,
     errors: &mut Errors,
 ) -> Identity {
-    let user_id = id_field(data, "userid", false, errors);
-    let account_id = id_field(data, "accid", false, errors);
+    let user_id = id_field(data, "userid", Presence::Optional, errors);
+    let account_id = id_field(data, "accid", Presence::Optional, errors);
     let email = data.opt_nonempty_str("email", errors).and_then(|email| {
         if looks_like_email(email) {
             Some(email.to_owned())
@@ -391,7 +407,7 @@ fn identity<V: JsonValue>(
         user_id,
         email,
         account_id,
-        group_id: id_field(data, group_key, false, errors),
+        group_id: id_field(data, group_key, Presence::Optional, errors),
     }
 }
 
