@@ -1,11 +1,12 @@
 //! [`Json`]: a JSON document read in place, for request bodies read once.
 //!
-//! `serde_json` parses it (so syntax errors read exactly as for a `serde_json::Value`),
-//! but strings without escapes borrow from the body instead of being copied, and the
-//! document's arrays, member lists and unescaped strings live in an arena the caller
-//! keeps (a per-thread [`Bump`] reset per request allocates nothing once warm). For the
-//! readers it is the same document as a `serde_json::Value` of the same text: the same
-//! numbers, the last of repeated keys, members in key order.
+//! simd-json's tape reads it where simd-json and `serde_json` are known to read alike
+//! (`tape.rs`), `serde_json` otherwise (so syntax errors read exactly as for a
+//! `serde_json::Value`). Strings are not copied one by one: they borrow from the body,
+//! or from its one copy in the arena. The document's arrays and member lists live in an
+//! arena the caller keeps (a per-thread [`Bump`] reset per request allocates nothing
+//! once warm). For the readers it is the same document as a `serde_json::Value` of the
+//! same text: the same numbers, the last of repeated keys, members in key order.
 
 use std::fmt;
 
@@ -36,8 +37,20 @@ pub enum Json<'a> {
 }
 
 impl<'a> Json<'a> {
-    /// Parses `bytes` into `arena`, with `serde_json`'s errors.
+    /// Parses `bytes` into `arena`, with `serde_json`'s errors: through simd-json's tape
+    /// where the two are known to read alike (`tape`), else with `serde_json`.
     pub fn parse(bytes: &'a [u8], arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
+        match crate::tape::read(bytes, arena) {
+            Some(json) => Ok(json),
+            None => Json::parse_with_serde(bytes, arena),
+        }
+    }
+
+    /// Parses `bytes` into `arena` with `serde_json` alone (the reference reading).
+    pub fn parse_with_serde(
+        bytes: &'a [u8],
+        arena: &'a Bump,
+    ) -> Result<Json<'a>, serde_json::Error> {
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         let value = Seed(arena).deserialize(&mut deserializer)?;
         deserializer.end()?;
@@ -231,7 +244,7 @@ mod tests {
         }
         let input = br#"{"k":"no escapes","e":"with \n escape"}"#;
         let arena = Bump::new();
-        let json = Json::parse(input, &arena).unwrap();
+        let json = Json::parse_with_serde(input, &arena).unwrap();
         let borrowed = json.member("k").and_then(Json::as_text).unwrap();
         assert!(input.as_ptr_range().contains(&borrowed.as_ptr()));
         assert_eq!(

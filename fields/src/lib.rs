@@ -18,7 +18,8 @@
 //! - `read`: [`Fields`], key matching and paths.
 //! - `errors`: [`Errors`] and [`FieldError`].
 //! - `value`: [`JsonValue`], for `serde_json` and `simd_json` values.
-//! - `json`: [`Json`], a document whose strings borrow from the body (serverside).
+//! - `json`: [`Json`], a document whose strings borrow from the body (serverside);
+//!   `tape` reads it through simd-json's tape where that reads as `serde_json` does.
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
@@ -28,6 +29,7 @@ mod check;
 mod errors;
 mod json;
 mod read;
+mod tape;
 mod value;
 
 pub use bumpalo::Bump;

@@ -93,13 +93,17 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
 
     /// A required string.
     pub fn req_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
-        match self.get(key) {
-            None => {
-                errors.push(self.path_of(key), "required");
-                None
-            }
-            Some(_) => self.opt_str(key, errors),
+        let value = self.required(key, errors)?;
+        self.str_of(key, value, errors)
+    }
+
+    /// The value of a required field (its absence reported).
+    fn required(&self, key: &str, errors: &mut Errors) -> Option<&'v V> {
+        let value = self.get(key);
+        if value.is_none() {
+            errors.push(self.path_of(key), "required");
         }
+        value
     }
 
     /// A required string that is not empty after trimming.
@@ -115,6 +119,11 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     /// An optional string.
     pub fn opt_str(&self, key: &str, errors: &mut Errors) -> Option<&'v str> {
         let value = self.get(key)?;
+        self.str_of(key, value, errors)
+    }
+
+    /// `value` (of `key`) as a string.
+    fn str_of(&self, key: &str, value: &'v V, errors: &mut Errors) -> Option<&'v str> {
         match value.as_text() {
             Some(s) => Some(s),
             None => {
@@ -135,18 +144,19 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
 
     /// A required finite number.
     pub fn req_number(&self, key: &str, errors: &mut Errors) -> Option<f64> {
-        match self.get(key) {
-            None => {
-                errors.push(self.path_of(key), "required");
-                None
-            }
-            Some(_) => self.opt_number(key, errors),
-        }
+        let value = self.required(key, errors)?;
+        self.number_of(key, value, errors)
     }
 
     /// An optional finite number.
     pub fn opt_number(&self, key: &str, errors: &mut Errors) -> Option<f64> {
-        match self.get(key)?.as_number() {
+        let value = self.get(key)?;
+        self.number_of(key, value, errors)
+    }
+
+    /// `value` (of `key`) as a finite number.
+    fn number_of(&self, key: &str, value: &'v V, errors: &mut Errors) -> Option<f64> {
+        match value.as_number() {
             Some(f) if f.is_finite() => Some(f),
             Some(_) => {
                 errors.push(self.path_of(key), "expected a finite number");
@@ -162,18 +172,18 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     /// A required id: a string, or a whole JSON number read as its decimal text (the
     /// vendor's plugins send `"userid": 5`).
     pub fn req_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
-        match self.get(key) {
-            None => {
-                errors.push(self.path_of(key), "required");
-                None
-            }
-            Some(_) => self.opt_id_text(key, errors),
-        }
+        let value = self.required(key, errors)?;
+        self.id_text_of(key, value, errors)
     }
 
     /// An optional id: a string, or a JSON integer literal read as its decimal text.
     pub fn opt_id_text(&self, key: &str, errors: &mut Errors) -> Option<Cow<'v, str>> {
         let value = self.get(key)?;
+        self.id_text_of(key, value, errors)
+    }
+
+    /// `value` (of `key`) as an id's text.
+    fn id_text_of(&self, key: &str, value: &'v V, errors: &mut Errors) -> Option<Cow<'v, str>> {
         match id_text(value) {
             Some(text) => Some(text),
             None => {
@@ -186,18 +196,18 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
     /// A required finite number, or a string holding one (`"1.0000"`, as the vendor's
     /// plugins send database values).
     pub fn req_number_or_text(&self, key: &str, errors: &mut Errors) -> Option<f64> {
-        match self.get(key) {
-            None => {
-                errors.push(self.path_of(key), "required");
-                None
-            }
-            Some(_) => self.opt_number_or_text(key, errors),
-        }
+        let value = self.required(key, errors)?;
+        self.number_or_text_of(key, value, errors)
     }
 
     /// An optional finite number, or a string holding one.
     pub fn opt_number_or_text(&self, key: &str, errors: &mut Errors) -> Option<f64> {
         let value = self.get(key)?;
+        self.number_or_text_of(key, value, errors)
+    }
+
+    /// `value` (of `key`) as a finite number, or a string holding one.
+    fn number_or_text_of(&self, key: &str, value: &'v V, errors: &mut Errors) -> Option<f64> {
         match value.as_text() {
             Some(text) => match number_text(text) {
                 Some(number) => Some(number),
@@ -209,7 +219,7 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
                     None
                 }
             },
-            None => self.opt_number(key, errors),
+            None => self.number_of(key, value, errors),
         }
     }
 
@@ -231,19 +241,19 @@ impl<'v, 'p, V: JsonValue> Fields<'v, 'p, V> {
 
     /// A required array.
     pub fn req_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [V]> {
-        match self.get(key) {
-            None => {
-                errors.push(self.path_of(key), "required");
-                None
-            }
-            Some(_) => self.opt_array(key, errors),
-        }
+        let value = self.required(key, errors)?;
+        self.array_of(key, value, errors)
     }
 
     /// An optional array. An empty string in place of an array is refused with a hint,
     /// since feeds send `[]` for "none".
     pub fn opt_array(&self, key: &str, errors: &mut Errors) -> Option<&'v [V]> {
         let value = self.get(key)?;
+        self.array_of(key, value, errors)
+    }
+
+    /// `value` (of `key`) as an array.
+    fn array_of(&self, key: &str, value: &'v V, errors: &mut Errors) -> Option<&'v [V]> {
         if let Some(items) = value.as_list() {
             return Some(items);
         }
