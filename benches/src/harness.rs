@@ -137,12 +137,11 @@ impl HarnessStore {
         )
     }
 
-    /// Rebuilds the account's models and sweeps its product texts, as the server does
-    /// every second.
+    /// One models round of the account, as the server runs one every second
+    /// ([`vitrine_http::state::AccountEntry::models_round`]).
     pub fn rebuild_models(&self) {
         if let Some(entry) = self.state.account(ACCESS_KEY) {
-            self.state.pool().install(|| entry.account.rebuild_models());
-            entry.product_texts.sweep();
+            self.state.pool().install(|| entry.models_round());
         }
     }
 }

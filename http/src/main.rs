@@ -334,6 +334,8 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
                 state.share_feeds(&entry);
             }
         }
+        // The restored counts ranked before the first request.
+        vitrine_http::server::models_round_now(&state).await;
         let tls = match &state.config().tls {
             Some(tls) => Some(vitrine_http::tls::acceptor(tls)?),
             None => None,

@@ -301,25 +301,24 @@ async fn rebuild_models(state: Arc<AppState>) {
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
-        let state = Arc::clone(&state);
-        let round = tokio::task::spawn_blocking(move || {
-            state.pool().install(|| {
-                for entry in state.accounts() {
-                    let started = Instant::now();
-                    if entry.account.rebuild_models() {
-                        entry
-                            .metrics
-                            .model_rebuild_seconds
-                            .observe(started.elapsed().as_secs_f64());
-                    }
-                    entry.tuned.keep(&entry.account);
-                    entry.product_texts.sweep();
-                }
-            });
+        models_round_now(&state).await;
+    }
+}
+
+/// One models round of every account, now, on the ingest pool. The server runs one
+/// before it takes requests, so that the first answers after a start rank by the
+/// counts it restored, not by a catalogue not ranked yet.
+pub async fn models_round_now(state: &Arc<AppState>) {
+    let state = Arc::clone(state);
+    let round = tokio::task::spawn_blocking(move || {
+        state.pool().install(|| {
+            for entry in state.accounts() {
+                entry.models_round();
+            }
         });
-        if let Err(error) = round.await {
-            tracing::error!(%error, "rebuilding the models failed");
-        }
+    });
+    if let Err(error) = round.await {
+        tracing::error!(%error, "rebuilding the models failed");
     }
 }
 

@@ -216,6 +216,8 @@ pub struct Account {
     /// Set by every counted interaction (product counters, co-view and co-purchase pairs
     /// are counted with them, categories, brands); cleared by a rebuild.
     models_stale: AtomicBool,
+    /// Models rounds running now ([`Account::models_pending`]).
+    rounds_running: AtomicU64,
 }
 
 impl Account {
@@ -284,6 +286,7 @@ impl Account {
             moments: backtest::moments::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),
+            rounds_running: AtomicU64::new(0),
         }
     }
 

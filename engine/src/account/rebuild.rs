@@ -15,6 +15,7 @@ impl Account {
     /// on the current rayon pool. Nothing is done (and `false` returned) when no
     /// interaction was counted and the current catalogue version is already ranked.
     pub fn rebuild_models(&self) -> bool {
+        let _running = Running::start(&self.rounds_running);
         self.graveyard.sweep();
         // A switch of the co-view lists makes the models stale: rebuilt below.
         self.score_trials();
@@ -35,6 +36,16 @@ impl Account {
             brands: most_popular(&self.brand_popularity, now),
         }));
         true
+    }
+
+    /// Whether what the account was told waits for a models round: an interaction
+    /// counted since the last round took it in, a catalogue version not ranked yet, or a
+    /// round running now. False once a round has published everything counted before it
+    /// (what `vitrine_model_changes_pending` reports).
+    pub fn models_pending(&self) -> bool {
+        self.rounds_running.load(Ordering::Acquire) > 0
+            || self.models_stale.load(Ordering::Acquire)
+            || !Arc::ptr_eq(&self.rankings.load().catalogue, &self.catalogue())
     }
 
     /// The rankings of `catalogue` with the queued products moved, or ranked whole when
@@ -121,5 +132,21 @@ impl Account {
             catalogue: Arc::clone(catalogue),
             rankings,
         }
+    }
+}
+
+/// A models round counted as running while it lives.
+struct Running<'a>(&'a AtomicU64);
+
+impl<'a> Running<'a> {
+    fn start(running: &'a AtomicU64) -> Running<'a> {
+        running.fetch_add(1, Ordering::AcqRel);
+        Running(running)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -101,6 +101,38 @@ fn an_order_id_counts_once_per_account() {
 }
 
 #[test]
+fn what_waits_for_a_models_round_shows_until_a_round_publishes_it() {
+    let account = account();
+    assert!(
+        !account.models_pending(),
+        "a new account's catalogue is ranked"
+    );
+    let view = |id: &str| Event::ProductView { id: id.into() };
+    account.serve(request("v", None, vec![view("a")], T0));
+    assert!(account.models_pending(), "a counted view waits for a round");
+    assert!(account.rebuild_models());
+    assert!(!account.models_pending(), "the round published it");
+    // A page view without a category or brand counts for no model.
+    let home = Event::PageView {
+        page_type: crate::event::PageType::Homepage,
+        product_id: None,
+        category_id: None,
+        brand_id: None,
+    };
+    account.serve(request("w", None, vec![home], T0 + 1));
+    assert!(!account.models_pending());
+    // A new catalogue version waits to be ranked.
+    let next = account.catalogue().edit().finish();
+    account.writer().swap_catalogue(next);
+    assert!(
+        account.models_pending(),
+        "a new version waits for its rankings"
+    );
+    account.rebuild_models();
+    assert!(!account.models_pending());
+}
+
+#[test]
 fn views_show_in_the_same_request_and_the_page_product_is_left_out() {
     let account = account();
     let view = |id: &str| Event::ProductView { id: id.into() };

@@ -29,7 +29,7 @@ pub(crate) use blend::history_weights;
 pub use custom::fill_custom;
 pub use evidence::{Evidence, Fact, Facts, Pass};
 pub use filters::Rejection;
-pub use price::{ItemPrice, item_price, priced};
+pub use price::{ItemPrice, item_price, priced, shared_price};
 pub use rankings::{POPULAR_BLENDED, Popular, PopularProduct, Rankings};
 
 pub use fill::{SEARCH_SCAN, fill_zone, fill_zone_traced};

@@ -3,8 +3,8 @@
 //! inside its sale window (`SalePriceStartDate`..`SalePriceEndDate`) at the time of the
 //! request: a window opens or closes with no rebuild.
 
-use crate::catalogue::{ArchivedProduct, ProductIdx};
-use crate::money::{Money, saving_percent};
+use crate::catalogue::{ArchivedProduct, Catalogue, ProductIdx};
+use crate::money::{Currency, Money, saving_percent};
 
 use super::Context;
 
@@ -75,6 +75,23 @@ pub fn priced(
     // A product whose price depends on the time is rendered per request.
     let shared = chosen.is_none() && !product.has_sale_window();
     Some((price_from(regular?, sale)?, shared))
+}
+
+/// The price of product `idx` in `currency` that every visitor without an account or
+/// group price sees, when it does not depend on the time (the product has no sale
+/// window): the price [`priced`] calls shared. `None` otherwise, or without a price in
+/// the currency.
+pub fn shared_price(
+    catalogue: &Catalogue,
+    idx: ProductIdx,
+    currency: Currency,
+) -> Option<ItemPrice> {
+    let product = catalogue.product(idx)?;
+    if product.has_sale_window() {
+        return None;
+    }
+    let (regular, sale) = catalogue.own_prices(idx, currency);
+    price_from(regular?, sale)
 }
 
 fn price_from(regular: Money, sale: Option<Money>) -> Option<ItemPrice> {

@@ -126,6 +126,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         engine.order_count() as f64,
     );
     f.gauge(
+        "vitrine_model_changes_pending",
+        "1 while interactions counted or a catalogue version wait for a models round (or one is running), 0 once a round has published them.",
+        &account,
+        f64::from(u8::from(engine.models_pending())),
+    );
+    f.gauge(
         "vitrine_products",
         "Products in the catalogue served.",
         &account,

@@ -170,6 +170,7 @@ fn metrics_count_requests_and_report_each_accounts_state() {
         "vitrine_snapshot_bytes",
         "vitrine_sessions",
         "vitrine_orders_known",
+        "vitrine_model_changes_pending",
     ] {
         assert!(
             metrics.docs.contains_key(family),

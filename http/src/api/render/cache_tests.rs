@@ -1,5 +1,6 @@
-//! The zone cache changes no answer byte: two accounts on the demo catalogue, one with
-//! the zone cache and one without, take the same randomized requests (pages, baskets,
+//! The zone cache and texts written ahead change no answer byte: two accounts on the
+//! demo catalogue, one with the zone cache and its product texts prepared in each
+//! models round, one with neither, take the same randomized requests (pages, baskets,
 //! orders, currencies), with deltas opening and closing sale windows, whole new
 //! catalogues and model rounds in between; every answer body is rendered by both and
 //! compared byte for byte (past the visitor and session ids, which each account draws).
@@ -60,7 +61,7 @@ fn past_ids(body: &[u8]) -> &[u8] {
 }
 
 #[test]
-fn answers_are_byte_identical_with_and_without_the_zone_cache() {
+fn answers_are_byte_identical_with_and_without_the_zone_cache_and_prepared_texts() {
     let mut dice = vitrine_engine::demo::Sequence::new(5);
     let mut below = move |n: u64| dice.next_u64() % n;
     let first = vitrine_engine::demo::catalogue().unwrap();
@@ -81,12 +82,16 @@ fn answers_are_byte_identical_with_and_without_the_zone_cache() {
         content: &content,
         campaign_templates: &campaign_templates,
     };
+    let gbp = Currency::from_code("GBP").unwrap();
+    let mut prepared = 0;
     let mut now = T0;
     for step in 0..3_000u64 {
         now += i64::try_from(below(30)).unwrap() * 60_000;
         if step % 101 == 100 {
             cached.rebuild_models();
             plain.rebuild_models();
+            // A few at a time, so that versions change while some are written ahead.
+            prepared += texts[0].prepare(&cached.catalogue(), gbp, 400);
         }
         if step % 173 == 172 {
             // A delta: a product's sale window moved around the coming hours.
@@ -187,4 +192,5 @@ fn answers_are_byte_identical_with_and_without_the_zone_cache() {
     }
     let figures = cached.zone_cache();
     assert!(figures.hits > 1_000, "{figures:?}");
+    assert!(prepared > 5_000, "texts written ahead: {prepared}");
 }

@@ -19,7 +19,7 @@ use parking_lot::RwLock;
 use vitrine_engine::account::RenderedItem;
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
 use vitrine_engine::money::Currency;
-use vitrine_engine::recommend::ItemPrice;
+use vitrine_engine::recommend::{ItemPrice, shared_price};
 use vitrine_engine::shards::Graveyard;
 
 use super::wire::{Fixed, WirePrices, fixed_parts, to_vec};
@@ -206,6 +206,11 @@ impl TextCache {
         fresh
     }
 
+    /// [`ProductTexts::prepare`] on the texts of `catalogue` (the version served now).
+    pub fn prepare(&self, catalogue: &Arc<Catalogue>, currency: Currency, limit: usize) -> usize {
+        self.of(catalogue).prepare(currency, limit)
+    }
+
     /// Frees the replaced texts no request uses any more, on the caller's thread (the
     /// chunks a later version shares stay); returns how many caches were freed.
     pub fn sweep(&self) -> usize {
@@ -234,6 +239,8 @@ pub struct ProductTexts {
     kept_bytes: AtomicUsize,
     /// Bytes kept at most ([`MAX_CACHED_BYTES`]).
     budget: usize,
+    /// The next product [`ProductTexts::prepare`] writes (by dense id).
+    prepared: AtomicUsize,
 }
 
 impl ProductTexts {
@@ -254,6 +261,7 @@ impl ProductTexts {
             carried: 0,
             kept_bytes: AtomicUsize::new(0),
             budget,
+            prepared: AtomicUsize::new(0),
         }
     }
 
@@ -395,6 +403,31 @@ impl ProductTexts {
             Some(Arc::new(text))
         });
         text.as_deref().map(write)
+    }
+
+    /// Writes ahead of the requests the texts of up to `limit` products not kept yet,
+    /// from where the last call stopped, with their own prices in `currency` (off the
+    /// request path: the models' round); stops at the budget. Returns how many products
+    /// it went through (0 once every product is).
+    pub fn prepare(&self, currency: Currency, limit: usize) -> usize {
+        let bound = self.catalogue.idx_bound() as usize;
+        let mut visited = 0;
+        while visited < limit && self.kept_bytes.load(Ordering::Relaxed) < self.budget {
+            let at = self.prepared.fetch_add(1, Ordering::Relaxed);
+            let Ok(idx) = ProductIdx::try_from(at) else {
+                break;
+            };
+            if at >= bound {
+                break;
+            }
+            visited += 1;
+            self.with(idx, |text| {
+                if let Some(price) = shared_price(&self.catalogue, idx, currency) {
+                    text.own_prices(&price);
+                }
+            });
+        }
+        visited
     }
 
     /// Number of product texts kept.
