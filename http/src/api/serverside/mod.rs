@@ -379,8 +379,18 @@ fn check_url(url: &str, path: &str, errors: &mut Errors) {
             path,
             format!("expected an absolute http or https URL, got {url:?}"),
         );
-    } else if url.chars().any(|c| c.is_control() || c == ' ') {
+    } else if has_space_or_control(url) {
         errors.push(path, "must not contain spaces or control characters");
+    }
+}
+
+/// Whether `text` holds a space or a control character; an ASCII text (most URLs) is
+/// read byte by byte, without decoding.
+fn has_space_or_control(text: &str) -> bool {
+    if text.is_ascii() {
+        text.bytes().any(|b| b <= b' ' || b == 0x7f)
+    } else {
+        text.chars().any(|c| c.is_control() || c == ' ')
     }
 }
 
@@ -423,6 +433,33 @@ pub fn notice_message(notice: &Notice) -> String {
                 "zones[{zone}]: zone {id:?} is not shown on {} pages",
                 page_type.name()
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_space_or_control;
+
+    /// Read byte by byte or decoded, a text is judged as `char::is_control` judges it.
+    #[test]
+    fn spaces_and_control_characters_are_found_in_ascii_and_other_text() {
+        for text in [
+            "https://shop.example/p.html",
+            "https://shop.example/a b",
+            "https://shop.example/\t",
+            "https://shop.example/\u{7f}",
+            "https://shop.example/\u{85}",
+            "https://shop.example/\u{9f}x",
+            "https://shop.example/caf\u{e9}",
+            "https://shop.example/\u{a0}",
+            "",
+        ] {
+            assert_eq!(
+                has_space_or_control(text),
+                text.chars().any(|c| c.is_control() || c == ' '),
+                "{text:?}"
+            );
         }
     }
 }
