@@ -88,12 +88,44 @@ impl Errors {
 
 /// The path of an element of an array field: `items[3]`.
 pub fn index_path(path: &str, index: usize) -> String {
-    format!("{path}[{index}]")
+    let mut out = String::with_capacity(path.len() + 8);
+    push_index_path(&mut out, path, index);
+    out
+}
+
+/// Writes `path[index]` into `out` after what it holds (without the formatting
+/// machinery: the serverside events write one per event).
+pub fn push_index_path(out: &mut String, path: &str, index: usize) {
+    out.push_str(path);
+    out.push('[');
+    let mut divisor = 1usize;
+    while index / divisor >= 10 {
+        divisor *= 10;
+    }
+    loop {
+        let digit = u8::try_from(index / divisor % 10).unwrap_or(0);
+        out.push(char::from(b'0' + digit));
+        if divisor == 1 {
+            break;
+        }
+        divisor /= 10;
+    }
+    out.push(']');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_paths_are_written_as_formatting_writes_them() {
+        for index in [0, 1, 9, 10, 11, 99, 100, 12_345, usize::MAX] {
+            assert_eq!(index_path("events", index), format!("events[{index}]"));
+        }
+        let mut out = String::from("x.");
+        push_index_path(&mut out, "items", 7);
+        assert_eq!(out, "x.items[7]");
+    }
 
     #[test]
     fn caps_reported_errors_but_counts_all() {

@@ -5,7 +5,6 @@
 //! [`vitrine_engine::Account::serve`] and its outcome written as the 200 body.
 
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use vitrine_engine::account::{Notice, ServeRequest};
@@ -268,8 +267,7 @@ pub fn parse<V: JsonValue>(
             let mut read = |path: &mut String, data_path: &mut String| {
                 for (i, item) in items.iter().enumerate() {
                     path.clear();
-                    // Writing into a String cannot fail.
-                    let _ = write!(path, "events[{i}]");
+                    vitrine_fields::push_index_path(path, "events", i);
                     if let Some(event) = events::event(item, path, data_path, errors) {
                         events.push(event);
                     }
