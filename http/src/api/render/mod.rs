@@ -226,9 +226,10 @@ fn write_items(out: &mut Vec<u8>, texts: &ProductTexts, items: &[RenderedItem]) 
 fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
     out.extend_from_slice(text.head());
     let sale = if item.shared_price {
-        let prices = text.own_prices(&item.price);
-        out.extend_from_slice(&prices.text);
-        prices.sale
+        text.with_own_prices(&item.price, |prices| {
+            out.extend_from_slice(&prices.text);
+            prices.sale
+        })
     } else {
         let prices = PriceText::of(&item.price);
         out.extend_from_slice(&prices.text);

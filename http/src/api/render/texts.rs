@@ -46,7 +46,11 @@ pub struct ProductText {
     /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
     pub(super) on_offer: bool,
     pub(super) new_arrival: bool,
-    /// The product's own prices, rendered per currency (see [`PriceText`]).
+    /// The product's own prices in the first currency they were rendered in (the
+    /// account's default one, which the models round renders ahead), read without a
+    /// lock (see [`PriceText`]).
+    first_prices: OnceLock<(Currency, PriceText)>,
+    /// Its own prices in other currencies.
     prices: RwLock<Vec<(Currency, Arc<PriceText>)>>,
     /// The product's markup in the browser's card, written by the first browser request
     /// that shows it ([`ProductTexts::with_card`]).
@@ -104,6 +108,7 @@ impl ProductText {
             split,
             on_offer,
             new_arrival,
+            first_prices: OnceLock::new(),
             prices: RwLock::new(Vec::new()),
             card: OnceLock::new(),
         })
@@ -122,10 +127,21 @@ impl ProductText {
         self.text.len() + 2 * PRICE_TEXT_BYTES
     }
 
-    /// The rendered own prices in `currency`: kept from an earlier request, else
-    /// rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`] currencies).
-    pub(super) fn own_prices(&self, price: &ItemPrice) -> Arc<PriceText> {
+    /// Hands `read` the rendered own prices of `price`'s currency: kept from an earlier
+    /// request, else rendered now (and kept, for up to [`MAX_CACHED_CURRENCIES`]
+    /// currencies). The first currency's are read without a lock or a count.
+    pub(super) fn with_own_prices<R>(
+        &self,
+        price: &ItemPrice,
+        read: impl FnOnce(&PriceText) -> R,
+    ) -> R {
         let currency = price.price.currency;
+        let (first, text) = self
+            .first_prices
+            .get_or_init(|| (currency, PriceText::of(price)));
+        if *first == currency {
+            return read(text);
+        }
         let find = |prices: &[(Currency, Arc<PriceText>)]| {
             prices
                 .iter()
@@ -133,17 +149,19 @@ impl ProductText {
                 .map(|(_, text)| Arc::clone(text))
         };
         if let Some(text) = find(&self.prices.read()) {
-            return text;
+            return read(&text);
         }
         let text = Arc::new(PriceText::of(price));
         let mut prices = self.prices.write();
         if let Some(text) = find(&prices) {
-            return text;
+            drop(prices);
+            return read(&text);
         }
-        if prices.len() < MAX_CACHED_CURRENCIES {
+        if prices.len() + 1 < MAX_CACHED_CURRENCIES {
             prices.push((currency, Arc::clone(&text)));
         }
-        text
+        drop(prices);
+        read(&text)
     }
 }
 
@@ -366,13 +384,14 @@ impl ProductTexts {
                 head
             });
             let answer = if item.shared_price {
-                let prices = text.own_prices(&item.price);
-                let tail = prices.card.get_or_init(|| {
-                    let tail = markup.prices(&item.price).into_boxed_str();
-                    made += tail.len();
-                    tail
-                });
-                read(head, tail)
+                text.with_own_prices(&item.price, |prices| {
+                    let tail = prices.card.get_or_init(|| {
+                        let tail = markup.prices(&item.price).into_boxed_str();
+                        made += tail.len();
+                        tail
+                    });
+                    read(head, tail)
+                })
             } else {
                 read(head, &markup.prices(&item.price))
             };
@@ -423,7 +442,7 @@ impl ProductTexts {
             visited += 1;
             self.with(idx, |text| {
                 if let Some(price) = shared_price(&self.catalogue, idx, currency) {
-                    text.own_prices(&price);
+                    text.with_own_prices(&price, |_| ());
                 }
             });
         }
@@ -490,7 +509,11 @@ mod tests {
             .filter_map(OnceLock::get)
             .flat_map(|chunk| chunk.iter().filter_map(|slot| slot.get()?.as_deref()));
         assert_eq!(cached.clone().count(), catalogue.len());
-        assert!(cached.clone().all(|text| text.prices.read().len() == 3));
+        // The first currency's without a lock, the two others' beside it.
+        assert!(cached.clone().all(|text| {
+            text.first_prices.get().is_some_and(|(c, _)| c.code() == "GBP")
+                && text.prices.read().len() == 2
+        }));
 
         let cache = TextCache::new(Arc::clone(&catalogue));
         let first = cache.of(&catalogue);
