@@ -511,7 +511,9 @@ mod tests {
         assert_eq!(cached.clone().count(), catalogue.len());
         // The first currency's without a lock, the two others' beside it.
         assert!(cached.clone().all(|text| {
-            text.first_prices.get().is_some_and(|(c, _)| c.code() == "GBP")
+            text.first_prices
+                .get()
+                .is_some_and(|(c, _)| c.code() == "GBP")
                 && text.prices.read().len() == 2
         }));
 
