@@ -22,7 +22,7 @@ use vitrine_fields::{
 
 use ids::required_id;
 pub use product::product;
-use product::{check_sales_have_prices, price_list};
+use product::{check_sales_have_prices, price_list, sale_prices};
 
 /// Reads a user record (delta `Users` element).
 pub fn user<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Option<UserRecord> {
@@ -104,17 +104,7 @@ pub fn account_price<V: JsonValue>(
     let prices = list
         .and_then(|items| price_list(items, &fields.path_of("Prices"), presence, errors))
         .unwrap_or_default();
-    let sales = fields
-        .opt_array("SalePrices", errors)
-        .and_then(|items| {
-            price_list(
-                items,
-                &fields.path_of("SalePrices"),
-                Presence::Optional,
-                errors,
-            )
-        })
-        .unwrap_or_default();
+    let sales = sale_prices(&fields, errors);
     if presence == Presence::Required {
         check_sales_have_prices(&prices, &sales, &fields.path_of("SalePrices"), errors);
     }

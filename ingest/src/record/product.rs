@@ -35,17 +35,7 @@ pub fn product<V: JsonValue>(value: &V, path: &str, errors: &mut Errors) -> Opti
     let prices = fields
         .req_array("Prices", errors)
         .and_then(|items| price_list(items, &fields.path_of("Prices"), Presence::Required, errors));
-    let sale_prices = fields
-        .opt_array("SalePrices", errors)
-        .and_then(|items| {
-            price_list(
-                items,
-                &fields.path_of("SalePrices"),
-                Presence::Optional,
-                errors,
-            )
-        })
-        .unwrap_or_default();
+    let sale_prices = sale_prices(&fields, errors);
     if let Some(prices) = &prices {
         check_sales_have_prices(prices, &sale_prices, &fields.path_of("SalePrices"), errors);
     }
@@ -160,6 +150,24 @@ pub(super) fn price_list<V: JsonValue>(
     (errors.total() == before).then_some(prices)
 }
 
+/// A price set's optional `SalePrices` (none: an empty list).
+pub(super) fn sale_prices<V: JsonValue>(
+    fields: &Fields<'_, '_, V>,
+    errors: &mut Errors,
+) -> Vec<Money> {
+    fields
+        .opt_array("SalePrices", errors)
+        .and_then(|items| {
+            price_list(
+                items,
+                &fields.path_of("SalePrices"),
+                Presence::Optional,
+                errors,
+            )
+        })
+        .unwrap_or_default()
+}
+
 pub(super) fn check_sales_have_prices(
     prices: &[Money],
     sales: &[Money],
@@ -232,17 +240,7 @@ fn group_prices<V: JsonValue>(fields: &Fields<'_, '_, V>, errors: &mut Errors) -
                 errors,
             )
         });
-        let sales = set_fields
-            .opt_array("SalePrices", errors)
-            .and_then(|items| {
-                price_list(
-                    items,
-                    &set_fields.path_of("SalePrices"),
-                    Presence::Optional,
-                    errors,
-                )
-            })
-            .unwrap_or_default();
+        let sales = sale_prices(&set_fields, errors);
         if let Some(prices) = prices {
             check_sales_have_prices(&prices, &sales, &set_fields.path_of("SalePrices"), errors);
             out.push(GroupPrice {

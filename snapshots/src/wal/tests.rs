@@ -417,10 +417,10 @@ fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
     assert_eq!(recovery.next_sequence, 1 + accepted + 1);
 }
 
-/// A record stamped before it is handed over is held once the writer has kept it as the
-/// policy keeps records, without anyone asking for an fsync: at once under `always`,
-/// after the batch's group commit under `interval`, once written under `never`. A
-/// stamp after the record is not held before the next batch.
+/// A record's hand-over (what its append returns) is held once the writer has kept it
+/// as the policy keeps records, without anyone asking for an fsync: at once under
+/// `always`, after the batch's group commit under `interval`, once written under
+/// `never`.
 #[test]
 fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
     for policy in [

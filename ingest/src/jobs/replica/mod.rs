@@ -73,10 +73,7 @@ pub enum Applied {
 }
 
 impl AccountJobs {
-    /// Applies a record of the replicated log, at `sequence` there, published by the
-    /// node of `origin`: logs it locally (as a [`RecordKind::Replicated`] record) and
-    /// applies it: a delta is queued for the delta worker (its token's status is the
-    /// same on every node once applied), events are tracked, an erasure erases.
+    /// See [`ReplicaNode::apply_replicated`], which the cluster calls.
     pub(in crate::jobs) fn apply_replicated(
         &self,
         sequence: u64,

@@ -62,8 +62,8 @@ pub struct SnapshotSet {
 }
 
 impl AccountJobs {
-    /// Writes the account's snapshot set for the cluster into the empty directory
-    /// `out` (see the module documentation).
+    /// See [`ReplicaNode::cluster_snapshot`](crate::jobs::ReplicaNode::cluster_snapshot),
+    /// which the cluster calls.
     pub(in crate::jobs) fn cluster_snapshot(
         &self,
         out: &Path,
