@@ -7,7 +7,9 @@
 //! p99 of 200,000 timed handler calls; criterion then times the same call. Between the
 //! two, 100,000 of the visitors are shown 4 product pages of 2 zones each and the memory
 //! that takes is printed (with `VITRINE_BENCH_ZONE_ANALYTICS=off`, the same without
-//! impressions recorded: the difference is what impressions cost).
+//! impressions recorded: the difference is what impressions cost). Last, one state
+//! snapshot, timed with orders placed one after another meanwhile (how long its cut held
+//! them), and a restart.
 
 #![expect(
     clippy::indexing_slicing,
@@ -53,6 +55,19 @@ default_currency = "GBP"
   fallback = ["trending"]
   count = 10
 "#;
+
+/// A request placing one order of one line.
+fn order_request(visitor: &str, order: &str, product: &str) -> serde_json::Value {
+    serde_json::json!({
+        "appId": "demo-access-key",
+        "secretKey": "demo-secret-key",
+        "visitorId": visitor,
+        "events": [
+            {"name": "order", "data": {"orderid": order,
+                "items": [{"id": product, "qty": 1, "unitprice": 9.99}]}}
+        ]
+    })
+}
 
 /// Anonymous resident memory of this process, in bytes.
 fn rss_anon() -> u64 {
@@ -198,13 +213,45 @@ fn scale(c: &mut Criterion) {
     group.finish();
 
     // Durability at this size: one state snapshot, then the time to ready of a restart
-    // (catalogue snapshot mapped, state snapshot restored, log replayed).
-    let started = Instant::now();
-    let report = entry.jobs.checkpoint().unwrap();
+    // (catalogue snapshot mapped, state snapshot restored, log replayed). Orders go on
+    // meanwhile, one after another: the longest one is how long the snapshot's cut held
+    // them (the shared parts copied with orders held, `engine/src/account/cut.rs`).
+    let exporting = std::sync::atomic::AtomicBool::new(true);
+    let (report, took, orders) = std::thread::scope(|scope| {
+        let placing = scope.spawn(|| {
+            let mut waits = Vec::new();
+            let mut rng = Rng::new(7);
+            while exporting.load(std::sync::atomic::Ordering::Relaxed) {
+                let body = serde_json::to_vec(&order_request(
+                    &format!("visitor-{:07}", rng.below(visitors as u64)),
+                    &format!("scale-order-{}", waits.len()),
+                    &product_id(rng.skewed(products)),
+                ))
+                .unwrap();
+                let t = Instant::now();
+                handle(&body);
+                waits.push(t.elapsed());
+            }
+            waits
+        });
+        let started = Instant::now();
+        let report = entry.jobs.checkpoint().unwrap();
+        let took = started.elapsed();
+        exporting.store(false, std::sync::atomic::Ordering::Relaxed);
+        (report, took, placing.join().unwrap())
+    });
     eprintln!(
         "scale: state snapshot of {visitors} visitors: {:.1} MB written in {:.1} s",
         report.saved.bytes as f64 / 1e6,
-        started.elapsed().as_secs_f64()
+        took.as_secs_f64()
+    );
+    let mut orders = orders;
+    orders.sort();
+    eprintln!(
+        "scale: {} orders placed during the state snapshot: median {:.1} µs, longest {:.1} ms",
+        orders.len(),
+        orders[orders.len() / 2].as_secs_f64() * 1e6,
+        orders.last().unwrap().as_secs_f64() * 1e3,
     );
     state.shutdown();
     drop(state);

@@ -18,7 +18,8 @@
 //! explain and shadow tests), `visitor_view` (what it reads of its visitor),
 //! `campaigns` (the compiled campaigns, their history, the segments' sizes), `track`
 //! (events applied to visitors, counters and models; replay), `identity` (linking
-//! devices, erasure), `snapshot` (export and restore of the tracking state), `judge`
+//! devices, erasure), `snapshot` (export and restore of the tracking state), `cut`
+//! (orders against a snapshot's cut: in it whole or not at all), `judge`
 //! and `tune` (on a sampled visitor's request, before it is applied: how each product
 //! zone would have predicted it, and self-tuning), `shadows` (draft campaign lists
 //! judged beside the live ones on the same requests), `backtest` (drafts replayed over
@@ -35,6 +36,9 @@ mod analytics;
 mod backtest;
 mod bounds;
 mod campaigns;
+mod cut;
+#[cfg(test)]
+mod cut_tests;
 mod explain;
 mod identity;
 mod ids;
@@ -147,6 +151,9 @@ pub struct Account {
     sessions: CountedMap<String, UnixMillis>,
     /// Every order id ever recorded.
     orders: CountedMap<String, UnixMillis>,
+    /// The gate orders pass, so that a state snapshot holds an order whole or not at
+    /// all (`cut`).
+    order_cut: cut::OrderCut,
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
     counters: DashMap<String, Counter>,
@@ -249,6 +256,7 @@ impl Account {
             visitors: CountedMap::default(),
             sessions: CountedMap::default(),
             orders: CountedMap::default(),
+            order_cut: cut::OrderCut::default(),
             identities: sharded(),
             users: sharded(),
             counters: sharded(),

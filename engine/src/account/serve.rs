@@ -114,6 +114,8 @@ impl Account {
 
         self.advance_clock(now);
         let catalogue = self.catalogue();
+        // Before the visitor's entry (see `cut`).
+        let ordering = self.order_cut.enter(&request.events);
         let mut visitor = match self.visitors.read().get_mut(&visitor_id) {
             Some(visitor) => visitor,
             None => self
@@ -187,6 +189,7 @@ impl Account {
         drop(visitor);
         self.keep_bound(settings.max_visitors);
         self.record_customer_orders(&page.customer_orders, now);
+        drop(ordering);
         self.absorb_other_devices(&visitor_id, &mut snapshot, &catalogue);
         if reads_sessions(&settings, campaigns.as_deref(), &request.zones) {
             snapshot.similar_sessions = self.session_neighbourhood(

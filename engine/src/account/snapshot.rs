@@ -21,9 +21,13 @@ impl Account {
     /// Hands every part of the tracking state to `sink`, one entry at a time (for a
     /// state snapshot). Each visitor is copied under its own short lock; requests go on
     /// meanwhile, so an entry may include events of requests served during the export.
+    /// Orders are the exception: each is in the export whole or not at all (see `cut`):
+    /// the account's shared parts are copied at one instant, with orders held, and the
+    /// visitors orders wrote to since the copy began are copied again then.
     pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
         sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
         self.export_campaigns(sink);
+        let export = self.order_cut.begin();
         let ids: Vec<String> = self
             .visitors
             .read()
@@ -31,60 +35,84 @@ impl Account {
             .map(|e| e.key().clone())
             .collect();
         for id in ids {
-            let Some((visitor, impressions, bought, (visits, latest))) =
-                self.visitors.read().get(&id).map(|v| {
-                    let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
-                        let name = |key| {
-                            self.product_keys
-                                .name(key)
-                                .map(|n| CompactString::from(&*n))
-                        };
-                        Box::new(i.to_stored(name))
-                    });
-                    let bought = v.repurchases().map(|r| Box::new(r.clone()));
-                    let visits =
-                        (v.visits() != &Visits::default()).then(|| Box::new(v.visits().clone()));
-                    let latest = (!v.latest_request().is_empty())
-                        .then(|| Box::new(v.latest_request().stored()));
-                    (
-                        Box::new(v.state().clone()),
-                        impressions,
-                        bought,
-                        (visits, latest),
-                    )
-                })
-            else {
-                continue;
-            };
-            sink(StateEntry::Visitor {
-                id: id.clone(),
-                visitor,
-            });
-            if let Some(visits) = visits {
-                sink(StateEntry::Visits {
-                    visitor: id.clone(),
-                    visits,
-                });
-            }
-            if let Some(request) = latest {
-                sink(StateEntry::LatestRequest {
-                    visitor: id.clone(),
-                    request,
-                });
-            }
-            if let Some(bought) = bought {
-                sink(StateEntry::Repurchases {
-                    visitor: id.clone(),
-                    bought,
-                });
-            }
-            if let Some(impressions) = impressions {
-                sink(StateEntry::Impressions {
-                    visitor: id,
-                    impressions,
-                });
-            }
+            self.export_visitor(id, sink);
         }
+        let mut at_cut = Vec::new();
+        {
+            let cut = export.cut();
+            let mut keep = |entry| at_cut.push(entry);
+            for id in &cut.wrote {
+                self.export_visitor(id.clone(), &mut keep);
+            }
+            self.export_shared(&mut keep);
+        }
+        drop(export);
+        for entry in at_cut {
+            sink(entry);
+        }
+    }
+
+    /// Hands one visitor's entries to `sink` (none once it is gone).
+    fn export_visitor(&self, id: String, sink: &mut dyn FnMut(StateEntry)) {
+        let Some((visitor, impressions, bought, (visits, latest))) =
+            self.visitors.read().get(&id).map(|v| {
+                let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
+                    let name = |key| {
+                        self.product_keys
+                            .name(key)
+                            .map(|n| CompactString::from(&*n))
+                    };
+                    Box::new(i.to_stored(name))
+                });
+                let bought = v.repurchases().map(|r| Box::new(r.clone()));
+                let visits =
+                    (v.visits() != &Visits::default()).then(|| Box::new(v.visits().clone()));
+                let latest =
+                    (!v.latest_request().is_empty()).then(|| Box::new(v.latest_request().stored()));
+                (
+                    Box::new(v.state().clone()),
+                    impressions,
+                    bought,
+                    (visits, latest),
+                )
+            })
+        else {
+            return;
+        };
+        sink(StateEntry::Visitor {
+            id: id.clone(),
+            visitor,
+        });
+        if let Some(visits) = visits {
+            sink(StateEntry::Visits {
+                visitor: id.clone(),
+                visits,
+            });
+        }
+        if let Some(request) = latest {
+            sink(StateEntry::LatestRequest {
+                visitor: id.clone(),
+                request,
+            });
+        }
+        if let Some(bought) = bought {
+            sink(StateEntry::Repurchases {
+                visitor: id.clone(),
+                bought,
+            });
+        }
+        if let Some(impressions) = impressions {
+            sink(StateEntry::Impressions {
+                visitor: id,
+                impressions,
+            });
+        }
+    }
+
+    /// Hands the account's shared parts to `sink`: sessions, order ids, identities,
+    /// counters, popularity, pairs, the sessions' products, the site's and the zones'
+    /// figures.
+    fn export_shared(&self, sink: &mut dyn FnMut(StateEntry)) {
         let sessions: Vec<(String, UnixMillis)> = self
             .sessions
             .read()

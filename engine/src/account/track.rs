@@ -71,6 +71,8 @@ impl Account {
             self.site.session_started(now);
         }
         let catalogue = self.catalogue();
+        // Before the visitor's entry (see `cut`).
+        let ordering = self.order_cut.enter(&tracked.events);
         let mut page = PageContext {
             visitor_id: &tracked.visitor_id,
             currency,
@@ -97,6 +99,7 @@ impl Account {
         );
         drop(visitor);
         self.record_customer_orders(&page.customer_orders, now);
+        drop(ordering);
         self.keep_bound(self.settings.load().max_visitors);
     }
 
@@ -106,6 +109,7 @@ impl Account {
     /// order ids are skipped. Returns how many were new.
     pub fn import_orders(&self, orders: &[Order], now: UnixMillis) -> usize {
         self.advance_clock(now);
+        let ordering = self.order_cut.enter_orders();
         let mut notices = Vec::new();
         let fresh: Vec<Order> = orders
             .iter()
@@ -117,6 +121,7 @@ impl Account {
             self.mark_models_stale();
         }
         self.record_customer_orders(&fresh, now);
+        drop(ordering);
         fresh.len()
     }
 
@@ -265,6 +270,7 @@ impl Account {
                         self.similar_sessions.view(at.session, at.visitor, key, now);
                     }
                 }
+                self.order_cut.wrote(page.visitor_id);
                 live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
                 let visitor = live.state_mut();
                 visitor.basket.clear();
@@ -493,12 +499,13 @@ impl Account {
     /// Writes orders placed for customers (see [`Event::CustomerOrder`]) to each
     /// customer's own record: purchases, identity, details and the order itself, linked
     /// by user id and email like a live order, so the customer's devices see them.
-    /// Called with no visitor entry locked.
+    /// Called with no visitor entry locked, under the orders' gate (see `cut`).
     pub(super) fn record_customer_orders(&self, orders: &[Order], now: UnixMillis) {
         for order in orders {
             let Some(id) = customer_visitor_id(&order.identity) else {
                 continue;
             };
+            self.order_cut.wrote(&id);
             self.link_visitor(&id, &order.identity);
             let mut live = self.visitors.get_or_insert_with(id, LiveVisitor::default);
             live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);

@@ -1,0 +1,116 @@
+//! Orders against a state snapshot's cut: an order is in a snapshot whole or not at
+//! all.
+//!
+//! An order id is counted once: a node (or a restart) that replays an order whose id
+//! a snapshot holds skips all of it, and applies all of one it does not. So a
+//! snapshot must hold an order's id exactly when it holds its effects: its counters,
+//! pairs, popularity, sessions, analytics and identities (the account's shared parts)
+//! and its visitor's record (and its customer's). The export is not one instant:
+//! visitors are copied one at a time while requests go on. So:
+//! - the shared parts and the order ids are copied at one instant, the cut, with
+//!   orders held at the gate ([`OrderCut::cut`]); pages and views never wait;
+//! - a visitor an order wrote to after the visitors' copy began is copied again at the
+//!   cut ([`OrderCut::wrote`]), and the second copy replaces the first.
+//!
+//! An order takes the gate before its visitor's entry ([`OrderCut::enter`]): the cut
+//! takes visitors' entries while it holds the gate, and nothing that holds an entry
+//! waits for the gate.
+//!
+//! Views and other events are counted again by a replay, which does not know them
+//! (see `vitrine_ingest::state`): for them a snapshot is as of its export.
+
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::event::Event;
+
+/// The gate orders pass and the visitors they wrote to during an export.
+#[derive(Debug, Default)]
+pub(crate) struct OrderCut {
+    gate: RwLock<()>,
+    /// Visitors an order wrote to since the visitors' copy began (`None`: no export).
+    wrote: Mutex<Option<Vec<String>>>,
+    /// One export at a time (a local state snapshot and a cluster's snapshot set may
+    /// be written together): each notes its own visitors from its own start.
+    one_at_a_time: Mutex<()>,
+}
+
+/// An order (or a request with one) applying: the cut waits for it.
+#[derive(Debug)]
+#[must_use = "holds the gate only while alive"]
+pub(crate) struct Ordering<'a> {
+    _gate: RwLockReadGuard<'a, ()>,
+}
+
+/// An export under way: the visitors orders write to are noted until its cut (or
+/// until it is dropped).
+#[derive(Debug)]
+#[must_use = "notes visitors only while alive"]
+pub(crate) struct Export<'a> {
+    cut: &'a OrderCut,
+    _alone: MutexGuard<'a, ()>,
+}
+
+/// The cut: orders wait at the gate until it is dropped.
+#[derive(Debug)]
+#[must_use = "holds orders only while alive"]
+pub(crate) struct Cut<'a> {
+    _gate: RwLockWriteGuard<'a, ()>,
+    /// The visitors to copy again, each once.
+    pub(crate) wrote: Vec<String>,
+}
+
+impl OrderCut {
+    /// The gate for a request whose `events` include an order (none otherwise). Taken
+    /// before any visitor's entry is locked.
+    pub(crate) fn enter(&self, events: &[Event]) -> Option<Ordering<'_>> {
+        events
+            .iter()
+            .any(|event| matches!(event, Event::Order(_) | Event::CustomerOrder(_)))
+            .then(|| self.enter_orders())
+    }
+
+    /// The gate for applying orders.
+    pub(crate) fn enter_orders(&self) -> Ordering<'_> {
+        Ordering {
+            _gate: self.gate.read(),
+        }
+    }
+
+    /// Notes a visitor an order wrote to (under [`OrderCut::enter`]), when an export's
+    /// copy of visitors is under way.
+    pub(crate) fn wrote(&self, visitor: &str) {
+        if let Some(wrote) = self.wrote.lock().as_mut() {
+            wrote.push(visitor.to_owned());
+        }
+    }
+
+    /// Begins an export (after any other one ends): from now on the visitors orders
+    /// write to are noted. Every order already applying finishes first.
+    pub(crate) fn begin(&self) -> Export<'_> {
+        let alone = self.one_at_a_time.lock();
+        let _gate = self.gate.write();
+        *self.wrote.lock() = Some(Vec::new());
+        Export {
+            cut: self,
+            _alone: alone,
+        }
+    }
+}
+
+impl Export<'_> {
+    /// The cut: waits for the orders applying, holds new ones until dropped, and hands
+    /// over the visitors to copy again (noting stops).
+    pub(crate) fn cut(&self) -> Cut<'_> {
+        let gate = self.cut.gate.write();
+        let mut wrote = self.cut.wrote.lock().take().unwrap_or_default();
+        wrote.sort_unstable();
+        wrote.dedup();
+        Cut { _gate: gate, wrote }
+    }
+}
+
+impl Drop for Export<'_> {
+    fn drop(&mut self) {
+        *self.cut.wrote.lock() = None;
+    }
+}
