@@ -54,7 +54,7 @@ fn main() {
         zones: &settings.zones,
         time_zone: &settings.time_zone,
     };
-    let (document, version) = entry.account.campaign_document();
+    let (document, version) = entry.account.campaigns().document();
     let segments = json!({"segments": [{"id": "returning", "rule": {"sessions": {"min": 2}}}]});
     let (document, set) =
         vitrine_ingest::campaigns::with_segments(&document, &segments, version + 1, target)

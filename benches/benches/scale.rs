@@ -61,9 +61,11 @@ fn order_request(visitor: &str, order: &str, product: &str) -> serde_json::Value
     serde_json::json!({
         "appId": "demo-access-key",
         "secretKey": "demo-secret-key",
+        "currentUrl": "https://shop.example/checkout/done",
+        "userAgent": "Mozilla/5.0 (X11; Linux x86_64) bench",
         "visitorId": visitor,
         "events": [
-            {"name": "order", "data": {"orderid": order,
+            {"name": "order", "data": {"orderid": order, "email": format!("{visitor}@example.com"),
                 "items": [{"id": product, "qty": 1, "unitprice": 9.99}]}}
         ]
     })

@@ -230,7 +230,7 @@ impl Account {
         let set = request
             .campaigns
             .as_ref()
-            .map_or_else(|| self.campaigns(), Arc::clone);
+            .map_or_else(|| self.campaigns.compiled(), Arc::clone);
         // Decided as serving decides (`resolve.rs`).
         let who = (
             visitor_id,

@@ -16,7 +16,7 @@
 //! brings and what its events say about the page), `resolve` (how a zone is filled:
 //! experiment variant, campaign list or configuration, decided once for serving,
 //! explain and shadow tests), `visitor_view` (what it reads of its visitor),
-//! `campaigns` (the compiled campaigns, their history, the segments' sizes), `track`
+//! `audiences` (the segments' sizes over the visitors in memory), `track`
 //! (events applied to visitors, counters and models; replay), `identity` (linking
 //! devices, erasure), `snapshot` (export and restore of the tracking state), `cut`
 //! (orders against a snapshot's cut: in it whole or not at all), `judge`
@@ -33,9 +33,9 @@
 //! account's state without importing a feature (`scripts/import-circles`).
 
 mod analytics;
+mod audiences;
 mod backtest;
 mod bounds;
-mod campaigns;
 mod cut;
 #[cfg(test)]
 mod cut_tests;
@@ -71,10 +71,10 @@ use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
+pub use audiences::{RecentVisitor, SegmentSize};
 pub use backtest::BacktestError;
 pub use backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
-pub use campaigns::{RecentVisitor, SegmentSize};
 pub use explain::{
     CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
 };
@@ -93,7 +93,6 @@ pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
 
 use crate::analytics::{ZoneCounts, ZoneDay};
-use crate::campaign::{CampaignHistory, CampaignSet};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{
     CoCounts, Decaying, Neighbours, ProductKeys, SessionIndex, TopNames, most_popular,
@@ -207,12 +206,8 @@ pub struct Account {
     session_tuner: crate::tuning::sessions::SessionTuner,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
-    /// Its campaigns, compiled (the zones' lists and the segments).
-    campaigns: ArcSwap<CampaignSet>,
-    /// Its campaign documents, every version kept (the audit log).
-    campaign_history: parking_lot::Mutex<CampaignHistory>,
-    /// The drafts of the campaign document's parts.
-    campaign_drafts: parking_lot::Mutex<crate::campaign::draft::Drafts>,
+    /// Its campaigns: the compiled set, the documents' history and the drafts.
+    campaigns: crate::campaign::store::Campaigns,
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
     shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
     /// The judged moments backtests replay (`backtest.rs`).
@@ -287,15 +282,18 @@ impl Account {
             recipe_trials: crate::tuning::Pending::new(models.tuning_trials_per_second),
             session_tuner,
             clock: AtomicI64::new(0),
-            campaigns: ArcSwap::from_pointee(CampaignSet::default()),
-            campaign_history: parking_lot::Mutex::new(CampaignHistory::default()),
-            campaign_drafts: parking_lot::Mutex::default(),
+            campaigns: crate::campaign::store::Campaigns::default(),
             shadows: parking_lot::RwLock::default(),
             moments: backtest::moments::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
             models_stale: AtomicBool::new(false),
             rounds_running: AtomicU64::new(0),
         }
+    }
+
+    /// Its campaigns: the compiled set, the documents' history and the drafts.
+    pub fn campaigns(&self) -> &crate::campaign::store::Campaigns {
+        &self.campaigns
     }
 
     /// The account's access key.

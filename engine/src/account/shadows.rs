@@ -121,7 +121,7 @@ impl Account {
             user.as_ref(),
             settings.default_currency,
         );
-        let live_set = self.campaigns();
+        let live_set = self.campaigns.compiled();
         for shadow in &shadows {
             let Some(spec) = zones.iter().find(|z| z.id == shadow.zone) else {
                 continue;

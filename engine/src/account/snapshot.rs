@@ -205,11 +205,11 @@ impl Account {
     /// Hands the campaign documents to `sink` (for a state snapshot): written first, so
     /// that a restore compiles them before anything is served.
     fn export_campaigns(&self, sink: &mut dyn FnMut(StateEntry)) {
-        let history = self.campaign_history();
+        let history = self.campaigns().history();
         if !history.versions.is_empty() {
             sink(StateEntry::Campaigns(Box::new((&history).into())));
         }
-        let drafts = self.campaign_drafts();
+        let drafts = self.campaigns().drafts();
         if !drafts.is_empty() {
             sink(StateEntry::CampaignDrafts(Box::new(drafts)));
         }
@@ -255,8 +255,8 @@ impl Account {
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .restore_latest_request(LatestRequest::from_stored(&request));
             }
-            StateEntry::Campaigns(history) => self.restore_campaign_history((*history).into()),
-            StateEntry::CampaignDrafts(drafts) => self.restore_campaign_drafts(*drafts),
+            StateEntry::Campaigns(history) => self.campaigns.restore_history((*history).into()),
+            StateEntry::CampaignDrafts(drafts) => self.campaigns.restore_drafts(*drafts),
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
             StateEntry::RevenueSpread { key, spread } => self.restore_revenue_spread(*key, *spread),

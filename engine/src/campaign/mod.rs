@@ -12,7 +12,8 @@
 //! latest version.
 //!
 //! Files: `document.rs` (the document, its parts and their versions), `draft.rs` (a part's list as an editor left it, not published), `segment.rs`
-//! (rules and what they read of the shopper), `request.rs` (what a
+//! (rules and what they read of the shopper), `store.rs` (an account's campaigns as it
+//! holds them: the compiled set, the history, the drafts), `request.rs` (what a
 //! request says of where it comes from, and what a visitor keeps of its latest one), `schedule.rs` (time
 //! windows, days and hours in the account's time zone), `content.rs` (content types,
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
@@ -24,6 +25,7 @@ pub mod draft;
 pub mod request;
 pub mod schedule;
 pub mod segment;
+pub mod store;
 #[cfg(test)]
 mod tests;
 

@@ -82,7 +82,7 @@ fn install(account: &Account, set: CampaignSet) {
         summary: "test".to_owned(),
         document: std::sync::Arc::default(),
     };
-    assert!(account.install_campaigns(version, set));
+    assert!(account.campaigns().install(version, set));
 }
 
 fn shown(account: &Account, visitor: &str, events: Vec<Event>) -> (Vec<String>, Option<usize>) {
@@ -174,7 +174,7 @@ fn history_drafts_and_visits_go_through_a_state_snapshot() {
         "v",
         vec![page(PageType::Homepage), page(PageType::Other)],
     );
-    account.apply_campaign_draft(draft::Draft {
+    account.campaigns().apply_draft(draft::Draft {
         part: draft::zone_part("Z"),
         body: Some("{\"campaigns\": []}".to_owned()),
         author: "maya".to_owned(),
@@ -188,9 +188,12 @@ fn history_drafts_and_visits_go_through_a_state_snapshot() {
     for entry in entries {
         restored.restore_entry(entry);
     }
-    assert_eq!(restored.campaign_history(), account.campaign_history());
-    assert_eq!(restored.campaign_drafts(), account.campaign_drafts());
-    assert!(restored.campaign_drafts().get("zone:Z").is_some());
+    assert_eq!(
+        restored.campaigns().history(),
+        account.campaigns().history()
+    );
+    assert_eq!(restored.campaigns().drafts(), account.campaigns().drafts());
+    assert!(restored.campaigns().drafts().get("zone:Z").is_some());
     let visits = |a: &Account| {
         let mut found = None;
         a.export_state(&mut |entry| {
@@ -212,7 +215,7 @@ fn history_drafts_and_visits_go_through_a_state_snapshot() {
         summary: String::new(),
         document: std::sync::Arc::default(),
     };
-    assert!(!restored.install_campaigns(again, CampaignSet::default()));
+    assert!(!restored.campaigns().install(again, CampaignSet::default()));
 }
 
 #[test]

@@ -87,7 +87,7 @@ pub(super) fn zone_campaigns(entry: &AccountEntry, zone: &str) -> Result<Reply, 
         "timeZone": entry.config.time_zone_name,
     });
     // What each campaign is now: live, scheduled, ended or paused.
-    if let Some(list) = entry.account.campaigns().zone(zone) {
+    if let Some(list) = entry.account.campaigns().compiled().zone(zone) {
         let now = crate::clock::now_millis();
         let status: Vec<Value> = list
             .campaigns
@@ -149,7 +149,7 @@ pub(super) fn named_size(
     id: &str,
     now: UnixMillis,
 ) -> Result<Value, ApiError> {
-    let set = entry.account.campaigns();
+    let set = entry.account.campaigns().compiled();
     let (_, segment) = set
         .segment(id)
         .ok_or_else(|| ApiError::NotFound(format!("no segment {id:?}")))?;
@@ -169,7 +169,7 @@ fn size_json(id: &str, size: vitrine_engine::account::SegmentSize) -> Value {
 /// `GET .../campaigns/history`: every version kept, newest first, without documents:
 /// who and when, the sentence written then, and the changes from the version before it.
 pub(super) fn history(entry: &AccountEntry) -> Value {
-    let history = entry.account.campaign_history();
+    let history = entry.account.campaigns().history();
     let empty = CampaignDocument::default();
     let mut before = &empty;
     let mut versions: Vec<Value> = Vec::with_capacity(history.versions.len());
@@ -196,7 +196,8 @@ pub(super) fn version(entry: &AccountEntry, version: &str) -> Result<Value, ApiE
     })?;
     let found = entry
         .account
-        .campaign_version(number)
+        .campaigns()
+        .version(number)
         .ok_or_else(|| ApiError::NotFound(format!("no version {number} in the history")))?;
     Ok(json!({
         "version": found.version,

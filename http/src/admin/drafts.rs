@@ -38,7 +38,8 @@ pub(super) fn one(entry: &AccountEntry, part: DraftPart<'_>) -> Result<Value, Ap
     let (document, _) = entry.jobs.campaign_document();
     let draft = entry
         .account
-        .campaign_draft_entry(&part.name())
+        .campaigns()
+        .draft(&part.name())
         .filter(|d| d.body.is_some())
         .map_or(Value::Null, |d| draft_json(&d, &document));
     Ok(json!({"draft": draft}))

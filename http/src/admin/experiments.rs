@@ -49,8 +49,8 @@ pub(super) fn results(
     let account = &entry.account;
     let settings = account.settings();
     let currency = settings.default_currency;
-    let (document, _) = account.campaign_document();
-    let history = account.campaign_history();
+    let (document, _) = account.campaigns().document();
+    let history = account.campaigns().history();
     let mut experiments: Vec<Value> = Vec::new();
     for definition in document.experiments.list.iter().rev() {
         // A zone no longer configured (after a reload): its experiments are not shown.

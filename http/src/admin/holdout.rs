@@ -33,7 +33,7 @@ use crate::state::AccountEntry;
 pub(super) fn results(entry: &AccountEntry, now: UnixMillis) -> Result<Reply, ApiError> {
     let account = &entry.account;
     let currency = account.settings().default_currency;
-    let (document, _) = account.campaign_document();
+    let (document, _) = account.campaigns().document();
     let holdout = document.experiments.holdout.clone().unwrap_or_default();
     let current = holdout.current();
     let shown = current.or(holdout.periods.last());

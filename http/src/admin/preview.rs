@@ -315,7 +315,7 @@ pub(super) fn draft(
     };
     let (document, version) = entry.jobs.campaign_document();
     let mut document = (*document).clone();
-    let mut set = (*entry.account.campaigns()).clone();
+    let mut set = (*entry.account.campaigns().compiled()).clone();
     let mut failed = |errors: vitrine_fields::Errors| {
         for error in errors.list() {
             problems.add(&error.path, error.message.clone());

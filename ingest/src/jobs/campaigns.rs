@@ -154,7 +154,7 @@ struct Wire<'a> {
 impl AccountJobs {
     /// The current document and its version (an empty document at 0).
     pub fn campaign_document(&self) -> (Arc<CampaignDocument>, u64) {
-        self.shared.account.campaign_document()
+        self.shared.account.campaigns().document()
     }
 
     /// Makes a change: its part read and compiled once against the account's zones and
@@ -169,7 +169,7 @@ impl AccountJobs {
             zones: &settings.zones,
             time_zone: &settings.time_zone,
         };
-        let (document, version) = account.campaign_document();
+        let (document, version) = account.campaigns().document();
         let set = live_set(account, &document, version, target);
         let next = version + 1;
         let (part, (new_document, new_set)) = match request.change {
@@ -304,8 +304,8 @@ impl AccountJobs {
             payload,
             || {
                 // Ours, or a rival's that came first in the log.
-                (account.campaign_document().1 >= next).then(|| {
-                    let installed = account.campaign_version(next).is_some_and(|v| {
+                (account.campaigns().document().1 >= next).then(|| {
+                    let installed = account.campaigns().version(next).is_some_and(|v| {
                         v.author == request.author
                             && v.at == request.now
                             && *v.document == *new_document
@@ -372,7 +372,7 @@ impl AccountJobs {
         part: Option<RestorePart<'_>>,
     ) -> Result<(Arc<CampaignDocument>, CampaignDocument), CampaignError> {
         let account = &self.shared.account;
-        let (document, current) = account.campaign_document();
+        let (document, current) = account.campaigns().document();
         let restored = restoring(account, &document, version, part, current + 1)?;
         Ok((document, restored))
     }
@@ -386,7 +386,7 @@ fn live_set(
     version: u64,
     target: Target<'_>,
 ) -> Arc<CampaignSet> {
-    let set = account.campaigns();
+    let set = account.campaigns().compiled();
     if set.version == version {
         return set;
     }
@@ -403,7 +403,8 @@ fn restoring(
     next: u64,
 ) -> Result<CampaignDocument, CampaignError> {
     let old = account
-        .campaign_version(wanted)
+        .campaigns()
+        .version(wanted)
         .ok_or(CampaignError::NoVersion(wanted))?;
     Ok(match part {
         None => document.restored(&old.document, next),
@@ -460,7 +461,7 @@ pub(super) fn apply(account: &Account, payload: &[u8]) -> bool {
         return false;
     };
     if let Some(draft) = super::drafts::decode(&value) {
-        return account.apply_campaign_draft(draft);
+        return account.campaigns().apply_draft(draft);
     }
     match decode(&value) {
         Some(record) => apply_record(account, record),
@@ -469,7 +470,7 @@ pub(super) fn apply(account: &Account, payload: &[u8]) -> bool {
 }
 
 fn apply_record(account: &Account, record: Record) -> bool {
-    let (document, version) = account.campaign_document();
+    let (document, version) = account.campaigns().document();
     if record.version.version != version + 1 {
         return false;
     }
@@ -488,7 +489,7 @@ fn apply_record(account: &Account, record: Record) -> bool {
                 zones: &settings.zones,
                 time_zone: &settings.time_zone,
             };
-            let previous = account.campaigns();
+            let previous = account.campaigns().compiled();
             let part = part.filter(|_| previous.version == version);
             campaigns::compile_change(
                 &record.version.document,
@@ -500,7 +501,7 @@ fn apply_record(account: &Account, record: Record) -> bool {
         }
     };
     let (at, draft_published) = (record.version.at, record.draft_published);
-    let installed = account.install_campaigns(record.version, set);
+    let installed = account.campaigns().install(record.version, set);
     if installed && let Some(draft) = draft_published {
         super::drafts::published(account, &record.part, draft, at);
     }
@@ -511,7 +512,7 @@ fn apply_record(account: &Account, record: Record) -> bool {
 /// it, or a reload changed the zones or the time zone): a part that no longer compiles
 /// is left out, so that the others still apply.
 pub fn recompile(account: &Account) {
-    let (document, version) = account.campaign_document();
+    let (document, version) = account.campaigns().document();
     if version == 0 {
         return;
     }
@@ -520,5 +521,7 @@ pub fn recompile(account: &Account) {
         zones: &settings.zones,
         time_zone: &settings.time_zone,
     };
-    account.recompiled_campaigns(campaigns::compile_parts(&document, version, target).0);
+    account
+        .campaigns()
+        .recompiled(campaigns::compile_parts(&document, version, target).0);
 }

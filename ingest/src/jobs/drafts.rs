@@ -72,7 +72,7 @@ pub enum DraftError {
 impl AccountJobs {
     /// The account's drafts.
     pub fn campaign_drafts(&self) -> Drafts {
-        self.shared.account.campaign_drafts()
+        self.shared.account.campaigns().drafts()
     }
 
     /// Saves or discards a part's draft: logged (fsynced; in a cluster stored by the
@@ -98,7 +98,8 @@ impl AccountJobs {
             author: request.author.to_owned(),
             // Never before the part's entry, so that it wins on every node.
             at: account
-                .campaign_draft_entry(&part)
+                .campaigns()
+                .draft(&part)
                 .map_or(request.now, |e| e.at.max(request.now)),
             based_on,
             id: rand::random(),
@@ -106,11 +107,12 @@ impl AccountJobs {
         let payload = encode(&draft, request.body);
         let settled = || {
             account
-                .campaign_draft_entry(&part)
+                .campaigns()
+                .draft(&part)
                 .filter(|entry| (entry.at, entry.id) >= (draft.at, draft.id))
         };
         let saved = self.log_campaign_record(payload, settled, || {
-            account.apply_campaign_draft(draft.clone());
+            account.campaigns().apply_draft(draft.clone());
             draft.clone()
         })?;
         Ok(saved)
@@ -194,12 +196,13 @@ pub(super) fn decode(record: &Value) -> Option<Draft> {
 /// the publishing change's time, so that every node discards it.
 pub(super) fn published(account: &Account, part: &str, draft_id: u64, at: UnixMillis) {
     let Some(draft) = account
-        .campaign_draft_entry(part)
+        .campaigns()
+        .draft(part)
         .filter(|d| d.body.is_some() && d.id == draft_id)
     else {
         return;
     };
-    account.apply_campaign_draft(Draft {
+    account.campaigns().apply_draft(Draft {
         body: None,
         at: draft.at.max(at),
         id: draft.id.wrapping_add(1),
@@ -210,7 +213,7 @@ pub(super) fn published(account: &Account, part: &str, draft_id: u64, at: UnixMi
 /// The id of `part`'s draft when `body` is exactly that draft (a publish of the draft
 /// as it stands, which discards it).
 pub(super) fn draft_published(account: &Account, part: &str, body: &Value) -> Option<u64> {
-    let draft = account.campaign_draft_entry(part)?;
+    let draft = account.campaigns().draft(part)?;
     let text = draft.body.as_deref()?;
     let saved: Value = serde_json::from_str(text).ok()?;
     (saved == *body).then_some(draft.id)

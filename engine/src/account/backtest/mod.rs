@@ -159,7 +159,7 @@ impl Account {
         let published = self.neighbours.load_full();
         let keyed = self.product_keys.idx_by_key(&catalogue);
         let names = self.product_keys.names();
-        let live = self.campaigns();
+        let live = self.campaigns.compiled();
         let judged = moments
             .par_iter()
             .fold(Partial::default, |mut partial, moment| {

@@ -1,14 +1,10 @@
-//! An account's campaigns: the compiled set requests read, swapped whole, and the
-//! history of documents it was compiled from; and the size of a segment, counted over
-//! the visitors in memory as their latest requests would be judged.
-
-use std::sync::Arc;
+//! Audiences: the size of a segment, counted over the visitors in memory as their
+//! latest requests would be judged, and the visitors seen lately (for the console's
+//! "show this zone as…"). The campaigns themselves are `crate::campaign`.
 
 use super::Account;
 use super::visitor_view::VisitorSnapshot;
-use crate::campaign::draft::{Draft, Drafts};
 use crate::campaign::segment::{Condition, UserFacts};
-use crate::campaign::{CampaignDocument, CampaignHistory, CampaignSet, CampaignVersion};
 use crate::catalogue::UnixMillis;
 
 /// A segment's size: visitors matching now, and those of them active lately.
@@ -45,78 +41,6 @@ pub struct RecentVisitor {
 const ACTIVE_MILLIS: UnixMillis = 86_400_000;
 
 impl Account {
-    /// The compiled campaigns now.
-    pub fn campaigns(&self) -> Arc<CampaignSet> {
-        self.campaigns.load_full()
-    }
-
-    /// The campaign documents, every version kept (each document shared, not copied).
-    pub fn campaign_history(&self) -> CampaignHistory {
-        self.campaign_history.lock().clone()
-    }
-
-    /// The latest document and its version (an empty document at 0).
-    pub fn campaign_document(&self) -> (Arc<CampaignDocument>, u64) {
-        let history = self.campaign_history.lock();
-        history.latest().map_or_else(
-            || (Arc::default(), 0),
-            |latest| (Arc::clone(&latest.document), latest.version),
-        )
-    }
-
-    /// One version of the document, when the history keeps it.
-    pub fn campaign_version(&self, version: u64) -> Option<CampaignVersion> {
-        self.campaign_history.lock().get(version).cloned()
-    }
-
-    /// Adds `version` to the history and swaps in `set`, compiled from it. A version not
-    /// after the latest one (a record applied twice) changes nothing: `false`.
-    pub fn install_campaigns(&self, version: CampaignVersion, set: CampaignSet) -> bool {
-        let mut history = self.campaign_history.lock();
-        if !history.push(version) {
-            return false;
-        }
-        self.campaigns.store(Arc::new(set));
-        true
-    }
-
-    /// Swaps in `set`, compiled again from the latest version (after a reload changed
-    /// the zones or the time zone it was compiled against).
-    pub fn recompiled_campaigns(&self, set: CampaignSet) {
-        let history = self.campaign_history.lock();
-        if history.latest().map_or(0, |v| v.version) == set.version {
-            self.campaigns.store(Arc::new(set));
-        }
-    }
-
-    /// The drafts of the campaign document's parts (discarded ones as entries without
-    /// a body).
-    pub fn campaign_drafts(&self) -> Drafts {
-        self.campaign_drafts.lock().clone()
-    }
-
-    /// The latest record of one part's draft (saved or discarded), copied alone.
-    pub fn campaign_draft_entry(&self, part: &str) -> Option<Draft> {
-        self.campaign_drafts.lock().entry(part).cloned()
-    }
-
-    /// Applies a saved or discarded draft (a log record's): whether it replaced the
-    /// part's entry (it comes after it).
-    pub fn apply_campaign_draft(&self, draft: Draft) -> bool {
-        self.campaign_drafts.lock().apply(draft)
-    }
-
-    /// Restores the drafts from a state snapshot.
-    pub(super) fn restore_campaign_drafts(&self, drafts: Drafts) {
-        *self.campaign_drafts.lock() = drafts;
-    }
-
-    /// Restores the history from a state snapshot (the set is compiled by the caller,
-    /// which reads documents, from [`CampaignHistory::latest`]).
-    pub(super) fn restore_campaign_history(&self, history: CampaignHistory) {
-        *self.campaign_history.lock() = history;
-    }
-
     /// How many visitors in memory `rule` matches now, each judged as its latest
     /// request would be (its page type, currency, device, referrer and URL; see
     /// [`crate::campaign::request`]); and how many of them
