@@ -8,8 +8,8 @@
 //! two, 100,000 of the visitors are shown 4 product pages of 2 zones each and the memory
 //! that takes is printed (with `VITRINE_BENCH_ZONE_ANALYTICS=off`, the same without
 //! impressions recorded: the difference is what impressions cost). Last, one state
-//! snapshot, timed with orders placed one after another meanwhile (how long its cut held
-//! them), and a restart.
+//! snapshot, timed with a thousand orders a second placed meanwhile (how long its cut
+//! held them), and a restart.
 
 #![expect(
     clippy::indexing_slicing,
@@ -216,14 +216,18 @@ fn scale(c: &mut Criterion) {
 
     // Durability at this size: one state snapshot, then the time to ready of a restart
     // (catalogue snapshot mapped, state snapshot restored, log replayed). Orders go on
-    // meanwhile, one after another: the longest one is how long the snapshot's cut held
-    // them (the shared parts copied with orders held, `engine/src/account/cut.rs`).
+    // meanwhile, a thousand a second (a busy store's peak many times over): the longest
+    // is how long the snapshot's cut held them (what a replay would count again copied
+    // with orders held, `engine/src/account/cut.rs`).
     let exporting = std::sync::atomic::AtomicBool::new(true);
     let (report, took, orders) = std::thread::scope(|scope| {
         let placing = scope.spawn(|| {
             let mut waits = Vec::new();
             let mut rng = Rng::new(7);
+            let start = Instant::now();
             while exporting.load(std::sync::atomic::Ordering::Relaxed) {
+                let due = start + Duration::from_millis(waits.len() as u64);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
                 let body = serde_json::to_vec(&order_request(
                     &format!("visitor-{:07}", rng.below(visitors as u64)),
                     &format!("scale-order-{}", waits.len()),

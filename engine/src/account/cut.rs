@@ -7,10 +7,17 @@
 //! pairs, popularity, sessions, analytics and identities (the account's shared parts)
 //! and its visitor's record (and its customer's). The export is not one instant:
 //! visitors are copied one at a time while requests go on. So:
-//! - the shared parts and the order ids are copied at one instant, the cut, with
-//!   orders held at the gate ([`OrderCut::cut`]); pages and views never wait;
-//! - a visitor an order wrote to after the visitors' copy began is copied again at the
-//!   cut ([`OrderCut::wrote`]), and the second copy replaces the first.
+//! - what a replay would count again (counters, popularity, pairs, the sessions'
+//!   products, the site's and zones' figures) is copied at one instant, the cut, with
+//!   orders held at the gate ([`Export::cut`]); pages and views never wait;
+//! - the order ids are copied before it, and those counted since the export began
+//!   ([`OrderCut::counted`]) are added at the cut (they are only ever added; an id a
+//!   bound evicts meanwhile may stay in the copy);
+//! - a visitor an order wrote to after the visitors' copy began is copied again
+//!   ([`OrderCut::wrote`]), and a later copy replaces an earlier one: a few rounds while
+//!   orders go on ([`Export::take_wrote`]), then those left at the cut;
+//! - what a replay adds again to the same result (sessions' latest times, identities'
+//!   links) is copied after the cut.
 //!
 //! An order takes the gate before its visitor's entry ([`OrderCut::enter`]): the cut
 //! takes visitors' entries while it holds the gate, and nothing that holds an entry
@@ -27,11 +34,20 @@ use crate::event::Event;
 #[derive(Debug, Default)]
 pub(crate) struct OrderCut {
     gate: RwLock<()>,
-    /// Visitors an order wrote to since the visitors' copy began (`None`: no export).
-    wrote: Mutex<Option<Vec<String>>>,
+    /// What orders wrote since an export began (`None`: no export).
+    noted: Mutex<Option<Noted>>,
     /// One export at a time (a local state snapshot and a cluster's snapshot set may
     /// be written together): each notes its own visitors from its own start.
     one_at_a_time: Mutex<()>,
+}
+
+/// What orders wrote during an export.
+#[derive(Debug, Default)]
+struct Noted {
+    /// Visitors written to.
+    visitors: Vec<String>,
+    /// Order ids counted.
+    orders: Vec<String>,
 }
 
 /// An order (or a request with one) applying: the cut waits for it.
@@ -57,6 +73,8 @@ pub(crate) struct Cut<'a> {
     _gate: RwLockWriteGuard<'a, ()>,
     /// The visitors to copy again, each once.
     pub(crate) wrote: Vec<String>,
+    /// The order ids counted since the export began.
+    pub(crate) ordered: Vec<String>,
 }
 
 impl OrderCut {
@@ -79,8 +97,16 @@ impl OrderCut {
     /// Notes a visitor an order wrote to (under [`OrderCut::enter`]), when an export's
     /// copy of visitors is under way.
     pub(crate) fn wrote(&self, visitor: &str) {
-        if let Some(wrote) = self.wrote.lock().as_mut() {
-            wrote.push(visitor.to_owned());
+        if let Some(noted) = self.noted.lock().as_mut() {
+            noted.visitors.push(visitor.to_owned());
+        }
+    }
+
+    /// Notes an order id counted (under [`OrderCut::enter`]), when an export is under
+    /// way: the ids are copied before the cut, those counted since are added at it.
+    pub(crate) fn counted(&self, order_id: &str) {
+        if let Some(noted) = self.noted.lock().as_mut() {
+            noted.orders.push(order_id.to_owned());
         }
     }
 
@@ -89,7 +115,7 @@ impl OrderCut {
     pub(crate) fn begin(&self) -> Export<'_> {
         let alone = self.one_at_a_time.lock();
         let _gate = self.gate.write();
-        *self.wrote.lock() = Some(Vec::new());
+        *self.noted.lock() = Some(Noted::default());
         Export {
             cut: self,
             _alone: alone,
@@ -98,19 +124,47 @@ impl OrderCut {
 }
 
 impl Export<'_> {
+    /// The visitors orders wrote to since the last call (noting goes on).
+    pub(crate) fn take_wrote(&self) -> Vec<String> {
+        let mut wrote = self
+            .cut
+            .noted
+            .lock()
+            .as_mut()
+            .map(|noted| std::mem::take(&mut noted.visitors))
+            .unwrap_or_default();
+        wrote.sort_unstable();
+        wrote.dedup();
+        wrote
+    }
+
+    /// Notes visitors taken by [`Export::take_wrote`] again, for the cut.
+    pub(crate) fn note_again(&self, visitors: Vec<String>) {
+        if let Some(noted) = self.cut.noted.lock().as_mut() {
+            noted.visitors.extend(visitors);
+        }
+    }
+
     /// The cut: waits for the orders applying, holds new ones until dropped, and hands
     /// over the visitors to copy again (noting stops).
     pub(crate) fn cut(&self) -> Cut<'_> {
         let gate = self.cut.gate.write();
-        let mut wrote = self.cut.wrote.lock().take().unwrap_or_default();
+        let Noted {
+            visitors: mut wrote,
+            orders: ordered,
+        } = self.cut.noted.lock().take().unwrap_or_default();
         wrote.sort_unstable();
         wrote.dedup();
-        Cut { _gate: gate, wrote }
+        Cut {
+            _gate: gate,
+            wrote,
+            ordered,
+        }
     }
 }
 
 impl Drop for Export<'_> {
     fn drop(&mut self) {
-        *self.cut.wrote.lock() = None;
+        *self.cut.noted.lock() = None;
     }
 }

@@ -42,6 +42,7 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
         .collect();
     let restored = account();
     let mut during_visitors = None;
+    let mut during_ids = false;
     let mut after_cut = false;
     source.export_state(&mut |entry| {
         match &entry {
@@ -50,9 +51,14 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
                 placed.push(place(&source, id, "during-visitors", 10));
                 during_visitors = Some(id.clone());
             }
-            // Once the shared parts are copied (the order ids among them).
-            StateEntry::Order(_) if !after_cut => {
-                placed.push(place(&source, "v0", "after-cut", 11));
+            // While the order ids are copied, before the cut.
+            StateEntry::Order(_) if !during_ids => {
+                placed.push(place(&source, "v1", "during-ids", 11));
+                during_ids = true;
+            }
+            // After the cut (the sessions are copied last).
+            StateEntry::Session { .. } if !after_cut => {
+                placed.push(place(&source, "v0", "after-cut", 12));
                 after_cut = true;
             }
             _ => {}
@@ -60,8 +66,9 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
         restored.restore_entry(entry);
     });
     let during_visitors = during_visitors.expect("visitors exported");
-    assert!(after_cut, "order ids exported");
+    assert!(during_ids && after_cut, "order ids and sessions exported");
     assert!(restored.has_order("during-visitors"));
+    assert!(restored.has_order("during-ids"));
     assert!(!restored.has_order("after-cut"));
     // Its visitor, copied before the order, is copied again with it.
     let orders =
@@ -73,12 +80,45 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
     }
     assert_eq!(restored.order_count(), source.order_count());
     assert_eq!(counted(&restored), counted(&source));
-    assert_eq!(counted(&source).0, 10, "five orders of two units");
+    assert_eq!(counted(&source).0, 12, "six orders of two units");
     for visitor in ["v0", "v1", "v2"] {
         assert_eq!(
             orders(&restored, visitor),
             orders(&source, visitor),
             "{visitor}"
         );
+    }
+}
+
+#[test]
+fn many_visitors_ordering_during_an_export_are_copied_again_before_the_cut_and_each_order_counted_once()
+ {
+    let source = account();
+    let visitors: Vec<String> = (0..100).map(|n| format!("v{n}")).collect();
+    let mut placed: Vec<Tracked> = visitors
+        .iter()
+        .enumerate()
+        .map(|(n, v)| place(&source, v, &format!("before-{n}"), n as i64))
+        .collect();
+    let restored = account();
+    let mut ordered = false;
+    source.export_state(&mut |entry| {
+        // On the first visitor copied, every visitor orders: more than the cut copies
+        // again, so rounds copy them while orders go on.
+        if matches!(entry, StateEntry::Visitor { .. }) && !ordered {
+            ordered = true;
+            for (n, v) in visitors.iter().enumerate() {
+                placed.push(place(&source, v, &format!("during-{n}"), 200 + n as i64));
+            }
+        }
+        restored.restore_entry(entry);
+    });
+    for tracked in &placed {
+        restored.replay(tracked);
+    }
+    assert_eq!(restored.order_count(), 200);
+    assert_eq!(counted(&restored), counted(&source));
+    for v in &visitors {
+        assert_eq!(restored.visitor(v).map(|v| v.orders.len()), Some(2), "{v}");
     }
 }

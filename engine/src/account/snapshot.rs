@@ -9,13 +9,21 @@ use super::identity::key::IdentityKey;
 use super::{Account, Counter};
 use compact_str::CompactString;
 
-use crate::analytics::Impressions;
+use crate::analytics::{Impressions, ZoneCounts, ZoneDay};
 use crate::campaign::LatestRequest;
 use crate::catalogue::UnixMillis;
-use crate::models::Decaying;
+use crate::models::{Decaying, PairsCopy, ProductKeys, SessionsCopy};
+use crate::site::StoredSiteDay;
 use crate::state::{IdentityKind, StateEntry};
 use crate::visitor::LiveVisitor;
 use crate::visits::Visits;
+
+/// Rounds of copying again the visitors orders wrote to during an export, before its
+/// cut.
+const CATCH_UP_ROUNDS: usize = 8;
+
+/// Visitors few enough to copy again with orders held.
+const LEFT_FOR_THE_CUT: usize = 64;
 
 impl Account {
     /// Hands every part of the tracking state to `sink`, one entry at a time (for a
@@ -37,19 +45,44 @@ impl Account {
         for id in ids {
             self.export_visitor(id, sink);
         }
+        let orders: Vec<String> = self.orders.read().iter().map(|e| e.key().clone()).collect();
+        for order in orders {
+            sink(StateEntry::Order(order));
+        }
+        // The visitors orders wrote to meanwhile, copied again while orders go on, a
+        // few rounds, so that few are left to copy with orders held.
+        for _ in 0..CATCH_UP_ROUNDS {
+            let wrote = export.take_wrote();
+            if wrote.len() <= LEFT_FOR_THE_CUT {
+                export.note_again(wrote);
+                break;
+            }
+            for id in wrote {
+                self.export_visitor(id, sink);
+            }
+        }
         let mut at_cut = Vec::new();
-        {
+        let counted = {
             let cut = export.cut();
             let mut keep = |entry| at_cut.push(entry);
             for id in &cut.wrote {
                 self.export_visitor(id.clone(), &mut keep);
             }
-            self.export_shared(&mut keep);
-        }
+            for order in &cut.ordered {
+                keep(StateEntry::Order(order.clone()));
+            }
+            self.copy_counted()
+        };
         drop(export);
         for entry in at_cut {
             sink(entry);
         }
+        counted.sink(&self.product_keys, sink);
+        // What a replay adds again to the same result (a session's latest time, a link
+        // between an identity and a visitor): copied after the cut, orders going on. (A
+        // session a replayed request started after the cut is then known already: the
+        // site's figures do not count it as started a second time, nor at all.)
+        self.export_idempotent(sink);
     }
 
     /// Hands one visitor's entries to `sink` (none once it is gone).
@@ -109,10 +142,8 @@ impl Account {
         }
     }
 
-    /// Hands the account's shared parts to `sink`: sessions, order ids, identities,
-    /// counters, popularity, pairs, the sessions' products, the site's and the zones'
-    /// figures.
-    fn export_shared(&self, sink: &mut dyn FnMut(StateEntry)) {
+    /// Hands the sessions' latest times and the identities' visitors to `sink`.
+    fn export_idempotent(&self, sink: &mut dyn FnMut(StateEntry)) {
         let sessions: Vec<(String, UnixMillis)> = self
             .sessions
             .read()
@@ -121,10 +152,6 @@ impl Account {
             .collect();
         for (id, last) in sessions {
             sink(StateEntry::Session { id, last });
-        }
-        let orders: Vec<String> = self.orders.read().iter().map(|e| e.key().clone()).collect();
-        for order in orders {
-            sink(StateEntry::Order(order));
         }
         let identities: Vec<(IdentityKey, Vec<String>)> = self
             .identities
@@ -143,62 +170,28 @@ impl Account {
                 visitors,
             });
         }
-        let counters: Vec<(String, Counter)> = self
-            .counters
-            .iter()
-            .map(|e| (e.key().clone(), *e.value()))
-            .collect();
-        for (product, counter) in counters {
-            sink(StateEntry::Counter {
-                product,
-                popularity: counter.popularity,
-                units: counter.units,
-            });
-        }
+    }
+
+    /// Copies what a replay would count again: counters, popularity, pairs, the
+    /// sessions' products, the site's and the zones' figures. Taken at the cut, with
+    /// orders held, so only copied: products are named after it ([`Counted::sink`]).
+    fn copy_counted(&self) -> Counted {
         let popularity = |map: &DashMap<String, Decaying>| -> Vec<(String, Decaying)> {
             map.iter().map(|e| (e.key().clone(), *e.value())).collect()
         };
-        for (name, popularity) in popularity(&self.category_popularity) {
-            sink(StateEntry::CategoryPopularity { name, popularity });
-        }
-        for (name, popularity) in popularity(&self.brand_popularity) {
-            sink(StateEntry::BrandPopularity { name, popularity });
-        }
-        let tables: [(_, fn(_) -> StateEntry); 2] = [
-            (&self.coview, StateEntry::CoViewPairsDirected),
-            (&self.copurchase, StateEntry::CoPurchasePairsDirected),
-        ];
-        for (counts, entry) in tables {
-            for pairs in counts.entries(&self.product_keys) {
-                sink(entry(Box::new(pairs)));
-            }
-        }
-        let names = self.product_keys.names();
-        let name = |key: u32| names.get(key as usize).map(|n| n.to_string());
-        for session in self.similar_sessions.entries(name) {
-            sink(StateEntry::SessionProducts(Box::new(session)));
-        }
-        for day in self.site.entries() {
-            sink(StateEntry::SiteDay(Box::new(day)));
-        }
-        for (key, counts) in self.analytics_entries() {
-            let clicked = counts.clicked;
-            if clicked > 0 {
-                sink(StateEntry::Clicks {
-                    key: Box::new(key.clone()),
-                    clicked,
-                });
-            }
-            if !counts.revenue_spread.is_empty() {
-                sink(StateEntry::RevenueSpread {
-                    key: Box::new(key.clone()),
-                    spread: Box::new(counts.revenue_spread.clone()),
-                });
-            }
-            sink(StateEntry::ZoneDay {
-                key: Box::new(key),
-                counts: Box::new(counts),
-            });
+        Counted {
+            counters: self
+                .counters
+                .iter()
+                .map(|e| (e.key().clone(), *e.value()))
+                .collect(),
+            categories: popularity(&self.category_popularity),
+            brands: popularity(&self.brand_popularity),
+            coview: self.coview.copy(),
+            copurchase: self.copurchase.copy(),
+            sessions: self.similar_sessions.copy(),
+            site: self.site.entries(),
+            zones: self.analytics_entries(),
         }
     }
 
@@ -349,5 +342,72 @@ impl Account {
             }
         }
         self.models_stale.store(true, Ordering::Release);
+    }
+}
+
+/// What a replay would count again, as copied at a state snapshot's cut.
+struct Counted {
+    counters: Vec<(String, Counter)>,
+    categories: Vec<(String, Decaying)>,
+    brands: Vec<(String, Decaying)>,
+    coview: PairsCopy,
+    copurchase: PairsCopy,
+    sessions: SessionsCopy,
+    site: Vec<StoredSiteDay>,
+    zones: Vec<(ZoneDay, ZoneCounts)>,
+}
+
+impl Counted {
+    /// Hands the copy to `sink`, its products named by `keys`.
+    fn sink(self, keys: &ProductKeys, sink: &mut dyn FnMut(StateEntry)) {
+        for (product, counter) in self.counters {
+            sink(StateEntry::Counter {
+                product,
+                popularity: counter.popularity,
+                units: counter.units,
+            });
+        }
+        for (name, popularity) in self.categories {
+            sink(StateEntry::CategoryPopularity { name, popularity });
+        }
+        for (name, popularity) in self.brands {
+            sink(StateEntry::BrandPopularity { name, popularity });
+        }
+        let tables: [(_, fn(_) -> StateEntry); 2] = [
+            (self.coview, StateEntry::CoViewPairsDirected),
+            (self.copurchase, StateEntry::CoPurchasePairsDirected),
+        ];
+        for (copy, entry) in tables {
+            for pairs in copy.named(keys) {
+                sink(entry(Box::new(pairs)));
+            }
+        }
+        let names = keys.names();
+        let name = |key: u32| names.get(key as usize).map(|n| n.to_string());
+        for session in self.sessions.named(name) {
+            sink(StateEntry::SessionProducts(Box::new(session)));
+        }
+        for day in self.site {
+            sink(StateEntry::SiteDay(Box::new(day)));
+        }
+        for (key, counts) in self.zones {
+            let clicked = counts.clicked;
+            if clicked > 0 {
+                sink(StateEntry::Clicks {
+                    key: Box::new(key.clone()),
+                    clicked,
+                });
+            }
+            if !counts.revenue_spread.is_empty() {
+                sink(StateEntry::RevenueSpread {
+                    key: Box::new(key.clone()),
+                    spread: Box::new(counts.revenue_spread.clone()),
+                });
+            }
+            sink(StateEntry::ZoneDay {
+                key: Box::new(key),
+                counts: Box::new(counts),
+            });
+        }
     }
 }

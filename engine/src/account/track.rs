@@ -454,7 +454,9 @@ impl Account {
             });
             fresh
         };
-        if !fresh {
+        if fresh {
+            self.order_cut.counted(&order.order_id);
+        } else {
             notices.push(Notice::DuplicateOrder {
                 event: index,
                 order_id: order.order_id.clone(),

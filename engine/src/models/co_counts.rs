@@ -224,29 +224,50 @@ impl CoCounts {
     /// Every product's partners, counts, inherited counts, counts by distance and by
     /// direction, by id, unordered (for a state snapshot).
     pub fn entries(&self, keys: &ProductKeys) -> Vec<DirectedPairs> {
+        self.copy().named(keys)
+    }
+
+    /// Every product's pairs by key, unordered: a quick copy (a state snapshot's cut),
+    /// named later ([`PairsCopy::named`]).
+    pub fn copy(&self) -> PairsCopy {
+        PairsCopy(
+            self.pairs
+                .iter()
+                .map(|entry| (*entry.key(), entry.pairs()))
+                .collect(),
+        )
+    }
+}
+
+/// The pairs as [`CoCounts::copy`] took them.
+#[derive(Debug)]
+pub struct PairsCopy(Vec<(u32, Vec<CountedPartner>)>);
+
+impl PairsCopy {
+    /// The pairs, products named by `keys`.
+    pub fn named(self, keys: &ProductKeys) -> Vec<DirectedPairs> {
         let names = keys.names();
         let name = |key: u32| names.get(key as usize).map_or("", |n| n).to_owned();
-        self.pairs
-            .iter()
-            .map(|entry| {
-                let pairs = entry.pairs();
-                DirectedPairs {
-                    product: name(*entry.key()),
-                    reach: pairs.iter().map(|pair| pair.reach).collect(),
-                    forward: pairs.iter().map(|pair| pair.forward).collect(),
-                    partners: pairs
-                        .into_iter()
-                        .map(|pair| PairCount {
-                            partner: name(pair.key),
-                            count: pair.count,
-                            inherited: pair.inherited,
-                        })
-                        .collect(),
-                }
+        self.0
+            .into_iter()
+            .map(|(product, pairs)| DirectedPairs {
+                product: name(product),
+                reach: pairs.iter().map(|pair| pair.reach).collect(),
+                forward: pairs.iter().map(|pair| pair.forward).collect(),
+                partners: pairs
+                    .into_iter()
+                    .map(|pair| PairCount {
+                        partner: name(pair.key),
+                        count: pair.count,
+                        inherited: pair.inherited,
+                    })
+                    .collect(),
             })
             .collect()
     }
+}
 
+impl CoCounts {
     /// Sets a product's partners and counts (restoring a state snapshot); at most
     /// [`ModelSettings::partners`] are kept. `reach`: each pair's counts by distance, in
     /// the order of `partners`; a snapshot written before they were kept has none, and

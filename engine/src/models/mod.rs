@@ -26,13 +26,13 @@ mod popularity;
 mod sessions;
 mod shadow;
 
-pub use co_counts::{CoCounts, DirectedPairs, PairCount};
+pub use co_counts::{CoCounts, DirectedPairs, PairCount, PairsCopy};
 pub use keys::{IndexedKeys, KeyedIdx, ProductKeys};
 pub use neighbours::{Neighbour, Neighbours, ProductLists};
 pub use popularity::{Decaying, TopNames, most_popular};
 pub use sessions::{
     AsOf, ENTRIES_READ, NEIGHBOUR_SESSIONS, SAMPLED_SESSIONS, SESSION_ITEMS, SESSION_STEPS,
-    SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, SessionSetting, StoredSession,
+    SESSIONS_KEPT, SESSIONS_PER_PRODUCT, SessionIndex, SessionSetting, SessionsCopy, StoredSession,
 };
 pub use shadow::{ListSetting, Ranks, ShadowSeeds};
 

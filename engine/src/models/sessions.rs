@@ -172,6 +172,34 @@ pub struct StoredSession {
     pub last: UnixMillis,
 }
 
+/// The sessions as [`SessionIndex::copy`] took them, products by key.
+#[derive(Debug)]
+pub struct SessionsCopy(Vec<KeyedSession>);
+
+/// A session copied: as [`StoredSession`], its products by key.
+#[derive(Debug)]
+struct KeyedSession {
+    session: u64,
+    visitor: u64,
+    items: Vec<u32>,
+    last: UnixMillis,
+}
+
+impl SessionsCopy {
+    /// The sessions, products named by `name` (one it does not name is left out).
+    pub fn named(self, name: impl Fn(u32) -> Option<String>) -> Vec<StoredSession> {
+        self.0
+            .into_iter()
+            .map(|session| StoredSession {
+                session: session.session,
+                visitor: session.visitor,
+                items: session.items.into_iter().filter_map(&name).collect(),
+                last: session.last,
+            })
+            .collect()
+    }
+}
+
 impl SessionIndex {
     /// An index of at most `capacity` sessions (0: none are kept, nothing is scored).
     pub fn new(capacity: usize) -> SessionIndex {
@@ -341,19 +369,27 @@ impl SessionIndex {
     /// Every session kept, oldest slot first, with product ids by `name` (a state
     /// snapshot).
     pub fn entries(&self, name: impl Fn(u32) -> Option<String>) -> Vec<StoredSession> {
+        self.copy().named(name)
+    }
+
+    /// Every session kept, oldest slot first, its products by key: a quick copy (a
+    /// state snapshot's cut), named later ([`SessionsCopy::named`]).
+    pub fn copy(&self) -> SessionsCopy {
         let inner = self.inner.read();
         let count = inner.slots.len();
-        (0..count)
-            .map(|at| (inner.oldest + at) % count.max(1))
-            .filter_map(|at| inner.slots.get(at))
-            .filter(|slot| slot.session != 0)
-            .map(|slot| StoredSession {
-                session: slot.session,
-                visitor: slot.visitor,
-                items: slot.items.iter().filter_map(|p| name(*p)).collect(),
-                last: slot.last,
-            })
-            .collect()
+        SessionsCopy(
+            (0..count)
+                .map(|at| (inner.oldest + at) % count.max(1))
+                .filter_map(|at| inner.slots.get(at))
+                .filter(|slot| slot.session != 0)
+                .map(|slot| KeyedSession {
+                    session: slot.session,
+                    visitor: slot.visitor,
+                    items: slot.items.to_vec(),
+                    last: slot.last,
+                })
+                .collect(),
+        )
     }
 
     /// Adds a session read from a state snapshot (in the order [`SessionIndex::entries`]
