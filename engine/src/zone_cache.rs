@@ -288,7 +288,7 @@ impl<'a> LazyGeneration<'a> {
 pub(crate) struct VersionRefs<'a> {
     pub(crate) settings: &'a Arc<crate::account::settings::AccountSettings>,
     pub(crate) catalogue: &'a Arc<Catalogue>,
-    pub(crate) rankings: &'a Arc<crate::account::settings::RankingsVersion>,
+    pub(crate) rankings: &'a Arc<crate::models::live::RankingsVersion>,
     pub(crate) neighbours: &'a Arc<Neighbours>,
 }
 
@@ -308,7 +308,7 @@ impl VersionRefs<'_> {
 struct Versions {
     settings: Arc<crate::account::settings::AccountSettings>,
     catalogue: Arc<Catalogue>,
-    rankings: Arc<crate::account::settings::RankingsVersion>,
+    rankings: Arc<crate::models::live::RankingsVersion>,
     neighbours: Arc<Neighbours>,
 }
 

@@ -40,7 +40,7 @@ impl Account {
     /// The key of the `i`th product of the `z`th zone of `shown`, looked up by id: for a
     /// record replayed from the log, whose products are ids only.
     pub(super) fn shown_key_by_id(&self, shown: &[ShownZone], z: usize, i: usize) -> Option<u32> {
-        Some(self.product_keys.key(shown.get(z)?.products.get(i)?))
+        Some(self.models.product_keys.key(shown.get(z)?.products.get(i)?))
     }
 
     /// Credits what the visitor did with `product` (`touch` of its key) to the zone
@@ -55,7 +55,7 @@ impl Account {
         if live.impressions().is_none() {
             return;
         }
-        self.attribute_key(live, self.product_keys.existing(product), touch, at);
+        self.attribute_key(live, self.models.product_keys.existing(product), touch, at);
     }
 
     /// [`Account::attribute`] for a product whose key is known (`None`: it has none).

@@ -30,7 +30,7 @@ fn place(account: &super::Account, visitor: &str, id: &str, at: i64) -> Tracked 
 }
 
 fn counted(account: &super::Account) -> (u64, String) {
-    let counter = account.counters.get("a").expect("a counter for a");
+    let counter = account.models.counters.get("a").expect("a counter for a");
     (counter.units, format!("{:?}", counter.popularity))
 }
 

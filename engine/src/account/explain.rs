@@ -255,7 +255,7 @@ impl Account {
             );
         }
         let rankings = self.rankings_for(&catalogue);
-        let published = self.neighbours.load();
+        let published = self.models.neighbours.load();
         let ctx = snapshot.context(
             &catalogue,
             &rankings,

@@ -80,7 +80,7 @@ impl Account {
             );
         }
         let rankings = self.rankings_for(catalogue);
-        let published = self.neighbours.load_full();
+        let published = self.models.neighbours.load_full();
         if judging {
             let ctx = snapshot.judged_context(catalogue, &rankings, &published, (currency, now));
             let judged = Judged {
@@ -121,7 +121,7 @@ impl Account {
                 (zone.reads_sessions() || grid.iter().any(|r| r.sessions > 0.0)).then(|| {
                     SessionsAsOf {
                         visitor_id: visitor_id.to_owned(),
-                        tick: self.lists_tick.load(Ordering::Acquire),
+                        tick: self.models.lists_tick.load(Ordering::Acquire),
                     }
                 });
             snapshot.similar_sessions = Vec::new();

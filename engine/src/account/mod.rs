@@ -23,9 +23,11 @@
 //! and `tune` (on a sampled visitor's request, before it is applied: how each product
 //! zone would have predicted it, and self-tuning), `shadows` (draft campaign lists
 //! judged beside the live ones on the same requests), `backtest` (drafts replayed over
-//! the judged moments kept), `settings` (what the account is configured with, and the
-//! rankings version it serves), `ids`. This file holds the account itself and its
-//! catalogue versions under the [`Writer`] lock; `rebuild` the models' rebuild round.
+//! the judged moments kept), `settings` (what the account is configured with), `ids`.
+//! This file holds the account itself and its catalogue versions under the [`Writer`]
+//! lock; `rebuild` the models' rebuild round. Features that keep state of their own hold
+//! it in a part defined in their folder: `crate::models::live::Models` (counters,
+//! pairs, sessions, rankings, lists) and `crate::campaign::store::Campaigns`.
 //!
 //! Each feature's module adds its methods to [`Account`]; the state it keeps there is
 //! defined where nothing of the account is named (`settings`, `request`,
@@ -64,13 +66,13 @@ mod zone_cache_tests;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering, fence};
 
 use arc_swap::ArcSwap;
-use crossbeam_queue::SegQueue;
 use dashmap::DashMap;
 use time::Date;
 
+pub(crate) use crate::models::live::RankingsVersion;
 pub use audiences::{RecentVisitor, SegmentSize};
 pub use backtest::BacktestError;
 pub use backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
@@ -87,17 +89,13 @@ pub use serve::{
     campaign_variant,
 };
 pub use settings::AccountSettings;
-pub(crate) use settings::RankingsVersion;
 pub use shadows::ShadowError;
 pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
 
 use crate::analytics::{ZoneCounts, ZoneDay};
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
-use crate::models::{
-    CoCounts, Decaying, Neighbours, ProductKeys, SessionIndex, TopNames, most_popular,
-};
-use crate::recommend::Rankings;
+use crate::catalogue::{Catalogue, UnixMillis};
+use crate::models::{Neighbours, SessionIndex, TopNames, most_popular};
 use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
 use crate::site::{SiteDay, SiteFigures};
 use crate::visitor::{LiveVisitor, Visitor};
@@ -129,14 +127,6 @@ pub struct UserRecord {
     pub group_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Counter {
-    popularity: Decaying,
-    units: u64,
-    /// Whether the product is queued in `Account::changed_counters`.
-    queued: bool,
-}
-
 /// An account's whole in-memory state.
 #[derive(Debug)]
 pub struct Account {
@@ -155,35 +145,15 @@ pub struct Account {
     order_cut: cut::OrderCut,
     identities: DashMap<IdentityKey, HashSet<String>>,
     users: DashMap<String, UserRecord>,
-    counters: DashMap<String, Counter>,
-    /// Products whose counters changed since the last rebuild, each once.
-    changed_counters: SegQueue<String>,
-    /// Set when counters changed without being queued (a state snapshot restored): the
-    /// next rebuild ranks every product.
-    rank_all: AtomicBool,
-    category_popularity: DashMap<String, Decaying>,
-    brand_popularity: DashMap<String, Decaying>,
-    /// Keys of the products in `coview` and `copurchase`.
-    product_keys: ProductKeys,
-    coview: CoCounts,
-    copurchase: CoCounts,
-    /// Recent sessions' products, for `similar_sessions`.
-    similar_sessions: SessionIndex,
-    rankings: ArcSwap<RankingsVersion>,
-    neighbours: ArcSwap<Neighbours>,
-    /// The sessions' tick ([`SessionIndex::tick`]) the published lists were last sorted
-    /// at: self-tuning's trials read the sessions as of it, as fresh as the lists.
-    lists_tick: AtomicU32,
-    top_names: ArcSwap<TopNames>,
+    /// What it learns from its shoppers: counters, popularity, pairs, sessions, and
+    /// what the models round publishes from them.
+    models: crate::models::live::Models,
     /// Zone analytics: counters per zone, variant and day.
     analytics: DashMap<ZoneDay, ZoneCounts>,
     /// Store-wide figures per day.
     site: SiteFigures,
     /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
     graveyard: Graveyard,
-    /// Held while neighbour lists are written: by a rebuild, and by a swap to a new
-    /// base that moves them.
-    lists_lock: parking_lot::Mutex<()>,
     /// Held by the one [`Writer`] at a time.
     writer: parking_lot::Mutex<()>,
     /// Held by the request evicting inline (others over the limit wait for it).
@@ -215,11 +185,6 @@ pub struct Account {
     /// Product zones that are the same for every visitor of a page
     /// ([`crate::zone_cache`]).
     zone_cache: crate::zone_cache::ZoneCache,
-    /// Set by every counted interaction (product counters, co-view and co-purchase pairs
-    /// are counted with them, categories, brands); cleared by a rebuild.
-    models_stale: AtomicBool,
-    /// Models rounds running now ([`Account::models_pending`]).
-    rounds_running: AtomicU64,
 }
 
 impl Account {
@@ -240,36 +205,19 @@ impl Account {
         let similar_sessions = SessionIndex::new(models.sessions);
         similar_sessions.configure(session_tuner.active());
         let catalogue = Arc::new(catalogue);
-        let rankings = RankingsVersion {
-            rankings: Rankings::build(&catalogue, |_| (0.0, 0)),
-            catalogue: Arc::clone(&catalogue),
-        };
         Account {
             access_key: settings.access_key.clone(),
             settings: ArcSwap::from_pointee(settings),
-            catalogue: ArcSwap::new(catalogue),
+            catalogue: ArcSwap::new(Arc::clone(&catalogue)),
             visitors: CountedMap::default(),
             sessions: CountedMap::default(),
             orders: CountedMap::default(),
             order_cut: cut::OrderCut::default(),
             identities: sharded(),
             users: sharded(),
-            counters: sharded(),
-            changed_counters: SegQueue::new(),
-            rank_all: AtomicBool::new(false),
-            category_popularity: sharded(),
-            brand_popularity: sharded(),
-            product_keys: ProductKeys::default(),
-            coview: CoCounts::configured(models),
-            copurchase: CoCounts::configured(models.for_purchases()),
-            similar_sessions,
-            rankings: ArcSwap::from_pointee(rankings),
-            neighbours: ArcSwap::from_pointee(Neighbours::default()),
-            lists_tick: AtomicU32::new(u32::MAX),
-            top_names: ArcSwap::from_pointee(TopNames::default()),
+            models: crate::models::live::Models::new(models, &catalogue, similar_sessions),
             analytics: sharded(),
             site: SiteFigures::default(),
-            lists_lock: parking_lot::Mutex::new(()),
             graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),
             inline_eviction: parking_lot::Mutex::new(()),
@@ -286,8 +234,6 @@ impl Account {
             shadows: parking_lot::RwLock::default(),
             moments: backtest::moments::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
-            models_stale: AtomicBool::new(false),
-            rounds_running: AtomicU64::new(0),
         }
     }
 
@@ -312,8 +258,11 @@ impl Account {
     pub fn replace_settings(&self, settings: AccountSettings) {
         self.reconfigure_lists(crate::tuning::Lists::CoView, &settings);
         self.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
-        self.similar_sessions.set_capacity(settings.models.sessions);
-        self.similar_sessions
+        self.models
+            .similar_sessions
+            .set_capacity(settings.models.sessions);
+        self.models
+            .similar_sessions
             .configure(self.session_tuner.reconfigure(
                 settings.tuning,
                 crate::tuning::Runs::when(settings.tunes_sessions()),
@@ -457,7 +406,7 @@ impl Account {
         rankings: &'a Arc<RankingsVersion>,
         neighbours: &'a Arc<Neighbours>,
     ) -> crate::zone_cache::LazyGeneration<'a> {
-        let published = Arc::ptr_eq(rankings, &self.rankings.load());
+        let published = Arc::ptr_eq(rankings, &self.models.rankings.load());
         crate::zone_cache::LazyGeneration::new(published.then_some(
             crate::zone_cache::VersionRefs {
                 settings,
@@ -472,11 +421,11 @@ impl Account {
     /// base (versions of one base keep their dense ids; products added since join at the
     /// next rebuild). Only a request racing the swap of a new base ranks it itself.
     fn rankings_for(&self, catalogue: &Arc<Catalogue>) -> Arc<RankingsVersion> {
-        let current = self.rankings.load_full();
+        let current = self.models.rankings.load_full();
         if current.catalogue.same_base(catalogue) {
             return current;
         }
-        Arc::new(self.rank(catalogue))
+        Arc::new(self.models.rank(catalogue))
     }
 }
 
@@ -553,14 +502,23 @@ impl Writer<'_> {
     pub fn swap_catalogue(&self, catalogue: Catalogue) {
         let account = self.account;
         let catalogue = Arc::new(catalogue);
-        if !account.rankings.load().catalogue.same_base(&catalogue) {
-            account.rankings.store(Arc::new(account.rank(&catalogue)));
+        if !account
+            .models
+            .rankings
+            .load()
+            .catalogue
+            .same_base(&catalogue)
+        {
+            account
+                .models
+                .rankings
+                .store(Arc::new(account.models.rank(&catalogue)));
             // Neighbour lists are in dense ids too: moved to the new base here, so that
             // requests on it read them at once (the next rebuild recounts them).
-            let _lock = account.lists_lock.lock();
-            let neighbours = account.neighbours.load().rebase(&catalogue);
-            account.neighbours.store(Arc::new(neighbours));
-            account.models_stale.store(true, Ordering::Release);
+            let _lock = account.models.lists_lock.lock();
+            let neighbours = account.models.neighbours.load().rebase(&catalogue);
+            account.models.neighbours.store(Arc::new(neighbours));
+            account.models.models_stale.store(true, Ordering::Release);
         }
         let replaced = account.catalogue.swap(catalogue);
         account.graveyard.bury(replaced);

@@ -21,15 +21,18 @@ fn pair_counts_by_direction_survive_a_state_snapshot_and_an_older_one_reads_as_u
             now,
         ));
     }
-    account.copurchase.add(
-        account.product_keys.key("a"),
-        account.product_keys.key("c"),
+    account.models.copurchase.add(
+        account.models.product_keys.key("a"),
+        account.models.product_keys.key("c"),
         1.0,
     );
     let sorted = |account: &Account| {
         let mut tables = [
-            account.coview.entries(&account.product_keys),
-            account.copurchase.entries(&account.product_keys),
+            account.models.coview.entries(&account.models.product_keys),
+            account
+                .models
+                .copurchase
+                .entries(&account.models.product_keys),
         ];
         for table in &mut tables {
             table.sort_by(|x, y| x.product.cmp(&y.product));
@@ -119,7 +122,10 @@ fn an_orders_lines_pair_by_how_far_apart_they_are_in_it() {
     let account = account();
     let order = crate::testing::order("o1", &["a", "b", "c"]);
     account.serve(request("v1", None, vec![order], T0));
-    let entries = account.copurchase.entries(&account.product_keys);
+    let entries = account
+        .models
+        .copurchase
+        .entries(&account.models.product_keys);
     let pair = |product: &str, partner: &str| {
         let pairs = entries
             .iter()

@@ -201,8 +201,8 @@ impl Account {
         }
 
         let rankings = self.rankings_for(&catalogue);
-        let published = self.neighbours.load();
-        let top_names = self.top_names.load();
+        let published = self.models.neighbours.load();
+        let top_names = self.models.top_names.load();
         let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = snapshot.context(
             &catalogue,
@@ -245,7 +245,7 @@ impl Account {
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
         self.activity.record(now, items);
         let (shown, shown_keys) = if settings.zone_analytics {
-            shown_products(&zones, &settings, &catalogue, &self.product_keys)
+            shown_products(&zones, &settings, &catalogue, &self.models.product_keys)
         } else {
             (ShownZones::new(), ShownKeys::new())
         };
@@ -296,8 +296,8 @@ impl Account {
         let catalogue = self.catalogue();
         let snapshot = VisitorSnapshot::default();
         let rankings = self.rankings_for(&catalogue);
-        let published = self.neighbours.load();
-        let top_names = self.top_names.load();
+        let published = self.models.neighbours.load();
+        let top_names = self.models.top_names.load();
         let search = request.search.as_deref().map(str::to_lowercase);
         let ctx = snapshot.context(
             &catalogue,
@@ -671,11 +671,11 @@ impl Account {
             .iter()
             .filter_map(|idx| {
                 let product = catalogue.product(*idx)?;
-                self.product_keys.existing(product.id.as_str())
+                self.models.product_keys.existing(product.id.as_str())
             })
             .collect();
         let visitor = crate::analytics::session_key(visitor_id);
-        let scored = self.similar_sessions.neighbourhood(
+        let scored = self.models.similar_sessions.neighbourhood(
             &keys,
             visitor,
             super::visitor_view::SESSION_PRODUCTS,
@@ -684,7 +684,7 @@ impl Account {
         scored
             .into_iter()
             .filter_map(|(key, score)| {
-                let name = self.product_keys.name(key)?;
+                let name = self.models.product_keys.name(key)?;
                 Some((catalogue.idx_of(&name)?, score))
             })
             .collect()

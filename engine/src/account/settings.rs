@@ -1,13 +1,8 @@
-//! What an account is configured with ([`AccountSettings`]), and the rankings it
-//! serves with the catalogue version they were sorted for ([`RankingsVersion`]).
+//! What an account is configured with ([`AccountSettings`]).
 
-use std::sync::Arc;
-
-use crate::catalogue::Catalogue;
 use crate::experiment::Experiment;
 use crate::models::ModelSettings;
 use crate::money::Currency;
-use crate::recommend::Rankings;
 use crate::zone::ZoneSpec;
 
 /// Settings of an account that the engine needs.
@@ -41,11 +36,4 @@ pub struct AccountSettings {
     pub max_visitors: Option<usize>,
     /// The account's time zone (IANA), in which campaign schedules keep days and hours.
     pub time_zone: jiff::tz::TimeZone,
-}
-
-/// The rankings an account serves, and the catalogue version they were sorted for.
-#[derive(Debug)]
-pub(crate) struct RankingsVersion {
-    pub(crate) catalogue: Arc<Catalogue>,
-    pub(crate) rankings: Rankings,
 }

@@ -5,8 +5,9 @@ use std::sync::atomic::Ordering;
 
 use dashmap::DashMap;
 
+use super::Account;
 use super::identity::key::IdentityKey;
-use super::{Account, Counter};
+use crate::models::live::Counter;
 use compact_str::CompactString;
 
 use crate::analytics::{Impressions, ZoneCounts, ZoneDay};
@@ -77,7 +78,7 @@ impl Account {
         for entry in at_cut {
             sink(entry);
         }
-        counted.sink(&self.product_keys, sink);
+        counted.sink(&self.models.product_keys, sink);
         // What a replay adds again to the same result (a session's latest time, a link
         // between an identity and a visitor): copied after the cut, orders going on. (A
         // session a replayed request started after the cut is then known already: the
@@ -91,7 +92,8 @@ impl Account {
             self.visitors.read().get(&id).map(|v| {
                 let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
                     let name = |key| {
-                        self.product_keys
+                        self.models
+                            .product_keys
                             .name(key)
                             .map(|n| CompactString::from(&*n))
                     };
@@ -181,15 +183,16 @@ impl Account {
         };
         Counted {
             counters: self
+                .models
                 .counters
                 .iter()
                 .map(|e| (e.key().clone(), *e.value()))
                 .collect(),
-            categories: popularity(&self.category_popularity),
-            brands: popularity(&self.brand_popularity),
-            coview: self.coview.copy(),
-            copurchase: self.copurchase.copy(),
-            sessions: self.similar_sessions.copy(),
+            categories: popularity(&self.models.category_popularity),
+            brands: popularity(&self.models.brand_popularity),
+            coview: self.models.coview.copy(),
+            copurchase: self.models.copurchase.copy(),
+            sessions: self.models.similar_sessions.copy(),
             site: self.site.entries(),
             zones: self.analytics_entries(),
         }
@@ -226,7 +229,7 @@ impl Account {
                 impressions,
             } => {
                 let restored =
-                    Impressions::from_stored(*impressions, |id| self.product_keys.key(id));
+                    Impressions::from_stored(*impressions, |id| self.models.product_keys.key(id));
                 *self
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
@@ -280,7 +283,7 @@ impl Account {
                 popularity,
                 units,
             } => {
-                self.counters.insert(
+                self.models.counters.insert(
                     product,
                     Counter {
                         popularity,
@@ -288,52 +291,70 @@ impl Account {
                         queued: false,
                     },
                 );
-                self.rank_all.store(true, Ordering::Release);
+                self.models.rank_all.store(true, Ordering::Release);
             }
             StateEntry::CategoryPopularity { name, popularity } => {
-                self.category_popularity.insert(name, popularity);
+                self.models.category_popularity.insert(name, popularity);
             }
             StateEntry::BrandPopularity { name, popularity } => {
-                self.brand_popularity.insert(name, popularity);
+                self.models.brand_popularity.insert(name, popularity);
             }
             StateEntry::CoView { product, partners } => {
-                self.coview
-                    .restore_counts(&self.product_keys, &product, &partners);
+                self.models
+                    .coview
+                    .restore_counts(&self.models.product_keys, &product, &partners);
             }
             StateEntry::CoPurchase { product, partners } => {
-                self.copurchase
-                    .restore_counts(&self.product_keys, &product, &partners);
+                self.models.copurchase.restore_counts(
+                    &self.models.product_keys,
+                    &product,
+                    &partners,
+                );
             }
             StateEntry::CoViewPairs { product, partners } => {
-                self.coview
-                    .restore(&self.product_keys, &product, &partners, None, None);
+                self.models.coview.restore(
+                    &self.models.product_keys,
+                    &product,
+                    &partners,
+                    None,
+                    None,
+                );
             }
             StateEntry::CoViewPairsByDistance(pairs) => {
-                self.coview.restore(
-                    &self.product_keys,
+                self.models.coview.restore(
+                    &self.models.product_keys,
                     &pairs.product,
                     &pairs.partners,
                     Some(&pairs.reach),
                     None,
                 );
             }
-            StateEntry::CoViewPairsDirected(pairs) => {
-                self.coview.restore_directed(&self.product_keys, &pairs)
-            }
+            StateEntry::CoViewPairsDirected(pairs) => self
+                .models
+                .coview
+                .restore_directed(&self.models.product_keys, &pairs),
             StateEntry::CoPurchasePairsDirected(pairs) => {
-                self.copurchase.restore_directed(&self.product_keys, &pairs);
+                self.models
+                    .copurchase
+                    .restore_directed(&self.models.product_keys, &pairs);
             }
             StateEntry::SessionProducts(session) => {
-                self.similar_sessions
-                    .restore(&session, |id| self.product_keys.key(id));
+                self.models
+                    .similar_sessions
+                    .restore(&session, |id| self.models.product_keys.key(id));
             }
             StateEntry::CoPurchasePairs { product, partners } => {
-                self.copurchase
-                    .restore(&self.product_keys, &product, &partners, None, None);
+                self.models.copurchase.restore(
+                    &self.models.product_keys,
+                    &product,
+                    &partners,
+                    None,
+                    None,
+                );
             }
             StateEntry::CoPurchasePairsByDistance(pairs) => {
-                self.copurchase.restore(
-                    &self.product_keys,
+                self.models.copurchase.restore(
+                    &self.models.product_keys,
                     &pairs.product,
                     &pairs.partners,
                     Some(&pairs.reach),
@@ -341,7 +362,7 @@ impl Account {
                 );
             }
         }
-        self.models_stale.store(true, Ordering::Release);
+        self.models.models_stale.store(true, Ordering::Release);
     }
 }
 

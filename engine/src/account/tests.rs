@@ -6,6 +6,7 @@ use crate::event::{Event, Identity};
 use crate::testing;
 use crate::visitor::SESSION_IDLE_MILLIS;
 use crate::zone::Strategy;
+use std::sync::atomic::AtomicBool;
 
 pub(super) const T0: UnixMillis = 1_800_000_000_000;
 
@@ -383,11 +384,14 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
         stepwise.rebuild_models();
     }
     at_once.rebuild_models();
-    let (a, b) = (stepwise.rankings.load(), at_once.rankings.load());
+    let (a, b) = (
+        stepwise.models.rankings.load(),
+        at_once.models.rankings.load(),
+    );
     assert_eq!(a.rankings.trending, b.rankings.trending);
     assert_eq!(a.rankings.top_sellers, b.rankings.top_sellers);
     let lists = |account: &Account| {
-        let neighbours = account.neighbours.load();
+        let neighbours = account.models.neighbours.load();
         let sorted = |lists: &crate::models::ProductLists| {
             let mut all: Vec<(ProductIdx, Vec<ProductIdx>)> = lists
                 .iter()
@@ -445,7 +449,7 @@ fn rounds_racing_requests_miss_no_count() {
         raced.rebuild_models();
         serve(&serial);
         serial.rebuild_models();
-        let (a, b) = (raced.rankings.load(), serial.rankings.load());
+        let (a, b) = (raced.models.rankings.load(), serial.models.rankings.load());
         assert_eq!(a.rankings.trending, b.rankings.trending, "burst {burst}");
     }
 }
@@ -505,10 +509,15 @@ fn eviction_drops_idle_then_least_recently_seen_visitors_and_keeps_aggregates() 
     }
     let aggregates = |account: &Account| {
         let counter = account
+            .models
             .counters
             .get("a")
             .map(|c| (c.units, c.popularity.rank_key()));
-        (counter, account.counters.len(), account.coview.len())
+        (
+            counter,
+            account.models.counters.len(),
+            account.models.coview.len(),
+        )
     };
     let before = aggregates(&account);
     assert_eq!(before.0.map(|(units, _)| units), Some(200));
@@ -565,13 +574,17 @@ fn made_up_product_ids_do_not_grow_the_counters_without_bound() {
     // allowance, then the catalogue's own: at most twice the catalogue plus it.
     let room = crate::models::UNCATALOGUED_KEYS + 2 * 3;
     assert!(
-        account.product_keys.len() <= room,
+        account.models.product_keys.len() <= room,
         "{}",
-        account.product_keys.len()
+        account.models.product_keys.len()
     );
-    assert!(account.counters.len() <= room, "{}", account.counters.len());
+    assert!(
+        account.models.counters.len() <= room,
+        "{}",
+        account.models.counters.len()
+    );
     // The catalogue's products are still counted once the room is used up.
-    assert!(account.counters.get("c").is_some());
+    assert!(account.models.counters.get("c").is_some());
     assert_eq!(
         account
             .visitor("bot")

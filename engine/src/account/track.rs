@@ -2,9 +2,6 @@
 //! and online models, on serving ([`Account::serve`]) and on recovery
 //! ([`Account::replay`]), and session resolution.
 
-use std::sync::atomic::{Ordering, fence};
-
-use dashmap::DashMap;
 use smallvec::SmallVec;
 
 use super::Account;
@@ -14,7 +11,7 @@ use crate::analytics::{MILLIS_PER_DAY, ShownZone, Touch, session_key};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::{Event, Identity, Order};
 use crate::models::{
-    CO_VIEW_WINDOW, Decaying, EARLIER_PURCHASES_PAIRED, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach,
+    CO_VIEW_WINDOW, EARLIER_PURCHASES_PAIRED, MAX_ORDER_LINES_PAIRED, NO_KEY, Reach,
     UNCATALOGUED_KEYS, reach_of,
 };
 use crate::money::Currency;
@@ -118,7 +115,7 @@ impl Account {
             .map(|(_, order)| order.clone())
             .collect();
         if !fresh.is_empty() {
-            self.mark_models_stale();
+            self.models.mark_stale();
         }
         self.record_customer_orders(&fresh, now);
         drop(ordering);
@@ -173,7 +170,7 @@ impl Account {
         }
         // Once, after every counter, pair and queue the events wrote.
         if events.iter().any(counts_for_models) {
-            self.mark_models_stale();
+            self.models.mark_stale();
         }
         self.count_store(live, page, now);
     }
@@ -244,8 +241,10 @@ impl Account {
                 let keys = self.see_added(live, at, &added);
                 for (id, key) in added.iter().zip(keys) {
                     if let Some(key) = key {
-                        self.count(id, BASKET_SCORE, 0, now);
-                        self.similar_sessions.view(at.session, at.visitor, key, now);
+                        self.models.count(id, BASKET_SCORE, 0, now);
+                        self.models
+                            .similar_sessions
+                            .view(at.session, at.visitor, key, now);
                     }
                 }
                 live.state_mut().basket = items.clone();
@@ -266,8 +265,10 @@ impl Account {
                 // The order's lines are the session's too (those put in the basket
                 // before already are).
                 for line in &order.items {
-                    if let Some(key) = self.product_keys.existing(&line.id) {
-                        self.similar_sessions.view(at.session, at.visitor, key, now);
+                    if let Some(key) = self.models.product_keys.existing(&line.id) {
+                        self.models
+                            .similar_sessions
+                            .view(at.session, at.visitor, key, now);
                     }
                 }
                 self.order_cut.wrote(page.visitor_id);
@@ -366,7 +367,7 @@ impl Account {
             // previous product, 1/2 for the one before, and so on; counted by distance
             // too, for the shorter windows.
             let earlier: SmallVec<[(u32, f32, Reach); CO_VIEW_WINDOW]> = live
-                .recent_keys(&self.product_keys, catalogue)
+                .recent_keys(&self.models.product_keys, catalogue)
                 .iter()
                 .rev()
                 .filter(|k| **k != key && **k != NO_KEY)
@@ -377,11 +378,13 @@ impl Account {
                     (*earlier, weight, reach_of(before + 1, weight))
                 })
                 .collect();
-            self.coview.add_all(key, &earlier);
+            self.models.coview.add_all(key, &earlier);
             if sight == Sight::Viewed {
-                self.similar_sessions.view(at.session, at.visitor, key, now);
+                self.models
+                    .similar_sessions
+                    .view(at.session, at.visitor, key, now);
             }
-            self.count(id, VIEW_SCORE, 0, now);
+            self.models.count(id, VIEW_SCORE, 0, now);
         }
         live.record_view(id, key.unwrap_or(NO_KEY), idx, catalogue);
         let visitor = live.state_mut();
@@ -426,7 +429,7 @@ impl Account {
             .purchased
             .iter()
             .rev()
-            .filter_map(|id| self.product_keys.existing(id))
+            .filter_map(|id| self.models.product_keys.existing(id))
             .take(EARLIER_PURCHASES_PAIRED)
             .collect()
     }
@@ -470,14 +473,14 @@ impl Account {
                 continue;
             };
             let units = line.qty.max(0.0).round() as u64;
-            self.count(&line.id, ORDER_SCORE, units.max(1), now);
+            self.models.count(&line.id, ORDER_SCORE, units.max(1), now);
             if lines.len() < MAX_ORDER_LINES_PAIRED && !lines.contains(&key) {
                 lines.push(key);
             }
         }
         for (i, a) in lines.iter().enumerate() {
             for (apart, b) in lines.iter().skip(i + 1).enumerate() {
-                self.copurchase.add(*a, *b, 1.0 / (apart + 1) as f32);
+                self.models.copurchase.add(*a, *b, 1.0 / (apart + 1) as f32);
             }
         }
         let before: SmallVec<[(u32, f32, Reach); EARLIER_PURCHASES_PAIRED]> = earlier
@@ -492,7 +495,7 @@ impl Account {
             .collect();
         if !before.is_empty() {
             for line in &lines {
-                self.copurchase.add_all(*line, &before);
+                self.models.copurchase.add_all(*line, &before);
             }
         }
         true
@@ -526,12 +529,14 @@ impl Account {
 
     fn browse_category(&self, visitor: &mut Visitor, category: &str, now: UnixMillis) {
         add_affinity(&mut visitor.categories, category, 1.0);
-        self.popular(&self.category_popularity, category, now);
+        self.models
+            .popular(&self.models.category_popularity, category, now);
     }
 
     fn browse_brand(&self, visitor: &mut Visitor, brand: &str, now: UnixMillis) {
         add_affinity(&mut visitor.brands, brand, 1.0);
-        self.popular(&self.brand_popularity, brand, now);
+        self.models
+            .popular(&self.models.brand_popularity, brand, now);
     }
 
     /// The product key of `id` when its interactions may be counted: a product of
@@ -540,49 +545,12 @@ impl Account {
     /// [`UNCATALOGUED_KEYS`], so that made-up ids cannot grow the counters and pair
     /// tables without bound. The catalogue is looked up only for an id without a key.
     fn countable(&self, id: &str, catalogue: &Catalogue) -> Option<u32> {
-        if let Some(key) = self.product_keys.existing(id) {
+        if let Some(key) = self.models.product_keys.existing(id) {
             return Some(key);
         }
         let room = catalogue.len().saturating_add(UNCATALOGUED_KEYS);
-        (self.product_keys.len() < room || catalogue.idx_of(id).is_some())
-            .then(|| self.product_keys.key(id))
-    }
-
-    /// Tells the next rebuild round that there is something to rebuild: called once
-    /// after a request's (or an import's) counters, pairs and queues are written. Read before it is written: under load it is
-    /// already set, and a store on every event would move its cache line between the
-    /// cores on every request. The fence pairs with the one after the round's swap
-    /// ([`Account::rebuild_models`]): either the round reads what was just written, or
-    /// this reads the flag the round cleared and sets it for the next round. Without it
-    /// (or with the mark before the write) a round could clear the flag, miss the
-    /// write, and leave it unranked until some later event.
-    fn mark_models_stale(&self) {
-        fence(Ordering::SeqCst);
-        if !self.models_stale.load(Ordering::Relaxed) {
-            self.models_stale.store(true, Ordering::Release);
-        }
-    }
-
-    /// Counts one interaction with a category or brand.
-    fn popular(&self, counters: &DashMap<String, Decaying>, name: &str, now: UnixMillis) {
-        match counters.get_mut(name) {
-            Some(mut counter) => counter.add(1.0, now),
-            None => counters.entry(name.to_owned()).or_default().add(1.0, now),
-        }
-    }
-
-    /// Counts an interaction with a product in its counter (queued for the next round).
-    fn count(&self, product_id: &str, score: f64, units: u64, now: UnixMillis) {
-        let mut counter = match self.counters.get_mut(product_id) {
-            Some(counter) => counter,
-            None => self.counters.entry(product_id.to_owned()).or_default(),
-        };
-        counter.popularity.add(score, now);
-        counter.units += units;
-        if !counter.queued {
-            counter.queued = true;
-            self.changed_counters.push(product_id.to_owned());
-        }
+        (self.models.product_keys.len() < room || catalogue.idx_of(id).is_some())
+            .then(|| self.models.product_keys.key(id))
     }
 }
 

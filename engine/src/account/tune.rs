@@ -60,11 +60,11 @@ impl Account {
         }
         // What is cheap first: a visitor with views, a product new to them, a trial due
         // (the bound); then the copy.
-        let recent_keys = live.recent_keys(&self.product_keys, catalogue);
+        let recent_keys = live.recent_keys(&self.models.product_keys, catalogue);
         if recent_keys.is_empty() {
             return;
         }
-        let target = self.product_keys.existing(first);
+        let target = self.models.product_keys.existing(first);
         if target.is_some_and(|key| recent_keys.contains(&key)) {
             return;
         }
@@ -75,7 +75,7 @@ impl Account {
         let seeds = shadow_seed_weights(zones, &recent);
         self.tuner.queue(Trial {
             grid,
-            seeds: self.coview.shadow_seeds(&seeds),
+            seeds: self.models.coview.shadow_seeds(&seeds),
             skip: recent,
             // Never counted: no setting can rank it (a miss for every one).
             targets: smallvec::smallvec![target],
@@ -124,14 +124,14 @@ impl Account {
             .rev()
             .map(|line| line.id.as_str())
             .chain(live.purchased.iter().rev().map(|p| p.as_str()))
-            .filter_map(|id| self.product_keys.existing(id))
+            .filter_map(|id| self.models.product_keys.existing(id))
             .collect();
         let seeds = shadow_seed_weights(zones, &history);
         self.purchase_tuner.queue(Trial {
             grid,
-            seeds: self.copurchase.shadow_seeds(&seeds),
+            seeds: self.models.copurchase.shadow_seeds(&seeds),
             skip: history,
-            targets: smallvec::smallvec![self.product_keys.existing(first)],
+            targets: smallvec::smallvec![self.models.product_keys.existing(first)],
             now,
         });
     }
@@ -170,8 +170,8 @@ impl Account {
     /// The tuner of `lists` and the counts they are read from.
     fn tuned(&self, lists: Lists) -> (&Tuner, &CoCounts) {
         match lists {
-            Lists::CoView => (&self.tuner, &self.coview),
-            Lists::CoPurchase => (&self.purchase_tuner, &self.copurchase),
+            Lists::CoView => (&self.tuner, &self.models.coview),
+            Lists::CoPurchase => (&self.purchase_tuner, &self.models.copurchase),
         }
     }
 
@@ -183,7 +183,7 @@ impl Account {
             setting,
         ));
         counts.queue_all();
-        self.models_stale.store(true, Ordering::Release);
+        self.models.models_stale.store(true, Ordering::Release);
     }
 
     /// A new configuration for `lists` (a reload): their tuner's grid, and the lists

@@ -7,12 +7,12 @@ use std::sync::LazyLock;
 use compact_str::CompactString;
 use smallvec::SmallVec;
 
-use super::settings::RankingsVersion;
 use crate::campaign::RequestContext;
 use crate::campaign::segment::{Reads as SegmentReads, Shopper, UserFacts};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::{Identity, PageType};
 use crate::models::Neighbours;
+use crate::models::live::RankingsVersion;
 use crate::money::Currency;
 use crate::recommend::Context;
 use crate::repurchases::Repurchases;

@@ -8,7 +8,8 @@
 //! place one list at a time: serving reads finished lists and never waits for a rebuild.
 
 //!
-//! Files: `keys.rs` (product ids as small numbers, also read by the dense index of the
+//! Files: `live.rs` (an account's models as it holds them: counters, popularity, pairs,
+//! sessions, and what the round publishes), `keys.rs` (product ids as small numbers, also read by the dense index of the
 //! catalogue base for the products a zone shows), `co_counts.rs` (the pair counts and
 //! the lists a rebuild sorts), `partners.rs` (one product's pairs: the space-saving
 //! update, counts by distance and direction, and a partner's counts as lists read them), `neighbours.rs` (the published lists, in dense ids),
@@ -20,6 +21,7 @@ use crate::catalogue::UnixMillis;
 
 mod co_counts;
 mod keys;
+pub(crate) mod live;
 mod neighbours;
 mod partners;
 mod popularity;

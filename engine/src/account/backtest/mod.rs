@@ -110,7 +110,7 @@ impl Account {
         catalogue: &Catalogue,
         currency: Currency,
     ) {
-        let indexed = self.product_keys.indexed(catalogue);
+        let indexed = self.models.product_keys.indexed(catalogue);
         fn keys<B: FromIterator<u32>>(
             idx: &[ProductIdx],
             catalogue: &Catalogue,
@@ -156,9 +156,9 @@ impl Account {
         let moments = self.moments.all();
         let catalogue = self.catalogue();
         let rankings = self.rankings_for(&catalogue);
-        let published = self.neighbours.load_full();
-        let keyed = self.product_keys.idx_by_key(&catalogue);
-        let names = self.product_keys.names();
+        let published = self.models.neighbours.load_full();
+        let keyed = self.models.product_keys.idx_by_key(&catalogue);
+        let names = self.models.product_keys.names();
         let live = self.campaigns.compiled();
         let judged = moments
             .par_iter()

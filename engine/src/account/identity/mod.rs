@@ -173,7 +173,9 @@ impl Account {
         } = self.linked(identifier);
         let mut erasure = Erasure::default();
         for visitor_id in &visitor_ids {
-            self.similar_sessions.erase_visitor(session_key(visitor_id));
+            self.models
+                .similar_sessions
+                .erase_visitor(session_key(visitor_id));
             if let Some((_, visitor)) = self.visitors.remove(visitor_id) {
                 erasure.visitors += 1;
                 if let Some(session) = &visitor.session_id {

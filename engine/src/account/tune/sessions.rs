@@ -26,7 +26,7 @@ impl Account {
     ) {
         let key = |idx: &ProductIdx| {
             let product = catalogue.product(*idx)?;
-            self.product_keys.existing(product.id.as_str())
+            self.models.product_keys.existing(product.id.as_str())
         };
         let latest: SmallVec<[u32; 20]> =
             snapshot.latest_products().iter().filter_map(key).collect();
@@ -40,7 +40,7 @@ impl Account {
             visitor: crate::analytics::session_key(visitor_id),
             skip: snapshot.products().filter_map(|idx| key(&idx)).collect(),
             targets,
-            tick: self.similar_sessions.tick(),
+            tick: self.models.similar_sessions.tick(),
             now,
         });
     }
@@ -53,7 +53,7 @@ impl Account {
     pub(in crate::account) fn score_session_trials(&self) {
         while let Some(trial) = self.session_tuner.take() {
             let limit = TOP_K + trial.skip.len();
-            let read = self.similar_sessions.neighbourhoods(
+            let read = self.models.similar_sessions.neighbourhoods(
                 &trial.latest,
                 trial.visitor,
                 limit,
@@ -77,7 +77,7 @@ impl Account {
                     .map(|keys| rank_of(keys.iter().copied(), *target))
                     .collect();
                 if let Some(setting) = self.session_tuner.record(&trial.grid, &ranks, trial.now) {
-                    self.similar_sessions.configure(setting);
+                    self.models.similar_sessions.configure(setting);
                 }
             }
         }
@@ -90,7 +90,7 @@ impl Account {
         if !self.session_tuner.restore(setting) {
             return false;
         }
-        self.similar_sessions.configure(setting);
+        self.models.similar_sessions.configure(setting);
         true
     }
 

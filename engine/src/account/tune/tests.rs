@@ -539,8 +539,8 @@ fn the_co_purchase_lists_read_at_their_own_seed_damping() {
         ..ModelSettings::default()
     };
     let account = planted_account(&[], models);
-    assert_eq!(account.coview.dampings().1, 0.5);
-    assert_eq!(account.copurchase.dampings().1, 0.25);
+    assert_eq!(account.models.coview.dampings().1, 0.5);
+    assert_eq!(account.models.copurchase.dampings().1, 0.25);
     assert_eq!(ModelSettings::default().purchase_seed_damping, 0.0);
     // A reload reads them at a new one.
     let models = ModelSettings {
@@ -550,5 +550,5 @@ fn the_co_purchase_lists_read_at_their_own_seed_damping() {
     let mut settings = AccountSettings::clone(&account.settings.load());
     settings.models = models;
     account.reconfigure_lists(crate::tuning::Lists::CoPurchase, &settings);
-    assert_eq!(account.copurchase.dampings().1, 0.75);
+    assert_eq!(account.models.copurchase.dampings().1, 0.75);
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::account::settings::RankingsVersion;
 use crate::account::visitor_view::VisitorSnapshot;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::Neighbours;
+use crate::models::live::RankingsVersion;
 use crate::money::Currency;
 use crate::tuning::recipe::Recipe;
 use crate::zone::ZoneSpec;

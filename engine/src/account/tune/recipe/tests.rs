@@ -93,15 +93,20 @@ fn a_recipe_trial_is_scored_on_the_lists_its_request_was_served_from() {
     // reads the lists it was served from, where no recipe finds `p49` (nor the popular
     // products, all alike then and first in id order).
     let (account, sampled, others, mut clock) = sorted_once(50);
-    let published = account.neighbours.load_full();
+    let published = account.models.neighbours.load_full();
     clock.serve(&account, &sampled, view("p48"));
     clock.serve(&account, &sampled, view("p49"));
     for other in &others {
         clock.serve(&account, other, view("p48"));
         clock.serve(&account, other, view("p49"));
     }
-    account.rebuild_lists(&account.catalogue.load_full());
-    assert!(Arc::ptr_eq(&published, &account.neighbours.load_full()));
+    account
+        .models
+        .rebuild_lists(&account.catalogue.load_full(), &account.catalogue);
+    assert!(Arc::ptr_eq(
+        &published,
+        &account.models.neighbours.load_full()
+    ));
     let p = |id: &str| {
         account
             .catalogue

@@ -56,7 +56,7 @@ fn where_the_closest_sessions_predict_and_looser_ones_mislead_fewer_neighbours_a
     assert_eq!(switch.from, SessionSetting::default(), "{summary}");
     assert!(switch.wins > switch.losses, "{summary}");
     // The index reads at the setting chosen.
-    assert_eq!(account.similar_sessions.setting(), report.active);
+    assert_eq!(account.models.similar_sessions.setting(), report.active);
 }
 
 #[test]
