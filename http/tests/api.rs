@@ -28,6 +28,8 @@ mod campaign_analytics;
 mod campaign_content;
 #[path = "api/campaign_drafts.rs"]
 mod campaign_drafts;
+#[path = "api/campaign_history.rs"]
+mod campaign_history;
 #[path = "api/campaign_segments.rs"]
 mod campaign_segments;
 #[path = "api/campaigns.rs"]
@@ -77,6 +79,8 @@ mod hygiene;
 mod memory;
 #[path = "api/openapi.rs"]
 mod openapi;
+#[path = "api/openapi_admin.rs"]
+mod openapi_admin;
 #[path = "api/operations.rs"]
 mod operations;
 #[path = "api/operator.rs"]

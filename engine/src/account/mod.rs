@@ -38,6 +38,8 @@ mod analytics;
 mod audiences;
 mod backtest;
 mod bounds;
+#[cfg(test)]
+mod bounds_tests;
 mod cut;
 #[cfg(test)]
 mod cut_tests;

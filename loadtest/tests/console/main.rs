@@ -18,5 +18,6 @@
 
 mod backtest;
 mod campaigns;
+mod drafts;
 mod experiments;
 mod helpers;
