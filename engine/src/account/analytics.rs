@@ -75,7 +75,8 @@ impl Account {
     }
 
     pub(super) fn tally(&self, tally: Tally) {
-        self.analytics
+        self.figures
+            .zones
             .entry(tally.key)
             .or_default()
             .add(&tally.counts);
@@ -102,7 +103,8 @@ impl Account {
         zone: impl Fn(&str) -> bool,
     ) -> Vec<(ZoneDay, ZoneCounts)> {
         let mut found: Vec<(ZoneDay, ZoneCounts)> = self
-            .analytics
+            .figures
+            .zones
             .iter()
             .filter(|e| (from..=to).contains(&e.key().day) && zone(&e.key().zone))
             .map(|e| (e.key().clone(), e.value().clone()))
@@ -118,7 +120,7 @@ impl Account {
 
     /// Restores one day's counters (keeping clicks restored before them).
     pub(super) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
-        let mut entry = self.analytics.entry(key).or_default();
+        let mut entry = self.figures.zones.entry(key).or_default();
         let clicked = entry.clicked;
         let revenue_spread = std::mem::take(&mut entry.revenue_spread);
         *entry = ZoneCounts {
@@ -130,12 +132,12 @@ impl Account {
 
     /// Restores one day's spread of per-visitor revenue.
     pub(super) fn restore_revenue_spread(&self, key: ZoneDay, spread: Spreads) {
-        self.analytics.entry(key).or_default().revenue_spread = spread;
+        self.figures.zones.entry(key).or_default().revenue_spread = spread;
     }
 
     /// Restores one day's clicks.
     pub(super) fn restore_clicks(&self, key: ZoneDay, clicked: u64) {
-        self.analytics.entry(key).or_default().clicked = clicked;
+        self.figures.zones.entry(key).or_default().clicked = clicked;
     }
 
     /// Whether a zone's answers are counted under more names than its own: it has a
@@ -177,7 +179,7 @@ impl Account {
             variant,
             day: day_of(clicked.now),
         };
-        self.analytics.entry(key).or_default().clicked += 1;
+        self.figures.zones.entry(key).or_default().clicked += 1;
         true
     }
 }

@@ -63,7 +63,7 @@ impl Account {
         }
         // Judging and the recipes' and the neighbourhood's trials have their own
         // bounds: any may be due.
-        let judging = self.prequential.due(now);
+        let judging = self.figures.predictions.due(now);
         let recipes = self.recipe_tuner.due(now);
         if let Some(grid) = self.session_tuner.due(now) {
             self.take_session_trial(visitor_id, &snapshot, (&brought, catalogue), grid, now);
@@ -104,7 +104,7 @@ impl Account {
                 };
                 for &product in &brought {
                     let rank = rank_of(shown.iter().map(|item| item.product), product);
-                    self.prequential.record(&spec.id, rank);
+                    self.figures.predictions.record(&spec.id, rank);
                 }
             }
         }
@@ -143,7 +143,7 @@ impl Account {
     /// How well each judged product zone predicts what shoppers do next (see
     /// [`crate::prequential`]).
     pub fn zone_predictions(&self) -> Vec<ZoneQuality> {
-        self.prequential.figures()
+        self.figures.predictions.figures()
     }
 }
 

@@ -27,7 +27,9 @@
 //! This file holds the account itself and its catalogue versions under the [`Writer`]
 //! lock; `rebuild` the models' rebuild round. Features that keep state of their own hold
 //! it in a part defined in their folder: `crate::models::live::Models` (counters,
-//! pairs, sessions, rankings, lists) and `crate::campaign::store::Campaigns`.
+//! pairs, sessions, rankings, lists), `crate::campaign::store::Campaigns` and
+//! `crate::analytics::figures::Figures` (zone analytics, site figures, activity,
+//! predictions).
 //!
 //! Each feature's module adds its methods to [`Account`]; the state it keeps there is
 //! defined where nothing of the account is named (`settings`, `request`,
@@ -74,6 +76,7 @@ use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use time::Date;
 
+pub use crate::analytics::figures::ActivityStats;
 pub(crate) use crate::models::live::RankingsVersion;
 pub use audiences::{RecentVisitor, SegmentSize};
 pub use backtest::BacktestError;
@@ -95,11 +98,10 @@ pub use shadows::ShadowError;
 pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
 
-use crate::analytics::{ZoneCounts, ZoneDay};
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::models::{Neighbours, SessionIndex, TopNames, most_popular};
-use crate::shards::{CountedMap, Graveyard, StripedCounter, sharded};
-use crate::site::{SiteDay, SiteFigures};
+use crate::shards::{CountedMap, Graveyard, sharded};
+use crate::site::SiteDay;
 use crate::visitor::{LiveVisitor, Visitor};
 
 /// A user record from a delta's `Users` (or a user feed).
@@ -150,10 +152,9 @@ pub struct Account {
     /// What it learns from its shoppers: counters, popularity, pairs, sessions, and
     /// what the models round publishes from them.
     models: crate::models::live::Models,
-    /// Zone analytics: counters per zone, variant and day.
-    analytics: DashMap<ZoneDay, ZoneCounts>,
-    /// Store-wide figures per day.
-    site: SiteFigures,
+    /// What it measures of itself: zone analytics, store-wide figures, activity and
+    /// the zones' predictions.
+    figures: crate::analytics::figures::Figures,
     /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
     graveyard: Graveyard,
     /// Held by the one [`Writer`] at a time.
@@ -162,10 +163,6 @@ pub struct Account {
     inline_eviction: parking_lot::Mutex<()>,
     /// Visitors, then sessions, evicted inline by requests, since the process started.
     evicted_inline: [AtomicU64; 2],
-    /// Requests served and items shown, since the process started.
-    activity: Activity,
-    /// How well each product zone predicts what sampled shoppers do next.
-    prequential: crate::prequential::Prequential,
     /// Self-tuning of the co-view lists.
     tuner: crate::tuning::Tuner,
     /// Self-tuning of the co-purchase lists (their partner damping).
@@ -218,14 +215,11 @@ impl Account {
             identities: sharded(),
             users: sharded(),
             models: crate::models::live::Models::new(models, &catalogue, similar_sessions),
-            analytics: sharded(),
-            site: SiteFigures::default(),
+            figures: crate::analytics::figures::Figures::default(),
             graveyard: Graveyard::default(),
             writer: parking_lot::Mutex::new(()),
             inline_eviction: parking_lot::Mutex::new(()),
             evicted_inline: [AtomicU64::new(0), AtomicU64::new(0)],
-            activity: Activity::default(),
-            prequential: crate::prequential::Prequential::default(),
             tuner: crate::tuning::Tuner::new(tuning, &models),
             purchase_tuner: crate::tuning::Tuner::for_purchases(tuning, &models.for_purchases()),
             recipe_tuner,
@@ -368,7 +362,7 @@ impl Account {
     /// The store-wide figures of the UTC days `from..=to` ([`crate::analytics::day_of`]),
     /// added up.
     pub fn site_figures(&self, from: i32, to: i32) -> SiteDay {
-        self.site.total(from, to)
+        self.figures.site.total(from, to)
     }
 
     /// Number of order ids recorded.
@@ -379,7 +373,7 @@ impl Account {
     /// Requests served and items shown since the process started, and requests on the
     /// UTC day of `now`.
     pub fn activity(&self, now: UnixMillis) -> ActivityStats {
-        self.activity.stats(now)
+        self.figures.activity.stats(now)
     }
 
     /// Whether an order id has been recorded.
@@ -429,64 +423,6 @@ impl Account {
         }
         Arc::new(self.models.rank(catalogue))
     }
-}
-
-/// Milliseconds in a day.
-const DAY_MILLIS: UnixMillis = 86_400_000;
-
-/// Counters of the serverside calls an account served.
-#[derive(Debug, Default)]
-struct Activity {
-    /// The UTC day (days since the epoch) that `today` counts.
-    day: AtomicI64,
-    today: StripedCounter,
-    requests: StripedCounter,
-    items: StripedCounter,
-}
-
-impl Activity {
-    /// Counts one request at `now` that showed `items` zone items.
-    fn record(&self, now: UnixMillis, items: usize) {
-        let day = now.div_euclid(DAY_MILLIS);
-        let seen = self.day.load(Ordering::Relaxed);
-        if day > seen
-            && self
-                .day
-                .compare_exchange(seen, day, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            self.today.reset();
-        }
-        if day >= self.day.load(Ordering::Relaxed) {
-            self.today.add(1);
-        }
-        self.requests.add(1);
-        self.items.add(items as u64);
-    }
-
-    fn stats(&self, now: UnixMillis) -> ActivityStats {
-        let today = if self.day.load(Ordering::Relaxed) == now.div_euclid(DAY_MILLIS) {
-            self.today.get()
-        } else {
-            0
-        };
-        ActivityStats {
-            requests_today: today,
-            requests: self.requests.get(),
-            items_shown: self.items.get(),
-        }
-    }
-}
-
-/// What [`Account::activity`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ActivityStats {
-    /// Serverside calls on the UTC day asked about.
-    pub requests_today: u64,
-    /// Serverside calls since the process started.
-    pub requests: u64,
-    /// Zone items shown since the process started.
-    pub items_shown: u64,
 }
 
 /// The writer's hold on an account ([`Account::writer`]): while it lives, nobody else

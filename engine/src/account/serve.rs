@@ -243,7 +243,7 @@ impl Account {
         drop(generation);
         drop(rankings);
         let items = zones.iter().map(|z| z.items.len() + z.names.len()).sum();
-        self.activity.record(now, items);
+        self.figures.activity.record(now, items);
         let (shown, shown_keys) = if settings.zone_analytics {
             shown_products(&zones, &settings, &catalogue, &self.models.product_keys)
         } else {

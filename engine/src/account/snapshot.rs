@@ -193,7 +193,7 @@ impl Account {
             coview: self.models.coview.copy(),
             copurchase: self.models.copurchase.copy(),
             sessions: self.models.similar_sessions.copy(),
-            site: self.site.entries(),
+            site: self.figures.site.entries(),
             zones: self.analytics_entries(),
         }
     }
@@ -256,7 +256,7 @@ impl Account {
             StateEntry::ZoneDay { key, counts } => self.restore_zone_day(*key, *counts),
             StateEntry::Clicks { key, clicked } => self.restore_clicks(*key, clicked),
             StateEntry::RevenueSpread { key, spread } => self.restore_revenue_spread(*key, *spread),
-            StateEntry::SiteDay(day) => self.site.restore(*day),
+            StateEntry::SiteDay(day) => self.figures.site.restore(*day),
             StateEntry::Session { id, last } => {
                 self.sessions.insert(id, last);
             }

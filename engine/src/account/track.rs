@@ -65,7 +65,7 @@ impl Account {
         *last = (*last).max(now);
         drop(last);
         if started {
-            self.site.session_started(now);
+            self.figures.site.session_started(now);
         }
         let catalogue = self.catalogue();
         // Before the visitor's entry (see `cut`).
@@ -203,7 +203,7 @@ impl Account {
         }
         let id = new_id();
         self.sessions.insert(id.clone(), now);
-        self.site.session_started(now);
+        self.figures.site.session_started(now);
         id
     }
 
@@ -289,7 +289,8 @@ impl Account {
                     .iter()
                     .map(|line| minor_units(line.qty * line.unit_price, at.currency))
                     .fold(0_i64, i64::saturating_add);
-                self.site
+                self.figures
+                    .site
                     .order_placed(at.session, now, at.currency, revenue);
                 let before = page.ordered.map_or(0, |(_, minor)| minor);
                 page.ordered = Some((at.currency, before.saturating_add(revenue)));

@@ -9,6 +9,10 @@
 //! showed it (last touch), and counted on the day the credited event happened. The
 //! counters hold no identifier: an erasure removes the visitor's impressions and leaves
 //! the counts.
+//!
+//! Files: `spread.rs` (revenue spreads for the experiments' statistics), `figures.rs`
+//! (`Figures`, what an account holds of its analytics, site figures, activity and
+//! predictions).
 
 use std::collections::VecDeque;
 
@@ -17,6 +21,7 @@ use compact_str::CompactString;
 use crate::catalogue::UnixMillis;
 use crate::money::Currency;
 
+pub(crate) mod figures;
 pub mod spread;
 
 pub use spread::{Spread, Spreads};

@@ -180,7 +180,7 @@ impl Account {
                 erasure.visitors += 1;
                 if let Some(session) = &visitor.session_id {
                     self.sessions.remove(session);
-                    self.site.forget_session(session_key(session));
+                    self.figures.site.forget_session(session_key(session));
                 }
                 if let Some(user_id) = &visitor.identity.user_id {
                     user_ids.insert(user_id.clone());
