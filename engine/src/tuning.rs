@@ -18,6 +18,10 @@
 //! not inflate it), at [`ALPHA`] over the grid (Bonferroni), after at least
 //! [`MIN_DISCORDANT`] of them. The counts start again from each switch.
 //!
+//! Files: `board.rs` (the sequential test), `pending.rs` (trials waiting to be scored),
+//! `recipe.rs` and `sessions.rs` (the recipe's and the neighbourhood's tuners),
+//! `tuners.rs` (`Tuners`, what an account holds of them).
+//!
 //! [`CoCounts::shadow_ranks`]: crate::models::CoCounts::shadow_ranks
 //! [`TOP_K`]: crate::prequential::TOP_K
 
@@ -462,6 +466,7 @@ mod board;
 mod pending;
 pub mod recipe;
 pub mod sessions;
+pub(crate) mod tuners;
 
 pub(crate) use board::Board;
 

@@ -64,8 +64,8 @@ impl Account {
         // Judging and the recipes' and the neighbourhood's trials have their own
         // bounds: any may be due.
         let judging = self.figures.predictions.due(now);
-        let recipes = self.recipe_tuner.due(now);
-        if let Some(grid) = self.session_tuner.due(now) {
+        let recipes = self.tuners.recipe.due(now);
+        if let Some(grid) = self.tuners.sessions.due(now) {
             self.take_session_trial(visitor_id, &snapshot, (&brought, catalogue), grid, now);
         }
         if !judging && recipes.is_none() {
@@ -125,7 +125,7 @@ impl Account {
                     }
                 });
             snapshot.similar_sessions = Vec::new();
-            self.recipe_trials.push(RecipeTrial {
+            self.tuners.recipe_trials.push(RecipeTrial {
                 snapshot,
                 catalogue: std::sync::Arc::clone(catalogue),
                 rankings,

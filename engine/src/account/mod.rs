@@ -29,7 +29,7 @@
 //! it in a part defined in their folder: `crate::models::live::Models` (counters,
 //! pairs, sessions, rankings, lists), `crate::campaign::store::Campaigns` and
 //! `crate::analytics::figures::Figures` (zone analytics, site figures, activity,
-//! predictions).
+//! predictions) and `crate::tuning::tuners::Tuners`.
 //!
 //! Each feature's module adds its methods to [`Account`]; the state it keeps there is
 //! defined where nothing of the account is named (`settings`, `request`,
@@ -163,16 +163,9 @@ pub struct Account {
     inline_eviction: parking_lot::Mutex<()>,
     /// Visitors, then sessions, evicted inline by requests, since the process started.
     evicted_inline: [AtomicU64; 2],
-    /// Self-tuning of the co-view lists.
-    tuner: crate::tuning::Tuner,
-    /// Self-tuning of the co-purchase lists (their partner damping).
-    purchase_tuner: crate::tuning::Tuner,
-    /// Self-tuning of `personalized`'s recipe.
-    recipe_tuner: crate::tuning::recipe::RecipeTuner,
-    /// The recipe trials taken, to be scored off the request path.
-    recipe_trials: crate::tuning::Pending<tune::trial::RecipeTrial>,
-    /// Self-tuning of `similar_sessions`' neighbourhood.
-    session_tuner: crate::tuning::sessions::SessionTuner,
+    /// Its self-tuning: the lists', the recipe's (with the trials to score) and the
+    /// sessions' neighbourhood's.
+    tuners: crate::tuning::tuners::Tuners<tune::trial::RecipeTrial>,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Its campaigns: the compiled set, the documents' history and the drafts.
@@ -191,18 +184,15 @@ impl Account {
     pub fn new(settings: AccountSettings, catalogue: Catalogue) -> Account {
         let models = settings.models;
         let tuning = settings.tuning;
-        let recipe_tuner = crate::tuning::recipe::RecipeTuner::new(
+        let tuners = crate::tuning::tuners::Tuners::new(
             &settings.zones,
-            crate::tuning::Runs::when(settings.tunes_recipe()),
-            models.tuning_trials_per_second,
-        );
-        let session_tuner = crate::tuning::sessions::SessionTuner::new(
             tuning,
-            crate::tuning::Runs::when(settings.tunes_sessions()),
             &models,
+            crate::tuning::Runs::when(settings.tunes_recipe()),
+            crate::tuning::Runs::when(settings.tunes_sessions()),
         );
         let similar_sessions = SessionIndex::new(models.sessions);
-        similar_sessions.configure(session_tuner.active());
+        similar_sessions.configure(tuners.sessions.active());
         let catalogue = Arc::new(catalogue);
         Account {
             access_key: settings.access_key.clone(),
@@ -220,11 +210,7 @@ impl Account {
             writer: parking_lot::Mutex::new(()),
             inline_eviction: parking_lot::Mutex::new(()),
             evicted_inline: [AtomicU64::new(0), AtomicU64::new(0)],
-            tuner: crate::tuning::Tuner::new(tuning, &models),
-            purchase_tuner: crate::tuning::Tuner::for_purchases(tuning, &models.for_purchases()),
-            recipe_tuner,
-            recipe_trials: crate::tuning::Pending::new(models.tuning_trials_per_second),
-            session_tuner,
+            tuners,
             clock: AtomicI64::new(0),
             campaigns: crate::campaign::store::Campaigns::default(),
             shadows: parking_lot::RwLock::default(),
@@ -259,17 +245,17 @@ impl Account {
             .set_capacity(settings.models.sessions);
         self.models
             .similar_sessions
-            .configure(self.session_tuner.reconfigure(
+            .configure(self.tuners.sessions.reconfigure(
                 settings.tuning,
                 crate::tuning::Runs::when(settings.tunes_sessions()),
                 &settings.models,
             ));
-        self.recipe_tuner.reconfigure(
+        self.tuners.recipe.reconfigure(
             &settings.zones,
             crate::tuning::Runs::when(settings.tunes_recipe()),
             settings.models.tuning_trials_per_second,
         );
-        let zones = match self.recipe_tuner.active() {
+        let zones = match self.tuners.recipe.active() {
             Some(recipe) => crate::tuning::recipe::with_recipe(&settings.zones, recipe),
             None => settings.zones,
         };

@@ -68,12 +68,12 @@ impl Account {
         if target.is_some_and(|key| recent_keys.contains(&key)) {
             return;
         }
-        let Some(grid) = self.tuner.due(now) else {
+        let Some(grid) = self.tuners.lists.due(now) else {
             return;
         };
         let recent: Vec<u32> = recent_keys.iter().rev().copied().collect();
         let seeds = shadow_seed_weights(zones, &recent);
-        self.tuner.queue(Trial {
+        self.tuners.lists.queue(Trial {
             grid,
             seeds: self.models.coview.shadow_seeds(&seeds),
             skip: recent,
@@ -115,7 +115,7 @@ impl Account {
         {
             return;
         }
-        let Some(grid) = self.purchase_tuner.due(now) else {
+        let Some(grid) = self.tuners.purchase_lists.due(now) else {
             return;
         };
         let history: Vec<u32> = live
@@ -127,7 +127,7 @@ impl Account {
             .filter_map(|id| self.models.product_keys.existing(id))
             .collect();
         let seeds = shadow_seed_weights(zones, &history);
-        self.purchase_tuner.queue(Trial {
+        self.tuners.purchase_lists.queue(Trial {
             grid,
             seeds: self.models.copurchase.shadow_seeds(&seeds),
             skip: history,
@@ -170,8 +170,8 @@ impl Account {
     /// The tuner of `lists` and the counts they are read from.
     fn tuned(&self, lists: Lists) -> (&Tuner, &CoCounts) {
         match lists {
-            Lists::CoView => (&self.tuner, &self.models.coview),
-            Lists::CoPurchase => (&self.purchase_tuner, &self.models.copurchase),
+            Lists::CoView => (&self.tuners.lists, &self.models.coview),
+            Lists::CoPurchase => (&self.tuners.purchase_lists, &self.models.copurchase),
         }
     }
 
@@ -224,22 +224,23 @@ impl Account {
 
     /// What self-tuning of the co-view lists knows now.
     pub fn model_tuning(&self) -> TuningReport {
-        self.tuner.report()
+        self.tuners.lists.report()
     }
 
     /// What self-tuning of the co-purchase lists knows now.
     pub fn purchase_model_tuning(&self) -> TuningReport {
-        self.purchase_tuner.report()
+        self.tuners.purchase_lists.report()
     }
 
     /// Bumped by every change of an active list setting (co-view or co-purchase), of
     /// `personalized`'s recipe or of the sessions' neighbourhood.
     pub fn tuning_generation(&self) -> u64 {
-        self.tuner
+        self.tuners
+            .lists
             .generation()
-            .wrapping_add(self.purchase_tuner.generation())
-            .wrapping_add(self.recipe_tuner.generation())
-            .wrapping_add(self.session_tuner.generation())
+            .wrapping_add(self.tuners.purchase_lists.generation())
+            .wrapping_add(self.tuners.recipe.generation())
+            .wrapping_add(self.tuners.sessions.generation())
     }
 }
 

@@ -19,7 +19,7 @@ impl Account {
     /// brought is in its top [`TOP_K`] of the products new to the visitor. Switches the
     /// zones' recipe when one wins.
     pub(in crate::account) fn score_recipe_trials(&self) {
-        while let Some(mut trial) = self.recipe_trials.pop() {
+        while let Some(mut trial) = self.tuners.recipe_trials.pop() {
             if let Some(sessions) = &trial.sessions {
                 trial.snapshot.similar_sessions = self.session_neighbourhood(
                     &sessions.visitor_id,
@@ -61,7 +61,8 @@ impl Account {
                     .map(|items| rank_of(items.iter().copied(), product))
                     .collect();
                 if self
-                    .recipe_tuner
+                    .tuners
+                    .recipe
                     .record(&trial.grid, &ranks, trial.now)
                     .is_some()
                 {
@@ -73,7 +74,7 @@ impl Account {
 
     /// Fills the `personalized` zones with the active recipe from now on.
     pub(in crate::account) fn apply_recipe(&self) {
-        let Some(recipe) = self.recipe_tuner.active() else {
+        let Some(recipe) = self.tuners.recipe.active() else {
             return;
         };
         self.settings.rcu(|settings| AccountSettings {
@@ -85,7 +86,7 @@ impl Account {
     /// Makes `recipe`, chosen by self-tuning before a restart, the active one, if
     /// tuning is on and its grid has it. Returns whether it did.
     pub fn restore_recipe(&self, recipe: Recipe) -> bool {
-        if !self.recipe_tuner.restore(recipe) {
+        if !self.tuners.recipe.restore(recipe) {
             return false;
         }
         self.apply_recipe();
@@ -95,8 +96,8 @@ impl Account {
     /// What self-tuning of `personalized`'s recipe knows now.
     pub fn recipe_tuning(&self) -> RecipeReport {
         RecipeReport {
-            dropped: self.recipe_trials.dropped(),
-            ..self.recipe_tuner.report()
+            dropped: self.tuners.recipe_trials.dropped(),
+            ..self.tuners.recipe.report()
         }
     }
 }

@@ -34,7 +34,7 @@ impl Account {
         if latest.is_empty() || targets.is_empty() {
             return;
         }
-        self.session_tuner.queue(SessionTrial {
+        self.tuners.sessions.queue(SessionTrial {
             grid,
             latest,
             visitor: crate::analytics::session_key(visitor_id),
@@ -51,7 +51,7 @@ impl Account {
     /// its top [`TOP_K`] of the products new to the visitor. Reads the sessions at the
     /// setting that wins.
     pub(in crate::account) fn score_session_trials(&self) {
-        while let Some(trial) = self.session_tuner.take() {
+        while let Some(trial) = self.tuners.sessions.take() {
             let limit = TOP_K + trial.skip.len();
             let read = self.models.similar_sessions.neighbourhoods(
                 &trial.latest,
@@ -76,7 +76,7 @@ impl Account {
                     .iter()
                     .map(|keys| rank_of(keys.iter().copied(), *target))
                     .collect();
-                if let Some(setting) = self.session_tuner.record(&trial.grid, &ranks, trial.now) {
+                if let Some(setting) = self.tuners.sessions.record(&trial.grid, &ranks, trial.now) {
                     self.models.similar_sessions.configure(setting);
                 }
             }
@@ -87,7 +87,7 @@ impl Account {
     /// `similar_sessions`' neighbourhood is read at, if tuning is on and its grid has
     /// it. Returns whether it did.
     pub fn restore_session_setting(&self, setting: SessionSetting) -> bool {
-        if !self.session_tuner.restore(setting) {
+        if !self.tuners.sessions.restore(setting) {
             return false;
         }
         self.models.similar_sessions.configure(setting);
@@ -96,7 +96,7 @@ impl Account {
 
     /// What self-tuning of `similar_sessions`' neighbourhood knows now.
     pub fn session_tuning(&self) -> SessionReport {
-        self.session_tuner.report()
+        self.tuners.sessions.report()
     }
 }
 
