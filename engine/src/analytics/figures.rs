@@ -85,7 +85,7 @@ impl Activity {
     }
 }
 
-/// What [`Account::activity`] reports.
+/// What [`Account::activity`](crate::account::Account::activity) reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActivityStats {
     /// Serverside calls on the UTC day asked about.
