@@ -51,9 +51,10 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
                 placed.push(place(&source, id, "during-visitors", 10));
                 during_visitors = Some(id.clone());
             }
-            // While the order ids are copied, before the cut.
+            // While the order ids are copied, before the cut: a visitor new since the
+            // visitors were copied.
             StateEntry::Order(_) if !during_ids => {
-                placed.push(place(&source, "v1", "during-ids", 11));
+                placed.push(place(&source, "w", "during-ids", 11));
                 during_ids = true;
             }
             // After the cut (the sessions are copied last).
@@ -74,6 +75,8 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
     let orders =
         |account: &super::Account, visitor: &str| account.visitor(visitor).map(|v| v.orders.len());
     assert_eq!(orders(&restored, &during_visitors), Some(2));
+    // A visitor new since the visitors' copy is copied at the cut.
+    assert_eq!(orders(&restored, "w"), Some(1));
     // Every order replayed: those the snapshot holds are skipped, the rest counted once.
     for tracked in &placed {
         restored.replay(tracked);
@@ -81,7 +84,7 @@ fn an_order_applied_during_an_export_is_in_the_snapshot_whole_or_not_at_all() {
     assert_eq!(restored.order_count(), source.order_count());
     assert_eq!(counted(&restored), counted(&source));
     assert_eq!(counted(&source).0, 12, "six orders of two units");
-    for visitor in ["v0", "v1", "v2"] {
+    for visitor in ["v0", "v1", "v2", "w"] {
         assert_eq!(
             orders(&restored, visitor),
             orders(&source, visitor),
