@@ -218,7 +218,7 @@ fn scale(c: &mut Criterion) {
     // (catalogue snapshot mapped, state snapshot restored, log replayed). Orders go on
     // meanwhile, a thousand a second (a busy store's peak many times over): the longest
     // is how long the snapshot's cut held them (what a replay would count again copied
-    // with orders held, `engine/src/account/cut.rs`).
+    // with orders held, `engine/src/tracking/cut.rs`).
     let exporting = std::sync::atomic::AtomicBool::new(true);
     let (report, took, orders) = std::thread::scope(|scope| {
         let placing = scope.spawn(|| {

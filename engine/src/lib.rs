@@ -16,6 +16,8 @@
 //! - [`overlay`]: changes made by deltas since the base archive, and the edits that make them.
 //! - [`money`]: ISO 4217 currencies, amounts in minor units, display strings.
 //! - [`event`]: the tracking events of `/api/serverside`, typed.
+//! - [`tracking`]: an account's shoppers as it holds them: visitors, sessions, order
+//!   ids (and a snapshot's cut), identities, user records.
 //! - [`visitor`]: bounded per-visitor state.
 //! - [`visits`]: a visitor's sessions, page views and orders, as segments read them.
 //! - [`repurchases`]: what a visitor bought in how many orders, for `buy_again`.
@@ -68,6 +70,7 @@ pub mod site;
 pub mod state;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod tracking;
 pub mod tuning;
 pub mod visitor;
 pub mod visits;

@@ -163,6 +163,7 @@ impl Account {
             // A zone with campaigns or an experiment of the console: the campaign or
             // variant of the latest answer the zone gave the visitor.
             None if self.answers_vary(&spec.id) => self
+                .tracking
                 .visitors
                 .read()
                 .get(&clicked.visitor_id)

@@ -51,7 +51,7 @@ impl Account {
         let catalogue = self.catalogue();
         let reads = rule.reads();
         let mut size = SegmentSize::default();
-        for entry in self.visitors.read().iter() {
+        for entry in self.tracking.visitors.read().iter() {
             let live = entry.value();
             size.visitors += 1;
             let snapshot = VisitorSnapshot::for_segments(live, &catalogue, reads);
@@ -88,7 +88,7 @@ impl Account {
     pub fn recent_visitors(&self, limit: usize) -> Vec<RecentVisitor> {
         // A min-heap of the latest `limit` (last seen, id) pairs met so far.
         let mut latest = std::collections::BinaryHeap::new();
-        for entry in self.visitors.read().iter() {
+        for entry in self.tracking.visitors.read().iter() {
             let seen = entry.value().state().last_seen;
             latest.push(std::cmp::Reverse((seen, entry.key().clone())));
             if latest.len() > limit {
@@ -97,7 +97,7 @@ impl Account {
         }
         let mut ids: Vec<(UnixMillis, String)> = latest.into_iter().map(|r| r.0).collect();
         ids.sort_unstable_by(|a, b| b.cmp(a));
-        let visitors = self.visitors.read();
+        let visitors = self.tracking.visitors.read();
         ids.into_iter()
             .filter_map(|(_, id)| {
                 let live = visitors.get(&id)?;
@@ -118,7 +118,7 @@ impl Account {
 
     /// What segments read of a store's user record.
     pub(super) fn user_facts(&self, user_id: &str) -> Option<UserFacts> {
-        let user = self.users.get(user_id)?;
+        let user = self.tracking.users.get(user_id)?;
         Some(UserFacts {
             country: user.country.clone(),
             state: user.state.clone(),

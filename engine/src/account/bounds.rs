@@ -5,9 +5,9 @@
 use std::sync::atomic::Ordering;
 
 use super::Account;
-use super::identity::key::IdentityKey;
 use crate::catalogue::UnixMillis;
 use crate::shards::CountedMap;
+use crate::tracking::key::IdentityKey;
 use crate::visitor::SESSION_IDLE_MILLIS;
 
 impl Account {
@@ -21,11 +21,14 @@ impl Account {
     pub fn evict(&self, bounds: &MemoryBounds, now: UnixMillis) -> Evicted {
         let idle_before = now.saturating_sub(bounds.visitor_idle_millis);
         let idle = self
+            .tracking
             .visitors
             .retain(|_, visitor| visitor.state().last_seen >= idle_before);
-        let visitors = evict_oldest(&self.visitors, bounds.max_visitors, |v| v.state().last_seen);
-        let sessions = evict_oldest(&self.sessions, bounds.max_sessions, |last| *last);
-        let orders = evict_oldest(&self.orders, bounds.max_order_ids, |seen| *seen);
+        let visitors = evict_oldest(&self.tracking.visitors, bounds.max_visitors, |v| {
+            v.state().last_seen
+        });
+        let sessions = evict_oldest(&self.tracking.sessions, bounds.max_sessions, |last| *last);
+        let orders = evict_oldest(&self.tracking.orders, bounds.max_order_ids, |seen| *seen);
         Evicted {
             idle_visitors: idle,
             visitors,
@@ -41,6 +44,7 @@ impl Account {
     /// whole table: the server runs it with the retention sweep, once a minute.
     pub fn unlink_missing_visitors(&self) -> usize {
         let links: Vec<(IdentityKey, Vec<String>)> = self
+            .tracking
             .identities
             .iter()
             .map(|entry| (entry.key().clone(), entry.value().iter().cloned().collect()))
@@ -49,17 +53,19 @@ impl Account {
         for (key, linked) in links {
             let missing: Vec<String> = linked
                 .into_iter()
-                .filter(|visitor| !self.visitors.read().contains_key(visitor))
+                .filter(|visitor| !self.tracking.visitors.read().contains_key(visitor))
                 .collect();
             if missing.is_empty() {
                 continue;
             }
-            if let Some(mut set) = self.identities.get_mut(&key) {
+            if let Some(mut set) = self.tracking.identities.get_mut(&key) {
                 for visitor in &missing {
                     set.remove(visitor);
                 }
             }
-            self.identities.remove_if(&key, |_, set| set.is_empty());
+            self.tracking
+                .identities
+                .remove_if(&key, |_, set| set.is_empty());
             removed += missing.len();
         }
         removed
@@ -67,7 +73,7 @@ impl Account {
 
     /// Identities (user ids, emails, B2B account ids) linked to visitors.
     pub fn identity_count(&self) -> usize {
-        self.identities.len()
+        self.tracking.identities.len()
     }
 
     /// Keeps the visitor bound when the background pass is late: if the account holds
@@ -83,19 +89,21 @@ impl Account {
             return;
         };
         let limit = bound + ((bound as f64 * INLINE_SLACK) as usize).max(1);
-        if self.visitors.len() <= limit && self.sessions.len() <= limit {
+        if self.tracking.visitors.len() <= limit && self.tracking.sessions.len() <= limit {
             return;
         }
         // One request evicts at a time; the others over the limit wait for it (rather
         // than adding more while it may be descheduled), then look again.
         let _turn = self.inline_eviction.lock();
-        if self.visitors.len() <= limit && self.sessions.len() <= limit {
+        if self.tracking.visitors.len() <= limit && self.tracking.sessions.len() <= limit {
             return;
         }
-        let visitors = evict_oldest_to(&self.visitors, bound, INLINE_EVICT_TO, |v| {
+        let visitors = evict_oldest_to(&self.tracking.visitors, bound, INLINE_EVICT_TO, |v| {
             v.state().last_seen
         });
-        let sessions = evict_oldest_to(&self.sessions, bound, INLINE_EVICT_TO, |last| *last);
+        let sessions = evict_oldest_to(&self.tracking.sessions, bound, INLINE_EVICT_TO, |last| {
+            *last
+        });
         for (counter, evicted) in self.evicted_inline.iter().zip([visitors, sessions]) {
             counter.fetch_add(evicted as u64, Ordering::Relaxed);
         }
@@ -113,14 +121,15 @@ impl Account {
 
     /// Whether a bound of `bounds` is exceeded now (cheap: the maps' counts).
     pub fn over_bounds(&self, bounds: &MemoryBounds) -> bool {
-        self.visitors.len() > bounds.max_visitors
-            || self.sessions.len() > bounds.max_sessions
-            || self.orders.len() > bounds.max_order_ids
+        self.tracking.visitors.len() > bounds.max_visitors
+            || self.tracking.sessions.len() > bounds.max_sessions
+            || self.tracking.orders.len() > bounds.max_order_ids
     }
 
     /// Forgets sessions idle for longer than the session timeout.
     pub fn expire_sessions(&self, now: UnixMillis) {
-        self.sessions
+        self.tracking
+            .sessions
             .retain(|_, last| now - *last <= SESSION_IDLE_MILLIS);
     }
 }

@@ -198,22 +198,28 @@ impl Account {
             Some(_) => "",
             None => request.visitor_id.as_deref().unwrap_or(""),
         };
-        let mut snapshot = self.visitors.read().get_mut(visitor_id).map(|mut live| {
-            VisitorSnapshot::of(
-                &mut live,
-                &catalogue,
-                Reads {
-                    affinities: false,
-                    repurchases: true,
-                    campaigns: Some(SegmentReads::ALL),
-                },
-            )
-        });
+        let mut snapshot = self
+            .tracking
+            .visitors
+            .read()
+            .get_mut(visitor_id)
+            .map(|mut live| {
+                VisitorSnapshot::of(
+                    &mut live,
+                    &catalogue,
+                    Reads {
+                        affinities: false,
+                        repurchases: true,
+                        campaigns: Some(SegmentReads::ALL),
+                    },
+                )
+            });
         let visitor_known = snapshot.is_some();
         let context = match (&request.context, request.made_up) {
             (Some(context), _) => context.clone(),
             (None, Some(_)) => RequestContext::default(),
             (None, None) => self
+                .tracking
                 .visitors
                 .read()
                 .get(visitor_id)

@@ -18,22 +18,22 @@
 //! explain and shadow tests), `visitor_view` (what it reads of its visitor),
 //! `audiences` (the segments' sizes over the visitors in memory), `track`
 //! (events applied to visitors, counters and models; replay), `identity` (linking
-//! devices, erasure), `snapshot` (export and restore of the tracking state), `cut`
-//! (orders against a snapshot's cut: in it whole or not at all), `judge`
+//! devices, erasure), `snapshot` (export and restore of the tracking state), `judge`
 //! and `tune` (on a sampled visitor's request, before it is applied: how each product
 //! zone would have predicted it, and self-tuning), `shadows` (draft campaign lists
 //! judged beside the live ones on the same requests), `backtest` (drafts replayed over
 //! the judged moments kept), `settings` (what the account is configured with), `ids`.
 //! This file holds the account itself and its catalogue versions under the [`Writer`]
 //! lock; `rebuild` the models' rebuild round. Features that keep state of their own hold
-//! it in a part defined in their folder: `crate::models::live::Models` (counters,
-//! pairs, sessions, rankings, lists), `crate::campaign::store::Campaigns` and
+//! it in a part defined in their folder: `crate::tracking::Tracking` (visitors,
+//! sessions, order ids, identities, users), `crate::models::live::Models` (counters,
+//! pairs, sessions, rankings, lists), `crate::campaign::store::Campaigns`,
 //! `crate::analytics::figures::Figures` (zone analytics, site figures, activity,
 //! predictions) and `crate::tuning::tuners::Tuners`.
 //!
 //! Each feature's module adds its methods to [`Account`]; the state it keeps there is
 //! defined where nothing of the account is named (`settings`, `request`,
-//! `backtest::moments`, `identity::key`, `tune::trial`), so that this file holds the
+//! `backtest::moments`, `tune::trial`), so that this file holds the
 //! account's state without importing a feature (`scripts/import-circles`).
 
 mod analytics;
@@ -42,7 +42,6 @@ mod backtest;
 mod bounds;
 #[cfg(test)]
 mod bounds_tests;
-mod cut;
 #[cfg(test)]
 mod cut_tests;
 mod explain;
@@ -68,16 +67,14 @@ mod visitor_view;
 #[cfg(test)]
 mod zone_cache_tests;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering, fence};
 
 use arc_swap::ArcSwap;
-use dashmap::DashMap;
-use time::Date;
 
 pub use crate::analytics::figures::ActivityStats;
 pub(crate) use crate::models::live::RankingsVersion;
+pub use crate::tracking::UserRecord;
 pub use audiences::{RecentVisitor, SegmentSize};
 pub use backtest::BacktestError;
 pub use backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
@@ -85,7 +82,6 @@ pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds}
 pub use explain::{
     CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
 };
-use identity::key::IdentityKey;
 pub use identity::{Erasure, ErasureNames};
 pub use ids::new_id;
 pub use request::{Notice, ServeRequest, ZoneIds};
@@ -100,36 +96,9 @@ pub use visitor_view::MAX_DEVICES;
 
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::models::{Neighbours, SessionIndex, TopNames, most_popular};
-use crate::shards::{CountedMap, Graveyard, sharded};
+use crate::shards::Graveyard;
 use crate::site::SiteDay;
-use crate::visitor::{LiveVisitor, Visitor};
-
-/// A user record from a delta's `Users` (or a user feed).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct UserRecord {
-    /// `UserId`.
-    pub user_id: String,
-    /// `Email`.
-    pub email: Option<String>,
-    /// `FirstName`.
-    pub first_name: Option<String>,
-    /// `LastName`.
-    pub last_name: Option<String>,
-    /// `Title`.
-    pub title: Option<String>,
-    /// `DOB`.
-    pub dob: Option<Date>,
-    /// `Gender`.
-    pub gender: Option<String>,
-    /// `City`.
-    pub city: Option<String>,
-    /// `State`.
-    pub state: Option<String>,
-    /// `Country`.
-    pub country: Option<String>,
-    /// `GroupId`.
-    pub group_id: Option<String>,
-}
+use crate::visitor::Visitor;
 
 /// An account's whole in-memory state.
 #[derive(Debug)]
@@ -139,16 +108,8 @@ pub struct Account {
     /// Its zones and default currency (replaced by a configuration reload).
     settings: ArcSwap<AccountSettings>,
     catalogue: ArcSwap<Catalogue>,
-    visitors: CountedMap<String, LiveVisitor>,
-    /// session id → last request time.
-    sessions: CountedMap<String, UnixMillis>,
-    /// Every order id ever recorded.
-    orders: CountedMap<String, UnixMillis>,
-    /// The gate orders pass, so that a state snapshot holds an order whole or not at
-    /// all (`cut`).
-    order_cut: cut::OrderCut,
-    identities: DashMap<IdentityKey, HashSet<String>>,
-    users: DashMap<String, UserRecord>,
+    /// Its shoppers: visitors, sessions, order ids, identities, user records.
+    tracking: crate::tracking::Tracking,
     /// What it learns from its shoppers: counters, popularity, pairs, sessions, and
     /// what the models round publishes from them.
     models: crate::models::live::Models,
@@ -198,12 +159,7 @@ impl Account {
             access_key: settings.access_key.clone(),
             settings: ArcSwap::from_pointee(settings),
             catalogue: ArcSwap::new(Arc::clone(&catalogue)),
-            visitors: CountedMap::default(),
-            sessions: CountedMap::default(),
-            orders: CountedMap::default(),
-            order_cut: cut::OrderCut::default(),
-            identities: sharded(),
-            users: sharded(),
+            tracking: crate::tracking::Tracking::default(),
             models: crate::models::live::Models::new(models, &catalogue, similar_sessions),
             figures: crate::analytics::figures::Figures::default(),
             graveyard: Graveyard::default(),
@@ -299,37 +255,38 @@ impl Account {
 
     /// Adds or replaces a user record.
     pub fn upsert_user(&self, user: UserRecord) {
-        self.users.insert(user.user_id.clone(), user);
+        self.tracking.users.insert(user.user_id.clone(), user);
     }
 
     /// Removes a user record; whether there was one.
     pub fn remove_user(&self, user_id: &str) -> bool {
-        self.users.remove(user_id).is_some()
+        self.tracking.users.remove(user_id).is_some()
     }
 
     /// Replaces every user record (a feed's `Users`).
     pub fn replace_users(&self, users: Vec<UserRecord>) {
-        self.users.clear();
+        self.tracking.users.clear();
         for user in users {
-            self.users.insert(user.user_id.clone(), user);
+            self.tracking.users.insert(user.user_id.clone(), user);
         }
     }
 
     /// Every user record, ordered by user id.
     pub fn users(&self) -> Vec<UserRecord> {
-        let mut users: Vec<UserRecord> = self.users.iter().map(|u| u.clone()).collect();
+        let mut users: Vec<UserRecord> = self.tracking.users.iter().map(|u| u.clone()).collect();
         users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
         users
     }
 
     /// A user record by user id.
     pub fn user(&self, user_id: &str) -> Option<UserRecord> {
-        self.users.get(user_id).map(|u| u.clone())
+        self.tracking.users.get(user_id).map(|u| u.clone())
     }
 
     /// A copy of a visitor's state.
     pub fn visitor(&self, visitor_id: &str) -> Option<Visitor> {
-        self.visitors
+        self.tracking
+            .visitors
             .read()
             .get(visitor_id)
             .map(|v| v.state().clone())
@@ -337,12 +294,12 @@ impl Account {
 
     /// Number of visitors with state.
     pub fn visitor_count(&self) -> usize {
-        self.visitors.len()
+        self.tracking.visitors.len()
     }
 
     /// Number of live sessions.
     pub fn session_count(&self) -> usize {
-        self.sessions.len()
+        self.tracking.sessions.len()
     }
 
     /// The store-wide figures of the UTC days `from..=to` ([`crate::analytics::day_of`]),
@@ -353,7 +310,7 @@ impl Account {
 
     /// Number of order ids recorded.
     pub fn order_count(&self) -> usize {
-        self.orders.len()
+        self.tracking.orders.len()
     }
 
     /// Requests served and items shown since the process started, and requests on the
@@ -364,7 +321,7 @@ impl Account {
 
     /// Whether an order id has been recorded.
     pub fn has_order(&self, order_id: &str) -> bool {
-        self.orders.read().contains_key(order_id)
+        self.tracking.orders.read().contains_key(order_id)
     }
 
     /// Bounds the zone cache to `bytes` (0 turns it off; [`crate::zone_cache`]).

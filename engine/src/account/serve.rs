@@ -115,10 +115,11 @@ impl Account {
         self.advance_clock(now);
         let catalogue = self.catalogue();
         // Before the visitor's entry (see `cut`).
-        let ordering = self.order_cut.enter(&request.events);
-        let mut visitor = match self.visitors.read().get_mut(&visitor_id) {
+        let ordering = self.tracking.order_cut.enter(&request.events);
+        let mut visitor = match self.tracking.visitors.read().get_mut(&visitor_id) {
             Some(visitor) => visitor,
             None => self
+                .tracking
                 .visitors
                 .get_or_insert_with(visitor_id.clone(), LiveVisitor::default),
         };
@@ -250,7 +251,7 @@ impl Account {
             (ShownZones::new(), ShownKeys::new())
         };
         if !shown.is_empty()
-            && let Some(mut visitor) = self.visitors.read().get_mut(&visitor_id)
+            && let Some(mut visitor) = self.tracking.visitors.read().get_mut(&visitor_id)
         {
             let key = |z: usize, i: usize| shown_keys.get(z)?.get(i).copied();
             self.record_shown(&mut visitor, &shown, key, &session_id, now);
@@ -395,7 +396,7 @@ impl Account {
         catalogue: &Catalogue,
     ) {
         for other in self.same_person(visitor_id, &snapshot.identity) {
-            if let Some(other) = self.visitors.read().get(&other) {
+            if let Some(other) = self.tracking.visitors.read().get(&other) {
                 snapshot.absorb(&other, catalogue);
             }
         }

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use dashmap::DashMap;
 
 use super::Account;
-use super::identity::key::IdentityKey;
 use crate::models::live::Counter;
+use crate::tracking::key::IdentityKey;
 use compact_str::CompactString;
 
 use crate::analytics::{Impressions, ZoneCounts, ZoneDay};
@@ -36,8 +36,9 @@ impl Account {
     pub fn export_state(&self, sink: &mut dyn FnMut(StateEntry)) {
         sink(StateEntry::Clock(self.clock.load(Ordering::Relaxed)));
         self.export_campaigns(sink);
-        let export = self.order_cut.begin();
+        let export = self.tracking.order_cut.begin();
         let ids: Vec<String> = self
+            .tracking
             .visitors
             .read()
             .iter()
@@ -46,7 +47,13 @@ impl Account {
         for id in ids {
             self.export_visitor(id, sink);
         }
-        let orders: Vec<String> = self.orders.read().iter().map(|e| e.key().clone()).collect();
+        let orders: Vec<String> = self
+            .tracking
+            .orders
+            .read()
+            .iter()
+            .map(|e| e.key().clone())
+            .collect();
         for order in orders {
             sink(StateEntry::Order(order));
         }
@@ -89,7 +96,7 @@ impl Account {
     /// Hands one visitor's entries to `sink` (none once it is gone).
     fn export_visitor(&self, id: String, sink: &mut dyn FnMut(StateEntry)) {
         let Some((visitor, impressions, bought, (visits, latest))) =
-            self.visitors.read().get(&id).map(|v| {
+            self.tracking.visitors.read().get(&id).map(|v| {
                 let impressions = v.impressions().filter(|i| !i.is_empty()).map(|i| {
                     let name = |key| {
                         self.models
@@ -147,6 +154,7 @@ impl Account {
     /// Hands the sessions' latest times and the identities' visitors to `sink`.
     fn export_idempotent(&self, sink: &mut dyn FnMut(StateEntry)) {
         let sessions: Vec<(String, UnixMillis)> = self
+            .tracking
             .sessions
             .read()
             .iter()
@@ -156,6 +164,7 @@ impl Account {
             sink(StateEntry::Session { id, last });
         }
         let identities: Vec<(IdentityKey, Vec<String>)> = self
+            .tracking
             .identities
             .iter()
             .map(|e| (e.key().clone(), e.value().iter().cloned().collect()))
@@ -220,7 +229,8 @@ impl Account {
             }
             StateEntry::Visitor { id, visitor } => {
                 // Its impressions may have been restored first.
-                self.visitors
+                self.tracking
+                    .visitors
                     .get_or_insert_with(id, LiveVisitor::default)
                     .replace_state(*visitor);
             }
@@ -231,23 +241,27 @@ impl Account {
                 let restored =
                     Impressions::from_stored(*impressions, |id| self.models.product_keys.key(id));
                 *self
+                    .tracking
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .impressions_mut() = restored;
             }
             StateEntry::Repurchases { visitor, bought } => {
-                self.visitors
+                self.tracking
+                    .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .restore_repurchases(*bought);
             }
             StateEntry::Visits { visitor, visits } => {
                 *self
+                    .tracking
                     .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .visits_mut() = *visits;
             }
             StateEntry::LatestRequest { visitor, request } => {
-                self.visitors
+                self.tracking
+                    .visitors
                     .get_or_insert_with(visitor, LiveVisitor::default)
                     .restore_latest_request(LatestRequest::from_stored(&request));
             }
@@ -258,12 +272,13 @@ impl Account {
             StateEntry::RevenueSpread { key, spread } => self.restore_revenue_spread(*key, *spread),
             StateEntry::SiteDay(day) => self.figures.site.restore(*day),
             StateEntry::Session { id, last } => {
-                self.sessions.insert(id, last);
+                self.tracking.sessions.insert(id, last);
             }
             StateEntry::Order(order) => {
                 // Snapshots keep order ids only: a restored one counts as seen when
                 // the clock the snapshot restored says.
-                self.orders
+                self.tracking
+                    .orders
                     .insert(order, self.clock.load(Ordering::Relaxed));
             }
             StateEntry::Identity {
@@ -276,7 +291,11 @@ impl Account {
                     IdentityKind::Email => IdentityKey::Email(key),
                     IdentityKind::Account => IdentityKey::Account(key),
                 };
-                self.identities.entry(key).or_default().extend(visitors);
+                self.tracking
+                    .identities
+                    .entry(key)
+                    .or_default()
+                    .extend(visitors);
             }
             StateEntry::Counter {
                 product,

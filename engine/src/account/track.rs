@@ -56,12 +56,13 @@ impl Account {
         }
         self.advance_clock(now);
         let mut started = false;
-        let mut last = self
-            .sessions
-            .get_or_insert_with(tracked.session_id.clone(), || {
-                started = true;
-                now
-            });
+        let mut last =
+            self.tracking
+                .sessions
+                .get_or_insert_with(tracked.session_id.clone(), || {
+                    started = true;
+                    now
+                });
         *last = (*last).max(now);
         drop(last);
         if started {
@@ -69,13 +70,14 @@ impl Account {
         }
         let catalogue = self.catalogue();
         // Before the visitor's entry (see `cut`).
-        let ordering = self.order_cut.enter(&tracked.events);
+        let ordering = self.tracking.order_cut.enter(&tracked.events);
         let mut page = PageContext {
             visitor_id: &tracked.visitor_id,
             currency,
             ..PageContext::default()
         };
         let mut visitor = self
+            .tracking
             .visitors
             .get_or_insert_with(tracked.visitor_id.clone(), LiveVisitor::default);
         self.track(
@@ -106,7 +108,7 @@ impl Account {
     /// order ids are skipped. Returns how many were new.
     pub fn import_orders(&self, orders: &[Order], now: UnixMillis) -> usize {
         self.advance_clock(now);
-        let ordering = self.order_cut.enter_orders();
+        let ordering = self.tracking.order_cut.enter_orders();
         let mut notices = Vec::new();
         let fresh: Vec<Order> = orders
             .iter()
@@ -195,14 +197,14 @@ impl Account {
 
     pub(super) fn resolve_session(&self, given: Option<String>, now: UnixMillis) -> String {
         if let Some(id) = given
-            && let Some(mut last) = self.sessions.read().get_mut(&id)
+            && let Some(mut last) = self.tracking.sessions.read().get_mut(&id)
             && now - *last <= SESSION_IDLE_MILLIS
         {
             *last = now;
             return id;
         }
         let id = new_id();
-        self.sessions.insert(id.clone(), now);
+        self.tracking.sessions.insert(id.clone(), now);
         self.figures.site.session_started(now);
         id
     }
@@ -271,7 +273,7 @@ impl Account {
                             .view(at.session, at.visitor, key, now);
                     }
                 }
-                self.order_cut.wrote(page.visitor_id);
+                self.tracking.order_cut.wrote(page.visitor_id);
                 live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
                 let visitor = live.state_mut();
                 visitor.basket.clear();
@@ -452,14 +454,16 @@ impl Account {
     ) -> bool {
         let fresh = {
             let mut fresh = false;
-            self.orders.get_or_insert_with(order.order_id.clone(), || {
-                fresh = true;
-                now
-            });
+            self.tracking
+                .orders
+                .get_or_insert_with(order.order_id.clone(), || {
+                    fresh = true;
+                    now
+                });
             fresh
         };
         if fresh {
-            self.order_cut.counted(&order.order_id);
+            self.tracking.order_cut.counted(&order.order_id);
         } else {
             notices.push(Notice::DuplicateOrder {
                 event: index,
@@ -511,9 +515,12 @@ impl Account {
             let Some(id) = customer_visitor_id(&order.identity) else {
                 continue;
             };
-            self.order_cut.wrote(&id);
+            self.tracking.order_cut.wrote(&id);
             self.link_visitor(&id, &order.identity);
-            let mut live = self.visitors.get_or_insert_with(id, LiveVisitor::default);
+            let mut live = self
+                .tracking
+                .visitors
+                .get_or_insert_with(id, LiveVisitor::default);
             live.record_order_lines(order.items.iter().map(|line| line.id.as_str()), now);
             let customer = live.state_mut();
             customer.link_identity(&order.identity);

@@ -2,9 +2,7 @@
 //! orders and details name, finding a shopper's other devices, and erasure
 //! ([`Account::forget`]) of everything tied to an identifier.
 
-pub(super) mod key;
-
-use key::IdentityKey;
+use crate::tracking::key::IdentityKey;
 
 use std::collections::HashSet;
 
@@ -66,13 +64,13 @@ impl Account {
         let mut visitor_ids: HashSet<String> = HashSet::new();
         let mut user_ids: HashSet<String> = HashSet::new();
         let mut emails: HashSet<String> = HashSet::new();
-        if self.visitors.read().contains_key(identifier) {
+        if self.tracking.visitors.read().contains_key(identifier) {
             visitor_ids.insert(identifier.to_owned());
         }
-        if self.users.contains_key(identifier) {
+        if self.tracking.users.contains_key(identifier) {
             user_ids.insert(identifier.to_owned());
         }
-        for user in self.users.iter() {
+        for user in self.tracking.users.iter() {
             if user
                 .email
                 .as_deref()
@@ -86,7 +84,7 @@ impl Account {
             IdentityKey::Email(email.clone()),
             IdentityKey::Account(identifier.to_owned()),
         ] {
-            if let Some(linked) = self.identities.get(&key) {
+            if let Some(linked) = self.tracking.identities.get(&key) {
                 visitor_ids.extend(linked.iter().cloned());
                 match key {
                     IdentityKey::User(id) => {
@@ -102,23 +100,23 @@ impl Account {
         // A person's user id and email lead to each other; a shared B2B account id does not
         // lead to its other users.
         for user_id in user_ids.clone() {
-            if let Some(user) = self.users.get(&user_id)
+            if let Some(user) = self.tracking.users.get(&user_id)
                 && let Some(e) = &user.email
             {
                 emails.insert(e.to_lowercase());
             }
-            if let Some(linked) = self.identities.get(&IdentityKey::User(user_id)) {
+            if let Some(linked) = self.tracking.identities.get(&IdentityKey::User(user_id)) {
                 visitor_ids.extend(linked.iter().cloned());
             }
         }
         for e in &emails {
-            if let Some(linked) = self.identities.get(&IdentityKey::Email(e.clone())) {
+            if let Some(linked) = self.tracking.identities.get(&IdentityKey::Email(e.clone())) {
                 visitor_ids.extend(linked.iter().cloned());
             }
         }
 
         for visitor_id in &visitor_ids {
-            if let Some(visitor) = self.visitors.read().get(visitor_id)
+            if let Some(visitor) = self.tracking.visitors.read().get(visitor_id)
                 && let Some(user_id) = &visitor.identity.user_id
             {
                 user_ids.insert(user_id.clone());
@@ -141,16 +139,16 @@ impl Account {
                 found.insert(id.to_owned());
             }
         };
-        for visitor in self.visitors.read().iter() {
+        for visitor in self.tracking.visitors.read().iter() {
             consider(visitor.key());
         }
-        for user in self.users.iter() {
+        for user in self.tracking.users.iter() {
             consider(&user.user_id);
             if let Some(email) = &user.email {
                 consider(email);
             }
         }
-        for entry in self.identities.iter() {
+        for entry in self.tracking.identities.iter() {
             match entry.key() {
                 IdentityKey::User(id) | IdentityKey::Email(id) | IdentityKey::Account(id) => {
                     consider(id);
@@ -176,10 +174,10 @@ impl Account {
             self.models
                 .similar_sessions
                 .erase_visitor(session_key(visitor_id));
-            if let Some((_, visitor)) = self.visitors.remove(visitor_id) {
+            if let Some((_, visitor)) = self.tracking.visitors.remove(visitor_id) {
                 erasure.visitors += 1;
                 if let Some(session) = &visitor.session_id {
-                    self.sessions.remove(session);
+                    self.tracking.sessions.remove(session);
                     self.figures.site.forget_session(session_key(session));
                 }
                 if let Some(user_id) = &visitor.identity.user_id {
@@ -188,12 +186,12 @@ impl Account {
             }
         }
         for user_id in &user_ids {
-            if self.users.remove(user_id).is_some() {
+            if self.tracking.users.remove(user_id).is_some() {
                 erasure.users += 1;
             }
         }
         self.moments.forget(&visitor_ids, &user_ids, &emails);
-        self.identities.retain(|key, linked| {
+        self.tracking.identities.retain(|key, linked| {
             linked.retain(|v| !visitor_ids.contains(v));
             let erased_key = match key {
                 IdentityKey::User(id) => user_ids.contains(id),
@@ -229,7 +227,7 @@ impl Account {
         ];
         let mut others: Vec<String> = Vec::new();
         for key in keys.into_iter().flatten() {
-            if let Some(linked) = self.identities.get(&key) {
+            if let Some(linked) = self.tracking.identities.get(&key) {
                 for other in linked.iter() {
                     if other != visitor_id && !others.contains(other) && others.len() < MAX_DEVICES
                     {
@@ -243,7 +241,8 @@ impl Account {
     }
 
     fn link(&self, key: IdentityKey, visitor_id: &str) {
-        self.identities
+        self.tracking
+            .identities
             .entry(key)
             .or_default()
             .insert(visitor_id.to_owned());

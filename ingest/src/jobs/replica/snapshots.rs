@@ -15,7 +15,7 @@
 //! delta they name is in it: a node applies a delta once per token, and takes one it
 //! holds a status for as read already). The state is as
 //! exact as a local state snapshot: an order is in it whole or not at all (see the
-//! engine's `account::cut`), so a node restored from it counts each order once; other
+//! engine's `tracking::cut`), so a node restored from it counts each order once; other
 //! events applied while it is exported, and this node's own events applied before they
 //! reached the replicated log, may be counted a second time (the same window as a
 //! restart's replay).

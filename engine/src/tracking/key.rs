@@ -2,7 +2,7 @@
 
 /// A shopper's identity: a store user id, an email (lower-case) or a B2B account id.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(in crate::account) enum IdentityKey {
+pub(crate) enum IdentityKey {
     /// A store user id.
     User(String),
     /// An email, lower-case.
