@@ -162,13 +162,13 @@ pub struct SessionIndex {
 /// keys (oldest first) and when it was last added to.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct StoredSession {
-    /// See [`Slot::session`].
+    /// The session's key (`analytics::session_key` of its id).
     pub session: u64,
-    /// See [`Slot::visitor`].
+    /// Its visitor's key (the same hash of the visitor id).
     pub visitor: u64,
     /// Product ids, oldest first.
     pub items: Vec<String>,
-    /// See [`Slot::last`].
+    /// When it was last added to.
     pub last: UnixMillis,
 }
 

@@ -1,4 +1,4 @@
-//! Who an account's shoppers are, as it holds them ([`Tracking`]): the visitors with
+//! Who an account's shoppers are, as it holds them (`Tracking`): the visitors with
 //! their state, the live sessions, every order id recorded (and the gate a state
 //! snapshot cuts orders at, `cut.rs`), the identities linking devices (`key.rs`) and
 //! the store's user records. `Account` holds one; events write to it
