@@ -60,11 +60,9 @@ impl Account {
         // The visitors orders wrote to meanwhile, copied again while orders go on, a
         // few rounds, so that few are left to copy with orders held.
         for _ in 0..CATCH_UP_ROUNDS {
-            let wrote = export.take_wrote();
-            if wrote.len() <= LEFT_FOR_THE_CUT {
-                export.note_again(wrote);
+            let Some(wrote) = export.take_wrote_over(LEFT_FOR_THE_CUT) else {
                 break;
-            }
+            };
             for id in wrote {
                 self.export_visitor(id, sink);
             }

@@ -15,7 +15,7 @@
 //!   bound evicts meanwhile may stay in the copy);
 //! - a visitor an order wrote to after the visitors' copy began is copied again
 //!   ([`OrderCut::wrote`]), and a later copy replaces an earlier one: a few rounds while
-//!   orders go on ([`Export::take_wrote`]), then those left at the cut;
+//!   orders go on ([`Export::take_wrote_over`]), then those left at the cut;
 //! - what a replay adds again to the same result (sessions' latest times, identities'
 //!   links) is copied after the cut.
 //!
@@ -124,43 +124,32 @@ impl OrderCut {
 }
 
 impl Export<'_> {
-    /// The visitors orders wrote to since the last call (noting goes on).
-    pub(crate) fn take_wrote(&self) -> Vec<String> {
-        let mut wrote = self
-            .cut
-            .noted
-            .lock()
-            .as_mut()
-            .map(|noted| std::mem::take(&mut noted.visitors))
-            .unwrap_or_default();
-        wrote.sort_unstable();
-        wrote.dedup();
-        wrote
-    }
-
-    /// Notes visitors taken by [`Export::take_wrote`] again, for the cut.
-    pub(crate) fn note_again(&self, visitors: Vec<String>) {
-        if let Some(noted) = self.cut.noted.lock().as_mut() {
-            noted.visitors.extend(visitors);
-        }
+    /// The visitors orders wrote to since the last call (noting goes on), when more
+    /// than `few` notes wait; none otherwise (they are left for the cut).
+    pub(crate) fn take_wrote_over(&self, few: usize) -> Option<Vec<String>> {
+        let mut noted = self.cut.noted.lock();
+        let noted = noted.as_mut()?;
+        (noted.visitors.len() > few).then(|| distinct(std::mem::take(&mut noted.visitors)))
     }
 
     /// The cut: waits for the orders applying, holds new ones until dropped, and hands
     /// over the visitors to copy again (noting stops).
     pub(crate) fn cut(&self) -> Cut<'_> {
         let gate = self.cut.gate.write();
-        let Noted {
-            visitors: mut wrote,
-            orders: ordered,
-        } = self.cut.noted.lock().take().unwrap_or_default();
-        wrote.sort_unstable();
-        wrote.dedup();
+        let Noted { visitors, orders } = self.cut.noted.lock().take().unwrap_or_default();
         Cut {
             _gate: gate,
-            wrote,
-            ordered,
+            wrote: distinct(visitors),
+            ordered: orders,
         }
     }
+}
+
+/// `ids`, each once.
+fn distinct(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 impl Drop for Export<'_> {
