@@ -1,5 +1,5 @@
 //! A backtest of a draft on a full store of judged moments: how long
-//! `Account::backtest` takes for [`vitrine_engine::account::MAX_MOMENTS`] moments.
+//! `Account::backtest` takes for [`vitrine_engine::backtest::MAX_MOMENTS`] moments.
 //!
 //! The load harness's store (`VITRINE_BENCH_PRODUCTS` products, default 100,000) opened
 //! in-process; its shoppers' requests sent to the handler 5 ms of request time apart
@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use serde_json::json;
 use vitrine_benches::harness::HarnessStore;
-use vitrine_engine::account::MAX_MOMENTS;
+use vitrine_engine::backtest::MAX_MOMENTS;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

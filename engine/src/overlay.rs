@@ -1,6 +1,6 @@
 //! The delta overlay: changes made to a catalogue since its base archive was built.
 //!
-//! A [`Catalogue`] is a base archive (owned or memory-mapped) plus an [`Overlay`]. A
+//! A [`Catalogue`] is a base archive (owned or memory-mapped) plus an `Overlay`. A
 //! delta never rebuilds the base: a [`CatalogueEdit`] copies the overlay (its size is
 //! the number of changes, not of products), records the delta's changes in it and
 //! produces the next version. Readers see base and overlay as one catalogue:

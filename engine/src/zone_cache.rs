@@ -19,7 +19,7 @@
 //!
 //! A cached list is keyed by everything it depends on:
 //! - the versions of the account's settings, catalogue (with its overlay), rankings
-//!   and neighbour lists: a [`Generation`] holds them, and a request that finds any of
+//!   and neighbour lists: a `Generation` holds them, and a request that finds any of
 //!   them changed starts a new, empty generation;
 //! - the zone, the page's product and category, and the currency;
 //! - the time: a list is kept for the span between two of the catalogue's time

@@ -15,14 +15,11 @@
 //! Modules: `serve` (the request: track, then fill zones), `request` (what a request
 //! brings and what its events say about the page), `resolve` (how a zone is filled:
 //! experiment variant, campaign list or configuration, decided once for serving,
-//! explain and shadow tests), `visitor_view` (what it reads of its visitor),
-//! `audiences` (the segments' sizes over the visitors in memory), `track`
-//! (events applied to visitors, counters and models; replay), `identity` (linking
-//! devices, erasure), `snapshot` (export and restore of the tracking state), `judge`
-//! and `tune` (on a sampled visitor's request, before it is applied: how each product
-//! zone would have predicted it, and self-tuning), `shadows` (draft campaign lists
-//! judged beside the live ones on the same requests), `backtest` (drafts replayed over
-//! the judged moments kept), `settings` (what the account is configured with), `ids`.
+//! explain, previews, shadow tests and backtests), `visitor_view` (what it reads of its
+//! visitor), `track` (events applied to visitors, counters and models; replay),
+//! `identity` (linking devices, erasure), `snapshot` (export and restore of the
+//! tracking state), `explain` (why a zone shows what it shows), `bounds` (memory
+//! bounds and eviction), `settings` (what the account is configured with), `ids`.
 //! This file holds the account itself and its catalogue versions under the [`Writer`]
 //! lock; `rebuild` the models' rebuild round. Features that keep state of their own hold
 //! it in a part defined in their folder: `crate::tracking::Tracking` (visitors,
@@ -31,14 +28,16 @@
 //! `crate::analytics::figures::Figures` (zone analytics, site figures, activity,
 //! predictions) and `crate::tuning::tuners::Tuners`.
 //!
-//! Each feature's module adds its methods to [`Account`]; the state it keeps there is
-//! defined where nothing of the account is named (`settings`, `request`,
-//! `backtest::moments`, `tune::trial`), so that this file holds the
+//! A feature that acts on the whole account adds its methods to [`Account`] in its own
+//! folder: `crate::prequential` (judging the zones on sampled requests),
+//! `crate::tuning` (self-tuning's trials), `crate::shadow`, `crate::backtest`,
+//! `crate::analytics` (impressions and attribution) and `crate::campaign::audiences`
+//! (segment sizes). They read the account through `resolve`, `visitor_view` and
+//! `request`, the crate-visible modules here; nothing here names their files, and the state
+//! they keep in the account is defined where nothing of the account is named
+//! (`crate::tuning::trial`, `crate::backtest::moments`), so that this file holds the
 //! account's state without importing a feature (`scripts/import-circles`).
 
-mod analytics;
-mod audiences;
-mod backtest;
 mod bounds;
 #[cfg(test)]
 mod bounds_tests;
@@ -47,23 +46,20 @@ mod cut_tests;
 mod explain;
 mod identity;
 mod ids;
-mod judge;
 #[cfg(test)]
 mod pair_snapshot_tests;
 mod rebuild;
 #[cfg(test)]
 mod repurchase_tests;
-mod request;
-mod resolve;
+pub(crate) mod request;
+pub(crate) mod resolve;
 mod serve;
 pub(crate) mod settings;
-mod shadows;
 mod snapshot;
 #[cfg(test)]
 mod tests;
-mod track;
-mod tune;
-mod visitor_view;
+pub(crate) mod track;
+pub(crate) mod visitor_view;
 #[cfg(test)]
 mod zone_cache_tests;
 
@@ -75,9 +71,6 @@ use arc_swap::ArcSwap;
 pub use crate::analytics::figures::ActivityStats;
 pub(crate) use crate::models::live::RankingsVersion;
 pub use crate::tracking::UserRecord;
-pub use audiences::{RecentVisitor, SegmentSize};
-pub use backtest::BacktestError;
-pub use backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
 pub use bounds::{EVICT_TO, Evicted, INLINE_EVICT_TO, INLINE_SLACK, MemoryBounds};
 pub use explain::{
     CampaignsExplained, ExplainRequest, ExplainedItem, Explanation, MAX_REJECTED, MadeUpShopper,
@@ -90,7 +83,6 @@ pub use serve::{
     campaign_variant,
 };
 pub use settings::AccountSettings;
-pub use shadows::ShadowError;
 pub use track::customer_visitor_id;
 pub use visitor_view::MAX_DEVICES;
 
@@ -106,16 +98,16 @@ pub struct Account {
     /// Its access key (never changes).
     access_key: String,
     /// Its zones and default currency (replaced by a configuration reload).
-    settings: ArcSwap<AccountSettings>,
-    catalogue: ArcSwap<Catalogue>,
+    pub(crate) settings: ArcSwap<AccountSettings>,
+    pub(crate) catalogue: ArcSwap<Catalogue>,
     /// Its shoppers: visitors, sessions, order ids, identities, user records.
-    tracking: crate::tracking::Tracking,
+    pub(crate) tracking: crate::tracking::Tracking,
     /// What it learns from its shoppers: counters, popularity, pairs, sessions, and
     /// what the models round publishes from them.
-    models: crate::models::live::Models,
+    pub(crate) models: crate::models::live::Models,
     /// What it measures of itself: zone analytics, store-wide figures, activity and
     /// the zones' predictions.
-    figures: crate::analytics::figures::Figures,
+    pub(crate) figures: crate::analytics::figures::Figures,
     /// Catalogue versions replaced, dropped off the request path ([`Account::sweep`]).
     graveyard: Graveyard,
     /// Held by the one [`Writer`] at a time.
@@ -126,15 +118,15 @@ pub struct Account {
     evicted_inline: [AtomicU64; 2],
     /// Its self-tuning: the lists', the recipe's (with the trials to score) and the
     /// sessions' neighbourhood's.
-    tuners: crate::tuning::tuners::Tuners<tune::trial::RecipeTrial>,
+    pub(crate) tuners: crate::tuning::tuners::Tuners<crate::tuning::trial::RecipeTrial>,
     /// The latest request time seen: the reference time of decayed popularity.
     clock: AtomicI64,
     /// Its campaigns: the compiled set, the documents' history and the drafts.
-    campaigns: crate::campaign::store::Campaigns,
+    pub(crate) campaigns: crate::campaign::store::Campaigns,
     /// Draft campaign lists judged beside the live ones ([`crate::shadow`]).
-    shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
-    /// The judged moments backtests replay (`backtest.rs`).
-    moments: backtest::moments::Moments,
+    pub(crate) shadows: parking_lot::RwLock<Vec<Arc<crate::shadow::Shadow>>>,
+    /// The judged moments backtests replay ([`crate::backtest`]).
+    pub(crate) moments: crate::backtest::moments::Moments,
     /// Product zones that are the same for every visitor of a page
     /// ([`crate::zone_cache`]).
     zone_cache: crate::zone_cache::ZoneCache,
@@ -170,7 +162,7 @@ impl Account {
             clock: AtomicI64::new(0),
             campaigns: crate::campaign::store::Campaigns::default(),
             shadows: parking_lot::RwLock::default(),
-            moments: backtest::moments::Moments::default(),
+            moments: crate::backtest::moments::Moments::default(),
             zone_cache: crate::zone_cache::ZoneCache::default(),
         }
     }
@@ -359,7 +351,7 @@ impl Account {
     /// Rankings for the request's catalogue: the published ones when they index the same
     /// base (versions of one base keep their dense ids; products added since join at the
     /// next rebuild). Only a request racing the swap of a new base ranks it itself.
-    fn rankings_for(&self, catalogue: &Arc<Catalogue>) -> Arc<RankingsVersion> {
+    pub(crate) fn rankings_for(&self, catalogue: &Arc<Catalogue>) -> Arc<RankingsVersion> {
         let current = self.models.rankings.load_full();
         if current.catalogue.same_base(catalogue) {
             return current;

@@ -64,25 +64,25 @@ pub type ZoneIds = SmallVec<[CompactString; 4]>;
 
 /// What a request's events say about its page, borrowed from the request.
 #[derive(Debug, Default)]
-pub(in crate::account) struct PageContext<'a> {
-    pub(in crate::account) visitor_id: &'a str,
-    pub(in crate::account) page_type: Option<PageType>,
-    pub(in crate::account) product: Option<&'a str>,
-    pub(in crate::account) category: Option<&'a str>,
-    pub(in crate::account) brand: Option<&'a str>,
+pub(crate) struct PageContext<'a> {
+    pub(crate) visitor_id: &'a str,
+    pub(crate) page_type: Option<PageType>,
+    pub(crate) product: Option<&'a str>,
+    pub(crate) category: Option<&'a str>,
+    pub(crate) brand: Option<&'a str>,
     /// Orders placed for customers, written to their records once the request's
     /// visitor is released.
-    pub(in crate::account) customer_orders: Vec<Order>,
+    pub(crate) customer_orders: Vec<Order>,
     /// The currency of the request's orders (`None`: the account's default).
-    pub(in crate::account) currency: Option<Currency>,
+    pub(crate) currency: Option<Currency>,
     /// The revenue of the request's new orders, in minor units of their currency.
-    pub(in crate::account) ordered: Option<(Currency, i64)>,
+    pub(crate) ordered: Option<(Currency, i64)>,
 }
 
 impl<'a> PageContext<'a> {
     /// What an event says of the page: a page view its type, product, category and
     /// brand (each when given), a product view its product.
-    pub(in crate::account) fn see(&mut self, event: &'a Event) {
+    pub(crate) fn see(&mut self, event: &'a Event) {
         match event {
             Event::PageView {
                 page_type,
@@ -101,7 +101,7 @@ impl<'a> PageContext<'a> {
     }
 
     /// The page shows the product `id`.
-    pub(in crate::account) fn see_product(&mut self, id: &'a str) {
+    pub(crate) fn see_product(&mut self, id: &'a str) {
         self.product = Some(id);
     }
 }

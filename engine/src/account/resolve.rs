@@ -16,12 +16,17 @@
 //! configuration.
 
 use super::request::ZoneIds;
+use super::visitor_view::{Reads, VisitorSnapshot};
 use crate::campaign::segment::Reads as SegmentReads;
+use crate::campaign::segment::Shopper;
 use crate::campaign::{CampaignSet, ZoneCampaigns};
+use crate::campaign::{RequestContext, choose};
 use crate::catalogue::UnixMillis;
 use crate::event::Identity;
+use crate::event::PageType;
 use crate::experiment::holdout::Holdout;
 use crate::experiment::{Experiment, Variant};
+use crate::recommend::{Context, NoTrace, ZoneItems, fill_zone};
 use crate::zone::ZoneSpec;
 
 use super::settings::AccountSettings;
@@ -54,7 +59,7 @@ pub(super) enum Plan<'a> {
 
 impl<'a> Plan<'a> {
     /// The experiment and variant the visitor sees, when one runs.
-    pub(super) fn variant(&self) -> Option<(&'a Experiment, &'a Variant)> {
+    pub(crate) fn variant(&self) -> Option<(&'a Experiment, &'a Variant)> {
         match *self {
             Plan::Campaigns { variant, .. } | Plan::Spec { variant, .. } => variant,
             Plan::Held(_) => None,
@@ -129,7 +134,7 @@ impl AccountSettings {
 
 impl AccountSettings {
     /// The experiment running on `zone` at `now` and the variant `visitor_id` sees.
-    pub(super) fn variant(
+    pub(crate) fn variant(
         &self,
         zone: &ZoneSpec,
         visitor_id: &str,
@@ -209,4 +214,45 @@ fn console_reads_sessions(set: &CampaignSet, zone: &str) -> bool {
                         .any(ZoneSpec::reads_sessions)
                 })
         })
+}
+
+/// What a judged request reads of its visitor while a shadow test runs: everything
+/// segments may read.
+pub(crate) const JUDGED_READS: Reads = Reads {
+    affinities: false,
+    repurchases: false,
+    campaigns: Some(SegmentReads::ALL),
+};
+
+/// `spec` as `set` fills it for the judged shopper `who` (a visitor id and its person
+/// key), resolved as serving resolves it: its items, and the campaign shown (its
+/// position in the zone's list) when the zone's list decided.
+pub(crate) fn fill_judged(
+    settings: &AccountSettings,
+    spec: &ZoneSpec,
+    who: (&str, &str),
+    set: &CampaignSet,
+    shopper: &Shopper<'_>,
+    ctx: &Context<'_>,
+) -> (ZoneItems, Option<usize>) {
+    match settings.plan(spec, who, ctx.now, Some(set)) {
+        Plan::Campaigns { set, list, .. } => {
+            let judged = &mut crate::campaign::Judged::default();
+            let chosen = choose(set, list, (shopper, judged), ctx, &mut NoTrace);
+            (chosen.items, chosen.campaign)
+        }
+        Plan::Spec { spec, .. } => (fill_zone(spec, ctx), None),
+        Plan::Held(holdout) => (fill_zone(&holdout.spec(spec), ctx), None),
+    }
+}
+
+/// A judged request's visitor as shadow tests read it: its id, its history before the
+/// request, the recommenders' context on the page of its latest view, and the page
+/// type and request context of its latest request.
+#[derive(Clone, Copy)]
+pub(crate) struct Judged<'a, 'c> {
+    pub(crate) visitor_id: &'a str,
+    pub(crate) snapshot: &'a VisitorSnapshot,
+    pub(crate) ctx: &'a Context<'c>,
+    pub(crate) latest: (Option<PageType>, &'a RequestContext),
 }

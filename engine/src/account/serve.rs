@@ -661,7 +661,7 @@ impl Account {
     /// [`crate::models::SessionIndex::neighbourhood`]) as dense ids of `catalogue`
     /// (those it lacks left out), the highest score first, at most
     /// [`SESSION_PRODUCTS`](super::visitor_view::SESSION_PRODUCTS); the sessions read `as_of` a tick.
-    pub(super) fn session_neighbourhood(
+    pub(crate) fn session_neighbourhood(
         &self,
         visitor_id: &str,
         latest: &[crate::catalogue::ProductIdx],

@@ -605,16 +605,16 @@ enum Sight {
 }
 
 /// Where an event sits in its request.
-pub(super) struct EventAt<'a> {
+pub(crate) struct EventAt<'a> {
     index: usize,
-    pub(super) now: UnixMillis,
+    pub(crate) now: UnixMillis,
     catalogue: &'a Catalogue,
     /// [`session_key`] of the request's session.
     session: u64,
     /// The same hash of the visitor's id.
     visitor: u64,
     /// The account's attribution window.
-    pub(super) window: UnixMillis,
+    pub(crate) window: UnixMillis,
     /// The currency of the request's orders.
     currency: Currency,
     /// The account's currency.

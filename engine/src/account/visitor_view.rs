@@ -28,39 +28,39 @@ static UNLISTED: LazyLock<Neighbours> = LazyLock::new(Neighbours::default);
 /// before rendering; products as dense ids of the request's catalogue (those it lacks
 /// cannot be shown, so they are left out).
 #[derive(Debug, Default)]
-pub(super) struct VisitorSnapshot {
-    pub(super) identity: Identity,
+pub(crate) struct VisitorSnapshot {
+    pub(crate) identity: Identity,
     /// In basket order.
-    pub(super) basket: SmallVec<[ProductIdx; 16]>,
-    pub(super) purchased: SmallVec<[ProductIdx; 32]>,
+    pub(crate) basket: SmallVec<[ProductIdx; 16]>,
+    pub(crate) purchased: SmallVec<[ProductIdx; 32]>,
     /// Newest first (all of them fit inline: at most [`MAX_RECENT_VIEWS`]).
-    pub(super) recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
+    pub(crate) recent_views: SmallVec<[ProductIdx; MAX_RECENT_VIEWS]>,
     /// Whether `categories` and `brands` are filled.
-    pub(super) affinities: bool,
+    pub(crate) affinities: bool,
     /// What the visitor (and its other devices) bought, when a `buy_again` zone reads
     /// it.
-    pub(super) repurchases: Option<Repurchases>,
+    pub(crate) repurchases: Option<Repurchases>,
     /// `repurchases` in `buy_again`'s order as dense ids, with the orders of each
     /// (see [`VisitorSnapshot::rank_bought_again`]).
-    pub(super) bought_again: Vec<(ProductIdx, u32)>,
-    pub(super) categories: Vec<String>,
-    pub(super) brands: Vec<String>,
+    pub(crate) bought_again: Vec<(ProductIdx, u32)>,
+    pub(crate) categories: Vec<String>,
+    pub(crate) brands: Vec<String>,
     /// What segments read, when a requested zone has a list of campaigns.
-    pub(super) segments: Option<SegmentFacts>,
+    pub(crate) segments: Option<SegmentFacts>,
     /// Products of the sessions most like what the shopper viewed last, when a zone reads
     /// them ([`Account::session_neighbourhood`]).
-    pub(super) similar_sessions: Vec<(ProductIdx, f32)>,
+    pub(crate) similar_sessions: Vec<(ProductIdx, f32)>,
 }
 
 /// What segments read of a visitor, copied with its history (no heap allocation but
 /// for what a segment of the request reads: the latest orders' revenue, affinities).
 #[derive(Debug, Clone, Default)]
-pub(super) struct SegmentFacts {
+pub(crate) struct SegmentFacts {
     pub(super) visits: Visits,
     pub(super) basket_value: f64,
     pub(super) given_dob: Option<time::Date>,
-    pub(super) categories: Vec<(CompactString, f64)>,
-    pub(super) brands: Vec<(CompactString, f64)>,
+    pub(crate) categories: Vec<(CompactString, f64)>,
+    pub(crate) brands: Vec<(CompactString, f64)>,
 }
 
 /// The products of a visitor's basket lines as dense ids of `catalogue` (those it lacks
@@ -128,7 +128,7 @@ pub(super) fn affinity(
 
 /// What a request reads of a visitor beyond its history (see [`VisitorSnapshot::of`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Reads {
+pub(crate) struct Reads {
     /// The category and brand affinities.
     pub(super) affinities: bool,
     /// The repurchases.
@@ -149,7 +149,7 @@ impl VisitorSnapshot {
     /// What recommenders consult for this visitor when a zone is judged or a recipe
     /// tried on what they do next ([`crate::prequential`]): [`VisitorSnapshot::context`]
     /// on the page of their latest view, no category or search term.
-    pub(super) fn judged_context<'a>(
+    pub(crate) fn judged_context<'a>(
         &'a self,
         catalogue: &'a Catalogue,
         rankings: &'a RankingsVersion,
@@ -203,7 +203,7 @@ impl VisitorSnapshot {
 
     /// The products of the visitor's history: recent views, basket lines, purchases
     /// (a product in more than one, more than once).
-    pub(super) fn products(&self) -> impl Iterator<Item = ProductIdx> + '_ {
+    pub(crate) fn products(&self) -> impl Iterator<Item = ProductIdx> + '_ {
         self.recent_views
             .iter()
             .chain(&self.basket)
@@ -213,7 +213,7 @@ impl VisitorSnapshot {
 
     /// Whether the visitor viewed `product` lately, has it in the basket or bought it:
     /// what a request brings that is new to them never is.
-    pub(super) fn has(&self, product: ProductIdx) -> bool {
+    pub(crate) fn has(&self, product: ProductIdx) -> bool {
         self.recent_views.contains(&product)
             || self.basket.contains(&product)
             || self.purchased.contains(&product)
@@ -222,7 +222,7 @@ impl VisitorSnapshot {
     /// What `similar_sessions` compares with other sessions: the latest views (newest
     /// first), then the basket's lines (the latest added first), then the purchases
     /// (the latest first), each once.
-    pub(super) fn latest_products(&self) -> SmallVec<[ProductIdx; 32]> {
+    pub(crate) fn latest_products(&self) -> SmallVec<[ProductIdx; 32]> {
         let mut latest: SmallVec<[ProductIdx; 32]> = SmallVec::new();
         let history = self
             .recent_views
@@ -241,7 +241,7 @@ impl VisitorSnapshot {
     }
 
     /// The shopper as segments see it: this visitor at the request's time, on its page.
-    pub(super) fn shopper<'a>(
+    pub(crate) fn shopper<'a>(
         &'a self,
         ctx: &Context<'a>,
         (page, request): (&PageContext<'_>, &'a RequestContext),
@@ -259,7 +259,7 @@ impl VisitorSnapshot {
     /// The shopper as segments see it, in `catalogue` and a currency at a time, on a
     /// page type with a request context: the one place a [`Shopper`] is made, for
     /// serving, explain and previews, shadow tests and segment sizes alike.
-    pub(super) fn shopper_at<'a>(
+    pub(crate) fn shopper_at<'a>(
         &'a self,
         (catalogue, currency, now): (&'a Catalogue, Currency, UnixMillis),
         (page_type, request): (Option<PageType>, &'a RequestContext),
@@ -288,7 +288,7 @@ impl VisitorSnapshot {
 
     /// What segments read of `live` as it is now, and no history beyond its basket and
     /// purchases (what a segment's size reads of each visitor).
-    pub(super) fn for_segments(
+    pub(crate) fn for_segments(
         live: &LiveVisitor,
         catalogue: &Catalogue,
         reads: SegmentReads,
@@ -356,7 +356,7 @@ impl VisitorSnapshot {
     /// What a request reads of a visitor; the category and brand affinities (sorted,
     /// so not free) only when a category or brand zone asks for them, the repurchases
     /// only when a `buy_again` zone does.
-    pub(super) fn of(
+    pub(crate) fn of(
         live: &mut LiveVisitor,
         catalogue: &Catalogue,
         Reads {

@@ -2,7 +2,7 @@
 //! (counters per zone, variant and day), the store-wide figures per day, the requests
 //! served and items shown since the process started, and how well each product zone
 //! predicts what sampled shoppers do next. `Account` holds one; events and answers
-//! count into it (`account/track.rs`, `account/analytics.rs`, `account/judge.rs`).
+//! count into it (`crate::account`'s `track.rs`, `account.rs` here, `crate::prequential`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

@@ -12,7 +12,8 @@
 //!
 //! Files: `spread.rs` (revenue spreads for the experiments' statistics), `figures.rs`
 //! (`Figures`, what an account holds of its analytics, site figures, activity and
-//! predictions).
+//! predictions), `account.rs` (what an account records of the zones it shows and
+//! attributes of its shoppers' clicks and orders).
 
 use std::collections::VecDeque;
 
@@ -21,6 +22,7 @@ use compact_str::CompactString;
 use crate::catalogue::UnixMillis;
 use crate::money::Currency;
 
+mod account;
 pub(crate) mod figures;
 pub mod spread;
 

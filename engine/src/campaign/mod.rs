@@ -18,6 +18,7 @@
 //! windows, days and hours in the account's time zone), `content.rs` (content types,
 //! filters, boosts, pins); the custom recommender's fill is `recommend::custom`.
 
+pub mod audiences;
 pub mod content;
 pub mod definition;
 pub mod document;

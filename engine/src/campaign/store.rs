@@ -2,7 +2,7 @@
 //! whole), every version of the document it was compiled from (the audit log), and the
 //! drafts of the document's parts. [`crate::account::Account::campaigns`] hands it out;
 //! how many visitors a segment reaches is counted over the tracked visitors
-//! (`account/audiences.rs`).
+//! (`audiences.rs`).
 
 use std::sync::Arc;
 

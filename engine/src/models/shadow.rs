@@ -59,7 +59,7 @@ impl CoCounts {
     /// For each of `settings`, where `target` ranks (from 0) among the products a blend
     /// of the `seeds`' co-view lists scores, each list read at that setting: a partner
     /// weighs its sure count at the window weighed by direction at the setting's
-    /// `forward` ([`CountedPartner::directed`]), divided by the partner's total to the
+    /// `forward` (`CountedPartner::directed`), divided by the partner's total to the
     /// setting's partner damping and by the seed's total to the seed damping, times the
     /// seed's weight, as a rebuilt list would weigh it, among the partners the list
     /// keeps at that window and direction weight. `None` when `target` is not among the first `top`

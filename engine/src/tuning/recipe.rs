@@ -12,7 +12,7 @@
 //! when a product the request brought is in its top
 //! [`TOP_K`](crate::prequential::TOP_K). Each recipe is compared with the configured
 //! one by the lists' sequential test, but its trials are never started again
-//! ([`super::Board::anchored`]): the recipe that beats the configured one significantly
+//! (`Board::anchored`): the recipe that beats the configured one significantly
 //! fills the zone until its edge fades (what wins while a store's models are young,
 //! popularity above all, stops winning as they learn), and the configured one does
 //! again.

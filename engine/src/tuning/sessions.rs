@@ -12,7 +12,7 @@
 //! every setting of the grid ([`crate::models::SessionIndex::neighbourhoods`]), and a
 //! setting is a hit when a product the request brought is in its top
 //! [`TOP_K`](crate::prequential::TOP_K) of the products new to the visitor. A setting
-//! replaces the active one as the lists' settings do ([`super::Board`]): when it wins
+//! replaces the active one as the lists' settings do (`Board`): when it wins
 //! the trials on which the two disagree significantly more often than it loses them.
 //!
 //! Tuned while the account tunes (`tuning` on, self-evaluation on), keeps sessions,

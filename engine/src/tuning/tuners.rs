@@ -1,7 +1,7 @@
 //! An account's self-tuning as it holds it ([`Tuners`]): the co-view and co-purchase
 //! lists' tuners, `personalized`'s recipe tuner with the trials waiting to be scored,
 //! and `similar_sessions`' neighbourhood tuner. Trials are taken on the request path
-//! and scored in the models round (`account/tune.rs`, `account/tune/`).
+//! and scored in the models round (`account/`).
 
 use super::recipe::RecipeTuner;
 use super::sessions::SessionTuner;

@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use vitrine_engine::account::BacktestError;
+use vitrine_engine::backtest::BacktestError;
 use vitrine_engine::backtest::{Backtest, Exposure, Version};
 use vitrine_engine::prequential::Tally;
 use vitrine_engine::shadow::Difference;

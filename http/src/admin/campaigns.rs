@@ -157,7 +157,7 @@ pub(super) fn named_size(
     Ok(size_json(id, size))
 }
 
-fn size_json(id: &str, size: vitrine_engine::account::SegmentSize) -> Value {
+fn size_json(id: &str, size: vitrine_engine::campaign::audiences::SegmentSize) -> Value {
     json!({
         "segment": id,
         "matching": size.matching,

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use vitrine_engine::account::ShadowError;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::prequential::Tally;
+use vitrine_engine::shadow::ShadowError;
 use vitrine_engine::shadow::{Difference, Shadow};
 
 use crate::error::ApiError;

@@ -22,15 +22,13 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-pub(super) mod moments;
+use super::moments::Moment;
 
-use moments::Moment;
-
-use super::Account;
-use super::request::PageContext;
-use super::shadows::{Judged, fill_judged};
-use super::visitor_view::VisitorSnapshot;
-use crate::backtest::{Backtest, Exposure, Reach, Shares, Version};
+use super::{Backtest, BacktestError, Exposure, Reach, Shares, Version};
+use crate::account::Account;
+use crate::account::request::PageContext;
+use crate::account::resolve::{Judged, fill_judged};
+use crate::account::visitor_view::VisitorSnapshot;
 use crate::campaign::CampaignSet;
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::event::PageType;
@@ -38,14 +36,6 @@ use crate::money::Currency;
 use crate::prequential::rank_of;
 use crate::shadow::Paired;
 use crate::zone::ZoneKind;
-
-/// Why a backtest was not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BacktestError {
-    /// The account has no such product zone.
-    #[error("no product zone {0:?} in the account")]
-    NoZone(String),
-}
 
 /// What one version showed over the moments.
 #[derive(Debug, Default)]
@@ -103,7 +93,7 @@ fn dense<'a>(
 impl Account {
     /// Keeps a judged request as a moment (see the module's documentation); called by
     /// `judge_zones` with the shopper as judged and the products the request brought.
-    pub(super) fn keep_moment(
+    pub(crate) fn keep_moment(
         &self,
         judged: &Judged<'_, '_>,
         brought: &[ProductIdx],
@@ -197,7 +187,7 @@ impl Account {
                 );
                 let who = (
                     moment.visitor_id.as_str(),
-                    super::resolve::person_key(&moment.visitor_id, &snapshot.identity),
+                    crate::account::resolve::person_key(&moment.visitor_id, &snapshot.identity),
                 );
                 let (live_items, live_campaign) =
                     fill_judged(&settings, spec, who, &live, &shopper, &ctx);
@@ -291,8 +281,8 @@ impl Account {
 mod tests {
     use smallvec::SmallVec;
 
-    use super::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS, Moments};
     use super::*;
+    use crate::backtest::moments::{MAX_MOMENT_BYTES, MAX_MOMENTS, Moments};
     use crate::campaign::RequestContext;
     use crate::event::Identity;
 

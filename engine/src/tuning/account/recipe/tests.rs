@@ -50,7 +50,7 @@ fn recipe_trials_wait_for_the_rebuild_round_in_a_bounded_queue() {
 
 /// Visitors whom self-evaluation judges (whose requests take the recipe's trials), or
 /// those it does not.
-pub(in crate::account::tune) fn shoppers(judged: bool) -> impl Iterator<Item = String> {
+pub(in crate::tuning::account) fn shoppers(judged: bool) -> impl Iterator<Item = String> {
     (0..)
         .map(|n| format!("shopper-{n}"))
         .filter(move |v| crate::prequential::sampled(v) == judged)

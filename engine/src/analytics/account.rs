@@ -2,8 +2,8 @@
 //! request's zones are filled, touches credited while its events are applied, and the
 //! counters per zone × variant × day they add to.
 
-use super::Account;
-use super::track::EventAt;
+use crate::account::Account;
+use crate::account::track::EventAt;
 use compact_str::CompactString;
 
 use crate::analytics::{
@@ -18,7 +18,7 @@ impl Account {
     /// Remembers what the zones of a request showed the visitor and counts the answers
     /// (`key(z, i)`: the key of the `i`th product of the `z`th zone, see
     /// [`Account::shown_key_by_id`]).
-    pub(super) fn record_shown(
+    pub(crate) fn record_shown(
         &self,
         live: &mut LiveVisitor,
         shown: &[ShownZone],
@@ -39,13 +39,13 @@ impl Account {
 
     /// The key of the `i`th product of the `z`th zone of `shown`, looked up by id: for a
     /// record replayed from the log, whose products are ids only.
-    pub(super) fn shown_key_by_id(&self, shown: &[ShownZone], z: usize, i: usize) -> Option<u32> {
+    pub(crate) fn shown_key_by_id(&self, shown: &[ShownZone], z: usize, i: usize) -> Option<u32> {
         Some(self.models.product_keys.key(shown.get(z)?.products.get(i)?))
     }
 
     /// Credits what the visitor did with `product` (`touch` of its key) to the zone
     /// answer that showed it, if any (a product without a key was never shown).
-    pub(super) fn attribute(
+    pub(crate) fn attribute(
         &self,
         live: &mut LiveVisitor,
         product: &str,
@@ -59,7 +59,7 @@ impl Account {
     }
 
     /// [`Account::attribute`] for a product whose key is known (`None`: it has none).
-    pub(super) fn attribute_key(
+    pub(crate) fn attribute_key(
         &self,
         live: &mut LiveVisitor,
         key: Option<u32>,
@@ -74,7 +74,7 @@ impl Account {
         }
     }
 
-    pub(super) fn tally(&self, tally: Tally) {
+    pub(crate) fn tally(&self, tally: Tally) {
         self.figures
             .zones
             .entry(tally.key)
@@ -114,12 +114,12 @@ impl Account {
     }
 
     /// Every day's counters (for a state snapshot).
-    pub(super) fn analytics_entries(&self) -> Vec<(ZoneDay, ZoneCounts)> {
+    pub(crate) fn analytics_entries(&self) -> Vec<(ZoneDay, ZoneCounts)> {
         self.counters(i32::MIN, i32::MAX, |_| true)
     }
 
     /// Restores one day's counters (keeping clicks restored before them).
-    pub(super) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
+    pub(crate) fn restore_zone_day(&self, key: ZoneDay, counts: ZoneCounts) {
         let mut entry = self.figures.zones.entry(key).or_default();
         let clicked = entry.clicked;
         let revenue_spread = std::mem::take(&mut entry.revenue_spread);
@@ -131,12 +131,12 @@ impl Account {
     }
 
     /// Restores one day's spread of per-visitor revenue.
-    pub(super) fn restore_revenue_spread(&self, key: ZoneDay, spread: Spreads) {
+    pub(crate) fn restore_revenue_spread(&self, key: ZoneDay, spread: Spreads) {
         self.figures.zones.entry(key).or_default().revenue_spread = spread;
     }
 
     /// Restores one day's clicks.
-    pub(super) fn restore_clicks(&self, key: ZoneDay, clicked: u64) {
+    pub(crate) fn restore_clicks(&self, key: ZoneDay, clicked: u64) {
         self.figures.zones.entry(key).or_default().clicked = clicked;
     }
 

@@ -7,8 +7,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Account;
-use super::settings::AccountSettings;
+use crate::account::Account;
+use crate::account::settings::AccountSettings;
 use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::CoCounts;
@@ -27,7 +27,7 @@ impl Account {
     /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
     /// them, [`shadow_seed_weights`]) and that product, before the request is
     /// applied. Scored by [`Account::score_trials`].
-    pub(super) fn take_trial(
+    pub(crate) fn take_trial(
         &self,
         visitor_id: &str,
         live: &mut LiveVisitor,
@@ -89,7 +89,7 @@ impl Account {
     /// nor in the basket): the co-purchase pairs of the visitor's basket lines and
     /// purchases (latest first, weighed as `personalized` weighs its views) and that
     /// product, before the request is applied. Scored by [`Account::score_trials`].
-    pub(super) fn take_purchase_trial(
+    pub(crate) fn take_purchase_trial(
         &self,
         visitor_id: &str,
         live: &LiveVisitor,
@@ -141,7 +141,7 @@ impl Account {
     /// request brought. Switches the lists when a setting wins. Before them, the
     /// recipe's ([`Account::score_recipe_trials`]) and the sessions' neighbourhood's
     /// ([`Account::score_session_trials`]).
-    pub(super) fn score_trials(&self) {
+    pub(crate) fn score_trials(&self) {
         self.score_recipe_trials();
         self.score_session_trials();
         for lists in [Lists::CoPurchase, Lists::CoView] {
@@ -188,7 +188,7 @@ impl Account {
 
     /// A new configuration for `lists` (a reload): their tuner's grid, and the lists
     /// read at its active setting, sorted again when that setting changed.
-    pub(super) fn reconfigure_lists(&self, lists: Lists, settings: &AccountSettings) {
+    pub(crate) fn reconfigure_lists(&self, lists: Lists, settings: &AccountSettings) {
         let (tuner, counts) = self.tuned(lists);
         let models = list_models(lists, &settings.models);
         let read_at = |counts: &CoCounts| (counts.window(), counts.dampings(), counts.forward());
@@ -247,14 +247,14 @@ impl Account {
 impl AccountSettings {
     /// Whether `personalized`'s recipe tunes itself: tuning on, and the shoppers
     /// judged (self-evaluation, whose judged requests it is tried on).
-    pub(super) fn tunes_recipe(&self) -> bool {
+    pub(crate) fn tunes_recipe(&self) -> bool {
         self.self_evaluation && self.tuning != crate::tuning::Tuning::Off
     }
 
     /// Whether `similar_sessions`' neighbourhood tunes itself: as the recipe, with
     /// sessions kept and a zone that reads them (or a `personalized` one whose recipe
     /// may blend them in).
-    pub(super) fn tunes_sessions(&self) -> bool {
+    pub(crate) fn tunes_sessions(&self) -> bool {
         self.tunes_recipe()
             && self.models.sessions > 0
             && self.zones.iter().any(|zone| {
@@ -304,4 +304,3 @@ mod recipe;
 mod sessions;
 #[cfg(test)]
 mod tests;
-pub(super) mod trial;

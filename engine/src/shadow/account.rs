@@ -1,42 +1,17 @@
-//! An account's shadow tests ([`crate::shadow`]): started, read and stopped by the admin
+//! An account's shadow tests ([`super`]): started, read and stopped by the admin
 //! API, and judged on the requests self-evaluation judges.
 
 use std::sync::Arc;
 
-use super::Account;
-use super::request::PageContext;
-use super::resolve::Plan;
-use super::settings::AccountSettings;
-use super::visitor_view::{Reads, VisitorSnapshot};
-use crate::campaign::segment::Reads as SegmentReads;
-use crate::campaign::segment::Shopper;
-use crate::campaign::{CampaignSet, RequestContext, choose};
+use super::{MAX_SHADOWS, Shadow, ShadowError};
+use crate::account::Account;
+use crate::account::request::PageContext;
+use crate::account::resolve::{Judged, fill_judged};
+use crate::campaign::CampaignSet;
 use crate::catalogue::{ProductIdx, UnixMillis};
 use crate::event::PageType;
 use crate::prequential::rank_of;
-use crate::recommend::Context;
-use crate::recommend::{NoTrace, ZoneItems, fill_zone};
-use crate::shadow::{MAX_SHADOWS, Shadow};
 use crate::zone::{ZoneKind, ZoneSpec};
-
-/// Why a shadow test was not started.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShadowError {
-    /// The account has no such product zone.
-    #[error("no product zone {0:?} in the account")]
-    NoZone(String),
-    /// The account runs as many as it may.
-    #[error("at most {MAX_SHADOWS} shadow tests run at once; stop one first")]
-    TooMany,
-}
-
-/// What a judged request reads of its visitor while a shadow test runs: everything
-/// segments may read.
-pub(super) const SHADOW_READS: Reads = Reads {
-    affinities: false,
-    repurchases: false,
-    campaigns: Some(SegmentReads::ALL),
-};
 
 impl Account {
     /// Starts judging `set`'s list for `zone` beside the live one, in place of the
@@ -84,7 +59,7 @@ impl Account {
     /// their latest view), resolved as serving resolves it (`resolve.rs`) with what
     /// their latest request said of where it came from. Called by `judge_zones` on the
     /// requests it judges.
-    pub(super) fn judge_shadows(
+    pub(crate) fn judge_shadows(
         &self,
         judged: &Judged<'_, '_>,
         brought: &[ProductIdx],
@@ -128,7 +103,7 @@ impl Account {
             };
             let who = (
                 visitor_id,
-                super::resolve::person_key(visitor_id, &snapshot.identity),
+                crate::account::resolve::person_key(visitor_id, &snapshot.identity),
             );
             let shown = |set: &CampaignSet| fill_judged(&settings, spec, who, set, &shopper, ctx).0;
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));
@@ -140,37 +115,4 @@ impl Account {
             }
         }
     }
-}
-
-/// `spec` as `set` fills it for the judged shopper `who` (a visitor id and its person
-/// key), resolved as serving resolves it: its items, and the campaign shown (its
-/// position in the zone's list) when the zone's list decided.
-pub(super) fn fill_judged(
-    settings: &AccountSettings,
-    spec: &ZoneSpec,
-    who: (&str, &str),
-    set: &CampaignSet,
-    shopper: &Shopper<'_>,
-    ctx: &Context<'_>,
-) -> (ZoneItems, Option<usize>) {
-    match settings.plan(spec, who, ctx.now, Some(set)) {
-        Plan::Campaigns { set, list, .. } => {
-            let judged = &mut crate::campaign::Judged::default();
-            let chosen = choose(set, list, (shopper, judged), ctx, &mut NoTrace);
-            (chosen.items, chosen.campaign)
-        }
-        Plan::Spec { spec, .. } => (fill_zone(spec, ctx), None),
-        Plan::Held(holdout) => (fill_zone(&holdout.spec(spec), ctx), None),
-    }
-}
-
-/// A judged request's visitor as shadow tests read it: its id, its history before the
-/// request, the recommenders' context on the page of its latest view, and the page
-/// type and request context of its latest request.
-#[derive(Clone, Copy)]
-pub(super) struct Judged<'a, 'c> {
-    pub(super) visitor_id: &'a str,
-    pub(super) snapshot: &'a VisitorSnapshot,
-    pub(super) ctx: &'a Context<'c>,
-    pub(super) latest: (Option<PageType>, &'a RequestContext),
 }

@@ -1,9 +1,9 @@
 //! Audiences: the size of a segment, counted over the visitors in memory as their
 //! latest requests would be judged, and the visitors seen lately (for the console's
-//! "show this zone as…"). The campaigns themselves are `crate::campaign`.
+//! "show this zone as…"). The campaigns themselves are the rest of [`crate::campaign`].
 
-use super::Account;
-use super::visitor_view::VisitorSnapshot;
+use crate::account::Account;
+use crate::account::visitor_view::VisitorSnapshot;
 use crate::campaign::segment::{Condition, UserFacts};
 use crate::catalogue::UnixMillis;
 
@@ -117,7 +117,7 @@ impl Account {
     }
 
     /// What segments read of a store's user record.
-    pub(super) fn user_facts(&self, user_id: &str) -> Option<UserFacts> {
+    pub(crate) fn user_facts(&self, user_id: &str) -> Option<UserFacts> {
         let user = self.tracking.users.get(user_id)?;
         Some(UserFacts {
             country: user.country.clone(),

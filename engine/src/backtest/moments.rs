@@ -19,25 +19,25 @@ pub const MAX_MOMENT_BYTES: usize = 16 << 20;
 
 /// One judged moment (see the module's documentation).
 #[derive(Debug)]
-pub(in crate::account) struct Moment {
-    pub(super) visitor_id: CompactString,
-    pub(super) identity: Identity,
+pub(crate) struct Moment {
+    pub(crate) visitor_id: CompactString,
+    pub(crate) identity: Identity,
     /// Product keys ([`crate::models::ProductKeys`]), newest view first.
-    pub(super) recent_views: SmallVec<[u32; 8]>,
-    pub(super) basket: SmallVec<[u32; 8]>,
-    pub(super) purchased: SmallVec<[u32; 8]>,
-    pub(super) segments: Option<SegmentFacts>,
-    pub(super) page_type: Option<PageType>,
-    pub(super) request: RequestContext,
-    pub(super) currency: Currency,
-    pub(super) now: UnixMillis,
+    pub(crate) recent_views: SmallVec<[u32; 8]>,
+    pub(crate) basket: SmallVec<[u32; 8]>,
+    pub(crate) purchased: SmallVec<[u32; 8]>,
+    pub(crate) segments: Option<SegmentFacts>,
+    pub(crate) page_type: Option<PageType>,
+    pub(crate) request: RequestContext,
+    pub(crate) currency: Currency,
+    pub(crate) now: UnixMillis,
     /// What the request brought that was new to the shopper, by key.
-    pub(super) brought: SmallVec<[u32; 4]>,
+    pub(crate) brought: SmallVec<[u32; 4]>,
 }
 
 impl Moment {
     /// What it takes in memory: itself and what its parts hold on the heap.
-    pub(super) fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         let keys = |v: &SmallVec<[u32; 8]>| if v.spilled() { v.capacity() * 4 } else { 0 };
         let text = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
         let identity = text(&self.identity.user_id)
@@ -59,12 +59,12 @@ impl Moment {
 
 /// The kept moments, oldest first, and the bytes they take.
 #[derive(Debug, Default)]
-pub(in crate::account) struct Moments {
-    pub(super) kept: parking_lot::Mutex<(VecDeque<Arc<Moment>>, usize)>,
+pub(crate) struct Moments {
+    pub(crate) kept: parking_lot::Mutex<(VecDeque<Arc<Moment>>, usize)>,
 }
 
 impl Moments {
-    pub(super) fn keep(&self, moment: Moment) {
+    pub(crate) fn keep(&self, moment: Moment) {
         let bytes = moment.bytes();
         let mut kept = self.kept.lock();
         kept.0.push_back(Arc::new(moment));
@@ -77,19 +77,19 @@ impl Moments {
         }
     }
 
-    pub(super) fn all(&self) -> Vec<Arc<Moment>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Moment>> {
         self.kept.lock().0.iter().cloned().collect()
     }
 
     /// How many are kept, and their bytes.
-    pub(in crate::account) fn size(&self) -> (usize, usize) {
+    pub(crate) fn size(&self) -> (usize, usize) {
         let kept = self.kept.lock();
         (kept.0.len(), kept.1)
     }
 
     /// Removes the moments of `visitor_ids`, or of a shopper named by one of `user_ids`
     /// or `emails` (lower-case).
-    pub(in crate::account) fn forget(
+    pub(crate) fn forget(
         &self,
         visitor_ids: &std::collections::HashSet<String>,
         user_ids: &std::collections::HashSet<String>,

@@ -1,20 +1,20 @@
 //! Judging the account's product zones against what a sampled visitor does next (see
-//! [`crate::prequential`]), before the request is applied.
+//! [`super`]), before the request is applied.
 
 use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
-use super::Account;
-use super::shadows::Judged;
-use super::tune::trial::{RecipeTrial, SessionsAsOf};
-use super::visitor_view::VisitorSnapshot;
+use super::{TOP_K, ZoneQuality, rank_of};
+use crate::account::Account;
+use crate::account::resolve::Judged;
+use crate::account::visitor_view::VisitorSnapshot;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::event::Event;
 use crate::models::AsOf;
 use crate::money::Currency;
-use crate::prequential::{TOP_K, ZoneQuality, rank_of};
 use crate::recommend::fill_zone;
+use crate::tuning::trial::{RecipeTrial, SessionsAsOf};
 use crate::visitor::LiveVisitor;
 use crate::zone::{ZoneKind, ZoneSpec};
 
@@ -23,7 +23,7 @@ impl Account {
     /// to the visitor (not among their recent views, basket or purchases): filled as
     /// the zone would have been for the visitor before these events, on the page of
     /// their latest view, is each product in its top [`TOP_K`], and where.
-    pub(super) fn judge_zones(
+    pub(crate) fn judge_zones(
         &self,
         visitor_id: &str,
         live: &mut LiveVisitor,
@@ -53,7 +53,7 @@ impl Account {
         }
         // What segments read: a shadow test's campaigns, or a backtest's later, may
         // judge them.
-        let reads = super::shadows::SHADOW_READS;
+        let reads = crate::account::resolve::JUDGED_READS;
         let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
         let latest = live.latest_request();
         let latest = (latest.page_type, latest.context());

@@ -16,30 +16,30 @@ use crate::zone::ZoneSpec;
 /// A trial of the recipes, taken on a request: what the zone would have been filled
 /// from for the visitor before it, and what it brought.
 #[derive(Debug)]
-pub(in crate::account) struct RecipeTrial {
+pub(crate) struct RecipeTrial {
     /// The visitor before the request.
-    pub(in crate::account) snapshot: VisitorSnapshot,
+    pub(crate) snapshot: VisitorSnapshot,
     /// The catalogue version, rankings and neighbour lists the request was served from.
-    pub(in crate::account) catalogue: Arc<Catalogue>,
-    pub(in crate::account) rankings: Arc<RankingsVersion>,
-    pub(in crate::account) published: Arc<Neighbours>,
-    pub(in crate::account) currency: Currency,
-    pub(in crate::account) now: UnixMillis,
+    pub(crate) catalogue: Arc<Catalogue>,
+    pub(crate) rankings: Arc<RankingsVersion>,
+    pub(crate) published: Arc<Neighbours>,
+    pub(crate) currency: Currency,
+    pub(crate) now: UnixMillis,
     /// The products the request brought that were new to the visitor.
-    pub(in crate::account) brought: SmallVec<[ProductIdx; 8]>,
+    pub(crate) brought: SmallVec<[ProductIdx; 8]>,
     /// The tuned zone as configured, and the recipes to try on it.
-    pub(in crate::account) zone: ZoneSpec,
-    pub(in crate::account) grid: Vec<Recipe>,
+    pub(crate) zone: ZoneSpec,
+    pub(crate) grid: Vec<Recipe>,
     /// Whose session neighbourhood the recipes read, and as of which tick (none when
     /// no recipe reads it).
-    pub(in crate::account) sessions: Option<SessionsAsOf>,
+    pub(crate) sessions: Option<SessionsAsOf>,
 }
 
 /// The visitor whose sessions' neighbourhood a trial reads, as of the sessions' tick
 /// the lists it was served from were sorted at: read when the trial is scored (off
 /// the request path), as the sessions were then.
 #[derive(Debug)]
-pub(in crate::account) struct SessionsAsOf {
-    pub(in crate::account) visitor_id: String,
-    pub(in crate::account) tick: u32,
+pub(crate) struct SessionsAsOf {
+    pub(crate) visitor_id: String,
+    pub(crate) tick: u32,
 }

@@ -20,7 +20,10 @@
 //!
 //! Files: `board.rs` (the sequential test), `pending.rs` (trials waiting to be scored),
 //! `recipe.rs` and `sessions.rs` (the recipe's and the neighbourhood's tuners),
-//! `tuners.rs` (`Tuners`, what an account holds of them).
+//! `tuners.rs` (`Tuners`, what an account holds of them), `trial.rs` (the trials it
+//! keeps there), `account/` (what self-tuning adds to [`crate::account::Account`]: the
+//! trials taken on sampled requests, scored in the models round, and the lists, the
+//! recipe and the neighbourhood reconfigured).
 //!
 //! [`CoCounts::shadow_ranks`]: crate::models::CoCounts::shadow_ranks
 //! [`TOP_K`]: crate::prequential::TOP_K
@@ -346,7 +349,7 @@ impl Tuner {
         Tuner::of(Lists::CoView, tuning, models)
     }
 
-    fn of(lists: Lists, tuning: Tuning, models: &ModelSettings) -> Tuner {
+    pub(crate) fn of(lists: Lists, tuning: Tuning, models: &ModelSettings) -> Tuner {
         let tuning = lists.tuning(tuning);
         let grid = tuning.grid_of(models, lists.dampings());
         let active = active_in(&grid, configured(models));
@@ -462,10 +465,12 @@ pub(crate) fn active_in<S: PartialEq>(grid: &[S], setting: S) -> usize {
     grid.iter().position(|s| *s == setting).unwrap_or(0)
 }
 
+mod account;
 mod board;
 mod pending;
 pub mod recipe;
 pub mod sessions;
+pub(crate) mod trial;
 pub(crate) mod tuners;
 
 pub(crate) use board::Board;

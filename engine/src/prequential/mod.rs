@@ -16,6 +16,9 @@
 //! product zone once more, so a busy store pays it on a bounded share of its requests.
 //!
 //! This is not click-through: a zone is judged whether the store shows it or not.
+//!
+//! Files: `account.rs` (judging an account's product zones on a sampled visitor's
+//! request, before it is applied).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -23,6 +26,8 @@ use parking_lot::Mutex;
 
 use crate::bucket::TokenBucket;
 use crate::catalogue::{ProductIdx, UnixMillis};
+
+mod account;
 
 /// One visitor in this many is judged.
 pub const SAMPLE_ONE_IN: u64 = 20;

@@ -3,8 +3,8 @@
 //! from, the products it brought), scored off the request path on the models' rebuild
 //! round, and the zones switched to the recipe that wins.
 
-use super::super::Account;
-use super::super::settings::AccountSettings;
+use crate::account::Account;
+use crate::account::settings::AccountSettings;
 use crate::catalogue::ProductIdx;
 use crate::models::AsOf;
 use crate::prequential::{TOP_K, rank_of};
@@ -18,7 +18,7 @@ impl Account {
     /// were, on the page of their latest view, and is a hit when a product the request
     /// brought is in its top [`TOP_K`] of the products new to the visitor. Switches the
     /// zones' recipe when one wins.
-    pub(in crate::account) fn score_recipe_trials(&self) {
+    pub(crate) fn score_recipe_trials(&self) {
         while let Some(mut trial) = self.tuners.recipe_trials.pop() {
             if let Some(sessions) = &trial.sessions {
                 trial.snapshot.similar_sessions = self.session_neighbourhood(
@@ -73,7 +73,7 @@ impl Account {
     }
 
     /// Fills the `personalized` zones with the active recipe from now on.
-    pub(in crate::account) fn apply_recipe(&self) {
+    pub(crate) fn apply_recipe(&self) {
         let Some(recipe) = self.tuners.recipe.active() else {
             return;
         };

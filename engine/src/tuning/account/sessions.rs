@@ -5,8 +5,8 @@
 
 use smallvec::SmallVec;
 
-use super::super::Account;
-use super::super::visitor_view::VisitorSnapshot;
+use crate::account::Account;
+use crate::account::visitor_view::VisitorSnapshot;
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::models::{AsOf, SessionSetting};
 use crate::prequential::{TOP_K, rank_of};
@@ -16,7 +16,7 @@ impl Account {
     /// Takes a trial of the neighbourhood's settings, if one is due (`grid`): the
     /// visitor before the request (`snapshot`) and the products it brought that are
     /// new to them, as keys, with the sessions' tick now.
-    pub(in crate::account) fn take_session_trial(
+    pub(crate) fn take_session_trial(
         &self,
         visitor_id: &str,
         snapshot: &VisitorSnapshot,
@@ -50,7 +50,7 @@ impl Account {
     /// were before its request, and is a hit when a product the request brought is in
     /// its top [`TOP_K`] of the products new to the visitor. Reads the sessions at the
     /// setting that wins.
-    pub(in crate::account) fn score_session_trials(&self) {
+    pub(crate) fn score_session_trials(&self) {
         while let Some(trial) = self.tuners.sessions.take() {
             let limit = TOP_K + trial.skip.len();
             let read = self.models.similar_sessions.neighbourhoods(

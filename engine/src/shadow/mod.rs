@@ -14,6 +14,10 @@
 //! ([`crate::prequential::JUDGED_PER_SECOND`] a second per account at most) fill a
 //! zone once more per shadow test, and an account runs at most [`MAX_SHADOWS`].
 //! Shadow tests live in memory: a restart ends them.
+//!
+//! Here: the test and its paired figures; `account` (what shadow tests add to
+//! [`crate::account::Account`]: started, read and stopped by the admin API, and judged on
+//! the requests self-evaluation judges).
 
 use std::sync::Arc;
 
@@ -24,8 +28,21 @@ use crate::campaign::CampaignSet;
 use crate::catalogue::UnixMillis;
 use crate::prequential::Tally;
 
+mod account;
+
 /// Shadow tests an account runs at once, at most.
 pub const MAX_SHADOWS: usize = 5;
+
+/// Why a shadow test was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShadowError {
+    /// The account has no such product zone.
+    #[error("no product zone {0:?} in the account")]
+    NoZone(String),
+    /// The account runs as many as it may.
+    #[error("at most {MAX_SHADOWS} shadow tests run at once; stop one first")]
+    TooMany,
+}
 
 /// A draft list judged beside the live one.
 #[derive(Debug)]

@@ -1,9 +1,25 @@
 //! What a backtest answers ([`crate::Account::backtest`]): a draft list against the
 //! live one on the kept judged moments, paired on what each shopper did next, with who
 //! each version reached and what it showed.
+//!
+//! Files: `moments.rs` (the judged moments an account keeps), `account.rs` (the
+//! backtest run over them, and how a moment is kept).
 
 use crate::catalogue::{ArchivedProduct, UnixMillis};
 use crate::shadow::Paired;
+
+mod account;
+pub(crate) mod moments;
+
+pub use moments::{MAX_MOMENT_BYTES, MAX_MOMENTS};
+
+/// Why a backtest was not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BacktestError {
+    /// The account has no such product zone.
+    #[error("no product zone {0:?} in the account")]
+    NoZone(String),
+}
 
 /// A backtest's figures.
 #[derive(Debug)]
