@@ -15,7 +15,8 @@ use vitrine_ingest::jobs::FeedStatus;
 use crate::deltas::{self, Categories, delta_body};
 use crate::feedgen::{CATEGORIES, generate_feed, product_id};
 use crate::traffic::{
-    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, ZoneMap, store_config_with,
+    ACCESS_KEY, Credentials, Mix, SECRET_KEY, Shelf, Shopper, StoreOptions, ZoneMap,
+    store_config_with,
 };
 
 /// Shoppers sending requests in turn (as the harness's connections do).
@@ -48,8 +49,12 @@ impl HarnessStore {
         let path = dir.path().join("vitrine.toml");
         let analytics = std::env::var("VITRINE_BENCH_ZONE_ANALYTICS").map_or(true, |v| v != "off");
         let judged = std::env::var("VITRINE_BENCH_SELF_EVALUATION").map_or(true, |v| v != "off");
-        std::fs::write(&path, store_config_with(false, &[], analytics, judged))
-            .expect("the config written");
+        let options = StoreOptions {
+            zone_analytics: analytics,
+            self_evaluation: judged,
+            ..StoreOptions::default()
+        };
+        std::fs::write(&path, store_config_with(&options)).expect("the config written");
         let overrides = Overrides {
             listen: None,
             data_dir: Some(dir.path().join("data")),

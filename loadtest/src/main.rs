@@ -153,7 +153,10 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Jitter(args) => jitter::jitter(args),
         Command::StoreConfig => {
-            print!("{}", vitrine_benches::traffic::store_config(false));
+            print!(
+                "{}",
+                vitrine_benches::traffic::store_config(vitrine_testkit::CatalogueStart::Empty)
+            );
             Ok(())
         }
         Command::Run(args) => run::run(*args),

@@ -14,8 +14,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use vitrine_benches::traffic::{ACCESS_KEY, HARNESS_ADMIN_TOKEN, store_config_with};
-use vitrine_testkit::{ExperimentToml, TestServer};
+use vitrine_benches::traffic::{ACCESS_KEY, HARNESS_ADMIN_TOKEN, StoreOptions, store_config_with};
+use vitrine_testkit::TestServer;
 
 /// A `vitrine serve` started by the harness in a temporary directory (the workspace's
 /// `TestServer`); killed on drop.
@@ -26,19 +26,17 @@ pub(crate) struct Spawned {
 }
 
 impl Spawned {
-    /// Starts `binary` (default: `vitrine` next to this executable) and waits for its
-    /// ready line.
+    /// Starts `binary` (default: `vitrine` next to this executable) configured with
+    /// `options`, and waits for its ready line.
     pub(crate) fn start(
         binary: Option<&Path>,
-        demo_catalogue: bool,
-        experiments: &[ExperimentToml],
-        zone_analytics: bool,
+        options: &StoreOptions<'_>,
     ) -> anyhow::Result<Spawned> {
         let binary = match binary {
             Some(path) => path.to_owned(),
             None => sibling_binary()?,
         };
-        let config = store_config_with(demo_catalogue, experiments, zone_analytics, true);
+        let config = store_config_with(options);
         let server = TestServer::start(&binary, Some(&config))?;
         Ok(Spawned {
             addr: server.addr(),

@@ -20,7 +20,7 @@ fn node(nats: &NatsCluster, name: &str) -> TestServer {
     let servers: Vec<String> = nats.urls().iter().map(|u| format!("{u:?}")).collect();
     let config = format!(
         "{}\n[cluster]\nservers = [{}]\nnode = \"{name}\"\nreplicas = 3\n",
-        vitrine_benches::traffic::store_config(true),
+        vitrine_benches::traffic::store_config(vitrine_testkit::CatalogueStart::Demo),
         servers.join(", ")
     );
     TestServer::start(&vitrine(), Some(&config)).unwrap()

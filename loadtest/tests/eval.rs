@@ -10,10 +10,10 @@ mod common;
 use common::{loadtest, vitrine};
 use std::process::Command;
 
-use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, TestServer, ZoneToml};
 
 fn config() -> String {
-    let account = AccountToml::new("eval-access-key", "eval-secret-key", true)
+    let account = AccountToml::new("eval-access-key", "eval-secret-key", CatalogueStart::Demo)
         .zone(ZoneToml::new("PP-VT", "viewed_together", 10).titled("Customers also viewed"));
     ConfigToml::default().account(account).to_toml()
 }

@@ -100,8 +100,8 @@ pub struct AccountToml {
     pub secret_key: String,
     /// `default_currency`.
     pub default_currency: String,
-    /// `demo_catalogue`: start with the generated demo catalogue.
-    pub demo_catalogue: bool,
+    /// `demo_catalogue`: what the account starts with.
+    pub catalogue: CatalogueStart,
     /// Its zones.
     pub zones: Vec<ZoneToml>,
     /// `[accounts.models]` keys as `(key, TOML value)`; empty leaves the table out.
@@ -116,14 +116,24 @@ pub struct AccountToml {
     pub clientside: Vec<(String, String)>,
 }
 
+/// What an account's catalogue starts as (`demo_catalogue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CatalogueStart {
+    /// The generated demo catalogue (`demo_catalogue = true`).
+    Demo,
+    /// Empty, until a feed or deltas fill it (`demo_catalogue = false`).
+    #[default]
+    Empty,
+}
+
 impl AccountToml {
-    /// An account in GBP with no zones.
-    pub fn new(access_key: &str, secret_key: &str, demo_catalogue: bool) -> AccountToml {
+    /// An account in GBP with no zones, its catalogue starting as `catalogue` says.
+    pub fn new(access_key: &str, secret_key: &str, catalogue: CatalogueStart) -> AccountToml {
         AccountToml {
             access_key: access_key.to_owned(),
             secret_key: secret_key.to_owned(),
             default_currency: "GBP".to_owned(),
-            demo_catalogue,
+            catalogue,
             zones: Vec::new(),
             models: Vec::new(),
             experiments: Vec::new(),
@@ -217,7 +227,7 @@ impl ConfigToml {
                 quoted(&account.access_key),
                 quoted(&account.secret_key),
                 quoted(&account.default_currency),
-                account.demo_catalogue,
+                account.catalogue == CatalogueStart::Demo,
             );
             if let Some(on) = account.self_evaluation {
                 let _ = writeln!(out, "self_evaluation = {on}");

@@ -23,6 +23,8 @@ pub mod pressure;
 pub mod records;
 pub mod server;
 
-pub use config::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, ExperimentToml, ZoneToml};
+pub use config::{
+    AccountToml, CatalogueStart, ConfigToml, DEMO_KEY, DEMO_SECRET, ExperimentToml, ZoneToml,
+};
 pub use server::{SpawnError, TestServer};
 pub use vitrine_engine::testing::*;

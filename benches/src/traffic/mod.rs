@@ -31,7 +31,7 @@ use rand_distr::{Distribution, Zipf};
 use serde::Serialize;
 use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::zone::Strategy;
-use vitrine_testkit::{AccountToml, ConfigToml, ExperimentToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ExperimentToml, ZoneToml};
 
 /// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
 /// and `--secret-key` fit both the demo and a spawned store.
@@ -96,19 +96,47 @@ pub const HARNESS_ADMIN_TOKEN: &str = "vitrine-loadtest-admin-token";
 /// The config of the store the harness spawns (and the allocations bench opens): the demo's account and zone ids, with strategies a
 /// store would put on each page, and loopback feed URLs allowed (the feed comes from
 /// the harness).
-pub fn store_config(demo_catalogue: bool) -> String {
-    store_config_with(demo_catalogue, &[], true, true)
+pub fn store_config(catalogue: CatalogueStart) -> String {
+    store_config_with(&StoreOptions {
+        catalogue,
+        ..StoreOptions::default()
+    })
 }
 
-/// [`store_config`] with experiments on its zones, zone analytics and self-evaluation
-/// on or off, and [`HARNESS_ADMIN_TOKEN`].
-pub fn store_config_with(
-    demo_catalogue: bool,
-    experiments: &[ExperimentToml],
-    zone_analytics: bool,
-    self_evaluation: bool,
-) -> String {
-    let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, demo_catalogue)
+/// What the store the harness spawns has beyond its zones ([`store_config_with`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions<'a> {
+    /// What its catalogue starts as.
+    pub catalogue: CatalogueStart,
+    /// Experiments on its zones.
+    pub experiments: &'a [ExperimentToml],
+    /// Whether it keeps zone analytics.
+    pub zone_analytics: bool,
+    /// Whether it judges its zones on sampled requests.
+    pub self_evaluation: bool,
+}
+
+impl Default for StoreOptions<'_> {
+    /// An empty catalogue, no experiment, zone analytics and self-evaluation on.
+    fn default() -> Self {
+        StoreOptions {
+            catalogue: CatalogueStart::Empty,
+            experiments: &[],
+            zone_analytics: true,
+            self_evaluation: true,
+        }
+    }
+}
+
+/// [`store_config`] with `options`, and [`HARNESS_ADMIN_TOKEN`].
+pub fn store_config_with(options: &StoreOptions<'_>) -> String {
+    let StoreOptions {
+        catalogue,
+        experiments,
+        zone_analytics,
+        self_evaluation,
+    } = *options;
+    let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, catalogue)
         .clientside("allowed_origins", &format!("[\"{HARNESS_ORIGIN}\"]"))
         .clientside("per_ip", "{ per_second = 100000, burst = 1000000 }")
         .clientside("per_visitor", "{ per_second = 100000, burst = 1000000 }");

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vitrine_testkit::records;
 
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, wait_for};
 
@@ -26,7 +26,8 @@ fn a_backup_taken_under_load_restores_every_delta_and_order_acknowledged_before_
     // backup copies.
     let config = ConfigToml::new("[deltas]\ncompact_after_changes = 20")
         .account(
-            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new("TOP", "trending", 2)),
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
+                .zone(ZoneToml::new("TOP", "trending", 2)),
         )
         .to_toml();
     let server = Server::with_config(&config);
@@ -146,7 +147,7 @@ fn a_log_writer_behind_answers_503_with_retry_after_before_applying_anything() {
     let config =
         ConfigToml::new("[limits]\nmax_log_backlog = 1\n[durability]\nevents_fsync = \"never\"")
             .account(
-                AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+                AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
                     .zone(ZoneToml::new("TOP", "trending", 2)),
             )
             .to_toml();

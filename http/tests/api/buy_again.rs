@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Server};
 
 fn config() -> String {
-    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
         .zone(ZoneToml::new("AGAIN", "buy_again", 5).titled("Buy it again"))
         .zone(ZoneToml::new("TREND", "trending", 50).titled("Trending"));
     ConfigToml::new("[durability]\nevents_fsync = \"always\"")

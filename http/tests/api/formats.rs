@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::Server;
 
@@ -35,7 +35,7 @@ fn a_data_directory_of_an_earlier_release_is_restored() {
     // The account the fixture was written for: its access key names its directory.
     let config = ConfigToml::default()
         .account(
-            AccountToml::new("k1", "secret-1234", true)
+            AccountToml::new("k1", "secret-1234", CatalogueStart::Demo)
                 .zone(ZoneToml::new("RV", "recently_viewed", 5))
                 .zone(ZoneToml::new("VT", "viewed_together", 5)),
         )

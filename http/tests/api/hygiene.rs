@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Server, parse_response, serverside_body, wait_for};
 
 fn config(preamble: &str) -> String {
-    let account =
-        AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new("HP-01", "trending", 4));
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
+        .zone(ZoneToml::new("HP-01", "trending", 4));
     ConfigToml::new(preamble).account(account).to_toml()
 }
 

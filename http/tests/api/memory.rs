@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
-use vitrine_testkit::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, DEMO_KEY, DEMO_SECRET, ZoneToml};
 
 use crate::common::{Resp, Server, request};
 
@@ -96,7 +96,7 @@ fn recently_viewed(server: &Server, visitor: &str) -> Vec<String> {
 fn a_million_new_visitor_ids_keep_visitors_at_the_bound_and_known_ones_keep_their_history() {
     let config = ConfigToml::new("")
         .account(
-            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo).zone(ZoneToml::new(
                 "RV",
                 "recently_viewed",
                 5,
@@ -205,7 +205,7 @@ fn over_the_memory_budget_the_least_recently_seen_visitors_go_a_tenth_at_a_time(
     // A budget no process meets: the server evicts down to its floor of 1,000.
     let config = ConfigToml::new("[memory]\nmax_rss_mb = 1")
         .account(
-            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo).zone(ZoneToml::new(
                 "RV",
                 "recently_viewed",
                 5,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vitrine_testkit::records;
 
-use vitrine_testkit::{AccountToml, ConfigToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, request, wait_for};
 
@@ -185,7 +185,11 @@ fn metrics_can_have_their_own_socket_and_logs_can_be_json() {
     let config = ConfigToml::new(
         "metrics_listen = \"127.0.0.1:0\"\n[feeds]\nallow_private_addresses = true",
     )
-    .account(AccountToml::new(DEMO_KEY, DEMO_SECRET, true))
+    .account(AccountToml::new(
+        DEMO_KEY,
+        DEMO_SECRET,
+        CatalogueStart::Demo,
+    ))
     .to_toml();
     let server = Server::with_env(&config, &[("VITRINE_LOG_FORMAT", "json")]);
     let metrics_addr = wait_for(

@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, serverside_body, wait_for};
 
 /// A configuration of the demo account (demo catalogue) with `zones` only.
 pub(crate) fn demo_config(preamble: &str, zones: Vec<ZoneToml>) -> String {
     let account = zones.into_iter().fold(
-        AccountToml::new(DEMO_KEY, DEMO_SECRET, true),
+        AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo),
         AccountToml::zone,
     );
     ConfigToml::new(preamble).account(account).to_toml()

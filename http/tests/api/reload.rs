@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use crate::common::{DEMO_KEY, DEMO_SECRET, Resp, Server, wait_for};
 
@@ -20,7 +20,7 @@ fn accounts_config(preamble: &str, accounts: &[(&str, &str, usize)]) -> String {
         .iter()
         .fold(ConfigToml::new(preamble), |config, (key, secret, count)| {
             config.account(
-                AccountToml::new(key, secret, true)
+                AccountToml::new(key, secret, CatalogueStart::Demo)
                     .zone(ZoneToml::new("RV", "recently_viewed", 5))
                     .zone(ZoneToml::new("TOP", "trending", *count)),
             )
@@ -173,11 +173,11 @@ fn reload_says_when_no_server_runs_on_the_directory() {
 
 #[test]
 fn rate_limits_answer_429_with_retry_after_in_each_endpoints_shape() {
-    let limited = AccountToml::new("limited", "limited-secret", true)
+    let limited = AccountToml::new("limited", "limited-secret", CatalogueStart::Demo)
         .zone(ZoneToml::new("TOP", "trending", 2));
     let config = ConfigToml::new("")
         .account(limited)
-        .account(AccountToml::new("free", "free-secret", true).zone(ZoneToml::new("TOP", "trending", 2)))
+        .account(AccountToml::new("free", "free-secret", CatalogueStart::Demo).zone(ZoneToml::new("TOP", "trending", 2)))
         .to_toml()
         .replace(
             "access_key = \"limited\"",
@@ -253,7 +253,11 @@ fn a_rate_limit_naming_no_endpoint_is_a_configuration_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     let config = ConfigToml::new("")
-        .account(AccountToml::new("shop", "shop-secret", true))
+        .account(AccountToml::new(
+            "shop",
+            "shop-secret",
+            CatalogueStart::Demo,
+        ))
         .to_toml()
         .replace(
             "access_key = \"shop\"",
@@ -273,7 +277,8 @@ fn connections_beyond_the_cap_wait_until_one_closes() {
     use std::io::Read;
     let config = ConfigToml::new("[limits]\nmax_connections = 2")
         .account(
-            AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new("TOP", "trending", 2)),
+            AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
+                .zone(ZoneToml::new("TOP", "trending", 2)),
         )
         .to_toml();
     let server = Server::with_config(&config);

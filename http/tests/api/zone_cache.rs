@@ -4,7 +4,7 @@
 //! products out of a cached zone.
 
 use serde_json::{Value, json};
-use vitrine_testkit::{AccountToml, ConfigToml, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ZoneToml};
 
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ const ORIGIN: &str = "https://shop.example";
 
 /// The demo account with a trending zone, a category zone and a similar zone.
 fn config(memory: &str) -> String {
-    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true)
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
         .clientside("allowed_origins", &format!("[{ORIGIN:?}]"))
         .zone(ZoneToml::new("TR", "trending", 6))
         .zone(ZoneToml::new("CT", "category_top", 6).fallback(&["trending"]))

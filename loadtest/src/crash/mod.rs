@@ -34,7 +34,9 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use vitrine_ingest::jobs::STATUSES_KEPT;
 use vitrine_testkit::client::{Response, post_json};
-use vitrine_testkit::{AccountToml, ConfigToml, DEMO_KEY, DEMO_SECRET, TestServer, ZoneToml};
+use vitrine_testkit::{
+    AccountToml, CatalogueStart, ConfigToml, DEMO_KEY, DEMO_SECRET, TestServer, ZoneToml,
+};
 
 /// `fsync_interval_ms` of the crash configuration.
 const FSYNC_INTERVAL_MS: u64 = 50;
@@ -271,11 +273,8 @@ fn config(policy: &str) -> String {
          state_snapshot_interval_secs = 1\nwal_segment_bytes = 65536\n\
          [deltas]\ncompact_after_changes = 40\n[feeds]\nbackground_priority = \"normal\""
     );
-    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, true).zone(ZoneToml::new(
-        "RV-01",
-        "recently_viewed",
-        20,
-    ));
+    let account = AccountToml::new(DEMO_KEY, DEMO_SECRET, CatalogueStart::Demo)
+        .zone(ZoneToml::new("RV-01", "recently_viewed", 20));
     ConfigToml::new(&preamble).account(account).to_toml()
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use bytes::Bytes;
 use serde_json::{Value, json};
-use vitrine_testkit::{AccountToml, ConfigToml, TestServer, ZoneToml};
+use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, TestServer, ZoneToml};
 
 use super::data::{Dataset, Query, Step};
 use crate::eval::{Client, Kind};
@@ -43,7 +43,7 @@ impl Vitrine {
         count: usize,
         models: &[(&str, String)],
     ) -> anyhow::Result<Vitrine> {
-        let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, false);
+        let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, CatalogueStart::Empty);
         for (key, value) in models {
             account = account.model(key, value);
         }

@@ -11,7 +11,8 @@ use anyhow::{Context, bail};
 use crate::baseline::Baseline;
 use crate::drive::{Control, Pacing, Phase, Recordings, Traffic, TrafficEndpoint, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
-use vitrine_benches::traffic::{Clicks, Credentials, Shelf, ZoneMap};
+use vitrine_benches::traffic::{Clicks, Credentials, Shelf, StoreOptions, ZoneMap};
+use vitrine_testkit::CatalogueStart;
 
 mod args;
 mod counters;
@@ -102,12 +103,17 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let spawned = if args.spawn {
         eprintln!("starting vitrine");
-        Some(Spawned::start(
-            args.vitrine.as_deref(),
-            args.products == 0,
-            &experiments,
-            !args.no_zone_analytics,
-        )?)
+        let options = StoreOptions {
+            catalogue: if args.products == 0 {
+                CatalogueStart::Demo
+            } else {
+                CatalogueStart::Empty
+            },
+            experiments: &experiments,
+            zone_analytics: !args.no_zone_analytics,
+            ..StoreOptions::default()
+        };
+        Some(Spawned::start(args.vitrine.as_deref(), &options)?)
     } else {
         None
     };
@@ -353,16 +359,15 @@ async fn measure(
         None => None,
     };
     let recordings = recordings.context("load task")??;
-    let open = matches!(pacing, Pacing::Open { .. });
     let ingest_seconds = match ingest_outcome {
         Some(outcome) => Some(outcome.context("the feed ingest during the load")?),
         None => None,
     };
     let report = |server: String, recordings: &Recordings| TargetReport {
         server,
-        idle: PhaseReport::of(&recordings.idle, idle_seconds, open),
+        idle: PhaseReport::of(&recordings.idle, idle_seconds, pacing),
         during_ingest: ingest_seconds
-            .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, open)),
+            .map(|seconds| PhaseReport::of(&recordings.ingest, seconds, pacing)),
         window_waits_per_second: None,
         zone_cache_hit_ratio: None,
         fsyncs_per_second: None,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::args::RunArgs;
-use crate::drive::Recording;
+use crate::drive::{Pacing, Recording};
 use crate::percentiles::Percentiles;
 
 /// One measured phase.
@@ -28,7 +28,9 @@ pub(crate) struct PhaseReport {
 }
 
 impl PhaseReport {
-    pub(super) fn of(recording: &Recording, seconds: f64, open: bool) -> PhaseReport {
+    /// The figures of one phase's `recording` over `seconds`, paced by `pacing` (an
+    /// open loop also reports how late requests left).
+    pub(super) fn of(recording: &Recording, seconds: f64, pacing: Pacing) -> PhaseReport {
         let requests = recording.requests();
         let answered: u64 = recording.statuses.values().sum();
         PhaseReport {
@@ -41,7 +43,7 @@ impl PhaseReport {
             },
             round_trip_us: Percentiles::of(&recording.round_trip),
             server_us: Percentiles::of(&recording.server),
-            schedule_lag_us: if open {
+            schedule_lag_us: if matches!(pacing, Pacing::Open { .. }) {
                 Percentiles::of(&recording.lag)
             } else {
                 None
