@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use vitrine_snapshots::threads::{self, Role};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -284,9 +285,29 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
         Ok(limit) => tracing::info!(open_files = limit, "open-file limit"),
         Err(error) => tracing::warn!(%error, "the open-file limit could not be raised"),
     }
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Decided before any thread starts: the runtime's workers serve, the log writer and
+    // the ingest pool run where `cpu_layout` puts background work.
+    let placement = threads::decide(config.cpu_layout);
+    tracing::info!(
+        layout = ?placement.layout,
+        serving = ?placement.serving,
+        background = ?placement.background,
+        "CPU placement"
+    );
+    // The main thread runs the server's own future; rayon's global pool (parallel
+    // steps not given the ingest pool: a state snapshot's restore, a backtest) is
+    // background work.
+    threads::place_current_thread(Role::Serving);
+    if let Err(error) = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("rayon-{i}"))
+        .start_handler(|_| threads::place_current_thread(Role::Background))
+        .build_global()
+    {
+        tracing::warn!(%error, "rayon's global pool was started before its placement");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
+        .worker_threads(threads::cpus_for(Role::Serving))
+        .on_thread_start(|| threads::place_current_thread(Role::Serving))
         .enable_all()
         .build()
         .context("starting the runtime")?;

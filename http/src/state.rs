@@ -472,6 +472,7 @@ fn restart_only_changes(old: &Config, new: &Config) -> Vec<String> {
     check("sftp", old.sftp == new.sftp);
     check("tls", old.tls == new.tls);
     check("data_dir", old.data_dir == new.data_dir);
+    check("cpu_layout", old.cpu_layout == new.cpu_layout);
     check(
         "durability.events_fsync",
         old.events_fsync == new.events_fsync,

@@ -53,6 +53,8 @@ mod cluster_trim;
 mod common;
 #[path = "api/console.rs"]
 mod console;
+#[path = "api/cpu_layout.rs"]
+mod cpu_layout;
 #[path = "api/crash.rs"]
 mod crash;
 #[path = "api/delta.rs"]

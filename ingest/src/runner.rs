@@ -57,6 +57,9 @@ impl FeedRunner {
         thread::Builder::new()
             .name("feed-runner".to_owned())
             .spawn(move || {
+                vitrine_snapshots::threads::place_current_thread(
+                    vitrine_snapshots::threads::Role::Background,
+                );
                 // Downloads are background work, like the parse and build on `pool`.
                 if settings.priority == crate::jobs::BackgroundPriority::Lowest {
                     crate::jobs::lower_thread_priority();

@@ -17,6 +17,7 @@
 //! - [`snapshot`]: snapshot files: write, list, open newest valid, prune.
 //! - [`wal`]: the write-ahead log: framed records, group commit, recovery.
 //! - [`metrics`]: the duration histograms the crates keep for `/metrics`.
+//! - [`threads`]: where serving and background threads run (`cpu_layout`).
 //! - `error`: the crate's [`Error`], each naming the path involved.
 
 #![deny(unsafe_code)]
@@ -34,6 +35,7 @@ pub mod metrics;
     reason = "mapping a snapshot file read-only; see its SAFETY comment"
 )]
 pub mod snapshot;
+pub mod threads;
 pub mod wal;
 
 mod error;

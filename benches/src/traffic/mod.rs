@@ -31,6 +31,7 @@ use rand_distr::{Distribution, Zipf};
 use serde::Serialize;
 use vitrine_engine::experiment::{Experiment, Variant};
 use vitrine_engine::zone::Strategy;
+use vitrine_snapshots::threads::Layout;
 use vitrine_testkit::{AccountToml, CatalogueStart, ConfigToml, ExperimentToml, ZoneToml};
 
 /// The account of a spawned server: the demo's keys, so the defaults of `--access-key`
@@ -114,6 +115,8 @@ pub struct StoreOptions<'a> {
     pub zone_analytics: bool,
     /// Whether it judges its zones on sampled requests.
     pub self_evaluation: bool,
+    /// Where its threads run (`cpu_layout`).
+    pub cpu_layout: Layout,
 }
 
 impl Default for StoreOptions<'_> {
@@ -124,6 +127,7 @@ impl Default for StoreOptions<'_> {
             experiments: &[],
             zone_analytics: true,
             self_evaluation: true,
+            cpu_layout: Layout::Shared,
         }
     }
 }
@@ -135,6 +139,7 @@ pub fn store_config_with(options: &StoreOptions<'_>) -> String {
         experiments,
         zone_analytics,
         self_evaluation,
+        cpu_layout,
     } = *options;
     let mut account = AccountToml::new(ACCESS_KEY, SECRET_KEY, catalogue)
         .clientside("allowed_origins", &format!("[\"{HARNESS_ORIGIN}\"]"))
@@ -156,8 +161,12 @@ pub fn store_config_with(options: &StoreOptions<'_>) -> String {
     for experiment in experiments {
         account = account.experiment(experiment.clone());
     }
+    let layout = match cpu_layout {
+        Layout::Shared => "shared",
+        Layout::Split => "split",
+    };
     ConfigToml::new(&format!(
-        "region = \"eu\"\n\n[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{HARNESS_ADMIN_TOKEN}\"]"
+        "region = \"eu\"\ncpu_layout = \"{layout}\"\n\n[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{HARNESS_ADMIN_TOKEN}\"]"
     ))
     .account(account)
     .to_toml()

@@ -13,6 +13,7 @@ pub(super) struct FileConfig {
     pub(super) metrics_listen: Option<String>,
     pub(super) data_dir: Option<PathBuf>,
     pub(super) region: Option<String>,
+    pub(super) cpu_layout: Option<String>,
     #[serde(default)]
     pub(super) durability: FileDurability,
     #[serde(default)]

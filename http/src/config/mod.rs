@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use vitrine_snapshots::threads::Layout;
 
 mod accounts;
 mod checks;
@@ -69,6 +70,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Region this process serves.
     pub region: Region,
+    /// `cpu_layout`: whether background threads run on a CPU of their own.
+    pub cpu_layout: Layout,
     /// Events fsync policy.
     pub events_fsync: EventsFsync,
     /// Interval of the `interval` policy.
@@ -182,6 +185,16 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         Some(r) => Region::parse(r)
             .ok_or_else(|| err("region", format!("expected \"eu\" or \"us\", got {r:?}")))?,
     };
+    let cpu_layout = match file.cpu_layout.as_deref() {
+        None | Some("shared") => Layout::Shared,
+        Some("split") => Layout::Split,
+        Some(other) => {
+            return Err(err(
+                "cpu_layout",
+                format!("expected \"shared\" or \"split\", got {other:?}"),
+            ));
+        }
+    };
     let durability = durability(&file.durability, &err)?;
     let deltas = delta_config(&file.deltas, &err)?;
     let limits = limits(&file.limits, &err)?;
@@ -211,6 +224,7 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         metrics_listen,
         data_dir,
         region,
+        cpu_layout,
         events_fsync: durability.events_fsync,
         fsync_interval_ms: durability.fsync_interval_ms,
         wal_segment_bytes: durability.wal_segment_bytes,

@@ -161,6 +161,15 @@ fn a_reload_puts_a_new_configuration_in_force_without_dropping_connections_or_st
     );
     let served = visit(&server, "shop-c", "secret-c", "shopper", &[]);
     assert_eq!(served.status, 200, "{}", served.body);
+    // So is where the threads run.
+    let split = accounts_config(
+        "cpu_layout = \"split\"",
+        &[("shop-a", "rotated-a", 4), ("shop-c", "secret-c", 3)],
+    );
+    std::fs::write(&config_path, &split).unwrap();
+    let (code, _, err) = vitrine(&["reload", "--data-dir", data_arg]);
+    assert_eq!(code, 1);
+    assert_eq!(err.trim(), "error: only a restart can change cpu_layout");
 }
 
 #[test]

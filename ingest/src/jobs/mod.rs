@@ -452,6 +452,9 @@ impl AccountJobs {
         let spawned = thread::Builder::new()
             .name("erasure-flush".to_owned())
             .spawn(move || {
+                vitrine_snapshots::threads::place_current_thread(
+                    vitrine_snapshots::threads::Role::Background,
+                );
                 if let Err(error) = shared.flush_erasure() {
                     let key = &shared.account.access_key();
                     tracing::error!(account = %key, %error, "erasure flush failed");

@@ -30,6 +30,9 @@ pub fn ingest_pool_at(
         .num_threads(threads.max(1))
         .thread_name(|i| format!("ingest-{i}"))
         .start_handler(move |_| {
+            vitrine_snapshots::threads::place_current_thread(
+                vitrine_snapshots::threads::Role::Background,
+            );
             if priority == BackgroundPriority::Lowest {
                 lower_thread_priority();
             }

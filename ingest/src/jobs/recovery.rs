@@ -118,7 +118,10 @@ impl AccountJobs {
         let compactor_shared = Arc::clone(&shared);
         let compactor = thread::Builder::new()
             .name(format!("compact-{key}"))
-            .spawn(move || compactor_shared.run_compactor(&compact_receiver))
+            .spawn(move || {
+                background();
+                compactor_shared.run_compactor(&compact_receiver)
+            })
             .map_err(vitrine_snapshots::Error::io(
                 "starting the compactor for",
                 &shared.dir,
@@ -128,7 +131,10 @@ impl AccountJobs {
         let worker_compact = compact_sender.clone();
         let worker = thread::Builder::new()
             .name(format!("delta-{key}"))
-            .spawn(move || worker_shared.run_worker(&receiver, &worker_compact))
+            .spawn(move || {
+                background();
+                worker_shared.run_worker(&receiver, &worker_compact)
+            })
             .map_err(vitrine_snapshots::Error::io(
                 "starting the delta worker for",
                 &shared.dir,
@@ -264,4 +270,9 @@ fn replay_tracking(
             | None => {}
         }
     }
+}
+
+/// Puts the calling thread (a delta worker, a compactor) where background work runs.
+fn background() {
+    vitrine_snapshots::threads::place_current_thread(vitrine_snapshots::threads::Role::Background);
 }

@@ -139,6 +139,15 @@ pub(crate) struct RunArgs {
     /// measure what recording impressions costs.
     #[arg(long, requires = "spawn", conflicts_with = "experiment")]
     pub(crate) no_zone_analytics: bool,
+    /// The spawned store's `cpu_layout`: `shared` (every thread on every CPU it has) or
+    /// `split` (with two or more, background threads on the last CPU).
+    #[arg(
+        long,
+        value_name = "LAYOUT",
+        default_value = "shared",
+        requires = "spawn"
+    )]
+    pub(crate) cpu_layout: String,
     /// Send the shoppers' requests as the browser script does (`POST
     /// /api/clientside/<key>` from a store origin, no secret key) instead of as a
     /// store's server (`/api/serverside`). A server not spawned by the harness must allow

@@ -12,6 +12,7 @@ use crate::baseline::Baseline;
 use crate::drive::{Control, Pacing, Phase, Recordings, Traffic, TrafficEndpoint, drive};
 use crate::provision::{FeedServer, FeedSubmission, Spawned, synthetic_feed};
 use vitrine_benches::traffic::{Clicks, Credentials, Shelf, StoreOptions, ZoneMap};
+use vitrine_snapshots::threads::Layout;
 use vitrine_testkit::CatalogueStart;
 
 mod args;
@@ -111,6 +112,11 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             },
             experiments: &experiments,
             zone_analytics: !args.no_zone_analytics,
+            cpu_layout: match args.cpu_layout.as_str() {
+                "shared" => Layout::Shared,
+                "split" => Layout::Split,
+                other => bail!("--cpu-layout: expected shared or split, got {other:?}"),
+            },
             ..StoreOptions::default()
         };
         Some(Spawned::start(args.vitrine.as_deref(), &options)?)

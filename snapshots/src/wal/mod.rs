@@ -118,6 +118,7 @@ impl Wal {
         let worker = thread::Builder::new()
             .name("wal-writer".to_owned())
             .spawn(move || {
+                crate::threads::place_current_thread(crate::threads::Role::Background);
                 // Serving does not keep the writer from the core: on a saturated core the
                 // writer's wake-ups come before the serving threads' turns. Granted where
                 // the process may raise a thread's priority (root, or `CAP_SYS_NICE`);
