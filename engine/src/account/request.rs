@@ -105,3 +105,16 @@ impl<'a> PageContext<'a> {
         self.product = Some(id);
     }
 }
+
+/// A request self-evaluation and self-tuning take a sample of, before it is applied:
+/// who sent it, what it brings, the catalogue and zones it is served with, and when,
+/// in which currency.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sampled<'a> {
+    pub(crate) visitor_id: &'a str,
+    pub(crate) events: &'a [Event],
+    pub(crate) catalogue: &'a std::sync::Arc<crate::catalogue::Catalogue>,
+    pub(crate) zones: &'a [crate::zone::ZoneSpec],
+    pub(crate) currency: Currency,
+    pub(crate) now: UnixMillis,
+}

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::Account;
 use super::ids::new_id;
+use super::request::Sampled;
 use super::request::{Notice, PageContext, ServeRequest, ZoneIds};
 use super::resolve::{Plan, campaign_reads, reads_sessions};
 use super::settings::AccountSettings;
@@ -125,33 +126,22 @@ impl Account {
         };
         // A sampled visitor's request first judges the zones (what it brings, before
         // it is applied).
+        let sampled = Sampled {
+            visitor_id: &visitor_id,
+            events: &request.events,
+            catalogue: &catalogue,
+            zones: &settings.zones,
+            currency,
+            now,
+        };
         if settings.self_evaluation && crate::prequential::sampled(&visitor_id) {
-            self.judge_zones(
-                &visitor_id,
-                &mut visitor,
-                &request.events,
-                &catalogue,
-                &settings.zones,
-                (currency, now),
-            );
+            self.judge_zones(&sampled, &mut visitor);
         }
         // And self-tuning takes one step in 20 of every visitor as a trial, and one
         // product put in the basket or ordered in 20.
         if settings.self_evaluation {
-            self.take_trial(
-                &visitor_id,
-                &mut visitor,
-                &request.events,
-                (&catalogue, &settings.zones),
-                now,
-            );
-            self.take_purchase_trial(
-                &visitor_id,
-                &visitor,
-                &request.events,
-                (&catalogue, &settings.zones),
-                now,
-            );
+            self.take_trial(&sampled, &mut visitor);
+            self.take_purchase_trial(&sampled, &visitor);
         }
         self.track(
             &mut visitor,

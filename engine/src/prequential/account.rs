@@ -7,12 +7,12 @@ use smallvec::SmallVec;
 
 use super::{TOP_K, ZoneQuality, rank_of};
 use crate::account::Account;
+use crate::account::request::Sampled;
 use crate::account::resolve::Judged;
 use crate::account::visitor_view::VisitorSnapshot;
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::ProductIdx;
 use crate::event::Event;
 use crate::models::AsOf;
-use crate::money::Currency;
 use crate::recommend::fill_zone;
 use crate::tuning::trial::{RecipeTrial, SessionsAsOf};
 use crate::visitor::LiveVisitor;
@@ -23,15 +23,15 @@ impl Account {
     /// to the visitor (not among their recent views, basket or purchases): filled as
     /// the zone would have been for the visitor before these events, on the page of
     /// their latest view, is each product in its top [`TOP_K`], and where.
-    pub(crate) fn judge_zones(
-        &self,
-        visitor_id: &str,
-        live: &mut LiveVisitor,
-        events: &[Event],
-        catalogue: &std::sync::Arc<Catalogue>,
-        zones: &[ZoneSpec],
-        (currency, now): (Currency, UnixMillis),
-    ) {
+    pub(crate) fn judge_zones(&self, sampled: &Sampled<'_>, live: &mut LiveVisitor) {
+        let Sampled {
+            visitor_id,
+            events,
+            catalogue,
+            zones,
+            currency,
+            now,
+        } = *sampled;
         let mut brought: SmallVec<[ProductIdx; 8]> = SmallVec::new();
         for event in events {
             let mut bring = |id: &str| {
@@ -66,7 +66,7 @@ impl Account {
         let judging = self.figures.predictions.due(now);
         let recipes = self.tuners.recipe.due(now);
         if let Some(grid) = self.tuners.sessions.due(now) {
-            self.take_session_trial(visitor_id, &snapshot, (&brought, catalogue), grid, now);
+            self.take_session_trial(sampled, &snapshot, &brought, grid);
         }
         if !judging && recipes.is_none() {
             return;

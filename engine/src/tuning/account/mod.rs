@@ -8,8 +8,8 @@
 use std::sync::atomic::Ordering;
 
 use crate::account::Account;
+use crate::account::request::Sampled;
 use crate::account::settings::AccountSettings;
-use crate::catalogue::{Catalogue, UnixMillis};
 use crate::event::Event;
 use crate::models::CoCounts;
 use crate::models::{ListSetting, ModelSettings, NO_KEY};
@@ -27,14 +27,15 @@ impl Account {
     /// co-view pairs of the visitor's latest views (weighed as `personalized` weighs
     /// them, [`shadow_seed_weights`]) and that product, before the request is
     /// applied. Scored by [`Account::score_trials`].
-    pub(crate) fn take_trial(
-        &self,
-        visitor_id: &str,
-        live: &mut LiveVisitor,
-        events: &[Event],
-        (catalogue, zones): (&Catalogue, &[ZoneSpec]),
-        now: UnixMillis,
-    ) {
+    pub(crate) fn take_trial(&self, sampled: &Sampled<'_>, live: &mut LiveVisitor) {
+        let Sampled {
+            visitor_id,
+            events,
+            catalogue,
+            zones,
+            now,
+            ..
+        } = *sampled;
         // A basket or order line is a step of the visit when it is new to the basket
         // and not put in from its own page (the latest view), as `Account::see_added`
         // counts it.
@@ -89,14 +90,15 @@ impl Account {
     /// nor in the basket): the co-purchase pairs of the visitor's basket lines and
     /// purchases (latest first, weighed as `personalized` weighs its views) and that
     /// product, before the request is applied. Scored by [`Account::score_trials`].
-    pub(crate) fn take_purchase_trial(
-        &self,
-        visitor_id: &str,
-        live: &LiveVisitor,
-        events: &[Event],
-        (catalogue, zones): (&Catalogue, &[ZoneSpec]),
-        now: UnixMillis,
-    ) {
+    pub(crate) fn take_purchase_trial(&self, sampled: &Sampled<'_>, live: &LiveVisitor) {
+        let Sampled {
+            visitor_id,
+            events,
+            catalogue,
+            zones,
+            now,
+            ..
+        } = *sampled;
         let owned = |id: &str| live.has_in_basket(id) || live.purchased.iter().any(|p| p == id);
         let Some(first) = events.iter().find_map(|event| match event {
             Event::SetBasket { items } => items.iter().map(|l| l.id.as_str()).find(|id| !owned(id)),

@@ -6,8 +6,9 @@
 use smallvec::SmallVec;
 
 use crate::account::Account;
+use crate::account::request::Sampled;
 use crate::account::visitor_view::VisitorSnapshot;
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::ProductIdx;
 use crate::models::{AsOf, SessionSetting};
 use crate::prequential::{TOP_K, rank_of};
 use crate::tuning::sessions::{SessionReport, SessionTrial};
@@ -18,12 +19,17 @@ impl Account {
     /// new to them, as keys, with the sessions' tick now.
     pub(crate) fn take_session_trial(
         &self,
-        visitor_id: &str,
+        sampled: &Sampled<'_>,
         snapshot: &VisitorSnapshot,
-        (brought, catalogue): (&[ProductIdx], &Catalogue),
+        brought: &[ProductIdx],
         grid: Vec<SessionSetting>,
-        now: UnixMillis,
     ) {
+        let Sampled {
+            visitor_id,
+            catalogue,
+            now,
+            ..
+        } = *sampled;
         let key = |idx: &ProductIdx| {
             let product = catalogue.product(*idx)?;
             self.models.product_keys.existing(product.id.as_str())
