@@ -167,15 +167,17 @@ fn an_experiment_started_through_one_node_splits_shoppers_alike_on_the_other() {
         (results["experiments"][0]["status"] == "running").then_some(())
     });
     // The same split on both nodes (once B has installed what it read: the history
-    // it answers from may be a moment ahead of the set it serves from).
+    // it answers from may be a moment ahead of the set it serves from; and once each
+    // node's models round has ranked the products the delta added, which the live
+    // variant's trending list shows).
     let split = |server: &Server| -> Vec<Vec<String>> {
         (0..20)
             .map(|v| zone(server, &format!("s{v}"), "TR"))
             .collect()
     };
-    let on_a = split(&a);
-    wait_for("the same split on B", REPLICATED, || {
-        (split(&b) == on_a).then_some(())
+    let on_a = wait_for("the same split on A and B", REPLICATED, || {
+        let on_a = split(&a);
+        (split(&b) == on_a).then_some(on_a)
     });
     let in_list = on_a.iter().filter(|shown| *shown == &["p3", "p1"]).count();
     assert!((1..20).contains(&in_list), "{in_list} of 20 shown the list");
