@@ -161,12 +161,14 @@ pub fn store_config_with(options: &StoreOptions<'_>) -> String {
     for experiment in experiments {
         account = account.experiment(experiment.clone());
     }
+    // Written only when it is not the default, so that builds older than the key read
+    // the same file (`scripts/perf-compare`).
     let layout = match cpu_layout {
-        Layout::Shared => "shared",
-        Layout::Split => "split",
+        Layout::Shared => "",
+        Layout::Split => "cpu_layout = \"split\"\n",
     };
     ConfigToml::new(&format!(
-        "region = \"eu\"\ncpu_layout = \"{layout}\"\n\n[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{HARNESS_ADMIN_TOKEN}\"]"
+        "region = \"eu\"\n{layout}\n[feeds]\nallow_private_addresses = true\n\n[admin]\ntokens = [\"{HARNESS_ADMIN_TOKEN}\"]"
     ))
     .account(account)
     .to_toml()
