@@ -158,6 +158,32 @@ mod tests {
 
     const T0: UnixMillis = 1_800_000_000_000;
 
+    /// An account of `ids`, each priced, with the zones `zones`.
+    fn account_of<'a>(
+        ids: impl IntoIterator<Item = &'a str>,
+        zones: Vec<crate::zone::ZoneSpec>,
+    ) -> crate::account::Account {
+        let products = ids.into_iter().map(|id| Product {
+            prices: testing::priced(100, "GBP"),
+            ..testing::product(id)
+        });
+        testing::account(zones, testing::catalogue(products))
+    }
+
+    /// A trending zone "TR" of 4.
+    fn trending() -> Vec<crate::zone::ZoneSpec> {
+        vec![testing::zone("TR", Strategy::Trending, 4)]
+    }
+
+    /// The first `n` visitor ids self-evaluation samples.
+    fn sampled_ids(n: usize) -> Vec<String> {
+        (0..)
+            .map(|i| format!("shopper-{i}"))
+            .filter(|v| sampled(v))
+            .take(n)
+            .collect()
+    }
+
     fn view(visitor: &str, product: &str, now: UnixMillis) -> ServeRequest {
         ServeRequest {
             search: None,
@@ -173,19 +199,14 @@ mod tests {
 
     #[test]
     fn a_sampled_visitors_next_product_is_looked_up_in_every_product_zone() {
-        let products = ["a", "b", "c", "d"].map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        });
-        let account = testing::account(
+        let account = account_of(
+            ["a", "b", "c", "d"],
             vec![
                 testing::zone("TR", Strategy::Trending, 4),
                 testing::zone("RV", Strategy::RecentlyViewed, 4),
             ],
-            testing::catalogue(products),
         );
-        let judged = (0..).map(|n| format!("shopper-{n}")).find(|v| sampled(v));
-        let judged = judged.expect("a sampled visitor id");
+        let judged = sampled_ids(1).remove(0);
         let others: Vec<String> = (0..)
             .map(|n| format!("trainer-{n}"))
             .filter(|v| !sampled(v))
@@ -225,21 +246,13 @@ mod tests {
 
     #[test]
     fn an_account_with_self_evaluation_off_judges_nothing() {
-        let products = ["a", "b"].map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        });
-        let account = testing::account(
-            vec![testing::zone("TR", Strategy::Trending, 4)],
-            testing::catalogue(products),
-        );
+        let account = account_of(["a", "b"], trending());
         let settings = (*account.settings()).clone();
         account.replace_settings(crate::account::AccountSettings {
             self_evaluation: false,
             ..settings
         });
-        let judged = (0..).map(|n| format!("shopper-{n}")).find(|v| sampled(v));
-        let judged = judged.expect("a sampled visitor id");
+        let judged = sampled_ids(1).remove(0);
         account.serve(view(&judged, "a", T0));
         assert!(account.zone_predictions().is_empty());
     }
@@ -247,19 +260,8 @@ mod tests {
     #[test]
     fn at_most_a_seconds_worth_of_requests_is_judged() {
         let ids: Vec<String> = (0..60).map(|n| format!("p{n}")).collect();
-        let products = ids.iter().map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        });
-        let account = testing::account(
-            vec![testing::zone("TR", Strategy::Trending, 4)],
-            testing::catalogue(products),
-        );
-        let judged: Vec<String> = (0..)
-            .map(|n| format!("shopper-{n}"))
-            .filter(|v| sampled(v))
-            .take(3)
-            .collect();
+        let account = account_of(ids.iter().map(String::as_str), trending());
+        let judged = sampled_ids(3);
         // 30 new products viewed by sampled visitors within one millisecond: a
         // second's worth is judged.
         for (n, id) in ids.iter().take(30).enumerate() {
@@ -289,23 +291,12 @@ mod tests {
     fn a_shadow_test_is_judged_on_the_same_bounded_requests_and_changes_nothing_shown() {
         use crate::campaign::CampaignSet;
         let ids: Vec<String> = (0..40).map(|n| format!("p{n}")).collect();
-        let products = ids.iter().map(|id| Product {
-            prices: testing::priced(100, "GBP"),
-            ..testing::product(id)
-        });
-        let account = testing::account(
-            vec![testing::zone("TR", Strategy::Trending, 4)],
-            testing::catalogue(products),
-        );
+        let account = account_of(ids.iter().map(String::as_str), trending());
         // The draft: the zone as configured (no list of its own), judged twice.
         let shadow = account
             .start_shadow("TR", std::sync::Arc::new(CampaignSet::default()), T0)
             .expect("a product zone");
-        let judged: Vec<String> = (0..)
-            .map(|n| format!("shopper-{n}"))
-            .filter(|v| sampled(v))
-            .take(3)
-            .collect();
+        let judged = sampled_ids(3);
         // 30 new products viewed within one millisecond: the shadow test has the trials
         // self-evaluation takes, a second's worth, no more.
         for (n, id) in ids.iter().take(30).enumerate() {
