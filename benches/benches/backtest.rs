@@ -66,7 +66,10 @@ fn main() {
             "pins": [{"product": "P0000001", "place": 1}, {"product": "P0000002", "place": 2}]}},
     ]});
     let (_, draft) = vitrine_ingest::campaigns::with_campaigns(
-        (&document, &set),
+        vitrine_ingest::campaigns::Installed {
+            document: &document,
+            set: &set,
+        },
         "HP-01",
         &body,
         version + 2,

@@ -252,7 +252,8 @@ impl Cluster {
             OUTBOX,
             self.start,
             unstored,
-            (jobs.dir().to_path_buf(), Some(jobs.local_log())),
+            jobs.dir().to_path_buf(),
+            Some(jobs.local_log()),
         );
         let outbox = Arc::new(outbox);
         let mut publishing = self.jetstream.clone();

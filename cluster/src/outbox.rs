@@ -141,7 +141,8 @@ impl Outbox {
         bound: usize,
         start: u32,
         unstored: Vec<Unstored>,
-        (dir, local): (PathBuf, Option<LocalLog>),
+        dir: PathBuf,
+        local: Option<LocalLog>,
     ) -> (Outbox, Receiver) {
         let (sender, receiver) = mpsc::unbounded_channel();
         // Somewhere in the local log (held: read back from it); it is not cut until
@@ -244,7 +245,8 @@ impl Outbox {
     /// log holds its hand-over.
     pub(crate) fn push_reserved(
         &self,
-        (reserved, handed): (Reserved, Handed),
+        reserved: Reserved,
+        handed: Handed,
         kind: RecordKind,
         payload: Vec<u8>,
         wait: Wait,
@@ -634,7 +636,7 @@ mod tests {
     #[tokio::test]
     async fn reserved_records_hold_the_log_until_stored_or_released() {
         let dir = std::env::temp_dir();
-        let (outbox, _receiver) = Outbox::new(4, 2, Vec::new(), (dir, None));
+        let (outbox, _receiver) = Outbox::new(4, 2, Vec::new(), dir, None);
         let first = outbox.reserve(10);
         let second = outbox.reserve(7);
         assert_eq!(outbox.unstored_from(), Some(7));
@@ -654,7 +656,7 @@ mod tests {
 
     #[test]
     fn a_failing_stream_refuses_waiting_writes_only_once_it_has_failed_for_a_while() {
-        let (mut outbox, _receiver) = Outbox::new(4, 1, Vec::new(), (std::env::temp_dir(), None));
+        let (mut outbox, _receiver) = Outbox::new(4, 1, Vec::new(), std::env::temp_dir(), None);
         // The outbox's clock started ten seconds ago.
         outbox.base = Instant::now()
             .checked_sub(Duration::from_secs(10))

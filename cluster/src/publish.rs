@@ -69,7 +69,7 @@ impl Replication for StreamLog {
     ) -> Result<(), ReplicationError> {
         let answer = self
             .outbox
-            .push_reserved((reserved, handed), kind, payload, wait)?;
+            .push_reserved(reserved, handed, kind, payload, wait)?;
         self.wait_for(answer, wait)
     }
 

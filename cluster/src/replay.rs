@@ -71,7 +71,7 @@ pub(crate) async fn read_range(
     let mut next = first;
     let mut skipped: Option<((u64, u64), u32)> = None;
     loop {
-        match read_from(stream, subject, (next, last), &mut each).await? {
+        match read_from(stream, subject, next..=last, &mut each).await? {
             Ranged::Done => return Ok(()),
             Ranged::Hole { next: at, seen } => {
                 next = at;
@@ -113,13 +113,14 @@ enum Ranged {
     Hole { next: u64, seen: u64 },
 }
 
-/// One consumer's read of `first..=last` (see [`read_range`]).
+/// One consumer's read of `range` (see [`read_range`]).
 async fn read_from(
     stream: &stream::Stream,
     subject: &str,
-    (first, last): (u64, u64),
+    range: std::ops::RangeInclusive<u64>,
     each: &mut impl FnMut(u64, Option<RecordKind>, &[u8]),
 ) -> Result<Ranged, ReplicationError> {
+    let (first, last) = range.into_inner();
     let consumer = stream
         .create_consumer(reader_config(subject, first))
         .await
@@ -280,7 +281,7 @@ pub(crate) async fn read(
                                 // by one (one it deleted, an erased person's, is gone).
                                 _ if times > FILL_AFTER => {
                                     tracing::warn!(stream = %name, from = hole.0, to = hole.1, "messages passed over by consumers: read from the stream's leader");
-                                    match fill(&stream, hole, &applier).await {
+                                    match fill(&stream, hole.0..=hole.1, &applier).await {
                                         Filled::Handed => {}
                                         Filled::Failed(error) => {
                                             tracing::warn!(stream = %name, %error, "reading from the stream's leader; a new consumer takes over");
@@ -350,13 +351,14 @@ enum Filled {
     Closed,
 }
 
-/// Reads the messages `from..=to` from the stream's leader (a consumer passed over them)
+/// Reads the messages of `range` from the stream's leader (a consumer passed over them)
 /// and hands each over; one the stream no longer holds (deleted by a scrub) is gone.
 async fn fill(
     stream: &stream::Stream,
-    (from, to): (u64, u64),
+    range: std::ops::RangeInclusive<u64>,
     applier: &std::sync::mpsc::SyncSender<Incoming>,
 ) -> Filled {
+    let (from, to) = range.into_inner();
     use async_nats::jetstream::stream::RawMessageErrorKind;
     for sequence in from..=to {
         let message = match stream.get_raw_message(sequence).await {

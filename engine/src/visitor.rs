@@ -235,10 +235,11 @@ impl LiveVisitor {
     /// restores).
     pub fn remember_request(
         &mut self,
-        page: (Option<PageType>, Option<Currency>),
+        page_type: Option<PageType>,
+        currency: Option<Currency>,
         context: &RequestContext,
     ) {
-        self.latest.remember(page, context);
+        self.latest.remember(page_type, currency, context);
     }
 
     /// Replaces its latest request (a restored snapshot's).

@@ -94,9 +94,12 @@ impl Target {
         Target::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// Whether inputs are text (token mutations apply).
-    fn is_text(self) -> bool {
-        !matches!(self, Target::Wal | Target::Snapshot | Target::State)
+    /// What its inputs are, for their mutations.
+    fn form(self) -> Form {
+        match self {
+            Target::Wal | Target::Snapshot | Target::State => Form::Binary,
+            _ => Form::Text,
+        }
     }
 
     /// Runs the parser on one input. Only a panic is a failure.
@@ -184,9 +187,27 @@ fn campaign_document(input: &[u8]) {
     let empty = vitrine_engine::campaign::CampaignDocument::default();
     let none = vitrine_engine::campaign::CampaignSet::default();
     if let Ok((document, set)) = campaigns::with_segments(&empty, &body, 1, target) {
-        let _ = campaigns::with_campaigns((&document, &set), "HP-01", &body, 2, target);
+        let _ = campaigns::with_campaigns(
+            campaigns::Installed {
+                document: &document,
+                set: &set,
+            },
+            "HP-01",
+            &body,
+            2,
+            target,
+        );
     }
-    let _ = campaigns::with_campaigns((&empty, &none), "HP-01", &body, 1, target);
+    let _ = campaigns::with_campaigns(
+        campaigns::Installed {
+            document: &empty,
+            set: &none,
+        },
+        "HP-01",
+        &body,
+        1,
+        target,
+    );
     if let Ok(stored) =
         serde_json::from_value::<vitrine_engine::campaign::CampaignDocument>(body.clone())
     {
@@ -239,7 +260,7 @@ pub fn fuzz(target: Target, seeds: &[Vec<u8>], execs: u64, seed: u64) -> Outcome
         let mut input = base.clone();
         let rounds = 1 + rng.random_range(0..4);
         for _ in 0..rounds {
-            mutate(&mut input, &seeds, target.is_text(), &mut rng);
+            mutate(&mut input, &seeds, target.form(), &mut rng);
         }
         if let Some(message) = run_one(target, &input)
             && !outcome.findings.iter().any(|f| f.message == message)
@@ -317,10 +338,19 @@ const TOKENS: &[&str] = &[
     "2024-03-01 10:11:12",
 ];
 
-fn mutate(input: &mut Vec<u8>, seeds: &[Vec<u8>], text: bool, rng: &mut StdRng) {
+/// What an input is, for its mutations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Text: tokens are spliced in, and JSON is changed as JSON half the time.
+    Text,
+    /// Bytes: random runs are spliced in.
+    Binary,
+}
+
+fn mutate(input: &mut Vec<u8>, seeds: &[Vec<u8>], form: Form, rng: &mut StdRng) {
     // Half of the mutations of a JSON input change its structure and stay JSON, so that
     // they reach the validators behind the parser.
-    if text
+    if form == Form::Text
         && rng.random_bool(0.5)
         && let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(input)
     {
@@ -367,7 +397,7 @@ fn mutate(input: &mut Vec<u8>, seeds: &[Vec<u8>], text: bool, rng: &mut StdRng) 
         // Cut the end (a torn write).
         5 if len > 0 => input.truncate(rng.random_range(0..len)),
         // A token (text) or a random byte run (binary).
-        _ if text => {
+        _ if form == Form::Text => {
             let token = TOKENS[rng.random_range(0..TOKENS.len())].as_bytes();
             let to = rng.random_range(0..=input.len());
             if rng.random_bool(0.5) || len == 0 {

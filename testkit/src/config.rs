@@ -149,18 +149,18 @@ impl AccountToml {
         self
     }
 
-    /// The same account with `zone_analytics` set.
-    pub fn zone_analytics(self, on: bool) -> AccountToml {
+    /// The same account with `zone_analytics = false`.
+    pub fn without_zone_analytics(self) -> AccountToml {
         AccountToml {
-            zone_analytics: Some(on),
+            zone_analytics: Some(false),
             ..self
         }
     }
 
-    /// The same account with `self_evaluation` set.
-    pub fn self_evaluation(self, on: bool) -> AccountToml {
+    /// The same account with `self_evaluation = false`.
+    pub fn without_self_evaluation(self) -> AccountToml {
         AccountToml {
-            self_evaluation: Some(on),
+            self_evaluation: Some(false),
             ..self
         }
     }

@@ -146,10 +146,10 @@ pub fn store_config_with(options: &StoreOptions<'_>) -> String {
         .clientside("per_ip", "{ per_second = 100000, burst = 1000000 }")
         .clientside("per_visitor", "{ per_second = 100000, burst = 1000000 }");
     if !zone_analytics {
-        account = account.zone_analytics(false);
+        account = account.without_zone_analytics();
     }
     if !self_evaluation {
-        account = account.self_evaluation(false);
+        account = account.without_self_evaluation();
     }
     for (id, title, strategy, fallback, count) in STORE_ZONES {
         account = account.zone(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Account;
 use super::resolve::Plan;
-use super::visitor_view::{Reads, VisitorSnapshot};
+use super::visitor_view::{CurrencyAt, OnPage, Reads, VisitorSnapshot};
 use crate::campaign::content::Placement;
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::{CampaignSet, CampaignTrace, RequestContext, Skipped, choose};
@@ -238,10 +238,7 @@ impl Account {
             .as_ref()
             .map_or_else(|| self.campaigns.compiled(), Arc::clone);
         // Decided as serving decides (`resolve.rs`).
-        let who = (
-            visitor_id,
-            super::resolve::person_key(visitor_id, &snapshot.identity),
-        );
+        let who = super::resolve::Who::of(visitor_id, &snapshot.identity);
         let plan = settings.plan(spec, who, request.now, Some(&set));
         let variant = plan.variant();
         let held = match plan {
@@ -266,13 +263,18 @@ impl Account {
             &catalogue,
             &rankings,
             &published,
-            (currency, request.now),
-            request
-                .product
-                .as_deref()
-                .and_then(|id| catalogue.idx_of(id)),
-            request.category.as_deref(),
-            None,
+            CurrencyAt {
+                currency,
+                now: request.now,
+            },
+            OnPage {
+                product: request
+                    .product
+                    .as_deref()
+                    .and_then(|id| catalogue.idx_of(id)),
+                category: request.category.as_deref(),
+                search: None,
+            },
         );
         let mut recorder = Recorder::default();
         let (items, campaigns) = match plan {
@@ -290,12 +292,13 @@ impl Account {
                 };
                 let shopper = snapshot.shopper(
                     &ctx,
-                    (&page, &context),
+                    &page,
+                    &context,
                     user.as_ref(),
                     settings.default_currency,
                 );
                 let judged = &mut crate::campaign::Judged::default();
-                let chosen = choose(&set, list, (&shopper, judged), &ctx, &mut recorder);
+                let chosen = choose(&set, list, &shopper, judged, &ctx, &mut recorder);
                 let explained = CampaignsExplained {
                     set: Arc::clone(&set),
                     shown: chosen.campaign,

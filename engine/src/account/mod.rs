@@ -141,8 +141,8 @@ impl Account {
             &settings.zones,
             tuning,
             &models,
-            crate::tuning::Runs::when(settings.tunes_recipe()),
-            crate::tuning::Runs::when(settings.tunes_sessions()),
+            settings.tunes_recipe(),
+            settings.tunes_sessions(),
         );
         let similar_sessions = SessionIndex::new(models.sessions);
         similar_sessions.configure(tuners.sessions.active());
@@ -195,12 +195,12 @@ impl Account {
             .similar_sessions
             .configure(self.tuners.sessions.reconfigure(
                 settings.tuning,
-                crate::tuning::Runs::when(settings.tunes_sessions()),
+                settings.tunes_sessions(),
                 &settings.models,
             ));
         self.tuners.recipe.reconfigure(
             &settings.zones,
-            crate::tuning::Runs::when(settings.tunes_recipe()),
+            settings.tunes_recipe(),
             settings.models.tuning_trials_per_second,
         );
         let zones = match self.tuners.recipe.active() {

@@ -16,14 +16,13 @@
 //! configuration.
 
 use super::request::ZoneIds;
-use super::visitor_view::{Reads, VisitorSnapshot};
+use super::visitor_view::{AskedFrom, Reads, VisitorSnapshot};
+use crate::campaign::choose;
 use crate::campaign::segment::Reads as SegmentReads;
 use crate::campaign::segment::Shopper;
 use crate::campaign::{CampaignSet, ZoneCampaigns};
-use crate::campaign::{RequestContext, choose};
 use crate::catalogue::UnixMillis;
 use crate::event::Identity;
-use crate::event::PageType;
 use crate::experiment::holdout::Holdout;
 use crate::experiment::{Experiment, Variant};
 use crate::recommend::{Context, NoTrace, ZoneItems, fill_zone};
@@ -80,14 +79,35 @@ pub(crate) fn person_key<'a>(visitor_id: &'a str, identity: &'a Identity) -> &'a
         .unwrap_or(visitor_id)
 }
 
+/// Who a zone is filled for, as experiments split shoppers: the visitor id (which the
+/// configuration's experiments split) and the person it is (its [`person_key`], which
+/// the console's experiments and the holdout split).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Who<'a> {
+    /// The visitor id.
+    pub(crate) visitor_id: &'a str,
+    /// The person key.
+    pub(crate) person: &'a str,
+}
+
+impl<'a> Who<'a> {
+    /// `visitor_id`, known by `identity`.
+    pub(crate) fn of(visitor_id: &'a str, identity: &'a Identity) -> Who<'a> {
+        Who {
+            visitor_id,
+            person: person_key(visitor_id, identity),
+        }
+    }
+}
+
 impl AccountSettings {
-    /// How `zone` is filled for `visitor_id` (`person`: its [`person_key`]) at `now`,
+    /// How `zone` is filled for `who` at `now`,
     /// with `campaigns` (the live set, a draft, or none when no requested zone has a list
     /// or an experiment of the console).
     pub(super) fn plan<'a>(
         &'a self,
         zone: &'a ZoneSpec,
-        (visitor_id, person): (&str, &str),
+        Who { visitor_id, person }: Who<'_>,
         now: UnixMillis,
         campaigns: Option<&'a CampaignSet>,
     ) -> Plan<'a> {
@@ -230,7 +250,7 @@ pub(crate) const JUDGED_READS: Reads = Reads {
 pub(crate) fn fill_judged(
     settings: &AccountSettings,
     spec: &ZoneSpec,
-    who: (&str, &str),
+    who: Who<'_>,
     set: &CampaignSet,
     shopper: &Shopper<'_>,
     ctx: &Context<'_>,
@@ -238,7 +258,7 @@ pub(crate) fn fill_judged(
     match settings.plan(spec, who, ctx.now, Some(set)) {
         Plan::Campaigns { set, list, .. } => {
             let judged = &mut crate::campaign::Judged::default();
-            let chosen = choose(set, list, (shopper, judged), ctx, &mut NoTrace);
+            let chosen = choose(set, list, shopper, judged, ctx, &mut NoTrace);
             (chosen.items, chosen.campaign)
         }
         Plan::Spec { spec, .. } => (fill_zone(spec, ctx), None),
@@ -254,5 +274,5 @@ pub(crate) struct Judged<'a, 'c> {
     pub(crate) visitor_id: &'a str,
     pub(crate) snapshot: &'a VisitorSnapshot,
     pub(crate) ctx: &'a Context<'c>,
-    pub(crate) latest: (Option<PageType>, &'a RequestContext),
+    pub(crate) latest: AskedFrom<'a>,
 }

@@ -14,7 +14,7 @@ use super::request::Sampled;
 use super::request::{Notice, PageContext, ServeRequest, ZoneIds};
 use super::resolve::{Plan, campaign_reads, reads_sessions};
 use super::settings::AccountSettings;
-use super::visitor_view::{Reads, VisitorSnapshot, affinity};
+use super::visitor_view::{CurrencyAt, OnPage, Reads, VisitorSnapshot, affinity};
 use crate::analytics::{ShownProducts, ShownZone, ShownZones};
 use crate::campaign::segment::{Shopper, UserFacts};
 use crate::campaign::{Campaign, CampaignSet, Judged, choose};
@@ -153,7 +153,7 @@ impl Account {
             &mut notices,
         );
         // Segment sizes count what each visitor's latest request would match.
-        visitor.remember_request((page.page_type, Some(currency)), &request.context);
+        visitor.remember_request(page.page_type, Some(currency), &request.context);
         let asked = |spec: &&ZoneSpec| request.zones.iter().any(|zone| zone.as_str() == spec.id);
         let reads = Reads {
             affinities: settings.zones.iter().filter(asked).any(|spec| {
@@ -199,17 +199,20 @@ impl Account {
             &catalogue,
             &rankings,
             &published,
-            (currency, now),
-            page.product.and_then(|id| catalogue.idx_of(id)),
-            page.category,
-            search.as_deref(),
+            CurrencyAt { currency, now },
+            OnPage {
+                product: page.product.and_then(|id| catalogue.idx_of(id)),
+                category: page.category,
+                search: search.as_deref(),
+            },
         );
 
         let generation = self.zone_cache_generation(&settings, &catalogue, &rankings, &published);
         let user = self.user_of(&snapshot, reads);
         let shopper = snapshot.shopper(
             &ctx,
-            (&page, &request.context),
+            &page,
+            &request.context,
             user.as_ref(),
             settings.default_currency,
         );
@@ -294,16 +297,19 @@ impl Account {
             &catalogue,
             &rankings,
             &published,
-            (currency, now),
-            page.product.and_then(|id| catalogue.idx_of(id)),
-            page.category,
-            search.as_deref(),
+            CurrencyAt { currency, now },
+            OnPage {
+                product: page.product.and_then(|id| catalogue.idx_of(id)),
+                category: page.category,
+                search: search.as_deref(),
+            },
         );
         let mut notices = Vec::new();
         let campaigns = self.campaigns_asked(&request.zones);
         let shopper = snapshot.shopper(
             &ctx,
-            (&page, &request.context),
+            &page,
+            &request.context,
             None,
             settings.default_currency,
         );
@@ -480,10 +486,7 @@ fn fill_zones(
     let FillFrom { ctx, snapshot, .. } = from;
     let mut zones = RenderedZones::with_capacity(requested.len());
     // Who experiments split: the visitor, and the person it is (`resolve.rs`).
-    let who = (
-        visitor_id,
-        super::resolve::person_key(visitor_id, &snapshot.identity),
-    );
+    let who = super::resolve::Who::of(visitor_id, &snapshot.identity);
     let uncached = LazyGeneration::new(None);
     let mut judged = Judged::default();
     // What a held-out shopper's category and brand zones read: no affinity of theirs.
@@ -521,7 +524,7 @@ fn fill_zones(
                 list,
                 variant,
             } => {
-                let chosen = choose(set, list, (shopper, &mut judged), ctx, &mut NoTrace);
+                let chosen = choose(set, list, shopper, &mut judged, ctx, &mut NoTrace);
                 // Analytics count the campaign shown as the zone's variant (an
                 // experiment's variant keeps its own name).
                 let variant = match variant {

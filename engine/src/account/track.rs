@@ -188,7 +188,8 @@ impl Account {
         let person = super::resolve::person_key(page.visitor_id, &live.state().identity);
         let group = holdout.group(person);
         let tally = live.impressions_mut().count_store(
-            (crate::experiment::holdout::STORE_ZONE, group),
+            crate::experiment::holdout::STORE_ZONE,
+            group,
             page.ordered,
             now,
         );

@@ -145,6 +145,36 @@ pub(super) const SESSION_PRODUCTS: usize = 200;
 /// Other devices of one shopper whose history is merged into a request's, at most.
 pub const MAX_DEVICES: usize = 8;
 
+/// A currency at a time: the prices and the clock a context reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CurrencyAt {
+    /// The currency prices are read in.
+    pub(crate) currency: Currency,
+    /// The time.
+    pub(crate) now: UnixMillis,
+}
+
+/// What a context is on: the page's product, category and search term.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OnPage<'a> {
+    /// The page's product.
+    pub(crate) product: Option<ProductIdx>,
+    /// The page's category.
+    pub(crate) category: Option<&'a str>,
+    /// The search term, lower-cased.
+    pub(crate) search: Option<&'a str>,
+}
+
+/// Where a shopper asked from, as segments read it: the page type and the request's
+/// context (device, referrer, campaign parameters).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AskedFrom<'a> {
+    /// The page type.
+    pub(crate) page_type: Option<PageType>,
+    /// The request's context.
+    pub(crate) request: &'a RequestContext,
+}
+
 impl VisitorSnapshot {
     /// What recommenders consult for this visitor when a zone is judged or a recipe
     /// tried on what they do next ([`crate::prequential`]): [`VisitorSnapshot::context`]
@@ -154,29 +184,31 @@ impl VisitorSnapshot {
         catalogue: &'a Catalogue,
         rankings: &'a RankingsVersion,
         published: &'a Neighbours,
-        at: (Currency, UnixMillis),
+        at: CurrencyAt,
     ) -> Context<'a> {
-        let page = self.recent_views.first().copied();
-        self.context(catalogue, rankings, published, at, page, None, None)
+        let product = self.recent_views.first().copied();
+        let on = OnPage {
+            product,
+            ..OnPage::default()
+        };
+        self.context(catalogue, rankings, published, at, on)
     }
 
     /// What recommenders consult for this visitor: `catalogue` with its `rankings` and
     /// the `published` neighbour lists (none when they index another base: a request
     /// racing a feed's swap reads none until they are moved to this one), in a currency
-    /// at a time, on a page's product, category and search term.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the request's page and the account's current versions, each borrowed from its owner"
-    )]
+    /// at a time, on a page.
     pub(super) fn context<'a>(
         &'a self,
         catalogue: &'a Catalogue,
         rankings: &'a RankingsVersion,
         published: &'a Neighbours,
-        (currency, now): (Currency, UnixMillis),
-        product: Option<ProductIdx>,
-        category: Option<&'a str>,
-        search: Option<&'a str>,
+        CurrencyAt { currency, now }: CurrencyAt,
+        OnPage {
+            product,
+            category,
+            search,
+        }: OnPage<'a>,
     ) -> Context<'a> {
         Context {
             catalogue,
@@ -244,16 +276,20 @@ impl VisitorSnapshot {
     pub(crate) fn shopper<'a>(
         &'a self,
         ctx: &Context<'a>,
-        (page, request): (&PageContext<'_>, &'a RequestContext),
+        page: &PageContext<'_>,
+        request: &'a RequestContext,
         user: Option<&'a UserFacts>,
         account_currency: Currency,
     ) -> Shopper<'a> {
-        self.shopper_at(
-            (ctx.catalogue, ctx.currency, ctx.now),
-            (page.page_type, request),
-            user,
-            account_currency,
-        )
+        let at = CurrencyAt {
+            currency: ctx.currency,
+            now: ctx.now,
+        };
+        let from = AskedFrom {
+            page_type: page.page_type,
+            request,
+        };
+        self.shopper_at(ctx.catalogue, at, from, user, account_currency)
     }
 
     /// The shopper as segments see it, in `catalogue` and a currency at a time, on a
@@ -261,8 +297,9 @@ impl VisitorSnapshot {
     /// serving, explain and previews, shadow tests and segment sizes alike.
     pub(crate) fn shopper_at<'a>(
         &'a self,
-        (catalogue, currency, now): (&'a Catalogue, Currency, UnixMillis),
-        (page_type, request): (Option<PageType>, &'a RequestContext),
+        catalogue: &'a Catalogue,
+        CurrencyAt { currency, now }: CurrencyAt,
+        AskedFrom { page_type, request }: AskedFrom<'a>,
         user: Option<&'a UserFacts>,
         account_currency: Currency,
     ) -> Shopper<'a> {

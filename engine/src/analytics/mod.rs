@@ -500,7 +500,7 @@ impl Impressions {
                 if self.count(&zone, &variant, day, |c| &mut c.ordered) {
                     counts.ordering_visitors = 1;
                 }
-                self.add_visitor_revenue((&zone, &variant, day), currency, minor, &mut counts);
+                self.add_visitor_revenue(&zone, &variant, day, currency, minor, &mut counts);
             }
         }
         Some(Tally {
@@ -515,7 +515,8 @@ impl Impressions {
     /// their currency) with the visitor among the ordering ones.
     pub fn count_store(
         &mut self,
-        (zone, variant): (&str, &str),
+        zone: &str,
+        variant: &str,
         ordered: Option<(Currency, i64)>,
         now: UnixMillis,
     ) -> Tally {
@@ -533,7 +534,7 @@ impl Impressions {
                 counts.ordering_visitors = 1;
             }
             counts.add_revenue(currency, minor);
-            self.add_visitor_revenue((zone, variant, day), currency, minor, &mut counts);
+            self.add_visitor_revenue(zone, variant, day, currency, minor, &mut counts);
         }
         Tally {
             key: ZoneDay {
@@ -549,7 +550,9 @@ impl Impressions {
     /// that changes in the sum of squares and the spread of per-visitor revenue.
     fn add_visitor_revenue(
         &mut self,
-        (zone, variant, day): (&str, &str, i32),
+        zone: &str,
+        variant: &str,
+        day: i32,
         currency: Currency,
         minor: i64,
         counts: &mut ZoneCounts,

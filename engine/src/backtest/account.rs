@@ -27,8 +27,8 @@ use super::moments::Moment;
 use super::{Backtest, BacktestError, Exposure, Reach, Shares, Version};
 use crate::account::Account;
 use crate::account::request::PageContext;
-use crate::account::resolve::{Judged, fill_judged};
-use crate::account::visitor_view::VisitorSnapshot;
+use crate::account::resolve::{Judged, Who, fill_judged};
+use crate::account::visitor_view::{CurrencyAt, VisitorSnapshot};
 use crate::campaign::CampaignSet;
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::event::PageType;
@@ -118,8 +118,8 @@ impl Account {
             basket: keys(&snapshot.basket, catalogue, &indexed),
             purchased: keys(&snapshot.purchased, catalogue, &indexed),
             segments: snapshot.segments.clone(),
-            page_type: judged.latest.0,
-            request: judged.latest.1.clone(),
+            page_type: judged.latest.page_type,
+            request: judged.latest.request.clone(),
             currency,
             now: judged.ctx.now,
             brought: keys(brought, catalogue, &indexed),
@@ -165,7 +165,10 @@ impl Account {
                     &catalogue,
                     &rankings,
                     &published,
-                    (moment.currency, moment.now),
+                    CurrencyAt {
+                        currency: moment.currency,
+                        now: moment.now,
+                    },
                 );
                 let user = snapshot
                     .identity
@@ -181,14 +184,12 @@ impl Account {
                 };
                 let shopper = snapshot.shopper(
                     &ctx,
-                    (&page, &moment.request),
+                    &page,
+                    &moment.request,
                     user.as_ref(),
                     settings.default_currency,
                 );
-                let who = (
-                    moment.visitor_id.as_str(),
-                    crate::account::resolve::person_key(&moment.visitor_id, &snapshot.identity),
-                );
+                let who = Who::of(&moment.visitor_id, &snapshot.identity);
                 let (live_items, live_campaign) =
                     fill_judged(&settings, spec, who, &live, &shopper, &ctx);
                 let (draft_items, draft_campaign) =

@@ -3,7 +3,7 @@
 //! "show this zone as…"). The campaigns themselves are the rest of [`crate::campaign`].
 
 use crate::account::Account;
-use crate::account::visitor_view::VisitorSnapshot;
+use crate::account::visitor_view::{AskedFrom, CurrencyAt, VisitorSnapshot};
 use crate::campaign::segment::{Condition, UserFacts};
 use crate::catalogue::UnixMillis;
 
@@ -68,8 +68,12 @@ impl Account {
             let request = latest.context();
             let currency = latest.currency.unwrap_or(settings.default_currency);
             let shopper = snapshot.shopper_at(
-                (&catalogue, currency, now),
-                (latest.page_type, &request),
+                &catalogue,
+                CurrencyAt { currency, now },
+                AskedFrom {
+                    page_type: latest.page_type,
+                    request: &request,
+                },
                 user.as_ref(),
                 settings.default_currency,
             );

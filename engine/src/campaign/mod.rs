@@ -209,16 +209,18 @@ pub trait CampaignTrace: Trace {
 impl CampaignTrace for NoTrace {}
 
 /// Tries a zone's campaigns in order for `shopper`, and fills the first it qualifies for
-/// whose content has enough items.
+/// whose content has enough items (`judged`: the segments this request has judged so
+/// far, each judged once).
 pub fn choose<T: CampaignTrace>(
     set: &CampaignSet,
     list: &ZoneCampaigns,
-    (shopper, judged): (&Shopper<'_>, &mut Judged),
+    shopper: &Shopper<'_>,
+    judged: &mut Judged,
     ctx: &Context<'_>,
     trace: &mut T,
 ) -> Chosen {
     for (position, campaign) in list.campaigns.iter().enumerate() {
-        if let Err(why) = qualifies(set, campaign, (shopper, judged), ctx.now) {
+        if let Err(why) = qualifies(set, campaign, shopper, judged, ctx.now) {
             trace.skipped(position, why);
             continue;
         }
@@ -265,7 +267,8 @@ pub fn choose<T: CampaignTrace>(
 fn qualifies(
     set: &CampaignSet,
     campaign: &Campaign,
-    (shopper, judged): (&Shopper<'_>, &mut Judged),
+    shopper: &Shopper<'_>,
+    judged: &mut Judged,
     now: UnixMillis,
 ) -> Result<(), Skipped> {
     if !campaign.enabled {

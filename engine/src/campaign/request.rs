@@ -136,7 +136,8 @@ impl LatestRequest {
     /// reused or left alone when its contents are the same).
     pub fn remember(
         &mut self,
-        (page_type, currency): (Option<PageType>, Option<Currency>),
+        page_type: Option<PageType>,
+        currency: Option<Currency>,
         context: &RequestContext,
     ) {
         self.page_type = page_type;
@@ -206,7 +207,7 @@ impl LatestRequest {
             utm,
         };
         let mut latest = LatestRequest::default();
-        latest.remember((stored.page_type, stored.currency), &context);
+        latest.remember(stored.page_type, stored.currency, &context);
         latest
     }
 }
@@ -238,13 +239,13 @@ mod tests {
             ..RequestContext::default()
         };
         let gbp = Currency::from_code("GBP").ok();
-        latest.remember((Some(PageType::Homepage), gbp), &phone);
+        latest.remember(Some(PageType::Homepage), gbp, &phone);
         assert!(latest.origin.is_none());
         assert_eq!(latest.context(), phone);
         let mut from_ad = phone.clone();
         from_ad.referrer_host = Some("www.google.com".into());
         from_ad.utm[0] = Some("newsletter".into());
-        latest.remember((Some(PageType::ProductPage), gbp), &from_ad);
+        latest.remember(Some(PageType::ProductPage), gbp, &from_ad);
         assert_eq!(latest.context(), from_ad);
         assert_eq!(
             latest.context().utm(UtmParameter::Source),
@@ -252,7 +253,7 @@ mod tests {
         );
         let restored = LatestRequest::from_stored(&latest.stored());
         assert_eq!(restored, latest);
-        latest.remember((None, None), &RequestContext::default());
+        latest.remember(None, None, &RequestContext::default());
         assert!(latest.is_empty());
         assert!(std::mem::size_of::<LatestRequest>() <= 16);
     }

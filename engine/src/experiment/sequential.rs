@@ -187,26 +187,42 @@ pub fn compare(control: &Sample, variant: &Sample) -> Option<Comparison> {
     })
 }
 
+/// How visitors are split between a control and a variant (relative weights).
+#[derive(Debug, Clone, Copy)]
+pub struct Shares {
+    /// The control's.
+    pub control: f64,
+    /// The variant's.
+    pub variant: f64,
+}
+
 /// How many more visitors, in all, until a true relative `lift` of the control's mean
 /// would be expected to show (the estimate it would give, at that lift, falls outside
 /// the interval: half the time sooner, half later), with visitors split by `shares`
 /// (control first; relative) and each group's values varying as `control` does. None
 /// when the control has no mean or variance yet, or when no number below 10⁹ would do.
-pub fn visitors_to_show(control: &Sample, lift: f64, shares: (f64, f64)) -> Option<f64> {
+pub fn visitors_to_show(control: &Sample, lift: f64, shares: Shares) -> Option<f64> {
+    let Shares {
+        control: control_share,
+        variant: variant_share,
+    } = shares;
     let mean = control.mean();
     let variance = control.variance();
     let taus2 = taus_squared(variance)?;
     let effect = (lift * mean).abs();
-    let total_share = shares.0 + shares.1;
-    if variance <= 0.0 || effect <= 0.0 || shares.0 <= 0.0 || shares.1 <= 0.0 {
+    let total_share = control_share + variant_share;
+    if variance <= 0.0 || effect <= 0.0 || control_share <= 0.0 || variant_share <= 0.0 {
         return None;
     }
     let shows = |n: f64| {
-        let (n0, n1) = (n * shares.0 / total_share, n * shares.1 / total_share);
+        let (n0, n1) = (
+            n * control_share / total_share,
+            n * variant_share / total_share,
+        );
         let v = variance / n0 + variance / n1;
         n0 >= MIN_VISITORS && n1 >= MIN_VISITORS && half_width(v, &taus2) < effect
     };
-    let mut high = 2.0 * MIN_VISITORS * total_share / shares.0.min(shares.1);
+    let mut high = 2.0 * MIN_VISITORS * total_share / control_share.min(variant_share);
     while !shows(high) {
         high *= 2.0;
         if high > 1e9 {

@@ -9,7 +9,7 @@ use super::{TOP_K, ZoneQuality, rank_of};
 use crate::account::Account;
 use crate::account::request::Sampled;
 use crate::account::resolve::Judged;
-use crate::account::visitor_view::VisitorSnapshot;
+use crate::account::visitor_view::{AskedFrom, CurrencyAt, VisitorSnapshot};
 use crate::catalogue::ProductIdx;
 use crate::event::Event;
 use crate::models::AsOf;
@@ -56,7 +56,7 @@ impl Account {
         let reads = crate::account::resolve::JUDGED_READS;
         let mut snapshot = VisitorSnapshot::of(live, catalogue, reads);
         let latest = live.latest_request();
-        let latest = (latest.page_type, latest.context());
+        let (latest_page, latest_request) = (latest.page_type, latest.context());
         brought.retain(|product| !snapshot.has(*product));
         if brought.is_empty() {
             return;
@@ -82,12 +82,20 @@ impl Account {
         let rankings = self.rankings_for(catalogue);
         let published = self.models.neighbours.load_full();
         if judging {
-            let ctx = snapshot.judged_context(catalogue, &rankings, &published, (currency, now));
+            let ctx = snapshot.judged_context(
+                catalogue,
+                &rankings,
+                &published,
+                CurrencyAt { currency, now },
+            );
             let judged = Judged {
                 visitor_id,
                 snapshot: &snapshot,
                 ctx: &ctx,
-                latest: (latest.0, &latest.1),
+                latest: AskedFrom {
+                    page_type: latest_page,
+                    request: &latest_request,
+                },
             };
             self.judge_shadows(&judged, &brought, zones);
             self.keep_moment(&judged, &brought, catalogue, currency);

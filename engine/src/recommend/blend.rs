@@ -24,11 +24,7 @@ pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = Seeds::new();
     for_each_history_list(ctx, zone.purchases, |latest_first, top| {
-        let weights = history_weights(
-            (zone.history, zone.recency, zone.long_term),
-            latest_first.len(),
-            top,
-        );
+        let weights = history_weights(HistoryWeights::of(zone), latest_first.len(), top);
         seeds.extend(
             latest_first
                 .zip(weights)
@@ -38,12 +34,39 @@ pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     seeds
 }
 
+/// How `personalized` weighs a history list (see [`ZoneSpec::history`],
+/// [`ZoneSpec::recency`], [`ZoneSpec::long_term`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HistoryWeights {
+    /// The latest entries weighed one after another.
+    pub(crate) history: usize,
+    /// Each of those weighs this times the one after it.
+    pub(crate) recency: f64,
+    /// What the latest [`LONG_TERM_HISTORY`] share on top.
+    pub(crate) long_term: f64,
+}
+
+impl HistoryWeights {
+    /// `zone`'s.
+    pub(crate) fn of(zone: &ZoneSpec) -> HistoryWeights {
+        HistoryWeights {
+            history: zone.history,
+            recency: zone.recency,
+            long_term: zone.long_term,
+        }
+    }
+}
+
 /// The weights `personalized` gives the entries of a history list of `len`, latest
-/// first, with its `(history, recency, long_term)`: the latest `history` weigh `top`,
-/// `top · recency`, …, and the latest [`LONG_TERM_HISTORY`] share `top · long_term` on
-/// top; entries beyond both are not read (the iterator ends).
+/// first: the latest `history` weigh `top`, `top · recency`, …, and the latest
+/// [`LONG_TERM_HISTORY`] share `top · long_term` on top; entries beyond both are not
+/// read (the iterator ends).
 pub(crate) fn history_weights(
-    (history, recency, long_term): (usize, f64, f64),
+    HistoryWeights {
+        history,
+        recency,
+        long_term,
+    }: HistoryWeights,
     len: usize,
     top: f64,
 ) -> impl Iterator<Item = f64> {
@@ -185,10 +208,7 @@ pub(super) fn blended<'c>(
     blend: &Blend<'c>,
     catalogue: &'c Catalogue,
 ) -> impl Iterator<Item = (ProductIdx, f64, Vec<Fact>)> + 'c {
-    // Each product's parts are added in the order found (seeds in order, lists in
-    // order), so the sums are the same whatever the order of products.
-    let mut sums: FxHashMap<ProductIdx, f64> = FxHashMap::default();
-    let mut parts: FxHashMap<ProductIdx, Vec<Fact>> = FxHashMap::default();
+    let mut sums = Sums::default();
     // With content: each seed, its weight and its strongest pair weight.
     let mut strongest: Vec<(ProductIdx, f64, f64)> = Vec::new();
     for (seed, weight) in seeds {
@@ -196,11 +216,11 @@ pub(super) fn blended<'c>(
         for pairs in blend.lists {
             let listed = Neighbours::list(pairs.lists(), seed);
             for (idx, strength) in listed.iter().flat_map(|l| l.iter()) {
-                *sums.entry(*idx).or_default() += weight * f64::from(*strength);
+                *sums.scores.entry(*idx).or_default() += weight * f64::from(*strength);
                 top = top.max(f64::from(*strength));
                 if blend.facts == Facts::Kept {
                     let fact = pairs.fact(seed, *strength, weight);
-                    parts.entry(*idx).or_default().push(fact);
+                    sums.parts.entry(*idx).or_default().push(fact);
                 }
             }
         }
@@ -212,9 +232,13 @@ pub(super) fn blended<'c>(
     for (seed, weight, top) in strongest {
         let scale = content_scale(top, overall);
         for (place, idx) in catalogue.similar_to(seed).enumerate() {
-            *sums.entry(idx).or_default() += content_part(blend.content, place) * weight * scale;
+            *sums.scores.entry(idx).or_default() +=
+                content_part(blend.content, place) * weight * scale;
             if blend.facts == Facts::Kept {
-                parts.entry(idx).or_default().push(Fact::SimilarTo(seed));
+                sums.parts
+                    .entry(idx)
+                    .or_default()
+                    .push(Fact::SimilarTo(seed));
             }
         }
     }
@@ -224,7 +248,7 @@ pub(super) fn blended<'c>(
     let blends_parts = (blend.sessions.1 > 0.0 && !blend.sessions.0.is_empty())
         || (blend.popularity.1 > 0.0 && !blend.popularity.0.list().is_empty());
     let peak = if blends_parts {
-        sums.values().copied().fold(0.0, f64::max)
+        sums.scores.values().copied().fold(0.0, f64::max)
     } else {
         0.0
     };
@@ -233,7 +257,7 @@ pub(super) fn blended<'c>(
     add_scaled(
         similar,
         weight * peak,
-        (&mut sums, &mut parts),
+        &mut sums,
         blend.facts,
         |score, part| Fact::InSimilarSessions {
             score,
@@ -244,8 +268,9 @@ pub(super) fn blended<'c>(
     // it scores are merged in below.
     let (popular, weight) = blend.popularity;
     let scale = if weight > 0.0 { weight * peak } else { 0.0 };
-    let scored_too = add_popularity(popular, scale, (&mut sums, &mut parts), blend.facts);
-    let ranked: Vec<(ProductIdx, f64)> = sums
+    let scored_too = add_popularity(popular, scale, &mut sums, blend.facts);
+    let Sums { scores, mut parts } = sums;
+    let ranked: Vec<(ProductIdx, f64)> = scores
         .into_iter()
         .filter(|(idx, _)| !blend.skip.contains(idx))
         .collect();
@@ -256,7 +281,8 @@ pub(super) fn blended<'c>(
     let summed = sorted_lazily(ranked, order, BLEND_STEP)
         .map(move |(idx, score)| (idx, score, parts.remove(&idx).unwrap_or_default()));
     let only_popular = only_popular(
-        (popular, scale),
+        popular,
+        scale,
         scored_too,
         blend.skip,
         blend.facts,
@@ -267,23 +293,31 @@ pub(super) fn blended<'c>(
     })
 }
 
+/// What a blend adds up: each product's score, and the parts of it as facts (when the
+/// blend keeps facts). Parts are added in the order found (seeds in order, lists in
+/// order), so the sums are the same whatever the order of products.
+#[derive(Default)]
+struct Sums {
+    /// Each product's score so far.
+    scores: FxHashMap<ProductIdx, f64>,
+    /// Each product's parts so far.
+    parts: FxHashMap<ProductIdx, Vec<Fact>>,
+}
+
 /// Adds the popularity part, `scale` times each product's popularity over the most
 /// popular's, to the products of `sums` among `popular`; which of `popular` (by place)
 /// it added to.
 fn add_popularity(
     popular: Popular<'_>,
     scale: f64,
-    (sums, parts): (
-        &mut FxHashMap<ProductIdx, f64>,
-        &mut FxHashMap<ProductIdx, Vec<Fact>>,
-    ),
+    sums: &mut Sums,
     facts: Facts,
 ) -> [bool; POPULAR_BLENDED] {
     let mut scored_too = [false; POPULAR_BLENDED];
     if scale <= 0.0 {
         return scored_too;
     }
-    for (idx, sum) in sums.iter_mut() {
+    for (idx, sum) in sums.scores.iter_mut() {
         let Some(place) = popular.place_of(*idx) else {
             continue;
         };
@@ -294,7 +328,7 @@ fn add_popularity(
         *seen = true;
         *sum += scale * product.share;
         if facts == Facts::Kept {
-            parts
+            sums.parts
                 .entry(*idx)
                 .or_default()
                 .push(popularity_fact(place, product.key));
@@ -308,7 +342,8 @@ fn add_popularity(
 /// alone (`scale` times its popularity over the most popular's), with that part as a
 /// fact when the blend keeps facts.
 fn only_popular<'c>(
-    (popular, scale): (Popular<'c>, f64),
+    popular: Popular<'c>,
+    scale: f64,
     scored_too: [bool; POPULAR_BLENDED],
     skip: &'c [ProductIdx],
     facts: Facts,
@@ -384,10 +419,7 @@ fn merged<T>(
 fn add_scaled(
     list: &[(ProductIdx, f32)],
     scale: f64,
-    (sums, parts): (
-        &mut FxHashMap<ProductIdx, f64>,
-        &mut FxHashMap<ProductIdx, Vec<Fact>>,
-    ),
+    sums: &mut Sums,
     facts: Facts,
     fact: impl Fn(f32, f64) -> Fact,
 ) {
@@ -399,9 +431,9 @@ fn add_scaled(
     }
     for &(idx, score) in list {
         let part = scale * f64::from(score) / f64::from(best);
-        *sums.entry(idx).or_default() += part;
+        *sums.scores.entry(idx).or_default() += part;
         if facts == Facts::Kept {
-            parts.entry(idx).or_default().push(fact(score, part));
+            sums.parts.entry(idx).or_default().push(fact(score, part));
         }
     }
 }

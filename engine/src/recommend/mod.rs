@@ -25,7 +25,7 @@ mod filters;
 mod price;
 mod rankings;
 
-pub(crate) use blend::history_weights;
+pub(crate) use blend::{HistoryWeights, history_weights};
 pub use custom::fill_custom;
 pub use evidence::{Evidence, Fact, Facts, Pass};
 pub use filters::Rejection;

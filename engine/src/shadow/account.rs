@@ -6,7 +6,8 @@ use std::sync::Arc;
 use super::{MAX_SHADOWS, Shadow, ShadowError};
 use crate::account::Account;
 use crate::account::request::PageContext;
-use crate::account::resolve::{Judged, fill_judged};
+use crate::account::resolve::{Judged, Who, fill_judged};
+use crate::account::visitor_view::AskedFrom;
 use crate::campaign::CampaignSet;
 use crate::catalogue::{ProductIdx, UnixMillis};
 use crate::event::PageType;
@@ -70,7 +71,11 @@ impl Account {
             visitor_id,
             snapshot,
             ctx,
-            latest: (latest_page, request),
+            latest:
+                AskedFrom {
+                    page_type: latest_page,
+                    request,
+                },
         } = *judged;
         // A test started after the snapshot was taken (without what segments read)
         // begins with the next judged request.
@@ -92,7 +97,8 @@ impl Account {
         };
         let shopper = snapshot.shopper(
             ctx,
-            (&page_context, request),
+            &page_context,
+            request,
             user.as_ref(),
             settings.default_currency,
         );
@@ -101,10 +107,7 @@ impl Account {
             let Some(spec) = zones.iter().find(|z| z.id == shadow.zone) else {
                 continue;
             };
-            let who = (
-                visitor_id,
-                crate::account::resolve::person_key(visitor_id, &snapshot.identity),
-            );
+            let who = Who::of(visitor_id, &snapshot.identity);
             let shown = |set: &CampaignSet| fill_judged(&settings, spec, who, set, &shopper, ctx).0;
             let (live_items, draft_items) = (shown(&live_set), shown(&shadow.set));
             for &product in brought {

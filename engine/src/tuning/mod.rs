@@ -87,13 +87,6 @@ pub enum Runs {
     No,
 }
 
-impl Runs {
-    /// [`Runs::Yes`] when `condition` holds.
-    pub fn when(condition: bool) -> Runs {
-        if condition { Runs::Yes } else { Runs::No }
-    }
-}
-
 /// What an account's configuration asks of self-tuning.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Tuning {

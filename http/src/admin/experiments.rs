@@ -111,12 +111,13 @@ pub(super) fn results(
                 &shown,
                 &vec![ZoneCounts::default(); counted.len()],
                 currency,
-                (lift, 1.0),
+                lift,
+                1.0,
                 now,
             )
         } else {
             let (totals, days) = totals(account, &shown, &counted, now, split);
-            experiment_json(&shown, &totals, currency, (lift, days), now)
+            experiment_json(&shown, &totals, currency, lift, days, now)
         };
         if let Some(fields) = value.as_object_mut() {
             fields.insert("source".to_owned(), json!("console"));
@@ -138,7 +139,7 @@ pub(super) fn results(
     for experiment in &settings.experiments {
         let counted: Vec<String> = experiment.variants.iter().map(|v| v.name.clone()).collect();
         let (totals, days) = totals(account, experiment, &counted, now, split);
-        let mut value = experiment_json(experiment, &totals, currency, (lift, days), now);
+        let mut value = experiment_json(experiment, &totals, currency, lift, days, now);
         if let Some(fields) = value.as_object_mut() {
             fields.insert("source".to_owned(), json!("configuration"));
         }
@@ -147,21 +148,30 @@ pub(super) fn results(
     let body = json!({
         "accessKey": entry.config.access_key,
         "currency": currency.code(),
-        "from": split.0.map(date),
-        "to": split.1.map(date),
+        "from": split.from.map(date),
+        "to": split.to.map(date),
         "experiments": experiments,
     });
     Ok(with_etag(body, document.experiments.version))
 }
 
 /// The days `?from=` and `?to=` bound the results to, checked.
-fn split_days(query: &Query) -> Result<(Option<i32>, Option<i32>), ApiError> {
+fn split_days(query: &Query) -> Result<Days, ApiError> {
     let from = super::analytics::day_param(query, "from")?;
     let to = super::analytics::day_param(query, "to")?;
     if let (Some(from), Some(to)) = (from, to) {
         super::analytics::in_order(from, to)?;
     }
-    Ok((from, to))
+    Ok(Days { from, to })
+}
+
+/// The days results are bounded to (none: from the first, to the last).
+#[derive(Debug, Clone, Copy)]
+struct Days {
+    /// The first day, when bounded.
+    from: Option<i32>,
+    /// The last day, when bounded.
+    to: Option<i32>,
 }
 
 /// Each variant's counters over the experiment's days (counted under `counted`) within
@@ -171,13 +181,13 @@ fn totals(
     experiment: &Experiment,
     counted: &[String],
     now: UnixMillis,
-    split: (Option<i32>, Option<i32>),
+    split: Days,
 ) -> (Vec<ZoneCounts>, f64) {
     let from = experiment.start.map_or(i32::MIN, day_of);
     let last = experiment.end.map_or(now, |end| end.min(now + 1) - 1);
     let to = day_of(last);
-    let from = split.0.map_or(from, |day| day.max(from));
-    let to = split.1.map_or(to, |day| day.min(to));
+    let from = split.from.map_or(from, |day| day.max(from));
+    let to = split.to.map_or(to, |day| day.min(to));
     let mut totals: Vec<ZoneCounts> = vec![ZoneCounts::default(); counted.len()];
     let mut first_day = to;
     for (key, counts) in account.zone_analytics(from, to) {
@@ -231,7 +241,8 @@ fn experiment_json(
     experiment: &Experiment,
     totals: &[ZoneCounts],
     currency: Currency,
-    (lift, days): (f64, f64),
+    lift: f64,
+    days: f64,
     now: UnixMillis,
 ) -> Value {
     let control = totals.first().cloned().unwrap_or_default();
@@ -271,17 +282,17 @@ fn experiment_json(
                     (
                         "viewThrough",
                         "view-through",
-                        proportions(
-                            (control.viewed, control.impressions),
-                            (counts.viewed, counts.impressions),
+                        Comparison::of(
+                            &Sample::proportion(control.viewed, control.impressions),
+                            &Sample::proportion(counts.viewed, counts.impressions),
                         ),
                     ),
                     (
                         "conversion",
                         "conversion",
-                        proportions(
-                            (control.ordering_visitors, control.visitors),
-                            (counts.ordering_visitors, counts.visitors),
+                        Comparison::of(
+                            &Sample::proportion(control.ordering_visitors, control.visitors),
+                            &Sample::proportion(counts.ordering_visitors, counts.visitors),
                         ),
                     ),
                     (
@@ -292,9 +303,9 @@ fn experiment_json(
                     (
                         "clickThrough",
                         "click-through",
-                        proportions(
-                            (control.clicked, control.impressions),
-                            (counts.clicked, counts.impressions),
+                        Comparison::of(
+                            &Sample::proportion(control.clicked, control.impressions),
+                            &Sample::proportion(counts.clicked, counts.impressions),
                         ),
                     ),
                 ];
@@ -309,7 +320,10 @@ fn experiment_json(
                 }
                 fields.insert("againstControl".to_owned(), Value::Object(against));
                 fields.insert("verdicts".to_owned(), json!(verdicts));
-                let shares = (f64::from(control_weight), f64::from(variant.weight));
+                let shares = sequential::Shares {
+                    control: f64::from(control_weight),
+                    variant: f64::from(variant.weight),
+                };
                 let so_far = (control.visitors + counts.visitors) as f64;
                 let per_day = so_far / days;
                 let days_to = |sample: &Sample| {
@@ -350,7 +364,7 @@ fn experiment_json(
 pub(super) struct Comparison(sequential::Comparison);
 
 impl Comparison {
-    fn of(control: &Sample, variant: &Sample) -> Option<Comparison> {
+    pub(super) fn of(control: &Sample, variant: &Sample) -> Option<Comparison> {
         let comparison = sequential::compare(control, variant)?;
         comparison.relative()?;
         Some(Comparison(comparison))
@@ -377,14 +391,6 @@ impl Comparison {
             "significant": self.significant(),
         })
     }
-}
-
-/// Two proportions `(successes, trials)`: control then variant.
-pub(super) fn proportions(control: (u64, u64), variant: (u64, u64)) -> Option<Comparison> {
-    Comparison::of(
-        &Sample::proportion(control.0, control.1),
-        &Sample::proportion(variant.0, variant.1),
-    )
 }
 
 /// Revenue per visitor in `currency`, each visitor's revenue capped at `cap` (a bucket
@@ -458,7 +464,11 @@ mod tests {
 
     #[test]
     fn a_verdict_reads_the_always_valid_interval() {
-        let c = proportions((1000, 10_000), (1300, 10_000)).unwrap();
+        let c = Comparison::of(
+            &Sample::proportion(1000, 10_000),
+            &Sample::proportion(1300, 10_000),
+        )
+        .unwrap();
         let (relative, (low, high)) = c.relative();
         assert!((relative - 0.3).abs() < 1e-9 && low > 0.0 && high > relative);
         assert_eq!(
@@ -470,10 +480,16 @@ mod tests {
             )
         );
         // Significant at a fixed horizon (p = 0.035), not yet when read at any time.
-        let early = proportions((100, 1000), (130, 1000)).unwrap();
+        let early = Comparison::of(
+            &Sample::proportion(100, 1000),
+            &Sample::proportion(130, 1000),
+        )
+        .unwrap();
         assert!(!early.significant() && early.relative().1.0 < 0.0);
         // Nothing converting in the control: no relative figure to give.
-        assert!(proportions((0, 1000), (5, 1000)).is_none());
+        assert!(
+            Comparison::of(&Sample::proportion(0, 1000), &Sample::proportion(5, 1000),).is_none()
+        );
         assert_eq!(
             verdict("B", "conversion", None),
             "B: conversion: not enough data yet"

@@ -17,12 +17,13 @@ use vitrine_engine::analytics::spread::{Spread, upper_edge};
 use vitrine_engine::analytics::{ZoneCounts, day_of};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::experiment::holdout::{Holdout, HoldoutPeriod};
+use vitrine_engine::experiment::sequential::Sample;
 use vitrine_engine::money::Currency;
 
 use super::analytics::date;
 use super::campaigns::with_etag;
 use super::experiments::{
-    REVENUE_CAP_QUANTILE, means, money, proportions, ratio, ratio_f, revenue, verdict,
+    Comparison, REVENUE_CAP_QUANTILE, means, money, ratio, ratio_f, revenue, verdict,
 };
 use crate::api::Reply;
 use crate::clock::rfc3339;
@@ -112,9 +113,9 @@ fn figures(
                 .map(|m| money(m, currency)),
         })
     };
-    let conversion = proportions(
-        (held.ordering_visitors, held.visitors),
-        (personalized.ordering_visitors, personalized.visitors),
+    let conversion = Comparison::of(
+        &Sample::proportion(held.ordering_visitors, held.visitors),
+        &Sample::proportion(personalized.ordering_visitors, personalized.visitors),
     );
     let per_visitor = means(held, personalized, currency, cap);
     let verdicts = vec![

@@ -82,7 +82,8 @@ fn session_setting(setting: &SessionSetting) -> Value {
 /// What self-tuning of `similar_sessions`' neighbourhood knows, as JSON.
 fn sessions_json(report: &SessionReport) -> Value {
     let (settings, switches) = grid_json(
-        (&report.settings, &report.switches),
+        &report.settings,
+        &report.switches,
         |s| *s == report.active,
         session_setting,
     );
@@ -114,7 +115,8 @@ fn recipe(recipe: &Recipe) -> Value {
 /// What self-tuning of `personalized`'s recipe knows, as JSON.
 fn recipe_json(report: &RecipeReport) -> Value {
     let (settings, switches) = grid_json(
-        (&report.settings, &report.switches),
+        &report.settings,
+        &report.switches,
         |r| Some(*r) == report.active,
         recipe,
     );
@@ -143,7 +145,8 @@ fn tallies(
     setting: impl Fn(&ListSetting) -> Value,
 ) -> (Vec<Value>, Vec<Value>) {
     grid_json(
-        (&report.settings, &report.switches),
+        &report.settings,
+        &report.switches,
         |s| *s == report.active,
         setting,
     )
@@ -152,13 +155,20 @@ fn tallies(
 /// A grid's settings with their tallies (which one is `active`), and its switches, each
 /// setting written by `setting`.
 fn grid_json<S>(
-    (settings, switches): (&[(S, Tally)], &[Switch<S>]),
+    settings: &[(S, Tally)],
+    switches: &[Switch<S>],
     active: impl Fn(&S) -> bool,
     setting: impl Fn(&S) -> Value,
 ) -> (Vec<Value>, Vec<Value>) {
     let settings = settings
         .iter()
-        .map(|(s, tally)| trial_json(setting(s), active(s), tally))
+        .map(|(s, tally)| {
+            let mut value = trial_json(setting(s), tally);
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("active".into(), json!(active(s)));
+            }
+            value
+        })
         .collect();
     let switches = switches
         .iter()
@@ -178,10 +188,9 @@ fn grid_json<S>(
 }
 
 /// A setting of a grid (`value`, an object) with its trials since the last switch.
-fn trial_json(mut value: Value, active: bool, tally: &Tally) -> Value {
+fn trial_json(mut value: Value, tally: &Tally) -> Value {
     let (hit_rate, mrr) = tally.scored.rates();
     if let Some(fields) = value.as_object_mut() {
-        fields.insert("active".into(), json!(active));
         fields.insert("trials".into(), json!(tally.scored.trials));
         fields.insert("hits".into(), json!(tally.scored.hits));
         fields.insert("hitRate".into(), json!(hit_rate));

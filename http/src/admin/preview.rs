@@ -21,7 +21,7 @@ use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::event::PageType;
 use vitrine_engine::money::Currency;
 use vitrine_fields::FieldError;
-use vitrine_ingest::campaigns::{self, Target};
+use vitrine_ingest::campaigns::{self, Installed, Target};
 
 use crate::api::clientside::html;
 use crate::error::ApiError;
@@ -337,7 +337,10 @@ pub(super) fn draft(
     }
     if let Some(list) = list {
         match campaigns::with_campaigns(
-            (&document, &set),
+            Installed {
+                document: &document,
+                set: &set,
+            },
             zone,
             &json!({"campaigns": list}),
             version + 1,

@@ -13,6 +13,7 @@ use vitrine_ingest::jobs::FeedStatus;
 use crate::api::Reply;
 use crate::api::tokens;
 use crate::auth::authenticated;
+use crate::config::Addresses;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
@@ -26,10 +27,7 @@ pub fn handle_submit(state: &AppState, body: &Value, now: UnixMillis) -> Result<
     let mut errors = Errors::default();
     let url = fields.req_nonempty_str("url", &mut errors);
     if let Some(url) = url
-        && let Err(message) = check_feed_url(
-            url,
-            Addresses::of(state.config().allow_private_feed_addresses),
-        )
+        && let Err(message) = check_feed_url(url, state.config().feed_addresses)
     {
         errors.push("url", message.to_string());
     }
@@ -69,26 +67,6 @@ pub enum FeedUrlError {
          feeds.allow_private_addresses = true"
     )]
     Private(String),
-}
-
-/// Which hosts a feed URL may name literally (`feeds.allow_private_addresses`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Addresses {
-    /// Public ones only: a private or loopback address, or `localhost`, is refused.
-    PublicOnly,
-    /// Private and loopback ones too.
-    PrivateAllowed,
-}
-
-impl Addresses {
-    /// What `feeds.allow_private_addresses` says.
-    pub fn of(allow_private: bool) -> Addresses {
-        if allow_private {
-            Addresses::PrivateAllowed
-        } else {
-            Addresses::PublicOnly
-        }
-    }
 }
 
 /// Checks a feed URL: http or https, a host, no credentials; a literal private or

@@ -84,8 +84,8 @@ pub struct Config {
     pub deltas: DeltaConfig,
     /// Limits.
     pub limits: Limits,
-    /// Whether feed URLs may point at private and loopback addresses.
-    pub allow_private_feed_addresses: bool,
+    /// Which hosts feed URLs may name (`feeds.allow_private_addresses`).
+    pub feed_addresses: Addresses,
     /// Feed download and ingest settings.
     pub feeds: FeedConfig,
     /// Bounds on per-visitor state.
@@ -231,7 +231,11 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         state_snapshot_interval_secs: durability.state_snapshot_interval_secs,
         deltas,
         limits,
-        allow_private_feed_addresses: file.feeds.allow_private_addresses,
+        feed_addresses: if file.feeds.allow_private_addresses {
+            Addresses::PrivateAllowed
+        } else {
+            Addresses::PublicOnly
+        },
         feeds,
         memory,
         accounts,
@@ -240,6 +244,15 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         sftp,
         tls,
     })
+}
+
+/// Which hosts a feed URL may name literally (`feeds.allow_private_addresses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addresses {
+    /// Public ones only: a private or loopback address, or `localhost`, is refused.
+    PublicOnly,
+    /// Private and loopback ones too.
+    PrivateAllowed,
 }
 
 #[cfg(test)]

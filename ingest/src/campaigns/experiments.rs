@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 use vitrine_engine::campaign::document::CampaignDefinition;
-use vitrine_engine::campaign::{Segment, ZoneCampaigns, zone_key};
+use vitrine_engine::campaign::{ZoneCampaigns, zone_key};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::experiment::definition::{
     ExperimentDefinition, Run, Status, VariantDefinition, VariantKind,
@@ -22,7 +22,7 @@ use vitrine_engine::zone::{Strategy, ZoneKind};
 use vitrine_fields::{Errors, Fields, KeyMatch, Presence, index_path};
 
 use super::content::{product_strategy, read_list, strategies};
-use super::grammar::{MAX_NAME_LEN, Target, definitions, display_name};
+use super::grammar::{Against, MAX_NAME_LEN, definitions, display_name};
 use super::rules::{only, whole};
 
 /// Variants an experiment has at most.
@@ -73,7 +73,7 @@ pub fn act(
     id: &str,
     action: Action<'_>,
     now: UnixMillis,
-    (segments, target): (&[Segment], Target<'_>),
+    against: Against<'_>,
 ) -> Result<Vec<ExperimentDefinition>, Errors> {
     let mut errors = Errors::default();
     let mut list = current.to_vec();
@@ -84,7 +84,7 @@ pub fn act(
     };
     match action {
         Action::Put(body) => {
-            let written = read_experiment(id, body, (segments, target), &mut errors);
+            let written = read_experiment(id, body, against, &mut errors);
             let Some(mut written) = written.filter(|_| errors.is_empty()) else {
                 return Err(errors);
             };
@@ -207,7 +207,7 @@ pub fn act(
 fn read_experiment(
     id: &str,
     body: &Value,
-    (segments, target): (&[Segment], Target<'_>),
+    against: Against<'_>,
     errors: &mut Errors,
 ) -> Option<ExperimentDefinition> {
     if id.is_empty() || id.len() > MAX_NAME_LEN || id.contains('/') {
@@ -220,7 +220,7 @@ fn read_experiment(
     only(&fields, body, &["name", "zone", "variants"], errors)?;
     let name = display_name(&fields, errors);
     let zone = fields.req_nonempty_str("zone", errors)?;
-    let Some(spec) = target.zones.iter().find(|z| z.id == zone) else {
+    let Some(spec) = against.target.zones.iter().find(|z| z.id == zone) else {
         errors.push("zone", format!("the account has no zone {zone:?}"));
         return None;
     };
@@ -245,7 +245,7 @@ fn read_experiment(
     let mut variants: Vec<VariantDefinition> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let path = index_path("variants", i);
-        let Some(variant) = read_variant(item, &path, zone, (segments, target), errors) else {
+        let Some(variant) = read_variant(item, &path, zone, against, errors) else {
             continue;
         };
         if variants.iter().any(|v| v.name == variant.name) {
@@ -270,7 +270,7 @@ fn read_variant(
     value: &Value,
     path: &str,
     zone: &str,
-    (segments, target): (&[Segment], Target<'_>),
+    against: Against<'_>,
     errors: &mut Errors,
 ) -> Option<VariantDefinition> {
     let fields = Fields::of(value, path, KeyMatch::Exact, errors)?;
@@ -333,7 +333,7 @@ fn read_variant(
             );
         }
     }
-    let spec = target.zones.iter().find(|z| z.id == zone)?;
+    let spec = against.target.zones.iter().find(|z| z.id == zone)?;
     let mut campaigns = None;
     match kind {
         VariantKind::Strategy => {
@@ -359,7 +359,14 @@ fn read_variant(
                 return None;
             };
             let list_path = fields.path_of("campaigns");
-            read_list(zone, list, &list_path, segments, target, errors)?;
+            read_list(
+                zone,
+                list,
+                &list_path,
+                against.segments,
+                against.target,
+                errors,
+            )?;
             campaigns = Some(definitions::<Vec<CampaignDefinition>>(list, &list_path).ok()?);
         }
         VariantKind::Live => {}
@@ -391,7 +398,7 @@ fn read_variant(
 pub fn compile(
     list: &[ExperimentDefinition],
     first_list: usize,
-    (segments, target): (&[Segment], Target<'_>),
+    against: Against<'_>,
     errors: &mut Errors,
 ) -> (Vec<Experiment>, Vec<ZoneCampaigns>) {
     let mut experiments = Vec::new();
@@ -407,7 +414,12 @@ pub fn compile(
             continue;
         };
         let path = format!("experiments.list[{e}]");
-        let Some(spec) = target.zones.iter().find(|z| z.id == definition.zone) else {
+        let Some(spec) = against
+            .target
+            .zones
+            .iter()
+            .find(|z| z.id == definition.zone)
+        else {
             errors.push(
                 path,
                 format!("the account has no zone {:?}", definition.zone),
@@ -458,8 +470,8 @@ pub fn compile(
                         &definition.zone,
                         &value,
                         &list_path,
-                        segments,
-                        target,
+                        against.segments,
+                        against.target,
                         errors,
                     ) else {
                         continue;

@@ -3,6 +3,7 @@
 //! and typed definitions.
 
 use serde_json::Value;
+use vitrine_engine::campaign::Segment;
 use vitrine_engine::zone::ZoneSpec;
 use vitrine_fields::{Errors, Fields};
 
@@ -34,6 +35,16 @@ pub struct Target<'a> {
     pub zones: &'a [ZoneSpec],
     /// The account's time zone.
     pub time_zone: &'a jiff::tz::TimeZone,
+}
+
+/// What an experiment's lists are read against: the account, and the segments the
+/// document's lists may name (compiled).
+#[derive(Debug, Clone, Copy)]
+pub struct Against<'a> {
+    /// The document's segments, compiled.
+    pub segments: &'a [Segment],
+    /// The account.
+    pub target: Target<'a>,
 }
 
 /// The typed definitions of a list already read without error.

@@ -21,15 +21,15 @@ mod rules;
 use serde_json::Value;
 use vitrine_engine::campaign::document::{CampaignDocument, Part};
 use vitrine_engine::campaign::{CampaignSet, Segment, ZoneCampaigns};
-use vitrine_engine::catalogue::Catalogue;
+use vitrine_engine::catalogue::{Catalogue, UnixMillis};
 use vitrine_fields::{Errors, Fields, KeyMatch, index_path, kind_of};
 
 use content::read_list;
 pub use diff::summary;
 pub use filters::FILTER_KINDS;
 pub use grammar::{
-    MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_NAME_LEN, MAX_NAMES, MAX_NUMBER,
-    MAX_PINS, MAX_SEGMENTS, MAX_TEMPLATE_LEN, Target,
+    Against, MAX_CAMPAIGNS, MAX_FILTERS, MAX_IMAGES, MAX_ITEMS, MAX_NAME_LEN, MAX_NAMES,
+    MAX_NUMBER, MAX_PINS, MAX_SEGMENTS, MAX_TEMPLATE_LEN, Target,
 };
 use grammar::{definitions, display_name, identifier};
 use rules::only;
@@ -88,7 +88,10 @@ fn compile_zones(
     let (experiments, lists) = experiments::compile(
         &document.experiments.list,
         zones.len(),
-        (&segments, target),
+        Against {
+            segments: &segments,
+            target,
+        },
         errors,
     );
     zones.extend(lists);
@@ -157,12 +160,25 @@ pub fn with_segments(
     Ok((document, set))
 }
 
+/// The campaigns an account has now: its stored document and the set compiled from it,
+/// which a change starts from.
+#[derive(Debug, Clone, Copy)]
+pub struct Installed<'a> {
+    /// The stored document.
+    pub document: &'a CampaignDocument,
+    /// The set compiled from it.
+    pub set: &'a CampaignSet,
+}
+
 /// A new document with the campaign list of a `PUT` body (`{"campaigns": [...]}`) for
 /// `zone`, at `version`, and its set: the list read and compiled once, against the
 /// segments of `set` (compiled from `current`), the other zones' lists as `set` has
 /// them. Errors name paths in the body.
 pub fn with_campaigns(
-    (current, set): (&CampaignDocument, &CampaignSet),
+    Installed {
+        document: current,
+        set,
+    }: Installed<'_>,
     zone: &str,
     body: &Value,
     version: u64,
@@ -190,7 +206,10 @@ pub fn with_campaigns(
 /// A new document without `zone`'s list (the zone is filled as configured again), at
 /// `version`, and its set (nothing compiled).
 pub fn without_campaigns(
-    (current, set): (&CampaignDocument, &CampaignSet),
+    Installed {
+        document: current,
+        set,
+    }: Installed<'_>,
     zone: &str,
     version: u64,
 ) -> (CampaignDocument, CampaignSet) {
@@ -256,10 +275,14 @@ fn experiment_lists(set: &CampaignSet) -> usize {
 /// set: the experiments compiled again against `set`'s segments, the zones' lists as
 /// `set` has them. Errors name paths in the body, or the rule broken.
 pub fn with_experiment(
-    (current, set): (&CampaignDocument, &CampaignSet),
+    Installed {
+        document: current,
+        set,
+    }: Installed<'_>,
     id: &str,
     action: experiments::Action<'_>,
-    (version, now): (u64, vitrine_engine::catalogue::UnixMillis),
+    version: u64,
+    now: UnixMillis,
     target: Target<'_>,
 ) -> Result<(CampaignDocument, CampaignSet), Errors> {
     let list = experiments::act(
@@ -267,7 +290,10 @@ pub fn with_experiment(
         id,
         action,
         now,
-        (&set.segments, target),
+        Against {
+            segments: &set.segments,
+            target,
+        },
     )?;
     let document = current.with_experiments(list, version);
     Ok((
@@ -288,7 +314,10 @@ fn with_experiments(
     let (experiments, lists) = experiments::compile(
         &document.experiments.list,
         zones.len(),
-        (&set.segments, target),
+        Against {
+            segments: &set.segments,
+            target,
+        },
         &mut Errors::default(),
     );
     zones.extend(lists);
@@ -304,9 +333,13 @@ fn with_experiments(
 /// A new document with `action` done to the store-wide holdout at `now`, at `version`,
 /// and its set (the experiments part compiled again). Errors name the body's fields.
 pub fn with_holdout(
-    (current, set): (&CampaignDocument, &CampaignSet),
+    Installed {
+        document: current,
+        set,
+    }: Installed<'_>,
     action: holdout::Action<'_>,
-    (version, now): (u64, vitrine_engine::catalogue::UnixMillis),
+    version: u64,
+    now: UnixMillis,
     target: Target<'_>,
 ) -> Result<(CampaignDocument, CampaignSet), Errors> {
     let holdout = holdout::act(current.experiments.holdout.as_ref(), action, now)?;
@@ -540,7 +573,10 @@ mod tests {
         let empty = CampaignDocument::default();
         let (document, set) = with_segments(&empty, &segments, 1, target).expect("segments");
         let (document, set) = with_campaigns(
-            (&document, &set),
+            Installed {
+                document: &document,
+                set: &set,
+            },
             "PP-01",
             &json!({"campaigns": [campaign("p")]}),
             2,
@@ -548,7 +584,10 @@ mod tests {
         )
         .expect("PP-01");
         let (document, set) = with_campaigns(
-            (&document, &set),
+            Installed {
+                document: &document,
+                set: &set,
+            },
             "CP-01",
             &json!({"campaigns": [campaign("c")]}),
             3,
@@ -556,7 +595,10 @@ mod tests {
         )
         .expect("CP-01");
         let (next, changed) = with_campaigns(
-            (&document, &set),
+            Installed {
+                document: &document,
+                set: &set,
+            },
             "HP-01",
             &json!({"campaigns": [campaign("h1"), campaign("h2")]}),
             4,
@@ -576,7 +618,14 @@ mod tests {
             ["CP-01", "HP-01", "PP-01"]
         );
         // A list removed: nothing compiled, the same set as a whole compile.
-        let (gone, without) = without_campaigns((&next, &changed), "CP-01", 5);
+        let (gone, without) = without_campaigns(
+            Installed {
+                document: &next,
+                set: &changed,
+            },
+            "CP-01",
+            5,
+        );
         assert_eq!(without, compile(&gone, 5, target).expect("compiles"));
         assert_eq!(gone.zone_version("CP-01"), 5);
         assert_eq!(gone.zone_list("CP-01"), None);
@@ -597,8 +646,17 @@ mod tests {
         let (document, set) =
             with_segments(&CampaignDocument::default(), &segments, 1, target).expect("segments");
         let body = json!({"campaigns": [{"id": "h", "segment": "vip", "content": {"type": "automated", "strategy": "trending"}}]});
-        let (document, _) =
-            with_campaigns((&document, &set), "HP-01", &body, 2, target).expect("list");
+        let (document, _) = with_campaigns(
+            Installed {
+                document: &document,
+                set: &set,
+            },
+            "HP-01",
+            &body,
+            2,
+            target,
+        )
+        .expect("list");
         let errors =
             with_segments(&document, &json!({"segments": []}), 3, target).expect_err("in use");
         assert!(

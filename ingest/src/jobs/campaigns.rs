@@ -24,7 +24,7 @@ use vitrine_fields::Errors;
 
 use super::log::RecordKind;
 use super::{AccountJobs, SubmitError};
-use crate::campaigns::{self, Target};
+use crate::campaigns::{self, Installed, Target};
 use crate::jobs::replica::port::Wait;
 
 /// How long a node waits for its own change (or draft) to come back from the replicated
@@ -172,6 +172,10 @@ impl AccountJobs {
         let (document, version) = account.campaigns().document();
         let set = live_set(account, &document, version, target);
         let next = version + 1;
+        let installed = Installed {
+            document: &document,
+            set: &set,
+        };
         let (part, (new_document, new_set)) = match request.change {
             CampaignChange::Segments(body) => (
                 Some(RestorePart::Segments),
@@ -180,27 +184,21 @@ impl AccountJobs {
             ),
             CampaignChange::Zone { zone, body } => (
                 Some(RestorePart::Zone(zone)),
-                campaigns::with_campaigns((&document, &set), zone, body, next, target)
+                campaigns::with_campaigns(installed, zone, body, next, target)
                     .map_err(CampaignError::Invalid)?,
             ),
             CampaignChange::RemoveZone(zone) => (
                 Some(RestorePart::Zone(zone)),
-                campaigns::without_campaigns((&document, &set), zone, next),
+                campaigns::without_campaigns(installed, zone, next),
             ),
             CampaignChange::Experiment { id, action } => (
                 Some(RestorePart::Experiments),
-                campaigns::with_experiment(
-                    (&document, &set),
-                    id,
-                    action,
-                    (next, request.now),
-                    target,
-                )
-                .map_err(CampaignError::Invalid)?,
+                campaigns::with_experiment(installed, id, action, next, request.now, target)
+                    .map_err(CampaignError::Invalid)?,
             ),
             CampaignChange::Holdout(action) => (
                 Some(RestorePart::Experiments),
-                campaigns::with_holdout((&document, &set), action, (next, request.now), target)
+                campaigns::with_holdout(installed, action, next, request.now, target)
                     .map_err(CampaignError::Invalid)?,
             ),
             CampaignChange::Restore {

@@ -329,7 +329,8 @@ impl AccountJobs {
         self.log_and_publish(
             RecordKind::Click,
             payload,
-            (Durability::Unwaited, Wait::No),
+            Durability::Unwaited,
+            Wait::No,
             applying,
         )?;
         Ok(true)
@@ -387,7 +388,8 @@ impl AccountJobs {
             self.log_and_publish(
                 RecordKind::Served,
                 payload,
-                (Durability::UnderPolicy, wait),
+                Durability::UnderPolicy,
+                wait,
                 applying,
             )?;
         } else if !served.shown.is_empty() {

@@ -206,8 +206,24 @@ fn a_real_lift_is_found() {
 fn the_visitors_a_lift_needs_shrink_as_the_lift_grows() {
     // 3 % conversion, split evenly.
     let control = Sample::proportion(300, 10_000);
-    let ten = visitors_to_show(&control, 0.1, (1.0, 1.0)).unwrap();
-    let thirty = visitors_to_show(&control, 0.3, (1.0, 1.0)).unwrap();
+    let ten = visitors_to_show(
+        &control,
+        0.1,
+        Shares {
+            control: 1.0,
+            variant: 1.0,
+        },
+    )
+    .unwrap();
+    let thirty = visitors_to_show(
+        &control,
+        0.3,
+        Shares {
+            control: 1.0,
+            variant: 1.0,
+        },
+    )
+    .unwrap();
     assert!(thirty < ten / 4.0, "{thirty} against {ten}");
     // At 30 %, the interval's half-width at that many visitors is just below the lift.
     let n = thirty / 2.0;
@@ -223,6 +239,27 @@ fn the_visitors_a_lift_needs_shrink_as_the_lift_grows() {
         "{half} at {n} visitors a group (V {v})"
     );
     // An uneven split needs more visitors; nothing to go on, no estimate.
-    assert!(visitors_to_show(&control, 0.3, (1.0, 3.0)).unwrap() > thirty);
-    assert!(visitors_to_show(&Sample::proportion(0, 1000), 0.3, (1.0, 1.0)).is_none());
+    assert!(
+        visitors_to_show(
+            &control,
+            0.3,
+            Shares {
+                control: 1.0,
+                variant: 3.0
+            }
+        )
+        .unwrap()
+            > thirty
+    );
+    assert!(
+        visitors_to_show(
+            &Sample::proportion(0, 1000),
+            0.3,
+            Shares {
+                control: 1.0,
+                variant: 1.0
+            }
+        )
+        .is_none()
+    );
 }

@@ -14,8 +14,8 @@ use crate::event::Event;
 use crate::models::CoCounts;
 use crate::models::{ListSetting, ModelSettings, NO_KEY};
 use crate::prequential::TOP_K;
-use crate::recommend::history_weights;
-use crate::tuning::{Lists, Trial, Tuner, TuningReport};
+use crate::recommend::{HistoryWeights, history_weights};
+use crate::tuning::{Lists, Runs, Trial, Tuner, TuningReport};
 use crate::visitor::LiveVisitor;
 use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
 
@@ -249,20 +249,27 @@ impl Account {
 impl AccountSettings {
     /// Whether `personalized`'s recipe tunes itself: tuning on, and the shoppers
     /// judged (self-evaluation, whose judged requests it is tried on).
-    pub(crate) fn tunes_recipe(&self) -> bool {
-        self.self_evaluation && self.tuning != crate::tuning::Tuning::Off
+    pub(crate) fn tunes_recipe(&self) -> Runs {
+        if self.self_evaluation && self.tuning != crate::tuning::Tuning::Off {
+            Runs::Yes
+        } else {
+            Runs::No
+        }
     }
 
     /// Whether `similar_sessions`' neighbourhood tunes itself: as the recipe, with
     /// sessions kept and a zone that reads them (or a `personalized` one whose recipe
     /// may blend them in).
-    pub(crate) fn tunes_sessions(&self) -> bool {
-        self.tunes_recipe()
-            && self.models.sessions > 0
-            && self.zones.iter().any(|zone| {
-                zone.reads_sessions()
-                    || (zone.strategy == Some(Strategy::Personalized) && !zone.pinned.sessions)
-            })
+    pub(crate) fn tunes_sessions(&self) -> Runs {
+        let read = self.zones.iter().any(|zone| {
+            zone.reads_sessions()
+                || (zone.strategy == Some(Strategy::Personalized) && !zone.pinned.sessions)
+        });
+        if self.tunes_recipe() == Runs::Yes && self.models.sessions > 0 && read {
+            Runs::Yes
+        } else {
+            Runs::No
+        }
     }
 }
 
@@ -275,8 +282,12 @@ fn shadow_seed_weights(zones: &[ZoneSpec], recent: &[u32]) -> Vec<(u32, f64)> {
         .iter()
         .find(|zone| zone.strategy == Some(Strategy::Personalized));
     let settings = spec.map_or(
-        (DEFAULT_HISTORY, DEFAULT_RECENCY, DEFAULT_LONG_TERM),
-        |zone| (zone.history, zone.recency, zone.long_term),
+        HistoryWeights {
+            history: DEFAULT_HISTORY,
+            recency: DEFAULT_RECENCY,
+            long_term: DEFAULT_LONG_TERM,
+        },
+        HistoryWeights::of,
     );
     let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
     let weights = history_weights(settings, views.len(), 1.0);

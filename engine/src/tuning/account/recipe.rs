@@ -5,6 +5,7 @@
 
 use crate::account::Account;
 use crate::account::settings::AccountSettings;
+use crate::account::visitor_view::CurrencyAt;
 use crate::catalogue::ProductIdx;
 use crate::models::AsOf;
 use crate::prequential::{TOP_K, rank_of};
@@ -32,7 +33,10 @@ impl Account {
                 &trial.catalogue,
                 &trial.rankings,
                 &trial.published,
-                (trial.currency, trial.now),
+                CurrencyAt {
+                    currency: trial.currency,
+                    now: trial.now,
+                },
             );
             // What the request brought is new to the visitor: each recipe is ranked
             // among the products that can be, its first [`TOP_K`] of those (a product

@@ -173,7 +173,7 @@ impl AccountJobs {
                 deltas
                     .statuses
                     .set(token.clone(), local, DeltaStatus::Pending);
-                let queued = Queued::replicated(token, (local, sequence), delta);
+                let queued = Queued::replicated(token, local, sequence, delta);
                 if sender.send(queued).is_err() {
                     deltas.pending.fetch_sub(1, Ordering::AcqRel);
                     return Err(SubmitError::Closed);
@@ -305,7 +305,8 @@ impl AccountJobs {
         &self,
         kind: RecordKind,
         payload: Vec<u8>,
-        (durability, wait): (Durability, Wait),
+        durability: Durability,
+        wait: Wait,
         applying: Entered<'_>,
     ) -> Result<(), SubmitError> {
         let wal = &self.shared.wal;

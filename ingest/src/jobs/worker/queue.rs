@@ -51,7 +51,8 @@ impl Queued {
     /// A delta read from the replicated log at `stream`, logged locally at `sequence`.
     pub(in crate::jobs) fn replicated(
         token: String,
-        (sequence, stream): (u64, u64),
+        sequence: u64,
+        stream: u64,
         delta: Delta,
     ) -> Queued {
         Queued {

@@ -419,7 +419,10 @@ impl Method {
                 window,
                 symmetric,
                 steps,
-            } => Box::new(SequentialRules::fit(training, window, symmetric, steps)),
+            } => {
+                let backward = if symmetric { 1.0 } else { 0.0 };
+                Box::new(SequentialRules::fit(training, window, backward, steps))
+            }
             Method::Vsknn { neighbours, steps } => {
                 Box::new(Vsknn::fit(training, neighbours, steps))
             }

@@ -89,7 +89,9 @@ pub(super) struct CoViewBlend {
 impl Recommender for CoViewBlend {
     fn score(&self, visitor: u32, history: &[u32], scores: &mut [f32]) {
         blend_scaled(
-            (self.co_view.as_ref(), self.other.as_ref(), self.weight),
+            self.co_view.as_ref(),
+            self.other.as_ref(),
+            self.weight,
             visitor,
             history,
             scores,
@@ -100,7 +102,9 @@ impl Recommender for CoViewBlend {
 /// Adds `first`'s and `second`'s scores, each scaled to a maximum of 1 for the question,
 /// the second weighed `weight`.
 fn blend_scaled(
-    (first, second, weight): (&dyn Recommender, &dyn Recommender, f32),
+    first: &dyn Recommender,
+    second: &dyn Recommender,
+    weight: f32,
     visitor: u32,
     history: &[u32],
     scores: &mut [f32],

@@ -37,22 +37,16 @@ impl Recommender for Markov {
 }
 
 /// Sequential rules (Ludewig and Jannach, 2018): a rule `a → b` for every `b` within
-/// `window` steps after `a` in a sequence, weighted `1 / distance` (and `b → a` too
-/// when `symmetric`); a product scores the rules from the history's last `steps`
-/// products, the latest weighing most (`1 / (1 + age)`).
+/// `window` steps after `a` in a sequence, weighted `1 / distance` (and `b → a` at
+/// `backward` times that: 1 when symmetric, 0 when not); a product scores the rules
+/// from the history's last `steps` products, the latest weighing most (`1 / (1 + age)`).
 pub(super) struct SequentialRules {
     rules: Square,
     steps: usize,
 }
 
 impl SequentialRules {
-    pub(super) fn fit(
-        training: &Interactions,
-        window: usize,
-        symmetric: bool,
-        steps: usize,
-    ) -> Self {
-        let backward = if symmetric { 1.0 } else { 0.0 };
+    pub(super) fn fit(training: &Interactions, window: usize, backward: f32, steps: usize) -> Self {
         SequentialRules {
             rules: Self::count(training, window, backward),
             steps,
