@@ -102,15 +102,7 @@ pub fn zone(id: &str, strategy: Strategy, count: usize) -> ZoneSpec {
         fallback: Vec::new(),
         count,
         page_types: Vec::new(),
-        history: crate::zone::DEFAULT_HISTORY,
-        recency: crate::zone::DEFAULT_RECENCY,
-        long_term: crate::zone::DEFAULT_LONG_TERM,
-        context: 0,
-        content: crate::zone::DEFAULT_CONTENT,
-        sessions: crate::zone::DEFAULT_SESSIONS,
-        popularity: crate::zone::DEFAULT_POPULARITY,
-        purchases: crate::zone::DEFAULT_PURCHASES,
-        pinned: Default::default(),
+        recipe: crate::zone::ZoneRecipe::default(),
     }
 }
 

@@ -171,6 +171,18 @@ pub struct ZoneSpec {
     pub count: usize,
     /// Page types the zone is shown on; empty means every page type.
     pub page_types: Vec<PageType>,
+    /// How its blends weigh what they read (`personalized`'s recipe, and the
+    /// `context` and `content` of the pair strategies).
+    pub recipe: ZoneRecipe,
+}
+
+/// How a zone's blends weigh what they read: `personalized`'s recipe (which self-tuning
+/// may choose, [`crate::tuning::recipe`]), and the `context` and `content` of
+/// `viewed_together`, `bought_together` and `basket_cross_sell`. Each is checked
+/// against the zone's strategies where it is configured; [`ZoneRecipe::default`] is
+/// what a zone that gives none of them reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ZoneRecipe {
     /// `personalized`: how many of the visitor's latest views it starts from (the
     /// latest weighing 1, the one before `recency`, the one before that `recency`², and
     /// so on), and as many of the basket's lines and of the purchases;
@@ -223,6 +235,22 @@ pub struct ZoneSpec {
     pub pinned: RecipePins,
 }
 
+impl Default for ZoneRecipe {
+    fn default() -> ZoneRecipe {
+        ZoneRecipe {
+            history: DEFAULT_HISTORY,
+            recency: DEFAULT_RECENCY,
+            long_term: DEFAULT_LONG_TERM,
+            context: 0,
+            content: DEFAULT_CONTENT,
+            sessions: DEFAULT_SESSIONS,
+            popularity: DEFAULT_POPULARITY,
+            purchases: DEFAULT_PURCHASES,
+            pinned: RecipePins::default(),
+        }
+    }
+}
+
 impl ZoneSpec {
     /// Whether filling the zone reads the visitor's repurchases (`buy_again` as its
     /// strategy or a fallback).
@@ -242,7 +270,7 @@ impl ZoneSpec {
             .chain(self.fallback.iter().copied())
             .any(|s| {
                 s == Strategy::SimilarSessions
-                    || (s == Strategy::Personalized && self.sessions > 0.0)
+                    || (s == Strategy::Personalized && self.recipe.sessions > 0.0)
             })
     }
 }

@@ -236,7 +236,7 @@ pub(crate) fn cacheable(spec: &ZoneSpec, ctx: &Context<'_>) -> bool {
         }
         // Without the visitor's history blended in.
         Strategy::ViewedTogether | Strategy::BoughtTogether => {
-            ctx.product.is_some() && spec.context == 0
+            ctx.product.is_some() && spec.recipe.context == 0
         }
         Strategy::RecentlyViewed
         | Strategy::Personalized

@@ -195,15 +195,15 @@ fn explain_gives_exactly_what_serving_gives_with_the_scores_it_ranked_by() {
         .collect();
     for strategy in [Strategy::ViewedTogether, Strategy::BoughtTogether] {
         let mut spec = testkit::zone("Z", strategy, 10);
-        spec.context = 3;
-        spec.content = 0.5;
+        spec.recipe.context = 3;
+        spec.recipe.content = 0.5;
         zones.push((
             format!("{} with context and content", strategy.name()),
             spec,
         ));
     }
     let mut spec = testkit::zone("Z", Strategy::Personalized, 10);
-    spec.content = 0.5;
+    spec.recipe.content = 0.5;
     zones.push(("personalized with content".to_owned(), spec));
     for (name, spec) in zones {
         let account = testkit::account(vec![spec], catalogue());
@@ -237,7 +237,7 @@ fn explain_gives_exactly_what_serving_gives_with_the_scores_it_ranked_by() {
                     | Strategy::TopSellers
                     | Strategy::Personalized
                     | Strategy::BasketCrossSell
-            ) || e.spec.context > 0;
+            ) || e.spec.recipe.context > 0;
             let scores: Vec<f64> = e
                 .items
                 .iter()

@@ -108,9 +108,10 @@ fn sessions_of_baskets_and_orders_find_a_shoppers_next_product_without_views() {
 
 #[test]
 fn personalized_blends_in_the_products_of_similar_sessions_by_its_sessions_weight() {
-    let spec = |sessions: f64| ZoneSpec {
-        sessions,
-        ..testkit::zone("Z", Strategy::Personalized, 10)
+    let spec = |sessions: f64| {
+        let mut spec = testkit::zone("Z", Strategy::Personalized, 10);
+        spec.recipe.sessions = sessions;
+        spec
     };
     let fill = |account: &Account| {
         // Five sessions go from a and b, through ten fillers, to d: too far for a

@@ -136,7 +136,7 @@ fn an_order_line_new_to_the_basket_pairs_as_a_view_once() {
 fn viewed_together_with_context_blends_in_the_visitors_latest_views() {
     let account = |context: usize| {
         let mut spec = testkit::zone("Z", Strategy::ViewedTogether, 10);
-        spec.context = context;
+        spec.recipe.context = context;
         let account = testkit::account(vec![spec], catalogue());
         // a and b viewed together by 3 visitors, c and d by 2, e and d by 4.
         for v in 0..3 {
@@ -171,7 +171,7 @@ fn content_account(strategy: Strategy, content: f64) -> Account {
         });
     }
     let mut spec = testkit::zone("Z", strategy, 10);
-    spec.content = content;
+    spec.recipe.content = content;
     let account = testkit::account(vec![spec], builder.build().unwrap());
     for v in 0..3 {
         track(&account, &format!("v{v}"), vec![view("a"), view("b")], T0);
@@ -216,7 +216,7 @@ fn content_blends_the_products_like_the_seeds_with_their_pairs() {
 fn bought_together_with_context_blends_in_the_visitors_purchases() {
     let account = |context: usize| {
         let mut spec = testkit::zone("Z", Strategy::BoughtTogether, 10);
-        spec.context = context;
+        spec.recipe.context = context;
         let account = testkit::account(vec![spec], catalogue());
         // a bought with b in 3 orders, c with d in 2.
         for (pair, times) in [(["a", "b"], 3), (["c", "d"], 2)] {
@@ -386,8 +386,8 @@ fn undamped_personalized(count: usize, configure: impl FnOnce(&mut ZoneSpec)) ->
 fn personalized_starts_from_as_many_views_as_its_history_says() {
     let account = |history: usize| {
         let account = undamped_personalized(2, |spec| {
-            spec.history = history;
-            spec.long_term = 0.0;
+            spec.recipe.history = history;
+            spec.recipe.long_term = 0.0;
         });
         // a and b viewed together by 8 visitors, d and e by 3.
         for v in 0..8 {
@@ -414,10 +414,10 @@ fn personalized_starts_from_as_many_views_as_its_history_says() {
 #[test]
 fn personalized_blends_popularity_in_proportion_to_it() {
     let account = undamped_personalized(5, |spec| {
-        spec.history = 1;
-        spec.long_term = 0.0;
-        spec.sessions = 0.0;
-        spec.popularity = 0.5;
+        spec.recipe.history = 1;
+        spec.recipe.long_term = 0.0;
+        spec.recipe.sessions = 0.0;
+        spec.recipe.popularity = 0.5;
     });
     // a viewed with b by 8 visitors, with c by 2; d and e viewed alone by 16 each, f
     // by 2. Views: d, e 16; a 10; b 8; c, f 2.

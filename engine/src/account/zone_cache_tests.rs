@@ -79,7 +79,7 @@ fn zones() -> Vec<ZoneSpec> {
         ..testing::zone(id, strategy, count)
     };
     let mut blended = with("VTH", Strategy::ViewedTogether, 4, vec![Strategy::Trending]);
-    blended.context = 3;
+    blended.recipe.context = 3;
     vec![
         with("TR", Strategy::Trending, 5, vec![]),
         with("TS", Strategy::TopSellers, 4, vec![Strategy::Trending]),

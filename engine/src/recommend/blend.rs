@@ -23,7 +23,7 @@ pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 /// latest bought).
 pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = Seeds::new();
-    for_each_history_list(ctx, zone.purchases, |latest_first, top| {
+    for_each_history_list(ctx, zone.recipe.purchases, |latest_first, top| {
         let weights = history_weights(HistoryWeights::of(zone), latest_first.len(), top);
         seeds.extend(
             latest_first
@@ -50,9 +50,9 @@ impl HistoryWeights {
     /// `zone`'s.
     pub(crate) fn of(zone: &ZoneSpec) -> HistoryWeights {
         HistoryWeights {
-            history: zone.history,
-            recency: zone.recency,
-            long_term: zone.long_term,
+            history: zone.recipe.history,
+            recency: zone.recipe.recency,
+            long_term: zone.recipe.long_term,
         }
     }
 }
@@ -104,9 +104,9 @@ pub(super) fn anchor_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
         let mut weight = top;
         for idx in latest_first
             .filter(|idx| **idx != anchor)
-            .take(zone.context)
+            .take(zone.recipe.context)
         {
-            weight *= zone.recency;
+            weight *= zone.recipe.recency;
             seeds.push((*idx, weight));
         }
     });

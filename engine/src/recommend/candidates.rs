@@ -152,7 +152,7 @@ pub(super) fn candidates(
                     let blend = Blend {
                         lists: &[pairs],
                         skip: &skip,
-                        content: zone.content,
+                        content: zone.recipe.content,
                         sessions: (&[], 0.0),
                         popularity: (Popular::default(), 0.0),
                         facts,
@@ -196,9 +196,9 @@ pub(super) fn candidates(
                     Pairs::Bought(&ctx.neighbours.bought_together),
                 ],
                 skip: viewed,
-                content: zone.content,
-                sessions: (ctx.similar_sessions, zone.sessions),
-                popularity: (popular, zone.popularity),
+                content: zone.recipe.content,
+                sessions: (ctx.similar_sessions, zone.recipe.sessions),
+                popularity: (popular, zone.recipe.popularity),
                 facts,
             };
             let seeds = personalized_seeds(zone, ctx);
@@ -213,7 +213,7 @@ pub(super) fn candidates(
             let blend = Blend {
                 lists: &[Pairs::Bought(&ctx.neighbours.bought_together)],
                 skip: ctx.basket,
-                content: zone.content,
+                content: zone.recipe.content,
                 sessions: (&[], 0.0),
                 popularity: (Popular::default(), 0.0),
                 facts,
@@ -255,7 +255,7 @@ pub(super) fn candidates(
 /// [`POPULAR_BLENDED`](super::POPULAR_BLENDED), with their popularity; none
 /// when its weight is 0.
 fn popular_part<'c>(zone: &ZoneSpec, ctx: &Context<'c>) -> Popular<'c> {
-    if zone.popularity <= 0.0 {
+    if zone.recipe.popularity <= 0.0 {
         return Popular::default();
     }
     ctx.rankings.popular()

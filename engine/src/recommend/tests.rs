@@ -105,15 +105,12 @@ fn zone_of(strategy: Strategy) -> ZoneSpec {
         fallback: vec![],
         count: 20,
         page_types: vec![],
-        history: crate::zone::DEFAULT_HISTORY,
-        recency: crate::zone::DEFAULT_RECENCY,
-        long_term: crate::zone::DEFAULT_LONG_TERM,
-        context: 0,
-        content: 0.0,
-        sessions: 0.0,
-        popularity: 0.0,
-        purchases: crate::zone::DEFAULT_PURCHASES,
-        pinned: Default::default(),
+        recipe: crate::zone::ZoneRecipe {
+            content: 0.0,
+            sessions: 0.0,
+            popularity: 0.0,
+            ..crate::zone::ZoneRecipe::default()
+        },
     }
 }
 
@@ -149,12 +146,13 @@ fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_a
         similar_sessions: &[],
         ..context(&catalogue, &rankings, &neighbours)
     };
-    let mut zone = ZoneSpec {
+    let mut zone = zone_of(Strategy::Personalized);
+    zone.recipe = crate::zone::ZoneRecipe {
         history: 3,
         recency: 0.5,
         long_term: 0.0,
         purchases: 0.5,
-        ..zone_of(Strategy::Personalized)
+        ..zone.recipe
     };
     let close = |a: &Seeds, b: &[(ProductIdx, f64)]| {
         a.len() == b.len()
@@ -169,7 +167,7 @@ fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_a
     assert!(close(&seeds, &expected), "{seeds:?}");
     // With it: the latest 50 views share 5 (0.1 each) on top; the 2 purchases
     // share half of it.
-    zone.long_term = 5.0;
+    zone.recipe.long_term = 5.0;
     let seeds = personalized_seeds(&zone, &ctx);
     assert_eq!(seeds.len(), 50 + 2);
     assert!((seeds[0].1 - 1.1).abs() < 1e-12, "{seeds:?}");
@@ -181,16 +179,16 @@ fn personalized_seeds_weigh_recent_steps_by_recency_share_the_long_term_weight_a
     let total: f64 = seeds.iter().map(|s| s.1).sum();
     assert!((total - (1.75 + 5.0 + 0.75 + 2.5)).abs() < 1e-9, "{total}");
     // The purchases at their own weight: 1 from the latest bought, or left out.
-    zone.long_term = 0.0;
-    zone.purchases = 1.0;
+    zone.recipe.long_term = 0.0;
+    zone.recipe.purchases = 1.0;
     let seeds = personalized_seeds(&zone, &ctx);
     let expected = [(0, 1.0), (1, 0.5), (2, 0.25), (8, 1.0), (7, 0.5)];
     assert!(close(&seeds, &expected), "{seeds:?}");
-    zone.purchases = 0.0;
+    zone.recipe.purchases = 0.0;
     let seeds = personalized_seeds(&zone, &ctx);
     assert!(close(&seeds, &expected[..3]), "{seeds:?}");
     // By default a quarter.
-    zone.purchases = crate::zone::DEFAULT_PURCHASES;
+    zone.recipe.purchases = crate::zone::DEFAULT_PURCHASES;
     let seeds = personalized_seeds(&zone, &ctx);
     let expected = [(0, 1.0), (1, 0.5), (2, 0.25), (8, 0.25), (7, 0.125)];
     assert!(close(&seeds, &expected), "{seeds:?}");

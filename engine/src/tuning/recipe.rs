@@ -32,7 +32,7 @@ use super::{Board, Runs, Switch, Tally, active_in, threshold};
 use crate::bucket::TokenBucket;
 use crate::catalogue::UnixMillis;
 pub use crate::zone::RecipePins;
-use crate::zone::{Strategy, ZoneSpec};
+use crate::zone::{Strategy, ZoneRecipe, ZoneSpec};
 
 /// The values of `personalized`'s recipe that self-tuning chooses.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,22 +69,25 @@ impl Recipe {
     /// The recipe `spec` is filled with.
     pub fn of(spec: &ZoneSpec) -> Recipe {
         Recipe {
-            history: spec.history,
-            long_term: spec.long_term,
-            sessions: spec.sessions,
-            popularity: spec.popularity,
-            purchases: spec.purchases,
+            history: spec.recipe.history,
+            long_term: spec.recipe.long_term,
+            sessions: spec.recipe.sessions,
+            popularity: spec.recipe.popularity,
+            purchases: spec.recipe.purchases,
         }
     }
 
     /// `spec` filled with this recipe.
     pub fn applied(self, spec: &ZoneSpec) -> ZoneSpec {
         ZoneSpec {
-            history: self.history,
-            long_term: self.long_term,
-            sessions: self.sessions,
-            popularity: self.popularity,
-            purchases: self.purchases,
+            recipe: ZoneRecipe {
+                history: self.history,
+                long_term: self.long_term,
+                sessions: self.sessions,
+                popularity: self.popularity,
+                purchases: self.purchases,
+                ..spec.recipe
+            },
             ..spec.clone()
         }
     }
@@ -97,7 +100,7 @@ impl Recipe {
 /// recipe when everything is pinned.
 pub fn recipe_grid(spec: &ZoneSpec) -> Vec<Recipe> {
     let configured = Recipe::of(spec);
-    let pins = spec.pinned;
+    let pins = spec.recipe.pinned;
     let mut crossed = vec![configured];
     crossed = cross(
         &crossed,
@@ -305,7 +308,7 @@ impl RecipeTuner {
             pins: state
                 .zone
                 .as_ref()
-                .map(|zone| zone.pinned)
+                .map(|zone| zone.recipe.pinned)
                 .unwrap_or_default(),
             active: state.board.active(),
             settings: state.board.settings(),
@@ -325,7 +328,7 @@ pub fn with_recipe(zones: &[ZoneSpec], recipe: Recipe) -> Vec<ZoneSpec> {
                 return zone.clone();
             }
             let own = Recipe::of(zone);
-            let pins = zone.pinned;
+            let pins = zone.recipe.pinned;
             Recipe {
                 history: if pins.history {
                     own.history

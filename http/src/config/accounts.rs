@@ -149,7 +149,8 @@ pub(super) fn accounts(
         let mut zone_ids = HashSet::new();
         for (z, zone) in account.zones.iter().enumerate() {
             let zone_key = |field: &str| format!("accounts[{i}].zones[{z}].{field}");
-            let spec = zone_spec(zone, &zone_key).map_err(|e| err(&e.key, e.message))?;
+            let spec =
+                zone_spec(zone, zone.recipe(), &zone_key).map_err(|e| err(&e.key, e.message))?;
             let zone_content =
                 zone_content(zone, spec.kind, &zone_key).map_err(|e| err(&e.key, e.message))?;
             if zone_content != ZoneContent::default() {

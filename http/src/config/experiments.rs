@@ -135,49 +135,21 @@ pub(super) fn experiments(
             }
             // The zone as this variant fills it, checked as a zone is.
             let mut as_zone = zone.clone();
-            if let Some(strategy) = &variant.strategy {
-                as_zone.strategy = Some(strategy.clone());
-                // A variant with its own strategy has its own history settings.
-                as_zone.history = None;
-                as_zone.recency = None;
-                as_zone.long_term = None;
-                as_zone.context = None;
-                as_zone.content = None;
-                as_zone.sessions = None;
-                as_zone.popularity = None;
-                as_zone.purchases = None;
-            }
+            let recipe = match &variant.strategy {
+                Some(strategy) => {
+                    as_zone.strategy = Some(strategy.clone());
+                    // A variant with its own strategy has its own recipe.
+                    variant.recipe()
+                }
+                None => variant.recipe().or(zone.recipe()),
+            };
             if let Some(fallback) = &variant.fallback {
                 as_zone.fallback = fallback.clone();
             }
             if variant.count.is_some() {
                 as_zone.count = variant.count;
             }
-            if variant.history.is_some() {
-                as_zone.history = variant.history;
-            }
-            if variant.recency.is_some() {
-                as_zone.recency = variant.recency;
-            }
-            if variant.long_term.is_some() {
-                as_zone.long_term = variant.long_term;
-            }
-            if variant.context.is_some() {
-                as_zone.context = variant.context;
-            }
-            if variant.content.is_some() {
-                as_zone.content = variant.content;
-            }
-            if variant.sessions.is_some() {
-                as_zone.sessions = variant.sessions;
-            }
-            if variant.popularity.is_some() {
-                as_zone.popularity = variant.popularity;
-            }
-            if variant.purchases.is_some() {
-                as_zone.purchases = variant.purchases;
-            }
-            let spec = zone_spec(&as_zone, &variant_key)?;
+            let spec = zone_spec(&as_zone, recipe, &variant_key)?;
             variants.push(Variant {
                 name: variant.name.clone(),
                 weight: weight as u32,

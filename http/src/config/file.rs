@@ -287,3 +287,65 @@ pub(super) struct FileImage {
     #[serde(default)]
     pub(super) alt: String,
 }
+
+/// What a zone or an experiment variant gives of a zone's recipe (`history` to
+/// `purchases`, read from its own table: the keys sit beside the zone's others).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FileRecipe {
+    pub(super) history: Option<i64>,
+    pub(super) recency: Option<f64>,
+    pub(super) long_term: Option<f64>,
+    pub(super) context: Option<i64>,
+    pub(super) content: Option<f64>,
+    pub(super) sessions: Option<f64>,
+    pub(super) popularity: Option<f64>,
+    pub(super) purchases: Option<f64>,
+}
+
+impl FileRecipe {
+    /// Each setting this gives, else `base`'s.
+    pub(super) fn or(self, base: FileRecipe) -> FileRecipe {
+        FileRecipe {
+            history: self.history.or(base.history),
+            recency: self.recency.or(base.recency),
+            long_term: self.long_term.or(base.long_term),
+            context: self.context.or(base.context),
+            content: self.content.or(base.content),
+            sessions: self.sessions.or(base.sessions),
+            popularity: self.popularity.or(base.popularity),
+            purchases: self.purchases.or(base.purchases),
+        }
+    }
+}
+
+impl FileZone {
+    /// What the zone gives of its recipe.
+    pub(super) fn recipe(&self) -> FileRecipe {
+        FileRecipe {
+            history: self.history,
+            recency: self.recency,
+            long_term: self.long_term,
+            context: self.context,
+            content: self.content,
+            sessions: self.sessions,
+            popularity: self.popularity,
+            purchases: self.purchases,
+        }
+    }
+}
+
+impl FileVariant {
+    /// What the variant gives of its zone's recipe.
+    pub(super) fn recipe(&self) -> FileRecipe {
+        FileRecipe {
+            history: self.history,
+            recency: self.recency,
+            long_term: self.long_term,
+            context: self.context,
+            content: self.content,
+            sessions: self.sessions,
+            popularity: self.popularity,
+            purchases: self.purchases,
+        }
+    }
+}

@@ -220,7 +220,10 @@ fn experiments_are_checked_against_the_zones() {
     );
     let config = parse(&with(&personal), "t", &Overrides::default()).unwrap();
     assert_eq!(
-        config.accounts[0].experiments[0].variants[1].spec.content,
+        config.accounts[0].experiments[0].variants[1]
+            .spec
+            .recipe
+            .content,
         0.5
     );
     assert!(
@@ -316,19 +319,22 @@ fn errors_name_file_key_and_problem() {
         &Overrides::default(),
     )
     .unwrap();
-    assert_eq!(config.accounts[0].zones[0].history, 20);
+    assert_eq!(config.accounts[0].zones[0].recipe.history, 20);
     let config = parse(&personalized, "t", &Overrides::default()).unwrap();
-    assert_eq!(config.accounts[0].zones[0].history, DEFAULT_HISTORY);
-    assert_eq!(config.accounts[0].zones[0].recency, DEFAULT_RECENCY);
-    assert_eq!(config.accounts[0].zones[0].long_term, DEFAULT_LONG_TERM);
+    assert_eq!(config.accounts[0].zones[0].recipe.history, DEFAULT_HISTORY);
+    assert_eq!(config.accounts[0].zones[0].recipe.recency, DEFAULT_RECENCY);
+    assert_eq!(
+        config.accounts[0].zones[0].recipe.long_term,
+        DEFAULT_LONG_TERM
+    );
     let config = parse(
         &format!("{personalized}\n recency = 0.5\n long_term = 0"),
         "t",
         &Overrides::default(),
     )
     .unwrap();
-    assert_eq!(config.accounts[0].zones[0].recency, 0.5);
-    assert_eq!(config.accounts[0].zones[0].long_term, 0.0);
+    assert_eq!(config.accounts[0].zones[0].recipe.recency, 0.5);
+    assert_eq!(config.accounts[0].zones[0].recipe.long_term, 0.0);
     for (line, error) in [
         (
             "recency = 0",
@@ -363,13 +369,14 @@ fn errors_name_file_key_and_problem() {
         &Overrides::default(),
     )
     .unwrap();
-    assert_eq!(config.accounts[0].zones[0].context, 5);
-    assert_eq!(config.accounts[0].zones[0].recency, 0.5);
+    assert_eq!(config.accounts[0].zones[0].recipe.context, 5);
+    assert_eq!(config.accounts[0].zones[0].recipe.recency, 0.5);
     assert_eq!(
         parse(&together, "t", &Overrides::default())
             .unwrap()
             .accounts[0]
             .zones[0]
+            .recipe
             .context,
         0
     );
@@ -386,7 +393,7 @@ fn errors_name_file_key_and_problem() {
             .contains("accounts[0].zones[0].long_term: only the personalized strategy")
     );
     // `content`: the blending strategies only, 0..1, 0 by default.
-    assert_eq!(config.accounts[0].zones[0].content, DEFAULT_CONTENT);
+    assert_eq!(config.accounts[0].zones[0].recipe.content, DEFAULT_CONTENT);
     let cross_sell = MINIMAL.replace("\"trending\"", "\"basket_cross_sell\"");
     let together_blended = format!("{together}\n context = 3");
     for zone in [&personalized, &together_blended, &cross_sell] {
@@ -396,7 +403,7 @@ fn errors_name_file_key_and_problem() {
             &Overrides::default(),
         )
         .unwrap();
-        assert_eq!(config.accounts[0].zones[0].content, 0.25);
+        assert_eq!(config.accounts[0].zones[0].recipe.content, 0.25);
     }
     assert!(
         fails(&format!("{together_blended}\n content = 1.5"))
@@ -415,10 +422,12 @@ fn errors_name_file_key_and_problem() {
             .contains("accounts[0].zones[0].content: only blends mix content with pairs")
     );
     // `sessions`: personalized only, 0..10, 0 by default; similar_sessions a strategy.
-    assert_eq!(config.accounts[0].zones[0].sessions, 0.0);
+    assert_eq!(config.accounts[0].zones[0].recipe.sessions, 0.0);
     let config_with = |zone: &str| parse(zone, "t", &Overrides::default()).unwrap();
     assert_eq!(
-        config_with(&format!("{personalized}\n sessions = 1.5")).accounts[0].zones[0].sessions,
+        config_with(&format!("{personalized}\n sessions = 1.5")).accounts[0].zones[0]
+            .recipe
+            .sessions,
         1.5
     );
     assert!(
@@ -430,9 +439,11 @@ fn errors_name_file_key_and_problem() {
             .contains("accounts[0].zones[0].sessions: only the personalized strategy")
     );
     // `popularity` likewise.
-    assert_eq!(config.accounts[0].zones[0].popularity, 0.0);
+    assert_eq!(config.accounts[0].zones[0].recipe.popularity, 0.0);
     assert_eq!(
-        config_with(&format!("{personalized}\n popularity = 0.5")).accounts[0].zones[0].popularity,
+        config_with(&format!("{personalized}\n popularity = 0.5")).accounts[0].zones[0]
+            .recipe
+            .popularity,
         0.5
     );
     assert!(
@@ -444,9 +455,11 @@ fn errors_name_file_key_and_problem() {
             .contains("accounts[0].zones[0].popularity: only the personalized strategy")
     );
     // `purchases` likewise, between 0 and 1.
-    assert_eq!(config.accounts[0].zones[0].purchases, 0.25);
+    assert_eq!(config.accounts[0].zones[0].recipe.purchases, 0.25);
     assert_eq!(
-        config_with(&format!("{personalized}\n purchases = 0")).accounts[0].zones[0].purchases,
+        config_with(&format!("{personalized}\n purchases = 0")).accounts[0].zones[0]
+            .recipe
+            .purchases,
         0.0
     );
     assert!(

@@ -9,11 +9,11 @@ use vitrine_engine::tuning::recipe::RecipePins;
 use vitrine_engine::visitor::MAX_RECENT_VIEWS;
 use vitrine_engine::zone::{
     DEFAULT_CONTENT, DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_POPULARITY, DEFAULT_PURCHASES,
-    DEFAULT_RECENCY, DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneSpec,
+    DEFAULT_RECENCY, DEFAULT_SESSIONS, Strategy, ZoneKind, ZoneRecipe, ZoneSpec,
 };
 
 use super::checks::Invalid;
-use super::file::FileZone;
+use super::file::{FileRecipe, FileZone};
 
 /// Configured content of a zone.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -35,8 +35,11 @@ pub struct ZoneImage {
     pub alt: String,
 }
 
+/// A zone as configured, its recipe read from `recipe` (the zone's own, or what an
+/// experiment variant makes of it).
 pub(super) fn zone_spec(
     zone: &FileZone,
+    recipe: FileRecipe,
     key: &impl Fn(&str) -> String,
 ) -> Result<ZoneSpec, Invalid> {
     if zone.id.trim().is_empty() || zone.id.len() > 128 {
@@ -115,17 +118,7 @@ pub(super) fn zone_spec(
     }
     let page_types = page_types(zone, key)?;
     let strategies: Vec<Strategy> = main.into_iter().chain(fallback.iter().copied()).collect();
-    let HistorySettings {
-        history,
-        recency,
-        long_term,
-        context,
-        content,
-        sessions,
-        popularity,
-        purchases,
-        pinned,
-    } = history_settings(zone, key, &strategies)?;
+    let recipe = read_recipe(recipe, key, &strategies)?;
     Ok(ZoneSpec {
         id: zone.id.clone(),
         title: zone.title.clone(),
@@ -134,40 +127,19 @@ pub(super) fn zone_spec(
         fallback,
         count: count as usize,
         page_types,
-        history,
-        recency,
-        long_term,
-        context,
-        content,
-        sessions,
-        popularity,
-        purchases,
-        pinned,
+        recipe,
     })
 }
 
-/// A zone's settings of how it reads the visitor's history.
-struct HistorySettings {
-    history: usize,
-    recency: f64,
-    long_term: f64,
-    context: usize,
-    content: f64,
-    sessions: f64,
-    popularity: f64,
-    purchases: f64,
-    /// The parts of `personalized`'s recipe given (self-tuning leaves them be).
-    pinned: RecipePins,
-}
-
-/// `history`, `recency`, `long_term`, `context`, `content`, `sessions`, `popularity` and
-/// `purchases`, each refused where none
-/// of the zone's `strategies` (its strategy and fallbacks) reads it.
-fn history_settings(
-    zone: &FileZone,
+/// The zone's recipe from what it `given` (`history`, `recency`, `long_term`, `context`,
+/// `content`, `sessions`, `popularity` and `purchases`; the defaults for the others),
+/// each refused where none of the zone's `strategies` (its strategy and fallbacks) reads
+/// it.
+fn read_recipe(
+    given: FileRecipe,
     key: &impl Fn(&str) -> String,
     strategies: &[Strategy],
-) -> Result<HistorySettings, Invalid> {
+) -> Result<ZoneRecipe, Invalid> {
     let uses = |wanted: &[Strategy]| strategies.iter().any(|s| wanted.contains(s));
     let personal = uses(&[Strategy::Personalized]);
     let recency_read = personal || uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]);
@@ -179,7 +151,7 @@ fn history_settings(
                 .to_owned(),
         )
     };
-    let history = match zone.history {
+    let history = match given.history {
         None => DEFAULT_HISTORY,
         Some(_) if !personal => return Err(only_personal("history")),
         Some(history) => {
@@ -192,7 +164,7 @@ fn history_settings(
             history as usize
         }
     };
-    let recency = match zone.recency {
+    let recency = match given.recency {
         None => DEFAULT_RECENCY,
         Some(_) if !recency_read => {
             return Err(Invalid::at(
@@ -211,7 +183,7 @@ fn history_settings(
             ));
         }
     };
-    let long_term = match zone.long_term {
+    let long_term = match given.long_term {
         None => DEFAULT_LONG_TERM,
         Some(_) if !personal => return Err(only_personal("long_term")),
         Some(weight) if (0.0..=100.0).contains(&weight) => weight,
@@ -222,7 +194,7 @@ fn history_settings(
             ));
         }
     };
-    let context = match zone.context {
+    let context = match given.context {
         None => 0,
         Some(_) if !uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]) => {
             return Err(Invalid::at(
@@ -244,7 +216,7 @@ fn history_settings(
     // page's product's pairs in their order).
     let blends = uses(&[Strategy::Personalized, Strategy::BasketCrossSell])
         || (context > 0 && uses(&[Strategy::ViewedTogether, Strategy::BoughtTogether]));
-    let content = match zone.content {
+    let content = match given.content {
         None => DEFAULT_CONTENT,
         Some(_) if !blends => {
             return Err(Invalid::at(
@@ -273,10 +245,10 @@ fn history_settings(
             format!("must be between 0 and {max}, got {weight}"),
         )),
     };
-    let sessions = part("sessions", zone.sessions, DEFAULT_SESSIONS, 10.0)?;
-    let popularity = part("popularity", zone.popularity, DEFAULT_POPULARITY, 10.0)?;
-    let purchases = part("purchases", zone.purchases, DEFAULT_PURCHASES, 1.0)?;
-    Ok(HistorySettings {
+    let sessions = part("sessions", given.sessions, DEFAULT_SESSIONS, 10.0)?;
+    let popularity = part("popularity", given.popularity, DEFAULT_POPULARITY, 10.0)?;
+    let purchases = part("purchases", given.purchases, DEFAULT_PURCHASES, 1.0)?;
+    Ok(ZoneRecipe {
         history,
         recency,
         long_term,
@@ -286,11 +258,11 @@ fn history_settings(
         popularity,
         purchases,
         pinned: RecipePins {
-            history: zone.history.is_some(),
-            long_term: zone.long_term.is_some(),
-            sessions: zone.sessions.is_some(),
-            popularity: zone.popularity.is_some(),
-            purchases: zone.purchases.is_some(),
+            history: given.history.is_some(),
+            long_term: given.long_term.is_some(),
+            sessions: given.sessions.is_some(),
+            popularity: given.popularity.is_some(),
+            purchases: given.purchases.is_some(),
         },
     })
 }

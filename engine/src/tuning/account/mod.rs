@@ -263,7 +263,7 @@ impl AccountSettings {
     pub(crate) fn tunes_sessions(&self) -> Runs {
         let read = self.zones.iter().any(|zone| {
             zone.reads_sessions()
-                || (zone.strategy == Some(Strategy::Personalized) && !zone.pinned.sessions)
+                || (zone.strategy == Some(Strategy::Personalized) && !zone.recipe.pinned.sessions)
         });
         if self.tunes_recipe() == Runs::Yes && self.models.sessions > 0 && read {
             Runs::Yes

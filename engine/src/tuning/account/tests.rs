@@ -525,7 +525,7 @@ fn where_popularity_predicts_what_the_history_does_not_personalized_gains_popula
     );
     // The zone is filled with it from then on.
     let settings = account.settings();
-    assert_eq!(settings.zones[0].popularity, active.popularity);
+    assert_eq!(settings.zones[0].recipe.popularity, active.popularity);
     assert!(account.tuning_generation() > 0);
 }
 

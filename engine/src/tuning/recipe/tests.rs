@@ -22,33 +22,27 @@ fn the_grid_crosses_the_values_not_pinned_the_configured_recipe_first() {
         purchases: 0.0,
     }));
     // A zone that blends sessions has them compared with none (and 1, if other).
-    let blending = ZoneSpec {
-        sessions: 1.0,
-        ..personalized()
-    };
+    let mut blending = personalized();
+    blending.recipe.sessions = 1.0;
     assert_eq!(recipe_grid(&blending).len(), 3 * 2 * 2 * 2 * 2);
     // Pinned values stay as configured.
-    let pinned = ZoneSpec {
-        history: 5,
-        pinned: RecipePins {
-            history: true,
-            sessions: true,
-            ..RecipePins::default()
-        },
-        ..personalized()
+    let mut pinned = personalized();
+    pinned.recipe.history = 5;
+    pinned.recipe.pinned = RecipePins {
+        history: true,
+        sessions: true,
+        ..RecipePins::default()
     };
     let grid = recipe_grid(&pinned);
     assert_eq!(grid.len(), 2 * 2 * 2);
     assert!(grid.iter().all(|r| r.history == 5 && r.sessions == 0.0));
-    let all = ZoneSpec {
-        pinned: RecipePins {
-            history: true,
-            long_term: true,
-            sessions: true,
-            popularity: true,
-            purchases: true,
-        },
-        ..personalized()
+    let mut all = personalized();
+    all.recipe.pinned = RecipePins {
+        history: true,
+        long_term: true,
+        sessions: true,
+        popularity: true,
+        purchases: true,
     };
     assert_eq!(recipe_grid(&all), [Recipe::of(&all)]);
 }
@@ -62,14 +56,14 @@ fn a_recipe_fills_the_personalized_zones_but_what_each_pins() {
         popularity: 0.5,
         purchases: 0.0,
     };
-    let pinned = ZoneSpec {
+    let mut pinned = ZoneSpec {
         id: "Q".into(),
-        long_term: 4.0,
-        pinned: RecipePins {
-            long_term: true,
-            ..RecipePins::default()
-        },
         ..personalized()
+    };
+    pinned.recipe.long_term = 4.0;
+    pinned.recipe.pinned = RecipePins {
+        long_term: true,
+        ..RecipePins::default()
     };
     let trending = testing::zone("T", Strategy::Trending, 10);
     let zones = with_recipe(&[personalized(), pinned, trending.clone()], recipe);
