@@ -122,9 +122,9 @@ pub fn written(
         .collect();
     let mut out = Vec::with_capacity(RESPONSE_CAPACITY + room);
     out.extend_from_slice(b"{\"visitorId\":");
-    write_json(&mut out, outcome.visitor_id());
+    write_text(&mut out, outcome.visitor_id());
     out.extend_from_slice(b",\"sessionId\":");
-    write_json(&mut out, outcome.session_id());
+    write_text(&mut out, outcome.session_id());
     out.extend_from_slice(b",\"errors\":");
     write_json(&mut out, &errors);
     out.extend_from_slice(b",\"zones\":{");
@@ -138,11 +138,11 @@ pub fn written(
         if written > 1 {
             out.push(b',');
         }
-        write_json(&mut out, &spec.id);
+        write_text(&mut out, &spec.id);
         out.extend_from_slice(b":{\"title\":");
-        write_json(&mut out, campaigns::zone_title(outcome, zone, spec));
+        write_text(&mut out, campaigns::zone_title(outcome, zone, spec));
         out.extend_from_slice(b",\"type\":");
-        write_json(&mut out, campaigns::zone_type(outcome, zone, spec));
+        write_text(&mut out, campaigns::zone_type(outcome, zone, spec));
         out.extend_from_slice(b",\"items\":[");
         let mut first = true;
         let mut separate = |out: &mut Vec<u8>| {
@@ -249,6 +249,46 @@ fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
     let _ = serde_json::to_writer(out, value);
 }
 
+/// `text` as a JSON string, as `serde_json` writes it: copied between quotes when
+/// nothing in it is escaped (a control character, `"` or `\`; most ids and titles
+/// have none), else written by `serde_json`.
+fn write_text(out: &mut Vec<u8>, text: &str) {
+    if !escaped(text.as_bytes()) {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(out, text);
+    }
+}
+
+/// Whether `bytes` hold one that JSON escapes (below 0x20, `"` or `\`), read eight at a
+/// time: a word has a byte below `n` (at most 0x80) when `(x - n·ONES) & !x & HIGHS` is
+/// not 0, and a byte equal to `c` when `x ^ c·ONES` has one below 1.
+fn escaped(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(u64::from(n) * ONES) & !x & HIGHS != 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            return true;
+        };
+        let x = u64::from_le_bytes(word);
+        if below(x, 0x20)
+            || below(x ^ (u64::from(b'"') * ONES), 1)
+            || below(x ^ (u64::from(b'\\') * ONES), 1)
+        {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 /// The items of a zone as values, for its template.
 fn entries<'a>(
     outcome: &'a ServeOutcome,
@@ -318,6 +358,43 @@ mod tests {
     use std::sync::Arc;
     use vitrine_engine::money::Money;
     use vitrine_engine::recommend::ItemPrice;
+
+    /// A text is written byte for byte as `serde_json` writes it, with or without
+    /// what it escapes.
+    #[test]
+    fn a_text_is_written_as_serde_json_writes_it() {
+        for text in [
+            "",
+            "HP-01",
+            "Customers also viewed",
+            "0f8fad5b-d9cb-469f-a165-70867728950e",
+            "say \"hi\"",
+            "back\\slash",
+            "tab\there",
+            "line\nbreak",
+            "\u{1}",
+            "\u{1f}",
+            "\u{7f} is not escaped",
+            "caf\u{e9} \u{2028} \u{1f600}",
+            "</script>",
+        ] {
+            let mut ours = Vec::new();
+            write_text(&mut ours, text);
+            assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
+        // Each escaped byte, and its neighbours, at every place of a text read a word
+        // at a time and then a byte at a time.
+        for special in [0u8, 0x1f, 0x20, b'"', b'\\', b'!', b'#', b'[', b']', 0x7f] {
+            for at in 0..20 {
+                let mut bytes = vec![b'a'; 20];
+                bytes[at] = special;
+                let text = String::from_utf8(bytes).unwrap();
+                let mut ours = Vec::new();
+                write_text(&mut ours, &text);
+                assert_eq!(ours, serde_json::to_vec(&text).unwrap(), "{text:?}");
+            }
+        }
+    }
 
     /// The cached text with this request's prices is, byte for byte, the serialized
     /// [`WireItem`], for every product of the demo catalogue, with and without a sale,

@@ -361,18 +361,16 @@ fn check_page(url: &str, errors: &mut Errors) {
 }
 
 fn check_url(url: &str, path: &str, errors: &mut Errors) {
-    let scheme = |prefix: &str| {
+    // What follows the scheme, when the URL starts with one (in any case).
+    let after = |prefix: &str| {
         url.get(..prefix.len())
-            .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+            .filter(|start| start.eq_ignore_ascii_case(prefix))
+            .and_then(|_| url.get(prefix.len()..))
     };
-    let has_scheme = scheme("http://") || scheme("https://");
+    let rest = after("http://").or_else(|| after("https://"));
     if url.len() > MAX_URL_LEN {
         errors.push(path, format!("must be at most {MAX_URL_LEN} bytes"));
-    } else if !has_scheme
-        || url
-            .split_once("://")
-            .is_none_or(|(_, rest)| rest.is_empty() || rest.starts_with('/'))
-    {
+    } else if rest.is_none_or(|rest| rest.is_empty() || rest.starts_with('/')) {
         errors.push(
             path,
             format!("expected an absolute http or https URL, got {url:?}"),
@@ -382,14 +380,20 @@ fn check_url(url: &str, path: &str, errors: &mut Errors) {
     }
 }
 
-/// Whether `text` holds a space or a control character; an ASCII text (most URLs) is
-/// read byte by byte, without decoding.
+/// Whether `text` holds a space or a control character: read byte by byte, in one
+/// pass, while it is ASCII (most URLs are), and decoded from its first other byte on.
 fn has_space_or_control(text: &str) -> bool {
-    if text.is_ascii() {
-        text.bytes().any(|b| b <= b' ' || b == 0x7f)
-    } else {
-        text.chars().any(|c| c.is_control() || c == ' ')
+    for (at, b) in text.bytes().enumerate() {
+        if b <= b' ' || b == 0x7f {
+            return true;
+        }
+        if !b.is_ascii() {
+            return text
+                .get(at..)
+                .is_some_and(|rest| rest.chars().any(|c| c.is_control() || c == ' '));
+        }
     }
+    false
 }
 
 /// `visitorId` / `sessionId`: at most 128 printable ASCII characters; empty means absent.
@@ -437,7 +441,43 @@ pub fn notice_message(notice: &Notice) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::has_space_or_control;
+    use super::{Errors, check_url, has_space_or_control};
+
+    /// A URL is judged as when the part after its scheme was found by searching for
+    /// `://`: the same errors for every shape of scheme and rest.
+    #[test]
+    fn a_url_is_judged_by_what_follows_its_scheme() {
+        fn searched(url: &str) -> bool {
+            let scheme = |prefix: &str| {
+                url.get(..prefix.len())
+                    .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+            };
+            (scheme("http://") || scheme("https://"))
+                && url
+                    .split_once("://")
+                    .is_some_and(|(_, rest)| !rest.is_empty() && !rest.starts_with('/'))
+        }
+        for url in [
+            "http://",
+            "https://",
+            "HTTP://shop.example",
+            "HtTpS://shop.example/p?x=1",
+            "https:/shop.example",
+            "http:///shop.example",
+            "https:///",
+            "ftp://shop.example",
+            "httpx://shop.example",
+            "https//shop.example",
+            "http://shop.example://again",
+            "https://caf\u{e9}.example/",
+            "h",
+            "",
+        ] {
+            let mut errors = Errors::default();
+            check_url(url, "currentUrl", &mut errors);
+            assert_eq!(errors.is_empty(), searched(url), "{url:?}");
+        }
+    }
 
     /// Read byte by byte or decoded, a text is judged as `char::is_control` judges it.
     #[test]
@@ -451,6 +491,9 @@ mod tests {
             "https://shop.example/\u{9f}x",
             "https://shop.example/caf\u{e9}",
             "https://shop.example/\u{a0}",
+            "a\tcaf\u{e9}",
+            "caf\u{e9}\t",
+            "caf\u{e9}\u{85}",
             "",
         ] {
             assert_eq!(
