@@ -238,6 +238,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         &wal.sync_seconds,
     );
     let metrics = jobs.metrics();
+    // The decided deltas read before the pending ones: a delta leaves the pending count
+    // before it is counted decided, so none is in both.
+    let decided = [
+        ("applied", metrics.deltas_applied.load(Ordering::Acquire)),
+        ("failed", metrics.deltas_failed.load(Ordering::Acquire)),
+    ];
     f.gauge(
         "vitrine_deltas_pending",
         "Deltas accepted and not yet applied.",
@@ -245,15 +251,12 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
         jobs.deltas_pending() as f64,
     );
     let deltas = "Deltas decided since the process started, by outcome (applied: Status 1, failed: Status 2).";
-    for (outcome, count) in [
-        ("applied", &metrics.deltas_applied),
-        ("failed", &metrics.deltas_failed),
-    ] {
+    for (outcome, count) in decided {
         f.counter(
             "vitrine_deltas_total",
             deltas,
             &[("account", key), ("outcome", outcome)],
-            count.load(Ordering::Relaxed) as f64,
+            count as f64,
         );
     }
     let feeds = "Feed runs (full feeds, streamed feeds, order histories) since the process started, by outcome.";

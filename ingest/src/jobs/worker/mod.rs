@@ -147,6 +147,12 @@ impl Shared {
             outcomes.push((queued, status));
         }
         writer.swap_catalogue(edit.finish());
+        // No longer pending before they are counted or given a status: whoever sees a
+        // delta decided (its status, `vitrine_deltas_total`) sees it out of
+        // `vitrine_deltas_pending`.
+        self.deltas
+            .pending
+            .fetch_sub(count as u64, Ordering::AcqRel);
         let account = self.account.access_key();
         for (queued, status) in outcomes {
             let counter = match &status {
@@ -163,7 +169,7 @@ impl Shared {
                 DeltaStatus::Pending => None,
             };
             if let Some(counter) = counter {
-                counter.fetch_add(1, Ordering::Relaxed);
+                counter.fetch_add(1, Ordering::Release);
             }
             self.deltas
                 .statuses
@@ -172,8 +178,5 @@ impl Shared {
         self.deltas
             .applied_through
             .store(last + 1, Ordering::Release);
-        self.deltas
-            .pending
-            .fetch_sub(count as u64, Ordering::AcqRel);
     }
 }
