@@ -81,6 +81,35 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
+/// [`wait_for`] within [`REPLICATED`], failing with what `nodes` logged of feeds.
+fn wait_or_show_logs<T>(
+    what: &str,
+    nodes: [&Server; 2],
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + REPLICATED;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if std::time::Instant::now() >= deadline {
+            let logs: Vec<String> = nodes
+                .iter()
+                .map(|node| {
+                    let log = node.log();
+                    let lines: Vec<&str> = log.lines().filter(|l| l.contains("feed")).collect();
+                    lines[lines.len().saturating_sub(30)..].join("\n")
+                })
+                .collect();
+            panic!(
+                "timed out after {REPLICATED:?} waiting for {what}; node a logged:\n{}\nnode b logged:\n{}",
+                logs[0], logs[1]
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Lines of a node's log saying it built a feed for the cluster.
 fn builds(server: &Server) -> usize {
     server
@@ -128,7 +157,7 @@ fn a_feed_is_built_once_served_by_every_node_and_taken_over_when_its_builder_die
     // other takes the job over once the claim lapses, and downloads it again.
     let feed = submit_feed(&b, &files.url("once-stall-second.json"));
     let before = (builds(&a), builds(&b));
-    let builder_is_a = wait_for("a node building the feed", REPLICATED, || {
+    let builder_is_a = wait_or_show_logs("a node building the feed", [&a, &b], || {
         if builds(&a) > before.0 {
             Some(true)
         } else {
