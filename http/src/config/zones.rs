@@ -1,6 +1,6 @@
-//! `[[accounts.zones]]`: a zone's type, strategy and fallbacks, count, page types,
-//! history settings (each refused where the strategy does not read it), and its content:
-//! the images of image zones and the checked template of html zones.
+//! `[[accounts.zones]]`: a zone's type, strategy and fallbacks, count, page types, its
+//! recipe (`history` to `purchases`, each refused where the strategy does not read it),
+//! and its content: the images of image zones and the checked template of html zones.
 
 use std::fmt;
 
