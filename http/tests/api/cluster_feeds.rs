@@ -155,8 +155,10 @@ fn a_feed_is_built_once_served_by_every_node_and_taken_over_when_its_builder_die
 
     // A feed whose first download never ends: the node building it is killed, the
     // other takes the job over once the claim lapses, and downloads it again.
-    let feed = submit_feed(&b, &files.url("once-stall-second.json"));
+    // Counted before the submission: a node may claim the feed and say so before the
+    // submission's answer is read.
     let before = (builds(&a), builds(&b));
+    let feed = submit_feed(&b, &files.url("once-stall-second.json"));
     let builder_is_a = wait_or_show_logs("a node building the feed", [&a, &b], || {
         if builds(&a) > before.0 {
             Some(true)
