@@ -233,8 +233,7 @@ impl AppState {
                     total_timeout: std::time::Duration::from_secs(feeds.fetch_timeout_secs),
                     connect_timeout: std::time::Duration::from_secs(feeds.connect_timeout_secs),
                     max_redirects: feeds.max_redirects,
-                    allow_private: config.feed_addresses
-                        == crate::config::Addresses::PrivateAllowed,
+                    addresses: config.feed_addresses,
                 },
                 priority: feeds.background_priority,
             },

@@ -6,7 +6,7 @@
 //! - Connect and total timeouts.
 //! - Private, loopback, link-local and unspecified addresses refused, both for literal
 //!   IPs in a URL and for host names (checked by the DNS resolver, so redirects and
-//!   DNS answers are covered), unless `allow_private` is set.
+//!   DNS answers are covered), unless [`Addresses::PrivateAllowed`].
 
 use std::fs::File;
 use std::io::Write;
@@ -29,7 +29,18 @@ pub struct FetchLimits {
     /// Redirects followed.
     pub max_redirects: usize,
     /// Whether private and loopback addresses may be fetched (tests, intranets).
-    pub allow_private: bool,
+    pub addresses: Addresses,
+}
+
+/// Which hosts a feed may be fetched from (`feeds.allow_private_addresses`): checked on
+/// a feed URL as it is submitted, and on every address its download resolves to or is
+/// redirected to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addresses {
+    /// Public ones only: a private or loopback address, or `localhost`, is refused.
+    PublicOnly,
+    /// Private and loopback ones too.
+    PrivateAllowed,
 }
 
 impl Default for FetchLimits {
@@ -39,7 +50,7 @@ impl Default for FetchLimits {
             total_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(10),
             max_redirects: 5,
-            allow_private: false,
+            addresses: Addresses::PublicOnly,
         }
     }
 }
@@ -111,17 +122,17 @@ pub fn is_private_host(host: &str) -> bool {
 /// Resolves host names and refuses private answers unless allowed.
 #[derive(Debug, Clone, Copy)]
 struct GuardedResolver {
-    allow_private: bool,
+    addresses: Addresses,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow_private = self.allow_private;
+        let addresses = self.addresses;
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if !allow_private && addrs.iter().any(|a| is_private_ip(a.ip())) {
+            if addresses == Addresses::PublicOnly && addrs.iter().any(|a| is_private_ip(a.ip())) {
                 let refused: Box<dyn std::error::Error + Send + Sync> = format!(
                     "host {host:?} resolves to a private or loopback address; such feeds are refused \
                      unless feeds.allow_private_addresses = true"
@@ -138,7 +149,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 /// A client configured with `limits`; build once, reuse for every download.
 pub fn client(limits: FetchLimits) -> Result<reqwest::Client, FetchError> {
     let max_redirects = limits.max_redirects;
-    let allow_private = limits.allow_private;
+    let addresses = limits.addresses;
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() > max_redirects {
             return attempt.error(format!("more than {max_redirects} redirects"));
@@ -148,7 +159,7 @@ pub fn client(limits: FetchLimits) -> Result<reqwest::Client, FetchError> {
             let message = format!("redirect to scheme {:?} refused", url.scheme());
             return attempt.error(message);
         }
-        if !allow_private && url.host_str().is_some_and(is_private_host) {
+        if addresses == Addresses::PublicOnly && url.host_str().is_some_and(is_private_host) {
             let message = format!(
                 "redirect to private address {:?} refused",
                 url.host_str().unwrap_or_default()
@@ -161,7 +172,7 @@ pub fn client(limits: FetchLimits) -> Result<reqwest::Client, FetchError> {
         .redirect(policy)
         .connect_timeout(limits.connect_timeout)
         .timeout(limits.total_timeout)
-        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        .dns_resolver(Arc::new(GuardedResolver { addresses }))
         .user_agent(concat!(
             "vitrine/",
             env!("CARGO_PKG_VERSION"),
@@ -186,7 +197,7 @@ pub async fn download(
             parsed.scheme()
         )));
     }
-    if !limits.allow_private && parsed.host_str().is_some_and(is_private_host) {
+    if limits.addresses == Addresses::PublicOnly && parsed.host_str().is_some_and(is_private_host) {
         return Err(FetchError::Refused(format!(
             "host {:?} is a private or loopback address; such feeds are refused unless \
              feeds.allow_private_addresses = true",

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::catalogue::{Catalogue, ProductIdx};
 use crate::models::{Neighbours, ProductLists};
-use crate::zone::{CONTEXT_PURCHASES, LONG_TERM_HISTORY, ZoneSpec};
+use crate::zone::{CONTEXT_PURCHASES, LONG_TERM_HISTORY, ZoneRecipe, ZoneSpec};
 
 use super::evidence::{Fact, Facts};
 use super::rankings::{POPULAR_BLENDED, Popular};
@@ -24,7 +24,7 @@ pub(super) type Seeds = smallvec::SmallVec<[(ProductIdx, f64); 32]>;
 pub(super) fn personalized_seeds(zone: &ZoneSpec, ctx: &Context<'_>) -> Seeds {
     let mut seeds = Seeds::new();
     for_each_history_list(ctx, zone.recipe.purchases, |latest_first, top| {
-        let weights = history_weights(HistoryWeights::of(zone), latest_first.len(), top);
+        let weights = history_weights(HistoryWeights::of(&zone.recipe), latest_first.len(), top);
         seeds.extend(
             latest_first
                 .zip(weights)
@@ -47,12 +47,12 @@ pub(crate) struct HistoryWeights {
 }
 
 impl HistoryWeights {
-    /// `zone`'s.
-    pub(crate) fn of(zone: &ZoneSpec) -> HistoryWeights {
+    /// A zone's, from its `recipe`.
+    pub(crate) fn of(recipe: &ZoneRecipe) -> HistoryWeights {
         HistoryWeights {
-            history: zone.recipe.history,
-            recency: zone.recipe.recency,
-            long_term: zone.recipe.long_term,
+            history: recipe.history,
+            recency: recipe.recency,
+            long_term: recipe.long_term,
         }
     }
 }

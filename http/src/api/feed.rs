@@ -7,13 +7,12 @@ use serde::Serialize;
 use serde_json::Value;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_fields::Errors;
-use vitrine_ingest::fetch::is_private_host;
+use vitrine_ingest::fetch::{Addresses, is_private_host};
 use vitrine_ingest::jobs::FeedStatus;
 
 use crate::api::Reply;
 use crate::api::tokens;
 use crate::auth::authenticated;
-use crate::config::Addresses;
 use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;

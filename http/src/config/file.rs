@@ -302,6 +302,23 @@ pub(super) struct FileRecipe {
     pub(super) purchases: Option<f64>,
 }
 
+/// The recipe's keys of a table that has them beside its others (a zone's, a
+/// variant's): serde's `flatten` would lose `deny_unknown_fields`.
+macro_rules! recipe_keys {
+    ($table:expr) => {
+        FileRecipe {
+            history: $table.history,
+            recency: $table.recency,
+            long_term: $table.long_term,
+            context: $table.context,
+            content: $table.content,
+            sessions: $table.sessions,
+            popularity: $table.popularity,
+            purchases: $table.purchases,
+        }
+    };
+}
+
 impl FileRecipe {
     /// Each setting this gives, else `base`'s.
     pub(super) fn or(self, base: FileRecipe) -> FileRecipe {
@@ -321,31 +338,13 @@ impl FileRecipe {
 impl FileZone {
     /// What the zone gives of its recipe.
     pub(super) fn recipe(&self) -> FileRecipe {
-        FileRecipe {
-            history: self.history,
-            recency: self.recency,
-            long_term: self.long_term,
-            context: self.context,
-            content: self.content,
-            sessions: self.sessions,
-            popularity: self.popularity,
-            purchases: self.purchases,
-        }
+        recipe_keys!(self)
     }
 }
 
 impl FileVariant {
     /// What the variant gives of its zone's recipe.
     pub(super) fn recipe(&self) -> FileRecipe {
-        FileRecipe {
-            history: self.history,
-            recency: self.recency,
-            long_term: self.long_term,
-            context: self.context,
-            content: self.content,
-            sessions: self.sessions,
-            popularity: self.popularity,
-            purchases: self.purchases,
-        }
+        recipe_keys!(self)
     }
 }

@@ -14,6 +14,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use vitrine_ingest::fetch::Addresses;
 use vitrine_snapshots::threads::Layout;
 
 mod accounts;
@@ -244,15 +245,6 @@ pub fn parse(text: &str, source: &str, overrides: &Overrides) -> Result<Config, 
         sftp,
         tls,
     })
-}
-
-/// Which hosts a feed URL may name literally (`feeds.allow_private_addresses`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Addresses {
-    /// Public ones only: a private or loopback address, or `localhost`, is refused.
-    PublicOnly,
-    /// Private and loopback ones too.
-    PrivateAllowed,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::prequential::TOP_K;
 use crate::recommend::{HistoryWeights, history_weights};
 use crate::tuning::{Lists, Runs, Trial, Tuner, TuningReport};
 use crate::visitor::LiveVisitor;
-use crate::zone::{DEFAULT_HISTORY, DEFAULT_LONG_TERM, DEFAULT_RECENCY, Strategy, ZoneSpec};
+use crate::zone::{Strategy, ZoneRecipe, ZoneSpec};
 
 impl Account {
     /// Takes a trial of self-tuning, if one is due and the request's first step of the
@@ -281,14 +281,8 @@ fn shadow_seed_weights(zones: &[ZoneSpec], recent: &[u32]) -> Vec<(u32, f64)> {
     let spec = zones
         .iter()
         .find(|zone| zone.strategy == Some(Strategy::Personalized));
-    let settings = spec.map_or(
-        HistoryWeights {
-            history: DEFAULT_HISTORY,
-            recency: DEFAULT_RECENCY,
-            long_term: DEFAULT_LONG_TERM,
-        },
-        HistoryWeights::of,
-    );
+    let recipe = spec.map_or_else(ZoneRecipe::default, |zone| zone.recipe);
+    let settings = HistoryWeights::of(&recipe);
     let views: Vec<u32> = recent.iter().copied().filter(|k| *k != NO_KEY).collect();
     let weights = history_weights(settings, views.len(), 1.0);
     views.into_iter().zip(weights).collect()
