@@ -77,33 +77,43 @@ impl<'a> Reader<'_, 'a> {
 
     /// The value starting at the next node, `depth` levels in.
     fn value(&mut self, depth: usize) -> Option<Json<'a>> {
-        Some(match self.next()? {
+        let mut json = Json::Null;
+        self.fill(&mut json, depth)?;
+        Some(json)
+    }
+
+    /// Writes the value starting at the next node, `depth` levels in, into `slot`: a
+    /// container's items straight into their places in the arena, sized from the tape.
+    fn fill(&mut self, slot: &mut Json<'a>, depth: usize) -> Option<()> {
+        *slot = match self.next()? {
             Node::String(text) => Json::String(text),
             Node::Static(node) => scalar(node)?,
             Node::Array { len, .. } => {
                 if depth >= MAX_DEPTH {
                     return None;
                 }
-                let mut items = bumpalo::collections::Vec::with_capacity_in(len, self.arena);
-                for _ in 0..len {
-                    items.push(self.value(depth + 1)?);
+                let items = self.arena.alloc_slice_fill_copy(len, Json::Null);
+                for item in items.iter_mut() {
+                    self.fill(item, depth + 1)?;
                 }
-                Json::Array(items.into_bump_slice())
+                Json::Array(items)
             }
             Node::Object { len, .. } => {
                 if depth >= MAX_DEPTH {
                     return None;
                 }
-                let mut members = bumpalo::collections::Vec::with_capacity_in(len, self.arena);
-                for _ in 0..len {
-                    let Node::String(key) = self.next()? else {
+                let members = self.arena.alloc_slice_fill_copy(len, ("", Json::Null));
+                for (key, value) in members.iter_mut() {
+                    let Node::String(name) = self.next()? else {
                         return None;
                     };
-                    members.push((key, self.value(depth + 1)?));
+                    *key = name;
+                    self.fill(value, depth + 1)?;
                 }
-                Json::Object(members.into_bump_slice())
+                Json::Object(members)
             }
-        })
+        };
+        Some(())
     }
 }
 

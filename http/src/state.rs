@@ -162,8 +162,9 @@ pub fn retry_seconds(
         .max(1)
 }
 
-/// The accounts served, by access key.
-type Accounts = HashMap<String, Arc<AccountEntry>>;
+/// The accounts served, by access key (looked up on every request: hashed with
+/// foldhash, seeded per process, as the engine's maps of outside keys are).
+type Accounts = HashMap<String, Arc<AccountEntry>, foldhash::fast::RandomState>;
 
 /// Everything a request handler may need.
 #[derive(Debug)]
@@ -240,7 +241,10 @@ impl AppState {
             Arc::clone(&pool),
         )
         .map_err(StartError::Threads)?;
-        let mut accounts = HashMap::with_capacity(config.accounts.len());
+        let mut accounts = Accounts::with_capacity_and_hasher(
+            config.accounts.len(),
+            foldhash::fast::RandomState::default(),
+        );
         for account_config in &config.accounts {
             let entry = open_account(&config, account_config, data_dir.path(), &pool, &runner)
                 .map_err(|source| StartError::Account {
@@ -332,7 +336,10 @@ impl AppState {
             return Err(ReloadError::NeedsRestart(fixed));
         }
         let old = self.accounts.load_full();
-        let mut accounts: Accounts = HashMap::with_capacity(config.accounts.len());
+        let mut accounts = Accounts::with_capacity_and_hasher(
+            config.accounts.len(),
+            foldhash::fast::RandomState::default(),
+        );
         let mut report = ReloadReport::default();
         let mut opened = Vec::new();
         for account_config in &config.accounts {

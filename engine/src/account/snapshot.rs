@@ -3,8 +3,6 @@
 
 use std::sync::atomic::Ordering;
 
-use dashmap::DashMap;
-
 use super::Account;
 use crate::models::live::Counter;
 use crate::tracking::key::IdentityKey;
@@ -14,6 +12,7 @@ use crate::analytics::{Impressions, ZoneCounts, ZoneDay};
 use crate::campaign::LatestRequest;
 use crate::catalogue::UnixMillis;
 use crate::models::{Decaying, PairsCopy, ProductKeys, SessionsCopy};
+use crate::shards::Sharded;
 use crate::site::StoredSiteDay;
 use crate::state::{IdentityKind, StateEntry};
 use crate::visitor::LiveVisitor;
@@ -185,7 +184,7 @@ impl Account {
     /// sessions' products, the site's and the zones' figures. Taken at the cut, with
     /// orders held, so only copied: products are named after it ([`Counted::sink`]).
     fn copy_counted(&self) -> Counted {
-        let popularity = |map: &DashMap<String, Decaying>| -> Vec<(String, Decaying)> {
+        let popularity = |map: &Sharded<String, Decaying>| -> Vec<(String, Decaying)> {
             map.iter().map(|e| (e.key().clone(), *e.value())).collect()
         };
         Counted {

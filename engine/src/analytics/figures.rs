@@ -6,19 +6,17 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use dashmap::DashMap;
-
 use super::{ZoneCounts, ZoneDay};
 use crate::catalogue::UnixMillis;
 use crate::prequential::Prequential;
-use crate::shards::{StripedCounter, sharded};
+use crate::shards::{Sharded, StripedCounter, sharded};
 use crate::site::SiteFigures;
 
 /// An account's figures.
 #[derive(Debug)]
 pub(crate) struct Figures {
     /// Zone analytics: counters per zone, variant and day.
-    pub(crate) zones: DashMap<ZoneDay, ZoneCounts>,
+    pub(crate) zones: Sharded<ZoneDay, ZoneCounts>,
     /// Store-wide figures per day.
     pub(crate) site: SiteFigures,
     /// Requests served and items shown, since the process started.

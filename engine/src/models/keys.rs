@@ -4,17 +4,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use arc_swap::ArcSwap;
-use dashmap::DashMap;
 
 use crate::catalogue::{BaseHandle, Catalogue, ProductIdx};
-use crate::shards::sharded;
+use crate::shards::{Sharded, sharded};
 
 /// Product ids as small numbers for the pair counts: a key is handed out on first sight
 /// and stays the same for the life of the process (unlike dense catalogue indexes, which
 /// a new base renumbers), so counting compares integers, not strings.
 #[derive(Debug)]
 pub struct ProductKeys {
-    pub(super) keys: DashMap<Arc<str>, u32>,
+    pub(super) keys: Sharded<Arc<str>, u32>,
     pub(super) names: RwLock<Vec<Arc<str>>>,
     /// The keys of one catalogue base's products by dense index, as they are looked up.
     by_idx: ArcSwap<KeysByIdx>,

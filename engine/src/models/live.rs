@@ -10,25 +10,24 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 
 use arc_swap::ArcSwap;
 use crossbeam_queue::SegQueue;
-use dashmap::DashMap;
 
 use super::{CoCounts, Decaying, ModelSettings, Neighbours, ProductKeys, SessionIndex, TopNames};
 use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
 use crate::recommend::Rankings;
-use crate::shards::sharded;
+use crate::shards::{Sharded, sharded};
 
 /// An account's models.
 #[derive(Debug)]
 pub(crate) struct Models {
     /// Each product's trending popularity and units sold.
-    pub(crate) counters: DashMap<String, Counter>,
+    pub(crate) counters: Sharded<String, Counter>,
     /// Products whose counters changed since the last rebuild, each once.
     pub(crate) changed_counters: SegQueue<String>,
     /// Set when counters changed without being queued (a state snapshot restored): the
     /// next rebuild ranks every product.
     pub(crate) rank_all: AtomicBool,
-    pub(crate) category_popularity: DashMap<String, Decaying>,
-    pub(crate) brand_popularity: DashMap<String, Decaying>,
+    pub(crate) category_popularity: Sharded<String, Decaying>,
+    pub(crate) brand_popularity: Sharded<String, Decaying>,
     /// Keys of the products in `coview` and `copurchase`.
     pub(crate) product_keys: ProductKeys,
     pub(crate) coview: CoCounts,
@@ -116,7 +115,7 @@ impl Models {
     /// Counts one interaction with a category or brand.
     pub(crate) fn popular(
         &self,
-        counters: &DashMap<String, Decaying>,
+        counters: &Sharded<String, Decaying>,
         name: &str,
         now: UnixMillis,
     ) {

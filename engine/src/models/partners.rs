@@ -90,13 +90,7 @@ impl Partners {
             // the newcomer inherits its count, so a pair seen often enough is never
             // pushed out by a stream of rare ones. What it inherited is kept: its count
             // may be overestimated by that much at most.
-            let weakest = self
-                .counts
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(at, count)| (at, *count));
-            if let Some((weakest, count)) = weakest {
+            if let Some((weakest, count)) = weakest(&self.counts) {
                 inherited = count;
                 if weakest < at {
                     at -= 1;
@@ -165,6 +159,19 @@ impl Partners {
             reach: self.reach_total,
         }
     }
+}
+
+/// The place and count of the weakest of `counts`, the first of equals, in
+/// [`f32::total_cmp`]'s order: each count's order key is made once (a comparison by
+/// `total_cmp` makes two), the least found, then its first place.
+fn weakest(counts: &[f32]) -> Option<(usize, f32)> {
+    let key = |count: &f32| {
+        let bits = count.to_bits() as i32;
+        bits ^ (((bits >> 31) as u32) >> 1) as i32
+    };
+    let least = counts.iter().map(key).min()?;
+    let at = counts.iter().position(|count| key(count) == least)?;
+    Some((at, *counts.get(at)?))
 }
 
 /// What `entries.remove(from)` and then `entries.insert(to, value)` give, shifting only
@@ -259,5 +266,49 @@ impl Totals {
     /// The total at `window`.
     pub(super) fn at(&self, window: CoViewWindow) -> f32 {
         window.read(&self.reach, self.all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::weakest;
+
+    /// The weakest is the first least count by `total_cmp`, as `min_by` finds it.
+    #[test]
+    fn the_weakest_is_the_first_least_count_in_total_order() {
+        let by_min_by = |counts: &[f32]| {
+            counts
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(at, count)| (at, count.to_bits()))
+        };
+        let mut lists: Vec<Vec<f32>> = vec![
+            vec![],
+            vec![1.0],
+            vec![3.0, 1.0, 2.0, 1.0],
+            vec![0.0, -0.0, 0.0],
+            vec![2.5, f32::INFINITY, 0.5, f32::MIN_POSITIVE, 0.5],
+            vec![-1.0, -3.0, -3.0, 2.0],
+            vec![f32::NAN, 1.0, -f32::NAN, 0.0],
+            vec![f32::NEG_INFINITY, f32::NAN, -2.0],
+        ];
+        let mut state: u32 = 0x2545_f491;
+        for len in 1..300 {
+            lists.push(
+                (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        (state % 64) as f32 * 0.25
+                    })
+                    .collect(),
+            );
+        }
+        for counts in &lists {
+            let ours = weakest(counts).map(|(at, count)| (at, count.to_bits()));
+            assert_eq!(ours, by_min_by(counts), "{counts:?}");
+        }
     }
 }

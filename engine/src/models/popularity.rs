@@ -1,9 +1,8 @@
 //! Popularity with time decay, and the most popular category and brand names.
 
-use dashmap::DashMap;
-
 use super::TRENDING_HALF_LIFE_MILLIS;
 use crate::catalogue::UnixMillis;
+use crate::shards::Sharded;
 
 /// The most popular category and brand ids, rebuilt whole each round.
 #[derive(Debug, Default)]
@@ -15,7 +14,7 @@ pub struct TopNames {
 }
 
 /// Names by decayed popularity as of `now`, most popular first (ties by name).
-pub fn most_popular(counters: &DashMap<String, Decaying>, now: UnixMillis) -> Vec<String> {
+pub fn most_popular(counters: &Sharded<String, Decaying>, now: UnixMillis) -> Vec<String> {
     let mut scored: Vec<(String, f64)> = counters
         .iter()
         .map(|entry| (entry.key().clone(), entry.value().value_at(now)))

@@ -9,11 +9,10 @@ pub(crate) mod key;
 
 use std::collections::HashSet;
 
-use dashmap::DashMap;
 use time::Date;
 
 use crate::catalogue::UnixMillis;
-use crate::shards::{CountedMap, sharded};
+use crate::shards::{CountedMap, Sharded, sharded};
 use crate::visitor::LiveVisitor;
 use cut::OrderCut;
 use key::IdentityKey;
@@ -31,9 +30,9 @@ pub(crate) struct Tracking {
     /// all.
     pub(crate) order_cut: OrderCut,
     /// Identity → the visitor ids it was seen on.
-    pub(crate) identities: DashMap<IdentityKey, HashSet<String>>,
+    pub(crate) identities: Sharded<IdentityKey, HashSet<String>>,
     /// The store's user records, by user id.
-    pub(crate) users: DashMap<String, UserRecord>,
+    pub(crate) users: Sharded<String, UserRecord>,
 }
 
 impl Default for Tracking {
