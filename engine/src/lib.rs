@@ -41,7 +41,8 @@
 //!   recipe and `similar_sessions`' neighbourhood.
 //! - [`state`]: what the log and state snapshots hold (`Tracked`, `Served`, `StateEntry`).
 //! - [`bucket`]: the token bucket bounding the work requests start in the background.
-//! - [`shards`]: sharded maps, counted maps, striped counters and the graveyard.
+//! - [`shards`]: sharded maps (keys from outside hashed with foldhash, seeded per
+//!   process), counted maps, striped counters and the graveyard.
 //! - [`account`]: one account's state, the server-side call, explain, erasure, eviction.
 //! - [`demo`]: the generated demo catalogue.
 //! - `testing` (tests and the `testing` feature only): builders of test data.

@@ -1,4 +1,5 @@
-//! Concurrent maps with many small shards, and a graveyard for large values.
+//! Concurrent maps with many small shards (keys from outside hashed with [`TextHasher`],
+//! integer keys with FxHash), and a graveyard for large values.
 //!
 //! A `DashMap` locks one shard at a time. A background job that walks a map (a state
 //! snapshot copying visitor ids, the session sweep, a rebuild queueing every product)
