@@ -15,6 +15,7 @@ use arc_swap::{ArcSwap, Guard};
 
 use vitrine_engine::Account;
 use vitrine_engine::catalogue::{CatalogueBuilder, CatalogueError};
+use vitrine_engine::shards::TextHasher;
 use vitrine_ingest::fetch::FetchLimits;
 use vitrine_ingest::jobs::{AccountJobs, JobsConfig, SubmitError, ingest_pool_at};
 use vitrine_ingest::runner::{FeedRunner, FeedSettings};
@@ -162,9 +163,9 @@ pub fn retry_seconds(
         .max(1)
 }
 
-/// The accounts served, by access key (looked up on every request: hashed with
-/// foldhash, seeded per process, as the engine's maps of outside keys are).
-type Accounts = HashMap<String, Arc<AccountEntry>, foldhash::fast::RandomState>;
+/// The accounts served, by access key (looked up on every request: hashed as the
+/// engine's maps of outside keys are).
+type Accounts = HashMap<String, Arc<AccountEntry>, TextHasher>;
 
 /// Everything a request handler may need.
 #[derive(Debug)]
@@ -241,10 +242,8 @@ impl AppState {
             Arc::clone(&pool),
         )
         .map_err(StartError::Threads)?;
-        let mut accounts = Accounts::with_capacity_and_hasher(
-            config.accounts.len(),
-            foldhash::fast::RandomState::default(),
-        );
+        let mut accounts =
+            Accounts::with_capacity_and_hasher(config.accounts.len(), TextHasher::default());
         for account_config in &config.accounts {
             let entry = open_account(&config, account_config, data_dir.path(), &pool, &runner)
                 .map_err(|source| StartError::Account {
@@ -336,10 +335,8 @@ impl AppState {
             return Err(ReloadError::NeedsRestart(fixed));
         }
         let old = self.accounts.load_full();
-        let mut accounts = Accounts::with_capacity_and_hasher(
-            config.accounts.len(),
-            foldhash::fast::RandomState::default(),
-        );
+        let mut accounts =
+            Accounts::with_capacity_and_hasher(config.accounts.len(), TextHasher::default());
         let mut report = ReloadReport::default();
         let mut opened = Vec::new();
         for account_config in &config.accounts {

@@ -4,18 +4,19 @@
 
 use std::net::IpAddr;
 
+use vitrine_engine::shards::TextHasher;
+
 use super::{html, script};
 use crate::config::{ClientsideConfig, RateLimit};
 
-/// A rate limit per key (client address, visitor id), its table hashed with
-/// `foldhash` (seeded per process: keys are the client's choice; faster than SipHash
-/// on every browser request).
+/// A rate limit per key (client address, visitor id), its table hashed as the
+/// engine's maps of outside keys are ([`TextHasher`]: keys are the client's choice).
 pub(super) type Keyed<K> = governor::DefaultKeyedRateLimiter<
     K,
     governor::middleware::NoOpMiddleware<
         <governor::clock::DefaultClock as governor::clock::Clock>::Instant,
     >,
-    foldhash::fast::RandomState,
+    TextHasher,
 >;
 
 /// What an account keeps for its browser requests: its limits per client address and
@@ -30,10 +31,7 @@ pub struct ClientsideState {
 }
 
 fn keyed<K: std::hash::Hash + Eq + Clone>(limit: RateLimit) -> Keyed<K> {
-    governor::RateLimiter::dashmap_with_hasher(
-        limit.quota(),
-        foldhash::fast::RandomState::default(),
-    )
+    governor::RateLimiter::dashmap_with_hasher(limit.quota(), TextHasher::default())
 }
 
 impl ClientsideState {
