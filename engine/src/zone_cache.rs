@@ -391,14 +391,15 @@ impl Generation {
 
     /// Keeps `list` under `key` unless that passes the bound.
     fn keep(&self, key: Key, list: &Arc<List>) {
-        let cost = ENTRY_OVERHEAD + list.items.len() * std::mem::size_of::<RenderedItem>();
+        let cost = ENTRY_OVERHEAD + list.items.capacity() * std::mem::size_of::<RenderedItem>();
         if cost > self.bytes_left() {
             return;
         }
         let replaced = self.lists.write().insert(key, Arc::clone(list));
         self.bytes.fetch_add(cost, Ordering::Relaxed);
         if let Some(replaced) = replaced {
-            let freed = ENTRY_OVERHEAD + replaced.items.len() * std::mem::size_of::<RenderedItem>();
+            let freed =
+                ENTRY_OVERHEAD + replaced.items.capacity() * std::mem::size_of::<RenderedItem>();
             self.bytes.fetch_sub(freed, Ordering::Relaxed);
         }
     }

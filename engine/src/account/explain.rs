@@ -249,7 +249,8 @@ impl Account {
             .as_ref()
             .unwrap_or_else(|| variant.map_or(spec, |(_, v)| &v.spec));
         let zones: super::request::ZoneIds = smallvec::smallvec![spec.id.as_str().into()];
-        if super::resolve::reads_sessions(&settings, Some(&set), &zones) {
+        let requested = super::resolve::Requested::of(&settings, &zones);
+        if super::resolve::reads_sessions(&settings, Some(&set), &requested) {
             snapshot.similar_sessions = self.session_neighbourhood(
                 visitor_id,
                 &snapshot.latest_products(),

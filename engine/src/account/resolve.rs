@@ -5,8 +5,9 @@
 //! (built by `VisitorSnapshot::shopper` from the visitor, the page and the request's
 //! [`crate::campaign::RequestContext`]).
 //!
-//! Here too what filling the requested zones may read ([`reads_sessions`],
-//! [`campaign_reads`]), judged from the same settings, lists and experiments.
+//! Here too the requested zones' definitions, found once a request ([`Requested`]),
+//! and what filling them may read ([`reads_sessions`], [`campaign_reads`]), judged from
+//! the same settings, lists and experiments.
 //!
 //! The order: a shopper the store-wide holdout holds sees every zone filled by its
 //! non-personal strategy; otherwise a running experiment on the zone (one written in the console first, then
@@ -14,6 +15,8 @@
 //! own shows it; a variant that does not show campaigns fills the zone by its own spec;
 //! otherwise the zone's campaign list, when it has one, decides; otherwise the zone's
 //! configuration.
+
+use smallvec::SmallVec;
 
 use super::request::ZoneIds;
 use super::visitor_view::{AskedFrom, Reads, VisitorSnapshot};
@@ -168,17 +171,54 @@ impl AccountSettings {
     }
 }
 
-/// Whether filling the requested `zones` may read the sessions most like the
+/// The zones a request asks for, in its order, each with the place of its definition
+/// in the settings' zones (none: the account has no zone of that id). Found once a
+/// request; what serving asks of the zones afterwards reads them by place instead of
+/// comparing every definition's id again.
+pub(crate) struct Requested<'a> {
+    zones: SmallVec<[(&'a str, Option<usize>); 4]>,
+}
+
+impl<'a> Requested<'a> {
+    /// The places of `ids` in `settings`' zones.
+    pub(crate) fn of(settings: &AccountSettings, ids: &'a ZoneIds) -> Requested<'a> {
+        let place = |id: &str| settings.zones.iter().position(|spec| spec.id == id);
+        Requested {
+            zones: ids.iter().map(|id| (id.as_str(), place(id))).collect(),
+        }
+    }
+
+    /// How many zones the request asks for.
+    pub(crate) fn len(&self) -> usize {
+        self.zones.len()
+    }
+
+    /// Each requested zone's id and place, in request order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&'a str, Option<usize>)> + '_ {
+        self.zones.iter().copied()
+    }
+
+    /// The definitions of the requested zones the account has, in request order.
+    pub(crate) fn specs<'s>(
+        &self,
+        settings: &'s AccountSettings,
+    ) -> impl Iterator<Item = &'s ZoneSpec> + use<'s, '_, 'a> {
+        self.zones
+            .iter()
+            .filter_map(|(_, place)| settings.zones.get((*place)?))
+    }
+}
+
+/// Whether filling the `requested` zones may read the sessions most like the
 /// shopper's: a zone, one of its experiment's variants or one of its campaigns fills
 /// products by a spec that reads them ([`ZoneSpec::reads_sessions`]).
 pub(super) fn reads_sessions(
     settings: &AccountSettings,
     campaigns: Option<&CampaignSet>,
-    zones: &ZoneIds,
+    requested: &Requested<'_>,
 ) -> bool {
-    zones.iter().any(|zone| {
-        let zone = zone.as_str();
-        let configured = settings.zones.iter().filter(|spec| spec.id == zone);
+    requested.iter().any(|(zone, place)| {
+        let configured = place.and_then(|at| settings.zones.get(at));
         let varied = settings
             .experiments
             .iter()
@@ -189,6 +229,7 @@ pub(super) fn reads_sessions(
             .into_iter()
             .flat_map(|list| list.campaigns.iter().filter_map(|c| c.content.spec()));
         configured
+            .into_iter()
             .chain(varied)
             .chain(campaigned)
             .any(ZoneSpec::reads_sessions)

@@ -113,11 +113,9 @@ pub struct RenderedItem {
     pub shared_price: bool,
 }
 
-/// A zone's items: up to [`INLINE_ITEMS`] without a heap allocation.
-pub type ZoneItems = smallvec::SmallVec<[RenderedItem; INLINE_ITEMS]>;
-
-/// Items of a zone kept inline (most zones show 4 to 12).
-pub const INLINE_ITEMS: usize = 12;
+/// A zone's items, on the heap: one allocation of the zone's count, and a zone passed
+/// from the fill through the cache to the answer moves three words, not its items.
+pub type ZoneItems = Vec<RenderedItem>;
 
 /// The product recommendations are about: the page's product, else the visitor's latest
 /// view.

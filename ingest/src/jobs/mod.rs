@@ -311,7 +311,7 @@ impl AccountJobs {
     /// Fills the zones of a request for a shopper who is not tracked (a crawler, or a
     /// browser without consent): nothing is recorded, applied or logged (see
     /// [`Account::serve_anonymous`]).
-    pub fn serve_anonymous(&self, request: &ServeRequest) -> ServeOutcome {
+    pub fn serve_anonymous(&self, request: &ServeRequest) -> Box<ServeOutcome> {
         self.shared.account.serve_anonymous(request)
     }
 
@@ -356,7 +356,7 @@ impl AccountJobs {
     /// Events are applied before they are logged, so a state snapshot's position never
     /// passes an event it lacks; a log that cannot be written fails the call (the
     /// events stay applied in memory but the 200 that a crash would undo is not sent).
-    pub fn serve(&self, mut request: ServeRequest) -> Result<ServeOutcome, SubmitError> {
+    pub fn serve(&self, mut request: ServeRequest) -> Result<Box<ServeOutcome>, SubmitError> {
         // Refused before anything is applied when the log could not take the events.
         self.shared.wal.check_backlog()?;
         // In a cluster, and when the replicated log cannot take them either. Under

@@ -122,7 +122,7 @@ pub struct Answered {
     /// The answer.
     pub reply: Reply,
     /// What was served.
-    pub outcome: vitrine_engine::account::ServeOutcome,
+    pub outcome: Box<vitrine_engine::account::ServeOutcome>,
     /// The rendered template of each html zone, by place in `outcome.zones`.
     pub html: Vec<Option<String>>,
     /// The currency the prices are in.
