@@ -124,22 +124,18 @@ impl Currency {
 
     /// The currency's symbol, read once per currency from the ISO data (which builds a
     /// new string each time it is asked) and kept for the life of the process (one
-    /// small string per currency ever shown).
+    /// small string per currency ever shown), in a slot per ISO numeric code: read
+    /// without a lock or a hash.
     pub fn symbol_str(self) -> &'static str {
-        static SYMBOLS: std::sync::LazyLock<
-            parking_lot::RwLock<std::collections::HashMap<u16, &'static str>>,
-        > = std::sync::LazyLock::new(Default::default);
-        if let Some(symbol) = SYMBOLS.read().get(&self.0) {
-            return symbol;
-        }
-        let Some(iso) = self.iso() else {
+        static SYMBOLS: [std::sync::OnceLock<&'static str>; 1000] =
+            [const { std::sync::OnceLock::new() }; 1000];
+        let Some(slot) = SYMBOLS.get(usize::from(self.0)) else {
             return "¤";
         };
-        let mut symbols = SYMBOLS.write();
-        let symbol: &'static str = symbols
-            .entry(self.0)
-            .or_insert_with(|| Box::leak(iso.symbol().symbol.into_boxed_str()));
-        symbol
+        slot.get_or_init(|| match self.iso() {
+            Some(iso) => Box::leak(iso.symbol().symbol.into_boxed_str()),
+            None => "¤",
+        })
     }
 
     fn scale(self) -> i64 {
@@ -193,36 +189,46 @@ impl Money {
 
     /// The amount as a plain decimal string with the currency's digits: `2.49`, `350`.
     pub fn decimal(self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::with_capacity(24);
         write_decimal(
             &mut out,
             self.minor,
             self.currency.minor_digits(),
             Thousands::Plain,
         );
-        out
+        written(out)
     }
 
     /// The amount for display, with symbol and thousands separators: `£1,234.50`.
     pub fn display(self) -> String {
+        let mut out = Vec::with_capacity(32);
+        self.write_display(&mut out);
+        written(out)
+    }
+
+    /// Appends [`Money::display`]'s text to `out`, as UTF-8, without allocating.
+    pub fn write_display(self, out: &mut Vec<u8>) {
         let symbol = self.currency.symbol_str();
-        let mut out = String::with_capacity(symbol.len() + 16);
         if self.minor < 0 {
-            out.push('-');
+            out.push(b'-');
         }
-        out.push_str(symbol);
+        out.extend_from_slice(symbol.as_bytes());
         // Alphabetic symbols (e.g. "CHF", "kr") read better with a space before the digits.
         if symbol.chars().last().is_some_and(char::is_alphabetic) {
-            out.push(' ');
+            out.push(b' ');
         }
         write_decimal(
-            &mut out,
+            out,
             self.minor.abs(),
             self.currency.minor_digits(),
             Thousands::Grouped,
         );
-        out
     }
+}
+
+/// The text this module wrote: UTF-8 always (a symbol's text, ASCII digits and marks).
+fn written(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl ArchivedCurrency {
@@ -286,44 +292,50 @@ enum Thousands {
     Plain,
 }
 
-fn write_decimal(out: &mut String, minor: i64, digits: u32, thousands: Thousands) {
-    let scale = 10_i64.pow(digits);
-    let negative = minor < 0;
-    let minor = minor.unsigned_abs();
-    let whole = (minor / scale as u64).to_string();
-    if negative {
-        out.push('-');
+fn write_decimal(out: &mut Vec<u8>, minor: i64, digits: u32, thousands: Thousands) {
+    let scale = 10_u64.pow(digits);
+    if minor < 0 {
+        out.push(b'-');
     }
+    let minor = minor.unsigned_abs();
+    let mut whole = itoa::Buffer::new();
+    let whole = whole.format(minor / scale).as_bytes();
     if thousands == Thousands::Grouped {
-        for (i, ch) in whole.chars().enumerate() {
+        for (i, digit) in whole.iter().enumerate() {
             if i > 0 && (whole.len() - i).is_multiple_of(3) {
-                out.push(',');
+                out.push(b',');
             }
-            out.push(ch);
+            out.push(*digit);
         }
     } else {
-        out.push_str(&whole);
+        out.extend_from_slice(whole);
     }
     if digits > 0 {
-        let frac = minor % scale as u64;
-        out.push('.');
-        let frac = frac.to_string();
-        for _ in frac.len()..digits as usize {
-            out.push('0');
-        }
-        out.push_str(&frac);
+        let mut frac = itoa::Buffer::new();
+        let frac = frac.format(minor % scale).as_bytes();
+        out.push(b'.');
+        out.extend(std::iter::repeat_n(
+            b'0',
+            (digits as usize).saturating_sub(frac.len()),
+        ));
+        out.extend_from_slice(frac);
     }
 }
 
 /// The percentage saved, rounded half up, as shown in `SavingPercent` (`"29%"`).
 pub fn saving_percent(was: Money, now: Money) -> String {
+    format!("{}%", saved_percent(was, now))
+}
+
+/// The number of [`saving_percent`]: the percentage saved, rounded half up (0 when
+/// nothing is saved).
+pub fn saved_percent(was: Money, now: Money) -> i128 {
     if was.minor <= 0 || now.minor >= was.minor {
-        return "0%".to_owned();
+        return 0;
     }
     let saved = (was.minor - now.minor) as i128 * 100;
     let was_minor = was.minor as i128;
-    let percent = (saved * 2 + was_minor) / (was_minor * 2);
-    format!("{percent}%")
+    (saved * 2 + was_minor) / (was_minor * 2)
 }
 
 #[cfg(test)]

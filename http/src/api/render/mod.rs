@@ -23,7 +23,6 @@ use vitrine_engine::zone::{ZoneKind, ZoneSpec};
 
 use crate::config::ZoneContent;
 pub use campaigns::{CampaignTemplates, zone_title};
-use texts::PriceText;
 pub use texts::{
     CardMarkup, MAX_CACHED_BYTES, MAX_CACHED_CURRENCIES, ProductText, ProductTexts, TextCache,
 };
@@ -231,9 +230,9 @@ fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
             prices.sale
         })
     } else {
-        let prices = PriceText::of(&item.price);
-        out.extend_from_slice(&prices.text);
-        prices.sale
+        // An account or group price, or one in a sale window: written for this answer.
+        wire::write_prices(out, &item.price);
+        item.price.was.is_some()
     };
     out.extend_from_slice(text.tail());
     out.extend_from_slice(match (text.on_offer || sale, text.new_arrival) {

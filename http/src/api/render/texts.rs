@@ -22,7 +22,7 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::{ItemPrice, shared_price};
 use vitrine_engine::shards::Graveyard;
 
-use super::wire::{Fixed, WirePrices, fixed_parts, to_vec};
+use super::wire::{Fixed, fixed_parts, to_vec, write_prices};
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
 /// bytes per product with its prices: some 380,000 products); beyond it, the text of
@@ -70,14 +70,8 @@ pub(super) struct PriceText {
 
 impl PriceText {
     pub(super) fn of(price: &ItemPrice) -> PriceText {
-        let symbol = price.price.currency.symbol_str();
-        let mut text = to_vec(&WirePrices::of(price, symbol));
-        // `{…}` → `…,`
-        text.pop();
-        text.push(b',');
-        if !text.is_empty() {
-            text.remove(0);
-        }
+        let mut text = Vec::with_capacity(PRICE_TEXT_BYTES);
+        write_prices(&mut text, price);
         PriceText {
             text: text.into_boxed_slice(),
             sale: price.was.is_some(),

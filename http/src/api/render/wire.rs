@@ -5,6 +5,7 @@
 use serde::Serialize;
 use vitrine_engine::account::RenderedItem;
 use vitrine_engine::catalogue::{Catalogue, ProductIdx};
+use vitrine_engine::money::{Money, saved_percent};
 use vitrine_engine::recommend::ItemPrice;
 use vitrine_engine::zone::ZoneKind;
 
@@ -116,6 +117,54 @@ impl<'a> WirePrices<'a> {
             currency_symbol: symbol,
             saving_percent: price.saving_percent(),
         }
+    }
+}
+
+/// Writes the price fields of `price` as [`WirePrices`] serializes them, in its order,
+/// without its braces and each followed by a comma (`"Price":2.49,…,"CurrencySymbol":"£",`):
+/// straight into the answer, with no string made for a display price or a percentage.
+pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
+    let symbol = price.price.currency.symbol_str();
+    let saving = price.saving();
+    let amount = |out: &mut Vec<u8>, key: &[u8], money: Option<Money>| {
+        if let Some(money) = money {
+            out.extend_from_slice(key);
+            super::write_json(out, &money.as_f64());
+            out.push(b',');
+        }
+    };
+    // A symbol JSON would escape is written through `serde_json` (none of ISO's is).
+    let plain = !super::escaped(symbol.as_bytes());
+    let display = |out: &mut Vec<u8>, key: &[u8], money: Option<Money>| {
+        if let Some(money) = money {
+            out.extend_from_slice(key);
+            if plain {
+                out.push(b'"');
+                money.write_display(out);
+                out.push(b'"');
+            } else {
+                super::write_json(out, &money.display());
+            }
+            out.push(b',');
+        }
+    };
+    amount(out, br#""Price":"#, Some(price.price));
+    amount(out, br#""WasPrice":"#, price.was);
+    amount(out, br#""SavingPrice":"#, saving);
+    display(out, br#""DisplayPrice":"#, Some(price.price));
+    display(out, br#""DisplayWasPrice":"#, price.was);
+    display(out, br#""SavingDisplayPrice":"#, saving);
+    out.extend_from_slice(br#""CurrencySymbol":"#);
+    super::write_text(out, symbol);
+    out.push(b',');
+    if let Some(was) = price.was {
+        out.extend_from_slice(br#""SavingPercent":""#);
+        out.extend_from_slice(
+            itoa::Buffer::new()
+                .format(saved_percent(was, price.price))
+                .as_bytes(),
+        );
+        out.extend_from_slice(br#"%","#);
     }
 }
 
@@ -233,5 +282,57 @@ pub(super) fn named_json<'a>(
         link,
         image,
         description,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use vitrine_engine::money::{Currency, Money};
+    use vitrine_engine::recommend::ItemPrice;
+
+    use super::{WirePrices, to_vec, write_prices};
+
+    /// `write_prices` writes what `serde_json` makes of [`WirePrices`], braces taken off
+    /// and a comma after: for currencies of 0, 2 and 3 minor digits and with symbols
+    /// before and after a space, for amounts from nothing to the largest a feed takes,
+    /// on sale and not.
+    #[test]
+    fn prices_are_written_as_serde_writes_them() {
+        let codes = [
+            "GBP", "EUR", "USD", "JPY", "KWD", "CHF", "SEK", "INR", "PLN", "BHD",
+        ];
+        let mut amounts: Vec<i64> = vec![0, 1, 5, 9, 10, 99, 100, 101, 999, 1_000, 1_005];
+        amounts.extend([12_345, 99_999, 100_000, 123_456_789, 1_000_000_000_000_000]);
+        amounts.extend((0..2_000).map(|n| n * 7_919 % 1_000_003));
+        let mut written = 0;
+        for code in codes {
+            let currency = Currency::from_code(code).unwrap();
+            let money = |minor: i64| Money { minor, currency };
+            for (n, minor) in amounts.iter().copied().enumerate() {
+                let was = match n % 4 {
+                    0 => None,
+                    1 => Some(minor + 1),
+                    2 => Some(minor.saturating_mul(3) + 7),
+                    _ => Some(minor),
+                };
+                let price = ItemPrice {
+                    price: money(minor),
+                    was: was.map(money),
+                };
+                let mut expected = to_vec(&WirePrices::of(&price, currency.symbol_str()));
+                expected.pop();
+                expected.remove(0);
+                expected.push(b',');
+                let mut text = b"{".to_vec();
+                write_prices(&mut text, &price);
+                assert_eq!(
+                    String::from_utf8_lossy(text.get(1..).unwrap()),
+                    String::from_utf8_lossy(&expected),
+                    "{code} {minor} was {was:?}"
+                );
+                written += 1;
+            }
+        }
+        assert_eq!(written, codes.len() * amounts.len());
     }
 }
