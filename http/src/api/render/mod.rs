@@ -166,7 +166,7 @@ pub fn written(
             }
             None => {
                 for item in &zone.items {
-                    texts.with(item.product, |text| {
+                    texts.with(item.product, currency, |text| {
                         separate(&mut out);
                         write_product(&mut out, text, item);
                     });
@@ -211,7 +211,7 @@ pub fn item_values(
 /// Product items, comma-separated (those without a text left out).
 fn write_items(out: &mut Vec<u8>, texts: &ProductTexts, items: &[RenderedItem]) {
     for item in items {
-        texts.with(item.product, |text| {
+        texts.with(item.product, item.price.price.currency, |text| {
             if !out.is_empty() {
                 out.push(b',');
             }
@@ -223,6 +223,12 @@ fn write_items(out: &mut Vec<u8>, texts: &ProductTexts, items: &[RenderedItem]) 
 /// One product item: its fixed text around this request's prices (the product's own
 /// prices rendered once per currency, an account or group price rendered now).
 fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
+    if item.shared_price
+        && let Some(whole) = text.whole(&item.price)
+    {
+        out.extend_from_slice(whole);
+        return;
+    }
     out.extend_from_slice(text.head());
     let sale = if item.shared_price {
         text.with_own_prices(&item.price, |prices| {
@@ -235,12 +241,7 @@ fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
         item.price.was.is_some()
     };
     out.extend_from_slice(text.tail());
-    out.extend_from_slice(match (text.on_offer || sale, text.new_arrival) {
-        (true, true) => br#""OnOffer":true,"NewArrival":true}"#,
-        (true, false) => br#""OnOffer":true,"NewArrival":false}"#,
-        (false, true) => br#""OnOffer":false,"NewArrival":true}"#,
-        (false, false) => br#""OnOffer":false,"NewArrival":false}"#,
-    });
+    out.extend_from_slice(wire::flags(text.on_offer || sale, text.new_arrival));
 }
 
 fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
@@ -397,12 +398,15 @@ mod tests {
 
     /// The cached text with this request's prices is, byte for byte, the serialized
     /// [`WireItem`], for every product of the demo catalogue, with and without a sale,
-    /// in three currencies, with shared (cached) and personal (rendered now) prices.
+    /// in three currencies, with shared (cached) and personal (rendered now) prices,
+    /// and with the product's own prices (in the text's currency, a copy of it).
     #[test]
     fn product_text_is_the_serialized_item() {
         let catalogue = Arc::new(vitrine_engine::demo::catalogue().unwrap());
         let texts = ProductTexts::new(Arc::clone(&catalogue));
+        let own = ProductTexts::new(Arc::clone(&catalogue));
         let mut checked = 0;
+        let mut copied = 0;
         for (idx, _) in catalogue.iter() {
             for (code, was) in [
                 ("GBP", None),
@@ -420,24 +424,49 @@ mod tests {
                         },
                         shared_price,
                     };
-                    let symbol = currency.symbol();
-                    let fast = texts
-                        .with(idx, |text| {
-                            let mut fast = Vec::new();
-                            write_product(&mut fast, text, &item);
-                            fast
-                        })
-                        .unwrap();
-                    let serde = serde_json::to_vec(&item_json(&catalogue, &item, &symbol).unwrap())
-                        .unwrap();
-                    assert_eq!(
-                        String::from_utf8(fast).unwrap(),
-                        String::from_utf8(serde).unwrap()
-                    );
+                    assert_written_as_serde(&catalogue, &texts, &item);
                     checked += 1;
                 }
             }
+            // The product's own prices (texts of their own: the items above call made-up
+            // prices shared): the text made in pounds holds them, and an item in pounds
+            // is a copy of it.
+            for code in ["GBP", "USD", "JPY"] {
+                let currency = Currency::from_code(code).unwrap();
+                let Some(price) =
+                    vitrine_engine::recommend::shared_price(&catalogue, idx, currency)
+                else {
+                    continue;
+                };
+                let item = RenderedItem {
+                    product: idx,
+                    price,
+                    shared_price: true,
+                };
+                assert_written_as_serde(&catalogue, &own, &item);
+                let whole = own.with(idx, currency, |text| text.whole(&price).is_some());
+                assert_eq!(whole, Some(code == "GBP"), "{code}");
+                copied += usize::from(code == "GBP");
+            }
         }
         assert!(checked > 6000, "{checked}");
+        assert!(copied > 1000, "{copied}");
+    }
+
+    fn assert_written_as_serde(catalogue: &Catalogue, texts: &ProductTexts, item: &RenderedItem) {
+        let currency = item.price.price.currency;
+        let symbol = currency.symbol();
+        let fast = texts
+            .with(item.product, currency, |text| {
+                let mut fast = Vec::new();
+                write_product(&mut fast, text, item);
+                fast
+            })
+            .unwrap();
+        let serde = serde_json::to_vec(&item_json(catalogue, item, &symbol).unwrap()).unwrap();
+        assert_eq!(
+            String::from_utf8(fast).unwrap(),
+            String::from_utf8(serde).unwrap()
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! The fixed text of each product, escaped once and kept per account: a catalogue
 //! version's texts, taken over by the next version for the products it did not change.
+//! A text holds the product's own prices in the currency it was first asked for, so an
+//! item shown at those prices (most are) is written as one copy ([`ProductText`]).
 //!
 //! A delta makes a new catalogue version. Its texts start as the version before's:
 //! the texts are kept in chunks of [`CHUNK`] products, and the new version shares every
@@ -22,7 +24,7 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::{ItemPrice, shared_price};
 use vitrine_engine::shards::Graveyard;
 
-use super::wire::{Fixed, fixed_parts, to_vec, write_prices};
+use super::wire::{Fixed, fixed_parts, flags, to_vec, write_prices};
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
 /// bytes per product with its prices: some 380,000 products); beyond it, the text of
@@ -36,13 +38,24 @@ const PRICE_TEXT_BYTES: usize = 256;
 /// Currencies whose prices are kept rendered per product at most.
 pub const MAX_CACHED_CURRENCIES: usize = 8;
 
-/// A product's fixed JSON text, in two parts around the prices: `head` is `{"Id":…`
-/// through `"AllImages":[…],`; `tail` is `"Categories":[…],` through `"SearchTags":[…],`.
-/// Its own prices (those every visitor sees) are rendered once per currency too.
+/// A product's JSON item text, made once per catalogue version: `head` is `{"Id":…`
+/// through `"AllImages":[…],`; then the product's own prices in the currency the text
+/// was first asked for (none when it has no shared price there); `tail` is
+/// `"Categories":[…],` through `"SearchTags":[…],`; then its flags and the closing
+/// brace. An item with those very prices is one copy of the whole text ([`whole`]);
+/// another is written around its prices. Its own prices in other currencies are
+/// rendered once per currency too.
+///
+/// [`whole`]: ProductText::whole
 #[derive(Debug)]
 pub struct ProductText {
     text: Box<[u8]>,
-    split: usize,
+    /// Where the prices, the tail and the flags begin in `text`.
+    prices_at: usize,
+    tail_at: usize,
+    flags_at: usize,
+    /// The own price `text` holds (none: it holds no prices).
+    priced: Option<ItemPrice>,
     /// The product's own `OnOffer` (a sale price for the visitor also makes it true).
     pub(super) on_offer: bool,
     pub(super) new_arrival: bool,
@@ -81,7 +94,9 @@ impl PriceText {
 }
 
 impl ProductText {
-    fn of(catalogue: &Catalogue, idx: ProductIdx) -> Option<ProductText> {
+    /// The text of product `idx`, with its own prices in `currency` when it has a
+    /// shared one there.
+    fn of(catalogue: &Catalogue, idx: ProductIdx, currency: Currency) -> Option<ProductText> {
         let Fixed {
             head,
             tail,
@@ -92,14 +107,25 @@ impl ProductText {
         // `{…}` → `{…,`
         text.pop();
         text.push(b',');
-        let split = text.len();
+        let prices_at = text.len();
+        let priced = shared_price(catalogue, idx, currency);
+        if let Some(price) = &priced {
+            write_prices(&mut text, price);
+        }
+        let tail_at = text.len();
         let tail = to_vec(&tail);
         // `{…}` → `…,`
         text.extend_from_slice(tail.get(1..tail.len() - 1).unwrap_or_default());
         text.push(b',');
+        let flags_at = text.len();
+        let sale = priced.is_some_and(|price| price.was.is_some());
+        text.extend_from_slice(flags(on_offer || sale, new_arrival));
         Some(ProductText {
             text: text.into_boxed_slice(),
-            split,
+            prices_at,
+            tail_at,
+            flags_at,
+            priced,
             on_offer,
             new_arrival,
             first_prices: OnceLock::new(),
@@ -108,12 +134,19 @@ impl ProductText {
         })
     }
 
+    /// The whole item, when `price` is the own price its text holds.
+    pub(super) fn whole(&self, price: &ItemPrice) -> Option<&[u8]> {
+        (self.priced.as_ref() == Some(price)).then_some(&*self.text)
+    }
+
     pub(super) fn head(&self) -> &[u8] {
-        self.text.get(..self.split).unwrap_or_default()
+        self.text.get(..self.prices_at).unwrap_or_default()
     }
 
     pub(super) fn tail(&self) -> &[u8] {
-        self.text.get(self.split..).unwrap_or_default()
+        self.text
+            .get(self.tail_at..self.flags_at)
+            .unwrap_or_default()
     }
 
     /// Bytes counted for it: its text, with room for its prices in two currencies.
@@ -370,7 +403,7 @@ impl ProductTexts {
         markup: &impl CardMarkup,
         read: impl FnOnce(&str, &str) -> R,
     ) -> Option<R> {
-        self.with(item.product, |text| {
+        self.with(item.product, item.price.price.currency, |text| {
             let mut made = 0;
             let head = text.card.get_or_init(|| {
                 let head = markup.head(&self.catalogue, item.product).into_boxed_str();
@@ -396,9 +429,12 @@ impl ProductTexts {
         })
     }
 
+    /// Hands `write` the text of product `idx`: kept from an earlier request, else
+    /// made now with its own prices in `currency` (and kept, within the budget).
     pub(super) fn with<R>(
         &self,
         idx: ProductIdx,
+        currency: Currency,
         write: impl FnOnce(&ProductText) -> R,
     ) -> Option<R> {
         let slot = self.slot(idx)?;
@@ -406,10 +442,10 @@ impl ProductTexts {
             return text.as_deref().map(write);
         }
         if self.kept_bytes.load(Ordering::Relaxed) >= self.budget {
-            return ProductText::of(&self.catalogue, idx).map(|text| write(&text));
+            return ProductText::of(&self.catalogue, idx, currency).map(|text| write(&text));
         }
         let text = slot.get_or_init(|| {
-            let text = ProductText::of(&self.catalogue, idx)?;
+            let text = ProductText::of(&self.catalogue, idx, currency)?;
             self.kept.fetch_add(1, Ordering::Relaxed);
             self.kept_bytes
                 .fetch_add(text.counted_bytes(), Ordering::Relaxed);
@@ -434,7 +470,7 @@ impl ProductTexts {
                 break;
             }
             visited += 1;
-            self.with(idx, |text| {
+            self.with(idx, currency, |text| {
                 if let Some(price) = shared_price(&self.catalogue, idx, currency) {
                     text.with_own_prices(&price, |_| ());
                 }
@@ -476,7 +512,7 @@ mod tests {
     }
 
     fn render(texts: &ProductTexts, item: &RenderedItem) -> Option<String> {
-        texts.with(item.product, |text| {
+        texts.with(item.product, item.price.price.currency, |text| {
             let mut out = Vec::new();
             write_product(&mut out, text, item);
             String::from_utf8(out).unwrap()

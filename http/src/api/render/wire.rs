@@ -168,6 +168,16 @@ pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
     }
 }
 
+/// An item's last two fields and its closing brace.
+pub(super) fn flags(on_offer: bool, new_arrival: bool) -> &'static [u8] {
+    match (on_offer, new_arrival) {
+        (true, true) => br#""OnOffer":true,"NewArrival":true}"#,
+        (true, false) => br#""OnOffer":true,"NewArrival":false}"#,
+        (false, true) => br#""OnOffer":false,"NewArrival":true}"#,
+        (false, false) => br#""OnOffer":false,"NewArrival":false}"#,
+    }
+}
+
 /// The fixed fields of a product item after its prices.
 #[derive(Serialize)]
 #[serde(rename_all = "PascalCase")]
