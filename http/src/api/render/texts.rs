@@ -471,7 +471,11 @@ impl ProductTexts {
             }
             visited += 1;
             self.with(idx, currency, |text| {
-                if let Some(price) = shared_price(&self.catalogue, idx, currency) {
+                // A text made now holds them; one made in another currency keeps them
+                // beside it.
+                if let Some(price) = shared_price(&self.catalogue, idx, currency)
+                    && text.whole(&price).is_none()
+                {
                     text.with_own_prices(&price, |_| ());
                 }
             });
