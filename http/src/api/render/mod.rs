@@ -4,18 +4,18 @@
 //! links, images, categories, brand, tags), which only changes with the product. That
 //! text is escaped once per product and kept until the product changes ([`ProductText`],
 //! cached per account and catalogue version in [`ProductTexts`], taken over by the next
-//! version for the products a delta did not change) and copied into each response;
-//! only the prices, which depend on the visitor and the currency, are written per
-//! request. The text is exactly what serializing [`WireItem`] gives (a test holds the
+//! version for the products a delta did not change) and copied into each response,
+//! with the product's own prices in the currency it was first asked for: an item at
+//! those prices is one copy, and only other prices (another currency, an account or
+//! group price, a sale window) are written per request. The text is exactly what serializing [`WireItem`] gives (a test holds the
 //! two together); html zones hand [`WireItem`]s to their templates. The texts and their
 //! cache are in `texts`.
 
 mod campaigns;
 mod texts;
 mod wire;
-use wire::{WireEntry, WireImage, item_json, named_json};
+use wire::{WireEntry, WireImage, item_json, named_json, write_json, write_text};
 
-use serde::Serialize;
 use vitrine_engine::account::{RenderedItem, RenderedZone, ServeOutcome};
 use vitrine_engine::catalogue::Catalogue;
 use vitrine_engine::money::Currency;
@@ -241,52 +241,11 @@ fn write_product(out: &mut Vec<u8>, text: &ProductText, item: &RenderedItem) {
         item.price.was.is_some()
     };
     out.extend_from_slice(text.tail());
-    out.extend_from_slice(wire::flags(text.on_offer || sale, text.new_arrival));
-}
-
-fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
-    // Serializing these types into a Vec cannot fail.
-    let _ = serde_json::to_writer(out, value);
-}
-
-/// `text` as a JSON string, as `serde_json` writes it: copied between quotes when
-/// nothing in it is escaped (a control character, `"` or `\`; most ids and titles
-/// have none), else written by `serde_json`.
-fn write_text(out: &mut Vec<u8>, text: &str) {
-    if !escaped(text.as_bytes()) {
-        out.reserve(text.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(text.as_bytes());
-        out.push(b'"');
-    } else {
-        write_json(out, text);
-    }
-}
-
-/// Whether `bytes` hold one that JSON escapes (below 0x20, `"` or `\`), read eight at a
-/// time: a word has a byte below `n` (at most 0x80) when `(x - n·ONES) & !x & HIGHS` is
-/// not 0, and a byte equal to `c` when `x ^ c·ONES` has one below 1.
-fn escaped(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let below = |x: u64, n: u8| x.wrapping_sub(u64::from(n) * ONES) & !x & HIGHS != 0;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let Ok(word) = <[u8; 8]>::try_from(word) else {
-            return true;
-        };
-        let x = u64::from_le_bytes(word);
-        if below(x, 0x20)
-            || below(x ^ (u64::from(b'"') * ONES), 1)
-            || below(x ^ (u64::from(b'\\') * ONES), 1)
-        {
-            return true;
-        }
-    }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    let flags = wire::Flags {
+        on_offer: text.on_offer || sale,
+        new_arrival: text.new_arrival,
+    };
+    out.extend_from_slice(flags.text());
 }
 
 /// The items of a zone as values, for its template.

@@ -24,7 +24,7 @@ use vitrine_engine::money::Currency;
 use vitrine_engine::recommend::{ItemPrice, shared_price};
 use vitrine_engine::shards::Graveyard;
 
-use super::wire::{Fixed, fixed_parts, flags, to_vec, write_prices};
+use super::wire::{Fixed, Flags, fixed_parts, to_vec, write_prices};
 
 /// Bytes of product text kept per account and catalogue version at most (about 700
 /// bytes per product with its prices: some 380,000 products); beyond it, the text of
@@ -119,7 +119,11 @@ impl ProductText {
         text.push(b',');
         let flags_at = text.len();
         let sale = priced.is_some_and(|price| price.was.is_some());
-        text.extend_from_slice(flags(on_offer || sale, new_arrival));
+        let flags = Flags {
+            on_offer: on_offer || sale,
+            new_arrival,
+        };
+        text.extend_from_slice(flags.text());
         Some(ProductText {
             text: text.into_boxed_slice(),
             prices_at,

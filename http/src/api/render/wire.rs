@@ -1,6 +1,7 @@
 //! The serverside answer's item shapes on the wire: a product item's fixed parts and
 //! its prices, a category, brand or image item, as the contract's Recommender item
-//! table orders their fields.
+//! table orders their fields; and the writers that put JSON text straight into an
+//! answer (a string, an item's prices, its flags) exactly as `serde_json` writes it.
 
 use serde::Serialize;
 use vitrine_engine::account::RenderedItem;
@@ -11,6 +12,51 @@ use vitrine_engine::zone::ZoneKind;
 
 pub(super) fn to_vec(value: &impl Serialize) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+pub(super) fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    // Serializing these types into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// `text` as a JSON string, as `serde_json` writes it: copied between quotes when
+/// nothing in it is escaped (a control character, `"` or `\`; most ids and titles
+/// have none), else written by `serde_json`.
+pub(super) fn write_text(out: &mut Vec<u8>, text: &str) {
+    if !escaped(text.as_bytes()) {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        write_json(out, text);
+    }
+}
+
+/// Whether `bytes` hold one that JSON escapes (below 0x20, `"` or `\`), read eight at a
+/// time: a word has a byte below `n` (at most 0x80) when `(x - n·ONES) & !x & HIGHS` is
+/// not 0, and a byte equal to `c` when `x ^ c·ONES` has one below 1.
+fn escaped(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below = |x: u64, n: u8| x.wrapping_sub(u64::from(n) * ONES) & !x & HIGHS != 0;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let Ok(word) = <[u8; 8]>::try_from(word) else {
+            return true;
+        };
+        let x = u64::from_le_bytes(word);
+        if below(x, 0x20)
+            || below(x ^ (u64::from(b'"') * ONES), 1)
+            || below(x ^ (u64::from(b'\\') * ONES), 1)
+        {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// An image of an image or image-carousel zone.
@@ -129,12 +175,12 @@ pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
     let amount = |out: &mut Vec<u8>, key: &[u8], money: Option<Money>| {
         if let Some(money) = money {
             out.extend_from_slice(key);
-            super::write_json(out, &money.as_f64());
+            write_json(out, &money.as_f64());
             out.push(b',');
         }
     };
     // A symbol JSON would escape is written through `serde_json` (none of ISO's is).
-    let plain = !super::escaped(symbol.as_bytes());
+    let plain = !escaped(symbol.as_bytes());
     let display = |out: &mut Vec<u8>, key: &[u8], money: Option<Money>| {
         if let Some(money) = money {
             out.extend_from_slice(key);
@@ -143,7 +189,7 @@ pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
                 money.write_display(out);
                 out.push(b'"');
             } else {
-                super::write_json(out, &money.display());
+                write_json(out, &money.display());
             }
             out.push(b',');
         }
@@ -155,7 +201,7 @@ pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
     display(out, br#""DisplayWasPrice":"#, price.was);
     display(out, br#""SavingDisplayPrice":"#, saving);
     out.extend_from_slice(br#""CurrencySymbol":"#);
-    super::write_text(out, symbol);
+    write_text(out, symbol);
     out.push(b',');
     if let Some(was) = price.was {
         out.extend_from_slice(br#""SavingPercent":""#);
@@ -168,13 +214,22 @@ pub(super) fn write_prices(out: &mut Vec<u8>, price: &ItemPrice) {
     }
 }
 
-/// An item's last two fields and its closing brace.
-pub(super) fn flags(on_offer: bool, new_arrival: bool) -> &'static [u8] {
-    match (on_offer, new_arrival) {
-        (true, true) => br#""OnOffer":true,"NewArrival":true}"#,
-        (true, false) => br#""OnOffer":true,"NewArrival":false}"#,
-        (false, true) => br#""OnOffer":false,"NewArrival":true}"#,
-        (false, false) => br#""OnOffer":false,"NewArrival":false}"#,
+/// An item's last two fields.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Flags {
+    pub(super) on_offer: bool,
+    pub(super) new_arrival: bool,
+}
+
+impl Flags {
+    /// The fields' text with the item's closing brace.
+    pub(super) fn text(self) -> &'static [u8] {
+        match (self.on_offer, self.new_arrival) {
+            (true, true) => br#""OnOffer":true,"NewArrival":true}"#,
+            (true, false) => br#""OnOffer":true,"NewArrival":false}"#,
+            (false, true) => br#""OnOffer":false,"NewArrival":true}"#,
+            (false, false) => br#""OnOffer":false,"NewArrival":false}"#,
+        }
     }
 }
 
