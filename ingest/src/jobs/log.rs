@@ -401,6 +401,97 @@ pub(super) fn unwrap_records(records: Vec<Record>, mark: Option<OutboxId>) -> Un
 mod tests {
     use super::*;
 
+    use vitrine_engine::analytics::ShownZone;
+    use vitrine_engine::event::{
+        BasketLine, BirthDate, Event, Identity, Order, PageType, PersonalDetails,
+    };
+    use vitrine_engine::money::Currency;
+
+    /// A request with every kind of event, every optional field given, and two zones
+    /// shown.
+    fn every_event() -> Served {
+        let line = |id: &str, qty: f64| BasketLine {
+            id: id.to_owned(),
+            qty,
+            unit_price: 12.5,
+        };
+        let identity = Identity {
+            user_id: Some("u-1".to_owned()),
+            email: Some("shopper@example.com".to_owned()),
+            account_id: Some("acme-trading".to_owned()),
+            group_id: Some("trade".to_owned()),
+        };
+        let details = PersonalDetails {
+            title: Some("Dr".to_owned()),
+            first_name: Some("Ada".to_owned()),
+            last_name: Some("Lovelace-Byron".to_owned()),
+            zipcode: Some("SW1A 1AA".to_owned()),
+            dob: Some(BirthDate(2_440_000)),
+        };
+        let order = |id: &str| Order {
+            order_id: id.to_owned(),
+            items: vec![line("P00001", 2.0), line("a-longer-product-id-0002", 1.0)],
+            total: Some(37.5),
+            identity: identity.clone(),
+            details: details.clone(),
+        };
+        let events = [
+            Event::PageView {
+                page_type: PageType::ProductPage,
+                product_id: Some("P00001".into()),
+                category_id: Some("a-category-with-a-long-id".into()),
+                brand_id: None,
+            },
+            Event::ProductView {
+                id: "P00002".into(),
+            },
+            Event::ProductRate {
+                id: "P00003".into(),
+                rating: 4.5,
+            },
+            Event::SetBasket {
+                items: vec![line("P00004", 3.0)],
+            },
+            Event::Order(order("ORD-1")),
+            Event::CustomerDetails {
+                identity: identity.clone(),
+                details: details.clone(),
+            },
+            Event::CustomerOrder(order("ORD-2")),
+        ];
+        Served {
+            tracked: Tracked {
+                visitor_id: "visitor-with-an-id-longer-than-inline".to_owned(),
+                session_id: "s-1".to_owned(),
+                now: 1_800_000_000_000,
+                events: events.into_iter().collect(),
+            },
+            currency: Currency::from_code("GBP").unwrap_or_else(|e| panic!("{e}")),
+            shown: [("PP-01", "", 3), ("HP-01", "campaign:spring", 13)]
+                .into_iter()
+                .map(|(zone, variant, n)| ShownZone {
+                    zone: zone.into(),
+                    variant: variant.into(),
+                    products: (0..n).map(|i| format!("P{i:05}").into()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A served request's log record keeps its bytes: today's encoding of every kind of
+    /// event is the one logs on disk hold, and it reads back as the request. A change
+    /// of an event's or a shown zone's shape in memory must not change what is logged.
+    #[test]
+    fn the_served_record_keeps_its_format() {
+        let golden: &[u8] = include_bytes!("golden/served.rkyv");
+        let served = every_event();
+        let encoded = encode_served(&served).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(encoded.len(), golden.len());
+        assert!(encoded == golden, "the served record's bytes changed");
+        let decoded = decode_served(golden).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(decoded, served);
+    }
+
     #[test]
     fn a_replicated_or_outboxed_record_reads_back_as_the_record_it_wraps() {
         let wrapped = encode_replicated(42, RecordKind::Forget, b"shopper@example.com");
