@@ -39,7 +39,7 @@ fn visit(account: &Account, rng: &mut Rng, products: usize, visitor: usize, now:
         })
         .collect();
     if visitor.is_multiple_of(10) {
-        events.push(Event::Order(Order {
+        events.push(Event::Order(Box::new(Order {
             order_id: format!("o{visitor}-{now}"),
             items: (0..3)
                 .map(|_| BasketLine {
@@ -51,7 +51,7 @@ fn visit(account: &Account, rng: &mut Rng, products: usize, visitor: usize, now:
             total: None,
             identity: Identity::default(),
             details: PersonalDetails::default(),
-        }));
+        })));
     }
     account.serve(ServeRequest {
         search: None,

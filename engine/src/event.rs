@@ -135,6 +135,42 @@ pub struct Order {
 /// a vector.
 pub type Events = smallvec::SmallVec<[Event; 2]>;
 
+/// Archives a boxed value as the value itself, in place (rkyv's `Inline` does so for a
+/// reference): an event keeps a large, rare part of it on the heap, so that every event
+/// is small in memory, while its log record holds the part inline as it always has.
+#[derive(Debug)]
+pub struct BoxedInline;
+
+impl<T: rkyv::Archive> rkyv::with::ArchiveWith<Box<T>> for BoxedInline {
+    type Archived = T::Archived;
+    type Resolver = T::Resolver;
+
+    fn resolve_with(field: &Box<T>, resolver: T::Resolver, out: rkyv::Place<T::Archived>) {
+        T::resolve(field, resolver, out);
+    }
+}
+
+impl<T, S> rkyv::with::SerializeWith<Box<T>, S> for BoxedInline
+where
+    T: rkyv::Serialize<S>,
+    S: rkyv::rancor::Fallible + ?Sized,
+{
+    fn serialize_with(field: &Box<T>, serializer: &mut S) -> Result<T::Resolver, S::Error> {
+        T::serialize(field, serializer)
+    }
+}
+
+impl<T, D> rkyv::with::DeserializeWith<T::Archived, Box<T>, D> for BoxedInline
+where
+    T: rkyv::Archive,
+    T::Archived: rkyv::Deserialize<T, D>,
+    D: rkyv::rancor::Fallible + ?Sized,
+{
+    fn deserialize_with(field: &T::Archived, deserializer: &mut D) -> Result<Box<T>, D::Error> {
+        rkyv::Deserialize::deserialize(field, deserializer).map(Box::new)
+    }
+}
+
 /// A tracking event of `/api/serverside`.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub enum Event {
@@ -166,19 +202,22 @@ pub enum Event {
         /// Basket lines.
         items: Vec<BasketLine>,
     },
-    /// `order`
-    Order(Order),
+    /// `order` (on the heap: an order is large and rare, a request's events are kept
+    /// inline).
+    Order(#[rkyv(with = BoxedInline)] Box<Order>),
     /// `customer_details`: a customer identified themselves.
     CustomerDetails {
         /// Identifiers given.
-        identity: Identity,
+        #[rkyv(with = BoxedInline)]
+        identity: Box<Identity>,
         /// Personal details given.
-        details: PersonalDetails,
+        #[rkyv(with = BoxedInline)]
+        details: Box<PersonalDetails>,
     },
     /// An order placed for a customer by someone else: by staff on the customer's behalf
     /// (the plugins' `moto_order_track`), or imported from the store's order history. It
     /// counts for the product models and the customer's own purchase history (kept on
     /// the customer's record, see `Account::customer_visitor_id`), not for the visitor
     /// whose request carried it. (Last variant: logs written before it read the same.)
-    CustomerOrder(Order),
+    CustomerOrder(#[rkyv(with = BoxedInline)] Box<Order>),
 }

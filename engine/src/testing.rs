@@ -63,13 +63,13 @@ pub fn line(id: &str) -> BasketLine {
 /// An order `order_id` of the products `ids`, a [`line`] each in that order, no total,
 /// identity or details.
 pub fn order(order_id: &str, ids: &[impl AsRef<str>]) -> Event {
-    Event::Order(Order {
+    Event::Order(Box::new(Order {
         order_id: order_id.into(),
         items: ids.iter().map(|id| line(id.as_ref())).collect(),
         total: None,
         identity: Identity::default(),
         details: PersonalDetails::default(),
-    })
+    }))
 }
 
 /// A product with an id and the title `Product <id>`, nothing else.

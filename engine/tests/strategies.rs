@@ -281,11 +281,11 @@ fn bought_together_ranks_by_co_purchases_and_b2b_products_only_for_their_account
         ["c", "b"]
     );
     let acme = Event::CustomerDetails {
-        identity: Identity {
+        identity: Box::new(Identity {
             account_id: Some("acme".into()),
             ..Identity::default()
-        },
-        details: PersonalDetails::default(),
+        }),
+        details: Box::new(PersonalDetails::default()),
     };
     assert_eq!(
         zone(&account, "acme-buyer", vec![acme, product_page("a")], "GBP"),
@@ -604,11 +604,11 @@ fn brand_affinity_puts_the_visitors_brands_first_then_popular_ones() {
 
 fn login(email: &str) -> Event {
     Event::CustomerDetails {
-        identity: Identity {
+        identity: Box::new(Identity {
             email: Some(email.into()),
             ..Identity::default()
-        },
-        details: PersonalDetails::default(),
+        }),
+        details: Box::new(PersonalDetails::default()),
     }
 }
 
@@ -637,11 +637,11 @@ fn a_shopper_logging_in_on_a_second_device_gets_the_same_history() {
             &account,
             visitor,
             vec![Event::CustomerDetails {
-                identity: Identity {
+                identity: Box::new(Identity {
                     account_id: Some("acme".into()),
                     ..Identity::default()
-                },
-                details: PersonalDetails::default(),
+                }),
+                details: Box::new(PersonalDetails::default()),
             }],
             T0,
         )

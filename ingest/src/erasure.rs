@@ -104,7 +104,7 @@ impl Forgotten {
                 Event::Order(order) | Event::CustomerOrder(order) => {
                     (&mut order.identity, &mut order.details)
                 }
-                Event::CustomerDetails { identity, details } => (identity, details),
+                Event::CustomerDetails { identity, details } => (&mut **identity, &mut **details),
                 _ => continue,
             };
             if self.strip_identity(identity) {
@@ -167,14 +167,14 @@ mod tests {
         };
         let mut events = vec![
             Event::CustomerDetails {
-                identity: Identity {
+                identity: Box::new(Identity {
                     email: Some("ANN@example.com".into()),
                     account_id: Some("acme".into()),
                     ..Identity::default()
-                },
-                details: details.clone(),
+                }),
+                details: Box::new(details.clone()),
             },
-            Event::Order(Order {
+            Event::Order(Box::new(Order {
                 order_id: "o1".into(),
                 items: Vec::new(),
                 total: None,
@@ -183,7 +183,7 @@ mod tests {
                     ..Identity::default()
                 },
                 details,
-            }),
+            })),
         ];
         assert_eq!(again.strip(&mut events), 1);
         let Event::CustomerDetails { identity, details } = &events[0] else {
@@ -191,7 +191,7 @@ mod tests {
         };
         assert_eq!(identity.email, None);
         assert_eq!(identity.account_id.as_deref(), Some("acme"));
-        assert_eq!(details, &PersonalDetails::default());
+        assert_eq!(**details, PersonalDetails::default());
         let Event::Order(order) = &events[1] else {
             unreachable!()
         };

@@ -7,7 +7,7 @@ use crate::event::{BasketLine, Event, Order};
 use crate::state::{StateEntry, Tracked};
 
 fn order(id: &str) -> Event {
-    Event::Order(Order {
+    Event::Order(Box::new(Order {
         order_id: id.into(),
         items: vec![BasketLine {
             id: "a".into(),
@@ -17,7 +17,7 @@ fn order(id: &str) -> Event {
         total: None,
         identity: Default::default(),
         details: Default::default(),
-    })
+    }))
 }
 
 /// An order served on `account`: what a replay applies again.

@@ -37,7 +37,7 @@ fn lines(products: &[&str]) -> Vec<BasketLine> {
 }
 
 fn order(id: &str, user: Option<&str>, products: &[&str]) -> Event {
-    Event::Order(Order {
+    Event::Order(Box::new(Order {
         order_id: id.into(),
         items: lines(products),
         total: None,
@@ -46,7 +46,7 @@ fn order(id: &str, user: Option<&str>, products: &[&str]) -> Event {
             ..Identity::default()
         },
         details: PersonalDetails::default(),
-    })
+    }))
 }
 
 fn serve(

@@ -38,7 +38,7 @@ pub(super) fn request(
 }
 
 pub(super) fn order(id: &str, email: &str) -> Event {
-    Event::Order(Order {
+    Event::Order(Box::new(Order {
         order_id: id.into(),
         items: vec![BasketLine {
             id: "a".into(),
@@ -54,7 +54,7 @@ pub(super) fn order(id: &str, email: &str) -> Event {
             first_name: Some("Ann".into()),
             ..PersonalDetails::default()
         },
-    })
+    }))
 }
 
 #[test]
@@ -159,12 +159,12 @@ fn forget_removes_linked_visitors_users_and_identity_links_but_not_others() {
         "v2",
         None,
         vec![Event::CustomerDetails {
-            identity: Identity {
+            identity: Box::new(Identity {
                 email: Some("ann@example.com".into()),
                 user_id: Some("u-1".into()),
                 ..Identity::default()
-            },
-            details: PersonalDetails::default(),
+            }),
+            details: Box::new(PersonalDetails::default()),
         }],
         T0,
     ));
@@ -224,7 +224,7 @@ fn an_order_placed_by_staff_counts_for_the_customer_and_the_models_not_the_staff
     });
     let zones = vec![testing::zone("TS", Strategy::TopSellers, 3)];
     let account = testing::account(zones, testing::catalogue(products));
-    let moto = Event::CustomerOrder(customer_order("moto-1", "5", &["a", "b"]));
+    let moto = Event::CustomerOrder(Box::new(customer_order("moto-1", "5", &["a", "b"])));
     account.serve(request("staff", None, vec![moto.clone()], T0));
     let staff = account.visitor("staff").unwrap();
     assert!(
@@ -250,11 +250,11 @@ fn an_order_placed_by_staff_counts_for_the_customer_and_the_models_not_the_staff
     );
     // The customer's own device, once logged in, sees the order in its history.
     let login = Event::CustomerDetails {
-        identity: Identity {
+        identity: Box::new(Identity {
             user_id: Some("5".into()),
             ..Identity::default()
-        },
-        details: PersonalDetails::default(),
+        }),
+        details: Box::new(PersonalDetails::default()),
     };
     account.serve(request("ann-phone", None, vec![login], T0 + 2));
     let phone = account.visitor("ann-phone").unwrap();
@@ -294,7 +294,10 @@ fn imported_orders_count_once_and_reach_the_customers_record() {
         visitor_id: String::new(),
         session_id: String::new(),
         now: T0,
-        events: orders.iter().cloned().map(Event::CustomerOrder).collect(),
+        events: orders
+            .iter()
+            .map(|order| Event::CustomerOrder(Box::new(order.clone())))
+            .collect(),
     };
     let restarted = self::account();
     restarted.replay(&logged);
@@ -362,7 +365,7 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
                 })
                 .collect();
             if next(3) == 0 {
-                events.push(Event::Order(Order {
+                events.push(Event::Order(Box::new(Order {
                     order_id: format!("o{round}-{v}"),
                     items: (0..3)
                         .map(|_| BasketLine {
@@ -374,7 +377,7 @@ fn rebuilding_what_changed_matches_a_rebuild_from_scratch() {
                     total: None,
                     identity: Identity::default(),
                     details: PersonalDetails::default(),
-                }));
+                })));
             }
             let visitor = format!("v{}", next(8));
             let now = T0 + round * 3_600_000;

@@ -47,7 +47,7 @@ impl Account {
                 .events
                 .iter()
                 .filter_map(|event| match event {
-                    Event::CustomerOrder(order) => Some(order.clone()),
+                    Event::CustomerOrder(order) => Some(Order::clone(order)),
                     _ => None,
                 })
                 .collect();
@@ -326,7 +326,7 @@ impl Account {
                 // locked while this visitor's entry is: it is written once that is
                 // released ([`Account::record_customer_orders`]).
                 if self.count_order(order, index, now, notices, &[]) {
-                    page.customer_orders.push(order.clone());
+                    page.customer_orders.push(Order::clone(order));
                 }
             }
         }

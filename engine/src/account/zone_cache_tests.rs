@@ -177,7 +177,7 @@ fn request(dice: &mut Dice, now: UnixMillis, orders: &mut u64) -> ServeRequest {
         }),
         1 => {
             *orders += 1;
-            events.push(Event::Order(Order {
+            events.push(Event::Order(Box::new(Order {
                 order_id: format!("o{orders}"),
                 items: (0..1 + dice.below(3))
                     .map(|_| line(format!("p{:02}", dice.below(40))))
@@ -185,7 +185,7 @@ fn request(dice: &mut Dice, now: UnixMillis, orders: &mut u64) -> ServeRequest {
                 total: None,
                 identity: Identity::default(),
                 details: PersonalDetails::default(),
-            }));
+            })));
         }
         _ => {}
     }

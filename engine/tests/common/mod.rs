@@ -91,7 +91,7 @@ pub(crate) fn basket(ids: &[&str]) -> Event {
 }
 
 pub(crate) fn order(id: &str, items: &[&str]) -> Event {
-    Event::Order(Order {
+    Event::Order(Box::new(Order {
         order_id: id.into(),
         items: items.iter().map(|id| line(id)).collect(),
         total: None,
@@ -100,13 +100,13 @@ pub(crate) fn order(id: &str, items: &[&str]) -> Event {
             ..Identity::default()
         },
         details: PersonalDetails::default(),
-    })
+    }))
 }
 
 /// An order of `user`'s as the store's order history reports it (`customer_order`):
 /// counted for the product models and the customer's purchases, not a step of a visit.
 pub(crate) fn customer_order(user: &str, id: &str, items: &[&str]) -> Event {
-    Event::CustomerOrder(Order {
+    Event::CustomerOrder(Box::new(Order {
         order_id: id.into(),
         items: items.iter().map(|id| line(id)).collect(),
         total: None,
@@ -115,7 +115,7 @@ pub(crate) fn customer_order(user: &str, id: &str, items: &[&str]) -> Event {
             ..Identity::default()
         },
         details: PersonalDetails::default(),
-    })
+    }))
 }
 
 pub(crate) fn track(account: &Account, visitor: &str, events: Vec<Event>, now: UnixMillis) {

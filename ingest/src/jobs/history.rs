@@ -52,14 +52,14 @@ impl AccountJobs {
                             line.id = product.id.to_string();
                         }
                     }
-                    Event::CustomerOrder(order)
+                    Event::CustomerOrder(Box::new(order))
                 })
                 .collect();
             self.shared.forgotten.strip(&mut events);
             let stripped: Vec<Order> = events
                 .iter()
                 .filter_map(|event| match event {
-                    Event::CustomerOrder(order) => Some(order.clone()),
+                    Event::CustomerOrder(order) => Some(Order::clone(order)),
                     _ => None,
                 })
                 .collect();

@@ -452,12 +452,12 @@ mod tests {
             Event::SetBasket {
                 items: vec![line("P00004", 3.0)],
             },
-            Event::Order(order("ORD-1")),
+            Event::Order(Box::new(order("ORD-1"))),
             Event::CustomerDetails {
-                identity: identity.clone(),
-                details: details.clone(),
+                identity: Box::new(identity.clone()),
+                details: Box::new(details.clone()),
             },
-            Event::CustomerOrder(order("ORD-2")),
+            Event::CustomerOrder(Box::new(order("ORD-2"))),
         ];
         Served {
             tracked: Tracked {

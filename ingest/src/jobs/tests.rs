@@ -505,10 +505,10 @@ fn a_hashed_erasure_from_the_replicated_log_finds_and_erases_the_person() {
     let (jobs, _) = start(tmp.path(), 0, config());
     jobs.set_cluster_erasure_key(b"the account's secret");
     let customer = Event::CustomerDetails {
-        identity: vitrine_engine::event::Identity {
+        identity: Box::new(vitrine_engine::event::Identity {
             email: Some("Erase.Me@Example.com".to_owned()),
             ..Default::default()
-        },
+        }),
         details: Default::default(),
     };
     let tracked = Tracked {

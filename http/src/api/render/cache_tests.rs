@@ -155,13 +155,13 @@ fn answers_are_byte_identical_with_and_without_the_zone_cache_and_prepared_texts
             0 => events.push(Event::SetBasket {
                 items: vec![line(&ids[usize::try_from(below(40)).unwrap()])],
             }),
-            1 => events.push(Event::Order(Order {
+            1 => events.push(Event::Order(Box::new(Order {
                 order_id: format!("o{step}"),
                 items: vec![line(&ids[usize::try_from(below(40)).unwrap()])],
                 total: None,
                 identity: Identity::default(),
                 details: PersonalDetails::default(),
-            })),
+            }))),
             _ => {}
         }
         let currency = (below(4) == 0).then(|| Currency::from_code("USD").unwrap());

@@ -130,15 +130,15 @@ pub(super) fn event<V: JsonValue>(
                 }
                 lines(items, &data.path_of("items"), errors)
             });
-            Event::Order(order(&data, items, errors))
+            Event::Order(Box::new(order(&data, items, errors)))
         }
         "order_track" | "moto_order_track" => {
             let items = flat_lines(&data, errors);
             let order = order(&data, Some(items), errors);
             if name == "moto_order_track" {
-                Event::CustomerOrder(order)
+                Event::CustomerOrder(Box::new(order))
             } else {
-                Event::Order(order)
+                Event::Order(Box::new(order))
             }
         }
         _ => {
@@ -149,8 +149,8 @@ pub(super) fn event<V: JsonValue>(
                 "groupid"
             };
             Event::CustomerDetails {
-                identity: identity(&data, group_key, errors),
-                details: details(&data, errors),
+                identity: Box::new(identity(&data, group_key, errors)),
+                details: Box::new(details(&data, errors)),
             }
         }
     };
