@@ -1,9 +1,9 @@
 //! [`Json`]: a JSON document read in place, for request bodies read once.
 //!
-//! simd-json's tape reads it where simd-json and `serde_json` are known to read alike
-//! (`tape.rs`), `serde_json` otherwise (so syntax errors read exactly as for a
-//! `serde_json::Value`). Strings are not copied one by one: they borrow from the body,
-//! or from its one copy in the arena. The document's arrays and member lists live in an
+//! One pass over the bytes reads it where that is certain to read as `serde_json` does
+//! (`scan.rs`), `serde_json` otherwise (so syntax errors read exactly as for a
+//! `serde_json::Value`). Strings are not copied: they borrow from the body, and only a
+//! string with escapes is written out, into the arena. The document's arrays and member lists live in an
 //! arena the caller keeps (a per-thread [`Bump`] reset per request allocates nothing
 //! once warm). For the readers it is the same document as a `serde_json::Value` of the
 //! same text: the same numbers, the last of repeated keys, members in key order.
@@ -37,10 +37,10 @@ pub enum Json<'a> {
 }
 
 impl<'a> Json<'a> {
-    /// Parses `bytes` into `arena`, with `serde_json`'s errors: through simd-json's tape
-    /// where the two are known to read alike (`tape`), else with `serde_json`.
+    /// Parses `bytes` into `arena`, with `serde_json`'s errors: in one pass where that is
+    /// certain to read as `serde_json` does (`scan`), else with `serde_json`.
     pub fn parse(bytes: &'a [u8], arena: &'a Bump) -> Result<Json<'a>, serde_json::Error> {
-        match crate::tape::read(bytes, arena) {
+        match crate::scan::read(bytes, arena) {
             Some(json) => Ok(json),
             None => Json::parse_with_serde(bytes, arena),
         }

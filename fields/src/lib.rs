@@ -19,7 +19,8 @@
 //! - `errors`: [`Errors`] and [`FieldError`].
 //! - `value`: [`JsonValue`], for `serde_json` and `simd_json` values.
 //! - `json`: [`Json`], a document whose strings borrow from the body (serverside);
-//!   `tape` reads it through simd-json's tape where that reads as `serde_json` does.
+//!   `scan` reads it in one pass over the bytes where that reads as `serde_json` does,
+//!   and its [`Reader`] reads a body value by value for readers that build no document.
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
@@ -29,7 +30,7 @@ mod check;
 mod errors;
 mod json;
 mod read;
-mod tape;
+mod scan;
 mod value;
 
 pub use bumpalo::Bump;
@@ -37,4 +38,5 @@ pub use check::*;
 pub use errors::*;
 pub use json::Json;
 pub use read::*;
+pub use scan::Reader;
 pub use value::*;

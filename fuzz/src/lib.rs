@@ -584,7 +584,9 @@ pub fn serverside_seed() -> Vec<u8> {
 
 /// Reads a serverside body as the server does ([`vitrine_fields::Json`], strings
 /// borrowed) and as a `serde_json::Value`, and panics unless both readings agree: the
-/// same syntax error, or the same validation errors and the same request.
+/// same syntax error, or the same validation errors and the same request. Where the
+/// one-pass reader reads the body, it panics unless the whole reading finds no problem
+/// and the same credentials and request.
 fn serverside_both_ways(input: &[u8]) {
     let value = serde_json::from_slice::<serde_json::Value>(input);
     let arena = vitrine_fields::Bump::new();
@@ -606,7 +608,43 @@ fn serverside_both_ways(input: &[u8]) {
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         _ => {}
     }
+    let arena = vitrine_fields::Bump::new();
+    let limits = vitrine_http::config::Limits::default();
+    if let Some(read) =
+        vitrine_http::api::serverside::shape::read(input, &arena, &limits, SERVED_AT)
+    {
+        // Read in one pass: the whole reader must find no problem and read the same.
+        assert!(
+            value.is_ok(),
+            "a body read in one pass is not JSON to serde_json"
+        );
+        let Ok(value) = &value else { return };
+        let (errors, request) = read_serverside(value);
+        assert_eq!(
+            (errors, request),
+            (Vec::new(), Some(read.request)),
+            "the one-pass and whole readings of a serverside body differ"
+        );
+        let mut errors = Errors::default();
+        let presented = Fields::of(value, "", KeyMatch::Exact, &mut errors).and_then(|fields| {
+            let endpoint = vitrine_http::routes::Endpoint::Serverside;
+            vitrine_http::auth::read(&fields, endpoint, &mut errors)
+        });
+        let endpoint = vitrine_http::routes::Endpoint::Serverside;
+        assert_eq!(
+            presented,
+            Some(vitrine_http::auth::Presented::with_secret(
+                endpoint,
+                read.access_key,
+                read.secret
+            )),
+            "the one-pass and whole readings of the credentials differ"
+        );
+    }
 }
+
+/// The time the fuzzed serverside bodies are read at.
+const SERVED_AT: i64 = 1_800_000_000_000;
 
 /// What the serverside handler reads of a body before serving it.
 fn read_serverside<V: vitrine_fields::JsonValue>(
@@ -622,7 +660,7 @@ fn read_serverside<V: vitrine_fields::JsonValue>(
     let request = vitrine_http::api::serverside::parse(
         &fields,
         &limits,
-        1_800_000_000_000,
+        SERVED_AT,
         vitrine_http::api::serverside::Sender::Store,
         &mut errors,
     );

@@ -63,7 +63,7 @@ impl CredentialFields {
 }
 
 /// Credentials presented for an endpoint, not yet checked.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Presented<'v> {
     endpoint: Endpoint,
     access_key: &'v str,
@@ -74,7 +74,7 @@ pub struct Presented<'v> {
 /// built only from a [`WithoutSecret`] (an endpoint whose contract has no secret field)
 /// or from its sender's address (checked against the account's opt-in networks), so a
 /// handler cannot skip the secret by leaving it out.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Secret<'v> {
     /// The secret key given, to be compared with the account's.
     Given(&'v str),

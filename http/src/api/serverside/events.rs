@@ -157,6 +157,11 @@ pub(super) fn event<V: JsonValue>(
     (errors.total() == before).then_some(event)
 }
 
+/// The page type a `page_view` names: the contract's, or a plugin's ([`plugin_page_type`]).
+pub(super) fn page_type_named(name: &str) -> Option<PageType> {
+    PageType::from_name(name).or_else(|| plugin_page_type(name))
+}
+
 /// What a `page_view`'s `data` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PageData {
@@ -177,7 +182,7 @@ fn page_view<V: JsonValue>(
         Some(PageType::Other)
     } else {
         data.req_str("page_type", errors).and_then(|p| {
-            let page_type = PageType::from_name(p).or_else(|| plugin_page_type(p));
+            let page_type = page_type_named(p);
             if page_type.is_none() {
                 let all: Vec<&str> = PageType::ALL.iter().map(|t| t.name()).collect();
                 errors.push(
@@ -303,15 +308,18 @@ fn line<V: JsonValue>(
         );
     }
     match (id, qty, unit_price) {
-        (Some(id), Some(qty), Some(unit_price)) if qty > 0.0 && unit_price >= 0.0 => {
-            Some(BasketLine {
-                id,
-                qty,
-                unit_price,
-            })
-        }
+        (Some(id), Some(qty), Some(unit_price)) => basket_line(id, qty, unit_price),
         _ => None,
     }
+}
+
+/// A line of a product id, a quantity above 0 and a unit price not below 0.
+pub(super) fn basket_line(id: String, qty: f64, unit_price: f64) -> Option<BasketLine> {
+    (qty > 0.0 && unit_price >= 0.0).then_some(BasketLine {
+        id,
+        qty,
+        unit_price,
+    })
 }
 
 /// An id field: a string, or a whole number read as its decimal text; checked with
@@ -364,7 +372,7 @@ pub(super) fn text_field<V: JsonValue>(
     errors: &mut Errors,
 ) -> Option<String> {
     let text = data.opt_nonempty_str(key, errors)?;
-    if text.len() > MAX_TEXT_LEN || text.chars().any(char::is_control) {
+    if !text_fits(text) {
         errors.push(
             data.path_of(key),
             format!("must be at most {MAX_TEXT_LEN} bytes without control characters"),
@@ -372,6 +380,12 @@ pub(super) fn text_field<V: JsonValue>(
         return None;
     }
     Some(text.to_owned())
+}
+
+/// Whether a free-text field is at most [`MAX_TEXT_LEN`] bytes without control
+/// characters.
+pub(super) fn text_fits(text: &str) -> bool {
+    text.len() <= MAX_TEXT_LEN && !text.chars().any(char::is_control)
 }
 
 /// userid / email / accid (+ the group field, named differently per event); one of the

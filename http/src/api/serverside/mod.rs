@@ -3,20 +3,29 @@
 //! The whole request is validated before anything is recorded; every problem is
 //! reported with its JSON path in the `errors` of a 400. A valid request is handed to
 //! [`vitrine_engine::Account::serve`] and its outcome written as the 200 body.
+//!
+//! A body of the shapes every page sends is read in one pass straight into its request
+//! ([`shape`]); any other body, and every one with a problem, is read whole into a
+//! [`Json`] document and validated by [`parse`], whose errors are the answer's.
 
 use std::cell::RefCell;
-use std::net::IpAddr;
 
 use vitrine_engine::account::{Notice, ServeRequest};
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::money::Currency;
 use vitrine_fields::{Bump, Errors, Fields, Json, JsonValue, KeyMatch, index_path, kind_of};
 
+mod checks;
 mod context;
 mod events;
+pub mod shape;
 
 pub use context::{device_class, request_context};
 pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
+
+use checks::{
+    check_agent, check_ip, check_page, check_url, checked_client_id, currency_of, zone_id_fits,
+};
 
 use crate::api::{LossWindow, Reply, render};
 use crate::auth;
@@ -25,14 +34,7 @@ use crate::error::ApiError;
 use crate::routes::Endpoint;
 use crate::state::AppState;
 
-/// Longest visitor or session id accepted.
-pub const MAX_CLIENT_ID_LEN: usize = 128;
-/// Longest URL (currentUrl, referer) accepted.
-pub const MAX_URL_LEN: usize = 8192;
-/// Longest user agent accepted.
-pub const MAX_USER_AGENT_LEN: usize = 4096;
-/// Longest page label accepted in place of a `currentUrl` (`magento-admin`).
-pub const MAX_LABEL_LEN: usize = 64;
+pub use checks::{MAX_CLIENT_ID_LEN, MAX_LABEL_LEN, MAX_URL_LEN, MAX_USER_AGENT_LEN};
 pub use events::MAX_TEXT_LEN;
 
 /// Bytes a thread's body arena may keep between requests; one that grew past it (a
@@ -47,9 +49,18 @@ thread_local! {
     static EVENT_PATHS: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
 }
 
-/// Handles one request body, as received.
+/// Handles one request body, as received: read in one pass where it has a shape the
+/// plugins send on every page ([`shape`]), else read whole ([`handle`]).
 pub fn handle_bytes(state: &AppState, body: &[u8], now: UnixMillis) -> Result<Reply, ApiError> {
-    in_place(body, |body| handle(state, body, now))
+    with_arena(|arena| {
+        let Some(read) = shape::read(body, arena, &state.config().limits, now) else {
+            return read_whole(body, arena, |body| handle(state, body, now));
+        };
+        let presented =
+            auth::Presented::with_secret(Endpoint::Serverside, read.access_key, read.secret);
+        let entry = auth::authenticate(state, presented)?;
+        Ok(serve_and_write(&entry, read.request, Recording::Tracked, 0)?.reply)
+    })
 }
 
 /// Reads a request body in place ([`Json`]: strings borrowed from the body, the rest in
@@ -59,11 +70,22 @@ pub fn in_place<R>(
     body: &[u8],
     then: impl FnOnce(&Json<'_>) -> Result<R, ApiError>,
 ) -> Result<R, ApiError> {
-    let read = |arena: &Bump| {
-        let body = Json::parse(body, arena)
-            .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
-        then(&body)
-    };
+    with_arena(|arena| read_whole(body, arena, then))
+}
+
+/// `body` read whole into `arena` and handed to `then`.
+fn read_whole<'a, R>(
+    body: &'a [u8],
+    arena: &'a Bump,
+    then: impl FnOnce(&Json<'_>) -> Result<R, ApiError>,
+) -> Result<R, ApiError> {
+    let body = Json::parse(body, arena)
+        .map_err(|e| ApiError::Invalid(vec![format!("body: invalid JSON: {e}")]))?;
+    then(&body)
+}
+
+/// Runs `read` with this thread's body arena, reset.
+fn with_arena<R>(read: impl FnOnce(&Bump) -> R) -> R {
     ARENA.with(|arena| match arena.try_borrow_mut() {
         Ok(mut arena) => {
             arena.reset();
@@ -217,22 +239,15 @@ pub fn parse<V: JsonValue>(
         Sender::Store => fields.req_str("userAgent", errors),
         Sender::Browser { user_agent, .. } => Some(user_agent),
     };
-    if agent.is_some_and(|agent| agent.len() > MAX_USER_AGENT_LEN) {
-        errors.push(
-            "userAgent",
-            format!("must be at most {MAX_USER_AGENT_LEN} bytes"),
-        );
+    if let Some(agent) = agent {
+        check_agent(agent, errors);
     }
     // Absent or empty: the vendor's plugins leave it out of admin and some storefront
     // calls, which know no shopper's address. A browser's is its connection's.
     if let Sender::Store = sender
         && let Some(ip) = fields.opt_nonempty_str("ip", errors)
-        && ip.parse::<IpAddr>().is_err()
     {
-        errors.push(
-            "ip",
-            format!("expected an IPv4 or IPv6 address, got {ip:?}"),
-        );
+        check_ip(ip, errors);
     }
     let referer = fields.opt_nonempty_str("referer", errors);
     if let Some(referer) = referer {
@@ -240,16 +255,9 @@ pub fn parse<V: JsonValue>(
     }
     let visitor_id = client_id(fields, "visitorId", errors);
     let session_id = client_id(fields, "sessionId", errors);
-    let currency = match fields.opt_str("currency", errors) {
-        Some(code) => match Currency::from_code(code) {
-            Ok(currency) => Some(currency),
-            Err(e) => {
-                errors.push("currency", e.to_string());
-                None
-            }
-        },
-        None => None,
-    };
+    let currency = fields
+        .opt_str("currency", errors)
+        .and_then(|code| currency_of(code, errors));
     let mut events = vitrine_engine::event::Events::new();
     if let Some(items) = fields.opt_array("events", errors) {
         if items.len() > limits.max_events {
@@ -335,7 +343,7 @@ fn zone_id<V: JsonValue>(
         errors.push(path(), format!("expected a string, got {}", kind_of(item)));
         return None;
     };
-    if id.is_empty() || id.len() > 128 {
+    if !zone_id_fits(id) {
         errors.push(
             id_path.unwrap_or_else(path),
             "expected a zone id of 1 to 128 characters",
@@ -345,57 +353,6 @@ fn zone_id<V: JsonValue>(
     Some(id.into())
 }
 
-/// `currentUrl`: an absolute http(s) URL, or a page label without spaces such as the
-/// `magento-admin` that the vendor's module sends from the store's back office.
-fn check_page(url: &str, errors: &mut Errors) {
-    let label = !url.is_empty()
-        && !url.contains("://")
-        && !url.starts_with('/')
-        && url.len() <= MAX_LABEL_LEN
-        && url
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
-    if !label {
-        check_url(url, "currentUrl", errors);
-    }
-}
-
-fn check_url(url: &str, path: &str, errors: &mut Errors) {
-    // What follows the scheme, when the URL starts with one (in any case).
-    let after = |prefix: &str| {
-        url.get(..prefix.len())
-            .filter(|start| start.eq_ignore_ascii_case(prefix))
-            .and_then(|_| url.get(prefix.len()..))
-    };
-    let rest = after("http://").or_else(|| after("https://"));
-    if url.len() > MAX_URL_LEN {
-        errors.push(path, format!("must be at most {MAX_URL_LEN} bytes"));
-    } else if rest.is_none_or(|rest| rest.is_empty() || rest.starts_with('/')) {
-        errors.push(
-            path,
-            format!("expected an absolute http or https URL, got {url:?}"),
-        );
-    } else if has_space_or_control(url) {
-        errors.push(path, "must not contain spaces or control characters");
-    }
-}
-
-/// Whether `text` holds a space or a control character: read byte by byte, in one
-/// pass, while it is ASCII (most URLs are), and decoded from its first other byte on.
-fn has_space_or_control(text: &str) -> bool {
-    for (at, b) in text.bytes().enumerate() {
-        if b <= b' ' || b == 0x7f {
-            return true;
-        }
-        if !b.is_ascii() {
-            return text
-                .get(at..)
-                .is_some_and(|rest| rest.chars().any(|c| c.is_control() || c == ' '));
-        }
-    }
-    false
-}
-
 /// `visitorId` / `sessionId`: at most 128 printable ASCII characters; empty means absent.
 fn client_id<V: JsonValue>(
     fields: &Fields<'_, '_, V>,
@@ -403,21 +360,7 @@ fn client_id<V: JsonValue>(
     errors: &mut Errors,
 ) -> Option<String> {
     let id = fields.opt_nonempty_str(key, errors)?;
-    if id.len() > MAX_CLIENT_ID_LEN {
-        errors.push(
-            key,
-            format!(
-                "must be at most {MAX_CLIENT_ID_LEN} characters, got {}",
-                id.len()
-            ),
-        );
-        return None;
-    }
-    if !id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        errors.push(key, "must be printable ASCII without spaces");
-        return None;
-    }
-    Some(id.into())
+    checked_client_id(id, key, errors)
 }
 
 pub fn notice_message(notice: &Notice) -> String {
@@ -435,72 +378,6 @@ pub fn notice_message(notice: &Notice) -> String {
                 "zones[{zone}]: zone {id:?} is not shown on {} pages",
                 page_type.name()
             )
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Errors, check_url, has_space_or_control};
-
-    /// A URL is judged as when the part after its scheme was found by searching for
-    /// `://`: the same errors for every shape of scheme and rest.
-    #[test]
-    fn a_url_is_judged_by_what_follows_its_scheme() {
-        fn searched(url: &str) -> bool {
-            let scheme = |prefix: &str| {
-                url.get(..prefix.len())
-                    .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
-            };
-            (scheme("http://") || scheme("https://"))
-                && url
-                    .split_once("://")
-                    .is_some_and(|(_, rest)| !rest.is_empty() && !rest.starts_with('/'))
-        }
-        for url in [
-            "http://",
-            "https://",
-            "HTTP://shop.example",
-            "HtTpS://shop.example/p?x=1",
-            "https:/shop.example",
-            "http:///shop.example",
-            "https:///",
-            "ftp://shop.example",
-            "httpx://shop.example",
-            "https//shop.example",
-            "http://shop.example://again",
-            "https://caf\u{e9}.example/",
-            "h",
-            "",
-        ] {
-            let mut errors = Errors::default();
-            check_url(url, "currentUrl", &mut errors);
-            assert_eq!(errors.is_empty(), searched(url), "{url:?}");
-        }
-    }
-
-    /// Read byte by byte or decoded, a text is judged as `char::is_control` judges it.
-    #[test]
-    fn spaces_and_control_characters_are_found_in_ascii_and_other_text() {
-        for text in [
-            "https://shop.example/p.html",
-            "https://shop.example/a b",
-            "https://shop.example/\t",
-            "https://shop.example/\u{7f}",
-            "https://shop.example/\u{85}",
-            "https://shop.example/\u{9f}x",
-            "https://shop.example/caf\u{e9}",
-            "https://shop.example/\u{a0}",
-            "a\tcaf\u{e9}",
-            "caf\u{e9}\t",
-            "caf\u{e9}\u{85}",
-            "",
-        ] {
-            assert_eq!(
-                has_space_or_control(text),
-                text.chars().any(|c| c.is_control() || c == ' '),
-                "{text:?}"
-            );
         }
     }
 }
