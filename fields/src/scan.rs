@@ -116,6 +116,16 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The next value when it is a string (borrowed), or `Some(None)` when it is
+    /// `null`; `None` for any other.
+    pub fn text_or_null(&mut self) -> Option<Option<&'a str>> {
+        match self.next_token()? {
+            b'"' => self.string().map(Some),
+            b'n' => self.literal("ull", None),
+            _ => None,
+        }
+    }
+
     /// The next value, whole (strings borrowed, containers in the arena), `depth`
     /// levels in.
     pub fn value_at(&mut self, depth: usize) -> Option<Json<'a>> {
@@ -140,8 +150,12 @@ impl<'a> Reader<'a> {
 
     /// The next byte after any whitespace, consumed.
     fn next_token(&mut self) -> Option<u8> {
-        self.skip_space();
-        let b = self.peek()?;
+        let mut b = self.peek()?;
+        // Whitespace is below `!`: a compact body's next byte is taken at once.
+        if b <= b' ' {
+            self.skip_space();
+            b = self.peek()?;
+        }
         self.at += 1;
         Some(b)
     }
@@ -160,7 +174,7 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn literal(&mut self, rest: &str, json: Json<'a>) -> Option<Json<'a>> {
+    fn literal<T>(&mut self, rest: &str, json: T) -> Option<T> {
         let end = self.at + rest.len();
         (self.bytes.get(self.at..end)? == rest.as_bytes()).then(|| {
             self.at = end;

@@ -40,19 +40,32 @@ pub struct Read<'a> {
     pub request: ServeRequest,
 }
 
-/// The top-level strings a request reads, as given (`null` is absent).
+/// The top-level strings a request reads, by place ([`URL`] … [`SECRET`]), as given
+/// (`null` is absent).
 #[derive(Debug, Default)]
-struct Given<'a> {
-    access_key: Option<&'a str>,
-    secret: Option<&'a str>,
-    url: Option<&'a str>,
-    agent: Option<&'a str>,
-    ip: Option<&'a str>,
-    referer: Option<&'a str>,
-    visitor_id: Option<&'a str>,
-    session_id: Option<&'a str>,
-    currency: Option<&'a str>,
-    search: Option<&'a str>,
+struct Given<'a>([Option<&'a str>; 10]);
+
+const URL: usize = 0;
+const AGENT: usize = 1;
+const IP: usize = 2;
+const REFERER: usize = 3;
+const VISITOR_ID: usize = 4;
+const SESSION_ID: usize = 5;
+const CURRENCY: usize = 6;
+const SEARCH: usize = 7;
+const ACCESS_KEY: usize = 8;
+const SECRET: usize = 9;
+
+impl<'a> Given<'a> {
+    /// The string at `place`, when given.
+    fn at(&self, place: usize) -> Option<&'a str> {
+        self.0.get(place).copied().flatten()
+    }
+
+    /// The string at `place`, when given and not empty.
+    fn nonempty(&self, place: usize) -> Option<&'a str> {
+        self.at(place).filter(|text| !text.is_empty())
+    }
 }
 
 /// Members met once: a member given twice is left to the whole reader.
@@ -87,7 +100,7 @@ pub fn read<'a>(
     let mut read = 0;
     while let Some(key) = reader.next_key(read)? {
         read += 1;
-        let slot = match key {
+        let place = match key {
             "events" => {
                 seen.first(0)?;
                 events = self::events(&mut reader, limits)?;
@@ -98,42 +111,30 @@ pub fn read<'a>(
                 zones = self::zones(&mut reader, limits)?;
                 continue;
             }
-            "currentUrl" => &mut given.url,
-            "userAgent" => &mut given.agent,
-            "ip" => &mut given.ip,
-            "referer" => &mut given.referer,
-            "visitorId" => &mut given.visitor_id,
-            "sessionId" => &mut given.session_id,
-            "currency" => &mut given.currency,
-            "searchterm" => &mut given.search,
-            key if key == names.access_key => &mut given.access_key,
-            key if key == secret_name => &mut given.secret,
+            "currentUrl" => URL,
+            "userAgent" => AGENT,
+            "ip" => IP,
+            "referer" => REFERER,
+            "visitorId" => VISITOR_ID,
+            "sessionId" => SESSION_ID,
+            "currency" => CURRENCY,
+            "searchterm" => SEARCH,
+            key if key == names.access_key => ACCESS_KEY,
+            key if key == secret_name => SECRET,
             _ => {
                 reader.value_at(1)?;
                 continue;
             }
         };
-        // Each slot's place among the members, for `seen`.
-        let member = match key {
-            "currentUrl" => 2,
-            "userAgent" => 3,
-            "ip" => 4,
-            "referer" => 5,
-            "visitorId" => 6,
-            "sessionId" => 7,
-            "currency" => 8,
-            "searchterm" => 9,
-            key if key == names.access_key => 10,
-            _ => 11,
-        };
-        seen.first(member)?;
-        *slot = optional_text(&mut reader)?;
+        // `events` and `zones` are the first two members `seen` knows.
+        seen.first(2 + place as u32)?;
+        *given.0.get_mut(place)? = reader.text_or_null()?;
     }
     if !reader.end() {
         return None;
     }
-    let access_key = given.access_key.filter(|key| !key.trim().is_empty())?;
-    let secret = given.secret.filter(|key| !key.trim().is_empty())?;
+    let access_key = given.at(ACCESS_KEY).filter(|key| !key.trim().is_empty())?;
+    let secret = given.at(SECRET).filter(|key| !key.trim().is_empty())?;
     let request = checked(&given, events, zones, now)?;
     Some(Read {
         access_key,
@@ -143,38 +144,37 @@ pub fn read<'a>(
 }
 
 /// The request of `given`, checked as [`super::parse`] checks a store's request.
-fn checked<'a>(
-    given: &Given<'a>,
+fn checked(
+    given: &Given<'_>,
     events: Events,
     zones: ZoneIds,
     now: UnixMillis,
 ) -> Option<ServeRequest> {
-    let nonempty = |text: &Option<&'a str>| text.filter(|text| !text.is_empty());
     let mut errors = Errors::default();
-    let url = given.url?;
+    let url = given.at(URL)?;
     check_page(url, &mut errors);
-    let agent = given.agent?;
+    let agent = given.at(AGENT)?;
     check_agent(agent, &mut errors);
-    if let Some(ip) = nonempty(&given.ip) {
+    if let Some(ip) = given.nonempty(IP) {
         check_ip(ip, &mut errors);
     }
-    let referer = nonempty(&given.referer);
+    let referer = given.nonempty(REFERER);
     if let Some(referer) = referer {
         check_url(referer, "referer", &mut errors);
     }
-    let visitor_id = match nonempty(&given.visitor_id) {
+    let visitor_id = match given.nonempty(VISITOR_ID) {
         Some(id) => Some(checked_client_id(id, "visitorId", &mut errors)?),
         None => None,
     };
-    let session_id = match nonempty(&given.session_id) {
+    let session_id = match given.nonempty(SESSION_ID) {
         Some(id) => Some(checked_client_id(id, "sessionId", &mut errors)?),
         None => None,
     };
-    let currency = match given.currency {
+    let currency = match given.at(CURRENCY) {
         Some(code) => Some(currency_of(code, &mut errors)?),
         None => None,
     };
-    let search = match nonempty(&given.search) {
+    let search = match given.nonempty(SEARCH) {
         Some(text) if text_fits(text) => Some(text.to_owned()),
         Some(_) => return None,
         None => None,
@@ -189,15 +189,6 @@ fn checked<'a>(
         now,
         context: request_context(Some(agent), referer, Some(url)),
     })
-}
-
-/// A string or `null` (absent); anything else is left to the whole reader.
-fn optional_text<'a>(reader: &mut Reader<'a>) -> Option<Option<&'a str>> {
-    match reader.value_at(1)? {
-        Json::String(text) => Some(Some(text)),
-        Json::Null => Some(None),
-        _ => None,
-    }
 }
 
 /// Whether the next value is `null` (then consumed), or else the container `open`
@@ -255,7 +246,7 @@ fn event(reader: &mut Reader<'_>) -> Option<Event> {
         match key {
             "name" => {
                 seen.first(0)?;
-                kind = Some(match optional_text(reader)?? {
+                kind = Some(match reader.text_or_null()?? {
                     "page_view" => Kind::PageView,
                     "product_view" => Kind::ProductView,
                     "set_basket" => Kind::SetBasket,
@@ -314,7 +305,7 @@ fn data(reader: &mut Reader<'_>, kind: Kind) -> Option<Event> {
         let known = match (kind, key) {
             (Kind::PageView, "page_type") => {
                 seen.first(0)?;
-                page_type = Some(page_type_named(optional_text(reader)??)?);
+                page_type = Some(page_type_named(reader.text_or_null()??)?);
                 true
             }
             (Kind::PageView, "product_id") => id(reader, &mut seen, &mut ids, 0)?,
@@ -356,7 +347,7 @@ fn id(
 ) -> Option<bool> {
     seen.first(1 + at as u32)?;
     let slot = ids.get_mut(at)?;
-    *slot = match optional_text(reader)? {
+    *slot = match reader.text_or_null()? {
         Some(id) if !id.is_empty() => {
             check_id(id).ok()?;
             Some(CompactString::from(id))
@@ -380,7 +371,7 @@ fn lines(reader: &mut Reader<'_>) -> Option<Vec<BasketLine>> {
             match key {
                 "id" => {
                     seen.first(0)?;
-                    let text = optional_text(reader)??;
+                    let text = reader.text_or_null()??;
                     check_id(text).ok()?;
                     id = Some(text.to_owned());
                 }
@@ -422,7 +413,7 @@ fn zone_object<'a>(reader: &mut Reader<'a>) -> Option<&'a str> {
     while let Some(key) = reader.next_key(read)? {
         read += 1;
         if key == "id" && id.is_none() {
-            id = Some(optional_text(reader)??);
+            id = Some(reader.text_or_null()??);
         } else if key == "id" {
             return None;
         } else {
@@ -446,7 +437,7 @@ fn zones(reader: &mut Reader<'_>, limits: &Limits) -> Option<ZoneIds> {
         let id = if reader.peek_token()? == b'{' {
             zone_object(reader)?
         } else {
-            optional_text(reader)??
+            reader.text_or_null()??
         };
         if !zone_id_fits(id) {
             return None;
