@@ -38,5 +38,5 @@ pub use check::*;
 pub use errors::*;
 pub use json::Json;
 pub use read::*;
-pub use scan::Reader;
+pub use scan::{Reader, first_escaped};
 pub use value::*;

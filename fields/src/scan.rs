@@ -235,7 +235,7 @@ impl<'a> Reader<'a> {
     #[inline]
     fn string(&mut self) -> Option<&'a str> {
         let start = self.at;
-        let end = start + first_special(self.bytes.get(start..)?)?;
+        let end = start + first_escaped(self.bytes.get(start..)?)?;
         self.at = end + 1;
         match self.bytes.get(end)? {
             b'"' => self.text.get(start..end),
@@ -283,7 +283,7 @@ impl<'a> Reader<'a> {
                 }
                 _ => return None,
             }
-            let run = first_special(self.bytes.get(at..)?)?;
+            let run = first_escaped(self.bytes.get(at..)?)?;
             out.push_str(self.text.get(at..at + run)?);
             at += run;
             match self.bytes.get(at)? {
@@ -363,10 +363,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Where a string's text stops in `bytes`: the place of its first `"`, `\\` or control
-/// byte. Read eight bytes at a time (a word's bytes compared at once; the lowest byte
-/// flagged is always one of the three, so its place is exact).
-fn first_special(bytes: &[u8]) -> Option<usize> {
+/// The place of the first byte in `bytes` that a JSON string cannot hold as it is: a
+/// `"`, a `\\` or a control byte (below 0x20). Where a body's string ends, and whether a
+/// text must be escaped to be written as one. Read eight bytes at a time: a word has a
+/// byte below `n` when `(x - n·ONES) & !x & HIGHS` is not 0, and a byte equal to `c`
+/// when `x ^ c·ONES` has one below 1; the lowest byte flagged is always one of the
+/// three, so its place is exact.
+pub fn first_escaped(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let zero_byte = |word: u64| word.wrapping_sub(ONES) & !word;
@@ -452,7 +455,7 @@ mod tests {
                 })
                 .collect();
             assert_eq!(
-                first_special(&text),
+                first_escaped(&text),
                 text.iter().position(|&b| special(b)),
                 "{text:?}"
             );

@@ -34,29 +34,9 @@ pub(super) fn write_text(out: &mut Vec<u8>, text: &str) {
 }
 
 /// Whether `bytes` hold one that JSON escapes (below 0x20, `"` or `\`), read eight at a
-/// time: a word has a byte below `n` (at most 0x80) when `(x - n·ONES) & !x & HIGHS` is
-/// not 0, and a byte equal to `c` when `x ^ c·ONES` has one below 1.
+/// time ([`vitrine_fields::first_escaped`], which also finds where a body's string ends).
 fn escaped(bytes: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let below = |x: u64, n: u8| x.wrapping_sub(u64::from(n) * ONES) & !x & HIGHS != 0;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let Ok(word) = <[u8; 8]>::try_from(word) else {
-            return true;
-        };
-        let x = u64::from_le_bytes(word);
-        if below(x, 0x20)
-            || below(x ^ (u64::from(b'"') * ONES), 1)
-            || below(x ^ (u64::from(b'\\') * ONES), 1)
-        {
-            return true;
-        }
-    }
-    words
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    vitrine_fields::first_escaped(bytes).is_some()
 }
 
 /// An image of an image or image-carousel zone.
