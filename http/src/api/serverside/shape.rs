@@ -8,11 +8,11 @@
 //! anything else it answers `None` and the body is read whole ([`super::handle`]), which
 //! names every problem with its path. So an error answer is always the whole reader's,
 //! and a body read here gives the request the whole reader would give (held by the
-//! differential tests below and the fuzzers' `serverside` target).
+//! differential tests in `shape/tests.rs` and the fuzzers' `serverside` target).
 //!
-//! Left to the whole reader: a member given twice, a `null` where a value is required,
-//! an id written as a number, `data` before `name`, and the events of orders and
-//! logins.
+//! Left to the whole reader: a member it reads given twice, a `null` where a value is
+//! required, an id written as a number, `data` before `name`, and the events of orders
+//! and logins.
 
 use vitrine_engine::CompactString;
 use vitrine_engine::account::{ServeRequest, ZoneIds};
