@@ -32,7 +32,7 @@ pub(crate) fn read<'a>(bytes: &'a [u8], arena: &'a Bump) -> Option<Json<'a>> {
     let mut scan = Reader::new(bytes, arena)?;
     scan.items.reserve(16);
     scan.members.reserve(16);
-    let json = scan.value(0)?;
+    let json = scan.value_at(0)?;
     scan.end().then_some(json)
 }
 
@@ -126,12 +126,6 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The next value, whole (strings borrowed, containers in the arena), `depth`
-    /// levels in.
-    pub fn value_at(&mut self, depth: usize) -> Option<Json<'a>> {
-        self.value(depth)
-    }
-
     /// Whether the body ends here (whitespace aside).
     pub fn end(&mut self) -> bool {
         self.skip_space();
@@ -160,8 +154,9 @@ impl<'a> Reader<'a> {
         Some(b)
     }
 
-    /// The value at the next token, `depth` levels in.
-    fn value(&mut self, depth: usize) -> Option<Json<'a>> {
+    /// The next value, whole (strings borrowed, containers in the arena), `depth`
+    /// levels in.
+    pub fn value_at(&mut self, depth: usize) -> Option<Json<'a>> {
         Some(match self.next_token()? {
             b'"' => Json::String(self.string()?),
             b'{' if depth < MAX_DEPTH => self.object(depth + 1)?,
@@ -185,23 +180,9 @@ impl<'a> Reader<'a> {
     /// An object's members, after its `{`.
     fn object(&mut self, depth: usize) -> Option<Json<'a>> {
         let open = self.members.len();
-        match self.next_token()? {
-            b'}' => return Some(Json::Object(&[])),
-            b'"' => {}
-            _ => return None,
-        }
-        loop {
-            let key = self.string()?;
-            if self.next_token()? != b':' {
-                return None;
-            }
-            let value = self.value(depth)?;
+        while let Some(key) = self.next_key(self.members.len() - open)? {
+            let value = self.value_at(depth)?;
             self.members.push((key, value));
-            match self.next_token()? {
-                b',' if self.next_token()? == b'"' => {}
-                b'}' => break,
-                _ => return None,
-            }
         }
         let members = self.arena.alloc_slice_copy(self.members.get(open..)?);
         self.members.truncate(open);
@@ -211,19 +192,9 @@ impl<'a> Reader<'a> {
     /// An array's items, after its `[`.
     fn array(&mut self, depth: usize) -> Option<Json<'a>> {
         let open = self.items.len();
-        self.skip_space();
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Some(Json::Array(&[]));
-        }
-        loop {
-            let item = self.value(depth)?;
+        while self.next_item(self.items.len() - open)? {
+            let item = self.value_at(depth)?;
             self.items.push(item);
-            match self.next_token()? {
-                b',' => {}
-                b']' => break,
-                _ => return None,
-            }
         }
         let items = self.arena.alloc_slice_copy(self.items.get(open..)?);
         self.items.truncate(open);
@@ -400,6 +371,16 @@ fn special(b: u8) -> bool {
 mod tests {
     use super::*;
 
+    /// A reproducible stream of numbers (xorshift64) from `seed`.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// The document as `serde_json` alone reads it, or its error, as text (`-0.0` and
     /// `0.0` told apart).
     fn by_serde(text: &[u8]) -> String {
@@ -422,13 +403,8 @@ mod tests {
     /// its word and whatever bytes stand around it.
     #[test]
     fn a_strings_end_is_found_word_by_word_as_byte_by_byte() {
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = |bound: usize| (random() % bound as u64) as usize;
         let bytes: [u8; 12] = [
             b'"',
             b'\\',
@@ -475,13 +451,8 @@ mod tests {
             b"\"", b"\\", b"{", b"}", b"[", b"]", b",", b":", b"-", b"0", b"e", b"\\u", b"\n",
             b"\xff",
         ];
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
+        let mut random = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = |bound: usize| (random() % bound as u64) as usize;
         for _ in 0..20_000 {
             let mut text = seeds[next(seeds.len())].to_vec();
             for _ in 0..1 + next(3) {
@@ -607,13 +578,7 @@ mod tests {
             texts.push(nested(depth));
         }
         // Numbers of every shape: long significands, large and small exponents.
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..5_000 {
             let digits = next() % 10u64.pow(1 + (next() % 19) as u32);
             let fraction = next() % 1_000_000_000;

@@ -211,17 +211,28 @@ fn null_or(reader: &mut Reader<'_>, open: u8) -> Option<bool> {
 
 /// `events`: an array of the events read here, at most `limits.max_events`.
 fn events(reader: &mut Reader<'_>, limits: &Limits) -> Option<Events> {
-    let mut events = Events::new();
+    bounded_list(reader, limits.max_events, event)
+}
+
+/// An array of at most `max` items, each read by `item`, or `null` (empty).
+fn bounded_list<'a, T, L: Default + Extend<T>>(
+    reader: &mut Reader<'a>,
+    max: usize,
+    mut item: impl FnMut(&mut Reader<'a>) -> Option<T>,
+) -> Option<L> {
+    let mut list = L::default();
     if null_or(reader, b'[')? {
-        return Some(events);
+        return Some(list);
     }
-    while reader.next_item(events.len())? {
-        if events.len() >= limits.max_events {
+    let mut read = 0;
+    while reader.next_item(read)? {
+        if read >= max {
             return None;
         }
-        events.push(event(reader)?);
+        list.extend(Some(item(reader)?));
+        read += 1;
     }
-    Some(events)
+    Some(list)
 }
 
 /// The events read here.
@@ -426,25 +437,14 @@ fn zone_object<'a>(reader: &mut Reader<'a>) -> Option<&'a str> {
 /// `zones`: an array of zone ids, as strings or as the Magento module's objects, at
 /// most `limits.max_zones`.
 fn zones(reader: &mut Reader<'_>, limits: &Limits) -> Option<ZoneIds> {
-    let mut zones = ZoneIds::new();
-    if null_or(reader, b'[')? {
-        return Some(zones);
-    }
-    while reader.next_item(zones.len())? {
-        if zones.len() >= limits.max_zones {
-            return None;
-        }
+    bounded_list(reader, limits.max_zones, |reader| {
         let id = if reader.peek_token()? == b'{' {
             zone_object(reader)?
         } else {
             reader.text_or_null()??
         };
-        if !zone_id_fits(id) {
-            return None;
-        }
-        zones.push(id.into());
-    }
-    Some(zones)
+        zone_id_fits(id).then(|| id.into())
+    })
 }
 
 #[cfg(test)]
