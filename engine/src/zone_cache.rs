@@ -186,7 +186,7 @@ impl ZoneCache {
             zone: position,
             product: ctx.product,
             category: ctx.category.map(CompactString::from),
-            currency: ctx.currency,
+            currency: ctx.currency(),
         };
         let now = ctx.now;
         let found = generation
@@ -360,7 +360,7 @@ impl Generation {
             catalogue: ctx.catalogue,
             rankings: ctx.rankings,
             neighbours: ctx.neighbours,
-            currency: ctx.currency,
+            prices: ctx.prices,
             now: ctx.now,
             account_id: None,
             group_id: None,

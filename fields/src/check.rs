@@ -4,6 +4,8 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
+use crate::first_outside;
+
 /// Milliseconds since the Unix epoch, UTC.
 pub type UnixMillis = i64;
 
@@ -53,7 +55,13 @@ pub fn check_id(id: &str) -> Result<(), Rejected> {
     if id.len() > MAX_ID_LEN {
         return Err(Rejected::TooLong(id.len()));
     }
-    if id.chars().any(char::is_control) {
+    // Printable ASCII is passed eight bytes at a time; the rest is decoded from its
+    // first other byte on.
+    let control = first_outside(id.as_bytes(), 0x20, 0x7e).is_some_and(|at| {
+        id.get(at..)
+            .is_some_and(|rest| rest.chars().any(char::is_control))
+    });
+    if control {
         return Err(Rejected::ControlCharacter);
     }
     Ok(())
@@ -113,5 +121,33 @@ mod tests {
         assert!(check_id("").is_err());
         assert!(check_id("a\nb").is_err());
         assert!(check_id(&"x".repeat(MAX_ID_LEN + 1)).is_err());
+    }
+
+    /// An id has a control character where decoding it finds one, wherever it stands
+    /// among printable ASCII, other text or word boundaries.
+    #[test]
+    fn control_characters_are_found_as_decoding_finds_them() {
+        let mut random = crate::testing::xorshift(0x5851_f42d_4c95_7f2d);
+        let mut next = |bound: usize| (random() % bound as u64) as usize;
+        let pieces = [
+            "a", "Z", " ", "~", "\u{7f}", "\t", "\0", "\u{85}", "\u{9f}", "\u{a0}", "\u{e9}",
+            "\u{20ac}",
+        ];
+        for _ in 0..20_000 {
+            let id: String = (0..1 + next(30))
+                .map(|_| {
+                    if next(3) == 0 {
+                        pieces[next(pieces.len())]
+                    } else {
+                        "p"
+                    }
+                })
+                .collect();
+            assert_eq!(
+                matches!(check_id(&id), Err(Rejected::ControlCharacter)),
+                id.chars().any(char::is_control),
+                "{id:?}"
+            );
+        }
     }
 }

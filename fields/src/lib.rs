@@ -21,6 +21,7 @@
 //! - `json`: [`Json`], a document whose strings borrow from the body (serverside);
 //!   `scan` reads it in one pass over the bytes where that reads as `serde_json` does,
 //!   and its [`Reader`] reads a body value by value for readers that build no document.
+//! - `words`: searches of bytes eight at a time ([`first_escaped`], [`first_outside`]).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
@@ -32,11 +33,27 @@ mod json;
 mod read;
 mod scan;
 mod value;
+mod words;
 
 pub use bumpalo::Bump;
 pub use check::*;
 pub use errors::*;
 pub use json::Json;
 pub use read::*;
-pub use scan::{Reader, first_escaped};
+pub use scan::Reader;
 pub use value::*;
+pub use words::{first_escaped, first_outside};
+
+/// What the crate's tests share.
+#[cfg(test)]
+mod testing {
+    /// A reproducible stream of numbers (xorshift64) from `seed`.
+    pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+}

@@ -22,6 +22,7 @@
 use bumpalo::Bump;
 
 use crate::Json;
+use crate::words::first_escaped;
 
 /// The deepest nesting read here; deeper documents are `serde_json`'s to read or refuse.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -334,52 +335,10 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The place of the first byte in `bytes` that a JSON string cannot hold as it is: a
-/// `"`, a `\\` or a control byte (below 0x20). Where a body's string ends, and whether a
-/// text must be escaped to be written as one. Read eight bytes at a time: a word has a
-/// byte below `n` when `(x - n·ONES) & !x & HIGHS` is not 0, and a byte equal to `c`
-/// when `x ^ c·ONES` has one below 1; the lowest byte flagged is always one of the
-/// three, so its place is exact.
-pub fn first_escaped(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |word: u64| word.wrapping_sub(ONES) & !word;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let found = (zero_byte(word ^ (ONES * u64::from(b'"')))
-            | zero_byte(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word))
-            & HIGHS;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let rest = bytes.get(at..)?.iter().position(|&b| special(b))?;
-    Some(at + rest)
-}
-
-/// Whether a byte ends a string's plain text: a quote, a backslash or a control byte.
-fn special(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A reproducible stream of numbers (xorshift64) from `seed`.
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        }
-    }
+    use crate::testing::xorshift;
 
     /// The document as `serde_json` alone reads it, or its error, as text (`-0.0` and
     /// `0.0` told apart).
@@ -396,45 +355,6 @@ mod tests {
         match Json::parse(text, &arena) {
             Ok(json) => format!("{json:?}"),
             Err(error) => format!("error: {error}"),
-        }
-    }
-
-    /// A string's end is found where a byte-by-byte search finds it, wherever it is in
-    /// its word and whatever bytes stand around it.
-    #[test]
-    fn a_strings_end_is_found_word_by_word_as_byte_by_byte() {
-        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
-        let mut next = |bound: usize| (random() % bound as u64) as usize;
-        let bytes: [u8; 12] = [
-            b'"',
-            b'\\',
-            0,
-            0x1f,
-            0x20,
-            0x21,
-            b'a',
-            0x7f,
-            0x80,
-            0xff,
-            0x5b,
-            0x22 ^ 0x80,
-        ];
-        for _ in 0..50_000 {
-            let len = next(40);
-            let text: Vec<u8> = (0..len)
-                .map(|_| {
-                    if next(4) == 0 {
-                        bytes[next(bytes.len())]
-                    } else {
-                        b'a' + next(26) as u8
-                    }
-                })
-                .collect();
-            assert_eq!(
-                first_escaped(&text),
-                text.iter().position(|&b| special(b)),
-                "{text:?}"
-            );
         }
     }
 

@@ -218,7 +218,7 @@ impl VisitorSnapshot {
             } else {
                 &UNLISTED
             },
-            currency,
+            prices: catalogue.prices_in(currency),
             now,
             account_id: self.identity.account_id.as_deref(),
             group_id: self.identity.group_id.as_deref(),
@@ -282,7 +282,7 @@ impl VisitorSnapshot {
         account_currency: Currency,
     ) -> Shopper<'a> {
         let at = CurrencyAt {
-            currency: ctx.currency,
+            currency: ctx.currency(),
             now: ctx.now,
         };
         let from = AskedFrom {

@@ -39,7 +39,7 @@ pub use model::{
     ArchivedVisibility, Brand, Category, GroupPrice, PriceSet, Product, StoredProduct, Visibility,
 };
 pub(crate) use read::{BaseHandle, Edited, next_version};
-pub use read::{Catalogue, FULL_DIFF_LIMIT};
+pub use read::{Catalogue, FULL_DIFF_LIMIT, OwnPrices};
 
 /// Dense index of a product inside one catalogue version.
 pub type ProductIdx = u32;

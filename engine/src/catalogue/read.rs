@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use vitrine_snapshots::Frozen;
 
-use super::layout::{ArchivedCatalogueData, ArchivedProduct, CatalogueData, NO_PRICE};
+use super::layout::{
+    ArchivedCatalogueData, ArchivedPriceColumn, ArchivedProduct, CatalogueData, NO_PRICE,
+};
 use super::model::{
     ArchivedBrand, ArchivedCategory, ArchivedPriceSet, ArchivedVisibility, PriceSet, account_listed,
 };
@@ -381,33 +383,21 @@ impl Catalogue {
         idx: ProductIdx,
         currency: Currency,
     ) -> (Option<Money>, Option<Money>) {
-        if let Some(overlay) = self.changes()
-            && overlay.covers(idx, self.base_len())
-        {
-            return match overlay.changed.get(&idx) {
-                Some(Some(changed)) => (
-                    changed.prices.price_in(currency),
-                    changed.prices.sale_in(currency),
-                ),
-                _ => (None, None),
-            };
+        self.prices_in(currency).of(idx)
+    }
+
+    /// The products' own prices in `currency`, its price column found once: what a
+    /// request prices its candidates from.
+    pub fn prices_in(&self, currency: Currency) -> OwnPrices<'_> {
+        OwnPrices {
+            catalogue: self,
+            currency,
+            column: self
+                .data()
+                .price_columns
+                .iter()
+                .find(|c| c.currency.to_native() == currency),
         }
-        let Some(column) = self
-            .data()
-            .price_columns
-            .iter()
-            .find(|c| c.currency.to_native() == currency)
-        else {
-            return (None, None);
-        };
-        let at = |values: &rkyv::vec::ArchivedVec<rkyv::rend::i64_le>| {
-            values
-                .get(idx as usize)
-                .map(|m| m.to_native())
-                .filter(|m| *m != NO_PRICE)
-                .map(|minor| Money { minor, currency })
-        };
-        (at(&column.regular), at(&column.sale))
     }
 
     /// Every own price of a product.
@@ -573,5 +563,59 @@ impl ArchivedPriceSet {
             .iter()
             .map(ArchivedMoney::to_native)
             .find(|m| m.currency == currency)
+    }
+}
+
+/// A catalogue's own prices in one currency ([`Catalogue::prices_in`]).
+#[derive(Clone, Copy)]
+pub struct OwnPrices<'c> {
+    catalogue: &'c Catalogue,
+    currency: Currency,
+    /// The base archive's column of the currency (`None`: no product of the base is
+    /// priced in it).
+    column: Option<&'c ArchivedPriceColumn>,
+}
+
+impl std::fmt::Debug for OwnPrices<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnPrices")
+            .field("currency", &self.currency)
+            .field("column", &self.column.is_some())
+            .finish()
+    }
+}
+
+impl OwnPrices<'_> {
+    /// The currency.
+    pub fn currency(&self) -> Currency {
+        self.currency
+    }
+
+    /// Product `idx`'s own (regular, sale) price, from the price column (or the overlay,
+    /// for products changed since the base).
+    pub fn of(&self, idx: ProductIdx) -> (Option<Money>, Option<Money>) {
+        let currency = self.currency;
+        if let Some(overlay) = self.catalogue.changes()
+            && overlay.covers(idx, self.catalogue.base_len())
+        {
+            return match overlay.changed.get(&idx) {
+                Some(Some(changed)) => (
+                    changed.prices.price_in(currency),
+                    changed.prices.sale_in(currency),
+                ),
+                _ => (None, None),
+            };
+        }
+        let Some(column) = self.column else {
+            return (None, None);
+        };
+        let at = |values: &rkyv::vec::ArchivedVec<rkyv::rend::i64_le>| {
+            values
+                .get(idx as usize)
+                .map(|m| m.to_native())
+                .filter(|m| *m != NO_PRICE)
+                .map(|minor| Money { minor, currency })
+        };
+        (at(&column.regular), at(&column.sale))
     }
 }

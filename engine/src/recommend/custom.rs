@@ -51,7 +51,7 @@ pub fn fill_custom<T: CampaignTrace>(
     // The filters and boosts as this version judges them (worked out once per version).
     let interned = custom.interned(catalogue);
     // Item prices are in the request's currency: one scale for all.
-    let scale = 10f64.powi(ctx.currency.minor_digits() as i32);
+    let scale = 10f64.powi(ctx.currency().minor_digits() as i32);
     let pinned: SmallVec<[ProductIdx; 4]> = custom
         .pins
         .iter()

@@ -11,7 +11,7 @@
 //! holds what they share: the request's [`Context`], the [`Trace`] and a filled zone's
 //! items.
 
-use crate::catalogue::{Catalogue, ProductIdx, UnixMillis};
+use crate::catalogue::{Catalogue, OwnPrices, ProductIdx, UnixMillis};
 use crate::models::Neighbours;
 use crate::money::Currency;
 use crate::zone::Strategy;
@@ -44,8 +44,9 @@ pub struct Context<'a> {
     pub rankings: &'a Rankings,
     /// Co-view and co-purchase neighbour lists.
     pub neighbours: &'a Neighbours,
-    /// Currency of the request (else the account default).
-    pub currency: Currency,
+    /// The catalogue's own prices in the request's currency (else the account
+    /// default's): [`Context::currency`].
+    pub prices: OwnPrices<'a>,
     /// Time of the request.
     pub now: UnixMillis,
     /// The visitor's B2B account id.
@@ -72,6 +73,13 @@ pub struct Context<'a> {
     /// What the shopper searched for, lower-cased: products whose title or search tags
     /// contain it come first in every product zone of the page.
     pub search: Option<&'a str>,
+}
+
+impl Context<'_> {
+    /// The request's currency (else the account default).
+    pub fn currency(&self) -> Currency {
+        self.prices.currency()
+    }
 }
 
 /// What filling a zone did with each candidate, for the explanation of a zone

@@ -57,17 +57,17 @@ pub fn priced(
     let chosen = [(account_set, false), (group_set, true)]
         .into_iter()
         .find_map(|(set, windowed)| {
-            set.filter(|set| set.price_in(ctx.currency).is_some())
+            set.filter(|set| set.price_in(ctx.currency()).is_some())
                 .map(|set| (set, windowed))
         });
     let (regular, sale, windowed) = match chosen {
         Some((set, windowed)) => (
-            set.price_in(ctx.currency),
-            set.sale_in(ctx.currency),
+            set.price_in(ctx.currency()),
+            set.sale_in(ctx.currency()),
             windowed,
         ),
         None => {
-            let (regular, sale) = ctx.catalogue.own_prices(idx, ctx.currency);
+            let (regular, sale) = ctx.prices.of(idx);
             (regular, sale, true)
         }
     };

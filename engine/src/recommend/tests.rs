@@ -80,7 +80,7 @@ fn context<'a>(
         catalogue,
         rankings,
         neighbours,
-        currency: Currency::from_code("GBP").unwrap(),
+        prices: catalogue.prices_in(Currency::from_code("GBP").unwrap()),
         now: 1_000,
         account_id: None,
         group_id: None,
@@ -118,7 +118,7 @@ fn ids(catalogue: &Catalogue, account: Option<&str>, currency: &str) -> Vec<Stri
     let rankings = Rankings::build(catalogue, |_| (0.0, 0));
     let neighbours = Neighbours::default();
     let ctx = Context {
-        currency: Currency::from_code(currency).unwrap(),
+        prices: catalogue.prices_in(Currency::from_code(currency).unwrap()),
         account_id: account,
         product: catalogue.idx_of("page"),
         basket: &[catalogue.idx_of("in-basket").unwrap()],
@@ -255,7 +255,7 @@ fn prices_prefer_account_then_group_then_product_and_show_sales() {
             catalogue: &catalogue,
             rankings: &rankings,
             neighbours: &neighbours,
-            currency: Currency::from_code("GBP").unwrap(),
+            prices: catalogue.prices_in(Currency::from_code("GBP").unwrap()),
             now: 0,
             account_id: account,
             group_id: group,
@@ -332,7 +332,7 @@ fn sale_prices_apply_only_inside_their_window_and_account_prices_keep_theirs() {
             catalogue: &catalogue,
             rankings: &rankings,
             neighbours: &neighbours,
-            currency: Currency::from_code("GBP").unwrap(),
+            prices: catalogue.prices_in(Currency::from_code("GBP").unwrap()),
             now,
             account_id: account,
             group_id: group,
