@@ -1,10 +1,10 @@
 //! Authentication: credentials travel in the JSON body, under field names that differ
 //! per endpoint (see [`CredentialFields::of`]). Secrets are compared in constant time.
 
+use constant_time_eq::constant_time_eq;
 use std::sync::Arc;
 
 use serde_json::Value;
-use subtle::ConstantTimeEq;
 use vitrine_fields::{Errors, Fields, JsonValue, KeyMatch};
 
 use crate::error::ApiError;
@@ -202,10 +202,7 @@ pub fn authenticate(
 
 /// Whether `secret` is the account's secret key (compared in constant time).
 pub fn secret_matches(entry: &AccountEntry, secret: &str) -> bool {
-    secret
-        .as_bytes()
-        .ct_eq(entry.config.secret_key.as_bytes())
-        .into()
+    constant_time_eq(secret.as_bytes(), entry.config.secret_key.as_bytes())
 }
 
 /// [`authenticated`], except that on the .NET SDK's endpoints

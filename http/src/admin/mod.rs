@@ -41,6 +41,7 @@ mod catalogue;
 mod drafts;
 mod experiments;
 use campaigns::ExperimentWrite;
+use constant_time_eq::constant_time_eq;
 mod explain;
 mod holdout;
 mod live;
@@ -52,7 +53,6 @@ mod shadow;
 
 use http::header::{self, HeaderMap};
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
 use vitrine_engine::catalogue::UnixMillis;
 
 use vitrine_ingest::jobs::DraftPart;
@@ -468,7 +468,7 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<AdminToken, ApiErr
     // Every token compared in full, in constant time; the last that matches is kept.
     let mut matched = None;
     for token in &config.admin_tokens {
-        if bool::from(token.token.as_bytes().ct_eq(given.as_bytes())) {
+        if constant_time_eq(token.token.as_bytes(), given.as_bytes()) {
             matched = Some(token.clone());
         }
     }
