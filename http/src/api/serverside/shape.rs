@@ -83,6 +83,10 @@ impl Seen {
 
 /// `body` read in one pass into `arena` (escaped strings only), or `None` when it is
 /// left to the whole reader.
+///
+/// Never inlined: reading the body stays one function in a profile (`benches/README.md`
+/// measures it), at the cost of one call.
+#[inline(never)]
 pub fn read<'a>(
     body: &'a [u8],
     arena: &'a Bump,
