@@ -420,7 +420,7 @@ fn shown_products(
         let Some(spec) = settings.zones.get(zone.spec) else {
             continue;
         };
-        let mut products = ShownProducts::new();
+        let mut products = ShownProducts::with_capacity(zone.items.len());
         let mut product_keys_shown = SmallVec::new();
         for item in &zone.items {
             if let Some(product) = catalogue.product(item.product) {

@@ -50,9 +50,10 @@ const BASKETED: u8 = 2;
 /// A shown product was ordered.
 const ORDERED: u8 = 4;
 
-/// Product ids of one zone answer: a typical zone's without a heap allocation (archived
-/// as a vector).
-pub type ShownProducts = smallvec::SmallVec<[CompactString; 12]>;
+/// Product ids of one zone answer, on the heap: a request's record moves them a few
+/// times, and kept inline they would be copied at each move (archived as a vector, as
+/// they were when inline).
+pub type ShownProducts = Vec<CompactString>;
 
 /// What a request's zones showed: two zones without a heap allocation (archived as a
 /// vector).

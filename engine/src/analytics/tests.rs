@@ -179,3 +179,25 @@ fn revenue_is_kept_per_currency_in_code_order() {
     counts.add_revenue(usd, 1);
     assert_eq!(counts.revenue, vec![(gbp(), 250), (usd, 501)]);
 }
+
+/// A zone's shown products archive as they did when they were kept inline (a small
+/// vector of twelve): the log's records written before read the same.
+#[test]
+fn shown_products_archive_as_the_inline_vector_did() {
+    for count in [0, 1, 12, 13, 40] {
+        let ids: Vec<CompactString> = (0..count)
+            .map(|i| CompactString::from(format!("P-{i:04}-a-longer-product-id")))
+            .collect();
+        let inline: smallvec::SmallVec<[CompactString; 12]> = ids.iter().cloned().collect();
+        let heap: ShownProducts = ids;
+        assert_eq!(
+            rkyv::to_bytes::<rkyv::rancor::Error>(&inline)
+                .unwrap()
+                .as_slice(),
+            rkyv::to_bytes::<rkyv::rancor::Error>(&heap)
+                .unwrap()
+                .as_slice(),
+            "{count} products"
+        );
+    }
+}
