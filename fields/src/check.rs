@@ -4,7 +4,7 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
-use crate::first_outside;
+use crate::any_char_outside;
 
 /// Milliseconds since the Unix epoch, UTC.
 pub type UnixMillis = i64;
@@ -55,13 +55,7 @@ pub fn check_id(id: &str) -> Result<(), Rejected> {
     if id.len() > MAX_ID_LEN {
         return Err(Rejected::TooLong(id.len()));
     }
-    // Printable ASCII is passed eight bytes at a time; the rest is decoded from its
-    // first other byte on.
-    let control = first_outside(id.as_bytes(), 0x20, 0x7e).is_some_and(|at| {
-        id.get(at..)
-            .is_some_and(|rest| rest.chars().any(char::is_control))
-    });
-    if control {
+    if any_char_outside(id, 0x20, 0x7e, char::is_control) {
         return Err(Rejected::ControlCharacter);
     }
     Ok(())

@@ -21,7 +21,8 @@
 //! - `json`: [`Json`], a document whose strings borrow from the body (serverside);
 //!   `scan` reads it in one pass over the bytes where that reads as `serde_json` does,
 //!   and its [`Reader`] reads a body value by value for readers that build no document.
-//! - `words`: searches of bytes eight at a time ([`first_escaped`], [`first_outside`]).
+//! - `words`: searches of bytes eight at a time ([`first_escaped`], [`first_outside`],
+//!   [`any_char_outside`]).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
@@ -42,7 +43,7 @@ pub use json::Json;
 pub use read::*;
 pub use scan::Reader;
 pub use value::*;
-pub use words::{first_escaped, first_outside};
+pub use words::{any_char_outside, first_escaped, first_outside};
 
 /// What the crate's tests share.
 #[cfg(test)]

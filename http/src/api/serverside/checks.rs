@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use vitrine_engine::money::Currency;
-use vitrine_fields::{Errors, first_outside};
+use vitrine_fields::{Errors, any_char_outside, first_outside};
 
 /// Longest visitor or session id accepted.
 pub const MAX_CLIENT_ID_LEN: usize = 128;
@@ -87,18 +87,10 @@ pub(super) fn check_url(url: &str, path: &str, errors: &mut Errors) {
     }
 }
 
-/// Whether `text` holds a space or a control character: searched eight bytes at a time
-/// while it is printable ASCII (most URLs are), and decoded from its first other byte on.
+/// Whether `text` holds a space or a control character (printable ASCII, most URLs,
+/// passed eight bytes at a time).
 fn has_space_or_control(text: &str) -> bool {
-    let Some(at) = first_outside(text.as_bytes(), 0x21, 0x7e) else {
-        return false;
-    };
-    match text.as_bytes().get(at) {
-        Some(&b) if b.is_ascii() => true,
-        _ => text
-            .get(at..)
-            .is_some_and(|rest| rest.chars().any(|c| c.is_control() || c == ' ')),
-    }
+    any_char_outside(text, 0x21, 0x7e, |c| c.is_control() || c == ' ')
 }
 
 /// A `visitorId` or `sessionId` given (not empty), checked.
