@@ -21,8 +21,8 @@
 //! - `json`: [`Json`], a document whose strings borrow from the body (serverside);
 //!   `scan` reads it in one pass over the bytes where that reads as `serde_json` does,
 //!   and its [`Reader`] reads a body value by value for readers that build no document.
-//! - `words`: searches of bytes eight at a time ([`first_escaped`], [`first_outside`],
-//!   [`any_char_outside`]).
+//! - `words`: searches of bytes sixteen at a time ([`first_escaped`],
+//!   [`first_escaped_from`], [`first_outside`], [`any_char_outside`]).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 

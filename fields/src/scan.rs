@@ -22,7 +22,7 @@
 use bumpalo::Bump;
 
 use crate::Json;
-use crate::words::first_escaped;
+use crate::words::first_escaped_from;
 
 /// The deepest nesting read here; deeper documents are `serde_json`'s to read or refuse.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -61,7 +61,7 @@ impl<'a> Reader<'a> {
     /// written into `arena`.
     pub fn new(bytes: &'a [u8], arena: &'a Bump) -> Option<Reader<'a>> {
         Some(Reader {
-            text: std::str::from_utf8(bytes).ok()?,
+            text: simdutf8::basic::from_utf8(bytes).ok()?,
             bytes,
             at: 0,
             arena,
@@ -204,10 +204,10 @@ impl<'a> Reader<'a> {
 
     /// A string's text, after its opening quote: borrowed from the body when it holds
     /// no escape, else unescaped into the arena.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let start = self.at;
-        let end = start + first_escaped(self.bytes.get(start..)?)?;
+        let end = first_escaped_from(self.bytes, start)?;
         self.at = end + 1;
         match self.bytes.get(end)? {
             b'"' => self.text.get(start..end),
@@ -255,9 +255,9 @@ impl<'a> Reader<'a> {
                 }
                 _ => return None,
             }
-            let run = first_escaped(self.bytes.get(at..)?)?;
-            out.push_str(self.text.get(at..at + run)?);
-            at += run;
+            let run = first_escaped_from(self.bytes, at)?;
+            out.push_str(self.text.get(at..run)?);
+            at = run;
             match self.bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;

@@ -1,27 +1,33 @@
-//! Searches of bytes eight at a time (a word's bytes tested at once, with no SIMD):
-//! where a JSON string's plain text ends ([`first_escaped`]), and the first byte outside
-//! a range ([`first_outside`]), which tells printable ASCII from anything else and lets
-//! a check decode only what is not ([`any_char_outside`]).
+//! Searches of bytes sixteen at a time, in one SIMD register through `wide` (SSE2 on
+//! x86-64, NEON on ARM, plain bytes elsewhere), all safe code: where a JSON string's
+//! plain text ends ([`first_escaped`], [`first_escaped_from`]), and the first byte
+//! outside a range ([`first_outside`]), which tells printable ASCII from anything else
+//! and lets a check decode only what is not ([`any_char_outside`]).
+//!
+//! A text of sixteen bytes or more is read in whole registers, its last one ending at
+//! its last byte (overlapping the one before); a shorter text is read byte by byte.
 
-/// Eight copies of the byte 1.
-const ONES: u64 = 0x0101_0101_0101_0101;
-/// Each byte's high bit.
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+use wide::u8x16;
 
 /// The place of the first byte in `bytes` that a JSON string cannot hold as it is: a
-/// `"`, a `\\` or a control byte (below 0x20). Where a body's string ends, and whether a
-/// text must be escaped to be written as one. A word has a byte below `n` when
-/// `(x - n·ONES) & !x & HIGHS` is not 0, and a byte equal to `c` when `x ^ c·ONES` has
-/// one below 1; the lowest byte flagged is always one of the three, so its place is
-/// exact.
+/// `"`, a `\\` or a control byte (below 0x20). Whether a text must be escaped to be
+/// written as one.
 pub fn first_escaped(bytes: &[u8]) -> Option<usize> {
-    let zero_byte = |word: u64| word.wrapping_sub(ONES) & !word;
-    first_flagged(
+    first_escaped_from(bytes, 0)
+}
+
+/// The place in `bytes` of the first byte from `from` on that a JSON string cannot hold
+/// as it is (see [`first_escaped`]): where a body's string that starts at `from` ends.
+/// The bytes before `from` are not searched, but let the last register of a string near
+/// the body's end be read whole.
+pub(crate) fn first_escaped_from(bytes: &[u8], from: usize) -> Option<usize> {
+    let (quote, backslash, control) = (u8x16::splat(b'"'), u8x16::splat(b'\\'), u8x16::splat(0x1f));
+    first_marked(
         bytes,
-        |word| {
-            zero_byte(word ^ (ONES * u64::from(b'"')))
-                | zero_byte(word ^ (ONES * u64::from(b'\\')))
-                | (word.wrapping_sub(ONES * 0x20) & !word)
+        from,
+        |lanes| {
+            (lanes.cmp_eq(quote) | lanes.cmp_eq(backslash) | lanes.max(control).cmp_eq(control))
+                .move_mask()
         },
         special,
     )
@@ -32,53 +38,63 @@ fn special(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20
 }
 
-/// The place of the first byte of `bytes` outside `low..=high` (`low` at least 1,
-/// `high` below 0x80), or `None` when every byte is inside. A word has a byte below
-/// `low` when `(x - low·ONES) & !x & HIGHS` is not 0, and a byte above `high` when
-/// `((x + (0x7f - high)·ONES) | x) & HIGHS` is not 0; the lowest byte either flags is
-/// always outside, so its place is exact.
+/// The place of the first byte of `bytes` outside `low..=high`, or `None` when every
+/// byte is inside.
 pub fn first_outside(bytes: &[u8], low: u8, high: u8) -> Option<usize> {
-    debug_assert!(low >= 1 && high < 0x80 && low <= high);
-    let below = ONES * u64::from(low);
-    let above = ONES * u64::from(0x7f - high);
-    first_flagged(
+    let (lowest, highest) = (u8x16::splat(low), u8x16::splat(high));
+    first_marked(
         bytes,
-        |word| (word.wrapping_sub(below) & !word) | word.wrapping_add(above) | word,
+        0,
+        |lanes| {
+            let inside = lanes.max(lowest).cmp_eq(lanes) & lanes.min(highest).cmp_eq(lanes);
+            !inside.move_mask() & 0xffff
+        },
         |b| !(low..=high).contains(&b),
     )
 }
 
 /// Whether a character of `text` is `found`, where none inside `low..=high` is (see
-/// [`first_outside`]): those are passed eight bytes at a time, and the text is decoded
-/// from its first other byte on. What the checks of ids and URLs read text with, since
-/// most is printable ASCII.
+/// [`first_outside`]): those are passed sixteen bytes at a time, and the text is
+/// decoded from its first other byte on. What the checks of ids and URLs read text
+/// with, since most is printable ASCII.
 pub fn any_char_outside(text: &str, low: u8, high: u8, found: impl Fn(char) -> bool) -> bool {
     first_outside(text.as_bytes(), low, high)
         .and_then(|at| text.get(at..))
         .is_some_and(|rest| rest.chars().any(found))
 }
 
-/// The place of the first byte of `bytes` that `flags` marks in its word (the high bit
-/// of the byte set in what it returns, the lowest such byte being one that `byte`
-/// marks), read eight bytes at a time; the bytes past the last whole word by `byte`.
+/// The place of the first byte of `bytes` from `from` on that the search marks: by
+/// `lanes` sixteen bytes at a time (a bit for each byte marked, the first byte's the
+/// lowest), the last sixteen ending at the last byte; byte by byte through `byte` when
+/// `bytes` is shorter than sixteen.
 #[inline(always)]
-fn first_flagged(
+fn first_marked(
     bytes: &[u8],
-    flags: impl Fn(u64) -> u64,
+    from: usize,
+    lanes: impl Fn(u8x16) -> i32,
     byte: impl Fn(u8) -> bool,
 ) -> Option<usize> {
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let found = flags(u64::from_le_bytes(word)) & HIGHS;
+    let register = |at: usize| {
+        let mut sixteen = [0; 16];
+        sixteen.copy_from_slice(bytes.get(at..at + 16)?);
+        Some(lanes(u8x16::new(sixteen)))
+    };
+    let Some(last) = bytes.len().checked_sub(16) else {
+        let rest = bytes.get(from..)?.iter().position(|&b| byte(b))?;
+        return Some(from + rest);
+    };
+    bytes.get(from..)?;
+    let mut at = from;
+    while at < last {
+        let found = register(at)?;
         if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
+            return Some(at + found.trailing_zeros() as usize);
         }
-        at += 8;
+        at += 16;
     }
-    let rest = bytes.get(at..)?.iter().position(|&b| byte(b))?;
-    Some(at + rest)
+    // The last sixteen bytes, less those searched already (or before `from`).
+    let found = register(last)? >> at.checked_sub(last)?;
+    (found != 0).then(|| at + found.trailing_zeros() as usize)
 }
 
 #[cfg(test)]
@@ -87,9 +103,10 @@ mod tests {
     use crate::testing::xorshift;
 
     /// A string's end is found where a byte-by-byte search finds it, wherever it is in
-    /// its word and whatever bytes stand around it.
+    /// its register, whatever bytes stand around it, and from wherever the search
+    /// starts (past the end: none).
     #[test]
-    fn a_strings_end_is_found_word_by_word_as_byte_by_byte() {
+    fn a_strings_end_is_found_as_byte_by_byte() {
         let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut next = |bound: usize| (random() % bound as u64) as usize;
         let bytes: [u8; 12] = [
@@ -107,7 +124,7 @@ mod tests {
             0x22 ^ 0x80,
         ];
         for _ in 0..50_000 {
-            let len = next(40);
+            let len = next(70);
             let text: Vec<u8> = (0..len)
                 .map(|_| {
                     if next(4) == 0 {
@@ -122,13 +139,21 @@ mod tests {
                 text.iter().position(|&b| special(b)),
                 "{text:?}"
             );
+            let from = next(len + 2);
+            assert_eq!(
+                first_escaped_from(&text, from),
+                text.get(from..)
+                    .and_then(|rest| rest.iter().position(|&b| special(b)))
+                    .map(|at| from + at),
+                "{text:?} from {from}"
+            );
         }
     }
 
     /// The first byte outside a range is found where a byte-by-byte search finds it,
     /// for the ranges the checks use and the edges around them.
     #[test]
-    fn the_first_byte_outside_a_range_is_found_word_by_word_as_byte_by_byte() {
+    fn the_first_byte_outside_a_range_is_found_as_byte_by_byte() {
         let mut random = xorshift(0x2545_f491_4f6c_dd1d);
         let mut next = |bound: usize| (random() % bound as u64) as usize;
         let ranges = [
@@ -143,7 +168,7 @@ mod tests {
         ];
         for _ in 0..50_000 {
             let (low, high) = ranges[next(ranges.len())];
-            let len = next(40);
+            let len = next(70);
             let text: Vec<u8> = (0..len)
                 .map(|_| match next(8) {
                     0 => edges[next(edges.len())],
