@@ -27,6 +27,7 @@ fn place(account: &super::Account, visitor: &str, id: &str, at: i64) -> Tracked 
         .serve(request(visitor, None, vec![order(id)], at))
         .served
         .tracked
+        .clone()
 }
 
 fn counted(account: &super::Account) -> (u64, String) {

@@ -69,8 +69,8 @@ pub struct ServeOutcome {
     /// The catalogue version the items index into.
     pub catalogue: Arc<Catalogue>,
     /// The request's events as applied and what its zones showed, for the write-ahead
-    /// log.
-    pub served: Served,
+    /// log (shared with the log's writer, which encodes it on its own thread).
+    pub served: Arc<Served>,
     /// The campaigns the zones were filled with, when a zone of the request has a list.
     pub campaigns: Option<Arc<CampaignSet>>,
 }
@@ -258,11 +258,11 @@ impl Account {
             settings,
             zones,
             catalogue,
-            served: Served {
+            served: Arc::new(Served {
                 tracked,
                 currency,
                 shown,
-            },
+            }),
             campaigns,
         })
     }
@@ -341,7 +341,7 @@ impl Account {
             settings,
             zones,
             catalogue,
-            served: Served {
+            served: Arc::new(Served {
                 tracked: Tracked {
                     visitor_id: String::new(),
                     session_id: String::new(),
@@ -350,7 +350,7 @@ impl Account {
                 },
                 currency,
                 shown: ShownZones::new(),
-            },
+            }),
             campaigns,
         })
     }

@@ -4,9 +4,11 @@
 //! `vitrine_snapshots::wal`'s; byte layouts in `snapshots/FORMAT.md`). The one codec of
 //! the records, a cluster's [`RecordKind::Replicated`] wrapping included.
 
+use std::sync::Arc;
+
 use vitrine_engine::state::{Clicked, Served, Tracked};
 use vitrine_fields::{Errors, Fields, KeyMatch};
-use vitrine_snapshots::wal::{Record, WalError};
+use vitrine_snapshots::wal::{Encode, Payload, Record, WalError};
 
 use crate::delta::{self, Delta};
 
@@ -271,6 +273,25 @@ pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, CodecError> {
             what: "request",
             reason: e.to_string(),
         })
+}
+
+/// A served request's record, encoded by the log's writer on its own thread
+/// ([`Payload::Deferred`]): the request hands over the record it shares with its
+/// answer, and its thread does not pay for the encoding.
+#[derive(Debug)]
+pub(crate) struct ServedRecord(pub(crate) Arc<Served>);
+
+impl Encode for ServedRecord {
+    fn encode(&self) -> Result<Vec<u8>, WalError> {
+        encode_served(&self.0).map_err(|e| WalError::Unencodable(e.to_string()))
+    }
+}
+
+impl ServedRecord {
+    /// The payload of `served`'s record, to be encoded by the log's writer.
+    pub(crate) fn payload(served: &Arc<Served>) -> Payload {
+        Payload::Deferred(Box::new(ServedRecord(Arc::clone(served))))
+    }
 }
 
 /// The payload of a click record.

@@ -383,11 +383,12 @@ impl AccountJobs {
         let applying = self.shared.applying.enter();
         let outcome = self.shared.account.serve(request);
         let served = &outcome.served;
+        // The log's writer encodes the record (it shares it with the answer).
+        let payload = || log::ServedRecord::payload(served);
         if !served.tracked.events.is_empty() {
-            let payload = log::encode_served(served).map_err(|e| SubmitError::Journal(e.into()))?;
             self.log_and_publish(
                 RecordKind::Served,
-                payload,
+                payload(),
                 Durability::UnderPolicy,
                 wait,
                 applying,
@@ -395,13 +396,10 @@ impl AccountJobs {
         } else if !served.shown.is_empty() {
             // Only analytics: logged without waiting for the disk, and a log that
             // cannot take it does not stop the page from getting its zones.
-            let logged = log::encode_served(served)
-                .map_err(vitrine_snapshots::Error::from)
-                .and_then(|payload| {
-                    self.shared
-                        .wal
-                        .append_unwaited(RecordKind::Served.code(), payload)
-                });
+            let logged = self
+                .shared
+                .wal
+                .append_unwaited(RecordKind::Served.code(), payload());
             if let Err(error) = logged {
                 let account = self.shared.account.access_key();
                 tracing::warn!(account = %account, %error, "zone impressions not logged");

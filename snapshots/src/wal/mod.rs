@@ -9,7 +9,9 @@
 //! Threads: [`Wal::append`] may be called from any thread; it hands the record to the
 //! writer thread and waits for its acknowledgement. The writer takes every record
 //! waiting, writes them in one go, and fsyncs once for the whole batch when the policy
-//! (or one record of the batch) asks for it: many appends, one fsync.
+//! (or one record of the batch) asks for it: many appends, one fsync. A record may be
+//! handed over unencoded ([`Payload::Deferred`]): the writer encodes it just before
+//! writing it, so the appending thread (a request's) does not pay for the encoding.
 //!
 //! Files: `format.rs` (the bytes: segment names, record framing, reading and recovery),
 //! `writer.rs` (the writer thread: batches, group commit, rotation, the first failure),
@@ -35,8 +37,8 @@ pub use stats::WalStats;
 use format::write_gap;
 use record::{Append, Durability, Progress, Request};
 pub use record::{
-    KIND_GAP, LINGER, LINGER_MAX, MAX_PAYLOAD, RECORD_HEADER, Record, Recovery, SyncPolicy,
-    WalConfig, WalError, linger,
+    Encode, KIND_GAP, LINGER, LINGER_MAX, MAX_PAYLOAD, Payload, RECORD_HEADER, Record, Recovery,
+    SyncPolicy, WalConfig, WalError, linger,
 };
 use writer::{Failure, Writer};
 
@@ -150,7 +152,7 @@ impl Wal {
     }
 
     /// Appends a record under the log's policy; returns its sequence.
-    pub fn append(&self, kind: u8, payload: Vec<u8>) -> Result<u64> {
+    pub fn append(&self, kind: u8, payload: impl Into<Payload>) -> Result<u64> {
         self.submit(record(kind, payload, Durability::Policy)?)
     }
 
@@ -158,7 +160,7 @@ impl Wal {
     /// allows: with `always` once it is fsynced, otherwise once it is handed to the
     /// writer (written next, in order; `interval` fsyncs it within the interval). A log
     /// that failed earlier refuses it.
-    pub fn append_under_policy(&self, kind: u8, payload: Vec<u8>) -> Result<Handed> {
+    pub fn append_under_policy(&self, kind: u8, payload: impl Into<Payload>) -> Result<Handed> {
         if self.policy == SyncPolicy::Always {
             return self.append(kind, payload).map(|_| Handed::KEPT);
         }
@@ -168,7 +170,7 @@ impl Wal {
     /// Hands a record to the writer and returns without waiting, whatever the policy
     /// (written next, in order, and fsynced with what follows it): for records whose
     /// loss in a crash costs nothing acknowledged. A log that failed earlier refuses it.
-    pub fn append_unwaited(&self, kind: u8, payload: Vec<u8>) -> Result<Handed> {
+    pub fn append_unwaited(&self, kind: u8, payload: impl Into<Payload>) -> Result<Handed> {
         self.send_append(Append {
             request: record(kind, payload, Durability::Policy)?,
             reply: None,
@@ -410,11 +412,14 @@ impl Drop for Wal {
 }
 
 /// A record's request, refused here when it is over [`MAX_PAYLOAD`].
-fn record(kind: u8, payload: Vec<u8>, durability: Durability) -> Result<Request> {
-    if payload.len() > MAX_PAYLOAD {
-        return Err(Error::Wal(WalError::TooLarge {
-            size: payload.len(),
-        }));
+/// The request of a record; one whose bytes are given is refused here when it is over
+/// [`MAX_PAYLOAD`] (one the writer encodes, by the writer).
+fn record(kind: u8, payload: impl Into<Payload>, durability: Durability) -> Result<Request> {
+    let payload = payload.into();
+    if let Payload::Bytes(bytes) = &payload
+        && bytes.len() > MAX_PAYLOAD
+    {
+        return Err(Error::Wal(WalError::TooLarge { size: bytes.len() }));
     }
     Ok(Request::Record {
         kind,

@@ -132,6 +132,53 @@ pub enum WalError {
     Unencodable(String),
 }
 
+/// A record that the writer encodes itself, on its own thread, just before writing it:
+/// the caller's thread hands over what it holds and does not pay for the encoding.
+pub trait Encode: Send + std::fmt::Debug {
+    /// The record's payload.
+    fn encode(&self) -> Result<Vec<u8>, WalError>;
+}
+
+/// An appended record's payload: its bytes, or a record the writer encodes
+/// ([`Encode`]).
+#[derive(Debug)]
+pub enum Payload {
+    /// The payload's bytes, at most [`MAX_PAYLOAD`].
+    Bytes(Vec<u8>),
+    /// Encoded by the writer, just before it writes the record. A record that cannot be
+    /// encoded (or is over [`MAX_PAYLOAD`]) fails the log as a failed write does: no
+    /// record handed over after it is written.
+    Deferred(Box<dyn Encode>),
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(bytes: Vec<u8>) -> Payload {
+        Payload::Bytes(bytes)
+    }
+}
+
+impl Payload {
+    /// The payload's bytes, encoded now when the writer was to encode them.
+    pub fn into_bytes(self) -> Result<Vec<u8>, WalError> {
+        match self {
+            Payload::Bytes(bytes) => Ok(bytes),
+            deferred => deferred.bytes().map(std::borrow::Cow::into_owned),
+        }
+    }
+
+    /// The payload's bytes: as given, or encoded now.
+    pub(super) fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, WalError> {
+        let bytes = match self {
+            Payload::Bytes(bytes) => std::borrow::Cow::Borrowed(bytes.as_slice()),
+            Payload::Deferred(record) => std::borrow::Cow::Owned(record.encode()?),
+        };
+        if bytes.len() > MAX_PAYLOAD {
+            return Err(WalError::TooLarge { size: bytes.len() });
+        }
+        Ok(bytes)
+    }
+}
+
 /// What an append asks of the writer.
 #[derive(Debug)]
 pub(super) enum Request {
@@ -140,8 +187,8 @@ pub(super) enum Request {
     Record {
         /// The caller's kind.
         kind: u8,
-        /// Its bytes.
-        payload: Vec<u8>,
+        /// Its payload.
+        payload: Payload,
         /// When the answer may come.
         durability: Durability,
     },

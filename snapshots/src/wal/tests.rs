@@ -442,3 +442,73 @@ fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
         assert_eq!(payloads(&recovery), vec![b"one".to_vec()], "{policy:?}");
     }
 }
+
+/// A record the writer encodes: its bytes, or no encoding at all.
+#[derive(Debug)]
+struct Later(Option<Vec<u8>>);
+
+impl Encode for Later {
+    fn encode(&self) -> std::result::Result<Vec<u8>, WalError> {
+        self.0
+            .clone()
+            .ok_or_else(|| WalError::Unencodable("no bytes".to_owned()))
+    }
+}
+
+/// Records the writer encodes are written in their place among the others, with the
+/// bytes their encoder gives, under every policy's way of appending.
+#[test]
+fn records_the_writer_encodes_are_written_in_order_with_their_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let later = |bytes: &[u8]| Payload::Deferred(Box::new(Later(Some(bytes.to_vec()))));
+    {
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+        wal.append(1, b"given".to_vec()).unwrap();
+        wal.append(2, later(b"encoded, waited")).unwrap();
+        wal.append_unwaited(3, later(b"encoded, unwaited")).unwrap();
+        wal.append_under_policy(4, later(b"encoded, under the policy"))
+            .unwrap();
+        wal.sync().unwrap();
+    }
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
+    let kinds: Vec<u8> = recovery.records.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [1, 2, 3, 4]);
+    assert_eq!(
+        payloads(&recovery),
+        [
+            &b"given"[..],
+            b"encoded, waited",
+            b"encoded, unwaited",
+            b"encoded, under the policy"
+        ]
+    );
+    assert_eq!(
+        Payload::Deferred(Box::new(Later(Some(b"now".to_vec()))))
+            .into_bytes()
+            .unwrap(),
+        b"now"
+    );
+}
+
+/// A record its encoder cannot encode fails the log as a failed write does: refused,
+/// and nothing handed over after it written; what came before is kept.
+#[test]
+fn a_record_that_cannot_be_encoded_stops_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+        wal.append(1, b"before".to_vec()).unwrap();
+        let refused = wal.append(2, Payload::Deferred(Box::new(Later(None))));
+        assert!(
+            matches!(refused, Err(Error::Wal(WalError::Unencodable(_)))),
+            "{refused:?}"
+        );
+        let after = wal.append(3, b"after".to_vec());
+        assert!(
+            matches!(after, Err(Error::Wal(WalError::Stopped(_)))),
+            "{after:?}"
+        );
+    }
+    let (_, recovery) = Wal::open(config(tmp.path(), SyncPolicy::Always)).unwrap();
+    assert_eq!(payloads(&recovery), [b"before".to_vec()]);
+}

@@ -229,7 +229,11 @@ impl Writer {
             {
                 return batch.iter().map(|_| Err(e.clone())).collect();
             }
-            encode(self.next, kind, payload, bytes);
+            let payload = match payload.bytes() {
+                Ok(payload) => payload,
+                Err(e) => return batch.iter().map(|_| Err(e.clone())).collect(),
+            };
+            encode(self.next, kind, &payload, bytes);
             sequences.push(self.next);
             self.next += 1;
             records += 1;

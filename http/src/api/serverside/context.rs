@@ -40,6 +40,25 @@ fn remembered_device_class(agent: &str) -> Option<DeviceClass> {
     class
 }
 
+/// Agents of each kind woothee tells apart (a desktop, a phone, a tablet, a crawler),
+/// parsed once at start by [`prepare`].
+const COMMON_AGENTS: [&str; 4] = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (Linux; Android 13; SM-X710) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+];
+
+/// Builds the user-agent parser's patterns (woothee compiles them on first use, a few
+/// million instructions) and the memo, at start: the first shoppers' requests do not
+/// pay for them. What an agent is found to be is not remembered here.
+pub fn prepare() {
+    LazyLock::force(&DEVICE_CLASSES);
+    for agent in COMMON_AGENTS {
+        std::hint::black_box(device_class(agent));
+    }
+}
+
 /// The request's device, referrer host and UTM parameters, from its user agent,
 /// `referer` and `currentUrl` (each already validated by [`super::parse`]).
 pub fn request_context(
@@ -123,6 +142,16 @@ mod tests {
         assert_eq!(device_class(android_tablet), Some(DeviceClass::Tablet));
         assert_eq!(device_class(desktop), Some(DeviceClass::Desktop));
         assert_eq!(device_class(bot), None);
+        let [desktop_too, iphone_too, tablet_too, bot_too] = COMMON_AGENTS.map(device_class);
+        assert_eq!(
+            (desktop_too, iphone_too, tablet_too, bot_too),
+            (
+                Some(DeviceClass::Desktop),
+                Some(DeviceClass::Mobile),
+                Some(DeviceClass::Tablet),
+                None
+            )
+        );
         for agent in [iphone, ipad, desktop, bot, iphone] {
             assert_eq!(remembered_device_class(agent), device_class(agent));
         }

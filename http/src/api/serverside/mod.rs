@@ -20,7 +20,7 @@ mod context;
 mod events;
 pub mod shape;
 
-pub use context::{device_class, request_context};
+pub use context::{device_class, prepare, request_context};
 pub use events::{EVENT_NAMES, MAX_FLAT_LINES, plugin_page_type};
 
 use checks::{

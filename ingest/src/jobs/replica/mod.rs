@@ -56,6 +56,7 @@ use crate::jobs::log::{self, RecordKind};
 use crate::jobs::status::DeltaStatus;
 use crate::jobs::worker::queue::Queued;
 use crate::jobs::{AccountJobs, Shared, SubmitError};
+use vitrine_snapshots::wal::Payload;
 
 /// The file holding the replicated log's sequence that the account's snapshots and
 /// local log include (written when the local log is cut).
@@ -304,26 +305,32 @@ impl AccountJobs {
     pub(in crate::jobs) fn log_and_publish(
         &self,
         kind: RecordKind,
-        payload: Vec<u8>,
+        payload: impl Into<Payload>,
         durability: Durability,
         wait: Wait,
         applying: Entered<'_>,
     ) -> Result<(), SubmitError> {
         let wal = &self.shared.wal;
-        let append = |kind: RecordKind, payload: Vec<u8>| match durability {
+        let append = |kind: RecordKind, payload: Payload| match durability {
             Durability::UnderPolicy => wal.append_under_policy(kind.code(), payload),
             Durability::Unwaited => wal.append_unwaited(kind.code(), payload),
         };
         let Some(replica) = self.shared.replica.get() else {
-            let appended = append(kind, payload);
+            let appended = append(kind, payload.into());
             drop(applying);
             appended?;
             return Ok(());
         };
+        // The replicated log publishes the record's bytes: a record the log's writer
+        // would have encoded is encoded here.
+        let payload = payload
+            .into()
+            .into_bytes()
+            .map_err(|e| SubmitError::Journal(vitrine_snapshots::Error::Wal(e)))?;
         let reserved = replica.log.reserve(wal.next_sequence());
         let appended = append(
             RecordKind::Outboxed,
-            log::encode_outboxed(reserved.id, kind, &payload),
+            log::encode_outboxed(reserved.id, kind, &payload).into(),
         );
         drop(applying);
         let handed = match appended {
