@@ -61,6 +61,8 @@ impl HarnessStore {
         };
         let config = config::load_file(&path, &overrides).expect("the harness's config");
         let state = AppState::open(config).expect("the store opens");
+        // As the server does once the store is open.
+        vitrine_http::api::serverside::prepare();
         let entry = state.account(ACCESS_KEY).expect("the harness's account");
         let mut feed = generate_feed(products, 42);
         let status = vitrine_ingest::runner::apply(&entry.jobs, &mut feed, state.pool(), &|_| {});

@@ -84,13 +84,29 @@ impl<'a> Reader<'a> {
     /// The key of the next member of an object of which `read` members were read (the
     /// separators and the `:` consumed), or `Some(None)` at its end (`}` consumed).
     pub fn next_key(&mut self, read: usize) -> Option<Option<&'a str>> {
+        self.next_key_as(read, Self::string)
+    }
+
+    /// [`Reader::next_key`]'s key as bytes (unescaped), for a reader that compares keys
+    /// with its own: no check that the key's ends fall between characters, which only
+    /// a `str` needs (the body is UTF-8, and a key that equals a text is one).
+    pub fn next_name(&mut self, read: usize) -> Option<Option<&'a [u8]>> {
+        self.next_key_as(read, Self::string_bytes)
+    }
+
+    #[inline(always)]
+    fn next_key_as<T>(
+        &mut self,
+        read: usize,
+        key: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Option<T>> {
         match (self.next_token()?, read) {
             (b'}', _) => return Some(None),
             (b'"', 0) => {}
             (b',', 1..) if self.next_token()? == b'"' => {}
             _ => return None,
         }
-        let key = self.string()?;
+        let key = key(self)?;
         (self.next_token()? == b':').then_some(Some(key))
     }
 
@@ -206,12 +222,31 @@ impl<'a> Reader<'a> {
     /// no escape, else unescaped into the arena.
     #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
+        let text = self.text;
+        self.string_as(|plain| text.get(plain), |escaped| escaped)
+    }
+
+    /// [`Reader::string`] as bytes.
+    #[inline(always)]
+    fn string_bytes(&mut self) -> Option<&'a [u8]> {
+        let bytes = self.bytes;
+        self.string_as(|plain| bytes.get(plain), str::as_bytes)
+    }
+
+    /// A string after its opening quote: its plain text by `plain` (its place in the
+    /// body), or its unescaped text (in the arena) by `escaped`.
+    #[inline(always)]
+    fn string_as<T>(
+        &mut self,
+        plain: impl FnOnce(std::ops::Range<usize>) -> Option<T>,
+        escaped: impl FnOnce(&'a str) -> T,
+    ) -> Option<T> {
         let start = self.at;
         let end = first_escaped_from(self.bytes, start)?;
         self.at = end + 1;
         match self.bytes.get(end)? {
-            b'"' => self.text.get(start..end),
-            b'\\' => self.escaped(start, end),
+            b'"' => plain(start..end),
+            b'\\' => self.escaped(start, end).map(escaped),
             _ => None,
         }
     }

@@ -339,6 +339,8 @@ fn run(mut config: Config, source: ConfigSource) -> anyhow::Result<()> {
             None => None,
         };
         let state = Arc::new(AppState::open(config).context("opening the data directory")?);
+        // The user agent parser's patterns, built before the first request needs them.
+        vitrine_http::api::serverside::prepare();
         if let Some((cluster, timeout)) = &cluster {
             for entry in state.accounts() {
                 // Erasures travel between the nodes as hashes keyed by the account's

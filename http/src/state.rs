@@ -225,7 +225,6 @@ impl AppState {
     /// Opens the data directory and sets up every configured account.
     pub fn open(config: Config) -> Result<AppState, StartError> {
         let data_dir = DataDir::open(&config.data_dir).map_err(StartError::DataDir)?;
-        crate::api::serverside::prepare();
         let feeds = config.feeds;
         let pool = ingest_pool_at(feeds.ingest_threads, feeds.background_priority)
             .map_err(StartError::Threads)?;

@@ -102,29 +102,29 @@ pub fn read<'a>(
     let mut zones = ZoneIds::new();
     reader.open_object()?;
     let mut read = 0;
-    while let Some(key) = reader.next_key(read)? {
+    while let Some(key) = reader.next_name(read)? {
         read += 1;
         let place = match key {
-            "events" => {
+            b"events" => {
                 seen.first(0)?;
                 events = self::events(&mut reader, limits)?;
                 continue;
             }
-            "zones" => {
+            b"zones" => {
                 seen.first(1)?;
                 zones = self::zones(&mut reader, limits)?;
                 continue;
             }
-            "currentUrl" => URL,
-            "userAgent" => AGENT,
-            "ip" => IP,
-            "referer" => REFERER,
-            "visitorId" => VISITOR_ID,
-            "sessionId" => SESSION_ID,
-            "currency" => CURRENCY,
-            "searchterm" => SEARCH,
-            key if key == names.access_key => ACCESS_KEY,
-            key if key == secret_name => SECRET,
+            b"currentUrl" => URL,
+            b"userAgent" => AGENT,
+            b"ip" => IP,
+            b"referer" => REFERER,
+            b"visitorId" => VISITOR_ID,
+            b"sessionId" => SESSION_ID,
+            b"currency" => CURRENCY,
+            b"searchterm" => SEARCH,
+            key if key == names.access_key.as_bytes() => ACCESS_KEY,
+            key if key == secret_name.as_bytes() => SECRET,
             _ => {
                 reader.value_at(1)?;
                 continue;
@@ -256,10 +256,10 @@ fn event(reader: &mut Reader<'_>) -> Option<Event> {
     let mut event = None;
     let mut seen = Seen::default();
     let mut read = 0;
-    while let Some(key) = reader.next_key(read)? {
+    while let Some(key) = reader.next_name(read)? {
         read += 1;
         match key {
-            "name" => {
+            b"name" => {
                 seen.first(0)?;
                 kind = Some(match reader.text_or_null()?? {
                     "page_view" => Kind::PageView,
@@ -268,7 +268,7 @@ fn event(reader: &mut Reader<'_>) -> Option<Event> {
                     _ => return None,
                 });
             }
-            "data" => {
+            b"data" => {
                 seen.first(1)?;
                 let kind = kind?;
                 event = Some(match reader.peek_token()? {
@@ -315,19 +315,19 @@ fn data(reader: &mut Reader<'_>, kind: Kind) -> Option<Event> {
     let mut items = Vec::new();
     let mut seen = Seen::default();
     let mut read = 0;
-    while let Some(key) = reader.next_key(read)? {
+    while let Some(key) = reader.next_name(read)? {
         read += 1;
         let known = match (kind, key) {
-            (Kind::PageView, "page_type") => {
+            (Kind::PageView, b"page_type") => {
                 seen.first(0)?;
                 page_type = Some(page_type_named(reader.text_or_null()??)?);
                 true
             }
-            (Kind::PageView, "product_id") => id(reader, &mut seen, &mut ids, 0)?,
-            (Kind::PageView, "category_id") => id(reader, &mut seen, &mut ids, 1)?,
-            (Kind::PageView, "brand_id") => id(reader, &mut seen, &mut ids, 2)?,
-            (Kind::ProductView, "id") => id(reader, &mut seen, &mut ids, 0)?,
-            (Kind::SetBasket, "items") => {
+            (Kind::PageView, b"product_id") => id(reader, &mut seen, &mut ids, 0)?,
+            (Kind::PageView, b"category_id") => id(reader, &mut seen, &mut ids, 1)?,
+            (Kind::PageView, b"brand_id") => id(reader, &mut seen, &mut ids, 2)?,
+            (Kind::ProductView, b"id") => id(reader, &mut seen, &mut ids, 0)?,
+            (Kind::SetBasket, b"items") => {
                 seen.first(4)?;
                 if !null_or(reader, b'[')? {
                     items = lines(reader)?;
@@ -381,20 +381,20 @@ fn lines(reader: &mut Reader<'_>) -> Option<Vec<BasketLine>> {
         let (mut id, mut qty, mut unit_price) = (None, None, None);
         let mut seen = Seen::default();
         let mut read = 0;
-        while let Some(key) = reader.next_key(read)? {
+        while let Some(key) = reader.next_name(read)? {
             read += 1;
             match key {
-                "id" => {
+                b"id" => {
                     seen.first(0)?;
                     let text = reader.text_or_null()??;
                     check_id(text).ok()?;
                     id = Some(text.to_owned());
                 }
-                "qty" => {
+                b"qty" => {
                     seen.first(1)?;
                     qty = Some(number(reader)?);
                 }
-                "unitprice" => {
+                b"unitprice" => {
                     seen.first(2)?;
                     unit_price = Some(number(reader)?);
                 }
@@ -425,11 +425,11 @@ fn zone_object<'a>(reader: &mut Reader<'a>) -> Option<&'a str> {
     reader.open_object()?;
     let mut id = None;
     let mut read = 0;
-    while let Some(key) = reader.next_key(read)? {
+    while let Some(key) = reader.next_name(read)? {
         read += 1;
-        if key == "id" && id.is_none() {
+        if key == b"id" && id.is_none() {
             id = Some(reader.text_or_null()??);
-        } else if key == "id" {
+        } else if key == b"id" {
             return None;
         } else {
             reader.value_at(3)?;
