@@ -443,6 +443,29 @@ fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
     }
 }
 
+/// A hand-over read after the writer has written the record and gone idle (the
+/// appender preempted between its send and its clock read) is held too, under every
+/// policy, without another append: the idle writer marks what it has kept.
+#[test]
+fn a_hand_over_read_after_the_record_was_written_is_held_without_another_append() {
+    for policy in [
+        SyncPolicy::Always,
+        SyncPolicy::Interval(Duration::from_secs(3600)),
+        SyncPolicy::Never,
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
+        wal.append(1, b"one".to_vec()).unwrap();
+        // As late as an appender preempted after its send would read it.
+        let late = wal.handed();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !wal.holds(late) {
+            assert!(Instant::now() < deadline, "{policy:?}: never held");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 /// A record the writer encodes: its bytes, or no encoding at all.
 #[derive(Debug)]
 struct Later(Option<Vec<u8>>);

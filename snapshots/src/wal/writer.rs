@@ -101,6 +101,9 @@ impl Writer {
     }
 
     pub(super) fn run(&mut self, receiver: &mpsc::Receiver<Append>, stats: &WalStats) {
+        /// The longest the writer sleeps when idle before it marks what it has written
+        /// (and, when nothing is left to fsync, kept) as of then.
+        const IDLE_MARK: Duration = Duration::from_millis(50);
         // Under `interval` the writer syncs at half the interval, so that an fsync's own
         // time and a late wake-up rarely make an answer wait ([`Wal::keep_window`]).
         let tick = match self.policy {
@@ -109,8 +112,13 @@ impl Writer {
         };
         let linger = linger(self.policy);
         let mut batch: Vec<Append> = Vec::new();
+        let mut synced_idle = Instant::now();
         loop {
-            let first = match receiver.recv_timeout(tick) {
+            // Woken at least every `IDLE_MARK` when idle, whatever the policy: an append
+            // reads its hand-over just after sending, so the writer may have written
+            // the record (and found the queue empty) before that instant; the next
+            // idle mark covers it.
+            let first = match receiver.recv_timeout(tick.min(IDLE_MARK)) {
                 Ok(first) => first,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     // Nothing handed over before `now` is left to write once the queue
@@ -122,7 +130,11 @@ impl Writer {
                             self.written_as_of = now;
                             self.progress.written_at(now);
                             if self.unsynced > 0 {
-                                let _ = self.sync(stats);
+                                // Under `interval` every tick; otherwise once a tick.
+                                if synced_idle.elapsed() >= tick {
+                                    let _ = self.sync(stats);
+                                    synced_idle = Instant::now();
+                                }
                             } else if self.failed.get().is_none() {
                                 self.progress.durable_at(now);
                             }

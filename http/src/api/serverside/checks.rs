@@ -88,7 +88,7 @@ pub(super) fn check_url(url: &str, path: &str, errors: &mut Errors) {
 }
 
 /// Whether `text` holds a space or a control character (printable ASCII, most URLs,
-/// passed eight bytes at a time).
+/// passed sixteen bytes at a time).
 fn has_space_or_control(text: &str) -> bool {
     any_char_outside(text, 0x21, 0x7e, |c| c.is_control() || c == ' ')
 }
