@@ -431,11 +431,7 @@ fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
         let tmp = tempfile::tempdir().unwrap();
         let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
         let handed = wal.append_unwaited(1, b"one".to_vec()).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !wal.holds(handed) {
-            assert!(Instant::now() < deadline, "{policy:?}: never held");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_held(&wal, handed, policy);
         // Written and kept: a reopened log has it.
         drop(wal);
         let (_, recovery) = Wal::open(config(tmp.path(), policy)).unwrap();
@@ -458,11 +454,16 @@ fn a_hand_over_read_after_the_record_was_written_is_held_without_another_append(
         wal.append(1, b"one".to_vec()).unwrap();
         // As late as an appender preempted after its send would read it.
         let late = wal.handed();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !wal.holds(late) {
-            assert!(Instant::now() < deadline, "{policy:?}: never held");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_held(&wal, late, policy);
+    }
+}
+
+/// Waits, a minute at most, until `wal` holds the record of `handed`.
+fn wait_held(wal: &Wal, handed: Handed, policy: SyncPolicy) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !wal.holds(handed) {
+        assert!(Instant::now() < deadline, "{policy:?}: never held");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -478,12 +479,16 @@ impl Encode for Later {
     }
 }
 
+/// A payload the writer encodes into `bytes`.
+fn later(bytes: &[u8]) -> Payload {
+    Payload::Deferred(Box::new(Later(Some(bytes.to_vec()))))
+}
+
 /// Records the writer encodes are written in their place among the others, with the
 /// bytes their encoder gives, under every policy's way of appending.
 #[test]
 fn records_the_writer_encodes_are_written_in_order_with_their_bytes() {
     let tmp = tempfile::tempdir().unwrap();
-    let later = |bytes: &[u8]| Payload::Deferred(Box::new(Later(Some(bytes.to_vec()))));
     {
         let (wal, _) = Wal::open(config(tmp.path(), SyncPolicy::Never)).unwrap();
         wal.append(1, b"given".to_vec()).unwrap();
@@ -505,12 +510,7 @@ fn records_the_writer_encodes_are_written_in_order_with_their_bytes() {
             b"encoded, under the policy"
         ]
     );
-    assert_eq!(
-        Payload::Deferred(Box::new(Later(Some(b"now".to_vec()))))
-            .into_bytes()
-            .unwrap(),
-        b"now"
-    );
+    assert_eq!(later(b"now").into_bytes().unwrap(), b"now");
 }
 
 /// A record its encoder cannot encode fails the log as a failed write does: refused,
