@@ -279,7 +279,7 @@ pub(crate) fn encode_served(served: &Served) -> Result<Vec<u8>, CodecError> {
 /// ([`Payload::Deferred`]): the request hands over the record it shares with its
 /// answer, and its thread does not pay for the encoding.
 #[derive(Debug)]
-pub(crate) struct ServedRecord(pub(crate) Arc<Served>);
+pub(crate) struct ServedRecord(Arc<Served>);
 
 impl Encode for ServedRecord {
     fn encode(&self) -> Result<Vec<u8>, WalError> {
