@@ -28,11 +28,11 @@ pub struct Currency(u16);
 
 /// The trading currencies by code, in code order: each ISO numeric code's currency
 /// whose lookup by code gives it back.
-static BY_CODE: std::sync::LazyLock<Vec<([u8; 3], Currency)>> = std::sync::LazyLock::new(|| {
-    let mut table: Vec<([u8; 3], Currency)> = (0..1000u16)
+static BY_CODE: std::sync::LazyLock<Vec<(u32, Currency)>> = std::sync::LazyLock::new(|| {
+    let mut table: Vec<(u32, Currency)> = (0..1000u16)
         .filter_map(iso_currency::Currency::from_numeric)
         .filter_map(|iso| {
-            let code = <[u8; 3]>::try_from(iso.code().as_bytes()).ok()?;
+            let code = code_key(iso.code())?;
             let currency = Currency::looked_up(iso.code()).ok()?;
             Some((code, currency))
         })
@@ -41,6 +41,13 @@ static BY_CODE: std::sync::LazyLock<Vec<([u8; 3], Currency)>> = std::sync::LazyL
     table.dedup_by_key(|(code, _)| *code);
     table
 });
+
+/// A three-byte code as one number, ordered as the codes are (a search compares one
+/// number, not three bytes).
+fn code_key(code: &str) -> Option<u32> {
+    let [a, b, c] = <[u8; 3]>::try_from(code.as_bytes()).ok()?;
+    Some(u32::from_be_bytes([0, a, b, c]))
+}
 
 /// Why a currency code or price string was refused. The text is shown to store engineers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,7 +88,7 @@ impl Currency {
         // Every feed price and many requests name a currency: found in a table by code
         // (`iso_currency` matches the code against each of its own, some 600
         // instructions a call); a code the table lacks is looked up there.
-        let key = <[u8; 3]>::try_from(code.as_bytes()).unwrap_or_default();
+        let key = code_key(code).unwrap_or_default();
         if let Ok(at) = BY_CODE.binary_search_by_key(&key, |(code, _)| *code)
             && let Some((_, currency)) = BY_CODE.get(at)
         {

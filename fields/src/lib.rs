@@ -22,7 +22,7 @@
 //!   `scan` reads it in one pass over the bytes where that reads as `serde_json` does,
 //!   and its [`Reader`] reads a body value by value for readers that build no document.
 //! - `words`: searches of bytes sixteen at a time ([`first_escaped`],
-//!   [`first_escaped_from`], [`first_outside`], [`any_char_outside`]).
+//!   [`first_escaped_from`], [`first_byte`], [`first_outside`], [`any_char_outside`]).
 //! - `check`: ids ([`check_id`]), emails ([`looks_like_email`]), dates
 //!   ([`parse_instant`], [`parse_dob`], [`parse_user_dob`]).
 
@@ -43,7 +43,7 @@ pub use json::Json;
 pub use read::*;
 pub use scan::Reader;
 pub use value::*;
-pub use words::{any_char_outside, first_escaped, first_outside};
+pub use words::{any_char_outside, first_byte, first_escaped, first_outside};
 
 /// What the crate's tests share.
 #[cfg(test)]

@@ -71,12 +71,14 @@ impl<'a> Reader<'a> {
     }
 
     /// The next value's first byte, not consumed.
+    #[inline(always)]
     pub fn peek_token(&mut self) -> Option<u8> {
         self.skip_space();
         self.peek()
     }
 
     /// The start of an object (`{`), consumed.
+    #[inline(always)]
     pub fn open_object(&mut self) -> Option<()> {
         (self.next_token()? == b'{').then_some(())
     }
@@ -90,6 +92,7 @@ impl<'a> Reader<'a> {
     /// [`Reader::next_key`]'s key as bytes (unescaped), for a reader that compares keys
     /// with its own: no check that the key's ends fall between characters, which only
     /// a `str` needs (the body is UTF-8, and a key that equals a text is one).
+    #[inline(always)]
     pub fn next_name(&mut self, read: usize) -> Option<Option<&'a [u8]>> {
         self.next_key_as(read, Self::string_bytes)
     }
@@ -111,12 +114,14 @@ impl<'a> Reader<'a> {
     }
 
     /// The start of an array (`[`), consumed.
+    #[inline(always)]
     pub fn open_array(&mut self) -> Option<()> {
         (self.next_token()? == b'[').then_some(())
     }
 
     /// Whether another item follows in an array of which `read` items were read (its
     /// separator consumed); `Some(false)` at its end (`]` consumed).
+    #[inline(always)]
     pub fn next_item(&mut self, read: usize) -> Option<bool> {
         self.skip_space();
         match (self.peek()?, read) {
@@ -135,9 +140,21 @@ impl<'a> Reader<'a> {
 
     /// The next value when it is a string (borrowed), or `Some(None)` when it is
     /// `null`; `None` for any other.
+    #[inline(always)]
     pub fn text_or_null(&mut self) -> Option<Option<&'a str>> {
         match self.next_token()? {
             b'"' => self.string().map(Some),
+            b'n' => self.literal("ull", None),
+            _ => None,
+        }
+    }
+
+    /// [`Reader::text_or_null`]'s string as bytes (unescaped), for a reader that
+    /// compares it with its own texts (see [`Reader::next_name`]).
+    #[inline(always)]
+    pub fn bytes_or_null(&mut self) -> Option<Option<&'a [u8]>> {
+        match self.next_token()? {
+            b'"' => self.string_bytes().map(Some),
             b'n' => self.literal("ull", None),
             _ => None,
         }
@@ -222,33 +239,33 @@ impl<'a> Reader<'a> {
     /// no escape, else unescaped into the arena.
     #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
-        let text = self.text;
-        self.string_as(|plain| text.get(plain), |escaped| escaped)
+        let (start, end) = self.string_end()?;
+        match self.bytes.get(end)? {
+            b'"' => self.text.get(start..end),
+            b'\\' => self.escaped(start, end),
+            _ => None,
+        }
     }
 
     /// [`Reader::string`] as bytes.
     #[inline(always)]
     fn string_bytes(&mut self) -> Option<&'a [u8]> {
-        let bytes = self.bytes;
-        self.string_as(|plain| bytes.get(plain), str::as_bytes)
+        let (start, end) = self.string_end()?;
+        match self.bytes.get(end)? {
+            b'"' => self.bytes.get(start..end),
+            b'\\' => self.escaped(start, end).map(str::as_bytes),
+            _ => None,
+        }
     }
 
-    /// A string after its opening quote: its plain text by `plain` (its place in the
-    /// body), or its unescaped text (in the arena) by `escaped`.
+    /// A string's start (here, after its opening quote) and the end of its plain text
+    /// (its closing quote, or its first escape), the reader moved past that end.
     #[inline(always)]
-    fn string_as<T>(
-        &mut self,
-        plain: impl FnOnce(std::ops::Range<usize>) -> Option<T>,
-        escaped: impl FnOnce(&'a str) -> T,
-    ) -> Option<T> {
+    fn string_end(&mut self) -> Option<(usize, usize)> {
         let start = self.at;
         let end = first_escaped_from(self.bytes, start)?;
         self.at = end + 1;
-        match self.bytes.get(end)? {
-            b'"' => plain(start..end),
-            b'\\' => self.escaped(start, end).map(escaped),
-            _ => None,
-        }
+        Some((start, end))
     }
 
     /// The rest of a string with escapes, from `start`; its first escape at `at`.

@@ -1,7 +1,7 @@
 //! Searches of bytes sixteen at a time, in one SIMD register through `wide` (SSE2 on
 //! x86-64, NEON on ARM, plain bytes elsewhere), all safe code: where a JSON string's
-//! plain text ends ([`first_escaped`], [`first_escaped_from`]), and the first byte
-//! outside a range ([`first_outside`]), which tells printable ASCII from anything else
+//! plain text ends ([`first_escaped`], [`first_escaped_from`]), the first of a byte
+//! ([`first_byte`]), and the first byte outside a range ([`first_outside`]), which tells printable ASCII from anything else
 //! and lets a check decode only what is not ([`any_char_outside`]).
 //!
 //! A text of sixteen bytes or more is read in whole registers, its last one ending at
@@ -36,6 +36,18 @@ pub(crate) fn first_escaped_from(bytes: &[u8], from: usize) -> Option<usize> {
 /// Whether a byte ends a string's plain text: a quote, a backslash or a control byte.
 fn special(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// The place of the first `byte` in `bytes` (`memchr`, inlined: a short text costs a
+/// register or a few bytes, not a call).
+pub fn first_byte(bytes: &[u8], byte: u8) -> Option<usize> {
+    let wanted = u8x16::splat(byte);
+    first_marked(
+        bytes,
+        0,
+        |lanes| lanes.cmp_eq(wanted).move_mask(),
+        |b| b == byte,
+    )
 }
 
 /// The place of the first byte of `bytes` outside `low..=high`, or `None` when every
@@ -150,8 +162,9 @@ mod tests {
         }
     }
 
-    /// The first byte outside a range is found where a byte-by-byte search finds it,
-    /// for the ranges the checks use and the edges around them.
+    /// The first byte outside a range, and the first of a byte, are found where a
+    /// byte-by-byte search finds them, for the ranges the checks use and the edges
+    /// around them.
     #[test]
     fn the_first_byte_outside_a_range_is_found_as_byte_by_byte() {
         let mut random = xorshift(0x2545_f491_4f6c_dd1d);
@@ -180,6 +193,11 @@ mod tests {
                 first_outside(&text, low, high),
                 text.iter().position(|b| !(low..=high).contains(b)),
                 "{text:?} {low}..={high}"
+            );
+            assert_eq!(
+                first_byte(&text, high),
+                text.iter().position(|&b| b == high),
+                "{text:?} {high}"
             );
         }
     }

@@ -55,26 +55,20 @@ pub(super) fn currency_of(code: &str, errors: &mut Errors) -> Option<Currency> {
 /// `currentUrl`: an absolute http(s) URL, or a page label without spaces such as the
 /// `magento-admin` that the vendor's module sends from the store's back office.
 pub(super) fn check_page(url: &str, errors: &mut Errors) {
+    // A label holds no `/`, so neither starts with one nor holds `://`; a URL is told
+    // from one at its first `/`.
     let label = !url.is_empty()
-        && !url.contains("://")
-        && !url.starts_with('/')
         && url.len() <= MAX_LABEL_LEN
-        && url
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+        && url.bytes().all(
+            |b| matches!(b, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b':'),
+        );
     if !label {
         check_url(url, "currentUrl", errors);
     }
 }
 
 pub(super) fn check_url(url: &str, path: &str, errors: &mut Errors) {
-    // What follows the scheme, when the URL starts with one (in any case).
-    let after = |prefix: &str| {
-        url.get(..prefix.len())
-            .filter(|start| start.eq_ignore_ascii_case(prefix))
-            .and_then(|_| url.get(prefix.len()..))
-    };
-    let rest = after("http://").or_else(|| after("https://"));
+    let rest = after_scheme(url);
     if url.len() > MAX_URL_LEN {
         errors.push(path, format!("must be at most {MAX_URL_LEN} bytes"));
     } else if rest.is_none_or(|rest| rest.is_empty() || rest.starts_with('/')) {
@@ -85,6 +79,16 @@ pub(super) fn check_url(url: &str, path: &str, errors: &mut Errors) {
     } else if has_space_or_control(url) {
         errors.push(path, "must not contain spaces or control characters");
     }
+}
+
+/// What follows a URL's `http://` or `https://` (in any case), when it starts with one.
+fn after_scheme(url: &str) -> Option<&str> {
+    let bytes = url.as_bytes();
+    if !bytes.get(..4)?.eq_ignore_ascii_case(b"http") {
+        return None;
+    }
+    let end = 4 + usize::from(matches!(bytes.get(4), Some(b's' | b'S')));
+    (bytes.get(end..end + 3)? == b"://").then(|| url.get(end + 3..))?
 }
 
 /// Whether `text` holds a space or a control character (printable ASCII, most URLs,
@@ -144,6 +148,11 @@ mod tests {
             "https//shop.example",
             "http://shop.example://again",
             "https://caf\u{e9}.example/",
+            "HTTPs://shop.example",
+            "httpss://shop.example",
+            "https:x",
+            "http:/",
+            "http",
             "h",
             "",
         ] {

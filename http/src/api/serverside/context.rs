@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 
 use dashmap::DashMap;
 use vitrine_engine::campaign::{DeviceClass, RequestContext, UtmParameter};
+use vitrine_fields::first_byte;
 
 /// User agents told apart at most before the memo starts again (a store's traffic has
 /// a few thousand distinct agents; a flood of made-up ones only costs their parsing).
@@ -74,8 +75,9 @@ pub fn request_context(
         ..RequestContext::default()
     };
     if let Some(query) = current_url
-        // UTM parameters are in the query: most pages have none, found by one byte scan.
-        .filter(|url| url.contains('?') && url.contains("utm_"))
+        // UTM parameters are in the query: most pages have none, found by one search of
+        // a byte.
+        .filter(|url| first_byte(url.as_bytes(), b'?').is_some() && url.contains("utm_"))
         .and_then(|url| url.parse::<http::Uri>().ok())
         .and_then(|uri| uri.query().map(str::to_owned))
     {

@@ -14,8 +14,10 @@
 //! required, an id written as a number, `data` before `name`, and the events of orders
 //! and logins.
 
+use smallvec::SmallVec;
 use vitrine_engine::CompactString;
 use vitrine_engine::account::{ServeRequest, ZoneIds};
+use vitrine_engine::campaign::RequestContext;
 use vitrine_engine::catalogue::UnixMillis;
 use vitrine_engine::event::{BasketLine, Event, Events, PageType};
 use vitrine_fields::{Bump, Errors, Json, JsonValue, Reader, check_id, number_text};
@@ -98,8 +100,21 @@ pub fn read<'a>(
     let secret_name = names.secret_key?;
     let mut given = Given::default();
     let mut seen = Seen::default();
-    let mut events = Events::new();
-    let mut zones = ZoneIds::new();
+    // Filled where it is returned: its lists are not moved.
+    let mut out = Read {
+        access_key: "",
+        secret: "",
+        request: ServeRequest {
+            search: None,
+            visitor_id: None,
+            session_id: None,
+            currency: None,
+            events: Events::new(),
+            zones: ZoneIds::new(),
+            now,
+            context: RequestContext::default(),
+        },
+    };
     reader.open_object()?;
     let mut read = 0;
     while let Some(key) = reader.next_name(read)? {
@@ -107,12 +122,12 @@ pub fn read<'a>(
         let place = match key {
             b"events" => {
                 seen.first(0)?;
-                events = self::events(&mut reader, limits)?;
+                self::events(&mut reader, limits, &mut out.request.events)?;
                 continue;
             }
             b"zones" => {
                 seen.first(1)?;
-                zones = self::zones(&mut reader, limits)?;
+                self::zones(&mut reader, limits, &mut out.request.zones)?;
                 continue;
             }
             b"currentUrl" => URL,
@@ -137,23 +152,21 @@ pub fn read<'a>(
     if !reader.end() {
         return None;
     }
-    let access_key = given.at(ACCESS_KEY).filter(|key| !key.trim().is_empty())?;
-    let secret = given.at(SECRET).filter(|key| !key.trim().is_empty())?;
-    let request = checked(&given, events, zones, now)?;
-    Some(Read {
-        access_key,
-        secret,
-        request,
-    })
+    out.access_key = given.at(ACCESS_KEY).filter(|key| not_blank(key))?;
+    out.secret = given.at(SECRET).filter(|key| not_blank(key))?;
+    checked(&given, &mut out.request)?;
+    Some(out)
 }
 
-/// The request of `given`, checked as [`super::parse`] checks a store's request.
-fn checked(
-    given: &Given<'_>,
-    events: Events,
-    zones: ZoneIds,
-    now: UnixMillis,
-) -> Option<ServeRequest> {
+/// Whether a key holds more than whitespace, as `str::trim` judges it: a key that
+/// starts with printable ASCII (never whitespace) is answered at its first byte.
+fn not_blank(key: &str) -> bool {
+    key.as_bytes().first().is_some_and(u8::is_ascii_graphic) || !key.trim().is_empty()
+}
+
+/// The top-level values of `given` into `request`, checked as [`super::parse`] checks
+/// a store's request; `None` if one is wrong.
+fn checked(given: &Given<'_>, request: &mut ServeRequest) -> Option<()> {
     let mut errors = Errors::default();
     let url = given.at(URL)?;
     check_page(url, &mut errors);
@@ -183,16 +196,15 @@ fn checked(
         Some(_) => return None,
         None => None,
     };
-    errors.is_empty().then(|| ServeRequest {
-        search,
-        visitor_id,
-        session_id,
-        currency,
-        events,
-        zones,
-        now,
-        context: request_context(Some(agent), referer, Some(url)),
-    })
+    if !errors.is_empty() {
+        return None;
+    }
+    request.visitor_id = visitor_id;
+    request.session_id = session_id;
+    request.currency = currency;
+    request.search = search;
+    request.context = request_context(Some(agent), referer, Some(url));
+    Some(())
 }
 
 /// Whether the next value is `null` (then consumed), or else the container `open`
@@ -213,30 +225,30 @@ fn null_or(reader: &mut Reader<'_>, open: u8) -> Option<bool> {
     Some(false)
 }
 
-/// `events`: an array of the events read here, at most `limits.max_events`.
-fn events(reader: &mut Reader<'_>, limits: &Limits) -> Option<Events> {
-    bounded_list(reader, limits.max_events, event)
+/// `events`: an array of the events read here, at most `limits.max_events`, into
+/// `list` (empty).
+fn events(reader: &mut Reader<'_>, limits: &Limits, list: &mut Events) -> Option<()> {
+    bounded_list(reader, limits.max_events, list, event)
 }
 
-/// An array of at most `max` items, each read by `item`, or `null` (empty).
-fn bounded_list<'a, T, L: Default + Extend<T>>(
+/// An array of at most `max` items, each read by `item`, or `null` (empty), into
+/// `list` (empty).
+fn bounded_list<'a, A: smallvec::Array>(
     reader: &mut Reader<'a>,
     max: usize,
-    mut item: impl FnMut(&mut Reader<'a>) -> Option<T>,
-) -> Option<L> {
-    let mut list = L::default();
+    list: &mut SmallVec<A>,
+    mut item: impl FnMut(&mut Reader<'a>) -> Option<A::Item>,
+) -> Option<()> {
     if null_or(reader, b'[')? {
-        return Some(list);
+        return Some(());
     }
-    let mut read = 0;
-    while reader.next_item(read)? {
-        if read >= max {
+    while reader.next_item(list.len())? {
+        if list.len() >= max {
             return None;
         }
-        list.extend(Some(item(reader)?));
-        read += 1;
+        list.push(item(reader)?);
     }
-    Some(list)
+    Some(())
 }
 
 /// The events read here.
@@ -261,10 +273,10 @@ fn event(reader: &mut Reader<'_>) -> Option<Event> {
         match key {
             b"name" => {
                 seen.first(0)?;
-                kind = Some(match reader.text_or_null()?? {
-                    "page_view" => Kind::PageView,
-                    "product_view" => Kind::ProductView,
-                    "set_basket" => Kind::SetBasket,
+                kind = Some(match reader.bytes_or_null()?? {
+                    b"page_view" => Kind::PageView,
+                    b"product_view" => Kind::ProductView,
+                    b"set_basket" => Kind::SetBasket,
                     _ => return None,
                 });
             }
@@ -439,9 +451,9 @@ fn zone_object<'a>(reader: &mut Reader<'a>) -> Option<&'a str> {
 }
 
 /// `zones`: an array of zone ids, as strings or as the Magento module's objects, at
-/// most `limits.max_zones`.
-fn zones(reader: &mut Reader<'_>, limits: &Limits) -> Option<ZoneIds> {
-    bounded_list(reader, limits.max_zones, |reader| {
+/// most `limits.max_zones`, into `list` (empty).
+fn zones(reader: &mut Reader<'_>, limits: &Limits, list: &mut ZoneIds) -> Option<()> {
+    bounded_list(reader, limits.max_zones, list, |reader| {
         let id = if reader.peek_token()? == b'{' {
             zone_object(reader)?
         } else {
