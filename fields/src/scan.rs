@@ -44,6 +44,10 @@ pub(crate) fn read<'a>(bytes: &'a [u8], arena: &'a Bump) -> Option<Json<'a>> {
 /// Every method answers `None` where the body is not certain to read as `serde_json`
 /// reads it (the same cases as the document's); the caller then leaves the body to
 /// [`crate::Json::parse`].
+///
+/// The methods a request's reader calls for each token are always inlined: in its loop
+/// the position then stays in a register, and their answers do not go through memory
+/// (benches/README.md, "Reading a page's body under 6 k").
 #[derive(Debug)]
 pub struct Reader<'a> {
     text: &'a str,

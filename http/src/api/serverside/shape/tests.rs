@@ -220,3 +220,26 @@ fn bent_bodies_read_in_one_pass_read_as_whole() {
         "only {read} bent bodies were read in one pass"
     );
 }
+
+/// A key is blank where `str::trim` leaves nothing, whatever its first byte.
+#[test]
+fn a_blank_key_is_told_as_trim_tells_it() {
+    for key in [
+        "",
+        " ",
+        "\t\n",
+        "k",
+        " k",
+        "k ",
+        "\u{3000}",
+        "\u{3000}k",
+        "\u{a0}",
+        "é",
+        "\u{85}",
+        "~",
+        "\u{7f}",
+        "\u{1}",
+    ] {
+        assert_eq!(super::not_blank(key), !key.trim().is_empty(), "{key:?}");
+    }
+}
