@@ -1,8 +1,9 @@
 //! Searches of bytes sixteen at a time, in one SIMD register through `wide` (SSE2 on
 //! x86-64, NEON on ARM, plain bytes elsewhere), all safe code: where a JSON string's
 //! plain text ends ([`first_escaped`], [`first_escaped_from`]), the first of a byte
-//! ([`first_byte`]), and the first byte outside a range ([`first_outside`]), which tells printable ASCII from anything else
-//! and lets a check decode only what is not ([`any_char_outside`]).
+//! ([`first_byte`]), and the first byte outside a range ([`first_outside`]), which
+//! tells printable ASCII from anything else and lets a check decode only what is not
+//! ([`any_char_outside`]).
 //!
 //! A text of sixteen bytes or more is read in whole registers, its last one ending at
 //! its last byte (overlapping the one before); a shorter text is read byte by byte.

@@ -411,7 +411,6 @@ impl Drop for Wal {
     }
 }
 
-/// A record's request, refused here when it is over [`MAX_PAYLOAD`].
 /// The request of a record; one whose bytes are given is refused here when it is over
 /// [`MAX_PAYLOAD`] (one the writer encodes, by the writer).
 fn record(kind: u8, payload: impl Into<Payload>, durability: Durability) -> Result<Request> {

@@ -417,17 +417,20 @@ fn appends_beyond_the_backlog_are_refused_and_the_rest_kept() {
     assert_eq!(recovery.next_sequence, 1 + accepted + 1);
 }
 
+/// Each policy, `interval`'s an hour long: nothing is kept by its tick during a test.
+const EVERY_POLICY: [SyncPolicy; 3] = [
+    SyncPolicy::Always,
+    SyncPolicy::Interval(Duration::from_secs(3600)),
+    SyncPolicy::Never,
+];
+
 /// A record's hand-over (what its append returns) is held once the writer has kept it
 /// as the policy keeps records, without anyone asking for an fsync: at once under
 /// `always`, after the batch's group commit under `interval`, once written under
 /// `never`.
 #[test]
 fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
-    for policy in [
-        SyncPolicy::Always,
-        SyncPolicy::Interval(Duration::from_secs(3600)),
-        SyncPolicy::Never,
-    ] {
+    for policy in EVERY_POLICY {
         let tmp = tempfile::tempdir().unwrap();
         let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
         let handed = wal.append_unwaited(1, b"one".to_vec()).unwrap();
@@ -444,11 +447,7 @@ fn a_record_is_held_once_kept_as_its_policy_keeps_records() {
 /// policy, without another append: the idle writer marks what it has kept.
 #[test]
 fn a_hand_over_read_after_the_record_was_written_is_held_without_another_append() {
-    for policy in [
-        SyncPolicy::Always,
-        SyncPolicy::Interval(Duration::from_secs(3600)),
-        SyncPolicy::Never,
-    ] {
+    for policy in EVERY_POLICY {
         let tmp = tempfile::tempdir().unwrap();
         let (wal, _) = Wal::open(config(tmp.path(), policy)).unwrap();
         wal.append(1, b"one".to_vec()).unwrap();
