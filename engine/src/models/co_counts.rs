@@ -8,7 +8,7 @@ use std::sync::{Arc, PoisonError};
 use crossbeam_queue::SegQueue;
 use rayon::prelude::*;
 
-use super::partners::{CountedPartner, Direction, Partners, Totals, add_reach, undirected};
+use super::partners::{CountedPartner, Direction, Kept, Partners, Totals, add_reach, undirected};
 use super::{
     CoViewWindow, MAX_PARTNERS, ModelSettings, NEIGHBOURS, Neighbour, PARTNER_DAMPING, ProductKeys,
     Reach, SEED_DAMPING,
@@ -308,13 +308,18 @@ impl CoCounts {
         let mut entry = self.pairs.entry(key).or_default();
         entry.keys = restored.iter().map(|pair| pair.key).collect();
         entry.counts = restored.iter().map(|pair| pair.count).collect();
-        entry.inherited = restored.iter().map(|pair| pair.inherited).collect();
-        entry.reach = restored.iter().map(|pair| pair.reach).collect();
-        entry.forward = restored.iter().map(|pair| pair.forward).collect();
+        entry.kept = restored
+            .iter()
+            .map(|pair| Kept {
+                inherited: pair.inherited,
+                reach: pair.reach,
+                forward: pair.forward,
+            })
+            .collect();
         entry.total = entry.counts.iter().sum();
         let mut reach_total = [0.0; 2];
-        for reach in &entry.reach {
-            add_reach(&mut reach_total, *reach);
+        for kept in &entry.kept {
+            add_reach(&mut reach_total, kept.reach);
         }
         entry.reach_total = reach_total;
         if !entry.queued {

@@ -5,31 +5,43 @@
 
 use super::{CoViewWindow, Reach};
 
-/// One product's partners, counts, inherited counts, counts by distance and by
-/// direction (in five parallel vectors, by ascending key), their totals, and whether it is queued in
-/// `changed`.
+/// One product's partners in ascending key order, in three parallel vectors: the keys
+/// (searched), the counts (scanned for the weakest when the list is full) and the rest
+/// of each partner's counts ([`Kept`], read and written with its count), with their
+/// totals, and whether it is queued in `changed`.
+///
+/// The keys and the counts are apart because each is read on its own over the whole
+/// list (a search, a scan for the weakest); the rest are together because they are
+/// read and written only for the partner found, so that counting a pair seen before
+/// touches one line of them, not three.
 #[derive(Debug, Default)]
 pub(super) struct Partners {
     pub(super) keys: Vec<u32>,
     pub(super) counts: Vec<f32>,
-    /// What each partner's count started from: the count it inherited when it took a
-    /// full list's weakest place (0 for one that found room). Space-saving may
-    /// overestimate a count by that much at most, so `count - inherited` is what the
-    /// pair was surely seen.
-    pub(super) inherited: Vec<f32>,
+    /// Each partner's [`Kept`] counts, in the order of `keys`.
+    pub(super) kept: Vec<Kept>,
     /// Everything counted for the product. Space-saving keeps the counts' sum equal to
     /// it (a newcomer inherits the count of the partner it replaces), so it is the sum
     /// of `counts`, kept here to be read without summing.
     pub(super) total: f32,
-    /// Each partner's count at the shorter windows' distances ([`Reach`]), since it
-    /// came in (what it inherited is not among them: they are surely seen).
-    pub(super) reach: Vec<Reach>,
-    /// The sums of `reach`.
+    /// The sums of the partners' [`Kept::reach`].
     pub(super) reach_total: Reach,
-    /// Of each partner's `reach`, what was counted in the partner's direction: the
-    /// partner viewed (or bought) after this product ([`Direction::Forward`]).
-    pub(super) forward: Vec<Reach>,
     pub(super) queued: bool,
+}
+
+/// What a partner's list keeps of it besides its key and count.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct Kept {
+    /// What the count started from: the count it inherited when it took a full list's
+    /// weakest place (0 for one that found room). Space-saving may overestimate a count
+    /// by that much at most, so `count - inherited` is what the pair was surely seen.
+    pub(super) inherited: f32,
+    /// The partner's count at the shorter windows' distances ([`Reach`]), since it came
+    /// in (what it inherited is not among them: they are surely seen).
+    pub(super) reach: Reach,
+    /// Of `reach`, what was counted in the partner's direction: the partner viewed (or
+    /// bought) after this product ([`Direction::Forward`]).
+    pub(super) forward: Reach,
 }
 
 /// Which way a pairing goes, seen from the product whose list counts it.
@@ -73,11 +85,9 @@ impl Partners {
                 if let Some(count) = self.counts.get_mut(at) {
                     *count += weight;
                 }
-                if let Some(counted) = self.reach.get_mut(at) {
-                    add_reach(counted, reach);
-                }
-                if let Some(counted) = self.forward.get_mut(at) {
-                    add_reach(counted, forward);
+                if let Some(kept) = self.kept.get_mut(at) {
+                    add_reach(&mut kept.reach, reach);
+                    add_reach(&mut kept.forward, forward);
                 }
                 return;
             }
@@ -95,36 +105,32 @@ impl Partners {
                 if weakest < at {
                     at -= 1;
                 }
-                if self.reach.len() == self.keys.len() && self.forward.len() == self.keys.len() {
-                    // The newcomer takes the weakest's entry, moved to its own place:
-                    // only the entries between the two places shift (a removal and an
-                    // insertion would each shift the whole tail).
-                    let gone = self.reach.get(weakest).copied().unwrap_or_default();
-                    add_reach(&mut self.reach_total, gone.map(|count| -count));
-                    replace_moved(&mut self.keys, weakest, at, to);
-                    replace_moved(&mut self.counts, weakest, at, inherited + weight);
-                    replace_moved(&mut self.inherited, weakest, at, inherited);
-                    replace_moved(&mut self.reach, weakest, at, reach);
-                    replace_moved(&mut self.forward, weakest, at, forward);
-                    return;
-                }
-                self.keys.remove(weakest);
-                self.counts.remove(weakest);
-                self.inherited.remove(weakest);
-                if weakest < self.reach.len() {
-                    let gone = self.reach.remove(weakest);
-                    add_reach(&mut self.reach_total, gone.map(|count| -count));
-                }
-                if weakest < self.forward.len() {
-                    self.forward.remove(weakest);
-                }
+                let gone = self.kept.get(weakest).map_or([0.0; 2], |kept| kept.reach);
+                add_reach(&mut self.reach_total, gone.map(|count| -count));
+                // The newcomer takes the weakest's entry, moved to its own place: only
+                // the entries between the two places shift (a removal and an insertion
+                // would each shift the whole tail).
+                let kept = Kept {
+                    inherited,
+                    reach,
+                    forward,
+                };
+                replace_moved(&mut self.keys, weakest, at, to);
+                replace_moved(&mut self.counts, weakest, at, inherited + weight);
+                replace_moved(&mut self.kept, weakest, at, kept);
+                return;
             }
         }
         self.keys.insert(at, to);
         self.counts.insert(at, inherited + weight);
-        self.inherited.insert(at, inherited);
-        self.reach.insert(at, reach);
-        self.forward.insert(at.min(self.forward.len()), forward);
+        self.kept.insert(
+            at.min(self.kept.len()),
+            Kept {
+                inherited,
+                reach,
+                forward,
+            },
+        );
     }
 
     /// Each partner with its counts (counted without distances, every count is as
@@ -133,21 +139,13 @@ impl Partners {
         self.keys
             .iter()
             .zip(&self.counts)
-            .zip(&self.inherited)
-            .enumerate()
-            .map(|(at, ((key, count), inherited))| {
-                let reach = self.reach.get(at).copied().unwrap_or([*count; 2]);
-                CountedPartner {
-                    key: *key,
-                    count: *count,
-                    inherited: *inherited,
-                    reach,
-                    forward: self
-                        .forward
-                        .get(at)
-                        .copied()
-                        .unwrap_or_else(|| undirected(reach)),
-                }
+            .zip(&self.kept)
+            .map(|((key, count), kept)| CountedPartner {
+                key: *key,
+                count: *count,
+                inherited: kept.inherited,
+                reach: kept.reach,
+                forward: kept.forward,
             })
             .collect()
     }
