@@ -549,7 +549,11 @@ fn pairs_counted_in_order_rank_what_comes_next_when_direction_decides() {
     let pair = |product: &str, partner: &str| {
         let entry = counts.pairs.get(&key(product)).expect("counted");
         let at = entry.keys.binary_search(&key(partner)).expect("paired");
-        (entry.counts[at], entry.kept[at].reach, entry.kept[at].forward)
+        (
+            entry.counts[at],
+            entry.kept[at].reach,
+            entry.kept[at].forward,
+        )
     };
     // b: a came before it 7 times at distance 1, c after it 7 times at distance 1.
     assert_eq!(pair("b", "a"), (7.0, [7.0, 7.0], [0.0, 0.0]));
