@@ -129,6 +129,51 @@ fn closed_loop_against_a_spawned_store_and_the_baseline() {
     let expected =
         idle["throughput_rps"].as_f64().unwrap() / baseline["throughput_rps"].as_f64().unwrap();
     assert!((ratio - expected).abs() < 0.002, "{ratio} vs {expected}");
+    // Without --client-spin the generator's threads sleep between answers.
+    assert_eq!(settings["client_spin"], false);
+    assert!(report["client_spin_turns_per_second"].is_null());
+}
+
+/// `--client-spin`: the generator keeps its threads awake (tasks that yield in a loop,
+/// their turns counted), and both servers still get every shopper's request answered.
+#[test]
+fn a_generator_kept_awake_drives_both_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run(
+        &[
+            "--spawn",
+            "--products",
+            "500",
+            "--connections",
+            "4",
+            "--warmup",
+            "1",
+            "--seconds",
+            "2",
+            "--visitors",
+            "300",
+            "--baseline",
+            "--client-spin",
+            // One CPU for the generator: its one worker spins, the server keeps the rest.
+            "--client-cpus",
+            "0",
+        ],
+        &dir.path().join("spin.json"),
+    );
+    assert_eq!(report["settings"]["client_spin"], true);
+    let turns = report["client_spin_turns_per_second"].as_f64().unwrap();
+    assert!(turns > 0.0, "the spinners never turned: {turns}");
+    for target in ["vitrine", "baseline"] {
+        let idle = &report[target]["idle"];
+        let requests = idle["requests"].as_u64().unwrap();
+        assert!(requests > 20, "{target}: {idle}");
+        assert_eq!(
+            idle["statuses"]["200"].as_u64().unwrap(),
+            requests,
+            "{idle}"
+        );
+        assert_eq!(idle["connection_errors"], 0, "{idle}");
+    }
 }
 
 /// `--clientside`: the shoppers' requests go to the browser endpoint, as the script

@@ -117,6 +117,12 @@ pub(crate) struct RunArgs {
     /// Pin the load generator to these CPUs, e.g. `1`.
     #[arg(long, value_name = "LIST")]
     pub(crate) client_cpus: Option<String>,
+    /// Keep the load generator's threads awake (a task per thread yields in a loop), so
+    /// that an answer finds its reader running and the server's write wakes no thread:
+    /// the ratio to the bare server without the host's cost of a cross-core wake-up.
+    /// Give the generator CPUs of its own (--client-cpus).
+    #[arg(long)]
+    pub(crate) client_spin: bool,
     /// Shoppers click on what they are shown: per strategy, the share of product views
     /// that go to a product of a zone it filled in the previous answer, e.g.
     /// `personalized=0.3,trending=0.1` (with --spawn: the spawned store's zones).

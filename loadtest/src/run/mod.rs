@@ -18,6 +18,7 @@ use vitrine_testkit::CatalogueStart;
 mod args;
 mod counters;
 mod report;
+mod spin;
 
 pub(crate) use args::RunArgs;
 pub(crate) use report::{Machine, PhaseReport, Report, TargetReport};
@@ -160,6 +161,7 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let spinners = args.client_spin.then(|| spin::Spinners::start(&runtime));
     let report = runtime.block_on(async {
         let feed_server = match &feed {
             Some(feed) => Some(FeedServer::start((**feed).clone())?),
@@ -274,8 +276,10 @@ pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
             baseline,
             throughput_vs_baseline,
             experiments: experiment_results,
+            client_spin_turns_per_second: spinners.as_ref().map(spin::Spinners::turns_per_second),
         })
     })?;
+    drop(spinners);
     print_report(&report);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;

@@ -129,6 +129,8 @@ pub(crate) struct Report {
     /// With --experiment: the spawned store's experiment results (its admin API's
     /// answer).
     pub(crate) experiments: Option<serde_json::Value>,
+    /// With --client-spin: the spinning tasks' turns a second over the run.
+    pub(crate) client_spin_turns_per_second: Option<f64>,
 }
 
 pub(super) fn print_report(report: &Report) {
@@ -184,6 +186,9 @@ pub(super) fn print_report(report: &Report) {
             "vitrine throughput / baseline throughput: {:.1} %",
             ratio * 100.0
         );
+    }
+    if let Some(turns) = report.client_spin_turns_per_second {
+        println!("load generator kept awake (--client-spin): {turns:.0} turns/s");
     }
     let experiments = report
         .experiments
