@@ -44,6 +44,37 @@ fn run(args: &[&str], json: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
 
+/// A short closed loop against a spawned store of `products` products over
+/// `connections` connections (1 s of warm-up, 2 s measured, 300 visitors), then `more`.
+fn short_run<'a>(products: &'a str, connections: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--spawn",
+        "--products",
+        products,
+        "--connections",
+        connections,
+        "--warmup",
+        "1",
+        "--seconds",
+        "2",
+        "--visitors",
+        "300",
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
+/// A phase's report holds more than `at_least` requests, every one answered 200.
+fn all_answered(idle: &Value, at_least: u64) {
+    let requests = idle["requests"].as_u64().unwrap();
+    assert!(requests > at_least, "{idle}");
+    assert_eq!(
+        idle["statuses"]["200"].as_u64().unwrap(),
+        requests,
+        "{idle}"
+    );
+}
+
 fn assert_ordered_percentiles(p: &Value) {
     let keys = ["p50", "p90", "p99", "p99.9", "max"];
     let values: Vec<u64> = keys.iter().map(|k| p[k].as_u64().unwrap()).collect();
@@ -55,20 +86,7 @@ fn assert_ordered_percentiles(p: &Value) {
 fn closed_loop_against_a_spawned_store_and_the_baseline() {
     let dir = tempfile::tempdir().unwrap();
     let report = run(
-        &[
-            "--spawn",
-            "--products",
-            "2000",
-            "--connections",
-            "4",
-            "--warmup",
-            "1",
-            "--seconds",
-            "2",
-            "--visitors",
-            "300",
-            "--baseline",
-        ],
+        &short_run("2000", "4", &["--baseline"]),
         &dir.path().join("closed.json"),
     );
     // Every setting, the commit and the machine are repeated; the secret is not.
@@ -88,13 +106,7 @@ fn closed_loop_against_a_spawned_store_and_the_baseline() {
     assert!(report["machine"]["cores"].as_u64().unwrap() >= 1);
 
     let idle = &report["vitrine"]["idle"];
-    let requests = idle["requests"].as_u64().unwrap();
-    assert!(requests > 50, "{idle}");
-    assert_eq!(
-        idle["statuses"]["200"].as_u64().unwrap(),
-        requests,
-        "{idle}"
-    );
+    all_answered(idle, 50);
     assert_eq!(idle["connection_errors"], 0);
     assert_eq!(idle["answers_with_errors"], 0, "{idle}");
     assert!(
@@ -139,40 +151,20 @@ fn closed_loop_against_a_spawned_store_and_the_baseline() {
 #[test]
 fn a_generator_kept_awake_drives_both_servers() {
     let dir = tempfile::tempdir().unwrap();
-    let report = run(
-        &[
-            "--spawn",
-            "--products",
-            "500",
-            "--connections",
-            "4",
-            "--warmup",
-            "1",
-            "--seconds",
-            "2",
-            "--visitors",
-            "300",
-            "--baseline",
-            "--client-spin",
-            // One CPU for the generator: its one worker spins, the server keeps the rest.
-            "--client-cpus",
-            "0",
-        ],
-        &dir.path().join("spin.json"),
+    // One CPU for the generator: its one worker spins, the server keeps the rest.
+    let args = short_run(
+        "500",
+        "4",
+        &["--baseline", "--client-spin", "--client-cpus", "0"],
     );
+    let report = run(&args, &dir.path().join("spin.json"));
     assert_eq!(report["settings"]["client_spin"], true);
     let turns = report["client_spin_turns_per_second"].as_f64().unwrap();
     assert!(turns > 0.0, "the spinners never turned: {turns}");
     for target in ["vitrine", "baseline"] {
         let idle = &report[target]["idle"];
-        let requests = idle["requests"].as_u64().unwrap();
-        assert!(requests > 20, "{target}: {idle}");
-        assert_eq!(
-            idle["statuses"]["200"].as_u64().unwrap(),
-            requests,
-            "{idle}"
-        );
-        assert_eq!(idle["connection_errors"], 0, "{idle}");
+        all_answered(idle, 20);
+        assert_eq!(idle["connection_errors"], 0, "{target}: {idle}");
     }
 }
 
@@ -183,30 +175,11 @@ fn a_generator_kept_awake_drives_both_servers() {
 fn the_browser_endpoint_answers_the_harness_shoppers() {
     let dir = tempfile::tempdir().unwrap();
     let report = run(
-        &[
-            "--spawn",
-            "--products",
-            "2000",
-            "--connections",
-            "2",
-            "--warmup",
-            "1",
-            "--seconds",
-            "2",
-            "--visitors",
-            "300",
-            "--clientside",
-        ],
+        &short_run("2000", "2", &["--clientside"]),
         &dir.path().join("clientside.json"),
     );
     let idle = &report["vitrine"]["idle"];
-    let requests = idle["requests"].as_u64().unwrap();
-    assert!(requests > 50, "{idle}");
-    assert_eq!(
-        idle["statuses"]["200"].as_u64().unwrap(),
-        requests,
-        "{idle}"
-    );
+    all_answered(idle, 50);
     assert_eq!(idle["answers_with_errors"], 0, "{idle}");
     // The zones' HTML comes with their items.
     assert!(
