@@ -30,7 +30,7 @@ pub(super) struct Partners {
 }
 
 /// What a partner's list keeps of it besides its key and count.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Kept {
     /// What the count started from: the count it inherited when it took a full list's
     /// weakest place (0 for one that found room). Space-saving may overestimate a count
@@ -93,18 +93,15 @@ impl Partners {
             }
             Err(at) => at,
         };
-        let mut inherited = 0.0;
-        let mut at = at;
-        if self.keys.len() >= capacity {
+        // Only a full list looks for its weakest (a scan of every count).
+        let full = self.keys.len() >= capacity;
+        match full.then(|| weakest(&self.counts)).flatten() {
             // Space-saving (Metwally et al., 2005): the weakest partner makes room and
             // the newcomer inherits its count, so a pair seen often enough is never
             // pushed out by a stream of rare ones. What it inherited is kept: its count
             // may be overestimated by that much at most.
-            if let Some((weakest, count)) = weakest(&self.counts) {
-                inherited = count;
-                if weakest < at {
-                    at -= 1;
-                }
+            Some((weakest, inherited)) => {
+                let at = if weakest < at { at - 1 } else { at };
                 let gone = self.kept.get(weakest).map_or([0.0; 2], |kept| kept.reach);
                 add_reach(&mut self.reach_total, gone.map(|count| -count));
                 // The newcomer takes the weakest's entry, moved to its own place: only
@@ -118,19 +115,18 @@ impl Partners {
                 replace_moved(&mut self.keys, weakest, at, to);
                 replace_moved(&mut self.counts, weakest, at, inherited + weight);
                 replace_moved(&mut self.kept, weakest, at, kept);
-                return;
+            }
+            None => {
+                let kept = Kept {
+                    inherited: 0.0,
+                    reach,
+                    forward,
+                };
+                self.keys.insert(at, to);
+                self.counts.insert(at, weight);
+                self.kept.insert(at, kept);
             }
         }
-        self.keys.insert(at, to);
-        self.counts.insert(at, inherited + weight);
-        self.kept.insert(
-            at.min(self.kept.len()),
-            Kept {
-                inherited,
-                reach,
-                forward,
-            },
-        );
     }
 
     /// Each partner with its counts (counted without distances, every count is as
