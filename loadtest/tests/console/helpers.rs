@@ -185,12 +185,32 @@ pub(crate) async fn until(browser: &Client, script: &str, done: impl Fn(&Value) 
         if done(&value) {
             return value;
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "never ready: {script} gave {value}"
-        );
+        if started.elapsed() >= WAIT {
+            let said = page_says(browser).await;
+            assert!(
+                started.elapsed() < WAIT,
+                "never ready: {script} gave {value}; the page says {said}"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
+}
+
+/// What the page tells its user at the moment: every status line, error line and draft
+/// banner with text (by id), for a failure's message.
+async fn page_says(browser: &Client) -> Value {
+    browser
+        .execute(
+            "const said = {}; \
+             for (const e of document.querySelectorAll('[id$=\"-error\"], [id$=\"-message\"], \
+                  [id$=\"-draft\"], [role=\"status\"], [role=\"alert\"]')) { \
+               if (e.textContent.trim()) said[e.id || e.tagName] = e.textContent.trim(); \
+             } \
+             return said;",
+            Vec::new(),
+        )
+        .await
+        .unwrap_or_else(|error| json!(format!("(not read: {error})")))
 }
 
 /// A screenshot of the element `css` selects, written as `name`.

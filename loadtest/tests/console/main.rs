@@ -6,7 +6,8 @@
 //! publishes on a stale ETag is shown what changed meanwhile; a viewer's token gets no
 //! edit controls; an experiment is created from the live list and a saved draft, started,
 //! read with its intervals drawn, and ended; the holdout switched on, read and switched
-//! off; a saved draft backtested with its exposure drawn. Screenshots are written next to the test's
+//! off; a saved draft backtested with its exposure drawn; a status line that fills moves no
+//! button. Screenshots are written next to the test's
 //! temporary files.
 
 #![expect(
@@ -21,3 +22,4 @@ mod campaigns;
 mod drafts;
 mod experiments;
 mod helpers;
+mod layout;
