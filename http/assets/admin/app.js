@@ -103,18 +103,25 @@ function showLoggedOut(error) {
   }
 }
 
+/** Shows the account's dashboard and console. While its parts load, the body's
+ * `data-loading` says so (`account`), so what waits for the page to settle can tell;
+ * a part that failed is thrown once every part has ended. */
 async function showAccount(key) {
   state.account = state.accounts.find((a) => a.accessKey === key) || state.accounts[0];
   if (!state.account) return;
   const zones = state.account.zones.filter((z) => z.strategy);
   $("preview-zone").replaceChildren(...zones.map((z) => el("option", { value: z.id }, z.id + " — " + z.title)));
-  await Promise.all([
+  document.body.dataset.loading = "account";
+  const parts = await Promise.allSettled([
     showAnalytics(),
     window.vitrineExperiments ? window.vitrineExperiments.show() : null,
     showPredictions(),
     showTuning(),
     window.vitrineConsole ? window.vitrineConsole.show() : null,
   ]);
+  delete document.body.dataset.loading;
+  const failed = parts.find((part) => part.status === "rejected");
+  if (failed) throw failed.reason;
 }
 
 async function showAnalytics() {

@@ -125,7 +125,8 @@ pub(crate) async fn log_in(browser: &Client, addr: SocketAddr, token: &str) {
     log_in_until(browser, addr, token, "#cz-table tbody tr[data-campaign]").await;
 }
 
-/// Opens the dashboard and logs in with `token`, waiting for the element `css` selects.
+/// Opens the dashboard and logs in with `token`, waiting for the element `css` selects
+/// and for every part of the page to have loaded (nothing then moves what is clicked).
 pub(crate) async fn log_in_until(browser: &Client, addr: SocketAddr, token: &str, css: &str) {
     browser
         .goto(&format!("http://{addr}/admin/"))
@@ -145,6 +146,12 @@ pub(crate) async fn log_in_until(browser: &Client, addr: SocketAddr, token: &str
         .for_element(Locator::Css(css))
         .await
         .expect(css);
+    until(
+        browser,
+        "return document.body.dataset.loading || null",
+        Value::is_null,
+    )
+    .await;
 }
 
 /// Clicks the element `css` selects, once it is there.
