@@ -68,6 +68,31 @@ pub fn request(
     parse_response(&raw).map(|(response, _)| response)
 }
 
+/// A GET whose answer is taken as soon as it is whole (by its `Content-Length`), for a
+/// server that keeps the connection open after answering despite `Connection: close`
+/// (chromedriver): [`request`] would wait [`READ_TIMEOUT`] for the close. `None` as for
+/// [`request`].
+pub fn get_answered(addr: SocketAddr, path: &str) -> Option<Response> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    loop {
+        let read = stream.read(&mut chunk).ok()?;
+        raw.extend_from_slice(chunk.get(..read)?);
+        let whole = parse_response(&raw)
+            .filter(|(response, _)| read == 0 || response.header("content-length").is_some());
+        if let Some((response, _)) = whole {
+            return Some(response);
+        }
+        if read == 0 {
+            return None;
+        }
+    }
+}
+
 /// A JSON POST; `None` as for [`request`].
 pub fn post_json(addr: SocketAddr, path: &str, body: &Value) -> Option<Response> {
     request(addr, "POST", path, body.to_string().as_bytes(), &[])
@@ -115,5 +140,29 @@ mod tests {
         assert_eq!(used, raw.len() - "HTTP/1.1".len());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}").is_none());
         assert!(parse_response(b"HTTP/1.1 200 OK\r\n").is_none());
+    }
+
+    #[test]
+    fn an_answer_is_taken_while_the_server_keeps_the_connection_open() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request).unwrap();
+            // In two writes, the body after the head.
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{\"ready\":")
+                .unwrap();
+            stream.write_all(b"1}").unwrap();
+            // Open until the client has its answer: waiting for the close would time out.
+            let _ = finished.recv();
+        });
+        let answer = get_answered(addr, "/status");
+        done.send(()).unwrap();
+        server.join().unwrap();
+        let answer = answer.expect("the answer, before the connection closes");
+        assert_eq!((answer.status, answer.body.as_str()), (200, "{\"ready\":1}"));
     }
 }
