@@ -17,7 +17,7 @@ use crate::SnapshotNow;
 use crate::objects::{download_object, object_names};
 use crate::outbox::{ANSWER_WAIT, Outbox, STORED_WAIT};
 use crate::replay::read_range;
-use crate::scrub::scrub_storage;
+use crate::scrub::{Storage, scrub_until_done};
 
 /// The jobs' side of an account's stream, its job claims and its shared objects.
 pub(crate) struct StreamLog {
@@ -134,17 +134,13 @@ impl Replication for StreamLog {
     }
 
     fn scrub(&self, scrub: Scrub) {
-        let stream = self.stream.clone();
-        let subject = self.subject.clone();
-        let objects = self.objects.clone();
-        let snapshot_now = self.snapshot_now.clone();
-        self.runtime.spawn(async move {
-            let name = stream.cached_info().config.name.clone();
-            match scrub_storage(stream, subject, objects, snapshot_now, &scrub).await {
-                Ok((messages, objects)) => tracing::info!(stream = %name, messages, objects, "erased person scrubbed from the cluster's storage"),
-                Err(error) => tracing::error!(stream = %name, %error, "the erased person could not be scrubbed from the cluster's storage"),
-            }
-        });
+        let storage = Storage {
+            stream: self.stream.clone(),
+            subject: self.subject.clone(),
+            objects: self.objects.clone(),
+            snapshot_now: self.snapshot_now.clone(),
+        };
+        self.runtime.spawn(scrub_until_done(storage, scrub));
     }
 
     fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, ReplicationError> {

@@ -17,6 +17,53 @@ pub const SCRUB_WAIT: Duration = Duration::from_secs(60);
 /// How long a scrub waits for the snapshot thread's set replacing those naming the
 /// person.
 const SNAPSHOT_WAIT: Duration = Duration::from_secs(240);
+/// The pause before a failed scrub is tried again, doubled after each failure up to
+/// [`RETRY_MOST`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MOST: Duration = Duration::from_secs(60);
+
+/// What a scrub needs of the account's stream and object store.
+pub(crate) struct Storage {
+    pub(crate) stream: stream::Stream,
+    pub(crate) subject: String,
+    pub(crate) objects: object_store::ObjectStore,
+    pub(crate) snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
+}
+
+/// Scrubs the erased person from `storage` ([`scrub_storage`]), trying again after a
+/// failure (the cluster not answering, a stream leader being elected: each logged as a
+/// warning) until it succeeds, or the node stops (a thread the scrub needs stopped, or
+/// the runtime ended). Each try starts over; one that deleted part of what it matched
+/// leaves less for the next.
+pub(crate) async fn scrub_until_done(storage: Storage, scrub: Scrub) {
+    let name = storage.stream.cached_info().config.name.clone();
+    let mut pause = RETRY_FIRST;
+    for attempt in 1_u32.. {
+        let tried = scrub_storage(
+            storage.stream.clone(),
+            storage.subject.clone(),
+            storage.objects.clone(),
+            storage.snapshot_now.clone(),
+            &scrub,
+        )
+        .await;
+        match tried {
+            Ok((messages, objects)) => {
+                tracing::info!(stream = %name, messages, objects, attempt, "erased person scrubbed from the cluster's storage");
+                return;
+            }
+            Err(error @ ReplicationError::Stopped(_)) => {
+                tracing::error!(stream = %name, %error, attempt, "the erased person could not be scrubbed from the cluster's storage: the node is stopping");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(stream = %name, %error, attempt, retry_in = pause.as_secs_f64(), "the erased person is not scrubbed from the cluster's storage yet; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(RETRY_MOST);
+            }
+        }
+    }
+}
 
 /// Removes an erased person from the account's stream and object store (see
 /// [`Replication::scrub`]): waits until every consumer of the stream (each node's

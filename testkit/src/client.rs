@@ -163,6 +163,9 @@ mod tests {
         done.send(()).unwrap();
         server.join().unwrap();
         let answer = answer.expect("the answer, before the connection closes");
-        assert_eq!((answer.status, answer.body.as_str()), (200, "{\"ready\":1}"));
+        assert_eq!(
+            (answer.status, answer.body.as_str()),
+            (200, "{\"ready\":1}")
+        );
     }
 }

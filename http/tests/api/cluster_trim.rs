@@ -1,7 +1,8 @@
 //! What the cluster's stream, object store and snapshot sets keep: an erasure through
 //! one node leaves the person in no answer and no file of any node or NATS server, and a
 //! node joining after the stream was trimmed restores the cluster's snapshot (or, when
-//! its own files end before the trimmed stream, refuses to start and says so).
+//! its own files end before the trimmed stream, refuses to start and says so); a scrub
+//! that fails is tried again until it is done.
 
 use std::time::Duration;
 
@@ -236,6 +237,77 @@ impl Drop for Stop<'_> {
 
 /// The pid of the running `vitrine` process started in `dir` (its command line names
 /// its data directory there).
+/// Sends `signal` (`-STOP`, `-CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// An erasure's scrub that fails is tried again until it is done. A is stopped (SIGSTOP)
+/// before the erasure through B, so the scrub waits for A's reader to pass it; two of the
+/// three NATS servers are killed meanwhile, so the scrub fails (no quorum). They are
+/// started again and A resumed: the scrub is tried again and scrubs the cluster's storage.
+#[test]
+fn a_scrub_that_fails_without_a_quorum_is_tried_again_until_it_is_done() {
+    const VISITOR: &str = "visitor-scrubbed-later";
+    let mut nats = NatsCluster::start(3).expect("a NATS cluster");
+    let mut a = Server::with_config(&config(&nats, "a"));
+    let b = Server::with_config(&config(&nats, "b"));
+    let token = add_products(&a, &["p0", "p1", "p2"]);
+    applied_on(&b, &token);
+    views(&a, VISITOR, &["p1", "p2"]);
+    wait_for("the person's views on B", REPLICATED, || {
+        (zone(&b, VISITOR, "RV").len() == 2).then_some(())
+    });
+    settled(&b);
+
+    let a_pid = a.child().id();
+    signal(a_pid, "-STOP");
+    let resp = b.post_json(
+        "/api/user/forget",
+        &json!({"AccessKey": KEY, "SecretKey": SECRET, "Identifier": VISITOR}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    nats.kill9(1);
+    nats.kill9(2);
+    wait_for_logged("the scrub's failure", REPLICATED, (&a, &b), || {
+        b.log()
+            .contains("the erased person is not scrubbed from the cluster's storage yet")
+    });
+    nats.restart(1).expect("NATS server 1 again");
+    nats.restart(2).expect("NATS server 2 again");
+    signal(a_pid, "-CONT");
+
+    wait_for_logged(
+        "the scrub tried again",
+        Duration::from_secs(300),
+        (&a, &b),
+        || {
+            b.log()
+                .contains("erased person scrubbed from the cluster's storage")
+        },
+    );
+    let log = plain(&b.log());
+    let done = log
+        .lines()
+        .find(|line| line.contains("erased person scrubbed from the cluster's storage"))
+        .expect("the scrub's line");
+    let field = |name: &str| -> u64 {
+        done.split_whitespace()
+            .find_map(|word| word.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {done}"))
+    };
+    assert!(field("attempt") > 1, "{done}");
+    assert!(field("messages") >= 1, "the person's views deleted: {done}");
+    for server in [&b, &a] {
+        assert!(zone(server, VISITOR, "RV").is_empty());
+    }
+}
+
 fn pid_in(dir: &std::path::Path) -> Option<u32> {
     let needle = dir.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
@@ -310,16 +382,9 @@ fn a_node_paused_while_joining_under_writes_is_never_trimmed_past() {
                     .then_some(())
             });
             let pid = wait_for("C's process", REPLICATED, || pid_in(&path));
-            let signal = |name: &str| {
-                let status = std::process::Command::new("kill")
-                    .args([name, &pid.to_string()])
-                    .status()
-                    .expect("kill runs");
-                assert!(status.success(), "kill {name} {pid}");
-            };
-            signal("-STOP");
+            signal(pid, "-STOP");
             std::thread::sleep(Duration::from_secs(5));
-            signal("-CONT");
+            signal(pid, "-CONT");
         });
         let c = Server::start_in(dir, Some(&config("c")));
         pauser.join().expect("the pauser");

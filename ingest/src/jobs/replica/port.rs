@@ -275,7 +275,8 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
     /// Removes an erased person from the cluster's storage, in the background: once
     /// every node reading the replicated log is past its end, every record `scrub`
     /// matches is erased from it, and every shared object holding user records that
-    /// name the person is deleted.
+    /// name the person is deleted. A scrub that fails is tried again until it is done
+    /// or the node stops.
     fn scrub(&self, scrub: Scrub);
 }
 
