@@ -235,8 +235,6 @@ impl Drop for Stop<'_> {
     }
 }
 
-/// The pid of the running `vitrine` process started in `dir` (its command line names
-/// its data directory there).
 /// Sends `signal` (`-STOP`, `-CONT`) to process `pid`.
 fn signal(pid: u32, signal: &str) {
     let status = std::process::Command::new("kill")
@@ -314,6 +312,8 @@ fn a_scrub_that_fails_without_a_quorum_is_tried_again_until_it_is_done() {
     }
 }
 
+/// The pid of the running `vitrine` process started in `dir` (its command line names
+/// its data directory there).
 fn pid_in(dir: &std::path::Path) -> Option<u32> {
     let needle = dir.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
