@@ -283,6 +283,7 @@ impl Cluster {
             seen_claims: Mutex::new(HashMap::new()),
             seen_readers: Mutex::new(HashMap::new()),
             snapshot_now,
+            scrubs: Arc::default(),
         });
         if !jobs.replicate(Arc::clone(&log) as Arc<dyn Replication>, self.incarnation) {
             return Err(failed(

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,8 @@ pub(crate) struct StreamLog {
     pub(crate) seen_readers: Mutex<HashMap<String, (u64, Instant)>>,
     /// Asks the account's snapshot thread for a snapshot set now (after an erasure).
     pub(crate) snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
+    /// Erasure scrubs started and not finished.
+    pub(crate) scrubs: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for StreamLog {
@@ -140,7 +143,15 @@ impl Replication for StreamLog {
             objects: self.objects.clone(),
             snapshot_now: self.snapshot_now.clone(),
         };
-        self.runtime.spawn(scrub_until_done(storage, scrub));
+        let pending = Pending::of(&self.scrubs);
+        self.runtime.spawn(async move {
+            let _pending = pending;
+            scrub_until_done(storage, scrub).await;
+        });
+    }
+
+    fn scrubs_pending(&self) -> usize {
+        self.scrubs.load(Ordering::Acquire)
     }
 
     fn deltas_between(&self, after: u64, before: u64) -> Result<Vec<Vec<u8>>, ReplicationError> {
@@ -203,5 +214,22 @@ impl StreamLog {
                 .await
                 .map_err(|_| ReplicationError::Timeout(limit))?
         })
+    }
+}
+
+/// One scrub counted in a node's pending scrubs while it lives (its task ended, however
+/// it ended, it is counted out).
+struct Pending(Arc<AtomicUsize>);
+
+impl Pending {
+    fn of(count: &Arc<AtomicUsize>) -> Pending {
+        count.fetch_add(1, Ordering::AcqRel);
+        Pending(Arc::clone(count))
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -231,6 +231,14 @@ fn account_metrics(f: &mut Families, entry: &AccountFigures<'_>) {
             outbox.refused as f64,
         );
     }
+    if let Some(scrubs) = jobs.scrubs_pending() {
+        f.gauge(
+            "vitrine_cluster_scrubs_pending",
+            "Erasure scrubs of the cluster's storage this node started and has not finished (each tried again until done).",
+            &account,
+            scrubs as f64,
+        );
+    }
     f.histogram(
         "vitrine_wal_fsync_duration_seconds",
         "How long an fsync of the write-ahead log took.",

@@ -14,6 +14,7 @@ use super::cluster::{
     KEY, REPLICATED, SECRET, add_products, applied_on, category, config, holds_everything,
     order_event, plain, serverside, settled, views, wait_for_logged, with_snapshots, zone,
 };
+use super::cluster_faults::gauge;
 
 #[test]
 fn an_erasure_through_b_leaves_the_person_in_no_answer_and_no_file_of_any_node_or_nats_server() {
@@ -275,6 +276,8 @@ fn a_scrub_that_fails_without_a_quorum_is_tried_again_until_it_is_done() {
         b.log()
             .contains("the erased person is not scrubbed from the cluster's storage yet")
     });
+    let pending = |server: &Server| gauge(server, "vitrine_cluster_scrubs_pending");
+    assert_eq!(pending(&b), 1.0, "the failed scrub is pending");
     nats.restart(1).expect("NATS server 1 again");
     nats.restart(2).expect("NATS server 2 again");
     signal(a_pid, "-CONT");
@@ -301,6 +304,7 @@ fn a_scrub_that_fails_without_a_quorum_is_tried_again_until_it_is_done() {
     };
     assert!(field("attempt") > 1, "{done}");
     assert!(field("messages") >= 1, "the person's views deleted: {done}");
+    assert_eq!(pending(&b), 0.0, "the scrub done");
     // A erases the person once it reads the erasure: the scrub waits for its reader to
     // be handed the record, not for the record to be applied.
     for (name, server) in [("B", &b), ("A", &a)] {

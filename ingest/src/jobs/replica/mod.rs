@@ -354,6 +354,15 @@ impl AccountJobs {
             .map(|replica| replica.log.outbox())
     }
 
+    /// Erasure scrubs of the cluster's storage this node started and has not finished
+    /// (`None` when the account is not replicated).
+    pub fn scrubs_pending(&self) -> Option<usize> {
+        self.shared
+            .replica
+            .get()
+            .map(|replica| replica.log.scrubs_pending())
+    }
+
     /// Whether the account's writes go to a replicated log.
     pub fn is_replicated(&self) -> bool {
         self.shared.replica.get().is_some()

@@ -278,6 +278,9 @@ pub trait Replication: Send + Sync + std::fmt::Debug {
     /// name the person is deleted. A scrub that fails is tried again until it is done
     /// or the node stops.
     fn scrub(&self, scrub: Scrub);
+
+    /// Scrubs this node started and has not finished yet (each being tried until done).
+    fn scrubs_pending(&self) -> usize;
 }
 
 /// What names an erased person in the replicated log and the shared objects.
