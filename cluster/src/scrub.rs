@@ -39,15 +39,7 @@ pub(crate) async fn scrub_until_done(storage: Storage, scrub: Scrub) {
     let name = storage.stream.cached_info().config.name.clone();
     let mut pause = RETRY_FIRST;
     for attempt in 1_u32.. {
-        let tried = scrub_storage(
-            storage.stream.clone(),
-            storage.subject.clone(),
-            storage.objects.clone(),
-            storage.snapshot_now.clone(),
-            &scrub,
-        )
-        .await;
-        match tried {
+        match scrub_storage(&storage, &scrub).await {
             Ok((messages, objects)) => {
                 tracing::info!(stream = %name, messages, objects, attempt, "erased person scrubbed from the cluster's storage");
                 return;
@@ -72,13 +64,17 @@ pub(crate) async fn scrub_until_done(storage: Storage, scrub: Scrub) {
 /// scrub matches (JetStream overwrites a deleted message's bytes in its store), and
 /// deletes every shared user-records object naming the person. Returns the messages
 /// and objects deleted.
-pub(crate) async fn scrub_storage(
-    mut stream: stream::Stream,
-    subject: String,
-    objects: object_store::ObjectStore,
-    snapshot_now: std::sync::mpsc::Sender<SnapshotNow>,
+async fn scrub_storage(
+    storage: &Storage,
     scrub: &Scrub,
 ) -> Result<(usize, usize), ReplicationError> {
+    let Storage {
+        stream,
+        subject,
+        objects,
+        snapshot_now,
+    } = storage;
+    let mut stream = stream.clone();
     let (first, last) = bounds(&mut stream).await?;
     let started = Instant::now();
     let deadline = started + SCRUB_WAIT;
@@ -109,7 +105,7 @@ pub(crate) async fn scrub_storage(
     if last >= first && last > 0 {
         let read = read_range(
             &stream,
-            &subject,
+            subject,
             first.max(1),
             last,
             |sequence, kind, payload| {
@@ -130,8 +126,8 @@ pub(crate) async fn scrub_storage(
     }
 
     let mut deleted_objects = 0;
-    for name in object_names(&objects, |name| name.ends_with("-users")).await? {
-        if read_object(&objects, &name)
+    for name in object_names(objects, |name| name.ends_with("-users")).await? {
+        if read_object(objects, &name)
             .await?
             .is_some_and(|bytes| scrub.names_in(&bytes))
         {
@@ -145,13 +141,13 @@ pub(crate) async fn scrub_storage(
     // Snapshot sets naming the person: replaced by a new one from this node (which has
     // forgotten them), then deleted.
     let mut named_sets = Vec::new();
-    for manifest in &manifest_objects(&objects).await? {
-        let Some(set) = load_manifest(&objects, manifest).await? else {
+    for manifest in &manifest_objects(objects).await? {
+        let Some(set) = load_manifest(objects, manifest).await? else {
             continue;
         };
         for file in &set.files {
             let object = format!("{}/{file}", set.prefix);
-            if read_object(&objects, &object)
+            if read_object(objects, &object)
                 .await?
                 .is_some_and(|bytes| scrub.names_in(&bytes) || set_names_visitor(&bytes, scrub))
             {

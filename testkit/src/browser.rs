@@ -56,7 +56,7 @@ impl Driver {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let limit = Duration::from_secs(60);
         let deadline = Instant::now() + limit;
-        while client::get_answered(addr, "/status").is_none_or(|r| r.status != 200) {
+        while client::request(addr, "GET", "/status", b"", &[]).is_none_or(|r| r.status != 200) {
             if Instant::now() >= deadline {
                 return Err(DriverError::NotReady(limit));
             }

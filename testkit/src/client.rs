@@ -63,34 +63,24 @@ pub fn request(
     let _ = stream
         .write_all(head.as_bytes())
         .and_then(|()| stream.write_all(body));
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    parse_response(&raw).map(|(response, _)| response)
+    read_answer(&mut stream)
 }
 
-/// A GET whose answer is taken as soon as it is whole (by its `Content-Length`), for a
-/// server that keeps the connection open after answering despite `Connection: close`
-/// (chromedriver): [`request`] would wait [`READ_TIMEOUT`] for the close. `None` as for
-/// [`request`].
-pub fn get_answered(addr: SocketAddr, path: &str) -> Option<Response> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
-    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes()).ok()?;
+/// The answer read from `stream`: taken as soon as it is whole by its `Content-Length`
+/// (a server may keep the connection open after answering despite `Connection: close`,
+/// as chromedriver does), else what came before the close or the read timeout.
+fn read_answer(stream: &mut TcpStream) -> Option<Response> {
     let mut raw = Vec::new();
     let mut chunk = [0_u8; 4096];
-    loop {
-        let read = stream.read(&mut chunk).ok()?;
+    while let Ok(read @ 1..) = stream.read(&mut chunk) {
         raw.extend_from_slice(chunk.get(..read)?);
-        let whole = parse_response(&raw)
-            .filter(|(response, _)| read == 0 || response.header("content-length").is_some());
-        if let Some((response, _)) = whole {
+        if let Some((response, _)) = parse_response(&raw)
+            && response.header("content-length").is_some()
+        {
             return Some(response);
         }
-        if read == 0 {
-            return None;
-        }
     }
+    parse_response(&raw).map(|(response, _)| response)
 }
 
 /// A JSON POST; `None` as for [`request`].
@@ -159,10 +149,16 @@ mod tests {
             // Open until the client has its answer: waiting for the close would time out.
             let _ = finished.recv();
         });
-        let answer = get_answered(addr, "/status");
+        // Asked from another thread: a client waiting for the close would answer only
+        // after its read timeout.
+        let (answered, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || answered.send(request(addr, "GET", "/status", b"", &[])));
+        let answer = answer.recv_timeout(READ_TIMEOUT / 2);
         done.send(()).unwrap();
         server.join().unwrap();
-        let answer = answer.expect("the answer, before the connection closes");
+        let answer = answer
+            .expect("the answer, before the connection closes")
+            .expect("a whole answer");
         assert_eq!(
             (answer.status, answer.body.as_str()),
             (200, "{\"ready\":1}")

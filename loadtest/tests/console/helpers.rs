@@ -192,13 +192,16 @@ pub(crate) async fn until(browser: &Client, script: &str, done: impl Fn(&Value) 
         if done(&value) {
             return value;
         }
-        if started.elapsed() >= WAIT {
-            let said = page_says(browser).await;
-            assert!(
-                started.elapsed() < WAIT,
-                "never ready: {script} gave {value}; the page says {said}"
-            );
-        }
+        let timed_out = started.elapsed() >= WAIT;
+        let said = if timed_out {
+            page_says(browser).await
+        } else {
+            Value::Null
+        };
+        assert!(
+            !timed_out,
+            "never ready: {script} gave {value}; the page says {said}"
+        );
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
 }
